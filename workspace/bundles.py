@@ -1,0 +1,352 @@
+"""Study bundles: the ``approve-study/1`` document (FORMATS.md).
+
+Import checks the document's shape, then replays it through the same
+services a person would use, phase by phase, inside one transaction: any
+refusal rolls everything back and is reported with the bundle path of the
+offending field (``peer_weights.clinician: row sums to 0.9, must be 1``).
+Export writes back exactly what was entered (typed direct weights, the
+judgments as given, only the ranges an expert set), so export → import →
+export is the identity.
+"""
+
+from django.db import transaction
+
+from . import services
+from .errors import InvalidInput, PhaseConflict
+from .models import (
+    AcceptableRange,
+    AttributePrioritisation,
+    AttributeVote,
+    Membership,
+    Metric,
+    MetricPrioritisation,
+    MetricVote,
+    PeerWeight,
+    Phase,
+    QualityAttribute,
+)
+
+FORMAT = "approve-study/1"
+TOP_LEVEL = {
+    "format", "title", "description", "phase", "attribute_threshold", "metric_threshold", "designer",
+    "experts", "attributes", "metrics", "candidates", "votes", "priorities", "ranges", "peer_weights",
+}
+PHASE_ORDER = [Phase.DRAFT, Phase.VOTING, Phase.ASSESSMENT, Phase.CLOSED]
+
+
+def _expect(value, kind, field, description):
+    if not isinstance(value, kind):
+        raise InvalidInput({field: f"must be {description}"})
+    return value
+
+
+def _keys(entry, field, required, optional=()):
+    _expect(entry, dict, field, "an object")
+    missing = [key for key in required if key not in entry]
+    if missing:
+        raise InvalidInput({f"{field}.{missing[0]}": "is required"})
+    unknown = sorted(set(entry) - set(required) - set(optional))
+    if unknown:
+        raise InvalidInput({f"{field}.{unknown[0]}": "is not a field of this object"})
+
+
+def _per_expert(bundle, key, experts):
+    """A ``{username: section}`` map whose keys are the bundle's experts."""
+    section = bundle.get(key) or {}
+    _expect(section, dict, key, "an object keyed by expert username")
+    for username in section:
+        if username not in experts:
+            raise InvalidInput({f"{key}.{username}": "is not one of the bundle's experts"})
+    return section
+
+
+def _check_envelope(bundle):
+    _expect(bundle, dict, "bundle", "a JSON object")
+    if bundle.get("format") != FORMAT:
+        raise InvalidInput({"format": f"must be {FORMAT!r}, got {bundle.get('format')!r}"})
+    unknown = sorted(set(bundle) - TOP_LEVEL)
+    if unknown:
+        raise InvalidInput({unknown[0]: "is not a field of an approve-study/1 bundle"})
+    if "title" not in bundle:
+        raise InvalidInput({"title": "is required"})
+    phase = bundle.get("phase", Phase.DRAFT)
+    if phase not in Phase.values:
+        raise InvalidInput({"phase": f"must be one of {', '.join(Phase.values)}, got {phase!r}"})
+    experts = _expect(bundle.get("experts", []), list, "experts", "a list of usernames")
+    for position, username in enumerate(experts):
+        _expect(username, str, f"experts[{position}]", "a username")
+        if experts.index(username) != position:
+            raise InvalidInput({f"experts[{position}]": f"{username!r} is listed twice"})
+    for key in ("attributes", "metrics", "candidates"):
+        _expect(bundle.get(key, []), list, key, "a list")
+    return phase, experts
+
+
+def _later_sections_absent(bundle, phase):
+    """A study put in an early phase cannot carry inputs of a later one."""
+    needs = {"votes": Phase.VOTING, "priorities": Phase.ASSESSMENT, "ranges": Phase.ASSESSMENT, "peer_weights": Phase.ASSESSMENT}
+    for key, first_phase in needs.items():
+        section = bundle.get(key) or {}
+        has_content = any(section.get(kind) for kind in ("attributes", "metrics")) if key == "votes" and isinstance(section, dict) else bool(section)
+        if has_content and PHASE_ORDER.index(phase) < PHASE_ORDER.index(first_phase):
+            raise InvalidInput(
+                {key: f"a study imported in the {phase} phase has no {key.replace('_', ' ')} yet (they start in the {first_phase} phase)"}
+            )
+
+
+def _transition(service, study, phase):
+    try:
+        return service(study=study)
+    except PhaseConflict as conflict:
+        raise InvalidInput({"phase": f"cannot import the study as {phase}: {conflict}"}) from None
+
+
+@transaction.atomic
+def study_import_bundle(*, bundle, importer=None):
+    """Create a study from an ``approve-study/1`` bundle; all or nothing."""
+    phase, expert_names = _check_envelope(bundle)
+    _later_sections_absent(bundle, phase)
+
+    designer_name = bundle.get("designer")
+    if designer_name is None:
+        if importer is None:
+            raise InvalidInput({"designer": "is required when no importing user is given"})
+        designer = importer
+    else:
+        designer = services.user_get_or_create(username=designer_name, field="designer")
+
+    try:
+        study = services.study_create(
+            designer=designer,
+            title=bundle["title"],
+            description=bundle.get("description", ""),
+            attribute_threshold=bundle.get("attribute_threshold", 1),
+            metric_threshold=bundle.get("metric_threshold", 0),
+        )
+    except InvalidInput as error:
+        raise error.prefixed(next(iter(error.errors))) from None
+
+    experts = {}
+    for position, username in enumerate(expert_names):
+        user = services.user_get_or_create(username=username, field=f"experts[{position}]")
+        experts[username] = services.expert_add(study=study, user=user)
+
+    attributes = {}
+    for position, entry in enumerate(bundle.get("attributes", [])):
+        field = f"attributes[{position}]"
+        _keys(entry, field, required=("name",), optional=("kind", "description"))
+        try:
+            attribute = services.attribute_add(
+                study=study, name=entry["name"], kind=entry.get("kind", "main"), description=entry.get("description", "")
+            )
+        except InvalidInput as error:
+            raise error.within(field) from None
+        attributes[attribute.name] = attribute
+
+    metrics = {}
+    for position, entry in enumerate(bundle.get("metrics", [])):
+        field = f"metrics[{position}]"
+        _keys(entry, field, required=("name", "attribute"), optional=("better", "unit", "default_range"))
+        attribute = attributes.get(entry["attribute"])
+        if attribute is None:
+            raise InvalidInput({f"{field}.attribute": f"no attribute named {entry['attribute']!r} in the bundle"})
+        try:
+            metric = services.metric_add(
+                study=study,
+                attribute=attribute,
+                name=entry["name"],
+                better=entry.get("better", "higher"),
+                unit=entry.get("unit", ""),
+                default_range=entry.get("default_range"),
+            )
+        except InvalidInput as error:
+            raise error.within(field) from None
+        metrics[metric.name] = metric
+
+    measurements = []
+    for position, entry in enumerate(bundle.get("candidates", [])):
+        field = f"candidates[{position}]"
+        _keys(entry, field, required=("name",), optional=("description", "measurements"))
+        try:
+            candidate = services.candidate_add(study=study, name=entry["name"], description=entry.get("description", ""))
+        except InvalidInput as error:
+            raise error.within(field) from None
+        values = _expect(entry.get("measurements", {}), dict, f"{field}.measurements", "an object {metric: value}")
+        for metric_name, value in values.items():
+            if metric_name not in metrics:
+                raise InvalidInput({f"{field}.measurements.{metric_name}": "no metric of that name in the bundle"})
+            measurements.append(((field, metric_name), {"candidate": candidate.name, "metric": metric_name, "value": value}))
+    try:
+        services.measurements_set(study=study, measurements=[entry for _, entry in measurements])
+    except InvalidInput as error:
+        # Map "measurements[i].value" back to the candidate that holds it.
+        field = next(iter(error.errors))
+        index = int(field.split("[", 1)[1].split("]", 1)[0])
+        (candidate_field, metric_name), _ = measurements[index]
+        raise InvalidInput({f"{candidate_field}.measurements.{metric_name}": error.errors[field]}) from None
+
+    if phase == Phase.DRAFT:
+        return study
+    _transition(services.study_open_voting, study, phase)
+
+    votes = bundle.get("votes") or {}
+    _keys(votes, "votes", required=(), optional=("attributes", "metrics"))
+    attribute_votes = _per_expert(votes, "attributes", experts)
+    metric_votes = _per_expert(votes, "metrics", experts)
+    for username, expert in experts.items():
+        if username in attribute_votes or username in metric_votes:
+            try:
+                services.votes_set(
+                    expert=expert,
+                    attributes=attribute_votes.get(username, []),
+                    metrics=metric_votes.get(username, []),
+                )
+            except InvalidInput as error:
+                raise error.within(f"votes.{username}") from None
+    if phase == Phase.VOTING:
+        return study
+    _transition(services.study_close_voting, study, phase)
+
+    study.refresh_from_db()
+    for username, priority in _per_expert(bundle, "priorities", experts).items():
+        field = f"priorities.{username}"
+        _keys(priority, field, required=("method",), optional=("weights", "judgments", "metric_priorities"))
+        try:
+            services.prioritisation_set(
+                expert=experts[username],
+                method=priority["method"],
+                weights=priority.get("weights"),
+                judgments=priority.get("judgments"),
+            )
+        except InvalidInput as error:
+            raise error.within(field) from None
+        local = _expect(priority.get("metric_priorities", {}), dict, f"{field}.metric_priorities", "an object {attribute: prioritisation}")
+        for attribute_name, local_priority in local.items():
+            local_field = f"{field}.metric_priorities.{attribute_name}"
+            if attribute_name not in attributes:
+                raise InvalidInput({local_field: "no attribute of that name in the bundle"})
+            _keys(local_priority, local_field, required=("method",), optional=("weights", "judgments"))
+            attributes[attribute_name].refresh_from_db()
+            try:
+                services.metric_prioritisation_set(
+                    expert=experts[username],
+                    attribute=attributes[attribute_name],
+                    method=local_priority["method"],
+                    weights=local_priority.get("weights"),
+                    judgments=local_priority.get("judgments"),
+                )
+            except InvalidInput as error:
+                raise error.within(local_field) from None
+
+    for username, ranges in _per_expert(bundle, "ranges", experts).items():
+        try:
+            services.ranges_set(expert=experts[username], ranges=ranges)
+        except InvalidInput as error:
+            raise error.prefixed(f"ranges.{username}") from None
+
+    for username, weights in _per_expert(bundle, "peer_weights", experts).items():
+        try:
+            services.peer_weights_set(expert=experts[username], weights=weights)
+        except InvalidInput as error:
+            raise error.prefixed(f"peer_weights.{username}") from None
+
+    if phase == Phase.CLOSED:
+        _transition(services.study_close_assessment, study, phase)
+    study.refresh_from_db()
+    return study
+
+
+def _number_out(value):
+    """Whole numbers as ints, so ``7`` round-trips as ``7`` and not ``7.0``."""
+    return int(value) if float(value).is_integer() and abs(value) < 2**53 else value
+
+
+def _prioritisation_out(prioritisation, item_of_weight):
+    if prioritisation.method == "direct":
+        return {
+            "method": "direct",
+            "weights": {item_of_weight(w).name: _number_out(w.given) for w in prioritisation.weights.all()},
+        }
+    return {
+        "method": prioritisation.method,
+        "judgments": [[j.row.name, j.column.name, _number_out(j.value)] for j in prioritisation.judgments.all()],
+    }
+
+
+def study_export_bundle(*, study):
+    """The study as an ``approve-study/1`` document."""
+    experts = list(Membership.objects.filter(study=study, role="expert").select_related("user").order_by("id"))
+    attributes = list(QualityAttribute.objects.filter(study=study).order_by("position", "id"))
+    metrics = list(Metric.objects.filter(study=study).select_related("attribute").order_by("attribute__position", "attribute__id", "position", "id"))
+    candidates = list(study.candidates.prefetch_related("measurements__metric").order_by("position", "id"))
+    username = {e.pk: e.user.get_username() for e in experts}
+
+    bundle = {
+        "format": FORMAT,
+        "title": study.title,
+        "description": study.description,
+        "phase": study.phase,
+        "attribute_threshold": study.attribute_threshold,
+        "metric_threshold": study.metric_threshold,
+        "designer": study.designer.get_username(),
+        "experts": [username[e.pk] for e in experts],
+        "attributes": [{"name": a.name, "kind": a.kind, "description": a.description} for a in attributes],
+        "metrics": [
+            {
+                "name": m.name,
+                "attribute": m.attribute.name,
+                "better": m.better,
+                "unit": m.unit,
+                "default_range": [_number_out(v) for v in m.default_range] if m.default_range else None,
+            }
+            for m in metrics
+        ],
+        "candidates": [
+            {
+                "name": c.name,
+                "description": c.description,
+                "measurements": {
+                    m.metric.name: _number_out(m.value)
+                    for m in sorted(c.measurements.all(), key=lambda m: (m.metric.position, m.metric.pk))
+                },
+            }
+            for c in candidates
+        ],
+        "votes": {"attributes": {}, "metrics": {}},
+        "priorities": {},
+        "ranges": {},
+        "peer_weights": {},
+    }
+    if study.phase != Phase.DRAFT:
+        attribute_votes = {name: [] for name in username.values()}
+        for vote in AttributeVote.objects.filter(expert__study=study).select_related("attribute").order_by("attribute__position", "attribute__id"):
+            attribute_votes[username[vote.expert_id]].append(vote.attribute.name)
+        metric_votes = {name: [] for name in username.values()}
+        for vote in MetricVote.objects.filter(expert__study=study).select_related("metric").order_by("metric__position", "metric__id"):
+            metric_votes[username[vote.expert_id]].append(vote.metric.name)
+        bundle["votes"] = {"attributes": attribute_votes, "metrics": metric_votes}
+
+    prioritisations = AttributePrioritisation.objects.filter(expert__study=study).prefetch_related(
+        "weights__attribute", "judgments__row", "judgments__column"
+    )
+    for prioritisation in sorted(prioritisations, key=lambda p: p.expert_id):
+        bundle["priorities"][username[prioritisation.expert_id]] = _prioritisation_out(prioritisation, lambda w: w.attribute)
+    local = MetricPrioritisation.objects.filter(expert__study=study).select_related("attribute").prefetch_related(
+        "weights__metric", "judgments__row", "judgments__column"
+    )
+    for prioritisation in sorted(local, key=lambda p: (p.expert_id, p.attribute.position, p.attribute_id)):
+        section = bundle["priorities"].setdefault(username[prioritisation.expert_id], {})
+        section.setdefault("metric_priorities", {})[prioritisation.attribute.name] = _prioritisation_out(
+            prioritisation, lambda w: w.metric
+        )
+
+    for acceptable in AcceptableRange.objects.filter(expert__study=study).select_related("metric").order_by(
+        "expert_id", "metric__position", "metric_id"
+    ):
+        bundle["ranges"].setdefault(username[acceptable.expert_id], {})[acceptable.metric.name] = [
+            _number_out(acceptable.least_acceptable),
+            _number_out(acceptable.desired),
+        ]
+    for peer in PeerWeight.objects.filter(rater__study=study).order_by("rater_id", "ratee_id"):
+        bundle["peer_weights"].setdefault(username[peer.rater_id], {})[username[peer.ratee_id]] = peer.weight
+    return bundle

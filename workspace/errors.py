@@ -1,0 +1,50 @@
+"""Errors raised by services. Pages and the API map them to responses:
+``InvalidInput`` → 400 with errors per field, ``PhaseConflict`` → 409."""
+
+
+class ServiceError(Exception):
+    """Base class: a refused change. Nothing was written."""
+
+
+class InvalidInput(ServiceError):
+    """One or more fields are invalid.
+
+    ``errors`` maps a dotted field path (``weights.Accuracy``,
+    ``peer_weights.clinician``) to a list of messages.
+    """
+
+    def __init__(self, errors):
+        if isinstance(errors, str):
+            errors = {"non_field_errors": [errors]}
+        self.errors = {field: [messages] if isinstance(messages, str) else list(messages) for field, messages in errors.items()}
+        super().__init__(self.message)
+
+    @property
+    def message(self):
+        return "; ".join(
+            message if field == "non_field_errors" else f"{field}: {message}"
+            for field, messages in self.errors.items()
+            for message in messages
+        )
+
+    def prefixed(self, prefix):
+        """The same errors with their first path component replaced by
+        ``prefix``: a service's ``weights.Accuracy`` becomes the bundle's
+        ``priorities.clinician.Accuracy``."""
+        renamed = {}
+        for field, messages in self.errors.items():
+            rest = field.partition(".")[2] if field != "non_field_errors" else ""
+            renamed.setdefault(f"{prefix}.{rest}" if rest else prefix, []).extend(messages)
+        return InvalidInput(renamed)
+
+    def within(self, prefix):
+        """The same errors nested under ``prefix``: ``name`` becomes
+        ``attributes[2].name``."""
+        nested = {}
+        for field, messages in self.errors.items():
+            nested.setdefault(prefix if field == "non_field_errors" else f"{prefix}.{field}", []).extend(messages)
+        return InvalidInput(nested)
+
+
+class PhaseConflict(ServiceError):
+    """The study's phase does not allow this change; the message says why."""

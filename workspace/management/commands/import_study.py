@@ -1,0 +1,44 @@
+import json
+import sys
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from workspace.bundles import study_import_bundle
+from workspace.errors import InvalidInput
+
+
+class Command(BaseCommand):
+    help = "Import an approve-study/1 bundle (all or nothing) and print the new study's id."
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", help="path of the JSON bundle, or - for standard input")
+        parser.add_argument(
+            "--designer",
+            help="username of the designer when the bundle names none (the account must exist)",
+        )
+
+    def handle(self, *args, file, designer=None, **options):
+        try:
+            if file == "-":
+                bundle = json.load(sys.stdin)
+            else:
+                with open(file, encoding="utf-8") as handle:
+                    bundle = json.load(handle)
+        except OSError as error:
+            raise CommandError(f"cannot read {file}: {error.strerror}") from None
+        except json.JSONDecodeError as error:
+            raise CommandError(f"{file} is not valid JSON: {error}") from None
+
+        importer = None
+        if designer:
+            importer = get_user_model().objects.filter(username=designer).first()
+            if importer is None:
+                raise CommandError(f"--designer: no user named {designer!r}")
+        try:
+            study = study_import_bundle(bundle=bundle, importer=importer)
+        except InvalidInput as error:
+            raise CommandError("the bundle was refused, nothing was written:\n  " + "\n  ".join(
+                f"{field}: {message}" for field, messages in error.errors.items() for message in messages
+            )) from None
+        self.stdout.write(str(study.pk))

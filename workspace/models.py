@@ -1,0 +1,358 @@
+"""The study and everything people enter into it (METHOD.md sections 1-5).
+
+Rows hold one fact each and the database enforces what it can: one vote per
+expert and item, one judgment per expert and pair, one range per expert and
+metric, one peer weight per rater and ratee. Rules that need several rows
+(weights summing to 1, complete peer-weight rows, phases) live in
+``workspace.services``; models only describe.
+"""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+
+class Phase(models.TextChoices):
+    DRAFT = "draft", "Draft"
+    VOTING = "voting", "Voting"
+    ASSESSMENT = "assessment", "Assessment"
+    CLOSED = "closed", "Closed"
+
+
+class Study(models.Model):
+    title = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    phase = models.CharField(max_length=20, choices=Phase.choices, default=Phase.DRAFT)
+    # "At least c votes" selects an item (METHOD.md section 2, Decision).
+    attribute_threshold = models.PositiveIntegerField(default=1)
+    metric_threshold = models.PositiveIntegerField(default=0)
+    designer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="designed_studies"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "studies"
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(phase__in=Phase.values), name="study_phase_valid"),
+        ]
+
+    def __str__(self):
+        return self.title
+
+
+class Membership(models.Model):
+    """A person's part in a study. The designer holds a ``designer`` row; any
+    user, the designer included, who gives opinions holds an ``expert`` row.
+    Every expert input points at the expert's membership, so removing an
+    expert removes their inputs with them."""
+
+    class Role(models.TextChoices):
+        DESIGNER = "designer", "Designer"
+        EXPERT = "expert", "Expert"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=20, choices=Role.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["study", "role", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "user", "role"], name="membership_unique_role"),
+            models.UniqueConstraint(
+                fields=["study"], condition=Q(role="designer"), name="membership_one_designer"
+            ),
+            models.CheckConstraint(condition=Q(role__in=["designer", "expert"]), name="membership_role_valid"),
+        ]
+
+    def __str__(self):
+        return f"{self.user} ({self.role}) in {self.study}"
+
+
+class QualityAttribute(models.Model):
+    class Kind(models.TextChoices):
+        MAIN = "main", "Main (always selected)"
+        COMPLEMENTARY = "complementary", "Complementary (selected by vote)"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="attributes")
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.MAIN)
+    description = models.TextField(blank=True)
+    position = models.PositiveIntegerField(default=0)
+    # Fixed when voting closes; meaningless before.
+    is_selected = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["study", "position", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "name"], name="attribute_unique_name"),
+            models.CheckConstraint(condition=Q(kind__in=["main", "complementary"]), name="attribute_kind_valid"),
+            models.CheckConstraint(condition=~Q(name=""), name="attribute_name_not_empty"),
+        ]
+
+    def __str__(self):
+        return self.name
+
+
+class Direction(models.TextChoices):
+    HIGHER = "higher", "Higher is better"
+    LOWER = "lower", "Lower is better"
+
+
+class Metric(models.Model):
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="metrics")
+    attribute = models.ForeignKey(QualityAttribute, on_delete=models.CASCADE, related_name="metrics")
+    name = models.CharField(max_length=100)
+    better = models.CharField(max_length=10, choices=Direction.choices, default=Direction.HIGHER)
+    unit = models.CharField(max_length=50, blank=True)
+    # The designer's proposed acceptable range; experts accept or change it.
+    default_least_acceptable = models.FloatField(null=True, blank=True)
+    default_desired = models.FloatField(null=True, blank=True)
+    position = models.PositiveIntegerField(default=0)
+    is_selected = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["study", "position", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "name"], name="metric_unique_name"),
+            models.CheckConstraint(condition=Q(better__in=["higher", "lower"]), name="metric_better_valid"),
+            models.CheckConstraint(condition=~Q(name=""), name="metric_name_not_empty"),
+            models.CheckConstraint(
+                condition=(Q(default_least_acceptable__isnull=True) & Q(default_desired__isnull=True))
+                | (
+                    Q(better="higher", default_least_acceptable__lt=F("default_desired"))
+                    | Q(better="lower", default_least_acceptable__gt=F("default_desired"))
+                ),
+                name="metric_default_range_valid",
+            ),
+        ]
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def default_range(self):
+        if self.default_least_acceptable is None:
+            return None
+        return (self.default_least_acceptable, self.default_desired)
+
+
+class Candidate(models.Model):
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="candidates")
+    name = models.CharField(max_length=100)
+    description = models.TextField(blank=True)
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["study", "position", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "name"], name="candidate_unique_name"),
+            models.CheckConstraint(condition=~Q(name=""), name="candidate_name_not_empty"),
+        ]
+
+    def __str__(self):
+        return self.name
+
+
+class Measurement(models.Model):
+    candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE, related_name="measurements")
+    metric = models.ForeignKey(Metric, on_delete=models.CASCADE, related_name="measurements")
+    value = models.FloatField()
+
+    class Meta:
+        ordering = ["candidate", "metric"]
+        constraints = [
+            models.UniqueConstraint(fields=["candidate", "metric"], name="measurement_unique"),
+        ]
+
+    def __str__(self):
+        return f"{self.candidate} {self.metric} = {self.value}"
+
+
+# --- Voting (phase "voting") ---------------------------------------------------
+# A row is a "yes" vote (u_ij = 1); no row is u_ij = 0.
+
+
+class AttributeVote(models.Model):
+    expert = models.ForeignKey(Membership, on_delete=models.CASCADE, related_name="attribute_votes")
+    attribute = models.ForeignKey(QualityAttribute, on_delete=models.CASCADE, related_name="votes")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["expert", "attribute"], name="attribute_vote_unique")]
+
+
+class MetricVote(models.Model):
+    expert = models.ForeignKey(Membership, on_delete=models.CASCADE, related_name="metric_votes")
+    metric = models.ForeignKey(Metric, on_delete=models.CASCADE, related_name="votes")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["expert", "metric"], name="metric_vote_unique")]
+
+
+# --- Prioritisation (phase "assessment", METHOD.md section 3) ------------------
+
+
+class Method(models.TextChoices):
+    DIRECT = "direct", "Direct weights"
+    AHP = "ahp", "AHP pairwise comparisons"
+    LPR = "lpr", "Large Preference Relation"
+
+
+PAIRWISE_MIN = 1 / 9
+PAIRWISE_MAX = 9.0
+
+
+class PrioritisationBase(models.Model):
+    method = models.CharField(max_length=10, choices=Method.choices)
+    # Computed from the judgments when they are saved (AHP, LPR); shown as a
+    # warning above 0.10, never a refusal.
+    consistency_ratio = models.FloatField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+
+class JudgmentBase(models.Model):
+    # The reciprocal judgment (column over row) is implied and never stored.
+    value = models.FloatField()
+
+    class Meta:
+        abstract = True
+
+
+class WeightBase(models.Model):
+    # What the expert typed for direct weights (any positive scale); null for
+    # AHP and LPR, whose weights come from the judgments.
+    given = models.FloatField(null=True, blank=True)
+    weight = models.FloatField()
+
+    class Meta:
+        abstract = True
+
+
+def _judgment_constraints(prefix):
+    # A small tolerance lets 1/9 written as 0.1111 pass; the service checks exactly.
+    return [
+        models.UniqueConstraint(fields=["prioritisation", "row", "column"], name=f"{prefix}_judgment_unique"),
+        models.CheckConstraint(condition=~Q(row=F("column")), name=f"{prefix}_judgment_not_diagonal"),
+        models.CheckConstraint(
+            condition=Q(value__gte=PAIRWISE_MIN - 1e-4, value__lte=PAIRWISE_MAX + 1e-9),
+            name=f"{prefix}_judgment_on_scale",
+        ),
+    ]
+
+
+def _weight_constraints(prefix, item):
+    return [
+        models.UniqueConstraint(fields=["prioritisation", item], name=f"{prefix}_weight_unique"),
+        models.CheckConstraint(condition=Q(weight__gt=0, weight__lte=1), name=f"{prefix}_weight_in_range"),
+        models.CheckConstraint(condition=Q(given__isnull=True) | Q(given__gt=0), name=f"{prefix}_given_positive"),
+    ]
+
+
+class AttributePrioritisation(PrioritisationBase):
+    """An expert's prioritisation of the selected attributes (row w_i of W)."""
+
+    expert = models.OneToOneField(Membership, on_delete=models.CASCADE, related_name="attribute_prioritisation")
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=Q(method__in=Method.values), name="attribute_prio_method_valid")]
+
+    def __str__(self):
+        return f"{self.expert.user} ({self.method})"
+
+
+class AttributeJudgment(JudgmentBase):
+    prioritisation = models.ForeignKey(AttributePrioritisation, on_delete=models.CASCADE, related_name="judgments")
+    row = models.ForeignKey(QualityAttribute, on_delete=models.CASCADE, related_name="+")
+    column = models.ForeignKey(QualityAttribute, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = _judgment_constraints("attribute")
+
+
+class AttributeWeight(WeightBase):
+    prioritisation = models.ForeignKey(AttributePrioritisation, on_delete=models.CASCADE, related_name="weights")
+    attribute = models.ForeignKey(QualityAttribute, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = _weight_constraints("attribute", "attribute")
+
+
+class MetricPrioritisation(PrioritisationBase):
+    """An expert's optional local prioritisation of one attribute's selected
+    metrics; without it the attribute's weight is split equally."""
+
+    expert = models.ForeignKey(Membership, on_delete=models.CASCADE, related_name="metric_prioritisations")
+    attribute = models.ForeignKey(QualityAttribute, on_delete=models.CASCADE, related_name="metric_prioritisations")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["expert", "attribute"], name="metric_prio_unique"),
+            models.CheckConstraint(condition=Q(method__in=Method.values), name="metric_prio_method_valid"),
+        ]
+
+    def __str__(self):
+        return f"{self.expert.user} on {self.attribute} ({self.method})"
+
+
+class MetricJudgment(JudgmentBase):
+    prioritisation = models.ForeignKey(MetricPrioritisation, on_delete=models.CASCADE, related_name="judgments")
+    row = models.ForeignKey(Metric, on_delete=models.CASCADE, related_name="+")
+    column = models.ForeignKey(Metric, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = _judgment_constraints("metric")
+
+
+class MetricWeight(WeightBase):
+    prioritisation = models.ForeignKey(MetricPrioritisation, on_delete=models.CASCADE, related_name="weights")
+    metric = models.ForeignKey(Metric, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = _weight_constraints("metric", "metric")
+
+
+# --- Ranges and peer weights (phase "assessment", METHOD.md sections 4-5) ------
+
+
+class AcceptableRange(models.Model):
+    """Expert i's range [b^l_ij, b^u_ij] for metric j: ``least_acceptable`` is
+    b^l, ``desired`` is b^u. Lower-is-better metrics have least > desired."""
+
+    expert = models.ForeignKey(Membership, on_delete=models.CASCADE, related_name="ranges")
+    metric = models.ForeignKey(Metric, on_delete=models.CASCADE, related_name="ranges")
+    least_acceptable = models.FloatField()
+    desired = models.FloatField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["expert", "metric"], name="range_unique"),
+            models.CheckConstraint(condition=~Q(least_acceptable=F("desired")), name="range_bounds_distinct"),
+        ]
+
+    def __str__(self):
+        return f"{self.expert.user}: {self.metric} [{self.least_acceptable}, {self.desired}]"
+
+
+class PeerWeight(models.Model):
+    """v_ij: how much expert ``rater`` trusts expert ``ratee`` (self included)."""
+
+    rater = models.ForeignKey(Membership, on_delete=models.CASCADE, related_name="peer_weights_given")
+    ratee = models.ForeignKey(Membership, on_delete=models.CASCADE, related_name="peer_weights_received")
+    weight = models.FloatField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["rater", "ratee"], name="peer_weight_unique"),
+            # Strictly positive: no expert may silence another (METHOD.md 5);
+            # 1 only for a lone expert rating themself.
+            models.CheckConstraint(condition=Q(weight__gt=0, weight__lte=1), name="peer_weight_in_range"),
+        ]
+
+    def __str__(self):
+        return f"{self.rater.user} → {self.ratee.user}: {self.weight}"

@@ -1,0 +1,826 @@
+"""Every change to a study, one workflow per function.
+
+Services are keyword-only, run inside ``transaction.atomic()`` and either do
+the whole change or raise (``InvalidInput`` naming the field, ``PhaseConflict``
+saying why) having written nothing. They check the domain rules of METHOD.md
+sections 1-5; *who* may call them is checked by the pages and the API.
+
+Expert inputs take the shape of that expert's section of a study bundle
+(FORMATS.md): items are named, experts are usernames. The bundle importer,
+the API and the pages call these same functions.
+"""
+
+import math
+from numbers import Real
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.db.models import Count, Max
+
+from engine.prioritisation import prioritise
+
+from .errors import InvalidInput, PhaseConflict
+from .models import (
+    AcceptableRange,
+    AttributeJudgment,
+    AttributePrioritisation,
+    AttributeVote,
+    AttributeWeight,
+    Candidate,
+    Direction,
+    Measurement,
+    Membership,
+    Method,
+    Metric,
+    MetricJudgment,
+    MetricPrioritisation,
+    MetricVote,
+    MetricWeight,
+    PeerWeight,
+    Phase,
+    QualityAttribute,
+    Study,
+)
+
+# Sums that must equal 1 are checked to within this, then renormalised exactly
+# (METHOD.md, introduction).
+SUM_TOLERANCE = 1e-6
+PAIRWISE_MIN, PAIRWISE_MAX = 1 / 9, 9.0
+# Lets 1/9 typed as 0.1111 through; the engine clamps nothing.
+SCALE_SLACK = 1e-3
+
+User = get_user_model()
+
+
+# --- small checks shared by every service --------------------------------------
+
+
+def _number(value, field):
+    """A finite real number, or InvalidInput naming the field."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise InvalidInput({field: f"must be a number, got {value!r}"})
+    value = float(value)
+    if not math.isfinite(value):
+        raise InvalidInput({field: f"must be a finite number, got {value}"})
+    return value
+
+
+def _text(value, field, *, max_length, required=True):
+    if not isinstance(value, str):
+        raise InvalidInput({field: f"must be text, got {type(value).__name__}"})
+    value = value.strip()
+    if required and not value:
+        raise InvalidInput({field: "must not be empty"})
+    if len(value) > max_length:
+        raise InvalidInput({field: f"must be at most {max_length} characters"})
+    return value
+
+
+def _threshold(value, field):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput({field: f"must be a whole number ≥ 0, got {value!r}"})
+    return value
+
+
+def _require_phase(study, allowed, action):
+    if study.phase not in allowed:
+        names = " or ".join(Phase(p).label.lower() for p in allowed)
+        raise PhaseConflict(
+            f"{action} is only possible in the {names} phase; the study is in the {Phase(study.phase).label.lower()} phase"
+        )
+
+
+def _locked(study):
+    """Re-read the study under a row lock so concurrent transitions and
+    inputs serialise on it."""
+    return Study.objects.select_for_update().get(pk=study.pk)
+
+
+def _range_pair(value, field, better):
+    """A (least acceptable, desired) pair consistent with the metric's direction."""
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise InvalidInput({field: "must be a pair [least acceptable, desired]"})
+    least = _number(value[0], field)
+    desired = _number(value[1], field)
+    if least == desired:
+        raise InvalidInput({field: f"least acceptable and desired values must differ (both are {least:g})"})
+    if better == Direction.HIGHER and least > desired:
+        raise InvalidInput(
+            {field: f"higher is better, so the least acceptable value ({least:g}) must be below the desired value ({desired:g})"}
+        )
+    if better == Direction.LOWER and least < desired:
+        raise InvalidInput(
+            {field: f"lower is better, so the least acceptable value ({least:g}) must be above the desired value ({desired:g})"}
+        )
+    return least, desired
+
+
+def _next_position(queryset):
+    return (queryset.aggregate(top=Max("position"))["top"] or 0) + 1
+
+
+# --- the study -----------------------------------------------------------------
+
+
+@transaction.atomic
+def study_create(*, designer, title, description="", attribute_threshold=1, metric_threshold=0):
+    study = Study.objects.create(
+        title=_text(title, "title", max_length=200),
+        description=_text(description, "description", max_length=20000, required=False),
+        attribute_threshold=_threshold(attribute_threshold, "attribute_threshold"),
+        metric_threshold=_threshold(metric_threshold, "metric_threshold"),
+        designer=designer,
+    )
+    Membership.objects.create(study=study, user=designer, role=Membership.Role.DESIGNER)
+    return study
+
+
+@transaction.atomic
+def study_update(*, study, **changes):
+    """Change title, description (any phase) or thresholds (until voting closes)."""
+    allowed = {"title", "description", "attribute_threshold", "metric_threshold"}
+    unknown = set(changes) - allowed
+    if unknown:
+        raise InvalidInput({name: "cannot be changed here" for name in sorted(unknown)})
+    study = _locked(study)
+    if "title" in changes:
+        study.title = _text(changes["title"], "title", max_length=200)
+    if "description" in changes:
+        study.description = _text(changes["description"], "description", max_length=20000, required=False)
+    for name in ("attribute_threshold", "metric_threshold"):
+        if name in changes:
+            value = _threshold(changes[name], name)
+            if value != getattr(study, name):
+                _require_phase(study, (Phase.DRAFT, Phase.VOTING), "Changing a vote threshold")
+                setattr(study, name, value)
+    study.save(update_fields=[*changes, "updated_at"])
+    return study
+
+
+@transaction.atomic
+def study_delete(*, study):
+    study.delete()
+
+
+# --- experts -------------------------------------------------------------------
+
+
+@transaction.atomic
+def expert_add(*, study, user):
+    study = _locked(study)
+    _require_phase(study, (Phase.DRAFT,), "Adding an expert")
+    membership, created = Membership.objects.get_or_create(study=study, user=user, role=Membership.Role.EXPERT)
+    if not created:
+        raise InvalidInput({"username": f"{user.get_username()} is already an expert of this study"})
+    return membership
+
+
+@transaction.atomic
+def expert_remove(*, study, user):
+    study = _locked(study)
+    _require_phase(study, (Phase.DRAFT,), "Removing an expert")
+    deleted, _ = Membership.objects.filter(study=study, user=user, role=Membership.Role.EXPERT).delete()
+    if not deleted:
+        raise InvalidInput({"username": f"{user.get_username()} is not an expert of this study"})
+
+
+# --- setup: attributes, metrics ------------------------------------------------
+
+
+def _unique_name(model, study, name, field="name", exclude_pk=None):
+    clash = model.objects.filter(study=study, name=name)
+    if exclude_pk is not None:
+        clash = clash.exclude(pk=exclude_pk)
+    if clash.exists():
+        raise InvalidInput({field: f"{model._meta.verbose_name} {name!r} already exists in this study"})
+
+
+def _kind(value):
+    if value not in QualityAttribute.Kind.values:
+        raise InvalidInput({"kind": f"must be 'main' or 'complementary', got {value!r}"})
+    return value
+
+
+@transaction.atomic
+def attribute_add(*, study, name, kind=QualityAttribute.Kind.MAIN, description=""):
+    study = _locked(study)
+    _require_phase(study, (Phase.DRAFT,), "Adding an attribute")
+    name = _text(name, "name", max_length=100)
+    _unique_name(QualityAttribute, study, name)
+    return QualityAttribute.objects.create(
+        study=study,
+        name=name,
+        kind=_kind(kind),
+        description=_text(description, "description", max_length=5000, required=False),
+        position=_next_position(study.attributes),
+    )
+
+
+@transaction.atomic
+def attribute_update(*, attribute, **changes):
+    study = _locked(attribute.study)
+    _require_phase(study, (Phase.DRAFT,), "Changing an attribute")
+    unknown = set(changes) - {"name", "kind", "description"}
+    if unknown:
+        raise InvalidInput({name: "cannot be changed here" for name in sorted(unknown)})
+    if "name" in changes:
+        attribute.name = _text(changes["name"], "name", max_length=100)
+        _unique_name(QualityAttribute, study, attribute.name, exclude_pk=attribute.pk)
+    if "kind" in changes:
+        attribute.kind = _kind(changes["kind"])
+    if "description" in changes:
+        attribute.description = _text(changes["description"], "description", max_length=5000, required=False)
+    attribute.save(update_fields=list(changes))
+    return attribute
+
+
+@transaction.atomic
+def attribute_remove(*, attribute):
+    study = _locked(attribute.study)
+    _require_phase(study, (Phase.DRAFT,), "Removing an attribute")
+    attribute.delete()
+
+
+def _better(value):
+    if value not in Direction.values:
+        raise InvalidInput({"better": f"must be 'higher' or 'lower', got {value!r}"})
+    return value
+
+
+@transaction.atomic
+def metric_add(*, study, attribute, name, better=Direction.HIGHER, unit="", default_range=None):
+    study = _locked(study)
+    _require_phase(study, (Phase.DRAFT,), "Adding a metric")
+    if attribute.study_id != study.pk:
+        raise InvalidInput({"attribute": "belongs to another study"})
+    name = _text(name, "name", max_length=100)
+    _unique_name(Metric, study, name)
+    better = _better(better)
+    least, desired = _range_pair(default_range, "default_range", better) if default_range is not None else (None, None)
+    return Metric.objects.create(
+        study=study,
+        attribute=attribute,
+        name=name,
+        better=better,
+        unit=_text(unit, "unit", max_length=50, required=False),
+        default_least_acceptable=least,
+        default_desired=desired,
+        position=_next_position(attribute.metrics),
+    )
+
+
+@transaction.atomic
+def metric_update(*, metric, **changes):
+    """Change a metric. Its default range may change until assessment starts
+    (experts fall back on it); everything else only in draft."""
+    study = _locked(metric.study)
+    unknown = set(changes) - {"name", "attribute", "better", "unit", "default_range"}
+    if unknown:
+        raise InvalidInput({name: "cannot be changed here" for name in sorted(unknown)})
+    structural = set(changes) - {"default_range"}
+    _require_phase(study, (Phase.DRAFT,) if structural else (Phase.DRAFT, Phase.VOTING), "Changing a metric")
+    if "name" in changes:
+        metric.name = _text(changes["name"], "name", max_length=100)
+        _unique_name(Metric, study, metric.name, exclude_pk=metric.pk)
+    if "attribute" in changes:
+        if changes["attribute"].study_id != study.pk:
+            raise InvalidInput({"attribute": "belongs to another study"})
+        metric.attribute = changes["attribute"]
+    if "better" in changes:
+        metric.better = _better(changes["better"])
+    if "unit" in changes:
+        metric.unit = _text(changes["unit"], "unit", max_length=50, required=False)
+    update_fields = [name for name in changes if name != "default_range"]
+    if "default_range" in changes or "better" in changes:
+        current = changes.get("default_range", metric.default_range)
+        least, desired = _range_pair(current, "default_range", metric.better) if current is not None else (None, None)
+        metric.default_least_acceptable, metric.default_desired = least, desired
+        update_fields += ["default_least_acceptable", "default_desired"]
+    metric.save(update_fields=sorted(set(update_fields)))
+    return metric
+
+
+@transaction.atomic
+def metric_remove(*, metric):
+    study = _locked(metric.study)
+    _require_phase(study, (Phase.DRAFT,), "Removing a metric")
+    metric.delete()
+
+
+# --- candidates and measurements (the designer's, any phase) -------------------
+
+
+@transaction.atomic
+def candidate_add(*, study, name, description=""):
+    name = _text(name, "name", max_length=100)
+    _unique_name(Candidate, study, name)
+    return Candidate.objects.create(
+        study=study,
+        name=name,
+        description=_text(description, "description", max_length=5000, required=False),
+        position=_next_position(study.candidates),
+    )
+
+
+@transaction.atomic
+def candidate_update(*, candidate, **changes):
+    unknown = set(changes) - {"name", "description"}
+    if unknown:
+        raise InvalidInput({name: "cannot be changed here" for name in sorted(unknown)})
+    if "name" in changes:
+        candidate.name = _text(changes["name"], "name", max_length=100)
+        _unique_name(Candidate, candidate.study, candidate.name, exclude_pk=candidate.pk)
+    if "description" in changes:
+        candidate.description = _text(changes["description"], "description", max_length=5000, required=False)
+    candidate.save(update_fields=list(changes))
+    return candidate
+
+
+@transaction.atomic
+def candidate_remove(*, candidate):
+    candidate.delete()
+
+
+@transaction.atomic
+def measurements_set(*, study, measurements):
+    """Bulk upsert of ``[{"candidate": name, "metric": name, "value": x}]``.
+
+    Every entry is checked before anything is written.
+    """
+    if not isinstance(measurements, (list, tuple)):
+        raise InvalidInput({"measurements": "must be a list of {candidate, metric, value}"})
+    candidates = {c.name: c for c in Candidate.objects.filter(study=study)}
+    metrics = {m.name: m for m in Metric.objects.filter(study=study)}
+    rows, seen, errors = {}, set(), {}
+    for index, entry in enumerate(measurements):
+        field = f"measurements[{index}]"
+        if not isinstance(entry, dict) or set(entry) != {"candidate", "metric", "value"}:
+            errors[field] = ["must be an object with exactly candidate, metric and value"]
+            continue
+        candidate, metric = candidates.get(entry["candidate"]), metrics.get(entry["metric"])
+        if candidate is None:
+            errors[f"{field}.candidate"] = [f"no candidate named {entry['candidate']!r} in this study"]
+        if metric is None:
+            errors[f"{field}.metric"] = [f"no metric named {entry['metric']!r} in this study"]
+        try:
+            value = _number(entry["value"], f"{field}.value")
+        except InvalidInput as error:
+            errors.update(error.errors)
+            continue
+        if candidate is None or metric is None:
+            continue
+        if (candidate.pk, metric.pk) in seen:
+            errors[field] = [f"{candidate.name} / {metric.name} is given twice"]
+        seen.add((candidate.pk, metric.pk))
+        rows[(candidate.pk, metric.pk)] = value
+    if errors:
+        raise InvalidInput(errors)
+    existing = {
+        (m.candidate_id, m.metric_id): m
+        for m in Measurement.objects.filter(candidate__study=study, candidate_id__in={c for c, _ in rows})
+    }
+    to_update = []
+    for key, value in rows.items():
+        if key in existing:
+            existing[key].value = value
+            to_update.append(existing[key])
+    Measurement.objects.bulk_update(to_update, ["value"])
+    Measurement.objects.bulk_create(
+        [Measurement(candidate_id=c, metric_id=m, value=v) for (c, m), v in rows.items() if (c, m) not in existing]
+    )
+
+
+def measurement_set(*, candidate, metric, value):
+    measurements_set(study=candidate.study, measurements=[{"candidate": candidate.name, "metric": metric.name, "value": value}])
+
+
+# --- votes (phase "voting") ----------------------------------------------------
+
+
+def _names(value, field):
+    if not isinstance(value, (list, tuple)) or not all(isinstance(item, str) for item in value):
+        raise InvalidInput({field: "must be a list of names"})
+    duplicates = sorted({item for item in value if value.count(item) > 1})
+    if duplicates:
+        raise InvalidInput({field: f"names given twice: {', '.join(duplicates)}"})
+    return list(value)
+
+
+@transaction.atomic
+def votes_set(*, expert, attributes=(), metrics=()):
+    """Replace the expert's votes: the complementary attributes and the
+    metrics they vote for (METHOD.md section 2)."""
+    study = _locked(expert.study)
+    _require_phase(study, (Phase.VOTING,), "Voting")
+    attribute_names = _names(attributes, "attributes")
+    metric_names = _names(metrics, "metrics")
+    by_name = {a.name: a for a in QualityAttribute.objects.filter(study=study)}
+    errors = {}
+    for name in attribute_names:
+        attribute = by_name.get(name)
+        if attribute is None:
+            errors.setdefault("attributes", []).append(f"no attribute named {name!r} in this study")
+        elif attribute.kind == QualityAttribute.Kind.MAIN:
+            errors.setdefault("attributes", []).append(f"{name!r} is a main attribute, always selected: no vote needed")
+    metric_by_name = {m.name: m for m in Metric.objects.filter(study=study)}
+    for name in metric_names:
+        if name not in metric_by_name:
+            errors.setdefault("metrics", []).append(f"no metric named {name!r} in this study")
+    if errors:
+        raise InvalidInput(errors)
+    AttributeVote.objects.filter(expert=expert).delete()
+    MetricVote.objects.filter(expert=expert).delete()
+    AttributeVote.objects.bulk_create([AttributeVote(expert=expert, attribute=by_name[n]) for n in attribute_names])
+    MetricVote.objects.bulk_create([MetricVote(expert=expert, metric=metric_by_name[n]) for n in metric_names])
+
+
+# --- prioritisation (phase "assessment") ----------------------------------------
+
+
+def _prioritise_items(*, method, items, weights, judgments):
+    """Validate one prioritisation over named ``items`` and compute it.
+
+    Returns ``(result, given, judgment_rows)`` where ``given`` maps item name
+    to the typed direct weight and ``judgment_rows`` lists (row, column, value)
+    with names.
+    """
+    if method not in Method.values:
+        raise InvalidInput({"method": f"must be 'direct', 'ahp' or 'lpr', got {method!r}"})
+    index = {name: position for position, name in enumerate(items)}
+    if method == Method.DIRECT:
+        if judgments not in (None, [], ()):
+            raise InvalidInput({"judgments": "direct weights take no judgments"})
+        if not isinstance(weights, dict):
+            raise InvalidInput({"weights": "must map each item to a positive number"})
+        errors = {}
+        for name in weights:
+            if name not in index:
+                errors[f"weights.{name}"] = [f"not one of the items to prioritise ({', '.join(items)})"]
+        missing = [name for name in items if name not in weights]
+        if missing:
+            errors["weights"] = [f"missing weights for {', '.join(missing)}"]
+        given = {}
+        for name in items:
+            if name in weights:
+                try:
+                    value = _number(weights[name], f"weights.{name}")
+                except InvalidInput as error:
+                    errors.update(error.errors)
+                    continue
+                if value <= 0:
+                    errors[f"weights.{name}"] = [f"must be positive, got {value:g}"]
+                given[name] = value
+        if errors:
+            raise InvalidInput(errors)
+        result = prioritise("direct", len(items), weights=[given[name] for name in items])
+        return result, given, []
+
+    if weights not in (None, {}):
+        raise InvalidInput({"weights": f"{method.upper()} takes judgments, not weights"})
+    if not isinstance(judgments, (list, tuple)):
+        raise InvalidInput({"judgments": "must be a list of [row, column, value]"})
+    errors, rows, seen = {}, [], {}
+    for position, judgment in enumerate(judgments):
+        field = f"judgments[{position}]"
+        if not isinstance(judgment, (list, tuple)) or len(judgment) != 3:
+            errors[field] = ["must be [row, column, value]"]
+            continue
+        row, column, value = judgment
+        if row not in index:
+            errors.setdefault(field, []).append(f"{row!r} is not one of the items to prioritise ({', '.join(items)})")
+        if column not in index:
+            errors.setdefault(field, []).append(f"{column!r} is not one of the items to prioritise ({', '.join(items)})")
+        if row == column:
+            errors.setdefault(field, []).append(f"compares {row!r} with itself")
+        try:
+            value = _number(value, field)
+        except InvalidInput as error:
+            errors.update(error.errors)
+            continue
+        if not PAIRWISE_MIN * (1 - SCALE_SLACK) <= value <= PAIRWISE_MAX:
+            errors.setdefault(field, []).append(f"value {value:g} is outside the scale 1/9..9")
+        if field in errors:
+            continue
+        pair = frozenset((row, column))
+        if pair in seen:
+            errors[field] = [f"{row} / {column} is already judged in judgments[{seen[pair]}]"]
+            continue
+        seen[pair] = position
+        rows.append((row, column, value))
+    if not errors:
+        missing = [
+            f"{a} / {b}"
+            for i, a in enumerate(items)
+            for b in items[i + 1 :]
+            if frozenset((a, b)) not in seen
+        ]
+        if missing:
+            errors["judgments"] = [f"missing comparisons: {', '.join(missing)}"]
+    if errors:
+        raise InvalidInput(errors)
+    result = prioritise(method, len(items), judgments=[(index[r], index[c], v) for r, c, v in rows])
+    return result, {}, rows
+
+
+@transaction.atomic
+def prioritisation_set(*, expert, method, weights=None, judgments=None):
+    """Set the expert's prioritisation of the selected attributes (row w_i of W).
+
+    ``weights`` (direct): ``{attribute: positive number}``, normalised.
+    ``judgments`` (ahp, lpr): ``[[row, column, value], ...]`` over every pair.
+    Returns the saved ``AttributePrioritisation``; the engine's result (with
+    the consistency ratio and the most inconsistent judgments) is attached as
+    ``.result``.
+    """
+    study = _locked(expert.study)
+    _require_phase(study, (Phase.ASSESSMENT,), "Prioritising")
+    attributes = list(QualityAttribute.objects.filter(study=study, is_selected=True).order_by("position", "id"))
+    items = [a.name for a in attributes]
+    result, given, judgment_rows = _prioritise_items(method=method, items=items, weights=weights, judgments=judgments)
+    by_name = {a.name: a for a in attributes}
+    AttributePrioritisation.objects.filter(expert=expert).delete()
+    prioritisation = AttributePrioritisation.objects.create(
+        expert=expert, method=method, consistency_ratio=result.consistency_ratio
+    )
+    AttributeJudgment.objects.bulk_create(
+        [AttributeJudgment(prioritisation=prioritisation, row=by_name[r], column=by_name[c], value=v) for r, c, v in judgment_rows]
+    )
+    AttributeWeight.objects.bulk_create(
+        [
+            AttributeWeight(prioritisation=prioritisation, attribute=attribute, given=given.get(attribute.name), weight=float(w))
+            for attribute, w in zip(attributes, result.weights)
+        ]
+    )
+    prioritisation.result = result
+    return prioritisation
+
+
+@transaction.atomic
+def metric_prioritisation_set(*, expert, attribute, method, weights=None, judgments=None):
+    """Set the expert's local prioritisation of one attribute's selected
+    metrics (METHOD.md section 3, several metrics per attribute)."""
+    study = _locked(expert.study)
+    _require_phase(study, (Phase.ASSESSMENT,), "Prioritising")
+    if attribute.study_id != study.pk or not attribute.is_selected:
+        raise InvalidInput({"attribute": f"{attribute.name!r} is not a selected attribute of this study"})
+    metrics = list(Metric.objects.filter(attribute=attribute, is_selected=True).order_by("position", "id"))
+    if len(metrics) < 2:
+        raise InvalidInput({"attribute": f"{attribute.name!r} has one selected metric: there is nothing to prioritise"})
+    items = [m.name for m in metrics]
+    result, given, judgment_rows = _prioritise_items(method=method, items=items, weights=weights, judgments=judgments)
+    by_name = {m.name: m for m in metrics}
+    MetricPrioritisation.objects.filter(expert=expert, attribute=attribute).delete()
+    prioritisation = MetricPrioritisation.objects.create(
+        expert=expert, attribute=attribute, method=method, consistency_ratio=result.consistency_ratio
+    )
+    MetricJudgment.objects.bulk_create(
+        [MetricJudgment(prioritisation=prioritisation, row=by_name[r], column=by_name[c], value=v) for r, c, v in judgment_rows]
+    )
+    MetricWeight.objects.bulk_create(
+        [
+            MetricWeight(prioritisation=prioritisation, metric=metric, given=given.get(metric.name), weight=float(w))
+            for metric, w in zip(metrics, result.weights)
+        ]
+    )
+    prioritisation.result = result
+    return prioritisation
+
+
+@transaction.atomic
+def metric_prioritisation_clear(*, expert, attribute):
+    """Back to an equal split of the attribute's weight over its metrics."""
+    study = _locked(expert.study)
+    _require_phase(study, (Phase.ASSESSMENT,), "Prioritising")
+    MetricPrioritisation.objects.filter(expert=expert, attribute=attribute).delete()
+
+
+# --- acceptable ranges and peer weights (phase "assessment") -------------------
+
+
+@transaction.atomic
+def ranges_set(*, expert, ranges):
+    """Replace the expert's ranges: ``{metric: [least_acceptable, desired]}``
+    over selected metrics. A metric left out falls back to its default range."""
+    study = _locked(expert.study)
+    _require_phase(study, (Phase.ASSESSMENT,), "Setting acceptable ranges")
+    if not isinstance(ranges, dict):
+        raise InvalidInput({"ranges": "must map metric names to [least acceptable, desired]"})
+    metrics = {m.name: m for m in Metric.objects.filter(study=study, is_selected=True)}
+    errors, pairs = {}, {}
+    for name, value in ranges.items():
+        metric = metrics.get(name)
+        if metric is None:
+            errors[f"ranges.{name}"] = ["not a selected metric of this study"]
+            continue
+        try:
+            pairs[metric] = _range_pair(value, f"ranges.{name}", metric.better)
+        except InvalidInput as error:
+            errors.update(error.errors)
+    if errors:
+        raise InvalidInput(errors)
+    AcceptableRange.objects.filter(expert=expert).delete()
+    AcceptableRange.objects.bulk_create(
+        [AcceptableRange(expert=expert, metric=m, least_acceptable=lo, desired=hi) for m, (lo, hi) in pairs.items()]
+    )
+
+
+@transaction.atomic
+def peer_weights_set(*, expert, weights):
+    """Set the expert's row of V: ``{username: weight}`` over every expert,
+    self included, each in (0, 1), summing to 1 (METHOD.md section 5)."""
+    study = _locked(expert.study)
+    _require_phase(study, (Phase.ASSESSMENT,), "Weighting experts")
+    if not isinstance(weights, dict):
+        raise InvalidInput({"weights": "must map every expert's username to a weight"})
+    experts = {m.user.get_username(): m for m in Membership.objects.filter(study=study, role="expert").select_related("user")}
+    errors, values = {}, {}
+    for username, value in weights.items():
+        field = f"weights.{username}"
+        if username not in experts:
+            errors[field] = ["not an expert of this study"]
+            continue
+        try:
+            value = _number(value, field)
+        except InvalidInput as error:
+            errors.update(error.errors)
+            continue
+        if value <= 0:
+            errors[field] = [f"must be positive (no expert may silence another), got {value:g}"]
+        elif value > 1 or (value == 1 and len(experts) > 1):
+            errors[field] = [f"must be below 1, got {value:g}"]
+        values[username] = value
+    missing = [name for name in experts if name not in weights]
+    if missing:
+        errors.setdefault("weights", []).append(f"missing weights for {', '.join(missing)}: the row must rate every expert")
+    if not errors:
+        total = sum(values.values())
+        if abs(total - 1) > SUM_TOLERANCE:
+            errors["weights"] = [f"row sums to {total:.6g}, must be 1"]
+    if errors:
+        raise InvalidInput(errors)
+    # Stored as given (so a bundle round-trips exactly); the engine
+    # renormalises each row when it snapshots the study.
+    PeerWeight.objects.filter(rater=expert).delete()
+    PeerWeight.objects.bulk_create(
+        [PeerWeight(rater=expert, ratee=experts[name], weight=value) for name, value in values.items()]
+    )
+
+
+# --- phase transitions ---------------------------------------------------------
+
+
+@transaction.atomic
+def study_open_voting(*, study):
+    study = _locked(study)
+    _require_phase(study, (Phase.DRAFT,), "Opening the vote")
+    problems = []
+    if not Membership.objects.filter(study=study, role="expert").exists():
+        problems.append("invite at least one expert")
+    attributes = QualityAttribute.objects.filter(study=study).annotate(metric_count=Count("metrics"))
+    if not attributes:
+        problems.append("add at least one quality attribute")
+    bare = [a.name for a in attributes if a.metric_count == 0]
+    if bare:
+        problems.append(f"give every attribute at least one metric (none yet: {', '.join(bare)})")
+    if problems:
+        raise PhaseConflict("Voting cannot open yet: " + "; ".join(problems) + ".")
+    study.phase = Phase.VOTING
+    study.save(update_fields=["phase", "updated_at"])
+    return study
+
+
+def selection_from_votes(study):
+    """The selection the votes give now: ``(attribute ids, metric ids)``.
+
+    An attribute is selected when it is main or has **at least** ``c`` votes
+    (METHOD.md section 2, Decision); a metric when its attribute is selected
+    and it has at least the metric threshold of votes.
+    """
+    attributes = QualityAttribute.objects.filter(study=study).annotate(vote_count=Count("votes"))
+    selected_attributes = {
+        a.pk for a in attributes if a.kind == QualityAttribute.Kind.MAIN or a.vote_count >= study.attribute_threshold
+    }
+    metrics = Metric.objects.filter(study=study).annotate(vote_count=Count("votes"))
+    selected_metrics = {
+        m.pk for m in metrics if m.attribute_id in selected_attributes and m.vote_count >= study.metric_threshold
+    }
+    return selected_attributes, selected_metrics
+
+
+@transaction.atomic
+def study_close_voting(*, study):
+    """Fix the selection and move to assessment; refused while a selected
+    attribute would have no selected metric."""
+    study = _locked(study)
+    _require_phase(study, (Phase.VOTING,), "Closing the vote")
+    attribute_ids, metric_ids = selection_from_votes(study)
+    if not attribute_ids:
+        raise PhaseConflict(
+            f"Voting cannot close: no attribute is selected (no main attribute, and none has {study.attribute_threshold} votes)."
+        )
+    metric_attributes = set(Metric.objects.filter(pk__in=metric_ids).values_list("attribute_id", flat=True))
+    orphans = QualityAttribute.objects.filter(pk__in=attribute_ids - metric_attributes).order_by("position", "id")
+    if orphans:
+        names = ", ".join(repr(a.name) for a in orphans)
+        raise PhaseConflict(
+            f"Voting cannot close: the selected attribute(s) {names} would have no selected metric "
+            f"(none reaches the metric threshold of {study.metric_threshold} votes). "
+            "Lower the metric threshold or ask the experts to vote on these metrics."
+        )
+    QualityAttribute.objects.filter(study=study).update(is_selected=False)
+    QualityAttribute.objects.filter(pk__in=attribute_ids).update(is_selected=True)
+    Metric.objects.filter(study=study).update(is_selected=False)
+    Metric.objects.filter(pk__in=metric_ids).update(is_selected=True)
+    study.phase = Phase.ASSESSMENT
+    study.save(update_fields=["phase", "updated_at"])
+    return study
+
+
+def missing_inputs(study):
+    """What each expert still has to give before assessment can close:
+    ``{username: [what is missing, ...]}``, only experts with gaps."""
+    experts = list(Membership.objects.filter(study=study, role="expert").select_related("user").order_by("id"))
+    metrics = list(Metric.objects.filter(study=study, is_selected=True).order_by("position", "id"))
+    without_default = [m for m in metrics if m.default_least_acceptable is None]
+    prioritised = set(AttributePrioritisation.objects.filter(expert__study=study).values_list("expert_id", flat=True))
+    ranged = set(AcceptableRange.objects.filter(expert__study=study).values_list("expert_id", "metric_id"))
+    rated = {}
+    for rater_id, ratee_id in PeerWeight.objects.filter(rater__study=study).values_list("rater_id", "ratee_id"):
+        rated.setdefault(rater_id, set()).add(ratee_id)
+    expert_ids = {e.pk for e in experts}
+    gaps = {}
+    for expert in experts:
+        missing = []
+        if expert.pk not in prioritised:
+            missing.append("prioritisation of the attributes")
+        unranged = [m.name for m in without_default if (expert.pk, m.pk) not in ranged]
+        if unranged:
+            missing.append(f"acceptable range for {', '.join(unranged)}")
+        if rated.get(expert.pk, set()) != expert_ids:
+            missing.append("weights for fellow experts")
+        if missing:
+            gaps[expert.user.get_username()] = missing
+    return gaps
+
+
+@transaction.atomic
+def study_close_assessment(*, study):
+    study = _locked(study)
+    _require_phase(study, (Phase.ASSESSMENT,), "Closing the assessment")
+    gaps = missing_inputs(study)
+    if gaps:
+        detail = "; ".join(f"{name}: {', '.join(items)}" for name, items in gaps.items())
+        raise PhaseConflict(f"Assessment cannot close, inputs are missing: {detail}.")
+    study.phase = Phase.CLOSED
+    study.save(update_fields=["phase", "updated_at"])
+    return study
+
+
+@transaction.atomic
+def study_reopen_assessment(*, study):
+    study = _locked(study)
+    _require_phase(study, (Phase.CLOSED,), "Reopening the assessment")
+    study.phase = Phase.ASSESSMENT
+    study.save(update_fields=["phase", "updated_at"])
+    return study
+
+
+TRANSITIONS = {
+    (Phase.DRAFT, Phase.VOTING): study_open_voting,
+    (Phase.VOTING, Phase.ASSESSMENT): study_close_voting,
+    (Phase.ASSESSMENT, Phase.CLOSED): study_close_assessment,
+    (Phase.CLOSED, Phase.ASSESSMENT): study_reopen_assessment,
+}
+
+
+def study_transition(*, study, to):
+    """Move the study to phase ``to`` by the one transition that leads there."""
+    if to not in Phase.values:
+        raise InvalidInput({"to": f"must be one of {', '.join(Phase.values)}, got {to!r}"})
+    transition = TRANSITIONS.get((study.phase, to))
+    if transition is None:
+        raise PhaseConflict(f"A study in the {study.phase} phase cannot move to {to}.")
+    return transition(study=study)
+
+
+# --- accounts --------------------------------------------------------------------
+
+
+def user_get_or_create(*, username, field="username"):
+    """The account for ``username``; a new one has no usable password (an
+    invitation or an administrator gives it one)."""
+    if not isinstance(username, str) or not username.strip():
+        raise InvalidInput({field: "must be a username"})
+    username = username.strip()
+    try:
+        User.username_validator(username)
+    except Exception:
+        raise InvalidInput({field: f"{username!r} is not a valid username (letters, digits and @.+-_ only)"}) from None
+    if len(username) > 150:
+        raise InvalidInput({field: "usernames are at most 150 characters"})
+    user = User.objects.filter(username=username).first()
+    if user is None:
+        user = User(username=username)
+        user.set_unusable_password()
+        user.save()
+    return user
