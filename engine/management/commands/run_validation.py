@@ -1,0 +1,67 @@
+import json
+import time
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from engine.models import Run
+from engine.services import results_document, run_launch
+from workspace.errors import PhaseConflict
+from workspace.models import Phase, Study
+from workspace.services import study_close_assessment
+
+
+class Command(BaseCommand):
+    help = (
+        "Launch a validation run of a closed study and print its results "
+        "(through Celery when a broker is configured, waiting for the result)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("study_id", type=int)
+        parser.add_argument("--json", action="store_true", help="print the approve-results/1 document")
+        parser.add_argument("--close", action="store_true", help="close the assessment first if it is still open")
+        parser.add_argument("--timeout", type=float, default=600, help="seconds to wait for a worker (default 600)")
+
+    def handle(self, *args, study_id, close=False, timeout=600, **options):
+        as_json = options["json"]
+        study = Study.objects.select_related("designer").filter(pk=study_id).first()
+        if study is None:
+            raise CommandError(f"no study with id {study_id}")
+        try:
+            if study.phase != Phase.CLOSED:
+                if not close:
+                    raise CommandError(
+                        f"the study is in the {study.phase} phase; validation needs it closed (pass --close to close the assessment now)"
+                    )
+                study = study_close_assessment(study=study)
+            run = run_launch(study=study, launched_by=study.designer)
+        except PhaseConflict as conflict:
+            raise CommandError(str(conflict)) from None
+
+        deadline = time.monotonic() + timeout
+        run.refresh_from_db()
+        if not settings.CELERY_TASK_ALWAYS_EAGER and not as_json:
+            self.stderr.write(f"Run {run.pk} queued; waiting for a worker…")
+        while not run.is_finished:
+            if time.monotonic() > deadline:
+                raise CommandError(f"run {run.pk} is still {run.status} after {timeout:g} s: is a Celery worker running?")
+            time.sleep(0.2)
+            run.refresh_from_db()
+        if run.status == Run.Status.FAILED:
+            raise CommandError(f"run {run.pk} failed: {run.error}")
+
+        document = results_document(run)
+        if as_json:
+            self.stdout.write(json.dumps(document, indent=2, ensure_ascii=False))
+            return
+        self.stdout.write(f"Run {run.pk} of {document['study']!r}: {document['iterations']} aggregation layers\n")
+        self.stdout.write("Consensus weights: " + ", ".join(f"{name} {w:.4f}" for name, w in document["metric_weights"].items()))
+        self.stdout.write("Expert influence:  " + ", ".join(f"{name} {w:.4f}" for name, w in document["expert_influence"].items()))
+        self.stdout.write("")
+        self.stdout.write(f"{'rank':>4}  {'candidate':<24} {'CEF':>8} {'weighted':>9}  vetoed by")
+        for candidate in document["candidates"]:
+            vetoes = ", ".join(sorted({f"{v['expert']} ({v['metric']})" for v in candidate["vetoes"]}))
+            self.stdout.write(
+                f"{candidate['rank']:>4}  {candidate['name']:<24} {candidate['cef']:>8.4f} {candidate['weighted_score']:>9.4f}  {vetoes}"
+            )

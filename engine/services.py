@@ -1,0 +1,421 @@
+"""Validation runs: launch (snapshot + enqueue), claim, execute, recover.
+
+The path of a run (ARCHITECTURE.md): ``run_launch`` copies every input into
+the run and enqueues the task after commit; the task calls ``run_execute``,
+which claims the run with a conditional UPDATE (so a redelivered message never
+runs it twice or overwrites a finished run), computes with ``engine.core`` and
+stores the results and the status in one write.
+"""
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from workspace.errors import PhaseConflict
+from workspace.models import (
+    AcceptableRange,
+    AttributeWeight,
+    Candidate,
+    Measurement,
+    Membership,
+    Metric,
+    MetricWeight,
+    PeerWeight,
+    Phase,
+    QualityAttribute,
+)
+
+from . import core
+from .models import Run
+
+logger = logging.getLogger(__name__)
+
+SNAPSHOT_VERSION = 1
+# A run whose worker was lost this many times is failed rather than retried:
+# something in it kills workers, and retrying forever would hide that.
+MAX_ATTEMPTS = 3
+
+
+def _lease_seconds():
+    # Longer than the hard time limit: once it expires, the worker that held
+    # the run has certainly been stopped, so another may take it over.
+    return getattr(settings, "ENGINE_RUN_LEASE_SECONDS", settings.CELERY_TASK_TIME_LIMIT + 30)
+
+
+# --- snapshot ------------------------------------------------------------------
+
+
+def study_snapshot(study, *, tolerance=core.DEFAULT_TOLERANCE):
+    """Every input a run needs, as plain JSON, in a fixed order.
+
+    Rows are experts (by membership id), columns the selected metrics (by
+    attribute then metric position). Gaps (a missing measurement, range or
+    peer weight) are kept as ``None`` so the run fails with a readable error
+    instead of the launch guessing.
+    """
+    experts = list(Membership.objects.filter(study=study, role="expert").select_related("user").order_by("id"))
+    attributes = list(QualityAttribute.objects.filter(study=study, is_selected=True).order_by("position", "id"))
+    metrics = list(
+        Metric.objects.filter(study=study, is_selected=True).order_by("attribute__position", "attribute_id", "position", "id")
+    )
+    candidates = list(Candidate.objects.filter(study=study).order_by("position", "id"))
+    expert_index = {e.pk: i for i, e in enumerate(experts)}
+    attribute_index = {a.pk: j for j, a in enumerate(attributes)}
+    metric_index = {m.pk: j for j, m in enumerate(metrics)}
+    k, n_attr, n = len(experts), len(attributes), len(metrics)
+
+    attribute_weights = [[None] * n_attr for _ in range(k)]
+    for row in AttributeWeight.objects.filter(prioritisation__expert__study=study).values(
+        "prioritisation__expert_id", "attribute_id", "weight"
+    ):
+        if row["attribute_id"] in attribute_index:
+            attribute_weights[expert_index[row["prioritisation__expert_id"]]][attribute_index[row["attribute_id"]]] = row["weight"]
+
+    # Local weights of an attribute's metrics; without a local prioritisation
+    # the attribute's weight is split equally (METHOD.md section 3).
+    local = {}
+    for row in MetricWeight.objects.filter(prioritisation__expert__study=study).values(
+        "prioritisation__expert_id", "metric_id", "weight"
+    ):
+        local[(row["prioritisation__expert_id"], row["metric_id"])] = row["weight"]
+    metrics_per_attribute = {}
+    for metric in metrics:
+        metrics_per_attribute.setdefault(metric.attribute_id, []).append(metric)
+    metric_weights = [[None] * n for _ in range(k)]
+    for expert in experts:
+        i = expert_index[expert.pk]
+        for metric in metrics:
+            attribute_weight = attribute_weights[i][attribute_index[metric.attribute_id]]
+            if attribute_weight is None:
+                continue
+            share = local.get((expert.pk, metric.pk), 1 / len(metrics_per_attribute[metric.attribute_id]))
+            metric_weights[i][metric_index[metric.pk]] = attribute_weight * share
+
+    lower = [[m.default_least_acceptable for m in metrics] for _ in range(k)]
+    upper = [[m.default_desired for m in metrics] for _ in range(k)]
+    for row in AcceptableRange.objects.filter(expert__study=study).values("expert_id", "metric_id", "least_acceptable", "desired"):
+        if row["metric_id"] in metric_index:
+            i, j = expert_index[row["expert_id"]], metric_index[row["metric_id"]]
+            lower[i][j], upper[i][j] = row["least_acceptable"], row["desired"]
+
+    peer_weights = [[None] * k for _ in range(k)]
+    for row in PeerWeight.objects.filter(rater__study=study).values("rater_id", "ratee_id", "weight"):
+        peer_weights[expert_index[row["rater_id"]]][expert_index[row["ratee_id"]]] = row["weight"]
+
+    candidate_index = {c.pk: c_i for c_i, c in enumerate(candidates)}
+    measurements = [[None] * n for _ in candidates]
+    for row in Measurement.objects.filter(candidate__study=study, metric__is_selected=True).values(
+        "candidate_id", "metric_id", "value"
+    ):
+        measurements[candidate_index[row["candidate_id"]]][metric_index[row["metric_id"]]] = row["value"]
+
+    return {
+        "version": SNAPSHOT_VERSION,
+        "study": {"id": study.pk, "title": study.title},
+        "tolerance": tolerance,
+        "experts": [e.user.get_username() for e in experts],
+        "attributes": [a.name for a in attributes],
+        "metrics": [{"name": m.name, "attribute": attributes[attribute_index[m.attribute_id]].name, "better": m.better, "unit": m.unit} for m in metrics],
+        "attribute_weights": attribute_weights,
+        "metric_weights": metric_weights,
+        "peer_weights": peer_weights,
+        "lower": lower,
+        "upper": upper,
+        "candidates": [c.name for c in candidates],
+        "measurements": measurements,
+    }
+
+
+# --- launch --------------------------------------------------------------------
+
+
+def _enqueue(run_id):
+    from .tasks import execute_run
+
+    execute_run.delay(run_id)
+
+
+@transaction.atomic
+def run_launch(*, study, launched_by, tolerance=core.DEFAULT_TOLERANCE):
+    """Snapshot a closed study into a new queued run and enqueue it after
+    commit. Refused (``PhaseConflict``) unless the study is closed."""
+    from workspace.models import Study
+
+    study = Study.objects.select_for_update().get(pk=study.pk)
+    if study.phase != Phase.CLOSED:
+        raise PhaseConflict(
+            f"Validation runs need a closed study; this one is in the {study.phase} phase. Close the assessment first."
+        )
+    if not (isinstance(tolerance, float) and 0 < tolerance < 1):
+        raise ValueError("tolerance must be a float in (0, 1)")
+    run = Run.objects.create(
+        study=study, launched_by=launched_by, tolerance=tolerance, snapshot=study_snapshot(study, tolerance=tolerance)
+    )
+    transaction.on_commit(lambda: _enqueue(run.pk))
+    return run
+
+
+# --- execute -------------------------------------------------------------------
+
+
+class RunInputError(ValueError):
+    """The snapshot cannot be evaluated; the message is for people."""
+
+
+def _matrix(snapshot, key, row_names, column_names, what):
+    """A float array from a snapshot grid, or RunInputError naming the gap."""
+    grid = snapshot[key]
+    for i, row in enumerate(grid):
+        for j, value in enumerate(row):
+            if value is None:
+                raise RunInputError(f"{what} is missing for {row_names[i]} / {column_names[j]}")
+    return np.array(grid, dtype=float).reshape(len(row_names), len(column_names))
+
+
+def snapshot_arrays(snapshot):
+    """The engine's arrays ``(W, V, L, U, M)`` from a snapshot."""
+    experts = snapshot["experts"]
+    metrics = [m["name"] for m in snapshot["metrics"]]
+    candidates = snapshot["candidates"]
+    if not experts:
+        raise RunInputError("the study has no experts")
+    if not metrics:
+        raise RunInputError("the study has no selected metrics")
+    weights = _matrix(snapshot, "metric_weights", experts, metrics, "a prioritisation")
+    peer_weights = _matrix(snapshot, "peer_weights", experts, experts, "a peer weight")
+    lower = _matrix(snapshot, "lower", experts, metrics, "an acceptable range")
+    upper = _matrix(snapshot, "upper", experts, metrics, "an acceptable range")
+    measurements = _matrix(snapshot, "measurements", candidates, metrics, "a measurement")
+    return weights, peer_weights, lower, upper, measurements
+
+
+def competition_ranks(cef, weighted):
+    """Order (best first) and ranks where equal CEFs share a rank ("1, 2, 3, 3").
+
+    Within a tie the higher weighted score is listed first, so a vetoed
+    candidate's distance from the others stays visible.
+    """
+    order = sorted(range(len(cef)), key=lambda c: (-cef[c], -weighted[c], c))
+    ranks = [0] * len(cef)
+    for position, c in enumerate(order):
+        if position and cef[c] == cef[order[position - 1]]:
+            ranks[c] = ranks[order[position - 1]]
+        else:
+            ranks[c] = position + 1
+    return order, ranks
+
+
+def evaluate_snapshot(snapshot):
+    """Run the engine on a snapshot; returns the results to store."""
+    weights, peer_weights, lower, upper, measurements = snapshot_arrays(snapshot)
+    try:
+        evaluation = core.evaluate(
+            weights=weights,
+            peer_weights=peer_weights,
+            lower=lower,
+            upper=upper,
+            measurements=measurements,
+            tolerance=snapshot["tolerance"],
+        )
+    except ValueError as error:
+        raise RunInputError(str(error)) from None
+    experts = snapshot["experts"]
+    metrics = [m["name"] for m in snapshot["metrics"]]
+    attribute_of = [m["attribute"] for m in snapshot["metrics"]]
+    attribute_weights = [
+        float(sum(w for w, attribute in zip(evaluation.metric_weights, attribute_of) if attribute == name))
+        for name in snapshot["attributes"]
+    ]
+    cef = evaluation.cef.tolist()
+    weighted = evaluation.weighted_scores.tolist()
+    order, ranks = competition_ranks(cef, weighted)
+    candidates = []
+    for c in order:
+        vetoes = [
+            {
+                "expert": experts[veto.expert],
+                "metric": metrics[veto.metric],
+                "value": float(measurements[c, veto.metric]),
+                "range": [float(lower[veto.expert, veto.metric]), float(upper[veto.expert, veto.metric])],
+            }
+            for veto in (core.vetoes_for(lower, upper, measurements[c]) if evaluation.vetoed[c] else [])
+        ]
+        candidates.append(
+            {
+                "index": c,
+                "name": snapshot["candidates"][c],
+                "rank": ranks[c],
+                "cef": cef[c],
+                "weighted_score": weighted[c],
+                "vetoed": bool(evaluation.vetoed[c]),
+                "vetoes": vetoes,
+                "group_scores": evaluation.group_scores[c].tolist(),
+            }
+        )
+    return {
+        "iterations": int(evaluation.iterations),
+        "metric_weights": evaluation.metric_weights.tolist(),
+        "attribute_weights": attribute_weights,
+        "expert_influence": evaluation.expert_influence.tolist(),
+        "candidates": candidates,
+    }
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the task should do after ``run_execute``."""
+
+    status: str
+    retry_in: float | None = None
+
+
+def run_claim(run_id):
+    """Take the run for this worker: ``queued`` → ``running``, or take over a
+    ``running`` run whose lease has expired (its worker died). A conditional
+    UPDATE, so of two deliveries at most one wins. Returns the number of the
+    attempt, or None when the run is not ours to execute."""
+    now = timezone.now()
+    claimable = Q(status=Run.Status.QUEUED) | Q(status=Run.Status.RUNNING, lease_expires_at__lt=now)
+    claimed = Run.objects.filter(claimable, pk=run_id).update(
+        status=Run.Status.RUNNING,
+        started_at=now,
+        lease_expires_at=now + timedelta(seconds=_lease_seconds()),
+        attempts=F("attempts") + 1,
+    )
+    if not claimed:
+        return None
+    return Run.objects.values_list("attempts", flat=True).get(pk=run_id)
+
+
+def _finish(run_id, attempt, **fields):
+    """Store the outcome only if this attempt still holds the run; a worker
+    whose lease was taken over must not overwrite its successor."""
+    now = timezone.now()
+    return Run.objects.filter(pk=run_id, status=Run.Status.RUNNING, attempts=attempt).update(finished_at=now, **fields)
+
+
+def run_execute(*, run_id):
+    """Claim and execute a run. Safe to call any number of times."""
+    attempt = run_claim(run_id)
+    if attempt is None:
+        run = Run.objects.filter(pk=run_id).only("status", "lease_expires_at").first()
+        if run is None or run.is_finished:
+            return Outcome(status=run.status if run else "missing")
+        if run.status == Run.Status.RUNNING:
+            # Another delivery holds a live lease (e.g. the message came back
+            # when a worker process was lost): look again once it has expired.
+            wait = max((run.lease_expires_at - timezone.now()).total_seconds(), 0) + 1
+            return Outcome(status=run.status, retry_in=wait)
+        return Outcome(status=run.status)
+    if attempt > MAX_ATTEMPTS:
+        _finish(run_id, attempt, status=Run.Status.FAILED, error=f"workers were lost {attempt - 1} times while running it; launch it again")
+        return Outcome(status=Run.Status.FAILED)
+
+    started = time.perf_counter()
+    snapshot = Run.objects.values_list("snapshot", flat=True).get(pk=run_id)
+    delay = getattr(settings, "ENGINE_FAULT_INJECTION_DELAY", 0)
+    if delay:
+        # Fault-injection hook for the worker-loss tests only (off by default):
+        # keeps the run "running" long enough to kill its worker.
+        time.sleep(delay)
+    try:
+        results = evaluate_snapshot(snapshot)
+    except RunInputError as error:
+        _finish(run_id, attempt, status=Run.Status.FAILED, error=f"The inputs cannot be evaluated: {error}.",
+                duration_seconds=time.perf_counter() - started)
+        return Outcome(status=Run.Status.FAILED)
+    except Exception as error:  # a bug must still end the run, not leave it running
+        logger.exception("run %s failed", run_id)
+        _finish(run_id, attempt, status=Run.Status.FAILED, error=f"Internal error: {type(error).__name__}: {error}",
+                duration_seconds=time.perf_counter() - started)
+        return Outcome(status=Run.Status.FAILED)
+    updated = _finish(
+        run_id, attempt, status=Run.Status.SUCCEEDED, results=results, error="",
+        duration_seconds=time.perf_counter() - started,
+    )
+    return Outcome(status=Run.Status.SUCCEEDED if updated else "superseded")
+
+
+def run_fail_timeout(*, run_id, seconds):
+    Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(
+        status=Run.Status.FAILED, finished_at=timezone.now(),
+        error=f"The run took longer than the {seconds} s time limit; launch it again or ask an administrator to raise the limit.",
+    )
+
+
+def runs_recover_stale(*, now=None):
+    """Re-enqueue runs whose worker vanished: ``running`` with an expired
+    lease, or ``queued`` for longer than a lease (the message was lost).
+    The task's claim decides whether they run again or fail for good.
+    Returns the ids re-enqueued."""
+    now = now or timezone.now()
+    lease = timedelta(seconds=_lease_seconds())
+    stale = Run.objects.filter(
+        Q(status=Run.Status.RUNNING, lease_expires_at__lt=now) | Q(status=Run.Status.QUEUED, launched_at__lt=now - lease)
+    ).values_list("pk", flat=True)
+    ids = list(stale)
+    for run_id in ids:
+        _enqueue(run_id)
+    return ids
+
+
+# --- reading results -------------------------------------------------------------
+
+
+def results_document(run, *, individual=True):
+    """The ``approve-results/1`` document of a succeeded run (FORMATS.md)."""
+    snapshot, results = run.snapshot, run.results
+    metrics = [m["name"] for m in snapshot["metrics"]]
+    experts = snapshot["experts"]
+    if individual:
+        _, _, lower, upper, measurements = snapshot_arrays(snapshot)
+    candidates = []
+    for entry in results["candidates"]:
+        candidate = {
+            "name": entry["name"],
+            "rank": entry["rank"],
+            "cef": entry["cef"],
+            "weighted_score": entry["weighted_score"],
+            "vetoed": entry["vetoed"],
+            "vetoes": entry["vetoes"],
+            "group_scores": dict(zip(metrics, entry["group_scores"])),
+        }
+        if individual:
+            scores = core.individual_scores(lower, upper, measurements[entry["index"]])
+            candidate["individual_scores"] = {
+                expert: dict(zip(metrics, row)) for expert, row in zip(experts, scores.tolist())
+            }
+        candidates.append(candidate)
+    return {
+        "format": "approve-results/1",
+        "study": snapshot["study"]["title"],
+        "run": run.pk,
+        "launched_at": run.launched_at.isoformat().replace("+00:00", "Z"),
+        "tolerance": run.tolerance,
+        "iterations": results["iterations"],
+        "selected_attributes": snapshot["attributes"],
+        "metrics": metrics,
+        "attribute_weights": dict(zip(snapshot["attributes"], results["attribute_weights"])),
+        "metric_weights": dict(zip(metrics, results["metric_weights"])),
+        "expert_influence": dict(zip(experts, results["expert_influence"])),
+        "candidates": candidates,
+    }
+
+
+def candidate_individual_scores(run, candidate_name):
+    """One candidate's k x n individual scores, recomputed from the snapshot:
+    ``{expert: {metric: score}}``, or None if no such candidate."""
+    snapshot = run.snapshot
+    if candidate_name not in snapshot["candidates"]:
+        return None
+    _, _, lower, upper, measurements = snapshot_arrays(snapshot)
+    scores = core.individual_scores(lower, upper, measurements[snapshot["candidates"].index(candidate_name)])
+    metrics = [m["name"] for m in snapshot["metrics"]]
+    return {expert: dict(zip(metrics, row)) for expert, row in zip(snapshot["experts"], scores.tolist())}
