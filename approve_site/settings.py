@@ -113,6 +113,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "workspace",
     "engine",
     "evaluation",
@@ -228,21 +229,29 @@ CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 
 # --- REST framework ----------------------------------------------------------
 REST_FRAMEWORK = {
+    # Token first: an anonymous request then gets 401 with a WWW-Authenticate
+    # header; session authentication keeps CSRF checks for browsers.
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "workspace.api.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
     ],
+    "EXCEPTION_HANDLER": "workspace.api.exceptions.exception_handler",
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "workspace.api.schema.ApproveAutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_THROTTLE_RATES": {"login": "10/minute"},
+    # Password guessing: token requests per client address.
+    "DEFAULT_THROTTLE_RATES": {"login": os.environ.get("LOGIN_THROTTLE_RATE", "10/minute")},
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "approve API",
     "DESCRIPTION": "Multi-expert, multi-criteria evaluation of learning algorithms (APPrOVE).",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
 }
 
 # --- Security ----------------------------------------------------------------

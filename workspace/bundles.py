@@ -212,31 +212,9 @@ def study_import_bundle(*, bundle, importer=None):
         field = f"priorities.{username}"
         _keys(priority, field, required=("method",), optional=("weights", "judgments", "metric_priorities"))
         try:
-            services.prioritisation_set(
-                expert=experts[username],
-                method=priority["method"],
-                weights=priority.get("weights"),
-                judgments=priority.get("judgments"),
-            )
+            services.priorities_set(expert=experts[username], **priority)
         except InvalidInput as error:
             raise error.within(field) from None
-        local = _expect(priority.get("metric_priorities", {}), dict, f"{field}.metric_priorities", "an object {attribute: prioritisation}")
-        for attribute_name, local_priority in local.items():
-            local_field = f"{field}.metric_priorities.{attribute_name}"
-            if attribute_name not in attributes:
-                raise InvalidInput({local_field: "no attribute of that name in the bundle"})
-            _keys(local_priority, local_field, required=("method",), optional=("weights", "judgments"))
-            attributes[attribute_name].refresh_from_db()
-            try:
-                services.metric_prioritisation_set(
-                    expert=experts[username],
-                    attribute=attributes[attribute_name],
-                    method=local_priority["method"],
-                    weights=local_priority.get("weights"),
-                    judgments=local_priority.get("judgments"),
-                )
-            except InvalidInput as error:
-                raise error.within(local_field) from None
 
     for username, ranges in _per_expert(bundle, "ranges", experts).items():
         try:
@@ -273,15 +251,63 @@ def _prioritisation_out(prioritisation, item_of_weight):
     }
 
 
+def expert_sections(study, experts=None):
+    """Each expert's inputs in bundle shape: ``{username: {"votes":
+    {"attributes", "metrics"}, "priorities", "ranges", "peer_weights"}}``.
+
+    ``experts`` limits it to those memberships (the API's ``my/`` and
+    ``inputs/`` endpoints); the query count does not grow with their number.
+    """
+    if experts is None:
+        experts = list(Membership.objects.filter(study=study, role="expert").select_related("user").order_by("id"))
+    username = {e.pk: e.user.get_username() for e in experts}
+    sections = {
+        name: {"votes": {"attributes": [], "metrics": []}, "priorities": None, "ranges": {}, "peer_weights": {}}
+        for name in username.values()
+    }
+    ids = list(username)
+
+    for vote in AttributeVote.objects.filter(expert_id__in=ids).select_related("attribute").order_by("attribute__position", "attribute__id"):
+        sections[username[vote.expert_id]]["votes"]["attributes"].append(vote.attribute.name)
+    for vote in MetricVote.objects.filter(expert_id__in=ids).select_related("metric").order_by("metric__position", "metric__id"):
+        sections[username[vote.expert_id]]["votes"]["metrics"].append(vote.metric.name)
+
+    prioritisations = AttributePrioritisation.objects.filter(expert_id__in=ids).prefetch_related(
+        "weights__attribute", "judgments__row", "judgments__column"
+    )
+    for prioritisation in prioritisations:
+        sections[username[prioritisation.expert_id]]["priorities"] = _prioritisation_out(prioritisation, lambda w: w.attribute)
+    local = MetricPrioritisation.objects.filter(expert_id__in=ids).select_related("attribute").prefetch_related(
+        "weights__metric", "judgments__row", "judgments__column"
+    )
+    for prioritisation in sorted(local, key=lambda p: (p.attribute.position, p.attribute_id)):
+        section = sections[username[prioritisation.expert_id]]
+        if section["priorities"] is not None:
+            section["priorities"].setdefault("metric_priorities", {})[prioritisation.attribute.name] = _prioritisation_out(
+                prioritisation, lambda w: w.metric
+            )
+
+    for acceptable in AcceptableRange.objects.filter(expert_id__in=ids).select_related("metric").order_by(
+        "metric__attribute__position", "metric__attribute_id", "metric__position", "metric_id"
+    ):
+        sections[username[acceptable.expert_id]]["ranges"][acceptable.metric.name] = [
+            _number_out(acceptable.least_acceptable),
+            _number_out(acceptable.desired),
+        ]
+    for peer in PeerWeight.objects.filter(rater_id__in=ids).select_related("ratee__user").order_by("ratee_id"):
+        sections[username[peer.rater_id]]["peer_weights"][peer.ratee.user.get_username()] = peer.weight
+    return sections
+
+
 def study_export_bundle(*, study):
     """The study as an ``approve-study/1`` document."""
     experts = list(Membership.objects.filter(study=study, role="expert").select_related("user").order_by("id"))
     attributes = list(QualityAttribute.objects.filter(study=study).order_by("position", "id"))
     metrics = list(Metric.objects.filter(study=study).select_related("attribute").order_by("attribute__position", "attribute__id", "position", "id"))
     candidates = list(study.candidates.prefetch_related("measurements__metric").order_by("position", "id"))
-    username = {e.pk: e.user.get_username() for e in experts}
+    sections = expert_sections(study, experts)
 
-    bundle = {
+    return {
         "format": FORMAT,
         "title": study.title,
         "description": study.description,
@@ -289,7 +315,7 @@ def study_export_bundle(*, study):
         "attribute_threshold": study.attribute_threshold,
         "metric_threshold": study.metric_threshold,
         "designer": study.designer.get_username(),
-        "experts": [username[e.pk] for e in experts],
+        "experts": list(sections),
         "attributes": [{"name": a.name, "kind": a.kind, "description": a.description} for a in attributes],
         "metrics": [
             {
@@ -312,41 +338,12 @@ def study_export_bundle(*, study):
             }
             for c in candidates
         ],
-        "votes": {"attributes": {}, "metrics": {}},
-        "priorities": {},
-        "ranges": {},
-        "peer_weights": {},
+        # Before voting opens nobody has voted: the votes are empty, not "no" votes.
+        "votes": {
+            kind: {} if study.phase == Phase.DRAFT else {name: s["votes"][kind] for name, s in sections.items()}
+            for kind in ("attributes", "metrics")
+        },
+        "priorities": {name: s["priorities"] for name, s in sections.items() if s["priorities"] is not None},
+        "ranges": {name: s["ranges"] for name, s in sections.items() if s["ranges"]},
+        "peer_weights": {name: s["peer_weights"] for name, s in sections.items() if s["peer_weights"]},
     }
-    if study.phase != Phase.DRAFT:
-        attribute_votes = {name: [] for name in username.values()}
-        for vote in AttributeVote.objects.filter(expert__study=study).select_related("attribute").order_by("attribute__position", "attribute__id"):
-            attribute_votes[username[vote.expert_id]].append(vote.attribute.name)
-        metric_votes = {name: [] for name in username.values()}
-        for vote in MetricVote.objects.filter(expert__study=study).select_related("metric").order_by("metric__position", "metric__id"):
-            metric_votes[username[vote.expert_id]].append(vote.metric.name)
-        bundle["votes"] = {"attributes": attribute_votes, "metrics": metric_votes}
-
-    prioritisations = AttributePrioritisation.objects.filter(expert__study=study).prefetch_related(
-        "weights__attribute", "judgments__row", "judgments__column"
-    )
-    for prioritisation in sorted(prioritisations, key=lambda p: p.expert_id):
-        bundle["priorities"][username[prioritisation.expert_id]] = _prioritisation_out(prioritisation, lambda w: w.attribute)
-    local = MetricPrioritisation.objects.filter(expert__study=study).select_related("attribute").prefetch_related(
-        "weights__metric", "judgments__row", "judgments__column"
-    )
-    for prioritisation in sorted(local, key=lambda p: (p.expert_id, p.attribute.position, p.attribute_id)):
-        section = bundle["priorities"].setdefault(username[prioritisation.expert_id], {})
-        section.setdefault("metric_priorities", {})[prioritisation.attribute.name] = _prioritisation_out(
-            prioritisation, lambda w: w.metric
-        )
-
-    for acceptable in AcceptableRange.objects.filter(expert__study=study).select_related("metric").order_by(
-        "expert_id", "metric__position", "metric_id"
-    ):
-        bundle["ranges"].setdefault(username[acceptable.expert_id], {})[acceptable.metric.name] = [
-            _number_out(acceptable.least_acceptable),
-            _number_out(acceptable.desired),
-        ]
-    for peer in PeerWeight.objects.filter(rater__study=study).order_by("rater_id", "ratee_id"):
-        bundle["peer_weights"].setdefault(username[peer.rater_id], {})[username[peer.ratee_id]] = peer.weight
-    return bundle

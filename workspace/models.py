@@ -356,3 +356,21 @@ class PeerWeight(models.Model):
 
     def __str__(self):
         return f"{self.rater.user} → {self.ratee.user}: {self.weight}"
+
+
+class ApiToken(models.Model):
+    """A personal API token (``Authorization: Token <key>``). Only a SHA-256
+    digest of the key is stored: the key is shown once, when created."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100, blank=True)
+    digest = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=8, help_text="first characters of the key, to tell tokens apart")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"{self.user} {self.prefix}… {self.name}"

@@ -10,7 +10,9 @@ Expert inputs take the shape of that expert's section of a study bundle
 the API and the pages call these same functions.
 """
 
+import hashlib
 import math
+import secrets
 from numbers import Real
 
 from django.contrib.auth import get_user_model
@@ -22,6 +24,7 @@ from engine.prioritisation import prioritise
 from .errors import InvalidInput, PhaseConflict
 from .models import (
     AcceptableRange,
+    ApiToken,
     AttributeJudgment,
     AttributePrioritisation,
     AttributeVote,
@@ -587,6 +590,39 @@ def metric_prioritisation_set(*, expert, attribute, method, weights=None, judgme
 
 
 @transaction.atomic
+def priorities_set(*, expert, method, weights=None, judgments=None, metric_priorities=None):
+    """Set an expert's whole prioritisation, as in their ``priorities``
+    section of a bundle: the attributes, plus optional ``metric_priorities``
+    ``{attribute: {"method", "weights" | "judgments"}}``. Local
+    prioritisations not given are cleared (equal split)."""
+    prioritisation = prioritisation_set(expert=expert, method=method, weights=weights, judgments=judgments)
+    metric_priorities = {} if metric_priorities is None else metric_priorities
+    if not isinstance(metric_priorities, dict):
+        raise InvalidInput({"metric_priorities": "must map attribute names to prioritisations"})
+    attributes = {a.name: a for a in QualityAttribute.objects.filter(study=expert.study_id)}
+    MetricPrioritisation.objects.filter(expert=expert).exclude(attribute__name__in=list(metric_priorities)).delete()
+    prioritisation.local_results = {}
+    for name, local in metric_priorities.items():
+        field = f"metric_priorities.{name}"
+        if name not in attributes:
+            raise InvalidInput({field: "no attribute of that name in this study"})
+        if not isinstance(local, dict) or "method" not in local or set(local) - {"method", "weights", "judgments"}:
+            raise InvalidInput({field: "must be {method, weights | judgments}"})
+        try:
+            saved = metric_prioritisation_set(
+                expert=expert,
+                attribute=attributes[name],
+                method=local["method"],
+                weights=local.get("weights"),
+                judgments=local.get("judgments"),
+            )
+        except InvalidInput as error:
+            raise error.within(field) from None
+        prioritisation.local_results[name] = saved.result
+    return prioritisation
+
+
+@transaction.atomic
 def metric_prioritisation_clear(*, expert, attribute):
     """Back to an equal split of the attribute's weight over its metrics."""
     study = _locked(expert.study)
@@ -824,3 +860,20 @@ def user_get_or_create(*, username, field="username"):
         user.set_unusable_password()
         user.save()
     return user
+
+
+def api_token_create(*, user, name=""):
+    """A new token for ``user``: returns ``(token, key)``; the key is not
+    stored and cannot be shown again."""
+    key = secrets.token_hex(20)
+    token = ApiToken.objects.create(
+        user=user,
+        name=_text(name, "name", max_length=100, required=False),
+        digest=hashlib.sha256(key.encode()).hexdigest(),
+        prefix=key[:8],
+    )
+    return token, key
+
+
+def api_token_revoke(*, token):
+    token.delete()

@@ -1,0 +1,25 @@
+import hashlib
+from datetime import timedelta
+
+from django.utils import timezone
+from rest_framework import exceptions
+from rest_framework.authentication import TokenAuthentication
+
+from workspace.models import ApiToken
+
+
+class ApiTokenAuthentication(TokenAuthentication):
+    """``Authorization: Token <key>`` against the digests of ``ApiToken``."""
+
+    model = ApiToken
+
+    def authenticate_credentials(self, key):
+        digest = hashlib.sha256(key.encode()).hexdigest()
+        token = ApiToken.objects.select_related("user").filter(digest=digest).first()
+        if token is None or not token.user.is_active:
+            raise exceptions.AuthenticationFailed("Invalid or revoked token.")
+        now = timezone.now()
+        # Record use at most once a minute: a write on every request is waste.
+        if token.last_used_at is None or now - token.last_used_at > timedelta(minutes=1):
+            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        return token.user, token

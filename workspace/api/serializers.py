@@ -1,0 +1,261 @@
+"""Shapes of the API's payloads. Serializers check shape only; the rules
+live in the services they hand over to."""
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from engine.models import Run
+from workspace.models import ApiToken, Candidate, Membership, Metric, Phase, QualityAttribute, Study
+
+# --- free-form payloads (documented, validated by the services) ---------------
+
+Number = serializers.FloatField()
+RangePair = serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2)
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+
+
+class TokenRequestSerializer(serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+    password = serializers.CharField(max_length=4096, trim_whitespace=False, style={"input_type": "password"})
+    name = serializers.CharField(max_length=100, required=False, allow_blank=True, help_text="a label for the token")
+
+
+class TokenSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ApiToken
+        fields = ["id", "name", "prefix", "created_at", "last_used_at"]
+
+
+class NewTokenSerializer(TokenSerializer):
+    token = serializers.CharField(help_text="the key: shown once, send it as `Authorization: Token <key>`")
+
+    class Meta(TokenSerializer.Meta):
+        fields = ["token", *TokenSerializer.Meta.fields]
+
+
+# --- studies ---------------------------------------------------------------------
+
+
+class SelectionSerializer(serializers.Serializer):
+    attributes = serializers.ListField(child=serializers.CharField())
+    metrics = serializers.ListField(child=serializers.CharField())
+
+
+class StudySerializer(serializers.ModelSerializer):
+    designer = serializers.CharField(source="designer.username", read_only=True)
+    my_roles = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Study
+        fields = [
+            "id", "title", "description", "phase", "attribute_threshold", "metric_threshold",
+            "designer", "my_roles", "created_at", "updated_at",
+        ]
+        read_only_fields = fields
+
+    def get_my_roles(self, study) -> list[str]:
+        return sorted(m.role for m in getattr(study, "my_memberships", []))
+
+
+class StudyDetailSerializer(StudySerializer):
+    experts = serializers.SerializerMethodField()
+    selection = serializers.SerializerMethodField()
+
+    class Meta(StudySerializer.Meta):
+        fields = [*StudySerializer.Meta.fields, "experts", "selection"]
+        read_only_fields = fields
+
+    def get_experts(self, study) -> list[str]:
+        return [m.user.username for m in study.memberships.all() if m.role == Membership.Role.EXPERT]
+
+    @extend_schema_field(SelectionSerializer(allow_null=True))
+    def get_selection(self, study):
+        """The selected attributes and metrics, fixed when voting closes (null before)."""
+        if study.phase not in (Phase.ASSESSMENT, Phase.CLOSED):
+            return None
+        return {
+            "attributes": [a.name for a in study.attributes.all() if a.is_selected],
+            "metrics": [m.name for m in study.metrics.all() if m.is_selected],
+        }
+
+
+class StudyWriteSerializer(serializers.Serializer):
+    title = serializers.CharField(max_length=200)
+    description = serializers.CharField(required=False, allow_blank=True, max_length=20000)
+    attribute_threshold = serializers.IntegerField(required=False, min_value=0, max_value=10000)
+    metric_threshold = serializers.IntegerField(required=False, min_value=0, max_value=10000)
+
+
+class TransitionSerializer(serializers.Serializer):
+    to = serializers.ChoiceField(choices=Phase.values)
+
+
+class MemberSerializer(serializers.ModelSerializer):
+    username = serializers.CharField(source="user.username")
+
+    class Meta:
+        model = Membership
+        fields = ["username", "role"]
+
+
+class MemberWriteSerializer(serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+    role = serializers.ChoiceField(choices=[Membership.Role.EXPERT], default=Membership.Role.EXPERT)
+
+
+# --- setup -------------------------------------------------------------------------
+
+
+def _selected(obj):
+    return obj.is_selected if obj.study.phase in (Phase.ASSESSMENT, Phase.CLOSED) else None
+
+
+class AttributeSerializer(serializers.ModelSerializer):
+    selected = serializers.SerializerMethodField()
+
+    class Meta:
+        model = QualityAttribute
+        fields = ["id", "name", "kind", "description", "position", "selected"]
+        read_only_fields = fields
+
+    def get_selected(self, attribute) -> bool | None:
+        return _selected(attribute)
+
+
+class AttributeWriteSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100)
+    kind = serializers.ChoiceField(choices=QualityAttribute.Kind.values, default=QualityAttribute.Kind.MAIN)
+    description = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+
+
+class MetricSerializer(serializers.ModelSerializer):
+    attribute = serializers.CharField(source="attribute.name")
+    default_range = serializers.SerializerMethodField()
+    selected = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Metric
+        fields = ["id", "name", "attribute", "better", "unit", "default_range", "position", "selected"]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2, allow_null=True))
+    def get_default_range(self, metric):
+        return list(metric.default_range) if metric.default_range else None
+
+    def get_selected(self, metric) -> bool | None:
+        return _selected(metric)
+
+
+class MetricWriteSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100)
+    attribute = serializers.CharField(max_length=100, help_text="the attribute's name")
+    better = serializers.ChoiceField(choices=["higher", "lower"], default="higher")
+    unit = serializers.CharField(required=False, allow_blank=True, max_length=50)
+    default_range = serializers.ListField(
+        child=serializers.FloatField(), min_length=2, max_length=2, required=False, allow_null=True,
+        help_text="[least acceptable, desired]",
+    )
+
+
+class CandidateSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Candidate
+        fields = ["id", "name", "description", "position"]
+        read_only_fields = fields
+
+
+class CandidateWriteSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100)
+    description = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+
+
+class MeasurementSerializer(serializers.Serializer):
+    candidate = serializers.CharField(max_length=100)
+    metric = serializers.CharField(max_length=100)
+    value = serializers.FloatField()
+
+
+# --- an expert's inputs (each exactly that expert's section of a bundle) ---------
+
+
+class VotesSerializer(serializers.Serializer):
+    attributes = serializers.ListField(child=serializers.CharField(max_length=100), default=list)
+    metrics = serializers.ListField(child=serializers.CharField(max_length=100), default=list)
+
+
+class InconsistentJudgmentSerializer(serializers.Serializer):
+    row = serializers.CharField()
+    column = serializers.CharField()
+    value = serializers.FloatField()
+    error = serializers.FloatField(help_text="max(ε, 1/ε) with ε = o_ij · w_j / w_i; 1 is perfectly consistent")
+    suggested_value = serializers.FloatField(help_text="the scale value consistent with the current weights")
+
+
+class PrioritisationResultSerializer(serializers.Serializer):
+    weights = serializers.DictField(child=serializers.FloatField())
+    consistency_ratio = serializers.FloatField(allow_null=True)
+    inconsistent = serializers.BooleanField(allow_null=True, help_text="consistency ratio above 0.10 (a warning)")
+    most_inconsistent = InconsistentJudgmentSerializer(many=True)
+
+
+class LocalPrioritySerializer(serializers.Serializer):
+    method = serializers.ChoiceField(choices=["direct", "ahp", "lpr"])
+    weights = serializers.DictField(child=serializers.FloatField(), required=False)
+    judgments = serializers.ListField(child=serializers.JSONField(), required=False, help_text="[[row, column, value], ...]")
+
+
+class PrioritiesSerializer(LocalPrioritySerializer):
+    metric_priorities = serializers.DictField(child=LocalPrioritySerializer(), required=False)
+
+
+class PrioritiesResponseSerializer(serializers.Serializer):
+    method = serializers.ChoiceField(choices=["direct", "ahp", "lpr"], allow_null=True)
+    weights = serializers.DictField(child=serializers.FloatField(), required=False)
+    judgments = serializers.ListField(child=serializers.JSONField(), required=False)
+    metric_priorities = serializers.DictField(child=LocalPrioritySerializer(), required=False)
+    result = PrioritisationResultSerializer(allow_null=True)
+    metric_results = serializers.DictField(child=PrioritisationResultSerializer(), required=False)
+
+
+# Maps keyed by names have no serializer form; their OpenAPI schemas are given as is.
+RANGES_SCHEMA = {
+    "type": "object",
+    "description": "{metric: [least acceptable, desired]}",
+    "additionalProperties": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
+}
+PEER_WEIGHTS_SCHEMA = {
+    "type": "object",
+    "description": "{username: weight}: every expert of the study, yourself included",
+    "additionalProperties": {"type": "number"},
+}
+SCORES_SCHEMA = {
+    "type": "object",
+    "description": "{expert: {metric: individual score in [0, 1]}}",
+    "additionalProperties": {"type": "object", "additionalProperties": {"type": "number"}},
+}
+
+
+class ExpertInputsSerializer(serializers.Serializer):
+    votes = VotesSerializer()
+    priorities = PrioritiesSerializer(allow_null=True)
+    ranges = serializers.DictField(child=serializers.ListField(child=serializers.FloatField()))
+    peer_weights = serializers.DictField(child=serializers.FloatField())
+
+
+# --- runs ----------------------------------------------------------------------------
+
+
+class RunSerializer(serializers.ModelSerializer):
+    study = serializers.IntegerField(source="study_id")
+    launched_by = serializers.CharField(source="launched_by.username", allow_null=True, default=None)
+
+    class Meta:
+        model = Run
+        fields = [
+            "id", "study", "status", "launched_by", "launched_at", "started_at", "finished_at",
+            "duration_seconds", "attempts", "tolerance", "error",
+        ]
+        read_only_fields = fields

@@ -1,0 +1,34 @@
+from django.urls import path
+
+from . import views
+
+app_name = "api"
+
+urlpatterns = [
+    path("auth/token/", views.TokenCreateView.as_view(), name="token-create"),
+    path("auth/tokens/", views.TokenListView.as_view(), name="token-list"),
+    path("auth/tokens/<int:token_id>/", views.TokenDetailView.as_view(), name="token-detail"),
+    path("studies/", views.StudyListView.as_view(), name="study-list"),
+    path("studies/import/", views.StudyImportView.as_view(), name="study-import"),
+    path("studies/<int:study_id>/", views.StudyDetailView.as_view(), name="study-detail"),
+    path("studies/<int:study_id>/export/", views.StudyExportView.as_view(), name="study-export"),
+    path("studies/<int:study_id>/transitions/", views.StudyTransitionView.as_view(), name="study-transitions"),
+    path("studies/<int:study_id>/members/", views.MemberListView.as_view(), name="member-list"),
+    path("studies/<int:study_id>/members/<str:username>/", views.MemberDetailView.as_view(), name="member-detail"),
+    path("studies/<int:study_id>/attributes/", views.AttributeListView.as_view(), name="attribute-list"),
+    path("studies/<int:study_id>/attributes/<int:pk>/", views.AttributeDetailView.as_view(), name="attribute-detail"),
+    path("studies/<int:study_id>/metrics/", views.MetricListView.as_view(), name="metric-list"),
+    path("studies/<int:study_id>/metrics/<int:pk>/", views.MetricDetailView.as_view(), name="metric-detail"),
+    path("studies/<int:study_id>/candidates/", views.CandidateListView.as_view(), name="candidate-list"),
+    path("studies/<int:study_id>/candidates/<int:pk>/", views.CandidateDetailView.as_view(), name="candidate-detail"),
+    path("studies/<int:study_id>/measurements/", views.MeasurementView.as_view(), name="measurements"),
+    path("studies/<int:study_id>/my/votes/", views.MyVotesView.as_view(), name="my-votes"),
+    path("studies/<int:study_id>/my/priorities/", views.MyPrioritiesView.as_view(), name="my-priorities"),
+    path("studies/<int:study_id>/my/ranges/", views.MyRangesView.as_view(), name="my-ranges"),
+    path("studies/<int:study_id>/my/peer-weights/", views.MyPeerWeightsView.as_view(), name="my-peer-weights"),
+    path("studies/<int:study_id>/inputs/<str:username>/", views.ExpertInputsView.as_view(), name="expert-inputs"),
+    path("studies/<int:study_id>/runs/", views.RunListView.as_view(), name="run-list"),
+    path("runs/<int:run_id>/", views.RunDetailView.as_view(), name="run-detail"),
+    path("runs/<int:run_id>/results/", views.RunResultsView.as_view(), name="run-results"),
+    path("runs/<int:run_id>/candidates/<str:name>/scores/", views.CandidateScoresView.as_view(), name="candidate-scores"),
+]

@@ -1,0 +1,636 @@
+"""REST API v1 (FORMATS.md, "REST API"). Views are thin: they resolve the
+study for the requesting user (404 for outsiders), check the role, check the
+payload's shape and call one service.
+
+Access: members read the setup, discussion and results; each expert reads
+and changes only their own inputs; the designer manages the study and reads
+every input. An outsider never learns a study exists.
+"""
+
+from django.contrib.auth import authenticate, get_user_model
+from django.db.models import Prefetch
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import exceptions, generics, serializers, status
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.settings import api_settings
+from rest_framework.throttling import ScopedRateThrottle
+from rest_framework.views import APIView
+
+from engine import services as engine_services
+from engine.models import Run
+from workspace import selectors, services
+from workspace.bundles import expert_sections, study_export_bundle, study_import_bundle
+from workspace.models import ApiToken, Candidate, Membership, Metric, QualityAttribute, Study
+
+from . import serializers as s
+from .exceptions import Conflict
+
+User = get_user_model()
+
+
+# --- access ------------------------------------------------------------------------
+
+
+class StudyScoped:
+    """Resolves ``study_id`` from the URL for the requesting user.
+
+    The lookup is the permission check: a study the user is not a member of
+    does not exist for them (404).
+    """
+
+    def study(self):
+        if not hasattr(self, "_study"):
+            study = (
+                selectors.studies_visible_to(self.request.user)
+                .select_related("designer")
+                .prefetch_related(
+                    Prefetch("memberships", queryset=Membership.objects.filter(user=self.request.user), to_attr="my_memberships")
+                )
+                .filter(pk=self.kwargs["study_id"])
+                .first()
+            )
+            if study is None:
+                raise exceptions.NotFound("No such study.")
+            self._study = study
+        return self._study
+
+    def roles(self):
+        return {m.role for m in self.study().my_memberships}
+
+    def require_designer(self, action="do this"):
+        if Membership.Role.DESIGNER not in self.roles():
+            raise exceptions.PermissionDenied(f"Only the study's designer can {action}.")
+
+    def expert(self):
+        """The requesting user's expert membership, or 403."""
+        membership = next((m for m in self.study().my_memberships if m.role == Membership.Role.EXPERT), None)
+        if membership is None:
+            raise exceptions.PermissionDenied("You are not an expert of this study.")
+        membership.study = self.study()
+        membership.user = self.request.user
+        return membership
+
+
+class PaginatedListMixin:
+    """Lists are paginated: ``{"count", "next", "previous", "results"}``."""
+
+    def paginated(self, queryset, serializer_class):
+        paginator = api_settings.DEFAULT_PAGINATION_CLASS()
+        page = paginator.paginate_queryset(queryset, self.request, view=self)
+        return paginator.get_paginated_response(serializer_class(page, many=True).data)
+
+
+def _validated(serializer_class, data, **kwargs):
+    serializer = serializer_class(data=data, **kwargs)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+def _body(request, kind, description):
+    """The JSON body when it must be a free-form object or list (the services
+    check its contents)."""
+    if not isinstance(request.data, kind):
+        raise exceptions.ValidationError({"non_field_errors": [f"The body must be {description}."]})
+    return request.data
+
+
+def _study_detail(study_id, user):
+    return (
+        Study.objects.select_related("designer")
+        .prefetch_related(
+            Prefetch("memberships", queryset=Membership.objects.filter(user=user), to_attr="my_memberships"),
+            Prefetch("memberships", queryset=Membership.objects.select_related("user").order_by("id")),
+            "attributes",
+            "metrics",
+        )
+        .get(pk=study_id)
+    )
+
+
+# --- tokens ------------------------------------------------------------------------
+
+
+class TokenCreateView(APIView):
+    """Exchange a username and password for a new API token (throttled)."""
+
+    authentication_classes = []
+    permission_classes = [AllowAny]
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "login"
+
+    @extend_schema(
+        request=s.TokenRequestSerializer,
+        responses={201: s.NewTokenSerializer, 429: s.ErrorDetailSerializer},
+        auth=[],
+    )
+    def post(self, request):
+        data = _validated(s.TokenRequestSerializer, request.data)
+        user = authenticate(request, username=data["username"], password=data["password"])
+        if user is None:
+            raise exceptions.ValidationError({"non_field_errors": ["Unable to log in with those credentials."]})
+        token, key = services.api_token_create(user=user, name=data.get("name", ""))
+        return Response({"token": key, **s.TokenSerializer(token).data}, status=status.HTTP_201_CREATED)
+
+
+class TokenListView(generics.ListAPIView):
+    """Your API tokens (keys are never shown again)."""
+
+    serializer_class = s.TokenSerializer
+
+    def get_queryset(self):
+        return ApiToken.objects.filter(user=self.request.user)
+
+
+class TokenDetailView(APIView):
+    @extend_schema(responses={204: None})
+    def delete(self, request, token_id):
+        """Revoke one of your tokens."""
+        token = get_object_or_404(ApiToken, pk=token_id, user=request.user)
+        services.api_token_revoke(token=token)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+# --- studies -----------------------------------------------------------------------
+
+
+class StudyListView(PaginatedListMixin, APIView):
+    @extend_schema(responses=s.StudySerializer(many=True))
+    def get(self, request):
+        """Studies you are a member of."""
+        queryset = (
+            selectors.studies_visible_to(request.user)
+            .select_related("designer")
+            .prefetch_related(
+                Prefetch("memberships", queryset=Membership.objects.filter(user=request.user), to_attr="my_memberships")
+            )
+            .order_by("-created_at", "-id")
+        )
+        return self.paginated(queryset, s.StudySerializer)
+
+    @extend_schema(request=s.StudyWriteSerializer, responses={201: s.StudyDetailSerializer})
+    def post(self, request):
+        """Create a study; you become its designer."""
+        data = _validated(s.StudyWriteSerializer, request.data)
+        study = services.study_create(designer=request.user, **data)
+        return Response(s.StudyDetailSerializer(_study_detail(study.pk, request.user)).data, status=status.HTTP_201_CREATED)
+
+
+class StudyImportView(APIView):
+    @extend_schema(
+        request={"application/json": {"type": "object", "description": "an approve-study/1 bundle (FORMATS.md)"}},
+        responses={201: s.StudyDetailSerializer},
+    )
+    def post(self, request):
+        """Import an ``approve-study/1`` bundle; you become its designer."""
+        bundle = _body(request, dict, "an approve-study/1 bundle (a JSON object)")
+        designer = bundle.get("designer")
+        if designer is not None and designer != request.user.get_username():
+            raise exceptions.ValidationError({"designer": ["must be your own username, or left out"]})
+        study = study_import_bundle(bundle=bundle, importer=request.user)
+        return Response(s.StudyDetailSerializer(_study_detail(study.pk, request.user)).data, status=status.HTTP_201_CREATED)
+
+
+class StudyDetailView(StudyScoped, APIView):
+    @extend_schema(responses=s.StudyDetailSerializer)
+    def get(self, request, study_id):
+        """The study's setup, phase, selection and thresholds."""
+        self.study()
+        return Response(s.StudyDetailSerializer(_study_detail(study_id, request.user)).data)
+
+    @extend_schema(request=s.StudyWriteSerializer(partial=True), responses=s.StudyDetailSerializer)
+    def patch(self, request, study_id):
+        """Change the title, description or (until voting closes) the vote thresholds."""
+        self.require_designer("change the study")
+        data = _validated(s.StudyWriteSerializer, request.data, partial=True)
+        services.study_update(study=self.study(), **data)
+        return Response(s.StudyDetailSerializer(_study_detail(study_id, request.user)).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, study_id):
+        """Delete the study with everything in it, runs included."""
+        self.require_designer("delete the study")
+        services.study_delete(study=self.study())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class StudyExportView(StudyScoped, APIView):
+    @extend_schema(responses={200: OpenApiResponse(response={"type": "object"}, description="an approve-study/1 bundle")})
+    def get(self, request, study_id):
+        """The whole study as an ``approve-study/1`` bundle."""
+        self.require_designer("export the study")
+        return Response(study_export_bundle(study=self.study()))
+
+
+class StudyTransitionView(StudyScoped, APIView):
+    @extend_schema(request=s.TransitionSerializer, responses={200: s.StudyDetailSerializer})
+    def post(self, request, study_id):
+        """Move the study to the next phase (or back to assessment from closed).
+        409 with the reason when its inputs do not allow it."""
+        self.require_designer("change the study's phase")
+        data = _validated(s.TransitionSerializer, request.data)
+        services.study_transition(study=self.study(), to=data["to"])
+        return Response(s.StudyDetailSerializer(_study_detail(study_id, request.user)).data)
+
+
+# --- members ---------------------------------------------------------------------
+
+
+class MemberListView(StudyScoped, PaginatedListMixin, APIView):
+    @extend_schema(responses=s.MemberSerializer(many=True))
+    def get(self, request, study_id):
+        """The designer and the experts."""
+        queryset = Membership.objects.filter(study=self.study()).select_related("user").order_by("role", "id")
+        return self.paginated(queryset, s.MemberSerializer)
+
+    @extend_schema(request=s.MemberWriteSerializer, responses={201: s.MemberSerializer})
+    def post(self, request, study_id):
+        """Add an existing user as an expert (draft phase)."""
+        self.require_designer("add experts")
+        data = _validated(s.MemberWriteSerializer, request.data)
+        user = User.objects.filter(username=data["username"]).first()
+        if user is None:
+            raise exceptions.ValidationError({"username": [f"no user named {data['username']!r}"]})
+        membership = services.expert_add(study=self.study(), user=user)
+        return Response(s.MemberSerializer(membership).data, status=status.HTTP_201_CREATED)
+
+
+class MemberDetailView(StudyScoped, APIView):
+    @extend_schema(responses={204: None})
+    def delete(self, request, study_id, username):
+        """Remove an expert, with all their inputs (draft phase)."""
+        self.require_designer("remove experts")
+        membership = get_object_or_404(
+            Membership.objects.select_related("user"), study=self.study(), user__username=username, role=Membership.Role.EXPERT
+        )
+        services.expert_remove(study=self.study(), user=membership.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+# --- setup: attributes, metrics, candidates -----------------------------------------
+
+
+class SetupListView(StudyScoped, PaginatedListMixin, APIView):
+    """Members list the items; the designer adds them."""
+
+    model = None
+    read_serializer = write_serializer = None
+    noun = ""
+
+    def queryset(self):
+        return self.model.objects.filter(study=self.study()).select_related("study").order_by("position", "id")
+
+    def get(self, request, study_id):
+        return self.paginated(self.queryset(), self.read_serializer)
+
+    def post(self, request, study_id):
+        self.require_designer(f"add {self.noun}s")
+        data = _validated(self.write_serializer, request.data)
+        item = self.create(data)
+        item.study = self.study()
+        return Response(self.read_serializer(item).data, status=status.HTTP_201_CREATED)
+
+
+class SetupDetailView(StudyScoped, APIView):
+    model = None
+    read_serializer = write_serializer = None
+    noun = ""
+
+    def item(self):
+        item = get_object_or_404(self.model.objects.select_related("study"), study=self.study(), pk=self.kwargs["pk"])
+        return item
+
+    def patch(self, request, study_id, pk):
+        self.require_designer(f"change {self.noun}s")
+        item = self.item()
+        data = _validated(self.write_serializer, request.data, partial=True)
+        item = self.update(item, data)
+        return Response(self.read_serializer(item).data)
+
+    def delete(self, request, study_id, pk):
+        self.require_designer(f"remove {self.noun}s")
+        self.remove(self.item())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def setup_list_schema(read, write, noun):
+    return extend_schema_view(
+        get=extend_schema(responses=read(many=True), summary=f"List the study's {noun}s"),
+        post=extend_schema(request=write, responses={201: read}, summary=f"Add a {noun} (designer)"),
+    )
+
+
+def setup_detail_schema(read, write, noun):
+    return extend_schema_view(
+        patch=extend_schema(request=write(partial=True), responses=read, summary=f"Change a {noun} (designer)"),
+        delete=extend_schema(responses={204: None}, summary=f"Remove a {noun} (designer)"),
+    )
+
+
+def _attribute_by_name(study, name):
+    attribute = QualityAttribute.objects.filter(study=study, name=name).first()
+    if attribute is None:
+        raise exceptions.ValidationError({"attribute": [f"no attribute named {name!r} in this study"]})
+    return attribute
+
+
+@setup_list_schema(s.AttributeSerializer, s.AttributeWriteSerializer, "attribute")
+class AttributeListView(SetupListView):
+    model, read_serializer, write_serializer, noun = QualityAttribute, s.AttributeSerializer, s.AttributeWriteSerializer, "attribute"
+
+    def create(self, data):
+        return services.attribute_add(study=self.study(), **data)
+
+
+@setup_detail_schema(s.AttributeSerializer, s.AttributeWriteSerializer, "attribute")
+class AttributeDetailView(SetupDetailView):
+    model, read_serializer, write_serializer, noun = QualityAttribute, s.AttributeSerializer, s.AttributeWriteSerializer, "attribute"
+
+    def update(self, attribute, data):
+        return services.attribute_update(attribute=attribute, **data)
+
+    def remove(self, attribute):
+        services.attribute_remove(attribute=attribute)
+
+
+@setup_list_schema(s.MetricSerializer, s.MetricWriteSerializer, "metric")
+class MetricListView(SetupListView):
+    model, read_serializer, write_serializer, noun = Metric, s.MetricSerializer, s.MetricWriteSerializer, "metric"
+
+    def queryset(self):
+        return super().queryset().select_related("attribute").order_by("attribute__position", "attribute_id", "position", "id")
+
+    def create(self, data):
+        data["attribute"] = _attribute_by_name(self.study(), data["attribute"])
+        return services.metric_add(study=self.study(), **data)
+
+
+@setup_detail_schema(s.MetricSerializer, s.MetricWriteSerializer, "metric")
+class MetricDetailView(SetupDetailView):
+    model, read_serializer, write_serializer, noun = Metric, s.MetricSerializer, s.MetricWriteSerializer, "metric"
+
+    def update(self, metric, data):
+        if "attribute" in data:
+            data["attribute"] = _attribute_by_name(self.study(), data["attribute"])
+        return services.metric_update(metric=metric, **data)
+
+    def remove(self, metric):
+        services.metric_remove(metric=metric)
+
+
+@setup_list_schema(s.CandidateSerializer, s.CandidateWriteSerializer, "candidate")
+class CandidateListView(SetupListView):
+    model, read_serializer, write_serializer, noun = Candidate, s.CandidateSerializer, s.CandidateWriteSerializer, "candidate"
+
+    def create(self, data):
+        return services.candidate_add(study=self.study(), **data)
+
+
+@setup_detail_schema(s.CandidateSerializer, s.CandidateWriteSerializer, "candidate")
+class CandidateDetailView(SetupDetailView):
+    model, read_serializer, write_serializer, noun = Candidate, s.CandidateSerializer, s.CandidateWriteSerializer, "candidate"
+
+    def update(self, candidate, data):
+        return services.candidate_update(candidate=candidate, **data)
+
+    def remove(self, candidate):
+        services.candidate_remove(candidate=candidate)
+
+
+class MeasurementView(StudyScoped, PaginatedListMixin, APIView):
+    @extend_schema(responses=s.MeasurementSerializer(many=True))
+    def get(self, request, study_id):
+        """Every candidate's measured values, ``{candidate, metric, value}``."""
+        from workspace.models import Measurement
+
+        queryset = (
+            Measurement.objects.filter(candidate__study=self.study())
+            .order_by("candidate__position", "candidate_id", "metric__position", "metric_id")
+            .values("candidate__name", "metric__name", "value")
+        )
+        return self.paginated(queryset, _MeasurementRow)
+
+    @extend_schema(request=s.MeasurementSerializer(many=True), responses=s.MeasurementSerializer(many=True))
+    def put(self, request, study_id):
+        """Bulk upsert: set each listed value; others are left as they are."""
+        self.require_designer("change measurements")
+        measurements = _body(request, list, "a list of {candidate, metric, value}")
+        services.measurements_set(study=self.study(), measurements=measurements)
+        return Response(measurements)
+
+
+class _MeasurementRow(serializers.Serializer):
+    candidate = serializers.CharField(source="candidate__name")
+    metric = serializers.CharField(source="metric__name")
+    value = serializers.FloatField()
+
+
+# --- an expert's own inputs -------------------------------------------------------
+
+
+def _result_out(result, items):
+    if result is None:
+        return None
+    return {
+        "weights": dict(zip(items, [float(w) for w in result.weights])),
+        "consistency_ratio": result.consistency_ratio,
+        "inconsistent": None if result.consistency_ratio is None else result.consistency_ratio > 0.10,
+        "most_inconsistent": [
+            {
+                "row": items[j.row],
+                "column": items[j.column],
+                "value": float(j.value),
+                "error": float(j.error),
+                "suggested_value": float(j.suggested_value),
+            }
+            for j in result.most_inconsistent
+        ],
+    }
+
+
+def _priorities_out(section, study):
+    """The expert's priorities section with the engine's result recomputed
+    from it (weights, consistency ratio, most inconsistent judgments)."""
+    if section is None:
+        return {"method": None, "result": None}
+    attributes = list(selectors.selected_attributes(study).values_list("name", flat=True))
+    result, _, _ = services._prioritise_items(
+        method=section["method"], items=attributes, weights=section.get("weights"), judgments=section.get("judgments")
+    )
+    payload = {**section, "result": _result_out(result, attributes)}
+    if section.get("metric_priorities"):
+        payload["metric_results"] = {}
+        for attribute, local in section["metric_priorities"].items():
+            metrics = list(
+                Metric.objects.filter(study=study, attribute__name=attribute, is_selected=True)
+                .order_by("position", "id")
+                .values_list("name", flat=True)
+            )
+            local_result, _, _ = services._prioritise_items(
+                method=local["method"], items=metrics, weights=local.get("weights"), judgments=local.get("judgments")
+            )
+            payload["metric_results"][attribute] = _result_out(local_result, metrics)
+    return payload
+
+
+class MyInputView(StudyScoped, APIView):
+    section = ""
+
+    def current(self):
+        expert = self.expert()
+        return expert_sections(self.study(), [expert])[self.request.user.get_username()][self.section]
+
+
+class MyVotesView(MyInputView):
+    section = "votes"
+
+    @extend_schema(responses=s.VotesSerializer)
+    def get(self, request, study_id):
+        """Your votes: the complementary attributes and metrics you vote for."""
+        return Response(self.current())
+
+    @extend_schema(request=s.VotesSerializer, responses=s.VotesSerializer)
+    def put(self, request, study_id):
+        """Replace your votes (voting phase)."""
+        expert = self.expert()
+        data = _validated(s.VotesSerializer, request.data)
+        services.votes_set(expert=expert, attributes=data["attributes"], metrics=data["metrics"])
+        return Response(self.current())
+
+
+class MyPrioritiesView(MyInputView):
+    section = "priorities"
+
+    @extend_schema(responses=s.PrioritiesResponseSerializer)
+    def get(self, request, study_id):
+        """Your prioritisation of the selected attributes, with its result."""
+        return Response(_priorities_out(self.current(), self.study()))
+
+    @extend_schema(request=s.PrioritiesSerializer, responses=s.PrioritiesResponseSerializer)
+    def put(self, request, study_id):
+        """Set your prioritisation (assessment phase): ``direct`` weights, or
+        ``ahp``/``lpr`` judgments over every pair. The response adds the
+        resulting weights, the consistency ratio (above 0.10 is a warning)
+        and the most inconsistent judgments."""
+        expert = self.expert()
+        body = _body(request, dict, "an object {method, weights | judgments}")
+        unknown = sorted(set(body) - {"method", "weights", "judgments", "metric_priorities"})
+        if unknown:
+            raise exceptions.ValidationError({name: ["is not a field of a prioritisation"] for name in unknown})
+        if "method" not in body:
+            raise exceptions.ValidationError({"method": ["This field is required."]})
+        services.priorities_set(expert=expert, **body)
+        return Response(_priorities_out(self.current(), self.study()))
+
+
+class MyRangesView(MyInputView):
+    section = "ranges"
+
+    @extend_schema(responses={200: OpenApiResponse(response=s.RANGES_SCHEMA)})
+    def get(self, request, study_id):
+        """Your acceptable ranges ``{metric: [least acceptable, desired]}``;
+        a metric left out uses its default range."""
+        return Response(self.current())
+
+    @extend_schema(request={"application/json": s.RANGES_SCHEMA}, responses={200: OpenApiResponse(response=s.RANGES_SCHEMA)})
+    def put(self, request, study_id):
+        """Replace your acceptable ranges (assessment phase)."""
+        expert = self.expert()
+        services.ranges_set(expert=expert, ranges=_body(request, dict, "an object {metric: [least acceptable, desired]}"))
+        return Response(self.current())
+
+
+class MyPeerWeightsView(MyInputView):
+    section = "peer_weights"
+
+    @extend_schema(responses={200: OpenApiResponse(response=s.PEER_WEIGHTS_SCHEMA)})
+    def get(self, request, study_id):
+        """Your weights for every expert, yourself included."""
+        return Response(self.current())
+
+    @extend_schema(request={"application/json": s.PEER_WEIGHTS_SCHEMA}, responses={200: OpenApiResponse(response=s.PEER_WEIGHTS_SCHEMA)})
+    def put(self, request, study_id):
+        """Set your row of peer weights (assessment phase): every expert, each
+        in (0, 1), summing to 1."""
+        expert = self.expert()
+        services.peer_weights_set(expert=expert, weights=_body(request, dict, "an object {username: weight}"))
+        return Response(self.current())
+
+
+class ExpertInputsView(StudyScoped, APIView):
+    @extend_schema(responses=s.ExpertInputsSerializer)
+    def get(self, request, study_id, username):
+        """One expert's votes, priorities, ranges and peer weights (designer only)."""
+        self.require_designer("read other experts' inputs")
+        expert = get_object_or_404(
+            Membership.objects.select_related("user"), study=self.study(), user__username=username, role=Membership.Role.EXPERT
+        )
+        return Response(expert_sections(self.study(), [expert])[username])
+
+
+# --- runs ------------------------------------------------------------------------------
+
+
+class RunListView(StudyScoped, PaginatedListMixin, APIView):
+    @extend_schema(responses=s.RunSerializer(many=True))
+    def get(self, request, study_id):
+        """The study's validation runs, newest first."""
+        queryset = Run.objects.filter(study=self.study()).select_related("launched_by").defer("snapshot", "results")
+        return self.paginated(queryset, s.RunSerializer)
+
+    @extend_schema(request=None, responses={202: s.RunSerializer})
+    def post(self, request, study_id):
+        """Launch a validation run of the closed study. 202 with the run's
+        ``Location``; poll it until ``succeeded`` or ``failed``."""
+        self.require_designer("launch validation runs")
+        run = engine_services.run_launch(study=self.study(), launched_by=request.user)
+        run.refresh_from_db()
+        location = request.build_absolute_uri(reverse("api:run-detail", kwargs={"run_id": run.pk}))
+        return Response(s.RunSerializer(run).data, status=status.HTTP_202_ACCEPTED, headers={"Location": location})
+
+
+class RunScoped:
+    def run(self):
+        if not hasattr(self, "_run"):
+            visible = selectors.studies_visible_to(self.request.user)
+            run = Run.objects.select_related("launched_by", "study").filter(pk=self.kwargs["run_id"], study__in=visible).first()
+            if run is None:
+                raise exceptions.NotFound("No such run.")
+            self._run = run
+        return self._run
+
+    def succeeded_run(self):
+        run = self.run()
+        if run.status != Run.Status.SUCCEEDED:
+            detail = f"Run {run.pk} is {run.status}; results exist once it has succeeded."
+            if run.status == Run.Status.FAILED:
+                detail += f" It failed: {run.error}"
+            raise Conflict(detail)
+        return run
+
+
+class RunDetailView(RunScoped, APIView):
+    @extend_schema(responses=s.RunSerializer)
+    def get(self, request, run_id):
+        """A run's status, timings and error."""
+        return Response(s.RunSerializer(self.run()).data)
+
+
+class RunResultsView(RunScoped, APIView):
+    @extend_schema(responses={200: OpenApiResponse(response={"type": "object"}, description="an approve-results/1 document")})
+    def get(self, request, run_id):
+        """The ``approve-results/1`` document (409 until the run has succeeded)."""
+        return Response(engine_services.results_document(self.succeeded_run()))
+
+
+class CandidateScoresView(RunScoped, APIView):
+    @extend_schema(responses={200: OpenApiResponse(response=s.SCORES_SCHEMA)})
+    def get(self, request, run_id, name):
+        """One candidate's individual scores, ``{expert: {metric: score}}``,
+        recomputed from the run's snapshot."""
+        scores = engine_services.candidate_individual_scores(self.succeeded_run(), name)
+        if scores is None:
+            raise exceptions.NotFound(f"No candidate named {name!r} in this run.")
+        return Response(scores)
