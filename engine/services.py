@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import numpy as np
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
@@ -331,6 +332,9 @@ def run_execute(*, run_id):
         _finish(run_id, attempt, status=Run.Status.FAILED, error=f"The inputs cannot be evaluated: {error}.",
                 duration_seconds=time.perf_counter() - started)
         return Outcome(status=Run.Status.FAILED)
+    except SoftTimeLimitExceeded:
+        # Not a bug in the run: the task turns it into a time-limit failure.
+        raise
     except Exception as error:  # a bug must still end the run, not leave it running
         logger.exception("run %s failed", run_id)
         _finish(run_id, attempt, status=Run.Status.FAILED, error=f"Internal error: {type(error).__name__}: {error}",

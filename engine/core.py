@@ -1,0 +1,614 @@
+"""The APPrOVE validation engine as pure numpy functions (METHOD.md section 6).
+
+Symbols follow METHOD.md and the paper (Lavesson, Boeva, Tsiporkova,
+Davidsson: "A Method for Evaluation of Learning Components"):
+
+* ``k`` experts, ``n`` selected metrics, ``m`` candidates;
+* ``W`` (k, n): each expert's metric weights, rows sum to 1 (section 3);
+* ``V`` (k, k): peer weights, row-stochastic, entries in (0, 1) (section 5);
+* ``b^l``, ``b^u`` (k, n): each expert's least acceptable and desired value
+  per metric; ``b^l > b^u`` for lower-is-better metrics (section 4);
+* ``M`` (m, n): the candidates' measured values.
+
+Every index in an error message is 0-based, like the arrays.
+
+The literal recursive aggregation of Tsiporkova & Boeva (section 6.1) is kept
+as :func:`aggregate_literal`, the reference. :func:`evaluate` uses its limit
+``pi X`` (``pi`` the stationary distribution of ``V``, :func:`expert_influence`)
+and never builds the (m, k, n) tensor of individual scores: each group score
+``g_j(x) = sum_i pi_i clip((x - b^l_ij) / (b^u_ij - b^l_ij), 0, 1)`` is a
+piecewise linear function of the measured value ``x`` whose breakpoints are
+the experts' bounds, so every candidate is scored by a binary search over
+those breakpoints.
+
+No Django import here: this module is called by the engine's services on
+arrays built from a run's snapshot.
+"""
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = [
+    "ROW_SUM_TOLERANCE",
+    "DEFAULT_TOLERANCE",
+    "MAX_LAYERS",
+    "Evaluation",
+    "aggregate_literal",
+    "evaluate",
+    "expert_influence",
+    "individual_scores",
+    "layers_needed",
+    "vetoes_for",
+]
+
+#: METHOD.md intro: a sum that must equal 1 is checked to within this, then
+#: the row is renormalised exactly.
+ROW_SUM_TOLERANCE = 1e-6
+
+#: METHOD.md 6.1 Decision: default spread tolerance of the literal aggregation.
+DEFAULT_TOLERANCE = 1e-9
+
+#: Cap on the layers of the literal aggregation. Strictly positive ``V``
+#: always converges, but a nearly reducible one (off-diagonal weights close
+#: to 0) can take arbitrarily long; better a clear error than a hung worker.
+MAX_LAYERS = 100_000
+
+# The smallest positive double. An individual score whose measured value lies
+# strictly inside the acceptable side of b^l is mathematically > 0; if the
+# division underflows to 0 it would look like a veto, so it is kept at this
+# value instead, which keeps "m̄ == 0" and "vetoed" the same statement.
+_SMALLEST_POSITIVE = float(np.finfo(np.float64).smallest_subnormal)
+
+# How many offending positions an error message lists before "...".
+_MAX_LISTED = 10
+
+
+class VetoingJudgment(NamedTuple):
+    """An (expert, metric) pair whose individual score m̄ is 0."""
+
+    expert: int
+    metric: int
+
+
+@dataclass(frozen=True, eq=False)
+class Evaluation:
+    """Result of :func:`evaluate`. Arrays are read-only.
+
+    Attributes
+    ----------
+    metric_weights : ndarray of shape (n,)
+        Consensus weights ``a = pi W`` (METHOD.md 6.2); they sum to 1.
+    expert_influence : ndarray of shape (k,)
+        Stationary distribution ``pi`` of the peer weights (METHOD.md 6.1).
+    group_scores : ndarray of shape (m, n)
+        Group metric score ``g`` of every candidate, in [0, 1].
+    weighted_scores : ndarray of shape (m,)
+        ``sum_j a_j g_j``, reported for vetoed candidates too.
+    cef : ndarray of shape (m,)
+        Candidate Evaluation Function (paper eq. 2): 0 where vetoed, else
+        the weighted score.
+    vetoed : ndarray of bool, shape (m,)
+        True when some expert's individual score of some metric is 0.
+    iterations : int
+        Layers ``q`` the literal aggregation of ``W`` needs to reach the
+        tolerance, exactly what ``aggregate_literal(V, W)`` reports.
+    """
+
+    metric_weights: np.ndarray
+    expert_influence: np.ndarray
+    group_scores: np.ndarray
+    weighted_scores: np.ndarray
+    cef: np.ndarray
+    vetoed: np.ndarray
+    iterations: int
+
+
+# --------------------------------------------------------------------------
+# Validation helpers
+# --------------------------------------------------------------------------
+
+
+def _format_positions(positions):
+    listed = ", ".join(str(tuple(int(i) for i in p)) for p in positions[:_MAX_LISTED])
+    if len(positions) > _MAX_LISTED:
+        listed += f", ... ({len(positions)} in all)"
+    return listed
+
+
+def _as_finite_array(value, name, ndim):
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a {ndim}-D array of numbers: {exc}") from None
+    if array.ndim != ndim:
+        raise ValueError(
+            f"{name} must be a {ndim}-D array, got {array.ndim}-D with shape {array.shape}"
+        )
+    if not np.isfinite(array).all():
+        not_finite = np.argwhere(~np.isfinite(array))
+        raise ValueError(
+            f"{name} contains NaN or infinity at {_format_positions(not_finite)}"
+        )
+    return array
+
+
+def _check_shape(array, name, expected, meaning):
+    if array.shape != expected:
+        raise ValueError(
+            f"{name} must have shape {expected} ({meaning}), got {array.shape}"
+        )
+
+
+def _check_tolerance(tolerance):
+    try:
+        tolerance = float(tolerance)
+    except (TypeError, ValueError):
+        raise ValueError(f"tolerance must be a positive number, got {tolerance!r}") from None
+    if not (np.isfinite(tolerance) and tolerance > 0):
+        raise ValueError(f"tolerance must be a positive finite number, got {tolerance!r}")
+    return tolerance
+
+
+def _renormalised_rows(array, name, row_meaning):
+    """Check every row sums to 1 within ROW_SUM_TOLERANCE, then make it exact."""
+    row_sums = array.sum(axis=1)
+    bad_rows = np.flatnonzero(np.abs(row_sums - 1.0) > ROW_SUM_TOLERANCE)
+    if len(bad_rows):
+        described = ", ".join(
+            f"row {row} sums to {row_sums[row]:.10g}" for row in bad_rows[:_MAX_LISTED]
+        )
+        raise ValueError(
+            f"every row of {name} ({row_meaning}) must sum to 1 within "
+            f"{ROW_SUM_TOLERANCE:g}: {described}"
+        )
+    return array / row_sums[:, None]
+
+
+def _validated_peer_weights(peer_weights, name="peer_weights", *, finite_checked=False):
+    """Validate V (METHOD.md 5) and return it with rows renormalised exactly."""
+    if not finite_checked:
+        peer_weights = _as_finite_array(peer_weights, name, 2)
+    k = peer_weights.shape[0]
+    if k == 0 or peer_weights.shape != (k, k):
+        raise ValueError(
+            f"{name} must be a non-empty square (k, k) matrix, one row and column "
+            f"per expert, got shape {peer_weights.shape}"
+        )
+    # A lone expert rates only themself, with weight 1; (0, 1) cannot hold.
+    if k > 1 and not ((peer_weights > 0) & (peer_weights < 1)).all():
+        outside = np.argwhere((peer_weights <= 0) | (peer_weights >= 1))
+        row, column = outside[0]
+        raise ValueError(
+            f"{name} entries must lie strictly between 0 and 1 (no expert may "
+            f"silence another); entry ({row}, {column}) is "
+            f"{peer_weights[row, column]:.10g}"
+            + (f" (and {len(outside) - 1} more)" if len(outside) > 1 else "")
+        )
+    return _renormalised_rows(peer_weights, name, "each expert's ratings of the experts")
+
+
+def _validated_weights(weights):
+    weights = _as_finite_array(weights, "weights", 2)
+    k, n = weights.shape
+    if k == 0 or n == 0:
+        raise ValueError(
+            f"weights must have at least one expert (row) and one metric (column), "
+            f"got shape {weights.shape}"
+        )
+    not_positive = np.argwhere(weights <= 0)
+    if len(not_positive):
+        raise ValueError(
+            "weights must be strictly positive (no zero weights, METHOD.md 3); "
+            f"(expert, metric) {_format_positions(not_positive)} "
+            f"{'is' if len(not_positive) == 1 else 'are'} not"
+        )
+    return _renormalised_rows(weights, "weights", "each expert's metric weights")
+
+
+def _validated_ranges(lower, upper, shape):
+    lower = _as_finite_array(lower, "lower", 2)
+    upper = _as_finite_array(upper, "upper", 2)
+    _check_shape(lower, "lower", shape, "one least acceptable value per expert and metric")
+    _check_shape(upper, "upper", shape, "one desired value per expert and metric")
+    equal = np.argwhere(lower == upper)
+    if len(equal):
+        raise ValueError(
+            "an acceptable range needs lower != upper (METHOD.md 4); equal bounds "
+            f"for (expert, metric) {_format_positions(equal)}"
+        )
+    return lower, upper
+
+
+# --------------------------------------------------------------------------
+# Aggregation (METHOD.md 6.1)
+# --------------------------------------------------------------------------
+
+
+def _iterate_layers(peer_weights, values, tolerance, max_layers):
+    layer = peer_weights @ values
+    for layers in range(max_layers + 1):
+        spread = layer.max(axis=0) - layer.min(axis=0)
+        if np.all(spread < tolerance):
+            return layer, layers
+        layer = peer_weights @ layer
+    raise ValueError(
+        f"the recursive aggregation did not reach a spread below {tolerance:g} "
+        f"within {max_layers} layers (largest spread left: {spread.max():.3g}); "
+        "the peer weights mix too slowly or the values are too large for an "
+        "absolute tolerance"
+    )
+
+
+def aggregate_literal(peer_weights, values, *, tolerance=DEFAULT_TOLERANCE, max_layers=MAX_LAYERS):
+    """Recursive aggregation of Tsiporkova & Boeva, computed literally.
+
+    ``X^0 = V X``, ``X^q = V X^(q-1)`` (so ``X^q = V^(q+1) X``); stop at the
+    first ``q`` where every column's spread ``max_i x^q_ij - min_i x^q_ij`` is
+    below ``tolerance``; the group result is the column mean of ``X^q``
+    (METHOD.md 6.1). This is the reference that :func:`evaluate` and
+    :func:`expert_influence` must agree with; it costs ``O(q k^2 n)``.
+
+    Parameters
+    ----------
+    peer_weights : array-like of shape (k, k)
+        ``V``: row-stochastic, entries in (0, 1) (``[[1.0]]`` for one expert).
+        Rows summing to 1 within 1e-6 are renormalised exactly.
+    values : array-like of shape (k, n)
+        ``X``: one row per expert (scores or weights).
+    tolerance : float, default 1e-9
+        Absolute spread below which a column counts as converged.
+    max_layers : int, default 100000
+        Give up (ValueError) after this many layers.
+
+    Returns
+    -------
+    group : ndarray of shape (n,)
+        Column mean of the last layer.
+    layers : int
+        The number of layers ``q`` (0 when ``V X`` already agrees).
+    """
+    peer_weights = _validated_peer_weights(peer_weights)
+    k = peer_weights.shape[0]
+    values = _as_finite_array(values, "values", 2)
+    if values.shape[0] != k:
+        raise ValueError(
+            f"values must have one row per expert, {k} rows as in peer_weights, "
+            f"got shape {values.shape}"
+        )
+    tolerance = _check_tolerance(tolerance)
+    layer, layers = _iterate_layers(peer_weights, values, tolerance, int(max_layers))
+    return layer.mean(axis=0), layers
+
+
+def layers_needed(peer_weights, values, *, tolerance=DEFAULT_TOLERANCE, max_layers=MAX_LAYERS):
+    """Number of layers ``q`` the literal aggregation of ``values`` needs.
+
+    The count depends on ``X`` as well as on ``V``: a column whose experts
+    already agree converges at once whatever ``V`` is, and the spread of a
+    column scales with the spread of its values. A count derived from the
+    convergence of ``V^q`` alone would not be the number
+    :func:`aggregate_literal` reports, so this iterates on ``values``
+    directly (``O(q k^2 n)``, cheap for ``X = W``) and returns exactly the
+    ``q`` of ``aggregate_literal(peer_weights, values, tolerance=...)``.
+    :func:`evaluate` reports it for ``X = W`` as ``Evaluation.iterations``.
+    """
+    return aggregate_literal(
+        peer_weights, values, tolerance=tolerance, max_layers=max_layers
+    )[1]
+
+
+def _stationary_distribution(peer_weights):
+    k = peer_weights.shape[0]
+    # pi V = pi  <=>  (V^T - I) pi^T = 0. That system has rank k - 1 for an
+    # irreducible V, so one (redundant) equation is replaced by sum(pi) = 1.
+    # A plain copy viewed transposed is Fortran-ordered, the layout LAPACK
+    # wants: no strided transpose copy of the k x k matrix.
+    system = peer_weights.copy().T
+    system[np.diag_indices(k)] -= 1.0
+    system[-1, :] = 1.0
+    right_hand_side = np.zeros(k)
+    right_hand_side[-1] = 1.0
+    try:
+        influence = np.linalg.solve(system, right_hand_side)
+    except np.linalg.LinAlgError:  # pragma: no cover - excluded by positivity of V
+        raise ValueError("peer_weights has no unique stationary distribution") from None
+    # pi is strictly positive for a positive V; a rounding-level negative
+    # would only appear for a near-reducible V and must not flip a sign.
+    influence = np.clip(influence, 0.0, None)
+    return influence / influence.sum()
+
+
+def expert_influence(peer_weights):
+    """Stationary distribution ``pi`` of the peer weights: ``pi V = pi``, ``sum pi = 1``.
+
+    METHOD.md 6.1: since ``V`` is row-stochastic with strictly positive
+    entries, ``V^q`` converges to a matrix whose rows all equal ``pi``, so the
+    recursive aggregation of any ``X`` converges to ``pi X``. ``pi`` is each
+    expert's influence on the outcome. Computed by one linear solve of
+    ``(V^T - I) pi^T = 0`` with one equation replaced by ``sum(pi) = 1``
+    (``O(k^3)``), not by matrix powers.
+
+    Parameters
+    ----------
+    peer_weights : array-like of shape (k, k)
+
+    Returns
+    -------
+    ndarray of shape (k,)
+    """
+    return _stationary_distribution(_validated_peer_weights(peer_weights))
+
+
+# --------------------------------------------------------------------------
+# Individual scores (METHOD.md 4)
+# --------------------------------------------------------------------------
+
+
+def _vetoing_mask(lower, upper, measured):
+    # t <= 0 exactly when the measured value is at or beyond b^l on the side
+    # away from b^u. Deciding it by comparing with b^l, not by the sign of a
+    # rounded quotient, lets the fast path and the literal path agree bit for
+    # bit on which candidates are vetoed.
+    return np.where(upper > lower, measured <= lower, measured >= lower)
+
+
+def _individual_scores(lower, upper, measured):
+    position = (measured - lower) / (upper - lower)
+    vetoing = _vetoing_mask(lower, upper, measured)
+    return np.where(vetoing, 0.0, np.clip(position, _SMALLEST_POSITIVE, 1.0))
+
+
+def _validated_candidate(lower, upper, measurement_row):
+    lower = _as_finite_array(lower, "lower", 2)
+    if lower.shape[0] == 0 or lower.shape[1] == 0:
+        raise ValueError(
+            f"lower must have at least one expert and one metric, got shape {lower.shape}"
+        )
+    lower, upper = _validated_ranges(lower, upper, lower.shape)
+    measurement_row = _as_finite_array(measurement_row, "measurement_row", 1)
+    _check_shape(
+        measurement_row, "measurement_row", (lower.shape[1],),
+        "one measured value per metric, as in lower",
+    )
+    return lower, upper, measurement_row
+
+
+def individual_scores(lower, upper, measurement_row):
+    """Every expert's score ``m̄_ij`` of one candidate (paper eq. 1, METHOD.md 4).
+
+    ``t = (m_j - b^l_ij) / (b^u_ij - b^l_ij)``; ``m̄_ij = 1`` if ``t > 1``,
+    ``0`` if ``t < 0``, else ``t``. One formula for both directions: for a
+    lower-is-better metric ``b^l > b^u``. Example (METHOD.md 4): range
+    [50, 10], 12.3 -> 0.9425, 9.2 -> 1.
+
+    ``m̄_ij == 0`` (a veto) exactly when the measured value is at or beyond
+    ``b^l`` on the side away from ``b^u``; this is decided by comparing the
+    values, so a positive ``t`` that underflows is kept positive (at the
+    smallest positive double) rather than turned into a veto.
+
+    Parameters
+    ----------
+    lower, upper : array-like of shape (k, n)
+        ``b^l`` (least acceptable) and ``b^u`` (desired); ``lower != upper``.
+    measurement_row : array-like of shape (n,)
+        One candidate's measured values.
+
+    Returns
+    -------
+    ndarray of shape (k, n), values in [0, 1].
+    """
+    lower, upper, measurement_row = _validated_candidate(lower, upper, measurement_row)
+    return _individual_scores(lower, upper, measurement_row[None, :])
+
+
+def vetoes_for(lower, upper, measurement_row):
+    """The (expert, metric) pairs whose individual score ``m̄_ij`` is 0.
+
+    A candidate with any such pair gets ``CEF = 0`` (paper eq. 2, METHOD.md
+    6.2). Same arguments as :func:`individual_scores`; returns a list of
+    ``VetoingJudgment(expert, metric)`` named tuples, ordered by expert then
+    metric (empty when the candidate is not vetoed).
+    """
+    lower, upper, measurement_row = _validated_candidate(lower, upper, measurement_row)
+    vetoing = _vetoing_mask(lower, upper, measurement_row[None, :])
+    return [VetoingJudgment(int(expert), int(metric)) for expert, metric in np.argwhere(vetoing)]
+
+
+# --------------------------------------------------------------------------
+# Fast group scores
+# --------------------------------------------------------------------------
+
+
+def _group_scores(influence, lower, upper, measurements):
+    """``g = pi M̄`` for every candidate without the (m, k, n) tensor.
+
+    For metric j, expert i contributes ``pi_i`` times a clamped ramp of the
+    measured value x: constant below ``start = min(b^l, b^u)``, linear
+    ``pi_i (x - b^l) / (b^u - b^l)`` on [start, end), constant from
+    ``end = max(b^l, b^u)`` on (0 then 1 for an increasing range, 1 then 0
+    for a decreasing one). The sum is piecewise linear with the 2k bounds as
+    breakpoints. Per metric the starts and the ends are sorted once, prefix
+    sums are taken over each, and a candidate's position among them is found
+    by binary search (``searchsorted``):
+
+    * constants before the ramps: ``pi_i`` of the decreasing experts whose
+      start is above x (suffix sums over the sorted starts);
+    * constants after the ramps: ``pi_i`` of the increasing experts whose
+      end is at or below x (prefix sums over the sorted ends);
+    * ramps in progress (started, not ended): ``slope * x + offset`` with
+      ``slope = sum pi_i / (b^u - b^l)``, ``offset = -sum pi_i b^l /
+      (b^u - b^l)``, the sums over started experts minus those over ended
+      ones (every ended expert has started, as start < end).
+
+    Sums of non-negative constants never cancel, and where no ramp is in
+    progress (an exact integer count) the linear part is exactly 0, so a
+    candidate beyond every range scores exactly what the literal formula
+    gives. O((m + k) n log k) time, O((m + k) n) memory.
+    """
+    k, n = lower.shape
+    # Metric-major (n, k) layout: each metric's experts are contiguous, which
+    # makes the per-metric sorts and binary searches cache-friendly.
+    lower = np.ascontiguousarray(lower.T)
+    upper = np.ascontiguousarray(upper.T)
+    increasing = upper > lower
+    start = np.minimum(lower, upper)
+    end = np.maximum(lower, upper)
+    # Shifting each metric to the middle of its breakpoints keeps the ramp
+    # offsets (-slope * b^l) of the order of the ranges, so measurements far
+    # from zero (timestamps, sizes) do not cancel catastrophically.
+    centre = 0.5 * (start.min(axis=1) + end.max(axis=1))[:, None]
+    start -= centre
+    end -= centre
+    measured = np.ascontiguousarray(measurements.T) - centre  # (n, m)
+
+    weight = np.broadcast_to(influence[None, :], (n, k))
+    ramp_slope = weight / (upper - lower)  # negative for decreasing ranges
+    ramp_offset = -ramp_slope * (lower - centre)
+    zeros = np.zeros((n, 1))
+
+    def prefix_sums(values, order):
+        sorted_values = np.take_along_axis(values, order, axis=1)
+        return np.concatenate([zeros, np.cumsum(sorted_values, axis=1)], axis=1)
+
+    start_order = np.argsort(start, axis=1)
+    sorted_starts = np.take_along_axis(start, start_order, axis=1)
+    before = np.take_along_axis(np.where(increasing, 0.0, weight), start_order, axis=1)
+    # Per metric and number of experts started, in one table so that a
+    # single gather fetches all three: the constants of the experts not yet
+    # started (suffix sums, accumulated from the right so that past the last
+    # decreasing expert they are exactly 0), and the slope and offset sums of
+    # the started ramps.
+    by_started = np.stack(
+        [
+            np.concatenate([np.cumsum(before[:, ::-1], axis=1)[:, ::-1], zeros], axis=1),
+            prefix_sums(ramp_slope, start_order),
+            prefix_sums(ramp_offset, start_order),
+        ],
+        axis=-1,
+    )  # (n, k + 1, 3)
+
+    end_order = np.argsort(end, axis=1)
+    sorted_ends = np.take_along_axis(end, end_order, axis=1)
+    # Per metric and number of experts ended: constants of the ended
+    # experts, and the slope and offset sums of the ended ramps.
+    by_ended = np.stack(
+        [
+            prefix_sums(np.where(increasing, weight, 0.0), end_order),
+            prefix_sums(ramp_slope, end_order),
+            prefix_sums(ramp_offset, end_order),
+        ],
+        axis=-1,
+    )  # (n, k + 1, 3)
+
+    started = np.empty(measured.shape, dtype=np.intp)
+    ended = np.empty(measured.shape, dtype=np.intp)
+    for metric in range(n):
+        # side="right": an expert whose start equals x is on its ramp, one
+        # whose end equals x has left it; g is continuous, so this only
+        # decides which sums carry the (equal) value.
+        started[metric] = np.searchsorted(sorted_starts[metric], measured[metric], side="right")
+        ended[metric] = np.searchsorted(sorted_ends[metric], measured[metric], side="right")
+    metric_rows = np.arange(n)[:, None]
+    at_start = by_started[metric_rows, started]  # (n, m, 3)
+    at_end = by_ended[metric_rows, ended]
+    ramps = (at_start[..., 1] - at_end[..., 1]) * measured + (at_start[..., 2] - at_end[..., 2])
+    group_scores = at_start[..., 0] + at_end[..., 0] + np.where(started > ended, ramps, 0.0)
+    # The exact g lies in [0, 1]; clipping only removes rounding overshoot.
+    return np.clip(group_scores.T, 0.0, 1.0)
+
+
+def _vetoed(lower, upper, measurements):
+    """Candidates with some expert's ``m̄ == 0``, from two thresholds per metric.
+
+    Experts may disagree on a metric's direction, so each metric has an
+    increasing-range threshold (vetoed at or below the largest b^l) and a
+    decreasing-range one (vetoed at or above the smallest b^l). The
+    comparisons are those of :func:`_vetoing_mask`, so both agree exactly.
+    """
+    increasing = upper > lower
+    at_or_below = np.where(increasing, lower, -np.inf).max(axis=0)
+    at_or_above = np.where(increasing, np.inf, lower).min(axis=0)
+    return np.any((measurements <= at_or_below) | (measurements >= at_or_above), axis=1)
+
+
+def _read_only(array):
+    array.setflags(write=False)
+    return array
+
+
+def evaluate(*, weights, peer_weights, lower, upper, measurements, tolerance=DEFAULT_TOLERANCE):
+    """Score every candidate by the APPrOVE method (METHOD.md 6).
+
+    * expert influence ``pi``: ``pi V = pi``, ``sum pi = 1`` (6.1);
+    * consensus weights ``a = pi W`` (6.2), the limit of the recursive
+      aggregation of ``W``;
+    * group scores ``g = pi M̄`` per candidate, ``M̄`` the individual scores
+      of paper eq. 1 (METHOD.md 4);
+    * ``CEF = 0`` if some expert's ``m̄_ij = 0``, else ``sum_j a_j g_j``
+      (paper eq. 2).
+
+    The results agree with the literal iteration (:func:`aggregate_literal`)
+    to within ``tolerance``; ``iterations`` is the number of layers that
+    iteration needs for ``W``. Cost ``O((m + k) n log k + k^3 + q k^2 n)``;
+    no per-candidate loop and no (m, k, n) array.
+
+    Parameters
+    ----------
+    weights : array-like of shape (k, n)
+        Each expert's metric weights, strictly positive, rows summing to 1.
+    peer_weights : array-like of shape (k, k)
+        ``V``, row-stochastic, entries in (0, 1); ``[[1.0]]`` for one expert.
+    lower, upper : array-like of shape (k, n)
+        Each expert's least acceptable ``b^l`` and desired ``b^u`` value per
+        metric; ``b^l > b^u`` where lower is better; never equal.
+    measurements : array-like of shape (m, n)
+        Each candidate's measured values (``m`` may be 0).
+    tolerance : float, default 1e-9
+        Spread tolerance of the literal aggregation (METHOD.md 6.1).
+
+    Rows of ``weights`` and ``peer_weights`` that sum to 1 within 1e-6 are
+    renormalised exactly; any other defect raises ValueError naming the
+    argument and position.
+
+    Returns
+    -------
+    Evaluation
+    """
+    weights = _validated_weights(weights)
+    k, n = weights.shape
+    peer_weights = _as_finite_array(peer_weights, "peer_weights", 2)
+    _check_shape(peer_weights, "peer_weights", (k, k), "one row and column per expert, as in weights")
+    peer_weights = _validated_peer_weights(peer_weights, finite_checked=True)
+    lower, upper = _validated_ranges(lower, upper, (k, n))
+    measurements = _as_finite_array(measurements, "measurements", 2)
+    if measurements.shape[1] != n:
+        raise ValueError(
+            f"measurements must have shape (m, {n}) (one column per metric, as in "
+            f"weights), got {measurements.shape}"
+        )
+    tolerance = _check_tolerance(tolerance)
+
+    influence = _stationary_distribution(peer_weights)
+    _, iterations = _iterate_layers(peer_weights, weights, tolerance, MAX_LAYERS)
+    metric_weights = influence @ weights
+    metric_weights = metric_weights / metric_weights.sum()
+
+    group_scores = _group_scores(influence, lower, upper, measurements)
+    # A row-wise sum rather than a BLAS product: each candidate's score is
+    # then computed the same way wherever its row sits, so reordering the
+    # candidates cannot change a score in the last bit.
+    weighted_scores = (group_scores * metric_weights).sum(axis=1)
+    vetoed = _vetoed(lower, upper, measurements)
+    cef = np.where(vetoed, 0.0, weighted_scores)
+
+    return Evaluation(
+        metric_weights=_read_only(metric_weights),
+        expert_influence=_read_only(influence),
+        group_scores=_read_only(group_scores),
+        weighted_scores=_read_only(weighted_scores),
+        cef=_read_only(cef),
+        vetoed=_read_only(vetoed),
+        iterations=int(iterations),
+    )

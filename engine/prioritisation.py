@@ -1,0 +1,540 @@
+"""How an expert's metric weights are produced (METHOD.md section 3).
+
+Three methods, each giving a weight vector that sums to 1:
+
+* **direct**: positive numbers in any unit (e.g. percentages), normalised;
+* **AHP** (Saaty, "The Analytic Hierarchy Process", 1980): a reciprocal
+  pairwise comparison matrix ``O`` on the scale 1..9 and reciprocals;
+  weights are the row averages of the column-normalised matrix;
+* **LPR**, large preference relation (Fodor & Roubens, "Fuzzy Preference
+  Modelling and Multicriteria Decision Support", 1994): a reciprocal matrix
+  ``R`` on the interval scale 1..9, weights by the formula of METHOD.md.
+
+For AHP the consistency ratio ``CR = CI / RI(n)`` is reported, with
+``CI = (lambda_max - n) / (n - 1)``. Random index ``RI(n)``:
+
+* n = 1, 2: 0 (every 1x1 and 2x2 reciprocal matrix is consistent);
+* n = 3..10: 0.58, 0.90, 1.12, 1.24, 1.32, 1.41, 1.45, 1.49 (Saaty 1980,
+  as METHOD.md lists them);
+* n = 11..15: 1.51, 1.48, 1.56, 1.57, 1.59 (Saaty's extended table, e.g.
+  Saaty, "Decision making with the analytic hierarchy process", Int. J.
+  Services Sciences 1(1), 2008; the dip at n = 12 is in the source);
+* n > 15: from the regression of Alonso & Lamata, "Consistency in the
+  analytic hierarchy process: a new approach", Int. J. Uncertainty,
+  Fuzziness and Knowledge-Based Systems 14(4), 2006:
+  ``lambda_bar(n) = 2.7699 n - 4.3513``, ``RI = (lambda_bar - n) / (n - 1)``.
+
+``CR > CONSISTENCY_THRESHOLD`` (0.10) is shown as inconsistent: a warning,
+never a refusal. Repair hints follow Saaty (2003), as AHP-OS shows them
+(:func:`most_inconsistent`).
+
+Matrix functions accept one (n, n) matrix or, where stated, a stack
+(..., n, n) so that many experts are handled without a Python loop. Indices
+in judgments and error messages are 0-based. No Django import here.
+"""
+
+import math
+import operator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = [
+    "CONSISTENCY_THRESHOLD",
+    "METHODS",
+    "SAATY_SCALE",
+    "Consistency",
+    "InconsistentJudgment",
+    "Prioritisation",
+    "ahp_weights",
+    "consistency",
+    "consistency_ratios",
+    "lpr_weights",
+    "most_inconsistent",
+    "pairwise_matrix",
+    "prioritise",
+    "random_index",
+]
+
+#: A consistency ratio above this is shown as inconsistent (warning only).
+CONSISTENCY_THRESHOLD = 0.10
+
+#: The prioritisation methods of METHOD.md 3.
+METHODS = ("direct", "ahp", "lpr")
+
+#: Saaty's scale: 1/9, 1/8, ..., 1/2, 1, 2, ..., 9 (ascending).
+SAATY_SCALE = np.array([1.0 / v for v in range(9, 1, -1)] + [float(v) for v in range(1, 10)])
+
+_SCALE_MIN = 1.0 / 9.0
+_SCALE_MAX = 9.0
+# Lets a judgment typed as a rounded reciprocal (0.1111111111 for 1/9) pass.
+_SCALE_RELATIVE_TOLERANCE = 1e-9
+# o_ij * o_ji must be 1 up to this (relative); matrices built by
+# pairwise_matrix are exact, stored or hand-typed ones may be rounded.
+_RECIPROCAL_TOLERANCE = 1e-6
+
+_RANDOM_INDEX_TABLE = {
+    1: 0.0, 2: 0.0,
+    3: 0.58, 4: 0.90, 5: 1.12, 6: 1.24, 7: 1.32, 8: 1.41, 9: 1.45, 10: 1.49,
+    11: 1.51, 12: 1.48, 13: 1.56, 14: 1.57, 15: 1.59,
+}
+_ALONSO_LAMATA_SLOPE = 2.7699
+_ALONSO_LAMATA_INTERCEPT = -4.3513
+
+
+@dataclass(frozen=True)
+class Consistency:
+    """Saaty's consistency measures of one pairwise comparison matrix."""
+
+    lambda_max: float
+    consistency_index: float
+    random_index: float
+    ratio: float
+
+    @property
+    def is_consistent(self):
+        return self.ratio <= CONSISTENCY_THRESHOLD
+
+
+@dataclass(frozen=True)
+class InconsistentJudgment:
+    """A judged pair ``(row, column)``, ``row < column``, and its repair hint."""
+
+    row: int
+    column: int
+    value: float
+    error: float
+    suggested_value: float
+
+
+@dataclass(frozen=True, eq=False)
+class Prioritisation:
+    """An expert's weights and, for AHP/LPR, the consistency diagnostics."""
+
+    weights: np.ndarray
+    consistency_ratio: float | None = None
+    most_inconsistent: list = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------
+# Validation helpers
+# --------------------------------------------------------------------------
+
+
+def _check_size(n, name="n"):
+    if isinstance(n, bool):
+        raise ValueError(f"{name} must be a positive integer, got {n!r}")
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise ValueError(f"{name} must be a positive integer, got {n!r}") from None
+    if n < 1:
+        raise ValueError(f"{name} must be a positive integer, got {n}")
+    return n
+
+
+def _validated_matrices(matrices, name="matrix", *, stack=True):
+    """Shape (..., n, n), finite, positive and reciprocal; returned as float."""
+    try:
+        matrices = np.asarray(matrices, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be an array of numbers: {exc}") from None
+    if matrices.ndim < 2 or (not stack and matrices.ndim != 2):
+        expected = "(..., n, n)" if stack else "(n, n)"
+        raise ValueError(f"{name} must have shape {expected}, got {matrices.shape}")
+    n = matrices.shape[-1]
+    if n == 0 or matrices.shape[-2] != n:
+        raise ValueError(f"{name} must be square with n >= 1, got shape {matrices.shape}")
+
+    def where(position):
+        return f"{name}[{', '.join(str(int(i)) for i in position)}]"
+
+    bad = np.argwhere(~np.isfinite(matrices))
+    if len(bad):
+        raise ValueError(f"{where(bad[0])} is not finite")
+    bad = np.argwhere(matrices <= 0)
+    if len(bad):
+        raise ValueError(f"{where(bad[0])} must be positive, got {matrices[tuple(bad[0])]:.10g}")
+    products = matrices * np.swapaxes(matrices, -1, -2)
+    bad = np.argwhere(np.abs(products - 1.0) > _RECIPROCAL_TOLERANCE)
+    if len(bad):
+        *batch, row, column = (int(i) for i in bad[0])
+        prefix = f"{name}[{', '.join(map(str, batch))}]" if batch else name
+        if row == column:
+            raise ValueError(
+                f"{prefix} must have 1 on the diagonal, entry ({row}, {row}) is "
+                f"{matrices[tuple(bad[0])]:.10g}"
+            )
+        raise ValueError(
+            f"{prefix} is not reciprocal: entries ({row}, {column}) and ({column}, {row}) "
+            f"multiply to {products[tuple(bad[0])]:.10g}, expected 1"
+        )
+    return matrices
+
+
+def _on_scale(value):
+    return (
+        _SCALE_MIN * (1 - _SCALE_RELATIVE_TOLERANCE)
+        <= value
+        <= _SCALE_MAX * (1 + _SCALE_RELATIVE_TOLERANCE)
+    )
+
+
+# --------------------------------------------------------------------------
+# Pairwise comparison matrices
+# --------------------------------------------------------------------------
+
+
+def pairwise_matrix(n, judgments):
+    """Build a reciprocal pairwise comparison matrix from upper-triangle judgments.
+
+    ``o_ii = 1``; a judgment ``(i, j, v)`` sets ``o_ij = v`` and
+    ``o_ji = 1 / v`` (METHOD.md 3). Every unordered pair ``{i, j}`` must be
+    judged exactly once, in either orientation.
+
+    Parameters
+    ----------
+    n : int
+        Number of attributes, ``n >= 1``.
+    judgments : iterable of (int, int, float)
+        ``(row_index, col_index, value)``, 0-based indices, value in
+        [1/9, 9] (a relative slack of 1e-9 accepts rounded reciprocals such
+        as 0.1111111111).
+
+    Returns
+    -------
+    ndarray of shape (n, n)
+
+    Raises
+    ------
+    ValueError
+        For an index out of range, ``row == col``, a pair judged twice, a
+        value that is not finite or off the scale, and for missing pairs
+        (all listed).
+    """
+    n = _check_size(n)
+    matrix = np.eye(n)
+    judged = {}
+    try:
+        judgments = list(judgments)
+    except TypeError:
+        raise ValueError("judgments must be an iterable of (row, column, value)") from None
+    for position, judgment in enumerate(judgments):
+        try:
+            row, column, value = judgment
+            row, column = operator.index(row), operator.index(column)
+            value = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"judgment {position} must be (row index, column index, value), got {judgment!r}"
+            ) from None
+        for index_name, index in (("row", row), ("column", column)):
+            if not 0 <= index < n:
+                raise ValueError(
+                    f"judgment {position}: {index_name} index {index} is out of range 0..{n - 1}"
+                )
+        if row == column:
+            raise ValueError(
+                f"judgment {position}: row == column ({row}); the diagonal is always 1"
+            )
+        pair = (min(row, column), max(row, column))
+        if pair in judged:
+            raise ValueError(
+                f"judgment {position}: pair {pair} is judged twice (first as "
+                f"{judged[pair]}, again as {(row, column)})"
+            )
+        if not math.isfinite(value):
+            raise ValueError(f"judgment {position} ({row}, {column}): value {value} is not finite")
+        if not _on_scale(value):
+            raise ValueError(
+                f"judgment {position} ({row}, {column}): value {value:.10g} is outside "
+                "the scale 1/9..9"
+            )
+        judged[pair] = (row, column)
+        matrix[row, column] = value
+        matrix[column, row] = 1.0 / value
+    missing = [(i, j) for i in range(n) for j in range(i + 1, n) if (i, j) not in judged]
+    if missing:
+        raise ValueError(
+            f"every pair of the {n} attributes must be judged once; missing pairs: "
+            + ", ".join(map(str, missing))
+        )
+    return matrix
+
+
+def ahp_weights(matrix):
+    """AHP weights: row averages of the column-normalised matrix.
+
+    ``w_i = (1/n) sum_j o_ij / sum_k o_kj`` (METHOD.md 3; Saaty 1980's
+    approximation of the principal eigenvector, exact for a consistent
+    matrix ``o_ij = w_i / w_j``).
+
+    Parameters
+    ----------
+    matrix : array-like of shape (..., n, n)
+        Positive reciprocal matrices (a stack gives one weight vector each).
+
+    Returns
+    -------
+    ndarray of shape (..., n), each vector summing to 1.
+    """
+    matrix = _validated_matrices(matrix)
+    weights = (matrix / matrix.sum(axis=-2, keepdims=True)).mean(axis=-1)
+    # The sum is 1 mathematically; dividing makes it 1 to the last bit too.
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def lpr_weights(matrix):
+    """Large preference relation weights (Fodor & Roubens; METHOD.md 3).
+
+    METHOD.md writes ``w_i = sum_j r_ij / (n * sum_k r_kj)``. Read literally,
+    the index ``j`` of the denominator is bound by the outer sum, so the
+    formula is ``w_i = sum_j [ r_ij / (n * sum_k r_kj) ]``: every column is
+    divided by ``n`` times its sum and the rows are added up. That is what is
+    computed. Summed over ``i`` it gives ``sum_j (1/n) = 1`` for any positive
+    matrix, so these weights sum to 1 up to rounding; checked numerically on
+    10,000 random reciprocal matrices (n = 2..12, entries on the 1/9..9
+    scale, seed 0) the largest deviation was 2.2e-16. The result is
+    nevertheless divided by its sum so that it is exactly 1, as for every
+    weight vector of the method.
+
+    The other conceivable reading, ``(sum_j r_ij) / (n * sum_k r_ki)`` (row
+    sum over ``n`` times the column sum of the same index), is not used: it
+    does not sum to 1 (2.347 for Saaty's 3x3 example [[1, 3, 5], [1/3, 1, 3],
+    [1/5, 1/3, 1]]; between 0.98 and 5.78 on the matrices above), and even after renormalising it returns ``w_i^2 / sum
+    w^2`` instead of ``w`` on a consistent matrix ``r_ij = w_i / w_j``.
+
+    With the literal reading the LPR weights of a matrix coincide with its
+    AHP weights; the methods differ in how the expert reads the scale
+    (interval scale of preference intensity vs Saaty's ordinal scale).
+
+    Parameters
+    ----------
+    matrix : array-like of shape (..., n, n)
+        Positive reciprocal matrices ``r_ji = 1 / r_ij``.
+
+    Returns
+    -------
+    ndarray of shape (..., n), each vector summing to 1.
+    """
+    matrix = _validated_matrices(matrix)
+    n = matrix.shape[-1]
+    column_sums = matrix.sum(axis=-2, keepdims=True)
+    weights = (matrix / (n * column_sums)).sum(axis=-1)
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+# --------------------------------------------------------------------------
+# Consistency
+# --------------------------------------------------------------------------
+
+
+def random_index(n):
+    """Saaty's random consistency index ``RI(n)``.
+
+    n = 1, 2: 0. n = 3..10: 0.58, 0.90, 1.12, 1.24, 1.32, 1.41, 1.45, 1.49
+    (Saaty 1980). n = 11..15: 1.51, 1.48, 1.56, 1.57, 1.59 (Saaty's extended
+    table). n > 15: Alonso & Lamata (2006) regression
+    ``lambda_bar = 2.7699 n - 4.3513``, ``RI = (lambda_bar - n) / (n - 1)``
+    (1.598 at n = 16, tending to 1.7699).
+    """
+    n = _check_size(n)
+    if n in _RANDOM_INDEX_TABLE:
+        return _RANDOM_INDEX_TABLE[n]
+    mean_lambda_max = _ALONSO_LAMATA_SLOPE * n + _ALONSO_LAMATA_INTERCEPT
+    return (mean_lambda_max - n) / (n - 1)
+
+
+def _consistency_arrays(matrices):
+    n = matrices.shape[-1]
+    if n <= 2:
+        batch = matrices.shape[:-2]
+        lambda_max = np.full(batch, float(n))
+        return lambda_max, np.zeros(batch), 0.0, np.zeros(batch)
+    # The Perron root of a positive matrix is real and the largest in
+    # modulus; the largest real part picks it out of the complex spectrum.
+    lambda_max = np.linalg.eigvals(matrices).real.max(axis=-1)
+    # lambda_max >= n for every positive reciprocal matrix (Saaty), so a
+    # negative index can only be rounding of a consistent matrix.
+    consistency_index = np.maximum((lambda_max - n) / (n - 1), 0.0)
+    index = random_index(n)
+    return lambda_max, consistency_index, index, consistency_index / index
+
+
+def consistency(matrix):
+    """Saaty's consistency of one pairwise comparison matrix.
+
+    ``lambda_max`` is the principal eigenvalue of ``O``,
+    ``CI = (lambda_max - n) / (n - 1)`` (clamped at 0 against rounding),
+    ``CR = CI / RI(n)`` with :func:`random_index`; ``CR = 0`` for ``n <= 2``.
+
+    Parameters
+    ----------
+    matrix : array-like of shape (n, n)
+
+    Returns
+    -------
+    Consistency
+    """
+    matrix = _validated_matrices(matrix, stack=False)
+    lambda_max, consistency_index, index, ratio = _consistency_arrays(matrix)
+    return Consistency(
+        lambda_max=float(lambda_max),
+        consistency_index=float(consistency_index),
+        random_index=float(index),
+        ratio=float(ratio),
+    )
+
+
+def consistency_ratios(matrices):
+    """Consistency ratios of a stack of matrices, in one batched eigensolve.
+
+    Same definition as :func:`consistency`, for ``matrices`` of shape
+    (..., n, n); returns an ndarray of shape (...) (0-d for one matrix).
+    """
+    matrices = _validated_matrices(matrices, "matrices")
+    return _consistency_arrays(matrices)[3]
+
+
+def _nearest_scale_value(ratio):
+    # Nearest in log space: the scale is multiplicative (1/3 is as far from 1
+    # as 3), so 1.4 rounds to 1 and 1.45 to 2 (the geometric midpoint is
+    # sqrt(2) = 1.414); an exact tie goes to the smaller value.
+    distances = np.abs(np.log(SAATY_SCALE) - math.log(ratio))
+    return float(SAATY_SCALE[int(np.argmin(distances))])
+
+
+def most_inconsistent(matrix, weights, *, top=3):
+    """The judgments that disagree most with the weights, with repair hints.
+
+    For each judged pair ``i < j``, ``eps_ij = o_ij * w_j / w_i`` and
+    ``error = max(eps_ij, 1 / eps_ij)`` (1 means fully consistent). Pairs are
+    sorted by error, largest first (ties in row, column order), and the first
+    ``top`` returned, each with ``suggested_value``: ``w_i / w_j`` rounded to
+    the nearest value of Saaty's scale {1/9, ..., 1/2, 1, 2, ..., 9},
+    nearest in log space (Saaty 2003; AHP-OS).
+
+    Parameters
+    ----------
+    matrix : array-like of shape (n, n)
+    weights : array-like of shape (n,)
+        Positive weights, normally derived from ``matrix``.
+    top : int, default 3
+
+    Returns
+    -------
+    list of InconsistentJudgment (empty for n < 2 or top == 0).
+    """
+    matrix = _validated_matrices(matrix, stack=False)
+    n = matrix.shape[0]
+    try:
+        weights = np.asarray(weights, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"weights must be an array of numbers: {exc}") from None
+    if weights.shape != (n,):
+        raise ValueError(f"weights must have shape ({n},) as the matrix, got {weights.shape}")
+    bad = np.flatnonzero(~np.isfinite(weights) | (weights <= 0))
+    if len(bad):
+        raise ValueError(
+            f"weights must be positive and finite; position {bad[0]} is {weights[bad[0]]:.10g}"
+        )
+    if isinstance(top, bool):
+        raise ValueError(f"top must be a non-negative integer, got {top!r}")
+    try:
+        top = operator.index(top)
+    except TypeError:
+        raise ValueError(f"top must be a non-negative integer, got {top!r}") from None
+    if top < 0:
+        raise ValueError(f"top must be a non-negative integer, got {top}")
+
+    rows, columns = np.triu_indices(n, k=1)
+    deviation = matrix[rows, columns] * weights[columns] / weights[rows]
+    errors = np.maximum(deviation, 1.0 / deviation)
+    order = np.argsort(-errors, kind="stable")[:top]
+    return [
+        InconsistentJudgment(
+            row=int(rows[p]),
+            column=int(columns[p]),
+            value=float(matrix[rows[p], columns[p]]),
+            error=float(errors[p]),
+            suggested_value=_nearest_scale_value(weights[rows[p]] / weights[columns[p]]),
+        )
+        for p in order
+    ]
+
+
+# --------------------------------------------------------------------------
+# Entry point
+# --------------------------------------------------------------------------
+
+
+def _direct_weights(n, weights):
+    try:
+        weights = list(weights)
+    except TypeError:
+        raise ValueError("weights must be a sequence of positive numbers") from None
+    if len(weights) != n:
+        raise ValueError(f"weights must have {n} values, one per attribute, got {len(weights)}")
+    values = []
+    for position, weight in enumerate(weights):
+        try:
+            if isinstance(weight, bool):
+                raise TypeError
+            value = float(weight)
+        except (TypeError, ValueError):
+            raise ValueError(f"weight at position {position} is not a number: {weight!r}") from None
+        if not math.isfinite(value):
+            raise ValueError(f"weight at position {position} is not finite: {weight!r}")
+        if value <= 0:
+            raise ValueError(
+                f"weight at position {position} must be positive (no zero weights), got {weight!r}"
+            )
+        values.append(value)
+    values = np.array(values)
+    return values / values.sum()
+
+
+def prioritise(method, n, judgments=None, weights=None):
+    """An expert's weights over ``n`` attributes by one of the METHOD.md 3 methods.
+
+    Parameters
+    ----------
+    method : {"direct", "ahp", "lpr"}
+    n : int
+        Number of attributes, ``n >= 1``.
+    judgments : iterable of (int, int, float), for "ahp" and "lpr"
+        Upper-triangle judgments, see :func:`pairwise_matrix`.
+    weights : sequence of n numbers, for "direct"
+        Positive and finite in any unit (e.g. percentages); normalised to 1.
+
+    Returns
+    -------
+    Prioritisation
+        ``weights`` (n,) summing to 1. For "direct" ``consistency_ratio`` is
+        None and ``most_inconsistent`` empty; for "ahp" and "lpr" they are
+        the matrix's :func:`consistency` ratio and the top three of
+        :func:`most_inconsistent` against the method's weights.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    n = _check_size(n)
+    if method == "direct":
+        if judgments is not None:
+            raise ValueError("direct prioritisation takes weights, not judgments")
+        if weights is None:
+            raise ValueError("direct prioritisation needs weights")
+        return Prioritisation(weights=_direct_weights(n, weights))
+
+    if weights is not None:
+        raise ValueError(f"{method} prioritisation takes judgments, not weights")
+    if judgments is None:
+        if n > 1:
+            raise ValueError(f"{method} prioritisation needs judgments")
+        judgments = ()
+    matrix = pairwise_matrix(n, judgments)
+    method_weights = ahp_weights(matrix) if method == "ahp" else lpr_weights(matrix)
+    return Prioritisation(
+        weights=method_weights,
+        consistency_ratio=consistency(matrix).ratio,
+        most_inconsistent=most_inconsistent(matrix, method_weights, top=3),
+    )

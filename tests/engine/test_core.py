@@ -1,0 +1,608 @@
+"""engine.core checked three ways: METHOD.md's worked examples, a slow literal
+reference implementation, and invariants (Hypothesis). Plain pytest, no Django."""
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.core import (
+    aggregate_literal,
+    evaluate,
+    expert_influence,
+    individual_scores,
+    layers_needed,
+    vetoes_for,
+)
+
+# METHOD.md 6.3, case study 1 (prostate cancer, 4 experts).
+CASE_1_WEIGHTS = np.array(
+    [
+        [0.63, 0.20, 0.17],
+        [0.56, 0.25, 0.19],
+        [0.47, 0.15, 0.38],
+        [0.37, 0.31, 0.32],
+    ]
+)
+CASE_1_PEER_WEIGHTS = np.array(
+    [
+        [0.70, 0.10, 0.10, 0.10],
+        [0.10, 0.50, 0.20, 0.20],
+        [0.25, 0.25, 0.25, 0.25],
+        [0.20, 0.20, 0.20, 0.40],
+    ]
+)
+# Shared ranges of case study 1: success rate [0.8, 0.95], fold accuracy
+# stdev [0.15, 0.05] (lower is better), comprehensibility [6, 10].
+CASE_1_LOWER = np.tile([0.80, 0.15, 6.0], (4, 1))
+CASE_1_UPPER = np.tile([0.95, 0.05, 10.0], (4, 1))
+
+
+# --------------------------------------------------------------------------
+# Slow, obviously correct reference
+# --------------------------------------------------------------------------
+
+
+def literal_individual_score(measured, least_acceptable, desired):
+    """Paper eq. 1, written out as the paper does."""
+    t = (measured - least_acceptable) / (desired - least_acceptable)
+    if t > 1:
+        return 1.0
+    if t < 0:
+        return 0.0
+    return t
+
+
+def literal_evaluation(weights, peer_weights, lower, upper, measurements):
+    """Per candidate: every expert's m̄ by the formula, the literal recursive
+    aggregation, veto if any m̄ == 0 (paper eq. 2)."""
+    k, n = np.shape(weights)
+    metric_weights, _ = aggregate_literal(peer_weights, weights)
+    group_scores, weighted_scores, cef, vetoed = [], [], [], []
+    for measured in measurements:
+        scores = np.array(
+            [
+                [literal_individual_score(measured[j], lower[i][j], upper[i][j]) for j in range(n)]
+                for i in range(k)
+            ]
+        )
+        group, _ = aggregate_literal(peer_weights, scores)
+        weighted = float(sum(metric_weights[j] * group[j] for j in range(n)))
+        is_vetoed = bool((scores == 0).any())
+        group_scores.append(group)
+        weighted_scores.append(weighted)
+        cef.append(0.0 if is_vetoed else weighted)
+        vetoed.append(is_vetoed)
+    return {
+        "metric_weights": metric_weights,
+        "group_scores": np.array(group_scores).reshape(len(measurements), n),
+        "weighted_scores": np.array(weighted_scores),
+        "cef": np.array(cef),
+        "vetoed": np.array(vetoed, dtype=bool),
+    }
+
+
+# --------------------------------------------------------------------------
+# Worked examples
+# --------------------------------------------------------------------------
+
+
+def test_case_study_1_consensus_weights_and_influence():
+    result = evaluate(
+        weights=CASE_1_WEIGHTS,
+        peer_weights=CASE_1_PEER_WEIGHTS,
+        lower=CASE_1_LOWER,
+        upper=CASE_1_UPPER,
+        measurements=np.empty((0, 3)),
+    )
+    np.testing.assert_allclose(result.metric_weights, [0.5295, 0.2273, 0.2432], atol=5e-5)
+    np.testing.assert_allclose(result.expert_influence, [0.3681, 0.2454, 0.1718, 0.2147], atol=5e-5)
+    assert result.group_scores.shape == (0, 3)
+    assert result.cef.shape == (0,)
+
+
+def test_case_study_1_cef_from_the_papers_group_scores():
+    metric_weights = evaluate(
+        weights=CASE_1_WEIGHTS,
+        peer_weights=CASE_1_PEER_WEIGHTS,
+        lower=CASE_1_LOWER,
+        upper=CASE_1_UPPER,
+        measurements=np.empty((0, 3)),
+    ).metric_weights
+    assert metric_weights @ [0.475, 0.52, 0.687] == pytest.approx(0.537, abs=5e-4)
+    assert metric_weights @ [0.595, 0.66, 1.0] == pytest.approx(0.708, abs=5e-4)
+
+
+def test_case_study_1_literal_aggregation_agrees_with_influence():
+    group, layers = aggregate_literal(CASE_1_PEER_WEIGHTS, CASE_1_WEIGHTS, tolerance=1e-9)
+    influence = expert_influence(CASE_1_PEER_WEIGHTS)
+    np.testing.assert_allclose(group, influence @ CASE_1_WEIGHTS, atol=1e-9)
+    assert layers > 0
+    result = evaluate(
+        weights=CASE_1_WEIGHTS,
+        peer_weights=CASE_1_PEER_WEIGHTS,
+        lower=CASE_1_LOWER,
+        upper=CASE_1_UPPER,
+        measurements=[[0.9, 0.1, 7.0]],
+    )
+    assert result.iterations == layers
+
+
+def test_case_study_1_vetoes_zero_comprehensibility():
+    # Random Forest and IBk have comprehensibility 0, below the least acceptable 6.
+    measurements = [[0.9, 0.1, 7.0], [0.93, 0.06, 0.0]]
+    result = evaluate(
+        weights=CASE_1_WEIGHTS,
+        peer_weights=CASE_1_PEER_WEIGHTS,
+        lower=CASE_1_LOWER,
+        upper=CASE_1_UPPER,
+        measurements=measurements,
+    )
+    np.testing.assert_array_equal(result.vetoed, [False, True])
+    # Shared ranges: g is each expert's (identical) score.
+    np.testing.assert_allclose(result.group_scores[0], [2 / 3, 0.5, 0.25])
+    assert result.cef[0] == pytest.approx(result.metric_weights @ [2 / 3, 0.5, 0.25])
+    assert result.cef[1] == 0.0
+    assert result.weighted_scores[1] > 0.0
+    assert vetoes_for(CASE_1_LOWER, CASE_1_UPPER, measurements[1]) == [
+        (0, 2), (1, 2), (2, 2), (3, 2)
+    ]
+
+
+def test_section_4_example_lower_is_better():
+    # Classification time, range [50 ms, 10 ms].
+    assert individual_scores([[50.0]], [[10.0]], [12.3])[0, 0] == pytest.approx(0.9425)
+    assert individual_scores([[50.0]], [[10.0]], [9.2])[0, 0] == 1.0
+    assert individual_scores([[50.0]], [[10.0]], [50.0])[0, 0] == 0.0
+    assert individual_scores([[50.0]], [[10.0]], [60.0])[0, 0] == 0.0
+
+
+def test_expert_influence_is_stationary_and_matches_matrix_powers():
+    influence = expert_influence(CASE_1_PEER_WEIGHTS)
+    np.testing.assert_allclose(influence @ CASE_1_PEER_WEIGHTS, influence, atol=1e-15)
+    assert influence.sum() == pytest.approx(1.0, abs=1e-15)
+    limit = np.linalg.matrix_power(CASE_1_PEER_WEIGHTS, 200)
+    np.testing.assert_allclose(limit, np.tile(influence, (4, 1)), atol=1e-12)
+
+
+def test_single_expert():
+    result = evaluate(
+        weights=[[0.25, 0.75]],
+        peer_weights=[[1.0]],
+        lower=[[0.0, 10.0]],
+        upper=[[1.0, 0.0]],
+        measurements=[[0.5, 2.5], [0.0, 2.5]],
+    )
+    np.testing.assert_allclose(result.expert_influence, [1.0])
+    np.testing.assert_allclose(result.group_scores, [[0.5, 0.75], [0.0, 0.75]])
+    np.testing.assert_allclose(result.cef, [0.25 * 0.5 + 0.75 * 0.75, 0.0])
+    assert result.iterations == 0
+
+
+# --------------------------------------------------------------------------
+# Vetoes at exact bounds, float edge cases
+# --------------------------------------------------------------------------
+
+
+def test_value_exactly_at_least_acceptable_bound_is_a_veto_in_both_directions():
+    lower = [[0.8, 0.15]]
+    upper = [[0.95, 0.05]]
+    assert vetoes_for(lower, upper, [0.8, 0.1]) == [(0, 0)]
+    assert vetoes_for(lower, upper, [0.9, 0.15]) == [(0, 1)]
+    assert vetoes_for(lower, upper, [np.nextafter(0.8, 1), np.nextafter(0.15, 0)]) == []
+    result = evaluate(
+        weights=[[0.5, 0.5]],
+        peer_weights=[[1.0]],
+        lower=lower,
+        upper=upper,
+        measurements=[[0.8, 0.1], [0.9, 0.15], [np.nextafter(0.8, 1), np.nextafter(0.15, 0)]],
+    )
+    np.testing.assert_array_equal(result.vetoed, [True, True, False])
+    np.testing.assert_array_equal(result.cef == 0, [True, True, False])
+
+
+def test_underflowing_score_is_not_a_veto():
+    # (x - b^l) / (b^u - b^l) underflows to 0.0 although x is on the good
+    # side of b^l: the literal score is positive, so no veto anywhere.
+    lower, upper, measured = [[0.0]], [[1e300]], [1e-320]
+    scores = individual_scores(lower, upper, measured)
+    assert scores[0, 0] > 0.0
+    assert vetoes_for(lower, upper, measured) == []
+    result = evaluate(
+        weights=[[1.0]], peer_weights=[[1.0]], lower=lower, upper=upper, measurements=[measured]
+    )
+    assert not result.vetoed[0]
+
+
+def test_mixed_directions_among_experts_use_two_thresholds():
+    # Expert 0 wants high values (veto at or below 2), expert 1 low values
+    # (veto at or above 8): only the open interval (2, 8) escapes a veto.
+    lower = [[2.0], [8.0]]
+    upper = [[6.0], [4.0]]
+    measured = np.array([[1.0], [2.0], [2.5], [5.0], [7.9], [8.0], [9.0]])
+    result = evaluate(
+        weights=[[1.0], [1.0]],
+        peer_weights=[[0.5, 0.5], [0.5, 0.5]],
+        lower=lower,
+        upper=upper,
+        measurements=measured,
+    )
+    np.testing.assert_array_equal(result.vetoed, [True, True, False, False, False, True, True])
+    # At 5: expert 0 scores (5-2)/4 = 0.75, expert 1 (5-8)/(4-8) = 0.75.
+    assert result.group_scores[3, 0] == pytest.approx(0.75)
+    # At 1: expert 0 scores 0, expert 1 scores 1 -> 0.5.
+    assert result.group_scores[0, 0] == pytest.approx(0.5)
+
+
+def test_far_measurements_saturate_exactly():
+    lower = [[0.8, 0.15], [0.7, 0.2]]
+    upper = [[0.95, 0.05], [0.9, 0.1]]
+    result = evaluate(
+        weights=[[0.5, 0.5], [0.5, 0.5]],
+        peer_weights=[[0.6, 0.4], [0.3, 0.7]],
+        lower=lower,
+        upper=upper,
+        measurements=[[1e9, -1e9], [-1e9, 1e9]],
+    )
+    np.testing.assert_allclose(result.group_scores, [[1.0, 1.0], [0.0, 0.0]], rtol=0, atol=1e-15)
+    assert result.group_scores[1, 0] == 0.0
+    assert result.group_scores[1, 1] == 0.0
+
+
+def test_rows_within_tolerance_are_renormalised():
+    nudged = CASE_1_WEIGHTS.copy()
+    nudged[0] *= 1 + 5e-7
+    peer_nudged = CASE_1_PEER_WEIGHTS.copy()
+    peer_nudged[2] *= 1 - 5e-7
+    arguments = dict(lower=CASE_1_LOWER, upper=CASE_1_UPPER, measurements=[[0.9, 0.1, 7.0]])
+    exact = evaluate(weights=CASE_1_WEIGHTS, peer_weights=CASE_1_PEER_WEIGHTS, **arguments)
+    nudged_result = evaluate(weights=nudged, peer_weights=peer_nudged, **arguments)
+    np.testing.assert_allclose(nudged_result.metric_weights, exact.metric_weights, atol=1e-15)
+    np.testing.assert_allclose(nudged_result.expert_influence, exact.expert_influence, atol=1e-15)
+    np.testing.assert_allclose(nudged_result.cef, exact.cef, atol=1e-15)
+
+
+def test_result_is_immutable():
+    result = evaluate(
+        weights=CASE_1_WEIGHTS,
+        peer_weights=CASE_1_PEER_WEIGHTS,
+        lower=CASE_1_LOWER,
+        upper=CASE_1_UPPER,
+        measurements=[[0.9, 0.1, 7.0]],
+    )
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.cef = None
+    with pytest.raises(ValueError):
+        result.cef[0] = 1.0
+
+
+def test_evaluate_arguments_are_keyword_only():
+    with pytest.raises(TypeError):
+        evaluate(CASE_1_WEIGHTS, CASE_1_PEER_WEIGHTS, CASE_1_LOWER, CASE_1_UPPER, [[1, 1, 1]])
+
+
+def test_literal_aggregation_gives_up_with_a_clear_error():
+    slow = np.full((3, 3), 0.005)
+    np.fill_diagonal(slow, 0.99)
+    values = np.eye(3)
+    with pytest.raises(ValueError, match="did not reach a spread below 1e-09 within 5 layers"):
+        aggregate_literal(slow, values, max_layers=5)
+
+
+def test_layers_needed_depends_on_the_values_and_matches_aggregate_literal():
+    agreeing = np.tile([0.2, 0.8], (4, 1))
+    assert layers_needed(CASE_1_PEER_WEIGHTS, agreeing) == 0
+    assert layers_needed(CASE_1_PEER_WEIGHTS, CASE_1_WEIGHTS) == aggregate_literal(
+        CASE_1_PEER_WEIGHTS, CASE_1_WEIGHTS
+    )[1]
+    # A looser tolerance never needs more layers.
+    assert layers_needed(CASE_1_PEER_WEIGHTS, CASE_1_WEIGHTS, tolerance=1e-3) < layers_needed(
+        CASE_1_PEER_WEIGHTS, CASE_1_WEIGHTS
+    )
+
+
+# --------------------------------------------------------------------------
+# Invalid input
+# --------------------------------------------------------------------------
+
+
+def valid_arguments():
+    return dict(
+        weights=CASE_1_WEIGHTS.copy(),
+        peer_weights=CASE_1_PEER_WEIGHTS.copy(),
+        lower=CASE_1_LOWER.copy(),
+        upper=CASE_1_UPPER.copy(),
+        measurements=np.array([[0.9, 0.1, 7.0], [0.85, 0.08, 9.0]]),
+    )
+
+
+def with_entry(name, position, value):
+    def mutate(arguments):
+        arguments[name][position] = value
+
+    return mutate
+
+
+def replaced(name, value):
+    def mutate(arguments):
+        arguments[name] = value
+
+    return mutate
+
+
+def peer_row(row, values):
+    def mutate(arguments):
+        arguments["peer_weights"][row] = values
+
+    return mutate
+
+
+INVALID_INPUTS = [
+    # Shapes.
+    ("weights 1-D", replaced("weights", [0.5, 0.5]), r"weights must be a 2-D array"),
+    ("weights empty", replaced("weights", np.empty((0, 3))), r"weights must have at least one"),
+    ("weights other k", replaced("weights", CASE_1_WEIGHTS[:3]),
+     r"peer_weights must have shape \(3, 3\) .*got \(4, 4\)"),
+    ("peer_weights not square", replaced("peer_weights", CASE_1_PEER_WEIGHTS[:, :3]),
+     r"peer_weights must have shape \(4, 4\) .*got \(4, 3\)"),
+    ("peer_weights 3-D", replaced("peer_weights", CASE_1_PEER_WEIGHTS[None]),
+     r"peer_weights must be a 2-D array"),
+    ("lower wrong shape", replaced("lower", CASE_1_LOWER[:, :2]),
+     r"lower must have shape \(4, 3\) .*got \(4, 2\)"),
+    ("upper wrong shape", replaced("upper", CASE_1_UPPER[:3]),
+     r"upper must have shape \(4, 3\) .*got \(3, 3\)"),
+    ("measurements wrong width", replaced("measurements", np.ones((2, 4))),
+     r"measurements must have shape \(m, 3\) .*got \(2, 4\)"),
+    ("measurements 1-D", replaced("measurements", [0.9, 0.1, 7.0]),
+     r"measurements must be a 2-D array"),
+    ("measurements ragged", replaced("measurements", [[0.9, 0.1, 7.0], [0.9]]),
+     r"measurements must be a 2-D array of numbers"),
+    # Not finite.
+    ("NaN in weights", with_entry("weights", (1, 2), np.nan), r"weights contains NaN or infinity at \(1, 2\)"),
+    ("NaN in peer_weights", with_entry("peer_weights", (2, 0), np.nan),
+     r"peer_weights contains NaN or infinity at \(2, 0\)"),
+    ("NaN in lower", with_entry("lower", (3, 1), np.nan), r"lower contains NaN or infinity at \(3, 1\)"),
+    ("NaN in upper", with_entry("upper", (0, 0), np.nan), r"upper contains NaN or infinity at \(0, 0\)"),
+    ("NaN in measurements", with_entry("measurements", (1, 1), np.nan),
+     r"measurements contains NaN or infinity at \(1, 1\)"),
+    ("inf in measurements", with_entry("measurements", (0, 2), np.inf),
+     r"measurements contains NaN or infinity at \(0, 2\)"),
+    # Peer weights.
+    ("zero peer weight", peer_row(1, [0.0, 0.6, 0.2, 0.2]),
+     r"peer_weights entries must lie strictly between 0 and 1.*entry \(1, 0\) is 0"),
+    ("negative peer weight", peer_row(3, [0.3, 0.3, 0.5, -0.1]),
+     r"peer_weights entries must lie strictly between 0 and 1.*entry \(3, 3\) is -0.1"),
+    ("peer weight of 1", replaced("peer_weights", np.array(
+        [[1.0, 0.0, 0.0, 0.0]] + CASE_1_PEER_WEIGHTS[1:].tolist())),
+     r"entry \(0, 0\) is 1"),
+    ("peer row sums to 0.9", peer_row(2, [0.2, 0.2, 0.25, 0.25]),
+     r"every row of peer_weights .*must sum to 1 within 1e-06: row 2 sums to 0.9"),
+    # Weights.
+    ("weights row sums to 0.9", with_entry("weights", (3, 0), 0.27),
+     r"every row of weights .*row 3 sums to 0.9"),
+    ("zero weight", replaced("weights", np.array(
+        [[0.8, 0.0, 0.2]] + CASE_1_WEIGHTS[1:].tolist())),
+     r"weights must be strictly positive.*\(0, 1\)"),
+    ("negative weight", replaced("weights", np.array(
+        [[0.8, 0.3, -0.1]] + CASE_1_WEIGHTS[1:].tolist())),
+     r"weights must be strictly positive.*\(0, 2\)"),
+    # Ranges.
+    ("equal bounds", with_entry("upper", (2, 1), 0.15),
+     r"lower != upper.*\(expert, metric\) \(2, 1\)"),
+]
+
+
+@pytest.mark.parametrize(
+    "mutate, message", [case[1:] for case in INVALID_INPUTS], ids=[case[0] for case in INVALID_INPUTS]
+)
+def test_invalid_input_is_refused_with_a_precise_message(mutate, message):
+    arguments = valid_arguments()
+    mutate(arguments)
+    with pytest.raises(ValueError, match=message):
+        evaluate(**arguments)
+
+
+def test_single_expert_must_rate_themself_1():
+    arguments = dict(weights=[[1.0]], lower=[[0.0]], upper=[[1.0]], measurements=[[0.5]])
+    with pytest.raises(ValueError, match=r"peer_weights .*row 0 sums to 0.9"):
+        evaluate(peer_weights=[[0.9]], **arguments)
+    assert evaluate(peer_weights=[[1.0 - 1e-7]], **arguments).cef[0] == 0.5
+
+
+@pytest.mark.parametrize("tolerance", [0.0, -1e-9, math.nan, "tight"])
+def test_invalid_tolerance(tolerance):
+    with pytest.raises(ValueError, match="tolerance must be a positive"):
+        evaluate(**valid_arguments(), tolerance=tolerance)
+
+
+def test_all_equal_bounds_are_named():
+    arguments = valid_arguments()
+    arguments["upper"][0, 0] = arguments["lower"][0, 0]
+    arguments["upper"][3, 2] = arguments["lower"][3, 2]
+    with pytest.raises(ValueError, match=r"\(0, 0\), \(3, 2\)"):
+        evaluate(**arguments)
+
+
+def test_individual_scores_validates_the_measurement_row():
+    with pytest.raises(ValueError, match=r"measurement_row must have shape \(3,\)"):
+        individual_scores(CASE_1_LOWER, CASE_1_UPPER, [1.0, 2.0])
+    with pytest.raises(ValueError, match=r"measurement_row contains NaN"):
+        vetoes_for(CASE_1_LOWER, CASE_1_UPPER, [1.0, np.nan, 2.0])
+    with pytest.raises(ValueError, match=r"upper must have shape \(4, 3\)"):
+        vetoes_for(CASE_1_LOWER, CASE_1_UPPER[:2], [1.0, 2.0, 3.0])
+
+
+def test_aggregate_literal_validates_values():
+    with pytest.raises(ValueError, match=r"values must have one row per expert, 4 rows"):
+        aggregate_literal(CASE_1_PEER_WEIGHTS, np.ones((3, 2)))
+    with pytest.raises(ValueError, match=r"peer_weights must be a non-empty square"):
+        expert_influence(np.full((2, 3), 1 / 3))
+
+
+# --------------------------------------------------------------------------
+# Property tests against the literal reference
+# --------------------------------------------------------------------------
+
+BOUND_GRID = [x / 4 for x in range(-8, 41)]  # -2.0 .. 10.0 in quarters
+
+
+@st.composite
+def studies(draw, max_experts=8, max_metrics=6, max_candidates=10):
+    k = draw(st.integers(1, max_experts))
+    n = draw(st.integers(1, max_metrics))
+    m = draw(st.integers(1, max_candidates))
+    positive = st.floats(0.01, 1.0)
+
+    weights = np.array(draw(st.lists(st.lists(positive, min_size=n, max_size=n), min_size=k, max_size=k)))
+    weights /= weights.sum(axis=1, keepdims=True)
+
+    if k == 1:
+        peer_weights = np.ones((1, 1))
+    else:
+        peer_weights = np.array(
+            draw(st.lists(st.lists(positive, min_size=k, max_size=k), min_size=k, max_size=k))
+        )
+        # Large self-confidence makes V mix slowly (hundreds of layers).
+        self_confidence = draw(st.sampled_from([0.0, 1.0, 10.0, 60.0]))
+        peer_weights += self_confidence * np.eye(k) * peer_weights.sum(axis=1, keepdims=True)
+        peer_weights /= peer_weights.sum(axis=1, keepdims=True)
+
+    lower = np.empty((k, n))
+    upper = np.empty((k, n))
+    grid = st.sampled_from(BOUND_GRID)
+    for i in range(k):
+        for j in range(n):
+            least, desired = draw(st.tuples(grid, grid).filter(lambda pair: pair[0] != pair[1]))
+            lower[i, j], upper[i, j] = least, desired
+
+    measurements = np.empty((m, n))
+    for c in range(m):
+        for j in range(n):
+            bounds = sorted(set(lower[:, j]) | set(upper[:, j]))
+            measurements[c, j] = draw(
+                st.one_of(
+                    st.sampled_from(bounds),  # exactly at some expert's bound
+                    st.sampled_from(BOUND_GRID),
+                    st.floats(-3.0, 11.0, allow_nan=False),
+                )
+            )
+    return weights, peer_weights, lower, upper, measurements
+
+
+@settings(max_examples=200, deadline=None)
+@given(studies())
+def test_evaluate_equals_the_literal_reference(study):
+    weights, peer_weights, lower, upper, measurements = study
+    result = evaluate(
+        weights=weights, peer_weights=peer_weights, lower=lower, upper=upper, measurements=measurements
+    )
+    reference = literal_evaluation(weights, peer_weights, lower, upper, measurements)
+
+    np.testing.assert_array_equal(result.vetoed, reference["vetoed"])
+    np.testing.assert_allclose(result.metric_weights, reference["metric_weights"], rtol=0, atol=1e-7)
+    np.testing.assert_allclose(result.group_scores, reference["group_scores"], rtol=0, atol=1e-7)
+    np.testing.assert_allclose(result.weighted_scores, reference["weighted_scores"], rtol=0, atol=1e-7)
+    np.testing.assert_allclose(result.cef, reference["cef"], rtol=0, atol=1e-7)
+    assert result.iterations == aggregate_literal(peer_weights, weights)[1]
+    for c, measured in enumerate(measurements):
+        assert bool(vetoes_for(lower, upper, measured)) == result.vetoed[c]
+        assert np.array_equal(individual_scores(lower, upper, measured) == 0, _literal_zeros(lower, upper, measured))
+
+
+def _literal_zeros(lower, upper, measured):
+    k, n = lower.shape
+    return np.array(
+        [[literal_individual_score(measured[j], lower[i, j], upper[i, j]) == 0 for j in range(n)] for i in range(k)]
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(studies(), st.randoms(use_true_random=False))
+def test_permuting_experts_changes_nothing_but_the_influence_order(study, random):
+    weights, peer_weights, lower, upper, measurements = study
+    k = len(weights)
+    order = list(range(k))
+    random.shuffle(order)
+    original = evaluate(
+        weights=weights, peer_weights=peer_weights, lower=lower, upper=upper, measurements=measurements
+    )
+    permuted = evaluate(
+        weights=weights[order],
+        peer_weights=peer_weights[np.ix_(order, order)],
+        lower=lower[order],
+        upper=upper[order],
+        measurements=measurements,
+    )
+    np.testing.assert_allclose(permuted.expert_influence, original.expert_influence[order], atol=1e-12)
+    np.testing.assert_allclose(permuted.metric_weights, original.metric_weights, atol=1e-12)
+    np.testing.assert_allclose(permuted.group_scores, original.group_scores, atol=1e-12)
+    np.testing.assert_allclose(permuted.cef, original.cef, atol=1e-12)
+    np.testing.assert_array_equal(permuted.vetoed, original.vetoed)
+
+
+@settings(max_examples=100, deadline=None)
+@given(studies(), st.randoms(use_true_random=False))
+def test_permuting_candidates_permutes_the_results(study, random):
+    weights, peer_weights, lower, upper, measurements = study
+    order = list(range(len(measurements)))
+    random.shuffle(order)
+    arguments = dict(weights=weights, peer_weights=peer_weights, lower=lower, upper=upper)
+    original = evaluate(measurements=measurements, **arguments)
+    permuted = evaluate(measurements=measurements[order], **arguments)
+    np.testing.assert_array_equal(permuted.group_scores, original.group_scores[order])
+    np.testing.assert_allclose(permuted.weighted_scores, original.weighted_scores[order], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(permuted.cef, original.cef[order], rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(permuted.vetoed, original.vetoed[order])
+    assert permuted.iterations == original.iterations
+
+
+@settings(max_examples=200, deadline=None)
+@given(studies())
+def test_invariants(study):
+    weights, peer_weights, lower, upper, measurements = study
+    result = evaluate(
+        weights=weights, peer_weights=peer_weights, lower=lower, upper=upper, measurements=measurements
+    )
+    assert result.metric_weights.sum() == pytest.approx(1.0, abs=1e-12)
+    assert (result.metric_weights > 0).all()
+    assert result.expert_influence.sum() == pytest.approx(1.0, abs=1e-12)
+    assert (result.expert_influence > 0).all()
+    np.testing.assert_allclose(result.expert_influence @ peer_weights, result.expert_influence, atol=1e-12)
+    assert ((result.group_scores >= 0) & (result.group_scores <= 1)).all()
+    assert ((result.weighted_scores >= 0) & (result.weighted_scores <= 1 + 1e-12)).all()
+    np.testing.assert_array_equal(result.cef[result.vetoed], 0.0)
+    np.testing.assert_array_equal(result.cef[~result.vetoed], result.weighted_scores[~result.vetoed])
+
+
+@settings(max_examples=100, deadline=None)
+@given(studies(max_candidates=1))
+def test_candidate_at_the_shared_desired_value_scores_1(study):
+    weights, peer_weights, lower, upper, _ = study
+    # Every expert shares expert 0's range.
+    shared_lower = np.tile(lower[0], (len(lower), 1))
+    shared_upper = np.tile(upper[0], (len(upper), 1))
+    result = evaluate(
+        weights=weights,
+        peer_weights=peer_weights,
+        lower=shared_lower,
+        upper=shared_upper,
+        measurements=[upper[0], lower[0]],
+    )
+    np.testing.assert_allclose(result.group_scores[0], 1.0, atol=1e-12)
+    assert result.cef[0] == pytest.approx(1.0, abs=1e-12)
+    assert not result.vetoed[0]
+    # And at the shared least acceptable value: every score 0, vetoed.
+    np.testing.assert_allclose(result.group_scores[1], 0.0, atol=1e-12)
+    assert result.vetoed[1] and result.cef[1] == 0.0
+
+
+@settings(max_examples=100, deadline=None)
+@given(studies(max_candidates=1))
+def test_aggregate_literal_converges_to_influence_times_values(study):
+    weights, peer_weights, *_ = study
+    group, layers = aggregate_literal(peer_weights, weights, tolerance=1e-9)
+    np.testing.assert_allclose(group, expert_influence(peer_weights) @ weights, atol=1e-9)
+    assert layers == layers_needed(peer_weights, weights)

@@ -1,0 +1,190 @@
+"""Validation runs through a real Celery worker, Redis and PostgreSQL.
+
+These start `celery worker` processes against the test database, so they
+need the real stack: `.ci/run` sets DATABASE_URL (PostgreSQL) and REDIS_URL.
+With the embedded defaults (SQLite, eager Celery) there is no broker for a
+worker to listen on, and the tests are skipped for that stated reason.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import redis
+from django.conf import settings
+from django.db import connection
+
+from engine.models import Run
+from engine.services import run_launch
+from workspace.bundles import study_import_bundle
+from workspace.services import candidate_add
+
+ROOT = Path(__file__).resolve().parents[2]
+CASE_STUDY = ROOT / "workspace" / "demo" / "case-study-1.json"
+
+pytestmark = [
+    pytest.mark.realstack,
+    pytest.mark.skipif(
+        not (settings.REDIS_URL and settings.DATABASES["default"]["ENGINE"].endswith("postgresql")),
+        reason="needs REDIS_URL and a PostgreSQL DATABASE_URL (as .ci/run sets): a worker process must share the broker and database",
+    ),
+    pytest.mark.django_db(transaction=True),
+]
+
+
+def _database_url():
+    database = settings.DATABASES["default"]
+    password = f":{database['PASSWORD']}" if database["PASSWORD"] else ""
+    return f"postgres://{database['USER']}{password}@{database['HOST'] or '127.0.0.1'}:{database['PORT'] or 5432}/{database['NAME']}"
+
+
+class Workers:
+    """Starts worker processes on the test database and stops them all."""
+
+    def __init__(self, tmp_path):
+        self.tmp_path = tmp_path
+        self.processes = []
+
+    def start(self, **extra_env):
+        env = {
+            **os.environ,
+            "DATABASE_URL": _database_url(),
+            "REDIS_URL": settings.REDIS_URL,
+            "DJANGO_SETTINGS_MODULE": "approve_site.settings",
+            **{key: str(value) for key, value in extra_env.items()},
+        }
+        log = open(self.tmp_path / f"worker-{len(self.processes)}.log", "w")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "approve_site", "worker", "--pool", "solo",
+             "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )
+        self.processes.append(process)
+        return process
+
+    def stop(self):
+        for process in self.processes:
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes:
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+    def logs(self):
+        return "\n".join(path.read_text() for path in sorted(self.tmp_path.glob("worker-*.log")))
+
+
+@pytest.fixture
+def workers(tmp_path):
+    # Messages left by an earlier test must not reach this test's workers.
+    redis.Redis.from_url(settings.REDIS_URL).flushdb()
+    pool = Workers(tmp_path)
+    yield pool
+    pool.stop()
+    redis.Redis.from_url(settings.REDIS_URL).flushdb()
+
+
+@pytest.fixture
+def closed_study():
+    return study_import_bundle(bundle=json.loads(CASE_STUDY.read_text()))
+
+
+def wait_for(run, statuses, timeout, workers):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run.refresh_from_db()
+        if run.status in statuses:
+            return run
+        time.sleep(0.1)
+    pytest.fail(f"run {run.pk} still {run.status} after {timeout} s; worker logs:\n{workers.logs()}")
+
+
+def test_worker_takes_run_from_redis_and_results_land_in_postgresql(workers, closed_study):
+    assert connection.vendor == "postgresql"
+    workers.start()
+    run = run_launch(study=closed_study, launched_by=closed_study.designer)
+
+    wait_for(run, {Run.Status.SUCCEEDED, Run.Status.FAILED}, 60, workers)
+
+    assert run.status == Run.Status.SUCCEEDED, run.error
+    assert run.attempts == 1
+    # Read back from PostgreSQL by a fresh query, not from the task's memory.
+    stored = Run.objects.get(pk=run.pk).results
+    assert stored["metric_weights"] == pytest.approx([0.5295, 0.2273, 0.2432], abs=5e-5)
+    assert stored["expert_influence"] == pytest.approx([0.3681, 0.2454, 0.1718, 0.2147], abs=5e-5)
+    assert [(c["name"], c["rank"]) for c in stored["candidates"]] == [("JRip", 1), ("J48", 2), ("IBk", 3), ("RandomForest", 3)]
+    assert "engine.tasks.execute_run" in workers.logs()
+
+
+def test_run_survives_its_worker_being_killed(workers, closed_study):
+    # Short lease and visibility timeout so recovery happens within seconds;
+    # the fault-injection delay keeps the run "running" long enough to kill it.
+    timing = {"ENGINE_FAULT_INJECTION_DELAY": 4, "ENGINE_RUN_LEASE_SECONDS": 3, "CELERY_VISIBILITY_TIMEOUT": 5}
+    first = workers.start(**timing)
+    run = run_launch(study=closed_study, launched_by=closed_study.designer)
+    wait_for(run, {Run.Status.RUNNING}, 60, workers)
+
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=10)
+    run.refresh_from_db()
+    assert run.status == Run.Status.RUNNING and run.results is None  # mid-run, nothing stored
+
+    # The message was never acknowledged: once its visibility timeout has
+    # passed, Redis hands it to the next worker, which takes over the run.
+    time.sleep(timing["CELERY_VISIBILITY_TIMEOUT"] + 0.5)
+    workers.start(**timing)
+    wait_for(run, {Run.Status.SUCCEEDED, Run.Status.FAILED}, 60, workers)
+
+    assert run.status == Run.Status.SUCCEEDED, run.error
+    assert run.attempts == 2
+    assert run.results["metric_weights"] == pytest.approx([0.5295, 0.2273, 0.2432], abs=5e-5)
+    assert len(run.results["candidates"]) == 4
+
+
+def test_two_launches_at_once_give_two_independent_runs(workers, closed_study):
+    workers.start()
+    workers.start()
+    launched, errors = [], []
+
+    def launch():
+        try:
+            launched.append(run_launch(study=closed_study, launched_by=closed_study.designer).pk)
+        except Exception as error:  # surfaced below; a thread cannot fail the test itself
+            errors.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=launch) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert not errors
+    assert len(set(launched)) == 2
+    runs = [wait_for(Run.objects.get(pk=pk), {Run.Status.SUCCEEDED, Run.Status.FAILED}, 60, workers) for pk in launched]
+    assert [r.status for r in runs] == [Run.Status.SUCCEEDED] * 2
+    assert [r.attempts for r in runs] == [1, 1]
+    assert runs[0].results == runs[1].results
+    assert runs[0].snapshot == runs[1].snapshot
+
+
+def test_run_with_invalid_inputs_fails_with_a_readable_error(workers, closed_study):
+    # Candidates may be added in any phase; this one has no measurements.
+    candidate_add(study=closed_study, name="SVM")
+    workers.start()
+    run = run_launch(study=closed_study, launched_by=closed_study.designer)
+
+    wait_for(run, {Run.Status.SUCCEEDED, Run.Status.FAILED}, 60, workers)
+
+    assert run.status == Run.Status.FAILED
+    assert run.results is None
+    assert "measurement is missing for SVM / Success rate" in run.error

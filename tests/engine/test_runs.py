@@ -1,0 +1,792 @@
+"""Validation runs on the Django side: snapshot, launch, claim, execute,
+results, recovery and the ``run_validation`` command (METHOD.md 4-6,
+FORMATS.md ``approve-results/1``).
+
+The tests pass in both configurations:
+
+* the defaults (SQLite, Celery eager);
+* ``DATABASE_URL=postgres://...`` and ``REDIS_URL=redis://...``, where Celery
+  is *not* eager and no worker runs. Tests that need a run executed call
+  ``engine.services.run_execute`` (or the task function) directly; tests that
+  go through Celery force eager execution with the ``eager_celery`` fixture.
+
+In a ``db`` test the test's transaction never commits, so the on-commit
+enqueue of ``run_launch`` never fires by itself: launching never executes
+anything unless the test says so.
+"""
+
+import copy
+import json
+from datetime import datetime, timedelta
+from io import StringIO
+from pathlib import Path
+
+import numpy as np
+import pytest
+from celery.exceptions import Retry, SoftTimeLimitExceeded
+from django.core.management import CommandError, call_command
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from engine import core, services
+from engine.models import Run
+from engine.services import (
+    MAX_ATTEMPTS,
+    candidate_individual_scores,
+    competition_ranks,
+    results_document,
+    run_claim,
+    run_execute,
+    run_launch,
+    runs_recover_stale,
+)
+from engine.tasks import execute_run
+from workspace import services as workspace
+from workspace.bundles import study_import_bundle
+from workspace.errors import PhaseConflict
+from workspace.models import Membership, Phase, Study
+
+CASE_STUDY_PATH = Path("/work/shared/examples/case-study-1.json")
+if not CASE_STUDY_PATH.exists():  # the copy shipped with the app is identical
+    CASE_STUDY_PATH = Path(__file__).resolve().parents[2] / "workspace" / "demo" / "case-study-1.json"
+
+# METHOD.md 6.3.
+CONSENSUS = [0.5295, 0.2273, 0.2432]
+INFLUENCE = [0.3681, 0.2454, 0.1718, 0.2147]
+EXPERTS = ["statistician", "informatician", "researcher", "clinician"]
+METRICS = ["Success rate", "Fold accuracy stdev", "Comprehensibility rating"]
+SELECTED_ATTRIBUTES = ["Accuracy", "Consistency", "Comprehensibility"]
+CANDIDATES = ["J48", "JRip", "RandomForest", "IBk"]  # bundle order
+
+# Individual scores of the case study by hand, from the default ranges in the
+# file (every expert shares them, so the group score g equals each expert's
+# individual score m̄ = (m - b^l) / (b^u - b^l), METHOD.md 4):
+#   Success rate [0.80, 0.95], Fold accuracy stdev [0.15, 0.05] (lower is
+#   better), Comprehensibility rating [6, 10].
+#   JRip: (0.865 - 0.80) / (0.95 - 0.80) = 0.4333...
+#         (0.100 - 0.15) / (0.05 - 0.15) = 0.5
+#         (8 - 6) / (10 - 6)             = 0.5
+#   J48:  (0.847 - 0.80) / (0.95 - 0.80) = 0.3133...
+#         (0.106 - 0.15) / (0.05 - 0.15) = 0.44
+#         (7 - 6) / (10 - 6)             = 0.25
+#   CEF = a . g with a the consensus weights (neither is vetoed).
+#   RandomForest and IBk: rating 0 < 6 -> m̄ = 0 for every expert -> vetoed.
+HAND_G = {
+    "JRip": [(0.865 - 0.80) / (0.95 - 0.80), (0.1 - 0.15) / (0.05 - 0.15), (8 - 6) / (10 - 6)],
+    "J48": [(0.847 - 0.80) / (0.95 - 0.80), (0.106 - 0.15) / (0.05 - 0.15), (7 - 6) / (10 - 6)],
+}
+
+
+# --- fixtures and helpers ------------------------------------------------------
+
+
+def case_study_bundle(phase="closed"):
+    """case-study-1.json, imported in ``phase`` (later sections removed)."""
+    bundle = json.loads(CASE_STUDY_PATH.read_text(encoding="utf-8"))
+    bundle["phase"] = phase
+    if phase in ("draft", "voting"):
+        for key in ("priorities", "ranges", "peer_weights"):
+            bundle.pop(key)
+    if phase == "draft":
+        bundle.pop("votes")
+    return bundle
+
+
+@pytest.fixture
+def study(db):
+    """The closed case study."""
+    study = study_import_bundle(bundle=case_study_bundle())
+    assert study.phase == Phase.CLOSED
+    return study
+
+
+def expert(study, username):
+    return Membership.objects.get(study=study, role="expert", user__username=username)
+
+
+def launch(study, **kwargs):
+    """Launch a run; in a ``db`` test nothing is enqueued (no commit)."""
+    return run_launch(study=study, launched_by=study.designer, **kwargs)
+
+
+def executed(run):
+    outcome = run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    return outcome, run
+
+
+def row(run_id):
+    """Every column of a run, to check that a call changed nothing."""
+    return Run.objects.filter(pk=run_id).values().get()
+
+
+def expire_lease(run_id, seconds=1):
+    Run.objects.filter(pk=run_id).update(lease_expires_at=timezone.now() - timedelta(seconds=seconds))
+
+
+def file_inputs():
+    """W and V straight from the file (experts in file order)."""
+    bundle = json.loads(CASE_STUDY_PATH.read_text(encoding="utf-8"))
+    weights = np.array([[bundle["priorities"][e]["weights"][a] for a in SELECTED_ATTRIBUTES] for e in EXPERTS])
+    peers = np.array([[bundle["peer_weights"][e][other] for other in EXPERTS] for e in EXPERTS])
+    return weights, peers
+
+
+def by_name(results):
+    return {c["name"]: c for c in results["candidates"]}
+
+
+@pytest.fixture
+def eager_celery(settings):
+    """Force Celery's eager mode (also in the REDIS_URL configuration, where
+    no worker runs) for the duration of a test, then restore it."""
+    from approve_site.celery import app
+
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    previous = (app.conf.task_always_eager, app.conf.task_eager_propagates)
+    app.conf.task_always_eager = True
+    app.conf.task_eager_propagates = True
+    try:
+        yield app
+    finally:
+        app.conf.task_always_eager, app.conf.task_eager_propagates = previous
+
+
+# --- 1. case study 1 end to end ----------------------------------------------------
+
+
+def test_case_study_1_figures(study):
+    run = launch(study)
+    outcome, run = executed(run)
+    assert outcome.status == Run.Status.SUCCEEDED
+    assert run.status == Run.Status.SUCCEEDED and run.error == "" and run.attempts == 1
+    assert run.finished_at is not None and run.duration_seconds is not None and run.duration_seconds >= 0
+    results = run.results
+
+    assert results["metric_weights"] == pytest.approx(CONSENSUS, abs=5e-5)
+    # One metric per attribute: the attribute weights are the metric weights.
+    assert results["attribute_weights"] == pytest.approx(CONSENSUS, abs=5e-5)
+    assert sum(results["metric_weights"]) == pytest.approx(1, abs=1e-12)
+    assert results["expert_influence"] == pytest.approx(INFLUENCE, abs=5e-5)
+
+    # The literal aggregation of W, computed from the file's own numbers.
+    weights, peers = file_inputs()
+    literal_a, layers = core.aggregate_literal(peers, weights)
+    assert results["iterations"] == layers
+    assert results["iterations"] > 0
+    assert results["metric_weights"] == pytest.approx(literal_a.tolist(), abs=1e-8)
+
+    candidates = by_name(results)
+    assert [c["name"] for c in results["candidates"]] == ["JRip", "J48", "IBk", "RandomForest"]
+    assert [c["rank"] for c in results["candidates"]] == [1, 2, 3, 3]
+    # Within the tie, the higher weighted score first.
+    assert candidates["IBk"]["weighted_score"] > candidates["RandomForest"]["weighted_score"]
+    assert candidates["IBk"]["weighted_score"] == pytest.approx(0.5772, abs=5e-5)
+    assert candidates["RandomForest"]["weighted_score"] == pytest.approx(0.5764, abs=5e-5)
+
+    a = results["metric_weights"]
+    for name, g in HAND_G.items():
+        hand_cef = sum(w * x for w, x in zip(a, g))
+        assert candidates[name]["vetoed"] is False and candidates[name]["vetoes"] == []
+        assert candidates[name]["group_scores"] == pytest.approx(g, abs=1e-9)
+        assert candidates[name]["cef"] == pytest.approx(hand_cef, abs=1e-9)
+        assert candidates[name]["weighted_score"] == pytest.approx(hand_cef, abs=1e-9)
+    assert candidates["JRip"]["cef"] == pytest.approx(0.4647, abs=5e-5)
+    assert candidates["J48"]["cef"] == pytest.approx(0.3267, abs=5e-5)
+
+    for name in ("RandomForest", "IBk"):
+        assert candidates[name]["vetoed"] is True
+        assert candidates[name]["cef"] == 0
+        assert candidates[name]["vetoes"] == [
+            {"expert": e, "metric": "Comprehensibility rating", "value": 0, "range": [6, 10]} for e in EXPERTS
+        ]
+        assert candidates[name]["group_scores"][2] == 0
+    # The index stored with each candidate points into the snapshot.
+    for entry in results["candidates"]:
+        assert run.snapshot["candidates"][entry["index"]] == entry["name"]
+
+
+def test_paper_cef_from_its_own_group_scores(study):
+    _, run = executed(launch(study))
+    a = np.array(run.results["metric_weights"])
+    assert float(a @ [0.475, 0.52, 0.687]) == pytest.approx(0.537, abs=5e-4)  # J48 in the paper
+    assert float(a @ [0.595, 0.66, 1]) == pytest.approx(0.708, abs=5e-4)  # JRip in the paper
+
+
+def test_snapshot_holds_every_input_in_order(study):
+    run = launch(study)
+    snapshot = Run.objects.get(pk=run.pk).snapshot  # as stored
+    weights, peers = file_inputs()
+    assert snapshot["version"] == services.SNAPSHOT_VERSION
+    assert snapshot["study"] == {"id": study.pk, "title": "Cancer diagnosis from microarray data"}
+    assert snapshot["tolerance"] == 1e-9
+    assert snapshot["experts"] == EXPERTS
+    assert snapshot["attributes"] == SELECTED_ATTRIBUTES  # Efficiency got no vote
+    assert [m["name"] for m in snapshot["metrics"]] == METRICS
+    assert [m["attribute"] for m in snapshot["metrics"]] == SELECTED_ATTRIBUTES
+    assert [m["better"] for m in snapshot["metrics"]] == ["higher", "lower", "higher"]
+    assert np.allclose(snapshot["attribute_weights"], weights, atol=1e-12)
+    assert np.allclose(snapshot["metric_weights"], weights, atol=1e-12)
+    assert np.allclose(snapshot["peer_weights"], peers, atol=1e-12)
+    assert snapshot["lower"] == [[0.8, 0.15, 6]] * 4
+    assert snapshot["upper"] == [[0.95, 0.05, 10]] * 4
+    assert snapshot["candidates"] == CANDIDATES
+    assert snapshot["measurements"] == [[0.847, 0.106, 7], [0.865, 0.1, 8], [0.924, 0.089, 0], [0.921, 0.084, 0]]
+    assert run.status == Run.Status.QUEUED and run.results is None and run.attempts == 0
+    assert run.launched_by == study.designer
+
+
+def test_tolerance_is_stored_and_used(study):
+    _, run = executed(launch(study, tolerance=1e-4))
+    assert run.tolerance == 1e-4 and run.snapshot["tolerance"] == 1e-4
+    weights, peers = file_inputs()
+    assert run.results["iterations"] == core.aggregate_literal(peers, weights, tolerance=1e-4)[1]
+    assert run.results["iterations"] < core.aggregate_literal(peers, weights)[1]
+
+
+@pytest.mark.parametrize("tolerance", [0.0, 1.0, -1e-9, 1, "1e-9"])
+def test_launch_refuses_a_bad_tolerance(study, tolerance):
+    with pytest.raises(ValueError):
+        launch(study, tolerance=tolerance)
+    assert Run.objects.count() == 0
+
+
+# --- launch: enqueue after commit ---------------------------------------------
+
+
+def test_launch_enqueues_once_after_commit(study, django_capture_on_commit_callbacks, monkeypatch):
+    enqueued = []
+    monkeypatch.setattr(services, "_enqueue", enqueued.append)
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        run = launch(study)
+    assert len(callbacks) == 1
+    assert enqueued == []  # nothing before the commit
+    callbacks[0]()
+    assert enqueued == [run.pk]
+
+
+def test_launch_runs_through_celery_after_commit(study, django_capture_on_commit_callbacks, eager_celery):
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        run = launch(study)
+        assert Run.objects.get(pk=run.pk).status == Run.Status.QUEUED  # not yet committed
+    assert len(callbacks) == 1
+    run.refresh_from_db()
+    assert run.status == Run.Status.SUCCEEDED
+    assert run.results["expert_influence"] == pytest.approx(INFLUENCE, abs=5e-5)
+
+
+# --- 3. snapshot immutability ------------------------------------------------------
+
+
+def test_run_keeps_its_snapshot_when_the_study_changes(study):
+    run = launch(study)
+    before = copy.deepcopy(Run.objects.get(pk=run.pk).snapshot)
+
+    # Change every kind of input after the launch, before the run executes.
+    workspace.measurements_set(study=study, measurements=[{"candidate": "J48", "metric": "Success rate", "value": 0.9}])
+    workspace.study_reopen_assessment(study=study)
+    statistician = expert(study, "statistician")
+    workspace.peer_weights_set(
+        expert=statistician, weights={"statistician": 0.4, "informatician": 0.2, "researcher": 0.2, "clinician": 0.2}
+    )
+    workspace.ranges_set(expert=statistician, ranges={"Success rate": [0.85, 0.99]})
+    workspace.prioritisation_set(
+        expert=statistician, method="direct", weights={"Accuracy": 1, "Consistency": 1, "Comprehensibility": 1}
+    )
+
+    run.refresh_from_db()
+    assert run.snapshot == before
+    outcome, run = executed(run)
+    assert outcome.status == Run.Status.SUCCEEDED
+    assert run.snapshot == before
+    # The results are those of the inputs at launch.
+    assert run.results["metric_weights"] == pytest.approx(CONSENSUS, abs=5e-5)
+    assert run.results["expert_influence"] == pytest.approx(INFLUENCE, abs=5e-5)
+    a = run.results["metric_weights"]
+    j48 = by_name(run.results)["J48"]
+    assert j48["cef"] == pytest.approx(sum(w * x for w, x in zip(a, HAND_G["J48"])), abs=1e-9)
+    results = copy.deepcopy(run.results)
+
+    # A new run sees the new inputs; the old one is untouched by it.
+    workspace.study_close_assessment(study=study)
+    _, new = executed(launch(study))
+    assert new.status == Run.Status.SUCCEEDED
+    assert new.snapshot["measurements"][0][0] == 0.9
+    assert new.snapshot["peer_weights"][0] == [0.4, 0.2, 0.2, 0.2]
+    assert new.snapshot["lower"][0][0] == 0.85 and new.snapshot["upper"][0][0] == 0.99
+    assert new.snapshot["metric_weights"][0] == pytest.approx([1 / 3] * 3)
+    assert new.snapshot != before
+    assert new.results["expert_influence"] != pytest.approx(INFLUENCE, abs=5e-5)
+    assert new.results["metric_weights"] != pytest.approx(CONSENSUS, abs=5e-5)
+    assert by_name(new.results)["J48"]["cef"] != pytest.approx(j48["cef"], abs=1e-6)
+    run.refresh_from_db()
+    assert run.snapshot == before
+    assert run.results == results
+
+
+# --- 4. launching needs a closed study ----------------------------------------------
+
+
+@pytest.mark.parametrize("phase", ["draft", "voting", "assessment", "reopened"])
+def test_launch_refused_unless_closed(db, phase, django_capture_on_commit_callbacks):
+    if phase == "reopened":
+        study = workspace.study_reopen_assessment(study=study_import_bundle(bundle=case_study_bundle()))
+    else:
+        study = study_import_bundle(bundle=case_study_bundle(phase))
+    current = Phase.ASSESSMENT if phase == "reopened" else phase
+    assert Study.objects.get(pk=study.pk).phase == current
+    Run.objects.create(study=study, snapshot={})  # an earlier run, to count
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        with pytest.raises(PhaseConflict, match=rf"closed study.*{current}"):
+            launch(study)
+    assert callbacks == []
+    assert Run.objects.count() == 1
+    assert Study.objects.get(pk=study.pk).phase == current
+
+
+# --- 5. claiming --------------------------------------------------------------------
+
+
+def test_execute_twice_runs_once(study):
+    run = launch(study)
+    _, first = executed(run)
+    assert first.status == Run.Status.SUCCEEDED and first.attempts == 1
+    stored = row(run.pk)
+    outcome = run_execute(run_id=run.pk)
+    assert outcome.status == Run.Status.SUCCEEDED and outcome.retry_in is None
+    assert row(run.pk) == stored  # attempts, results, finished_at, lease: all unchanged
+
+
+def test_succeeded_run_is_never_recomputed(study):
+    _, run = executed(launch(study))
+    stored = row(run.pk)
+    # Were it recomputed, this snapshot would give other results (or fail).
+    snapshot = copy.deepcopy(run.snapshot)
+    snapshot["measurements"][1] = [0.1, 0.2, 1]
+    Run.objects.filter(pk=run.pk).update(snapshot=snapshot)
+    for _ in range(2):
+        assert run_execute(run_id=run.pk).status == Run.Status.SUCCEEDED
+    after = row(run.pk)
+    assert after.pop("snapshot") == snapshot
+    stored.pop("snapshot")
+    assert after == stored
+
+
+def test_failed_run_is_not_retried(study):
+    run = launch(study)
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.FAILED, error="gone", finished_at=timezone.now())
+    stored = row(run.pk)
+    assert run_execute(run_id=run.pk).status == Run.Status.FAILED
+    assert row(run.pk) == stored
+
+
+def test_missing_run(db):
+    assert run_execute(run_id=987654).status == "missing"
+
+
+def test_live_lease_is_left_alone(study):
+    run = launch(study)
+    assert run_claim(run.pk) == 1
+    stored = row(run.pk)
+    assert stored["status"] == Run.Status.RUNNING and stored["lease_expires_at"] > timezone.now()
+    outcome = run_execute(run_id=run.pk)
+    assert outcome.status == Run.Status.RUNNING
+    remaining = (stored["lease_expires_at"] - timezone.now()).total_seconds()
+    assert outcome.retry_in is not None and 0 < outcome.retry_in <= remaining + 1.5
+    assert outcome.retry_in >= remaining  # not before the lease has expired
+    assert row(run.pk) == stored
+    assert run_claim(run.pk) is None
+
+
+def test_task_retries_while_another_worker_holds_the_lease(study):
+    run = launch(study)
+    run_claim(run.pk)
+    stored = row(run.pk)
+    with pytest.raises(Retry):
+        execute_run(run.pk)  # called directly: in-process whatever the broker
+    assert row(run.pk) == stored
+
+
+def test_task_executes_a_queued_run(study):
+    run = launch(study)
+    assert execute_run(run.pk) == Run.Status.SUCCEEDED
+    run.refresh_from_db()
+    assert run.status == Run.Status.SUCCEEDED and run.attempts == 1
+    assert execute_run(run.pk) == Run.Status.SUCCEEDED  # a redelivery is a no-op
+    assert Run.objects.get(pk=run.pk).attempts == 1
+
+
+def test_expired_lease_is_taken_over(study):
+    run = launch(study)
+    assert run_claim(run.pk) == 1  # a worker that then died
+    expire_lease(run.pk)
+    outcome, run = executed(run)
+    assert outcome.status == Run.Status.SUCCEEDED
+    assert run.status == Run.Status.SUCCEEDED and run.attempts == 2
+    assert run.results["expert_influence"] == pytest.approx(INFLUENCE, abs=5e-5)
+
+
+def test_too_many_lost_workers_fail_the_run(study):
+    run = launch(study)
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        assert run_claim(run.pk) == attempt  # each worker dies while running it
+        expire_lease(run.pk)
+    outcome, run = executed(run)
+    assert outcome.status == Run.Status.FAILED
+    assert run.status == Run.Status.FAILED and run.results is None
+    assert run.attempts == MAX_ATTEMPTS + 1
+    assert f"lost {MAX_ATTEMPTS} times" in run.error and "launch it again" in run.error
+    assert run.finished_at is not None
+    # And it stays failed.
+    stored = row(run.pk)
+    assert run_execute(run_id=run.pk).status == Run.Status.FAILED
+    assert row(run.pk) == stored
+
+
+def test_last_allowed_attempt_still_runs(study):
+    run = launch(study)
+    for _ in range(MAX_ATTEMPTS - 1):
+        run_claim(run.pk)
+        expire_lease(run.pk)
+    outcome, run = executed(run)
+    assert outcome.status == Run.Status.SUCCEEDED and run.attempts == MAX_ATTEMPTS
+
+
+def test_stale_attempt_cannot_overwrite_its_successor(study):
+    run = launch(study)
+    assert run_claim(run.pk) == 1
+    expire_lease(run.pk)
+    assert run_claim(run.pk) == 2
+    assert services._finish(run.pk, 1, status=Run.Status.FAILED, error="stale worker") == 0
+    current = Run.objects.get(pk=run.pk)
+    assert current.status == Run.Status.RUNNING and current.attempts == 2 and current.error == ""
+    assert current.finished_at is None
+    # The holder of the run can finish it.
+    results = services.evaluate_snapshot(current.snapshot)
+    assert services._finish(run.pk, 2, status=Run.Status.SUCCEEDED, results=results) == 1
+    assert services._finish(run.pk, 2, status=Run.Status.FAILED, error="late") == 0  # finished: no second write
+    current.refresh_from_db()
+    assert current.status == Run.Status.SUCCEEDED and current.results == results
+
+
+def test_execution_overtaken_by_a_takeover_is_superseded(study, monkeypatch):
+    run = launch(study)
+    evaluate = services.evaluate_snapshot
+
+    def slow_evaluate(snapshot):
+        # While this worker computes, its lease expires and another takes over.
+        expire_lease(run.pk)
+        assert run_claim(run.pk) == 2
+        return evaluate(snapshot)
+
+    monkeypatch.setattr(services, "evaluate_snapshot", slow_evaluate)
+    assert run_execute(run_id=run.pk).status == "superseded"
+    current = Run.objects.get(pk=run.pk)
+    assert current.status == Run.Status.RUNNING and current.attempts == 2 and current.results is None
+    monkeypatch.setattr(services, "evaluate_snapshot", evaluate)
+    # Attempt 2 holds a live lease, so a redelivery waits ...
+    assert run_execute(run_id=run.pk).retry_in > 0
+    # ... until it expires.
+    expire_lease(run.pk)
+    outcome, current = executed(current)
+    assert outcome.status == Run.Status.SUCCEEDED and current.attempts == 3
+
+
+# --- 6. invalid inputs end in "failed" ----------------------------------------------
+
+
+def test_candidate_without_measurements_fails_the_run(study):
+    workspace.candidate_add(study=study, name="NaiveBayes")  # allowed in any phase
+    outcome, run = executed(launch(study))
+    assert outcome.status == Run.Status.FAILED
+    assert run.status == Run.Status.FAILED and run.results is None
+    assert "NaiveBayes" in run.error and "Success rate" in run.error and "measurement" in run.error
+    assert run.finished_at is not None and run.attempts == 1
+
+
+def test_one_missing_measurement_is_named(study):
+    workspace.candidate_add(study=study, name="NaiveBayes")
+    workspace.measurements_set(
+        study=study,
+        measurements=[
+            {"candidate": "NaiveBayes", "metric": "Success rate", "value": 0.9},
+            {"candidate": "NaiveBayes", "metric": "Fold accuracy stdev", "value": 0.1},
+            {"candidate": "NaiveBayes", "metric": "Training time", "value": 1.0},  # not selected
+        ],
+    )
+    _, run = executed(launch(study))
+    assert run.status == Run.Status.FAILED
+    assert "NaiveBayes" in run.error and "Comprehensibility rating" in run.error
+    assert "Success rate" not in run.error
+
+
+def test_zero_peer_weight_fails_the_run(study):
+    run = launch(study)
+    snapshot = copy.deepcopy(run.snapshot)
+    snapshot["peer_weights"][0] = [0.8, 0.0, 0.1, 0.1]
+    Run.objects.filter(pk=run.pk).update(snapshot=snapshot)
+    outcome, run = executed(run)
+    assert outcome.status == Run.Status.FAILED
+    assert run.status == Run.Status.FAILED and run.results is None
+    assert run.error.startswith("The inputs cannot be evaluated")
+    assert "peer weight" in run.error.replace("_", " ")
+    assert "silence" in run.error  # says why
+
+
+def test_missing_peer_weight_is_named(study):
+    run = launch(study)
+    snapshot = copy.deepcopy(run.snapshot)
+    snapshot["peer_weights"][1][3] = None
+    Run.objects.filter(pk=run.pk).update(snapshot=snapshot)
+    _, run = executed(run)
+    assert run.status == Run.Status.FAILED
+    assert "peer weight" in run.error and "informatician" in run.error and "clinician" in run.error
+
+
+def test_a_bug_in_the_engine_still_ends_the_run(study, monkeypatch):
+    def broken(snapshot):
+        raise ZeroDivisionError("oops")
+
+    monkeypatch.setattr(services, "evaluate_snapshot", broken)
+    outcome, run = executed(launch(study))
+    assert outcome.status == Run.Status.FAILED
+    assert run.status == Run.Status.FAILED and run.error == "Internal error: ZeroDivisionError: oops"
+
+
+def test_soft_time_limit_fails_the_run_with_a_readable_error(study, monkeypatch, settings):
+    def too_slow(snapshot):
+        raise SoftTimeLimitExceeded()
+
+    monkeypatch.setattr(services, "evaluate_snapshot", too_slow)
+    run = launch(study)
+    assert execute_run(run.pk) == "failed"
+    run.refresh_from_db()
+    assert run.status == Run.Status.FAILED and run.results is None
+    assert f"{settings.CELERY_TASK_SOFT_TIME_LIMIT} s time limit" in run.error
+    assert run.finished_at is not None
+
+
+def test_succeeded_needs_results_in_the_database(study):
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Run.objects.create(study=study, snapshot={}, status=Run.Status.SUCCEEDED, results=None)
+    run = Run.objects.create(study=study, snapshot={})
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Run.objects.filter(pk=run.pk).update(status=Run.Status.SUCCEEDED)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Run.objects.filter(pk=run.pk).update(status="done")
+    assert Run.objects.get(pk=run.pk).status == Run.Status.QUEUED
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.SUCCEEDED, results={"candidates": []})
+
+
+# --- 7. ranks ------------------------------------------------------------------------
+
+
+def test_competition_ranks():
+    cef = [0.3, 0.5, 0.3, 0.1, 0.0, 0.0, 0.3]
+    weighted = [0.3, 0.5, 0.4, 0.1, 0.6, 0.7, 0.3]
+    order, ranks = competition_ranks(cef, weighted)
+    # 0.5 | 0.3 0.3 0.3 | 0.1 | 0 0: ranks 1 | 2 2 2 | 5 | 6 6; within a tie the higher weighted score,
+    # then the original order.
+    assert order == [1, 2, 0, 6, 3, 5, 4]
+    assert ranks == [2, 1, 2, 5, 6, 6, 2]  # "1, 2, 2, 2, 5, 6, 6" in order
+    assert competition_ranks([0.9, 0.4, 0.4, 0.2], [0.9, 0.4, 0.4, 0.2]) == ([0, 1, 2, 3], [1, 2, 2, 4])
+    assert competition_ranks([], []) == ([], [])
+
+
+# --- 8. the results document ---------------------------------------------------------
+
+
+def test_results_document(study):
+    _, run = executed(launch(study))
+    document = results_document(run)
+    assert set(document) == {
+        "format", "study", "run", "launched_at", "tolerance", "iterations", "selected_attributes", "metrics",
+        "attribute_weights", "metric_weights", "expert_influence", "candidates",
+    }
+    assert json.loads(json.dumps(document)) == document
+    assert document["format"] == "approve-results/1"
+    assert document["study"] == "Cancer diagnosis from microarray data"
+    assert document["run"] == run.pk
+    assert document["launched_at"].endswith("Z")
+    assert datetime.fromisoformat(document["launched_at"].replace("Z", "+00:00")) == run.launched_at
+    assert document["tolerance"] == 1e-9
+    assert document["iterations"] == run.results["iterations"]
+    assert document["selected_attributes"] == SELECTED_ATTRIBUTES
+    assert document["metrics"] == METRICS
+    assert list(document["attribute_weights"]) == SELECTED_ATTRIBUTES
+    assert list(document["attribute_weights"].values()) == pytest.approx(CONSENSUS, abs=5e-5)
+    assert list(document["metric_weights"]) == METRICS
+    assert list(document["metric_weights"].values()) == pytest.approx(CONSENSUS, abs=5e-5)
+    assert list(document["expert_influence"]) == EXPERTS
+    assert list(document["expert_influence"].values()) == pytest.approx(INFLUENCE, abs=5e-5)
+    assert [(c["name"], c["rank"]) for c in document["candidates"]] == [("JRip", 1), ("J48", 2), ("IBk", 3), ("RandomForest", 3)]
+    for candidate in document["candidates"]:
+        assert set(candidate) == {
+            "name", "rank", "cef", "weighted_score", "vetoed", "vetoes", "group_scores", "individual_scores"
+        }
+        assert list(candidate["group_scores"]) == METRICS
+        assert list(candidate["individual_scores"]) == EXPERTS
+        assert all(list(scores) == METRICS for scores in candidate["individual_scores"].values())
+        assert candidate["individual_scores"] == candidate_individual_scores(run, candidate["name"])
+    jrip = document["candidates"][0]
+    assert list(jrip["group_scores"].values()) == pytest.approx(HAND_G["JRip"], abs=1e-9)
+    for scores in jrip["individual_scores"].values():
+        assert list(scores.values()) == pytest.approx(HAND_G["JRip"], abs=1e-12)
+    ibk = document["candidates"][2]
+    assert ibk["vetoed"] and len(ibk["vetoes"]) == 4
+    assert all(scores["Comprehensibility rating"] == 0 for scores in ibk["individual_scores"].values())
+
+    compact = results_document(run, individual=False)
+    assert all("individual_scores" not in c for c in compact["candidates"])
+    assert {k: v for k, v in compact.items() if k != "candidates"} == {
+        k: v for k, v in document.items() if k != "candidates"
+    }
+
+
+def test_candidate_individual_scores(study):
+    _, run = executed(launch(study))
+    scores = candidate_individual_scores(run, "J48")
+    snapshot = run.snapshot
+    expected = core.individual_scores(
+        np.array(snapshot["lower"], dtype=float),
+        np.array(snapshot["upper"], dtype=float),
+        np.array(snapshot["measurements"][CANDIDATES.index("J48")], dtype=float),
+    )
+    assert expected.shape == (4, 3)
+    assert list(scores) == EXPERTS
+    assert [list(scores[e].values()) for e in EXPERTS] == expected.tolist()
+    assert all(list(scores[e]) == METRICS for e in EXPERTS)
+    for e in EXPERTS:
+        assert list(scores[e].values()) == pytest.approx(HAND_G["J48"], abs=1e-12)
+    assert candidate_individual_scores(run, "C5.0") is None
+    assert candidate_individual_scores(run, "j48") is None
+
+
+def test_individual_scores_come_from_the_snapshot(study):
+    """Recomputed from the snapshot, not from the study as it is now."""
+    _, run = executed(launch(study))
+    before = candidate_individual_scores(run, "J48")
+    workspace.measurements_set(study=study, measurements=[{"candidate": "J48", "metric": "Success rate", "value": 0.95}])
+    run.refresh_from_db()
+    assert candidate_individual_scores(run, "J48") == before
+    assert before["clinician"]["Success rate"] == pytest.approx(HAND_G["J48"][0], abs=1e-12)
+
+
+# --- 9. recovery of runs left behind ---------------------------------------------
+
+
+def test_runs_recover_stale(study, monkeypatch):
+    enqueued = []
+    monkeypatch.setattr(services, "_enqueue", enqueued.append)
+    lease = services._lease_seconds()
+    now = timezone.now()
+    snapshot = launch(study).snapshot
+    Run.objects.all().delete()
+
+    def make(**fields):
+        launched_at = fields.pop("launched_at", None)
+        run = Run.objects.create(study=study, snapshot=snapshot, **fields)
+        if launched_at is not None:
+            Run.objects.filter(pk=run.pk).update(launched_at=launched_at)
+        return run.pk
+
+    long_ago = now - timedelta(seconds=lease + 60)
+    running_expired = make(status=Run.Status.RUNNING, attempts=1, lease_expires_at=now - timedelta(seconds=5))
+    queued_old = make(launched_at=long_ago)
+    make(status=Run.Status.RUNNING, attempts=1, lease_expires_at=now + timedelta(seconds=lease))  # live
+    make()  # queued just now
+    make(launched_at=now - timedelta(seconds=lease - 60))  # queued, younger than a lease
+    make(status=Run.Status.SUCCEEDED, results={"candidates": []}, launched_at=long_ago,
+         lease_expires_at=now - timedelta(seconds=5))
+    make(status=Run.Status.FAILED, error="x", launched_at=long_ago, lease_expires_at=now - timedelta(seconds=5))
+    # A running run launched long ago but holding a live lease is not stale.
+    make(status=Run.Status.RUNNING, attempts=1, launched_at=long_ago, lease_expires_at=now + timedelta(seconds=30))
+
+    ids = runs_recover_stale(now=now)
+    assert sorted(ids) == sorted([running_expired, queued_old])
+    assert sorted(enqueued) == sorted(ids)
+    # Nothing was changed by the recovery itself; the claim decides.
+    assert Run.objects.get(pk=queued_old).status == Run.Status.QUEUED
+    assert Run.objects.get(pk=running_expired).attempts == 1
+    # And the re-enqueued runs do run.
+    for run_id in ids:
+        assert run_execute(run_id=run_id).status == Run.Status.SUCCEEDED
+    assert Run.objects.get(pk=running_expired).attempts == 2
+    enqueued.clear()
+    assert runs_recover_stale() == [] and enqueued == []
+
+
+# --- 10. the run_validation command -----------------------------------------------
+
+
+def command(*args):
+    out, err = StringIO(), StringIO()
+    call_command("run_validation", *[str(a) for a in args], "--timeout", "30", stdout=out, stderr=err)
+    return out.getvalue()
+
+
+@pytest.mark.django_db
+def test_command_refuses_an_open_study_without_close():
+    study = study_import_bundle(bundle=case_study_bundle("assessment"))
+    with pytest.raises(CommandError, match="--close"):
+        command(study.pk)
+    assert Study.objects.get(pk=study.pk).phase == Phase.ASSESSMENT
+    assert Run.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_command_refuses_an_unknown_study():
+    with pytest.raises(CommandError, match="no study with id 987654"):
+        command(987654)
+
+
+# The command launches, lets the transaction commit (the enqueue is on
+# commit) and waits for the run: it needs real commits, hence transaction=True,
+# and an executed task, hence eager_celery.
+
+
+@pytest.mark.django_db(transaction=True)
+def test_command_closes_runs_and_prints_json(eager_celery):
+    study = study_import_bundle(bundle=case_study_bundle("assessment"))
+    document = json.loads(command(study.pk, "--close", "--json"))
+    assert Study.objects.get(pk=study.pk).phase == Phase.CLOSED
+    run = Run.objects.get(study=study)
+    assert run.status == Run.Status.SUCCEEDED
+    assert document == json.loads(json.dumps(results_document(run)))
+    assert document["format"] == "approve-results/1" and document["run"] == run.pk
+    assert list(document["metric_weights"].values()) == pytest.approx(CONSENSUS, abs=5e-5)
+    assert list(document["expert_influence"].values()) == pytest.approx(INFLUENCE, abs=5e-5)
+    weights, peers = file_inputs()
+    assert document["iterations"] == core.aggregate_literal(peers, weights)[1]
+    ranked = [(c["name"], c["rank"]) for c in document["candidates"]]
+    assert ranked == [("JRip", 1), ("J48", 2), ("IBk", 3), ("RandomForest", 3)]
+    a = run.results["metric_weights"]
+    cef = {c["name"]: c["cef"] for c in document["candidates"]}
+    assert cef["JRip"] == pytest.approx(sum(w * x for w, x in zip(a, HAND_G["JRip"])), abs=1e-9)
+    assert cef["J48"] == pytest.approx(sum(w * x for w, x in zip(a, HAND_G["J48"])), abs=1e-9)
+    assert cef["IBk"] == 0 and cef["RandomForest"] == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_command_prints_a_table_for_a_closed_study(eager_celery):
+    study = study_import_bundle(bundle=case_study_bundle())
+    out = command(study.pk)
+    run = Run.objects.get(study=study)
+    assert run.status == Run.Status.SUCCEEDED
+    assert f"Run {run.pk} of 'Cancer diagnosis from microarray data'" in out
+    assert "Consensus weights: Success rate 0.5295, Fold accuracy stdev 0.2273, Comprehensibility rating 0.2432" in out
+    assert "statistician 0.3681" in out and "clinician 0.2147" in out
+    lines = [line.split() for line in out.splitlines()]
+    table = [line for line in lines if line and line[0].isdigit()]
+    assert [(line[0], line[1]) for line in table] == [("1", "JRip"), ("2", "J48"), ("3", "IBk"), ("3", "RandomForest")]
+    assert table[0][2] == "0.4647" and table[1][2] == "0.3267"
+    assert table[2][2:4] == ["0.0000", "0.5772"] and "statistician" in " ".join(table[2])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_command_reports_a_failed_run(eager_celery):
+    study = study_import_bundle(bundle=case_study_bundle())
+    workspace.candidate_add(study=study, name="NaiveBayes")
+    with pytest.raises(CommandError, match=r"failed: .*NaiveBayes / Success rate"):
+        command(study.pk, "--json")
+    assert Run.objects.get(study=study).status == Run.Status.FAILED
