@@ -50,13 +50,15 @@ def _keys(entry, field, required, optional=()):
         raise InvalidInput({f"{field}.{unknown[0]}": "is not a field of this object"})
 
 
-def _per_expert(bundle, key, experts):
-    """A ``{username: section}`` map whose keys are the bundle's experts."""
+def _per_expert(bundle, key, experts, path=None):
+    """A ``{username: section}`` map whose keys are the bundle's experts.
+    ``path`` is where the map sits in the bundle (default ``key``)."""
+    path = path or key
     section = bundle.get(key) or {}
-    _expect(section, dict, key, "an object keyed by expert username")
+    _expect(section, dict, path, "an object keyed by expert username")
     for username in section:
         if username not in experts:
-            raise InvalidInput({f"{key}.{username}": "is not one of the bundle's experts"})
+            raise InvalidInput({f"{path}.{username}": "is not one of the bundle's experts"})
     return section
 
 
@@ -147,7 +149,7 @@ def study_import_bundle(*, bundle, importer=None):
     for position, entry in enumerate(bundle.get("metrics", [])):
         field = f"metrics[{position}]"
         _keys(entry, field, required=("name", "attribute"), optional=("better", "unit", "default_range"))
-        attribute = attributes.get(entry["attribute"])
+        attribute = attributes.get(entry["attribute"]) if isinstance(entry["attribute"], str) else None
         if attribute is None:
             raise InvalidInput({f"{field}.attribute": f"no attribute named {entry['attribute']!r} in the bundle"})
         try:
@@ -191,8 +193,8 @@ def study_import_bundle(*, bundle, importer=None):
 
     votes = bundle.get("votes") or {}
     _keys(votes, "votes", required=(), optional=("attributes", "metrics"))
-    attribute_votes = _per_expert(votes, "attributes", experts)
-    metric_votes = _per_expert(votes, "metrics", experts)
+    attribute_votes = _per_expert(votes, "attributes", experts, path="votes.attributes")
+    metric_votes = _per_expert(votes, "metrics", experts, path="votes.metrics")
     for username, expert in experts.items():
         if username in attribute_votes or username in metric_votes:
             try:
@@ -202,8 +204,14 @@ def study_import_bundle(*, bundle, importer=None):
                     metrics=metric_votes.get(username, []),
                 )
             except InvalidInput as error:
-                raise error.within(f"votes.{username}") from None
+                # The service names "attributes" or "metrics"; the bundle
+                # holds them at votes.attributes.<username>.
+                raise InvalidInput(
+                    {f"votes.{field}.{username}": messages for field, messages in error.errors.items()}
+                ) from None
     if phase == Phase.VOTING:
+        # The transition saved a locked copy: reread, or the caller gets "draft".
+        study.refresh_from_db()
         return study
     _transition(services.study_close_voting, study, phase)
 
@@ -240,14 +248,20 @@ def _number_out(value):
 
 
 def _prioritisation_out(prioritisation, item_of_weight):
+    # Rows are written in the order given (weights in item order), so the
+    # export does not depend on the order the database happens to return.
     if prioritisation.method == "direct":
         return {
             "method": "direct",
-            "weights": {item_of_weight(w).name: _number_out(w.given) for w in prioritisation.weights.all()},
+            "weights": {
+                item_of_weight(w).name: _number_out(w.given) for w in sorted(prioritisation.weights.all(), key=lambda w: w.pk)
+            },
         }
     return {
         "method": prioritisation.method,
-        "judgments": [[j.row.name, j.column.name, _number_out(j.value)] for j in prioritisation.judgments.all()],
+        "judgments": [
+            [j.row.name, j.column.name, _number_out(j.value)] for j in sorted(prioritisation.judgments.all(), key=lambda j: j.pk)
+        ],
     }
 
 

@@ -10,6 +10,7 @@ metric, one peer weight per rater and ratee. Rules that need several rows
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
+from django.db.models.functions import Greatest, Least
 
 
 class Phase(models.TextChoices):
@@ -121,10 +122,15 @@ class Metric(models.Model):
             models.CheckConstraint(condition=Q(better__in=["higher", "lower"]), name="metric_better_valid"),
             models.CheckConstraint(condition=~Q(name=""), name="metric_name_not_empty"),
             models.CheckConstraint(
+                # Both bounds or neither; the explicit NOT NULLs matter: a CHECK
+                # passes when a comparison with NULL is unknown.
                 condition=(Q(default_least_acceptable__isnull=True) & Q(default_desired__isnull=True))
                 | (
-                    Q(better="higher", default_least_acceptable__lt=F("default_desired"))
-                    | Q(better="lower", default_least_acceptable__gt=F("default_desired"))
+                    Q(default_least_acceptable__isnull=False, default_desired__isnull=False)
+                    & (
+                        Q(better="higher", default_least_acceptable__lt=F("default_desired"))
+                        | Q(better="lower", default_least_acceptable__gt=F("default_desired"))
+                    )
                 ),
                 name="metric_default_range_valid",
             ),
@@ -237,7 +243,10 @@ class WeightBase(models.Model):
 def _judgment_constraints(prefix):
     # A small tolerance lets 1/9 written as 0.1111 pass; the service checks exactly.
     return [
-        models.UniqueConstraint(fields=["prioritisation", "row", "column"], name=f"{prefix}_judgment_unique"),
+        # One judgment per pair in either orientation: (A, B) and (B, A) are the same pair.
+        models.UniqueConstraint(
+            "prioritisation", Least("row", "column"), Greatest("row", "column"), name=f"{prefix}_judgment_unique"
+        ),
         models.CheckConstraint(condition=~Q(row=F("column")), name=f"{prefix}_judgment_not_diagonal"),
         models.CheckConstraint(
             condition=Q(value__gte=PAIRWISE_MIN - 1e-4, value__lte=PAIRWISE_MAX + 1e-9),

@@ -49,8 +49,11 @@ from .models import (
 # (METHOD.md, introduction).
 SUM_TOLERANCE = 1e-6
 PAIRWISE_MIN, PAIRWISE_MAX = 1 / 9, 9.0
-# Lets 1/9 typed as 0.1111 through; the engine clamps nothing.
-SCALE_SLACK = 1e-3
+# Lets 1/9 typed as 0.1111 through; the engine clamps nothing, so values in
+# the slack are clamped to 1/9 before the engine sees them (they are stored as
+# typed). It must stay below the database's tolerance (1/9 - 1e-4, i.e. a
+# relative 9e-4) or an accepted value would violate the check constraint.
+SCALE_SLACK = 5e-4
 
 User = get_user_model()
 
@@ -62,7 +65,10 @@ def _number(value, field):
     """A finite real number, or InvalidInput naming the field."""
     if isinstance(value, bool) or not isinstance(value, Real):
         raise InvalidInput({field: f"must be a number, got {value!r}"})
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an integer beyond the float range, e.g. 10**400 from JSON
+        raise InvalidInput({field: "must be a finite number, got an integer too large for a float"}) from None
     if not math.isfinite(value):
         raise InvalidInput({field: f"must be a finite number, got {value}"})
     return value
@@ -76,12 +82,21 @@ def _text(value, field, *, max_length, required=True):
         raise InvalidInput({field: "must not be empty"})
     if len(value) > max_length:
         raise InvalidInput({field: f"must be at most {max_length} characters"})
+    if "\x00" in value:
+        # PostgreSQL cannot store it (and the query would fail, not refuse).
+        raise InvalidInput({field: "must not contain NUL characters"})
     return value
+
+
+# The API's limit too (StudyWriteSerializer); the column is a 32-bit integer.
+MAX_THRESHOLD = 10000
 
 
 def _threshold(value, field):
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InvalidInput({field: f"must be a whole number ≥ 0, got {value!r}"})
+    if value > MAX_THRESHOLD:
+        raise InvalidInput({field: f"must be at most {MAX_THRESHOLD}, got {value}"})
     return value
 
 
@@ -360,7 +375,9 @@ def measurements_set(*, study, measurements):
         if not isinstance(entry, dict) or set(entry) != {"candidate", "metric", "value"}:
             errors[field] = ["must be an object with exactly candidate, metric and value"]
             continue
-        candidate, metric = candidates.get(entry["candidate"]), metrics.get(entry["metric"])
+        # Names are text; anything else (even unhashable) is simply unknown.
+        candidate = candidates.get(entry["candidate"]) if isinstance(entry["candidate"], str) else None
+        metric = metrics.get(entry["metric"]) if isinstance(entry["metric"], str) else None
         if candidate is None:
             errors[f"{field}.candidate"] = [f"no candidate named {entry['candidate']!r} in this study"]
         if metric is None:
@@ -489,6 +506,9 @@ def _prioritise_items(*, method, items, weights, judgments):
             errors[field] = ["must be [row, column, value]"]
             continue
         row, column, value = judgment
+        if not isinstance(row, str) or not isinstance(column, str):
+            errors[field] = ["must be [row, column, value] with row and column naming items"]
+            continue
         if row not in index:
             errors.setdefault(field, []).append(f"{row!r} is not one of the items to prioritise ({', '.join(items)})")
         if column not in index:
@@ -521,7 +541,11 @@ def _prioritise_items(*, method, items, weights, judgments):
             errors["judgments"] = [f"missing comparisons: {', '.join(missing)}"]
     if errors:
         raise InvalidInput(errors)
-    result = prioritise(method, len(items), judgments=[(index[r], index[c], v) for r, c, v in rows])
+    result = prioritise(
+        method,
+        len(items),
+        judgments=[(index[r], index[c], min(max(v, PAIRWISE_MIN), PAIRWISE_MAX)) for r, c, v in rows],
+    )
     return result, {}, rows
 
 
@@ -600,12 +624,15 @@ def priorities_set(*, expert, method, weights=None, judgments=None, metric_prior
     if not isinstance(metric_priorities, dict):
         raise InvalidInput({"metric_priorities": "must map attribute names to prioritisations"})
     attributes = {a.name: a for a in QualityAttribute.objects.filter(study=expert.study_id)}
+    # Unknown names are refused before they reach a query (a name with a NUL
+    # character would make PostgreSQL fail rather than match nothing).
+    for name in metric_priorities:
+        if name not in attributes:
+            raise InvalidInput({f"metric_priorities.{name}": "no attribute of that name in this study"})
     MetricPrioritisation.objects.filter(expert=expert).exclude(attribute__name__in=list(metric_priorities)).delete()
     prioritisation.local_results = {}
     for name, local in metric_priorities.items():
         field = f"metric_priorities.{name}"
-        if name not in attributes:
-            raise InvalidInput({field: "no attribute of that name in this study"})
         if not isinstance(local, dict) or "method" not in local or set(local) - {"method", "weights", "judgments"}:
             raise InvalidInput({field: "must be {method, weights | judgments}"})
         try:
@@ -776,7 +803,9 @@ def missing_inputs(study):
     """What each expert still has to give before assessment can close:
     ``{username: [what is missing, ...]}``, only experts with gaps."""
     experts = list(Membership.objects.filter(study=study, role="expert").select_related("user").order_by("id"))
-    metrics = list(Metric.objects.filter(study=study, is_selected=True).order_by("position", "id"))
+    metrics = list(
+        Metric.objects.filter(study=study, is_selected=True).order_by("attribute__position", "attribute__id", "position", "id")
+    )
     without_default = [m for m in metrics if m.default_least_acceptable is None]
     prioritised = set(AttributePrioritisation.objects.filter(expert__study=study).values_list("expert_id", flat=True))
     ranged = set(AcceptableRange.objects.filter(expert__study=study).values_list("expert_id", "metric_id"))
