@@ -1,7 +1,8 @@
 """Errors in one shape for every endpoint.
 
 - 400: ``{"field.path": ["message", ...]}``; nested serializer errors are
-  flattened to the dotted paths the bundle uses (``weights.Accuracy``);
+  flattened to the dotted paths the bundle uses (``weights.Accuracy``); a
+  body that cannot be parsed is ``{"non_field_errors": [...]}``;
 - 401, 403, 404, 409, 429: ``{"detail": "message"}``.
 """
 
@@ -43,6 +44,10 @@ def exception_handler(exc, context):
         exc = Conflict(str(exc))
     elif isinstance(exc, ObjectDoesNotExist):
         exc = exceptions.NotFound()
+    elif isinstance(exc, exceptions.ParseError):
+        # A body that is not JSON is invalid input like any other: 400 in the
+        # errors-per-field shape the schema documents, not {"detail"}.
+        exc = exceptions.ValidationError({"non_field_errors": [exc.detail]})
     response = drf_exception_handler(exc, context)
     if response is not None and isinstance(exc, exceptions.ValidationError):
         response.data = _flatten(response.data)

@@ -2,6 +2,7 @@
 
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse
+from rest_framework.settings import api_settings
 
 from .serializers import ErrorDetailSerializer
 
@@ -21,26 +22,38 @@ def _detail(description):
 
 
 class ApproveAutoSchema(AutoSchema):
-    def get_response_serializers(self):
-        responses = super().get_response_serializers()
-        if not isinstance(responses, dict):
-            if self.method == "DELETE":
-                code = 204
-            elif self._is_create_operation():
-                code = 201
-            else:
-                code = 200
-            responses = {code: responses}
-        responses = dict(responses)
+    def _get_paginator(self):
+        # Views built on PaginatedListMixin paginate their GET lists by hand
+        # (they are APIViews, without a pagination_class): document the
+        # {count, next, previous, results} envelope and the page parameter.
+        if self.method == "GET" and getattr(self.view, "paginated_list", False):
+            return api_settings.DEFAULT_PAGINATION_CLASS()
+        return super()._get_paginator()
+
+    def _get_response_bodies(self, direction="response"):
+        # The success responses come from the view or its @extend_schema
+        # (which replaces get_response_serializers, so the errors cannot be
+        # added there); the error responses are added here, for every view.
+        bodies = super()._get_response_bodies(direction)
+        for code, response in self.error_responses().items():
+            if str(code) not in bodies:
+                bodies[str(code)] = self._get_response_for_code(response, str(code), direction=direction)
+        return bodies
+
+    def error_responses(self):
+        """The errors this operation can answer with (FORMATS.md, REST API)."""
+        responses = {}
         writes = self.method in ("POST", "PUT", "PATCH", "DELETE")
-        authenticated = bool(self.get_auth())
         if writes:
-            responses.setdefault(400, VALIDATION_ERROR)
-        if authenticated:
-            responses.setdefault(401, _detail("Not authenticated."))
-            responses.setdefault(403, _detail("Authenticated, but this role may not do it (or CSRF failed)."))
+            responses[400] = VALIDATION_ERROR
+        if self.get_auth():
+            responses[401] = _detail("Not authenticated.")
+            responses[403] = _detail("Authenticated, but this role may not do it (or CSRF failed).")
         if "{" in self.path:
-            responses.setdefault(404, _detail("Not found, or not a member of the study (its existence is never revealed)."))
-        if writes or self.path.endswith(("/results/", "/scores/")):
-            responses.setdefault(409, _detail("The study's phase (or the run's status) does not allow it; the detail says why."))
+            responses[404] = _detail("Not found, or not a member of the study (its existence is never revealed).")
+        elif self._get_paginator() is not None:
+            responses[404] = _detail("No such page of the list.")
+        # Phases belong to studies (an import's phase problems are 400s).
+        if (writes and "{study_id}" in self.path) or self.path.endswith(("/results/", "/scores/")):
+            responses[409] = _detail("The study's phase (or the run's status) does not allow it; the detail says why.")
         return responses

@@ -77,6 +77,8 @@ class StudyScoped:
 class PaginatedListMixin:
     """Lists are paginated: ``{"count", "next", "previous", "results"}``."""
 
+    paginated_list = True  # read by the OpenAPI schema (schema.ApproveAutoSchema)
+
     def paginated(self, queryset, serializer_class):
         paginator = api_settings.DEFAULT_PAGINATION_CLASS()
         page = paginator.paginate_queryset(queryset, self.request, view=self)
@@ -95,6 +97,17 @@ def _body(request, kind, description):
     if not isinstance(request.data, kind):
         raise exceptions.ValidationError({"non_field_errors": [f"The body must be {description}."]})
     return request.data
+
+
+def _expert_or_404(study, username):
+    """The study's expert ``username`` (from the URL), or 404. A username
+    with a NUL character names nobody; it must not reach the query, which
+    PostgreSQL would fail instead of answering."""
+    if "\x00" in username:
+        raise exceptions.NotFound()
+    return get_object_or_404(
+        Membership.objects.select_related("user"), study=study, user__username=username, role=Membership.Role.EXPERT
+    )
 
 
 def _study_detail(study_id, user):
@@ -148,7 +161,9 @@ class TokenDetailView(APIView):
     @extend_schema(responses={204: None})
     def delete(self, request, token_id):
         """Revoke one of your tokens."""
-        token = get_object_or_404(ApiToken, pk=token_id, user=request.user)
+        token = ApiToken.objects.filter(pk=token_id, user=request.user).first()
+        if token is None:
+            raise exceptions.NotFound("No such token.")
         services.api_token_revoke(token=token)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -262,9 +277,7 @@ class MemberDetailView(StudyScoped, APIView):
     def delete(self, request, study_id, username):
         """Remove an expert, with all their inputs (draft phase)."""
         self.require_designer("remove experts")
-        membership = get_object_or_404(
-            Membership.objects.select_related("user"), study=self.study(), user__username=username, role=Membership.Role.EXPERT
-        )
+        membership = _expert_or_404(self.study(), username)
         services.expert_remove(study=self.study(), user=membership.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -564,9 +577,7 @@ class ExpertInputsView(StudyScoped, APIView):
     def get(self, request, study_id, username):
         """One expert's votes, priorities, ranges and peer weights (designer only)."""
         self.require_designer("read other experts' inputs")
-        expert = get_object_or_404(
-            Membership.objects.select_related("user"), study=self.study(), user__username=username, role=Membership.Role.EXPERT
-        )
+        expert = _expert_or_404(self.study(), username)
         return Response(expert_sections(self.study(), [expert])[username])
 
 

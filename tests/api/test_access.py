@@ -1,0 +1,863 @@
+"""Who may do what through the REST API (FORMATS.md, "REST API (version 1)").
+
+The access matrix runs every endpoint of ``workspace/api/urls.py`` against
+four actors, in every phase where the endpoint exists:
+
+- ``anonymous``: 401, with ``WWW-Authenticate: Token``;
+- ``charlie``, an outsider: 404 on anything of a study or run, never 403, and
+  the same body as for a study that does not exist;
+- ``bob``, an expert: reads the setup and his own inputs; 403 for what only
+  the designer may do (and for other experts' inputs); 409, saying why, for
+  his inputs in the wrong phase;
+- ``alice``, the designer: manages the study; 409 for changes the phase
+  forbids; 403 on ``my/`` (she is not an expert).
+
+Then: bob on a study he is not a member of (404, like an outsider); no leaks
+(an outsider never sees a title, an expert never sees another expert's
+private inputs outside the results); lists only list one's own studies;
+400 with errors per field; and nothing is written on any error.
+"""
+
+import json
+from dataclasses import dataclass, field
+
+import pytest
+
+from engine import services as engine_services
+from engine.models import Run
+from workspace import services
+from workspace.bundles import study_import_bundle
+from workspace.models import ApiToken, Phase, QualityAttribute, Study
+
+from .conftest import db_snapshot, finish_run, launch_and_finish
+
+pytestmark = pytest.mark.django_db
+
+PHASES = [Phase.DRAFT, Phase.VOTING, Phase.ASSESSMENT, Phase.CLOSED]
+ALL = "all"
+API = "/api/v1"
+NEXT_PHASE = {Phase.DRAFT: "voting", Phase.VOTING: "assessment", Phase.ASSESSMENT: "closed", Phase.CLOSED: "assessment"}
+DIRECT_WEIGHTS = {"method": "direct", "weights": {"Accuracy": 5, "Consistency": 3, "Efficiency": 2}}
+
+
+@dataclass
+class Row:
+    """One operation of the API, with the status each member gets per phase.
+
+    ``bob`` and ``alice`` are a status for every phase, or ``{phase: status}``.
+    ``body`` is a payload, or ``{phase: payload}`` (marked by ``per_phase``).
+    ``check(response, world)`` checks the body of a successful answer.
+    """
+
+    id: str
+    method: str
+    path: str
+    bob: object
+    alice: object
+    body: object = None
+    per_phase: bool = False
+    phases: tuple = tuple(PHASES)
+    check: object = None
+
+    def expected(self, who, phase):
+        value = getattr(self, who)
+        return value[phase] if isinstance(value, dict) else value
+
+    def payload(self, phase):
+        return self.body[phase] if self.per_phase else self.body
+
+
+def only(phases, ok, otherwise=409):
+    """``ok`` in the given phases, ``otherwise`` in the rest."""
+    return {phase: ok if phase in phases else otherwise for phase in PHASES}
+
+
+# --- success checks: a 2xx must carry the right body and have done the right thing ---
+
+
+def _title(response, world):
+    assert response.json()["title"] == world.study.title
+    assert response.json()["phase"] == world.study.phase
+
+
+def _renamed(response, world):
+    assert response.json()["title"] == "Renamed study"
+    assert Study.objects.get(pk=world.study.pk).title == "Renamed study"
+
+
+def _deleted(response, world):
+    assert response.content == b""
+    assert not Study.objects.filter(pk=world.study.pk).exists()
+
+
+def _exported(response, world):
+    bundle = response.json()
+    assert bundle["format"] == "approve-study/1"
+    assert bundle["title"] == world.study.title
+    assert bundle["experts"] == ["bob", "carol"]
+    assert [a["name"] for a in bundle["attributes"]] == ["Accuracy", "Consistency", "Efficiency", "Flexibility"]
+
+
+def _moved(response, world):
+    assert response.json()["phase"] == NEXT_PHASE[world.phase]
+    assert Study.objects.get(pk=world.study.pk).phase == NEXT_PHASE[world.phase]
+
+
+def _members(response, world):
+    body = response.json()
+    assert body["count"] == 3
+    assert body["results"] == [
+        {"username": "alice", "role": "designer"},
+        {"username": "bob", "role": "expert"},
+        {"username": "carol", "role": "expert"},
+    ]
+
+
+def _member_added(response, world):
+    assert response.json() == {"username": "charlie", "role": "expert"}
+    assert world.study.memberships.filter(user__username="charlie", role="expert").exists()
+
+
+def _member_removed(response, world):
+    assert not world.study.memberships.filter(user__username="carol").exists()
+
+
+def _attributes(response, world):
+    results = response.json()["results"]
+    assert [a["name"] for a in results] == ["Accuracy", "Consistency", "Efficiency", "Flexibility"]
+    fixed = world.phase in (Phase.ASSESSMENT, Phase.CLOSED)
+    assert [a["selected"] for a in results] == ([True, True, True, False] if fixed else [None] * 4)
+
+
+def _attribute_added(response, world):
+    body = response.json()
+    assert (body["name"], body["kind"]) == ("Robustness", "complementary")
+    assert world.study.attributes.filter(name="Robustness").exists()
+
+
+def _attribute_changed(response, world):
+    assert response.json()["description"] == "changed"
+    assert world.study.attributes.get(name="Flexibility").description == "changed"
+
+
+def _attribute_removed(response, world):
+    assert not world.study.attributes.filter(name="Flexibility").exists()
+
+
+def _metrics(response, world):
+    results = {m["name"]: m for m in response.json()["results"]}
+    assert list(results) == ["Success rate", "AUC", "Fold stdev", "Training time", "Flexibility score"]
+    assert results["Success rate"]["default_range"] == [0.8, 0.95]
+    assert results["AUC"]["default_range"] is None
+    assert results["Fold stdev"]["better"] == "lower"
+
+
+def _metric_added(response, world):
+    body = response.json()
+    assert (body["name"], body["attribute"], body["default_range"]) == ("Kappa", "Accuracy", [0.2, 0.8])
+
+
+def _metric_changed(response, world):
+    assert response.json()["default_range"] == [0.7, 0.99]
+    assert world.study.metrics.get(name="Success rate").default_range == (0.7, 0.99)
+
+
+def _metric_removed(response, world):
+    assert not world.study.metrics.filter(name="Flexibility score").exists()
+
+
+def _candidates(response, world):
+    assert [(c["name"], c["description"]) for c in response.json()["results"]] == [
+        ("J48", "J48 learner"),
+        ("JRip", "JRip learner"),
+    ]
+
+
+def _candidate_added(response, world):
+    assert response.json()["name"] == "NaiveBayes"
+    assert world.study.candidates.filter(name="NaiveBayes").exists()
+
+
+def _candidate_changed(response, world):
+    assert response.json()["description"] == "changed"
+
+
+def _candidate_removed(response, world):
+    assert list(world.study.candidates.values_list("name", flat=True)) == ["JRip"]
+
+
+def _measurements(response, world):
+    rows = response.json()["results"]
+    assert len(rows) == 10
+    assert {"candidate": "J48", "metric": "Success rate", "value": 0.847} in rows
+
+
+def _measurements_set(response, world):
+    assert response.json() == [{"candidate": "J48", "metric": "AUC", "value": 0.91}]
+    assert world.study.candidates.get(name="J48").measurements.get(metric__name="AUC").value == 0.91
+
+
+def _my_votes(response, world):
+    expected = {Phase.DRAFT: {"attributes": [], "metrics": []}}.get(
+        world.phase, {"attributes": ["Efficiency"], "metrics": []}
+    )
+    assert response.json() == expected
+
+
+def _votes_set(response, world):
+    assert response.json() == {"attributes": ["Flexibility"], "metrics": []}
+
+
+def _my_priorities(response, world):
+    body = response.json()
+    if world.phase == Phase.CLOSED:  # bob's inputs of complete_assessment
+        assert body["method"] == "direct"
+        assert body["weights"] == {"Accuracy": 50, "Consistency": 30, "Efficiency": 20}
+        assert body["result"]["weights"] == pytest.approx({"Accuracy": 0.5, "Consistency": 0.3, "Efficiency": 0.2})
+    else:
+        assert body == {"method": None, "result": None}
+
+
+def _priorities_set(response, world):
+    body = response.json()
+    assert body["method"] == "direct"
+    assert body["result"]["weights"] == pytest.approx({"Accuracy": 0.5, "Consistency": 0.3, "Efficiency": 0.2})
+    assert body["result"]["consistency_ratio"] is None
+
+
+def _my_ranges(response, world):
+    assert response.json() == ({"AUC": [0.7, 0.95]} if world.phase == Phase.CLOSED else {})
+
+
+def _ranges_set(response, world):
+    assert response.json() == {"AUC": [0.6, 0.9]}
+
+
+def _my_peer_weights(response, world):
+    assert response.json() == ({"bob": 0.6, "carol": 0.4} if world.phase == Phase.CLOSED else {})
+
+
+def _peer_weights_set(response, world):
+    assert response.json() == {"bob": 0.5, "carol": 0.5}
+
+
+def _inputs_of(username):
+    def check(response, world):
+        body = response.json()
+        assert set(body) == {"votes", "priorities", "ranges", "peer_weights"}
+        if world.phase == Phase.CLOSED:
+            expected = {"bob": {"bob": 0.6, "carol": 0.4}, "carol": {"bob": 0.5, "carol": 0.5}}[username]
+            assert body["peer_weights"] == expected
+        if world.phase != Phase.DRAFT:
+            assert body["votes"]["attributes"] == (["Efficiency"] if username == "bob" else [])
+
+    return check
+
+
+def _runs(response, world):
+    body = response.json()
+    if world.phase == Phase.CLOSED:
+        assert body["count"] == 1
+        assert body["results"][0]["id"] == world.run.pk
+        assert body["results"][0]["status"] == "succeeded"
+    else:
+        assert body == {"count": 0, "next": None, "previous": None, "results": []}
+
+
+def _launched(response, world):
+    body = response.json()
+    assert body["status"] == "queued" and body["launched_by"] == "alice"
+    assert response["Location"].endswith(f"/api/v1/runs/{body['id']}/")
+
+
+def _run(response, world):
+    body = response.json()
+    assert (body["id"], body["study"], body["status"]) == (world.run.pk, world.study.pk, "succeeded")
+
+
+def _results(response, world):
+    document = response.json()
+    assert document["format"] == "approve-results/1"
+    assert document["run"] == world.run.pk
+    assert {c["name"] for c in document["candidates"]} == {"J48", "JRip"}
+
+
+def _scores(response, world):
+    scores = response.json()
+    assert set(scores) == {"bob", "carol"}
+    assert set(scores["bob"]) == {"Success rate", "AUC", "Fold stdev", "Training time"}
+
+
+S = API + "/studies/{study}"
+ROWS = [
+    Row("study-get", "get", S + "/", 200, 200, check=_title),
+    Row("study-patch", "patch", S + "/", 403, 200, body={"title": "Renamed study"}, check=_renamed),
+    Row("study-delete", "delete", S + "/", 403, 204, check=_deleted),
+    Row("export", "get", S + "/export/", 403, 200, check=_exported),
+    Row(
+        "transition", "post", S + "/transitions/", 403,
+        # Assessment cannot close: the experts have given no inputs yet.
+        {Phase.DRAFT: 200, Phase.VOTING: 200, Phase.ASSESSMENT: 409, Phase.CLOSED: 200},
+        body={phase: {"to": to} for phase, to in NEXT_PHASE.items()}, per_phase=True, check=_moved,
+    ),
+    Row("members-get", "get", S + "/members/", 200, 200, check=_members),
+    Row("members-post", "post", S + "/members/", 403, only([Phase.DRAFT], 201), body={"username": "charlie"}, check=_member_added),
+    Row("member-delete", "delete", S + "/members/carol/", 403, only([Phase.DRAFT], 204), check=_member_removed),
+    Row("attributes-get", "get", S + "/attributes/", 200, 200, check=_attributes),
+    Row(
+        "attributes-post", "post", S + "/attributes/", 403, only([Phase.DRAFT], 201),
+        body={"name": "Robustness", "kind": "complementary"}, check=_attribute_added,
+    ),
+    Row(
+        "attribute-patch", "patch", S + "/attributes/{attribute}/", 403, only([Phase.DRAFT], 200),
+        body={"description": "changed"}, check=_attribute_changed,
+    ),
+    Row("attribute-delete", "delete", S + "/attributes/{attribute}/", 403, only([Phase.DRAFT], 204), check=_attribute_removed),
+    Row("metrics-get", "get", S + "/metrics/", 200, 200, check=_metrics),
+    Row(
+        "metrics-post", "post", S + "/metrics/", 403, only([Phase.DRAFT], 201),
+        body={"name": "Kappa", "attribute": "Accuracy", "default_range": [0.2, 0.8]}, check=_metric_added,
+    ),
+    # A default range may change until assessment starts (experts fall back on it).
+    Row(
+        "metric-patch", "patch", S + "/metrics/{metric}/", 403, only([Phase.DRAFT, Phase.VOTING], 200),
+        body={"default_range": [0.7, 0.99]}, check=_metric_changed,
+    ),
+    Row("metric-delete", "delete", S + "/metrics/{unvoted_metric}/", 403, only([Phase.DRAFT], 204), check=_metric_removed),
+    Row("candidates-get", "get", S + "/candidates/", 200, 200, check=_candidates),
+    # Candidates and measurements are the designer's, in any phase.
+    Row("candidates-post", "post", S + "/candidates/", 403, 201, body={"name": "NaiveBayes"}, check=_candidate_added),
+    Row(
+        "candidate-patch", "patch", S + "/candidates/{candidate}/", 403, 200,
+        body={"description": "changed"}, check=_candidate_changed,
+    ),
+    Row("candidate-delete", "delete", S + "/candidates/{candidate}/", 403, 204, check=_candidate_removed),
+    Row("measurements-get", "get", S + "/measurements/", 200, 200, check=_measurements),
+    Row(
+        "measurements-put", "put", S + "/measurements/", 403, 200,
+        body=[{"candidate": "J48", "metric": "AUC", "value": 0.91}], check=_measurements_set,
+    ),
+    Row("votes-get", "get", S + "/my/votes/", 200, 403, check=_my_votes),
+    Row(
+        "votes-put", "put", S + "/my/votes/", only([Phase.VOTING], 200), 403,
+        body={"attributes": ["Flexibility"], "metrics": []}, check=_votes_set,
+    ),
+    Row("priorities-get", "get", S + "/my/priorities/", 200, 403, check=_my_priorities),
+    Row(
+        "priorities-put", "put", S + "/my/priorities/", only([Phase.ASSESSMENT], 200), 403,
+        body=DIRECT_WEIGHTS, check=_priorities_set,
+    ),
+    Row("ranges-get", "get", S + "/my/ranges/", 200, 403, check=_my_ranges),
+    Row("ranges-put", "put", S + "/my/ranges/", only([Phase.ASSESSMENT], 200), 403, body={"AUC": [0.6, 0.9]}, check=_ranges_set),
+    Row("peer-weights-get", "get", S + "/my/peer-weights/", 200, 403, check=_my_peer_weights),
+    Row(
+        "peer-weights-put", "put", S + "/my/peer-weights/", only([Phase.ASSESSMENT], 200), 403,
+        body={"bob": 0.5, "carol": 0.5}, check=_peer_weights_set,
+    ),
+    # Only the designer reads an expert's inputs, even the expert's own here.
+    Row("inputs-own", "get", S + "/inputs/bob/", 403, 200, check=_inputs_of("bob")),
+    Row("inputs-other", "get", S + "/inputs/carol/", 403, 200, check=_inputs_of("carol")),
+    Row("runs-get", "get", S + "/runs/", 200, 200, check=_runs),
+    Row("runs-post", "post", S + "/runs/", 403, only([Phase.CLOSED], 202), check=_launched),
+    Row("run-get", "get", API + "/runs/{run}/", 200, 200, phases=(Phase.CLOSED,), check=_run),
+    Row("run-results", "get", API + "/runs/{run}/results/", 200, 200, phases=(Phase.CLOSED,), check=_results),
+    Row("run-scores", "get", API + "/runs/{run}/candidates/J48/scores/", 200, 200, phases=(Phase.CLOSED,), check=_scores),
+]
+CASES = [pytest.param(row, phase, id=f"{row.id}-{phase}") for row in ROWS for phase in row.phases]
+
+
+@dataclass
+class World:
+    """A study of alice (experts bob and carol) in ``phase``; closed studies
+    have one succeeded run."""
+
+    phase: str
+    study: Study
+    built: object
+    run: Run | None = None
+    ids: dict = field(default_factory=dict)
+
+    def url(self, template):
+        return template.format(**self.ids)
+
+
+@pytest.fixture
+def world(make_study, cast):
+    def build(phase):
+        built = make_study(phase)
+        run = launch_and_finish(built, cast.alice) if phase == Phase.CLOSED else None
+        ids = {
+            "study": built.study.pk,
+            "attribute": built.attributes["Flexibility"].pk,
+            "metric": built.metrics["Success rate"].pk,
+            "unvoted_metric": built.metrics["Flexibility score"].pk,
+            "candidate": built.candidates["J48"].pk,
+            "run": run.pk if run else 0,
+        }
+        return World(phase=phase, study=built.study, built=built, run=run, ids=ids)
+
+    return build
+
+
+def send(client, method, url, body=None):
+    if body is None:
+        return getattr(client, method)(url)
+    return getattr(client, method)(url, body, format="json")
+
+
+def assert_refusal(response, status, row, phase):
+    """The body of every refusal says what happened."""
+    assert response["Content-Type"].startswith("application/json"), response.content
+    detail = response.json()["detail"]
+    if status == 401:
+        assert response["WWW-Authenticate"] == "Token"
+        assert detail == "Authentication credentials were not provided."
+    elif status == 404:
+        assert detail == ("No such run." if "/runs/{run}" in row.path else "No such study.")
+    elif status == 403:
+        assert "designer" in detail or "not an expert" in detail, detail
+    elif status == 409 and row.id == "transition":
+        # The body says why: what is missing.
+        assert detail.startswith("Assessment cannot close, inputs are missing: bob: prioritisation"), detail
+    elif status == 409:
+        # The body says why: the phase the study is in.
+        assert f"{phase} phase" in detail.lower(), detail
+
+
+@pytest.mark.parametrize("row, phase", CASES)
+def test_access_matrix(row, phase, world, clients):
+    w = world(phase)
+    url, body = w.url(row.path), row.payload(phase)
+    expected = {"anonymous": 401, "charlie": 404, "bob": row.expected("bob", phase), "alice": row.expected("alice", phase)}
+    # Writes that succeed come last (bob's own inputs, then the designer's changes).
+    for actor in ("anonymous", "charlie", "bob", "alice"):
+        response = send(clients[actor], row.method, url, body)
+        assert response.status_code == expected[actor], f"{actor}: {response.status_code} {response.content[:300]!r}"
+        if response.status_code >= 400:
+            assert_refusal(response, response.status_code, row, phase)
+        else:
+            row.check(response, w)
+
+
+# --- endpoints outside any study ------------------------------------------------------
+
+
+def test_anonymous_gets_401_with_token_challenge_everywhere_but_the_token_endpoint(clients, cast):
+    token, _ = services.api_token_create(user=cast.alice)
+    anonymous = clients["anonymous"]
+    for method, url in [
+        ("get", "/auth/tokens/"),
+        ("delete", f"/auth/tokens/{token.pk}/"),
+        ("get", "/studies/"),
+        ("post", "/studies/"),
+        ("post", "/studies/import/"),
+    ]:
+        response = getattr(anonymous, method)(API + url, {}, format="json")
+        assert response.status_code == 401, url
+        assert response["WWW-Authenticate"] == "Token"
+        assert response.json() == {"detail": "Authentication credentials were not provided."}
+    assert ApiToken.objects.filter(pk=token.pk).exists()
+    # A wrong or revoked token is 401 too, with the same challenge.
+    bad = anonymous.get(API + "/studies/", HTTP_AUTHORIZATION="Token " + "0" * 40)
+    assert bad.status_code == 401 and bad["WWW-Authenticate"] == "Token"
+    assert bad.json() == {"detail": "Invalid or revoked token."}
+    # The token endpoint is open to anyone: a bad payload is 400, not 401.
+    response = anonymous.post(API + "/auth/token/", {}, format="json")
+    assert response.status_code == 400
+    assert set(response.json()) == {"username", "password"}
+
+
+def test_any_user_may_create_and_import_studies_and_becomes_their_designer(clients, case_study):
+    charlie = clients["charlie"]
+    created = charlie.post(API + "/studies/", {"title": "Charlie's own"}, format="json")
+    assert created.status_code == 201
+    assert created.json()["designer"] == "charlie" and created.json()["my_roles"] == ["designer"]
+    case_study["designer"] = "charlie"
+    imported = charlie.post(API + "/studies/import/", case_study, format="json")
+    assert imported.status_code == 201, imported.content
+    assert imported.json()["experts"] == ["statistician", "informatician", "researcher", "clinician"]
+    assert Study.objects.get(pk=imported.json()["id"]).designer.username == "charlie"
+    # Nobody imports a study in someone else's name.
+    case_study["designer"] = "alice"
+    with_other = charlie.post(API + "/studies/import/", case_study, format="json")
+    assert with_other.status_code == 400
+    assert with_other.json() == {"designer": ["must be your own username, or left out"]}
+    listed = charlie.get(API + "/studies/").json()
+    assert sorted(s["title"] for s in listed["results"]) == ["Cancer diagnosis from microarray data", "Charlie's own"]
+
+
+def test_tokens_of_another_user_are_not_found(clients, cast):
+    token, _ = services.api_token_create(user=cast.alice, name="alice's laptop")
+    response = clients["charlie"].delete(f"{API}/auth/tokens/{token.pk}/")
+    assert response.status_code == 404
+    assert ApiToken.objects.filter(pk=token.pk).exists()
+    listed = clients["charlie"].get(API + "/auth/tokens/").json()
+    assert "alice's laptop" not in json.dumps(listed)
+    assert all(t["name"] == "test" for t in listed["results"])
+
+
+# --- a study bob is not a member of -----------------------------------------------
+
+
+SECRET_TITLE = "Secret merger study of carol"
+
+
+@pytest.fixture
+def secret(make_study, cast, case_study):
+    """A study of alice with carol as its only expert, and a closed imported
+    study with a succeeded run, neither with bob or charlie in it."""
+    draft = make_study(Phase.DRAFT, experts=("carol",), title=SECRET_TITLE)
+    case_study["title"] = SECRET_TITLE + " (closed)"
+    closed = study_import_bundle(bundle=case_study, importer=cast.alice)
+    run = finish_run(engine_services.run_launch(study=closed, launched_by=closed.designer).pk)
+    assert run.status == "succeeded"
+    return draft, closed, run
+
+
+def test_non_member_expert_and_outsider_get_404_on_every_endpoint_of_a_study(secret, clients):
+    draft, closed, run = secret
+    ids = {
+        "study": draft.study.pk,
+        "attribute": draft.attributes["Flexibility"].pk,
+        "metric": draft.metrics["Success rate"].pk,
+        "unvoted_metric": draft.metrics["Flexibility score"].pk,
+        "candidate": draft.candidates["J48"].pk,
+        "run": run.pk,
+    }
+    before = db_snapshot()
+    for row in ROWS:
+        url, body = row.path.format(**ids), row.payload(Phase.DRAFT)
+        for actor in ("bob", "charlie"):
+            response = send(clients[actor], row.method, url, body)
+            assert response.status_code == 404, f"{row.id} {actor}: {response.status_code}"
+            assert SECRET_TITLE not in response.content.decode()
+            assert_refusal(response, 404, row, Phase.DRAFT)
+    # The closed study's own endpoints too.
+    for url in [f"/studies/{closed.pk}/", f"/studies/{closed.pk}/export/", f"/studies/{closed.pk}/runs/"]:
+        assert clients["bob"].get(API + url).status_code == 404
+    assert db_snapshot() == before
+    assert Run.objects.count() == 1
+
+
+def test_404_for_an_outsider_is_the_same_as_for_a_study_that_does_not_exist(secret, clients):
+    draft, closed, run = secret
+    missing_study = Study.objects.order_by("-pk").first().pk + 1000
+    missing_run = run.pk + 1000
+    charlie = clients["charlie"]
+    for existing, missing in [
+        (f"/studies/{draft.study.pk}/", f"/studies/{missing_study}/"),
+        (f"/studies/{draft.study.pk}/attributes/", f"/studies/{missing_study}/attributes/"),
+        (f"/studies/{closed.pk}/my/votes/", f"/studies/{missing_study}/my/votes/"),
+        (f"/runs/{run.pk}/results/", f"/runs/{missing_run}/results/"),
+        (f"/runs/{run.pk}/candidates/J48/scores/", f"/runs/{missing_run}/candidates/J48/scores/"),
+    ]:
+        a, b = charlie.get(API + existing), charlie.get(API + missing)
+        assert (a.status_code, a.json()) == (b.status_code, b.json()) == (404, b.json())
+        # A write with a bad body tells nothing more: the payload is never looked at.
+        c, d = charlie.put(API + existing, {"attributes": 7}, format="json"), charlie.put(API + missing, {"attributes": 7}, format="json")
+        assert (c.status_code, c.json()) == (d.status_code, d.json())
+        assert c.status_code in (404, 405)
+
+
+# --- no leaks ----------------------------------------------------------------------
+
+# Carol's private inputs, with values that appear nowhere else.
+CAROL_PRIORITIES = {"method": "direct", "weights": {"Accuracy": 0.4171, "Consistency": 0.3329, "Efficiency": 0.25}}
+CAROL_RANGES = {"AUC": [0.7313, 0.9137], "Training time": [58.61, 1.77]}
+CAROL_PEER_WEIGHTS = {"bob": 0.3172, "carol": 0.6828}
+CAROL_MARKERS = ["0.4171", "0.3329", "0.7313", "0.9137", "58.61", "1.77", "0.3172", "0.6828"]
+# Endpoints bob may read; the results (which aggregate everyone) are not in this list.
+BOB_READS = [
+    "/studies/", "/studies/{study}/", "/studies/{study}/members/", "/studies/{study}/attributes/",
+    "/studies/{study}/metrics/", "/studies/{study}/candidates/", "/studies/{study}/measurements/",
+    "/studies/{study}/my/votes/", "/studies/{study}/my/priorities/", "/studies/{study}/my/ranges/",
+    "/studies/{study}/my/peer-weights/", "/studies/{study}/runs/", "/auth/tokens/",
+]
+# Endpoints bob may not read: they must refuse without a body that leaks.
+BOB_REFUSED = ["/studies/{study}/inputs/carol/", "/studies/{study}/export/"]
+
+
+def test_an_expert_never_reads_another_experts_private_inputs(make_study, clients, cast, secret):
+    built = make_study(Phase.ASSESSMENT, inputs=True)
+    carol = built.carol
+    services.priorities_set(expert=carol, **CAROL_PRIORITIES)
+    services.ranges_set(expert=carol, ranges=CAROL_RANGES)
+    services.peer_weights_set(expert=carol, weights=CAROL_PEER_WEIGHTS)
+
+    def everything_bob_reads():
+        bodies = []
+        for template in BOB_READS:
+            response = clients["bob"].get(API + template.format(study=built.study.pk))
+            assert response.status_code == 200, template
+            bodies.append(response.content.decode())
+        for template in BOB_REFUSED:
+            response = clients["bob"].get(API + template.format(study=built.study.pk))
+            assert response.status_code == 403, template
+            bodies.append(response.content.decode())
+        return "\n".join(bodies)
+
+    # Positive control: the designer does read carol's values in this form.
+    alice_reads = clients["alice"].get(f"{API}/studies/{built.study.pk}/inputs/carol/")
+    assert alice_reads.json()["peer_weights"] == CAROL_PEER_WEIGHTS
+    assert alice_reads.json()["ranges"] == CAROL_RANGES
+    assert alice_reads.json()["priorities"] == CAROL_PRIORITIES
+    assert all(marker in alice_reads.content.decode() for marker in CAROL_MARKERS)
+
+    for phase in (Phase.ASSESSMENT, Phase.CLOSED):
+        if phase == Phase.CLOSED:
+            services.study_close_assessment(study=built.study)
+            launch_and_finish(built, cast.alice)
+        seen = everything_bob_reads()
+        leaked = [marker for marker in CAROL_MARKERS if marker in seen]
+        assert not leaked, f"bob reads carol's {leaked} in the {phase} phase"
+        assert SECRET_TITLE not in seen
+        # And bob's own inputs are his, not carol's.
+        mine = clients["bob"].get(f"{API}/studies/{built.study.pk}/my/peer-weights/").json()
+        assert mine == {"bob": 0.6, "carol": 0.4}
+        assert clients["bob"].get(f"{API}/studies/{built.study.pk}/my/ranges/").json() == {"AUC": [0.7, 0.95]}
+
+
+def test_lists_only_list_the_users_own_studies(make_study, clients, secret):
+    shared = make_study(Phase.DRAFT, title="Shared study")
+    draft, closed, run = secret
+
+    def titles(actor):
+        body = clients[actor].get(API + "/studies/").json()
+        assert body["count"] == len(body["results"])
+        return sorted(s["title"] for s in body["results"])
+
+    assert titles("charlie") == []
+    assert titles("bob") == ["Shared study"]
+    # The closed one was imported with its own designer ("designer").
+    assert titles("alice") == sorted(["Shared study", SECRET_TITLE])
+    assert titles("carol") == titles("alice")
+    roles = {s["title"]: s["my_roles"] for s in clients["bob"].get(API + "/studies/").json()["results"]}
+    assert roles == {"Shared study": ["expert"]}
+    assert shared.study.pk in [s["id"] for s in clients["alice"].get(API + "/studies/").json()["results"]]
+    # Runs of other studies are not reachable through any list either.
+    assert clients["bob"].get(f"{API}/studies/{shared.study.pk}/runs/").json()["count"] == 0
+
+
+# --- 400: errors per field, and nothing written ------------------------------------
+
+
+def counts():
+    """db_snapshot plus the API's own tables."""
+    return {**db_snapshot(), "runs": Run.objects.count(), "tokens": ApiToken.objects.count()}
+
+
+@pytest.fixture
+def nothing_written(db):
+    from contextlib import contextmanager
+
+    @contextmanager
+    def check():
+        before = counts()
+        yield
+        assert counts() == before, "a refused request wrote to the database"
+
+    return check
+
+
+INVALID = [
+    # (phase, actor, method, path, body, expected errors)
+    (Phase.DRAFT, "alice", "post", "/studies/", {"title": ""}, {"title": ["This field may not be blank."]}),
+    (
+        Phase.DRAFT, "alice", "post", "/studies/{study}/metrics/", {"name": "Kappa", "attribute": "Nope"},
+        {"attribute": ["no attribute named 'Nope' in this study"]},
+    ),
+    (
+        Phase.DRAFT, "alice", "post", "/studies/{study}/metrics/",
+        {"name": "Kappa", "attribute": "Accuracy", "default_range": [0.9, 0.1]},
+        {"default_range": ["higher is better, so the least acceptable value (0.9) must be below the desired value (0.1)"]},
+    ),
+    (
+        Phase.DRAFT, "alice", "post", "/studies/{study}/attributes/", {"name": "Accuracy"},
+        {"name": ["quality attribute 'Accuracy' already exists in this study"]},
+    ),
+    (
+        Phase.DRAFT, "alice", "post", "/studies/{study}/members/", {"username": "nobody"},
+        {"username": ["no user named 'nobody'"]},
+    ),
+    (
+        Phase.DRAFT, "alice", "put", "/studies/{study}/measurements/",
+        [{"candidate": "J48", "metric": "AUC", "value": 0.5}, {"candidate": "J48", "metric": "AUC", "value": "high"},
+         {"candidate": "C4.5", "metric": "AUC", "value": 1}],
+        {
+            "measurements[1].value": ["must be a number, got 'high'"],
+            "measurements[2].candidate": ["no candidate named 'C4.5' in this study"],
+        },
+    ),
+    (
+        Phase.DRAFT, "alice", "post", "/studies/{study}/transitions/", {"to": "archived"},
+        {"to": ['"archived" is not a valid choice.']},
+    ),
+    (
+        Phase.VOTING, "bob", "put", "/studies/{study}/my/votes/", {"attributes": ["Accuracy", "Nope"]},
+        {"attributes": ["'Accuracy' is a main attribute, always selected: no vote needed", "no attribute named 'Nope' in this study"]},
+    ),
+    (
+        Phase.ASSESSMENT, "bob", "put", "/studies/{study}/my/peer-weights/", {"bob": 0.6, "carol": 0.3},
+        {"weights": ["row sums to 0.9, must be 1"]},
+    ),
+    (
+        Phase.ASSESSMENT, "bob", "put", "/studies/{study}/my/peer-weights/", {"bob": 0, "carol": 1, "charlie": 0.5},
+        {
+            "weights.bob": ["must be positive (no expert may silence another), got 0"],
+            "weights.carol": ["must be below 1, got 1"],
+            "weights.charlie": ["not an expert of this study"],
+        },
+    ),
+    (
+        Phase.ASSESSMENT, "bob", "put", "/studies/{study}/my/priorities/",
+        {"method": "direct", "weights": {"Accuracy": -1, "Consistency": 1}},
+        {"weights": ["missing weights for Efficiency"], "weights.Accuracy": ["must be positive, got -1"]},
+    ),
+    (
+        Phase.ASSESSMENT, "bob", "put", "/studies/{study}/my/priorities/",
+        {"method": "ahp", "judgments": [["Accuracy", "Consistency", 12], ["Accuracy", "Efficiency"]]},
+        {"judgments[0]": ["value 12 is outside the scale 1/9..9"], "judgments[1]": ["must be [row, column, value]"]},
+    ),
+    (
+        Phase.ASSESSMENT, "bob", "put", "/studies/{study}/my/priorities/",
+        {"method": "direct", "weights": {"Accuracy": 1, "Consistency": 1, "Efficiency": 1}, "colour": "red"},
+        {"colour": ["is not a field of a prioritisation"]},
+    ),
+    (
+        Phase.ASSESSMENT, "bob", "put", "/studies/{study}/my/ranges/", {"AUC": [0.9, 0.6], "Flexibility score": [1, 2]},
+        {
+            "ranges.AUC": ["higher is better, so the least acceptable value (0.9) must be below the desired value (0.6)"],
+            "ranges.Flexibility score": ["not a selected metric of this study"],
+        },
+    ),
+    (
+        Phase.ASSESSMENT, "bob", "put", "/studies/{study}/my/ranges/", ["AUC", 0.9],
+        {"non_field_errors": ["The body must be an object {metric: [least acceptable, desired]}."]},
+    ),
+]
+
+
+@pytest.mark.parametrize("phase, actor, method, path, body, errors", INVALID, ids=lambda v: None)
+def test_invalid_input_is_400_with_errors_per_field_and_writes_nothing(
+    phase, actor, method, path, body, errors, make_study, clients, nothing_written
+):
+    built = make_study(phase)
+    with nothing_written():
+        response = send(clients[actor], method, API + path.format(study=built.study.pk), body)
+    assert response.status_code == 400, response.content
+    assert response.json() == errors
+
+
+def test_a_failing_part_of_a_prioritisation_rolls_back_the_whole_of_it(make_study, clients, nothing_written):
+    """The attributes' weights are valid, a local prioritisation is not:
+    bob's earlier prioritisation stays exactly as it was."""
+    built = make_study(Phase.ASSESSMENT)
+    url = f"{API}/studies/{built.study.pk}/my/priorities/"
+    assert clients["bob"].put(url, DIRECT_WEIGHTS, format="json").status_code == 200
+    with nothing_written():
+        response = clients["bob"].put(
+            url,
+            {
+                "method": "direct",
+                "weights": {"Accuracy": 1, "Consistency": 1, "Efficiency": 1},
+                "metric_priorities": {"Accuracy": {"method": "direct", "weights": {"Success rate": 1, "AUC": -2}}},
+            },
+            format="json",
+        )
+    assert response.status_code == 400
+    assert response.json() == {"metric_priorities.Accuracy.weights.AUC": ["must be positive, got -2"]}
+    assert clients["bob"].get(url).json()["weights"] == {"Accuracy": 5, "Consistency": 3, "Efficiency": 2}
+
+
+# --- 403 / 404 / 409 write nothing either --------------------------------------------
+
+
+REFUSED_WRITES = [
+    # (phase, actor, method, path, body, status, detail fragment)
+    (Phase.DRAFT, "anonymous", "post", "/studies/{study}/attributes/", {"name": "X"}, 401, "not provided"),
+    (Phase.DRAFT, "charlie", "patch", "/studies/{study}/", {"title": "Mine now"}, 404, "No such study."),
+    (Phase.DRAFT, "charlie", "delete", "/studies/{study}/", None, 404, "No such study."),
+    (Phase.DRAFT, "bob", "post", "/studies/{study}/attributes/", {"name": "X"}, 403, "Only the study's designer can add attributes."),
+    (Phase.DRAFT, "bob", "delete", "/studies/{study}/", None, 403, "Only the study's designer can delete the study."),
+    (Phase.DRAFT, "bob", "post", "/studies/{study}/transitions/", {"to": "voting"}, 403, "designer"),
+    (Phase.DRAFT, "alice", "put", "/studies/{study}/my/votes/", {"attributes": []}, 403, "You are not an expert of this study."),
+    (
+        Phase.VOTING, "alice", "post", "/studies/{study}/attributes/", {"name": "Robustness"}, 409,
+        "Adding an attribute is only possible in the draft phase; the study is in the voting phase",
+    ),
+    (
+        Phase.VOTING, "alice", "delete", "/studies/{study}/members/carol/", None, 409,
+        "Removing an expert is only possible in the draft phase; the study is in the voting phase",
+    ),
+    (
+        Phase.DRAFT, "bob", "put", "/studies/{study}/my/votes/", {"attributes": ["Efficiency"]}, 409,
+        "Voting is only possible in the voting phase; the study is in the draft phase",
+    ),
+    (
+        Phase.CLOSED, "bob", "put", "/studies/{study}/my/peer-weights/", {"bob": 0.5, "carol": 0.5}, 409,
+        "Weighting experts is only possible in the assessment phase; the study is in the closed phase",
+    ),
+    (
+        Phase.ASSESSMENT, "alice", "post", "/studies/{study}/transitions/", {"to": "closed"}, 409,
+        "Assessment cannot close, inputs are missing: bob: prioritisation of the attributes, acceptable range for AUC, "
+        "weights for fellow experts; carol:",
+    ),
+    (Phase.DRAFT, "alice", "post", "/studies/{study}/transitions/", {"to": "closed"}, 409, "A study in the draft phase cannot move to closed."),
+    (
+        Phase.ASSESSMENT, "alice", "post", "/studies/{study}/runs/", None, 409,
+        "Validation runs need a closed study; this one is in the assessment phase.",
+    ),
+]
+
+
+@pytest.mark.parametrize("phase, actor, method, path, body, status, detail", REFUSED_WRITES, ids=lambda v: None)
+def test_refused_writes_write_nothing(phase, actor, method, path, body, status, detail, make_study, clients, nothing_written):
+    built = make_study(phase)
+    with nothing_written():
+        response = send(clients[actor], method, API + path.format(study=built.study.pk), body)
+    assert response.status_code == status, response.content
+    assert detail in response.json()["detail"]
+
+
+def test_a_rejected_import_writes_nothing(clients, case_study, nothing_written):
+    del case_study["designer"]  # the importing user, charlie, designs it
+    case_study["peer_weights"]["clinician"]["clinician"] = 0.3  # the row sums to 0.9
+    with nothing_written():
+        response = clients["charlie"].post(API + "/studies/import/", case_study, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"peer_weights.clinician": ["row sums to 0.9, must be 1"]}
+    # Import creates accounts for unknown experts; none was kept.
+    assert not QualityAttribute.objects.exists()
+
+
+# --- runs: results only once a run has succeeded ------------------------------------
+
+
+def test_results_are_409_until_the_run_has_succeeded(make_study, clients, django_capture_on_commit_callbacks):
+    built = make_study(Phase.CLOSED)
+    with django_capture_on_commit_callbacks(execute=False):
+        launched = clients["alice"].post(f"{API}/studies/{built.study.pk}/runs/")
+    assert launched.status_code == 202
+    run_id = launched.json()["id"]
+    assert Run.objects.get(pk=run_id).status == Run.Status.QUEUED
+    for actor in ("alice", "bob"):
+        for url in (f"{API}/runs/{run_id}/results/", f"{API}/runs/{run_id}/candidates/J48/scores/"):
+            response = clients[actor].get(url)
+            assert response.status_code == 409
+            assert response.json() == {"detail": f"Run {run_id} is queued; results exist once it has succeeded."}
+        assert clients[actor].get(f"{API}/runs/{run_id}/").json()["status"] == "queued"
+    assert clients["charlie"].get(f"{API}/runs/{run_id}/results/").status_code == 404
+
+    # A failed run says why.
+    Run.objects.filter(pk=run_id).update(status=Run.Status.FAILED, error="The inputs cannot be evaluated: boom.")
+    failed = clients["bob"].get(f"{API}/runs/{run_id}/results/")
+    assert failed.status_code == 409
+    assert failed.json()["detail"] == (
+        f"Run {run_id} is failed; results exist once it has succeeded. It failed: The inputs cannot be evaluated: boom."
+    )
+
+    # Once it has run, every member reads the results; an unknown candidate is 404.
+    run = launch_and_finish(built, built.study.designer)
+    assert clients["bob"].get(f"{API}/runs/{run.pk}/results/").status_code == 200
+    unknown = clients["bob"].get(f"{API}/runs/{run.pk}/candidates/C4.5/scores/")
+    assert unknown.status_code == 404 and unknown.json() == {"detail": "No candidate named 'C4.5' in this run."}
