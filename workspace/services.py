@@ -464,8 +464,7 @@ def _prioritise_items(*, method, items, weights, judgments):
     to the typed direct weight and ``judgment_rows`` lists (row, column, value)
     with names.
     """
-    if method not in Method.values:
-        raise InvalidInput({"method": f"must be 'direct', 'ahp' or 'lpr', got {method!r}"})
+    _method(method)
     index = {name: position for position, name in enumerate(items)}
     if method == Method.DIRECT:
         if judgments not in (None, [], ()):
@@ -549,6 +548,38 @@ def _prioritise_items(*, method, items, weights, judgments):
     return result, {}, rows
 
 
+def _method(method):
+    if method not in Method.values:
+        raise InvalidInput({"method": f"must be 'direct', 'ahp' or 'lpr', got {method!r}"})
+    return method
+
+
+def _store_prioritisation(prioritisation, *, items, item_field, weights, judgments):
+    """Compute a prioritisation over ``items`` (attributes or metrics) and
+    store it on the new ``prioritisation`` row with its judgments and
+    weights. The engine's result is attached as ``.result``."""
+    names = [item.name for item in items]
+    result, given, judgment_rows = _prioritise_items(
+        method=prioritisation.method, items=names, weights=weights, judgments=judgments
+    )
+    by_name = dict(zip(names, items))
+    prioritisation.consistency_ratio = result.consistency_ratio
+    prioritisation.save(update_fields=["consistency_ratio"])
+    judgment_model = prioritisation.judgments.model
+    judgment_model.objects.bulk_create(
+        [judgment_model(prioritisation=prioritisation, row=by_name[r], column=by_name[c], value=v) for r, c, v in judgment_rows]
+    )
+    weight_model = prioritisation.weights.model
+    weight_model.objects.bulk_create(
+        [
+            weight_model(prioritisation=prioritisation, given=given.get(item.name), weight=float(w), **{item_field: item})
+            for item, w in zip(items, result.weights)
+        ]
+    )
+    prioritisation.result = result
+    return prioritisation
+
+
 @transaction.atomic
 def prioritisation_set(*, expert, method, weights=None, judgments=None):
     """Set the expert's prioritisation of the selected attributes (row w_i of W).
@@ -562,24 +593,12 @@ def prioritisation_set(*, expert, method, weights=None, judgments=None):
     study = _locked(expert.study)
     _require_phase(study, (Phase.ASSESSMENT,), "Prioritising")
     attributes = list(QualityAttribute.objects.filter(study=study, is_selected=True).order_by("position", "id"))
-    items = [a.name for a in attributes]
-    result, given, judgment_rows = _prioritise_items(method=method, items=items, weights=weights, judgments=judgments)
-    by_name = {a.name: a for a in attributes}
+    _method(method)
     AttributePrioritisation.objects.filter(expert=expert).delete()
-    prioritisation = AttributePrioritisation.objects.create(
-        expert=expert, method=method, consistency_ratio=result.consistency_ratio
+    return _store_prioritisation(
+        AttributePrioritisation.objects.create(expert=expert, method=method),
+        items=attributes, item_field="attribute", weights=weights, judgments=judgments,
     )
-    AttributeJudgment.objects.bulk_create(
-        [AttributeJudgment(prioritisation=prioritisation, row=by_name[r], column=by_name[c], value=v) for r, c, v in judgment_rows]
-    )
-    AttributeWeight.objects.bulk_create(
-        [
-            AttributeWeight(prioritisation=prioritisation, attribute=attribute, given=given.get(attribute.name), weight=float(w))
-            for attribute, w in zip(attributes, result.weights)
-        ]
-    )
-    prioritisation.result = result
-    return prioritisation
 
 
 @transaction.atomic
@@ -593,24 +612,12 @@ def metric_prioritisation_set(*, expert, attribute, method, weights=None, judgme
     metrics = list(Metric.objects.filter(attribute=attribute, is_selected=True).order_by("position", "id"))
     if len(metrics) < 2:
         raise InvalidInput({"attribute": f"{attribute.name!r} has one selected metric: there is nothing to prioritise"})
-    items = [m.name for m in metrics]
-    result, given, judgment_rows = _prioritise_items(method=method, items=items, weights=weights, judgments=judgments)
-    by_name = {m.name: m for m in metrics}
+    _method(method)
     MetricPrioritisation.objects.filter(expert=expert, attribute=attribute).delete()
-    prioritisation = MetricPrioritisation.objects.create(
-        expert=expert, attribute=attribute, method=method, consistency_ratio=result.consistency_ratio
+    return _store_prioritisation(
+        MetricPrioritisation.objects.create(expert=expert, attribute=attribute, method=method),
+        items=metrics, item_field="metric", weights=weights, judgments=judgments,
     )
-    MetricJudgment.objects.bulk_create(
-        [MetricJudgment(prioritisation=prioritisation, row=by_name[r], column=by_name[c], value=v) for r, c, v in judgment_rows]
-    )
-    MetricWeight.objects.bulk_create(
-        [
-            MetricWeight(prioritisation=prioritisation, metric=metric, given=given.get(metric.name), weight=float(w))
-            for metric, w in zip(metrics, result.weights)
-        ]
-    )
-    prioritisation.result = result
-    return prioritisation
 
 
 @transaction.atomic
