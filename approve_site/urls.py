@@ -11,6 +11,8 @@ from django.urls import include, path
 from django.views import defaults
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from workspace.views import ThrottledLoginView
+
 
 def not_found(request, exception):
     """A URL that matches nothing: under ``api/`` the API's JSON error (its
@@ -25,11 +27,7 @@ handler404 = not_found
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path(
-        "accounts/login/",
-        auth_views.LoginView.as_view(template_name="registration/login.html", redirect_authenticated_user=True),
-        name="login",
-    ),
+    path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
     # Django 5 accepts only POST here; the header's logout button is a form.
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/v1/", include("workspace.api.urls")),

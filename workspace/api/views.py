@@ -175,15 +175,7 @@ class StudyListView(PaginatedListMixin, APIView):
     @extend_schema(responses=s.StudySerializer(many=True))
     def get(self, request):
         """Studies you are a member of."""
-        queryset = (
-            selectors.studies_visible_to(request.user)
-            .select_related("designer")
-            .prefetch_related(
-                Prefetch("memberships", queryset=Membership.objects.filter(user=request.user), to_attr="my_memberships")
-            )
-            .order_by("-created_at", "-id")
-        )
-        return self.paginated(queryset, s.StudySerializer)
+        return self.paginated(selectors.studies_with_my_roles(request.user), s.StudySerializer)
 
     @extend_schema(request=s.StudyWriteSerializer, responses={201: s.StudyDetailSerializer})
     def post(self, request):

@@ -1,0 +1,56 @@
+# approve: everyday commands. Needs Python 3.11 and make, nothing else.
+#
+# With no DATABASE_URL / REDIS_URL in the environment the project uses SQLite
+# and runs Celery tasks in-process; set them to use PostgreSQL and Redis. The
+# environment is passed through to every command untouched.
+
+VENV := .venv
+PYTHON := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+# The interpreter that creates the virtualenv; override with
+# `make BOOTSTRAP_PYTHON=/path/to/python3.11 install`.
+BOOTSTRAP_PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3 2>/dev/null)
+# Extra arguments for pytest: `make test PYTEST_ARGS="-k ranges -x"`.
+PYTEST_ARGS ?=
+RUNSERVER_ADDRESS ?= 127.0.0.1:8000
+
+.DEFAULT_GOAL := help
+.PHONY: help install run test worker check migrate
+
+help:
+	@echo "make run      install, migrate, load the demo study, serve on http://$(RUNSERVER_ADDRESS)/"
+	@echo "make test     install, then run the test suite"
+	@echo "make install  create $(VENV) and install requirements-dev.txt (again only when it changes)"
+	@echo "make migrate  apply database migrations"
+	@echo "make worker   run a Celery worker (needs REDIS_URL)"
+	@echo "make check    Django's system checks"
+
+install: $(STAMP)
+
+$(PYTHON):
+	@test -n "$(BOOTSTRAP_PYTHON)" || { echo "Python 3.11 not found: install python3.11 or pass BOOTSTRAP_PYTHON=..." >&2; exit 1; }
+	@echo "Creating $(VENV) with $(BOOTSTRAP_PYTHON) ($$($(BOOTSTRAP_PYTHON) --version 2>&1))"
+	$(BOOTSTRAP_PYTHON) -m venv $(VENV)
+
+# The stamp is newer than both requirements files once they are installed, so
+# pip runs again only after one of them changes.
+$(STAMP): requirements.txt requirements-dev.txt | $(PYTHON)
+	$(PYTHON) -m pip install --quiet --upgrade pip
+	$(PYTHON) -m pip install --quiet -r requirements-dev.txt
+	@touch $(STAMP)
+
+migrate: install
+	$(PYTHON) manage.py migrate --noinput
+
+run: migrate
+	$(PYTHON) manage.py load_demo
+	$(PYTHON) manage.py runserver $(RUNSERVER_ADDRESS)
+
+test: install
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+worker: install
+	$(VENV)/bin/celery -A approve_site worker -l info
+
+check: install
+	$(PYTHON) manage.py check

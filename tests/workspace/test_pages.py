@@ -1,0 +1,114 @@
+"""The pages a newcomer meets: login, logout, the study list, the admin."""
+
+import io
+
+import pytest
+from django.core.cache import cache
+from django.test import Client
+from django.urls import reverse
+
+from workspace import services
+from workspace.models import Phase
+
+from .conftest import PASSWORD
+
+
+@pytest.fixture(autouse=True)
+def test_host_and_clean_cache(settings):
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
+    cache.clear()
+    yield
+    cache.clear()
+
+
+def test_login_page_renders_a_form_with_csrf(client):
+    response = client.get(reverse("login"))
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert 'name="username"' in body and 'name="password"' in body
+    assert "csrfmiddlewaretoken" in body
+
+
+def test_login_logs_in_and_lands_on_the_study_list(cast):
+    client = Client(enforce_csrf_checks=True)
+    page = client.get(reverse("login"))
+    token = page.cookies["csrftoken"].value
+    response = client.post(
+        reverse("login"), {"username": "alice", "password": PASSWORD, "csrfmiddlewaretoken": token}
+    )
+    assert response.status_code == 302 and response["Location"] == reverse("home")
+    assert client.get(reverse("home")).context["user"].username == "alice"
+
+
+def test_login_without_csrf_token_is_refused(cast):
+    client = Client(enforce_csrf_checks=True)
+    response = client.post(reverse("login"), {"username": "alice", "password": PASSWORD})
+    assert response.status_code == 403
+    assert "_auth_user_id" not in client.session
+
+
+def test_wrong_password_shows_the_error_and_logs_nobody_in(client, cast):
+    response = client.post(reverse("login"), {"username": "alice", "password": "wrong"})
+    assert response.status_code == 200
+    assert "correct username and password" in response.content.decode()
+    assert "_auth_user_id" not in client.session
+
+
+def test_login_is_throttled_after_repeated_failures(client, cast, settings):
+    settings.LOGIN_FAILURE_LIMIT = 3
+    for _ in range(3):
+        assert client.post(reverse("login"), {"username": "alice", "password": "guess"}).status_code == 200
+    # Locked out: even the right password is refused until the window passes.
+    response = client.post(reverse("login"), {"username": "alice", "password": PASSWORD})
+    assert response.status_code == 429
+    assert "Too many failed attempts" in response.content.decode()
+    assert "_auth_user_id" not in client.session
+    cache.clear()
+    assert client.post(reverse("login"), {"username": "alice", "password": PASSWORD}).status_code == 302
+
+
+def test_logout_needs_post(client, cast):
+    client.force_login(cast.alice)
+    assert client.get(reverse("logout")).status_code == 405
+    assert client.post(reverse("logout")).status_code == 302
+    assert "_auth_user_id" not in client.session
+
+
+def test_home_requires_login(client):
+    response = client.get(reverse("home"))
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("login"))
+
+
+def test_home_lists_only_my_studies_with_my_roles(client, cast, make_study):
+    mine = make_study(Phase.VOTING)  # alice designs; bob and carol are experts
+    services.study_create(designer=cast.charlie, title="Charlie's secret study")
+    client.force_login(cast.bob)
+    body = client.get(reverse("home")).content.decode()
+    assert mine.study.title in body
+    assert "Charlie's secret study" not in body
+    studies = list(client.get(reverse("home")).context["studies"])
+    assert [s.pk for s in studies] == [mine.study.pk]
+    assert [m.role for m in studies[0].my_memberships] == ["expert"]
+
+
+def test_home_query_count_does_not_grow_with_studies(client, cast, django_assert_num_queries):
+    client.force_login(cast.alice)
+    for count in (1, 6):
+        while cast.alice.designed_studies.count() < count:
+            services.study_create(designer=cast.alice, title=f"Study {cast.alice.designed_studies.count()}")
+        # session, user, the studies with their designers, alice's memberships
+        with django_assert_num_queries(4):
+            response = client.get(reverse("home"))
+        assert len(response.context["studies"]) == count
+
+
+def test_admin_shows_the_demo_study(client, django_user_model):
+    from django.core.management import call_command
+
+    call_command("load_demo", "--force", stdout=io.StringIO())
+    admin = django_user_model.objects.get(username="admin")
+    client.force_login(admin)
+    response = client.get(reverse("admin:workspace_study_changelist"))
+    assert response.status_code == 200
+    assert "Cancer diagnosis from microarray data" in response.content.decode()

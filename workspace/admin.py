@@ -1,0 +1,526 @@
+"""The administration site: a direct view of every row, for support staff.
+
+Designers and experts work through the pages and the API, whose services
+check the domain rules. The admin is the superuser's tool for looking and
+repairing, so it keeps to three habits:
+
+- phase changes go through the application (they have entry conditions), so
+  ``Study.phase`` and computed fields are read-only here;
+- every list and inline selects or prefetches what it shows, so a page costs
+  the same number of queries however many rows it lists;
+- choices in inlines are limited to the parent's study and fetched once per
+  page rather than once per row.
+"""
+
+from django.contrib import admin
+from django.core.exceptions import ValidationError
+from django.db.models import Count, Q
+from django.forms.models import BaseInlineFormSet
+
+from .models import (
+    AcceptableRange,
+    ApiToken,
+    AttributeJudgment,
+    AttributePrioritisation,
+    AttributeVote,
+    AttributeWeight,
+    Candidate,
+    Measurement,
+    Membership,
+    Metric,
+    MetricJudgment,
+    MetricPrioritisation,
+    MetricVote,
+    MetricWeight,
+    PeerWeight,
+    QualityAttribute,
+    Study,
+)
+
+# --- shared helpers -------------------------------------------------------------
+
+
+def _membership_queryset():
+    # Membership.__str__ names the user and the study: fetch both with it.
+    return Membership.objects.select_related("user", "study")
+
+
+class MembershipChoicesMixin:
+    """Foreign keys to Membership list their user and study without a query
+    per option."""
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.related_model is Membership and "queryset" not in kwargs:
+            kwargs["queryset"] = _membership_queryset()
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+class StudyScopedInline(MembershipChoicesMixin, admin.TabularInline):
+    """An inline whose foreign keys offer only rows of the parent's study.
+
+    ``scoped_choices`` maps a field name to a function of the parent object
+    returning the queryset of allowed choices. The choices are evaluated once
+    when the formset class is built, so N rows cost one query, not N.
+    """
+
+    scoped_choices = {}
+    extra = 0
+
+    def get_formset(self, request, obj=None, **kwargs):
+        # ModelAdmin instances are shared between requests: keep the parent on
+        # the request, which formfield_for_foreignkey also receives.
+        request._approve_admin_parent = obj
+        return super().get_formset(request, obj, **kwargs)
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        scope = self.scoped_choices.get(db_field.name)
+        if scope is None:
+            return super().formfield_for_foreignkey(db_field, request, **kwargs)
+        parent = getattr(request, "_approve_admin_parent", None)
+        kwargs["queryset"] = scope(parent) if parent is not None else db_field.related_model.objects.none()
+        formfield = super().formfield_for_foreignkey(db_field, request, **kwargs)
+        if formfield is not None:
+            formfield.choices = list(formfield.choices)
+        return formfield
+
+
+# --- the study ------------------------------------------------------------------
+
+
+class MembershipInline(MembershipChoicesMixin, admin.TabularInline):
+    model = Membership
+    extra = 0
+    fields = ("user", "role", "created_at")
+    readonly_fields = ("created_at",)
+    autocomplete_fields = ("user",)
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("user")
+
+
+class QualityAttributeInline(admin.TabularInline):
+    model = QualityAttribute
+    extra = 0
+    fields = ("position", "name", "kind", "is_selected", "description")
+    show_change_link = True
+
+
+class CandidateInline(admin.TabularInline):
+    model = Candidate
+    extra = 0
+    fields = ("position", "name", "description")
+    show_change_link = True
+
+
+@admin.register(Study)
+class StudyAdmin(admin.ModelAdmin):
+    list_display = ("title", "phase", "designer", "expert_count", "created_at", "updated_at")
+    list_filter = ("phase", "created_at")
+    list_select_related = ("designer",)
+    search_fields = ("title", "description", "designer__username", "designer__email")
+    date_hierarchy = "created_at"
+    autocomplete_fields = ("designer",)
+    readonly_fields = ("phase", "created_at", "updated_at")
+    fieldsets = (
+        (None, {"fields": ("title", "description", "designer", "phase")}),
+        ("Vote thresholds", {"fields": ("attribute_threshold", "metric_threshold")}),
+        ("History", {"fields": ("created_at", "updated_at"), "classes": ("collapse",)}),
+    )
+    inlines = (MembershipInline, QualityAttributeInline, CandidateInline)
+
+    def get_queryset(self, request):
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(_expert_count=Count("memberships", filter=Q(memberships__role=Membership.Role.EXPERT)))
+        )
+
+    def get_readonly_fields(self, request, obj=None):
+        # The designer's membership row must follow the study's designer;
+        # changing one without the other would hide the study from its designer.
+        if obj is not None:
+            return (*self.readonly_fields, "designer")
+        return self.readonly_fields
+
+    @admin.display(description="Experts", ordering="_expert_count")
+    def expert_count(self, obj):
+        return obj._expert_count
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        # A study is visible through memberships, so a study added here needs
+        # its designer's row (the application's study_create makes it too).
+        study = form.instance
+        if not study.memberships.filter(role=Membership.Role.DESIGNER).exists():
+            Membership.objects.create(study=study, user=study.designer, role=Membership.Role.DESIGNER)
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ("user", "role", "study", "study_phase", "created_at")
+    list_filter = ("role", "study__phase")
+    list_select_related = ("user", "study")
+    search_fields = ("user__username", "user__email", "study__title")
+    autocomplete_fields = ("user", "study")
+    readonly_fields = ("created_at",)
+
+    def get_queryset(self, request):
+        # Also used by the autocomplete of every foreign key to Membership.
+        return super().get_queryset(request).select_related("user", "study")
+
+    @admin.display(description="Phase", ordering="study__phase")
+    def study_phase(self, obj):
+        return obj.study.get_phase_display()
+
+
+# --- setup: attributes, metrics, candidates, measurements -----------------------
+
+
+class MetricInlineFormSet(BaseInlineFormSet):
+    """Metrics added under an attribute belong to the attribute's study."""
+
+    def _construct_form(self, i, **kwargs):
+        form = super()._construct_form(i, **kwargs)
+        form.instance.study_id = self.instance.study_id
+        return form
+
+    def clean(self):
+        super().clean()
+        # ``study`` is not a form field, so Django skips the (study, name)
+        # constraint: check it here instead of failing at the database.
+        names = {}
+        for form in self.forms:
+            if not form.has_changed() or self._should_delete_form(form):
+                continue
+            name = form.cleaned_data.get("name")
+            if not name:
+                continue
+            if name in names:
+                raise ValidationError(f"Two metrics are named {name!r}.")
+            names[name] = form.instance.pk
+        if names and self.instance.study_id is not None:
+            clashes = Metric.objects.filter(study_id=self.instance.study_id, name__in=names)
+            for clash in clashes:
+                if names[clash.name] != clash.pk:
+                    raise ValidationError(f"A metric named {clash.name!r} already exists in this study.")
+
+
+class MetricInline(admin.TabularInline):
+    model = Metric
+    fk_name = "attribute"
+    formset = MetricInlineFormSet
+    extra = 0
+    fields = ("position", "name", "better", "unit", "default_least_acceptable", "default_desired", "is_selected")
+    show_change_link = True
+
+
+@admin.register(QualityAttribute)
+class QualityAttributeAdmin(admin.ModelAdmin):
+    list_display = ("name", "study", "kind", "is_selected", "metric_count", "position")
+    list_filter = ("kind", "is_selected", "study__phase")
+    list_select_related = ("study",)
+    search_fields = ("name", "description", "study__title")
+    autocomplete_fields = ("study",)
+    inlines = (MetricInline,)
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(_metric_count=Count("metrics"))
+
+    def get_readonly_fields(self, request, obj=None):
+        # Moving an attribute would leave its metrics in the old study.
+        return ("study",) if obj is not None else ()
+
+    @admin.display(description="Metrics", ordering="_metric_count")
+    def metric_count(self, obj):
+        return obj._metric_count
+
+
+@admin.register(Metric)
+class MetricAdmin(admin.ModelAdmin):
+    list_display = (
+        "name",
+        "attribute",
+        "study",
+        "better",
+        "unit",
+        "default_least_acceptable",
+        "default_desired",
+        "is_selected",
+    )
+    list_filter = ("better", "is_selected", "study__phase")
+    list_select_related = ("study", "attribute")
+    search_fields = ("name", "unit", "attribute__name", "study__title")
+    autocomplete_fields = ("study", "attribute")
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+
+        class MetricForm(form):
+            def clean(self):
+                cleaned = super().clean()
+                study, attribute = cleaned.get("study"), cleaned.get("attribute")
+                if study and attribute and attribute.study_id != study.pk:
+                    raise ValidationError({"attribute": "The attribute belongs to another study."})
+                return cleaned
+
+        return MetricForm
+
+
+class MeasurementInline(StudyScopedInline):
+    model = Measurement
+    fields = ("metric", "value")
+    scoped_choices = {"metric": lambda candidate: Metric.objects.filter(study_id=candidate.study_id)}
+
+
+@admin.register(Candidate)
+class CandidateAdmin(admin.ModelAdmin):
+    list_display = ("name", "study", "measurement_count", "position")
+    list_filter = ("study__phase",)
+    list_select_related = ("study",)
+    search_fields = ("name", "description", "study__title")
+    autocomplete_fields = ("study",)
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(_measurement_count=Count("measurements"))
+
+    def get_inlines(self, request, obj):
+        # Measurements pick metrics of the candidate's study: known once saved.
+        return (MeasurementInline,) if obj is not None else ()
+
+    def get_readonly_fields(self, request, obj=None):
+        return ("study",) if obj is not None else ()
+
+    @admin.display(description="Measurements", ordering="_measurement_count")
+    def measurement_count(self, obj):
+        return obj._measurement_count
+
+
+@admin.register(Measurement)
+class MeasurementAdmin(admin.ModelAdmin):
+    list_display = ("candidate", "metric", "value", "study")
+    list_filter = ("candidate__study__phase",)
+    list_select_related = ("candidate__study", "metric")
+    search_fields = ("candidate__name", "metric__name", "candidate__study__title")
+    autocomplete_fields = ("candidate", "metric")
+
+    @admin.display(description="Study", ordering="candidate__study__title")
+    def study(self, obj):
+        return obj.candidate.study
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+
+        class MeasurementForm(form):
+            def clean(self):
+                cleaned = super().clean()
+                candidate, metric = cleaned.get("candidate"), cleaned.get("metric")
+                if candidate and metric and candidate.study_id != metric.study_id:
+                    raise ValidationError({"metric": "The metric belongs to another study than the candidate."})
+                return cleaned
+
+        return MeasurementForm
+
+
+# --- votes ------------------------------------------------------------------------
+
+
+class ExpertInputAdmin(MembershipChoicesMixin, admin.ModelAdmin):
+    """Rows that belong to one expert's membership."""
+
+    autocomplete_fields = ("expert",)
+
+    def get_queryset(self, request):
+        # Lists, change pages and inline choices all read the expert's user and study.
+        return super().get_queryset(request).select_related("expert__user", "expert__study")
+
+    @admin.display(description="Expert", ordering="expert__user__username")
+    def expert_user(self, obj):
+        return obj.expert.user
+
+    @admin.display(description="Study", ordering="expert__study__title")
+    def study(self, obj):
+        return obj.expert.study
+
+
+@admin.register(AttributeVote)
+class AttributeVoteAdmin(ExpertInputAdmin):
+    list_display = ("expert_user", "attribute", "study")
+    list_filter = ("expert__study__phase", "attribute__kind")
+    list_select_related = ("expert__user", "expert__study", "attribute")
+    search_fields = ("expert__user__username", "attribute__name", "expert__study__title")
+    autocomplete_fields = ("expert", "attribute")
+
+
+@admin.register(MetricVote)
+class MetricVoteAdmin(ExpertInputAdmin):
+    list_display = ("expert_user", "metric", "study")
+    list_filter = ("expert__study__phase",)
+    list_select_related = ("expert__user", "expert__study", "metric")
+    search_fields = ("expert__user__username", "metric__name", "expert__study__title")
+    autocomplete_fields = ("expert", "metric")
+
+
+# --- prioritisations ----------------------------------------------------------------
+
+
+class AttributeJudgmentInline(StudyScopedInline):
+    model = AttributeJudgment
+    fields = ("row", "column", "value")
+    scoped_choices = {
+        "row": lambda prio: QualityAttribute.objects.filter(study_id=prio.expert.study_id),
+        "column": lambda prio: QualityAttribute.objects.filter(study_id=prio.expert.study_id),
+    }
+
+
+class AttributeWeightInline(StudyScopedInline):
+    model = AttributeWeight
+    fields = ("attribute", "given", "weight")
+    scoped_choices = {"attribute": lambda prio: QualityAttribute.objects.filter(study_id=prio.expert.study_id)}
+
+
+@admin.register(AttributePrioritisation)
+class AttributePrioritisationAdmin(ExpertInputAdmin):
+    list_display = ("expert_user", "study", "method", "consistency_ratio", "updated_at")
+    list_filter = ("method", "expert__study__phase")
+    list_select_related = ("expert__user", "expert__study")
+    search_fields = ("expert__user__username", "expert__study__title")
+    readonly_fields = ("consistency_ratio", "updated_at")
+
+    def get_inlines(self, request, obj):
+        return (AttributeJudgmentInline, AttributeWeightInline) if obj is not None else ()
+
+
+
+class MetricJudgmentInline(StudyScopedInline):
+    model = MetricJudgment
+    fields = ("row", "column", "value")
+    scoped_choices = {
+        "row": lambda prio: Metric.objects.filter(attribute_id=prio.attribute_id),
+        "column": lambda prio: Metric.objects.filter(attribute_id=prio.attribute_id),
+    }
+
+
+class MetricWeightInline(StudyScopedInline):
+    model = MetricWeight
+    fields = ("metric", "given", "weight")
+    scoped_choices = {"metric": lambda prio: Metric.objects.filter(attribute_id=prio.attribute_id)}
+
+
+@admin.register(MetricPrioritisation)
+class MetricPrioritisationAdmin(ExpertInputAdmin):
+    list_display = ("expert_user", "attribute", "study", "method", "consistency_ratio", "updated_at")
+    list_filter = ("method", "expert__study__phase")
+    list_select_related = ("expert__user", "expert__study", "attribute")
+    search_fields = ("expert__user__username", "attribute__name", "expert__study__title")
+    autocomplete_fields = ("expert", "attribute")
+    readonly_fields = ("consistency_ratio", "updated_at")
+
+    def get_inlines(self, request, obj):
+        return (MetricJudgmentInline, MetricWeightInline) if obj is not None else ()
+
+
+class PrioritisationRowAdmin(admin.ModelAdmin):
+    """Judgments and weights, listed with the expert and study they belong to."""
+
+    autocomplete_fields = ("prioritisation",)
+
+    @admin.display(description="Expert", ordering="prioritisation__expert__user__username")
+    def expert_user(self, obj):
+        return obj.prioritisation.expert.user
+
+    @admin.display(description="Study", ordering="prioritisation__expert__study__title")
+    def study(self, obj):
+        return obj.prioritisation.expert.study
+
+
+@admin.register(AttributeJudgment)
+class AttributeJudgmentAdmin(PrioritisationRowAdmin):
+    list_display = ("expert_user", "row", "column", "value", "study")
+    list_filter = ("prioritisation__method", "prioritisation__expert__study__phase")
+    list_select_related = ("prioritisation__expert__user", "prioritisation__expert__study", "row", "column")
+    search_fields = ("prioritisation__expert__user__username", "row__name", "column__name")
+    autocomplete_fields = ("prioritisation", "row", "column")
+
+
+@admin.register(AttributeWeight)
+class AttributeWeightAdmin(PrioritisationRowAdmin):
+    list_display = ("expert_user", "attribute", "given", "weight", "study")
+    list_filter = ("prioritisation__method", "prioritisation__expert__study__phase")
+    list_select_related = ("prioritisation__expert__user", "prioritisation__expert__study", "attribute")
+    search_fields = ("prioritisation__expert__user__username", "attribute__name")
+    autocomplete_fields = ("prioritisation", "attribute")
+
+
+@admin.register(MetricJudgment)
+class MetricJudgmentAdmin(PrioritisationRowAdmin):
+    list_display = ("expert_user", "row", "column", "value", "study")
+    list_filter = ("prioritisation__method", "prioritisation__expert__study__phase")
+    list_select_related = ("prioritisation__expert__user", "prioritisation__expert__study", "row", "column")
+    search_fields = ("prioritisation__expert__user__username", "row__name", "column__name")
+    autocomplete_fields = ("prioritisation", "row", "column")
+
+
+@admin.register(MetricWeight)
+class MetricWeightAdmin(PrioritisationRowAdmin):
+    list_display = ("expert_user", "metric", "given", "weight", "study")
+    list_filter = ("prioritisation__method", "prioritisation__expert__study__phase")
+    list_select_related = ("prioritisation__expert__user", "prioritisation__expert__study", "metric")
+    search_fields = ("prioritisation__expert__user__username", "metric__name")
+    autocomplete_fields = ("prioritisation", "metric")
+
+
+# --- ranges and peer weights ------------------------------------------------------------
+
+
+@admin.register(AcceptableRange)
+class AcceptableRangeAdmin(ExpertInputAdmin):
+    list_display = ("expert_user", "metric", "least_acceptable", "desired", "study")
+    list_filter = ("expert__study__phase", "metric__better")
+    list_select_related = ("expert__user", "expert__study", "metric")
+    search_fields = ("expert__user__username", "metric__name", "expert__study__title")
+    autocomplete_fields = ("expert", "metric")
+
+
+@admin.register(PeerWeight)
+class PeerWeightAdmin(MembershipChoicesMixin, admin.ModelAdmin):
+    list_display = ("rater_user", "ratee_user", "weight", "study")
+    list_filter = ("rater__study__phase",)
+    list_select_related = ("rater__user", "rater__study", "ratee__user")
+    search_fields = ("rater__user__username", "ratee__user__username", "rater__study__title")
+    autocomplete_fields = ("rater", "ratee")
+
+    @admin.display(description="Rater", ordering="rater__user__username")
+    def rater_user(self, obj):
+        return obj.rater.user
+
+    @admin.display(description="Ratee", ordering="ratee__user__username")
+    def ratee_user(self, obj):
+        return obj.ratee.user
+
+    @admin.display(description="Study", ordering="rater__study__title")
+    def study(self, obj):
+        return obj.rater.study
+
+
+# --- API tokens ---------------------------------------------------------------------
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Tokens can be looked at and revoked (deleted) here, not made: only a
+    digest is stored, so a key exists only when the application creates it
+    and shows it once."""
+
+    list_display = ("user", "name", "prefix", "created_at", "last_used_at")
+    list_filter = ("created_at", "last_used_at")
+    list_select_related = ("user",)
+    search_fields = ("user__username", "user__email", "name", "prefix")
+    fields = ("user", "name", "prefix", "created_at", "last_used_at")
+    readonly_fields = fields
+    date_hierarchy = "created_at"
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
