@@ -194,7 +194,26 @@ def snapshot_arrays(snapshot):
     lower = _matrix(snapshot, "lower", experts, metrics, "an acceptable range")
     upper = _matrix(snapshot, "upper", experts, metrics, "an acceptable range")
     measurements = _matrix(snapshot, "measurements", candidates, metrics, "a measurement")
+    _check_named(experts, metrics, peer_weights, lower, upper)
     return weights, peer_weights, lower, upper, measurements
+
+
+def _check_named(experts, metrics, peer_weights, lower, upper):
+    """The checks ``engine.core`` also makes, worded with the study's names
+    so a failed run tells people which expert's input to fix."""
+    for i, row in enumerate(peer_weights):
+        for j, weight in enumerate(row):
+            if not weight > 0 or (weight >= 1 and len(experts) > 1):
+                raise RunInputError(
+                    f"{experts[i]}'s peer weight for {experts[j]} is {weight:g}; it must lie strictly between "
+                    "0 and 1 (no expert may silence another)"
+                )
+        if abs(row.sum() - 1) > 1e-6:
+            raise RunInputError(f"{experts[i]}'s peer weights sum to {row.sum():.6g}; they must sum to 1")
+    for i, j in zip(*np.nonzero(lower == upper)):
+        raise RunInputError(
+            f"{experts[i]}'s acceptable range for {metrics[j]} has equal bounds ({lower[i, j]:g}); they must differ"
+        )
 
 
 def competition_ranks(cef, weighted):

@@ -529,8 +529,19 @@ def test_zero_peer_weight_fails_the_run(study):
     assert outcome.status == Run.Status.FAILED
     assert run.status == Run.Status.FAILED and run.results is None
     assert run.error.startswith("The inputs cannot be evaluated")
-    assert "peer weight" in run.error.replace("_", " ")
+    # Named by the study's experts, not by array positions.
+    assert "statistician's peer weight for informatician is 0" in run.error
     assert "silence" in run.error  # says why
+
+
+def test_equal_range_bounds_fail_the_run_naming_expert_and_metric(study):
+    run = launch(study)
+    snapshot = copy.deepcopy(run.snapshot)
+    snapshot["upper"][2][0] = snapshot["lower"][2][0]
+    Run.objects.filter(pk=run.pk).update(snapshot=snapshot)
+    _, run = executed(run)
+    assert run.status == Run.Status.FAILED
+    assert "researcher's acceptable range for Success rate has equal bounds (0.8)" in run.error
 
 
 def test_missing_peer_weight_is_named(study):
