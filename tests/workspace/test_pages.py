@@ -112,3 +112,29 @@ def test_admin_shows_the_demo_study(client, django_user_model):
     response = client.get(reverse("admin:workspace_study_changelist"))
     assert response.status_code == 200
     assert "Cancer diagnosis from microarray data" in response.content.decode()
+
+
+def test_every_admin_list_and_change_page_opens(client, django_user_model):
+    from django.contrib import admin
+    from django.core.management import call_command
+
+    from engine.services import run_execute, run_launch
+    from workspace.models import Study
+
+    call_command("load_demo", "--force", stdout=io.StringIO())
+    study = Study.objects.get()
+    run = run_launch(study=study, launched_by=study.designer)
+    run_execute(run_id=run.pk)
+    client.force_login(django_user_model.objects.get(username="admin"))
+    opened = []
+    for model in admin.site._registry:
+        meta = model._meta
+        changelist = client.get(reverse(f"admin:{meta.app_label}_{meta.model_name}_changelist"))
+        assert changelist.status_code == 200, meta.label
+        first = model.objects.first()
+        if first is not None:
+            change = client.get(reverse(f"admin:{meta.app_label}_{meta.model_name}_change", args=[first.pk]))
+            assert change.status_code == 200, meta.label
+            opened.append(meta.label)
+    # The demo fills every model the study uses, and the run is in the admin.
+    assert {"engine.Run", "workspace.Study", "workspace.PeerWeight", "workspace.AttributeWeight"} <= set(opened)

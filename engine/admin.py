@@ -1,0 +1,25 @@
+from django.contrib import admin
+
+from .models import Run
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    """Runs are made by launching them, and are immutable once made: the
+    admin shows them and can delete them, nothing else."""
+
+    list_display = ["id", "study", "status", "launched_by", "launched_at", "duration_seconds", "attempts"]
+    list_filter = ["status", "launched_at"]
+    search_fields = ["study__title", "launched_by__username", "error"]
+    list_select_related = ["study", "launched_by"]
+    date_hierarchy = "launched_at"
+    readonly_fields = [
+        "study", "launched_by", "status", "tolerance", "launched_at", "started_at", "lease_expires_at",
+        "finished_at", "attempts", "duration_seconds", "error", "snapshot", "results",
+    ]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
