@@ -33,6 +33,7 @@ from .models import (
     MetricVote,
     MetricWeight,
     PeerWeight,
+    Phase,
     QualityAttribute,
     Study,
 )
@@ -138,9 +139,14 @@ class StudyAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request, obj=None):
         # The designer's membership row must follow the study's designer;
         # changing one without the other would hide the study from its designer.
-        if obj is not None:
-            return (*self.readonly_fields, "designer")
-        return self.readonly_fields
+        if obj is None:
+            return self.readonly_fields
+        fixed = (*self.readonly_fields, "designer")
+        # Thresholds decide the selection when voting closes; afterwards a
+        # change would contradict the selection already made.
+        if obj.phase not in (Phase.DRAFT, Phase.VOTING):
+            fixed += ("attribute_threshold", "metric_threshold")
+        return fixed
 
     @admin.display(description="Experts", ordering="_expert_count")
     def expert_count(self, obj):

@@ -138,3 +138,14 @@ def test_every_admin_list_and_change_page_opens(client, django_user_model):
             opened.append(meta.label)
     # The demo fills every model the study uses, and the run is in the admin.
     assert {"engine.Run", "workspace.Study", "workspace.PeerWeight", "workspace.AttributeWeight"} <= set(opened)
+
+
+def test_admin_freezes_thresholds_once_voting_has_closed(client, cast, make_study):
+    cast.alice.is_staff = cast.alice.is_superuser = True
+    cast.alice.save()
+    client.force_login(cast.alice)
+    draft, closed = make_study(Phase.DRAFT), make_study(Phase.CLOSED)
+    draft_page = client.get(reverse("admin:workspace_study_change", args=[draft.study.pk])).content.decode()
+    closed_page = client.get(reverse("admin:workspace_study_change", args=[closed.study.pk])).content.decode()
+    assert 'name="attribute_threshold"' in draft_page
+    assert 'name="attribute_threshold"' not in closed_page and 'name="metric_threshold"' not in closed_page
