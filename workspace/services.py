@@ -457,8 +457,9 @@ def votes_set(*, expert, attributes=(), metrics=()):
 # --- prioritisation (phase "assessment") ----------------------------------------
 
 
-def _prioritise_items(*, method, items, weights, judgments):
-    """Validate one prioritisation over named ``items`` and compute it.
+def prioritise_items(*, method, items, weights, judgments):
+    """Validate one prioritisation over named ``items`` and compute it; writes
+    nothing (the API recomputes a stored prioritisation's result with it).
 
     Returns ``(result, given, judgment_rows)`` where ``given`` maps item name
     to the typed direct weight and ``judgment_rows`` lists (row, column, value)
@@ -559,7 +560,7 @@ def _store_prioritisation(prioritisation, *, items, item_field, weights, judgmen
     store it on the new ``prioritisation`` row with its judgments and
     weights. The engine's result is attached as ``.result``."""
     names = [item.name for item in items]
-    result, given, judgment_rows = _prioritise_items(
+    result, given, judgment_rows = prioritise_items(
         method=prioritisation.method, items=names, weights=weights, judgments=judgments
     )
     by_name = dict(zip(names, items))

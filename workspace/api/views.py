@@ -461,7 +461,7 @@ def _priorities_out(section, study):
     if section is None:
         return {"method": None, "result": None}
     attributes = list(selectors.selected_attributes(study).values_list("name", flat=True))
-    result, _, _ = services._prioritise_items(
+    result, _, _ = services.prioritise_items(
         method=section["method"], items=attributes, weights=section.get("weights"), judgments=section.get("judgments")
     )
     payload = {**section, "result": _result_out(result, attributes)}
@@ -473,7 +473,7 @@ def _priorities_out(section, study):
                 .order_by("position", "id")
                 .values_list("name", flat=True)
             )
-            local_result, _, _ = services._prioritise_items(
+            local_result, _, _ = services.prioritise_items(
                 method=local["method"], items=metrics, weights=local.get("weights"), judgments=local.get("judgments")
             )
             payload["metric_results"][attribute] = _result_out(local_result, metrics)
