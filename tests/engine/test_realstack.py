@@ -188,3 +188,21 @@ def test_run_with_invalid_inputs_fails_with_a_readable_error(workers, closed_stu
     assert run.status == Run.Status.FAILED
     assert run.results is None
     assert "measurement is missing for SVM / Success rate" in run.error
+
+
+def test_run_validation_command_goes_through_the_worker_and_waits(workers, closed_study):
+    import io
+
+    from django.core.management import call_command
+
+    workers.start()
+    output = io.StringIO()
+    call_command("run_validation", str(closed_study.pk), "--json", "--timeout", "60", stdout=output)
+
+    document = json.loads(output.getvalue())
+    run = Run.objects.get(pk=document["run"])
+    assert run.status == Run.Status.SUCCEEDED and run.attempts == 1
+    assert "engine.tasks.execute_run[" in workers.logs()  # the worker, not this process, ran it
+    assert document["format"] == "approve-results/1"
+    assert document["metric_weights"]["Success rate"] == pytest.approx(0.5295, abs=5e-5)
+    assert [c["name"] for c in document["candidates"]] == ["JRip", "J48", "IBk", "RandomForest"]
