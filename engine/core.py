@@ -61,6 +61,13 @@ MAX_LAYERS = 100_000
 # value instead, which keeps "m̄ == 0" and "vetoed" the same statement.
 _SMALLEST_POSITIVE = float(np.finfo(np.float64).smallest_subnormal)
 
+# Above this estimated error amplification (relative to eps, about 2e-16),
+# a metric's fast group scores could miss METHOD.md's 1e-9 tolerance by
+# cancellation; it is scored by the direct formula instead.
+_ILL_CONDITIONED = 1e4
+# Range widths beyond this make the ramp slopes subnormal.
+_HUGE = 1e300
+
 # How many offending positions an error message lists before "...".
 _MAX_LISTED = 10
 
@@ -212,6 +219,13 @@ def _validated_ranges(lower, upper, shape):
     upper = _as_finite_array(upper, "upper", 2)
     _check_shape(lower, "lower", shape, "one least acceptable value per expert and metric")
     _check_shape(upper, "upper", shape, "one desired value per expert and metric")
+    with np.errstate(over="ignore"):
+        unbounded = np.argwhere(~np.isfinite(upper - lower))
+    if len(unbounded):
+        raise ValueError(
+            "an acceptable range must have a finite width upper - lower; it overflows "
+            f"for (expert, metric) {_format_positions(unbounded)}"
+        )
     equal = np.argwhere(lower == upper)
     if len(equal):
         raise ValueError(
@@ -282,6 +296,75 @@ def aggregate_literal(peer_weights, values, *, tolerance=DEFAULT_TOLERANCE, max_
     return layer.mean(axis=0), layers
 
 
+#: Layers counted one by one (as the literal iteration does) before the count
+#: switches to repeated squaring of V.
+STEPWISE_LAYERS = 10_000
+
+#: Repeated squaring stops at V^(2^MAX_DOUBLINGS): far beyond any strictly
+#: positive V whose smallest weight is a representable double.
+MAX_DOUBLINGS = 62
+
+
+def _spread_below(layer, tolerance):
+    return bool(np.all(layer.max(axis=0) - layer.min(axis=0) < tolerance))
+
+
+def _stochastic_product(left, right):
+    """``left @ right`` for row-stochastic matrices, rows renormalised.
+
+    Repeated squaring lets the row sums drift (about 6e-11 after 20
+    squarings), and that drift swamps the small part of ``V^s`` that carries
+    the remaining spread (a relative error of 6e-4 in it, tens of layers in
+    the count); renormalising keeps it near 3e-8.
+    """
+    product = left @ right
+    return product / product.sum(axis=1, keepdims=True)
+
+
+def _count_layers(peer_weights, values, tolerance):
+    """The ``q`` of the literal aggregation of ``values``, without a cap.
+
+    Up to STEPWISE_LAYERS layers it steps exactly as :func:`aggregate_literal`
+    does. A V that mixes more slowly (off-diagonal weights near 0, which
+    METHOD.md 5 allows) may need millions of layers; then the count is found
+    by binary lifting on ``V^(2^j)``: the spread of ``V^s X`` never grows
+    with ``s`` (each layer averages rows), so the smallest ``s`` with a
+    spread below the tolerance is found in ``O(k^3 log q)``. Near the
+    threshold the two ways may round differently by a layer.
+    """
+    layer = peer_weights @ values
+    for layers in range(STEPWISE_LAYERS + 1):
+        if _spread_below(layer, tolerance):
+            return layers
+        layer = peer_weights @ layer
+    # Layers 0..STEPWISE_LAYERS are V^1 X .. V^(STEPWISE_LAYERS + 1) X: the
+    # last power known not to have converged is ``reached``.
+    reached = STEPWISE_LAYERS + 1
+    powers = [peer_weights]  # powers[j] = V^(2^j)
+    reached_power = np.eye(len(peer_weights))
+    for bit in range(reached.bit_length()):
+        if bit:
+            powers.append(_stochastic_product(powers[-1], powers[-1]))
+        if reached >> bit & 1:
+            reached_power = _stochastic_product(reached_power, powers[bit])
+    while not _spread_below(_stochastic_product(reached_power, powers[-1]) @ values, tolerance):
+        if len(powers) > MAX_DOUBLINGS:
+            raise ValueError(
+                f"the recursive aggregation did not reach a spread below {tolerance:g} "
+                f"within 2^{MAX_DOUBLINGS} layers; the peer weights are too close to 0"
+            )
+        powers.append(_stochastic_product(powers[-1], powers[-1]))
+    # V^(reached) has not converged but V^(reached + 2^top) has: lift the
+    # largest non-converged power bit by bit below 2^top.
+    for bit in range(len(powers) - 2, -1, -1):
+        candidate = _stochastic_product(reached_power, powers[bit])
+        if not _spread_below(candidate @ values, tolerance):
+            reached_power = candidate
+            reached += 2**bit
+    # V^(reached + 1) X is the first converged layer, which is layer q = reached.
+    return reached
+
+
 def layers_needed(peer_weights, values, *, tolerance=DEFAULT_TOLERANCE, max_layers=MAX_LAYERS):
     """Number of layers ``q`` the literal aggregation of ``values`` needs.
 
@@ -293,10 +376,15 @@ def layers_needed(peer_weights, values, *, tolerance=DEFAULT_TOLERANCE, max_laye
     directly (``O(q k^2 n)``, cheap for ``X = W``) and returns exactly the
     ``q`` of ``aggregate_literal(peer_weights, values, tolerance=...)``.
     :func:`evaluate` reports it for ``X = W`` as ``Evaluation.iterations``.
+    Unlike the literal reference it has no cap: past 10,000 layers it counts
+    by repeated squaring (see ``_count_layers``). ``max_layers`` is kept for
+    compatibility and ignored.
     """
-    return aggregate_literal(
-        peer_weights, values, tolerance=tolerance, max_layers=max_layers
-    )[1]
+    peer_weights = _validated_peer_weights(peer_weights)
+    values = _as_finite_array(values, "values", 2)
+    if values.shape[0] != peer_weights.shape[0]:
+        raise ValueError(f"values must have one row per expert, got shape {values.shape}")
+    return _count_layers(peer_weights, values, _check_tolerance(tolerance))
 
 
 def _stationary_distribution(peer_weights):
@@ -355,7 +443,10 @@ def _vetoing_mask(lower, upper, measured):
 
 
 def _individual_scores(lower, upper, measured):
-    position = (measured - lower) / (upper - lower)
+    # A value far beyond a bound near the largest double overflows to +-inf,
+    # which the clip turns into the right 0 or 1.
+    with np.errstate(over="ignore"):
+        position = (measured - lower) / (upper - lower)
     vetoing = _vetoing_mask(lower, upper, measured)
     return np.where(vetoing, 0.0, np.clip(position, _SMALLEST_POSITIVE, 1.0))
 
@@ -458,65 +549,94 @@ def _group_scores(influence, lower, upper, measurements):
     # Shifting each metric to the middle of its breakpoints keeps the ramp
     # offsets (-slope * b^l) of the order of the ranges, so measurements far
     # from zero (timestamps, sizes) do not cancel catastrophically.
-    centre = 0.5 * (start.min(axis=1) + end.max(axis=1))[:, None]
-    start -= centre
-    end -= centre
-    measured = np.ascontiguousarray(measurements.T) - centre  # (n, m)
+    # Bounds and values near the largest double can overflow in the shifted
+    # sums below; such metrics are recomputed by the direct formula.
+    with np.errstate(over="ignore", invalid="ignore"):
+        # Halves first: the sum of two bounds near the largest double overflows.
+        centre = (0.5 * start.min(axis=1) + 0.5 * end.max(axis=1))[:, None]
+        start -= centre
+        end -= centre
+        measured = np.ascontiguousarray(measurements.T) - centre  # (n, m)
 
-    weight = np.broadcast_to(influence[None, :], (n, k))
-    ramp_slope = weight / (upper - lower)  # negative for decreasing ranges
-    ramp_offset = -ramp_slope * (lower - centre)
-    zeros = np.zeros((n, 1))
+        weight = np.broadcast_to(influence[None, :], (n, k))
+        ramp_slope = weight / (upper - lower)  # negative for decreasing ranges
+        ramp_offset = -ramp_slope * (lower - centre)
+        zeros = np.zeros((n, 1))
 
-    def prefix_sums(values, order):
-        sorted_values = np.take_along_axis(values, order, axis=1)
-        return np.concatenate([zeros, np.cumsum(sorted_values, axis=1)], axis=1)
+        def prefix_sums(values, order):
+            sorted_values = np.take_along_axis(values, order, axis=1)
+            return np.concatenate([zeros, np.cumsum(sorted_values, axis=1)], axis=1)
 
-    start_order = np.argsort(start, axis=1)
-    sorted_starts = np.take_along_axis(start, start_order, axis=1)
-    before = np.take_along_axis(np.where(increasing, 0.0, weight), start_order, axis=1)
-    # Per metric and number of experts started, in one table so that a
-    # single gather fetches all three: the constants of the experts not yet
-    # started (suffix sums, accumulated from the right so that past the last
-    # decreasing expert they are exactly 0), and the slope and offset sums of
-    # the started ramps.
-    by_started = np.stack(
-        [
-            np.concatenate([np.cumsum(before[:, ::-1], axis=1)[:, ::-1], zeros], axis=1),
-            prefix_sums(ramp_slope, start_order),
-            prefix_sums(ramp_offset, start_order),
-        ],
-        axis=-1,
-    )  # (n, k + 1, 3)
+        start_order = np.argsort(start, axis=1)
+        sorted_starts = np.take_along_axis(start, start_order, axis=1)
+        before = np.take_along_axis(np.where(increasing, 0.0, weight), start_order, axis=1)
+        # Per metric and number of experts started, in one table so that a
+        # single gather fetches all three: the constants of the experts not yet
+        # started (suffix sums, accumulated from the right so that past the last
+        # decreasing expert they are exactly 0), and the slope and offset sums of
+        # the started ramps.
+        by_started = np.stack(
+            [
+                np.concatenate([np.cumsum(before[:, ::-1], axis=1)[:, ::-1], zeros], axis=1),
+                prefix_sums(ramp_slope, start_order),
+                prefix_sums(ramp_offset, start_order),
+            ],
+            axis=-1,
+        )  # (n, k + 1, 3)
 
-    end_order = np.argsort(end, axis=1)
-    sorted_ends = np.take_along_axis(end, end_order, axis=1)
-    # Per metric and number of experts ended: constants of the ended
-    # experts, and the slope and offset sums of the ended ramps.
-    by_ended = np.stack(
-        [
-            prefix_sums(np.where(increasing, weight, 0.0), end_order),
-            prefix_sums(ramp_slope, end_order),
-            prefix_sums(ramp_offset, end_order),
-        ],
-        axis=-1,
-    )  # (n, k + 1, 3)
+        end_order = np.argsort(end, axis=1)
+        sorted_ends = np.take_along_axis(end, end_order, axis=1)
+        # Per metric and number of experts ended: constants of the ended
+        # experts, and the slope and offset sums of the ended ramps.
+        by_ended = np.stack(
+            [
+                prefix_sums(np.where(increasing, weight, 0.0), end_order),
+                prefix_sums(ramp_slope, end_order),
+                prefix_sums(ramp_offset, end_order),
+            ],
+            axis=-1,
+        )  # (n, k + 1, 3)
 
-    started = np.empty(measured.shape, dtype=np.intp)
-    ended = np.empty(measured.shape, dtype=np.intp)
-    for metric in range(n):
-        # side="right": an expert whose start equals x is on its ramp, one
-        # whose end equals x has left it; g is continuous, so this only
-        # decides which sums carry the (equal) value.
-        started[metric] = np.searchsorted(sorted_starts[metric], measured[metric], side="right")
-        ended[metric] = np.searchsorted(sorted_ends[metric], measured[metric], side="right")
-    metric_rows = np.arange(n)[:, None]
-    at_start = by_started[metric_rows, started]  # (n, m, 3)
-    at_end = by_ended[metric_rows, ended]
-    ramps = (at_start[..., 1] - at_end[..., 1]) * measured + (at_start[..., 2] - at_end[..., 2])
-    group_scores = at_start[..., 0] + at_end[..., 0] + np.where(started > ended, ramps, 0.0)
+        started = np.empty(measured.shape, dtype=np.intp)
+        ended = np.empty(measured.shape, dtype=np.intp)
+        for metric in range(n):
+            # side="right": an expert whose start equals x is on its ramp, one
+            # whose end equals x has left it; g is continuous, so this only
+            # decides which sums carry the (equal) value.
+            started[metric] = np.searchsorted(sorted_starts[metric], measured[metric], side="right")
+            ended[metric] = np.searchsorted(sorted_ends[metric], measured[metric], side="right")
+        metric_rows = np.arange(n)[:, None]
+        at_start = by_started[metric_rows, started]  # (n, m, 3)
+        at_end = by_ended[metric_rows, ended]
+        ramps = (at_start[..., 1] - at_end[..., 1]) * measured + (at_start[..., 2] - at_end[..., 2])
+        group_scores = at_start[..., 0] + at_end[..., 0] + np.where(started > ended, ramps, 0.0)
+
+    # The ramp sums cancel: their rounding error is about eps times
+    # sum_i pi_i (|x - c| + |b^l_i - c|) / |b^u_i - b^l_i|, which is large when
+    # narrow ranges lie far apart or bounds reach the limits of a double.
+    # Such metrics are scored by the direct formula instead (O(m k) each).
+    width = np.abs(upper - lower)
+    with np.errstate(over="ignore", invalid="ignore"):
+        reach = np.abs(measured).max(axis=1, initial=0.0)[:, None] + np.abs(lower - centre)
+        condition = (weight * reach / width).sum(axis=1)
+    unreliable = ~(condition <= _ILL_CONDITIONED) | (width.max(axis=1) > _HUGE) | ~np.isfinite(group_scores).all(axis=1)
+    for metric in np.flatnonzero(unreliable):
+        group_scores[metric] = _group_scores_direct(influence, lower[metric], upper[metric], measurements[:, metric])
     # The exact g lies in [0, 1]; clipping only removes rounding overshoot.
     return np.clip(group_scores.T, 0.0, 1.0)
+
+
+def _group_scores_direct(influence, lower, upper, measured, *, chunk=100_000):
+    """One metric's group scores by the literal formula ``pi . m̄``, a chunk
+    of candidates at a time so memory stays O(chunk) whatever m and k."""
+    scores = np.empty(len(measured))
+    step = max(1, chunk // max(len(influence), 1))
+    for first in range(0, len(measured), step):
+        block = measured[first:first + step, None]
+        with np.errstate(over="ignore"):  # +-inf positions clip to 0 or 1
+            positions = (block - lower) / (upper - lower)
+        scores[first:first + step] = np.clip(positions, 0.0, 1.0) @ influence
+    return scores
 
 
 def _vetoed(lower, upper, measurements):
@@ -591,7 +711,9 @@ def evaluate(*, weights, peer_weights, lower, upper, measurements, tolerance=DEF
     tolerance = _check_tolerance(tolerance)
 
     influence = _stationary_distribution(peer_weights)
-    _, iterations = _iterate_layers(peer_weights, weights, tolerance, MAX_LAYERS)
+    # Only reported: the results come from pi, so a slowly mixing V must
+    # not fail the evaluation for want of layers.
+    iterations = _count_layers(peer_weights, weights, tolerance)
     metric_weights = influence @ weights
     metric_weights = metric_weights / metric_weights.sum()
 

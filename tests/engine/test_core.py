@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine import core
 from engine.core import (
     aggregate_literal,
     evaluate,
@@ -606,3 +607,65 @@ def test_aggregate_literal_converges_to_influence_times_values(study):
     group, layers = aggregate_literal(peer_weights, weights, tolerance=1e-9)
     np.testing.assert_allclose(group, expert_influence(peer_weights) @ weights, atol=1e-9)
     assert layers == layers_needed(peer_weights, weights)
+
+
+# --- slowly mixing peer weights and extreme ranges (found in review) -----------
+
+
+def test_layers_past_the_stepwise_limit_equal_the_literal_count(monkeypatch):
+    rng = np.random.default_rng(7)
+    for _ in range(25):
+        k, n = int(rng.integers(2, 6)), int(rng.integers(1, 4))
+        peer = rng.random((k, k)) * 0.1 + np.eye(k) * rng.uniform(1, 20)
+        peer /= peer.sum(axis=1, keepdims=True)
+        values = rng.random((k, n)) + 0.1
+        literal = core.aggregate_literal(peer, values)[1]
+        # Count by repeated squaring after only 5 literal layers.
+        monkeypatch.setattr(core, "STEPWISE_LAYERS", 5)
+        assert core.layers_needed(peer, values) == literal
+        monkeypatch.undo()
+
+
+def test_valid_but_very_slowly_mixing_peer_weights_still_evaluate():
+    # Peer weights of 1e-5 are valid (METHOD.md 5); the literal iteration
+    # needs about a million layers. For this symmetric V the spread of a
+    # column shrinks by exactly (1 - 2e-5) a layer.
+    peer = np.array([[0.99999, 0.00001], [0.00001, 0.99999]])
+    weights = np.array([[0.7, 0.3], [0.4, 0.6]])
+    result = core.evaluate(
+        weights=weights, peer_weights=peer, lower=np.zeros((2, 2)), upper=np.ones((2, 2)),
+        measurements=np.array([[0.5, 0.25]]),
+    )
+    expected = int(np.ceil(np.log(1e-9 / 0.3) / np.log(1 - 2e-5))) - 1  # first s with 0.3 r^s < 1e-9, q = s - 1
+    assert abs(result.iterations - expected) <= 1
+    np.testing.assert_allclose(result.metric_weights, [0.55, 0.45])
+    np.testing.assert_allclose(result.group_scores, [[0.5, 0.25]])
+
+
+@pytest.mark.parametrize(
+    "lower, upper, measured",
+    [
+        # narrow and very wide ranges far apart: the ramp sums would cancel
+        ([[0.0], [-1e14]], [[1.0], [1.0]], [[0.5], [0.9], [-5e13], [1e14]]),
+        ([[1e9], [0.0]], [[1e9 + 1], [1.0]], [[1e9 + 0.5], [0.5], [5e8]]),
+        # bounds near the largest double
+        ([[1e308], [1e308]], [[1.5e308], [1.5e308]], [[1.2e308], [1.4e308], [-1.7e308]]),
+        ([[-1e308], [-1e308]], [[1e307], [1e307]], [[0.0], [1.7e308], [-1.7e308]]),
+    ],
+)
+def test_extreme_ranges_agree_with_the_literal_reference(lower, upper, measured):
+    lower, upper, measured = np.array(lower), np.array(upper), np.array(measured)
+    peer = np.array([[0.6, 0.4], [0.3, 0.7]])
+    result = core.evaluate(weights=np.ones((2, 1)), peer_weights=peer, lower=lower, upper=upper, measurements=measured)
+    for row, candidate in zip(result.group_scores, measured):
+        literal, _ = core.aggregate_literal(peer, core.individual_scores(lower, upper, candidate))
+        np.testing.assert_allclose(row, literal, atol=1e-12)
+    assert np.isfinite(result.cef).all()
+
+
+def test_a_range_whose_width_overflows_is_refused():
+    with pytest.raises(ValueError, match="finite width"):
+        core.evaluate(
+            weights=np.ones((1, 1)), peer_weights=np.ones((1, 1)),
+            lower=np.array([[-1e308]]), upper=np.array([[1e308]]), measurements=np.zeros((1, 1)),
+        )
