@@ -243,10 +243,19 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "EXCEPTION_HANDLER": "workspace.api.exceptions.exception_handler",
+    "DEFAULT_PARSER_CLASSES": [
+        "workspace.api.parsers.StrictJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "workspace.api.schema.ApproveAutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
+    # Throttles identify a client by its address. X-Forwarded-For is set by
+    # the client unless a proxy rewrites it, so it is trusted only for the
+    # number of proxies in front of the app (NUM_PROXIES=1 behind one).
+    "NUM_PROXIES": env_int("NUM_PROXIES", 0),
     # Password guessing: token requests per client address.
     "DEFAULT_THROTTLE_RATES": {"login": os.environ.get("LOGIN_THROTTLE_RATE", "10/minute")},
 }

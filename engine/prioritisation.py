@@ -468,6 +468,11 @@ def most_inconsistent(matrix, weights, *, top=3):
 # --------------------------------------------------------------------------
 
 
+# Below this a direct weight's share is indistinguishable from 0 in the sums
+# the engine makes (and a subnormal double in the database).
+SMALLEST_SHARE = 1e-12
+
+
 def _direct_weights(n, weights):
     try:
         weights = list(weights)
@@ -491,7 +496,21 @@ def _direct_weights(n, weights):
             )
         values.append(value)
     values = np.array(values)
-    return values / values.sum()
+    # Scaled by the largest first, so weights near the largest double add up
+    # without overflowing.
+    values = values / values.max()
+    normalised = values / values.sum()
+    if n > 1:
+        # METHOD.md 3: every weight strictly inside (0, 1). A share that rounds
+        # to 0 (or to 1, leaving the others nothing) is refused, not stored.
+        extreme = np.flatnonzero((normalised < SMALLEST_SHARE) | (normalised >= 1.0))
+        if len(extreme):
+            raise ValueError(
+                f"weight at position {int(extreme[0])} is out of proportion with the others: "
+                f"its share of the total would be {normalised[extreme[0]]:.3g}, but every share "
+                f"must lie strictly between 0 and 1 (at least {SMALLEST_SHARE:g})"
+            )
+    return normalised
 
 
 def prioritise(method, n, judgments=None, weights=None):

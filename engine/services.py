@@ -58,8 +58,10 @@ def study_snapshot(study, *, tolerance=core.DEFAULT_TOLERANCE):
 
     Rows are experts (by membership id), columns the selected metrics (by
     attribute then metric position). Gaps (a missing measurement, range or
-    peer weight) are kept as ``None`` so the run fails with a readable error
-    instead of the launch guessing.
+    peer weight) are kept as ``None``: ``run_launch`` refuses them with a
+    readable reason rather than guessing. The caller holds the study's row
+    lock, which candidate and measurement changes also take, so the
+    separate reads below see one consistent state.
     """
     experts = list(Membership.objects.filter(study=study, role="expert").select_related("user").order_by("id"))
     attributes = list(QualityAttribute.objects.filter(study=study, is_selected=True).order_by("position", "id"))
@@ -115,7 +117,8 @@ def study_snapshot(study, *, tolerance=core.DEFAULT_TOLERANCE):
     for row in Measurement.objects.filter(candidate__study=study, metric__is_selected=True).values(
         "candidate_id", "metric_id", "value"
     ):
-        measurements[candidate_index[row["candidate_id"]]][metric_index[row["metric_id"]]] = row["value"]
+        if row["candidate_id"] in candidate_index:
+            measurements[candidate_index[row["candidate_id"]]][metric_index[row["metric_id"]]] = row["value"]
 
     return {
         "version": SNAPSHOT_VERSION,
@@ -156,9 +159,13 @@ def run_launch(*, study, launched_by, tolerance=core.DEFAULT_TOLERANCE):
         )
     if not (isinstance(tolerance, float) and 0 < tolerance < 1):
         raise ValueError("tolerance must be a float in (0, 1)")
-    run = Run.objects.create(
-        study=study, launched_by=launched_by, tolerance=tolerance, snapshot=study_snapshot(study, tolerance=tolerance)
-    )
+    snapshot = study_snapshot(study, tolerance=tolerance)
+    try:
+        snapshot_arrays(snapshot)
+    except RunInputError as error:
+        # Missing or invalid inputs are reported now rather than as a failed run.
+        raise PhaseConflict(f"The run cannot start: {error}.") from None
+    run = Run.objects.create(study=study, launched_by=launched_by, tolerance=tolerance, snapshot=snapshot)
     transaction.on_commit(lambda: _enqueue(run.pk))
     return run
 
@@ -279,6 +286,9 @@ def evaluate_snapshot(snapshot):
                 "group_scores": evaluation.group_scores[c].tolist(),
             }
         )
+    if not all(np.isfinite(part).all() for part in (evaluation.metric_weights, evaluation.group_scores, evaluation.cef)):
+        # Never store a number JSON cannot carry; engine.core should make none.
+        raise RunInputError("the engine produced a non-finite score; the inputs are numerically out of range")
     return {
         "iterations": int(evaluation.iterations),
         "metric_weights": evaluation.metric_weights.tolist(),

@@ -96,6 +96,23 @@ def _later_sections_absent(bundle, phase):
             )
 
 
+def _votes_present_unless_thresholds_decide(bundle, votes, attributes, metrics):
+    """FORMATS.md: ``votes`` may be left out only when thresholds of 0
+    decide every complementary attribute and every metric. Otherwise a
+    missing section would silently select nothing by vote."""
+    complementary = any(a.kind == "complementary" for a in attributes.values())
+    needed = []
+    if "attributes" not in votes and complementary and bundle.get("attribute_threshold", 1) > 0:
+        needed.append("attributes")
+    if "metrics" not in votes and metrics and bundle.get("metric_threshold", 0) > 0:
+        needed.append("metrics")
+    if needed:
+        field = "votes" if len(needed) == 2 or "votes" not in bundle else f"votes.{needed[0]}"
+        raise InvalidInput(
+            {field: f"the {' and '.join(needed)} votes are required: with a vote threshold above 0 they decide the selection"}
+        )
+
+
 def _transition(service, study, phase):
     try:
         return service(study=study)
@@ -193,6 +210,8 @@ def study_import_bundle(*, bundle, importer=None):
 
     votes = bundle.get("votes") or {}
     _keys(votes, "votes", required=(), optional=("attributes", "metrics"))
+    if phase != Phase.VOTING:
+        _votes_present_unless_thresholds_decide(bundle, votes, attributes, metrics)
     attribute_votes = _per_expert(votes, "attributes", experts, path="votes.attributes")
     metric_votes = _per_expert(votes, "metrics", experts, path="votes.metrics")
     for username, expert in experts.items():

@@ -19,7 +19,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Count, Max
 
-from engine.prioritisation import prioritise
+from engine.prioritisation import SMALLEST_SHARE, prioritise
 
 from .errors import InvalidInput, PhaseConflict
 from .models import (
@@ -85,6 +85,11 @@ def _text(value, field, *, max_length, required=True):
     if "\x00" in value:
         # PostgreSQL cannot store it (and the query would fail, not refuse).
         raise InvalidInput({field: "must not contain NUL characters"})
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (JSON allows "\ud800") is not text any database stores.
+        raise InvalidInput({field: "must be valid Unicode text (it contains a lone surrogate)"}) from None
     return value
 
 
@@ -122,6 +127,8 @@ def _range_pair(value, field, better):
     desired = _number(value[1], field)
     if least == desired:
         raise InvalidInput({field: f"least acceptable and desired values must differ (both are {least:g})"})
+    if not math.isfinite(desired - least):
+        raise InvalidInput({field: f"the range from {least:g} to {desired:g} is too wide to compute with"})
     if better == Direction.HIGHER and least > desired:
         raise InvalidInput(
             {field: f"higher is better, so the least acceptable value ({least:g}) must be below the desired value ({desired:g})"}
@@ -330,6 +337,9 @@ def metric_remove(*, metric):
 
 @transaction.atomic
 def candidate_add(*, study, name, description=""):
+    # Candidates change in any phase: the lock only orders them with a
+    # launch's snapshot, so a run sees a candidate with all its values or not at all.
+    study = _locked(study)
     name = _text(name, "name", max_length=100)
     _unique_name(Candidate, study, name)
     return Candidate.objects.create(
@@ -342,6 +352,7 @@ def candidate_add(*, study, name, description=""):
 
 @transaction.atomic
 def candidate_update(*, candidate, **changes):
+    _locked(candidate.study)
     unknown = set(changes) - {"name", "description"}
     if unknown:
         raise InvalidInput({name: "cannot be changed here" for name in sorted(unknown)})
@@ -356,6 +367,7 @@ def candidate_update(*, candidate, **changes):
 
 @transaction.atomic
 def candidate_remove(*, candidate):
+    _locked(candidate.study)
     candidate.delete()
 
 
@@ -367,6 +379,7 @@ def measurements_set(*, study, measurements):
     """
     if not isinstance(measurements, (list, tuple)):
         raise InvalidInput({"measurements": "must be a list of {candidate, metric, value}"})
+    study = _locked(study)
     candidates = {c.name: c for c in Candidate.objects.filter(study=study)}
     metrics = {m.name: m for m in Metric.objects.filter(study=study)}
     rows, seen, errors = {}, set(), {}
@@ -492,6 +505,19 @@ def prioritise_items(*, method, items, weights, judgments):
                 given[name] = value
         if errors:
             raise InvalidInput(errors)
+        if len(items) > 1:
+            # Every normalised weight must lie strictly inside (0, 1) (METHOD.md 3).
+            largest = max(given.values())
+            total = math.fsum(value / largest for value in given.values())
+            for name, value in given.items():
+                share = value / largest / total
+                if not SMALLEST_SHARE <= share < 1:
+                    errors[f"weights.{name}"] = [
+                        f"is out of proportion with the others: its share would be {share:.3g}, "
+                        "and every share must lie strictly between 0 and 1"
+                    ]
+            if errors:
+                raise InvalidInput(errors)
         result = prioritise("direct", len(items), weights=[given[name] for name in items])
         return result, given, []
 

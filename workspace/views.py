@@ -4,6 +4,7 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView
 from django.core.cache import cache
+from rest_framework.throttling import BaseThrottle
 from django.shortcuts import render
 
 from .selectors import studies_with_my_roles
@@ -24,7 +25,8 @@ class ThrottledLoginView(LoginView):
     redirect_authenticated_user = True
 
     def failures_key(self):
-        return f"login-failures:{self.request.META.get('REMOTE_ADDR', '')}"
+        # The client address as the API's throttles see it (NUM_PROXIES).
+        return f"login-failures:{BaseThrottle().get_ident(self.request)}"
 
     def post(self, request, *args, **kwargs):
         if cache.get(self.failures_key(), 0) >= settings.LOGIN_FAILURE_LIMIT:

@@ -150,6 +150,19 @@ def test_the_token_endpoint_is_throttled(cast, monkeypatch):
     assert all(client.get(API + "/studies/").status_code == 200 for _ in range(12))
 
 
+def test_a_forged_forwarded_for_header_does_not_escape_the_throttle(cast, monkeypatch):
+    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {**SimpleRateThrottle.THROTTLE_RATES, "login": "10/minute"})
+    client = APIClient()
+    statuses = [
+        client.post(
+            API + "/auth/token/", {"username": "alice", "password": f"guess-{attempt}"}, format="json",
+            HTTP_X_FORWARDED_FOR=f"203.0.113.{attempt}",
+        ).status_code
+        for attempt in range(12)
+    ]
+    assert statuses == [400] * 10 + [429] * 2
+
+
 # --- pagination -------------------------------------------------------------------------
 
 

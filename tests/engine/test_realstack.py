@@ -23,7 +23,6 @@ from django.db import connection
 from engine.models import Run
 from engine.services import run_launch
 from workspace.bundles import study_import_bundle
-from workspace.services import candidate_add
 
 ROOT = Path(__file__).resolve().parents[2]
 CASE_STUDY = ROOT / "workspace" / "demo" / "case-study-1.json"
@@ -178,16 +177,19 @@ def test_two_launches_at_once_give_two_independent_runs(workers, closed_study):
 
 
 def test_run_with_invalid_inputs_fails_with_a_readable_error(workers, closed_study):
-    # Candidates may be added in any phase; this one has no measurements.
-    candidate_add(study=closed_study, name="SVM")
-    workers.start()
+    # Launch refuses a study with missing inputs, so the invalid input is
+    # put into the queued run's snapshot before any worker sees it.
     run = run_launch(study=closed_study, launched_by=closed_study.designer)
+    snapshot = run.snapshot
+    snapshot["peer_weights"][0] = [0.8, 0.0, 0.1, 0.1]
+    Run.objects.filter(pk=run.pk).update(snapshot=snapshot)
+    workers.start()
 
     wait_for(run, {Run.Status.SUCCEEDED, Run.Status.FAILED}, 60, workers)
 
     assert run.status == Run.Status.FAILED
     assert run.results is None
-    assert "measurement is missing for SVM / Success rate" in run.error
+    assert "statistician's peer weight for informatician is 0" in run.error
 
 
 def test_run_validation_command_goes_through_the_worker_and_waits(workers, closed_study):

@@ -495,13 +495,13 @@ def test_execution_overtaken_by_a_takeover_is_superseded(study, monkeypatch):
 # --- 6. invalid inputs end in "failed" ----------------------------------------------
 
 
-def test_candidate_without_measurements_fails_the_run(study):
+def test_launch_is_refused_while_a_candidate_has_no_measurements(study):
     workspace.candidate_add(study=study, name="NaiveBayes")  # allowed in any phase
-    outcome, run = executed(launch(study))
-    assert outcome.status == Run.Status.FAILED
-    assert run.status == Run.Status.FAILED and run.results is None
-    assert "NaiveBayes" in run.error and "Success rate" in run.error and "measurement" in run.error
-    assert run.finished_at is not None and run.attempts == 1
+    runs_before = Run.objects.count()
+    with pytest.raises(PhaseConflict) as refused:
+        launch(study)
+    assert str(refused.value) == "The run cannot start: a measurement is missing for NaiveBayes / Success rate."
+    assert Run.objects.count() == runs_before
 
 
 def test_one_missing_measurement_is_named(study):
@@ -514,10 +514,23 @@ def test_one_missing_measurement_is_named(study):
             {"candidate": "NaiveBayes", "metric": "Training time", "value": 1.0},  # not selected
         ],
     )
-    _, run = executed(launch(study))
-    assert run.status == Run.Status.FAILED
-    assert "NaiveBayes" in run.error and "Comprehensibility rating" in run.error
-    assert "Success rate" not in run.error
+    with pytest.raises(PhaseConflict, match="NaiveBayes / Comprehensibility rating") as refused:
+        launch(study)
+    assert "Success rate" not in str(refused.value)
+
+
+def test_a_snapshot_with_a_missing_measurement_fails_the_run(study):
+    # Launch refuses such a study; a snapshot can still carry a gap (written
+    # by an older version, or edited): the run then fails, naming it.
+    run = launch(study)
+    snapshot = copy.deepcopy(run.snapshot)
+    snapshot["measurements"][1][2] = None
+    Run.objects.filter(pk=run.pk).update(snapshot=snapshot)
+    outcome, run = executed(run)
+    assert outcome.status == Run.Status.FAILED
+    assert run.status == Run.Status.FAILED and run.results is None
+    assert "a measurement is missing for JRip / Comprehensibility rating" in run.error
+    assert run.finished_at is not None and run.attempts == 1
 
 
 def test_zero_peer_weight_fails_the_run(study):
@@ -795,9 +808,22 @@ def test_command_prints_a_table_for_a_closed_study(eager_celery):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_command_reports_a_failed_run(eager_celery):
+def test_command_reports_a_refused_launch(eager_celery):
     study = study_import_bundle(bundle=case_study_bundle())
     workspace.candidate_add(study=study, name="NaiveBayes")
-    with pytest.raises(CommandError, match=r"failed: .*NaiveBayes / Success rate"):
+    with pytest.raises(CommandError, match=r"The run cannot start: a measurement is missing for NaiveBayes / Success rate"):
+        command(study.pk, "--json")
+    assert not Run.objects.filter(study=study).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_command_reports_a_failed_run(eager_celery, monkeypatch):
+    study = study_import_bundle(bundle=case_study_bundle())
+
+    def broken(**arrays):
+        raise ValueError("peer_weights row 2 sums to 0.5")
+
+    monkeypatch.setattr(core, "evaluate", broken)
+    with pytest.raises(CommandError, match=r"failed: The inputs cannot be evaluated: peer_weights row 2 sums to 0.5"):
         command(study.pk, "--json")
     assert Run.objects.get(study=study).status == Run.Status.FAILED

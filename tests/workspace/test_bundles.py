@@ -349,7 +349,8 @@ NAME = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012
     str.strip
 ).filter(bool)
 # Free text, minus the NUL character (refused: PostgreSQL cannot store it).
-TEXT = st.text(st.characters(exclude_characters="\x00"), max_size=30).map(str.strip)
+# Any storable text: no NUL, no lone surrogates (both are refused on import).
+TEXT = st.text(st.characters(exclude_characters="\x00", exclude_categories=("Cs",)), max_size=30).map(str.strip)
 USERNAME = st.from_regex(r"[a-z][a-z0-9_.@+-]{0,8}", fullmatch=True)
 FINITE = st.floats(min_value=-1e12, max_value=1e12, allow_nan=False, allow_infinity=False, allow_subnormal=False)
 MEASURE = st.one_of(FINITE, st.integers(min_value=-1000, max_value=1000))
@@ -532,6 +533,7 @@ BAD_BUNDLES = [
     ("unknown-top-level-key", _set(["colour"], "blue"), "colour", "is not a field"),
     ("title-missing", _delete(["title"]), "title", "is required"),
     ("title-empty", _set(["title"], "  "), "title", "must not be empty"),
+    ("name-with-a-lone-surrogate", _set(["candidates", 0, "name"], "J\ud80048"), "candidates[0].name", "lone surrogate"),
     ("phase-unknown", _set(["phase"], "archived"), "phase", "must be one of"),
     ("threshold-negative", _set(["attribute_threshold"], -1), "attribute_threshold", "whole number"),
     ("threshold-float", _set(["metric_threshold"], 0.5), "metric_threshold", "whole number"),
@@ -603,6 +605,10 @@ BAD_BUNDLES = [
     ("closed-with-a-missing-range", _set(["metrics", 0, "default_range"], None), "phase", "acceptable range for Success rate"),
     ("voting-with-an-attribute-lacking-metrics", _both(_without_training_time, _early("voting")), "phase", "Efficiency"),
     ("voting-without-experts", _both(_early("voting", votes={}), _set(["experts"], [])), "phase", "invite at least one expert"),
+    # FORMATS.md: votes may be left out only when thresholds of 0 decide everything.
+    ("votes-omitted-with-an-attribute-threshold", _delete(["votes"]), "votes", "attributes votes are required"),
+    ("attribute-votes-omitted", _delete(["votes", "attributes"]), "votes.attributes", "attributes votes are required"),
+    ("metric-votes-omitted-with-a-metric-threshold", _both(_set(["metric_threshold"], 1), _delete(["votes", "metrics"])), "votes.metrics", "metrics votes are required"),
 ]
 
 
@@ -800,3 +806,15 @@ def test_load_demo_with_force_runs_without_debug(settings):
     assert Study.objects.count() == 1
     password = _demo_accounts(out.getvalue())["statistician"][0]
     assert authenticate(username="statistician", password=password) is not None
+
+
+def test_votes_may_be_omitted_when_thresholds_of_0_decide(case_study):
+    del case_study["votes"]
+    case_study["attribute_threshold"] = 0  # Efficiency is then selected without votes
+    case_study["phase"] = "assessment"
+    for section in ("priorities", "ranges", "peer_weights"):
+        case_study.pop(section)
+    study = study_import_bundle(bundle=case_study)
+    assert sorted(study.attributes.filter(is_selected=True).values_list("name", flat=True)) == [
+        "Accuracy", "Comprehensibility", "Consistency", "Efficiency",
+    ]

@@ -67,6 +67,14 @@ def test_login_is_throttled_after_repeated_failures(client, cast, settings):
     assert client.post(reverse("login"), {"username": "alice", "password": PASSWORD}).status_code == 302
 
 
+def test_login_throttle_ignores_a_forged_forwarded_for_header(client, cast, settings):
+    settings.LOGIN_FAILURE_LIMIT = 3
+    for attempt in range(3):
+        client.post(reverse("login"), {"username": "alice", "password": "guess"}, HTTP_X_FORWARDED_FOR=f"198.51.100.{attempt}")
+    response = client.post(reverse("login"), {"username": "alice", "password": PASSWORD}, HTTP_X_FORWARDED_FOR="198.51.100.99")
+    assert response.status_code == 429
+
+
 def test_logout_needs_post(client, cast):
     client.force_login(cast.alice)
     assert client.get(reverse("logout")).status_code == 405

@@ -597,6 +597,8 @@ GOOD_DIRECT = {"Accuracy": 63, "Consistency": 20, "Efficiency": 17}
         ({"weights": GOOD_DIRECT, "judgments": [["Accuracy", "Consistency", 3]]}, "judgments"),
         ({"weights": GOOD_DIRECT, "method": "topsis"}, "method"),
         ({"weights": GOOD_DIRECT, "method": None}, "method"),
+        # positive, but the share of the tiny one rounds to 0 (a subnormal in the DB)
+        ({"weights": {**GOOD_DIRECT, "Efficiency": 5e-324}}, "weights.Efficiency"),
     ],
 )
 def test_direct_weights_refused(make_study, unchanged, kwargs, field):
@@ -821,6 +823,7 @@ def test_ranges_set_stores_and_replaces(make_study):
         ({"AUC": None}, "ranges.AUC"),
         ({"Flexibility score": [5, 8]}, "ranges.Flexibility score"),  # metric of an unselected attribute
         ({"Recall": [0.5, 0.8]}, "ranges.Recall"),
+        ({"AUC": [-1e308, 1e308]}, "ranges.AUC"),  # finite bounds, but the width overflows
     ],
 )
 def test_ranges_set_refuses(make_study, unchanged, ranges, field):
@@ -1241,3 +1244,25 @@ def test_priorities_set_is_all_or_nothing(make_study, unchanged, metric_prioriti
     )
     assert set(errors) == {field}
     assert _local(built.bob) == before
+
+
+def test_direct_weights_near_the_largest_double_are_normalised(make_study):
+    built = make_study("assessment")
+    result = services.prioritisation_set(
+        expert=built.bob, method="direct", weights={"Accuracy": 1e308, "Consistency": 1e308, "Efficiency": 5e307}
+    )
+    assert list(result.result.weights) == pytest.approx([0.4, 0.4, 0.2])
+
+
+def test_direct_weights_out_of_proportion_name_every_offender(make_study, unchanged):
+    built = make_study("assessment")
+    errors = refused(
+        unchanged,
+        lambda: services.prioritisation_set(
+            expert=built.bob, method="direct", weights={"Accuracy": 1e20, "Consistency": 1e-20, "Efficiency": 1}
+        ),
+    )
+    # 1e20 would take the whole weight (its share rounds to 1.0), leaving
+    # shares of 1e-40 and 1e-20 to the others.
+    assert set(errors) == {"weights.Accuracy", "weights.Consistency", "weights.Efficiency"}
+    assert "strictly between 0 and 1" in errors["weights.Accuracy"][0]
