@@ -228,16 +228,14 @@ def bench_ahp(rng):
     matrices = random_pairwise_stack(rng, experts, n)
     batched_time = best_time(lambda: (ahp_weights(matrices), consistency_ratios(matrices)), 5)
     try:
-        import ahpy  # noqa: F401
+        import ahpy
     except ImportError:
         reference_name = "per-expert loop (np.linalg.eig each; ahpy not installed)"
         reference_weights, reference_ratios = loop_ahp(matrices)
         reference_time = best_time(lambda: loop_ahp(matrices), 3)
         print(f"   agreement: max |w - w_loop| = {np.abs(ahp_weights(matrices) - reference_weights).max():.2e}, "
               f"max |CR - CR_loop| = {np.abs(consistency_ratios(matrices) - reference_ratios).max():.2e}")
-    else:  # pragma: no cover - only where AHPy happens to be installed
-        import ahpy
-
+    else:  # only where AHPy happens to be installed (never a dependency)
         labels = [f"c{i}" for i in range(n)]
 
         def with_ahpy():

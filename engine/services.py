@@ -26,12 +26,11 @@ from workspace.models import (
     Candidate,
     Measurement,
     Membership,
-    Metric,
     MetricWeight,
     PeerWeight,
     Phase,
-    QualityAttribute,
 )
+from workspace.selectors import selected_attributes, selected_metrics
 
 from . import core
 from .models import Run
@@ -64,10 +63,8 @@ def study_snapshot(study, *, tolerance=core.DEFAULT_TOLERANCE):
     separate reads below see one consistent state.
     """
     experts = list(Membership.objects.filter(study=study, role="expert").select_related("user").order_by("id"))
-    attributes = list(QualityAttribute.objects.filter(study=study, is_selected=True).order_by("position", "id"))
-    metrics = list(
-        Metric.objects.filter(study=study, is_selected=True).order_by("attribute__position", "attribute_id", "position", "id")
-    )
+    attributes = list(selected_attributes(study))
+    metrics = list(selected_metrics(study))
     candidates = list(Candidate.objects.filter(study=study).order_by("position", "id"))
     expert_index = {e.pk: i for i, e in enumerate(experts)}
     attribute_index = {a.pk: j for j, a in enumerate(attributes)}

@@ -426,9 +426,19 @@ class MetricPrioritisationAdmin(ExpertInputAdmin):
 
 
 class PrioritisationRowAdmin(admin.ModelAdmin):
-    """Judgments and weights, listed with the expert and study they belong to."""
+    """Judgments and weights, listed with the expert and study they belong
+    to. Subclasses name the row's own fields; the rest follows from them."""
 
-    autocomplete_fields = ("prioritisation",)
+    item_fields = ()  # the foreign keys to attributes or metrics
+    value_fields = ()
+    list_filter = ("prioritisation__method", "prioritisation__expert__study__phase")
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.list_display = ("expert_user", *cls.item_fields, *cls.value_fields, "study")
+        cls.list_select_related = ("prioritisation__expert__user", "prioritisation__expert__study", *cls.item_fields)
+        cls.search_fields = ("prioritisation__expert__user__username", *(f"{field}__name" for field in cls.item_fields))
+        cls.autocomplete_fields = ("prioritisation", *cls.item_fields)
 
     @admin.display(description="Expert", ordering="prioritisation__expert__user__username")
     def expert_user(self, obj):
@@ -441,38 +451,22 @@ class PrioritisationRowAdmin(admin.ModelAdmin):
 
 @admin.register(AttributeJudgment)
 class AttributeJudgmentAdmin(PrioritisationRowAdmin):
-    list_display = ("expert_user", "row", "column", "value", "study")
-    list_filter = ("prioritisation__method", "prioritisation__expert__study__phase")
-    list_select_related = ("prioritisation__expert__user", "prioritisation__expert__study", "row", "column")
-    search_fields = ("prioritisation__expert__user__username", "row__name", "column__name")
-    autocomplete_fields = ("prioritisation", "row", "column")
+    item_fields, value_fields = ("row", "column"), ("value",)
 
 
 @admin.register(AttributeWeight)
 class AttributeWeightAdmin(PrioritisationRowAdmin):
-    list_display = ("expert_user", "attribute", "given", "weight", "study")
-    list_filter = ("prioritisation__method", "prioritisation__expert__study__phase")
-    list_select_related = ("prioritisation__expert__user", "prioritisation__expert__study", "attribute")
-    search_fields = ("prioritisation__expert__user__username", "attribute__name")
-    autocomplete_fields = ("prioritisation", "attribute")
+    item_fields, value_fields = ("attribute",), ("given", "weight")
 
 
 @admin.register(MetricJudgment)
 class MetricJudgmentAdmin(PrioritisationRowAdmin):
-    list_display = ("expert_user", "row", "column", "value", "study")
-    list_filter = ("prioritisation__method", "prioritisation__expert__study__phase")
-    list_select_related = ("prioritisation__expert__user", "prioritisation__expert__study", "row", "column")
-    search_fields = ("prioritisation__expert__user__username", "row__name", "column__name")
-    autocomplete_fields = ("prioritisation", "row", "column")
+    item_fields, value_fields = ("row", "column"), ("value",)
 
 
 @admin.register(MetricWeight)
 class MetricWeightAdmin(PrioritisationRowAdmin):
-    list_display = ("expert_user", "metric", "given", "weight", "study")
-    list_filter = ("prioritisation__method", "prioritisation__expert__study__phase")
-    list_select_related = ("prioritisation__expert__user", "prioritisation__expert__study", "metric")
-    search_fields = ("prioritisation__expert__user__username", "metric__name")
-    autocomplete_fields = ("prioritisation", "metric")
+    item_fields, value_fields = ("metric",), ("given", "weight")
 
 
 # --- ranges and peer weights ------------------------------------------------------------

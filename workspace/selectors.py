@@ -7,7 +7,7 @@ An outsider never learns a study exists: every lookup goes through
 
 from django.db.models import Prefetch
 
-from .models import Membership, Metric, Phase, QualityAttribute, Study
+from .models import Membership, Metric, QualityAttribute, Study
 
 
 def studies_visible_to(user):
@@ -30,47 +30,22 @@ def studies_with_my_roles(user):
     )
 
 
-def study_for_user(*, user, study_id):
-    """The study, or ``Study.DoesNotExist`` when it is missing *or* the user is
-    not a member (the two are indistinguishable on purpose)."""
-    return studies_visible_to(user).select_related("designer").get(pk=study_id)
 
 
-def roles_of(*, user, study):
-    """The set of roles (``designer``, ``expert``) the user holds in the study."""
-    if not user.is_authenticated:
-        return set()
-    return set(Membership.objects.filter(study=study, user=user).values_list("role", flat=True))
-
-
-def expert_membership(*, user, study):
-    """The user's expert membership in the study, or None."""
-    return Membership.objects.filter(study=study, user=user, role=Membership.Role.EXPERT).select_related("user").first()
-
-
-def experts_of(study):
-    """The study's expert memberships in a stable order (the order of k)."""
-    return Membership.objects.filter(study=study, role=Membership.Role.EXPERT).select_related("user").order_by("id")
 
 
 def selected_attributes(study):
+    """The attributes fixed by the vote, in the study's order (the columns of
+    a prioritisation)."""
     return QualityAttribute.objects.filter(study=study, is_selected=True).order_by("position", "id")
 
 
 def selected_metrics(study):
+    """The metrics fixed by the vote, grouped by attribute in the study's
+    order: the columns of W, L, U and M in every run."""
     return (
         Metric.objects.filter(study=study, is_selected=True)
         .select_related("attribute")
         .order_by("attribute__position", "attribute__id", "position", "id")
     )
 
-
-def attributes_with_metrics(study):
-    return QualityAttribute.objects.filter(study=study).prefetch_related(
-        Prefetch("metrics", queryset=Metric.objects.order_by("position", "id"))
-    )
-
-
-def selection_is_fixed(study):
-    """Selection is fixed from the end of voting on."""
-    return study.phase in (Phase.ASSESSMENT, Phase.CLOSED)

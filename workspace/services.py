@@ -25,25 +25,22 @@ from .errors import InvalidInput, PhaseConflict
 from .models import (
     AcceptableRange,
     ApiToken,
-    AttributeJudgment,
     AttributePrioritisation,
     AttributeVote,
-    AttributeWeight,
     Candidate,
     Direction,
     Measurement,
     Membership,
     Method,
     Metric,
-    MetricJudgment,
     MetricPrioritisation,
     MetricVote,
-    MetricWeight,
     PeerWeight,
     Phase,
     QualityAttribute,
     Study,
 )
+from .selectors import selected_attributes, selected_metrics
 
 # Sums that must equal 1 are checked to within this, then renormalised exactly
 # (METHOD.md, introduction).
@@ -619,7 +616,7 @@ def prioritisation_set(*, expert, method, weights=None, judgments=None):
     """
     study = _locked(expert.study)
     _require_phase(study, (Phase.ASSESSMENT,), "Prioritising")
-    attributes = list(QualityAttribute.objects.filter(study=study, is_selected=True).order_by("position", "id"))
+    attributes = list(selected_attributes(study))
     _method(method)
     AttributePrioritisation.objects.filter(expert=expert).delete()
     return _store_prioritisation(
@@ -837,9 +834,7 @@ def missing_inputs(study):
     """What each expert still has to give before assessment can close:
     ``{username: [what is missing, ...]}``, only experts with gaps."""
     experts = list(Membership.objects.filter(study=study, role="expert").select_related("user").order_by("id"))
-    metrics = list(
-        Metric.objects.filter(study=study, is_selected=True).order_by("attribute__position", "attribute__id", "position", "id")
-    )
+    metrics = list(selected_metrics(study))
     without_default = [m for m in metrics if m.default_least_acceptable is None]
     prioritised = set(AttributePrioritisation.objects.filter(expert__study=study).values_list("expert_id", flat=True))
     ranged = set(AcceptableRange.objects.filter(expert__study=study).values_list("expert_id", "metric_id"))

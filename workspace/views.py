@@ -4,8 +4,8 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView
 from django.core.cache import cache
-from rest_framework.throttling import BaseThrottle
 from django.shortcuts import render
+from rest_framework.throttling import BaseThrottle
 
 from .selectors import studies_with_my_roles
 
