@@ -206,6 +206,9 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_RESULT_EXPIRES = 24 * 3600
+# A run keeps its own status and results in the database; Celery's copy of
+# a task's return value would only fill Redis.
+CELERY_TASK_IGNORE_RESULT = True
 # A validation run must survive a worker dying mid-task: acknowledge only when
 # the task has finished, and hand the message back if the worker is lost.
 CELERY_TASK_ACKS_LATE = True

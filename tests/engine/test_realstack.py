@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -20,8 +21,10 @@ import redis
 from django.conf import settings
 from django.db import connection
 
+from engine import services as engine_services
 from engine.models import Run
 from engine.services import run_launch
+from engine.tasks import execute_run
 from workspace.bundles import study_import_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,11 +47,16 @@ def _database_url():
 
 
 class Workers:
-    """Starts worker processes on the test database and stops them all."""
+    """Starts worker processes on the test database and stops them all.
+
+    They listen on a queue of their own, so the tests neither take nor drop
+    messages of anything else using the same Redis (nothing is flushed).
+    """
 
     def __init__(self, tmp_path):
         self.tmp_path = tmp_path
         self.processes = []
+        self.queue = f"approve-test-{uuid.uuid4().hex[:12]}"
 
     def start(self, **extra_env):
         env = {
@@ -61,7 +69,7 @@ class Workers:
         log = open(self.tmp_path / f"worker-{len(self.processes)}.log", "w")
         process = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "approve_site", "worker", "--pool", "solo",
-             "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info"],
+             "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info", "-Q", self.queue],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
         )
         self.processes.append(process)
@@ -82,13 +90,16 @@ class Workers:
 
 
 @pytest.fixture
-def workers(tmp_path):
-    # Messages left by an earlier test must not reach this test's workers.
-    redis.Redis.from_url(settings.REDIS_URL).flushdb()
+def workers(tmp_path, monkeypatch):
     pool = Workers(tmp_path)
+    # Launches from this test go to the pool's private queue: the same
+    # Celery task and Redis transport, another routing key.
+    monkeypatch.setattr(
+        engine_services, "_enqueue", lambda run_id: execute_run.apply_async((run_id,), queue=pool.queue)
+    )
     yield pool
     pool.stop()
-    redis.Redis.from_url(settings.REDIS_URL).flushdb()
+    redis.Redis.from_url(settings.REDIS_URL).delete(pool.queue, f"_kombu.binding.{pool.queue}")
 
 
 @pytest.fixture
