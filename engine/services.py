@@ -46,7 +46,7 @@ MAX_ATTEMPTS = 3
 def _lease_seconds():
     # Longer than the hard time limit: once it expires, the worker that held
     # the run has certainly been stopped, so another may take it over.
-    return getattr(settings, "ENGINE_RUN_LEASE_SECONDS", settings.CELERY_TASK_TIME_LIMIT + 30)
+    return settings.ENGINE_RUN_LEASE_SECONDS
 
 
 # --- snapshot ------------------------------------------------------------------
@@ -347,7 +347,7 @@ def run_execute(*, run_id):
 
     started = time.perf_counter()
     snapshot = Run.objects.values_list("snapshot", flat=True).get(pk=run_id)
-    delay = getattr(settings, "ENGINE_FAULT_INJECTION_DELAY", 0)
+    delay = settings.ENGINE_FAULT_INJECTION_DELAY
     if delay:
         # Fault-injection hook for the worker-loss tests only (off by default):
         # keeps the run "running" long enough to kill its worker.
