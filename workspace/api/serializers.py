@@ -24,7 +24,10 @@ class TokenRequestSerializer(serializers.Serializer):
     expires_in_days = serializers.IntegerField(
         required=False,
         min_value=1,
-        help_text="the token's lifetime in days (default 90, at most 365 unless the site configures otherwise)",
+        help_text=(
+            "the token's lifetime in days, from 1 to the site's maximum (API_TOKEN_MAX_LIFETIME_DAYS, 365 unless "
+            "configured); without it, the site's default (API_TOKEN_LIFETIME_DAYS, 90 unless configured)"
+        ),
     )
 
 
