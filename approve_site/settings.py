@@ -165,10 +165,6 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 LOGIN_URL = "login"
-# Password guessing on the login page: this many failures from one address
-# lock it out for the window (seconds).
-LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10)
-LOGIN_FAILURE_WINDOW = env_int("LOGIN_FAILURE_WINDOW", 300)
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
@@ -290,6 +286,121 @@ if not DEBUG:
     SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
     if env_bool("SECURE_PROXY_SSL_HEADER", False):
         SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# --- Accounts: log-in lock-out, e-mail, API tokens, Content-Security-Policy ---
+# Password guessing on the log-in page is counted per (client address,
+# username) and per address. LOGIN_FAILURE_LIMIT failures for one username
+# from one address lock that pair out for LOGIN_FAILURE_WINDOW seconds; other
+# accounts behind the same address (an office NAT) keep logging in until the
+# address as a whole reaches the higher LOGIN_FAILURE_ADDRESS_LIMIT.
+LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10)
+LOGIN_FAILURE_ADDRESS_LIMIT = env_int("LOGIN_FAILURE_ADDRESS_LIMIT", 100)
+LOGIN_FAILURE_WINDOW = env_int("LOGIN_FAILURE_WINDOW", 300)
+if not 0 < LOGIN_FAILURE_LIMIT <= LOGIN_FAILURE_ADDRESS_LIMIT or LOGIN_FAILURE_WINDOW <= 0:
+    raise ImproperlyConfigured(
+        "need 0 < LOGIN_FAILURE_LIMIT <= LOGIN_FAILURE_ADDRESS_LIMIT and LOGIN_FAILURE_WINDOW > 0"
+    )
+
+
+def email_from_url(url):
+    """Django's e-mail settings from ``EMAIL_URL``:
+
+    - ``console:`` (the default) prints messages to the log;
+    - ``smtp://user:password@host:587?tls=1`` sends with STARTTLS,
+      ``smtps://user:password@host:465`` (or ``?ssl=1``) over implicit TLS;
+      ``timeout=`` seconds (default 10) bounds a stalled server;
+    - ``file:///var/mail/approve`` writes one file per message;
+    - ``dummy:`` drops them.
+    User and password are percent-encoded (``%40`` for ``@``).
+    """
+    parsed = urlparse(url)
+    defaults = {
+        "EMAIL_BACKEND": "", "EMAIL_HOST": "localhost", "EMAIL_PORT": 25, "EMAIL_HOST_USER": "",
+        "EMAIL_HOST_PASSWORD": "", "EMAIL_USE_TLS": False, "EMAIL_USE_SSL": False, "EMAIL_TIMEOUT": None,
+        "EMAIL_FILE_PATH": None,
+    }
+    options = {}
+    for pair in parsed.query.split("&") if parsed.query else []:
+        name, _, value = pair.partition("=")
+        options[name] = unquote(value)
+    if parsed.scheme == "console":
+        return {**defaults, "EMAIL_BACKEND": "django.core.mail.backends.console.EmailBackend"}
+    if parsed.scheme == "dummy":
+        return {**defaults, "EMAIL_BACKEND": "django.core.mail.backends.dummy.EmailBackend"}
+    if parsed.scheme == "file":
+        if not parsed.path or parsed.path == "/":
+            raise ImproperlyConfigured("EMAIL_URL file:// needs a folder, e.g. file:///var/mail/approve")
+        return {
+            **defaults,
+            "EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend",
+            "EMAIL_FILE_PATH": unquote(parsed.path),
+        }
+    if parsed.scheme in {"smtp", "smtps"}:
+        unknown = sorted(set(options) - {"tls", "ssl", "timeout"})
+        if unknown:
+            raise ImproperlyConfigured(f"EMAIL_URL: unknown option(s) {', '.join(unknown)} (use tls, ssl, timeout)")
+        flags = {}
+        for name in ("tls", "ssl"):
+            value = options.get(name, "").strip().lower()
+            if value not in {"", "1", "true", "yes", "on", "0", "false", "no", "off"}:
+                raise ImproperlyConfigured(f"EMAIL_URL: {name} must be 1 or 0, got {options[name]!r}")
+            flags[name] = value in {"1", "true", "yes", "on"}
+        use_ssl = parsed.scheme == "smtps" or flags["ssl"]
+        if use_ssl and flags["tls"]:
+            raise ImproperlyConfigured("EMAIL_URL: choose tls (STARTTLS) or ssl (implicit TLS), not both")
+        if not parsed.hostname:
+            raise ImproperlyConfigured("EMAIL_URL must name the SMTP host, e.g. smtp://user:password@mail.example.com:587?tls=1")
+        try:
+            port = parsed.port or (465 if use_ssl else 587 if flags["tls"] else 25)
+            timeout = int(options.get("timeout", "10"))
+        except ValueError as error:
+            raise ImproperlyConfigured(f"EMAIL_URL: {error}") from None
+        return {
+            **defaults,
+            "EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+            "EMAIL_HOST": parsed.hostname,
+            "EMAIL_PORT": port,
+            "EMAIL_HOST_USER": unquote(parsed.username or ""),
+            "EMAIL_HOST_PASSWORD": unquote(parsed.password or ""),
+            "EMAIL_USE_TLS": flags["tls"],
+            "EMAIL_USE_SSL": use_ssl,
+            "EMAIL_TIMEOUT": timeout,
+        }
+    raise ImproperlyConfigured(
+        f"EMAIL_URL scheme {parsed.scheme!r} is not supported (use console:, smtp://, smtps://, file://, dummy:)"
+    )
+
+
+# Password reset links are sent by e-mail; with the console default they are
+# printed to the log, where an administrator can pass them on.
+_EMAIL = email_from_url(os.environ.get("EMAIL_URL") or "console:")
+EMAIL_BACKEND = _EMAIL["EMAIL_BACKEND"]
+EMAIL_HOST, EMAIL_PORT = _EMAIL["EMAIL_HOST"], _EMAIL["EMAIL_PORT"]
+EMAIL_HOST_USER, EMAIL_HOST_PASSWORD = _EMAIL["EMAIL_HOST_USER"], _EMAIL["EMAIL_HOST_PASSWORD"]
+EMAIL_USE_TLS, EMAIL_USE_SSL, EMAIL_TIMEOUT = _EMAIL["EMAIL_USE_TLS"], _EMAIL["EMAIL_USE_SSL"], _EMAIL["EMAIL_TIMEOUT"]
+EMAIL_FILE_PATH = _EMAIL["EMAIL_FILE_PATH"]
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "approve <noreply@localhost>")
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
+
+# API tokens expire: API_TOKEN_LIFETIME_DAYS unless the creator asks for
+# another lifetime (``expires_in_days``) of at most API_TOKEN_MAX_LIFETIME_DAYS.
+API_TOKEN_LIFETIME_DAYS = env_int("API_TOKEN_LIFETIME_DAYS", 90)
+API_TOKEN_MAX_LIFETIME_DAYS = env_int("API_TOKEN_MAX_LIFETIME_DAYS", 365)
+if not 0 < API_TOKEN_LIFETIME_DAYS <= API_TOKEN_MAX_LIFETIME_DAYS:
+    raise ImproperlyConfigured("need 0 < API_TOKEN_LIFETIME_DAYS <= API_TOKEN_MAX_LIFETIME_DAYS")
+
+# Sent on every response (workspace.middleware.ContentSecurityPolicyMiddleware).
+# Scripts and styles come only from the site's own files: no inline <script>,
+# <style> or style="" in any template, so an injected one never runs.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; "
+    "base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
+)
+MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+                  "workspace.middleware.ContentSecurityPolicyMiddleware")
+# The Swagger UI (/api/docs/) loads its start-up script from a URL (the split
+# view) and would show a badge from the public validator, another origin.
+SPECTACULAR_SETTINGS["SWAGGER_UI_SETTINGS"] = {"deepLinking": True, "validatorUrl": None}
 
 LOGGING = {
     "version": 1,

@@ -9,9 +9,9 @@ from django.contrib.auth import views as auth_views
 from django.http import JsonResponse
 from django.urls import include, path
 from django.views import defaults
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from workspace.views import ThrottledLoginView
+from workspace import views as pages
 
 
 def not_found(request, exception):
@@ -27,11 +27,28 @@ handler404 = not_found
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
+    path("accounts/login/", pages.ThrottledLoginView.as_view(), name="login"),
     # Django 5 accepts only POST here; the header's logout button is a form.
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/password/", pages.PasswordChangePage.as_view(), name="password_change"),
+    path("accounts/password/reset/", pages.PasswordResetPage.as_view(), name="password_reset"),
+    path("accounts/password/reset/sent/", pages.PasswordResetDonePage.as_view(), name="password_reset_done"),
+    path("accounts/password/reset/done/", pages.PasswordResetCompletePage.as_view(), name="password_reset_complete"),
+    path(
+        "accounts/password/reset/<uidb64>/<token>/",
+        pages.PasswordResetConfirmPage.as_view(),
+        name="password_reset_confirm",
+    ),
+    path("accounts/tokens/", pages.tokens_page, name="api_tokens"),
+    path("accounts/tokens/<int:token_id>/revoke/", pages.token_revoke_page, name="api_token_revoke"),
     path("api/v1/", include("workspace.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # The split view serves Swagger UI's start-up script from a URL
+    # (?script): the Content-Security-Policy allows no inline script.
+    path(
+        "api/docs/",
+        SpectacularSwaggerSplitView.as_view(url_name="api-schema", template_name="api/swagger_ui.html"),
+        name="api-docs",
+    ),
     path("", include("workspace.urls")),
 ]

@@ -511,11 +511,11 @@ class ApiTokenAdmin(admin.ModelAdmin):
     digest is stored, so a key exists only when the application creates it
     and shows it once."""
 
-    list_display = ("user", "name", "prefix", "created_at", "last_used_at")
-    list_filter = ("created_at", "last_used_at")
+    list_display = ("user", "name", "prefix", "created_at", "last_used_at", "expires_at")
+    list_filter = ("created_at", "last_used_at", "expires_at")
     list_select_related = ("user",)
     search_fields = ("user__username", "user__email", "name", "prefix")
-    fields = ("user", "name", "prefix", "created_at", "last_used_at")
+    fields = ("user", "name", "prefix", "created_at", "last_used_at", "expires_at")
     readonly_fields = fields
     date_hierarchy = "created_at"
 

@@ -369,7 +369,9 @@ class PeerWeight(models.Model):
 
 class ApiToken(models.Model):
     """A personal API token (``Authorization: Token <key>``). Only a SHA-256
-    digest of the key is stored: the key is shown once, when created."""
+    digest of the key is stored: the key is shown once, when created. A
+    token stops working at ``expires_at``; all of a user's tokens are deleted
+    when their password changes."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
     name = models.CharField(max_length=100, blank=True)
@@ -377,6 +379,7 @@ class ApiToken(models.Model):
     prefix = models.CharField(max_length=8, help_text="first characters of the key, to tell tokens apart")
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(help_text="the token authenticates no one from this moment")
 
     class Meta:
         ordering = ["-created_at", "-id"]

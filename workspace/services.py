@@ -13,10 +13,13 @@ the API and the pages call these same functions.
 import hashlib
 import math
 import secrets
+from datetime import timedelta
 from numbers import Real
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.utils import timezone
 from django.db.models import Count, Max
 
 from engine.prioritisation import SMALLEST_SHARE, prioritise
@@ -920,18 +923,57 @@ def user_get_or_create(*, username, field="username"):
     return user
 
 
-def api_token_create(*, user, name=""):
+def api_token_create(*, user, name="", expires_in_days=None):
     """A new token for ``user``: returns ``(token, key)``; the key is not
-    stored and cannot be shown again."""
+    stored and cannot be shown again. It expires after ``expires_in_days``
+    (default settings.API_TOKEN_LIFETIME_DAYS)."""
+    name = _text(name, "name", max_length=100, required=False)
+    lifetime = _token_lifetime(expires_in_days)
     key = secrets.token_hex(20)
     token = ApiToken.objects.create(
         user=user,
-        name=_text(name, "name", max_length=100, required=False),
+        name=name,
         digest=hashlib.sha256(key.encode()).hexdigest(),
         prefix=key[:8],
+        expires_at=timezone.now() + lifetime,
     )
     return token, key
 
 
 def api_token_revoke(*, token):
     token.delete()
+
+
+# Accounts
+
+
+def _token_lifetime(expires_in_days: object) -> timedelta:
+    """A token's lifetime: the default, or ``expires_in_days`` within 1 and
+    settings.API_TOKEN_MAX_LIFETIME_DAYS."""
+    if expires_in_days is None:
+        return timedelta(days=settings.API_TOKEN_LIFETIME_DAYS)
+    longest = settings.API_TOKEN_MAX_LIFETIME_DAYS
+    if isinstance(expires_in_days, bool) or not isinstance(expires_in_days, int):
+        raise InvalidInput({"expires_in_days": f"must be a whole number of days, got {expires_in_days!r}"})
+    if not 1 <= expires_in_days <= longest:
+        raise InvalidInput({"expires_in_days": f"must be between 1 and {longest} days, got {expires_in_days}"})
+    return timedelta(days=expires_in_days)
+
+
+def api_tokens_revoke_all(*, user: User) -> int:
+    """Revoke every API token of ``user``; returns how many there were."""
+    deleted, _ = ApiToken.objects.filter(user=user).delete()
+    return deleted
+
+
+def user_password_set(*, user: User, password: str) -> int:
+    """Give ``user`` a new password (already checked by the password
+    validators) and revoke all their API tokens: whoever knew the old password
+    may have made one. Sessions other than the one the caller keeps (with
+    ``update_session_auth_hash``) end because the password hash changed.
+    Returns the number of tokens revoked."""
+    with transaction.atomic():
+        user.set_password(password)
+        user.save(update_fields=["password"])
+        return api_tokens_revoke_all(user=user)
+

@@ -1,13 +1,36 @@
 """Pages. Views check the shape of input and call one service or selector."""
 
+import hashlib
+import logging
+
+from django import forms
 from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import update_session_auth_hash
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.views import LoginView
+from django.contrib.auth.views import (
+    INTERNAL_RESET_SESSION_TOKEN,
+    LoginView,
+    PasswordChangeView,
+    PasswordResetCompleteView,
+    PasswordResetConfirmView,
+    PasswordResetDoneView,
+    PasswordResetView,
+)
 from django.core.cache import cache
-from django.shortcuts import render
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse_lazy
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods
 from rest_framework.throttling import BaseThrottle
 
+from . import services
+from .errors import InvalidInput
+from .models import ApiToken
 from .selectors import studies_with_my_roles
+
+logger = logging.getLogger(__name__)
 
 
 @login_required
@@ -16,28 +39,197 @@ def home(request):
     return render(request, "workspace/home.html", {"studies": studies_with_my_roles(request.user)})
 
 
+def _form_add_service_errors(form: forms.Form, error: InvalidInput) -> None:
+    """A service's refusal shown on the form: each message under the field it
+    names, messages about no field of the form above it."""
+    for field, field_messages in error.errors.items():
+        form.add_error(field if field in form.fields else None, list(field_messages))
+
+
+# --- Log-in and its lock-out ---------------------------------------------------------
+
+
 class ThrottledLoginView(LoginView):
-    """Django's login page, refusing a client address after too many failed
-    attempts in a row (password guessing). The API's token endpoint has
-    its own throttle (``login`` scope)."""
+    """Django's login page with a lock-out against password guessing.
+
+    Failures are counted per (client address, username) and per address:
+    LOGIN_FAILURE_LIMIT failures for one username lock that username out at
+    that address, so the other people behind a shared address (an office NAT)
+    still log in; LOGIN_FAILURE_ADDRESS_LIMIT failures over all usernames lock
+    the address out (one client trying many usernames). Both last
+    LOGIN_FAILURE_WINDOW seconds from the first failure. The API's token
+    endpoint has its own throttle (``login`` scope).
+
+    With the cache unreachable the lock-out fails open (logged): it must not
+    turn a cache outage into nobody being able to log in.
+    """
 
     template_name = "registration/login.html"
     redirect_authenticated_user = True
 
-    def failures_key(self):
+    def failure_keys(self) -> tuple[str, str]:
+        """Cache keys of the per-address and the per-(address, username)
+        counters. Hashed: both parts come from the client."""
         # The client address as the API's throttles see it (NUM_PROXIES).
-        return f"login-failures:{BaseThrottle().get_ident(self.request)}"
+        address = BaseThrottle().get_ident(self.request) or ""
+        username = self.request.POST.get("username", "").strip().casefold()
+        per_address = hashlib.sha256(address.encode()).hexdigest()
+        per_user = hashlib.sha256(f"{address}\x00{username}".encode()).hexdigest()
+        return f"login-failures:address:{per_address}", f"login-failures:user:{per_user}"
 
-    def post(self, request, *args, **kwargs):
-        if cache.get(self.failures_key(), 0) >= settings.LOGIN_FAILURE_LIMIT:
+    def lockout_message(self) -> str | None:
+        """Why this attempt is refused unseen, or None."""
+        address_key, user_key = self.failure_keys()
+        try:
+            counts = cache.get_many([address_key, user_key])
+        except Exception:
+            logger.warning("login lock-out skipped: the cache is unreachable", exc_info=True)
+            return None
+        minutes = max(1, settings.LOGIN_FAILURE_WINDOW // 60)
+        if counts.get(address_key, 0) >= settings.LOGIN_FAILURE_ADDRESS_LIMIT:
+            return f"Too many failed attempts from your address. Try again in {minutes} minutes."
+        if counts.get(user_key, 0) >= settings.LOGIN_FAILURE_LIMIT:
+            return f"Too many failed attempts for this username from your address. Try again in {minutes} minutes."
+        return None
+
+    def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        message = self.lockout_message()
+        if message is not None:
             form = self.get_form()
-            minutes = max(1, settings.LOGIN_FAILURE_WINDOW // 60)
-            form.add_error(None, f"Too many failed attempts from your address. Try again in {minutes} minutes.")
+            form.add_error(None, message)
             return self.render_to_response(self.get_context_data(form=form), status=429)
         return super().post(request, *args, **kwargs)
 
-    def form_invalid(self, form):
-        key = self.failures_key()
-        cache.add(key, 0, timeout=settings.LOGIN_FAILURE_WINDOW)
-        cache.incr(key)
+    def form_invalid(self, form: forms.Form) -> HttpResponse:
+        try:
+            for key in self.failure_keys():
+                cache.add(key, 0, timeout=settings.LOGIN_FAILURE_WINDOW)
+                cache.incr(key)
+        except Exception:
+            logger.warning("login failure not counted: the cache is unreachable", exc_info=True)
         return super().form_invalid(form)
+
+    def form_valid(self, form: forms.Form) -> HttpResponse:
+        # Knowing the password ends that username's lock-out count; the
+        # address's count stays, or one's own account would reset it.
+        try:
+            cache.delete(self.failure_keys()[1])
+        except Exception:
+            logger.warning("login failure count not reset: the cache is unreachable", exc_info=True)
+        return super().form_valid(form)
+
+
+# --- Passwords -----------------------------------------------------------------------
+
+
+class PasswordChangePage(PasswordChangeView):
+    """Change my password; this revokes my API tokens and ends my other
+    sessions, and keeps me logged in here."""
+
+    template_name = "accounts/password_change.html"
+    success_url = reverse_lazy("password_change")
+
+    def form_valid(self, form: forms.Form) -> HttpResponse:
+        revoked = services.user_password_set(user=form.user, password=form.cleaned_data["new_password1"])
+        update_session_auth_hash(self.request, form.user)
+        note = f" Your {revoked} API token{'s were' if revoked != 1 else ' was'} revoked." if revoked else ""
+        messages.success(self.request, f"Your password was changed.{note}")
+        return HttpResponseRedirect(self.get_success_url())
+
+
+class PasswordResetPage(PasswordResetView):
+    """Ask for a reset link by e-mail. The answer is the same whether or not
+    an account has that address."""
+
+    template_name = "accounts/password_reset_form.html"
+    email_template_name = "accounts/password_reset_email.txt"
+    subject_template_name = "accounts/password_reset_subject.txt"
+
+    @property
+    def extra_email_context(self) -> dict:
+        return {"valid_hours": max(1, settings.PASSWORD_RESET_TIMEOUT // 3600)}
+
+
+class PasswordResetDonePage(PasswordResetDoneView):
+    template_name = "accounts/password_reset_done.html"
+
+    def get_context_data(self, **kwargs) -> dict:
+        return {**super().get_context_data(**kwargs), "valid_hours": max(1, settings.PASSWORD_RESET_TIMEOUT // 3600)}
+
+
+class PasswordResetConfirmPage(PasswordResetConfirmView):
+    """The link from the e-mail: choose a new password, which revokes every
+    API token of the account."""
+
+    template_name = "accounts/password_reset_confirm.html"
+
+    def form_valid(self, form: forms.Form) -> HttpResponse:
+        services.user_password_set(user=form.user, password=form.cleaned_data["new_password1"])
+        # The link works once (Django's reset views keep its token here).
+        del self.request.session[INTERNAL_RESET_SESSION_TOKEN]
+        return HttpResponseRedirect(self.get_success_url())
+
+
+class PasswordResetCompletePage(PasswordResetCompleteView):
+    template_name = "accounts/password_reset_complete.html"
+
+
+# --- API tokens ----------------------------------------------------------------------
+
+
+class TokenForm(forms.Form):
+    name = forms.CharField(
+        label="Name", max_length=100, required=False, help_text="To tell your tokens apart, e.g. “laptop” or “CI”."
+    )
+    expires_in_days = forms.IntegerField(label="Lifetime in days", required=False)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        longest = settings.API_TOKEN_MAX_LIFETIME_DAYS
+        field = self.fields["expires_in_days"]
+        field.help_text = f"Empty for {settings.API_TOKEN_LIFETIME_DAYS} days; at most {longest}."
+        # Browsers hint at the bounds; the service enforces them.
+        field.widget.attrs.update({"min": 1, "max": longest, "placeholder": str(settings.API_TOKEN_LIFETIME_DAYS)})
+        self.fields["name"].widget.attrs.update({"autocomplete": "off"})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def tokens_page(request: HttpRequest) -> HttpResponse:
+    """My API tokens: create one (its key is shown on this answer only), list
+    them, and a link to revoke each."""
+    form = TokenForm(request.POST if request.method == "POST" else None)
+    created = None
+    if form.is_bound and form.is_valid():
+        try:
+            created = services.api_token_create(
+                user=request.user, name=form.cleaned_data["name"], expires_in_days=form.cleaned_data["expires_in_days"]
+            )
+        except InvalidInput as error:
+            _form_add_service_errors(form, error)
+        else:
+            form = TokenForm()
+    context = {
+        "form": form,
+        "tokens": ApiToken.objects.filter(user=request.user),
+        "created": created,
+        "now": timezone.now(),
+    }
+    response = render(request, "accounts/tokens.html", context)
+    if created is not None:
+        # The key must not linger in a cache or the browser's history.
+        response["Cache-Control"] = "no-store"
+    return response
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def token_revoke_page(request: HttpRequest, token_id: int) -> HttpResponse:
+    """Revoke one of my tokens: GET asks for confirmation, POST revokes."""
+    token = get_object_or_404(ApiToken, pk=token_id, user=request.user)
+    if request.method == "POST":
+        services.api_token_revoke(token=token)
+        label = f"“{token.name}” ({token.prefix}…)" if token.name else f"{token.prefix}…"
+        messages.success(request, f"The token {label} was revoked.")
+        return redirect("api_tokens")
+    return render(request, "accounts/token_revoke.html", {"token": token})

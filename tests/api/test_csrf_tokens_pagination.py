@@ -76,7 +76,7 @@ def test_a_token_is_shown_once_listed_by_prefix_and_revoked(cast):
     assert created.status_code == 201
     body = created.json()
     key = body["token"]
-    assert set(body) == {"token", "id", "name", "prefix", "created_at", "last_used_at"}
+    assert set(body) == {"token", "id", "name", "prefix", "created_at", "last_used_at", "expires_at"}
     assert len(key) == 40 and body["prefix"] == key[:8] and body["name"] == "laptop" and body["last_used_at"] is None
     # Only a digest is stored: the key is nowhere in the database.
     token = ApiToken.objects.get(pk=body["id"])
@@ -91,7 +91,7 @@ def test_a_token_is_shown_once_listed_by_prefix_and_revoked(cast):
     assert page["count"] == 2 and page["next"] is None and page["previous"] is None
     assert [t["name"] for t in page["results"]] == ["desktop", "laptop"]  # newest first
     for entry in page["results"]:
-        assert set(entry) == {"id", "name", "prefix", "created_at", "last_used_at"}
+        assert set(entry) == {"id", "name", "prefix", "created_at", "last_used_at", "expires_at"}
     assert key not in listed.content.decode() and second["token"] not in listed.content.decode()
     assert page["results"][1]["prefix"] == key[:8]
     assert page["results"][1]["last_used_at"] is not None  # this request used it

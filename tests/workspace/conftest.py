@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
 
 from workspace import services
 from workspace.models import (
@@ -105,6 +106,16 @@ def unchanged(db):
         assert after == before, "the refused call wrote to the database"
 
     return check
+
+
+@pytest.fixture(autouse=True)
+def test_host_and_clean_cache(settings):
+    """Pages answer the test client's ``Host: testserver``; the log-in
+    lock-out counts failures in the cache, so every test starts with none."""
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
+    cache.clear()
+    yield
+    cache.clear()
 
 
 @pytest.fixture(autouse=True)

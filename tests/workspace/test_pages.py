@@ -2,7 +2,6 @@
 
 import io
 
-import pytest
 from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
@@ -11,14 +10,6 @@ from workspace import services
 from workspace.models import Phase
 
 from .conftest import PASSWORD
-
-
-@pytest.fixture(autouse=True)
-def test_host_and_clean_cache(settings):
-    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
-    cache.clear()
-    yield
-    cache.clear()
 
 
 def test_login_page_renders_a_form_with_csrf(client):

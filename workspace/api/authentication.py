@@ -9,16 +9,21 @@ from workspace.models import ApiToken
 
 
 class ApiTokenAuthentication(TokenAuthentication):
-    """``Authorization: Token <key>`` against the digests of ``ApiToken``."""
+    """``Authorization: Token <key>`` against the digests of ``ApiToken``;
+    an expired token is refused (401) and says so."""
 
     model = ApiToken
 
-    def authenticate_credentials(self, key):
+    def authenticate_credentials(self, key: str) -> tuple:
         digest = hashlib.sha256(key.encode()).hexdigest()
         token = ApiToken.objects.select_related("user").filter(digest=digest).first()
         if token is None or not token.user.is_active:
             raise exceptions.AuthenticationFailed("Invalid or revoked token.")
         now = timezone.now()
+        if token.expires_at <= now:
+            raise exceptions.AuthenticationFailed(
+                f"Token expired at {token.expires_at:%Y-%m-%d %H:%M} UTC; create a new one."
+            )
         # Record use at most once a minute: a write on every request is waste.
         if token.last_used_at is None or now - token.last_used_at > timedelta(minutes=1):
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)

@@ -21,12 +21,20 @@ class TokenRequestSerializer(serializers.Serializer):
     username = serializers.CharField(max_length=150)
     password = serializers.CharField(max_length=4096, trim_whitespace=False, style={"input_type": "password"})
     name = serializers.CharField(max_length=100, required=False, allow_blank=True, help_text="a label for the token")
+    expires_in_days = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        help_text=(
+            "the token's lifetime in days, from 1 to the site's maximum (API_TOKEN_MAX_LIFETIME_DAYS, 365 unless "
+            "configured); without it, the site's default (API_TOKEN_LIFETIME_DAYS, 90 unless configured)"
+        ),
+    )
 
 
 class TokenSerializer(serializers.ModelSerializer):
     class Meta:
         model = ApiToken
-        fields = ["id", "name", "prefix", "created_at", "last_used_at"]
+        fields = ["id", "name", "prefix", "created_at", "last_used_at", "expires_at"]
 
 
 class NewTokenSerializer(TokenSerializer):

@@ -144,12 +144,15 @@ class TokenCreateView(APIView):
         user = authenticate(request, username=data["username"], password=data["password"])
         if user is None:
             raise exceptions.ValidationError({"non_field_errors": ["Unable to log in with those credentials."]})
-        token, key = services.api_token_create(user=user, name=data.get("name", ""))
+        token, key = services.api_token_create(
+            user=user, name=data.get("name", ""), expires_in_days=data.get("expires_in_days")
+        )
         return Response({"token": key, **s.TokenSerializer(token).data}, status=status.HTTP_201_CREATED)
 
 
 class TokenListView(generics.ListAPIView):
-    """Your API tokens (keys are never shown again)."""
+    """Your API tokens (keys are never shown again), with when each expires;
+    expired ones are listed until revoked."""
 
     serializer_class = s.TokenSerializer
 
