@@ -7,6 +7,7 @@ from django.core.cache import cache
 from django.shortcuts import render
 from rest_framework.throttling import BaseThrottle
 
+from .api.throttling import CACHE_ERRORS, log_cache_unreachable
 from .selectors import studies_with_my_roles
 
 
@@ -28,8 +29,15 @@ class ThrottledLoginView(LoginView):
         # The client address as the API's throttles see it (NUM_PROXIES).
         return f"login-failures:{BaseThrottle().get_ident(self.request)}"
 
+    def locked_out(self) -> bool:
+        try:
+            return cache.get(self.failures_key(), 0) >= settings.LOGIN_FAILURE_LIMIT
+        except CACHE_ERRORS as error:  # fail open, as the API's throttles do
+            log_cache_unreachable("log-in lock-out", error)
+            return False
+
     def post(self, request, *args, **kwargs):
-        if cache.get(self.failures_key(), 0) >= settings.LOGIN_FAILURE_LIMIT:
+        if self.locked_out():
             form = self.get_form()
             minutes = max(1, settings.LOGIN_FAILURE_WINDOW // 60)
             form.add_error(None, f"Too many failed attempts from your address. Try again in {minutes} minutes.")
@@ -38,6 +46,9 @@ class ThrottledLoginView(LoginView):
 
     def form_invalid(self, form):
         key = self.failures_key()
-        cache.add(key, 0, timeout=settings.LOGIN_FAILURE_WINDOW)
-        cache.incr(key)
+        try:
+            cache.add(key, 0, timeout=settings.LOGIN_FAILURE_WINDOW)
+            cache.incr(key)
+        except CACHE_ERRORS as error:
+            log_cache_unreachable("log-in lock-out", error)
         return super().form_invalid(form)
