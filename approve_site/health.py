@@ -19,6 +19,9 @@ are ``{"status": "ok", "mode": "in-process"}``. Any part not ``ok`` makes the
 answer 503: pages still work without workers, but runs would not start, so a
 load balancer that should keep a web node while workers are away can read
 ``checks.database`` instead of the status code.
+
+It is exempt from the HTTPS redirect (a probe speaks plain HTTP inside the
+network); the probe must still send a ``Host`` that ``ALLOWED_HOSTS`` lists.
 """
 
 from django.http import HttpRequest, JsonResponse
