@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 import numpy as np
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import DatabaseError, connection, transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
@@ -40,6 +41,7 @@ from workspace.models import (
     MetricWeight,
     PeerWeight,
     Phase,
+    Study,
 )
 from workspace.selectors import selected_attributes, selected_metrics
 
@@ -189,12 +191,12 @@ def run_awaits_broker(run: Run) -> bool:
 
 
 @transaction.atomic
-def run_launch(*, study, launched_by, tolerance: float = core.DEFAULT_TOLERANCE) -> Run:
+def run_launch(
+    *, study: Study, launched_by: AbstractBaseUser | None, tolerance: float = core.DEFAULT_TOLERANCE
+) -> Run:
     """Snapshot a closed study into a new queued run and enqueue it after
     commit. Refused (``PhaseConflict``) unless the study is closed. The run is
     saved whether or not the broker can be reached (see ``_enqueue``)."""
-    from workspace.models import Study
-
     study = Study.objects.select_for_update().get(pk=study.pk)
     if study.phase != Phase.CLOSED:
         raise PhaseConflict(

@@ -32,10 +32,10 @@ def recover_stale_runs() -> list[int]:
 
 
 @worker_ready.connect
-def _start_worker_heartbeat(sender, **kwargs) -> None:
+def _start_worker_heartbeat(sender: object, **kwargs: object) -> None:
     health.worker_heartbeat_start(hostname=sender.hostname)
 
 
 @worker_shutdown.connect
-def _stop_worker_heartbeat(sender, **kwargs) -> None:
+def _stop_worker_heartbeat(sender: object, **kwargs: object) -> None:
     health.worker_heartbeat_stop(hostname=sender.hostname)

@@ -7,7 +7,9 @@ into an outage of the whole site."""
 import logging
 
 import redis
+from rest_framework.request import Request
 from rest_framework.throttling import ScopedRateThrottle
+from rest_framework.views import APIView
 
 logger = logging.getLogger(__name__)
 
@@ -23,7 +25,7 @@ def log_cache_unreachable(what: str, error: Exception) -> None:
 class FailOpenMixin:
     """For any DRF throttle whose counters live in the cache."""
 
-    def allow_request(self, request, view) -> bool:
+    def allow_request(self, request: Request, view: APIView) -> bool:
         try:
             return super().allow_request(request, view)
         except CACHE_ERRORS as error:
