@@ -1,10 +1,16 @@
 # approve: the web application and the Celery worker share this image.
 FROM python:3.11-slim
 
+# BLAS single-threaded in gunicorn and the workers: on small machines a second
+# BLAS thread per process makes the engine's small solves 50-100 times slower
+# under load (approve_site/__init__.py sets the same defaults).
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    OPENBLAS_NUM_THREADS=1 \
+    OMP_NUM_THREADS=1 \
+    MKL_NUM_THREADS=1
 
 WORKDIR /app
 

@@ -188,8 +188,17 @@ STORAGES = {
 # --- Redis: Celery broker, result backend and cache --------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")
 
+# Redis down must not hold a request: a short connect and read timeout, after
+# which the cache's callers (throttles, the log-in lock-out) fail open.
+REDIS_TIMEOUT_SECONDS = 1
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "OPTIONS": {"socket_connect_timeout": REDIS_TIMEOUT_SECONDS, "socket_timeout": REDIS_TIMEOUT_SECONDS},
+        }
+    }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
@@ -215,23 +224,49 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # seconds); the soft limit lets the task mark its run failed cleanly.
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 600)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 660)
-# Redis re-delivers an unacknowledged message after the visibility timeout. It
-# must exceed the hard time limit, or a healthy long run would be delivered twice.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 900)}
-CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# Periodic recovery of runs whose worker vanished (needs `celery beat`).
-CELERY_BEAT_SCHEDULE = {
-    "recover-stale-runs": {"task": "engine.tasks.recover_stale_runs", "schedule": 300.0},
+# Redis hands an unacknowledged message out again after the visibility
+# timeout. Recovery does not rely on it: a dead worker's run is handed back by
+# the recovery sweep once its heartbeat lease lapses (ENGINE_RUN_LEASE_SECONDS),
+# and a lost message is sent again by the sweep. It stays above the hard time
+# limit so that a healthy long run's message is not handed out a second time
+# for nothing (the claim would make that delivery a no-op anyway).
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 900),
+    # An unreachable broker fails a launch's enqueue in about a second instead
+    # of the system's TCP timeout; the run stays queued for the sweep.
+    "socket_connect_timeout": REDIS_TIMEOUT_SECONDS * 2,
 }
-
-# --- Validation engine ---------------------------------------------------------
-# A claimed run is held for this long; after it, the worker that held it has
-# been stopped by the hard time limit, and another delivery may take the run.
-ENGINE_RUN_LEASE_SECONDS = env_int("ENGINE_RUN_LEASE_SECONDS", CELERY_TASK_TIME_LIMIT + 30)
-# Fault injection for the worker-loss tests only: seconds a task waits after
-# claiming a run. Always 0 in real use.
-ENGINE_FAULT_INJECTION_DELAY = env_int("ENGINE_FAULT_INJECTION_DELAY", 0)
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
+
+# --- Validation engine: leases, heartbeats and the recovery sweep -------------
+# A worker holds its run by a lease that a background thread renews every
+# ENGINE_RUN_HEARTBEAT_SECONDS while the run computes. A worker that dies stops
+# renewing; once the lease has lapsed the recovery sweep hands the run back to
+# the queue and another worker takes it over. Takeover after a worker dies:
+# at most lease + sweep interval + a delivery (30 + 15 s by default, under the
+# minute the service promises); the lease allows several missed renewals.
+ENGINE_RUN_LEASE_SECONDS = env_int("ENGINE_RUN_LEASE_SECONDS", 30)
+ENGINE_RUN_HEARTBEAT_SECONDS = env_int("ENGINE_RUN_HEARTBEAT_SECONDS", 5)
+ENGINE_RECOVERY_SWEEP_SECONDS = env_int("ENGINE_RECOVERY_SWEEP_SECONDS", 15)
+# A queued run's message may be lost (a broker restarted without its data):
+# the sweep sends it again after this long without a worker claiming it. A run
+# whose message could not be sent at all (broker down at launch) is sent by the
+# first sweep that reaches the broker.
+ENGINE_QUEUE_RESEND_SECONDS = env_int("ENGINE_QUEUE_RESEND_SECONDS", 120)
+# Each worker records that it is alive this often (read by /health/).
+ENGINE_WORKER_HEARTBEAT_SECONDS = env_int("ENGINE_WORKER_HEARTBEAT_SECONDS", 10)
+if not 0 < ENGINE_RUN_HEARTBEAT_SECONDS * 2 <= ENGINE_RUN_LEASE_SECONDS:
+    raise ImproperlyConfigured("ENGINE_RUN_LEASE_SECONDS must be at least twice ENGINE_RUN_HEARTBEAT_SECONDS (> 0)")
+# The periodic sweep (needs one `celery beat`, whatever the number of workers).
+CELERY_BEAT_SCHEDULE = {
+    "recover-stale-runs": {
+        "task": "engine.tasks.recover_stale_runs",
+        "schedule": float(ENGINE_RECOVERY_SWEEP_SECONDS),
+        # A sweep that waited behind long runs is pointless once the next is due.
+        "options": {"expires": float(ENGINE_RECOVERY_SWEEP_SECONDS)},
+    },
+}
 
 # --- REST framework ----------------------------------------------------------
 REST_FRAMEWORK = {
@@ -279,6 +314,8 @@ if not DEBUG:
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    # A load balancer probes over plain HTTP; /health/ reveals nothing secret.
+    SECURE_REDIRECT_EXEMPT = [r"^health/$"]
     SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
     # The header only allows a later submission to browsers' preload lists;

@@ -13,6 +13,8 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from workspace import views as pages
 
+from .health import health
+
 
 def not_found(request, exception):
     """A URL that matches nothing: under ``api/`` the API's JSON error (its
@@ -27,6 +29,7 @@ handler404 = not_found
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("health/", health, name="health"),
     path("accounts/login/", pages.ThrottledLoginView.as_view(), name="login"),
     # Django 5 accepts only POST here; the header's logout button is a form.
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -29,8 +29,10 @@ class Run(models.Model):
     results = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
     launched_at = models.DateTimeField(auto_now_add=True)
-    # Set by each claim: a worker that dies leaves the run "running" with a
-    # lease that expires, after which another delivery may claim it again.
+    # Who holds the run until when (engine.services): while queued, its sent
+    # message (null: none could be sent yet); while running, the claiming
+    # worker, which renews it every few seconds. Once it lapses, the recovery
+    # sweep hands the run back to the queue and another worker takes it over.
     started_at = models.DateTimeField(null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -5,19 +5,31 @@ the run and enqueues the task after commit; the task calls ``run_execute``,
 which claims the run with a conditional UPDATE (so a redelivered message never
 runs it twice or overwrites a finished run), computes with ``engine.core`` and
 stores the results and the status in one write.
+
+Who holds a run is recorded by its ``lease_expires_at``: while it is queued,
+its message holds it until then (null: no message could be sent, the broker
+was unreachable); while it is running, the worker that claimed it holds it,
+renewing the lease every few seconds from a heartbeat thread. The recovery
+sweep (``runs_recover_stale``, every ``ENGINE_RECOVERY_SWEEP_SECONDS``) hands
+every run whose lease has lapsed back to the queue and sends its message, so
+a run whose worker died is taken over within a minute, and a run launched
+while the broker was down starts once it is back.
 """
 
 import logging
+import threading
 import time
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import numpy as np
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import transaction
-from django.db.models import F, Q
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.db import DatabaseError, connection, transaction
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerOperationalError
 
 from workspace.errors import PhaseConflict
 from workspace.models import (
@@ -29,6 +41,7 @@ from workspace.models import (
     MetricWeight,
     PeerWeight,
     Phase,
+    Study,
 )
 from workspace.selectors import selected_attributes, selected_metrics
 
@@ -43,9 +56,9 @@ SNAPSHOT_VERSION = 1
 MAX_ATTEMPTS = 3
 
 
-def _lease_seconds():
-    # Longer than the hard time limit: once it expires, the worker that held
-    # the run has certainly been stopped, so another may take it over.
+def _lease_seconds() -> float:
+    # Several heartbeats long: a live worker renews well before it lapses, so
+    # a lapsed lease means its worker is dead (or cut off from the database).
     return settings.ENGINE_RUN_LEASE_SECONDS
 
 
@@ -137,18 +150,53 @@ def study_snapshot(study, *, tolerance=core.DEFAULT_TOLERANCE):
 # --- launch --------------------------------------------------------------------
 
 
-def _enqueue(run_id):
+# What publishing a message raises when the broker cannot be reached (kombu
+# wraps the transport's connection errors once its publish retries are spent).
+BROKER_ERRORS = (BrokerOperationalError, OSError)
+
+
+def _queue_lease(now: datetime) -> datetime:
+    """Until when a sent message holds a queued run (then the sweep sends another)."""
+    return now + timedelta(seconds=settings.ENGINE_QUEUE_RESEND_SECONDS)
+
+
+def _send(run_id: int) -> None:
+    """Publish the run's task message: the one place that talks to the broker."""
     from .tasks import execute_run
 
     execute_run.delay(run_id)
 
 
-@transaction.atomic
-def run_launch(*, study, launched_by, tolerance=core.DEFAULT_TOLERANCE):
-    """Snapshot a closed study into a new queued run and enqueue it after
-    commit. Refused (``PhaseConflict``) unless the study is closed."""
-    from workspace.models import Study
+def _enqueue(run_id: int) -> bool:
+    """Send a queued run's message. With the broker unreachable, log it and
+    leave the run queued without a lease, so the next recovery sweep that
+    reaches the broker sends it; the caller carries on (a launch still
+    answers with its run). Returns whether the message went out."""
+    try:
+        _send(run_id)
+    except BROKER_ERRORS as error:
+        logger.warning(
+            "run %s stays queued: the broker is unreachable (%s: %s); the recovery sweep will send it",
+            run_id, type(error).__name__, error,
+        )
+        Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).update(lease_expires_at=None)
+        return False
+    return True
 
+
+def run_awaits_broker(run: Run) -> bool:
+    """Whether a queued run's message could not be sent yet (the broker was
+    unreachable when it was launched); the recovery sweep will send it."""
+    return run.status == Run.Status.QUEUED and run.lease_expires_at is None
+
+
+@transaction.atomic
+def run_launch(
+    *, study: Study, launched_by: AbstractBaseUser | None, tolerance: float = core.DEFAULT_TOLERANCE
+) -> Run:
+    """Snapshot a closed study into a new queued run and enqueue it after
+    commit. Refused (``PhaseConflict``) unless the study is closed. The run is
+    saved whether or not the broker can be reached (see ``_enqueue``)."""
     study = Study.objects.select_for_update().get(pk=study.pk)
     if study.phase != Phase.CLOSED:
         raise PhaseConflict(
@@ -162,7 +210,10 @@ def run_launch(*, study, launched_by, tolerance=core.DEFAULT_TOLERANCE):
     except RunInputError as error:
         # Missing or invalid inputs are reported now rather than as a failed run.
         raise PhaseConflict(f"The run cannot start: {error}.") from None
-    run = Run.objects.create(study=study, launched_by=launched_by, tolerance=tolerance, snapshot=snapshot)
+    run = Run.objects.create(
+        study=study, launched_by=launched_by, tolerance=tolerance, snapshot=snapshot,
+        lease_expires_at=_queue_lease(timezone.now()),
+    )
     transaction.on_commit(lambda: _enqueue(run.pk))
     return run
 
@@ -303,7 +354,7 @@ class Outcome:
     retry_in: float | None = None
 
 
-def run_claim(run_id):
+def run_claim(run_id: int) -> int | None:
     """Take the run for this worker: ``queued`` → ``running``, or take over a
     ``running`` run whose lease has expired (its worker died). A conditional
     UPDATE, so of two deliveries at most one wins. Returns the number of the
@@ -321,14 +372,64 @@ def run_claim(run_id):
     return Run.objects.values_list("attempts", flat=True).get(pk=run_id)
 
 
-def _finish(run_id, attempt, **fields):
+def _held(run_id: int, attempt: int) -> QuerySet[Run]:
+    """The run, only while this attempt still holds it."""
+    return Run.objects.filter(pk=run_id, status=Run.Status.RUNNING, attempts=attempt)
+
+
+def _finish(run_id: int, attempt: int, **fields) -> int:
     """Store the outcome only if this attempt still holds the run; a worker
     whose lease was taken over must not overwrite its successor."""
-    now = timezone.now()
-    return Run.objects.filter(pk=run_id, status=Run.Status.RUNNING, attempts=attempt).update(finished_at=now, **fields)
+    return _held(run_id, attempt).update(finished_at=timezone.now(), **fields)
 
 
-def run_execute(*, run_id):
+def _renew_lease(run_id: int, attempt: int) -> bool:
+    """Extend this attempt's lease; False once the run is no longer held by
+    it (finished, or handed back after the lease lapsed)."""
+    return bool(_held(run_id, attempt).update(lease_expires_at=timezone.now() + timedelta(seconds=_lease_seconds())))
+
+
+class _LeaseHeartbeat:
+    """While a run computes, a daemon thread renews its lease every
+    ``ENGINE_RUN_HEARTBEAT_SECONDS``; when the worker dies, the renewals stop
+    and the lease lapses within ``ENGINE_RUN_LEASE_SECONDS``.
+
+    The engine's numpy work releases the GIL or yields it every few
+    milliseconds, so the thread keeps time while the run computes.
+    """
+
+    def __init__(self, run_id: int, attempt: int) -> None:
+        self.run_id, self.attempt = run_id, attempt
+        self.renewals = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"run-{run_id}-lease", daemon=True)
+
+    def __enter__(self) -> "_LeaseHeartbeat":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        try:
+            while not self._stop.wait(settings.ENGINE_RUN_HEARTBEAT_SECONDS):
+                try:
+                    held = _renew_lease(self.run_id, self.attempt)
+                except DatabaseError as error:
+                    # The lease outlasts several missed beats; try again.
+                    logger.warning("run %s: lease not renewed (%s); retrying", self.run_id, error)
+                    continue
+                if not held:
+                    logger.warning("run %s: attempt %s no longer holds the run", self.run_id, self.attempt)
+                    return
+                self.renewals += 1
+        finally:
+            connection.close()  # this thread's own connection
+
+
+def run_execute(*, run_id: int) -> Outcome:
     """Claim and execute a run. Safe to call any number of times."""
     attempt = run_claim(run_id)
     if attempt is None:
@@ -337,21 +438,22 @@ def run_execute(*, run_id):
             return Outcome(status=run.status if run else "missing")
         if run.status == Run.Status.RUNNING:
             # Another delivery holds a live lease (e.g. the message came back
-            # when a worker process was lost): look again once it has expired.
+            # when a worker process was lost): look again once it may have
+            # lapsed, seconds from now (the sweep would also hand it back).
             wait = max((run.lease_expires_at - timezone.now()).total_seconds(), 0) + 1
             return Outcome(status=run.status, retry_in=wait)
         return Outcome(status=run.status)
     if attempt > MAX_ATTEMPTS:
         _finish(run_id, attempt, status=Run.Status.FAILED, error=f"workers were lost {attempt - 1} times while running it; launch it again")
         return Outcome(status=Run.Status.FAILED)
+    with _LeaseHeartbeat(run_id, attempt):
+        return _compute(run_id, attempt)
 
+
+def _compute(run_id: int, attempt: int) -> Outcome:
+    """Evaluate the claimed run's snapshot and store the outcome."""
     started = time.perf_counter()
     snapshot = Run.objects.values_list("snapshot", flat=True).get(pk=run_id)
-    delay = settings.ENGINE_FAULT_INJECTION_DELAY
-    if delay:
-        # Fault-injection hook for the worker-loss tests only (off by default):
-        # keeps the run "running" long enough to kill its worker.
-        time.sleep(delay)
     try:
         results = evaluate_snapshot(snapshot)
     except RunInputError as error:
@@ -373,24 +475,30 @@ def run_execute(*, run_id):
     return Outcome(status=Run.Status.SUCCEEDED if updated else "superseded")
 
 
-def run_fail_timeout(*, run_id, seconds):
+def run_fail_timeout(*, run_id: int, seconds: float) -> None:
     Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(
         status=Run.Status.FAILED, finished_at=timezone.now(),
         error=f"The run took longer than the {seconds} s time limit; launch it again or ask an administrator to raise the limit.",
     )
 
 
-def runs_recover_stale(*, now=None):
-    """Re-enqueue runs whose worker vanished: ``running`` with an expired
-    lease, or ``queued`` for longer than a lease (the message was lost).
-    The task's claim decides whether they run again or fail for good.
-    Returns the ids re-enqueued."""
+def runs_recover_stale(*, now: datetime | None = None) -> list[int]:
+    """The recovery sweep: every unfinished run whose lease has lapsed is
+    handed back to the queue and its message sent. That covers a ``running``
+    run whose worker stopped renewing (died), a ``queued`` run whose message
+    could not be sent (broker down at launch, null lease) and one whose
+    message was not picked up for ``ENGINE_QUEUE_RESEND_SECONDS`` (lost).
+    The hand-back is one conditional UPDATE over locked rows, so a worker
+    renewing or claiming at the same moment keeps what it holds; the claim
+    then decides whether a run executes again or fails for good
+    (``MAX_ATTEMPTS``). Returns the ids handed back."""
     now = now or timezone.now()
-    lease = timedelta(seconds=_lease_seconds())
-    stale = Run.objects.filter(
-        Q(status=Run.Status.RUNNING, lease_expires_at__lt=now) | Q(status=Run.Status.QUEUED, launched_at__lt=now - lease)
-    ).values_list("pk", flat=True)
-    ids = list(stale)
+    lapsed = Q(status__in=[Run.Status.QUEUED, Run.Status.RUNNING]) & (
+        Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now)
+    )
+    with transaction.atomic():
+        ids = list(Run.objects.select_for_update(skip_locked=True).filter(lapsed).values_list("pk", flat=True))
+        Run.objects.filter(lapsed, pk__in=ids).update(status=Run.Status.QUEUED, lease_expires_at=_queue_lease(now))
     for run_id in ids:
         _enqueue(run_id)
     return ids

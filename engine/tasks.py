@@ -1,15 +1,19 @@
 """Celery tasks: thin, take ids, safe to run twice (the claim in
-``engine.services.run_execute`` makes a second delivery a no-op)."""
+``engine.services.run_execute`` makes a second delivery a no-op).
+
+Each worker process also writes a heartbeat into the broker while it lives
+(``engine.health``), which ``/health/`` reads."""
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
+from celery.signals import worker_ready, worker_shutdown
 from django.conf import settings
 
-from . import services
+from . import health, services
 
 
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None)
-def execute_run(self, run_id):
+def execute_run(self, run_id: int) -> str:
     try:
         outcome = services.run_execute(run_id=run_id)
     except SoftTimeLimitExceeded:
@@ -21,6 +25,17 @@ def execute_run(self, run_id):
 
 
 @shared_task
-def recover_stale_runs():
-    """Periodic: re-enqueue runs left behind by lost workers."""
+def recover_stale_runs() -> list[int]:
+    """Periodic (``celery beat``, every ``ENGINE_RECOVERY_SWEEP_SECONDS``):
+    hand back runs whose lease lapsed and send messages the broker missed."""
     return services.runs_recover_stale()
+
+
+@worker_ready.connect
+def _start_worker_heartbeat(sender: object, **kwargs: object) -> None:
+    health.worker_heartbeat_start(hostname=sender.hostname)
+
+
+@worker_shutdown.connect
+def _stop_worker_heartbeat(sender: object, **kwargs: object) -> None:
+    health.worker_heartbeat_stop(hostname=sender.hostname)

@@ -28,6 +28,7 @@ from rest_framework.throttling import BaseThrottle
 from . import services
 from .errors import InvalidInput
 from .models import ApiToken
+from .api.throttling import CACHE_ERRORS, log_cache_unreachable
 from .selectors import studies_with_my_roles
 
 logger = logging.getLogger(__name__)
@@ -82,8 +83,8 @@ class ThrottledLoginView(LoginView):
         address_key, user_key = self.failure_keys()
         try:
             counts = cache.get_many([address_key, user_key])
-        except Exception:
-            logger.warning("login lock-out skipped: the cache is unreachable", exc_info=True)
+        except CACHE_ERRORS as error:  # fail open, as the API's throttles do
+            log_cache_unreachable("log-in lock-out", error)
             return None
         minutes = max(1, settings.LOGIN_FAILURE_WINDOW // 60)
         if counts.get(address_key, 0) >= settings.LOGIN_FAILURE_ADDRESS_LIMIT:
@@ -105,8 +106,8 @@ class ThrottledLoginView(LoginView):
             for key in self.failure_keys():
                 cache.add(key, 0, timeout=settings.LOGIN_FAILURE_WINDOW)
                 cache.incr(key)
-        except Exception:
-            logger.warning("login failure not counted: the cache is unreachable", exc_info=True)
+        except CACHE_ERRORS as error:
+            log_cache_unreachable("log-in failure count", error)
         return super().form_invalid(form)
 
     def form_valid(self, form: forms.Form) -> HttpResponse:
@@ -114,8 +115,8 @@ class ThrottledLoginView(LoginView):
         # address's count stays, or one's own account would reset it.
         try:
             cache.delete(self.failure_keys()[1])
-        except Exception:
-            logger.warning("login failure count not reset: the cache is unreachable", exc_info=True)
+        except CACHE_ERRORS as error:
+            log_cache_unreachable("log-in failure reset", error)
         return super().form_valid(form)
 
 

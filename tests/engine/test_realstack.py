@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ import redis
 from django.conf import settings
 from django.db import connection
 
+from engine import health
 from engine import services as engine_services
 from engine.models import Run
 from engine.services import run_launch
@@ -29,6 +31,7 @@ from workspace.bundles import study_import_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 CASE_STUDY = ROOT / "workspace" / "demo" / "case-study-1.json"
+LAUNCHER = Path(__file__).resolve().parent / "realstack_worker.py"
 
 pytestmark = [
     pytest.mark.realstack,
@@ -47,33 +50,59 @@ def _database_url():
 
 
 class Workers:
-    """Starts worker processes on the test database and stops them all.
+    """Starts worker (and beat) processes on the test database and stops them all.
 
     They listen on a queue of their own, so the tests neither take nor drop
-    messages of anything else using the same Redis (nothing is flushed).
+    messages of anything else using the same Redis (nothing is flushed). They
+    run through ``realstack_worker.py``, which sends the messages they send
+    themselves (the recovery sweep's) to that queue too and can slow runs.
     """
 
     def __init__(self, tmp_path):
         self.tmp_path = tmp_path
         self.processes = []
+        self.names = []
         self.queue = f"approve-test-{uuid.uuid4().hex[:12]}"
 
-    def start(self, **extra_env):
+    def _spawn(self, name, args, run_delay):
         env = {
             **os.environ,
             "DATABASE_URL": _database_url(),
             "REDIS_URL": settings.REDIS_URL,
             "DJANGO_SETTINGS_MODULE": "approve_site.settings",
-            **{key: str(value) for key, value in extra_env.items()},
+            "APPROVE_TEST_QUEUE": self.queue,
+            "APPROVE_TEST_RUN_DELAY": str(run_delay),
         }
-        log = open(self.tmp_path / f"worker-{len(self.processes)}.log", "w")
+        log = open(self.tmp_path / f"{name}.log", "w")
         process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "approve_site", "worker", "--pool", "solo",
-             "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info", "-Q", self.queue],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+            [sys.executable, str(LAUNCHER), *args], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
         )
+        process.log_path = self.tmp_path / f"{name}.log"
         self.processes.append(process)
         return process
+
+    def start(self, *, run_delay=0):
+        """A worker; ``run_delay`` seconds are slept in each run it computes."""
+        name = f"{self.queue}-{len(self.names)}@test"
+        self.names.append(name)
+        return self._spawn(
+            f"worker-{len(self.names) - 1}",
+            ["worker", "--pool", "solo", "-n", name, "--without-gossip", "--without-mingle", "--without-heartbeat",
+             "-l", "info", "-Q", self.queue],
+            run_delay,
+        )
+
+    def start_beat(self):
+        """The scheduler of the recovery sweep, as in production."""
+        return self._spawn("beat", ["beat", "-l", "info", "--schedule", str(self.tmp_path / "beat-schedule")], 0)
+
+    def wait_ready(self, process, timeout=60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if " ready." in process.log_path.read_text():
+                return
+            time.sleep(0.1)
+        pytest.fail(f"worker not ready after {timeout} s:\n{self.logs()}")
 
     def stop(self):
         for process in self.processes:
@@ -86,7 +115,19 @@ class Workers:
                 process.kill()
 
     def logs(self):
-        return "\n".join(path.read_text() for path in sorted(self.tmp_path.glob("worker-*.log")))
+        return "\n".join(f"--- {path.name}\n{path.read_text()}" for path in sorted(self.tmp_path.glob("*.log")))
+
+    def forget(self):
+        """Remove what the pool left in Redis: its queue, the unacknowledged
+        message of a killed worker, the workers' heartbeats."""
+        client = redis.Redis.from_url(settings.REDIS_URL)
+        client.delete(self.queue, f"_kombu.binding.{self.queue}")
+        for tag, entry in client.hgetall("unacked").items():
+            if json.loads(entry)[-1] == self.queue:
+                client.hdel("unacked", tag)
+                client.zrem("unacked_index", tag)
+        if self.names:
+            client.zrem(health.WORKERS_KEY, *self.names)
 
 
 @pytest.fixture
@@ -95,11 +136,11 @@ def workers(tmp_path, monkeypatch):
     # Launches from this test go to the pool's private queue: the same
     # Celery task and Redis transport, another routing key.
     monkeypatch.setattr(
-        engine_services, "_enqueue", lambda run_id: execute_run.apply_async((run_id,), queue=pool.queue)
+        engine_services, "_send", lambda run_id: execute_run.apply_async((run_id,), queue=pool.queue)
     )
     yield pool
     pool.stop()
-    redis.Redis.from_url(settings.REDIS_URL).delete(pool.queue, f"_kombu.binding.{pool.queue}")
+    pool.forget()
 
 
 @pytest.fixture
@@ -134,29 +175,65 @@ def test_worker_takes_run_from_redis_and_results_land_in_postgresql(workers, clo
     assert "engine.tasks.execute_run" in workers.logs()
 
 
-def test_run_survives_its_worker_being_killed(workers, closed_study):
-    # Short lease and visibility timeout so recovery happens within seconds;
-    # the fault-injection delay keeps the run "running" long enough to kill it.
-    timing = {"ENGINE_FAULT_INJECTION_DELAY": 4, "ENGINE_RUN_LEASE_SECONDS": 3, "CELERY_VISIBILITY_TIMEOUT": 5}
-    first = workers.start(**timing)
+def test_a_dead_workers_run_is_taken_over_within_a_minute(workers, closed_study):
+    # The product's own timings (lease, heartbeat, sweep): this measures what
+    # a deployment gets. Only the first worker's runs are slowed, so that it
+    # can be killed mid-run.
+    lease = settings.ENGINE_RUN_LEASE_SECONDS
+    workers.start_beat()
+    first = workers.start(run_delay=600)
     run = run_launch(study=closed_study, launched_by=closed_study.designer)
     wait_for(run, {Run.Status.RUNNING}, 60, workers)
 
+    # The live worker renews its lease while the run computes.
+    time.sleep(settings.ENGINE_RUN_HEARTBEAT_SECONDS + 1.5)
+    run.refresh_from_db()
+    assert run.lease_expires_at > run.started_at + timedelta(seconds=lease)
+    second = workers.start()
+    workers.wait_ready(second)
+
     first.send_signal(signal.SIGKILL)
+    killed = time.monotonic()
     first.wait(timeout=10)
     run.refresh_from_db()
     assert run.status == Run.Status.RUNNING and run.results is None  # mid-run, nothing stored
 
-    # The message was never acknowledged: once its visibility timeout has
-    # passed, Redis hands it to the next worker, which takes over the run.
-    time.sleep(timing["CELERY_VISIBILITY_TIMEOUT"] + 0.5)
-    workers.start(**timing)
-    wait_for(run, {Run.Status.SUCCEEDED, Run.Status.FAILED}, 60, workers)
+    wait_for(run, {Run.Status.SUCCEEDED, Run.Status.FAILED}, 90, workers)
+    takeover = time.monotonic() - killed
+    print(f"\ntakeover: run {run.pk} finished by the second worker {takeover:.1f} s after the first was killed "
+          f"(lease {lease} s, heartbeat {settings.ENGINE_RUN_HEARTBEAT_SECONDS} s, "
+          f"sweep {settings.ENGINE_RECOVERY_SWEEP_SECONDS} s)")
 
     assert run.status == Run.Status.SUCCEEDED, run.error
+    assert takeover < 60, workers.logs()
     assert run.attempts == 2
     assert run.results["metric_weights"] == pytest.approx([0.5295, 0.2273, 0.2432], abs=5e-5)
-    assert len(run.results["candidates"]) == 4
+    assert [(c["name"], c["rank"]) for c in run.results["candidates"]] == [
+        ("JRip", 1), ("J48", 2), ("IBk", 3), ("RandomForest", 3)
+    ]
+    # Handed back by the sweep, computed once more by the second worker only.
+    assert "engine.tasks.recover_stale_runs" in workers.logs()
+    assert second.log_path.read_text().count("succeeded in") >= 1
+
+
+def test_health_reports_live_workers_and_their_absence(workers, client):
+    worker = workers.start()
+    workers.wait_ready(worker)
+    deadline = time.monotonic() + 10
+    while (answer := client.get("/health/")).status_code != 200 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    report = answer.json()
+    assert answer.status_code == 200, report
+    assert report["status"] == "ok" and report["failing"] == []
+    assert report["checks"]["broker"] == {"status": "ok"}
+    assert report["checks"]["workers"]["status"] == "ok" and report["checks"]["workers"]["live"] >= 1
+    assert report["checks"]["workers"]["last_seen_seconds"] < 3 * settings.ENGINE_WORKER_HEARTBEAT_SECONDS
+
+    workers.stop()  # a clean shutdown removes the worker's heartbeat at once
+    answer = client.get("/health/")
+    assert answer.status_code == 503
+    assert answer.json()["failing"] == ["workers"]
+    assert answer.json()["checks"]["workers"] == {"status": "none", "live": 0}
 
 
 def test_two_launches_at_once_give_two_independent_runs(workers, closed_study):

@@ -17,6 +17,8 @@ anything unless the test says so.
 
 import copy
 import json
+import threading
+import time
 from datetime import datetime, timedelta
 from io import StringIO
 from pathlib import Path
@@ -699,45 +701,134 @@ def test_individual_scores_come_from_the_snapshot(study):
 # --- 9. recovery of runs left behind ---------------------------------------------
 
 
-def test_runs_recover_stale(study, monkeypatch):
-    enqueued = []
-    monkeypatch.setattr(services, "_enqueue", enqueued.append)
-    lease = services._lease_seconds()
+def test_runs_recover_stale(study, monkeypatch, settings):
+    sent = []
+    monkeypatch.setattr(services, "_send", sent.append)
     now = timezone.now()
+    resend = timedelta(seconds=settings.ENGINE_QUEUE_RESEND_SECONDS)
     snapshot = launch(study).snapshot
     Run.objects.all().delete()
 
     def make(**fields):
-        launched_at = fields.pop("launched_at", None)
-        run = Run.objects.create(study=study, snapshot=snapshot, **fields)
-        if launched_at is not None:
-            Run.objects.filter(pk=run.pk).update(launched_at=launched_at)
-        return run.pk
+        return Run.objects.create(study=study, snapshot=snapshot, **fields).pk
 
-    long_ago = now - timedelta(seconds=lease + 60)
-    running_expired = make(status=Run.Status.RUNNING, attempts=1, lease_expires_at=now - timedelta(seconds=5))
-    queued_old = make(launched_at=long_ago)
-    make(status=Run.Status.RUNNING, attempts=1, lease_expires_at=now + timedelta(seconds=lease))  # live
-    make()  # queued just now
-    make(launched_at=now - timedelta(seconds=lease - 60))  # queued, younger than a lease
-    make(status=Run.Status.SUCCEEDED, results={"candidates": []}, launched_at=long_ago,
-         lease_expires_at=now - timedelta(seconds=5))
-    make(status=Run.Status.FAILED, error="x", launched_at=long_ago, lease_expires_at=now - timedelta(seconds=5))
-    # A running run launched long ago but holding a live lease is not stale.
-    make(status=Run.Status.RUNNING, attempts=1, launched_at=long_ago, lease_expires_at=now + timedelta(seconds=30))
+    lapsed, live = now - timedelta(seconds=1), now + timedelta(seconds=5)
+    running_lapsed = make(status=Run.Status.RUNNING, attempts=1, lease_expires_at=lapsed)  # its worker died
+    never_sent = make(lease_expires_at=None)  # launched while the broker was down
+    message_lost = make(lease_expires_at=lapsed)  # sent, never picked up
+    make(status=Run.Status.RUNNING, attempts=1, lease_expires_at=live)  # a live worker renews it
+    make(lease_expires_at=live)  # sent, waiting in the queue
+    make(status=Run.Status.SUCCEEDED, results={"candidates": []}, lease_expires_at=lapsed)
+    make(status=Run.Status.FAILED, error="x", lease_expires_at=None)
 
     ids = runs_recover_stale(now=now)
-    assert sorted(ids) == sorted([running_expired, queued_old])
-    assert sorted(enqueued) == sorted(ids)
-    # Nothing was changed by the recovery itself; the claim decides.
-    assert Run.objects.get(pk=queued_old).status == Run.Status.QUEUED
-    assert Run.objects.get(pk=running_expired).attempts == 1
-    # And the re-enqueued runs do run.
+    assert sorted(ids) == sorted([running_lapsed, never_sent, message_lost])
+    assert sorted(sent) == sorted(ids)
+    # Handed back to the queue, each held by its new message for a while.
+    for run_id in ids:
+        handed_back = Run.objects.get(pk=run_id)
+        assert handed_back.status == Run.Status.QUEUED and handed_back.lease_expires_at == now + resend
+    assert Run.objects.get(pk=running_lapsed).attempts == 1  # the claim counts attempts
+    # A second sweep right after sends nothing again.
+    sent.clear()
+    assert runs_recover_stale(now=now + timedelta(seconds=1)) == [] and sent == []
+    # And the handed-back runs do run.
     for run_id in ids:
         assert run_execute(run_id=run_id).status == Run.Status.SUCCEEDED
-    assert Run.objects.get(pk=running_expired).attempts == 2
-    enqueued.clear()
-    assert runs_recover_stale() == [] and enqueued == []
+    assert Run.objects.get(pk=running_lapsed).attempts == 2
+    assert runs_recover_stale() == [] and sent == []
+
+
+def test_sweep_hands_back_only_lapsed_leases_and_cuts_off_the_stale_worker(study):
+    run = launch(study)
+    assert run_claim(run.pk) == 1
+    assert services._renew_lease(run.pk, 1) is True
+    assert runs_recover_stale() == []  # a live lease is left alone
+    expire_lease(run.pk)
+    sent = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(services, "_send", sent.append)
+        assert runs_recover_stale() == [run.pk]
+    assert sent == [run.pk]
+    # The worker that lost the lease (alive but cut off) can neither renew
+    # nor store anything; the next claim is a new attempt.
+    assert services._renew_lease(run.pk, 1) is False
+    assert services._finish(run.pk, 1, status=Run.Status.FAILED, error="stale") == 0
+    assert Run.objects.get(pk=run.pk).status == Run.Status.QUEUED
+    assert run_claim(run.pk) == 2
+    assert services._renew_lease(run.pk, 1) is False and services._renew_lease(run.pk, 2) is True
+
+
+def test_launch_holds_the_run_for_its_message(study, settings):
+    before = timezone.now()
+    run = launch(study)
+    resend = timedelta(seconds=settings.ENGINE_QUEUE_RESEND_SECONDS)
+    assert before + resend <= run.lease_expires_at <= timezone.now() + resend
+    assert not services.run_awaits_broker(run)
+    assert runs_recover_stale() == []  # not sent twice while its message may still be waiting
+
+
+def test_launch_with_the_broker_down_keeps_the_run_queued_for_the_sweep(
+    study, monkeypatch, caplog, django_capture_on_commit_callbacks
+):
+    from kombu.exceptions import OperationalError
+
+    def broker_down(run_id):
+        raise OperationalError("Error 111 connecting to 127.0.0.1:1. Connection refused.")
+
+    monkeypatch.setattr(services, "_send", broker_down)
+    with django_capture_on_commit_callbacks(execute=True), caplog.at_level("WARNING", logger="engine.services"):
+        run = launch(study)
+    run.refresh_from_db()
+    assert run.status == Run.Status.QUEUED and run.lease_expires_at is None and run.attempts == 0
+    assert services.run_awaits_broker(run)
+    assert f"run {run.pk} stays queued: the broker is unreachable (OperationalError" in caplog.text
+    # A sweep while the broker is still down changes nothing ...
+    assert runs_recover_stale() == [run.pk]
+    assert Run.objects.get(pk=run.pk).lease_expires_at is None
+    # ... the first one that reaches it sends the run.
+    sent = []
+    monkeypatch.setattr(services, "_send", sent.append)
+    assert runs_recover_stale() == [run.pk] and sent == [run.pk]
+    run.refresh_from_db()
+    assert run.lease_expires_at is not None and not services.run_awaits_broker(run)
+    assert runs_recover_stale() == []
+
+
+def test_an_error_that_is_not_the_broker_still_surfaces(study, monkeypatch, django_capture_on_commit_callbacks):
+    def bug(run_id):
+        raise KeyError("not a connection problem")
+
+    monkeypatch.setattr(services, "_send", bug)
+    with pytest.raises(KeyError), django_capture_on_commit_callbacks(execute=True):
+        launch(study)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_live_worker_renews_its_lease_while_the_run_computes(monkeypatch, settings):
+    settings.ENGINE_RUN_HEARTBEAT_SECONDS = 0.05
+    settings.ENGINE_RUN_LEASE_SECONDS = 1
+    study = study_import_bundle(bundle=case_study_bundle())
+    monkeypatch.setattr(services, "_send", lambda run_id: None)  # this test is the worker
+    run = launch(study)
+    evaluate, seen = core.evaluate, []
+
+    def slow_evaluate(**arrays):
+        # Longer than the lease: without renewals it would lapse mid-run.
+        for _ in range(6):
+            seen.append(Run.objects.values_list("lease_expires_at", flat=True).get(pk=run.pk))
+            time.sleep(0.25)
+            assert runs_recover_stale() == []  # never handed back while the worker lives
+        return evaluate(**arrays)
+
+    monkeypatch.setattr(core, "evaluate", slow_evaluate)
+    started = timezone.now()
+    assert run_execute(run_id=run.pk).status == Run.Status.SUCCEEDED
+    assert seen == sorted(seen) and len(set(seen)) == len(seen)  # renewed between every look
+    assert seen[-1] > started + timedelta(seconds=1.2)  # beyond the first lease
+    assert Run.objects.get(pk=run.pk).attempts == 1
+    # The heartbeat thread ends with the run.
+    assert not [t for t in threading.enumerate() if t.name == f"run-{run.pk}-lease"]
 
 
 # --- 10. the run_validation command -----------------------------------------------

@@ -16,7 +16,6 @@ from rest_framework import exceptions, generics, serializers, status
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from engine import services as engine_services
@@ -27,6 +26,7 @@ from workspace.models import ApiToken, Candidate, Membership, Metric, QualityAtt
 
 from . import serializers as s
 from .exceptions import Conflict
+from .throttling import FailOpenScopedRateThrottle
 
 User = get_user_model()
 
@@ -131,7 +131,7 @@ class TokenCreateView(APIView):
 
     authentication_classes = []
     permission_classes = [AllowAny]
-    throttle_classes = [ScopedRateThrottle]
+    throttle_classes = [FailOpenScopedRateThrottle]
     throttle_scope = "login"
 
     @extend_schema(

@@ -5,7 +5,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from engine.models import Run
-from engine.services import results_document, run_launch
+from engine.services import results_document, run_awaits_broker, run_launch
 from workspace.errors import PhaseConflict
 from workspace.models import Phase, Study
 from workspace.services import study_close_assessment
@@ -41,6 +41,12 @@ class Command(BaseCommand):
 
         deadline = time.monotonic() + timeout
         run.refresh_from_db()
+        if run_awaits_broker(run):
+            raise CommandError(
+                f"the broker (Redis) is unreachable, so no worker can take run {run.pk}: it is saved as queued and "
+                "the recovery sweep (celery beat) sends it once the broker is back; follow it with "
+                f"GET /api/v1/runs/{run.pk}/"
+            )
         if not settings.CELERY_TASK_ALWAYS_EAGER and not as_json:
             self.stderr.write(f"Run {run.pk} queued; waiting for a worker…")
         while not run.is_finished:
