@@ -1,7 +1,6 @@
 """Pages. Views check the shape of input and call one service or selector."""
 
 import hashlib
-import logging
 
 from django import forms
 from django.conf import settings
@@ -31,7 +30,6 @@ from .models import ApiToken
 from .api.throttling import CACHE_ERRORS, log_cache_unreachable
 from .selectors import studies_with_my_roles
 
-logger = logging.getLogger(__name__)
 
 
 @login_required
