@@ -224,7 +224,8 @@ class PrioritisationResultSerializer(serializers.Serializer):
     weights = serializers.DictField(child=serializers.FloatField())
     consistency_ratio = serializers.FloatField(allow_null=True)
     inconsistent = serializers.BooleanField(
-        allow_null=True, help_text=f"consistency ratio above {CONSISTENCY_THRESHOLD:.2f} (a warning); null for direct weights"
+        allow_null=True,
+        help_text=f"consistency ratio above {CONSISTENCY_THRESHOLD:.2f} (a warning); null for direct weights",
     )
     most_inconsistent = InconsistentJudgmentSerializer(many=True)
 
