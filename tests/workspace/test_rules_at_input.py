@@ -130,3 +130,15 @@ def test_votes_given_twice_are_refused_by_name(make_study, unchanged):
     assert errors == {"attributes": ["names given twice: Efficiency"]}
     services.votes_set(expert=built.bob, attributes=["Efficiency", "Flexibility"])
     assert AttributeVote.objects.filter(expert=built.bob).count() == 2
+
+
+# --- vote thresholds -----------------------------------------------------------------------------------
+
+
+def test_a_vote_threshold_at_the_maximum_is_accepted_and_above_it_refused(make_study, unchanged):
+    built = make_study("draft")
+    services.study_update(study=built.study, attribute_threshold=services.MAX_THRESHOLD)
+    built.study.refresh_from_db()
+    assert built.study.attribute_threshold == 10000
+    errors = refused(unchanged, lambda: services.study_update(study=built.study, metric_threshold=10001))
+    assert errors == {"metric_threshold": ["must be at most 10000, got 10001"]}

@@ -10,6 +10,7 @@ from rest_framework import serializers
 from engine.models import Run
 from engine.rules import CONSISTENCY_THRESHOLD
 from workspace.models import ApiToken, Candidate, Membership, Metric, Phase, QualityAttribute, Study
+from workspace.services import MAX_THRESHOLD
 
 
 class WriteSerializer(serializers.Serializer):
@@ -104,8 +105,8 @@ class StudyDetailSerializer(StudySerializer):
 class StudyWriteSerializer(WriteSerializer):
     title = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, max_length=20000)
-    attribute_threshold = serializers.IntegerField(required=False, min_value=0, max_value=10000)
-    metric_threshold = serializers.IntegerField(required=False, min_value=0, max_value=10000)
+    attribute_threshold = serializers.IntegerField(required=False, min_value=0, max_value=MAX_THRESHOLD)
+    metric_threshold = serializers.IntegerField(required=False, min_value=0, max_value=MAX_THRESHOLD)
 
 
 class TransitionSerializer(WriteSerializer):

@@ -91,9 +91,10 @@ def _body(request, kind, description):
     return request.data
 
 
-def _study_detail(study_id, user):
+def _study_detail(study_id, user, status_code=status.HTTP_200_OK):
     """The study detail response (raises ``Study.DoesNotExist``, a 404)."""
-    return Response(s.StudyDetailSerializer(selectors.study_detail_get(study_id=study_id, user=user)).data)
+    study = selectors.study_detail_get(study_id=study_id, user=user)
+    return Response(s.StudyDetailSerializer(study).data, status=status_code)
 
 
 # --- tokens ------------------------------------------------------------------------
@@ -155,9 +156,7 @@ class StudyListView(PaginatedListMixin, APIView):
         """Create a study; you become its designer."""
         data = _validated(s.StudyWriteSerializer, request.data)
         study = services.study_create(designer=request.user, **data)
-        response = _study_detail(study.pk, request.user)
-        response.status_code = status.HTTP_201_CREATED
-        return response
+        return _study_detail(study.pk, request.user, status.HTTP_201_CREATED)
 
 
 class StudyImportView(APIView):
@@ -172,9 +171,7 @@ class StudyImportView(APIView):
         if designer is not None and designer != request.user.get_username():
             raise exceptions.ValidationError({"designer": ["must be your own username, or left out"]})
         study = study_import_bundle(bundle=bundle, importer=request.user)
-        response = _study_detail(study.pk, request.user)
-        response.status_code = status.HTTP_201_CREATED
-        return response
+        return _study_detail(study.pk, request.user, status.HTTP_201_CREATED)
 
 
 class StudyDetailView(StudyScoped, APIView):

@@ -18,6 +18,7 @@ the API and the pages call these same functions, as ``services.<name>``:
 - ``accounts``: users and API tokens.
 """
 
+from ._checks import MAX_THRESHOLD
 from .accounts import api_token_create, api_token_revoke, user_get_or_create
 from .inputs import (
     metric_prioritisation_clear,
@@ -29,7 +30,6 @@ from .inputs import (
     votes_set,
 )
 from .phases import (
-    TRANSITIONS,
     study_close_assessment,
     study_close_voting,
     study_open_voting,
@@ -55,7 +55,7 @@ from .setup import (
 )
 
 __all__ = [
-    "TRANSITIONS",
+    "MAX_THRESHOLD",
     "api_token_create",
     "api_token_revoke",
     "attribute_add",

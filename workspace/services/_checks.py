@@ -14,7 +14,8 @@ from engine.rules import range_direction_problem, range_width_invalid
 from ..errors import InvalidInput, PhaseConflict
 from ..models import Phase, Study
 
-# The API's limit too (StudyWriteSerializer); the column is a 32-bit integer.
+# The largest vote threshold, also the API's (StudyWriteSerializer); the
+# column is a 32-bit integer.
 MAX_THRESHOLD = 10000
 
 
