@@ -30,6 +30,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .rules import range_width_invalid
+
 __all__ = [
     "ROW_SUM_TOLERANCE",
     "DEFAULT_TOLERANCE",
@@ -40,12 +42,26 @@ __all__ = [
     "expert_influence",
     "individual_scores",
     "layers_needed",
+    "sums_to_one",
     "vetoes_for",
 ]
 
 #: METHOD.md intro: a sum that must equal 1 is checked to within this, then
 #: the row is renormalised exactly.
 ROW_SUM_TOLERANCE = 1e-6
+
+# Numbers typed to sum to 1 +- ROW_SUM_TOLERANCE add up, in floating point, a
+# few ulps either side of that bound (0.6 + 0.399999 lands just outside it,
+# 0.6 + 0.400001 just inside); this absorbs the rounding so the rule is the
+# same on both sides of 1.
+_SUM_ROUNDING = 1e-12
+
+
+def sums_to_one(sums: np.ndarray | float) -> np.ndarray:
+    """Where ``|sum - 1| <= ROW_SUM_TOLERANCE`` (elementwise, scalars too):
+    the one check of every sum that must equal 1 (METHOD.md intro)."""
+    return np.abs(np.asarray(sums, dtype=np.float64) - 1.0) <= ROW_SUM_TOLERANCE + _SUM_ROUNDING
+
 
 #: METHOD.md 6.1 Decision: default spread tolerance of the literal aggregation.
 DEFAULT_TOLERANCE = 1e-9
@@ -161,7 +177,7 @@ def _check_tolerance(tolerance):
 def _renormalised_rows(array, name, row_meaning):
     """Check every row sums to 1 within ROW_SUM_TOLERANCE, then make it exact."""
     row_sums = array.sum(axis=1)
-    bad_rows = np.flatnonzero(np.abs(row_sums - 1.0) > ROW_SUM_TOLERANCE)
+    bad_rows = np.flatnonzero(~sums_to_one(row_sums))
     if len(bad_rows):
         described = ", ".join(
             f"row {row} sums to {row_sums[row]:.10g}" for row in bad_rows[:_MAX_LISTED]
@@ -219,14 +235,14 @@ def _validated_ranges(lower, upper, shape):
     upper = _as_finite_array(upper, "upper", 2)
     _check_shape(lower, "lower", shape, "one least acceptable value per expert and metric")
     _check_shape(upper, "upper", shape, "one desired value per expert and metric")
-    with np.errstate(over="ignore"):
-        unbounded = np.argwhere(~np.isfinite(upper - lower))
+    unbounded_mask, equal_mask = range_width_invalid(lower, upper)
+    unbounded = np.argwhere(unbounded_mask)
     if len(unbounded):
         raise ValueError(
             "an acceptable range must have a finite width upper - lower; it overflows "
             f"for (expert, metric) {_format_positions(unbounded)}"
         )
-    equal = np.argwhere(lower == upper)
+    equal = np.argwhere(equal_mask)
     if len(equal):
         raise ValueError(
             "an acceptable range needs lower != upper (METHOD.md 4); equal bounds "
@@ -365,7 +381,7 @@ def _count_layers(peer_weights, values, tolerance):
     return reached
 
 
-def layers_needed(peer_weights, values, *, tolerance=DEFAULT_TOLERANCE, max_layers=MAX_LAYERS):
+def layers_needed(peer_weights, values, *, tolerance=DEFAULT_TOLERANCE):
     """Number of layers ``q`` the literal aggregation of ``values`` needs.
 
     The count depends on ``X`` as well as on ``V``: a column whose experts
@@ -377,8 +393,7 @@ def layers_needed(peer_weights, values, *, tolerance=DEFAULT_TOLERANCE, max_laye
     ``q`` of ``aggregate_literal(peer_weights, values, tolerance=...)``.
     :func:`evaluate` reports it for ``X = W`` as ``Evaluation.iterations``.
     Unlike the literal reference it has no cap: past 10,000 layers it counts
-    by repeated squaring (see ``_count_layers``). ``max_layers`` is kept for
-    compatibility and ignored.
+    by repeated squaring (see ``_count_layers``).
     """
     peer_weights = _validated_peer_weights(peer_weights)
     values = _as_finite_array(values, "values", 2)

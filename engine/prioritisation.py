@@ -39,6 +39,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .rules import (
+    CONSISTENCY_THRESHOLD,
+    MIN_DIRECT_SHARE,
+    SCALE_ENGINE_SLACK,
+    SCALE_MAX,
+    SCALE_MIN,
+    direct_shares,
+    is_consistent,
+    out_of_proportion,
+)
+
 __all__ = [
     "CONSISTENCY_THRESHOLD",
     "METHODS",
@@ -56,19 +67,12 @@ __all__ = [
     "random_index",
 ]
 
-#: A consistency ratio above this is shown as inconsistent (warning only).
-CONSISTENCY_THRESHOLD = 0.10
-
 #: The prioritisation methods of METHOD.md 3.
 METHODS = ("direct", "ahp", "lpr")
 
 #: Saaty's scale: 1/9, 1/8, ..., 1/2, 1, 2, ..., 9 (ascending).
 SAATY_SCALE = np.array([1.0 / v for v in range(9, 1, -1)] + [float(v) for v in range(1, 10)])
 
-_SCALE_MIN = 1.0 / 9.0
-_SCALE_MAX = 9.0
-# Lets a judgment typed as a rounded reciprocal (0.1111111111 for 1/9) pass.
-_SCALE_RELATIVE_TOLERANCE = 1e-9
 # o_ij * o_ji must be 1 up to this (relative); matrices built by
 # pairwise_matrix are exact, stored or hand-typed ones may be rounded.
 _RECIPROCAL_TOLERANCE = 1e-6
@@ -92,8 +96,8 @@ class Consistency:
     ratio: float
 
     @property
-    def is_consistent(self):
-        return self.ratio <= CONSISTENCY_THRESHOLD
+    def is_consistent(self) -> bool:
+        return is_consistent(self.ratio)
 
 
 @dataclass(frozen=True)
@@ -172,12 +176,8 @@ def _validated_matrices(matrices, name="matrix", *, stack=True):
     return matrices
 
 
-def _on_scale(value):
-    return (
-        _SCALE_MIN * (1 - _SCALE_RELATIVE_TOLERANCE)
-        <= value
-        <= _SCALE_MAX * (1 + _SCALE_RELATIVE_TOLERANCE)
-    )
+def _on_scale(value: float) -> bool:
+    return SCALE_MIN * (1 - SCALE_ENGINE_SLACK) <= value <= SCALE_MAX * (1 + SCALE_ENGINE_SLACK)
 
 
 # --------------------------------------------------------------------------
@@ -468,12 +468,7 @@ def most_inconsistent(matrix, weights, *, top=3):
 # --------------------------------------------------------------------------
 
 
-# Below this a direct weight's share is indistinguishable from 0 in the sums
-# the engine makes (and a subnormal double in the database).
-SMALLEST_SHARE = 1e-12
-
-
-def _direct_weights(n, weights):
+def _direct_weights(n: int, weights) -> np.ndarray:
     try:
         weights = list(weights)
     except TypeError:
@@ -495,21 +490,16 @@ def _direct_weights(n, weights):
                 f"weight at position {position} must be positive (no zero weights), got {weight!r}"
             )
         values.append(value)
-    values = np.array(values)
-    # Scaled by the largest first, so weights near the largest double add up
-    # without overflowing.
-    values = values / values.max()
-    normalised = values / values.sum()
-    if n > 1:
-        # METHOD.md 3: every weight strictly inside (0, 1). A share that rounds
-        # to 0 (or to 1, leaving the others nothing) is refused, not stored.
-        extreme = np.flatnonzero((normalised < SMALLEST_SHARE) | (normalised >= 1.0))
-        if len(extreme):
-            raise ValueError(
-                f"weight at position {int(extreme[0])} is out of proportion with the others: "
-                f"its share of the total would be {normalised[extreme[0]]:.3g}, but every share "
-                f"must lie strictly between 0 and 1 (at least {SMALLEST_SHARE:g})"
-            )
+    normalised = direct_shares(values)
+    # A share that rounds to 0 (or to 1, leaving the others nothing) is
+    # refused, not stored.
+    extreme = out_of_proportion(normalised)
+    if len(extreme):
+        raise ValueError(
+            f"weight at position {int(extreme[0])} is out of proportion with the others: "
+            f"its share of the total would be {normalised[extreme[0]]:.3g}, but every share "
+            f"must lie strictly between 0 and 1 (at least {MIN_DIRECT_SHARE:g})"
+        )
     return normalised
 
 

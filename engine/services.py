@@ -37,13 +37,12 @@ from workspace.models import (
     AttributeWeight,
     Candidate,
     Measurement,
-    Membership,
     MetricWeight,
     PeerWeight,
     Phase,
     Study,
 )
-from workspace.selectors import selected_attributes, selected_metrics
+from workspace.selectors import expert_list, selected_attributes, selected_metrics
 
 from . import core
 from .models import Run
@@ -75,7 +74,7 @@ def study_snapshot(study, *, tolerance=core.DEFAULT_TOLERANCE):
     lock, which candidate and measurement changes also take, so the
     separate reads below see one consistent state.
     """
-    experts = list(Membership.objects.filter(study=study, role="expert").select_related("user").order_by("id"))
+    experts = list(expert_list(study=study))
     attributes = list(selected_attributes(study))
     metrics = list(selected_metrics(study))
     candidates = list(Candidate.objects.filter(study=study).order_by("position", "id"))
@@ -263,7 +262,7 @@ def _check_named(experts, metrics, peer_weights, lower, upper):
                     f"{experts[i]}'s peer weight for {experts[j]} is {weight:g}; it must lie strictly between "
                     "0 and 1 (no expert may silence another)"
                 )
-        if abs(row.sum() - 1) > 1e-6:
+        if not core.sums_to_one(row.sum()):
             raise RunInputError(f"{experts[i]}'s peer weights sum to {row.sum():.6g}; they must sum to 1")
     for i, j in zip(*np.nonzero(lower == upper)):
         raise RunInputError(

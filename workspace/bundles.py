@@ -13,18 +13,9 @@ from django.db import transaction
 
 from . import services
 from .errors import InvalidInput, PhaseConflict
-from .models import (
-    AcceptableRange,
-    AttributePrioritisation,
-    AttributeVote,
-    Membership,
-    Metric,
-    MetricPrioritisation,
-    MetricVote,
-    PeerWeight,
-    Phase,
-    QualityAttribute,
-)
+from .models import Metric, Phase, QualityAttribute
+from .selectors import expert_inputs_list, expert_list
+from .selectors import number_out as _number_out
 
 FORMAT = "approve-study/1"
 TOP_LEVEL = {
@@ -261,84 +252,13 @@ def study_import_bundle(*, bundle, importer=None):
     return study
 
 
-def _number_out(value):
-    """Whole numbers as ints, so ``7`` round-trips as ``7`` and not ``7.0``."""
-    return int(value) if float(value).is_integer() and abs(value) < 2**53 else value
-
-
-def _prioritisation_out(prioritisation, item_of_weight):
-    # Rows are written in the order given (weights in item order), so the
-    # export does not depend on the order the database happens to return.
-    if prioritisation.method == "direct":
-        return {
-            "method": "direct",
-            "weights": {
-                item_of_weight(w).name: _number_out(w.given) for w in sorted(prioritisation.weights.all(), key=lambda w: w.pk)
-            },
-        }
-    return {
-        "method": prioritisation.method,
-        "judgments": [
-            [j.row.name, j.column.name, _number_out(j.value)] for j in sorted(prioritisation.judgments.all(), key=lambda j: j.pk)
-        ],
-    }
-
-
-def expert_sections(study, experts=None):
-    """Each expert's inputs in bundle shape: ``{username: {"votes":
-    {"attributes", "metrics"}, "priorities", "ranges", "peer_weights"}}``.
-
-    ``experts`` limits it to those memberships (the API's ``my/`` and
-    ``inputs/`` endpoints); the query count does not grow with their number.
-    """
-    if experts is None:
-        experts = list(Membership.objects.filter(study=study, role="expert").select_related("user").order_by("id"))
-    username = {e.pk: e.user.get_username() for e in experts}
-    sections = {
-        name: {"votes": {"attributes": [], "metrics": []}, "priorities": None, "ranges": {}, "peer_weights": {}}
-        for name in username.values()
-    }
-    ids = list(username)
-
-    for vote in AttributeVote.objects.filter(expert_id__in=ids).select_related("attribute").order_by("attribute__position", "attribute__id"):
-        sections[username[vote.expert_id]]["votes"]["attributes"].append(vote.attribute.name)
-    for vote in MetricVote.objects.filter(expert_id__in=ids).select_related("metric").order_by("metric__position", "metric__id"):
-        sections[username[vote.expert_id]]["votes"]["metrics"].append(vote.metric.name)
-
-    prioritisations = AttributePrioritisation.objects.filter(expert_id__in=ids).prefetch_related(
-        "weights__attribute", "judgments__row", "judgments__column"
-    )
-    for prioritisation in prioritisations:
-        sections[username[prioritisation.expert_id]]["priorities"] = _prioritisation_out(prioritisation, lambda w: w.attribute)
-    local = MetricPrioritisation.objects.filter(expert_id__in=ids).select_related("attribute").prefetch_related(
-        "weights__metric", "judgments__row", "judgments__column"
-    )
-    for prioritisation in sorted(local, key=lambda p: (p.attribute.position, p.attribute_id)):
-        section = sections[username[prioritisation.expert_id]]
-        if section["priorities"] is not None:
-            section["priorities"].setdefault("metric_priorities", {})[prioritisation.attribute.name] = _prioritisation_out(
-                prioritisation, lambda w: w.metric
-            )
-
-    for acceptable in AcceptableRange.objects.filter(expert_id__in=ids).select_related("metric").order_by(
-        "metric__attribute__position", "metric__attribute_id", "metric__position", "metric_id"
-    ):
-        sections[username[acceptable.expert_id]]["ranges"][acceptable.metric.name] = [
-            _number_out(acceptable.least_acceptable),
-            _number_out(acceptable.desired),
-        ]
-    for peer in PeerWeight.objects.filter(rater_id__in=ids).select_related("ratee__user").order_by("ratee_id"):
-        sections[username[peer.rater_id]]["peer_weights"][peer.ratee.user.get_username()] = peer.weight
-    return sections
-
-
 def study_export_bundle(*, study):
     """The study as an ``approve-study/1`` document."""
-    experts = list(Membership.objects.filter(study=study, role="expert").select_related("user").order_by("id"))
+    experts = list(expert_list(study=study))
     attributes = list(QualityAttribute.objects.filter(study=study).order_by("position", "id"))
     metrics = list(Metric.objects.filter(study=study).select_related("attribute").order_by("attribute__position", "attribute__id", "position", "id"))
     candidates = list(study.candidates.prefetch_related("measurements__metric").order_by("position", "id"))
-    sections = expert_sections(study, experts)
+    sections = expert_inputs_list(study=study, experts=experts)
 
     return {
         "format": FORMAT,

@@ -12,6 +12,8 @@ from django.db import models
 from django.db.models import F, Q
 from django.db.models.functions import Greatest, Least
 
+from engine.rules import SCALE_DATABASE_SLACK, SCALE_MAX, SCALE_MIN
+
 
 class Phase(models.TextChoices):
     DRAFT = "draft", "Draft"
@@ -207,15 +209,15 @@ class Method(models.TextChoices):
     LPR = "lpr", "Large Preference Relation"
 
 
-PAIRWISE_MIN = 1 / 9
-PAIRWISE_MAX = 9.0
-
-
 class PrioritisationBase(models.Model):
     method = models.CharField(max_length=10, choices=Method.choices)
     # Computed from the judgments when they are saved (AHP, LPR); shown as a
-    # warning above 0.10, never a refusal.
+    # warning above engine.rules.CONSISTENCY_THRESHOLD, never a refusal.
     consistency_ratio = models.FloatField(null=True, blank=True)
+    # What reading the prioritisation shows, computed once when it is saved:
+    # {"weights": {item: weight}, "consistency_ratio", "most_inconsistent":
+    # [{"row", "column", "value", "error", "suggested_value"}]}.
+    result = models.JSONField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -241,7 +243,8 @@ class WeightBase(models.Model):
 
 
 def _judgment_constraints(prefix):
-    # A small tolerance lets 1/9 written as 0.1111 pass; the service checks exactly.
+    # A small tolerance lets 1/9 written as 0.1111 pass; the service checks exactly
+    # (engine.rules: SCALE_INPUT_SLACK must stay below SCALE_DATABASE_SLACK).
     return [
         # One judgment per pair in either orientation: (A, B) and (B, A) are the same pair.
         models.UniqueConstraint(
@@ -249,7 +252,7 @@ def _judgment_constraints(prefix):
         ),
         models.CheckConstraint(condition=~Q(row=F("column")), name=f"{prefix}_judgment_not_diagonal"),
         models.CheckConstraint(
-            condition=Q(value__gte=PAIRWISE_MIN - 1e-4, value__lte=PAIRWISE_MAX + 1e-9),
+            condition=Q(value__gte=SCALE_MIN - SCALE_DATABASE_SLACK, value__lte=SCALE_MAX + 1e-9),
             name=f"{prefix}_judgment_on_scale",
         ),
     ]

@@ -1,51 +1,296 @@
 """Reads, always scoped to what the user may see.
 
-An outsider never learns a study exists: every lookup goes through
-``studies_visible_to`` so a study the user is not a member of is simply
-"not found".
+An outsider never learns a study exists: every lookup of a study goes
+through ``studies_visible_to`` so a study the user is not a member of is
+simply "not found" (``Study.DoesNotExist``). Reads that take a study or a
+membership take one the caller has already resolved that way.
 """
 
-from django.db.models import Prefetch
+from collections.abc import Iterable
+from typing import Any
 
-from .models import Membership, Metric, QualityAttribute, Study
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser
+from django.db.models import Count, Prefetch, QuerySet
+
+from .models import (
+    AcceptableRange,
+    AttributeJudgment,
+    AttributePrioritisation,
+    AttributeVote,
+    AttributeWeight,
+    Measurement,
+    Membership,
+    Metric,
+    MetricJudgment,
+    MetricPrioritisation,
+    MetricVote,
+    MetricWeight,
+    PeerWeight,
+    QualityAttribute,
+    Study,
+)
+
+User = AbstractBaseUser | AnonymousUser
+
+# --- studies ---------------------------------------------------------------------
 
 
-def studies_visible_to(user):
+def studies_visible_to(user: User) -> QuerySet[Study]:
     """Studies in which ``user`` is the designer or an expert."""
     if not user.is_authenticated:
         return Study.objects.none()
     return Study.objects.filter(memberships__user=user).distinct()
 
 
-def studies_with_my_roles(user):
+def _my_memberships(user: User) -> Prefetch:
+    mine = Membership.objects.filter(user=user).order_by("role")
+    return Prefetch("memberships", queryset=mine, to_attr="my_memberships")
+
+
+def studies_with_my_roles(user: User) -> QuerySet[Study]:
     """The user's studies with their designers and, as ``my_memberships``,
     the user's own memberships: two queries however many studies."""
     return (
         studies_visible_to(user)
         .select_related("designer")
-        .prefetch_related(
-            Prefetch("memberships", queryset=Membership.objects.filter(user=user).order_by("role"), to_attr="my_memberships")
-        )
+        .prefetch_related(_my_memberships(user))
         .order_by("-created_at", "-id")
     )
 
 
+def study_get(*, study_id: int, user: User) -> Study:
+    """One of the user's studies with its designer and, as
+    ``my_memberships``, the user's roles in it (two queries)."""
+    return studies_with_my_roles(user).get(pk=study_id)
 
 
+def study_detail_get(*, study_id: int, user: User) -> Study:
+    """``study_get`` plus, as lists, ``experts`` (memberships with their
+    users), ``selected_attributes`` and ``selected_metrics`` in the
+    selection's order: five queries however big the study."""
+    return (
+        studies_with_my_roles(user)
+        .prefetch_related(
+            Prefetch("memberships", queryset=expert_list(study=None), to_attr="experts"),
+            Prefetch("attributes", queryset=selected_attributes(None), to_attr="selected_attributes"),
+            Prefetch("metrics", queryset=selected_metrics(None), to_attr="selected_metrics"),
+        )
+        .get(pk=study_id)
+    )
 
 
-def selected_attributes(study):
+# --- experts ----------------------------------------------------------------------
+
+
+def expert_list(*, study: Study | None) -> QuerySet[Membership]:
+    """The study's expert memberships with their users, in the order they
+    joined (the rows of V and W in every run). ``study=None`` gives the
+    unfiltered queryset, for prefetching."""
+    experts = Membership.objects.filter(role=Membership.Role.EXPERT).select_related("user").order_by("id")
+    return experts if study is None else experts.filter(study=study)
+
+
+def expert_get(*, study: Study, username: str) -> Membership:
+    """The study's expert ``username`` (``Membership.DoesNotExist`` if none).
+    A username with a NUL character names nobody; it must not reach the
+    query, which PostgreSQL would fail instead of answering."""
+    if "\x00" in username:
+        raise Membership.DoesNotExist
+    return expert_list(study=study).get(user__username=username)
+
+
+def member_list(*, study: Study) -> QuerySet[Membership]:
+    """The designer and the experts, with their users."""
+    return Membership.objects.filter(study=study).select_related("user").order_by("role", "id")
+
+
+# --- setup ----------------------------------------------------------------------------
+
+
+def attribute_get(*, study: Study, name: str) -> QualityAttribute:
+    """The study's attribute ``name`` (``QualityAttribute.DoesNotExist`` if none)."""
+    return QualityAttribute.objects.get(study=study, name=name)
+
+
+def measurement_list(*, study: Study) -> QuerySet:
+    """The study's measurements as ``{candidate__name, metric__name, value}``
+    rows, by candidate then metric: one query, touching only this study."""
+    return (
+        Measurement.objects.filter(candidate__study=study)
+        .order_by("candidate__position", "candidate_id", "metric__position", "metric_id")
+        .values("candidate__name", "metric__name", "value")
+    )
+
+
+# --- the selection ------------------------------------------------------------------
+
+
+def selected_attributes(study: Study | None) -> QuerySet[QualityAttribute]:
     """The attributes fixed by the vote, in the study's order (the columns of
     a prioritisation)."""
-    return QualityAttribute.objects.filter(study=study, is_selected=True).order_by("position", "id")
+    attributes = QualityAttribute.objects.filter(is_selected=True).order_by("position", "id")
+    return attributes if study is None else attributes.filter(study=study)
 
 
-def selected_metrics(study):
+def selected_metrics(study: Study | None) -> QuerySet[Metric]:
     """The metrics fixed by the vote, grouped by attribute in the study's
     order: the columns of W, L, U and M in every run."""
-    return (
-        Metric.objects.filter(study=study, is_selected=True)
+    metrics = (
+        Metric.objects.filter(is_selected=True)
         .select_related("attribute")
         .order_by("attribute__position", "attribute__id", "position", "id")
     )
+    return metrics if study is None else metrics.filter(study=study)
 
+
+def vote_selection_get(*, study: Study) -> tuple[set[int], set[int]]:
+    """The selection the votes give now: ``(attribute ids, metric ids)``.
+
+    An attribute is selected when it is main or has **at least** ``c`` votes
+    (METHOD.md section 2, Decision); a metric when its attribute is selected
+    and it has at least the metric threshold of votes.
+    """
+    attributes = QualityAttribute.objects.filter(study=study).annotate(vote_count=Count("votes"))
+    attribute_ids = {
+        a.pk for a in attributes if a.kind == QualityAttribute.Kind.MAIN or a.vote_count >= study.attribute_threshold
+    }
+    metrics = Metric.objects.filter(study=study).annotate(vote_count=Count("votes"))
+    metric_ids = {m.pk for m in metrics if m.attribute_id in attribute_ids and m.vote_count >= study.metric_threshold}
+    return attribute_ids, metric_ids
+
+
+# --- what is missing --------------------------------------------------------------------
+
+
+def missing_input_list(*, study: Study) -> dict[str, list[str]]:
+    """What each expert still has to give before assessment can close:
+    ``{username: [what is missing, ...]}``, only experts with gaps."""
+    experts = list(expert_list(study=study))
+    without_default = [m for m in selected_metrics(study) if m.default_least_acceptable is None]
+    prioritised = set(AttributePrioritisation.objects.filter(expert__study=study).values_list("expert_id", flat=True))
+    ranged = set(AcceptableRange.objects.filter(expert__study=study).values_list("expert_id", "metric_id"))
+    rated = {}
+    for rater_id, ratee_id in PeerWeight.objects.filter(rater__study=study).values_list("rater_id", "ratee_id"):
+        rated.setdefault(rater_id, set()).add(ratee_id)
+    expert_ids = {e.pk for e in experts}
+    gaps = {}
+    for expert in experts:
+        missing = []
+        if expert.pk not in prioritised:
+            missing.append("prioritisation of the attributes")
+        unranged = [m.name for m in without_default if (expert.pk, m.pk) not in ranged]
+        if unranged:
+            missing.append(f"acceptable range for {', '.join(unranged)}")
+        if rated.get(expert.pk, set()) != expert_ids:
+            missing.append("weights for fellow experts")
+        if missing:
+            gaps[expert.user.get_username()] = missing
+    return gaps
+
+
+# --- what experts entered, in bundle shape ------------------------------------------------
+
+INPUT_SECTIONS = ("votes", "priorities", "ranges", "peer_weights")
+
+
+def number_out(value: float) -> int | float:
+    """Whole numbers as ints, so ``7`` round-trips as ``7`` and not ``7.0``."""
+    return int(value) if float(value).is_integer() and abs(value) < 2**53 else value
+
+
+def _prioritisation_out(prioritisation: AttributePrioritisation | MetricPrioritisation, item_field: str) -> dict:
+    # Rows were written in the order given (weights in item order), so sorting
+    # by id keeps the export independent of the order the database returns.
+    if prioritisation.method == "direct":
+        weights = sorted(prioritisation.weights.all(), key=lambda w: w.pk)
+        return {"method": "direct", "weights": {getattr(w, item_field).name: number_out(w.given) for w in weights}}
+    judgments = sorted(prioritisation.judgments.all(), key=lambda j: j.pk)
+    judgments = [[j.row.name, j.column.name, number_out(j.value)] for j in judgments]
+    return {"method": prioritisation.method, "judgments": judgments}
+
+
+def _prioritisations(
+    model: type, weight_model: type, judgment_model: type, item_field: str, ids: list[int]
+) -> QuerySet:
+    """Prioritisations of these experts with their weights and judgments:
+    three queries."""
+    return model.objects.filter(expert_id__in=ids).prefetch_related(
+        Prefetch("weights", queryset=weight_model.objects.select_related(item_field)),
+        Prefetch("judgments", queryset=judgment_model.objects.select_related("row", "column")),
+    )
+
+
+def _priorities_into(sections: dict, username: dict[int, str], with_results: bool) -> None:
+    ids = list(username)
+    attribute_level = _prioritisations(AttributePrioritisation, AttributeWeight, AttributeJudgment, "attribute", ids)
+    for prioritisation in attribute_level:
+        section = _prioritisation_out(prioritisation, "attribute")
+        if with_results:
+            section["result"] = prioritisation.result
+        sections[username[prioritisation.expert_id]]["priorities"] = section
+    local = _prioritisations(MetricPrioritisation, MetricWeight, MetricJudgment, "metric", ids)
+    local = local.select_related("attribute")
+    for prioritisation in sorted(local, key=lambda p: (p.attribute.position, p.attribute_id)):
+        section = sections[username[prioritisation.expert_id]]["priorities"]
+        if section is None:
+            continue
+        name = prioritisation.attribute.name
+        section.setdefault("metric_priorities", {})[name] = _prioritisation_out(prioritisation, "metric")
+        if with_results:
+            section.setdefault("metric_results", {})[name] = prioritisation.result
+
+
+def _empty_inputs(sections: set[str]) -> dict[str, Any]:
+    fresh = {
+        "votes": lambda: {"attributes": [], "metrics": []},
+        "priorities": lambda: None,
+        "ranges": dict,
+        "peer_weights": dict,
+    }
+    return {key: make() for key, make in fresh.items() if key in sections}
+
+
+def expert_inputs_list(
+    *,
+    study: Study,
+    experts: Iterable[Membership] | None = None,
+    sections: Iterable[str] = INPUT_SECTIONS,
+    with_results: bool = False,
+) -> dict[str, dict[str, Any]]:
+    """Each expert's inputs in bundle shape: ``{username: {"votes":
+    {"attributes", "metrics"}, "priorities", "ranges", "peer_weights"}}``.
+
+    ``experts`` limits it to those memberships (the API's ``my/`` and
+    ``inputs/`` endpoints), ``sections`` to those sections; the query count
+    does not grow with the number of experts or items. ``with_results``
+    adds to each prioritisation the ``result`` (and ``metric_results``)
+    stored when it was saved.
+    """
+    experts = list(expert_list(study=study) if experts is None else experts)
+    sections = set(sections)
+    username = {e.pk: e.user.get_username() for e in experts}
+    inputs = {name: _empty_inputs(sections) for name in username.values()}
+    ids = list(username)
+
+    if "votes" in sections:
+        attribute_votes = AttributeVote.objects.filter(expert_id__in=ids).select_related("attribute")
+        for vote in attribute_votes.order_by("attribute__position", "attribute__id"):
+            inputs[username[vote.expert_id]]["votes"]["attributes"].append(vote.attribute.name)
+        metric_votes = MetricVote.objects.filter(expert_id__in=ids).select_related("metric")
+        for vote in metric_votes.order_by("metric__position", "metric__id"):
+            inputs[username[vote.expert_id]]["votes"]["metrics"].append(vote.metric.name)
+    if "priorities" in sections:
+        _priorities_into(inputs, username, with_results)
+    if "ranges" in sections:
+        ranges = AcceptableRange.objects.filter(expert_id__in=ids).select_related("metric")
+        ranges = ranges.order_by("metric__attribute__position", "metric__attribute_id", "metric__position", "metric_id")
+        for acceptable in ranges:
+            inputs[username[acceptable.expert_id]]["ranges"][acceptable.metric.name] = [
+                number_out(acceptable.least_acceptable),
+                number_out(acceptable.desired),
+            ]
+    if "peer_weights" in sections:
+        for peer in PeerWeight.objects.filter(rater_id__in=ids).select_related("ratee__user").order_by("ratee_id"):
+            inputs[username[peer.rater_id]]["peer_weights"][peer.ratee.user.get_username()] = peer.weight
+    return inputs

@@ -235,10 +235,10 @@ QUERIES = {
     # token; COUNT of my studies; the page of studies with their designers;
     # prefetch of my memberships in them (my_roles)
     "/studies/": 4,
-    # SCOPED, then the detail again: the study with its designer; prefetch of
-    # my memberships; of every membership with its user (experts); of the
-    # attributes; of the metrics (selection)
-    "/studies/{study}/": SCOPED + 5,
+    # the token; the study, among mine, with its designer (read once); prefetch
+    # of my memberships (my_roles); of its experts with their users; of the
+    # selected attributes; of the selected metrics (selection)
+    "/studies/{study}/": 6,
     # SCOPED; COUNT of memberships; the page of memberships with their users
     "/studies/{study}/members/": SCOPED + 2,
     # SCOPED; COUNT of attributes; the page of attributes (with the study: selected)

@@ -36,9 +36,8 @@ from workspace.models import (
 )
 
 PASSWORD = "a-long-test-password-47"
-CASE_STUDY_PATH = Path("/work/shared/examples/case-study-1.json")
-if not CASE_STUDY_PATH.exists():  # the copy shipped with the app is identical
-    CASE_STUDY_PATH = Path(__file__).resolve().parents[2] / "workspace" / "demo" / "case-study-1.json"
+# The example study of FORMATS.md, as the app ships it (the demo loads it too).
+CASE_STUDY_PATH = Path(__file__).resolve().parents[2] / "workspace" / "demo" / "case-study-1.json"
 
 # Every table a study writes to; ``db_snapshot`` counts them all.
 TABLES = [
@@ -265,5 +264,5 @@ def make_study(cast):
 
 @pytest.fixture
 def case_study():
-    """A fresh copy of shared/examples/case-study-1.json."""
+    """A fresh copy of the example study (workspace/demo/case-study-1.json)."""
     return json.loads(CASE_STUDY_PATH.read_text(encoding="utf-8"))

@@ -8,7 +8,7 @@ the phase forbids it), and the database is exactly as it was before the call
 import pytest
 
 from engine import prioritisation as engine
-from workspace import services
+from workspace import selectors, services
 from workspace.errors import InvalidInput, PhaseConflict
 from workspace.models import (
     AcceptableRange,
@@ -353,10 +353,12 @@ def test_measurements_set_upserts(make_study):
     assert values[("JRip", "AUC")] == MEASUREMENTS["JRip"]["AUC"]  # untouched
 
 
-def test_measurement_set_for_one_value(make_study):
+def test_measurements_set_changes_one_value_of_a_closed_study(make_study):
     built = make_study("closed")
-    services.measurement_set(candidate=built.candidates["JRip"], metric=built.metrics["Fold stdev"], value=0.2)
-    assert _values(built)[("JRip", "Fold stdev")] == 0.2
+    services.measurements_set(study=built.study, measurements=[{"candidate": "JRip", "metric": "Fold stdev", "value": 0.2}])
+    values = _values(built)
+    assert values[("JRip", "Fold stdev")] == 0.2
+    assert values[("J48", "Fold stdev")] == MEASUREMENTS["J48"]["Fold stdev"]
 
 
 @pytest.mark.parametrize(
@@ -561,8 +563,13 @@ def test_direct_percentages_are_normalised_and_given_kept(make_study):
     assert weights["Accuracy"][1] == pytest.approx(0.63, abs=1e-12)
     assert weights["Consistency"][1] == pytest.approx(0.20, abs=1e-12)
     assert weights["Efficiency"][1] == pytest.approx(0.17, abs=1e-12)
-    assert list(result.result.weights) == pytest.approx([0.63, 0.20, 0.17], abs=1e-12)
-    assert result.result.consistency_ratio is None and result.result.most_inconsistent == []
+    assert stored.result == result.result
+    assert stored.result["weights"] == {
+        "Accuracy": pytest.approx(0.63, abs=1e-12),
+        "Consistency": pytest.approx(0.20, abs=1e-12),
+        "Efficiency": pytest.approx(0.17, abs=1e-12),
+    }
+    assert stored.result["consistency_ratio"] is None and stored.result["most_inconsistent"] == []
 
 
 def test_direct_weights_replace_a_previous_prioritisation(make_study):
@@ -641,14 +648,23 @@ def test_pairwise_prioritisation_stores_the_engine_result(make_study, method, ju
     weights = _weights_of(stored)
     for name, expected in zip(SELECTED_ATTRIBUTES, expected_weights):
         assert weights[name] == (None, pytest.approx(float(expected), rel=1e-12))
-    # The result attached to the returned object.
-    assert list(saved.result.weights) == pytest.approx(list(expected_weights), rel=1e-12)
-    assert saved.result.consistency_ratio == pytest.approx(expected_ratio, rel=1e-12, abs=1e-15)
+    # The result is stored with it, by name, for reading without recomputing.
+    assert stored.result == saved.result
+    assert list(stored.result["weights"]) == SELECTED_ATTRIBUTES
+    assert list(stored.result["weights"].values()) == pytest.approx(list(expected_weights), rel=1e-12)
+    assert stored.result["consistency_ratio"] == pytest.approx(expected_ratio, rel=1e-12, abs=1e-15)
     hints = engine.most_inconsistent(matrix, expected_weights)
-    assert [(h.row, h.column, h.suggested_value) for h in saved.result.most_inconsistent] == [
-        (h.row, h.column, h.suggested_value) for h in hints
+    stored_hints = [
+        (h["row"], h["column"], h["value"], h["error"], h["suggested_value"]) for h in stored.result["most_inconsistent"]
     ]
-    assert len(saved.result.most_inconsistent) == 3
+    assert stored_hints == [
+        (
+            SELECTED_ATTRIBUTES[h.row], SELECTED_ATTRIBUTES[h.column], pytest.approx(h.value), pytest.approx(h.error),
+            h.suggested_value,
+        )
+        for h in hints
+    ]
+    assert len(stored.result["most_inconsistent"]) == 3
     # Judgments kept as given, orientation included.
     assert sorted(stored.judgments.values_list("row__name", "column__name", "value")) == sorted(
         (r, c, float(v)) for r, c, v in judgments
@@ -659,7 +675,7 @@ def test_an_inconsistent_matrix_is_a_warning_not_a_refusal(make_study):
     built = make_study("assessment")
     saved = services.prioritisation_set(expert=built.carol, method="ahp", judgments=[list(j) for j in INCONSISTENT])
     assert saved.consistency_ratio > 0.10
-    assert saved.result.most_inconsistent[0].error > 1
+    assert saved.result["most_inconsistent"][0]["error"] > 1
 
 
 @pytest.mark.parametrize("value", [1 / 9, 9, 1, 0.5, 1 / 3, 0.1111])
@@ -670,7 +686,7 @@ def test_pairwise_values_on_the_scale_are_accepted(make_study, value):
     saved = services.prioritisation_set(expert=built.carol, method="ahp", judgments=judgments)
     stored = AttributeJudgment.objects.get(prioritisation=saved, row__name="Accuracy", column__name="Consistency")
     assert stored.value == value  # kept as typed
-    weights = saved.result.weights
+    weights = list(saved.result["weights"].values())
     assert weights[0] / weights[1] == pytest.approx(max(value, 1 / 9), rel=1e-12)
     assert weights[1] == pytest.approx(weights[2], rel=1e-12)
     assert saved.consistency_ratio == pytest.approx(0, abs=1e-12)
@@ -762,7 +778,9 @@ def test_metric_prioritisation_for_an_attribute_with_two_selected_metrics(make_s
         expert=built.bob, attribute=built.attributes["Accuracy"], method="ahp", judgments=[["AUC", "Success rate", 4]]
     )
     assert MetricPrioritisation.objects.filter(expert=built.bob).count() == 1
-    assert list(saved.result.weights) == pytest.approx([0.2, 0.8])
+    assert MetricPrioritisation.objects.get(pk=saved.pk).result["weights"] == {
+        "Success rate": pytest.approx(0.2), "AUC": pytest.approx(0.8)
+    }
     assert saved.consistency_ratio == 0
     services.metric_prioritisation_clear(expert=built.bob, attribute=built.attributes["Accuracy"])
     assert not MetricPrioritisation.objects.filter(expert=built.bob).exists()
@@ -1056,7 +1074,7 @@ def test_missing_inputs_of_a_fresh_assessment(make_study):
     everything = ["prioritisation of the attributes", "acceptable range for AUC", "weights for fellow experts"]
     # AUC is the only selected metric without a default range; Flexibility
     # score has none either but is not selected.
-    assert services.missing_inputs(built.study) == {"bob": everything, "carol": everything}
+    assert selectors.missing_input_list(study=built.study) == {"bob": everything, "carol": everything}
 
 
 def test_close_assessment_refused_with_the_exact_gaps(make_study, unchanged):
@@ -1072,7 +1090,7 @@ def test_close_assessment_refused_with_the_exact_gaps(make_study, unchanged):
         "bob": ["acceptable range for AUC", "weights for fellow experts"],
         "carol": ["prioritisation of the attributes", "weights for fellow experts"],
     }
-    assert services.missing_inputs(built.study) == expected
+    assert selectors.missing_input_list(study=built.study) == expected
     message = conflict(unchanged, lambda: services.study_close_assessment(study=built.study))
     assert message == (
         "Assessment cannot close, inputs are missing: "
@@ -1085,16 +1103,16 @@ def test_close_assessment_refused_with_the_exact_gaps(make_study, unchanged):
 def test_missing_inputs_names_every_range_without_default(make_study):
     # With threshold 0 Flexibility is selected too, and its metric has no default range.
     built = make_study("assessment", attribute_threshold=0)
-    assert services.missing_inputs(built.study)["bob"][1] == "acceptable range for AUC, Flexibility score"
+    assert selectors.missing_input_list(study=built.study)["bob"][1] == "acceptable range for AUC, Flexibility score"
     services.ranges_set(expert=built.bob, ranges={"Flexibility score": [3, 8]})
-    assert services.missing_inputs(built.study)["bob"][1] == "acceptable range for AUC"
+    assert selectors.missing_input_list(study=built.study)["bob"][1] == "acceptable range for AUC"
 
 
 def test_close_assessment_with_default_ranges_standing_in(make_study):
     built = make_study("assessment", inputs=True)
     # bob set a range only for AUC; Success rate, Fold stdev and Training time use their defaults.
     assert set(_ranges(built.bob)) == {"AUC"}
-    assert services.missing_inputs(built.study) == {}
+    assert selectors.missing_input_list(study=built.study) == {}
     services.study_close_assessment(study=built.study)
     built.study.refresh_from_db()
     assert built.study.phase == "closed"
@@ -1181,9 +1199,9 @@ def test_user_get_or_create_refuses(unchanged, username):
     assert set(errors) == {"experts[2]"}
 
 
-def test_selection_from_votes_is_what_closing_would_fix(make_study):
+def test_vote_selection_is_what_closing_would_fix(make_study):
     built = make_study("voting")
-    attribute_ids, metric_ids = services.selection_from_votes(built.study)
+    attribute_ids, metric_ids = selectors.vote_selection_get(study=built.study)
     assert {a.name for a in QualityAttribute.objects.filter(pk__in=attribute_ids)} == set(SELECTED_ATTRIBUTES)
     assert {m.name for m in Metric.objects.filter(pk__in=metric_ids)} == set(SELECTED_METRICS)
 
@@ -1207,7 +1225,8 @@ def test_priorities_set_stores_attributes_and_metric_priorities(make_study):
         metric_priorities={"Accuracy": {"method": "direct", "weights": {"Success rate": 1, "AUC": 3}}},
     )
     assert AttributePrioritisation.objects.get(expert=built.bob).pk == saved.pk
-    assert list(saved.local_results["Accuracy"].weights) == pytest.approx([0.25, 0.75])
+    local = MetricPrioritisation.objects.get(expert=built.bob, attribute__name="Accuracy")
+    assert local.result["weights"] == {"Success rate": pytest.approx(0.25), "AUC": pytest.approx(0.75)}
     assert _local(built.bob) == {"Accuracy": ("direct", [("AUC", 0.75), ("Success rate", 0.25)])}
     # Local prioritisations left out are cleared (equal split again).
     services.priorities_set(expert=built.bob, method="direct", weights=GOOD_DIRECT)
@@ -1251,7 +1270,7 @@ def test_direct_weights_near_the_largest_double_are_normalised(make_study):
     result = services.prioritisation_set(
         expert=built.bob, method="direct", weights={"Accuracy": 1e308, "Consistency": 1e308, "Efficiency": 5e307}
     )
-    assert list(result.result.weights) == pytest.approx([0.4, 0.4, 0.2])
+    assert list(result.result["weights"].values()) == pytest.approx([0.4, 0.4, 0.2])
 
 
 def test_direct_weights_out_of_proportion_name_every_offender(make_study, unchanged):

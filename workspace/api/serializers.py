@@ -1,23 +1,41 @@
 """Shapes of the API's payloads. Serializers check shape only; the rules
 live in the services they hand over to."""
 
+from collections.abc import Mapping
+from typing import Any
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from engine.models import Run
+from engine.rules import CONSISTENCY_THRESHOLD
 from workspace.models import ApiToken, Candidate, Membership, Metric, Phase, QualityAttribute, Study
+from workspace.services import MAX_THRESHOLD
 
-# --- free-form payloads (documented, validated by the services) ---------------
 
-Number = serializers.FloatField()
-RangePair = serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2)
+class WriteSerializer(serializers.Serializer):
+    """A request body: a field it does not know is refused (400 naming it),
+    never silently ignored."""
+
+    # Sent by the browsable API's HTML forms with every post; not a field.
+    IGNORED = frozenset({"csrfmiddlewaretoken"})
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if isinstance(data, Mapping):
+            unknown = sorted(set(data) - set(self.fields) - self.IGNORED)
+            if unknown:
+                known = ", ".join(self.fields)
+                raise serializers.ValidationError(
+                    {name: [f"is not a field of this request (the fields are {known})"] for name in unknown}
+                )
+        return super().to_internal_value(data)
 
 
 class ErrorDetailSerializer(serializers.Serializer):
     detail = serializers.CharField()
 
 
-class TokenRequestSerializer(serializers.Serializer):
+class TokenRequestSerializer(WriteSerializer):
     username = serializers.CharField(max_length=150)
     password = serializers.CharField(max_length=4096, trim_whitespace=False, style={"input_type": "password"})
     name = serializers.CharField(max_length=100, required=False, allow_blank=True, help_text="a label for the token")
@@ -76,28 +94,30 @@ class StudyDetailSerializer(StudySerializer):
         fields = [*StudySerializer.Meta.fields, "experts", "selection"]
         read_only_fields = fields
 
-    def get_experts(self, study) -> list[str]:
-        return [m.user.username for m in study.memberships.all() if m.role == Membership.Role.EXPERT]
+    # The study comes from selectors.study_detail_get, which lists its
+    # experts and selection.
+    def get_experts(self, study: Study) -> list[str]:
+        return [m.user.username for m in study.experts]
 
     @extend_schema_field(SelectionSerializer(allow_null=True))
-    def get_selection(self, study):
+    def get_selection(self, study: Study) -> dict[str, list[str]] | None:
         """The selected attributes and metrics, fixed when voting closes (null before)."""
         if study.phase not in (Phase.ASSESSMENT, Phase.CLOSED):
             return None
         return {
-            "attributes": [a.name for a in study.attributes.all() if a.is_selected],
-            "metrics": [m.name for m in study.metrics.all() if m.is_selected],
+            "attributes": [a.name for a in study.selected_attributes],
+            "metrics": [m.name for m in study.selected_metrics],
         }
 
 
-class StudyWriteSerializer(serializers.Serializer):
+class StudyWriteSerializer(WriteSerializer):
     title = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, max_length=20000)
-    attribute_threshold = serializers.IntegerField(required=False, min_value=0, max_value=10000)
-    metric_threshold = serializers.IntegerField(required=False, min_value=0, max_value=10000)
+    attribute_threshold = serializers.IntegerField(required=False, min_value=0, max_value=MAX_THRESHOLD)
+    metric_threshold = serializers.IntegerField(required=False, min_value=0, max_value=MAX_THRESHOLD)
 
 
-class TransitionSerializer(serializers.Serializer):
+class TransitionSerializer(WriteSerializer):
     to = serializers.ChoiceField(choices=Phase.values)
 
 
@@ -109,7 +129,7 @@ class MemberSerializer(serializers.ModelSerializer):
         fields = ["username", "role"]
 
 
-class MemberWriteSerializer(serializers.Serializer):
+class MemberWriteSerializer(WriteSerializer):
     username = serializers.CharField(max_length=150)
     role = serializers.ChoiceField(choices=[Membership.Role.EXPERT], default=Membership.Role.EXPERT)
 
@@ -133,7 +153,7 @@ class AttributeSerializer(serializers.ModelSerializer):
         return _selected(attribute)
 
 
-class AttributeWriteSerializer(serializers.Serializer):
+class AttributeWriteSerializer(WriteSerializer):
     name = serializers.CharField(max_length=100)
     kind = serializers.ChoiceField(choices=QualityAttribute.Kind.values, default=QualityAttribute.Kind.MAIN)
     description = serializers.CharField(required=False, allow_blank=True, max_length=5000)
@@ -157,7 +177,7 @@ class MetricSerializer(serializers.ModelSerializer):
         return _selected(metric)
 
 
-class MetricWriteSerializer(serializers.Serializer):
+class MetricWriteSerializer(WriteSerializer):
     name = serializers.CharField(max_length=100)
     attribute = serializers.CharField(max_length=100, help_text="the attribute's name")
     better = serializers.ChoiceField(choices=["higher", "lower"], default="higher")
@@ -175,7 +195,7 @@ class CandidateSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class CandidateWriteSerializer(serializers.Serializer):
+class CandidateWriteSerializer(WriteSerializer):
     name = serializers.CharField(max_length=100)
     description = serializers.CharField(required=False, allow_blank=True, max_length=5000)
 
@@ -186,10 +206,17 @@ class MeasurementSerializer(serializers.Serializer):
     value = serializers.FloatField()
 
 
+class MeasurementRowSerializer(MeasurementSerializer):
+    """A row of selectors.measurement_list."""
+
+    candidate = serializers.CharField(source="candidate__name")
+    metric = serializers.CharField(source="metric__name")
+
+
 # --- an expert's inputs (each exactly that expert's section of a bundle) ---------
 
 
-class VotesSerializer(serializers.Serializer):
+class VotesSerializer(WriteSerializer):
     attributes = serializers.ListField(child=serializers.CharField(max_length=100), default=list)
     metrics = serializers.ListField(child=serializers.CharField(max_length=100), default=list)
 
@@ -205,7 +232,10 @@ class InconsistentJudgmentSerializer(serializers.Serializer):
 class PrioritisationResultSerializer(serializers.Serializer):
     weights = serializers.DictField(child=serializers.FloatField())
     consistency_ratio = serializers.FloatField(allow_null=True)
-    inconsistent = serializers.BooleanField(allow_null=True, help_text="consistency ratio above 0.10 (a warning)")
+    inconsistent = serializers.BooleanField(
+        allow_null=True,
+        help_text=f"consistency ratio above {CONSISTENCY_THRESHOLD:.2f} (a warning); null for direct weights",
+    )
     most_inconsistent = InconsistentJudgmentSerializer(many=True)
 
 

@@ -8,11 +8,10 @@ every input. An outsider never learns a study exists.
 """
 
 from django.contrib.auth import authenticate, get_user_model
-from django.db.models import Prefetch
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import exceptions, generics, serializers, status
+from rest_framework import exceptions, generics, status
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
@@ -21,9 +20,10 @@ from rest_framework.views import APIView
 from engine import services as engine_services
 from engine.models import Run
 from workspace import selectors, services
-from workspace.bundles import expert_sections, study_export_bundle, study_import_bundle
+from workspace.bundles import study_export_bundle, study_import_bundle
 from workspace.models import ApiToken, Candidate, Membership, Metric, QualityAttribute, Study
 
+from . import presenters
 from . import serializers as s
 from .exceptions import Conflict
 from .throttling import FailOpenScopedRateThrottle
@@ -41,20 +41,12 @@ class StudyScoped:
     does not exist for them (404).
     """
 
-    def study(self):
+    def study(self) -> Study:
         if not hasattr(self, "_study"):
-            study = (
-                selectors.studies_visible_to(self.request.user)
-                .select_related("designer")
-                .prefetch_related(
-                    Prefetch("memberships", queryset=Membership.objects.filter(user=self.request.user), to_attr="my_memberships")
-                )
-                .filter(pk=self.kwargs["study_id"])
-                .first()
-            )
-            if study is None:
-                raise exceptions.NotFound("No such study.")
-            self._study = study
+            try:
+                self._study = selectors.study_get(study_id=self.kwargs["study_id"], user=self.request.user)
+            except Study.DoesNotExist:
+                raise exceptions.NotFound("No such study.") from None
         return self._study
 
     def roles(self):
@@ -99,28 +91,10 @@ def _body(request, kind, description):
     return request.data
 
 
-def _expert_or_404(study, username):
-    """The study's expert ``username`` (from the URL), or 404. A username
-    with a NUL character names nobody; it must not reach the query, which
-    PostgreSQL would fail instead of answering."""
-    if "\x00" in username:
-        raise exceptions.NotFound()
-    return get_object_or_404(
-        Membership.objects.select_related("user"), study=study, user__username=username, role=Membership.Role.EXPERT
-    )
-
-
-def _study_detail(study_id, user):
-    return (
-        Study.objects.select_related("designer")
-        .prefetch_related(
-            Prefetch("memberships", queryset=Membership.objects.filter(user=user), to_attr="my_memberships"),
-            Prefetch("memberships", queryset=Membership.objects.select_related("user").order_by("id")),
-            "attributes",
-            "metrics",
-        )
-        .get(pk=study_id)
-    )
+def _study_detail(study_id, user, status_code=status.HTTP_200_OK):
+    """The study detail response (raises ``Study.DoesNotExist``, a 404)."""
+    study = selectors.study_detail_get(study_id=study_id, user=user)
+    return Response(s.StudyDetailSerializer(study).data, status=status_code)
 
 
 # --- tokens ------------------------------------------------------------------------
@@ -185,7 +159,7 @@ class StudyListView(PaginatedListMixin, APIView):
         """Create a study; you become its designer."""
         data = _validated(s.StudyWriteSerializer, request.data)
         study = services.study_create(designer=request.user, **data)
-        return Response(s.StudyDetailSerializer(_study_detail(study.pk, request.user)).data, status=status.HTTP_201_CREATED)
+        return _study_detail(study.pk, request.user, status.HTTP_201_CREATED)
 
 
 class StudyImportView(APIView):
@@ -200,15 +174,17 @@ class StudyImportView(APIView):
         if designer is not None and designer != request.user.get_username():
             raise exceptions.ValidationError({"designer": ["must be your own username, or left out"]})
         study = study_import_bundle(bundle=bundle, importer=request.user)
-        return Response(s.StudyDetailSerializer(_study_detail(study.pk, request.user)).data, status=status.HTTP_201_CREATED)
+        return _study_detail(study.pk, request.user, status.HTTP_201_CREATED)
 
 
 class StudyDetailView(StudyScoped, APIView):
     @extend_schema(responses=s.StudyDetailSerializer)
     def get(self, request, study_id):
         """The study's setup, phase, selection and thresholds."""
-        self.study()
-        return Response(s.StudyDetailSerializer(_study_detail(study_id, request.user)).data)
+        try:
+            return _study_detail(study_id, request.user)
+        except Study.DoesNotExist:
+            raise exceptions.NotFound("No such study.") from None
 
     @extend_schema(request=s.StudyWriteSerializer(partial=True), responses=s.StudyDetailSerializer)
     def patch(self, request, study_id):
@@ -216,7 +192,7 @@ class StudyDetailView(StudyScoped, APIView):
         self.require_designer("change the study")
         data = _validated(s.StudyWriteSerializer, request.data, partial=True)
         services.study_update(study=self.study(), **data)
-        return Response(s.StudyDetailSerializer(_study_detail(study_id, request.user)).data)
+        return _study_detail(study_id, request.user)
 
     @extend_schema(responses={204: None})
     def delete(self, request, study_id):
@@ -242,7 +218,7 @@ class StudyTransitionView(StudyScoped, APIView):
         self.require_designer("change the study's phase")
         data = _validated(s.TransitionSerializer, request.data)
         services.study_transition(study=self.study(), to=data["to"])
-        return Response(s.StudyDetailSerializer(_study_detail(study_id, request.user)).data)
+        return _study_detail(study_id, request.user)
 
 
 # --- members ---------------------------------------------------------------------
@@ -252,8 +228,7 @@ class MemberListView(StudyScoped, PaginatedListMixin, APIView):
     @extend_schema(responses=s.MemberSerializer(many=True))
     def get(self, request, study_id):
         """The designer and the experts."""
-        queryset = Membership.objects.filter(study=self.study()).select_related("user").order_by("role", "id")
-        return self.paginated(queryset, s.MemberSerializer)
+        return self.paginated(selectors.member_list(study=self.study()), s.MemberSerializer)
 
     @extend_schema(request=s.MemberWriteSerializer, responses={201: s.MemberSerializer})
     def post(self, request, study_id):
@@ -272,7 +247,7 @@ class MemberDetailView(StudyScoped, APIView):
     def delete(self, request, study_id, username):
         """Remove an expert, with all their inputs (draft phase)."""
         self.require_designer("remove experts")
-        membership = _expert_or_404(self.study(), username)
+        membership = selectors.expert_get(study=self.study(), username=username)
         services.expert_remove(study=self.study(), user=membership.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -338,10 +313,10 @@ def setup_detail_schema(read, write, noun):
 
 
 def _attribute_by_name(study, name):
-    attribute = QualityAttribute.objects.filter(study=study, name=name).first()
-    if attribute is None:
-        raise exceptions.ValidationError({"attribute": [f"no attribute named {name!r} in this study"]})
-    return attribute
+    try:
+        return selectors.attribute_get(study=study, name=name)
+    except QualityAttribute.DoesNotExist:
+        raise exceptions.ValidationError({"attribute": [f"no attribute named {name!r} in this study"]}) from None
 
 
 @setup_list_schema(s.AttributeSerializer, s.AttributeWriteSerializer, "attribute")
@@ -411,14 +386,7 @@ class MeasurementView(StudyScoped, PaginatedListMixin, APIView):
     @extend_schema(responses=s.MeasurementSerializer(many=True))
     def get(self, request, study_id):
         """Every candidate's measured values, ``{candidate, metric, value}``."""
-        from workspace.models import Measurement
-
-        queryset = (
-            Measurement.objects.filter(candidate__study=self.study())
-            .order_by("candidate__position", "candidate_id", "metric__position", "metric_id")
-            .values("candidate__name", "metric__name", "value")
-        )
-        return self.paginated(queryset, _MeasurementRow)
+        return self.paginated(selectors.measurement_list(study=self.study()), s.MeasurementRowSerializer)
 
     @extend_schema(request=s.MeasurementSerializer(many=True), responses=s.MeasurementSerializer(many=True))
     def put(self, request, study_id):
@@ -429,58 +397,7 @@ class MeasurementView(StudyScoped, PaginatedListMixin, APIView):
         return Response(measurements)
 
 
-class _MeasurementRow(serializers.Serializer):
-    candidate = serializers.CharField(source="candidate__name")
-    metric = serializers.CharField(source="metric__name")
-    value = serializers.FloatField()
-
-
 # --- an expert's own inputs -------------------------------------------------------
-
-
-def _result_out(result, items):
-    if result is None:
-        return None
-    return {
-        "weights": dict(zip(items, [float(w) for w in result.weights])),
-        "consistency_ratio": result.consistency_ratio,
-        "inconsistent": None if result.consistency_ratio is None else result.consistency_ratio > 0.10,
-        "most_inconsistent": [
-            {
-                "row": items[j.row],
-                "column": items[j.column],
-                "value": float(j.value),
-                "error": float(j.error),
-                "suggested_value": float(j.suggested_value),
-            }
-            for j in result.most_inconsistent
-        ],
-    }
-
-
-def _priorities_out(section, study):
-    """The expert's priorities section with the engine's result recomputed
-    from it (weights, consistency ratio, most inconsistent judgments)."""
-    if section is None:
-        return {"method": None, "result": None}
-    attributes = list(selectors.selected_attributes(study).values_list("name", flat=True))
-    result, _, _ = services.prioritise_items(
-        method=section["method"], items=attributes, weights=section.get("weights"), judgments=section.get("judgments")
-    )
-    payload = {**section, "result": _result_out(result, attributes)}
-    if section.get("metric_priorities"):
-        payload["metric_results"] = {}
-        for attribute, local in section["metric_priorities"].items():
-            metrics = list(
-                Metric.objects.filter(study=study, attribute__name=attribute, is_selected=True)
-                .order_by("position", "id")
-                .values_list("name", flat=True)
-            )
-            local_result, _, _ = services.prioritise_items(
-                method=local["method"], items=metrics, weights=local.get("weights"), judgments=local.get("judgments")
-            )
-            payload["metric_results"][attribute] = _result_out(local_result, metrics)
-    return payload
 
 
 class MyInputView(StudyScoped, APIView):
@@ -488,7 +405,10 @@ class MyInputView(StudyScoped, APIView):
 
     def current(self):
         expert = self.expert()
-        return expert_sections(self.study(), [expert])[self.request.user.get_username()][self.section]
+        inputs = selectors.expert_inputs_list(
+            study=self.study(), experts=[expert], sections=[self.section], with_results=self.section == "priorities"
+        )
+        return inputs[self.request.user.get_username()][self.section]
 
 
 class MyVotesView(MyInputView):
@@ -514,7 +434,7 @@ class MyPrioritiesView(MyInputView):
     @extend_schema(responses=s.PrioritiesResponseSerializer)
     def get(self, request, study_id):
         """Your prioritisation of the selected attributes, with its result."""
-        return Response(_priorities_out(self.current(), self.study()))
+        return Response(presenters.priorities_out(self.current()))
 
     @extend_schema(request=s.PrioritiesSerializer, responses=s.PrioritiesResponseSerializer)
     def put(self, request, study_id):
@@ -530,7 +450,7 @@ class MyPrioritiesView(MyInputView):
         if "method" not in body:
             raise exceptions.ValidationError({"method": ["This field is required."]})
         services.priorities_set(expert=expert, **body)
-        return Response(_priorities_out(self.current(), self.study()))
+        return Response(presenters.priorities_out(self.current()))
 
 
 class MyRangesView(MyInputView):
@@ -572,8 +492,8 @@ class ExpertInputsView(StudyScoped, APIView):
     def get(self, request, study_id, username):
         """One expert's votes, priorities, ranges and peer weights (designer only)."""
         self.require_designer("read other experts' inputs")
-        expert = _expert_or_404(self.study(), username)
-        return Response(expert_sections(self.study(), [expert])[username])
+        expert = selectors.expert_get(study=self.study(), username=username)
+        return Response(selectors.expert_inputs_list(study=self.study(), experts=[expert])[username])
 
 
 # --- runs ------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ def set_expiry(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("workspace", "0003_judgment_pair_and_default_range"),
+        ("workspace", "0004_prioritisation_result"),
     ]
 
     operations = [

@@ -1,0 +1,144 @@
+"""The method's input rules, each defined once (METHOD.md sections 3-5).
+
+The engine's math (``engine.prioritisation``, ``engine.core``), the models'
+database constraints, the services that refuse bad input and the API that
+reports consistency all import these; none of them writes a threshold of its
+own. The one rule kept where the engine computes with it is the sum rule:
+``engine.core.ROW_SUM_TOLERANCE`` and ``engine.core.sums_to_one``.
+
+No Django import here, and no import from the rest of ``engine``, so every
+module can depend on this one.
+"""
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = [
+    "CONSISTENCY_THRESHOLD",
+    "MIN_DIRECT_SHARE",
+    "MIN_PEER_WEIGHT",
+    "SCALE_DATABASE_SLACK",
+    "SCALE_ENGINE_SLACK",
+    "SCALE_INPUT_SLACK",
+    "SCALE_MAX",
+    "SCALE_MIN",
+    "direct_shares",
+    "is_consistent",
+    "on_input_scale",
+    "out_of_proportion",
+    "range_direction_problem",
+    "range_width_invalid",
+    "to_scale",
+]
+
+# --- consistency (METHOD.md 3) ----------------------------------------------------
+
+#: A consistency ratio above this is shown as inconsistent: a warning, never
+#: a refusal. Exactly 0.10 is still consistent.
+CONSISTENCY_THRESHOLD = 0.10
+
+
+def is_consistent(consistency_ratio: float) -> bool:
+    """``CR <= 0.10`` (METHOD.md 3: "CR > 0.10 is shown as inconsistent")."""
+    return consistency_ratio <= CONSISTENCY_THRESHOLD
+
+
+# --- the pairwise scale (METHOD.md 3) -----------------------------------------------
+
+#: Judgments lie on Saaty's scale 1/9..9.
+SCALE_MIN = 1.0 / 9.0
+SCALE_MAX = 9.0
+
+#: The engine's relative slack at both ends: lets a reciprocal rounded to ten
+#: digits (0.1111111111 for 1/9) through ``pairwise_matrix``.
+SCALE_ENGINE_SLACK = 1e-9
+
+#: What an expert may type below 1/9, relative: lets 1/9 typed as 0.1111
+#: through. Values in the slack are stored as typed and moved onto the scale
+#: (:func:`to_scale`) before the engine sees them.
+SCALE_INPUT_SLACK = 5e-4
+
+#: The database's absolute slack below 1/9 (the judgment tables' CHECK
+#: constraints): 1e-4, i.e. a relative 9e-4. It must stay above
+#: SCALE_INPUT_SLACK or an accepted value would violate the constraint.
+SCALE_DATABASE_SLACK = 1e-4
+
+
+def on_input_scale(value: float) -> bool:
+    """A typed judgment is accepted: within 1/9..9, with SCALE_INPUT_SLACK below 1/9."""
+    return SCALE_MIN * (1 - SCALE_INPUT_SLACK) <= value <= SCALE_MAX
+
+
+def to_scale(value: float) -> float:
+    """An accepted judgment moved onto the scale (the slack below 1/9 becomes 1/9)."""
+    return min(max(value, SCALE_MIN), SCALE_MAX)
+
+
+# --- direct weights (METHOD.md 3) -------------------------------------------------------
+
+#: Every normalised direct weight must be at least this (and below 1): a
+#: smaller share is indistinguishable from the zero weight METHOD.md 3 forbids
+#: in the sums the engine makes (and would be a subnormal double in the
+#: database at 1e-308).
+MIN_DIRECT_SHARE = 1e-6
+
+
+def direct_shares(weights: Sequence[float]) -> np.ndarray:
+    """Positive finite weights normalised to sum to 1. They are scaled by the
+    largest first, so weights near the largest double add up without
+    overflowing."""
+    values = np.asarray(weights, dtype=np.float64)
+    values = values / values.max()
+    return values / math.fsum(values)
+
+
+def out_of_proportion(shares: np.ndarray) -> np.ndarray:
+    """Positions of the shares outside [MIN_DIRECT_SHARE, 1): with more than
+    one item every weight must lie strictly inside (0, 1) (METHOD.md 3). One
+    item alone takes the whole weight."""
+    shares = np.asarray(shares, dtype=np.float64)
+    if shares.size <= 1:
+        return np.array([], dtype=np.intp)
+    return np.flatnonzero((shares < MIN_DIRECT_SHARE) | (shares >= 1.0))
+
+
+# --- peer weights (METHOD.md 5) ---------------------------------------------------------
+
+#: The smallest peer weight an expert may give. METHOD.md 5 only asks for a
+#: positive weight, but the aggregation's layer count grows like the inverse
+#: of the smallest weight (1e-5 takes about a million layers, counted by
+#: repeated squaring); 1e-6 keeps it bounded, while 5e-324 would make a run
+#: fail after launch.
+MIN_PEER_WEIGHT = 1e-6
+
+
+# --- acceptable ranges (METHOD.md 4) ------------------------------------------------------
+
+
+def range_width_invalid(least_acceptable, desired) -> tuple[np.ndarray, np.ndarray]:
+    """Masks ``(unbounded, empty)`` of the ranges the engine cannot score:
+    a width ``desired - least_acceptable`` that overflows, and equal bounds.
+    Works on scalars and on arrays of any shape."""
+    least_acceptable = np.asarray(least_acceptable, dtype=np.float64)
+    desired = np.asarray(desired, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        unbounded = ~np.isfinite(desired - least_acceptable)
+    return unbounded, least_acceptable == desired
+
+
+def range_direction_problem(least_acceptable: float, desired: float, better: str) -> str | None:
+    """Why ``[least_acceptable, desired]`` contradicts the metric's direction
+    (``"higher"`` or ``"lower"`` is better), or None."""
+    if better == "higher" and least_acceptable > desired:
+        return (
+            f"higher is better, so the least acceptable value ({least_acceptable:g}) "
+            f"must be below the desired value ({desired:g})"
+        )
+    if better == "lower" and least_acceptable < desired:
+        return (
+            f"lower is better, so the least acceptable value ({least_acceptable:g}) "
+            f"must be above the desired value ({desired:g})"
+        )
+    return None

@@ -1,0 +1,97 @@
+"""Every change to a study, one workflow per function.
+
+Services are keyword-only, run inside ``transaction.atomic()`` and either do
+the whole change or raise (``InvalidInput`` naming the field, ``PhaseConflict``
+saying why) having written nothing. They check the domain rules of METHOD.md
+sections 1-5, whose thresholds live in ``engine.rules``; *who* may call them
+is checked by the pages and the API. Reads live in ``workspace.selectors``.
+
+Expert inputs take the shape of that expert's section of a study bundle
+(FORMATS.md): items are named, experts are usernames. The bundle importer,
+the API and the pages call these same functions, as ``services.<name>``:
+
+- ``setup``: the study, its experts, attributes, metrics, candidates and
+  measurements (the designer's);
+- ``inputs``: votes, prioritisations, acceptable ranges, peer weights (the
+  experts');
+- ``phases``: the transitions between phases;
+- ``accounts``: users and API tokens.
+"""
+
+from ._checks import MAX_THRESHOLD
+from .accounts import (
+    api_token_create,
+    api_token_revoke,
+    api_tokens_revoke_all,
+    user_get_or_create,
+    user_password_set,
+)
+from .inputs import (
+    metric_prioritisation_clear,
+    metric_prioritisation_set,
+    peer_weights_set,
+    priorities_set,
+    prioritisation_set,
+    ranges_set,
+    votes_set,
+)
+from .phases import (
+    study_close_assessment,
+    study_close_voting,
+    study_open_voting,
+    study_reopen_assessment,
+    study_transition,
+)
+from .setup import (
+    attribute_add,
+    attribute_remove,
+    attribute_update,
+    candidate_add,
+    candidate_remove,
+    candidate_update,
+    expert_add,
+    expert_remove,
+    measurements_set,
+    metric_add,
+    metric_remove,
+    metric_update,
+    study_create,
+    study_delete,
+    study_update,
+)
+
+__all__ = [
+    "MAX_THRESHOLD",
+    "api_token_create",
+    "api_token_revoke",
+    "api_tokens_revoke_all",
+    "attribute_add",
+    "attribute_remove",
+    "attribute_update",
+    "candidate_add",
+    "candidate_remove",
+    "candidate_update",
+    "expert_add",
+    "expert_remove",
+    "measurements_set",
+    "metric_add",
+    "metric_prioritisation_clear",
+    "metric_prioritisation_set",
+    "metric_remove",
+    "metric_update",
+    "peer_weights_set",
+    "priorities_set",
+    "prioritisation_set",
+    "ranges_set",
+    "study_close_assessment",
+    "study_close_voting",
+    "study_create",
+    "study_delete",
+    "study_open_voting",
+    "study_reopen_assessment",
+    "study_transition",
+    "study_update",
+    "user_get_or_create",
+    "user_password_set",
+    "votes_set",
+]

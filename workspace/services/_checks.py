@@ -1,0 +1,136 @@
+"""Small checks every service shares. Each raises ``InvalidInput`` naming the
+field, or ``PhaseConflict`` saying why, before anything is written."""
+
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from numbers import Real
+from typing import Any
+
+from django.db.models import Max, Model, QuerySet
+
+from engine.rules import range_direction_problem, range_width_invalid
+
+from ..errors import InvalidInput, PhaseConflict
+from ..models import Phase, Study
+
+# The largest vote threshold, also the API's (StudyWriteSerializer); the
+# column is a 32-bit integer.
+MAX_THRESHOLD = 10000
+
+
+def number(value: Any, field: str) -> float:
+    """A finite real number, or InvalidInput naming the field."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise InvalidInput({field: f"must be a number, got {value!r}"})
+    try:
+        value = float(value)
+    except OverflowError:  # an integer beyond the float range, e.g. 10**400 from JSON
+        raise InvalidInput({field: "must be a finite number, got an integer too large for a float"}) from None
+    if not math.isfinite(value):
+        raise InvalidInput({field: f"must be a finite number, got {value}"})
+    return value
+
+
+def text(value: Any, field: str, *, max_length: int, required: bool = True) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput({field: f"must be text, got {type(value).__name__}"})
+    value = value.strip()
+    if required and not value:
+        raise InvalidInput({field: "must not be empty"})
+    if len(value) > max_length:
+        raise InvalidInput({field: f"must be at most {max_length} characters"})
+    if "\x00" in value:
+        # PostgreSQL cannot store it (and the query would fail, not refuse).
+        raise InvalidInput({field: "must not contain NUL characters"})
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (JSON allows "\ud800") is not text any database stores.
+        raise InvalidInput({field: "must be valid Unicode text (it contains a lone surrogate)"}) from None
+    return value
+
+
+def threshold(value: Any, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput({field: f"must be a whole number ≥ 0, got {value!r}"})
+    if value > MAX_THRESHOLD:
+        raise InvalidInput({field: f"must be at most {MAX_THRESHOLD}, got {value}"})
+    return value
+
+
+def names(value: Any, field: str) -> list[str]:
+    """A list of distinct names. Linear in its length: a request of 40,000
+    names must not cost a quadratic duplicate search."""
+    if not isinstance(value, (list, tuple)) or not all(isinstance(item, str) for item in value):
+        raise InvalidInput({field: "must be a list of names"})
+    duplicates = sorted(name for name, count in Counter(value).items() if count > 1)
+    if duplicates:
+        raise InvalidInput({field: f"names given twice: {', '.join(duplicates)}"})
+    return list(value)
+
+
+def range_pair(value: Any, field: str, better: str) -> tuple[float, float]:
+    """A (least acceptable, desired) pair consistent with the metric's direction."""
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise InvalidInput({field: "must be a pair [least acceptable, desired]"})
+    least = number(value[0], field)
+    desired = number(value[1], field)
+    unbounded, empty = range_width_invalid(least, desired)
+    if empty:
+        raise InvalidInput({field: f"least acceptable and desired values must differ (both are {least:g})"})
+    if unbounded:
+        raise InvalidInput({field: f"the range from {least:g} to {desired:g} is too wide to compute with"})
+    problem = range_direction_problem(least, desired, better)
+    if problem:
+        raise InvalidInput({field: problem})
+    return least, desired
+
+
+def require_phase(study: Study, allowed: Iterable[str], action: str) -> None:
+    allowed = tuple(allowed)
+    if study.phase not in allowed:
+        phases = " or ".join(Phase(p).label.lower() for p in allowed)
+        raise PhaseConflict(
+            f"{action} is only possible in the {phases} phase; "
+            f"the study is in the {Phase(study.phase).label.lower()} phase"
+        )
+
+
+def locked(study: Study) -> Study:
+    """Re-read the study under a row lock so concurrent transitions and
+    inputs serialise on it."""
+    return Study.objects.select_for_update().get(pk=study.pk)
+
+
+def next_position(queryset: QuerySet) -> int:
+    return (queryset.aggregate(top=Max("position"))["top"] or 0) + 1
+
+
+def unique_name(
+    model: type[Model], study: Study, name: str, *, field: str = "name", exclude_pk: int | None = None
+) -> str:
+    """``name`` if no other item of ``model`` in the study has it."""
+    clash = model.objects.filter(study=study, name=name)
+    if exclude_pk is not None:
+        clash = clash.exclude(pk=exclude_pk)
+    if clash.exists():
+        raise InvalidInput({field: f"{model._meta.verbose_name} {name!r} already exists in this study"})
+    return name
+
+
+def refuse_unknown(changes: Iterable[str], allowed: Iterable[str]) -> None:
+    unknown = sorted(set(changes) - set(allowed))
+    if unknown:
+        raise InvalidInput(dict.fromkeys(unknown, "cannot be changed here"))
+
+
+def apply_changes(
+    instance: Model, changes: Mapping[str, Any], cleaners: Mapping[str, Callable[[Any], Any]]
+) -> list[str]:
+    """The ``*_update`` pattern: refuse fields that cannot change here, set
+    each changed field to its cleaned value, and return the fields to save."""
+    refuse_unknown(changes, cleaners)
+    for name, value in changes.items():
+        setattr(instance, name, cleaners[name](value))
+    return list(changes)

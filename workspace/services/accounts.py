@@ -1,0 +1,91 @@
+"""Accounts: users named in studies and bundles, personal API tokens."""
+
+import hashlib
+import secrets
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from ..errors import InvalidInput
+from ..models import ApiToken
+from ._checks import text as _text
+
+User = get_user_model()
+
+
+def user_get_or_create(*, username: str, field: str = "username") -> AbstractBaseUser:
+    """The account for ``username``; a new one has no usable password (an
+    invitation or an administrator gives it one)."""
+    if not isinstance(username, str) or not username.strip():
+        raise InvalidInput({field: "must be a username"})
+    username = username.strip()
+    try:
+        User.username_validator(username)
+    except Exception:
+        raise InvalidInput({field: f"{username!r} is not a valid username (letters, digits and @.+-_ only)"}) from None
+    if len(username) > 150:
+        raise InvalidInput({field: "usernames are at most 150 characters"})
+    user = User.objects.filter(username=username).first()
+    if user is None:
+        user = User(username=username)
+        user.set_unusable_password()
+        user.save()
+    return user
+
+
+def _token_lifetime(expires_in_days: object) -> timedelta:
+    """A token's lifetime: the default, or ``expires_in_days`` within 1 and
+    settings.API_TOKEN_MAX_LIFETIME_DAYS."""
+    if expires_in_days is None:
+        return timedelta(days=settings.API_TOKEN_LIFETIME_DAYS)
+    longest = settings.API_TOKEN_MAX_LIFETIME_DAYS
+    if isinstance(expires_in_days, bool) or not isinstance(expires_in_days, int):
+        raise InvalidInput({"expires_in_days": f"must be a whole number of days, got {expires_in_days!r}"})
+    if not 1 <= expires_in_days <= longest:
+        raise InvalidInput({"expires_in_days": f"must be between 1 and {longest} days, got {expires_in_days}"})
+    return timedelta(days=expires_in_days)
+
+
+def api_token_create(
+    *, user: AbstractBaseUser, name: str = "", expires_in_days: int | None = None
+) -> tuple[ApiToken, str]:
+    """A new token for ``user``: returns ``(token, key)``; the key is not
+    stored and cannot be shown again. It expires after ``expires_in_days``
+    (default settings.API_TOKEN_LIFETIME_DAYS)."""
+    name = _text(name, "name", max_length=100, required=False)
+    lifetime = _token_lifetime(expires_in_days)
+    key = secrets.token_hex(20)
+    token = ApiToken.objects.create(
+        user=user,
+        name=name,
+        digest=hashlib.sha256(key.encode()).hexdigest(),
+        prefix=key[:8],
+        expires_at=timezone.now() + lifetime,
+    )
+    return token, key
+
+
+def api_token_revoke(*, token: ApiToken) -> None:
+    token.delete()
+
+
+def api_tokens_revoke_all(*, user: AbstractBaseUser) -> int:
+    """Revoke every API token of ``user``; returns how many there were."""
+    deleted, _ = ApiToken.objects.filter(user=user).delete()
+    return deleted
+
+
+@transaction.atomic
+def user_password_set(*, user: AbstractBaseUser, password: str) -> int:
+    """Give ``user`` a new password (already checked by the password
+    validators) and revoke all their API tokens: whoever knew the old password
+    may have made one. Sessions other than the one the caller keeps (with
+    ``update_session_auth_hash``) end because the password hash changed.
+    Returns the number of tokens revoked."""
+    user.set_password(password)
+    user.save(update_fields=["password"])
+    return api_tokens_revoke_all(user=user)

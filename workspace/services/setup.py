@@ -1,0 +1,329 @@
+"""The designer's setup: the study, its experts, attributes, metrics,
+candidates and measurements."""
+
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.db import transaction
+
+from ..errors import InvalidInput
+from ..models import Candidate, Direction, Measurement, Membership, Metric, Phase, QualityAttribute, Study
+from ._checks import (
+    apply_changes,
+    locked,
+    next_position,
+    number,
+    range_pair,
+    refuse_unknown,
+    require_phase,
+    text,
+    threshold,
+    unique_name,
+)
+
+# --- the study -----------------------------------------------------------------
+
+
+@transaction.atomic
+def study_create(
+    *,
+    designer: AbstractBaseUser,
+    title: str,
+    description: str = "",
+    attribute_threshold: int = 1,
+    metric_threshold: int = 0,
+) -> Study:
+    study = Study.objects.create(
+        title=text(title, "title", max_length=200),
+        description=text(description, "description", max_length=20000, required=False),
+        attribute_threshold=threshold(attribute_threshold, "attribute_threshold"),
+        metric_threshold=threshold(metric_threshold, "metric_threshold"),
+        designer=designer,
+    )
+    Membership.objects.create(study=study, user=designer, role=Membership.Role.DESIGNER)
+    return study
+
+
+@transaction.atomic
+def study_update(*, study: Study, **changes: Any) -> Study:
+    """Change title, description (any phase) or thresholds (until voting closes)."""
+    study = locked(study)
+
+    def vote_threshold(name: str) -> Callable[[Any], int]:
+        def clean(value: Any) -> int:
+            value = threshold(value, name)
+            if value != getattr(study, name):
+                require_phase(study, (Phase.DRAFT, Phase.VOTING), "Changing a vote threshold")
+            return value
+
+        return clean
+
+    fields = apply_changes(
+        study,
+        changes,
+        {
+            "title": lambda value: text(value, "title", max_length=200),
+            "description": lambda value: text(value, "description", max_length=20000, required=False),
+            "attribute_threshold": vote_threshold("attribute_threshold"),
+            "metric_threshold": vote_threshold("metric_threshold"),
+        },
+    )
+    study.save(update_fields=[*fields, "updated_at"])
+    return study
+
+
+@transaction.atomic
+def study_delete(*, study: Study) -> None:
+    study.delete()
+
+
+# --- experts -------------------------------------------------------------------
+
+
+@transaction.atomic
+def expert_add(*, study: Study, user: AbstractBaseUser) -> Membership:
+    study = locked(study)
+    require_phase(study, (Phase.DRAFT,), "Adding an expert")
+    membership, created = Membership.objects.get_or_create(study=study, user=user, role=Membership.Role.EXPERT)
+    if not created:
+        raise InvalidInput({"username": f"{user.get_username()} is already an expert of this study"})
+    return membership
+
+
+@transaction.atomic
+def expert_remove(*, study: Study, user: AbstractBaseUser) -> None:
+    study = locked(study)
+    require_phase(study, (Phase.DRAFT,), "Removing an expert")
+    deleted, _ = Membership.objects.filter(study=study, user=user, role=Membership.Role.EXPERT).delete()
+    if not deleted:
+        raise InvalidInput({"username": f"{user.get_username()} is not an expert of this study"})
+
+
+# --- attributes and metrics (draft) ---------------------------------------------
+
+
+def _kind(value: Any) -> str:
+    if value not in QualityAttribute.Kind.values:
+        raise InvalidInput({"kind": f"must be 'main' or 'complementary', got {value!r}"})
+    return value
+
+
+def _better(value: Any) -> str:
+    if value not in Direction.values:
+        raise InvalidInput({"better": f"must be 'higher' or 'lower', got {value!r}"})
+    return value
+
+
+def _item_name(
+    model: type[QualityAttribute | Metric | Candidate], study: Study, exclude_pk: int | None = None
+) -> Callable[[Any], str]:
+    """The cleaner of an item's name: text, unique in the study."""
+
+    def clean(value: Any) -> str:
+        return unique_name(model, study, text(value, "name", max_length=100), exclude_pk=exclude_pk)
+
+    return clean
+
+
+def _description(value: Any) -> str:
+    return text(value, "description", max_length=5000, required=False)
+
+
+@transaction.atomic
+def attribute_add(
+    *, study: Study, name: str, kind: str = QualityAttribute.Kind.MAIN, description: str = ""
+) -> QualityAttribute:
+    study = locked(study)
+    require_phase(study, (Phase.DRAFT,), "Adding an attribute")
+    return QualityAttribute.objects.create(
+        study=study,
+        name=_item_name(QualityAttribute, study)(name),
+        kind=_kind(kind),
+        description=_description(description),
+        position=next_position(study.attributes),
+    )
+
+
+@transaction.atomic
+def attribute_update(*, attribute: QualityAttribute, **changes: Any) -> QualityAttribute:
+    study = locked(attribute.study)
+    require_phase(study, (Phase.DRAFT,), "Changing an attribute")
+    fields = apply_changes(
+        attribute,
+        changes,
+        {"name": _item_name(QualityAttribute, study, attribute.pk), "kind": _kind, "description": _description},
+    )
+    attribute.save(update_fields=fields)
+    return attribute
+
+
+@transaction.atomic
+def attribute_remove(*, attribute: QualityAttribute) -> None:
+    study = locked(attribute.study)
+    require_phase(study, (Phase.DRAFT,), "Removing an attribute")
+    attribute.delete()
+
+
+def _attribute_of(study: Study) -> Callable[[QualityAttribute], QualityAttribute]:
+    def clean(attribute: QualityAttribute) -> QualityAttribute:
+        if attribute.study_id != study.pk:
+            raise InvalidInput({"attribute": "belongs to another study"})
+        return attribute
+
+    return clean
+
+
+def _unit(value: Any) -> str:
+    return text(value, "unit", max_length=50, required=False)
+
+
+@transaction.atomic
+def metric_add(
+    *,
+    study: Study,
+    attribute: QualityAttribute,
+    name: str,
+    better: str = Direction.HIGHER,
+    unit: str = "",
+    default_range: list[float] | None = None,
+) -> Metric:
+    study = locked(study)
+    require_phase(study, (Phase.DRAFT,), "Adding a metric")
+    attribute = _attribute_of(study)(attribute)
+    name = _item_name(Metric, study)(name)
+    better = _better(better)
+    least, desired = range_pair(default_range, "default_range", better) if default_range is not None else (None, None)
+    return Metric.objects.create(
+        study=study,
+        attribute=attribute,
+        name=name,
+        better=better,
+        unit=_unit(unit),
+        default_least_acceptable=least,
+        default_desired=desired,
+        position=next_position(attribute.metrics),
+    )
+
+
+@transaction.atomic
+def metric_update(*, metric: Metric, **changes: Any) -> Metric:
+    """Change a metric. Its default range may change until assessment starts
+    (experts fall back on it); everything else only in draft."""
+    study = locked(metric.study)
+    cleaners = {
+        "name": _item_name(Metric, study, metric.pk),
+        "attribute": _attribute_of(study),
+        "better": _better,
+        "unit": _unit,
+    }
+    refuse_unknown(changes, [*cleaners, "default_range"])
+    changes = dict(changes)
+    has_range = "default_range" in changes
+    default_range = changes.pop("default_range", metric.default_range)
+    require_phase(study, (Phase.DRAFT,) if changes else (Phase.DRAFT, Phase.VOTING), "Changing a metric")
+    fields = apply_changes(metric, changes, cleaners)
+    if has_range or "better" in changes:
+        # A new direction is checked against the range it keeps.
+        pair = range_pair(default_range, "default_range", metric.better) if default_range is not None else (None, None)
+        metric.default_least_acceptable, metric.default_desired = pair
+        fields += ["default_least_acceptable", "default_desired"]
+    metric.save(update_fields=sorted(set(fields)))
+    return metric
+
+
+@transaction.atomic
+def metric_remove(*, metric: Metric) -> None:
+    study = locked(metric.study)
+    require_phase(study, (Phase.DRAFT,), "Removing a metric")
+    metric.delete()
+
+
+# --- candidates and measurements (the designer's, any phase) ---------------------
+# Candidates change in any phase: the study lock only orders them with a
+# launch's snapshot, so a run sees a candidate with all its values or not at all.
+
+
+@transaction.atomic
+def candidate_add(*, study: Study, name: str, description: str = "") -> Candidate:
+    study = locked(study)
+    return Candidate.objects.create(
+        study=study,
+        name=_item_name(Candidate, study)(name),
+        description=_description(description),
+        position=next_position(study.candidates),
+    )
+
+
+@transaction.atomic
+def candidate_update(*, candidate: Candidate, **changes: Any) -> Candidate:
+    study = locked(candidate.study)
+    fields = apply_changes(
+        candidate, changes, {"name": _item_name(Candidate, study, candidate.pk), "description": _description}
+    )
+    candidate.save(update_fields=fields)
+    return candidate
+
+
+@transaction.atomic
+def candidate_remove(*, candidate: Candidate) -> None:
+    locked(candidate.study)
+    candidate.delete()
+
+
+def _measurement_rows(study: Study, measurements: list | tuple) -> dict[tuple[int, int], float]:
+    """``{(candidate id, metric id): value}`` from the entries, every one
+    checked; InvalidInput lists every bad entry."""
+    candidates = {c.name: c for c in Candidate.objects.filter(study=study)}
+    metrics = {m.name: m for m in Metric.objects.filter(study=study)}
+    rows, errors = {}, {}
+    for index, entry in enumerate(measurements):
+        field = f"measurements[{index}]"
+        if not isinstance(entry, dict) or set(entry) != {"candidate", "metric", "value"}:
+            errors[field] = ["must be an object with exactly candidate, metric and value"]
+            continue
+        # Names are text; anything else (even unhashable) is simply unknown.
+        candidate = candidates.get(entry["candidate"]) if isinstance(entry["candidate"], str) else None
+        metric = metrics.get(entry["metric"]) if isinstance(entry["metric"], str) else None
+        if candidate is None:
+            errors[f"{field}.candidate"] = [f"no candidate named {entry['candidate']!r} in this study"]
+        if metric is None:
+            errors[f"{field}.metric"] = [f"no metric named {entry['metric']!r} in this study"]
+        try:
+            value = number(entry["value"], f"{field}.value")
+        except InvalidInput as error:
+            errors.update(error.errors)
+            continue
+        if candidate is None or metric is None:
+            continue
+        if (candidate.pk, metric.pk) in rows:
+            errors[field] = [f"{candidate.name} / {metric.name} is given twice"]
+        rows[(candidate.pk, metric.pk)] = value
+    if errors:
+        raise InvalidInput(errors)
+    return rows
+
+
+@transaction.atomic
+def measurements_set(*, study: Study, measurements: list[dict[str, Any]]) -> None:
+    """Bulk upsert of ``[{"candidate": name, "metric": name, "value": x}]``.
+
+    Every entry is checked before anything is written.
+    """
+    if not isinstance(measurements, (list, tuple)):
+        raise InvalidInput({"measurements": "must be a list of {candidate, metric, value}"})
+    study = locked(study)
+    rows = _measurement_rows(study, measurements)
+    existing = {
+        (m.candidate_id, m.metric_id): m
+        for m in Measurement.objects.filter(candidate__study=study, candidate_id__in={c for c, _ in rows})
+    }
+    to_update = []
+    for key, value in rows.items():
+        if key in existing:
+            existing[key].value = value
+            to_update.append(existing[key])
+    Measurement.objects.bulk_update(to_update, ["value"])
+    Measurement.objects.bulk_create(
+        [Measurement(candidate_id=c, metric_id=m, value=v) for (c, m), v in rows.items() if (c, m) not in existing]
+    )
