@@ -169,6 +169,8 @@ LOGIN_URL = "login"
 # lock it out for the window (seconds).
 LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10)
 LOGIN_FAILURE_WINDOW = env_int("LOGIN_FAILURE_WINDOW", 300)
+# How long an invitation to a study (by username or by link) can be accepted.
+INVITATION_LIFETIME_DAYS = env_int("INVITATION_LIFETIME_DAYS", 14)
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 

@@ -11,10 +11,11 @@ from .models import Membership, Metric, QualityAttribute, Study
 
 
 def studies_visible_to(user):
-    """Studies in which ``user`` is the designer or an expert."""
+    """Studies in which ``user`` is the designer or an expert; a pending
+    membership (not yet accepted) does not count."""
     if not user.is_authenticated:
         return Study.objects.none()
-    return Study.objects.filter(memberships__user=user).distinct()
+    return Study.objects.filter(memberships__user=user, memberships__status=Membership.Status.ACTIVE).distinct()
 
 
 def studies_with_my_roles(user):

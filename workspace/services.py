@@ -21,6 +21,7 @@ from django.db.models import Count, Max
 
 from engine.prioritisation import SMALLEST_SHARE, prioritise
 
+from . import invitations
 from .errors import InvalidInput, PhaseConflict
 from .models import (
     AcceptableRange,
@@ -807,6 +808,9 @@ def study_close_voting(*, study):
     attribute would have no selected metric."""
     study = _locked(study)
     _require_phase(study, (Phase.VOTING,), "Closing the vote")
+    unconfirmed = invitations.unconfirmed_votes(study=study)
+    if unconfirmed:
+        raise PhaseConflict(f"Voting cannot close: {'; '.join(unconfirmed)} (their votes count once confirmed).")
     attribute_ids, metric_ids = selection_from_votes(study)
     if not attribute_ids:
         raise PhaseConflict(
@@ -834,6 +838,7 @@ def missing_inputs(study):
     """What each expert still has to give before assessment can close:
     ``{username: [what is missing, ...]}``, only experts with gaps."""
     experts = list(Membership.objects.filter(study=study, role="expert").select_related("user").order_by("id"))
+    pending = invitations.inputs_pending(study=study)
     metrics = list(selected_metrics(study))
     without_default = [m for m in metrics if m.default_least_acceptable is None]
     prioritised = set(AttributePrioritisation.objects.filter(expert__study=study).values_list("expert_id", flat=True))
@@ -844,6 +849,9 @@ def missing_inputs(study):
     expert_ids = {e.pk for e in experts}
     gaps = {}
     for expert in experts:
+        if expert.pk in pending:  # imported inputs count once confirmed
+            gaps[expert.user.get_username()] = [pending[expert.pk]]
+            continue
         missing = []
         if expert.pk not in prioritised:
             missing.append("prioritisation of the attributes")
@@ -903,15 +911,7 @@ def study_transition(*, study, to):
 def user_get_or_create(*, username, field="username"):
     """The account for ``username``; a new one has no usable password (an
     invitation or an administrator gives it one)."""
-    if not isinstance(username, str) or not username.strip():
-        raise InvalidInput({field: "must be a username"})
-    username = username.strip()
-    try:
-        User.username_validator(username)
-    except Exception:
-        raise InvalidInput({field: f"{username!r} is not a valid username (letters, digits and @.+-_ only)"}) from None
-    if len(username) > 150:
-        raise InvalidInput({field: "usernames are at most 150 characters"})
+    username = invitations.username_clean(username=username, field=field)
     user = User.objects.filter(username=username).first()
     if user is None:
         user = User(username=username)
