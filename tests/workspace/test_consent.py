@@ -97,7 +97,8 @@ def test_inviting_runs_the_same_queries_for_known_and_unknown_usernames(make_stu
 
 def test_invitations_refuse_bad_names_existing_experts_and_a_late_phase(make_study, cast):
     built = make_study(Phase.DRAFT)
-    for bad, message in [("", "must be a username"), ("a b", "'a b' is not a valid username (letters, digits and @.+-_ only)")]:
+    invalid = "'a b' is not a valid username (letters, digits and @.+-_ only)"
+    for bad, message in [("", "must be a username"), ("a b", invalid)]:
         with pytest.raises(InvalidInput) as info:
             invitations.invitation_create(study=built.study, created_by=cast.alice, username=bad)
         assert info.value.errors == {"username": [message]}
@@ -197,7 +198,9 @@ def test_a_non_staff_import_refuses_another_persons_inputs_and_writes_nothing(ca
             study_import_bundle(bundle=copy.deepcopy(case_study), importer=cast.charlie)
     message = "only staff can import inputs entered by someone else; {} is invited and enters their own"
     assert info.value.errors == {
-        f"{section}.{name}": [message.format(name)] for name in CASE_EXPERTS for section in ("priorities", "peer_weights")
+        f"{section}.{name}": [message.format(name)]
+        for name in CASE_EXPERTS
+        for section in ("priorities", "peer_weights")
     }
     assert not User.objects.filter(username__in=CASE_EXPERTS).exists()
 
@@ -210,13 +213,14 @@ def test_a_non_staff_import_invites_the_other_experts_without_creating_accounts(
         del case_study[section]
     case_study["experts"].append("charlie")
     case_study["votes"]["attributes"]["charlie"] = ["Efficiency"]
+    given = copy.deepcopy(case_study)
     study = study_import_bundle(bundle=case_study, importer=cast.charlie)
+    assert case_study == given  # the others' (empty) votes are dropped from a copy only
     assert not User.objects.filter(username__in=CASE_EXPERTS).exists()
     experts = Membership.objects.filter(study=study, role="expert")
     assert [(m.user.username, m.status) for m in experts] == [("charlie", "active")]
-    assert list(AttributeVote.objects.filter(expert__study=study).values_list("expert__user__username", "attribute__name")) == [
-        ("charlie", "Efficiency")
-    ]
+    votes = AttributeVote.objects.filter(expert__study=study).values_list("expert__user__username", "attribute__name")
+    assert list(votes) == [("charlie", "Efficiency")]
     assert sorted(study.invitations.values_list("username", "status", "membership")) == sorted(
         (name, "pending", None) for name in CASE_EXPERTS
     )
@@ -264,7 +268,9 @@ def test_a_staff_import_holds_the_inputs_until_each_expert_confirms(case_study, 
             invitations.invitation_accept(invitation=invitation, user=membership.user)
         assert list(refused.value.errors) == ["confirm_inputs"]
         invitations.invitation_accept(invitation=invitation, user=membership.user, confirm_inputs=True)
-    assert services.missing_inputs(study) == {"clinician": ["clinician has not yet confirmed the inputs imported by alice"]}
+    assert services.missing_inputs(study) == {
+        "clinician": ["clinician has not yet confirmed the inputs imported by alice"]
+    }
     invitations.invitation_accept(
         invitation=study.invitations.get(username="clinician"), user=clinician, confirm_inputs=True
     )
@@ -288,7 +294,8 @@ def test_a_staff_import_of_a_phase_that_needs_unconfirmed_inputs_is_refused(case
             study_import_bundle(bundle=copy.deepcopy(case_study), importer=cast.alice)
     assert list(info.value.errors) == ["phase"]
     assert info.value.errors["phase"][0].startswith("cannot import the study as closed: Assessment cannot close")
-    assert "statistician: statistician has not yet confirmed the inputs imported by alice" in info.value.errors["phase"][0]
+    reason = "statistician: statistician has not yet confirmed the inputs imported by alice"
+    assert reason in info.value.errors["phase"][0]
 
     # Votes decide the selection: a pending expert's votes hold the vote open.
     case_study["votes"]["attributes"]["researcher"] = ["Efficiency"]
@@ -313,8 +320,10 @@ def test_declining_or_revoking_a_pending_membership_deletes_the_imported_inputs(
     assert not Membership.objects.filter(study=study, user__username="clinician").exists()
     assert not AcceptableRange.objects.filter(expert__study=study).exists()
     assert not PeerWeight.objects.filter(rater__study=study, rater__user__username="clinician").exists()
-    # The others' rows rated the clinician: they are incomplete now, and say so.
-    assert services.missing_inputs(study)["statistician"] == ["statistician has not yet confirmed the inputs imported by alice"]
+    # The others' peer weights for the clinician went too; they are still pending anyway.
+    assert not PeerWeight.objects.filter(ratee__study=study, ratee__user__username="clinician").exists()
+    reason = "statistician has not yet confirmed the inputs imported by alice"
+    assert services.missing_inputs(study)["statistician"] == [reason]
     invitations.invitation_revoke(invitation=study.invitations.get(username="researcher"))
     assert study.invitations.get(username="researcher").status == "revoked"
     assert not Membership.objects.filter(study=study, user__username="researcher").exists()

@@ -7,7 +7,7 @@ and changes only their own inputs; the designer manages the study and reads
 every input. An outsider never learns a study exists.
 """
 
-from django.contrib.auth import authenticate, get_user_model
+from django.contrib.auth import authenticate
 from django.db.models import Prefetch
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
@@ -28,9 +28,6 @@ from workspace.models import ApiToken, Candidate, Membership, Metric, QualityAtt
 from . import invitation_serializers as inv_s
 from . import serializers as s
 from .exceptions import Conflict
-
-User = get_user_model()
-
 
 # --- access ------------------------------------------------------------------------
 
