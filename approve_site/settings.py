@@ -165,6 +165,8 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 LOGIN_URL = "login"
+# How long an invitation to a study (by username or by link) can be accepted.
+INVITATION_LIFETIME_DAYS = env_int("INVITATION_LIFETIME_DAYS", 14)
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 

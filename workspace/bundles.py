@@ -11,7 +11,7 @@ export is the identity.
 
 from django.db import transaction
 
-from . import services
+from . import invitations, services
 from .errors import InvalidInput, PhaseConflict
 from .models import Metric, Phase, QualityAttribute
 from .selectors import expert_inputs_list, expert_list
@@ -113,9 +113,13 @@ def _transition(service, study, phase):
 
 @transaction.atomic
 def study_import_bundle(*, bundle, importer=None):
-    """Create a study from an ``approve-study/1`` bundle; all or nothing."""
+    """Create a study from an ``approve-study/1`` bundle; all or nothing.
+
+    ``importer`` is the user importing (the API); None is the command line.
+    What an import may write in other experts' names: ``workspace.invitations``."""
     phase, expert_names = _check_envelope(bundle)
     _later_sections_absent(bundle, phase)
+    bundle = invitations.import_bundle_consented(bundle=bundle, experts=expert_names, importer=importer)
 
     designer_name = bundle.get("designer")
     if designer_name is None:
@@ -136,10 +140,7 @@ def study_import_bundle(*, bundle, importer=None):
     except InvalidInput as error:
         raise error.prefixed(next(iter(error.errors))) from None
 
-    experts = {}
-    for position, username in enumerate(expert_names):
-        user = services.user_get_or_create(username=username, field=f"experts[{position}]")
-        experts[username] = services.expert_add(study=study, user=user)
+    experts = invitations.import_experts(study=study, usernames=expert_names, importer=importer)
 
     attributes = {}
     for position, entry in enumerate(bundle.get("attributes", [])):

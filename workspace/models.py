@@ -7,10 +7,13 @@ metric, one peer weight per rater and ratee. Rules that need several rows
 ``workspace.services``; models only describe.
 """
 
+from datetime import timedelta
+
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 from django.db.models.functions import Greatest, Least
+from django.utils import timezone
 
 from engine.rules import SCALE_DATABASE_SLACK, SCALE_MAX, SCALE_MIN
 
@@ -58,7 +61,19 @@ class Membership(models.Model):
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        # Made an expert by someone else's import: not theirs, and their
+        # imported inputs do not count, until they accept (workspace.invitations).
+        PENDING = "pending", "Pending acceptance"
+
     role = models.CharField(max_length=20, choices=Role.choices)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    inputs_imported_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+        help_text="who imported this expert's inputs in their name (null: entered by the expert, or the command line)",
+    )
+    inputs_confirmed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -69,6 +84,10 @@ class Membership(models.Model):
                 fields=["study"], condition=Q(role="designer"), name="membership_one_designer"
             ),
             models.CheckConstraint(condition=Q(role__in=["designer", "expert"]), name="membership_role_valid"),
+            models.CheckConstraint(condition=Q(status__in=["active", "pending"]), name="membership_status_valid"),
+            models.CheckConstraint(
+                condition=Q(status="active") | Q(role="expert"), name="membership_only_experts_pending"
+            ),
         ]
 
     def __str__(self):
@@ -389,3 +408,63 @@ class ApiToken(models.Model):
 
     def __str__(self):
         return f"{self.user} {self.prefix}… {self.name}"
+
+
+def _invitation_expiry():
+    return timezone.now() + timedelta(days=settings.INVITATION_LIFETIME_DAYS)
+
+
+class Invitation(models.Model):
+    """An offer to become an expert of a study, which the person accepts or
+    declines. Addressed to a ``username`` (the account need not exist), or a
+    link (``username`` null) whose key is shown once: only its SHA-256
+    ``digest`` is stored, like an API token's. ``membership`` is the pending
+    membership a staff import created with inputs in the person's name."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        ACCEPTED = "accepted", "Accepted"
+        DECLINED = "declined", "Declined"
+        REVOKED = "revoked", "Revoked"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="invitations")
+    username = models.CharField(max_length=150, null=True, blank=True)
+    digest = models.CharField(max_length=64, unique=True, null=True, blank=True)
+    membership = models.ForeignKey(
+        Membership, on_delete=models.CASCADE, null=True, blank=True, related_name="invitations"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(default=_invitation_expiry)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["pending", "accepted", "declined", "revoked"]), name="invitation_status_valid"
+            ),
+            # Exactly one kind: addressed to a username, or a link with a key.
+            models.CheckConstraint(
+                condition=(Q(username__isnull=False) & Q(digest__isnull=True))
+                | (Q(username__isnull=True) & Q(digest__isnull=False)),
+                name="invitation_username_or_link",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.username or 'link'} to {self.study} ({self.status})"
+
+    @property
+    def is_link(self):
+        return self.username is None
+
+    @property
+    def is_expired(self):
+        return self.status == self.Status.PENDING and self.expires_at <= timezone.now()

@@ -11,7 +11,7 @@ from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
-from django.db.models import Count, Prefetch, QuerySet
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 
 from .models import (
     AcceptableRange,
@@ -37,10 +37,11 @@ User = AbstractBaseUser | AnonymousUser
 
 
 def studies_visible_to(user: User) -> QuerySet[Study]:
-    """Studies in which ``user`` is the designer or an expert."""
+    """Studies in which ``user`` is the designer or an expert; a pending
+    membership (not yet accepted) does not count."""
     if not user.is_authenticated:
         return Study.objects.none()
-    return Study.objects.filter(memberships__user=user).distinct()
+    return Study.objects.filter(memberships__user=user, memberships__status=Membership.Status.ACTIVE).distinct()
 
 
 def _my_memberships(user: User) -> Prefetch:
@@ -163,6 +164,35 @@ def vote_selection_get(*, study: Study) -> tuple[set[int], set[int]]:
 # --- what is missing --------------------------------------------------------------------
 
 
+# --- pending experts (consent): why their inputs do not count yet --------------------------
+
+
+def _pending_experts(study: Study) -> QuerySet[Membership]:
+    return Membership.objects.filter(study=study, role=Membership.Role.EXPERT, status=Membership.Status.PENDING)
+
+
+def pending_reason(membership: Membership) -> str:
+    name = membership.user.get_username()
+    if membership.inputs_imported_by is None:
+        return f"{name} has not yet accepted the invitation"
+    return f"{name} has not yet confirmed the inputs imported by {membership.inputs_imported_by.get_username()}"
+
+
+def unconfirmed_votes(*, study: Study) -> list[str]:
+    """Why closing the vote must wait: pending experts holding imported votes."""
+    voted = Q(Exists(AttributeVote.objects.filter(expert=OuterRef("pk")))) | Q(
+        Exists(MetricVote.objects.filter(expert=OuterRef("pk")))
+    )
+    pending = _pending_experts(study).filter(voted)
+    return [pending_reason(m) for m in pending.select_related("user", "inputs_imported_by").order_by("id")]
+
+
+def inputs_pending(*, study: Study) -> dict[int, str]:
+    """``{membership id: reason}`` for the study's pending experts."""
+    pending = _pending_experts(study)
+    return {m.pk: pending_reason(m) for m in pending.select_related("user", "inputs_imported_by")}
+
+
 def missing_input_list(*, study: Study) -> dict[str, list[str]]:
     """What each expert still has to give before assessment can close:
     ``{username: [what is missing, ...]}``, only experts with gaps."""
@@ -174,8 +204,12 @@ def missing_input_list(*, study: Study) -> dict[str, list[str]]:
     for rater_id, ratee_id in PeerWeight.objects.filter(rater__study=study).values_list("rater_id", "ratee_id"):
         rated.setdefault(rater_id, set()).add(ratee_id)
     expert_ids = {e.pk for e in experts}
+    pending = inputs_pending(study=study)
     gaps = {}
     for expert in experts:
+        if expert.pk in pending:  # imported inputs count once confirmed
+            gaps[expert.user.get_username()] = [pending[expert.pk]]
+            continue
         missing = []
         if expert.pk not in prioritised:
             missing.append("prioritisation of the attributes")

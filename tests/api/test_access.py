@@ -107,15 +107,19 @@ def _members(response, world):
     body = response.json()
     assert body["count"] == 3
     assert body["results"] == [
-        {"username": "alice", "role": "designer"},
-        {"username": "bob", "role": "expert"},
-        {"username": "carol", "role": "expert"},
+        {"username": "alice", "role": "designer", "status": "active"},
+        {"username": "bob", "role": "expert", "status": "active"},
+        {"username": "carol", "role": "expert", "status": "active"},
     ]
 
 
-def _member_added(response, world):
-    assert response.json() == {"username": "charlie", "role": "expert"}
-    assert world.study.memberships.filter(user__username="charlie", role="expert").exists()
+def _member_invited(response, world):
+    # Someone else is invited, never enrolled (tests/api/test_invitations.py).
+    body = response.json()
+    assert set(body) == {"invitation", "detail"}
+    assert (body["invitation"]["username"], body["invitation"]["status"]) == ("charlie", "pending")
+    assert not world.study.memberships.filter(user__username="charlie").exists()
+    assert world.study.invitations.filter(username="charlie", status="pending").count() == 1
 
 
 def _member_removed(response, world):
@@ -301,7 +305,7 @@ ROWS = [
         body={phase: {"to": to} for phase, to in NEXT_PHASE.items()}, per_phase=True, check=_moved,
     ),
     Row("members-get", "get", S + "/members/", 200, 200, check=_members),
-    Row("members-post", "post", S + "/members/", 403, only([Phase.DRAFT], 201), body={"username": "charlie"}, check=_member_added),
+    Row("members-post", "post", S + "/members/", 403, only([Phase.DRAFT], 202), body={"username": "charlie"}, check=_member_invited),
     Row("member-delete", "delete", S + "/members/carol/", 403, only([Phase.DRAFT], 204), check=_member_removed),
     Row("attributes-get", "get", S + "/attributes/", 200, 200, check=_attributes),
     Row(
@@ -473,9 +477,14 @@ def test_any_user_may_create_and_import_studies_and_becomes_their_designer(clien
     assert created.status_code == 201
     assert created.json()["designer"] == "charlie" and created.json()["my_roles"] == ["designer"]
     case_study["designer"] = "charlie"
+    # A draft: the experts' inputs could be imported by staff only (test_invitations.py).
+    case_study["phase"] = "draft"
+    for section in ("votes", "priorities", "ranges", "peer_weights"):
+        del case_study[section]
     imported = charlie.post(API + "/studies/import/", case_study, format="json")
     assert imported.status_code == 201, imported.content
-    assert imported.json()["experts"] == ["statistician", "informatician", "researcher", "clinician"]
+    assert imported.json()["experts"] == []
+    assert [i["username"] for i in imported.json()["invitations"]] == ["statistician", "informatician", "researcher", "clinician"]
     assert Study.objects.get(pk=imported.json()["id"]).designer.username == "charlie"
     # Nobody imports a study in someone else's name.
     case_study["designer"] = "alice"
@@ -508,7 +517,7 @@ def secret(make_study, cast, case_study):
     study with a succeeded run, neither with bob or charlie in it."""
     draft = make_study(Phase.DRAFT, experts=("carol",), title=SECRET_TITLE)
     case_study["title"] = SECRET_TITLE + " (closed)"
-    closed = study_import_bundle(bundle=case_study, importer=cast.alice)
+    closed = study_import_bundle(bundle=case_study)  # the command line's path: the experts' inputs count
     run = finish_run(engine_services.run_launch(study=closed, launched_by=closed.designer).pk)
     assert run.status == "succeeded"
     return draft, closed, run
@@ -676,8 +685,8 @@ INVALID = [
         {"name": ["quality attribute 'Accuracy' already exists in this study"]},
     ),
     (
-        Phase.DRAFT, "alice", "post", "/studies/{study}/members/", {"username": "nobody"},
-        {"username": ["no user named 'nobody'"]},
+        Phase.DRAFT, "alice", "post", "/studies/{study}/members/", {"username": "bob"},
+        {"username": ["bob is already an expert of this study"]},
     ),
     (
         Phase.DRAFT, "alice", "put", "/studies/{study}/measurements/",
@@ -819,8 +828,10 @@ def test_refused_writes_write_nothing(phase, actor, method, path, body, status, 
     assert detail in response.json()["detail"]
 
 
-def test_a_rejected_import_writes_nothing(clients, case_study, nothing_written):
+def test_a_rejected_import_writes_nothing(clients, cast, case_study, nothing_written):
     del case_study["designer"]  # the importing user, charlie, designs it
+    cast.charlie.is_staff = True  # only staff may import the experts' inputs
+    cast.charlie.save(update_fields=["is_staff"])
     case_study["peer_weights"]["clinician"]["clinician"] = 0.3  # the row sums to 0.9
     with nothing_written():
         response = clients["charlie"].post(API + "/studies/import/", case_study, format="json")

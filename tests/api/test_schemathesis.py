@@ -42,7 +42,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from approve_site.wsgi import application
-from workspace import services
+from workspace import invitations, services
 from workspace.models import Phase, Study
 
 from .conftest import Built, launch_and_finish, token_key
@@ -61,7 +61,7 @@ REAL = {}
 
 def _ids_for(path, world):
     """The value of ``{id}`` in ``path`` for a study's world."""
-    for kind in ("attributes", "metrics", "candidates"):
+    for kind in ("attributes", "metrics", "candidates", "invitations"):
         if f"/{kind}/" in path:
             return st.sampled_from(world[kind])
     return st.sampled_from(world["attributes"])
@@ -79,6 +79,8 @@ def _real(path, generated, world):
             strategies[name] = st.sampled_from(REAL["runs"])
         elif name == "token_id":
             strategies[name] = st.just(REAL["token"])
+        elif name == "invitation_id":
+            strategies[name] = st.sampled_from(REAL["my_invitations"])
         elif name == "username":
             strategies[name] = st.sampled_from(["bob", "carol", "alice", "charlie"])
         elif name == "name":
@@ -114,6 +116,10 @@ def _build_world(phase, cast, title):
         services.metric_add(study=study, attribute=attributes[2], name="Training time", better="lower", default_range=[60, 1]),
     ]
     candidates = [services.candidate_add(study=study, name=name) for name in ("J48", "JRip")]
+    pending = [
+        invitations.invitation_create(study=study, created_by=cast.alice, username="dave")[0],
+        invitations.invitation_create(study=study, created_by=cast.alice)[0],
+    ]
     services.measurements_set(
         study=study,
         measurements=[
@@ -127,6 +133,7 @@ def _build_world(phase, cast, title):
         "attributes": [a.pk for a in attributes],
         "metrics": [m.pk for m in metrics],
         "candidates": [c.pk for c in candidates],
+        "invitations": [i.pk for i in pending],
     }
     if phase == Phase.DRAFT:
         return world
@@ -163,7 +170,12 @@ def world(cast, monkeypatch):
     closed = Study.objects.get(pk=worlds[-1]["study"])
     run = launch_and_finish(Built(study=closed, experts={}), cast.alice)
     spare, _ = services.api_token_create(user=cast.alice, name="spare")
-    REAL.update(worlds=worlds, runs=[run.pk], token=spare.pk)
+    # Invitations addressed to alice, to two drafts of bob's.
+    mine = []
+    for title in ("Bob's draft", "Bob's other draft"):
+        study = services.study_create(designer=cast.bob, title=title)
+        mine.append(invitations.invitation_create(study=study, created_by=cast.bob, username="alice")[0].pk)
+    REAL.update(worlds=worlds, runs=[run.pk], token=spare.pk, my_invitations=mine)
     key = token_key(cast.alice, name="fuzzing")
     yield {"Authorization": f"Token {key}"}
     REAL.clear()

@@ -22,6 +22,7 @@ from workspace.models import (
     AttributeVote,
     AttributeWeight,
     Candidate,
+    Invitation,
     Measurement,
     Membership,
     Metric,
@@ -58,6 +59,7 @@ TABLES = [
     MetricWeight,
     AcceptableRange,
     PeerWeight,
+    Invitation,
 ]
 
 

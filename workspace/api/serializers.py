@@ -126,7 +126,7 @@ class MemberSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Membership
-        fields = ["username", "role"]
+        fields = ["username", "role", "status"]
 
 
 class MemberWriteSerializer(WriteSerializer):

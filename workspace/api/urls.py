@@ -1,5 +1,6 @@
 from django.urls import path
 
+from . import invitations as inv
 from . import views
 
 app_name = "api"
@@ -15,6 +16,12 @@ urlpatterns = [
     path("studies/<int:study_id>/transitions/", views.StudyTransitionView.as_view(), name="study-transitions"),
     path("studies/<int:study_id>/members/", views.MemberListView.as_view(), name="member-list"),
     path("studies/<int:study_id>/members/<str:username>/", views.MemberDetailView.as_view(), name="member-detail"),
+    path("studies/<int:study_id>/invitations/", inv.StudyInvitationListView.as_view(), name="study-invitation-list"),
+    path(
+        "studies/<int:study_id>/invitations/<int:pk>/",
+        inv.StudyInvitationDetailView.as_view(),
+        name="study-invitation-detail",
+    ),
     path("studies/<int:study_id>/attributes/", views.AttributeListView.as_view(), name="attribute-list"),
     path("studies/<int:study_id>/attributes/<int:pk>/", views.AttributeDetailView.as_view(), name="attribute-detail"),
     path("studies/<int:study_id>/metrics/", views.MetricListView.as_view(), name="metric-list"),
@@ -28,6 +35,10 @@ urlpatterns = [
     path("studies/<int:study_id>/my/peer-weights/", views.MyPeerWeightsView.as_view(), name="my-peer-weights"),
     path("studies/<int:study_id>/inputs/<str:username>/", views.ExpertInputsView.as_view(), name="expert-inputs"),
     path("studies/<int:study_id>/runs/", views.RunListView.as_view(), name="run-list"),
+    path("invitations/", inv.MyInvitationListView.as_view(), name="invitation-list"),
+    path("invitations/accept/", inv.LinkAcceptView.as_view(), name="invitation-accept-link"),
+    path("invitations/<int:invitation_id>/accept/", inv.MyInvitationAcceptView.as_view(), name="invitation-accept"),
+    path("invitations/<int:invitation_id>/decline/", inv.MyInvitationDeclineView.as_view(), name="invitation-decline"),
     path("runs/<int:run_id>/", views.RunDetailView.as_view(), name="run-detail"),
     path("runs/<int:run_id>/results/", views.RunResultsView.as_view(), name="run-results"),
     path("runs/<int:run_id>/candidates/<str:name>/scores/", views.CandidateScoresView.as_view(), name="candidate-scores"),

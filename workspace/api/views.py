@@ -7,7 +7,7 @@ and changes only their own inputs; the designer manages the study and reads
 every input. An outsider never learns a study exists.
 """
 
-from django.contrib.auth import authenticate, get_user_model
+from django.contrib.auth import authenticate
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
@@ -19,17 +19,15 @@ from rest_framework.views import APIView
 
 from engine import services as engine_services
 from engine.models import Run
-from workspace import selectors, services
+from workspace import invitations, selectors, services
 from workspace.bundles import study_export_bundle, study_import_bundle
 from workspace.models import ApiToken, Candidate, Membership, Metric, QualityAttribute, Study
 
+from . import invitation_serializers as inv_s
 from . import presenters
 from . import serializers as s
 from .exceptions import Conflict
 from .throttling import FailOpenScopedRateThrottle
-
-User = get_user_model()
-
 
 # --- access ------------------------------------------------------------------------
 
@@ -165,16 +163,20 @@ class StudyListView(PaginatedListMixin, APIView):
 class StudyImportView(APIView):
     @extend_schema(
         request={"application/json": {"type": "object", "description": "an approve-study/1 bundle (FORMATS.md)"}},
-        responses={201: s.StudyDetailSerializer},
+        responses={201: inv_s.ImportedStudySerializer},
     )
     def post(self, request):
-        """Import an ``approve-study/1`` bundle; you become its designer."""
+        """Import an ``approve-study/1`` bundle; you become its designer.
+        Your own inputs are yours; other experts are invited (listed in
+        ``invitations``). Only a staff user may import their inputs: they
+        then await each expert's confirmation."""
         bundle = _body(request, dict, "an approve-study/1 bundle (a JSON object)")
         designer = bundle.get("designer")
         if designer is not None and designer != request.user.get_username():
             raise exceptions.ValidationError({"designer": ["must be your own username, or left out"]})
         study = study_import_bundle(bundle=bundle, importer=request.user)
-        return _study_detail(study.pk, request.user, status.HTTP_201_CREATED)
+        study = selectors.study_detail_get(study_id=study.pk, user=request.user)
+        return Response(inv_s.ImportedStudySerializer(study).data, status=status.HTTP_201_CREATED)
 
 
 class StudyDetailView(StudyScoped, APIView):
@@ -230,16 +232,19 @@ class MemberListView(StudyScoped, PaginatedListMixin, APIView):
         """The designer and the experts."""
         return self.paginated(selectors.member_list(study=self.study()), s.MemberSerializer)
 
-    @extend_schema(request=s.MemberWriteSerializer, responses={201: s.MemberSerializer})
+    @extend_schema(
+        request=s.MemberWriteSerializer, responses={201: s.MemberSerializer, 202: inv_s.MemberInvitedSerializer}
+    )
     def post(self, request, study_id):
-        """Add an existing user as an expert (draft phase)."""
+        """Take the expert role yourself (201), or invite someone else, who
+        becomes an expert by accepting (202, the same answer whether or not
+        the account exists). Draft phase."""
         self.require_designer("add experts")
         data = _validated(s.MemberWriteSerializer, request.data)
-        user = User.objects.filter(username=data["username"]).first()
-        if user is None:
-            raise exceptions.ValidationError({"username": [f"no user named {data['username']!r}"]})
-        membership = services.expert_add(study=self.study(), user=user)
-        return Response(s.MemberSerializer(membership).data, status=status.HTTP_201_CREATED)
+        added = invitations.member_add(study=self.study(), added_by=request.user, username=data["username"])
+        if isinstance(added, Membership):
+            return Response(s.MemberSerializer(added).data, status=status.HTTP_201_CREATED)
+        return Response(inv_s.member_invited(added), status=status.HTTP_202_ACCEPTED)
 
 
 class MemberDetailView(StudyScoped, APIView):

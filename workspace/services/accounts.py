@@ -17,9 +17,9 @@ from ._checks import text as _text
 User = get_user_model()
 
 
-def user_get_or_create(*, username: str, field: str = "username") -> AbstractBaseUser:
-    """The account for ``username``; a new one has no usable password (an
-    invitation or an administrator gives it one)."""
+def username_clean(*, username: object, field: str = "username") -> str:
+    """A well-formed username (stripped), or InvalidInput naming ``field``.
+    Says nothing about whether such an account exists."""
     if not isinstance(username, str) or not username.strip():
         raise InvalidInput({field: "must be a username"})
     username = username.strip()
@@ -29,6 +29,13 @@ def user_get_or_create(*, username: str, field: str = "username") -> AbstractBas
         raise InvalidInput({field: f"{username!r} is not a valid username (letters, digits and @.+-_ only)"}) from None
     if len(username) > 150:
         raise InvalidInput({field: "usernames are at most 150 characters"})
+    return username
+
+
+def user_get_or_create(*, username: str, field: str = "username") -> AbstractBaseUser:
+    """The account for ``username``; a new one has no usable password (an
+    invitation or an administrator gives it one)."""
+    username = username_clean(username=username, field=field)
     user = User.objects.filter(username=username).first()
     if user is None:
         user = User(username=username)

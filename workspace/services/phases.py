@@ -8,7 +8,7 @@ from django.db.models import Count
 
 from ..errors import InvalidInput, PhaseConflict
 from ..models import Metric, Phase, QualityAttribute, Study
-from ..selectors import expert_list, missing_input_list, vote_selection_get
+from ..selectors import expert_list, missing_input_list, unconfirmed_votes, vote_selection_get
 from ._checks import locked, require_phase
 
 
@@ -36,6 +36,9 @@ def study_close_voting(*, study: Study) -> Study:
     attribute would have no selected metric."""
     study = locked(study)
     require_phase(study, (Phase.VOTING,), "Closing the vote")
+    unconfirmed = unconfirmed_votes(study=study)
+    if unconfirmed:
+        raise PhaseConflict(f"Voting cannot close: {'; '.join(unconfirmed)} (their votes count once confirmed).")
     attribute_ids, metric_ids = vote_selection_get(study=study)
     if not attribute_ids:
         raise PhaseConflict(

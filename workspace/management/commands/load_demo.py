@@ -18,7 +18,8 @@ DEMO_BUNDLE = Path(__file__).resolve().parents[2] / "demo" / "case-study-1.json"
 class Command(BaseCommand):
     help = (
         "Import the case-study-1 demo study (once) and give its designer, its four "
-        "experts and an 'admin' superuser fresh passwords, printed here."
+        "experts and an 'admin' superuser fresh passwords, printed here. Like import_study, "
+        "it imports as the operator: the experts are active members and their inputs count."
     )
 
     def add_arguments(self, parser):

@@ -1,0 +1,139 @@
+"""Shapes of the invitation payloads (workspace.api.invitations). A module
+of their own so the study views (members, import) use them too without an
+import cycle."""
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from workspace import invitations
+from workspace.models import Invitation
+
+from . import serializers as s
+
+STATUSES = [*Invitation.Status.values, "expired"]
+
+
+def _status(invitation: Invitation) -> str:
+    return "expired" if invitation.is_expired else invitation.status
+
+
+class InvitationSerializer(serializers.ModelSerializer):
+    """An invitation as its study's designer sees it."""
+
+    kind = serializers.SerializerMethodField()
+    status = serializers.SerializerMethodField()
+    created_by = serializers.CharField(source="created_by.username", allow_null=True, default=None)
+    accepted_by = serializers.CharField(source="accepted_by.username", allow_null=True, default=None)
+    inputs_imported = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Invitation
+        fields = [
+            "id", "kind", "username", "status", "created_by", "created_at", "expires_at", "decided_at",
+            "accepted_by", "inputs_imported",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.ChoiceField(choices=["username", "link"]))
+    def get_kind(self, invitation):
+        return "link" if invitation.is_link else "username"
+
+    @extend_schema_field(serializers.ChoiceField(choices=STATUSES))
+    def get_status(self, invitation):
+        return _status(invitation)
+
+    def get_inputs_imported(self, invitation) -> bool:
+        """Whether it points at a membership whose inputs someone imported in the person's name."""
+        return invitation.membership is not None and invitation.membership.inputs_imported_by_id is not None
+
+
+class NewInvitationSerializer(InvitationSerializer):
+    key = serializers.CharField(
+        allow_null=True, help_text="a link invitation's key: shown once (null for an invitation by username)"
+    )
+
+    class Meta(InvitationSerializer.Meta):
+        fields = ["key", *InvitationSerializer.Meta.fields]
+        read_only_fields = fields
+
+
+class InvitationWriteSerializer(serializers.Serializer):
+    username = serializers.CharField(
+        max_length=150, required=False, help_text="whom to invite; leave out for a link invitation"
+    )
+
+
+class MemberInvitedSerializer(serializers.Serializer):
+    invitation = InvitationSerializer()
+    detail = serializers.CharField()
+
+
+def member_invited(invitation: Invitation) -> dict:
+    """The answer to adding someone else: the same whether or not the account exists."""
+    return {
+        "invitation": InvitationSerializer(invitation).data,
+        "detail": f"{invitation.username} is invited to be an expert of this study and becomes one by accepting.",
+    }
+
+
+class ImportedStudySerializer(s.StudyDetailSerializer):
+    invitations = serializers.SerializerMethodField()
+
+    class Meta(s.StudyDetailSerializer.Meta):
+        fields = [*s.StudyDetailSerializer.Meta.fields, "invitations"]
+        read_only_fields = fields
+
+    @extend_schema_field(InvitationSerializer(many=True))
+    def get_invitations(self, study):
+        """The experts the import invited, in the bundle's order (they become experts by accepting)."""
+        return InvitationSerializer(invitations.invitation_list(study=study).order_by("id"), many=True).data
+
+
+class StudyBriefSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    title = serializers.CharField()
+    designer = serializers.CharField(source="designer.username")
+
+
+class ImportedInputsSerializer(s.ExpertInputsSerializer):
+    imported_by = serializers.CharField(allow_null=True, help_text="who imported them in your name")
+
+
+class MyInvitationSerializer(serializers.ModelSerializer):
+    """An invitation as the invited person sees it."""
+
+    study = StudyBriefSerializer()
+    invited_by = serializers.CharField(source="created_by.username", allow_null=True, default=None)
+    status = serializers.SerializerMethodField()
+    inputs = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Invitation
+        fields = ["id", "study", "invited_by", "status", "created_at", "expires_at", "inputs"]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.ChoiceField(choices=STATUSES))
+    def get_status(self, invitation):
+        return _status(invitation)
+
+    @extend_schema_field(ImportedInputsSerializer(allow_null=True))
+    def get_inputs(self, invitation):
+        """The inputs someone imported in your name, as saved; accepting confirms them (null: none)."""
+        return invitations.invitation_inputs(invitation=invitation)
+
+
+class AcceptSerializer(serializers.Serializer):
+    confirm_inputs = serializers.BooleanField(
+        default=False, help_text="required true when the invitation carries inputs imported in your name"
+    )
+
+
+class AcceptLinkSerializer(serializers.Serializer):
+    key = serializers.CharField(max_length=200, help_text="the link invitation's key")
+
+
+class AcceptedSerializer(serializers.Serializer):
+    study = serializers.IntegerField(source="study_id")
+    title = serializers.CharField(source="study.title")
+    role = serializers.CharField()
+    inputs_confirmed_at = serializers.DateTimeField(allow_null=True)

@@ -1,0 +1,121 @@
+"""Invitations (workspace.invitations) over the API.
+
+- the designer: ``GET, POST studies/{id}/invitations/`` (a username, or ``{}``
+  for a link whose key is returned once) and ``DELETE .../invitations/{pk}/``;
+  adding someone else at ``POST studies/{id}/members/`` invites them too;
+- the invited person: ``GET invitations/`` (with the inputs imported in their
+  name, if any), ``POST invitations/{id}/accept/`` and ``.../decline/``, and
+  ``POST invitations/accept/`` with a link's ``{"key"}``.
+
+Answers about a username never depend on whether the account exists.
+"""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from workspace import invitations
+
+from . import invitation_serializers as inv
+from .schema import _detail
+from .views import PaginatedListMixin, StudyScoped, _validated
+
+CONFLICT = _detail(
+    "The invitation can no longer be answered, or the study's phase does not allow it; the detail says why."
+)
+
+
+def _only(request, allowed: set[str]) -> None:
+    """Unknown fields are refused, not ignored."""
+    if isinstance(request.data, dict):
+        unknown = sorted(set(request.data) - allowed)
+        if unknown:
+            raise exceptions.ValidationError({name: ["is not a field of this request"] for name in unknown})
+
+
+class StudyInvitationListView(StudyScoped, PaginatedListMixin, APIView):
+    @extend_schema(responses=inv.InvitationSerializer(many=True))
+    def get(self, request, study_id):
+        """The study's invitations, newest first (designer)."""
+        self.require_designer("see the invitations")
+        return self.paginated(invitations.invitation_list(study=self.study()), inv.InvitationSerializer)
+
+    @extend_schema(request=inv.InvitationWriteSerializer, responses={201: inv.NewInvitationSerializer})
+    def post(self, request, study_id):
+        """Invite a username, or, with ``{}``, create a link invitation whose
+        ``key`` is shown in this answer only (draft phase). The answer is the
+        same whether or not an account of that name exists."""
+        self.require_designer("invite experts")
+        _only(request, {"username"})
+        data = _validated(inv.InvitationWriteSerializer, request.data)
+        invitation, key = invitations.invitation_create(
+            study=self.study(), created_by=request.user, username=data.get("username")
+        )
+        return Response({"key": key, **inv.InvitationSerializer(invitation).data}, status=status.HTTP_201_CREATED)
+
+
+class StudyInvitationDetailView(StudyScoped, APIView):
+    @extend_schema(responses={204: None})
+    def delete(self, request, study_id, pk):
+        """Revoke a pending invitation (designer, any phase); a pending
+        membership it points at goes with the inputs imported for it.
+        409 once it has been answered."""
+        self.require_designer("revoke invitations")
+        invitation = invitations.invitation_list(study=self.study()).filter(pk=pk).first()
+        if invitation is None:
+            raise exceptions.NotFound("No such invitation.")
+        invitations.invitation_revoke(invitation=invitation)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MyInvitationListView(PaginatedListMixin, APIView):
+    @extend_schema(responses=inv.MyInvitationSerializer(many=True))
+    def get(self, request):
+        """Pending invitations addressed to you: the study, who invited you,
+        until when, and the inputs someone imported in your name, if any."""
+        return self.paginated(invitations.invitation_list_for_user(user=request.user), inv.MyInvitationSerializer)
+
+
+class MyInvitationScoped:
+    def invitation(self):
+        invitation = invitations.invitation_get_for_user(user=self.request.user, pk=self.kwargs["invitation_id"])
+        if invitation is None:
+            raise exceptions.NotFound("No such invitation.")
+        return invitation
+
+
+class MyInvitationAcceptView(MyInvitationScoped, APIView):
+    @extend_schema(request=inv.AcceptSerializer, responses={200: inv.AcceptedSerializer, 409: CONFLICT})
+    def post(self, request, invitation_id):
+        """Accept: you become an expert of the study (a new membership only
+        while it is in draft, 409 otherwise). When someone imported inputs in
+        your name, ``{"confirm_inputs": true}`` confirms them (any phase)."""
+        invitation = self.invitation()
+        _only(request, {"confirm_inputs"})
+        data = _validated(inv.AcceptSerializer, request.data)
+        membership = invitations.invitation_accept(
+            invitation=invitation, user=request.user, confirm_inputs=data["confirm_inputs"]
+        )
+        return Response(inv.AcceptedSerializer(membership).data)
+
+
+class MyInvitationDeclineView(MyInvitationScoped, APIView):
+    @extend_schema(request=None, responses={204: None, 409: CONFLICT})
+    def post(self, request, invitation_id):
+        """Decline: nothing of yours stays in the study (inputs imported in
+        your name are deleted)."""
+        invitations.invitation_decline(invitation=self.invitation())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class LinkAcceptView(APIView):
+    @extend_schema(request=inv.AcceptLinkSerializer, responses={200: inv.AcceptedSerializer, 409: CONFLICT})
+    def post(self, request):
+        """Accept a link invitation with its key: you become an expert of the
+        study (draft phase). A used, revoked, expired or unknown key is
+        refused naming ``key``."""
+        _only(request, {"key"})
+        data = _validated(inv.AcceptLinkSerializer, request.data)
+        membership = invitations.invitation_accept_link(key=data["key"], user=request.user)
+        return Response(inv.AcceptedSerializer(membership).data)

@@ -1,0 +1,322 @@
+"""Consent: nobody becomes an expert of a study, or has inputs counted in
+their name, without saying yes (issue 11, item 4).
+
+- The designer adding someone else creates an ``Invitation`` addressed to
+  the username, never a membership. The account is not even looked up, so the
+  answer (and the work behind it) is the same whether or not it exists.
+- A link invitation (no username) is accepted by whoever holds its key: the
+  key is shown once, only its SHA-256 digest is stored; single use, expiring,
+  revocable.
+- An import by a staff user may carry other experts' inputs: each of them
+  gets a *pending* membership marked ``inputs_imported_by`` and an invitation
+  pointing at it. A pending membership does not make the study theirs
+  (``selectors.studies_visible_to``), and its inputs do not count (closing the
+  vote or the assessment is refused naming them) until they accept, which
+  confirms the inputs. Declining deletes the membership with those inputs.
+- An import by anyone else writes nothing in another person's name and
+  creates no account: the other experts become invitations.
+- Command-line imports (``importer=None``: the operator with shell access)
+  are trusted as before: active memberships, inputs counted.
+
+Services are keyword-only and atomic; who may call them (the designer, the
+addressee) is checked by the API, as everywhere.
+"""
+
+import hashlib
+import secrets
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
+
+from . import selectors, services
+from .services import _checks
+from .services.accounts import username_clean
+from .errors import InvalidInput, PhaseConflict
+from .models import Invitation, Membership, Phase
+
+User = get_user_model()
+EXPERT, PENDING, ACTIVE = Membership.Role.EXPERT, Membership.Status.PENDING, Membership.Status.ACTIVE
+
+
+# --- link keys -------------------------------------------------------------------
+
+
+def _digest(key: str) -> str:
+    # surrogatepass: a key from JSON may hold a lone surrogate; it matches nothing.
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+# --- the designer: invite, revoke ------------------------------------------------
+
+
+@transaction.atomic
+def invitation_create(*, study, created_by, username: str | None = None) -> tuple[Invitation, str | None]:
+    """Invite ``username`` to be an expert of the study (draft phase), or,
+    without a username, create a link invitation. Returns ``(invitation,
+    key)``; ``key`` (links only) is not stored and cannot be shown again."""
+    study = _checks.locked(study)
+    _checks.require_phase(study, (Phase.DRAFT,), "Inviting an expert")
+    if username is None:
+        key = secrets.token_urlsafe(24)
+        return Invitation.objects.create(study=study, digest=_digest(key), created_by=created_by), key
+    username = username_clean(username=username)
+    # Both checks look at this study only, whether or not the account exists.
+    if Membership.objects.filter(study=study, role=EXPERT, user__username=username).exists():
+        raise InvalidInput({"username": f"{username} is already an expert of this study"})
+    if Invitation.objects.filter(study=study, username=username, status=Invitation.Status.PENDING).filter(
+        expires_at__gt=timezone.now()
+    ).exists():
+        raise InvalidInput({"username": f"{username} is already invited to this study"})
+    return Invitation.objects.create(study=study, username=username, created_by=created_by), None
+
+
+@transaction.atomic
+def member_add(*, study, added_by, username: str) -> Membership | Invitation:
+    """The members endpoint: the designer naming themself takes the expert
+    role at once (their own explicit choice); anyone else is invited."""
+    username = username_clean(username=username)
+    if username == added_by.get_username():
+        return services.expert_add(study=study, user=added_by)
+    return invitation_create(study=study, created_by=added_by, username=username)[0]
+
+
+def _closed_message(invitation: Invitation) -> str | None:
+    """Why the invitation can no longer be answered, or None."""
+    if invitation.status == Invitation.Status.ACCEPTED:
+        return "this invitation link has already been used" if invitation.is_link else "this invitation is accepted"
+    if invitation.status == Invitation.Status.DECLINED:
+        return "this invitation was declined"
+    if invitation.status == Invitation.Status.REVOKED:
+        return "this invitation was revoked by the study's designer"
+    return None
+
+
+def _refuse(message: str, field: str | None):
+    if field is None:
+        raise PhaseConflict(message[0].upper() + message[1:] + ".")
+    raise InvalidInput({field: message})
+
+
+def _relock(invitation: Invitation) -> Invitation:
+    _checks.locked(invitation.study)
+    return Invitation.objects.select_for_update().select_related("study", "membership__user").get(pk=invitation.pk)
+
+
+def _close(invitation: Invitation, status: str, field: str | None = None) -> None:
+    """Decline or revoke: a pending membership goes, with its imported inputs."""
+    invitation = _relock(invitation)
+    message = _closed_message(invitation)
+    if message is not None:
+        _refuse(message, field)
+    membership = invitation.membership
+    invitation.status, invitation.decided_at, invitation.membership = status, timezone.now(), None
+    invitation.save(update_fields=["status", "decided_at", "membership"])
+    if membership is not None and membership.status == PENDING:
+        membership.delete()
+
+
+@transaction.atomic
+def invitation_revoke(*, invitation: Invitation) -> None:
+    """The designer withdraws a pending invitation (any phase); a pending
+    membership it points at is deleted with its imported inputs."""
+    _close(invitation, Invitation.Status.REVOKED)
+
+
+# --- the invited person: accept, decline -----------------------------------------
+
+
+def _inputs_of(membership: Membership) -> dict | None:
+    """The membership's inputs in bundle shape, or None when it has none."""
+    section = selectors.expert_inputs_list(study=membership.study, experts=[membership])[membership.user.get_username()]
+    has_any = section["votes"]["attributes"] or section["votes"]["metrics"] or any(
+        section[key] for key in ("priorities", "ranges", "peer_weights")
+    )
+    return section if has_any else None
+
+
+@transaction.atomic
+def invitation_accept(
+    *, invitation: Invitation, user, confirm_inputs: bool = False, field: str | None = None
+) -> Membership:
+    """``user`` accepts: a pending membership becomes active and its imported
+    inputs confirmed (any phase; ``confirm_inputs`` must be true when there
+    are inputs), otherwise a new expert membership is created (draft phase,
+    the rule for adding an expert). Refusals name ``field`` when given (the
+    link's ``key``); otherwise they are conflicts."""
+    invitation = _relock(invitation)
+    message = _closed_message(invitation)
+    if message is None and invitation.is_expired:
+        message = (
+            f"this invitation expired on {invitation.expires_at:%Y-%m-%d %H:%M} UTC; "
+            "ask the study's designer for a new one"
+        )
+    if message is not None:
+        _refuse(message, field)
+    now = timezone.now()
+    membership = invitation.membership
+    if membership is not None:
+        if _inputs_of(membership) is not None:
+            if confirm_inputs is not True:
+                by = membership.inputs_imported_by
+                importer = by.get_username() if by else "someone else"
+                raise InvalidInput(
+                    {"confirm_inputs": f"must be true: {importer} imported inputs in your name; look them over "
+                     "(the invitation's inputs) and confirm them to accept, or decline"}
+                )
+            membership.inputs_confirmed_at = now
+        membership.status = ACTIVE
+        membership.save(update_fields=["status", "inputs_confirmed_at"])
+    else:
+        if Membership.objects.filter(study=invitation.study, user=user, role=EXPERT).exists():
+            _refuse("you are already an expert of this study", field)
+        _checks.require_phase(invitation.study, (Phase.DRAFT,), "Joining a study as an expert")
+        membership = services.expert_add(study=invitation.study, user=user)
+    invitation.status, invitation.decided_at = Invitation.Status.ACCEPTED, now
+    invitation.accepted_by, invitation.membership = user, membership
+    invitation.save(update_fields=["status", "decided_at", "accepted_by", "membership"])
+    return membership
+
+
+@transaction.atomic
+def invitation_accept_link(*, key: object, user) -> Membership:
+    """Accept the link invitation whose key is ``key``; every refusal names
+    ``key`` (unknown, used, revoked, expired) except the study's phase (409)."""
+    if not isinstance(key, str) or not key:
+        raise InvalidInput({"key": "must be the invitation's key"})
+    invitation = Invitation.objects.filter(digest=_digest(key)).first()
+    if invitation is None:
+        raise InvalidInput(
+            {"key": "no invitation has this key: check the link, or ask the study's designer for a new one"}
+        )
+    return invitation_accept(invitation=invitation, user=user, field="key")
+
+
+@transaction.atomic
+def invitation_decline(*, invitation: Invitation) -> None:
+    """The addressee declines: a pending membership goes with its imported
+    inputs, so nothing of theirs stays in the study."""
+    _close(invitation, Invitation.Status.DECLINED)
+
+
+# --- imports -----------------------------------------------------------------------
+
+
+def _input_paths(bundle: dict, username: str) -> list[str]:
+    """The bundle paths holding inputs of ``username`` (empty ones aside:
+    an export lists every expert's votes, possibly none)."""
+    votes = bundle.get("votes")
+    votes = votes if isinstance(votes, dict) else {}
+    sections = {
+        "votes.attributes": votes.get("attributes"),
+        "votes.metrics": votes.get("metrics"),
+        "priorities": bundle.get("priorities"),
+        "ranges": bundle.get("ranges"),
+        "peer_weights": bundle.get("peer_weights"),
+    }
+    return [
+        path for path, section in sections.items()
+        if isinstance(section, dict) and username in section and section[username] not in (None, [], {})
+    ]
+
+
+def _without(section: object, names: list[str]) -> object:
+    """A per-expert section without ``names`` (other shapes are left for the
+    importer's checks to refuse)."""
+    if not isinstance(section, dict):
+        return section
+    return {name: value for name, value in section.items() if name not in names}
+
+
+def import_bundle_consented(*, bundle: dict, experts: list[str], importer) -> dict:
+    """The bundle as an import by ``importer`` may write it. Staff and the
+    command line (``importer`` None) write every section. Anyone else is
+    refused when it carries another person's inputs (the field named), and
+    the others' empty sections are dropped (they are invited instead)."""
+    if importer is None or importer.is_staff:
+        return bundle
+    me = importer.get_username()
+    others = [name for name in experts if name != me]
+    errors = {
+        f"{path}.{name}": [
+            f"only staff can import inputs entered by someone else; {name} is invited and enters their own"
+        ]
+        for name in others
+        for path in _input_paths(bundle, name)
+    }
+    if errors:
+        raise InvalidInput(errors)
+    consented = dict(bundle)
+    if isinstance(bundle.get("votes"), dict):
+        consented["votes"] = {kind: _without(section, others) for kind, section in bundle["votes"].items()}
+    for key in ("priorities", "ranges", "peer_weights"):
+        consented[key] = _without(bundle.get(key), others)
+    return consented
+
+
+def import_experts(*, study, usernames: list[str], importer) -> dict[str, Membership]:
+    """The bundle's experts as ``{username: membership}``, for those the
+    import may write inputs for: the importer (their own), and everyone when
+    the importer is staff (pending, marked imported by them, each with an
+    invitation) or the command line (active, as entered). A non-staff
+    importer's fellow experts become invitations only: no account, no
+    membership."""
+    me = importer.get_username() if importer is not None else None
+    experts = {}
+    for position, username in enumerate(usernames):
+        field = f"experts[{position}]"
+        if username == me:
+            experts[username] = services.expert_add(study=study, user=importer)
+        elif importer is None or importer.is_staff:
+            user = services.user_get_or_create(username=username, field=field)
+            membership = services.expert_add(study=study, user=user)
+            if importer is not None:
+                membership.status, membership.inputs_imported_by = PENDING, importer
+                membership.save(update_fields=["status", "inputs_imported_by"])
+                Invitation.objects.create(study=study, username=username, membership=membership, created_by=importer)
+            experts[username] = membership
+        else:
+            try:
+                invitation_create(study=study, created_by=importer, username=username)
+            except InvalidInput as error:
+                raise error.prefixed(field) from None
+    return experts
+
+
+# --- reads -------------------------------------------------------------------------
+
+
+def invitation_list(*, study):
+    """A study's invitations, newest first (the designer's list)."""
+    return Invitation.objects.filter(study=study).select_related(
+        "created_by", "accepted_by", "membership__inputs_imported_by"
+    ).order_by("-created_at", "-id")
+
+
+def invitation_list_for_user(*, user):
+    """The pending invitations addressed to ``user``'s username (expired ones
+    too, so a pending membership can still be declined), newest first."""
+    return (
+        Invitation.objects.filter(username=user.get_username(), status=Invitation.Status.PENDING)
+        .select_related(
+            "study__designer", "created_by", "membership__user", "membership__study", "membership__inputs_imported_by"
+        )
+        .order_by("-created_at", "-id")
+    )
+
+
+def invitation_get_for_user(*, user, pk: int) -> Invitation | None:
+    """One invitation addressed to ``user`` (any status), or None."""
+    return Invitation.objects.filter(username=user.get_username(), pk=pk).select_related("study").first()
+
+
+def invitation_inputs(*, invitation: Invitation) -> dict | None:
+    """What accepting would confirm: ``{"imported_by", "votes", "priorities",
+    "ranges", "peer_weights"}`` as they are saved, or None."""
+    if invitation.membership is None or invitation.membership.status != PENDING:
+        return None
+    section = _inputs_of(invitation.membership)
+    if section is None:
+        return None
+    importer = invitation.membership.inputs_imported_by
+    return {"imported_by": importer.get_username() if importer else None, **section}
