@@ -572,9 +572,11 @@ def test_404_for_an_outsider_is_the_same_as_for_a_study_that_does_not_exist(secr
 
 # Carol's private inputs, with values that appear nowhere else.
 CAROL_PRIORITIES = {"method": "direct", "weights": {"Accuracy": 0.4171, "Consistency": 0.3329, "Efficiency": 0.25}}
-CAROL_RANGES = {"AUC": [0.7313, 0.9137], "Training time": [58.61, 1.77]}
+CAROL_RANGES = {"AUC": [0.7313, 0.9137], "Training time": [58.61937, 1.773917]}
 CAROL_PEER_WEIGHTS = {"bob": 0.3172, "carol": 0.6828}
-CAROL_MARKERS = ["0.4171", "0.3329", "0.7313", "0.9137", "58.61", "1.77", "0.3172", "0.6828"]
+# Digits unlikely to turn up by chance (a timestamp's "…:51.77…" once did
+# for a shorter marker).
+CAROL_MARKERS = ["0.4171", "0.3329", "0.7313", "0.9137", "58.61937", "1.773917", "0.3172", "0.6828"]
 # Endpoints bob may read; the results (which aggregate everyone) are not in this list.
 BOB_READS = [
     "/studies/", "/studies/{study}/", "/studies/{study}/members/", "/studies/{study}/attributes/",
