@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from workspace.bundles import study_import_bundle
 from workspace.errors import InvalidInput
+from workspace.limits import bundle_check_limits
 
 
 class Command(BaseCommand):
@@ -36,6 +37,7 @@ class Command(BaseCommand):
             if importer is None:
                 raise CommandError(f"--designer: no user named {designer!r}")
         try:
+            bundle_check_limits(bundle)
             study = study_import_bundle(bundle=bundle, importer=importer)
         except InvalidInput as error:
             raise CommandError("the bundle was refused, nothing was written:\n  " + "\n  ".join(
