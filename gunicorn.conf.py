@@ -64,3 +64,7 @@ errorlog = "-"
 # workers killed.
 if os.path.isdir("/dev/shm"):
     worker_tmp_dir = "/dev/shm"
+
+# gunicorn's control socket (for ``gunicornc``) would go to $HOME/.gunicorn,
+# which the image's user cannot write; nothing here uses it.
+control_socket_disable = True

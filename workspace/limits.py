@@ -19,9 +19,10 @@ a few seconds, well inside the web server's timeout (``gunicorn.conf.py``).
 """
 
 import re
+from collections.abc import Callable
 from itertools import accumulate
 
-from django.http import JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from .errors import InvalidInput
 
@@ -210,13 +211,15 @@ class BodySizeLimitMiddleware:
     (a body without that header is read as empty), so the header decides.
     Placed first, it runs before the CSRF check, which may read a form."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponse:
         return self.get_response(request)
 
-    def process_view(self, request, view_func, view_args, view_kwargs):
+    def process_view(
+        self, request: HttpRequest, view_func: Callable, view_args: tuple, view_kwargs: dict
+    ) -> HttpResponse | None:
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:

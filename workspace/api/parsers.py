@@ -1,3 +1,5 @@
+from typing import IO
+
 from django.conf import settings
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
@@ -39,7 +41,7 @@ class StrictJSONParser(JSONParser):
     The body's size is bounded before it is read (``limits.BodySizeLimitMiddleware``).
     """
 
-    def parse(self, stream, media_type=None, parser_context=None):
+    def parse(self, stream: IO[bytes], media_type: str | None = None, parser_context: dict | None = None) -> object:
         encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
         try:
             text = stream.read().decode(encoding)

@@ -185,11 +185,11 @@ class MeasurementSerializer(serializers.Serializer):
 class BoundedListField(serializers.ListField):
     """A list refused by its length before any item is validated."""
 
-    def __init__(self, *, noun, **kwargs):
+    def __init__(self, *, noun: str, **kwargs):
         self.noun = noun
         super().__init__(**kwargs)
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: object) -> list:
         if isinstance(data, list) and self.max_length is not None and len(data) > self.max_length:
             raise serializers.ValidationError(limits.too_many(self.noun, len(data), self.max_length))
         return super().to_internal_value(data)
