@@ -34,5 +34,5 @@ USER approve
 
 EXPOSE 8000
 
-# Workers: set WEB_CONCURRENCY (gunicorn reads it), default 1.
-CMD ["gunicorn", "approve_site.wsgi", "--bind", "0.0.0.0:8000", "--access-logfile", "-"]
+# Workers, threads and timeouts: gunicorn.conf.py (WEB_CONCURRENCY, GUNICORN_THREADS, ...).
+CMD ["gunicorn", "--config", "gunicorn.conf.py", "approve_site.wsgi"]

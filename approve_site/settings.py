@@ -306,6 +306,23 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
 }
 
+# --- Request limits ---------------------------------------------------------------
+# Bounded work per request: every limit is defined and explained in
+# workspace/limits.py. A body over its view's limit (1 MB, 10 MB for a bundle
+# import) is refused with 413 from its Content-Length, before anything reads
+# it; the middleware goes first so that even the CSRF check reads no form.
+from workspace import limits as _limits  # noqa: E402  (kept in this block)
+
+MIDDLEWARE.insert(0, "workspace.limits.BodySizeLimitMiddleware")
+# Django's own limits, for what reads request.body or request.POST (pages'
+# forms, multipart fields): the same as the middleware's default.
+DATA_UPLOAD_MAX_MEMORY_SIZE = _limits.BODY_MAX_BYTES
+DATA_UPLOAD_MAX_NUMBER_FIELDS = _limits.FORM_MAX_FIELDS
+DATA_UPLOAD_MAX_NUMBER_FILES = _limits.FORM_MAX_FILES
+# An uploaded file above this size is streamed to a temporary file instead of
+# being held in memory (its size is capped by the body limit anyway).
+FILE_UPLOAD_MAX_MEMORY_SIZE = _limits.BODY_MAX_BYTES
+
 # --- Security ----------------------------------------------------------------
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # the API's browser clients read it for X-CSRFToken

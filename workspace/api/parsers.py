@@ -1,28 +1,61 @@
+from typing import IO
+
+from django.conf import settings
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
+from rest_framework.utils import json
+
+from workspace import limits
 
 
-def _has_lone_surrogate(data):
-    if isinstance(data, str):
-        try:
-            data.encode("utf-8")
-        except UnicodeEncodeError:
-            return True
-        return False
-    if isinstance(data, dict):
-        return any(_has_lone_surrogate(key) or _has_lone_surrogate(value) for key, value in data.items())
-    if isinstance(data, list):
-        return any(_has_lone_surrogate(item) for item in data)
+def _has_lone_surrogate(data: object) -> bool:
+    """Whether any string in the decoded document, key or value, holds a
+    lone surrogate. Iterative: the document's depth is bounded, but a walk
+    should not depend on that."""
+    pending = [data]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
     return False
 
 
 class StrictJSONParser(JSONParser):
-    """JSON as DRF parses it, minus strings with lone surrogates (``"\\ud800"``
-    is valid JSON but no database can store or even look it up): refused
-    here with 400 rather than failing in a query."""
+    """JSON as DRF parses it, with two refusals (400):
 
-    def parse(self, stream, media_type=None, parser_context=None):
-        data = super().parse(stream, media_type, parser_context)
+    - a document nested deeper than ``limits.JSON_MAX_DEPTH``, found by a
+      linear scan of the text before decoding (the decoder recurses, and
+      fails past a thousand levels);
+    - strings with lone surrogates (``"\\ud800"`` is valid JSON but no
+      database can store or even look it up), refused here rather than
+      failing in a query.
+
+    The body's size is bounded before it is read (``limits.BodySizeLimitMiddleware``).
+    """
+
+    def parse(self, stream: IO[bytes], media_type: str | None = None, parser_context: dict | None = None) -> object:
+        encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
+        try:
+            text = stream.read().decode(encoding)
+        except (UnicodeDecodeError, LookupError) as exc:
+            raise ParseError(f"JSON parse error - {exc}") from None
+        too_deep = limits.json_depth_error(text)
+        if too_deep:
+            raise ParseError(too_deep)
+        try:
+            data = json.loads(text, parse_constant=json.strict_constant if self.strict else None)
+        except ValueError as exc:
+            raise ParseError(f"JSON parse error - {exc}") from None
         if _has_lone_surrogate(data):
-            raise ParseError("JSON parse error - the body contains a lone surrogate (\\ud800-\\udfff), which is not text")
+            raise ParseError(
+                "JSON parse error - the body contains a lone surrogate (\\ud800-\\udfff), which is not text"
+            )
         return data

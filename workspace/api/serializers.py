@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from engine.models import Run
 from engine.rules import CONSISTENCY_THRESHOLD
+from workspace import limits
 from workspace.models import ApiToken, Candidate, Membership, Metric, Phase, QualityAttribute, Study
 from workspace.services import MAX_THRESHOLD
 
@@ -216,9 +217,28 @@ class MeasurementRowSerializer(MeasurementSerializer):
 # --- an expert's inputs (each exactly that expert's section of a bundle) ---------
 
 
+class BoundedListField(serializers.ListField):
+    """A list refused by its length before any item is validated."""
+
+    def __init__(self, *, noun: str, **kwargs):
+        self.noun = noun
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: object) -> list:
+        if isinstance(data, list) and self.max_length is not None and len(data) > self.max_length:
+            raise serializers.ValidationError(limits.too_many(self.noun, len(data), self.max_length))
+        return super().to_internal_value(data)
+
+
 class VotesSerializer(WriteSerializer):
-    attributes = serializers.ListField(child=serializers.CharField(max_length=100), default=list)
-    metrics = serializers.ListField(child=serializers.CharField(max_length=100), default=list)
+    attributes = BoundedListField(
+        child=serializers.CharField(max_length=100), default=list,
+        max_length=limits.MAX_ATTRIBUTES, noun="attributes voted for",
+    )
+    metrics = BoundedListField(
+        child=serializers.CharField(max_length=100), default=list,
+        max_length=limits.MAX_METRICS, noun="metrics voted for",
+    )
 
 
 class InconsistentJudgmentSerializer(serializers.Serializer):

@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 
 from engine import services as engine_services
 from engine.models import Run
-from workspace import invitations, selectors, services
+from workspace import invitations, limits, selectors, services
 from workspace.bundles import study_export_bundle, study_import_bundle
 from workspace.models import ApiToken, Candidate, Membership, Metric, QualityAttribute, Study
 
@@ -161,6 +161,8 @@ class StudyListView(PaginatedListMixin, APIView):
 
 
 class StudyImportView(APIView):
+    max_body_bytes = limits.IMPORT_BODY_MAX_BYTES  # a whole study (limits.BodySizeLimitMiddleware)
+
     @extend_schema(
         request={"application/json": {"type": "object", "description": "an approve-study/1 bundle (FORMATS.md)"}},
         responses={201: inv_s.ImportedStudySerializer},
@@ -174,6 +176,7 @@ class StudyImportView(APIView):
         designer = bundle.get("designer")
         if designer is not None and designer != request.user.get_username():
             raise exceptions.ValidationError({"designer": ["must be your own username, or left out"]})
+        limits.bundle_check_limits(bundle)
         study = study_import_bundle(bundle=bundle, importer=request.user)
         study = selectors.study_detail_get(study_id=study.pk, user=request.user)
         return Response(inv_s.ImportedStudySerializer(study).data, status=status.HTTP_201_CREATED)
@@ -398,6 +401,9 @@ class MeasurementView(StudyScoped, PaginatedListMixin, APIView):
         """Bulk upsert: set each listed value; others are left as they are."""
         self.require_designer("change measurements")
         measurements = _body(request, list, "a list of {candidate, metric, value}")
+        limits.check_size(
+            measurements, field="measurements", limit=limits.MEASUREMENTS_PER_PUT_MAX, noun="measurements"
+        )
         services.measurements_set(study=self.study(), measurements=measurements)
         return Response(measurements)
 
@@ -454,6 +460,7 @@ class MyPrioritiesView(MyInputView):
             raise exceptions.ValidationError({name: ["is not a field of a prioritisation"] for name in unknown})
         if "method" not in body:
             raise exceptions.ValidationError({"method": ["This field is required."]})
+        limits.priorities_check_limits(body)
         services.priorities_set(expert=expert, **body)
         return Response(presenters.priorities_out(self.current()))
 
@@ -471,7 +478,9 @@ class MyRangesView(MyInputView):
     def put(self, request, study_id):
         """Replace your acceptable ranges (assessment phase)."""
         expert = self.expert()
-        services.ranges_set(expert=expert, ranges=_body(request, dict, "an object {metric: [least acceptable, desired]}"))
+        ranges = _body(request, dict, "an object {metric: [least acceptable, desired]}")
+        limits.check_size(ranges, field="ranges", limit=limits.MAX_METRICS, noun="ranges")
+        services.ranges_set(expert=expert, ranges=ranges)
         return Response(self.current())
 
 
@@ -488,7 +497,9 @@ class MyPeerWeightsView(MyInputView):
         """Set your row of peer weights (assessment phase): every expert, each
         in (0, 1), summing to 1."""
         expert = self.expert()
-        services.peer_weights_set(expert=expert, weights=_body(request, dict, "an object {username: weight}"))
+        weights = _body(request, dict, "an object {username: weight}")
+        limits.check_size(weights, field="weights", limit=limits.MAX_EXPERTS, noun="peer weights")
+        services.peer_weights_set(expert=expert, weights=weights)
         return Response(self.current())
 
 

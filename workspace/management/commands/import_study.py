@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from workspace.bundles import study_import_bundle
 from workspace.errors import InvalidInput
+from workspace.limits import bundle_check_limits
 
 
 class Command(BaseCommand):
@@ -42,6 +43,7 @@ class Command(BaseCommand):
             if isinstance(bundle, dict) and bundle.get("designer") is None:
                 bundle["designer"] = designer
         try:
+            bundle_check_limits(bundle)
             # No importer: the operator, trusted (see the help).
             study = study_import_bundle(bundle=bundle)
         except InvalidInput as error:

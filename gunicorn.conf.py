@@ -1,0 +1,70 @@
+"""gunicorn settings for approve: ``gunicorn -c gunicorn.conf.py approve_site.wsgi``
+(the Dockerfile and docker-compose.yml run exactly this).
+
+Each request is bounded (workspace/limits.py: body size, JSON depth, list
+sizes), and validation runs go to Celery, so a request takes milliseconds to
+a few seconds; a worker stuck past ``timeout`` is killed and replaced.
+Several processes with a few threads each keep one slow request from holding
+up everyone else. The environment may change each setting:
+
+- ``WEB_CONCURRENCY``: worker processes (default 2 x cores + 1, at most 8,
+  since a container sees every core of its host);
+- ``GUNICORN_THREADS``: threads per worker (default 4); each thread holds its
+  own database connection, so workers x threads must stay below PostgreSQL's
+  ``max_connections`` (100 by default) minus what the Celery workers use;
+- ``GUNICORN_TIMEOUT`` (default 30 s), ``GUNICORN_GRACEFUL_TIMEOUT`` (30 s);
+- ``GUNICORN_MAX_REQUESTS`` (default 1000, 0 to never recycle);
+- ``GUNICORN_BIND`` (default ``0.0.0.0:8000``).
+"""
+
+import multiprocessing
+import os
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise SystemExit(f"gunicorn.conf.py: {name} must be an integer, got {value!r}") from None
+
+
+bind = os.environ.get("GUNICORN_BIND", "0.0.0.0:8000")
+
+workers = _env_int("WEB_CONCURRENCY", min(2 * multiprocessing.cpu_count() + 1, 8))
+# More than one thread makes gunicorn use its gthread worker.
+threads = _env_int("GUNICORN_THREADS", 4)
+
+# The slowest request the limits allow takes seconds; 30 s means a worker is stuck.
+timeout = _env_int("GUNICORN_TIMEOUT", 30)
+# On a restart or scale-down, requests in flight get this long to finish.
+graceful_timeout = _env_int("GUNICORN_GRACEFUL_TIMEOUT", 30)
+keepalive = 5
+
+# Recycle each worker after about this many requests (jittered so that the
+# workers do not all restart at once): bounds what a slow leak can grow to.
+max_requests = _env_int("GUNICORN_MAX_REQUESTS", 1000)
+max_requests_jitter = max_requests // 10
+
+# The request line and headers, read before Django sees the request (the body
+# is bounded by workspace.limits.BodySizeLimitMiddleware): gunicorn's defaults,
+# stated so they are a decision rather than an accident.
+limit_request_line = 4094
+limit_request_fields = 100
+limit_request_field_size = 8190
+
+# Logs to the container's output.
+accesslog = "-"
+errorlog = "-"
+
+# The workers' heartbeat files: on a memory file system when there is one
+# (Docker's /dev/shm), as a disk-backed /tmp can stall them and get healthy
+# workers killed.
+if os.path.isdir("/dev/shm"):
+    worker_tmp_dir = "/dev/shm"
+
+# gunicorn's control socket (for ``gunicornc``) would go to $HOME/.gunicorn,
+# which the image's user cannot write; nothing here uses it.
+control_socket_disable = True

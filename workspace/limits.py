@@ -1,0 +1,233 @@
+"""Bounds on the work one request or one imported bundle can ask for.
+
+Every limit is defined here, once; settings, parsers, serializers, views and
+the import command refer to these names. A request over a limit is refused
+before the work it asks for starts, with a message that names the limit:
+
+- a body over its size limit: 413 from ``BodySizeLimitMiddleware``, decided
+  on the ``Content-Length`` header alone (Django reads no more than that
+  header announces, so nothing is read at all);
+- JSON nested deeper than ``JSON_MAX_DEPTH``: 400 from the JSON parser
+  (``json_check_depth``), found by a linear scan before the decoder, whose
+  recursion would otherwise overflow;
+- a list or object with too many items: 400 naming the field (``check_size``,
+  ``priorities_check_limits``, ``bundle_check_limits``).
+
+The sizes are generous for the method (studies have a handful of experts and
+a few dozen attributes and metrics) and keep the slowest accepted request at
+a few seconds, well inside the web server's timeout (``gunicorn.conf.py``).
+"""
+
+import re
+from collections.abc import Callable
+from itertools import accumulate
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from .errors import InvalidInput
+
+MB = 1024 * 1024
+
+# --- request bodies --------------------------------------------------------------
+# Any request body (JSON, form or upload): 1 MB holds thousands of
+# measurements or a whole expert's inputs.
+BODY_MAX_BYTES = 1 * MB
+# An imported bundle holds a whole study, so its endpoint allows more.
+IMPORT_BODY_MAX_BYTES = 10 * MB
+# Fields of one form body (Django's DATA_UPLOAD_MAX_NUMBER_FIELDS).
+FORM_MAX_FIELDS = 1000
+# Files in one multipart body (DATA_UPLOAD_MAX_NUMBER_FILES).
+FORM_MAX_FILES = 10
+# Nesting of a JSON body. The deepest document the API takes, a bundle's
+# local metric priorities, is 7 levels deep.
+JSON_MAX_DEPTH = 32
+
+# --- a study, in a bundle or through the API ----------------------------------------
+# Each expert, attribute, metric and candidate of an import goes through its
+# service (a few queries each, 3-8 ms on a loaded machine with SQLite), the
+# rest is written in bulk. Measured on SQLite with the machine's two cores
+# busy: a draft bundle at every limit (200 experts, 50 attributes, 200
+# metrics, 1,000 candidates, 50,000 measurements) imports in 8 s; a closed one
+# of 150 experts with every input (43,000 entries) in 11 s: inside the web
+# server's 30 s timeout. The method's studies are far smaller (the case study
+# has four experts); FORMATS.md sizes results for 100 experts, 20 metrics and
+# 1,000 candidates.
+MAX_EXPERTS = 200
+MAX_ATTRIBUTES = 50
+MAX_METRICS = 200
+MAX_CANDIDATES = 1000
+# Everything else a bundle holds is written in bulk, at tens of microseconds
+# a row: measurements, vote names, weights, judgments, ranges and peer weights
+# together, over all experts.
+BUNDLE_MAX_ENTRIES = 50_000
+# Measurements in one ``PUT .../measurements/`` (a bulk upsert: more go in
+# several requests).
+MEASUREMENTS_PER_PUT_MAX = 10_000
+
+
+def judgments_max(items: int) -> int:
+    """Pairwise judgments over ``items`` items: one per pair, the reciprocal
+    being implied."""
+    return items * (items - 1) // 2
+
+
+def too_many(noun: str, count: int, limit: int) -> str:
+    return f"too many {noun}: {count} given, the limit is {limit}"
+
+
+def check_size(value: object, *, field: str, limit: int, noun: str) -> object:
+    """Refuse a list or object of more than ``limit`` items at ``field``.
+    Anything else passes: the shape checks that follow refuse it with their
+    own message."""
+    if isinstance(value, (list, dict)) and len(value) > limit:
+        raise InvalidInput({field: too_many(noun, len(value), limit)})
+    return value
+
+
+def _counted(value: object, *, field: str, limit: int, noun: str) -> int:
+    """``check_size``, then the number of items (0 for anything else)."""
+    check_size(value, field=field, limit=limit, noun=noun)
+    return len(value) if isinstance(value, (list, dict)) else 0
+
+
+def _path(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
+def _local_check_limits(section: object, *, field: str, items: int, noun: str) -> int:
+    if not isinstance(section, dict):
+        return 0
+    weights = _counted(section.get("weights"), field=_path(field, "weights"), limit=items, noun=f"{noun} weights")
+    return weights + _counted(
+        section.get("judgments"), field=_path(field, "judgments"), limit=judgments_max(items),
+        noun=f"judgments (one per pair of {items} {noun}s)",
+    )
+
+
+def priorities_check_limits(
+    priorities: object, *, field: str = "", attributes: int = MAX_ATTRIBUTES, metrics: int = MAX_METRICS
+) -> int:
+    """An expert's prioritisation (a ``priorities`` section): weights over
+    at most ``attributes`` attributes, judgments at most one per pair, and
+    the same for each attribute's local metric priorities. Returns the
+    number of weights and judgments."""
+    entries = _local_check_limits(priorities, field=field, items=attributes, noun="attribute")
+    if not isinstance(priorities, dict):
+        return entries
+    local = check_size(
+        priorities.get("metric_priorities"), field=_path(field, "metric_priorities"), limit=attributes,
+        noun="attributes with metric priorities",
+    )
+    if isinstance(local, dict):
+        for attribute, section in local.items():
+            path = _path(field, f"metric_priorities.{attribute}")
+            entries += _local_check_limits(section, field=path, items=metrics, noun="metric")
+    return entries
+
+
+def _per_expert(bundle: dict, key: str) -> dict:
+    section = check_size(bundle.get(key), field=key, limit=MAX_EXPERTS, noun="experts")
+    return section if isinstance(section, dict) else {}
+
+
+def bundle_check_limits(bundle: object) -> None:
+    """Refuse a bundle (``approve-study/1``) over any size limit, before the
+    import does any work. Only sizes are checked; the import checks the rest."""
+    if not isinstance(bundle, dict):
+        return
+    check_size(bundle.get("experts"), field="experts", limit=MAX_EXPERTS, noun="experts")
+    attributes = check_size(bundle.get("attributes"), field="attributes", limit=MAX_ATTRIBUTES, noun="attributes")
+    metrics = check_size(bundle.get("metrics"), field="metrics", limit=MAX_METRICS, noun="metrics")
+    candidates = check_size(bundle.get("candidates"), field="candidates", limit=MAX_CANDIDATES, noun="candidates")
+    # Judgments are bounded by the pairs of the bundle's own attributes and
+    # metrics (at most their limits, checked above).
+    attribute_count = len(attributes) if isinstance(attributes, list) else 0
+    metric_count = len(metrics) if isinstance(metrics, list) else 0
+
+    entries = 0
+    for position, candidate in enumerate(candidates if isinstance(candidates, list) else []):
+        values = candidate.get("measurements") if isinstance(candidate, dict) else None
+        field = f"candidates[{position}].measurements"
+        entries += _counted(values, field=field, limit=MAX_METRICS, noun="measurements")
+    votes = bundle.get("votes")
+    if isinstance(votes, dict):
+        for kind, limit in (("attributes", MAX_ATTRIBUTES), ("metrics", MAX_METRICS)):
+            section = check_size(votes.get(kind), field=f"votes.{kind}", limit=MAX_EXPERTS, noun="experts")
+            for username, names in section.items() if isinstance(section, dict) else ():
+                entries += _counted(names, field=f"votes.{kind}.{username}", limit=limit, noun=f"{kind} voted for")
+    for username, priorities in _per_expert(bundle, "priorities").items():
+        entries += priorities_check_limits(
+            priorities, field=f"priorities.{username}", attributes=attribute_count, metrics=metric_count
+        )
+    for username, ranges in _per_expert(bundle, "ranges").items():
+        entries += _counted(ranges, field=f"ranges.{username}", limit=MAX_METRICS, noun="ranges")
+    for username, weights in _per_expert(bundle, "peer_weights").items():
+        entries += _counted(weights, field=f"peer_weights.{username}", limit=MAX_EXPERTS, noun="peer weights")
+    if entries > BUNDLE_MAX_ENTRIES:
+        noun = "entries (measurements, vote names, weights, judgments, ranges and peer weights together)"
+        raise InvalidInput({"bundle": too_many(noun, entries, BUNDLE_MAX_ENTRIES)})
+
+
+# --- JSON nesting ------------------------------------------------------------------
+# A JSON string, closing quote optional: an unterminated string then runs to
+# the end in one match instead of being retried at every later quote (which
+# would make the scan quadratic). The decoder reports the error properly.
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def json_depth(text: str) -> int:
+    """The deepest nesting of arrays and objects in JSON ``text``, in linear
+    time and without recursion (brackets inside strings do not count)."""
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
+
+
+def json_depth_error(text: str) -> str | None:
+    """Why ``text`` is too deeply nested to decode, or None."""
+    if json_depth(text) > JSON_MAX_DEPTH:
+        return f"JSON nested deeper than {JSON_MAX_DEPTH} levels (the limit): refused before decoding"
+    return None
+
+
+# --- body size ---------------------------------------------------------------------
+
+
+def body_limit(view_func: object) -> int:
+    """The body size limit of a view: ``BODY_MAX_BYTES`` unless its class
+    sets ``max_body_bytes`` (the bundle import)."""
+    view_class = getattr(view_func, "cls", None) or getattr(view_func, "view_class", None)
+    return getattr(view_class, "max_body_bytes", BODY_MAX_BYTES)
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / MB:g} MB"
+
+
+class BodySizeLimitMiddleware:
+    """Answers 413 to a request whose body is over its view's limit, before
+    anything reads the body. Django reads at most ``Content-Length`` bytes
+    (a body without that header is read as empty), so the header decides.
+    Placed first, it runs before the CSRF check, which may read a form."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_view(
+        self, request: HttpRequest, view_func: Callable, view_args: tuple, view_kwargs: dict
+    ) -> HttpResponse | None:
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0  # Django treats it as no body too
+        limit = body_limit(view_func)
+        if length > limit:
+            return JsonResponse(
+                {"detail": f"The request body is {length} bytes; the limit is {limit} bytes ({_megabytes(limit)})."},
+                status=413,
+            )
+        return None
