@@ -10,6 +10,7 @@ stores the results and the status in one write.
 import json
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -17,7 +18,8 @@ import numpy as np
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
+from django.db.models.fields.json import KT
 from django.utils import timezone
 
 from workspace.errors import PhaseConflict
@@ -268,7 +270,8 @@ def _vetoes(lower: np.ndarray, upper: np.ndarray, measurements: np.ndarray, veto
 
 # What ``Run.results`` holds (engine/models.py): everything the results
 # document needs, so serving it never reads the snapshot; candidates best
-# first, scores as arrays in the order of ``metrics``.
+# first, scores as arrays in the order of ``metrics``; and under "document"
+# the document's compact JSON from "iterations" on (results_json).
 RESULTS_LAYOUT = 2
 
 
@@ -302,7 +305,7 @@ def evaluate_snapshot(snapshot: dict) -> dict:
     vetoes = dict(zip(vetoed.tolist(), _vetoes(lower, upper, measurements, vetoed), strict=True))
     group_scores = evaluation.group_scores.tolist()
     names = snapshot["candidates"]
-    return {
+    results = {
         "layout": RESULTS_LAYOUT,
         "study": snapshot["study"]["title"],
         "iterations": int(evaluation.iterations),
@@ -325,6 +328,9 @@ def evaluate_snapshot(snapshot: dict) -> dict:
             for c in order
         ],
     }
+    # The document's bytes, so that serving it parses and builds nothing.
+    results["document"] = _document_tail(results)
+    return results
 
 
 @dataclass(frozen=True)
@@ -469,16 +475,21 @@ class _ScoreInputs:
         return {expert: _named(self.metrics, values) for expert, values in zip(self.experts, scores, strict=True)}
 
 
-def _document_head(run: Run) -> dict:
-    """Everything of the document but its candidates, in FORMATS.md's order."""
-    results = run.results
-    metrics = results["metrics"]
+def _document_start(run: Run, study: str) -> dict:
+    """The document's keys before its computed results, in FORMATS.md's order."""
     return {
         "format": "approve-results/1",
-        "study": results["study"],
+        "study": study,
         "run": run.pk,
         "launched_at": run.launched_at.isoformat().replace("+00:00", "Z"),
         "tolerance": run.tolerance,
+    }
+
+
+def _document_body(results: dict) -> dict:
+    """The computed results but the candidates, in FORMATS.md's order."""
+    metrics = results["metrics"]
+    return {
         "iterations": results["iterations"],
         "selected_attributes": results["selected_attributes"],
         "metrics": metrics,
@@ -488,9 +499,10 @@ def _document_head(run: Run) -> dict:
     }
 
 
-def _candidates_out(run: Run, individual: bool):
-    results = run.results
-    inputs = _ScoreInputs(run.snapshot) if individual else None
+def _candidates_out(results: dict, snapshot: dict | None = None) -> Iterator[dict]:
+    """The candidates in the document's shape; with their individual scores
+    when given the snapshot they come from."""
+    inputs = _ScoreInputs(snapshot) if snapshot is not None else None
     for entry in results["candidates"]:
         candidate = _candidate_out(entry, results["experts"], results["metrics"])
         if inputs is not None:
@@ -498,29 +510,57 @@ def _candidates_out(run: Run, individual: bool):
         yield candidate
 
 
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _document_tail(results: dict, snapshot: dict | None = None) -> str:
+    """The document from ``iterations`` to its end, as compact JSON without
+    the closing brace. Candidates are serialised one at a time: with
+    individual scores the document is large, and its dictionaries are never
+    all held at once."""
+    body = _json(_document_body(results))[1:-1]
+    candidates = ",".join(_json(candidate) for candidate in _candidates_out(results, snapshot))
+    return f'{body},"candidates":[{candidates}]'
+
+
 def results_document(run: Run, *, individual: bool = False) -> dict:
     """The ``approve-results/1`` document of a succeeded run (FORMATS.md),
     built from its stored results in one pass. ``individual`` adds every
     candidate's k x n individual scores, computed from the snapshot (the
     document then grows with experts; FORMATS.md "Size")."""
-    return {**_document_head(run), "candidates": list(_candidates_out(run, individual))}
+    results = run.results
+    return {
+        **_document_start(run, results["study"]),
+        **_document_body(results),
+        "candidates": list(_candidates_out(results, run.snapshot if individual else None)),
+    }
 
 
-def _json(value) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+def runs_with_document(queryset: QuerySet) -> QuerySet:
+    """``queryset`` ready for ``results_json``: the stored document text and
+    the study's title are read out of the results by the database, and
+    neither the snapshot nor the results is loaded or parsed."""
+    return queryset.defer("snapshot", "results").annotate(
+        stored_study=KT("results__study"), stored_document=KT("results__document")
+    )
 
 
 def results_json(run: Run, *, individual: bool = False) -> bytes:
     """The document as compact UTF-8 JSON: the one place its bytes are made,
     so the command, the API and any download serve the same bytes.
 
-    Candidates are serialised one at a time: with ``individual`` the
-    document is large, and its dictionaries are never all held at once."""
-    head = _json(_document_head(run))
-    candidates = ",".join(_json(candidate) for candidate in _candidates_out(run, individual))
-    # The head is a non-empty object: drop its "}" and append "candidates",
-    # the document's last key.
-    return f'{head[:-1]},"candidates":[{candidates}]}}'.encode()
+    Without individual scores it is the text stored when the run finished
+    (read without parsing it when ``run`` comes from ``runs_with_document``);
+    with them it is built from the results and the snapshot."""
+    if individual:
+        study, tail = run.results["study"], _document_tail(run.results, run.snapshot)
+    else:
+        study, tail = getattr(run, "stored_study", None), getattr(run, "stored_document", None)
+        if tail is None:  # loaded without runs_with_document, or stored before the text was
+            study, tail = run.results["study"], run.results.get("document") or _document_tail(run.results)
+    # The start is a non-empty object: its "}" is replaced by the tail.
+    return f"{_json(_document_start(run, study))[:-1]},{tail}}}".encode()
 
 
 def candidate_individual_scores(run: Run, candidate_name: str) -> dict | None:

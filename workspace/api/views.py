@@ -8,13 +8,14 @@ every input. An outsider never learns a study exists.
 """
 
 from django.contrib.auth import authenticate, get_user_model
-from django.db.models import Prefetch
+from django.db.models import Prefetch, QuerySet
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, generics, serializers, status
 from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.throttling import ScopedRateThrottle
@@ -602,24 +603,20 @@ class RunListView(StudyScoped, PaginatedListMixin, APIView):
 
 
 class RunScoped:
-    def run(self, *, load=()):
+    def run(self, *, queryset: QuerySet | None = None) -> Run:
         """The run, if the user is a member of its study (404 otherwise),
-        with only the JSON fields named in ``load``."""
+        from ``queryset`` (default: without its JSON fields)."""
         if not hasattr(self, "_run"):
             visible = selectors.studies_visible_to(self.request.user)
-            run = (
-                Run.objects.select_related("launched_by")
-                .defer(*(field for field in RUN_JSON_FIELDS if field not in load))
-                .filter(pk=self.kwargs["run_id"], study__in=visible)
-                .first()
-            )
+            queryset = Run.objects.defer(*RUN_JSON_FIELDS) if queryset is None else queryset
+            run = queryset.select_related("launched_by").filter(pk=self.kwargs["run_id"], study__in=visible).first()
             if run is None:
                 raise exceptions.NotFound("No such run.")
             self._run = run
         return self._run
 
-    def succeeded_run(self, *, load=()):
-        run = self.run(load=load)
+    def succeeded_run(self, *, queryset: QuerySet | None = None) -> Run:
+        run = self.run(queryset=queryset)
         if run.status != Run.Status.SUCCEEDED:
             detail = f"Run {run.pk} is {run.status}; results exist once it has succeeded."
             if run.status == Run.Status.FAILED:
@@ -635,7 +632,7 @@ class RunDetailView(RunScoped, APIView):
         return Response(s.RunSerializer(self.run()).data)
 
 
-def _flag(request, name):
+def _flag(request: Request, name: str) -> bool:
     """A boolean query parameter: ``true`` or ``false`` (default false)."""
     value = request.query_params.get(name, "false")
     if value not in ("true", "false"):
@@ -658,7 +655,10 @@ class RunResultsView(RunScoped, APIView):
         """The ``approve-results/1`` document (409 until the run has succeeded),
         as compact JSON: the same bytes ``run_validation --json`` prints."""
         individual = _flag(request, "individual")
-        run = self.succeeded_run(load=("results", "snapshot") if individual else ("results",))
+        # The document's stored text alone, unless individual scores are
+        # computed from the snapshot and the results.
+        runs = Run.objects.all() if individual else engine_services.runs_with_document(Run.objects)
+        run = self.succeeded_run(queryset=runs)
         return HttpResponse(engine_services.results_json(run, individual=individual), content_type="application/json")
 
 
@@ -667,7 +667,8 @@ class CandidateScoresView(RunScoped, APIView):
     def get(self, request, run_id, name):
         """One candidate's individual scores, ``{expert: {metric: score}}``,
         computed from the run's snapshot for that candidate only."""
-        scores = engine_services.candidate_individual_scores(self.succeeded_run(load=("snapshot",)), name)
+        run = self.succeeded_run(queryset=Run.objects.defer("results"))
+        scores = engine_services.candidate_individual_scores(run, name)
         if scores is None:
             raise exceptions.NotFound(f"No candidate named {name!r} in this run.")
         return Response(scores)

@@ -4,7 +4,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from engine.models import Run
-from engine.services import results_document, results_json, run_launch
+from engine.services import results_document, results_json, run_launch, runs_with_document
 from workspace.errors import PhaseConflict
 from workspace.models import Phase, Study
 from workspace.services import study_close_assessment
@@ -49,11 +49,12 @@ class Command(BaseCommand):
         except PhaseConflict as conflict:
             raise CommandError(str(conflict)) from None
 
-        run = self.wait(run.pk, timeout)
+        self.wait(run.pk, timeout)
         if as_json:
-            self.stdout.write(results_json(run, individual=individual).decode())
+            runs = Run.objects.all() if individual else runs_with_document(Run.objects)
+            self.stdout.write(results_json(runs.get(pk=run.pk), individual=individual).decode())
             return
-        document = results_document(run)
+        document = results_document(Run.objects.defer("snapshot").get(pk=run.pk))
         self.stdout.write(f"Run {run.pk} of {document['study']!r}: {document['iterations']} aggregation layers\n")
         self.stdout.write("Consensus weights: " + ", ".join(f"{name} {w:.4f}" for name, w in document["metric_weights"].items()))
         self.stdout.write("Expert influence:  " + ", ".join(f"{name} {w:.4f}" for name, w in document["expert_influence"].items()))
@@ -65,9 +66,9 @@ class Command(BaseCommand):
                 f"{candidate['rank']:>4}  {candidate['name']:<24} {candidate['cef']:>8.4f} {candidate['weighted_score']:>9.4f}  {vetoes}"
             )
 
-    def wait(self, run_id: int, timeout: float) -> Run:
-        """The run once finished (with its results, not its snapshot);
-        CommandError if it failed or did not finish in time."""
+    def wait(self, run_id: int, timeout: float) -> None:
+        """Return once the run has succeeded; CommandError if it failed or
+        did not finish in time."""
         deadline = time.monotonic() + timeout
         run = Run.objects.only(*STATUS_FIELDS).get(pk=run_id)
         if not settings.CELERY_TASK_ALWAYS_EAGER and not run.is_finished:
@@ -81,4 +82,3 @@ class Command(BaseCommand):
             run.refresh_from_db(fields=STATUS_FIELDS)
         if run.status == Run.Status.FAILED:
             raise CommandError(f"run {run.pk} failed: {run.error}")
-        return Run.objects.defer("snapshot").get(pk=run_id)
