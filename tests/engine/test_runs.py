@@ -939,3 +939,21 @@ def test_command_reports_a_failed_run(eager_celery, monkeypatch):
     with pytest.raises(CommandError, match=r"failed: The inputs cannot be evaluated: peer_weights row 2 sums to 0.5"):
         command(study.pk, "--json")
     assert Run.objects.get(study=study).status == Run.Status.FAILED
+
+
+# --- 11. the admin ----------------------------------------------------------------
+
+
+def test_admin_run_list_leaves_the_json_fields_out(study, admin_client, settings):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
+    _, run = executed(launch(study))
+    with CaptureQueriesContext(connection) as queries:
+        listed = admin_client.get("/admin/engine/run/")
+    assert listed.status_code == 200 and f"/admin/engine/run/{run.pk}/change/" in listed.content.decode()
+    run_queries = [q["sql"] for q in queries.captured_queries if 'FROM "engine_run"' in q["sql"]]
+    assert run_queries and not any('"engine_run"."snapshot"' in q or '"engine_run"."results"' in q for q in run_queries)
+    page = admin_client.get(f"/admin/engine/run/{run.pk}/change/")
+    assert page.status_code == 200 and "Comprehensibility rating" in page.content.decode()
