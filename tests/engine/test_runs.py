@@ -680,7 +680,9 @@ def test_results_document(study):
         "format", "study", "run", "launched_at", "tolerance", "iterations", "selected_attributes", "metrics",
         "attribute_weights", "metric_weights", "expert_influence", "candidates",
     ]
-    assert list(ibk) == ["name", "rank", "cef", "weighted_score", "vetoed", "vetoes", "group_scores", "individual_scores"]
+    assert list(ibk) == [
+        "name", "rank", "cef", "weighted_score", "vetoed", "vetoes", "group_scores", "individual_scores"
+    ]
 
 
 def test_results_json_is_the_document_compactly(study, django_assert_num_queries):
@@ -700,7 +702,7 @@ def test_results_json_is_the_document_compactly(study, django_assert_num_queries
     full = results_json(run, individual=True).decode()
     assert full == json.dumps(results_document(run, individual=True), separators=(",", ":"), ensure_ascii=False)
     assert json.loads(full)["candidates"][0]["individual_scores"]["statistician"] == {
-        metric: pytest.approx(g, abs=1e-12) for metric, g in zip(METRICS, HAND_G["JRip"])
+        metric: pytest.approx(g, abs=1e-12) for metric, g in zip(METRICS, HAND_G["JRip"], strict=True)
     }
 
 
