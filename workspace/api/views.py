@@ -29,6 +29,7 @@ from workspace.models import ApiToken, Candidate, Membership, Metric, QualityAtt
 
 from . import serializers as s
 from .exceptions import Conflict
+from .schema import VALIDATION_ERROR
 
 User = get_user_model()
 
@@ -649,7 +650,10 @@ class RunResultsView(RunScoped, APIView):
                 "grows with the experts); one candidate's are at candidates/{name}/scores/",
             )
         ],
-        responses={200: OpenApiResponse(response={"type": "object"}, description="an approve-results/1 document")},
+        responses={
+            200: OpenApiResponse(response={"type": "object"}, description="an approve-results/1 document"),
+            400: VALIDATION_ERROR,
+        },
     )
     def get(self, request, run_id):
         """The ``approve-results/1`` document (409 until the run has succeeded),
