@@ -1,4 +1,6 @@
 from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from .models import Run
 
@@ -17,6 +19,11 @@ class RunAdmin(admin.ModelAdmin):
         "study", "launched_by", "status", "tolerance", "launched_at", "started_at", "lease_expires_at",
         "finished_at", "attempts", "duration_seconds", "error", "snapshot", "results",
     ]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        # The list shows none of the JSON fields (megabytes on a large study);
+        # a run's page loads them when it shows them.
+        return super().get_queryset(request).defer("snapshot", "results")
 
     def has_add_permission(self, request):
         return False

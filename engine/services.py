@@ -16,9 +16,11 @@ a run whose worker died is taken over within a minute, and a run launched
 while the broker was down starts once it is back.
 """
 
+import json
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -28,6 +30,7 @@ from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import DatabaseError, connection, transaction
 from django.db.models import F, Q, QuerySet
+from django.db.models.fields.json import KT
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
@@ -270,7 +273,7 @@ def _check_named(experts, metrics, peer_weights, lower, upper):
         )
 
 
-def competition_ranks(cef, weighted):
+def competition_ranks(cef: list[float], weighted: list[float]) -> tuple[list[int], list[int]]:
     """Order (best first) and ranks where equal CEFs share a rank ("1, 2, 3, 3").
 
     Within a tie the higher weighted score is listed first, so a vetoed
@@ -286,7 +289,43 @@ def competition_ranks(cef, weighted):
     return order, ranks
 
 
-def evaluate_snapshot(snapshot):
+# Elements of the (candidates, experts, metrics) veto mask built at a time:
+# bounds the memory of one pass whatever the size of the study.
+_VETO_BLOCK = 1 << 22
+
+
+def _vetoes(lower: np.ndarray, upper: np.ndarray, measurements: np.ndarray, vetoed: np.ndarray) -> list[list[list]]:
+    """For each vetoed candidate (indices ``vetoed``), its vetoing judgments
+    as ``[expert, metric, value, least acceptable, desired]``, ordered by
+    expert then metric, as ``core.vetoes_for`` lists them.
+
+    One numpy pass over blocks of candidates rather than a call per
+    candidate; the comparison is ``core``'s own, so the engine and the
+    listed vetoes can never disagree on who vetoes what."""
+    per_block = max(1, _VETO_BLOCK // max(lower.size, 1))
+    found = [[] for _ in vetoed]
+    for start in range(0, len(vetoed), per_block):
+        block = vetoed[start : start + per_block]
+        values = measurements[block]
+        candidate, expert, metric = np.nonzero(core._vetoing_mask(lower, upper, values[:, None, :]))
+        rows = zip(
+            (candidate + start).tolist(), expert.tolist(), metric.tolist(),
+            values[candidate, metric].tolist(), lower[expert, metric].tolist(), upper[expert, metric].tolist(),
+            strict=True,
+        )
+        for position, *veto in rows:
+            found[position].append(veto)
+    return found
+
+
+# What ``Run.results`` holds (engine/models.py): everything the results
+# document needs, so serving it never reads the snapshot; candidates best
+# first, scores as arrays in the order of ``metrics``; and under "document"
+# the document's compact JSON from "iterations" on (results_json).
+RESULTS_LAYOUT = 2
+
+
+def evaluate_snapshot(snapshot: dict) -> dict:
     """Run the engine on a snapshot; returns the results to store."""
     weights, peer_weights, lower, upper, measurements = snapshot_arrays(snapshot)
     try:
@@ -300,49 +339,48 @@ def evaluate_snapshot(snapshot):
         )
     except ValueError as error:
         raise RunInputError(str(error)) from None
-    experts = snapshot["experts"]
-    metrics = [m["name"] for m in snapshot["metrics"]]
+    if not all(np.isfinite(part).all() for part in (evaluation.metric_weights, evaluation.group_scores,
+                                                    evaluation.cef)):
+        # Never store a number JSON cannot carry; engine.core should make none.
+        raise RunInputError("the engine produced a non-finite score; the inputs are numerically out of range")
     attribute_of = [m["attribute"] for m in snapshot["metrics"]]
     attribute_weights = [
-        float(sum(w for w, attribute in zip(evaluation.metric_weights, attribute_of) if attribute == name))
+        float(sum(w for w, attribute in zip(evaluation.metric_weights, attribute_of, strict=True) if attribute == name))
         for name in snapshot["attributes"]
     ]
     cef = evaluation.cef.tolist()
     weighted = evaluation.weighted_scores.tolist()
     order, ranks = competition_ranks(cef, weighted)
-    candidates = []
-    for c in order:
-        vetoes = [
+    vetoed = np.flatnonzero(evaluation.vetoed)
+    vetoes = dict(zip(vetoed.tolist(), _vetoes(lower, upper, measurements, vetoed), strict=True))
+    group_scores = evaluation.group_scores.tolist()
+    names = snapshot["candidates"]
+    results = {
+        "layout": RESULTS_LAYOUT,
+        "study": snapshot["study"]["title"],
+        "iterations": int(evaluation.iterations),
+        "selected_attributes": snapshot["attributes"],
+        "metrics": [m["name"] for m in snapshot["metrics"]],
+        "experts": snapshot["experts"],
+        "attribute_weights": attribute_weights,
+        "metric_weights": evaluation.metric_weights.tolist(),
+        "expert_influence": evaluation.expert_influence.tolist(),
+        "candidates": [
             {
-                "expert": experts[veto.expert],
-                "metric": metrics[veto.metric],
-                "value": float(measurements[c, veto.metric]),
-                "range": [float(lower[veto.expert, veto.metric]), float(upper[veto.expert, veto.metric])],
-            }
-            for veto in (core.vetoes_for(lower, upper, measurements[c]) if evaluation.vetoed[c] else [])
-        ]
-        candidates.append(
-            {
-                "index": c,
-                "name": snapshot["candidates"][c],
+                "name": names[c],
                 "rank": ranks[c],
                 "cef": cef[c],
                 "weighted_score": weighted[c],
-                "vetoed": bool(evaluation.vetoed[c]),
-                "vetoes": vetoes,
-                "group_scores": evaluation.group_scores[c].tolist(),
+                "vetoed": c in vetoes,
+                "vetoes": vetoes.get(c, []),
+                "group_scores": group_scores[c],
             }
-        )
-    if not all(np.isfinite(part).all() for part in (evaluation.metric_weights, evaluation.group_scores, evaluation.cef)):
-        # Never store a number JSON cannot carry; engine.core should make none.
-        raise RunInputError("the engine produced a non-finite score; the inputs are numerically out of range")
-    return {
-        "iterations": int(evaluation.iterations),
-        "metric_weights": evaluation.metric_weights.tolist(),
-        "attribute_weights": attribute_weights,
-        "expert_influence": evaluation.expert_influence.tolist(),
-        "candidates": candidates,
+            for c in order
+        ],
     }
+    # The document's bytes, so that serving it parses and builds nothing.
+    results["document"] = _document_tail(results)
+    return results
 
 
 @dataclass(frozen=True)
@@ -506,53 +544,137 @@ def runs_recover_stale(*, now: datetime | None = None) -> list[int]:
 # --- reading results -------------------------------------------------------------
 
 
-def results_document(run, *, individual=True):
-    """The ``approve-results/1`` document of a succeeded run (FORMATS.md)."""
-    snapshot, results = run.snapshot, run.results
-    metrics = [m["name"] for m in snapshot["metrics"]]
-    experts = snapshot["experts"]
-    if individual:
-        _, _, lower, upper, measurements = snapshot_arrays(snapshot)
-    candidates = []
-    for entry in results["candidates"]:
-        candidate = {
-            "name": entry["name"],
-            "rank": entry["rank"],
-            "cef": entry["cef"],
-            "weighted_score": entry["weighted_score"],
-            "vetoed": entry["vetoed"],
-            "vetoes": entry["vetoes"],
-            "group_scores": dict(zip(metrics, entry["group_scores"])),
-        }
-        if individual:
-            scores = core.individual_scores(lower, upper, measurements[entry["index"]])
-            candidate["individual_scores"] = {
-                expert: dict(zip(metrics, row)) for expert, row in zip(experts, scores.tolist())
-            }
-        candidates.append(candidate)
+def _named(names: list[str], row: list) -> dict:
+    return dict(zip(names, row, strict=True))
+
+
+def _candidate_out(entry: dict, experts: list[str], metrics: list[str]) -> dict:
+    """One stored candidate in the document's shape (FORMATS.md)."""
     return {
-        "format": "approve-results/1",
-        "study": snapshot["study"]["title"],
-        "run": run.pk,
-        "launched_at": run.launched_at.isoformat().replace("+00:00", "Z"),
-        "tolerance": run.tolerance,
-        "iterations": results["iterations"],
-        "selected_attributes": snapshot["attributes"],
-        "metrics": metrics,
-        "attribute_weights": dict(zip(snapshot["attributes"], results["attribute_weights"])),
-        "metric_weights": dict(zip(metrics, results["metric_weights"])),
-        "expert_influence": dict(zip(experts, results["expert_influence"])),
-        "candidates": candidates,
+        "name": entry["name"],
+        "rank": entry["rank"],
+        "cef": entry["cef"],
+        "weighted_score": entry["weighted_score"],
+        "vetoed": entry["vetoed"],
+        "vetoes": [
+            {"expert": experts[i], "metric": metrics[j], "value": value, "range": [least, desired]}
+            for i, j, value, least, desired in entry["vetoes"]
+        ],
+        "group_scores": _named(metrics, entry["group_scores"]),
     }
 
 
-def candidate_individual_scores(run, candidate_name):
-    """One candidate's k x n individual scores, recomputed from the snapshot:
-    ``{expert: {metric: score}}``, or None if no such candidate."""
+class _ScoreInputs:
+    """The bounds of a run's snapshot, to score its candidates one at a time
+    (never the whole (candidates, experts, metrics) tensor)."""
+
+    def __init__(self, snapshot: dict):
+        self.snapshot = snapshot
+        self.experts = snapshot["experts"]
+        self.metrics = [m["name"] for m in snapshot["metrics"]]
+        self.index = {name: c for c, name in enumerate(snapshot["candidates"])}
+        self.lower = _matrix(snapshot, "lower", self.experts, self.metrics, "an acceptable range")
+        self.upper = _matrix(snapshot, "upper", self.experts, self.metrics, "an acceptable range")
+
+    def scores(self, name: str) -> dict:
+        row = np.array(self.snapshot["measurements"][self.index[name]], dtype=float)
+        scores = core.individual_scores(self.lower, self.upper, row).tolist()
+        return {expert: _named(self.metrics, values) for expert, values in zip(self.experts, scores, strict=True)}
+
+
+def _document_start(run: Run, study: str) -> dict:
+    """The document's keys before its computed results, in FORMATS.md's order."""
+    return {
+        "format": "approve-results/1",
+        "study": study,
+        "run": run.pk,
+        "launched_at": run.launched_at.isoformat().replace("+00:00", "Z"),
+        "tolerance": run.tolerance,
+    }
+
+
+def _document_body(results: dict) -> dict:
+    """The computed results but the candidates, in FORMATS.md's order."""
+    metrics = results["metrics"]
+    return {
+        "iterations": results["iterations"],
+        "selected_attributes": results["selected_attributes"],
+        "metrics": metrics,
+        "attribute_weights": _named(results["selected_attributes"], results["attribute_weights"]),
+        "metric_weights": _named(metrics, results["metric_weights"]),
+        "expert_influence": _named(results["experts"], results["expert_influence"]),
+    }
+
+
+def _candidates_out(results: dict, snapshot: dict | None = None) -> Iterator[dict]:
+    """The candidates in the document's shape; with their individual scores
+    when given the snapshot they come from."""
+    inputs = _ScoreInputs(snapshot) if snapshot is not None else None
+    for entry in results["candidates"]:
+        candidate = _candidate_out(entry, results["experts"], results["metrics"])
+        if inputs is not None:
+            candidate["individual_scores"] = inputs.scores(entry["name"])
+        yield candidate
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _document_tail(results: dict, snapshot: dict | None = None) -> str:
+    """The document from ``iterations`` to its end, as compact JSON without
+    the closing brace. Candidates are serialised one at a time: with
+    individual scores the document is large, and its dictionaries are never
+    all held at once."""
+    body = _json(_document_body(results))[1:-1]
+    candidates = ",".join(_json(candidate) for candidate in _candidates_out(results, snapshot))
+    return f'{body},"candidates":[{candidates}]'
+
+
+def results_document(run: Run, *, individual: bool = False) -> dict:
+    """The ``approve-results/1`` document of a succeeded run (FORMATS.md),
+    built from its stored results in one pass. ``individual`` adds every
+    candidate's k x n individual scores, computed from the snapshot (the
+    document then grows with experts; FORMATS.md "Size")."""
+    results = run.results
+    return {
+        **_document_start(run, results["study"]),
+        **_document_body(results),
+        "candidates": list(_candidates_out(results, run.snapshot if individual else None)),
+    }
+
+
+def runs_with_document(queryset: QuerySet) -> QuerySet:
+    """``queryset`` ready for ``results_json``: the stored document text and
+    the study's title are read out of the results by the database, and
+    neither the snapshot nor the results is loaded or parsed."""
+    return queryset.defer("snapshot", "results").annotate(
+        stored_study=KT("results__study"), stored_document=KT("results__document")
+    )
+
+
+def results_json(run: Run, *, individual: bool = False) -> bytes:
+    """The document as compact UTF-8 JSON: the one place its bytes are made,
+    so the command, the API and any download serve the same bytes.
+
+    Without individual scores it is the text stored when the run finished
+    (read without parsing it when ``run`` comes from ``runs_with_document``);
+    with them it is built from the results and the snapshot."""
+    if individual:
+        study, tail = run.results["study"], _document_tail(run.results, run.snapshot)
+    else:
+        study, tail = getattr(run, "stored_study", None), getattr(run, "stored_document", None)
+        if tail is None:  # loaded without runs_with_document, or stored before the text was
+            study, tail = run.results["study"], run.results.get("document") or _document_tail(run.results)
+    # The start is a non-empty object: its "}" is replaced by the tail.
+    return f"{_json(_document_start(run, study))[:-1]},{tail}}}".encode()
+
+
+def candidate_individual_scores(run: Run, candidate_name: str) -> dict | None:
+    """One candidate's k x n individual scores, computed from the snapshot
+    for that candidate only: ``{expert: {metric: score}}``, or None if no
+    such candidate."""
     snapshot = run.snapshot
     if candidate_name not in snapshot["candidates"]:
         return None
-    _, _, lower, upper, measurements = snapshot_arrays(snapshot)
-    scores = core.individual_scores(lower, upper, measurements[snapshot["candidates"].index(candidate_name)])
-    metrics = [m["name"] for m in snapshot["metrics"]]
-    return {expert: dict(zip(metrics, row)) for expert, row in zip(snapshot["experts"], scores.tolist())}
+    return _ScoreInputs(snapshot).scores(candidate_name)

@@ -9,11 +9,12 @@ judgments as given, only the ranges an expert set), so export → import →
 export is the identity.
 """
 
+from django.contrib.auth.models import AbstractBaseUser as User
 from django.db import transaction
 
 from . import invitations, services
 from .errors import InvalidInput, PhaseConflict
-from .models import Metric, Phase, QualityAttribute
+from .models import Measurement, Membership, Metric, Phase, QualityAttribute, Study
 from .selectors import expert_inputs_list, expert_list
 from .selectors import number_out as _number_out
 
@@ -66,10 +67,12 @@ def _check_envelope(bundle):
     if phase not in Phase.values:
         raise InvalidInput({"phase": f"must be one of {', '.join(Phase.values)}, got {phase!r}"})
     experts = _expect(bundle.get("experts", []), list, "experts", "a list of usernames")
+    seen = set()
     for position, username in enumerate(experts):
         _expect(username, str, f"experts[{position}]", "a username")
-        if experts.index(username) != position:
+        if username in seen:
             raise InvalidInput({f"experts[{position}]": f"{username!r} is listed twice"})
+        seen.add(username)
     for key in ("attributes", "metrics", "candidates"):
         _expect(bundle.get(key, []), list, key, "a list")
     return phase, experts
@@ -111,16 +114,12 @@ def _transition(service, study, phase):
         raise InvalidInput({"phase": f"cannot import the study as {phase}: {conflict}"}) from None
 
 
-@transaction.atomic
-def study_import_bundle(*, bundle, importer=None):
-    """Create a study from an ``approve-study/1`` bundle; all or nothing.
+# --- import, step by step ----------------------------------------------------------
+# Each step reads one part of the bundle, checks its shape and calls the
+# services; a refusal names the offending field by its path in the bundle.
 
-    ``importer`` is the user importing (the API); None is the command line.
-    What an import may write in other experts' names: ``workspace.invitations``."""
-    phase, expert_names = _check_envelope(bundle)
-    _later_sections_absent(bundle, phase)
-    bundle = invitations.import_bundle_consented(bundle=bundle, experts=expert_names, importer=importer)
 
+def _create_study(bundle: dict, importer: User | None) -> Study:
     designer_name = bundle.get("designer")
     if designer_name is None:
         if importer is None:
@@ -128,9 +127,8 @@ def study_import_bundle(*, bundle, importer=None):
         designer = importer
     else:
         designer = services.user_get_or_create(username=designer_name, field="designer")
-
     try:
-        study = services.study_create(
+        return services.study_create(
             designer=designer,
             title=bundle["title"],
             description=bundle.get("description", ""),
@@ -140,22 +138,26 @@ def study_import_bundle(*, bundle, importer=None):
     except InvalidInput as error:
         raise error.prefixed(next(iter(error.errors))) from None
 
-    experts = invitations.import_experts(study=study, usernames=expert_names, importer=importer)
 
+def _add_attributes(study: Study, entries: list) -> dict[str, QualityAttribute]:
     attributes = {}
-    for position, entry in enumerate(bundle.get("attributes", [])):
+    for position, entry in enumerate(entries):
         field = f"attributes[{position}]"
         _keys(entry, field, required=("name",), optional=("kind", "description"))
         try:
             attribute = services.attribute_add(
-                study=study, name=entry["name"], kind=entry.get("kind", "main"), description=entry.get("description", "")
+                study=study, name=entry["name"], kind=entry.get("kind", "main"),
+                description=entry.get("description", ""),
             )
         except InvalidInput as error:
             raise error.within(field) from None
         attributes[attribute.name] = attribute
+    return attributes
 
+
+def _add_metrics(study: Study, entries: list, attributes: dict[str, QualityAttribute]) -> dict[str, Metric]:
     metrics = {}
-    for position, entry in enumerate(bundle.get("metrics", [])):
+    for position, entry in enumerate(entries):
         field = f"metrics[{position}]"
         _keys(entry, field, required=("name", "attribute"), optional=("better", "unit", "default_range"))
         attribute = attributes.get(entry["attribute"]) if isinstance(entry["attribute"], str) else None
@@ -173,33 +175,38 @@ def study_import_bundle(*, bundle, importer=None):
         except InvalidInput as error:
             raise error.within(field) from None
         metrics[metric.name] = metric
+    return metrics
 
-    measurements = []
-    for position, entry in enumerate(bundle.get("candidates", [])):
+
+def _add_candidates(study: Study, entries: list, metrics: dict[str, Metric]) -> None:
+    """Every candidate in one INSERT, then every measurement in one bulk
+    upsert: the queries do not grow with the candidates."""
+    measurements, fields = [], []
+    for position, entry in enumerate(entries):
         field = f"candidates[{position}]"
         _keys(entry, field, required=("name",), optional=("description", "measurements"))
-        try:
-            candidate = services.candidate_add(study=study, name=entry["name"], description=entry.get("description", ""))
-        except InvalidInput as error:
-            raise error.within(field) from None
         values = _expect(entry.get("measurements", {}), dict, f"{field}.measurements", "an object {metric: value}")
-        for metric_name, value in values.items():
+        for metric_name in values:
             if metric_name not in metrics:
                 raise InvalidInput({f"{field}.measurements.{metric_name}": "no metric of that name in the bundle"})
-            measurements.append(((field, metric_name), {"candidate": candidate.name, "metric": metric_name, "value": value}))
+    candidates = services.candidates_add(study=study, candidates=entries)
+    for position, (entry, candidate) in enumerate(zip(entries, candidates, strict=True)):
+        for metric_name, value in entry.get("measurements", {}).items():
+            measurements.append({"candidate": candidate.name, "metric": metric_name, "value": value})
+            fields.append(f"candidates[{position}].measurements.{metric_name}")
     try:
-        services.measurements_set(study=study, measurements=[entry for _, entry in measurements])
+        services.measurements_set(study=study, measurements=measurements)
     except InvalidInput as error:
         # Map "measurements[i].value" back to the candidate that holds it.
         field = next(iter(error.errors))
         index = int(field.split("[", 1)[1].split("]", 1)[0])
-        (candidate_field, metric_name), _ = measurements[index]
-        raise InvalidInput({f"{candidate_field}.measurements.{metric_name}": error.errors[field]}) from None
+        raise InvalidInput({fields[index]: error.errors[field]}) from None
 
-    if phase == Phase.DRAFT:
-        return study
-    _transition(services.study_open_voting, study, phase)
 
+def _cast_votes(
+    bundle: dict, phase: str, experts: dict[str, Membership], attributes: dict[str, QualityAttribute],
+    metrics: dict[str, Metric],
+) -> None:
     votes = bundle.get("votes") or {}
     _keys(votes, "votes", required=(), optional=("attributes", "metrics"))
     if phase != Phase.VOTING:
@@ -220,13 +227,10 @@ def study_import_bundle(*, bundle, importer=None):
                 raise InvalidInput(
                     {f"votes.{field}.{username}": messages for field, messages in error.errors.items()}
                 ) from None
-    if phase == Phase.VOTING:
-        # The transition saved a locked copy: reread, or the caller gets "draft".
-        study.refresh_from_db()
-        return study
-    _transition(services.study_close_voting, study, phase)
 
-    study.refresh_from_db()
+
+def _give_assessment_inputs(bundle: dict, experts: dict[str, Membership]) -> None:
+    """Each expert's priorities, ranges and peer weights."""
     for username, priority in _per_expert(bundle, "priorities", experts).items():
         field = f"priorities.{username}"
         _keys(priority, field, required=("method",), optional=("weights", "judgments", "metric_priorities"))
@@ -247,18 +251,60 @@ def study_import_bundle(*, bundle, importer=None):
         except InvalidInput as error:
             raise error.prefixed(f"peer_weights.{username}") from None
 
-    if phase == Phase.CLOSED:
-        _transition(services.study_close_assessment, study, phase)
+
+@transaction.atomic
+def study_import_bundle(*, bundle: dict, importer: User | None = None) -> Study:
+    """Create a study from an ``approve-study/1`` bundle; all or nothing.
+
+    The study is built as a person would, phase by phase: setup in the
+    draft, then the votes, then the assessment inputs, stopping at the
+    bundle's phase. ``importer`` is the user importing (the API); None is
+    the command line. What an import may write in other experts' names:
+    ``workspace.invitations``."""
+    phase, expert_names = _check_envelope(bundle)
+    _later_sections_absent(bundle, phase)
+    bundle = invitations.import_bundle_consented(bundle=bundle, experts=expert_names, importer=importer)
+    study = _create_study(bundle, importer)
+    experts = invitations.import_experts(study=study, usernames=expert_names, importer=importer)
+    attributes = _add_attributes(study, bundle.get("attributes", []))
+    metrics = _add_metrics(study, bundle.get("metrics", []), attributes)
+    _add_candidates(study, bundle.get("candidates", []), metrics)
+    if phase == Phase.DRAFT:
+        return study
+
+    _transition(services.study_open_voting, study, phase)
+    _cast_votes(bundle, phase, experts, attributes, metrics)
+    if phase != Phase.VOTING:
+        _transition(services.study_close_voting, study, phase)
+        _give_assessment_inputs(bundle, experts)
+        if phase == Phase.CLOSED:
+            _transition(services.study_close_assessment, study, phase)
+    # The transitions saved locked copies: reread, or the caller gets "draft".
     study.refresh_from_db()
     return study
 
 
-def study_export_bundle(*, study):
+def _measurements_out(study: Study, metrics: list[Metric]) -> dict[int, dict]:
+    """``{candidate id: {metric name: value}}`` in metric position order,
+    from one query of plain values (no model instances)."""
+    metric_of = {m.pk: m for m in metrics}
+    rows = sorted(
+        Measurement.objects.filter(candidate__study=study).values_list("candidate_id", "metric_id", "value"),
+        key=lambda row: (row[0], metric_of[row[1]].position, row[1]),
+    )
+    measurements = {}
+    for candidate_id, metric_id, value in rows:
+        measurements.setdefault(candidate_id, {})[metric_of[metric_id].name] = _number_out(value)
+    return measurements
+
+
+def study_export_bundle(*, study: Study) -> dict:
     """The study as an ``approve-study/1`` document."""
     experts = list(expert_list(study=study))
     attributes = list(QualityAttribute.objects.filter(study=study).order_by("position", "id"))
     metrics = list(Metric.objects.filter(study=study).select_related("attribute").order_by("attribute__position", "attribute__id", "position", "id"))
-    candidates = list(study.candidates.prefetch_related("measurements__metric").order_by("position", "id"))
+    candidates = list(study.candidates.order_by("position", "id"))
+    measurements = _measurements_out(study, metrics)
     sections = expert_inputs_list(study=study, experts=experts)
 
     return {
@@ -285,10 +331,7 @@ def study_export_bundle(*, study):
             {
                 "name": c.name,
                 "description": c.description,
-                "measurements": {
-                    m.metric.name: _number_out(m.value)
-                    for m in sorted(c.measurements.all(), key=lambda m: (m.metric.position, m.metric.pk))
-                },
+                "measurements": measurements.get(c.pk, {}),
             }
             for c in candidates
         ],

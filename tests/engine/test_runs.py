@@ -37,6 +37,7 @@ from engine.services import (
     candidate_individual_scores,
     competition_ranks,
     results_document,
+    results_json,
     run_claim,
     run_execute,
     run_launch,
@@ -199,13 +200,16 @@ def test_case_study_1_figures(study):
     for name in ("RandomForest", "IBk"):
         assert candidates[name]["vetoed"] is True
         assert candidates[name]["cef"] == 0
-        assert candidates[name]["vetoes"] == [
-            {"expert": e, "metric": "Comprehensibility rating", "value": 0, "range": [6, 10]} for e in EXPERTS
-        ]
+        # [expert, metric, value, least acceptable, desired], by expert then metric.
+        assert candidates[name]["vetoes"] == [[i, 2, 0, 6, 10] for i in range(len(EXPERTS))]
         assert candidates[name]["group_scores"][2] == 0
-    # The index stored with each candidate points into the snapshot.
-    for entry in results["candidates"]:
-        assert run.snapshot["candidates"][entry["index"]] == entry["name"]
+    # The names the document needs are stored with the results (serving it
+    # never reads the snapshot).
+    assert results["layout"] == services.RESULTS_LAYOUT
+    assert results["study"] == "Cancer diagnosis from microarray data"
+    assert (results["experts"], results["metrics"], results["selected_attributes"]) == (
+        EXPERTS, METRICS, SELECTED_ATTRIBUTES
+    )
 
 
 def test_paper_cef_from_its_own_group_scores(study):
@@ -624,7 +628,7 @@ def test_competition_ranks():
 
 def test_results_document(study):
     _, run = executed(launch(study))
-    document = results_document(run)
+    document = results_document(run, individual=True)
     assert set(document) == {
         "format", "study", "run", "launched_at", "tolerance", "iterations", "selected_attributes", "metrics",
         "attribute_weights", "metric_weights", "expert_influence", "candidates",
@@ -662,11 +666,99 @@ def test_results_document(study):
     assert ibk["vetoed"] and len(ibk["vetoes"]) == 4
     assert all(scores["Comprehensibility rating"] == 0 for scores in ibk["individual_scores"].values())
 
-    compact = results_document(run, individual=False)
+    compact = results_document(run)  # FORMATS.md "Size": no individual scores unless asked for
     assert all("individual_scores" not in c for c in compact["candidates"])
     assert {k: v for k, v in compact.items() if k != "candidates"} == {
         k: v for k, v in document.items() if k != "candidates"
     }
+    assert compact["candidates"] == [
+        {k: v for k, v in c.items() if k != "individual_scores"} for c in document["candidates"]
+    ]
+    assert ibk["vetoes"] == [
+        {"expert": e, "metric": "Comprehensibility rating", "value": 0, "range": [6, 10]} for e in EXPERTS
+    ]
+    # Keys in FORMATS.md's order (the stored JSON keeps no key order).
+    assert list(document) == [
+        "format", "study", "run", "launched_at", "tolerance", "iterations", "selected_attributes", "metrics",
+        "attribute_weights", "metric_weights", "expert_influence", "candidates",
+    ]
+    assert list(ibk) == [
+        "name", "rank", "cef", "weighted_score", "vetoed", "vetoes", "group_scores", "individual_scores"
+    ]
+
+
+def test_results_json_is_the_document_compactly(study, django_assert_num_queries):
+    _, run = executed(launch(study))
+    run = Run.objects.defer("snapshot").get(pk=run.pk)
+    text = results_json(run).decode()
+    assert text == json.dumps(results_document(run), separators=(",", ":"), ensure_ascii=False)
+    # The stored text, read by the database without loading the results.
+    with django_assert_num_queries(1):
+        stored = services.runs_with_document(Run.objects).get(pk=run.pk)
+        assert results_json(stored).decode() == text
+    assert text == results_json(Run.objects.get(pk=run.pk)).decode()
+    # The fallback for results stored without the text builds the same bytes.
+    del run.results["document"]
+    assert results_json(run).decode() == text
+    assert ": " not in text and "\n" not in text and "individual_scores" not in text
+    full = results_json(run, individual=True).decode()
+    assert full == json.dumps(results_document(run, individual=True), separators=(",", ":"), ensure_ascii=False)
+    assert json.loads(full)["candidates"][0]["individual_scores"]["statistician"] == {
+        metric: pytest.approx(g, abs=1e-12) for metric, g in zip(METRICS, HAND_G["JRip"], strict=True)
+    }
+
+
+def test_results_json_keeps_names_as_written(study):
+    workspace.candidate_update(candidate=study.candidates.get(name="J48"), name="Ärzte-Baum \u201cC4.5\u201d")
+    workspace.study_update(study=study, title="Étude «1»")
+    _, run = executed(launch(study))
+    text = results_json(run).decode()
+    assert '"study":"Étude «1»"' in text and '"name":"Ärzte-Baum \u201cC4.5\u201d"' in text
+
+
+@pytest.mark.parametrize("block", [1, 7, 1 << 22])
+def test_vetoes_match_the_engine_one_candidate_at_a_time(block, monkeypatch):
+    """The vectorised vetoes list exactly what ``core.vetoes_for`` lists for
+    each candidate, in its order, whatever the block size."""
+    monkeypatch.setattr(services, "_VETO_BLOCK", block * 12)
+    rng = np.random.default_rng(7)
+    k, n, m = 4, 3, 40
+    lower = rng.uniform(0, 0.4, (k, n))
+    upper = rng.uniform(0.6, 1, (k, n))
+    lower[:, 1], upper[:, 1] = 1 - lower[:, 1], 1 - upper[:, 1]  # lower is better
+    lower[2, 2], upper[2, 2] = upper[2, 2], lower[2, 2]  # an expert who disagrees on the direction
+    measurements = rng.uniform(0, 1, (m, n))
+    measurements[3] = lower[1]  # exactly at b^l: a veto
+    vetoed = np.flatnonzero([bool(core.vetoes_for(lower, upper, row)) for row in measurements])
+    assert 5 < len(vetoed) < m
+    found = services._vetoes(lower, upper, measurements, vetoed)
+    for c, vetoes in zip(vetoed, found, strict=True):
+        expected = core.vetoes_for(lower, upper, measurements[c])
+        assert [(i, j) for i, j, *_ in vetoes] == [tuple(v) for v in expected]
+        assert [value for _, j, value, _, _ in vetoes] == [measurements[c, j] for _, j in expected]
+        assert [[lo, hi] for i, j, _, lo, hi in vetoes] == [[lower[i, j], upper[i, j]] for i, j in expected]
+
+
+def test_migration_converts_stored_results_both_ways(study):
+    from importlib import import_module
+
+    from django.apps import apps
+
+    migration = import_module("engine.migrations.0002_results_scale")
+    _, run = executed(launch(study))
+    current = run.results
+    migration.to_layout_1(apps, None)
+    old = Run.objects.get(pk=run.pk).results
+    assert "layout" not in old
+    assert old["candidates"][2]["vetoes"][0] == {
+        "expert": "statistician", "metric": "Comprehensibility rating", "value": 0, "range": [6, 10]
+    }
+    assert [c["index"] for c in old["candidates"]] == [CANDIDATES.index(c["name"]) for c in old["candidates"]]
+    migration.to_layout_2(apps, None)
+    migrated = Run.objects.get(pk=run.pk)
+    # All but the stored text, which results_json makes again from the rest.
+    assert migrated.results == {key: value for key, value in current.items() if key != "document"}
+    assert results_json(migrated) == results_json(Run.objects.get(pk=run.pk)) == results_json(run)
 
 
 def test_candidate_individual_scores(study):
@@ -863,11 +955,14 @@ def test_command_refuses_an_unknown_study():
 @pytest.mark.django_db(transaction=True)
 def test_command_closes_runs_and_prints_json(eager_celery):
     study = study_import_bundle(bundle=case_study_bundle("assessment"))
-    document = json.loads(command(study.pk, "--close", "--json"))
+    out = command(study.pk, "--close", "--json")
+    document = json.loads(out)
     assert Study.objects.get(pk=study.pk).phase == Phase.CLOSED
     run = Run.objects.get(study=study)
     assert run.status == Run.Status.SUCCEEDED
-    assert document == json.loads(json.dumps(results_document(run)))
+    # Compact, without individual scores, and the very bytes the API serves.
+    assert out == results_json(run).decode() + "\n"
+    assert all("individual_scores" not in c for c in document["candidates"])
     assert document["format"] == "approve-results/1" and document["run"] == run.pk
     assert list(document["metric_weights"].values()) == pytest.approx(CONSENSUS, abs=5e-5)
     assert list(document["expert_influence"].values()) == pytest.approx(INFLUENCE, abs=5e-5)
@@ -880,6 +975,25 @@ def test_command_closes_runs_and_prints_json(eager_celery):
     assert cef["JRip"] == pytest.approx(sum(w * x for w, x in zip(a, HAND_G["JRip"])), abs=1e-9)
     assert cef["J48"] == pytest.approx(sum(w * x for w, x in zip(a, HAND_G["J48"])), abs=1e-9)
     assert cef["IBk"] == 0 and cef["RandomForest"] == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_command_prints_individual_scores_on_request(eager_celery):
+    study = study_import_bundle(bundle=case_study_bundle())
+    out = command(study.pk, "--json", "--individual")
+    run = Run.objects.get(study=study)
+    assert out == results_json(run, individual=True).decode() + "\n"
+    document = json.loads(out)
+    assert [list(c["individual_scores"]) for c in document["candidates"]] == [EXPERTS] * 4
+    assert document["candidates"][1]["individual_scores"] == candidate_individual_scores(run, "J48")
+
+
+@pytest.mark.django_db
+def test_command_refuses_individual_without_json():
+    study = study_import_bundle(bundle=case_study_bundle())
+    with pytest.raises(CommandError, match="--individual only applies to --json"):
+        command(study.pk, "--individual")
+    assert Run.objects.count() == 0
 
 
 @pytest.mark.django_db(transaction=True)
@@ -918,3 +1032,21 @@ def test_command_reports_a_failed_run(eager_celery, monkeypatch):
     with pytest.raises(CommandError, match=r"failed: The inputs cannot be evaluated: peer_weights row 2 sums to 0.5"):
         command(study.pk, "--json")
     assert Run.objects.get(study=study).status == Run.Status.FAILED
+
+
+# --- 11. the admin ----------------------------------------------------------------
+
+
+def test_admin_run_list_leaves_the_json_fields_out(study, admin_client, settings):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
+    _, run = executed(launch(study))
+    with CaptureQueriesContext(connection) as queries:
+        listed = admin_client.get("/admin/engine/run/")
+    assert listed.status_code == 200 and f"/admin/engine/run/{run.pk}/change/" in listed.content.decode()
+    run_queries = [q["sql"] for q in queries.captured_queries if 'FROM "engine_run"' in q["sql"]]
+    assert run_queries and not any('"engine_run"."snapshot"' in q or '"engine_run"."results"' in q for q in run_queries)
+    page = admin_client.get(f"/admin/engine/run/{run.pk}/change/")
+    assert page.status_code == 200 and "Comprehensibility rating" in page.content.decode()

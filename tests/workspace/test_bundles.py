@@ -12,11 +12,13 @@ import io
 import json
 import math
 import re
+import time
 
 import pytest
 from django.contrib.auth import authenticate, get_user_model
 from django.core.management import CommandError, call_command
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -823,3 +825,81 @@ def test_votes_may_be_omitted_when_thresholds_of_0_decide(case_study):
     assert sorted(study.attributes.filter(is_selected=True).values_list("name", flat=True)) == [
         "Accuracy", "Comprehensibility", "Consistency", "Efficiency",
     ]
+
+
+# --- at scale ----------------------------------------------------------------------------
+
+
+def _with_candidates(bundle, count):
+    """The bundle with ``count`` more candidates, each measured on every metric."""
+    bundle = copy.deepcopy(bundle)
+    bundle["candidates"] += [
+        {"name": f"Extra {i}", "description": "", "measurements": {m["name"]: 0.5 + i / 1000 for m in bundle["metrics"]}}
+        for i in range(count)
+    ]
+    return bundle
+
+
+def test_import_queries_do_not_grow_with_candidates(case_study):
+    study_import_bundle(bundle=case_study)  # the accounts exist from now on: each import then writes the same
+    counts = {}
+    for extra in (0, 40):
+        bundle = _with_candidates(case_study, extra)
+        bundle["title"] = f"With {extra} more"
+        with CaptureQueriesContext(connection) as queries:
+            study = study_import_bundle(bundle=bundle)
+        counts[extra] = len(queries)
+        names = list(study.candidates.order_by("position").values_list("name", flat=True))
+        assert names == [c["name"] for c in bundle["candidates"]]
+        assert list(study.candidates.order_by("position").values_list("position", flat=True)) == list(
+            range(1, len(names) + 1)
+        )
+        assert Measurement.objects.filter(candidate__study=study).count() == 4 * len(names)
+        assert study_export_bundle(study=study)["candidates"] == bundle["candidates"]
+    assert counts[40] == counts[0]
+
+
+def test_a_long_expert_list_is_checked_in_linear_time(case_study, unchanged):
+    """60,001 experts, the last a repeat: refused at once (the check was
+    quadratic and took 30 s), naming the repeat's position."""
+    case_study["experts"] = [f"expert{i}" for i in range(60_000)] + ["expert17"]
+    started = time.perf_counter()
+    with unchanged():
+        with pytest.raises(InvalidInput) as info:
+            study_import_bundle(bundle=case_study)
+    assert time.perf_counter() - started < 5
+    assert info.value.errors == {"experts[60000]": ["'expert17' is listed twice"]}
+
+
+def test_candidates_add_appends_in_one_insert(make_study):
+    built = make_study()
+    before = list(built.study.candidates.order_by("position").values_list("name", "position"))
+    with CaptureQueriesContext(connection) as queries:
+        added = services.candidates_add(
+            study=built.study, candidates=[{"name": f" New {i} ", "description": "d"} for i in range(30)]
+        )
+    inserts = [q for q in queries.captured_queries if q["sql"].startswith("INSERT")]
+    # savepoint, the lock, the names taken, the last position, one INSERT, release
+    assert len(inserts) == 1 and len(queries) == 6
+    assert [c.name for c in added] == [f"New {i}" for i in range(30)]  # trimmed, as candidate_add does
+    after = list(built.study.candidates.order_by("position").values_list("name", "position"))
+    last = before[-1][1]
+    assert after == before + [(f"New {i}", last + 1 + i) for i in range(30)]
+
+
+@pytest.mark.parametrize(
+    "candidates, field, fragment",
+    [
+        ([{"name": "A"}, {"name": "J48"}], "candidates[1].name", "candidate 'J48' already exists in this study"),
+        ([{"name": "A"}, {"name": "A "}], "candidates[1].name", "candidate 'A' already exists"),
+        ([{"name": "A"}, {"name": "x" * 101}], "candidates[1].name", "at most 100 characters"),
+        ([{"name": "A", "description": "a\x00"}], "candidates[0].description", "NUL"),
+        ([{"name": 5}], "candidates[0].name", "must be text"),
+    ],
+)
+def test_candidates_add_refuses_and_writes_nothing(make_study, unchanged, candidates, field, fragment):
+    built = make_study()
+    with unchanged():
+        with pytest.raises(InvalidInput) as info:
+            services.candidates_add(study=built.study, candidates=candidates)
+    assert list(info.value.errors) == [field] and fragment in info.value.errors[field][0]

@@ -8,11 +8,14 @@ every input. An outsider never learns a study exists.
 """
 
 from django.contrib.auth import authenticate
+from django.db.models import QuerySet
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, generics, status
 from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
@@ -27,6 +30,7 @@ from . import invitation_serializers as inv_s
 from . import presenters
 from . import serializers as s
 from .exceptions import Conflict
+from .schema import VALIDATION_ERROR
 from .throttling import FailOpenScopedRateThrottle
 
 # --- access ------------------------------------------------------------------------
@@ -515,11 +519,16 @@ class ExpertInputsView(StudyScoped, APIView):
 # --- runs ------------------------------------------------------------------------------
 
 
+# A run's snapshot and results are megabytes of JSON on a large study: each
+# view loads only the one it needs, and status polling neither.
+RUN_JSON_FIELDS = ("snapshot", "results")
+
+
 class RunListView(StudyScoped, PaginatedListMixin, APIView):
     @extend_schema(responses=s.RunSerializer(many=True))
     def get(self, request, study_id):
         """The study's validation runs, newest first."""
-        queryset = Run.objects.filter(study=self.study()).select_related("launched_by").defer("snapshot", "results")
+        queryset = Run.objects.filter(study=self.study()).select_related("launched_by").defer(*RUN_JSON_FIELDS)
         return self.paginated(queryset, s.RunSerializer)
 
     @extend_schema(request=None, responses={202: s.RunSerializer})
@@ -528,23 +537,27 @@ class RunListView(StudyScoped, PaginatedListMixin, APIView):
         ``Location``; poll it until ``succeeded`` or ``failed``."""
         self.require_designer("launch validation runs")
         run = engine_services.run_launch(study=self.study(), launched_by=request.user)
-        run.refresh_from_db()
+        # Read again: an eager worker may already have finished it.
+        run = Run.objects.select_related("launched_by").defer(*RUN_JSON_FIELDS).get(pk=run.pk)
         location = request.build_absolute_uri(reverse("api:run-detail", kwargs={"run_id": run.pk}))
         return Response(s.RunSerializer(run).data, status=status.HTTP_202_ACCEPTED, headers={"Location": location})
 
 
 class RunScoped:
-    def run(self):
+    def run(self, *, queryset: QuerySet | None = None) -> Run:
+        """The run, if the user is a member of its study (404 otherwise),
+        from ``queryset`` (default: without its JSON fields)."""
         if not hasattr(self, "_run"):
             visible = selectors.studies_visible_to(self.request.user)
-            run = Run.objects.select_related("launched_by", "study").filter(pk=self.kwargs["run_id"], study__in=visible).first()
+            queryset = Run.objects.defer(*RUN_JSON_FIELDS) if queryset is None else queryset
+            run = queryset.select_related("launched_by").filter(pk=self.kwargs["run_id"], study__in=visible).first()
             if run is None:
                 raise exceptions.NotFound("No such run.")
             self._run = run
         return self._run
 
-    def succeeded_run(self):
-        run = self.run()
+    def succeeded_run(self, *, queryset: QuerySet | None = None) -> Run:
+        run = self.run(queryset=queryset)
         if run.status != Run.Status.SUCCEEDED:
             detail = f"Run {run.pk} is {run.status}; results exist once it has succeeded."
             if run.status == Run.Status.FAILED:
@@ -560,19 +573,46 @@ class RunDetailView(RunScoped, APIView):
         return Response(s.RunSerializer(self.run()).data)
 
 
+def _flag(request: Request, name: str) -> bool:
+    """A boolean query parameter: ``true`` or ``false`` (default false)."""
+    value = request.query_params.get(name, "false")
+    if value not in ("true", "false"):
+        raise exceptions.ValidationError({name: [f"must be true or false, got {value!r}"]})
+    return value == "true"
+
+
 class RunResultsView(RunScoped, APIView):
-    @extend_schema(responses={200: OpenApiResponse(response={"type": "object"}, description="an approve-results/1 document")})
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "individual", bool, default=False,
+                description="add every candidate's individual scores, expert x metric (large: the document then "
+                "grows with the experts); one candidate's are at candidates/{name}/scores/",
+            )
+        ],
+        responses={
+            200: OpenApiResponse(response={"type": "object"}, description="an approve-results/1 document"),
+            400: VALIDATION_ERROR,
+        },
+    )
     def get(self, request, run_id):
-        """The ``approve-results/1`` document (409 until the run has succeeded)."""
-        return Response(engine_services.results_document(self.succeeded_run()))
+        """The ``approve-results/1`` document (409 until the run has succeeded),
+        as compact JSON: the same bytes ``run_validation --json`` prints."""
+        individual = _flag(request, "individual")
+        # The document's stored text alone, unless individual scores are
+        # computed from the snapshot and the results.
+        runs = Run.objects.all() if individual else engine_services.runs_with_document(Run.objects)
+        run = self.succeeded_run(queryset=runs)
+        return HttpResponse(engine_services.results_json(run, individual=individual), content_type="application/json")
 
 
 class CandidateScoresView(RunScoped, APIView):
     @extend_schema(responses={200: OpenApiResponse(response=s.SCORES_SCHEMA)})
     def get(self, request, run_id, name):
         """One candidate's individual scores, ``{expert: {metric: score}}``,
-        recomputed from the run's snapshot."""
-        scores = engine_services.candidate_individual_scores(self.succeeded_run(), name)
+        computed from the run's snapshot for that candidate only."""
+        run = self.succeeded_run(queryset=Run.objects.defer("results"))
+        scores = engine_services.candidate_individual_scores(run, name)
         if scores is None:
             raise exceptions.NotFound(f"No candidate named {name!r} in this run.")
         return Response(scores)

@@ -256,6 +256,32 @@ def candidate_add(*, study: Study, name: str, description: str = "") -> Candidat
 
 
 @transaction.atomic
+def candidates_add(*, study: Study, candidates: list[dict]) -> list[Candidate]:
+    """Add ``[{"name", "description"}]`` after the study's candidates, in
+    this order, with the rules of ``candidate_add``, in a number of queries
+    that does not grow with the candidates (the bundle importer adds a
+    thousand at once). The first bad entry is refused naming
+    ``candidates[i].name`` (or ``.description``); then nothing is written.
+    Queries: the lock, the names taken, the last position, one INSERT."""
+    study = locked(study)
+    taken = set(Candidate.objects.filter(study=study).values_list("name", flat=True))
+    position = next_position(study.candidates)
+    rows = []
+    for index, entry in enumerate(candidates):
+        field = f"candidates[{index}]"
+        try:
+            name = text(entry.get("name"), "name", max_length=100)
+            description = _description(entry.get("description", ""))
+        except InvalidInput as error:
+            raise error.within(field) from None
+        if name in taken:
+            raise InvalidInput({f"{field}.name": f"candidate {name!r} already exists in this study"})
+        taken.add(name)
+        rows.append(Candidate(study=study, name=name, description=description, position=position + index))
+    return Candidate.objects.bulk_create(rows)
+
+
+@transaction.atomic
 def candidate_update(*, candidate: Candidate, **changes: Any) -> Candidate:
     study = locked(candidate.study)
     fields = apply_changes(

@@ -1,14 +1,18 @@
-import json
 import time
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from engine.models import Run
-from engine.services import results_document, run_awaits_broker, run_launch
+from engine.services import results_document, results_json, run_awaits_broker, run_launch, runs_with_document
 from workspace.errors import PhaseConflict
 from workspace.models import Phase, Study
 from workspace.services import study_close_assessment
+
+
+# What polling reads: the status, never the snapshot and results (megabytes
+# of JSON on a large study).
+STATUS_FIELDS = ("status", "error", "lease_expires_at")
 
 
 class Command(BaseCommand):
@@ -19,12 +23,18 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("study_id", type=int)
-        parser.add_argument("--json", action="store_true", help="print the approve-results/1 document")
+        parser.add_argument("--json", action="store_true", help="print the approve-results/1 document (compact JSON)")
+        parser.add_argument(
+            "--individual", action="store_true",
+            help="with --json, add every candidate's individual scores (the document then grows with the experts)",
+        )
         parser.add_argument("--close", action="store_true", help="close the assessment first if it is still open")
         parser.add_argument("--timeout", type=float, default=600, help="seconds to wait for a worker (default 600)")
 
-    def handle(self, *args, study_id, close=False, timeout=600, **options):
+    def handle(self, *args, study_id, close=False, timeout=600, individual=False, **options):
         as_json = options["json"]
+        if individual and not as_json:
+            raise CommandError("--individual only applies to --json")
         study = Study.objects.select_related("designer").filter(pk=study_id).first()
         if study is None:
             raise CommandError(f"no study with id {study_id}")
@@ -39,28 +49,12 @@ class Command(BaseCommand):
         except PhaseConflict as conflict:
             raise CommandError(str(conflict)) from None
 
-        deadline = time.monotonic() + timeout
-        run.refresh_from_db()
-        if run_awaits_broker(run):
-            raise CommandError(
-                f"the broker (Redis) is unreachable, so no worker can take run {run.pk}: it is saved as queued and "
-                "the recovery sweep (celery beat) sends it once the broker is back; follow it with "
-                f"GET /api/v1/runs/{run.pk}/"
-            )
-        if not settings.CELERY_TASK_ALWAYS_EAGER and not as_json:
-            self.stderr.write(f"Run {run.pk} queued; waiting for a worker…")
-        while not run.is_finished:
-            if time.monotonic() > deadline:
-                raise CommandError(f"run {run.pk} is still {run.status} after {timeout:g} s: is a Celery worker running?")
-            time.sleep(0.2)
-            run.refresh_from_db()
-        if run.status == Run.Status.FAILED:
-            raise CommandError(f"run {run.pk} failed: {run.error}")
-
-        document = results_document(run)
+        self.wait(run.pk, timeout)
         if as_json:
-            self.stdout.write(json.dumps(document, indent=2, ensure_ascii=False))
+            runs = Run.objects.all() if individual else runs_with_document(Run.objects)
+            self.stdout.write(results_json(runs.get(pk=run.pk), individual=individual).decode())
             return
+        document = results_document(Run.objects.defer("snapshot").get(pk=run.pk))
         self.stdout.write(f"Run {run.pk} of {document['study']!r}: {document['iterations']} aggregation layers\n")
         self.stdout.write("Consensus weights: " + ", ".join(f"{name} {w:.4f}" for name, w in document["metric_weights"].items()))
         self.stdout.write("Expert influence:  " + ", ".join(f"{name} {w:.4f}" for name, w in document["expert_influence"].items()))
@@ -71,3 +65,26 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"{candidate['rank']:>4}  {candidate['name']:<24} {candidate['cef']:>8.4f} {candidate['weighted_score']:>9.4f}  {vetoes}"
             )
+
+    def wait(self, run_id: int, timeout: float) -> None:
+        """Return once the run has succeeded; CommandError if it failed or
+        did not finish in time."""
+        deadline = time.monotonic() + timeout
+        run = Run.objects.only(*STATUS_FIELDS).get(pk=run_id)
+        if run_awaits_broker(run):
+            raise CommandError(
+                f"the broker (Redis) is unreachable, so no worker can take run {run.pk}: it is saved as queued and "
+                "the recovery sweep (celery beat) sends it once the broker is back; follow it with "
+                f"GET /api/v1/runs/{run.pk}/"
+            )
+        if not settings.CELERY_TASK_ALWAYS_EAGER and not run.is_finished:
+            self.stderr.write(f"Run {run.pk} queued; waiting for a worker…")
+        while not run.is_finished:
+            if time.monotonic() > deadline:
+                raise CommandError(
+                    f"run {run.pk} is still {run.status} after {timeout:g} s: is a Celery worker running?"
+                )
+            time.sleep(0.2)
+            run.refresh_from_db(fields=STATUS_FIELDS)
+        if run.status == Run.Status.FAILED:
+            raise CommandError(f"run {run.pk} failed: {run.error}")

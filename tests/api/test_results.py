@@ -1,0 +1,129 @@
+"""Results at scale (issue 7, item 6; FORMATS.md ``approve-results/1``, "Size").
+
+- ``GET .../results/`` serves compact JSON without individual scores unless
+  ``?individual=true``; its bytes are those ``run_validation --json`` prints.
+- ``GET .../candidates/{name}/scores/`` gives one candidate's.
+- The run detail, the results and the export take a fixed number of queries
+  whatever the number of experts and candidates, and the run detail never
+  loads the JSON fields.
+"""
+
+import json
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from engine import services as engine_services
+from engine.models import Run
+from workspace.models import Phase
+
+from .conftest import client_with_token, launch_and_finish, token_key
+from .test_csrf_tokens_pagination import sized_study
+
+pytestmark = pytest.mark.django_db
+
+API = "/api/v1"
+
+
+@pytest.fixture
+def closed_run(make_study, cast):
+    built = make_study(Phase.CLOSED)
+    return launch_and_finish(built, cast.alice)
+
+
+def test_results_leave_individual_scores_out_by_default(closed_run, api, cast):
+    client = api(cast.bob)
+    response = client.get(f"{API}/runs/{closed_run.pk}/results/")
+    assert response.status_code == 200 and response["Content-Type"] == "application/json"
+    document = json.loads(response.content)
+    assert document["format"] == "approve-results/1" and document["run"] == closed_run.pk
+    assert [c["name"] for c in document["candidates"]] and all(
+        "individual_scores" not in c for c in document["candidates"]
+    )
+    # Compact: no indentation, no spaces after separators; UTF-8 as written.
+    assert b"\n" not in response.content and b'": ' not in response.content and b", " not in response.content
+    assert response.content == engine_services.results_json(Run.objects.get(pk=closed_run.pk))
+    assert client.get(f"{API}/runs/{closed_run.pk}/results/?individual=false").content == response.content
+
+
+def test_results_with_individual_scores_on_request(closed_run, api, cast):
+    client = api(cast.bob)
+    response = client.get(f"{API}/runs/{closed_run.pk}/results/?individual=true")
+    assert response.status_code == 200
+    run = Run.objects.get(pk=closed_run.pk)
+    assert response.content == engine_services.results_json(run, individual=True)
+    document = response.json()
+    for candidate in document["candidates"]:
+        scores = client.get(f"{API}/runs/{run.pk}/candidates/{candidate['name']}/scores/").json()
+        assert candidate["individual_scores"] == scores
+        assert list(scores) == ["bob", "carol"]
+        assert all(0 <= value <= 1 for row in scores.values() for value in row.values())
+    compact = client.get(f"{API}/runs/{run.pk}/results/").json()
+    assert [{k: v for k, v in c.items() if k != "individual_scores"} for c in document["candidates"]] == compact[
+        "candidates"
+    ]
+
+
+@pytest.mark.parametrize("value", ["yes", "1", "True", ""])
+def test_individual_must_be_true_or_false(closed_run, api, cast, value):
+    response = api(cast.bob).get(f"{API}/runs/{closed_run.pk}/results/?individual={value}")
+    assert response.status_code == 400
+    assert response.json() == {"individual": [f"must be true or false, got {value!r}"]}
+
+
+def test_the_schema_documents_the_individual_parameter(api, cast):
+    schema = api(cast.bob).get("/api/schema/?format=json").json()
+    parameters = schema["paths"]["/api/v1/runs/{run_id}/results/"]["get"]["parameters"]
+    individual = next(p for p in parameters if p["name"] == "individual")
+    assert individual["in"] == "query" and individual["schema"] == {"type": "boolean", "default": False}
+    assert "individual scores" in individual["description"]
+
+
+# Every run request starts with one query: the token with its user
+# (authentication; last_used_at was just set, so it is not written again).
+AUTH = 1
+RUN_QUERIES = {
+    # the run with who launched it, among the studies the user is a member
+    # of (404 otherwise), without its snapshot and results
+    "/runs/{run}/": AUTH + 1,
+    # the run with who launched it and its results (not its snapshot)
+    "/runs/{run}/results/": AUTH + 1,
+    # the same, with the snapshot too (the individual scores come from it)
+    "/runs/{run}/results/?individual=true": AUTH + 1,
+    # the run with its snapshot (not its results)
+    "/runs/{run}/candidates/Candidate 1/scores/": AUTH + 1,
+    # SCOPED (the token; the study with its designer; my memberships), then
+    # one query each for: experts with their users; attributes; metrics with
+    # their attributes; candidates; measurements (plain values); attribute
+    # votes; metric votes; attribute prioritisations; their weights; the
+    # weights' attributes; their judgments (none here, so their rows and
+    # columns take no query); local prioritisations (none here, so nothing
+    # is prefetched for them); ranges; peer weights with their ratees
+    "/studies/{study}/export/": 3 + 14,
+}
+
+
+@pytest.mark.parametrize("path", list(RUN_QUERIES))
+def test_run_query_counts_do_not_grow_with_the_study(path, cast, django_assert_num_queries):
+    client = client_with_token(token_key(cast.alice))
+    sizes = {}
+    for size in (2, 12):
+        study = sized_study(size, cast.alice)
+        run = Run.objects.filter(study=study).order_by("pk").first()
+        url = API + path.format(run=run.pk, study=study.pk)
+        with django_assert_num_queries(RUN_QUERIES[path]):
+            response = client.get(url)
+        assert response.status_code == 200
+        sizes[size] = len(response.content)
+    if path != "/runs/{run}/":  # the detail is the same size for any study
+        assert sizes[12] > sizes[2]
+
+
+def test_run_detail_never_loads_the_json_fields(closed_run, api, cast):
+    client = api(cast.bob)
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(f"{API}/runs/{closed_run.pk}/")
+    assert response.json()["status"] == "succeeded"
+    run_query = next(q["sql"] for q in queries.captured_queries if '"engine_run"."status"' in q["sql"])
+    assert '"engine_run"."snapshot"' not in run_query and '"engine_run"."results"' not in run_query
