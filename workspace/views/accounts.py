@@ -1,4 +1,4 @@
-"""Pages. Views check the shape of input and call one service or selector."""
+"""Account pages: log-in with its lock-out, password change and reset, API tokens."""
 
 import hashlib
 
@@ -24,25 +24,11 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 from rest_framework.throttling import BaseThrottle
 
-from . import services
-from .errors import InvalidInput
-from .models import ApiToken
-from .api.throttling import CACHE_ERRORS, log_cache_unreachable
-from .selectors import studies_with_my_roles
-
-
-
-@login_required
-def home(request):
-    """The studies the user designs or gives opinions in, with their roles."""
-    return render(request, "workspace/home.html", {"studies": studies_with_my_roles(request.user)})
-
-
-def _form_add_service_errors(form: forms.Form, error: InvalidInput) -> None:
-    """A service's refusal shown on the form: each message under the field it
-    names, messages about no field of the form above it."""
-    for field, field_messages in error.errors.items():
-        form.add_error(field if field in form.fields else None, list(field_messages))
+from .. import services
+from ..api.throttling import CACHE_ERRORS, log_cache_unreachable
+from ..errors import InvalidInput
+from ..models import ApiToken
+from .common import form_add_service_errors
 
 
 # --- Log-in and its lock-out ---------------------------------------------------------
@@ -205,7 +191,7 @@ def tokens_page(request: HttpRequest) -> HttpResponse:
                 user=request.user, name=form.cleaned_data["name"], expires_in_days=form.cleaned_data["expires_in_days"]
             )
         except InvalidInput as error:
-            _form_add_service_errors(form, error)
+            form_add_service_errors(form, error)
         else:
             form = TokenForm()
     context = {
