@@ -1,3 +1,6 @@
+"""Page URLs. Paths are binding (docs/pages.md): invitations and reminders
+link to them. Each page module lists its own ``urlpatterns``."""
+
 from django.urls import path
 
 from . import views

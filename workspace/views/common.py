@@ -1,8 +1,40 @@
-"""What every page module shares."""
+"""What every page module shares: the study a page is about, scoped to the
+user, and how a service's refusal reaches a form."""
 
 from django import forms
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest
 
+from .. import selectors
 from ..errors import InvalidInput
+from ..models import Membership, Study
+
+
+def study_for_member(request: HttpRequest, study_id: int) -> Study:
+    """The study if the user is an (active) member, with ``my_roles`` set
+    (e.g. ``{"designer", "expert"}``); 404 for anyone else, exactly as for a
+    study that does not exist (PAGES.md: a study's existence is never
+    revealed). Two queries."""
+    try:
+        study = selectors.study_get(study_id=study_id, user=request.user)
+    except Study.DoesNotExist:
+        raise Http404("No such study.") from None
+    study.my_roles = {membership.role for membership in study.my_memberships}
+    study.is_designer = Membership.Role.DESIGNER in study.my_roles
+    study.is_expert = Membership.Role.EXPERT in study.my_roles
+    return study
+
+
+def require_designer(study: Study, action: str) -> None:
+    """403 (with a page saying what the member can do instead) unless the
+    user designs ``study``. ``action`` completes "Only the designer can …"."""
+    if not study.is_designer:
+        raise PermissionDenied(f"Only the designer of this study can {action}.")
+
+
+def require_expert(study: Study, action: str) -> None:
+    if not study.is_expert:
+        raise PermissionDenied(f"Only the experts of this study can {action}.")
 
 
 def form_add_service_errors(form: forms.Form, error: InvalidInput) -> None:
