@@ -438,8 +438,10 @@ def _count_layers_fast(
     carry ``pi X`` along and lose digits as the spread shrinks. Each layer
     adds at most ``c u max|Y|`` to an entry's error (``u`` the float32 unit
     roundoff; ``c = 4 sqrt(k) + 4`` bounds a k-term dot product's rounding
-    with a wide margin; earlier errors are averaged, never amplified, by the
-    row-stochastic ``V``), so each column's spread is known within a band.
+    with a wide margin), plus what the row sums' departures from 1 add to
+    the literal layers (``_row_sum_defects``); earlier errors are averaged,
+    never amplified, by the row-stochastic ``V``, and shrink as the spreads
+    do. So each column's spread is known within a band.
 
     The count is the first layer ``l`` at which no column is surely at or
     above the tolerance; then a column is surely below it (done) or
@@ -467,11 +469,13 @@ def _count_layers_fast(
     top, bottom = layer.max(axis=0).astype(np.float64), layer.min(axis=0).astype(np.float64)
     error = _FLOAT32_UNIT * np.maximum(top, -bottom)
     growth = (4.0 * np.sqrt(k) + 4.0) * _FLOAT32_UNIT
+    # What the row sums' departures from 1 add to a column's spread a layer.
+    drift = 2.0 * _row_sum_bound(k) * np.abs(influence @ values) / scale
     largest_spreads = []
     may_switch = True
     spreads = top - bottom
     for layers in range(STEPWISE_LAYERS + 1):
-        added = growth * np.maximum(top, -bottom)
+        added = growth * np.maximum(top, -bottom) + drift
         previous_spreads = spreads
         layer = transition @ layer
         top, bottom = layer.max(axis=0).astype(np.float64), layer.min(axis=0).astype(np.float64)
@@ -486,15 +490,11 @@ def _count_layers_fast(
         surely_above = spreads - band >= threshold
         surely_below = spreads + band < threshold
         if not surely_above.any():
-            ambiguous = columns[~surely_below]
-            if len(ambiguous):
-                recount = _count_deviations(peer_weights, deviations[:, ambiguous], values[:, ambiguous], tolerance)
-                return max(layers, recount)
-            return layers
+            return _settled(peer_weights, deviations, values, tolerance, layers, columns[~surely_below])
         if surely_below.any():
             keep = ~surely_below
             layer, top, bottom = np.ascontiguousarray(layer[:, keep]), top[keep], bottom[keep]
-            error, columns, spreads = error[keep], columns[keep], spreads[keep]
+            error, columns, spreads, drift = error[keep], columns[keep], spreads[keep], drift[keep]
         largest_spreads.append(float(spreads.max()))
         if may_switch and layers >= 3:
             # The spread's recent rate of decrease predicts the layers left.
@@ -531,26 +531,159 @@ def _switch_from_stepping(
         counted = _count_layers_lazy(peer_weights, deviations, values, tolerance, max_steps=int(left // 3))
         if counted is not None:
             return counted
+    if left > 64:
+        counted = _count_layers_subspace(peer_weights, deviations, values, tolerance, max_steps=min(64, int(left // 4)))
+        if counted is not None:
+            return counted
     if left * active > 8 * k * np.log2(layers + left):
         return _count_layers_float64(peer_weights, values, tolerance, stepwise_layers=0)
     return None
 
 
+def _row_sum_defects(peer_weights: np.ndarray) -> np.ndarray:
+    """``r = V 1 - 1``, the float64 V's row sums' departures from 1, accurately.
+
+    A renormalised row sums to 1 only within a few ``eps``. The literal
+    layers carry each column's level ``c = pi x`` along, so they see
+    ``V^s X = V^s D + c (1 + u_s)`` with ``u_s = sum_t V^t r``: a spread of
+    about ``|c| eps`` a layer that the deviations alone do not have. Summed
+    in extended precision (pairwise), so r is right to about 1e-18.
+    """
+    return (peer_weights.astype(np.longdouble).sum(axis=1) - 1).astype(np.float64)
+
+
+def _row_sum_bound(k: int) -> float:
+    """A priori bound on ``max |r|`` for rows renormalised by their float64 sum."""
+    return (np.log2(k) + 2.0) * _FLOAT64_EPS
+
+
 def _count_deviations(peer_weights: np.ndarray, deviations: np.ndarray, values: np.ndarray, tolerance: float) -> int:
     """Exact-as-can-be count for a few columns: float64 layers of the deviations.
 
-    Their rounding is about ``sqrt(k) eps`` of the spread itself, against
-    ``eps max|X|`` for the literal layers, so where the two disagree it is
-    the literal count that rounding decided (an extended-precision
-    iteration agrees with this one). Past STEPWISE_LAYERS it hands over to
-    the float64 count by repeated squaring.
+    ``V^s X = V^s D + c (1 + u_s)`` (see ``_row_sum_defects``): both parts
+    are stepped, the deviations with a rounding of about ``sqrt(k) eps`` of
+    the spread itself, against ``eps max|X|`` for the literal layers. Where
+    the two counts disagree it is the literal's that rounding decided; an
+    extended-precision iteration of the same V agrees with this one. Past
+    STEPWISE_LAYERS it hands over to the float64 count by repeated squaring.
     """
-    layer = peer_weights @ deviations
+    defects = _row_sum_defects(peer_weights)
+    levels = values[0] - deviations[0]
+    layer, drift = peer_weights @ deviations, defects
     for layers in range(STEPWISE_LAYERS + 1):
-        if _spread_below(layer, tolerance):
+        if _spread_below(layer + drift[:, None] * levels, tolerance):
             return layers
-        layer = peer_weights @ layer
+        layer, drift = peer_weights @ layer, peer_weights @ drift + defects
     return _count_layers_float64(peer_weights, values, tolerance)
+
+
+def _settled(
+    peer_weights: np.ndarray,
+    deviations: np.ndarray,
+    values: np.ndarray,
+    tolerance: float,
+    layers: int,
+    ambiguous: np.ndarray,
+) -> int:
+    """``max(layers, exact count of the ambiguous columns)``.
+
+    ``layers`` is a layer at which no column is surely above the tolerance
+    while at the one before some column surely is; the ambiguous columns
+    are those not surely below it at ``layers``. They are recounted by
+    float64 layers of their deviations, or by repeated squaring where that
+    many layers would cost more.
+    """
+    if not len(ambiguous):
+        return layers
+    k = len(peer_weights)
+    if layers * len(ambiguous) <= 4 * k * np.log2(layers + 2):
+        recount = _count_deviations(peer_weights, deviations[:, ambiguous], values[:, ambiguous], tolerance)
+    else:
+        recount = _count_layers_float64(peer_weights, values[:, ambiguous], tolerance, stepwise_layers=0)
+    return max(layers, recount)
+
+
+def _count_layers_subspace(
+    peer_weights: np.ndarray, deviations: np.ndarray, values: np.ndarray, tolerance: float, *, max_steps: int
+) -> int | None:
+    """Layer count when the slow part of V acts on a small subspace.
+
+    A V that mixes slowly because its experts form nearly separate camps
+    has a few eigenvalues near 1 and the rest small: after ``T`` layers the
+    deviations ``Y = V^T D`` lie, up to a part F whose singular values are
+    at float64's rounding level, in a subspace spanned by an orthonormal ``Q`` (k, r) that V
+    maps into itself up to a residual ``R = V Q - Q H``, ``H = Q^T V Q``
+    (r, r). Then ``V^j Y = Q H^j C + E`` with ``C = Q^T Y`` and
+    ``E = V^j F + sum_i V^(j-1-i) R H^i C`` (F the dropped part); V never
+    grows a spread, so ``spread(E)`` is at most ``2 |F| + 2 |R| |C|
+    sum_i |H^i|``, the sum bounded by ``min(j, cond(eigenvectors of H) /
+    (1 - spectral radius))``, plus the row sums' drift (``_row_sum_defects``)
+    over as many layers. Any layer's spreads then cost ``O(k r n)``;
+    the first converged layer is found by doubling then bisection, the
+    columns within the bound of the tolerance recounted (``_settled``).
+    Returns None when no such subspace shows within ``max_steps`` float64
+    layers (or the bound stays too wide), for repeated squaring to take over.
+    """
+    k, n = deviations.shape
+    cut = 1e-8 * tolerance
+    drift = 2.0 * float(np.abs(_row_sum_defects(peer_weights)).max()) * np.abs(values[0] - deviations[0])
+    layer = deviations
+    for steps in range(1, max_steps + 1):
+        layer = peer_weights @ layer  # layer number steps - 1
+        spreads = _spreads(layer)
+        error = 1e-12 * spreads + steps * drift
+        if not (spreads - error >= tolerance).any():  # converged early after all
+            ambiguous = np.flatnonzero(spreads + error >= tolerance)
+            return _settled(peer_weights, deviations, values, tolerance, steps - 1, ambiguous)
+        if steps % 4:
+            continue
+        left, sigma, _ = np.linalg.svd(layer, full_matrices=False)
+        # Directions at float64's rounding level carry noise, not a subspace.
+        rank = int((sigma > max(cut, 1e-12 * sigma[0])).sum())
+        basis = left[:, :rank]
+        moved = peer_weights @ basis
+        small = basis.T @ moved
+        residual = float(np.linalg.norm(moved - basis @ small, 2))
+        eigenvalues, eigenvectors = np.linalg.eig(small)
+        radius = float(np.abs(eigenvalues).max())
+        if radius >= 1.0:
+            continue
+        horizon = float(np.linalg.cond(eigenvectors)) / (1.0 - radius)
+        coefficients = basis.T @ layer
+        sizes = np.linalg.norm(coefficients, axis=0)
+        dropped = float(sigma[rank]) if rank < len(sigma) else 0.0  # |F|_2, at least each entry of F
+        if 2 * residual * sizes.max() * horizon <= 1e-4 * tolerance:
+            break
+    else:
+        return None
+
+    def spreads_at(layers: int) -> tuple[np.ndarray, np.ndarray]:
+        power = layers - (steps - 1)
+        projected = basis @ (np.linalg.matrix_power(small, power) @ coefficients)
+        spreads = _spreads(projected)
+        error = 2 * dropped + 2 * residual * sizes * min(power, horizon) + 1e-12 * spreads
+        return spreads, error + drift * min(layers + 1, horizon)
+
+    def surely_above(layers: int) -> bool:
+        spreads, error = spreads_at(layers)
+        return bool((spreads - error >= tolerance).any())
+
+    low = steps - 1
+    jump = 1
+    while surely_above(low + jump):
+        low += jump
+        jump *= 2
+        if low > 2**MAX_DOUBLINGS:
+            return None
+    high = low + jump
+    while high - low > 1:
+        middle = (low + high) // 2
+        if surely_above(middle):
+            low = middle
+        else:
+            high = middle
+    spreads, error = spreads_at(high)
+    return _settled(peer_weights, deviations, values, tolerance, high, np.flatnonzero(spreads + error >= tolerance))
 
 
 def _count_layers_lazy(
@@ -568,7 +701,8 @@ def _count_layers_lazy(
     at most 1). Any layer's spreads then cost ``O(T k n)``, and the first
     converged layer is found by doubling then bisection, in float64 on the
     deviations: far closer to the exact count than the literal layers
-    (see ``_count_deviations``). Returns None when P needs more than
+    (see ``_count_deviations``); the band allows for the row sums' drift.
+    Returns None when P needs more than
     ``max_steps`` steps.
     """
     k = len(peer_weights)
@@ -582,6 +716,12 @@ def _count_layers_lazy(
         steps.append((peer_weights @ steps[-1] - alpha * steps[-1]) / (1.0 - alpha))
     stacked = np.stack(steps).reshape(len(steps), -1)
     log_stay, log_move = np.log(alpha), np.log1p(-alpha)
+    # V shrinks spreads at about alpha + (1 - alpha) times P's rate; the row
+    # sums' drift (``_row_sum_defects``) adds up over about 1 / (1 - that)
+    # layers, bounded here with a factor 2 to spare.
+    rates = [_spreads(later).max() / _spreads(earlier).max() for earlier, later in zip(steps, steps[1:], strict=False)]
+    horizon = 2.0 / ((1.0 - alpha) * (1.0 - min(1.0 - 1e-9, max(rates, default=0.0))))
+    drift = 2.0 * float(np.abs(_row_sum_defects(peer_weights)).max()) * np.abs(values[0] - deviations[0])
     log_factorials = np.array([math.lgamma(t + 1) for t in range(len(steps))])
 
     def spreads_at(layers: int) -> tuple[np.ndarray, np.ndarray]:
@@ -596,7 +736,7 @@ def _count_layers_lazy(
         peak = log_weights.max()
         layer = (np.exp(log_weights - peak) @ stacked[:len(terms)]).reshape(k, -1)
         spreads = _spreads(layer) * np.exp(peak)
-        return spreads, 1e-6 * tolerance + 1e-12 * spreads
+        return spreads, 1e-6 * tolerance + 1e-12 * spreads + drift * min(power, horizon)
 
     def surely_above(layers: int) -> bool:
         spreads, error = spreads_at(layers)
@@ -614,11 +754,7 @@ def _count_layers_lazy(
         else:
             high = middle
     spreads, error = spreads_at(high)
-    ambiguous = np.flatnonzero(spreads + error >= tolerance)
-    if len(ambiguous):
-        recount = _count_deviations(peer_weights, deviations[:, ambiguous], values[:, ambiguous], tolerance)
-        return max(high, recount)
-    return high
+    return _settled(peer_weights, deviations, values, tolerance, high, np.flatnonzero(spreads + error >= tolerance))
 
 
 def layers_needed(
