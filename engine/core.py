@@ -617,6 +617,11 @@ def _settled(
     return max(layers, recount)
 
 
+#: Layers after which the rounding noise in ``V Q - Q H`` counts as mixed
+#: away, see ``_count_layers_subspace``.
+_SUBSPACE_SETTLE = 8
+
+
 def _count_layers_subspace(
     peer_weights: np.ndarray, deviations: np.ndarray, values: np.ndarray, tolerance: float, *, max_steps: int
 ) -> int | None:
@@ -629,10 +634,12 @@ def _count_layers_subspace(
     maps into itself up to a residual ``R = V Q - Q H``, ``H = Q^T V Q``
     (r, r). Then ``V^j Y = Q H^j C + E`` with ``C = Q^T Y`` and
     ``E = V^j F + sum_i V^(j-1-i) R H^i C`` (F the dropped part); V never
-    grows a spread, so ``spread(E)`` is at most ``2 |F| + 2 |R| |C|
-    sum_i |H^i|``, the sum bounded by ``min(j, cond(eigenvectors of H) /
-    (1 - spectral radius))``, plus the row sums' drift (``_row_sum_defects``)
-    over as many layers. Any layer's spreads then cost ``O(k r n)``;
+    grows a spread, so ``spread(E)`` is at most ``2 |F|`` plus, for the
+    last few terms, ``2 |R| |H^i C|`` and, for the others, the spreads of
+    ``V^settle R`` times ``|H^i C|`` (R is mostly rounding noise, which V
+    mixes away), ``sum_i |H^i|`` bounded by ``min(j, cond(eigenvectors of H)
+    / (1 - spectral radius))``; plus the row sums' drift
+    (``_row_sum_defects``) over as many layers. Any layer's spreads then cost ``O(k r n)``;
     the first converged layer is found by doubling then bisection, the
     columns within the bound of the tolerance recounted (``_settled``).
     Returns None when no such subspace shows within ``max_steps`` float64
@@ -657,16 +664,25 @@ def _count_layers_subspace(
         basis = left[:, :rank]
         moved = peer_weights @ basis
         small = basis.T @ moved
-        residual = float(np.linalg.norm(moved - basis @ small, 2))
+        residual = moved - basis @ small
         eigenvalues, eigenvectors = np.linalg.eig(small)
         radius = float(np.abs(eigenvalues).max())
         if radius >= 1.0:
             continue
-        horizon = float(np.linalg.cond(eigenvectors)) / (1.0 - radius)
+        conditioning = float(np.linalg.cond(eigenvectors))
+        horizon = conditioning / (1.0 - radius)
+        # R is mostly rounding noise, which V mixes away within a few layers:
+        # terms with fewer than SETTLE applications of V after R are bounded
+        # by R itself, the rest by V^SETTLE R, whose spreads are far smaller.
+        near = 2.0 * float(np.linalg.norm(residual, 2)) * conditioning
+        settled = residual
+        for _ in range(_SUBSPACE_SETTLE):
+            settled = peer_weights @ settled
+        far = np.sqrt(rank) * float(_spreads(settled).max())
         coefficients = basis.T @ layer
         sizes = np.linalg.norm(coefficients, axis=0)
         dropped = float(sigma[rank]) if rank < len(sigma) else 0.0  # |F|_2, at least each entry of F
-        if 2 * residual * sizes.max() * horizon <= 1e-4 * tolerance:
+        if (near * _SUBSPACE_SETTLE + far * horizon) * sizes.max() <= 1e-4 * tolerance:
             break
     else:
         return None
@@ -675,7 +691,8 @@ def _count_layers_subspace(
         power = layers - (steps - 1)
         projected = basis @ (np.linalg.matrix_power(small, power) @ coefficients)
         spreads = _spreads(projected)
-        error = 2 * dropped + 2 * residual * sizes * min(power, horizon) + 1e-12 * spreads
+        mixing = near * min(power, _SUBSPACE_SETTLE) + far * min(power, horizon)
+        error = 2 * dropped + mixing * sizes + 1e-12 * spreads
         return spreads, error + drift * min(layers + 1, horizon)
 
     def surely_above(layers: int) -> bool:
@@ -1027,19 +1044,22 @@ def _group_scores(
             [np.nextafter(bounds[:1], -np.inf), bounds, np.nextafter(bounds[-1:], np.inf)], axis=0
         )
         gaps = np.diff(bounds, axis=0)
-    at_points = _group_scores_at(influence, lower, upper, points)
-    scores = np.empty((m, n))
+    at_points = np.ascontiguousarray(_group_scores_at(influence, lower, upper, points).T)
+    points = np.ascontiguousarray(points.T)
+    # Metric-major: each metric's candidates contiguous for np.interp.
+    measured = np.ascontiguousarray(measurements.T)
+    scores = np.empty((n, m))
     for metric in range(n):
         positive_gaps = gaps[:, metric][gaps[:, metric] > 0]
-        if np.isfinite(points[:, metric]).all() and np.isfinite(positive_gaps).all() and (
+        if np.isfinite(points[metric]).all() and np.isfinite(positive_gaps).all() and (
             not len(positive_gaps) or positive_gaps.min() > _TINY_GAP
         ):
-            scores[:, metric] = np.interp(measurements[:, metric], points[:, metric], at_points[:, metric])
+            scores[metric] = np.interp(measured[metric], points[metric], at_points[metric])
         else:  # a span that overflows or a gap that underflows: no slopes
-            scores[:, metric] = _group_scores_at(
-                influence, lower[:, metric:metric + 1], upper[:, metric:metric + 1], measurements[:, metric:metric + 1]
+            scores[metric] = _group_scores_at(
+                influence, lower[:, metric:metric + 1], upper[:, metric:metric + 1], measured[metric][:, None]
             )[:, 0]
-    return scores
+    return scores.T
 
 
 def _group_scores_at(
