@@ -465,8 +465,11 @@ def _count_layers_fast(
     are dropped as the layers go (a spread never grows).
 
     When the spread shrinks so slowly that stepping would cost more than
-    another way, it switches: to ``_count_layers_lazy`` when V is lazy
-    (heavy diagonal), else to repeated squaring in float64. Returns None
+    another way, it switches (``_switch_from_stepping``): to
+    ``_count_layers_lazy`` when V is lazy (heavy diagonal), to
+    ``_count_layers_subspace`` when its slow part acts on a few directions
+    (nearly separate camps of experts), else to repeated squaring in
+    float64. Returns None
     (count the float64 way) when the tolerance lies near float64's rounding
     floor, where rounding, not mixing, decides the literal count.
     """
@@ -537,8 +540,9 @@ def _switch_from_stepping(
 
     A float32 layer costs about ``k^2 * active`` multiply-adds; repeated
     squaring about ``4 k^3`` per doubling in the same units (a square and a
-    lifting product, in float64 at half the speed); a step of the lazy
-    chain's ``P`` three float32 layers.
+    lifting product, in float64 at half the speed); a float64 step of the
+    lazy chain's ``P`` or of the subspace search about three or four
+    float32 layers, so each is given at most that share of the layers left.
     """
     k = len(peer_weights)
     if float(peer_weights.diagonal().min()) >= LAZY_MIN_DIAGONAL:
@@ -854,8 +858,9 @@ def _stationary_by_iteration(peer_weights: np.ndarray) -> np.ndarray | None:
         if change == 0.0 or (step and rate < 1.0 and change * rate / (1.0 - rate) <= 2 * _FLOAT64_EPS):
             return influence
         if step >= 2 and (rate >= 1.0 or change * rate ** (budget - step) > 2 * _FLOAT64_EPS):
-            # Not converging within the budget: rounding floor or slow mixing.
-            return influence if change <= 16 * _FLOAT64_EPS else None
+            # Changes that stopped shrinking at the rounding level: converged.
+            # Otherwise (slow mixing, or changes that oscillate) the solve.
+            return influence if rate >= 1.0 and change <= 16 * _FLOAT64_EPS else None
     return None
 
 
