@@ -187,7 +187,7 @@ def bench_growth(rng):
     header = f"   {'':26s} {'total':>10s} {'check V':>10s} {'pi':>10s} {'layers':>10s} {'scoring':>10s}"
     print(header)
     study = random_study(rng, k, n, m)
-    base = parts(study, 7)
+    base = parts(study, 11)
     print(f"   {'k=1000, m=1000':26s} " + " ".join(f"{t * 1e3:7.1f} ms" for t in base))
     fast_memory = peak_extra_bytes(lambda: evaluate(**study))
     dense_memory = peak_extra_bytes(lambda: dense_evaluate(**study))
@@ -195,13 +195,13 @@ def bench_growth(rng):
         (f"k x 4 (k={4 * k}; k^2 = 16 x)", random_study(np.random.default_rng(SEED + 2), 4 * k, n, m), base),
         (f"m x 4 (m={4 * m})", random_study(np.random.default_rng(SEED + 1), k, n, 4 * m), base),
     ):
-        grown = parts(bigger, 5)
+        grown = parts(bigger, 7)
         print(f"   {label:26s} " + " ".join(f"{g / b:8.2f} x" for g, b in zip(grown, reference, strict=True))
               + f"   ({grown[0] * 1e3:.1f} ms in all)")
     small_k = 100
     many = random_study(np.random.default_rng(SEED + 3), small_k, n, 25_000)
     more = random_study(np.random.default_rng(SEED + 4), small_k, n, 100_000)
-    many_time, more_time = best_time(lambda: evaluate(**many), 5), best_time(lambda: evaluate(**more), 5)
+    many_time, more_time = best_time(lambda: evaluate(**many), 9), best_time(lambda: evaluate(**more), 7)
     print(f"   m >> k: k={small_k}, m=25,000 -> 100,000 (x 4): {many_time * 1e3:.1f} ms -> {more_time * 1e3:.1f} ms, "
           f"{more_time / many_time:.2f} x (breakpoints scored once, candidates interpolated)")
     print(f"   peak extra memory at k=1000, m=1000: evaluate {mebibytes(fast_memory)}, dense pass "

@@ -132,7 +132,7 @@ def _format_positions(positions: np.ndarray) -> str:
     return listed
 
 
-def _as_finite_array(value: ArrayLike, name: str, ndim: int) -> np.ndarray:
+def _as_array(value: ArrayLike, name: str, ndim: int) -> np.ndarray:
     try:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -141,6 +141,10 @@ def _as_finite_array(value: ArrayLike, name: str, ndim: int) -> np.ndarray:
         raise ValueError(
             f"{name} must be a {ndim}-D array, got {array.ndim}-D with shape {array.shape}"
         )
+    return array
+
+
+def _check_finite(array: np.ndarray, name: str) -> None:
     # One summing pass decides almost always: a finite sum has no NaN or
     # infinity in it; only a sum that overflows needs the element-wise look.
     with np.errstate(over="ignore", invalid="ignore"):
@@ -150,6 +154,11 @@ def _as_finite_array(value: ArrayLike, name: str, ndim: int) -> np.ndarray:
         raise ValueError(
             f"{name} contains NaN or infinity at {_format_positions(not_finite)}"
         )
+
+
+def _as_finite_array(value: ArrayLike, name: str, ndim: int) -> np.ndarray:
+    array = _as_array(value, name, ndim)
+    _check_finite(array, name)
     return array
 
 
@@ -186,11 +195,14 @@ def _renormalised_rows(array: np.ndarray, name: str, row_meaning: str) -> np.nda
 
 
 def _validated_peer_weights(
-    peer_weights: ArrayLike, name: str = "peer_weights", *, finite_checked: bool = False
+    peer_weights: ArrayLike, name: str = "peer_weights", *, expected_experts: int | None = None
 ) -> np.ndarray:
     """Validate V (METHOD.md 5) and return it with rows renormalised exactly."""
-    if not finite_checked:
-        peer_weights = _as_finite_array(peer_weights, name, 2)
+    peer_weights = _as_array(peer_weights, name, 2)
+    if expected_experts is not None:
+        _check_shape(
+            peer_weights, name, (expected_experts, expected_experts), "one row and column per expert, as in weights"
+        )
     k = peer_weights.shape[0]
     if k == 0 or peer_weights.shape != (k, k):
         raise ValueError(
@@ -198,7 +210,10 @@ def _validated_peer_weights(
             f"per expert, got shape {peer_weights.shape}"
         )
     # A lone expert rates only themself, with weight 1; (0, 1) cannot hold.
-    # Two reductions rather than element-wise masks; the masks only to name the entry.
+    # Two reductions (NaN fails both comparisons, infinity the second) rather
+    # than element-wise masks, which only name the entry.
+    if k == 1 or not (peer_weights.min() > 0 and peer_weights.max() < 1):
+        _check_finite(peer_weights, name)
     if k > 1 and not (peer_weights.min() > 0 and peer_weights.max() < 1):
         outside = np.argwhere((peer_weights <= 0) | (peer_weights >= 1))
         row, column = outside[0]
@@ -1270,9 +1285,7 @@ def evaluate(
     """
     weights = _validated_weights(weights)
     k, n = weights.shape
-    peer_weights = _as_finite_array(peer_weights, "peer_weights", 2)
-    _check_shape(peer_weights, "peer_weights", (k, k), "one row and column per expert, as in weights")
-    peer_weights = _validated_peer_weights(peer_weights, finite_checked=True)
+    peer_weights = _validated_peer_weights(peer_weights, expected_experts=k)
     lower, upper = _validated_ranges(lower, upper, (k, n))
     measurements = _as_finite_array(measurements, "measurements", 2)
     if measurements.shape[1] != n:
