@@ -108,7 +108,10 @@ class Evaluation:
         True when some expert's individual score of some metric is 0.
     iterations : int
         Layers ``q`` the literal aggregation of ``W`` needs to reach the
-        tolerance, exactly what ``aggregate_literal(V, W)`` reports.
+        tolerance: what ``aggregate_literal(V, W)`` reports, except where
+        float64 rounding decides that count (a spread within rounding of
+        the tolerance), where it is what the same iteration in extended
+        precision reports.
     """
 
     metric_weights: np.ndarray
