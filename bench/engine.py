@@ -2,15 +2,21 @@
 
 Run from the repository root:  .venv/bin/python bench/engine.py
 
-Prints, measured side by side in one run with a fixed seed:
+Prints, measured side by side in one run with a fixed seed (best of several
+runs each, BLAS single-threaded, see bench/_blas.py):
 
-1. evaluate() against "the dense way" (every expert's score of every
-   candidate, (100, k, n) at a time) for k=1000, n=50, m=1000: times,
-   speed-up, peak extra memory (tracemalloc), and how evaluate's time grows
-   when m, then k, is multiplied by 4;
-2. evaluate() against the literal per-candidate aggregation for k=200, n=30,
-   m=200 with a slowly mixing V (self-weights 0.9);
-3. batched AHP weights + consistency ratios for 1000 experts x 9 criteria
+1. evaluate() against the dense pass (every expert's score of every
+   candidate, the (m, k, n) tensor built CHUNK candidates at a time and
+   aggregated with pi; same validation and pi) at k=1000, n=50, m=1000 (goal:
+   a ratio <= 0.1), at k=3000, with slowly mixing peer weights (self-weights
+   0.99, tiny off-diagonal weights; goal: <= 1) and with nearly
+   block-reducible ones, with agreement and the layer count against the
+   literal reference;
+2. where evaluate's time goes, and how it grows when k, then m, is
+   multiplied by 4, and for m much larger than k;
+3. evaluate() against the literal per-candidate aggregation (k=200, n=30,
+   m=200, self-weights 0.9);
+4. batched AHP weights + consistency ratios for 1000 experts x 9 criteria
    against AHPy if installed, else a per-expert loop with np.linalg.eig.
    AHPy is for the benchmark only, never a dependency of the project:
    `.venv/bin/pip install ahpy==2.1` before running, to compare with it.
@@ -22,14 +28,8 @@ import sys
 import time
 import tracemalloc
 
-# Single-threaded BLAS unless the caller says otherwise: on a shared 2-core
-# machine, OpenBLAS threads competing with other processes make small matrix
-# products and solves erratic (10x swings between runs), which swamps the
-# differences being measured. Set OPENBLAS_NUM_THREADS to override.
-for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(variable, "1")
-
-import numpy as np  # noqa: E402  (after the thread settings, which it reads on import)
+import _blas  # noqa: F401  (sets single-threaded BLAS; must come before numpy)
+import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
@@ -61,21 +61,28 @@ def peak_extra_bytes(function):
 
 
 def mebibytes(size):
-    return f"{size / 2**20:8.1f} MiB"
+    return f"{size / 2**20:.1f} MiB"
 
 
-def random_study(rng, k, n, m, *, self_weight=None):
+def random_study(rng, k, n, m, *, self_weight=None, blocks=None):
     weights = rng.uniform(0.05, 1.0, size=(k, n))
     weights /= weights.sum(axis=1, keepdims=True)
-    if self_weight is None:
-        peer_weights = rng.uniform(0.5, 1.5, size=(k, k))
-        peer_weights /= peer_weights.sum(axis=1, keepdims=True)
-    else:
+    peer_weights = rng.uniform(0.5, 1.5, size=(k, k))
+    if self_weight is not None:
         # Slowly mixing: each expert keeps self_weight and spreads the rest.
-        others = rng.uniform(0.5, 1.5, size=(k, k))
-        np.fill_diagonal(others, 0.0)
-        peer_weights = (1 - self_weight) * others / others.sum(axis=1, keepdims=True)
+        np.fill_diagonal(peer_weights, 0.0)
+        peer_weights = (1 - self_weight) * peer_weights / peer_weights.sum(axis=1, keepdims=True)
         np.fill_diagonal(peer_weights, self_weight)
+    elif blocks is not None:
+        # Nearly block-reducible: two camps that rate the other camp at
+        # `blocks` in all (spread over its members), their own at the rest.
+        camp = np.arange(k) < k // 2
+        same = camp[:, None] == camp[None, :]
+        own = np.where(same, peer_weights, 0.0)
+        other = peer_weights - own
+        peer_weights = (1 - blocks) * own / own.sum(axis=1, keepdims=True)
+        peer_weights += blocks * other / other.sum(axis=1, keepdims=True)
+    peer_weights /= peer_weights.sum(axis=1, keepdims=True)
     # Each metric has a typical range. About a third of the experts see it
     # the other way round (mixed directions): their least acceptable value is
     # high and their desired value low. Bounds are spread so that roughly a
@@ -88,12 +95,13 @@ def random_study(rng, k, n, m, *, self_weight=None):
     lower = np.where(flipped, centre + 2 * half_width + spread, centre - half_width - spread)
     upper = np.where(flipped, centre + jitter, centre + half_width + jitter)
     measurements = centre + half_width * (0.5 + 0.55 * rng.standard_normal((m, n)))
-    return dict(weights=weights, peer_weights=peer_weights, lower=lower, upper=upper, measurements=measurements)
+    return {"weights": weights, "peer_weights": peer_weights, "lower": lower, "upper": upper,
+            "measurements": measurements}
 
 
 def dense_evaluate(*, weights, peer_weights, lower, upper, measurements):
-    """The straightforward vectorised way: score every (candidate, expert,
-    metric) by paper eq. 1, CHUNK candidates at a time, and sum with pi."""
+    """The dense pass: score every (candidate, expert, metric) by paper
+    eq. 1, CHUNK candidates at a time, and sum with pi."""
     influence = expert_influence(peer_weights)
     metric_weights = influence @ weights
     width = upper - lower
@@ -128,64 +136,82 @@ def section(title):
     print("-" * len(title))
 
 
+def literal_layers(study):
+    try:
+        return aggregate_literal(study["peer_weights"], study["weights"])[1]
+    except ValueError:  # past aggregate_literal's cap: the float64 count by repeated squaring
+        return core._count_layers_float64(core._validated_peer_weights(study["peer_weights"]), study["weights"], 1e-9)
+
+
 def bench_dense(rng):
+    section("1. evaluate vs the dense pass (ratio = evaluate / dense; goals: <= 0.1 mixing, <= 1 slow)")
+    print(f"   {'case':34s} {'evaluate':>10s} {'dense':>10s} {'ratio':>7s}  agreement (max |g diff|, |cef diff|, "
+          "vetoes), layers q (literal q)")
+    cases = [
+        ("k=1000 n=50 m=1000", {"k": 1000}, 9, 3, True),
+        ("k=3000 n=50 m=1000", {"k": 3000}, 5, 2, True),
+        ("slow: self-weights 0.99, k=1000", {"k": 1000, "self_weight": 0.99}, 5, 3, True),
+        ("two camps 1e-3 apart, k=1000", {"k": 1000, "blocks": 1e-3}, 2, 2, False),
+    ]
+    for label, size, repeats, dense_repeats, literal in cases:
+        study = random_study(rng, n=50, m=1000, **size)
+        fast = evaluate(**study)
+        dense_groups, dense_cef, dense_vetoed = dense_evaluate(**study)
+        fast_time = best_time(lambda study=study: evaluate(**study), repeats)
+        dense_time = best_time(lambda study=study: dense_evaluate(**study), dense_repeats)
+        reference = literal_layers(study) if literal else "not run"
+        print(f"   {label:34s} {fast_time * 1e3:7.1f} ms {dense_time * 1e3:7.1f} ms {fast_time / dense_time:7.3f}  "
+              f"{np.abs(fast.group_scores - dense_groups).max():.1e}, {np.abs(fast.cef - dense_cef).max():.1e}, "
+              f"{'equal' if (fast.vetoed == dense_vetoed).all() else 'DIFFER'}, q = {fast.iterations} ({reference})")
+
+
+def parts(study, repeats):
+    """evaluate's total and its private steps, each timed on validated input."""
+    peer_weights = core._validated_peer_weights(study["peer_weights"])
+    influence = core._stationary_distribution(peer_weights)
+    bounds = (study["lower"], study["upper"], study["measurements"])
+    return (
+        best_time(lambda: evaluate(**study), repeats),
+        best_time(lambda: core._validated_peer_weights(study["peer_weights"]), repeats),
+        best_time(lambda: core._stationary_distribution(peer_weights), repeats),
+        best_time(lambda: core._count_layers(peer_weights, study["weights"], 1e-9, influence), repeats),
+        best_time(lambda: (core._group_scores(influence, *bounds), core._vetoed(*bounds)), repeats),
+    )
+
+
+def bench_growth(rng):
     k, n, m = 1000, 50, 1000
-    section(f"1. evaluate vs the dense way, k={k} experts, n={n} metrics, m={m} candidates")
+    section(f"2. where evaluate's time goes and how it grows (k={k}, n={n}, m={m} unless said)")
+    print("   checking V O(k^2); pi by power iteration O(k^2) a step; layer count O(k^2 n) a float32 layer;")
+    print("   scoring and vetoes O((m + k) n log k)")
+    header = f"   {'':26s} {'total':>10s} {'check V':>10s} {'pi':>10s} {'layers':>10s} {'scoring':>10s}"
+    print(header)
     study = random_study(rng, k, n, m)
-    fast = evaluate(**study)
-    dense_groups, dense_cef, dense_vetoed = dense_evaluate(**study)
-    print(f"   agreement: max |g - g_dense| = {np.abs(fast.group_scores - dense_groups).max():.2e}, "
-          f"max |cef - cef_dense| = {np.abs(fast.cef - dense_cef).max():.2e}, "
-          f"vetoed identical: {bool((fast.vetoed == dense_vetoed).all())} "
-          f"({int(fast.vetoed.sum())} of {m} vetoed), layers q = {fast.iterations}")
-
-    def parts(some_study, repeats):
-        # evaluate's private steps timed one by one, each on validated input.
-        peer_weights = core._validated_peer_weights(some_study["peer_weights"])
-        total = best_time(lambda: evaluate(**some_study), repeats)
-        validation = best_time(lambda: core._validated_peer_weights(some_study["peer_weights"]), repeats)
-        solve = best_time(lambda: core._stationary_distribution(peer_weights), repeats)
-        layers = best_time(
-            lambda: core._iterate_layers(peer_weights, some_study["weights"], 1e-9, core.MAX_LAYERS), repeats
-        )
-        influence = core._stationary_distribution(peer_weights)
-        bounds = (some_study["lower"], some_study["upper"], some_study["measurements"])
-        scoring = best_time(lambda: (core._group_scores(influence, *bounds), core._vetoed(*bounds)), repeats)
-        return total, validation, solve, layers, scoring
-
-    base = parts(study, 7)
-    fast_time, _, solve_time, layers_time, _ = base
-    dense_time = best_time(lambda: dense_evaluate(**study), 3)
-    print(f"   evaluate          {fast_time * 1e3:9.1f} ms   (of which pi solve {solve_time * 1e3:.1f} ms, "
-          f"literal layers of W {layers_time * 1e3:.1f} ms)")
-    print(f"   dense way         {dense_time * 1e3:9.1f} ms   (same validation and pi solve)")
-    print(f"   speed-up          {dense_time / fast_time:9.1f} x   (target >= 5 x)")
-    print(f"   speed-up of the scoring alone, the shared pi solve excluded: "
-          f"{(dense_time - solve_time) / (fast_time - solve_time):.1f} x")
-
+    base = parts(study, 11)
+    print(f"   {'k=1000, m=1000':26s} " + " ".join(f"{t * 1e3:7.1f} ms" for t in base))
     fast_memory = peak_extra_bytes(lambda: evaluate(**study))
     dense_memory = peak_extra_bytes(lambda: dense_evaluate(**study))
-    print(f"   peak extra memory evaluate {mebibytes(fast_memory)}, dense way {mebibytes(dense_memory)} "
-          f"(ratio {dense_memory / fast_memory:.1f} x; inputs themselves: "
-          f"{mebibytes(sum(a.nbytes for a in study.values())).strip()})")
-
-    print("   growth of evaluate's time, by part: checking V O(k^2), pi solve O(k^3), literal layers")
-    print("   of W O(q k^2 n), scoring and vetoes O((m + k) n log k) (best of several runs each)")
-    print(f"   {'':20s} {'total':>10s} {'check V':>10s} {'pi solve':>10s} {'layers':>10s} {'scoring':>10s}")
-    print(f"   {f'k={k}, m={m}':20s} " + " ".join(f"{t * 1e3:7.1f} ms" for t in base))
-    for label, bigger in (
-        (f"m x 4 (m={4 * m})", random_study(np.random.default_rng(SEED + 1), k, n, 4 * m)),
-        (f"k x 4 (k={4 * k})", random_study(np.random.default_rng(SEED + 2), 4 * k, n, m)),
+    for label, bigger, reference in (
+        (f"k x 4 (k={4 * k}; k^2 = 16 x)", random_study(np.random.default_rng(SEED + 2), 4 * k, n, m), base),
+        (f"m x 4 (m={4 * m})", random_study(np.random.default_rng(SEED + 1), k, n, 4 * m), base),
     ):
-        grown = parts(bigger, 5)
-        print(f"   {label:20s} " + " ".join(f"{g / b:8.2f} x" for g, b in zip(grown, base))
+        grown = parts(bigger, 7)
+        print(f"   {label:26s} " + " ".join(f"{g / b:8.2f} x" for g, b in zip(grown, reference, strict=True))
               + f"   ({grown[0] * 1e3:.1f} ms in all)")
+    small_k = 100
+    many = random_study(np.random.default_rng(SEED + 3), small_k, n, 25_000)
+    more = random_study(np.random.default_rng(SEED + 4), small_k, n, 100_000)
+    many_time, more_time = best_time(lambda: evaluate(**many), 9), best_time(lambda: evaluate(**more), 7)
+    print(f"   m >> k: k={small_k}, m=25,000 -> 100,000 (x 4): {many_time * 1e3:.1f} ms -> {more_time * 1e3:.1f} ms, "
+          f"{more_time / many_time:.2f} x (breakpoints scored once, candidates interpolated)")
+    print(f"   peak extra memory at k=1000, m=1000: evaluate {mebibytes(fast_memory)}, dense pass "
+          f"{mebibytes(dense_memory)} (inputs themselves: {mebibytes(sum(a.nbytes for a in study.values()))})")
 
 
 def bench_literal(rng):
     k, n, m = 200, 30, 200
     timed = 20  # the literal way costs the same for every candidate
-    section(f"2. evaluate vs per-candidate literal aggregation, k={k}, n={n}, m={m}, self-weights 0.9")
+    section(f"3. evaluate vs per-candidate literal aggregation, k={k}, n={n}, m={m}, self-weights 0.9")
     study = random_study(rng, k, n, m, self_weight=0.9)
     fast = evaluate(**study)
     subset = dict(study, measurements=study["measurements"][:timed])
@@ -195,10 +221,11 @@ def bench_literal(rng):
     fast_time = best_time(lambda: evaluate(**study), 5)
     print(f"   agreement on the first {timed}: max |g - g_literal| = "
           f"{np.abs(fast.group_scores[:timed] - literal_groups).max():.2e}, "
-          f"max |cef - cef_literal| = {np.abs(fast.cef[:timed] - literal_cef).max():.2e}, layers q = {fast.iterations}")
+          f"max |cef - cef_literal| = {np.abs(fast.cef[:timed] - literal_cef).max():.2e}, "
+          f"layers q = {fast.iterations} (literal {literal_layers(study)})")
     print(f"   evaluate          {fast_time * 1e3:9.1f} ms   (all {m} candidates)")
     print(f"   literal           {literal_time * 1e3:9.1f} ms   (measured on {timed} candidates, x {m // timed})")
-    print(f"   speed-up          {literal_time / fast_time:9.1f} x")
+    print(f"   ratio             {fast_time / literal_time:9.5f}     (speed-up {literal_time / fast_time:.0f} x)")
 
 
 def random_pairwise_stack(rng, experts, n):
@@ -224,7 +251,7 @@ def loop_ahp(matrices):
 
 def bench_ahp(rng):
     experts, n = 1000, 9
-    section(f"3. AHP weights + consistency ratios, {experts} experts x {n} criteria")
+    section(f"4. AHP weights + consistency ratios, {experts} experts x {n} criteria")
     matrices = random_pairwise_stack(rng, experts, n)
     batched_time = best_time(lambda: (ahp_weights(matrices), consistency_ratios(matrices)), 5)
     try:
@@ -264,9 +291,11 @@ def bench_ahp(rng):
 def main():
     rng = np.random.default_rng(SEED)
     print(f"engine benchmark, numpy {np.__version__}, seed {SEED}, {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.2f}, OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}")
+          f"load average {os.getloadavg()[0]:.2f}")
+    print(f"threads: {_blas.threadpool_state()}")
     started = time.perf_counter()
     bench_dense(rng)
+    bench_growth(rng)
     bench_literal(rng)
     bench_ahp(rng)
     print()

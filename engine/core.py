@@ -19,16 +19,23 @@ and never builds the (m, k, n) tensor of individual scores: each group score
 ``g_j(x) = sum_i pi_i clip((x - b^l_ij) / (b^u_ij - b^l_ij), 0, 1)`` is a
 piecewise linear function of the measured value ``x`` whose breakpoints are
 the experts' bounds, so every candidate is scored by a binary search over
-those breakpoints.
+those breakpoints (or, with many more candidates than experts, the
+breakpoints are scored once and the candidates interpolated).
+
+Workers and web processes should run BLAS single-threaded
+(``OPENBLAS_NUM_THREADS=1``): the products here are small enough that
+threads competing for two cores make them many times slower, not faster.
 
 No Django import here: this module is called by the engine's services on
 arrays built from a run's snapshot.
 """
 
+import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .rules import range_width_invalid
 
@@ -44,6 +51,7 @@ __all__ = [
     "layers_needed",
     "sums_to_one",
     "vetoes_for",
+    "vetoing_judgments",
 ]
 
 #: METHOD.md intro: a sum that must equal 1 is checked to within this, then
@@ -116,7 +124,10 @@ class Evaluation:
         True when some expert's individual score of some metric is 0.
     iterations : int
         Layers ``q`` the literal aggregation of ``W`` needs to reach the
-        tolerance, exactly what ``aggregate_literal(V, W)`` reports.
+        tolerance: what ``aggregate_literal(V, W)`` reports, except where
+        float64 rounding decides that count (a spread within rounding of
+        the tolerance), where it is what the same iteration in extended
+        precision reports.
     """
 
     metric_weights: np.ndarray
@@ -133,14 +144,14 @@ class Evaluation:
 # --------------------------------------------------------------------------
 
 
-def _format_positions(positions):
+def _format_positions(positions: np.ndarray) -> str:
     listed = ", ".join(str(tuple(int(i) for i in p)) for p in positions[:_MAX_LISTED])
     if len(positions) > _MAX_LISTED:
         listed += f", ... ({len(positions)} in all)"
     return listed
 
 
-def _as_finite_array(value, name, ndim):
+def _as_array(value: ArrayLike, name: str, ndim: int) -> np.ndarray:
     try:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -149,22 +160,35 @@ def _as_finite_array(value, name, ndim):
         raise ValueError(
             f"{name} must be a {ndim}-D array, got {array.ndim}-D with shape {array.shape}"
         )
-    if not np.isfinite(array).all():
+    return array
+
+
+def _check_finite(array: np.ndarray, name: str) -> None:
+    # One summing pass decides almost always: a finite sum has no NaN or
+    # infinity in it; only a sum that overflows needs the element-wise look.
+    with np.errstate(over="ignore", invalid="ignore"):
+        surely_finite = bool(np.isfinite(np.add.reduce(array, axis=None)))
+    if not surely_finite and not np.isfinite(array).all():
         not_finite = np.argwhere(~np.isfinite(array))
         raise ValueError(
             f"{name} contains NaN or infinity at {_format_positions(not_finite)}"
         )
+
+
+def _as_finite_array(value: ArrayLike, name: str, ndim: int) -> np.ndarray:
+    array = _as_array(value, name, ndim)
+    _check_finite(array, name)
     return array
 
 
-def _check_shape(array, name, expected, meaning):
+def _check_shape(array: np.ndarray, name: str, expected: tuple[int, ...], meaning: str) -> None:
     if array.shape != expected:
         raise ValueError(
             f"{name} must have shape {expected} ({meaning}), got {array.shape}"
         )
 
 
-def _check_tolerance(tolerance):
+def _check_tolerance(tolerance: object) -> float:
     try:
         tolerance = float(tolerance)
     except (TypeError, ValueError):
@@ -174,7 +198,7 @@ def _check_tolerance(tolerance):
     return tolerance
 
 
-def _renormalised_rows(array, name, row_meaning):
+def _renormalised_rows(array: np.ndarray, name: str, row_meaning: str) -> np.ndarray:
     """Check every row sums to 1 within ROW_SUM_TOLERANCE, then make it exact."""
     row_sums = array.sum(axis=1)
     bad_rows = np.flatnonzero(~sums_to_one(row_sums))
@@ -189,10 +213,15 @@ def _renormalised_rows(array, name, row_meaning):
     return array / row_sums[:, None]
 
 
-def _validated_peer_weights(peer_weights, name="peer_weights", *, finite_checked=False):
+def _validated_peer_weights(
+    peer_weights: ArrayLike, name: str = "peer_weights", *, expected_experts: int | None = None
+) -> np.ndarray:
     """Validate V (METHOD.md 5) and return it with rows renormalised exactly."""
-    if not finite_checked:
-        peer_weights = _as_finite_array(peer_weights, name, 2)
+    peer_weights = _as_array(peer_weights, name, 2)
+    if expected_experts is not None:
+        _check_shape(
+            peer_weights, name, (expected_experts, expected_experts), "one row and column per expert, as in weights"
+        )
     k = peer_weights.shape[0]
     if k == 0 or peer_weights.shape != (k, k):
         raise ValueError(
@@ -200,7 +229,11 @@ def _validated_peer_weights(peer_weights, name="peer_weights", *, finite_checked
             f"per expert, got shape {peer_weights.shape}"
         )
     # A lone expert rates only themself, with weight 1; (0, 1) cannot hold.
-    if k > 1 and not ((peer_weights > 0) & (peer_weights < 1)).all():
+    # Two reductions (NaN fails both comparisons, infinity the second) rather
+    # than element-wise masks, which only name the entry.
+    if k == 1 or not (peer_weights.min() > 0 and peer_weights.max() < 1):
+        _check_finite(peer_weights, name)
+    if k > 1 and not (peer_weights.min() > 0 and peer_weights.max() < 1):
         outside = np.argwhere((peer_weights <= 0) | (peer_weights >= 1))
         row, column = outside[0]
         raise ValueError(
@@ -212,7 +245,7 @@ def _validated_peer_weights(peer_weights, name="peer_weights", *, finite_checked
     return _renormalised_rows(peer_weights, name, "each expert's ratings of the experts")
 
 
-def _validated_weights(weights):
+def _validated_weights(weights: ArrayLike) -> np.ndarray:
     weights = _as_finite_array(weights, "weights", 2)
     k, n = weights.shape
     if k == 0 or n == 0:
@@ -220,7 +253,7 @@ def _validated_weights(weights):
             f"weights must have at least one expert (row) and one metric (column), "
             f"got shape {weights.shape}"
         )
-    not_positive = np.argwhere(weights <= 0)
+    not_positive = np.argwhere(weights <= 0) if weights.min() <= 0 else ()
     if len(not_positive):
         raise ValueError(
             "weights must be strictly positive (no zero weights, METHOD.md 3); "
@@ -230,7 +263,9 @@ def _validated_weights(weights):
     return _renormalised_rows(weights, "weights", "each expert's metric weights")
 
 
-def _validated_ranges(lower, upper, shape):
+def _validated_ranges(
+    lower: ArrayLike, upper: ArrayLike, shape: tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray]:
     lower = _as_finite_array(lower, "lower", 2)
     upper = _as_finite_array(upper, "upper", 2)
     _check_shape(lower, "lower", shape, "one least acceptable value per expert and metric")
@@ -256,22 +291,40 @@ def _validated_ranges(lower, upper, shape):
 # --------------------------------------------------------------------------
 
 
-def _iterate_layers(peer_weights, values, tolerance, max_layers):
+def _iterate_layers(
+    peer_weights: np.ndarray, values: np.ndarray, tolerance: float, max_layers: int
+) -> tuple[np.ndarray, int]:
+    # Small problems check their layers a batch at a time: the same layers,
+    # the same test, the same first layer found, with less Python overhead
+    # per layer (a few computed past the answer cost next to nothing). Large
+    # ones check every layer, where each product is the cost.
+    k, n = values.shape
+    batch_cap = 32 if k * k * n <= 4096 else 1
     layer = peer_weights @ values
-    for layers in range(max_layers + 1):
-        spread = layer.max(axis=0) - layer.min(axis=0)
-        if np.all(spread < tolerance):
-            return layer, layers
-        layer = peer_weights @ layer
+    first, batch = 0, 1
+    while first <= max_layers:
+        layers = [layer]
+        for _ in range(min(batch, max_layers + 1 - first) - 1):
+            layers.append(peer_weights @ layers[-1])
+        stacked = np.stack(layers)
+        spreads = stacked.max(axis=1) - stacked.min(axis=1)
+        converged = np.flatnonzero((spreads < tolerance).all(axis=1))
+        if len(converged):
+            return stacked[converged[0]], first + int(converged[0])
+        first += len(layers)
+        layer = peer_weights @ layers[-1]
+        batch = min(2 * batch, batch_cap)
     raise ValueError(
         f"the recursive aggregation did not reach a spread below {tolerance:g} "
-        f"within {max_layers} layers (largest spread left: {spread.max():.3g}); "
+        f"within {max_layers} layers (largest spread left: {spreads[-1].max():.3g}); "
         "the peer weights mix too slowly or the values are too large for an "
         "absolute tolerance"
     )
 
 
-def aggregate_literal(peer_weights, values, *, tolerance=DEFAULT_TOLERANCE, max_layers=MAX_LAYERS):
+def aggregate_literal(
+    peer_weights: ArrayLike, values: ArrayLike, *, tolerance: float = DEFAULT_TOLERANCE, max_layers: int = MAX_LAYERS
+) -> tuple[np.ndarray, int]:
     """Recursive aggregation of Tsiporkova & Boeva, computed literally.
 
     ``X^0 = V X``, ``X^q = V X^(q-1)`` (so ``X^q = V^(q+1) X``); stop at the
@@ -321,11 +374,11 @@ STEPWISE_LAYERS = 10_000
 MAX_DOUBLINGS = 62
 
 
-def _spread_below(layer, tolerance):
+def _spread_below(layer: np.ndarray, tolerance: float) -> bool:
     return bool(np.all(layer.max(axis=0) - layer.min(axis=0) < tolerance))
 
 
-def _stochastic_product(left, right):
+def _stochastic_product(left: np.ndarray, right: np.ndarray) -> np.ndarray:
     """``left @ right`` for row-stochastic matrices, rows renormalised.
 
     Repeated squaring lets the row sums drift (about 6e-11 after 20
@@ -337,7 +390,9 @@ def _stochastic_product(left, right):
     return product / product.sum(axis=1, keepdims=True)
 
 
-def _count_layers(peer_weights, values, tolerance):
+def _count_layers_float64(
+    peer_weights: np.ndarray, values: np.ndarray, tolerance: float, stepwise_layers: int | None = None
+) -> int:
     """The ``q`` of the literal aggregation of ``values``, without a cap.
 
     Up to STEPWISE_LAYERS layers it steps exactly as :func:`aggregate_literal`
@@ -348,14 +403,15 @@ def _count_layers(peer_weights, values, tolerance):
     spread below the tolerance is found in ``O(k^3 log q)``. Near the
     threshold the two ways may round differently by a layer.
     """
+    stepwise_layers = STEPWISE_LAYERS if stepwise_layers is None else stepwise_layers
     layer = peer_weights @ values
-    for layers in range(STEPWISE_LAYERS + 1):
+    for layers in range(stepwise_layers + 1):
         if _spread_below(layer, tolerance):
             return layers
         layer = peer_weights @ layer
-    # Layers 0..STEPWISE_LAYERS are V^1 X .. V^(STEPWISE_LAYERS + 1) X: the
+    # Layers 0..stepwise_layers are V^1 X .. V^(stepwise_layers + 1) X: the
     # last power known not to have converged is ``reached``.
-    reached = STEPWISE_LAYERS + 1
+    reached = stepwise_layers + 1
     powers = [peer_weights]  # powers[j] = V^(2^j)
     reached_power = np.eye(len(peer_weights))
     for bit in range(reached.bit_length()):
@@ -381,7 +437,396 @@ def _count_layers(peer_weights, values, tolerance):
     return reached
 
 
-def layers_needed(peer_weights, values, *, tolerance=DEFAULT_TOLERANCE):
+#: From this many experts on, layers are counted in float32 on re-centred
+#: deviations (below it the literal float64 layers cost next to nothing).
+FAST_COUNT_MIN_EXPERTS = 48
+
+#: The lazy-chain count is tried when V keeps at least this weight on the
+#: diagonal of every row (see ``_count_layers_lazy``).
+LAZY_MIN_DIAGONAL = 0.5
+
+_FLOAT32_UNIT = float(np.finfo(np.float32).eps) / 2  # unit roundoff, 2^-24
+_FLOAT64_EPS = float(np.finfo(np.float64).eps)
+
+
+def _spreads(layer: np.ndarray) -> np.ndarray:
+    return layer.max(axis=0) - layer.min(axis=0)
+
+
+def _count_layers(
+    peer_weights: np.ndarray, values: np.ndarray, tolerance: float, influence: np.ndarray | None = None
+) -> int:
+    """The ``q`` of the literal aggregation of ``values`` (see :func:`layers_needed`).
+
+    Few experts: the literal float64 layers (``_count_layers_float64``).
+    Many: ``_count_layers_fast``, which returns the same count (or, where
+    float64 rounding decides the literal's count, the count of the exact
+    arithmetic, which an extended-precision iteration reproduces) at a
+    fraction of the cost; it hands back to the float64 layers where the
+    tolerance sits at float64's rounding floor.
+    """
+    if len(peer_weights) >= FAST_COUNT_MIN_EXPERTS:
+        if influence is None:
+            influence = _stationary_distribution(peer_weights)
+        count = _count_layers_fast(peer_weights, values, tolerance, influence)
+        if count is not None:
+            return count
+    return _count_layers_float64(peer_weights, values, tolerance)
+
+
+def _count_layers_fast(
+    peer_weights: np.ndarray, values: np.ndarray, tolerance: float, influence: np.ndarray
+) -> int | None:
+    """Layer count in float32 on re-centred deviations, checked where it is close.
+
+    ``V^s X`` and ``V^s D`` with ``D = X - 1 (pi X)`` differ by a constant per
+    column (``V 1 = 1``), so they have the same spreads; but ``D`` shrinks
+    towards 0 with the spread, so float32 keeps about 7 significant digits
+    of the spread itself at every layer, where the literal float64 layers
+    carry ``pi X`` along and lose digits as the spread shrinks. Each layer
+    adds at most ``c u max|Y|`` to an entry's error (``u`` the float32 unit
+    roundoff; ``c = 4 sqrt(k) + 4`` bounds a k-term dot product's rounding
+    with a wide margin), plus what the row sums' departures from 1 add to
+    the literal layers (``_row_sum_defects``); earlier errors are averaged,
+    never amplified, by the row-stochastic ``V``, and shrink as the spreads
+    do. So each column's spread is known within a band.
+
+    The count is the first layer ``l`` at which no column is surely at or
+    above the tolerance; then a column is surely below it (done) or
+    ambiguous, and the ambiguous ones (rare: the tolerance must fall inside
+    a band of about 1e-5 of the spread) are recounted exactly by
+    ``_count_deviations``: ``q = max(l, their count)``. Columns surely below
+    are dropped as the layers go (a spread never grows).
+
+    When the spread shrinks so slowly that stepping would cost more than
+    another way, it switches (``_switch_from_stepping``): to
+    ``_count_layers_lazy`` when V is lazy (heavy diagonal), to
+    ``_count_layers_subspace`` when its slow part acts on a few directions
+    (nearly separate camps of experts), else to repeated squaring in
+    float64. Returns None
+    (count the float64 way) when the tolerance lies near float64's rounding
+    floor, where rounding, not mixing, decides the literal count.
+    """
+    k, n = values.shape
+    deviations = values - influence @ values
+    scale = float(np.abs(deviations).max())
+    largest = float(np.abs(values).max())
+    if scale == 0.0 or tolerance <= 1e3 * np.sqrt(k) * _FLOAT64_EPS * largest or tolerance < 1e-30 * scale:
+        return None
+    threshold = tolerance / scale
+    layer = (deviations / scale).astype(np.float32)
+    transition = peer_weights.astype(np.float32)
+    columns = np.arange(n)
+    top, bottom = layer.max(axis=0).astype(np.float64), layer.min(axis=0).astype(np.float64)
+    error = _FLOAT32_UNIT * np.maximum(top, -bottom)
+    growth = (4.0 * np.sqrt(k) + 4.0) * _FLOAT32_UNIT
+    # What the row sums' departures from 1 add to a column's spread a layer.
+    drift = 2.0 * _row_sum_bound(k) * np.abs(influence @ values) / scale
+    largest_spreads = []
+    may_switch = True
+    spreads = top - bottom
+    for layers in range(STEPWISE_LAYERS + 1):
+        added = growth * np.maximum(top, -bottom) + drift
+        previous_spreads = spreads
+        layer = transition @ layer
+        top, bottom = layer.max(axis=0).astype(np.float64), layer.min(axis=0).astype(np.float64)
+        spreads = top - bottom
+        # Earlier errors are mixed by V like any other vector: they shrink at
+        # about the rate the spreads do; twice the slowest column's rate
+        # leaves a wide margin.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rate = float(np.nanmax(spreads / previous_spreads, initial=0.0))
+        error = min(1.0, 2.0 * rate) * error + added
+        band = 2.0 * error + _FLOAT32_UNIT * spreads
+        surely_above = spreads - band >= threshold
+        surely_below = spreads + band < threshold
+        if not surely_above.any():
+            return _settled(peer_weights, deviations, values, tolerance, layers, columns[~surely_below])
+        if surely_below.any():
+            keep = ~surely_below
+            layer, top, bottom = np.ascontiguousarray(layer[:, keep]), top[keep], bottom[keep]
+            error, columns, spreads, drift = error[keep], columns[keep], spreads[keep], drift[keep]
+        largest_spreads.append(float(spreads.max()))
+        if may_switch and layers >= 3:
+            # The spread's recent rate of decrease predicts the layers left.
+            decay = (largest_spreads[-1] / largest_spreads[-3]) ** 0.5
+            left = np.log(threshold / largest_spreads[-1]) / np.log(decay) if 0.0 < decay < 1.0 else 0.0
+            if left >= 16:
+                may_switch = False  # tried once: the prediction only sharpens later
+                switched = _switch_from_stepping(
+                    peer_weights, deviations, values, tolerance, layers, left, len(columns)
+                )
+                if switched is not None:
+                    return switched
+    return None
+
+
+def _switch_from_stepping(
+    peer_weights: np.ndarray,
+    deviations: np.ndarray,
+    values: np.ndarray,
+    tolerance: float,
+    layers: int,
+    left: float,
+    active: int,
+) -> int | None:
+    """Another way to the count when stepping on would cost more, else None.
+
+    A float32 layer costs about ``k^2 * active`` multiply-adds; repeated
+    squaring about ``4 k^3`` per doubling in the same units (a square and a
+    lifting product, in float64 at half the speed); a float64 step of the
+    lazy chain's ``P`` or of the subspace search about three or four
+    float32 layers, so each is given at most that share of the layers left.
+    """
+    k = len(peer_weights)
+    if float(peer_weights.diagonal().min()) >= LAZY_MIN_DIAGONAL:
+        counted = _count_layers_lazy(peer_weights, deviations, values, tolerance, max_steps=int(left // 3))
+        if counted is not None:
+            return counted
+    if left > 64:
+        counted = _count_layers_subspace(peer_weights, deviations, values, tolerance, max_steps=min(64, int(left // 4)))
+        if counted is not None:
+            return counted
+    if left * active > 8 * k * np.log2(layers + left):
+        return _count_layers_float64(peer_weights, values, tolerance, stepwise_layers=0)
+    return None
+
+
+def _row_sum_defects(peer_weights: np.ndarray) -> np.ndarray:
+    """``r = V 1 - 1``, the float64 V's row sums' departures from 1, accurately.
+
+    A renormalised row sums to 1 only within a few ``eps``. The literal
+    layers carry each column's level ``c = pi x`` along, so they see
+    ``V^s X = V^s D + c (1 + u_s)`` with ``u_s = sum_t V^t r``: a spread of
+    about ``|c| eps`` a layer that the deviations alone do not have. Summed
+    in extended precision (pairwise), so r is right to about 1e-18.
+    """
+    return (peer_weights.astype(np.longdouble).sum(axis=1) - 1).astype(np.float64)
+
+
+def _row_sum_bound(k: int) -> float:
+    """A priori bound on ``max |r|`` for rows renormalised by their float64 sum."""
+    return (np.log2(k) + 2.0) * _FLOAT64_EPS
+
+
+def _count_deviations(peer_weights: np.ndarray, deviations: np.ndarray, values: np.ndarray, tolerance: float) -> int:
+    """Exact-as-can-be count for a few columns: float64 layers of the deviations.
+
+    ``V^s X = V^s D + c (1 + u_s)`` (see ``_row_sum_defects``): both parts
+    are stepped, the deviations with a rounding of about ``sqrt(k) eps`` of
+    the spread itself, against ``eps max|X|`` for the literal layers. Where
+    the two counts disagree it is the literal's that rounding decided; an
+    extended-precision iteration of the same V agrees with this one. Past
+    STEPWISE_LAYERS it hands over to the float64 count by repeated squaring.
+    """
+    defects = _row_sum_defects(peer_weights)
+    levels = values[0] - deviations[0]
+    layer, drift = peer_weights @ deviations, defects
+    for layers in range(STEPWISE_LAYERS + 1):
+        if _spread_below(layer + drift[:, None] * levels, tolerance):
+            return layers
+        layer, drift = peer_weights @ layer, peer_weights @ drift + defects
+    return _count_layers_float64(peer_weights, values, tolerance)
+
+
+def _settled(
+    peer_weights: np.ndarray,
+    deviations: np.ndarray,
+    values: np.ndarray,
+    tolerance: float,
+    layers: int,
+    ambiguous: np.ndarray,
+) -> int:
+    """``max(layers, exact count of the ambiguous columns)``.
+
+    ``layers`` is a layer at which no column is surely above the tolerance
+    while at the one before some column surely is; the ambiguous columns
+    are those not surely below it at ``layers``. They are recounted by
+    float64 layers of their deviations, or by repeated squaring where that
+    many layers would cost more.
+    """
+    if not len(ambiguous):
+        return layers
+    k = len(peer_weights)
+    if layers * len(ambiguous) <= 4 * k * np.log2(layers + 2):
+        recount = _count_deviations(peer_weights, deviations[:, ambiguous], values[:, ambiguous], tolerance)
+    else:
+        recount = _count_layers_float64(peer_weights, values[:, ambiguous], tolerance, stepwise_layers=0)
+    return max(layers, recount)
+
+
+#: Layers after which the rounding noise in ``V Q - Q H`` counts as mixed
+#: away, see ``_count_layers_subspace``.
+_SUBSPACE_SETTLE = 8
+
+
+def _count_layers_subspace(
+    peer_weights: np.ndarray, deviations: np.ndarray, values: np.ndarray, tolerance: float, *, max_steps: int
+) -> int | None:
+    """Layer count when the slow part of V acts on a small subspace.
+
+    A V that mixes slowly because its experts form nearly separate camps
+    has a few eigenvalues near 1 and the rest small: after ``T`` layers the
+    deviations ``Y = V^T D`` lie, up to a part F whose singular values are
+    at float64's rounding level, in a subspace spanned by an orthonormal ``Q`` (k, r) that V
+    maps into itself up to a residual ``R = V Q - Q H``, ``H = Q^T V Q``
+    (r, r). Then ``V^j Y = Q H^j C + E`` with ``C = Q^T Y`` and
+    ``E = V^j F + sum_i V^(j-1-i) R H^i C`` (F the dropped part); V never
+    grows a spread, so ``spread(E)`` is at most ``2 |F|`` plus, for the
+    last few terms, ``2 |R| |H^i C|`` and, for the others, the spreads of
+    ``V^settle R`` times ``|H^i C|`` (R is mostly rounding noise, which V
+    mixes away), ``sum_i |H^i|`` bounded by ``min(j, cond(eigenvectors of H)
+    / (1 - spectral radius))``; plus the row sums' drift
+    (``_row_sum_defects``) over as many layers. Any layer's spreads then cost ``O(k r n)``;
+    the first converged layer is found by doubling then bisection, the
+    columns within the bound of the tolerance recounted (``_settled``).
+    Returns None when no such subspace shows within ``max_steps`` float64
+    layers (or the bound stays too wide), for repeated squaring to take over.
+    """
+    k, n = deviations.shape
+    cut = 1e-8 * tolerance
+    drift = 2.0 * float(np.abs(_row_sum_defects(peer_weights)).max()) * np.abs(values[0] - deviations[0])
+    layer = deviations
+    for steps in range(1, max_steps + 1):
+        layer = peer_weights @ layer  # layer number steps - 1
+        spreads = _spreads(layer)
+        error = 1e-12 * spreads + steps * drift
+        if not (spreads - error >= tolerance).any():  # converged early after all
+            ambiguous = np.flatnonzero(spreads + error >= tolerance)
+            return _settled(peer_weights, deviations, values, tolerance, steps - 1, ambiguous)
+        if steps % 4:
+            continue
+        left, sigma, _ = np.linalg.svd(layer, full_matrices=False)
+        # Directions at float64's rounding level carry noise, not a subspace.
+        rank = int((sigma > max(cut, 1e-12 * sigma[0])).sum())
+        basis = left[:, :rank]
+        moved = peer_weights @ basis
+        small = basis.T @ moved
+        residual = moved - basis @ small
+        eigenvalues, eigenvectors = np.linalg.eig(small)
+        radius = float(np.abs(eigenvalues).max())
+        if radius >= 1.0:
+            continue
+        conditioning = float(np.linalg.cond(eigenvectors))
+        horizon = conditioning / (1.0 - radius)
+        # R is mostly rounding noise, which V mixes away within a few layers:
+        # terms with fewer than SETTLE applications of V after R are bounded
+        # by R itself, the rest by V^SETTLE R, whose spreads are far smaller.
+        near = 2.0 * float(np.linalg.norm(residual, 2)) * conditioning
+        settled = residual
+        for _ in range(_SUBSPACE_SETTLE):
+            settled = peer_weights @ settled
+        far = np.sqrt(rank) * float(_spreads(settled).max())
+        coefficients = basis.T @ layer
+        sizes = np.linalg.norm(coefficients, axis=0)
+        dropped = float(sigma[rank]) if rank < len(sigma) else 0.0  # |F|_2, at least each entry of F
+        if (near * _SUBSPACE_SETTLE + far * horizon) * sizes.max() <= 1e-4 * tolerance:
+            break
+    else:
+        return None
+
+    def spreads_at(layers: int) -> tuple[np.ndarray, np.ndarray]:
+        power = layers - (steps - 1)
+        projected = basis @ (np.linalg.matrix_power(small, power) @ coefficients)
+        spreads = _spreads(projected)
+        mixing = near * min(power, _SUBSPACE_SETTLE) + far * min(power, horizon)
+        error = 2 * dropped + mixing * sizes + 1e-12 * spreads
+        return spreads, error + drift * min(layers + 1, horizon)
+
+    def surely_above(layers: int) -> bool:
+        spreads, error = spreads_at(layers)
+        return bool((spreads - error >= tolerance).any())
+
+    low = steps - 1
+    jump = 1
+    while surely_above(low + jump):
+        low += jump
+        jump *= 2
+        if low > 2**MAX_DOUBLINGS:
+            return None
+    high = low + jump
+    while high - low > 1:
+        middle = (low + high) // 2
+        if surely_above(middle):
+            low = middle
+        else:
+            high = middle
+    spreads, error = spreads_at(high)
+    return _settled(peer_weights, deviations, values, tolerance, high, np.flatnonzero(spreads + error >= tolerance))
+
+
+def _count_layers_lazy(
+    peer_weights: np.ndarray, deviations: np.ndarray, values: np.ndarray, tolerance: float, *, max_steps: int
+) -> int | None:
+    """Layer count of a lazy V (every diagonal entry >= alpha) in O(T k^2 n).
+
+    ``V = alpha I + (1 - alpha) P`` with ``P`` row-stochastic and
+    non-negative, and ``I`` commutes with ``P``, so ``V^s D = sum_t
+    C(s, t) alpha^(s-t) (1 - alpha)^t P^t D`` (binomial weights summing to
+    1). With alpha near 1, V mixes slowly (thousands of layers) but P
+    usually fast: ``Z_t = P^t D`` falls below 1e-6 of the tolerance after a
+    few steps ``T``, and the terms past ``T`` change any spread by less
+    than ``spread(Z_T)`` (a spread never grows under P and the weights sum to
+    at most 1). Any layer's spreads then cost ``O(T k n)``, and the first
+    converged layer is found by doubling then bisection, in float64 on the
+    deviations: far closer to the exact count than the literal layers
+    (see ``_count_deviations``); the band allows for the row sums' drift.
+    Returns None when P needs more than
+    ``max_steps`` steps.
+    """
+    k = len(peer_weights)
+    alpha = float(peer_weights.diagonal().min())
+    steps = [deviations]
+    while _spreads(steps[-1]).max() > 1e-6 * tolerance:
+        if len(steps) > max_steps:
+            return None
+        # P Z without forming P: V Z - alpha Z loses about log10(1 / (1 - alpha))
+        # digits of Z, far below what the count can see.
+        steps.append((peer_weights @ steps[-1] - alpha * steps[-1]) / (1.0 - alpha))
+    stacked = np.stack(steps).reshape(len(steps), -1)
+    log_stay, log_move = np.log(alpha), np.log1p(-alpha)
+    # V shrinks spreads at about alpha + (1 - alpha) times P's rate; the row
+    # sums' drift (``_row_sum_defects``) adds up over about 1 / (1 - that)
+    # layers, bounded here with a factor 2 to spare.
+    rates = [_spreads(later).max() / _spreads(earlier).max() for earlier, later in zip(steps, steps[1:], strict=False)]
+    horizon = 2.0 / ((1.0 - alpha) * (1.0 - min(1.0 - 1e-9, max(rates, default=0.0))))
+    drift = 2.0 * float(np.abs(_row_sum_defects(peer_weights)).max()) * np.abs(values[0] - deviations[0])
+    log_factorials = np.array([math.lgamma(t + 1) for t in range(len(steps))])
+
+    def spreads_at(layers: int) -> tuple[np.ndarray, np.ndarray]:
+        """Spreads of layer ``l`` (``V^(l + 1) D``) and their error bound."""
+        power = layers + 1
+        terms = np.arange(min(power + 1, len(steps)))
+        log_weights = (
+            math.lgamma(power + 1) - log_factorials[terms]
+            - np.array([math.lgamma(power - t + 1) for t in terms])
+            + (power - terms) * log_stay + terms * log_move
+        )
+        peak = log_weights.max()
+        layer = (np.exp(log_weights - peak) @ stacked[:len(terms)]).reshape(k, -1)
+        spreads = _spreads(layer) * np.exp(peak)
+        return spreads, 1e-6 * tolerance + 1e-12 * spreads + drift * min(power, horizon)
+
+    def surely_above(layers: int) -> bool:
+        spreads, error = spreads_at(layers)
+        return bool((spreads - error >= tolerance).any())
+
+    low, high = -1, 1  # layer -1 stands for D itself, never below the tolerance here
+    while surely_above(high):
+        low, high = high, 2 * high
+        if high > 2**MAX_DOUBLINGS:
+            return None
+    while high - low > 1:
+        middle = (low + high) // 2
+        if surely_above(middle):
+            low = middle
+        else:
+            high = middle
+    spreads, error = spreads_at(high)
+    return _settled(peer_weights, deviations, values, tolerance, high, np.flatnonzero(spreads + error >= tolerance))
+
+
+def layers_needed(peer_weights: ArrayLike, values: ArrayLike, *, tolerance: float = DEFAULT_TOLERANCE) -> int:
     """Number of layers ``q`` the literal aggregation of ``values`` needs.
 
     The count depends on ``X`` as well as on ``V``: a column whose experts
@@ -402,7 +847,55 @@ def layers_needed(peer_weights, values, *, tolerance=DEFAULT_TOLERANCE):
     return _count_layers(peer_weights, values, _check_tolerance(tolerance))
 
 
-def _stationary_distribution(peer_weights):
+def _stationary_distribution(peer_weights: np.ndarray) -> np.ndarray:
+    influence = _stationary_by_iteration(peer_weights)
+    if influence is None:
+        influence = _stationary_by_solve(peer_weights)
+    # pi is strictly positive for a positive V; a rounding-level negative
+    # would only appear for a near-reducible V and must not flip a sign.
+    influence = np.clip(influence, 0.0, None)
+    return influence / influence.sum()
+
+
+def _stationary_by_iteration(peer_weights: np.ndarray) -> np.ndarray | None:
+    """``pi`` by power iteration, or None when a solve would cost less.
+
+    One step is a vector-matrix product (``k^2``); the LU solve costs about
+    ``k^3 / 3`` at several times the speed, so iteration pays for at most
+    about ``k / 8`` steps. A well-mixing V converges in a handful. A lazy V
+    (heavy diagonal, slow mixing) is iterated as ``P = (V - alpha I) / (1 - alpha)``,
+    which has the same ``pi`` and mixes ``1 / (1 - alpha)`` times faster.
+    Stops when the step's change, extrapolated over the remaining steps of
+    a geometric convergence, is at the rounding level.
+    """
+    k = len(peer_weights)
+    if k == 1:
+        return np.ones(1)
+    budget = max(8, k // 8)
+    alpha = float(peer_weights.diagonal().min())
+    chain = peer_weights
+    if alpha >= LAZY_MIN_DIAGONAL:
+        chain = peer_weights.copy()
+        chain[np.diag_indices(k)] -= alpha  # exact: both entries lie within a factor 2
+    influence = np.full(k, 1.0 / k)
+    previous = np.inf
+    for step in range(budget):
+        following = influence @ chain
+        following /= following.sum()
+        change = float(np.abs(following - influence).sum())
+        influence = following
+        rate = change / previous
+        previous = change
+        if change == 0.0 or (step and rate < 1.0 and change * rate / (1.0 - rate) <= 2 * _FLOAT64_EPS):
+            return influence
+        if step >= 2 and (rate >= 1.0 or change * rate ** (budget - step) > 2 * _FLOAT64_EPS):
+            # Changes that stopped shrinking at the rounding level: converged.
+            # Otherwise (slow mixing, or changes that oscillate) the solve.
+            return influence if rate >= 1.0 and change <= 16 * _FLOAT64_EPS else None
+    return None
+
+
+def _stationary_by_solve(peer_weights: np.ndarray) -> np.ndarray:
     k = peer_weights.shape[0]
     # pi V = pi  <=>  (V^T - I) pi^T = 0. That system has rank k - 1 for an
     # irreducible V, so one (redundant) equation is replaced by sum(pi) = 1.
@@ -414,24 +907,23 @@ def _stationary_distribution(peer_weights):
     right_hand_side = np.zeros(k)
     right_hand_side[-1] = 1.0
     try:
-        influence = np.linalg.solve(system, right_hand_side)
+        return np.linalg.solve(system, right_hand_side)
     except np.linalg.LinAlgError:  # pragma: no cover - excluded by positivity of V
         raise ValueError("peer_weights has no unique stationary distribution") from None
-    # pi is strictly positive for a positive V; a rounding-level negative
-    # would only appear for a near-reducible V and must not flip a sign.
-    influence = np.clip(influence, 0.0, None)
-    return influence / influence.sum()
 
 
-def expert_influence(peer_weights):
+def expert_influence(peer_weights: ArrayLike) -> np.ndarray:
     """Stationary distribution ``pi`` of the peer weights: ``pi V = pi``, ``sum pi = 1``.
 
     METHOD.md 6.1: since ``V`` is row-stochastic with strictly positive
     entries, ``V^q`` converges to a matrix whose rows all equal ``pi``, so the
     recursive aggregation of any ``X`` converges to ``pi X``. ``pi`` is each
-    expert's influence on the outcome. Computed by one linear solve of
-    ``(V^T - I) pi^T = 0`` with one equation replaced by ``sum(pi) = 1``
-    (``O(k^3)``), not by matrix powers.
+    expert's influence on the outcome. Computed by power iteration
+    (``O(k^2)`` a step, a handful of steps when V mixes; a lazy V, with a
+    heavy diagonal, is iterated through ``V - alpha I``, which has the same
+    ``pi`` and mixes faster), else by one linear solve of ``(V^T - I) pi^T = 0``
+    with one equation replaced by ``sum(pi) = 1`` (``O(k^3)``) when iterating
+    would cost more.
 
     Parameters
     ----------
@@ -449,7 +941,7 @@ def expert_influence(peer_weights):
 # --------------------------------------------------------------------------
 
 
-def _vetoing_mask(lower, upper, measured):
+def _vetoing_mask(lower: np.ndarray, upper: np.ndarray, measured: np.ndarray) -> np.ndarray:
     # t <= 0 exactly when the measured value is at or beyond b^l on the side
     # away from b^u. Deciding it by comparing with b^l, not by the sign of a
     # rounded quotient, lets the fast path and the literal path agree bit for
@@ -457,7 +949,7 @@ def _vetoing_mask(lower, upper, measured):
     return np.where(upper > lower, measured <= lower, measured >= lower)
 
 
-def _individual_scores(lower, upper, measured):
+def _individual_scores(lower: np.ndarray, upper: np.ndarray, measured: np.ndarray) -> np.ndarray:
     # A value far beyond a bound near the largest double overflows to +-inf,
     # which the clip turns into the right 0 or 1.
     with np.errstate(over="ignore"):
@@ -466,7 +958,9 @@ def _individual_scores(lower, upper, measured):
     return np.where(vetoing, 0.0, np.clip(position, _SMALLEST_POSITIVE, 1.0))
 
 
-def _validated_candidate(lower, upper, measurement_row):
+def _validated_candidate(
+    lower: ArrayLike, upper: ArrayLike, measurement_row: ArrayLike
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     lower = _as_finite_array(lower, "lower", 2)
     if lower.shape[0] == 0 or lower.shape[1] == 0:
         raise ValueError(
@@ -481,7 +975,7 @@ def _validated_candidate(lower, upper, measurement_row):
     return lower, upper, measurement_row
 
 
-def individual_scores(lower, upper, measurement_row):
+def individual_scores(lower: ArrayLike, upper: ArrayLike, measurement_row: ArrayLike) -> np.ndarray:
     """Every expert's score ``m̄_ij`` of one candidate (paper eq. 1, METHOD.md 4).
 
     ``t = (m_j - b^l_ij) / (b^u_ij - b^l_ij)``; ``m̄_ij = 1`` if ``t > 1``,
@@ -509,7 +1003,7 @@ def individual_scores(lower, upper, measurement_row):
     return _individual_scores(lower, upper, measurement_row[None, :])
 
 
-def vetoes_for(lower, upper, measurement_row):
+def vetoes_for(lower: ArrayLike, upper: ArrayLike, measurement_row: ArrayLike) -> list[VetoingJudgment]:
     """The (expert, metric) pairs whose individual score ``m̄_ij`` is 0.
 
     A candidate with any such pair gets ``CEF = 0`` (paper eq. 2, METHOD.md
@@ -522,12 +1016,91 @@ def vetoes_for(lower, upper, measurement_row):
     return [VetoingJudgment(int(expert), int(metric)) for expert, metric in np.argwhere(vetoing)]
 
 
+#: Candidates whose (k, n) veto masks are built at once by vetoing_judgments
+#: are chosen so that one batch holds about this many entries.
+_VETO_BATCH_ENTRIES = 4_000_000
+
+
+def vetoing_judgments(lower: ArrayLike, upper: ArrayLike, measurements: ArrayLike) -> np.ndarray:
+    """Every (candidate, expert, metric) whose individual score ``m̄`` is 0.
+
+    What :func:`vetoes_for` gives for one candidate, for all ``m`` at once:
+    an integer array of shape (v, 3), rows ``(candidate, expert, metric)``
+    ordered by candidate, then expert, then metric. Only vetoed candidates
+    are expanded to (k, n) masks, in batches of whole candidates so memory
+    stays bounded; no per-candidate Python loop.
+    """
+    lower = _as_finite_array(lower, "lower", 2)
+    k, n = lower.shape
+    lower, upper = _validated_ranges(lower, upper, (k, n))
+    measurements = _as_finite_array(measurements, "measurements", 2)
+    _check_shape(measurements, "measurements", (len(measurements), n), "one measured value per metric, as in lower")
+    vetoed = np.flatnonzero(_vetoed(lower, upper, measurements))
+    batch = max(1, _VETO_BATCH_ENTRIES // (k * n))
+    found = [np.empty((0, 3), dtype=np.intp)]
+    for first in range(0, len(vetoed), batch):
+        chosen = vetoed[first:first + batch]
+        candidate, expert, metric = np.nonzero(_vetoing_mask(lower, upper, measurements[chosen][:, None, :]))
+        found.append(np.column_stack([chosen[candidate], expert, metric]))
+    return np.concatenate(found)
+
+
 # --------------------------------------------------------------------------
 # Fast group scores
 # --------------------------------------------------------------------------
 
 
-def _group_scores(influence, lower, upper, measurements):
+#: From this many candidates per breakpoint (2 per expert) on, each metric's
+#: group score is computed at its breakpoints once and interpolated.
+INTERPOLATE_FROM = 2
+
+# Breakpoint gaps below this make the interpolation slopes overflow.
+_TINY_GAP = 1e-290
+
+
+def _group_scores(
+    influence: np.ndarray, lower: np.ndarray, upper: np.ndarray, measurements: np.ndarray
+) -> np.ndarray:
+    """``g = pi M̄`` for every candidate, shape (m, n), without the (m, k, n) tensor.
+
+    ``g_j`` is linear between consecutive breakpoints of metric j (the
+    experts' bounds) and constant beyond them. With many more candidates
+    than breakpoints it is scored at the breakpoints (and just outside them)
+    and interpolated, ``O(k n log k + m n log k)`` with a small constant;
+    otherwise each candidate is placed among the breakpoints directly
+    (``_group_scores_at``).
+    """
+    m, n = measurements.shape
+    k = len(influence)
+    if m < INTERPOLATE_FROM * 2 * k:
+        return _group_scores_at(influence, lower, upper, measurements)
+    bounds = np.sort(np.concatenate([lower, upper]), axis=0)  # (2k, n)
+    with np.errstate(over="ignore"):
+        points = np.concatenate(
+            [np.nextafter(bounds[:1], -np.inf), bounds, np.nextafter(bounds[-1:], np.inf)], axis=0
+        )
+        gaps = np.diff(bounds, axis=0)
+    at_points = np.ascontiguousarray(_group_scores_at(influence, lower, upper, points).T)
+    points = np.ascontiguousarray(points.T)
+    # Metric-major: each metric's candidates contiguous for np.interp.
+    measured = np.ascontiguousarray(measurements.T)
+    scores = np.empty((n, m))
+    for metric in range(n):
+        positive_gaps = gaps[:, metric][gaps[:, metric] > 0]
+        if np.isfinite(points[metric]).all() and np.isfinite(positive_gaps).all() and (
+            not len(positive_gaps) or positive_gaps.min() > _TINY_GAP
+        ):
+            scores[metric] = np.interp(measured[metric], points[metric], at_points[metric])
+        else:  # a span that overflows or a gap that underflows: no slopes
+            scores[metric] = _group_scores_at(
+                influence, lower[:, metric:metric + 1], upper[:, metric:metric + 1], measured[metric][:, None]
+            )[:, 0]
+    return scores.T
+
+
+def _group_scores_at(
+    influence: np.ndarray, lower: np.ndarray, upper: np.ndarray, measurements: np.ndarray
+) -> np.ndarray:
     """``g = pi M̄`` for every candidate without the (m, k, n) tensor.
 
     For metric j, expert i contributes ``pi_i`` times a clamped ramp of the
@@ -578,7 +1151,7 @@ def _group_scores(influence, lower, upper, measurements):
         ramp_offset = -ramp_slope * (lower - centre)
         zeros = np.zeros((n, 1))
 
-        def prefix_sums(values, order):
+        def prefix_sums(values: np.ndarray, order: np.ndarray) -> np.ndarray:
             sorted_values = np.take_along_axis(values, order, axis=1)
             return np.concatenate([zeros, np.cumsum(sorted_values, axis=1)], axis=1)
 
@@ -641,7 +1214,9 @@ def _group_scores(influence, lower, upper, measurements):
     return np.clip(group_scores.T, 0.0, 1.0)
 
 
-def _group_scores_direct(influence, lower, upper, measured, *, chunk=100_000):
+def _group_scores_direct(
+    influence: np.ndarray, lower: np.ndarray, upper: np.ndarray, measured: np.ndarray, *, chunk: int = 100_000
+) -> np.ndarray:
     """One metric's group scores by the literal formula ``pi . m̄``, a chunk
     of candidates at a time so memory stays O(chunk) whatever m and k."""
     scores = np.empty(len(measured))
@@ -654,7 +1229,7 @@ def _group_scores_direct(influence, lower, upper, measured, *, chunk=100_000):
     return scores
 
 
-def _vetoed(lower, upper, measurements):
+def _vetoed(lower: np.ndarray, upper: np.ndarray, measurements: np.ndarray) -> np.ndarray:
     """Candidates with some expert's ``m̄ == 0``, from two thresholds per metric.
 
     Experts may disagree on a metric's direction, so each metric has an
@@ -668,12 +1243,20 @@ def _vetoed(lower, upper, measurements):
     return np.any((measurements <= at_or_below) | (measurements >= at_or_above), axis=1)
 
 
-def _read_only(array):
+def _read_only(array: np.ndarray) -> np.ndarray:
     array.setflags(write=False)
     return array
 
 
-def evaluate(*, weights, peer_weights, lower, upper, measurements, tolerance=DEFAULT_TOLERANCE):
+def evaluate(
+    *,
+    weights: ArrayLike,
+    peer_weights: ArrayLike,
+    lower: ArrayLike,
+    upper: ArrayLike,
+    measurements: ArrayLike,
+    tolerance: float = DEFAULT_TOLERANCE,
+) -> Evaluation:
     """Score every candidate by the APPrOVE method (METHOD.md 6).
 
     * expert influence ``pi``: ``pi V = pi``, ``sum pi = 1`` (6.1);
@@ -686,8 +1269,13 @@ def evaluate(*, weights, peer_weights, lower, upper, measurements, tolerance=DEF
 
     The results agree with the literal iteration (:func:`aggregate_literal`)
     to within ``tolerance``; ``iterations`` is the number of layers that
-    iteration needs for ``W``. Cost ``O((m + k) n log k + k^3 + q k^2 n)``;
-    no per-candidate loop and no (m, k, n) array.
+    iteration needs for ``W`` (or, where float64 rounding decides that
+    count, the count of exact arithmetic). Cost ``O((m + k) n log k)`` for
+    the scores, ``O(k^2)`` a step for ``pi`` and ``O(k^2 n)`` a layer for the
+    count, both with few steps when V mixes (float32 layers, see
+    ``_count_layers_fast``); a solve or repeated squaring (``O(k^3)``) only
+    where V mixes so slowly that stepping would cost more. No per-candidate
+    loop and no (m, k, n) array.
 
     Parameters
     ----------
@@ -713,9 +1301,7 @@ def evaluate(*, weights, peer_weights, lower, upper, measurements, tolerance=DEF
     """
     weights = _validated_weights(weights)
     k, n = weights.shape
-    peer_weights = _as_finite_array(peer_weights, "peer_weights", 2)
-    _check_shape(peer_weights, "peer_weights", (k, k), "one row and column per expert, as in weights")
-    peer_weights = _validated_peer_weights(peer_weights, finite_checked=True)
+    peer_weights = _validated_peer_weights(peer_weights, expected_experts=k)
     lower, upper = _validated_ranges(lower, upper, (k, n))
     measurements = _as_finite_array(measurements, "measurements", 2)
     if measurements.shape[1] != n:
@@ -728,7 +1314,7 @@ def evaluate(*, weights, peer_weights, lower, upper, measurements, tolerance=DEF
     influence = _stationary_distribution(peer_weights)
     # Only reported: the results come from pi, so a slowly mixing V must
     # not fail the evaluation for want of layers.
-    iterations = _count_layers(peer_weights, weights, tolerance)
+    iterations = _count_layers(peer_weights, weights, tolerance, influence)
     metric_weights = influence @ weights
     metric_weights = metric_weights / metric_weights.sum()
 

@@ -289,32 +289,22 @@ def competition_ranks(cef: list[float], weighted: list[float]) -> tuple[list[int
     return order, ranks
 
 
-# Elements of the (candidates, experts, metrics) veto mask built at a time:
-# bounds the memory of one pass whatever the size of the study.
-_VETO_BLOCK = 1 << 22
-
-
 def _vetoes(lower: np.ndarray, upper: np.ndarray, measurements: np.ndarray, vetoed: np.ndarray) -> list[list[list]]:
     """For each vetoed candidate (indices ``vetoed``), its vetoing judgments
     as ``[expert, metric, value, least acceptable, desired]``, ordered by
-    expert then metric, as ``core.vetoes_for`` lists them.
-
-    One numpy pass over blocks of candidates rather than a call per
-    candidate; the comparison is ``core``'s own, so the engine and the
-    listed vetoes can never disagree on who vetoes what."""
-    per_block = max(1, _VETO_BLOCK // max(lower.size, 1))
+    expert then metric, from ``core.vetoing_judgments`` (one vectorised pass,
+    the engine's own comparison, so the engine and the listed vetoes can
+    never disagree on who vetoes what)."""
+    position = {candidate: index for index, candidate in enumerate(vetoed.tolist())}
     found = [[] for _ in vetoed]
-    for start in range(0, len(vetoed), per_block):
-        block = vetoed[start : start + per_block]
-        values = measurements[block]
-        candidate, expert, metric = np.nonzero(core._vetoing_mask(lower, upper, values[:, None, :]))
-        rows = zip(
-            (candidate + start).tolist(), expert.tolist(), metric.tolist(),
-            values[candidate, metric].tolist(), lower[expert, metric].tolist(), upper[expert, metric].tolist(),
-            strict=True,
-        )
-        for position, *veto in rows:
-            found[position].append(veto)
+    candidate, expert, metric = core.vetoing_judgments(lower, upper, measurements).T
+    rows = zip(
+        candidate.tolist(), expert.tolist(), metric.tolist(),
+        measurements[candidate, metric].tolist(), lower[expert, metric].tolist(), upper[expert, metric].tolist(),
+        strict=True,
+    )
+    for vetoed_candidate, *veto in rows:
+        found[position[vetoed_candidate]].append(veto)
     return found
 
 

@@ -258,7 +258,7 @@ def test_rows_within_tolerance_are_renormalised():
     nudged[0] *= 1 + 5e-7
     peer_nudged = CASE_1_PEER_WEIGHTS.copy()
     peer_nudged[2] *= 1 - 5e-7
-    arguments = dict(lower=CASE_1_LOWER, upper=CASE_1_UPPER, measurements=[[0.9, 0.1, 7.0]])
+    arguments = {"lower": CASE_1_LOWER, "upper": CASE_1_UPPER, "measurements": [[0.9, 0.1, 7.0]]}
     exact = evaluate(weights=CASE_1_WEIGHTS, peer_weights=CASE_1_PEER_WEIGHTS, **arguments)
     nudged_result = evaluate(weights=nudged, peer_weights=peer_nudged, **arguments)
     np.testing.assert_allclose(nudged_result.metric_weights, exact.metric_weights, atol=1e-15)
@@ -311,13 +311,13 @@ def test_layers_needed_depends_on_the_values_and_matches_aggregate_literal():
 
 
 def valid_arguments():
-    return dict(
-        weights=CASE_1_WEIGHTS.copy(),
-        peer_weights=CASE_1_PEER_WEIGHTS.copy(),
-        lower=CASE_1_LOWER.copy(),
-        upper=CASE_1_UPPER.copy(),
-        measurements=np.array([[0.9, 0.1, 7.0], [0.85, 0.08, 9.0]]),
-    )
+    return {
+        "weights": CASE_1_WEIGHTS.copy(),
+        "peer_weights": CASE_1_PEER_WEIGHTS.copy(),
+        "lower": CASE_1_LOWER.copy(),
+        "upper": CASE_1_UPPER.copy(),
+        "measurements": np.array([[0.9, 0.1, 7.0], [0.85, 0.08, 9.0]]),
+    }
 
 
 def with_entry(name, position, value):
@@ -407,7 +407,7 @@ def test_invalid_input_is_refused_with_a_precise_message(mutate, message):
 
 
 def test_single_expert_must_rate_themself_1():
-    arguments = dict(weights=[[1.0]], lower=[[0.0]], upper=[[1.0]], measurements=[[0.5]])
+    arguments = {"weights": [[1.0]], "lower": [[0.0]], "upper": [[1.0]], "measurements": [[0.5]]}
     with pytest.raises(ValueError, match=r"peer_weights .*row 0 sums to 0.9"):
         evaluate(peer_weights=[[0.9]], **arguments)
     assert evaluate(peer_weights=[[1.0 - 1e-7]], **arguments).cef[0] == 0.5
@@ -550,7 +550,7 @@ def test_permuting_candidates_permutes_the_results(study, random):
     weights, peer_weights, lower, upper, measurements = study
     order = list(range(len(measurements)))
     random.shuffle(order)
-    arguments = dict(weights=weights, peer_weights=peer_weights, lower=lower, upper=upper)
+    arguments = {"weights": weights, "peer_weights": peer_weights, "lower": lower, "upper": upper}
     original = evaluate(measurements=measurements, **arguments)
     permuted = evaluate(measurements=measurements[order], **arguments)
     np.testing.assert_array_equal(permuted.group_scores, original.group_scores[order])
@@ -657,7 +657,7 @@ def test_extreme_ranges_agree_with_the_literal_reference(lower, upper, measured)
     lower, upper, measured = np.array(lower), np.array(upper), np.array(measured)
     peer = np.array([[0.6, 0.4], [0.3, 0.7]])
     result = core.evaluate(weights=np.ones((2, 1)), peer_weights=peer, lower=lower, upper=upper, measurements=measured)
-    for row, candidate in zip(result.group_scores, measured):
+    for row, candidate in zip(result.group_scores, measured, strict=False):
         literal, _ = core.aggregate_literal(peer, core.individual_scores(lower, upper, candidate))
         np.testing.assert_allclose(row, literal, atol=1e-12)
     assert np.isfinite(result.cef).all()
@@ -669,3 +669,256 @@ def test_a_range_whose_width_overflows_is_refused():
             weights=np.ones((1, 1)), peer_weights=np.ones((1, 1)),
             lower=np.array([[-1e308]]), upper=np.array([[1e308]]), measurements=np.zeros((1, 1)),
         )
+
+
+# --- the fast paths at scale: pi, the layer count, interpolation, vetoes ------
+
+
+def longdouble_layers(peer_weights, values, tolerance=core.DEFAULT_TOLERANCE, max_layers=20_000):
+    """The literal aggregation's count in extended precision, for the same
+    (validated, float64) V: the reference where float64 rounding decides."""
+    transition = core._validated_peer_weights(peer_weights).astype(np.longdouble)
+    layer = transition @ np.asarray(values, dtype=np.longdouble)
+    for layers in range(max_layers):
+        if np.all(layer.max(axis=0) - layer.min(axis=0) < tolerance):
+            return layers
+        layer = transition @ layer
+    raise AssertionError("the extended-precision reference did not converge")
+
+
+def assert_literal_count(count, peer_weights, values, tolerance=core.DEFAULT_TOLERANCE):
+    literal = aggregate_literal(peer_weights, values, tolerance=tolerance)[1]
+    if count != literal:  # only where float64 rounding decides the literal count
+        assert count == longdouble_layers(peer_weights, values, tolerance), (count, literal)
+
+
+def mixing_peer_weights(rng, k, *, self_weight=0.0):
+    peer = rng.uniform(0.5, 1.5, (k, k))
+    peer /= peer.sum(axis=1, keepdims=True)
+    peer = (1 - self_weight) * peer + self_weight * np.eye(k)
+    return peer / peer.sum(axis=1, keepdims=True)
+
+
+def camps_peer_weights(rng, k, *, apart=3e-3):
+    camp = rng.integers(0, 2, k)
+    peer = rng.uniform(0.5, 1.5, (k, k)) * np.where(camp[:, None] == camp[None, :], 1.0, apart)
+    return peer / peer.sum(axis=1, keepdims=True)
+
+
+def ring_peer_weights(k):
+    # Each expert trusts their two neighbours: many eigenvalues near 1.
+    peer = np.full((k, k), 1e-3 / k)
+    experts = np.arange(k)
+    peer[experts, (experts + 1) % k] += 0.3
+    peer[experts, (experts - 1) % k] += 0.3
+    peer[experts, experts] += 0.4
+    return peer / peer.sum(axis=1, keepdims=True)
+
+
+def random_weights(rng, k, n):
+    weights = rng.uniform(0.01, 1.0, (k, n))
+    return weights / weights.sum(axis=1, keepdims=True)
+
+
+@pytest.fixture
+def taken_paths(monkeypatch):
+    """Names of the counting functions called, to check which path ran."""
+    taken = []
+    for name in ("_count_layers_fast", "_count_layers_lazy", "_count_layers_subspace", "_count_deviations",
+                 "_count_layers_float64", "_stationary_by_solve"):
+        original = getattr(core, name)
+
+        def spy(*args, _original=original, _name=name, **kwargs):
+            taken.append(_name)
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(core, name, spy)
+    return taken
+
+
+def test_influence_by_power_iteration_equals_the_solve(taken_paths):
+    rng = np.random.default_rng(11)
+    for peer in (mixing_peer_weights(rng, 200), mixing_peer_weights(rng, 200, self_weight=0.99)):
+        taken_paths.clear()
+        influence = expert_influence(peer)
+        assert "_stationary_by_solve" not in taken_paths  # mixes (the lazy one through V - alpha I)
+        np.testing.assert_allclose(influence, core._stationary_by_solve(peer), rtol=1e-12, atol=0)
+        np.testing.assert_allclose(influence @ peer, influence, rtol=1e-12, atol=0)
+
+
+def test_influence_falls_back_to_the_solve_when_iteration_would_cost_more(taken_paths):
+    rng = np.random.default_rng(12)
+    peer = camps_peer_weights(rng, 120, apart=1e-4)  # mixes over thousands of steps
+    assert core._stationary_by_iteration(peer) is None
+    taken_paths.clear()
+    influence = expert_influence(peer)
+    assert taken_paths == ["_stationary_by_solve"]
+    np.testing.assert_allclose(influence @ peer, influence, rtol=1e-10, atol=0)
+
+
+@pytest.mark.parametrize(
+    "kind, path",
+    [
+        ("mixing", None),  # float32 layers only
+        ("lazy", "_count_layers_lazy"),
+        ("camps", "_count_layers_subspace"),
+        ("ring", "_count_layers_float64"),
+    ],
+)
+def test_fast_layer_count_equals_the_literal_count(kind, path, taken_paths):
+    rng = np.random.default_rng(13)
+    make = {
+        "mixing": lambda k: mixing_peer_weights(rng, k),
+        "lazy": lambda k: mixing_peer_weights(rng, k, self_weight=0.95),
+        "camps": lambda k: camps_peer_weights(rng, k),
+        "ring": ring_peer_weights,
+    }[kind]
+    for _ in range(4):
+        k, n = int(rng.integers(core.FAST_COUNT_MIN_EXPERTS, 90)), int(rng.integers(1, 6))
+        peer = make(k)
+        values = random_weights(rng, k, n)
+        influence = expert_influence(peer)
+        taken_paths.clear()
+        count = core._count_layers(core._validated_peer_weights(peer), values, core.DEFAULT_TOLERANCE, influence)
+        assert taken_paths[0] == "_count_layers_fast"
+        if path is None:
+            assert set(taken_paths) <= {"_count_layers_fast", "_count_deviations"}
+        else:
+            assert path in taken_paths
+        assert_literal_count(count, peer, values)
+
+
+@pytest.mark.parametrize("self_weight", [0.0, 0.6, 0.95])
+def test_layer_count_with_the_tolerance_at_a_spread_equals_a_reference(self_weight):
+    # The tolerance placed at (or within 1e-12 .. 1e-5 of) a column's spread
+    # at some layer: the float32 band, the lazy band and the exact recount
+    # must all decide as the literal count does, or as extended precision
+    # does where float64 rounding decides the literal one.
+    rng = np.random.default_rng(14)
+    for case in range(12):
+        k, n = int(rng.integers(core.FAST_COUNT_MIN_EXPERTS, 90)), int(rng.integers(1, 6))
+        peer = mixing_peer_weights(rng, k, self_weight=self_weight)
+        values = random_weights(rng, k, n)
+        layer, spreads = peer @ values, []
+        for _ in range(200 if self_weight > 0.9 else 40):
+            spreads.append((layer.max(axis=0) - layer.min(axis=0)).max())
+            layer = peer @ layer
+        at = int(rng.integers(1, 4 if self_weight == 0 else len(spreads)))
+        tolerance = spreads[at] * [1.0, 1 + 1e-12, 1 - 1e-12, 1 + 1e-7, 1 - 1e-7, 1 + 1e-5, 1 - 1e-5][case % 7]
+        if tolerance < 1e-12:  # below what float64 layers can reach
+            continue
+        assert_literal_count(layers_needed(peer, values, tolerance=tolerance), peer, values, tolerance)
+
+
+def test_float32_band_sends_a_close_call_to_the_exact_recount(taken_paths):
+    rng = np.random.default_rng(15)
+    peer, values = mixing_peer_weights(rng, 64), random_weights(rng, 64, 3)
+    layer = peer @ peer @ values
+    tolerance = (layer.max(axis=0) - layer.min(axis=0)).max()  # exactly a spread of layer 1
+    count = core._count_layers(peer, values, tolerance, expert_influence(peer))
+    assert "_count_deviations" in taken_paths
+    assert_literal_count(count, peer, values, tolerance)
+
+
+def test_tolerance_at_float64_rounding_floor_counts_the_literal_way(taken_paths):
+    rng = np.random.default_rng(16)
+    peer, values = mixing_peer_weights(rng, 64), random_weights(rng, 64, 2)
+    influence = expert_influence(peer)
+    taken_paths.clear()
+    count = core._count_layers(peer, values, 1e-15, influence)
+    assert taken_paths == ["_count_layers_fast", "_count_layers_float64"]
+    assert count == aggregate_literal(peer, values, tolerance=1e-15)[1]
+
+
+def test_evaluate_at_scale_equals_the_literal_reference():
+    rng = np.random.default_rng(17)
+    for self_weight in (0.0, 0.9):
+        k, n, m = 70, 4, 12
+        weights = random_weights(rng, k, n)
+        peer = mixing_peer_weights(rng, k, self_weight=self_weight)
+        lower = rng.uniform(0, 1, (k, n))
+        upper = lower + rng.choice([-1.0, 1.0], (k, n)) * rng.uniform(0.2, 1, (k, n))
+        measurements = rng.uniform(-0.5, 1.5, (m, n))
+        measurements[0] = lower[3]  # exactly at one expert's least acceptable values
+        result = evaluate(weights=weights, peer_weights=peer, lower=lower, upper=upper, measurements=measurements)
+        reference = literal_evaluation(weights, peer, lower, upper, measurements)
+        np.testing.assert_array_equal(result.vetoed, reference["vetoed"])
+        for field in ("metric_weights", "group_scores", "weighted_scores", "cef"):
+            # The literal layers stop within the tolerance of their limit pi X.
+            np.testing.assert_allclose(getattr(result, field), reference[field], rtol=0, atol=1e-9)
+        assert_literal_count(result.iterations, peer, weights)
+
+
+def test_many_more_candidates_than_experts_are_interpolated_exactly(monkeypatch):
+    rng = np.random.default_rng(18)
+    k, n, m = 5, 3, 400  # m >= INTERPOLATE_FROM * 2k: breakpoints scored once
+    lower = rng.uniform(0, 1, (k, n))
+    upper = lower + rng.choice([-1.0, 1.0], (k, n)) * rng.uniform(0.2, 1, (k, n))
+    measurements = rng.uniform(-1, 2, (m, n))
+    measurements[:k] = lower  # at the bounds
+    measurements[k:2 * k] = upper
+    measurements[-2:] = [[-1e300] * n, [1e300] * n]  # far beyond every range
+    arguments = {"weights": random_weights(rng, k, n), "peer_weights": mixing_peer_weights(rng, k),
+                 "lower": lower, "upper": upper, "measurements": measurements}
+    interpolated = evaluate(**arguments)
+    monkeypatch.setattr(core, "INTERPOLATE_FROM", 10**9)
+    placed = evaluate(**arguments)
+    np.testing.assert_allclose(interpolated.group_scores, placed.group_scores, rtol=0, atol=4e-16)
+    influence = expert_influence(arguments["peer_weights"])
+    for c in range(0, m, 7):
+        expected = influence @ individual_scores(lower, upper, measurements[c])
+        np.testing.assert_allclose(interpolated.group_scores[c], expected, rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(interpolated.vetoed, placed.vetoed)
+
+
+@pytest.mark.parametrize(
+    "lower, upper, measured",
+    [
+        ([[0.0], [-1e14]], [[1.0], [1.0]], [[0.5], [0.9], [-5e13], [1e14]]),
+        ([[1e308], [1e308]], [[1.5e308], [1.5e308]], [[1.2e308], [1.4e308], [-1.7e308]]),
+        ([[-1e308], [-1e308]], [[1e307], [1e307]], [[0.0], [1.7e308], [-1.7e308]]),
+        ([[0.0], [1e-300]], [[1e-300], [2e-300]], [[5e-301], [1.5e-300], [1.0]]),
+    ],
+)
+def test_interpolation_of_extreme_ranges_agrees_with_the_literal_reference(lower, upper, measured, monkeypatch):
+    monkeypatch.setattr(core, "INTERPOLATE_FROM", 0)  # interpolate whatever m is
+    lower, upper, measured = np.array(lower), np.array(upper), np.array(measured)
+    peer = np.array([[0.6, 0.4], [0.3, 0.7]])
+    result = core.evaluate(weights=np.ones((2, 1)), peer_weights=peer, lower=lower, upper=upper, measurements=measured)
+    for row, candidate in zip(result.group_scores, measured, strict=True):
+        literal, _ = core.aggregate_literal(peer, core.individual_scores(lower, upper, candidate))
+        np.testing.assert_allclose(row, literal, atol=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(studies())
+def test_interpolated_group_scores_equal_the_literal_reference(study):
+    weights, peer_weights, lower, upper, measurements = study
+    saved = core.INTERPOLATE_FROM
+    core.INTERPOLATE_FROM = 0
+    try:
+        result = evaluate(
+            weights=weights, peer_weights=peer_weights, lower=lower, upper=upper, measurements=measurements
+        )
+    finally:
+        core.INTERPOLATE_FROM = saved
+    influence = expert_influence(peer_weights)
+    for c, measured in enumerate(measurements):
+        np.testing.assert_allclose(
+            result.group_scores[c], influence @ individual_scores(lower, upper, measured), rtol=0, atol=1e-12
+        )
+
+
+def test_vetoing_judgments_list_every_veto_in_one_pass(monkeypatch):
+    rng = np.random.default_rng(19)
+    k, n, m = 6, 4, 60
+    lower = rng.integers(0, 5, (k, n)).astype(float)
+    upper = lower + rng.choice([-2.0, 3.0], (k, n))
+    measurements = rng.integers(-2, 8, (m, n)).astype(float)
+    expected = [(c, *veto) for c in range(m) for veto in vetoes_for(lower, upper, measurements[c])]
+    assert [tuple(row) for row in core.vetoing_judgments(lower, upper, measurements).tolist()] == expected
+    monkeypatch.setattr(core, "_VETO_BATCH_ENTRIES", 30)  # several batches of whole candidates
+    assert [tuple(row) for row in core.vetoing_judgments(lower, upper, measurements).tolist()] == expected
+    assert core.vetoing_judgments(lower, upper, np.empty((0, n))).shape == (0, 3)
+    with pytest.raises(ValueError, match=r"measurements must have shape \(3, 4\)"):
+        core.vetoing_judgments(lower, upper, np.zeros((3, 5)))

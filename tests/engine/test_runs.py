@@ -716,11 +716,11 @@ def test_results_json_keeps_names_as_written(study):
     assert '"study":"Étude «1»"' in text and '"name":"Ärzte-Baum \u201cC4.5\u201d"' in text
 
 
-@pytest.mark.parametrize("block", [1, 7, 1 << 22])
-def test_vetoes_match_the_engine_one_candidate_at_a_time(block, monkeypatch):
+@pytest.mark.parametrize("batch", [1, 7, 1 << 22])
+def test_vetoes_match_the_engine_one_candidate_at_a_time(batch, monkeypatch):
     """The vectorised vetoes list exactly what ``core.vetoes_for`` lists for
-    each candidate, in its order, whatever the block size."""
-    monkeypatch.setattr(services, "_VETO_BLOCK", block * 12)
+    each candidate, in its order, whatever the batch size."""
+    monkeypatch.setattr(core, "_VETO_BATCH_ENTRIES", batch * 12)
     rng = np.random.default_rng(7)
     k, n, m = 4, 3, 40
     lower = rng.uniform(0, 0.4, (k, n))
