@@ -96,11 +96,11 @@ RUN_QUERIES = {
     # SCOPED (the token; the study with its designer; my memberships), then
     # one query each for: experts with their users; attributes; metrics with
     # their attributes; candidates; measurements (plain values); attribute
-    # votes; metric votes; attribute prioritisations; their weights; the
-    # weights' attributes; their judgments (none here, so their rows and
-    # columns take no query); local prioritisations (none here, so nothing
-    # is prefetched for them); ranges; peer weights with their ratees
-    "/studies/{study}/export/": 3 + 14,
+    # votes with their attributes; metric votes with their metrics; attribute
+    # prioritisations; their weights with attributes; their judgments with
+    # rows and columns; local prioritisations (none here, so nothing is
+    # prefetched for them); ranges; peer weights with their ratees
+    "/studies/{study}/export/": 3 + 13,
 }
 
 

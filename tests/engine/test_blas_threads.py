@@ -14,9 +14,10 @@ ROOT = Path(__file__).resolve().parents[2]
 # approve_site, approve_site.wsgi), then Django and the engine bring numpy.
 PROBE = """
 import ctypes, glob, json, os, sys
+import approve_site
+numpy_before_site = "numpy" in sys.modules
 import django
 django.setup()
-numpy_before_site = "numpy" in sys.modules
 from engine import core
 import numpy
 found = glob.glob(os.path.join(os.path.dirname(numpy.__file__), "..", "numpy.libs", "*openblas64_*.so"))
