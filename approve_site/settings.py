@@ -304,6 +304,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # The default enum hook, then the links from each create answer to the
+    # operations on what it made (workspace/api/schema.py).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "workspace.api.schema.postprocess_links",
+    ],
 }
 
 # --- Request limits ---------------------------------------------------------------

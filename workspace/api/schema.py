@@ -1,10 +1,16 @@
-"""OpenAPI: every operation documents the errors it can answer with."""
+"""OpenAPI: every operation documents the errors it can answer with, and
+every create answer links to the operations on what it made."""
+
+import re
+from dataclasses import dataclass
 
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.plumbing import force_instance
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework.settings import api_settings
 
-from .serializers import ErrorDetailSerializer
+from . import invitation_serializers as inv
+from .serializers import ErrorDetailSerializer, PrioritiesSerializer, WriteSerializer
 
 VALIDATION_ERROR = OpenApiResponse(
     response={
@@ -21,7 +27,26 @@ def _detail(description):
     return OpenApiResponse(response=ErrorDetailSerializer, description=description)
 
 
+# Request bodies whose views refuse a field they do not know (besides every
+# WriteSerializer): their schemas say so, so that a client (or a fuzzer) sending
+# what the schema allows is not refused.
+CLOSED_REQUESTS = (
+    WriteSerializer,
+    PrioritiesSerializer,
+    inv.InvitationWriteSerializer,
+    inv.AcceptSerializer,
+    inv.AcceptLinkSerializer,
+)
+
+
 class ApproveAutoSchema(AutoSchema):
+    def _map_serializer(self, serializer: object, direction: str, bypass_extensions: bool = False) -> dict:
+        schema = super()._map_serializer(serializer, direction, bypass_extensions)
+        closed = isinstance(force_instance(serializer), CLOSED_REQUESTS)
+        if direction == "request" and closed and schema.get("type") == "object":
+            schema["additionalProperties"] = False
+        return schema
+
     def _get_paginator(self):
         # Views built on PaginatedListMixin paginate their GET lists by hand
         # (they are APIViews, without a pagination_class): document the
@@ -40,7 +65,7 @@ class ApproveAutoSchema(AutoSchema):
                 bodies[str(code)] = self._get_response_for_code(response, str(code), direction=direction)
         return bodies
 
-    def error_responses(self):
+    def error_responses(self) -> dict[int, OpenApiResponse]:
         """The errors this operation can answer with (FORMATS.md, REST API)."""
         responses = {}
         writes = self.method in ("POST", "PUT", "PATCH", "DELETE")
@@ -53,7 +78,165 @@ class ApproveAutoSchema(AutoSchema):
             responses[404] = _detail("Not found, or not a member of the study (its existence is never revealed).")
         elif self._get_paginator() is not None:
             responses[404] = _detail("No such page of the list.")
+        if writes:
+            # Answered before the view runs: by limits.BodySizeLimitMiddleware,
+            # and by DRF for a body that is not JSON, a form or multipart.
+            responses[413] = _detail("The request body is over this operation's size limit; the detail gives both.")
+            if self.method != "DELETE":
+                responses[415] = _detail("The body's Content-Type is not one this operation reads (JSON, a form).")
         # Phases belong to studies (an import's phase problems are 400s).
         if (writes and "{study_id}" in self.path) or self.path.endswith(("/results/", "/scores/")):
             responses[409] = _detail("The study's phase (or the run's status) does not allow it; the detail says why.")
-        return responses
+        return dict(sorted(responses.items()))
+
+
+# --- links between operations (OpenAPI 3 `links`) -----------------------------------
+# Each create answer (201, 202) links to the operations on the object it made,
+# so that clients (and Schemathesis's stateful tests) can chain the calls:
+# the created object's key goes into the path parameter that follows its
+# collection in the target's path (``studies/{study_id}/...`` after
+# ``studies/``), and the parameters the create's own path shares with the
+# target are passed on as they were (``$request.path.study_id``).
+
+API = "/api/v1"
+
+
+@dataclass(frozen=True)
+class Made:
+    """What a create answer made: the collection it belongs to, the JSON
+    pointer of its key in the answer, and other path prefixes of operations
+    on it (a member's inputs, your own inputs once you are an expert)."""
+
+    collection: str
+    pointer: str = "/id"
+    also: tuple[str, ...] = ()
+
+
+# Creates whose object does not live under the create's own path, or whose key
+# is not the answer's ``id``, and other answers that carry an object; any
+# other create answering with an ``id`` makes an object of its own path's
+# collection.
+MADE = {
+    (f"{API}/auth/token/", "201"): Made(f"{API}/auth/tokens/"),
+    (f"{API}/studies/import/", "201"): Made(f"{API}/studies/"),
+    (f"{API}/studies/{{study_id}}/runs/", "202"): Made(f"{API}/runs/", also=(f"{API}/studies/{{study_id}}/runs/",)),
+    # Taking the expert role yourself: the membership, your inputs.
+    (f"{API}/studies/{{study_id}}/members/", "201"): Made(
+        f"{API}/studies/{{study_id}}/members/",
+        pointer="/username",
+        also=(f"{API}/studies/{{study_id}}/inputs/", f"{API}/studies/{{study_id}}/my/"),
+    ),
+    # Inviting someone else: the invitation.
+    (f"{API}/studies/{{study_id}}/members/", "202"): Made(
+        f"{API}/studies/{{study_id}}/invitations/", pointer="/invitation/id"
+    ),
+    # Not a create, but the study in its new phase, where other operations open.
+    (f"{API}/studies/{{study_id}}/transitions/", "200"): Made(f"{API}/studies/"),
+}
+
+# A new study's designer opens its voting (a 409 names what is missing).
+OPEN_VOTING = (
+    "OpenVoting", f"{API}/studies/{{study_id}}/transitions/", "post",
+    {"study_id": "$response.body#/id"}, {"to": "voting"},
+)
+# Links that also fill part of the request body (merged into the generated
+# body), from the answer or with a constant: (source path, status) → [(name,
+# target path, target method, parameters, body)].
+BODY_LINKS = {
+    (f"{API}/studies/", "201"): [
+        # The designer takes the expert role in their new study.
+        (
+            "JoinAsExpert", f"{API}/studies/{{study_id}}/members/", "post",
+            {"study_id": "$response.body#/id"}, {"username": "$response.body#/designer"},
+        ),
+        OPEN_VOTING,
+    ],
+    (f"{API}/studies/import/", "201"): [OPEN_VOTING],
+    (f"{API}/studies/{{study_id}}/attributes/", "201"): [
+        (
+            "AddMetricToIt", f"{API}/studies/{{study_id}}/metrics/", "post",
+            {"study_id": "$request.path.study_id"}, {"attribute": "$response.body#/name"},
+        ),
+    ],
+}
+
+METHODS = ("get", "put", "post", "patch", "delete")
+
+
+def _operations(paths: dict) -> list[tuple[str, str, dict]]:
+    return [(path, method, item[method]) for path, item in paths.items() for method in METHODS if method in item]
+
+
+def _path_parameters(path: str) -> list[str]:
+    return re.findall(r"{([^}]+)}", path)
+
+
+def _resolved(schema: dict, components: dict) -> dict:
+    ref = schema.get("$ref", "")
+    return components.get(ref.rpartition("/")[2], {}) if ref else schema
+
+
+def _made(path: str, status: str, response: dict, components: dict) -> Made | None:
+    if (path, status) in MADE:
+        return MADE[(path, status)]
+    if status not in ("201", "202"):
+        return None
+    body = response.get("content", {}).get("application/json", {}).get("schema", {})
+    return Made(path) if "id" in _resolved(body, components).get("properties", {}) else None
+
+
+def _link_parameters(source: str, made: Made, target: str, method: str) -> dict[str, str] | None:
+    """The parameters of a link from a create at ``source`` to an operation at
+    ``target``, or None when the target is not an operation on what it made."""
+    for prefix in (made.collection, *made.also):
+        if not target.startswith(prefix):
+            continue
+        rest = target[len(prefix):]
+        key = re.match(r"{([^}]+)}/", rest)
+        # In the collection, the operations on one of its objects and its list
+        # (not a sibling such as studies/import/, nor another create).
+        if prefix == made.collection and key is None and (rest or method != "get"):
+            continue
+        parameters = {}
+        for name in _path_parameters(target):
+            if key is not None and name == key.group(1):
+                parameters[name] = f"$response.body#{made.pointer}"
+            elif name in _path_parameters(source):
+                parameters[name] = f"$request.path.{name}"
+            else:
+                return None  # a key this answer does not give (another object's)
+        return parameters
+    return None
+
+
+def postprocess_links(result: dict, generator: object, request: object, public: bool) -> dict:
+    """drf-spectacular postprocessing hook: add the ``links`` of every create answer."""
+    paths = result.get("paths", {})
+    components = result.get("components", {}).get("schemas", {})
+    operations = _operations(paths)
+    for source, source_method, operation in operations:
+        if source_method != "post":
+            continue
+        for status, response in operation.get("responses", {}).items():
+            made = _made(source, status, response, components)
+            if made is None:
+                continue
+            links = {}
+            for target, method, target_operation in operations:
+                parameters = None if target_operation is operation else _link_parameters(source, made, target, method)
+                if parameters is not None:
+                    links[target_operation["operationId"]] = {
+                        "operationId": target_operation["operationId"],
+                        "parameters": parameters,
+                        "description": f"{method.upper()} {target} on what this made",
+                    }
+            for name, target, method, parameters, body in BODY_LINKS.get((source, status), ()):
+                links[name] = {
+                    "operationId": paths[target][method]["operationId"],
+                    "parameters": parameters,
+                    "requestBody": body,
+                    "description": f"{method.upper()} {target} with a body taken from this answer",
+                }
+            if links:
+                response["links"] = links
+    return result
