@@ -421,10 +421,13 @@ def dashboard_studies(*, user: User) -> list[Study]:
 
 def study_setup_get(*, study: Study) -> dict[str, Any]:
     """What the study home summarises of the setup: ``attributes`` (each
-    with ``metric_list``, in the study's order), ``metrics`` and
-    ``candidate_count``: three queries."""
+    with ``metric_list``, in the study's order), ``metrics`` (grouped by
+    attribute, as ``selected_metrics``) and ``candidate_count``: three
+    queries."""
     attributes = list(QualityAttribute.objects.filter(study=study).order_by("position", "id"))
-    metrics = list(Metric.objects.filter(study=study).order_by("position", "id"))
+    metrics = list(
+        Metric.objects.filter(study=study).order_by("attribute__position", "attribute_id", "position", "id")
+    )
     per_attribute = {}
     for metric in metrics:
         per_attribute.setdefault(metric.attribute_id, []).append(metric)
