@@ -11,15 +11,7 @@ from django.contrib.auth import get_user_model
 
 from engine import services as engine_services
 from engine.models import Run
-from tests.workspace.conftest import (  # noqa: F401  (fixtures used here)
-    CASE_STUDY_PATH,
-    cast,
-    complete_assessment,
-    fast_password_hashing,
-    make_study,
-    test_host_and_clean_cache,
-    unchanged,
-)
+from tests.workspace.conftest import complete_assessment
 from workspace import invitations, services
 from workspace.bundles import study_import_bundle
 from workspace.models import AttributePrioritisation, Invitation, Membership, Phase, Study
@@ -70,7 +62,8 @@ def test_dashboard_counts_missing_assessment_inputs_then_says_ready(client, cast
     bob = text_of(as_user(client, cast.bob).get("/"))
     assert "0 of 3 assessment steps done. Still to give: priorities, acceptable ranges, peer weights." in bob
 
-    services.prioritisation_set(expert=built.bob, method="direct", weights={"Accuracy": 5, "Consistency": 3, "Efficiency": 2})
+    weights = {"Accuracy": 5, "Consistency": 3, "Efficiency": 2}
+    services.prioritisation_set(expert=built.bob, method="direct", weights=weights)
     bob = text_of(client.get("/"))
     assert "1 of 3 assessment steps done. Still to give: acceptable ranges, peer weights." in bob
     complete_assessment(built)
@@ -86,7 +79,9 @@ def test_dashboard_in_draft_and_closed(client, cast, make_study):
     closed = make_study(Phase.CLOSED, title="Finished")
     launch(closed, cast.alice)
     page = text_of(as_user(client, cast.alice).get("/"))
-    assert "Setting up: 4 attributes, 5 metrics, 2 candidates, 2 experts. Open voting once the setup is complete." in page
+    assert (
+        "Setting up: 4 attributes, 5 metrics, 2 candidates, 2 experts. Open voting once the setup is complete."
+    ) in page
     assert "Closed: inputs are frozen. 1 validation run so far." in page
     bob = text_of(as_user(client, cast.bob).get("/"))
     assert "As expert: Waiting for the designer to open voting." in bob
@@ -178,14 +173,12 @@ def test_accepting_after_draft_is_refused_in_words(client, cast, make_study):
 
 
 @pytest.fixture
-def imported(cast):
+def imported(cast, case_study):
     """The case study imported in assessment by alice, staff: its four
     experts hold pending memberships with inputs in their names."""
-    import json
-
     cast.alice.is_staff = True
     cast.alice.save(update_fields=["is_staff"])
-    bundle = json.loads(CASE_STUDY_PATH.read_text(encoding="utf-8"))
+    bundle = case_study
     bundle["designer"], bundle["phase"] = "alice", "assessment"
     study = study_import_bundle(bundle=bundle, importer=cast.alice)
     clinician = get_user_model().objects.get(username="clinician")
@@ -389,7 +382,8 @@ def test_close_voting_says_what_the_selection_will_be_then_does_it(client, cast,
     assert response.status_code == 302 and response["Location"] == f"/studies/{built.study.pk}/"
     built.refresh()
     assert built.study.phase == Phase.ASSESSMENT
-    assert [a.name for a in built.study.attributes.filter(is_selected=True)] == ["Accuracy", "Consistency", "Efficiency"]
+    selected = built.study.attributes.filter(is_selected=True)
+    assert [a.name for a in selected] == ["Accuracy", "Consistency", "Efficiency"]
     assert "Voting is closed: the selection is fixed and the assessment is open." in text_of(client.get("/"))
 
 
