@@ -11,7 +11,10 @@ from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import Count, Exists, F, Func, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+
+from engine.models import Run
 
 from .models import (
     AcceptableRange,
@@ -19,6 +22,7 @@ from .models import (
     AttributePrioritisation,
     AttributeVote,
     AttributeWeight,
+    Candidate,
     Measurement,
     Membership,
     Metric,
@@ -328,3 +332,123 @@ def expert_inputs_list(
         for peer in PeerWeight.objects.filter(rater_id__in=ids).select_related("ratee__user").order_by("ratee_id"):
             inputs[username[peer.rater_id]]["peer_weights"][peer.ratee.user.get_username()] = peer.weight
     return inputs
+
+
+# --- pages: studyhome ----------------------------------------------------------------
+# The dashboard, the study home and the run pages. Progress is read with
+# subqueries on the expert memberships, so a page reads every expert's
+# progress in one query however many experts, studies or inputs there are.
+
+
+def _count(queryset: QuerySet) -> Coalesce:
+    """``SELECT COUNT(*)`` of ``queryset`` as a subquery expression."""
+    counted = queryset.order_by().annotate(total=Func(F("pk"), function="COUNT")).values("total")
+    return Coalesce(Subquery(counted[:1]), 0)
+
+
+def expert_progress_annotate(memberships: QuerySet[Membership]) -> QuerySet[Membership]:
+    """Expert memberships with what each has given so far, as annotations:
+
+    - ``votes_cast``: attribute and metric votes;
+    - ``prioritised_at`` / ``prioritisation_method``: the attribute
+      prioritisation's last change and method (null: none yet);
+    - ``ranges_needed``: selected metrics without a default range (the ones
+      closing the assessment needs a range for, as ``missing_input_list``);
+      ``ranges_missing``: those the expert has no range for;
+      ``ranges_given``: the expert's ranges on selected metrics;
+    - ``peers_rated`` / ``experts_total``: peer weights given, and the
+      study's experts (complete when equal: one weight per expert).
+    """
+    needed = Metric.objects.filter(
+        study=OuterRef("study_id"), is_selected=True, default_least_acceptable__isnull=True
+    )
+    ranged = AcceptableRange.objects.filter(expert=OuterRef(OuterRef("pk")), metric=OuterRef("pk"))
+    prioritisation = AttributePrioritisation.objects.filter(expert=OuterRef("pk"))
+    return memberships.annotate(
+        votes_cast=_count(AttributeVote.objects.filter(expert=OuterRef("pk")))
+        + _count(MetricVote.objects.filter(expert=OuterRef("pk"))),
+        prioritised_at=Subquery(prioritisation.values("updated_at")[:1]),
+        prioritisation_method=Subquery(prioritisation.values("method")[:1]),
+        ranges_needed=_count(needed),
+        ranges_missing=_count(needed.exclude(Exists(ranged))),
+        ranges_given=_count(AcceptableRange.objects.filter(expert=OuterRef("pk"), metric__is_selected=True)),
+        peers_rated=_count(PeerWeight.objects.filter(rater=OuterRef("pk"))),
+        experts_total=_count(Membership.objects.filter(study=OuterRef("study_id"), role=Membership.Role.EXPERT)),
+    )
+
+
+def expert_progress_list(*, study: Study) -> QuerySet[Membership]:
+    """The study's experts (pending ones too) with their users, who imported
+    their inputs, and their progress (``expert_progress_annotate``): one
+    query."""
+    experts = expert_list(study=study).select_related("inputs_imported_by")
+    return expert_progress_annotate(experts)
+
+
+def dashboard_studies(*, user: User) -> list[Study]:
+    """The user's studies for the dashboard, newest first, each with
+    ``my_memberships`` (the expert one with its progress annotated), the
+    counts of its setup (``attribute_count``, ``metric_count``,
+    ``candidate_count``, ``run_count``) and, for the studies the user
+    designs, ``expert_rows``: every expert's progress. Three queries
+    however many studies."""
+    mine = expert_progress_annotate(Membership.objects.filter(user=user).order_by("role"))
+    studies = list(
+        studies_visible_to(user)
+        .select_related("designer")
+        .prefetch_related(Prefetch("memberships", queryset=mine, to_attr="my_memberships"))
+        .annotate(
+            attribute_count=_count(QualityAttribute.objects.filter(study=OuterRef("pk"))),
+            metric_count=_count(Metric.objects.filter(study=OuterRef("pk"))),
+            candidate_count=_count(Candidate.objects.filter(study=OuterRef("pk"))),
+            run_count=_count(Run.objects.filter(study=OuterRef("pk"))),
+        )
+        .order_by("-created_at", "-id")
+    )
+    designed = studies_visible_to(user).filter(designer=user)
+    experts = expert_progress_annotate(
+        Membership.objects.filter(study__in=designed, role=Membership.Role.EXPERT)
+        .select_related("user", "inputs_imported_by")
+        .order_by("id")
+    )
+    by_study = {}
+    for expert in experts:
+        by_study.setdefault(expert.study_id, []).append(expert)
+    for study in studies:
+        study.expert_rows = by_study.get(study.pk, [])
+    return studies
+
+
+def study_setup_get(*, study: Study) -> dict[str, Any]:
+    """What the study home summarises of the setup: ``attributes`` (each
+    with ``metric_list``, in the study's order), ``metrics`` (grouped by
+    attribute, as ``selected_metrics``) and ``candidate_count``: three
+    queries."""
+    attributes = list(QualityAttribute.objects.filter(study=study).order_by("position", "id"))
+    metrics = list(
+        Metric.objects.filter(study=study).order_by("attribute__position", "attribute_id", "position", "id")
+    )
+    per_attribute = {}
+    for metric in metrics:
+        per_attribute.setdefault(metric.attribute_id, []).append(metric)
+    for attribute in attributes:
+        attribute.metric_list = per_attribute.get(attribute.pk, [])
+    return {
+        "attributes": attributes,
+        "metrics": metrics,
+        "candidate_count": Candidate.objects.filter(study=study).count(),
+    }
+
+
+def run_list(*, study: Study) -> QuerySet[Run]:
+    """The study's runs, newest first, with who launched them, without
+    their snapshot and results (megabytes on a large study)."""
+    return Run.objects.filter(study=study).select_related("launched_by").defer("snapshot", "results")
+
+
+def run_get(*, run_id: int, user: User) -> Run:
+    """One run of a study the user is a member of (``Run.DoesNotExist``
+    otherwise), with its results but without its snapshot: one query."""
+    visible = studies_visible_to(user)
+    return Run.objects.select_related("launched_by").defer("snapshot").get(pk=run_id, study__in=visible)
+

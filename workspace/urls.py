@@ -4,7 +4,18 @@ link to them. Each page module lists its own ``urlpatterns``."""
 from django.urls import path
 
 from . import views
+from .views import runs, studies
 
 urlpatterns = [
     path("", views.home, name="home"),
+    # --- studyhome: the dashboard's invitations, a study's home and phases, runs ---
+    path("invitations/<int:invitation_id>/accept/", studies.invitation_accept, name="invitation_accept"),
+    path("invitations/<int:invitation_id>/decline/", studies.invitation_decline, name="invitation_decline"),
+    path("studies/<int:study_id>/", studies.study_home, name="study_home"),
+    path("studies/<int:study_id>/phase/<slug:to>/", studies.study_phase, name="study_phase"),
+    path("studies/<int:study_id>/delete/", studies.study_delete, name="study_delete"),
+    path("studies/<int:study_id>/runs/", runs.runs_page, name="runs_page"),
+    path("studies/<int:study_id>/runs/status/", runs.runs_status, name="runs_status"),
+    path("runs/<int:run_id>/", runs.run_page, name="run_page"),
+    path("runs/<int:run_id>/status/", runs.run_status, name="run_status"),
 ]

@@ -27,7 +27,8 @@ def test_home_lists_the_demo_study_for_its_designer(page: Page, live_server, dem
     assert rows.count() == 1
     cells = [cell.strip() for cell in rows.first.locator("td").all_inner_texts()]
     assert cells[0].startswith(demo.study.title)
-    assert cells[1:] == ["Closed", f"{demo.designer} (you)", "Designer"]
+    assert cells[1:4] == ["Closed", f"{demo.designer} (you)", "Designer"]
+    assert cells[4].startswith("As designer: Closed: inputs are frozen.")
     screenshot(page, "home-designer")
     assert_accessible(page)
 

@@ -96,8 +96,10 @@ def test_home_query_count_does_not_grow_with_studies(client, cast, django_assert
     for count in (1, 6):
         while cast.alice.designed_studies.count() < count:
             services.study_create(designer=cast.alice, title=f"Study {cast.alice.designed_studies.count()}")
-        # session, user, the studies with their designers, alice's memberships
-        with django_assert_num_queries(4):
+        # session, user, the studies with their designers, alice's memberships,
+        # the experts of the studies she designs, the invitations addressed to
+        # her (the dashboard: tests/pages/test_studyhome.py)
+        with django_assert_num_queries(6):
             response = client.get(reverse("home"))
         assert len(response.context["studies"]) == count
 

@@ -1,13 +1,399 @@
-"""Pages about studies."""
+"""Pages about studies: the dashboard, a study's home with its phase
+actions, deleting a study, and answering an invitation addressed to me."""
 
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
 
-from ..selectors import studies_with_my_roles
+from .. import invitations, selectors, services
+from ..errors import InvalidInput, PhaseConflict
+from ..forms.studyhome import InvitationAcceptForm
+from ..models import Membership, Phase, Study
+from .common import form_add_service_errors, require_designer, study_for_member
+
+# --- phases: what each one is for and what leaving it freezes --------------------------
+
+PHASE_TIMELINE = (
+    (
+        Phase.DRAFT,
+        "The designer sets up attributes, metrics, candidates, experts, default ranges and thresholds.",
+        "Opening the vote fixes the attributes, the metrics and the experts.",
+    ),
+    (
+        Phase.VOTING,
+        "Experts vote on the complementary attributes and on the metrics.",
+        "Closing the vote fixes the selection, the vote thresholds and the default ranges.",
+    ),
+    (
+        Phase.ASSESSMENT,
+        "Experts prioritise the selected attributes, set their acceptable ranges and weigh their peers.",
+        "Closing the assessment freezes every expert's inputs.",
+    ),
+    (
+        Phase.CLOSED,
+        "Inputs are frozen; the designer launches validation runs.",
+        "Reopening the assessment lets experts change their inputs again; existing runs keep their snapshot.",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class PhaseAction:
+    label: str  # the button
+    question: str  # the confirmation page's heading
+    done: str  # the message once done
+
+
+# The designer's transitions (services.phases.TRANSITIONS), keyed (from, to).
+PHASE_ACTIONS = {
+    (Phase.DRAFT, Phase.VOTING): PhaseAction("Open voting", "Open the vote?", "Voting is open."),
+    (Phase.VOTING, Phase.ASSESSMENT): PhaseAction(
+        "Close voting", "Close the vote?", "Voting is closed: the selection is fixed and the assessment is open."
+    ),
+    (Phase.ASSESSMENT, Phase.CLOSED): PhaseAction(
+        "Close assessment", "Close the assessment?", "The assessment is closed: inputs are frozen."
+    ),
+    (Phase.CLOSED, Phase.ASSESSMENT): PhaseAction(
+        "Reopen assessment", "Reopen the assessment?", "The assessment is open again."
+    ),
+}
+
+
+def _timeline(study: Study) -> list[dict]:
+    order = [phase for phase, _, _ in PHASE_TIMELINE]
+    current = order.index(study.phase)
+    return [
+        {
+            "phase": phase,
+            "label": Phase(phase).label,
+            "purpose": purpose,
+            "freezes": freezes,
+            "state": "done" if index < current else "current" if index == current else "later",
+        }
+        for index, (phase, purpose, freezes) in enumerate(PHASE_TIMELINE)
+    ]
+
+
+def _actions(study: Study) -> list[dict]:
+    return [
+        {"to": to, "action": action}
+        for (origin, to), action in PHASE_ACTIONS.items()
+        if origin == study.phase
+    ]
+
+
+# --- progress: each expert's steps ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    key: str  # also the path under /studies/{id}/my/
+    label: str
+    state: str  # done, missing, todo (open, nothing yet), none (closed, nothing given), later
+    text: str
+    at: datetime | None = None
+
+    @property
+    def state_label(self) -> str:
+        return {"done": "Done", "missing": "Missing", "todo": "Not yet", "none": "None", "later": "Later"}[self.state]
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _votes_step(study: Study, expert: Membership) -> Step:
+    if study.phase == Phase.DRAFT:
+        return Step("votes", "Votes", "later", "Opens when the designer opens voting.")
+    cast = expert.votes_cast
+    if study.phase == Phase.VOTING:
+        if cast:
+            text = f"{_plural(cast, 'vote')} cast; you can change them until voting closes."
+            return Step("votes", "Votes", "done", text)
+        return Step("votes", "Votes", "todo", "No vote cast yet (voting for nothing is allowed).")
+    if cast:
+        return Step("votes", "Votes", "done", f"{_plural(cast, 'vote')} cast; voting is closed.")
+    return Step("votes", "Votes", "none", "No vote cast; voting is closed.")
+
+
+def _assessment_steps(study: Study, expert: Membership) -> list[Step]:
+    if study.phase in (Phase.DRAFT, Phase.VOTING):
+        later = "Opens when the designer closes voting."
+        return [
+            Step("priorities", "Priorities", "later", later),
+            Step("ranges", "Acceptable ranges", "later", later),
+            Step("peer-weights", "Peer weights", "later", later),
+        ]
+    if expert.prioritised_at is not None:
+        method = {"direct": "direct weights", "ahp": "AHP", "lpr": "LPR"}.get(expert.prioritisation_method, "")
+        priorities = Step("priorities", "Priorities", "done", f"Given ({method}).", expert.prioritised_at)
+    else:
+        priorities = Step("priorities", "Priorities", "missing", "The selected attributes are not prioritised yet.")
+    if expert.ranges_missing:
+        ranges = Step(
+            "ranges", "Acceptable ranges", "missing",
+            f"No range yet for {_plural(expert.ranges_missing, 'metric')} without a default range.",
+        )
+    elif expert.ranges_given:
+        ranges = Step("ranges", "Acceptable ranges", "done", f"{_plural(expert.ranges_given, 'range')} set; "
+                      "the designer's default applies to the other metrics.")
+    else:
+        ranges = Step("ranges", "Acceptable ranges", "done", "The designer's default ranges apply to every metric.")
+    if expert.peers_rated == expert.experts_total:
+        peers = Step("peer-weights", "Peer weights", "done", f"Every expert weighted ({expert.experts_total}).")
+    else:
+        peers = Step(
+            "peer-weights", "Peer weights", "missing",
+            f"{expert.peers_rated} of {expert.experts_total} experts weighted.",
+        )
+    return [priorities, ranges, peers]
+
+
+def expert_steps(study: Study, expert: Membership) -> list[Step]:
+    """The four steps of an expert with progress annotations
+    (``selectors.expert_progress_annotate``), each done or not."""
+    return [_votes_step(study, expert), *_assessment_steps(study, expert)]
+
+
+def expert_todo(study: Study, expert: Membership) -> list[str]:
+    """What the expert still has to do, in words (the dashboard)."""
+    if study.phase == Phase.DRAFT:
+        return ["Waiting for the designer to open voting."]
+    if study.phase == Phase.VOTING:
+        step = _votes_step(study, expert)
+        return ["Voting: open. " + ("Your votes are cast." if step.state == "done" else "You have not voted yet.")]
+    steps = _assessment_steps(study, expert)
+    done = sum(step.state == "done" for step in steps)
+    if study.phase == Phase.CLOSED:
+        return [f"Closed: your inputs are frozen ({done} of 3 assessment steps were done)."]
+    missing = [step.label.lower() for step in steps if step.state != "done"]
+    line = f"{done} of 3 assessment steps done."
+    return [line + (f" Still to give: {', '.join(missing)}." if missing else " Nothing left to do.")]
+
+
+def designer_todo(study: Study, experts: list[Membership]) -> list[str]:
+    """What the designer still has to do or wait for, in words (the
+    dashboard and the study home)."""
+    pending = [e for e in experts if e.status == Membership.Status.PENDING]
+    active = [e for e in experts if e.status == Membership.Status.ACTIVE]
+    lines = []
+    if study.phase == Phase.DRAFT:
+        lines.append(
+            f"Setting up: {_plural(study.attribute_count, 'attribute')}, {_plural(study.metric_count, 'metric')}, "
+            f"{_plural(study.candidate_count, 'candidate')}, {_plural(len(experts), 'expert')}."
+        )
+        lines.append("Open voting once the setup is complete.")
+    elif study.phase == Phase.VOTING:
+        voted = sum(1 for e in active if e.votes_cast)
+        lines.append(f"Voting: open. {voted} of {_plural(len(active), 'expert')} have voted.")
+        lines.append("Close voting when every expert has had their say.")
+    elif study.phase == Phase.ASSESSMENT:
+        gaps = {
+            "priorities": sum(1 for e in active if e.prioritised_at is None),
+            "ranges": sum(1 for e in active if e.ranges_missing),
+            "peer weights": sum(1 for e in active if e.peers_rated != e.experts_total),
+        }
+        for what, count in gaps.items():
+            if count:
+                lines.append(f"{_plural(count, 'expert')} still missing {what}.")
+        if not any(gaps.values()) and not pending:
+            lines.append("Ready to close: every expert has given every input.")
+    else:
+        runs = "" if study.run_count is None else f" {_plural(study.run_count, 'validation run')} so far."
+        lines.append(f"Closed: inputs are frozen.{runs} Launch validation runs from the Runs tab.")
+    if pending:
+        lines.append(f"{_plural(len(pending), 'expert')} still to accept the invitation.")
+    return lines
+
+
+# --- the dashboard ----------------------------------------------------------------------
 
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    """The studies the user designs or gives opinions in, with their roles."""
-    return render(request, "workspace/home.html", {"studies": studies_with_my_roles(request.user)})
+    """My studies with, per role, what is still to do; and the invitations
+    addressed to me, to accept or decline."""
+    studies = selectors.dashboard_studies(user=request.user)
+    for study in studies:
+        study.todo = []
+        for membership in study.my_memberships:
+            if membership.role == Membership.Role.DESIGNER:
+                study.todo.append(("Designer", designer_todo(study, study.expert_rows)))
+            else:
+                study.todo.append(("Expert", expert_todo(study, membership)))
+    pending = list(invitations.invitation_list_for_user(user=request.user))
+    for invitation in pending:
+        membership = invitation.membership
+        invitation.has_imported_inputs = membership is not None and membership.inputs_imported_by_id is not None
+    return render(request, "workspace/home.html", {"studies": studies, "invitations": pending})
+
+
+# --- answering an invitation ------------------------------------------------------------
+
+
+def _my_invitation(request: HttpRequest, invitation_id: int):
+    invitation = invitations.invitation_get_for_user(user=request.user, pk=invitation_id)
+    if invitation is None:
+        raise Http404("No such invitation.")
+    return invitation
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def invitation_accept(request: HttpRequest, invitation_id: int) -> HttpResponse:
+    """Accept an invitation addressed to me. GET shows it, with the inputs
+    someone imported in my name and the box confirming them; POST accepts
+    through the service (which refuses unticked imported inputs)."""
+    invitation = _my_invitation(request, invitation_id)
+    form = InvitationAcceptForm(request.POST if request.method == "POST" else None)
+    refusal = None
+    if form.is_bound and form.is_valid():
+        try:
+            membership = invitations.invitation_accept(
+                invitation=invitation, user=request.user, confirm_inputs=form.cleaned_data["confirm_inputs"]
+            )
+        except InvalidInput as error:
+            form_add_service_errors(form, error)
+        except PhaseConflict as error:
+            refusal = str(error)
+        else:
+            messages.success(request, f"You joined “{invitation.study.title}” as an expert.")
+            return redirect("study_home", study_id=membership.study_id)
+    context = {
+        "invitation": invitation,
+        "inputs": invitations.invitation_inputs(invitation=invitation),
+        "form": form,
+        "refusal": refusal,
+    }
+    status = 409 if refusal else 400 if form.errors else 200
+    return render(request, "studyhome/invitation_accept.html", context, status=status)
+
+
+@login_required
+@require_POST
+def invitation_decline(request: HttpRequest, invitation_id: int) -> HttpResponse:
+    invitation = _my_invitation(request, invitation_id)
+    try:
+        invitations.invitation_decline(invitation=invitation)
+    except (InvalidInput, PhaseConflict) as error:
+        messages.error(request, str(error) if isinstance(error, PhaseConflict) else error.message)
+    else:
+        messages.success(request, f"You declined the invitation to “{invitation.study.title}”.")
+    return redirect("home")
+
+
+# --- a study's home -------------------------------------------------------------------------
+
+
+@login_required
+def study_home(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The study's phase timeline, its setup, my next step as an expert and,
+    for the designer, every expert's progress and the phase actions."""
+    study = study_for_member(request, study_id)
+    setup = selectors.study_setup_get(study=study)
+    experts = list(selectors.expert_progress_list(study=study))
+    mine = next((e for e in experts if e.user_id == request.user.pk), None) if study.is_expert else None
+    my_steps = expert_steps(study, mine) if mine is not None else None
+    for expert in experts:
+        pending = expert.status == Membership.Status.PENDING
+        expert.pending_reason = selectors.pending_reason(expert) if pending else ""
+    study.attribute_count, study.metric_count = len(setup["attributes"]), len(setup["metrics"])
+    study.candidate_count = setup["candidate_count"]
+    context = {
+        "study": study,
+        "study_tab": "home",
+        "timeline": _timeline(study),
+        "setup": setup,
+        "experts": experts,
+        "my_steps": my_steps,
+        "next_step": next((step for step in my_steps or () if step.state in ("missing", "todo")), None),
+        "grid": [(expert, expert_steps(study, expert)) for expert in experts] if study.is_designer else None,
+        "actions": _actions(study) if study.is_designer else [],
+    }
+    if study.is_designer:
+        study.run_count = None  # not read here: the Runs tab lists them
+        context["designer_todo"] = designer_todo(study, experts)
+    return render(request, "studyhome/study_home.html", context)
+
+
+def _phase_preview(study: Study, to: str) -> dict:
+    """What the confirmation page shows will be frozen or changed."""
+    if (study.phase, to) == (Phase.DRAFT, Phase.VOTING):
+        return {"setup": selectors.study_setup_get(study=study), "experts": list(selectors.expert_list(study=study))}
+    if (study.phase, to) == (Phase.VOTING, Phase.ASSESSMENT):
+        setup = selectors.study_setup_get(study=study)
+        attribute_ids, metric_ids = selectors.vote_selection_get(study=study)
+        return {
+            "selected_attributes": [a for a in setup["attributes"] if a.pk in attribute_ids],
+            "dropped_attributes": [a for a in setup["attributes"] if a.pk not in attribute_ids],
+            "selected_metrics": [m for m in setup["metrics"] if m.pk in metric_ids],
+            "dropped_metrics": [m for m in setup["metrics"] if m.pk not in metric_ids],
+        }
+    if (study.phase, to) == (Phase.ASSESSMENT, Phase.CLOSED):
+        return {"gaps": selectors.missing_input_list(study=study)}
+    return {"run_count": selectors.run_list(study=study).count()}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def study_phase(request: HttpRequest, study_id: int, to: str) -> HttpResponse:
+    """Move the study to phase ``to``: GET says what will be frozen, POST
+    moves it through ``services.study_transition``; a refusal is shown with
+    the service's reason."""
+    if to not in Phase.values:
+        raise Http404("No such phase.")
+    study = study_for_member(request, study_id)
+    require_designer(study, "move the study from one phase to the next")
+    action = PHASE_ACTIONS.get((study.phase, to))
+    refusal = None
+    if action is None:
+        refusal = (
+            f"The study is in the {Phase(study.phase).label.lower()} phase: it cannot move to "
+            f"{Phase(to).label.lower()} from there."
+        )
+    elif request.method == "POST":
+        try:
+            services.study_transition(study=study, to=to)
+        except PhaseConflict as error:
+            refusal = str(error)
+        except InvalidInput as error:
+            refusal = error.message
+        else:
+            messages.success(request, action.done)
+            return redirect("study_home", study_id=study.pk)
+    context = {
+        "study": study,
+        "study_tab": "home",
+        "to": to,
+        "action": action,
+        "refusal": refusal,
+        **(_phase_preview(study, to) if action is not None else {}),
+    }
+    return render(request, "studyhome/phase_confirm.html", context, status=409 if refusal else 200)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def study_delete(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Delete the study with everything in it: GET says what goes, POST deletes."""
+    study = study_for_member(request, study_id)
+    require_designer(study, "delete the study")
+    if request.method == "POST":
+        title = study.title
+        services.study_delete(study=study)
+        messages.success(request, f"The study “{title}” was deleted with everything in it.")
+        return redirect("home")
+    setup = selectors.study_setup_get(study=study)
+    context = {
+        "study": study,
+        "study_tab": "home",
+        "setup": setup,
+        "expert_count": selectors.expert_list(study=study).count(),
+        "run_count": selectors.run_list(study=study).count(),
+    }
+    return render(request, "studyhome/study_delete.html", context)

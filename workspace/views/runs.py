@@ -1,0 +1,116 @@
+"""Validation runs: a study's list with the launch, and one run's page.
+
+While a run is queued or running, its status is polled every two seconds
+(htmx) from a small partial that stops polling once nothing is active;
+without JavaScript the pages offer a refresh link. Results are read from
+what the run stored when it finished (``engine.services.results_document``),
+never recomputed on a page view."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+
+from engine import services as engine_services
+from engine.models import Run
+
+from .. import selectors
+from ..errors import PhaseConflict
+from ..models import Phase, Study
+from .common import require_designer, study_for_member
+
+ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
+
+
+def _number(value: float) -> str:
+    return f"{value:.6g}"
+
+
+def _runs_context(study: Study) -> dict:
+    runs = list(selectors.run_list(study=study))
+    return {"study": study, "runs": runs, "polling": any(run.status in ACTIVE for run in runs)}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def runs_page(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The study's runs; POST (the designer) launches one."""
+    study = study_for_member(request, study_id)
+    refusal = None
+    if request.method == "POST":
+        require_designer(study, "launch validation runs")
+        try:
+            run = engine_services.run_launch(study=study, launched_by=request.user)
+        except PhaseConflict as error:
+            refusal = str(error)
+        else:
+            messages.success(request, f"Run {run.pk} was launched.")
+            return redirect("run_page", run_id=run.pk)
+    context = {
+        **_runs_context(study), "study_tab": "runs", "refusal": refusal, "can_launch": study.phase == Phase.CLOSED
+    }
+    return render(request, "studyhome/runs.html", context, status=409 if refusal else 200)
+
+
+@login_required
+@require_GET
+def runs_status(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The run table alone, polled by the runs page while a run is active."""
+    study = study_for_member(request, study_id)
+    return render(request, "studyhome/_runs_table.html", _runs_context(study))
+
+
+def _veto_sentence(veto: dict, candidate: str) -> str:
+    least, measured = _number(veto["range"][0]), _number(veto["value"])
+    return f"the {veto['expert']}'s least acceptable {veto['metric']} is {least}; {candidate} measured {measured}"
+
+
+def _results(run: Run) -> dict:
+    """The stored results as the page shows them."""
+    document = engine_services.results_document(run)
+    ranking = [
+        {**candidate, "veto_sentences": [_veto_sentence(veto, candidate["name"]) for veto in candidate["vetoes"]]}
+        for candidate in document["candidates"]
+    ]
+    return {
+        "ranking": ranking,
+        "iterations": document["iterations"],
+        "attribute_weights": document["attribute_weights"],
+        "metric_weights": document["metric_weights"],
+        "expert_influence": document["expert_influence"],
+    }
+
+
+def _run(request: HttpRequest, run_id: int) -> tuple[Run, Study]:
+    try:
+        run = selectors.run_get(run_id=run_id, user=request.user)
+    except Run.DoesNotExist:
+        raise Http404("No such run.") from None
+    return run, study_for_member(request, run.study_id)
+
+
+def _run_context(run: Run, study: Study) -> dict:
+    context = {"run": run, "study": study, "polling": run.status in ACTIVE}
+    if run.status == Run.Status.SUCCEEDED:
+        context["results"] = _results(run)
+    return context
+
+
+@login_required
+@require_GET
+def run_page(request: HttpRequest, run_id: int) -> HttpResponse:
+    """One run: its status (live while queued or running), its error when it
+    failed, its ranking and weights when it succeeded."""
+    run, study = _run(request, run_id)
+    return render(request, "studyhome/run.html", {**_run_context(run, study), "study_tab": "runs"})
+
+
+@login_required
+@require_GET
+def run_status(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The run's live part alone, polled while it is queued or running; it
+    carries the results once the run has succeeded."""
+    # Its results are null until it succeeds: polling reads no megabytes.
+    run, study = _run(request, run_id)
+    return render(request, "studyhome/_run_live.html", _run_context(run, study))
