@@ -12,38 +12,10 @@ from playwright.sync_api import Page, expect
 
 from engine import services as engine_services
 from engine.models import Run
-from tests.browser.support import assert_accessible, login, page_problems, screenshot
+from tests.browser.support import assert_accessible, login, screenshot
 from tests.workspace.conftest import CASE_STUDY_PATH, PASSWORD
 from workspace.bundles import study_import_bundle
 from workspace.models import Invitation, Membership, Phase, Study
-
-
-INLINE_STYLE_REFUSED = "CSP: Applying inline style"
-
-
-def _settled(page: Page) -> list[str]:
-    """The page's recorded problems once no new report has arrived for
-    300 ms (Chromium delivers console reports after the fact)."""
-    problems = page_problems(page)
-    count = -1
-    while count != len(problems):
-        count = len(problems)
-        page.wait_for_timeout(300)
-    return problems
-
-
-def accessible(page: Page) -> None:
-    """``assert_accessible``, minus the style-src refusals axe's own scan
-    causes: with Debian's Chromium 156, axe-core 4.14.1 applies inline
-    styles while it measures, and each is reported as a CSP refusal (the
-    untouched login page shows them too). The page is first checked to have
-    caused none itself; only refusals that arrive during the scan go."""
-    problems = _settled(page)
-    assert not [p for p in problems if p.startswith(INLINE_STYLE_REFUSED)], problems
-    before = len(problems)
-    assert_accessible(page)
-    problems = _settled(page)
-    problems[before:] = [p for p in problems[before:] if not p.startswith(INLINE_STYLE_REFUSED)]
 
 
 def open_demo_from_home(page: Page, demo) -> None:
@@ -56,7 +28,7 @@ def test_designer_opens_the_demo_from_home_and_launches_a_run(page: Page, live_s
     todo = page.locator("table tbody tr td").nth(4)
     expect(todo).to_contain_text("As designer: Closed: inputs are frozen. 0 validation runs so far.")
     screenshot(page, "studyhome-dashboard-designer")
-    accessible(page)
+    assert_accessible(page)
 
     open_demo_from_home(page, demo)
     assert page.url == f"{live_server.url}/studies/{demo.study.pk}/"
@@ -68,12 +40,12 @@ def test_designer_opens_the_demo_from_home_and_launches_a_run(page: Page, live_s
     expect(grid.first).to_contain_text(demo.experts[0])
     expect(page.get_by_role("link", name="Reopen assessment…")).to_be_visible()
     screenshot(page, "studyhome-study-designer")
-    accessible(page)
+    assert_accessible(page)
 
     page.get_by_role("navigation", name="Study").get_by_role("link", name="Runs").click()
     expect(page.get_by_text("No run yet.")).to_be_visible()
     screenshot(page, "studyhome-runs-empty")
-    accessible(page)
+    assert_accessible(page)
     page.get_by_role("button", name="Launch a validation run").click()
 
     # Celery is eager here: the run finished before the page answered.
@@ -95,13 +67,13 @@ def test_designer_opens_the_demo_from_home_and_launches_a_run(page: Page, live_s
     )
     expect(page.get_by_role("link", name=f"/api/v1/runs/{run.pk}/results/")).to_be_visible()
     screenshot(page, "studyhome-run-succeeded")
-    accessible(page)
+    assert_accessible(page)
 
     page.get_by_role("link", name="All runs of this study").click()
     expect(page.locator("#runs-live tbody tr")).to_have_count(1)
     expect(page.locator("#runs-live tbody tr")).to_contain_text("Succeeded")
     screenshot(page, "studyhome-runs")
-    accessible(page)
+    assert_accessible(page)
 
 
 def queued_run(demo) -> Run:
@@ -120,7 +92,7 @@ def test_the_run_page_and_the_list_turn_from_queued_to_done_by_polling(page: Pag
     expect(page.get_by_text("This page updates by itself while the run is queued.")).to_be_visible()
     assert page.locator("table.ranking").count() == 0
     screenshot(page, "studyhome-run-queued")
-    accessible(page)
+    assert_accessible(page)
 
     with page.expect_response(re.compile(rf"/runs/{run.pk}/status/$")):
         pass  # the page polls its status
@@ -172,10 +144,10 @@ def test_confirmation_pages_are_accessible(page: Page, live_server, demo) -> Non
     page.goto(f"/studies/{demo.study.pk}/phase/assessment/")
     expect(page.get_by_role("heading", name="Reopen the assessment?")).to_be_visible()
     screenshot(page, "studyhome-phase-reopen")
-    accessible(page)
+    assert_accessible(page)
     page.goto(f"/studies/{demo.study.pk}/delete/")
     screenshot(page, "studyhome-delete")
-    accessible(page)
+    assert_accessible(page)
 
 
 def test_an_expert_sees_their_steps(page: Page, live_server, demo) -> None:
@@ -190,7 +162,7 @@ def test_an_expert_sees_their_steps(page: Page, live_server, demo) -> None:
     expect(steps.nth(1)).to_contain_text("Done")
     assert page.locator("table.progress-grid").count() == 0
     screenshot(page, "studyhome-study-expert")
-    accessible(page)
+    assert_accessible(page)
 
 
 def test_an_expert_confirms_imported_inputs_from_the_dashboard(page: Page, live_server, cast) -> None:
@@ -207,13 +179,13 @@ def test_an_expert_confirms_imported_inputs_from_the_dashboard(page: Page, live_
     expect(page.get_by_role("heading", name="Invitations for you (1)")).to_be_visible()
     expect(page.get_by_text("alice imported inputs in your name.")).to_be_visible()
     screenshot(page, "studyhome-dashboard-invitation")
-    accessible(page)
+    assert_accessible(page)
     page.get_by_role("link", name=re.compile("Review inputs and accept")).click()
     expect(page.get_by_role("heading", name="Inputs imported in your name by alice")).to_be_visible()
     page.get_by_role("button", name="Accept the invitation").click()
     expect(page.locator("#id_confirm_inputs_error")).to_contain_text("must be true: alice imported inputs")
     screenshot(page, "studyhome-invitation-confirm")
-    accessible(page)
+    assert_accessible(page)
     page.get_by_label("These inputs are mine").check()
     page.get_by_role("button", name="Accept the invitation").click()
     assert page.url == f"{live_server.url}/studies/{study.pk}/"
