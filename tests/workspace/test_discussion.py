@@ -146,9 +146,11 @@ def test_discussion_get_lists_every_item_with_its_posts_in_three_queries(built, 
     third = services.post_add(study=built.study, author=cast.carol, metric=auc, body="three")
     with django_assert_num_queries(3):  # attributes, metrics, posts with authors
         threads = selectors.discussion_get(study=built.study)
-        authors = [post.author.username for thread in threads["attributes"] + threads["metrics"] for post in thread.posts]
+        every_thread = threads["attributes"] + threads["metrics"]
+        authors = [post.author.username for thread in every_thread for post in thread.posts]
     assert [t.item.name for t in threads["attributes"]] == ["Accuracy", "Consistency", "Efficiency", "Flexibility"]
-    assert [t.item.name for t in threads["metrics"]] == ["Success rate", "AUC", "Fold stdev", "Training time", "Flexibility score"]
+    metric_names = ["Success rate", "AUC", "Fold stdev", "Training time", "Flexibility score"]
+    assert [t.item.name for t in threads["metrics"]] == metric_names
     assert threads["attributes"][0].posts == [first, second]
     assert threads["metrics"][1].posts == [third]
     assert threads["metrics"][1].anchor == f"metric-{auc.pk}"
