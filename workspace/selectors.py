@@ -395,5 +395,6 @@ def thread_of(*, study: Study, item: QualityAttribute | Metric) -> Thread:
 
 
 def post_get(*, study: Study, pk: int) -> Post:
-    """The study's post ``pk`` with its author (``Post.DoesNotExist`` if none)."""
-    return _posts(study).get(pk=pk)
+    """The study's post ``pk`` with its author and its item
+    (``Post.DoesNotExist`` if none): one query."""
+    return _posts(study).select_related("attribute", "metric").get(pk=pk)
