@@ -267,3 +267,11 @@ def test_edit_refuses_an_empty_body(world, clients):
     response = clients["bob"].put(f"{world['base']}posts/{world['first'].pk}/", {"body": " "}, format="json")
     assert response.status_code == 400 and response.json() == {"body": ["This field may not be blank."]}
     assert Post.objects.get(pk=world["first"].pk).edited_at is None
+
+
+def test_a_hidden_post_can_no_longer_be_edited(world, clients):
+    hidden = world["hidden"]
+    response = clients["carol"].put(f"{world['base']}posts/{hidden.pk}/", {"body": "toned down"}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"post": ["the designer has hidden this post: it can no longer be changed"]}
+    assert Post.objects.get(pk=hidden.pk).body == "Off-topic rant"

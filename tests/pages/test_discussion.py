@@ -345,3 +345,25 @@ def test_a_refused_post_makes_a_fixed_number_of_queries(world, cast, make_study,
         # session, user, study, my memberships, the attribute, then the page's attributes, metrics, posts
         with django_assert_num_queries(8):
             assert client.post(url, {}).status_code == 200
+
+
+def test_a_hidden_post_can_no_longer_be_edited_and_offers_no_edit_link(world, cast):
+    hidden = world["hidden"]
+    carol = client_for(cast.carol)
+    assert f"/discussion/posts/{hidden.pk}/edit/" not in carol.get(world["url"]).content.decode()
+    url = f"{world['url']}posts/{hidden.pk}/edit/"
+    before = _posts_snapshot()
+    for response in (carol.get(url), carol.post(url, {"body": "toned down"})):
+        assert response.status_code == 403
+        html = response.content.decode()
+        assert "The designer has hidden this post: it can no longer be changed." in html
+        assert "An off-topic rant" not in html
+    assert _posts_snapshot() == before
+
+
+def test_an_edit_with_no_fields_at_all_is_refused_naming_the_field(world, cast):
+    before = _posts_snapshot()
+    response = client_for(cast.bob).post(f"{world['url']}posts/{world['first'].pk}/edit/", {})
+    assert response.status_code == 200
+    assert '<p><a href="#id_body">Your post on Accuracy</a>: This field is required.</p>' in response.content.decode()
+    assert _posts_snapshot() == before

@@ -161,3 +161,13 @@ def test_deleting_an_item_deletes_its_thread(built, cast):
     services.post_add(study=built.study, author=cast.bob, attribute=built.attributes["Flexibility"], body="gone soon")
     built.attributes["Flexibility"].delete()
     assert not Post.objects.exists()
+
+
+def test_a_hidden_post_can_no_longer_be_edited(built, cast):
+    post = services.post_add(study=built.study, author=cast.bob, attribute=built.attributes["Accuracy"], body="first")
+    services.post_hide(post=post, by=cast.alice)
+    with pytest.raises(InvalidInput) as refused:
+        services.post_edit(post=post, body="second")
+    assert refused.value.errors == {"post": ["the designer has hidden this post: it can no longer be changed"]}
+    post.refresh_from_db()
+    assert (post.body, post.edited_at) == ("first", None)

@@ -166,7 +166,8 @@ class MetricThreadView(ThreadView):
 class PostDetailView(DiscussionScoped, APIView):
     @extend_schema(request=PostWriteSerializer, responses=PostSerializer)
     def put(self, request: Request, study_id: int, pk: int) -> Response:
-        """Replace the body of your own post; it is then marked edited."""
+        """Replace the body of your own post; it is then marked edited. A post
+        the designer has hidden can no longer change (400)."""
         post = self.post_obj()
         if post.author_id != request.user.pk:
             raise exceptions.PermissionDenied("Only its author can change a post.")

@@ -17,6 +17,9 @@ from ..models import Metric, Post, QualityAttribute, Study
 from ._checks import text
 
 
+HIDDEN_POST_FROZEN = "the designer has hidden this post: it can no longer be changed"
+
+
 def _body(body: object) -> str:
     return text(body, "body", max_length=DISCUSSION_POST_MAX_CHARS)
 
@@ -44,7 +47,10 @@ def post_add(
 @transaction.atomic
 def post_edit(*, post: Post, body: str) -> Post:
     """Replace the body of ``post`` (its author's), marking it edited. A
-    hidden post stays hidden."""
+    post the designer has hid can no longer change: the designer judged
+    what it says."""
+    if post.is_hidden:
+        raise InvalidInput({"post": HIDDEN_POST_FROZEN})
     post.body = _body(body)
     post.edited_at = timezone.now()
     post.save(update_fields=["body", "edited_at"])

@@ -95,8 +95,11 @@ def post_edit_page(request: HttpRequest, study_id: int, pk: int) -> HttpResponse
     post = _post_or_404(study, pk)
     if post.author_id != request.user.pk:
         raise PermissionDenied("Only its author can change a post. You can answer it in its thread instead.")
+    if post.is_hidden:  # its body is not shown to its author any more
+        raise PermissionDenied("The designer has hidden this post: it can no longer be changed.")
     item = post.attribute or post.metric
-    form = PostForm(request.POST or None, item=item, initial={"body": post.body}, help_text=True)
+    data = request.POST if request.method == "POST" else None
+    form = PostForm(data, item=item, initial={"body": post.body}, help_text=True)
     if form.is_bound and form.is_valid():
         try:
             services.post_edit(post=post, body=form.cleaned_data["body"])
