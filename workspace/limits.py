@@ -168,6 +168,12 @@ def bundle_check_limits(bundle: object) -> None:
         raise InvalidInput({"bundle": too_many(noun, entries, BUNDLE_MAX_ENTRIES)})
 
 
+# --- discussion ----------------------------------------------------------------------
+# One post in the thread of an attribute or a metric: a few paragraphs of
+# argument, not a document (the database holds the same bound).
+DISCUSSION_POST_MAX_CHARS = 5000
+
+
 # --- JSON nesting ------------------------------------------------------------------
 # A JSON string, closing quote optional: an unterminated string then runs to
 # the end in one match instead of being retried at every later quote (which

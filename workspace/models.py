@@ -12,10 +12,13 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
-from django.db.models.functions import Greatest, Least
+from django.db.models.functions import Greatest, Least, Length
+from django.db.models.lookups import LessThanOrEqual
 from django.utils import timezone
 
 from engine.rules import SCALE_DATABASE_SLACK, SCALE_MAX, SCALE_MIN
+
+from .limits import DISCUSSION_POST_MAX_CHARS
 
 
 class Phase(models.TextChoices):
@@ -468,3 +471,60 @@ class Invitation(models.Model):
     @property
     def is_expired(self):
         return self.status == self.Status.PENDING and self.expires_at <= timezone.now()
+
+
+# --- Discussion ------------------------------------------------------------------
+
+
+class Post(models.Model):
+    """A message in the discussion thread of one attribute or one metric of a
+    study. Members write them in any phase. The designer may hide a post: it
+    stays, marked hidden, for the designer, and reads "hidden by the
+    designer" for everyone else."""
+
+    # Also reachable through the item; kept so a study's whole discussion is
+    # one indexed query. The services keep it equal to the item's study.
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="posts")
+    attribute = models.ForeignKey(
+        QualityAttribute, on_delete=models.CASCADE, null=True, blank=True, related_name="posts"
+    )
+    metric = models.ForeignKey(Metric, on_delete=models.CASCADE, null=True, blank=True, related_name="posts")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="discussion_posts")
+    body = models.TextField(max_length=DISCUSSION_POST_MAX_CHARS)
+    created_at = models.DateTimeField(auto_now_add=True)
+    edited_at = models.DateTimeField(null=True, blank=True, help_text="when its author last changed the body")
+    hidden_at = models.DateTimeField(null=True, blank=True, help_text="hidden by the designer from this moment")
+    hidden_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            # A thread is about exactly one item: an attribute or a metric.
+            models.CheckConstraint(
+                condition=(Q(attribute__isnull=False) & Q(metric__isnull=True))
+                | (Q(attribute__isnull=True) & Q(metric__isnull=False)),
+                name="post_attribute_or_metric",
+            ),
+            models.CheckConstraint(condition=~Q(body=""), name="post_body_not_empty"),
+            models.CheckConstraint(
+                condition=LessThanOrEqual(Length("body"), DISCUSSION_POST_MAX_CHARS), name="post_body_length"
+            ),
+            # hidden_by goes null if that account is deleted; the post stays hidden.
+            models.CheckConstraint(
+                condition=Q(hidden_at__isnull=False) | Q(hidden_by__isnull=True), name="post_hidden_by_needs_hidden_at"
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.author} on {self.attribute or self.metric}: {self.body[:40]}"
+
+    @property
+    def is_hidden(self) -> bool:
+        return self.hidden_at is not None
+
+    @property
+    def thread_anchor(self) -> str:
+        """The thread's anchor on the discussion page (PAGES.md, binding)."""
+        return f"attribute-{self.attribute_id}" if self.attribute_id is not None else f"metric-{self.metric_id}"

@@ -18,4 +18,31 @@ urlpatterns = [
     path("studies/<int:study_id>/runs/status/", runs.runs_status, name="runs_status"),
     path("runs/<int:run_id>/", runs.run_page, name="run_page"),
     path("runs/<int:run_id>/status/", runs.run_status, name="run_status"),
+    # --- discussion: the page, and where its forms post ---
+    path("studies/<int:study_id>/discussion/", views.discussion_page, name="discussion"),
+    path(
+        "studies/<int:study_id>/discussion/attributes/<int:pk>/",
+        views.thread_post_page,
+        {"kind": "attribute"},
+        name="discussion_attribute",
+    ),
+    path(
+        "studies/<int:study_id>/discussion/metrics/<int:pk>/",
+        views.thread_post_page,
+        {"kind": "metric"},
+        name="discussion_metric",
+    ),
+    path("studies/<int:study_id>/discussion/posts/<int:pk>/edit/", views.post_edit_page, name="discussion_post_edit"),
+    path(
+        "studies/<int:study_id>/discussion/posts/<int:pk>/hide/",
+        views.post_visibility_page,
+        {"hide": True},
+        name="discussion_post_hide",
+    ),
+    path(
+        "studies/<int:study_id>/discussion/posts/<int:pk>/unhide/",
+        views.post_visibility_page,
+        {"hide": False},
+        name="discussion_post_unhide",
+    ),
 ]

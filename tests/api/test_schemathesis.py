@@ -17,7 +17,7 @@ Every response must pass:
 So that the generated ids hit something, path parameters are replaced, two
 times in three, by those of real objects: one study per phase (draft,
 voting, assessment, closed with a succeeded run) with its attributes,
-metrics, candidates and experts, a run and a token. Every request runs in a
+metrics, candidates, experts and discussion posts, a run and a token. Every request runs in a
 savepoint that is rolled back afterwards, so each example meets the same
 database (a generated DELETE does not take the study away from the next one).
 
@@ -61,7 +61,7 @@ REAL = {}
 
 def _ids_for(path, world):
     """The value of ``{id}`` in ``path`` for a study's world."""
-    for kind in ("attributes", "metrics", "candidates", "invitations"):
+    for kind in ("attributes", "metrics", "candidates", "invitations", "posts"):
         if f"/{kind}/" in path:
             return st.sampled_from(world[kind])
     return st.sampled_from(world["attributes"])
@@ -128,12 +128,18 @@ def _build_world(phase, cast, title):
             for m, value in zip(metrics, values)
         ],
     )
+    posts = [
+        services.post_add(study=study, author=cast.alice, attribute=attributes[0], body="Accuracy first"),
+        services.post_add(study=study, author=cast.alice, metric=metrics[1], body="AUC per fold"),
+    ]
+    services.post_hide(post=posts[1], by=cast.alice)
     world = {
         "study": study.pk,
         "attributes": [a.pk for a in attributes],
         "metrics": [m.pk for m in metrics],
         "candidates": [c.pk for c in candidates],
         "invitations": [i.pk for i in pending],
+        "posts": [p.pk for p in posts],
     }
     if phase == Phase.DRAFT:
         return world

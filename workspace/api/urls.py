@@ -1,7 +1,7 @@
 from django.urls import path
 
+from . import discussion, views
 from . import invitations as inv
-from . import views
 
 app_name = "api"
 
@@ -35,6 +35,33 @@ urlpatterns = [
     path("studies/<int:study_id>/my/peer-weights/", views.MyPeerWeightsView.as_view(), name="my-peer-weights"),
     path("studies/<int:study_id>/inputs/<str:username>/", views.ExpertInputsView.as_view(), name="expert-inputs"),
     path("studies/<int:study_id>/runs/", views.RunListView.as_view(), name="run-list"),
+    # the discussion: a thread per attribute and per metric
+    path("studies/<int:study_id>/discussion/", discussion.DiscussionView.as_view(), name="discussion"),
+    path(
+        "studies/<int:study_id>/discussion/attributes/<int:pk>/",
+        discussion.AttributeThreadView.as_view(),
+        name="discussion-attribute",
+    ),
+    path(
+        "studies/<int:study_id>/discussion/metrics/<int:pk>/",
+        discussion.MetricThreadView.as_view(),
+        name="discussion-metric",
+    ),
+    path(
+        "studies/<int:study_id>/discussion/posts/<int:pk>/",
+        discussion.PostDetailView.as_view(),
+        name="discussion-post",
+    ),
+    path(
+        "studies/<int:study_id>/discussion/posts/<int:pk>/hide/",
+        discussion.PostHideView.as_view(),
+        name="discussion-hide",
+    ),
+    path(
+        "studies/<int:study_id>/discussion/posts/<int:pk>/unhide/",
+        discussion.PostUnhideView.as_view(),
+        name="discussion-unhide",
+    ),
     path("invitations/", inv.MyInvitationListView.as_view(), name="invitation-list"),
     path("invitations/accept/", inv.LinkAcceptView.as_view(), name="invitation-accept-link"),
     path("invitations/<int:invitation_id>/accept/", inv.MyInvitationAcceptView.as_view(), name="invitation-accept"),

@@ -15,7 +15,8 @@ the API and the pages call these same functions, as ``services.<name>``:
 - ``inputs``: votes, prioritisations, acceptable ranges, peer weights (the
   experts');
 - ``phases``: the transitions between phases;
-- ``accounts``: users and API tokens.
+- ``accounts``: users and API tokens;
+- ``discussion``: posts in the thread of an attribute or a metric.
 """
 
 from ._checks import MAX_THRESHOLD
@@ -26,6 +27,7 @@ from .accounts import (
     user_get_or_create,
     user_password_set,
 )
+from .discussion import post_add, post_edit, post_hide, post_unhide
 from .inputs import (
     metric_prioritisation_clear,
     metric_prioritisation_set,
@@ -82,6 +84,10 @@ __all__ = [
     "metric_remove",
     "metric_update",
     "peer_weights_set",
+    "post_add",
+    "post_edit",
+    "post_hide",
+    "post_unhide",
     "priorities_set",
     "prioritisation_set",
     "ranges_set",

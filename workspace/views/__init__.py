@@ -11,6 +11,7 @@ from .accounts import (
     token_revoke_page,
     tokens_page,
 )
+from .discussion import discussion_page, post_edit_page, post_visibility_page, thread_post_page
 from .studies import home
 
 __all__ = [
@@ -20,7 +21,11 @@ __all__ = [
     "PasswordResetDonePage",
     "PasswordResetPage",
     "ThrottledLoginView",
+    "discussion_page",
     "home",
+    "post_edit_page",
+    "post_visibility_page",
+    "thread_post_page",
     "token_revoke_page",
     "tokens_page",
 ]
