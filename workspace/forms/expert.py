@@ -364,7 +364,7 @@ class PeerWeightsForm(forms.Form):
         self.experts = experts
         for expert in experts:
             username = expert.user.get_username()
-            label = f"{username} (self-confidence)" if expert.pk == me.pk else username
+            label = f"{username}, self-confidence" if expert.pk == me.pk else username
             self.fields[f"peer-{expert.pk}"] = forms.FloatField(
                 label=f"{label} (%)", widget=_number_input(min="0", max="100", **{"class": "peer-weight"})
             )

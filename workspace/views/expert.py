@@ -91,12 +91,19 @@ def _step_context(study: Study, expert: Membership, step: Step) -> dict[str, Any
     """The frame of a step: the step indicator (one query) and its state."""
     done = selectors.expert_steps_get(expert=expert)
     position = STEPS.index(step)
+    order = list(Phase.values)
     return {
         "study": study,
         "study_tab": step.tab,
         "step": step,
         "steps": [
-            {"number": n, "step": s, "done": done[s.key], "current": s == step, "url": _url(s, study)}
+            {
+                "number": n, "step": s, "current": s == step, "url": _url(s, study),
+                # A step whose phase has not come yet is neither done nor missing.
+                "state": "later" if order.index(study.phase) < order.index(s.phase) else (
+                    "done" if done[s.key] else "missing"
+                ),
+            }
             for n, s in enumerate(STEPS, start=1)
         ],
         "next_step": STEPS[position + 1] if position + 1 < len(STEPS) else None,
@@ -187,7 +194,8 @@ def votes_page(request: HttpRequest, study_id: int) -> HttpResponse:
         }
         for attribute in ballot
     ]
-    context.update(form=form, groups=groups, tallies=tallies)
+    main = [group["attribute"] for group in groups if group["box"] is None]
+    context.update(form=form, groups=groups, tallies=tallies, main_attributes=main)
     return _render_step(request, "votes.html", context, status)
 
 
@@ -293,6 +301,13 @@ def _pair_rows(form: PrioritiesForm, section: Section, method: str) -> list[dict
     return rows
 
 
+# The key above a pairwise section's points: the odd points' meanings.
+SCALE_WORDS = {
+    "ahp": ["extreme", "very strong", "strong", "moderate", "equal", "moderate", "strong", "very strong", "extreme"],
+    "lpr": ["strictest", "", "", "", "indifferent", "", "", "", "strictest"],
+}
+
+
 def _side(point: str) -> str:
     return "equal" if point == "1" else ("right" if point.startswith("1/") else "left")
 
@@ -317,7 +332,7 @@ def _sections_for_template(form: PrioritiesForm) -> list[dict[str, Any]]:
             "chosen": form[section.method_field].value(),
             "direct": direct,
             "direct_total": typed_total([field.value() for field in direct]),
-            "pairwise": [(method, _pair_rows(form, section, method)) for method in ("ahp", "lpr")],
+            "pairwise": [(method, _pair_rows(form, section, method), SCALE_WORDS[method]) for method in ("ahp", "lpr")],
         })
     return sections
 
@@ -356,7 +371,7 @@ def priorities_preview(request: HttpRequest, study_id: int) -> HttpResponse:
 
 # --- 3. ranges ----------------------------------------------------------------------------------
 
-STRIP_WIDTH, STRIP_PAD = 520, 14
+STRIP_WIDTH, STRIP_PAD = 520, 40
 
 
 def range_outcome(metric: Metric, pair: list[float] | None, measured: list[tuple[str, float]]) -> dict[str, Any]:
@@ -402,7 +417,8 @@ def _strip(least: float, desired: float, candidates: list[dict[str, Any]]) -> di
     band = sorted((x(least), x(desired)))
     return {
         "width": STRIP_WIDTH, "band_x": band[0], "band_width": max(band[1] - band[0], 1),
-        "least_x": x(least), "desired_x": x(desired), "low": low, "high": high,
+        "least_x": x(least), "desired_x": x(desired), "least": f"{least:g}", "desired": f"{desired:g}",
+        "pad": STRIP_PAD, "axis_end": STRIP_WIDTH - STRIP_PAD,
         "marks": [{"x": x(c["value"]), "vetoed": c["vetoed"], "name": c["name"]} for c in candidates],
     }
 
@@ -429,9 +445,10 @@ def _ranges_context(request: HttpRequest, study: Study, expert: Membership, *, s
 
 def _range_rows(form: RangesForm, outcomes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
-        {"outcome": outcome, "metric": outcome["metric"], "least": form[f"least-{outcome['metric'].pk}"],
-         "desired": form[f"desired-{outcome['metric'].pk}"]}
-        for outcome in outcomes
+        {"outcome": outcome, "metric": metric, "least": form[f"least-{metric.pk}"],
+         "desired": form[f"desired-{metric.pk}"],
+         "default": metric.default_range and "{:g} to {:g}".format(*metric.default_range)}
+        for outcome in outcomes for metric in [outcome["metric"]]
     ]
 
 
