@@ -196,3 +196,21 @@ def test_the_four_steps_without_javascript(page_nojs: Page, make_study) -> None:
     expect(page.get_by_text("Your peer weights were saved.")).to_be_visible()
     assert inputs_of(built, "carol")["peer_weights"] == {"bob": 0.4, "carol": 0.6}
     screenshot(page, "expert-peer-weights-nojs")
+
+
+def test_a_closed_step_is_read_only(page: Page, make_study) -> None:  # noqa: F811
+    closed = make_study(Phase.CLOSED)
+    login(page, "carol", PASSWORD)
+    page.goto(step_url(closed, "priorities"))
+    expect(page.get_by_role("status").filter(has_text="Read-only")).to_contain_text(
+        "The assessment has closed; your priorities are shown as saved."
+    )
+    expect(point(page, "Accuracy moderately more important than Consistency (3)")).to_be_checked()
+    expect(point(page, "Accuracy moderately more important than Consistency (3)")).to_be_disabled()
+    expect(page.get_by_role("button", name="Save my priorities")).to_have_count(0)
+    screenshot(page, "expert-priorities-closed")
+    assert_accessible(page)
+    page.goto(step_url(closed, "ranges"))
+    expect(page.get_by_label("AUC: least acceptable")).to_be_disabled()
+    screenshot(page, "expert-ranges-closed")
+    assert_accessible(page)

@@ -7,6 +7,7 @@ and a fixed number of queries per page."""
 import copy
 import html
 import re
+from fractions import Fraction
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -108,6 +109,21 @@ def test_priorities_page_is_prefilled_with_the_stored_judgments_and_weights(make
     assert "50.0 %" in bob  # the stored result, computed again from the prefill
     assert f'#attribute-{built.attributes["Consistency"].pk}' in bob
     assert f'#metric-{built.metrics["AUC"].pk}' in bob  # Accuracy has two metrics: its local section
+
+
+def test_a_stored_judgment_off_the_scale_is_shown_at_the_nearest_point_and_said_so(
+    make_study, client_of, cast  # noqa: F811
+):
+    built = make_study(Phase.ASSESSMENT)
+    # The API takes any value in 1/9..9; the page's scale has 17 points.
+    services.prioritisation_set(expert=built.bob, method="lpr", judgments=[
+        ["Accuracy", "Consistency", 2.5], ["Efficiency", "Accuracy", 1], ["Consistency", "Efficiency", 1],
+    ])
+    html = body(client_of(cast.bob).get(url(built, "priorities")))
+    assert checked(html, "method", "lpr")
+    assert checked(html, pair(built, "Accuracy", "Consistency", "lpr"), "3")  # nearest in log space
+    assert checked(html, pair(built, "Accuracy", "Efficiency", "lpr"), "1")
+    assert "Accuracy / Consistency: 2.5 is shown as the nearest point, 3" in html
 
 
 def test_ranges_page_is_prefilled_with_mine_or_the_default(make_study, client_of, cast):  # noqa: F811
@@ -400,7 +416,7 @@ def test_ahp_preview_reports_the_engines_ratio_and_repairs(make_study, client_of
     with unchanged():
         response = client_of(cast.bob).post(url(built, "priorities", preview=True), data)
     assert response.status_code == 200
-    engine = prioritise("ahp", 3, judgments=[(i, j, float(eval(v))) for i, j, v in judgments])  # noqa: S307
+    engine = prioritise("ahp", 3, judgments=[(i, j, float(Fraction(v))) for i, j, v in judgments])
     result = response.context["results"][0]
     assert result["consistency_ratio"] == pytest.approx(engine.consistency_ratio, rel=1e-12)
     assert [w["percent"] / 100 for w in result["weights"]] == pytest.approx(list(engine.weights), rel=1e-12)

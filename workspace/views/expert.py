@@ -103,6 +103,8 @@ def _step_context(study: Study, expert: Membership, step: Step) -> dict[str, Any
                 "state": "later" if order.index(study.phase) < order.index(s.phase) else (
                     "done" if done[s.key] else "missing"
                 ),
+                # Once voting has closed, a ballot without a vote is final, not missing.
+                "voted_nothing": s.key == "votes" and not done[s.key] and study.phase != s.phase,
             }
             for n, s in enumerate(STEPS, start=1)
         ],
