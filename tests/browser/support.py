@@ -115,9 +115,7 @@ def axe_violations(page: Page, impacts: tuple[str, ...] = BLOCKING_IMPACTS) -> l
         page.evaluate(AXE_JS.read_text(encoding="utf-8"))
     violations = page.evaluate(
         r"""async () => {
-            // No preload: axe would re-parse each @import-ed stylesheet in an
-            // inline <style>, which the page's CSP refuses (and the fixtures report).
-            const results = await window.axe.run(document, {resultTypes: ["violations"], preload: false});
+            const results = await window.axe.run(document, {resultTypes: ["violations"]});
             return results.violations.map(v => ({
                 id: v.id,
                 impact: v.impact,
