@@ -520,3 +520,68 @@ def post_get(*, study: Study, pk: int) -> Post:
     """The study's post ``pk`` with its author and its item
     (``Post.DoesNotExist`` if none): one query."""
     return _posts(study).select_related("attribute", "metric").get(pk=pk)
+
+
+# --- pages: expert ---------------------------------------------------------------------------
+
+
+def expert_steps_get(*, expert: Membership) -> dict[str, bool]:
+    """Which of the expert's four steps hold an input (one query).
+
+    votes: at least one vote stored (a ballot with no vote leaves no row, so
+    it reads as missing); priorities: a prioritisation of the attributes;
+    ranges: every selected metric without a default range has the expert's
+    range (as ``missing_input_list`` asks); peer weights: a weight for every
+    expert of the study (``peer_weights_set`` stores whole rows only).
+    """
+    unranged = Metric.objects.filter(
+        study=OuterRef("study"), is_selected=True, default_least_acceptable__isnull=True
+    ).exclude(Exists(AcceptableRange.objects.filter(expert=OuterRef(OuterRef("pk")), metric=OuterRef("pk"))))
+    rated = PeerWeight.objects.filter(rater=OuterRef("pk")).order_by().values("rater").annotate(n=Count("pk"))
+    experts = (
+        Membership.objects.filter(study=OuterRef("study"), role=Membership.Role.EXPERT)
+        .order_by()
+        .values("study")
+        .annotate(n=Count("pk"))
+    )
+    row = (
+        Membership.objects.filter(pk=expert.pk)
+        .annotate(
+            voted=Exists(AttributeVote.objects.filter(expert=OuterRef("pk")))
+            | Exists(MetricVote.objects.filter(expert=OuterRef("pk"))),
+            prioritised=Exists(AttributePrioritisation.objects.filter(expert=OuterRef("pk"))),
+            unranged=Exists(unranged),
+            rated=Subquery(rated.values("n")),
+            experts=Subquery(experts.values("n")),
+        )
+        .values("voted", "prioritised", "unranged", "rated", "experts")
+        .get()
+    )
+    return {
+        "votes": row["voted"],
+        "priorities": row["prioritised"],
+        "ranges": not row["unranged"],
+        "peer_weights": bool(row["rated"]) and row["rated"] == row["experts"],
+    }
+
+
+def ballot_list(*, study: Study, with_tallies: bool) -> list[QualityAttribute]:
+    """Every attribute of the study with, as ``ballot_metrics``, its metrics,
+    in the study's order (two queries). ``with_tallies`` adds ``vote_count``
+    to each attribute and metric: the tallies shown once voting has closed."""
+    metrics = Metric.objects.order_by("position", "id")
+    attributes = QualityAttribute.objects.filter(study=study).order_by("position", "id")
+    if with_tallies:
+        metrics = metrics.annotate(vote_count=Count("votes"))
+        attributes = attributes.annotate(vote_count=Count("votes"))
+    return list(attributes.prefetch_related(Prefetch("metrics", queryset=metrics, to_attr="ballot_metrics")))
+
+
+def selected_measurement_list(*, study: Study) -> QuerySet:
+    """The measurements of the study's selected metrics as ``{metric_id,
+    candidate__name, value}`` rows, by candidate (one query)."""
+    return (
+        Measurement.objects.filter(candidate__study=study, metric__is_selected=True)
+        .order_by("candidate__position", "candidate_id")
+        .values("metric_id", "candidate__name", "value")
+    )

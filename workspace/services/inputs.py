@@ -202,6 +202,16 @@ def _result_record(result: Prioritisation, items: list[str]) -> dict[str, Any]:
     }
 
 
+def prioritisation_preview(
+    *, method: str, items: list[str], weights: Any = None, judgments: Any = None
+) -> dict[str, Any]:
+    """The result saving this prioritisation of ``items`` would store (weights,
+    consistency ratio, most inconsistent judgments), refused exactly as
+    ``prioritisation_set`` refuses it. Writes nothing: the pages' live preview."""
+    result, _, _ = _prioritised(method=method, items=items, weights=weights, judgments=judgments)
+    return _result_record(result, items)
+
+
 def _store_prioritisation(
     prioritisation: AttributePrioritisation | MetricPrioritisation,
     *,
@@ -365,6 +375,13 @@ def ranges_set(*, expert: Membership, ranges: dict[str, list[float]]) -> None:
     AcceptableRange.objects.bulk_create(
         [AcceptableRange(expert=expert, metric=m, least_acceptable=lo, desired=hi) for m, (lo, hi) in pairs.items()]
     )
+
+
+def range_check(*, metric: Metric, value: Any) -> tuple[float, float]:
+    """One acceptable range ``[least acceptable, desired]`` checked as
+    ``ranges_set`` checks it (InvalidInput naming ``ranges.<metric>``).
+    Writes nothing: the pages' live preview."""
+    return range_pair(value, f"ranges.{metric.name}", metric.better)
 
 
 def _peer_weight_problem(value: float, lone: bool) -> str | None:

@@ -1,0 +1,518 @@
+"""The expert's four steps, one page each: votes, priorities, acceptable
+ranges and peer weights (PAGES.md). Each page edits exactly what its API twin
+(``PUT /api/v1/studies/{id}/my/...``) edits, through the same service, and
+reads through the same selectors. Outside its phase a step is shown
+read-only with the reason.
+
+The live feedback (AHP weights, consistency and repair hints; the candidates
+a range would veto) comes from preview views that run the services' own
+checks and the engine's own functions on what is typed, and save nothing.
+"""
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST
+
+from engine import core
+from engine.rules import CONSISTENCY_THRESHOLD, is_consistent
+
+from .. import selectors, services
+from ..errors import InvalidInput, PhaseConflict
+from ..forms.expert import (
+    SCALE_POINTS,
+    PeerWeightsForm,
+    PrioritiesForm,
+    RangesForm,
+    Section,
+    VotesForm,
+    point_label,
+    scale_point,
+)
+from ..models import Membership, Metric, Phase, Study
+from .common import require_expert, study_for_member
+
+
+@dataclass(frozen=True)
+class Step:
+    key: str  # the section of the expert's inputs (selectors.INPUT_SECTIONS)
+    title: str
+    url_name: str
+    tab: str  # study_base.html's study_tab
+    phase: str  # the one phase in which the step's service accepts input
+    noun: str
+
+
+STEPS = [
+    Step("votes", "Votes", "expert_votes", "votes", Phase.VOTING, "votes"),
+    Step("priorities", "Priorities", "expert_priorities", "priorities", Phase.ASSESSMENT, "priorities"),
+    Step("ranges", "Ranges", "expert_ranges", "ranges", Phase.ASSESSMENT, "acceptable ranges"),
+    Step("peer_weights", "Peer weights", "expert_peer_weights", "peer-weights", Phase.ASSESSMENT, "peer weights"),
+]
+STEP = {step.key: step for step in STEPS}
+
+
+# --- what every step shares ---------------------------------------------------------
+
+
+def _expert_study(request: HttpRequest, study_id: int, action: str) -> tuple[Study, Membership]:
+    """The study (404 for outsiders) and the user's expert membership in it
+    (403 for a member who is not an expert). Two queries."""
+    study = study_for_member(request, study_id)
+    require_expert(study, action)
+    expert = next(m for m in study.my_memberships if m.role == Membership.Role.EXPERT)
+    expert.study, expert.user = study, request.user
+    return study, expert
+
+
+def readonly_reason(study: Study, step: Step) -> str | None:
+    """Why the step cannot be changed now, or None when it can."""
+    if study.phase == step.phase:
+        return None
+    if step.key == "votes":
+        if study.phase == Phase.DRAFT:
+            return "Voting has not opened yet: the designer opens it once the setup is ready. You can read the items."
+        # No phase timestamp is stored, and the study's updated_at moves with
+        # every later edit, so no date is given.
+        return "Voting has closed; your votes are shown as cast."
+    if study.phase in (Phase.DRAFT, Phase.VOTING):
+        return "This step opens when voting closes and the selection of attributes and metrics is fixed."
+    return f"The assessment has closed; your {step.noun} are shown as saved. Only the designer can reopen it."
+
+
+def _step_context(study: Study, expert: Membership, step: Step) -> dict[str, Any]:
+    """The frame of a step: the step indicator (one query) and its state."""
+    done = selectors.expert_steps_get(expert=expert)
+    position = STEPS.index(step)
+    order = list(Phase.values)
+    return {
+        "study": study,
+        "study_tab": step.tab,
+        "step": step,
+        "steps": [
+            {
+                "number": n, "step": s, "current": s == step, "url": _url(s, study),
+                # A step whose phase has not come yet is neither done nor missing.
+                "state": "later" if order.index(study.phase) < order.index(s.phase) else (
+                    "done" if done[s.key] else "missing"
+                ),
+                # Once voting has closed, a ballot without a vote is final, not missing.
+                "voted_nothing": s.key == "votes" and not done[s.key] and study.phase != s.phase,
+            }
+            for n, s in enumerate(STEPS, start=1)
+        ],
+        "next_step": STEPS[position + 1] if position + 1 < len(STEPS) else None,
+        "next_url": _url(STEPS[position + 1], study) if position + 1 < len(STEPS) else None,
+        "readonly": readonly_reason(study, step),
+    }
+
+
+def _freeze(form: Any, context: dict[str, Any]) -> None:
+    """Outside the step's phase every field is shown disabled, as stored."""
+    if context["readonly"]:
+        for field in form.fields.values():
+            field.disabled = True
+
+
+def _url(step: Step, study: Study) -> str:
+    return reverse(step.url_name, args=[study.pk])
+
+
+def _stored(study: Study, expert: Membership, section: str, *, with_results: bool = False) -> Any:
+    """The expert's own input of one section, exactly as the API's GET reads it."""
+    inputs = selectors.expert_inputs_list(study=study, experts=[expert], sections=[section], with_results=with_results)
+    return inputs[expert.user.get_username()][section]
+
+
+def _submit(request: HttpRequest, form: Any, step: Step, study: Study, save: Callable[[], None]) -> HttpResponse | int:
+    """On a POST that saves and a form of the right shape, call the step's
+    service (``save``). Saved: back to the page (so a reload does not post
+    again). Otherwise the status to render the page with; a refusal is shown
+    under its fields (nothing was written)."""
+    if not _wants_save(request) or not form.is_valid():
+        return 200
+    try:
+        save()
+    except InvalidInput as error:
+        form.add_service_errors(error)
+        return 200
+    except PhaseConflict as error:
+        form.add_error(None, str(error))
+        return 409
+    messages.success(request, f"Your {step.noun} were saved.")
+    return HttpResponseRedirect(_url(step, study))
+
+
+def _form_data(request: HttpRequest) -> Any:
+    return request.POST if request.method == "POST" else None
+
+
+def _wants_save(request: HttpRequest) -> bool:
+    """A POST saves unless it asks for a preview (the no-JavaScript way to
+    check the result, or apply a repair, before saving)."""
+    return request.method == "POST" and "preview" not in request.POST and "apply" not in request.POST
+
+
+def _render_step(request: HttpRequest, template: str, context: dict[str, Any], status: int = 200) -> HttpResponse:
+    return render(request, f"expert/{template}", context, status=status)
+
+
+# --- 1. votes ---------------------------------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def votes_page(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Vote for complementary attributes and for metrics; once voting has
+    closed, the tallies against the thresholds and the selection."""
+    study, expert = _expert_study(request, study_id, "vote")
+    step = STEP["votes"]
+    tallies = study.phase in (Phase.ASSESSMENT, Phase.CLOSED)
+    ballot = selectors.ballot_list(study=study, with_tallies=tallies)
+    form = VotesForm(_form_data(request), ballot=ballot, initial=_stored(study, expert, "votes"))
+    status = _submit(request, form, step, study, lambda: services.votes_set(expert=expert, **form.payload()))
+    if isinstance(status, HttpResponse):
+        return status
+    context = _step_context(study, expert, step)
+    _freeze(form, context)
+    attribute_boxes = {box.data["value"]: box for box in form["attributes"]}
+    metric_boxes = {box.data["value"]: box for box in form["metrics"]}
+    chosen_attributes, chosen_metrics = form.chosen("attributes"), form.chosen("metrics")
+    groups = [
+        {
+            "attribute": attribute, "box": attribute_boxes.get(attribute.name),
+            "mine": attribute.name in chosen_attributes,
+            "metrics": [
+                {"metric": m, "box": metric_boxes[m.name], "mine": m.name in chosen_metrics}
+                for m in attribute.ballot_metrics
+            ],
+        }
+        for attribute in ballot
+    ]
+    main = [group["attribute"] for group in groups if group["box"] is None]
+    context.update(form=form, groups=groups, tallies=tallies, main_attributes=main)
+    return _render_step(request, "votes.html", context, status)
+
+
+# --- 2. priorities ------------------------------------------------------------------------
+
+
+def consistency_statement(ratio: float) -> str:
+    """ "consistent (CR 0.04 ≤ 0.10)" / "inconsistent (CR 0.23 > 0.10)",
+    with a third decimal when two would hide which side of 0.10 it is."""
+    consistent = is_consistent(ratio)
+    shown = f"{ratio:.2f}"
+    if (float(shown) <= CONSISTENCY_THRESHOLD) != consistent:
+        shown = f"{ratio:.3f}" if (float(f"{ratio:.3f}") <= CONSISTENCY_THRESHOLD) == consistent else f"{ratio:.4g}"
+    if consistent:
+        return f"consistent (CR {shown} ≤ {CONSISTENCY_THRESHOLD:.2f})"
+    return f"inconsistent (CR {shown} > {CONSISTENCY_THRESHOLD:.2f})"
+
+
+def _section_result(form: PrioritiesForm, section: Section) -> dict[str, Any]:
+    """The live result of one prioritisation on the page: what the service
+    would store for what is typed (services.prioritisation_preview, i.e.
+    engine.prioritisation.prioritise and most_inconsistent), or how much is
+    still to answer."""
+    payload, given, needed = form.answered(section)
+    method = getattr(form, "cleaned_data", {}).get(section.method_field) or form[section.method_field].value()
+    entry: dict[str, Any] = {"section": section, "method": method, "given": given, "needed": needed}
+    if payload is None:
+        return entry
+    try:
+        result = services.prioritisation_preview(items=section.names, **payload)
+    except InvalidInput as error:
+        entry["problems"] = [message for messages_ in error.errors.values() for message in messages_]
+        return entry
+    by_name = {item.name: item for item in section.items}
+    entry["weights"] = [{"name": name, "percent": 100 * w} for name, w in result["weights"].items()]
+    if result["consistency_ratio"] is not None:
+        entry["consistency_ratio"] = result["consistency_ratio"]
+        entry["consistent"] = is_consistent(result["consistency_ratio"])
+        entry["statement"] = consistency_statement(result["consistency_ratio"])
+        entry["hints"] = []
+        for hint in result["most_inconsistent"]:
+            row, column = by_name[hint["row"]], by_name[hint["column"]]
+            current, suggested = scale_point(hint["value"])[0], scale_point(hint["suggested_value"])[0]
+            if current == suggested:
+                continue
+            entry["hints"].append({
+                "row": row.name, "column": column.name, "field": section.pair_field(method, row, column),
+                "current": current, "current_label": point_label(method, row.name, column.name, current),
+                "suggested": suggested, "suggested_label": point_label(method, row.name, column.name, suggested),
+                "error": hint["error"],
+            })
+    return entry
+
+
+def _priorities_form(request: HttpRequest, study: Study, expert: Membership, *, stored: bool) -> PrioritiesForm:
+    """The form on what was posted (a repair applied when asked), on the
+    selected attributes and metrics (two queries; a third reads what is
+    stored when ``stored``)."""
+    attributes = list(selectors.selected_attributes(study))
+    metrics = list(selectors.selected_metrics(study))
+    data = _form_data(request)
+    if data is not None and "apply" in data:
+        field, _, point = data["apply"].partition("=")
+        data = data.copy()
+        if point in SCALE_POINTS:
+            data[field] = point
+    return PrioritiesForm(
+        data, attributes=attributes, metrics=metrics,
+        stored=_stored(study, expert, "priorities") if stored else None,
+    )
+
+
+def _priority_results(form: PrioritiesForm) -> list[dict[str, Any]]:
+    if form.is_bound:
+        form.is_valid()
+        checked = form
+    else:
+        # The stored inputs, checked as if posted: what the page shows is
+        # what saving them would store.
+        checked = PrioritiesForm(
+            {name: form[name].value() for name in form.fields if form[name].value() is not None},
+            attributes=form.main.items, metrics=[m for s in form.locals for m in s.items],
+        )
+        checked.is_valid()
+    return [_section_result(checked, section) for section in checked.sections]
+
+
+def _pair_rows(form: PrioritiesForm, section: Section, method: str) -> list[dict[str, Any]]:
+    """The rows of one pairwise section: each pair once, its 17 points
+    labelled in words for screen readers."""
+    rows = []
+    for a, b in section.pairs:
+        name = section.pair_field(method, a, b)
+        value = form[name].value()
+        rows.append({
+            "name": name, "left": a.name, "right": b.name, "errors": form.errors.get(name, []),
+            "points": [
+                {"value": p, "shown": p.removeprefix("1/"), "label": point_label(method, a.name, b.name, p),
+                 "checked": value == p, "id": f"id_{name}_{i}", "side": _side(p)}
+                for i, p in enumerate(SCALE_POINTS)
+            ],
+        })
+    return rows
+
+
+# The key above a pairwise section's points: the odd points' meanings.
+SCALE_WORDS = {
+    "ahp": ["extreme", "very strong", "strong", "moderate", "equal", "moderate", "strong", "very strong", "extreme"],
+    "lpr": ["strictest", "", "", "", "indifferent", "", "", "", "strictest"],
+}
+
+
+def _side(point: str) -> str:
+    return "equal" if point == "1" else ("right" if point.startswith("1/") else "left")
+
+
+def typed_total(values: list[Any]) -> float | None:
+    """The sum of the numbers typed (as posted or stored), None while one
+    is missing or not a number: the total shown before any script runs."""
+    try:
+        numbers = [float(value) for value in values]
+    except (TypeError, ValueError):
+        return None
+    return math.fsum(numbers) if numbers and all(map(math.isfinite, numbers)) else None
+
+
+def _sections_for_template(form: PrioritiesForm) -> list[dict[str, Any]]:
+    sections = []
+    for section in form.sections:
+        direct = [form[section.direct_field(item)] for item in section.items]
+        sections.append({
+            "section": section,
+            "method": form[section.method_field],
+            "chosen": form[section.method_field].value(),
+            "direct": direct,
+            "direct_total": typed_total([field.value() for field in direct]),
+            "pairwise": [(method, _pair_rows(form, section, method), SCALE_WORDS[method]) for method in ("ahp", "lpr")],
+        })
+    return sections
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def priorities_page(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Prioritise the selected attributes (direct, AHP or LPR) and, locally,
+    the metrics of attributes with several; the live result beside them."""
+    study, expert = _expert_study(request, study_id, "prioritise")
+    step = STEP["priorities"]
+    form = _priorities_form(request, study, expert, stored=True)
+    status = _submit(request, form, step, study, lambda: services.priorities_set(expert=expert, **form.payload()))
+    if isinstance(status, HttpResponse):
+        return status
+    context = _step_context(study, expert, step)
+    _freeze(form, context)
+    context.update(
+        form=form, sections=_sections_for_template(form),
+        results=_priority_results(form), previewed=request.method == "POST" and not _wants_save(request),
+        off_scale=form.off_scale, threshold=CONSISTENCY_THRESHOLD,
+    )
+    return _render_step(request, "priorities.html", context, status)
+
+
+@login_required
+@require_POST
+def priorities_preview(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The live result of what is typed on the priorities page (htmx): the
+    weights, the consistency and the repair hints. Saves nothing."""
+    study, expert = _expert_study(request, study_id, "prioritise")
+    form = _priorities_form(request, study, expert, stored=False)
+    context = {"study": study, "results": _priority_results(form), "threshold": CONSISTENCY_THRESHOLD}
+    return render(request, "expert/_priorities_result.html", context)
+
+
+# --- 3. ranges ----------------------------------------------------------------------------------
+
+STRIP_WIDTH, STRIP_PAD = 520, 40
+
+
+def range_outcome(metric: Metric, pair: list[float] | None, measured: list[tuple[str, float]]) -> dict[str, Any]:
+    """Where each candidate's measured value falls in the range ``pair`` and
+    which it would veto: the range checked as ranges_set checks it, then each
+    candidate's individual score by engine.core.individual_scores (0 is a
+    veto, METHOD.md 4)."""
+    outcome: dict[str, Any] = {"metric": metric, "pair": pair, "candidates": [], "vetoed": []}
+    if pair is None:
+        outcome["problem"] = "Give both values to see which candidates this range would veto."
+        return outcome
+    try:
+        least, desired = services.range_check(metric=metric, value=pair)
+    except InvalidInput as error:
+        outcome["problem"] = " ".join(m for messages_ in error.errors.values() for m in messages_)
+        return outcome
+    if measured:
+        values = [value for _, value in measured]
+        # individual_scores scores one candidate's metrics for k experts; here
+        # the columns are this metric's candidates under the one range typed.
+        scores = core.individual_scores([[least] * len(values)], [[desired] * len(values)], values)[0]
+        outcome["candidates"] = [
+            {"name": name, "value": value, "score": float(score), "vetoed": score == 0}
+            for (name, value), score in zip(measured, scores, strict=True)
+        ]
+        outcome["vetoed"] = [c["name"] for c in outcome["candidates"] if c["vetoed"]]
+    outcome["strip"] = _strip(least, desired, outcome["candidates"])
+    return outcome
+
+
+def _strip(least: float, desired: float, candidates: list[dict[str, Any]]) -> dict[str, Any]:
+    """Coordinates of the SVG strip: the acceptable band between the two
+    bounds and a mark per candidate, on one axis from the smallest to the
+    largest of them."""
+    values = [least, desired, *(c["value"] for c in candidates)]
+    low, high = min(values), max(values)
+    span = (high - low) or 1.0
+    inner = STRIP_WIDTH - 2 * STRIP_PAD
+
+    def x(value: float) -> float:
+        return round(STRIP_PAD + (value - low) / span * inner, 1)
+
+    band = sorted((x(least), x(desired)))
+    return {
+        "width": STRIP_WIDTH, "band_x": band[0], "band_width": max(band[1] - band[0], 1),
+        "least_x": x(least), "desired_x": x(desired), "least": f"{least:g}", "desired": f"{desired:g}",
+        "pad": STRIP_PAD, "axis_end": STRIP_WIDTH - STRIP_PAD,
+        "marks": [{"x": x(c["value"]), "vetoed": c["vetoed"], "name": c["name"]} for c in candidates],
+    }
+
+
+def _range_outcomes(form: RangesForm, metrics: list[Metric], study: Study) -> list[dict[str, Any]]:
+    measured: dict[int, list[tuple[str, float]]] = {m.pk: [] for m in metrics}
+    for row in selectors.selected_measurement_list(study=study):
+        measured.setdefault(row["metric_id"], []).append((row["candidate__name"], row["value"]))
+    if form.is_bound:
+        form.is_valid()
+        values = {name: value for name, value in getattr(form, "cleaned_data", {}).items() if name not in form.errors}
+    else:
+        values = form.initial
+    pairs = form.pairs(values)
+    return [range_outcome(metric, pairs.get(metric), measured[metric.pk]) for metric in metrics]
+
+
+def _ranges_context(request: HttpRequest, study: Study, expert: Membership, *, stored: bool) -> dict[str, Any]:
+    metrics = list(selectors.selected_metrics(study))
+    initial = RangesForm.initial_from(_stored(study, expert, "ranges"), metrics) if stored else None
+    form = RangesForm(_form_data(request), metrics=metrics, initial=initial)
+    return {"form": form, "metrics": metrics}
+
+
+def _range_rows(form: RangesForm, outcomes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {"outcome": outcome, "metric": metric, "least": form[f"least-{metric.pk}"],
+         "desired": form[f"desired-{metric.pk}"],
+         "default": metric.default_range and "{:g} to {:g}".format(*metric.default_range)}
+        for outcome in outcomes for metric in [outcome["metric"]]
+    ]
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def ranges_page(request: HttpRequest, study_id: int) -> HttpResponse:
+    """An acceptable range per selected metric, with where each candidate
+    falls and which the range would veto."""
+    study, expert = _expert_study(request, study_id, "set acceptable ranges")
+    step = STEP["ranges"]
+    context = _ranges_context(request, study, expert, stored=True)
+    form = context["form"]
+    status = _submit(request, form, step, study, lambda: services.ranges_set(expert=expert, ranges=form.payload()))
+    if isinstance(status, HttpResponse):
+        return status
+    outcomes = _range_outcomes(form, context["metrics"], study)
+    context.update(_step_context(study, expert, step))
+    _freeze(form, context)
+    context.update(rows=_range_rows(form, outcomes), vetoes=_veto_summary(outcomes))
+    return _render_step(request, "ranges.html", context, status)
+
+
+def _veto_summary(outcomes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``[{candidate, metrics}]``: who the ranges as typed would veto, and by which metrics."""
+    vetoed: dict[str, list[str]] = {}
+    for outcome in outcomes:
+        for name in outcome["vetoed"]:
+            vetoed.setdefault(name, []).append(outcome["metric"].name)
+    return [{"candidate": name, "metrics": metrics_} for name, metrics_ in vetoed.items()]
+
+
+@login_required
+@require_POST
+def ranges_preview(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The live veto preview of the ranges page (htmx): the summary, and
+    each metric's strip swapped out of band. Saves nothing."""
+    study, expert = _expert_study(request, study_id, "set acceptable ranges")
+    context = _ranges_context(request, study, expert, stored=False)
+    outcomes = _range_outcomes(context["form"], context["metrics"], study)
+    context.update(study=study, rows=_range_rows(context["form"], outcomes), vetoes=_veto_summary(outcomes))
+    return render(request, "expert/_ranges_preview.html", context)
+
+
+# --- 4. peer weights ------------------------------------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def peer_weights_page(request: HttpRequest, study_id: int) -> HttpResponse:
+    """A percentage for every expert, oneself included (self-confidence),
+    with a running total."""
+    study, expert = _expert_study(request, study_id, "weigh the experts")
+    step = STEP["peer_weights"]
+    experts = list(selectors.expert_list(study=study))
+    initial = PeerWeightsForm.initial_from(_stored(study, expert, "peer_weights"), experts)
+    form = PeerWeightsForm(_form_data(request), experts=experts, me=expert, initial=initial)
+    save = lambda: services.peer_weights_set(expert=expert, weights=form.payload())  # noqa: E731
+    status = _submit(request, form, step, study, save)
+    if isinstance(status, HttpResponse):
+        return status
+    total = typed_total([form[name].value() for name in form.fields])
+    context = _step_context(study, expert, step)
+    _freeze(form, context)
+    context.update(form=form, total=total)
+    return _render_step(request, "peer_weights.html", context, status)
