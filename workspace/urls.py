@@ -4,7 +4,7 @@ link to them. Grouped by the area of the pages (workspace/views/)."""
 from django.urls import path
 
 from . import views
-from .views import runs, studies
+from .views import expert, runs, studies
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -45,10 +45,6 @@ urlpatterns = [
         {"hide": False},
         name="discussion_post_unhide",
     ),
-from .views import expert
-
-urlpatterns = [
-    path("", views.home, name="home"),
     # --- expert: the four steps of an expert, and their live previews ---
     path("studies/<int:study_id>/my/votes/", expert.votes_page, name="expert_votes"),
     path("studies/<int:study_id>/my/priorities/", expert.priorities_page, name="expert_priorities"),
