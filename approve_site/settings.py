@@ -304,6 +304,14 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Several models have a "kind" or a "status": each enum gets its own name.
+    "ENUM_NAME_OVERRIDES": {
+        "AttributeKindEnum": "workspace.models.QualityAttribute.Kind",
+        "MembershipStatusEnum": "workspace.models.Membership.Status",
+        "InvitationStatusEnum": "workspace.api.invitation_serializers.STATUSES",
+        "InvitationKindEnum": ["username", "link"],
+        "RunStatusEnum": "engine.models.Run.Status",
+    },
     # The default enum hook, then the links from each create answer to the
     # operations on what it made (workspace/api/schema.py).
     "POSTPROCESSING_HOOKS": [

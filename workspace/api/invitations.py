@@ -110,7 +110,11 @@ class MyInvitationDeclineView(MyInvitationScoped, APIView):
 
 
 class LinkAcceptView(APIView):
-    @extend_schema(request=inv.AcceptLinkSerializer, responses={200: inv.AcceptedSerializer, 409: CONFLICT})
+    @extend_schema(
+        operation_id="v1_invitations_accept_link",
+        request=inv.AcceptLinkSerializer,
+        responses={200: inv.AcceptedSerializer, 409: CONFLICT},
+    )
     def post(self, request):
         """Accept a link invitation with its key: you become an expert of the
         study (draft phase). A used, revoked, expired or unknown key is
