@@ -189,7 +189,9 @@ class Measurement(models.Model):
     # The candidate's study, kept on the row so that a study's measurements
     # are read through this index alone, never by a join over every study's.
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="measurements")
-    candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE, related_name="measurements")
+    # No index of its own: measurement_unique (candidate, metric) serves it,
+    # and each index costs every bulk import of 20,000 rows.
+    candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE, related_name="measurements", db_index=False)
     metric = models.ForeignKey(Metric, on_delete=models.CASCADE, related_name="measurements")
     value = models.FloatField()
 

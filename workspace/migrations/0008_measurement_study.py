@@ -1,6 +1,7 @@
 """Measurement.study: the candidate's study, on the row, so that a study's
-measurements are read through its index (issue 7). Existing rows take their
-candidate's study."""
+measurements are read through its index (issue 7); existing rows take their
+candidate's study. Measurement.candidate loses its own index, which the
+unique (candidate, metric) index already serves."""
 
 import django.db.models.deletion
 from django.db import migrations, models
@@ -31,6 +32,14 @@ class Migration(migrations.Migration):
             ),
         ),
         migrations.RunPython(fill_study, migrations.RunPython.noop),
+        migrations.AlterField(
+            model_name="measurement",
+            name="candidate",
+            field=models.ForeignKey(
+                db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="measurements",
+                to="workspace.candidate",
+            ),
+        ),
         migrations.AlterField(
             model_name="measurement",
             name="study",
