@@ -3,7 +3,7 @@ ranges and peer weights (assessment phase), each in the shape of that
 expert's section of a study bundle (FORMATS.md)."""
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,17 +33,19 @@ from ._checks import keys, locked, names, number, range_pair, require_phase
 
 Judgment = tuple[str, str, float]
 
-# --- votes (phase "voting") ----------------------------------------------------
 
-
-def _experts_of(study: Study, experts: Sequence[Membership], field: str) -> dict[int, str]:
-    """``{membership id: username}`` for memberships that must be experts of
-    the study (one query, however many)."""
+def _expert_usernames(study: Study, members: Iterable[Membership], field: str) -> dict[int, str]:
+    """``{membership id: username}`` of the study's experts in the order they
+    joined (one query); ``members`` given inputs by a ``*_many`` service must
+    be among them, or InvalidInput names ``field``."""
     usernames = dict(expert_list(study=study).values_list("pk", "user__username"))
-    for expert in experts:
-        if expert.pk not in usernames:
-            raise InvalidInput({field: f"membership {expert.pk} is not an expert of this study"})
+    for member in members:
+        if member.pk not in usernames:
+            raise InvalidInput({field: f"membership {member.pk} is not an expert of this study"})
     return usernames
+
+
+# --- votes (phase "voting") ----------------------------------------------------
 
 
 def _votes_checked(
@@ -69,7 +71,7 @@ def _votes_checked(
 
 
 def _votes_context(study: Study) -> tuple[dict[str, QualityAttribute], dict[str, Metric]]:
-    """The study locked in the voting phase, and its items by name."""
+    """The study's attributes and metrics by name, in the voting phase."""
     require_phase(study, (Phase.VOTING,), "Voting")
     by_name = {a.name: a for a in QualityAttribute.objects.filter(study=study)}
     return by_name, {m.name: m for m in Metric.objects.filter(study=study)}
@@ -109,9 +111,9 @@ def votes_set_many(
     the first refused is named ``attributes.<username>`` or
     ``metrics.<username>``, and nothing is written."""
     study = locked(study)
-    experts = list(dict.fromkeys([*attributes, *metrics]))
-    usernames = _experts_of(study, experts, "attributes")
     by_name, metric_by_name = _votes_context(study)
+    experts = list(dict.fromkeys([*attributes, *metrics]))
+    usernames = _expert_usernames(study, experts, "attributes")
     votes = {}
     for expert in experts:
         try:
@@ -475,8 +477,8 @@ def priorities_set_many(*, study: Study, priorities: Mapping[Membership, Any]) -
     importer). Experts are checked in order; the first refused is named
     ``priorities.<username>.<field>``, and nothing is written."""
     study = locked(study)
-    usernames = _experts_of(study, list(priorities), "priorities")
     items = _Items.of(study)
+    usernames = _expert_usernames(study, priorities, "priorities")
     plans = {}
     for expert, entry in priorities.items():
         field = f"priorities.{usernames[expert.pk]}"
@@ -550,8 +552,8 @@ def ranges_set_many(*, study: Study, ranges: Mapping[Membership, Any]) -> None:
     are checked in order; the first refused is named
     ``ranges.<username>.<metric>``, and nothing is written."""
     study = locked(study)
-    usernames = _experts_of(study, list(ranges), "ranges")
     metrics = _ranges_context(study)
+    usernames = _expert_usernames(study, ranges, "ranges")
     checked = {}
     for expert, expert_ranges in ranges.items():
         try:
@@ -608,10 +610,11 @@ def _peer_weights_checked(weights: Any, experts: dict[str, int]) -> dict[int, fl
     return {experts[name]: value for name, value in values.items()}
 
 
-def _peer_weights_context(study: Study) -> dict[str, int]:
-    """The study's experts ``{username: membership id}``, in the assessment phase."""
+def _peer_weights_context(study: Study, raters: Iterable[Membership] = ()) -> dict[str, int]:
+    """The study's experts ``{username: membership id}``, in the assessment
+    phase; ``raters`` must be among them."""
     require_phase(study, (Phase.ASSESSMENT,), "Weighting experts")
-    return {username: pk for pk, username in expert_list(study=study).values_list("pk", "user__username")}
+    return {username: pk for pk, username in _expert_usernames(study, raters, "weights").items()}
 
 
 def _peer_weights_store(rows: dict[Membership, dict[int, float]]) -> None:
@@ -644,12 +647,10 @@ def peer_weights_set_many(*, study: Study, weights: Mapping[Membership, Any]) ->
     ``weights.<username>`` (or ``weights.<username>.<ratee>``), and nothing
     is written."""
     study = locked(study)
-    experts = _peer_weights_context(study)
+    experts = _peer_weights_context(study, weights)
     usernames = {pk: username for username, pk in experts.items()}
     checked = {}
     for rater, row in weights.items():
-        if rater.pk not in usernames:
-            raise InvalidInput({"weights": f"membership {rater.pk} is not an expert of this study"})
         try:
             checked[rater] = _peer_weights_checked(row, experts)
         except InvalidInput as error:
