@@ -126,7 +126,7 @@ def study_snapshot(study, *, tolerance=core.DEFAULT_TOLERANCE):
 
     candidate_index = {c.pk: c_i for c_i, c in enumerate(candidates)}
     measurements = [[None] * n for _ in candidates]
-    for row in Measurement.objects.filter(candidate__study=study, metric__is_selected=True).values(
+    for row in Measurement.objects.filter(study=study, metric__is_selected=True).values(
         "candidate_id", "metric_id", "value"
     ):
         if row["candidate_id"] in candidate_index:

@@ -17,6 +17,8 @@ from .errors import InvalidInput, PhaseConflict
 from .models import Measurement, Membership, Metric, Phase, QualityAttribute, Study
 from .selectors import expert_inputs_list, expert_list
 from .selectors import number_out as _number_out
+from .services._checks import expect as _expect
+from .services._checks import keys as _keys
 
 FORMAT = "approve-study/1"
 TOP_LEVEL = {
@@ -24,22 +26,6 @@ TOP_LEVEL = {
     "experts", "attributes", "metrics", "candidates", "votes", "priorities", "ranges", "peer_weights",
 }
 PHASE_ORDER = [Phase.DRAFT, Phase.VOTING, Phase.ASSESSMENT, Phase.CLOSED]
-
-
-def _expect(value, kind, field, description):
-    if not isinstance(value, kind):
-        raise InvalidInput({field: f"must be {description}"})
-    return value
-
-
-def _keys(entry, field, required, optional=()):
-    _expect(entry, dict, field, "an object")
-    missing = [key for key in required if key not in entry]
-    if missing:
-        raise InvalidInput({f"{field}.{missing[0]}": "is required"})
-    unknown = sorted(set(entry) - set(required) - set(optional))
-    if unknown:
-        raise InvalidInput({f"{field}.{unknown[0]}": "is not a field of this object"})
 
 
 def _per_expert(bundle, key, experts, path=None):
@@ -204,7 +190,7 @@ def _add_candidates(study: Study, entries: list, metrics: dict[str, Metric]) -> 
 
 
 def _cast_votes(
-    bundle: dict, phase: str, experts: dict[str, Membership], attributes: dict[str, QualityAttribute],
+    study: Study, bundle: dict, phase: str, experts: dict[str, Membership], attributes: dict[str, QualityAttribute],
     metrics: dict[str, Metric],
 ) -> None:
     votes = bundle.get("votes") or {}
@@ -213,43 +199,32 @@ def _cast_votes(
         _votes_present_unless_thresholds_decide(bundle, votes, attributes, metrics)
     attribute_votes = _per_expert(votes, "attributes", experts, path="votes.attributes")
     metric_votes = _per_expert(votes, "metrics", experts, path="votes.metrics")
-    for username, expert in experts.items():
-        if username in attribute_votes or username in metric_votes:
-            try:
-                services.votes_set(
-                    expert=expert,
-                    attributes=attribute_votes.get(username, []),
-                    metrics=metric_votes.get(username, []),
-                )
-            except InvalidInput as error:
-                # The service names "attributes" or "metrics"; the bundle
-                # holds them at votes.attributes.<username>.
-                raise InvalidInput(
-                    {f"votes.{field}.{username}": messages for field, messages in error.errors.items()}
-                ) from None
+    # In the order of the bundle's experts, as one expert at a time would vote.
+    voters = [username for username in experts if username in attribute_votes or username in metric_votes]
+    try:
+        services.votes_set_many(
+            study=study,
+            attributes={experts[username]: attribute_votes.get(username, []) for username in voters},
+            metrics={experts[username]: metric_votes.get(username, []) for username in voters},
+        )
+    except InvalidInput as error:
+        # The service names "attributes.<username>"; the bundle holds them
+        # at votes.attributes.<username>.
+        raise error.within("votes") from None
 
 
-def _give_assessment_inputs(bundle: dict, experts: dict[str, Membership]) -> None:
-    """Each expert's priorities, ranges and peer weights."""
-    for username, priority in _per_expert(bundle, "priorities", experts).items():
-        field = f"priorities.{username}"
-        _keys(priority, field, required=("method",), optional=("weights", "judgments", "metric_priorities"))
-        try:
-            services.priorities_set(expert=experts[username], **priority)
-        except InvalidInput as error:
-            raise error.within(field) from None
-
-    for username, ranges in _per_expert(bundle, "ranges", experts).items():
-        try:
-            services.ranges_set(expert=experts[username], ranges=ranges)
-        except InvalidInput as error:
-            raise error.prefixed(f"ranges.{username}") from None
-
-    for username, weights in _per_expert(bundle, "peer_weights", experts).items():
-        try:
-            services.peer_weights_set(expert=experts[username], weights=weights)
-        except InvalidInput as error:
-            raise error.prefixed(f"peer_weights.{username}") from None
+def _give_assessment_inputs(study: Study, bundle: dict, experts: dict[str, Membership]) -> None:
+    """Each expert's priorities, ranges and peer weights, a section at a
+    time for every expert at once (the queries do not grow with them)."""
+    priorities = _per_expert(bundle, "priorities", experts)
+    services.priorities_set_many(study=study, priorities={experts[name]: p for name, p in priorities.items()})
+    ranges = _per_expert(bundle, "ranges", experts)
+    services.ranges_set_many(study=study, ranges={experts[name]: r for name, r in ranges.items()})
+    peer_weights = _per_expert(bundle, "peer_weights", experts)
+    try:
+        services.peer_weights_set_many(study=study, weights={experts[name]: w for name, w in peer_weights.items()})
+    except InvalidInput as error:
+        raise error.prefixed("peer_weights") from None
 
 
 @transaction.atomic
@@ -273,10 +248,10 @@ def study_import_bundle(*, bundle: dict, importer: User | None = None) -> Study:
         return study
 
     _transition(services.study_open_voting, study, phase)
-    _cast_votes(bundle, phase, experts, attributes, metrics)
+    _cast_votes(study, bundle, phase, experts, attributes, metrics)
     if phase != Phase.VOTING:
         _transition(services.study_close_voting, study, phase)
-        _give_assessment_inputs(bundle, experts)
+        _give_assessment_inputs(study, bundle, experts)
         if phase == Phase.CLOSED:
             _transition(services.study_close_assessment, study, phase)
     # The transitions saved locked copies: reread, or the caller gets "draft".
@@ -289,7 +264,7 @@ def _measurements_out(study: Study, metrics: list[Metric]) -> dict[int, dict]:
     from one query of plain values (no model instances)."""
     metric_of = {m.pk: m for m in metrics}
     rows = sorted(
-        Measurement.objects.filter(candidate__study=study).values_list("candidate_id", "metric_id", "value"),
+        Measurement.objects.filter(study=study).values_list("candidate_id", "metric_id", "value"),
         key=lambda row: (row[0], metric_of[row[1]].position, row[1]),
     )
     measurements = {}

@@ -8,6 +8,7 @@ metric, one peer weight per rater and ratee. Rules that need several rows
 """
 
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -188,7 +189,12 @@ class Candidate(models.Model):
 
 
 class Measurement(models.Model):
-    candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE, related_name="measurements")
+    # The candidate's study, kept on the row so that a study's measurements
+    # are read through this index alone, never by a join over every study's.
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="measurements")
+    # No index of its own: measurement_unique (candidate, metric) serves it,
+    # and each index costs every bulk import of 20,000 rows.
+    candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE, related_name="measurements", db_index=False)
     metric = models.ForeignKey(Metric, on_delete=models.CASCADE, related_name="measurements")
     value = models.FloatField()
 
@@ -200,6 +206,13 @@ class Measurement(models.Model):
 
     def __str__(self):
         return f"{self.candidate} {self.metric} = {self.value}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # A row saved one at a time (the admin) takes its candidate's study;
+        # bulk writers (services.measurements_set) set it themselves.
+        if self.candidate_id is not None:
+            self.study_id = self.candidate.study_id
+        super().save(*args, **kwargs)
 
 
 # --- Voting (phase "voting") ---------------------------------------------------

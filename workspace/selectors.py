@@ -122,9 +122,10 @@ def attribute_get(*, study: Study, name: str) -> QualityAttribute:
 
 def measurement_list(*, study: Study) -> QuerySet:
     """The study's measurements as ``{candidate__name, metric__name, value}``
-    rows, by candidate then metric: one query, touching only this study."""
+    rows, by candidate then metric: one query, touching only this study's
+    rows (through the index on ``Measurement.study``)."""
     return (
-        Measurement.objects.filter(candidate__study=study)
+        Measurement.objects.filter(study=study)
         .order_by("candidate__position", "candidate_id", "metric__position", "metric_id")
         .values("candidate__name", "metric__name", "value")
     )
@@ -581,7 +582,7 @@ def selected_measurement_list(*, study: Study) -> QuerySet:
     """The measurements of the study's selected metrics as ``{metric_id,
     candidate__name, value}`` rows, by candidate (one query)."""
     return (
-        Measurement.objects.filter(candidate__study=study, metric__is_selected=True)
+        Measurement.objects.filter(study=study, metric__is_selected=True)
         .order_by("candidate__position", "candidate_id")
         .values("metric_id", "candidate__name", "value")
     )

@@ -49,9 +49,8 @@ from workspace.bundles import study_import_bundle
 from workspace.errors import PhaseConflict
 from workspace.models import Membership, Phase, Study
 
-CASE_STUDY_PATH = Path("/work/shared/examples/case-study-1.json")
-if not CASE_STUDY_PATH.exists():  # the copy shipped with the app is identical
-    CASE_STUDY_PATH = Path(__file__).resolve().parents[2] / "workspace" / "demo" / "case-study-1.json"
+# The example study of FORMATS.md, as the app ships it.
+CASE_STUDY_PATH = Path(__file__).resolve().parents[2] / "workspace" / "demo" / "case-study-1.json"
 
 # METHOD.md 6.3.
 CONSENSUS = [0.5295, 0.2273, 0.2432]

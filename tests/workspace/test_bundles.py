@@ -903,3 +903,218 @@ def test_candidates_add_refuses_and_writes_nothing(make_study, unchanged, candid
         with pytest.raises(InvalidInput) as info:
             services.candidates_add(study=built.study, candidates=candidates)
     assert list(info.value.errors) == [field] and fragment in info.value.errors[field][0]
+
+
+# --- imports at scale: a constant number of queries, the rows of one expert at a time -----
+
+
+def _scaled_bundle(experts, candidates, tag):
+    """A closed study with ``experts`` experts and ``candidates`` candidates,
+    each expert giving every kind of input: votes, direct or AHP priorities
+    (half of them with a local prioritisation of Accuracy's metrics), ranges
+    and a row of peer weights."""
+    names = [f"{tag}-expert{i}" for i in range(experts)]
+    metrics = [
+        ("Success rate", "Accuracy", "higher", [0.8, 0.95]),
+        ("AUC", "Accuracy", "higher", None),
+        ("Fold stdev", "Consistency", "lower", [0.15, 0.05]),
+        ("Training time", "Efficiency", "lower", [60, 1]),
+        ("Flexibility score", "Flexibility", "higher", None),
+    ]
+
+    def priorities(i):
+        if i % 2:
+            judgments = [
+                ["Accuracy", "Consistency", 3],
+                ["Accuracy", "Efficiency", 1 / (i + 1)],
+                ["Consistency", "Efficiency", 2],
+            ]
+            return {"method": "ahp", "judgments": judgments}
+        local = {"Accuracy": {"method": "ahp", "judgments": [["Success rate", "AUC", i + 2]]}}
+        weights = {"Accuracy": 5 + i, "Consistency": 3, "Efficiency": 2}
+        return {"method": "direct", "weights": weights, "metric_priorities": local}
+
+    return {
+        "format": "approve-study/1",
+        "title": f"Scaled {tag}",
+        "description": "",
+        "phase": "closed",
+        "attribute_threshold": 1,
+        "metric_threshold": 1,
+        "designer": f"{tag}-designer",
+        "experts": names,
+        "attributes": [
+            {"name": name, "kind": kind, "description": ""}
+            for name, kind in (("Accuracy", "main"), ("Consistency", "main"), ("Efficiency", "complementary"),
+                               ("Flexibility", "complementary"))
+        ],
+        "metrics": [
+            {"name": name, "attribute": attribute, "better": better, "unit": "", "default_range": default}
+            for name, attribute, better, default in metrics
+        ],
+        "candidates": [
+            {
+                "name": f"Candidate {c}",
+                "description": f"number {c}",
+                "measurements": {name: round(0.1 + (c * 7 + m) % 10 / 12, 6) for m, (name, *_) in enumerate(metrics)},
+            }
+            for c in range(candidates)
+        ],
+        "votes": {
+            "attributes": {name: ["Efficiency"] if i % 2 == 0 else [] for i, name in enumerate(names)},
+            "metrics": {name: ["Success rate", "AUC", "Fold stdev", "Training time"] for name in names},
+        },
+        "priorities": {name: priorities(i) for i, name in enumerate(names)},
+        "ranges": {
+            name: {"AUC": [0.6 + i / 100, 0.95]} | ({"Success rate": [0.7, 0.9]} if i % 3 == 0 else {})
+            for i, name in enumerate(names)
+        },
+        "peer_weights": {
+            rater: {ratee: (j + 1 + (i == j)) / (experts * (experts + 1) / 2 + 1) for j, ratee in enumerate(names)}
+            for i, rater in enumerate(names)
+        },
+    }
+
+
+# The whole import of _scaled_bundle, however many experts and candidates
+# (new accounts for the designer and the experts every time).
+# A staff import stops at voting: the experts' imported inputs count only once
+# they accept, so voting cannot close.
+IMPORT_QUERIES = {"command line": 147, "staff": 100}
+
+
+@pytest.mark.parametrize("importer", ["command line", "staff"])
+def test_import_queries_do_not_grow_with_experts_or_candidates(django_assert_num_queries, importer):
+    """The same number of queries for 2 experts and 3 candidates as for 6
+    experts and 9 candidates: each section of the bundle is written in bulk."""
+    staff = User.objects.create_user(username="operator", is_staff=True) if importer == "staff" else None
+    for experts, candidates, tag in ((2, 3, "small"), (6, 9, "large")):
+        bundle = _scaled_bundle(experts, candidates, tag)
+        if staff is not None:
+            _early("voting")(bundle)
+        with django_assert_num_queries(IMPORT_QUERIES[importer]):
+            study = study_import_bundle(bundle=bundle, importer=staff)
+        assert canonical(study_export_bundle(study=study)) == canonical(bundle)
+        assert study.phase == bundle["phase"]
+        memberships = Membership.objects.filter(study=study, role="expert")
+        assert memberships.count() == experts
+        if staff is not None:  # pending until each accepts, with an invitation each
+            assert set(memberships.values_list("status", "inputs_imported_by")) == {("pending", staff.pk)}
+            assert study.invitations.filter(membership__in=memberships).count() == experts
+
+
+def _replay_one_expert_at_a_time(bundle):
+    """Build the bundle's study as a person would, through the one-expert
+    services (what the importer did before it wrote each section in bulk)."""
+    designer = services.user_get_or_create(username=bundle["designer"])
+    study = services.study_create(
+        designer=designer, title=bundle["title"], description=bundle["description"],
+        attribute_threshold=bundle["attribute_threshold"], metric_threshold=bundle["metric_threshold"],
+    )
+    experts = {
+        name: services.expert_add(study=study, user=services.user_get_or_create(username=name))
+        for name in bundle["experts"]
+    }
+    attributes = {
+        a["name"]: services.attribute_add(study=study, name=a["name"], kind=a["kind"], description=a["description"])
+        for a in bundle["attributes"]
+    }
+    for m in bundle["metrics"]:
+        services.metric_add(
+            study=study, attribute=attributes[m["attribute"]], name=m["name"], better=m["better"], unit=m["unit"],
+            default_range=m["default_range"],
+        )
+    for c in bundle["candidates"]:
+        services.candidate_add(study=study, name=c["name"], description=c["description"])
+        services.measurements_set(
+            study=study,
+            measurements=[{"candidate": c["name"], "metric": m, "value": v} for m, v in c["measurements"].items()],
+        )
+    services.study_open_voting(study=study)
+    for name, expert in experts.items():
+        services.votes_set(
+            expert=expert, attributes=bundle["votes"]["attributes"][name], metrics=bundle["votes"]["metrics"][name]
+        )
+    services.study_close_voting(study=study)
+    for name, priority in bundle["priorities"].items():
+        services.priorities_set(expert=experts[name], **priority)
+    for name, ranges in bundle["ranges"].items():
+        services.ranges_set(expert=experts[name], ranges=ranges)
+    for name, weights in bundle["peer_weights"].items():
+        services.peer_weights_set(expert=experts[name], weights=weights)
+    services.study_close_assessment(study=study)
+    study.refresh_from_db()
+    return study
+
+
+def _stored(study):
+    """What the study stores, beyond its bundle: each expert's inputs with
+    the prioritisation results computed when they were saved, and every
+    weight and judgment row by item name."""
+    from workspace.models import AttributeJudgment, AttributeWeight, MetricJudgment, MetricWeight
+    from workspace.selectors import expert_inputs_list
+
+    by_expert = "prioritisation__expert__user__username"
+    return {
+        "inputs": expert_inputs_list(study=study, with_results=True),
+        "attribute_weights": sorted(
+            AttributeWeight.objects.filter(prioritisation__expert__study=study).values_list(
+                by_expert, "attribute__name", "given", "weight"
+            )
+        ),
+        "attribute_judgments": sorted(
+            AttributeJudgment.objects.filter(prioritisation__expert__study=study).values_list(
+                by_expert, "row__name", "column__name", "value"
+            )
+        ),
+        "metric_weights": sorted(
+            MetricWeight.objects.filter(prioritisation__expert__study=study).values_list(
+                by_expert, "prioritisation__attribute__name", "metric__name", "given", "weight"
+            )
+        ),
+        "metric_judgments": sorted(
+            MetricJudgment.objects.filter(prioritisation__expert__study=study).values_list(
+                by_expert, "row__name", "column__name", "value"
+            )
+        ),
+        "consistency": sorted(
+            AttributePrioritisation.objects.filter(expert__study=study).values_list(
+                "expert__user__username", "method", "consistency_ratio"
+            )
+        )
+        + sorted(
+            MetricPrioritisation.objects.filter(expert__study=study).values_list(
+                "expert__user__username", "attribute__name", "method", "consistency_ratio"
+            )
+        ),
+        "measurements": sorted(
+            Measurement.objects.filter(study=study).values_list("candidate__name", "metric__name", "value")
+        ),
+    }
+
+
+def test_the_bulk_import_writes_what_one_expert_at_a_time_writes(db):
+    bundle = _scaled_bundle(5, 4, "same")
+    one_at_a_time = _replay_one_expert_at_a_time(bundle)
+    expected_export, expected_rows = study_export_bundle(study=one_at_a_time), _stored(one_at_a_time)
+    one_at_a_time.delete()
+    imported = study_import_bundle(bundle=bundle)
+    assert study_export_bundle(study=imported) == expected_export
+    assert _stored(imported) == expected_rows
+    # Every expert's stored result is there (read by GET my/priorities and the pages).
+    results = {name: section["priorities"] for name, section in expected_rows["inputs"].items()}
+    assert all(r["result"]["weights"] and set(r["result"]) >= {"consistency_ratio"} for r in results.values())
+    assert all(r["metric_results"]["Accuracy"]["weights"] for r in list(results.values())[::2])
+
+
+def test_the_bulk_import_refuses_the_first_expert_in_order(case_study, unchanged):
+    """Two bad rows: the one a one-expert-at-a-time import meets first is
+    named, as before."""
+    case_study["peer_weights"]["informatician"]["informatician"] = 0.9
+    case_study["peer_weights"]["clinician"]["clinician"] = 0.3
+    first = next(name for name in case_study["peer_weights"] if name in ("informatician", "clinician"))
+    with unchanged():
+        with pytest.raises(InvalidInput) as info:
+            study_import_bundle(bundle=case_study)
+    assert list(info.value.errors) == [f"peer_weights.{first}"]
+    assert "must be 1" in info.value.errors[f"peer_weights.{first}"][0]

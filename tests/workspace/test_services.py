@@ -1285,3 +1285,265 @@ def test_direct_weights_out_of_proportion_name_every_offender(make_study, unchan
     # shares of 1e-40 and 1e-20 to the others.
     assert set(errors) == {"weights.Accuracy", "weights.Consistency", "weights.Efficiency"}
     assert "strictly between 0 and 1" in errors["weights.Accuracy"][0]
+
+
+# --- several experts at once (the bundle importer) -------------------------------------
+
+
+def _inputs(built):
+    return selectors.expert_inputs_list(study=built.study, with_results=True)
+
+
+def test_the_many_services_store_what_the_one_expert_services_store(make_study):
+    """Each *_many service, given bob's and carol's inputs, leaves exactly the
+    rows (and the stored prioritisation results) of the one-expert services,
+    replacing what was there."""
+    priorities = {
+        "bob": {"method": "direct", "weights": GOOD_DIRECT,
+                "metric_priorities": {"Accuracy": {"method": "ahp", "judgments": [["AUC", "Success rate", 3]]}}},
+        "carol": {"method": "lpr", "judgments": CAROL_JUDGMENTS},
+    }
+    ranges = {"bob": {"AUC": [0.6, 0.9]}, "carol": {"AUC": [0.7, 0.8], "Fold stdev": [0.2, 0.1]}}
+    weights = {"bob": {"bob": 0.7, "carol": 0.3}, "carol": {"bob": 0.25, "carol": 0.75}}
+    one, many = make_study("assessment", inputs=True), make_study("assessment", inputs=True, title="Many")
+    for name in ("bob", "carol"):
+        services.priorities_set(expert=one.experts[name], **priorities[name])
+        services.ranges_set(expert=one.experts[name], ranges=ranges[name])
+        services.peer_weights_set(expert=one.experts[name], weights=weights[name])
+    # Local prioritisations not given are cleared, as priorities_set clears them.
+    services.metric_prioritisation_set(
+        expert=many.carol, attribute=many.attributes["Accuracy"], method="direct", weights={"Success rate": 1, "AUC": 2}
+    )
+    services.priorities_set_many(study=many.study, priorities={many.experts[n]: p for n, p in priorities.items()})
+    services.ranges_set_many(study=many.study, ranges={many.experts[n]: r for n, r in ranges.items()})
+    services.peer_weights_set_many(study=many.study, weights={many.experts[n]: w for n, w in weights.items()})
+    assert _inputs(many) == _inputs(one)
+    assert _inputs(many)["carol"]["priorities"]["result"]["consistency_ratio"] is not None
+    assert _local(many.carol) == {}
+    assert AttributeWeight.objects.filter(prioritisation__expert__study=many.study).count() == 6
+
+
+def test_votes_set_many_stores_what_votes_set_stores(make_study):
+    one, many = make_study("voting"), make_study("voting", title="Many")
+    services.votes_set(expert=one.bob, attributes=["Flexibility"], metrics=["AUC"])
+    services.votes_set(expert=one.carol, attributes=["Efficiency"])
+    services.votes_set_many(
+        study=many.study,
+        attributes={many.bob: ["Flexibility"], many.carol: ["Efficiency"]},
+        metrics={many.bob: ["AUC"]},
+    )
+    assert [_votes(many.bob), _votes(many.carol)] == [_votes(one.bob), _votes(one.carol)]
+    assert _votes(many.carol) == (["Efficiency"], [])
+
+
+@pytest.mark.parametrize(
+    "call, field, fragment",
+    [
+        (
+            lambda b: services.votes_set_many(
+                study=b.study, attributes={b.bob: ["Accuracy"], b.carol: ["Nope"]}, metrics={}
+            ),
+            "attributes.bob", "main attribute",
+        ),
+        (lambda b: services.votes_set_many(study=b.study, attributes={b.bob: []}, metrics={b.carol: ["AUC", "AUC"]}),
+         "metrics.carol", "given twice: AUC"),
+    ],
+)
+def test_votes_set_many_refuses_the_first_expert_in_order(make_study, unchanged, call, field, fragment):
+    built = make_study("voting")
+    errors = refused(unchanged, lambda: call(built))
+    assert list(errors) == [field] and fragment in errors[field][0]
+
+
+MANY_REFUSED = [
+    # (service, its per-expert argument, entries by username, first field named, fragment of its message)
+    ("priorities_set_many", "priorities", {"bob": {"weights": GOOD_DIRECT}}, "priorities.bob.method", "is required"),
+    ("priorities_set_many", "priorities", {"bob": {"method": "direct", "weights": GOOD_DIRECT, "note": 1}},
+     "priorities.bob.note", "is not a field"),
+    ("priorities_set_many", "priorities", {"bob": "direct"}, "priorities.bob", "must be an object"),
+    ("priorities_set_many", "priorities", {"bob": {"method": "topsis"}}, "priorities.bob.method",
+     "'direct', 'ahp' or 'lpr'"),
+    ("priorities_set_many", "priorities",
+     {"bob": {"method": "direct", "weights": GOOD_DIRECT},
+      "carol": {"method": "ahp", "judgments": CAROL_JUDGMENTS[:2]}},
+     "priorities.carol.judgments", "missing comparisons"),
+    ("priorities_set_many", "priorities",
+     {"carol": {"method": "direct", "weights": {**GOOD_DIRECT, "Accuracy": 0}}, "bob": {"method": "x"}},
+     "priorities.carol.weights.Accuracy", "must be positive"),
+    ("priorities_set_many", "priorities",
+     {"bob": {"method": "direct", "weights": GOOD_DIRECT,
+              "metric_priorities": {"Consistency": {"method": "direct"}}}},
+     "priorities.bob.metric_priorities.Consistency.attribute", "one selected metric"),
+    ("ranges_set_many", "ranges", {"bob": {"AUC": [0.9, 0.9]}, "carol": {"AUC": "x"}}, "ranges.bob.AUC", "must differ"),
+    ("ranges_set_many", "ranges", {"bob": {"AUC": [0.6, 0.9]}, "carol": [[0.6, 0.9]]}, "ranges.carol",
+     "must map metric names"),
+    ("ranges_set_many", "ranges", {"carol": {"Flexibility score": [1, 9]}}, "ranges.carol.Flexibility score",
+     "not a selected metric"),
+    ("peer_weights_set_many", "weights", {"bob": {"bob": 0.5, "carol": 0.5}, "carol": {"bob": 0.5, "carol": 0.4}},
+     "weights.carol", "row sums to 0.9, must be 1"),
+    ("peer_weights_set_many", "weights", {"carol": {"bob": 0.5}, "bob": {"bob": 0.5, "carol": 0.4}},
+     "weights.carol", "missing weights for carol: the row must rate every expert"),
+    ("peer_weights_set_many", "weights", {"bob": {"bob": 0.5, "dave": 0.5, "carol": 0}}, "weights.bob.dave",
+     "not an expert of this study"),
+    ("peer_weights_set_many", "weights", {"bob": 0.5}, "weights.bob", "must map every expert's username to a weight"),
+]
+
+
+@pytest.mark.parametrize("service, argument, entries, field, fragment", MANY_REFUSED)
+def test_the_many_services_refuse_the_first_expert_naming_them(
+    make_study, unchanged, service, argument, entries, field, fragment
+):
+    """The first expert refused, in the order given, is named with every
+    message the one-expert service gives them; nothing is written."""
+    built = make_study("assessment", inputs=True)
+    inputs = {built.experts[name]: value for name, value in entries.items()}
+    errors = refused(unchanged, lambda: getattr(services, service)(study=built.study, **{argument: inputs}))
+    assert list(errors)[0] == field and fragment in " ".join(errors[field])
+    assert {name.split(".")[1] for name in errors} == {field.split(".")[1]}
+
+
+def test_the_many_services_refuse_an_expert_of_another_study(make_study, unchanged):
+    built, other = make_study("assessment", inputs=True), make_study("assessment", inputs=True, title="Other")
+    calls = [
+        lambda: services.priorities_set_many(study=built.study, priorities={other.bob: {"method": "direct"}}),
+        lambda: services.ranges_set_many(study=built.study, ranges={other.bob: {}}),
+        lambda: services.peer_weights_set_many(study=built.study, weights={other.bob: {}}),
+    ]
+    for call in calls:
+        errors = refused(unchanged, call)
+        assert f"membership {other.bob.pk} is not an expert of this study" in " ".join(sum(errors.values(), []))
+
+
+def test_the_many_services_keep_the_phase_rules(make_study, unchanged):
+    built = make_study("voting")
+    message = conflict(unchanged, lambda: services.ranges_set_many(study=built.study, ranges={built.bob: {}}))
+    assert "Setting acceptable ranges is only possible in the assessment phase" in message
+    closed = make_study("closed", title="Closed")
+    message = conflict(
+        unchanged, lambda: services.votes_set_many(study=closed.study, attributes={closed.bob: []}, metrics={})
+    )
+    assert "Voting is only possible in the voting phase" in message
+
+
+@pytest.mark.parametrize("experts", [2, 6])
+def test_the_many_services_queries_do_not_grow_with_the_experts(cast, django_assert_num_queries, experts):
+    from django.contrib.auth import get_user_model
+
+    study = services.study_create(designer=cast.alice, title="Many")
+    users = [get_user_model().objects.create(username=f"e{i}") for i in range(experts)]
+    with django_assert_num_queries(5):  # savepoint, lock, the accounts taken, one INSERT, release
+        members = services.experts_add(study=study, users=users)
+    accuracy = services.attribute_add(study=study, name="Accuracy")
+    for name in ("AUC", "Recall"):
+        services.metric_add(study=study, attribute=accuracy, name=name)
+    services.study_open_voting(study=study)
+    with django_assert_num_queries(9):
+        services.votes_set_many(study=study, attributes={}, metrics={m: ["AUC"] for m in members})
+    services.study_close_voting(study=study)
+    share = {f"e{i}": 1 / experts for i in range(experts)}
+    local = {"Accuracy": {"method": "direct", "weights": {"AUC": 1, "Recall": 2}}}
+    priorities = {"method": "direct", "weights": {"Accuracy": 1}, "metric_priorities": local}
+    with django_assert_num_queries(12):
+        services.priorities_set_many(study=study, priorities=dict.fromkeys(members, priorities))
+    with django_assert_num_queries(7):
+        services.ranges_set_many(study=study, ranges={m: {"AUC": [0.5, 0.9]} for m in members})
+    with django_assert_num_queries(6):
+        services.peer_weights_set_many(study=study, weights=dict.fromkeys(members, share))
+    assert PeerWeight.objects.filter(rater__study=study).count() == experts * experts
+    assert MetricPrioritisation.objects.filter(expert__study=study).count() == experts
+
+
+def test_experts_add_refuses_as_expert_add_does(make_study, cast, unchanged):
+    built = make_study("draft")
+    errors = refused(unchanged, lambda: services.experts_add(study=built.study, users=[cast.charlie, cast.bob]))
+    assert errors == {"username": ["bob is already an expert of this study"]}
+    errors = refused(unchanged, lambda: services.experts_add(study=built.study, users=[cast.charlie, cast.charlie]))
+    assert errors == {"username": ["charlie is already an expert of this study"]}
+    added = services.experts_add(study=built.study, users=[cast.charlie])
+    assert [(m.user, m.role, m.status) for m in added] == [(cast.charlie, "expert", "active")]
+
+
+def test_users_get_or_create_finds_and_creates_in_two_queries(cast, django_assert_num_queries):
+    with django_assert_num_queries(2):
+        users = services.users_get_or_create(usernames=["bob", "newcomer", "bob"])
+    assert users[0] == cast.bob == users[2]
+    assert users[1].username == "newcomer" and users[1].pk and not users[1].has_usable_password()
+
+
+# --- measurements belong to their study ------------------------------------------------------
+
+
+def test_measurements_carry_their_study(make_study):
+    built = make_study("draft")
+    other = make_study("draft", title="Other")
+    services.measurements_set(study=built.study, measurements=[{"candidate": "J48", "metric": "AUC", "value": 0.5}])
+    studies = Measurement.objects.filter(candidate__study=built.study).values_list("study_id", flat=True)
+    assert set(studies) == {built.study.pk}
+    assert Measurement.objects.filter(study=other.study).count() == len(MEASUREMENTS) * len(MEASUREMENTS["J48"])
+    # Saved one at a time (the admin), a row takes its candidate's study.
+    services.candidate_add(study=built.study, name="SVM")
+    svm = Candidate.objects.get(study=built.study, name="SVM")
+    row = Measurement(candidate=svm, metric=built.metrics["AUC"], value=0.3)
+    row.save()
+    assert row.study_id == built.study.pk
+
+
+def test_measurement_list_reads_its_study_in_one_query(make_study, django_assert_num_queries):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    built = make_study("draft")
+    make_study("draft", title="Other")
+    with django_assert_num_queries(1), CaptureQueriesContext(connection) as queries:
+        rows = list(selectors.measurement_list(study=built.study))
+    assert [row["candidate__name"] for row in rows] == ["J48"] * 5 + ["JRip"] * 5
+    assert {(row["candidate__name"], row["metric__name"]): row["value"] for row in rows} == {
+        (candidate, metric): value for candidate, values in MEASUREMENTS.items() for metric, value in values.items()
+    }
+    where = queries.captured_queries[0]["sql"].split("WHERE", 1)[1].split("ORDER BY")[0]
+    assert where.strip() == f'"workspace_measurement"."study_id" = {built.study.pk}'
+
+
+def test_measurements_set_upserts_in_a_constant_number_of_queries(make_study, django_assert_num_queries):
+    built = make_study("draft")
+    for count in (2, 6):
+        entries = [
+            {"candidate": c, "metric": m, "value": 0.1 * count}
+            for c in MEASUREMENTS for m in list(MEASUREMENTS[c])[:count // 2]
+        ]
+        with django_assert_num_queries(6):  # savepoint, lock, candidates, metrics, one upsert, release
+            services.measurements_set(study=built.study, measurements=entries)
+    assert _values(built)[("JRip", "Fold stdev")] == pytest.approx(0.6)
+    assert _values(built)[("JRip", "Training time")] == MEASUREMENTS["JRip"]["Training time"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_gives_existing_measurements_their_candidates_study():
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    before, after = [("workspace", "0006_consent")], [("workspace", "0008_measurement_study")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    try:
+        apps = executor.loader.project_state(before).apps
+        designer = apps.get_model("auth", "User").objects.create(username="designer")
+        rows = {}
+        for title in ("One", "Two"):
+            study = apps.get_model("workspace", "Study").objects.create(title=title, designer=designer)
+            attribute = apps.get_model("workspace", "QualityAttribute").objects.create(study=study, name="Accuracy")
+            metric = apps.get_model("workspace", "Metric").objects.create(study=study, attribute=attribute, name="AUC")
+            for name in ("J48", "JRip"):
+                candidate = apps.get_model("workspace", "Candidate").objects.create(study=study, name=name)
+                measurement = apps.get_model("workspace", "Measurement").objects.create(
+                    candidate=candidate, metric=metric, value=0.5
+                )
+                rows[measurement.pk] = study.pk
+        executor = MigrationExecutor(connection)
+        executor.migrate(after)
+        measurements = executor.loader.project_state(after).apps.get_model("workspace", "Measurement")
+        assert dict(measurements.objects.values_list("pk", "study_id")) == rows
+        assert len(set(rows.values())) == 2
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())

@@ -3,7 +3,7 @@ field, or ``PhaseConflict`` saying why, before anything is written."""
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from numbers import Real
 from typing import Any
 
@@ -30,6 +30,25 @@ def number(value: Any, field: str) -> float:
     if not math.isfinite(value):
         raise InvalidInput({field: f"must be a finite number, got {value}"})
     return value
+
+
+def expect(value: Any, kind: type | tuple[type, ...], field: str, description: str) -> Any:
+    """``value`` if it is a ``kind``, or InvalidInput: ``field`` must be ``description``."""
+    if not isinstance(value, kind):
+        raise InvalidInput({field: f"must be {description}"})
+    return value
+
+
+def keys(entry: Any, field: str, required: Sequence[str], optional: Sequence[str] = ()) -> None:
+    """``entry`` is an object with every ``required`` key and no key outside
+    ``required`` and ``optional`` (a section of a bundle)."""
+    expect(entry, dict, field, "an object")
+    missing = [key for key in required if key not in entry]
+    if missing:
+        raise InvalidInput({f"{field}.{missing[0]}": "is required"})
+    unknown = sorted(set(entry) - set(required) - set(optional))
+    if unknown:
+        raise InvalidInput({f"{field}.{unknown[0]}": "is not a field of this object"})
 
 
 def text(value: Any, field: str, *, max_length: int, required: bool = True) -> str:

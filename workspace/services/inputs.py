@@ -3,7 +3,8 @@ ranges and peer weights (assessment phase), each in the shape of that
 expert's section of a study bundle (FORMATS.md)."""
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
@@ -25,24 +26,35 @@ from ..models import (
     PeerWeight,
     Phase,
     QualityAttribute,
+    Study,
 )
 from ..selectors import expert_list, selected_attributes
-from ._checks import locked, names, number, range_pair, require_phase
+from ._checks import keys, locked, names, number, range_pair, require_phase
 
 Judgment = tuple[str, str, float]
+
+
+def _expert_usernames(study: Study, members: Iterable[Membership], field: str) -> dict[int, str]:
+    """``{membership id: username}`` of the study's experts in the order they
+    joined (one query); ``members`` given inputs by a ``*_many`` service must
+    be among them, or InvalidInput names ``field``."""
+    usernames = dict(expert_list(study=study).values_list("pk", "user__username"))
+    for member in members:
+        if member.pk not in usernames:
+            raise InvalidInput({field: f"membership {member.pk} is not an expert of this study"})
+    return usernames
+
 
 # --- votes (phase "voting") ----------------------------------------------------
 
 
-@transaction.atomic
-def votes_set(*, expert: Membership, attributes: Sequence[str] = (), metrics: Sequence[str] = ()) -> None:
-    """Replace the expert's votes: the complementary attributes and the
-    metrics they vote for (METHOD.md section 2)."""
-    study = locked(expert.study)
-    require_phase(study, (Phase.VOTING,), "Voting")
+def _votes_checked(
+    attributes: Any, metrics: Any, by_name: dict[str, QualityAttribute], metric_by_name: dict[str, Metric]
+) -> tuple[list[QualityAttribute], list[Metric]]:
+    """One expert's votes checked against the study's items: the attributes
+    and metrics voted for. Writes nothing."""
     attribute_names = names(attributes, "attributes")
     metric_names = names(metrics, "metrics")
-    by_name = {a.name: a for a in QualityAttribute.objects.filter(study=study)}
     errors = {}
     for name in attribute_names:
         attribute = by_name.get(name)
@@ -50,16 +62,69 @@ def votes_set(*, expert: Membership, attributes: Sequence[str] = (), metrics: Se
             errors.setdefault("attributes", []).append(f"no attribute named {name!r} in this study")
         elif attribute.kind == QualityAttribute.Kind.MAIN:
             errors.setdefault("attributes", []).append(f"{name!r} is a main attribute, always selected: no vote needed")
-    metric_by_name = {m.name: m for m in Metric.objects.filter(study=study)}
     for name in metric_names:
         if name not in metric_by_name:
             errors.setdefault("metrics", []).append(f"no metric named {name!r} in this study")
     if errors:
         raise InvalidInput(errors)
-    AttributeVote.objects.filter(expert=expert).delete()
-    MetricVote.objects.filter(expert=expert).delete()
-    AttributeVote.objects.bulk_create([AttributeVote(expert=expert, attribute=by_name[n]) for n in attribute_names])
-    MetricVote.objects.bulk_create([MetricVote(expert=expert, metric=metric_by_name[n]) for n in metric_names])
+    return [by_name[n] for n in attribute_names], [metric_by_name[n] for n in metric_names]
+
+
+def _votes_context(study: Study) -> tuple[dict[str, QualityAttribute], dict[str, Metric]]:
+    """The study's attributes and metrics by name, in the voting phase."""
+    require_phase(study, (Phase.VOTING,), "Voting")
+    by_name = {a.name: a for a in QualityAttribute.objects.filter(study=study)}
+    return by_name, {m.name: m for m in Metric.objects.filter(study=study)}
+
+
+def _votes_store(votes: dict[Membership, tuple[list[QualityAttribute], list[Metric]]]) -> None:
+    """Replace the votes of these experts: one DELETE and one INSERT per table."""
+    AttributeVote.objects.filter(expert__in=votes).delete()
+    MetricVote.objects.filter(expert__in=votes).delete()
+    AttributeVote.objects.bulk_create(
+        [AttributeVote(expert=expert, attribute=a) for expert, (attributes, _) in votes.items() for a in attributes]
+    )
+    MetricVote.objects.bulk_create(
+        [MetricVote(expert=expert, metric=m) for expert, (_, metrics) in votes.items() for m in metrics]
+    )
+
+
+@transaction.atomic
+def votes_set(*, expert: Membership, attributes: Sequence[str] = (), metrics: Sequence[str] = ()) -> None:
+    """Replace the expert's votes: the complementary attributes and the
+    metrics they vote for (METHOD.md section 2)."""
+    by_name, metric_by_name = _votes_context(locked(expert.study))
+    _votes_store({expert: _votes_checked(attributes, metrics, by_name, metric_by_name)})
+
+
+@transaction.atomic
+def votes_set_many(
+    *,
+    study: Study,
+    attributes: Mapping[Membership, Sequence[str]],
+    metrics: Mapping[Membership, Sequence[str]],
+) -> None:
+    """``votes_set`` for several experts of the study at once, in a number of
+    queries that does not grow with them (the bundle importer). Experts are
+    checked in order (those of ``attributes``, then any others of
+    ``metrics``), an expert missing from one mapping voting for nothing there;
+    the first refused is named ``attributes.<username>`` or
+    ``metrics.<username>``, and nothing is written."""
+    study = locked(study)
+    by_name, metric_by_name = _votes_context(study)
+    experts = list(dict.fromkeys([*attributes, *metrics]))
+    usernames = _expert_usernames(study, experts, "attributes")
+    votes = {}
+    for expert in experts:
+        try:
+            votes[expert] = _votes_checked(
+                attributes.get(expert, []), metrics.get(expert, []), by_name, metric_by_name
+            )
+        except InvalidInput as error:
+            raise InvalidInput(
+                {f"{field}.{usernames[expert.pk]}": messages for field, messages in error.errors.items()}
+            ) from None
+    _votes_store(votes)
 
 
 # --- prioritisation (phase "assessment") ----------------------------------------
@@ -212,42 +277,56 @@ def prioritisation_preview(
     return _result_record(result, items)
 
 
-def _store_prioritisation(
-    prioritisation: AttributePrioritisation | MetricPrioritisation,
-    *,
-    items: list[QualityAttribute] | list[Metric],
-    item_field: str,
-    weights: Any,
-    judgments: Any,
-) -> AttributePrioritisation | MetricPrioritisation:
-    """Compute a prioritisation over ``items`` (attributes or metrics) and
-    store it on the new ``prioritisation`` row with its judgments, weights
-    and result."""
-    item_names = [item.name for item in items]
+@dataclass(frozen=True)
+class _Planned:
+    """A prioritisation checked and computed over ``items`` (attributes or
+    metrics), ready to store."""
+
+    method: str
+    items: list[QualityAttribute] | list[Metric]
+    result: Prioritisation
+    given: dict[str, float]
+    judgments: list[Judgment]
+
+
+def _planned(*, method: Any, items: list[QualityAttribute] | list[Metric], weights: Any, judgments: Any) -> _Planned:
+    """Check one prioritisation over ``items`` and compute it; writes nothing."""
+    _method(method)
     result, given, judgment_rows = _prioritised(
-        method=prioritisation.method, items=item_names, weights=weights, judgments=judgments
+        method=method, items=[item.name for item in items], weights=weights, judgments=judgments
     )
-    by_name = dict(zip(item_names, items, strict=True))
-    prioritisation.consistency_ratio = result.consistency_ratio
-    prioritisation.result = _result_record(result, item_names)
-    prioritisation.save(update_fields=["consistency_ratio", "result"])
-    judgment_model = prioritisation.judgments.model
-    judgment_model.objects.bulk_create(
-        [
+    return _Planned(method, items, result, given, judgment_rows)
+
+
+def _store_prioritisations(
+    model: type[AttributePrioritisation | MetricPrioritisation],
+    rows: list[tuple[AttributePrioritisation | MetricPrioritisation, _Planned]],
+    item_field: str,
+) -> list[AttributePrioritisation | MetricPrioritisation]:
+    """Insert the new prioritisation ``rows`` with their result, judgments and
+    weights: one INSERT per table, however many rows."""
+    for prioritisation, plan in rows:
+        prioritisation.consistency_ratio = plan.result.consistency_ratio
+        prioritisation.result = _result_record(plan.result, [item.name for item in plan.items])
+    saved = model.objects.bulk_create([prioritisation for prioritisation, _ in rows])
+    judgment_model = model._meta.get_field("judgments").related_model
+    weight_model = model._meta.get_field("weights").related_model
+    judgments, weights = [], []
+    for prioritisation, (_, plan) in zip(saved, rows, strict=True):
+        by_name = {item.name: item for item in plan.items}
+        judgments += [
             judgment_model(prioritisation=prioritisation, row=by_name[r], column=by_name[c], value=v)
-            for r, c, v in judgment_rows
+            for r, c, v in plan.judgments
         ]
-    )
-    weight_model = prioritisation.weights.model
-    weight_model.objects.bulk_create(
-        [
+        weights += [
             weight_model(
-                prioritisation=prioritisation, given=given.get(item.name), weight=float(w), **{item_field: item}
+                prioritisation=prioritisation, given=plan.given.get(item.name), weight=float(w), **{item_field: item}
             )
-            for item, w in zip(items, result.weights, strict=True)
+            for item, w in zip(plan.items, plan.result.weights, strict=True)
         ]
-    )
-    return prioritisation
+    judgment_model.objects.bulk_create(judgments)
+    weight_model.objects.bulk_create(weights)
+    return saved
 
 
 @transaction.atomic
@@ -263,13 +342,21 @@ def prioritisation_set(
     """
     study = locked(expert.study)
     require_phase(study, (Phase.ASSESSMENT,), "Prioritising")
-    attributes = list(selected_attributes(study))
-    _method(method)
+    plan = _planned(method=method, items=list(selected_attributes(study)), weights=weights, judgments=judgments)
     AttributePrioritisation.objects.filter(expert=expert).delete()
-    return _store_prioritisation(
-        AttributePrioritisation.objects.create(expert=expert, method=method),
-        items=attributes, item_field="attribute", weights=weights, judgments=judgments,
-    )
+    return _store_prioritisations(
+        AttributePrioritisation, [(AttributePrioritisation(expert=expert, method=method), plan)], "attribute"
+    )[0]
+
+
+def _local_items(attribute: QualityAttribute, metrics: list[Metric]) -> list[Metric]:
+    """The selected ``metrics`` of a selected ``attribute``, at least two:
+    what a local prioritisation weighs."""
+    if not attribute.is_selected:
+        raise InvalidInput({"attribute": f"{attribute.name!r} is not a selected attribute of this study"})
+    if len(metrics) < 2:
+        raise InvalidInput({"attribute": f"{attribute.name!r} has one selected metric: there is nothing to prioritise"})
+    return metrics
 
 
 @transaction.atomic
@@ -285,17 +372,90 @@ def metric_prioritisation_set(
     metrics (METHOD.md section 3, several metrics per attribute)."""
     study = locked(expert.study)
     require_phase(study, (Phase.ASSESSMENT,), "Prioritising")
-    if attribute.study_id != study.pk or not attribute.is_selected:
+    if attribute.study_id != study.pk:
         raise InvalidInput({"attribute": f"{attribute.name!r} is not a selected attribute of this study"})
     metrics = list(Metric.objects.filter(attribute=attribute, is_selected=True).order_by("position", "id"))
-    if len(metrics) < 2:
-        raise InvalidInput({"attribute": f"{attribute.name!r} has one selected metric: there is nothing to prioritise"})
-    _method(method)
+    plan = _planned(method=method, items=_local_items(attribute, metrics), weights=weights, judgments=judgments)
     MetricPrioritisation.objects.filter(expert=expert, attribute=attribute).delete()
-    return _store_prioritisation(
-        MetricPrioritisation.objects.create(expert=expert, attribute=attribute, method=method),
-        items=metrics, item_field="metric", weights=weights, judgments=judgments,
+    return _store_prioritisations(
+        MetricPrioritisation,
+        [(MetricPrioritisation(expert=expert, attribute=attribute, method=method), plan)],
+        "metric",
+    )[0]
+
+
+@dataclass(frozen=True)
+class _Items:
+    """What a whole prioritisation is checked against, read once per study."""
+
+    selected: list[QualityAttribute]
+    attributes: dict[str, QualityAttribute]
+    metrics: dict[int, list[Metric]]  # selected metrics by attribute id, in order
+
+    @classmethod
+    def of(cls, study: Study) -> "_Items":
+        require_phase(study, (Phase.ASSESSMENT,), "Prioritising")
+        metrics = {}
+        for metric in Metric.objects.filter(study=study, is_selected=True).order_by("position", "id"):
+            metrics.setdefault(metric.attribute_id, []).append(metric)
+        attributes = {a.name: a for a in QualityAttribute.objects.filter(study=study)}
+        selected = sorted((a for a in attributes.values() if a.is_selected), key=lambda a: (a.position, a.pk))
+        return cls(selected, attributes, metrics)
+
+
+def _priorities_planned(
+    items: _Items, *, method: Any, weights: Any = None, judgments: Any = None, metric_priorities: Any = None
+) -> tuple[_Planned, dict[QualityAttribute, _Planned]]:
+    """One expert's whole prioritisation checked and computed, as
+    ``priorities_set`` takes it: the attributes', and each local one by
+    attribute. Writes nothing."""
+    plan = _planned(method=method, items=items.selected, weights=weights, judgments=judgments)
+    metric_priorities = {} if metric_priorities is None else metric_priorities
+    if not isinstance(metric_priorities, dict):
+        raise InvalidInput({"metric_priorities": "must map attribute names to prioritisations"})
+    for name in metric_priorities:
+        if name not in items.attributes:
+            raise InvalidInput({f"metric_priorities.{name}": "no attribute of that name in this study"})
+    local = {}
+    for name, entry in metric_priorities.items():
+        field = f"metric_priorities.{name}"
+        if not isinstance(entry, dict) or "method" not in entry or set(entry) - {"method", "weights", "judgments"}:
+            raise InvalidInput({field: "must be {method, weights | judgments}"})
+        attribute = items.attributes[name]
+        try:
+            local[attribute] = _planned(
+                method=entry["method"],
+                items=_local_items(attribute, items.metrics.get(attribute.pk, [])),
+                weights=entry.get("weights"),
+                judgments=entry.get("judgments"),
+            )
+        except InvalidInput as error:
+            raise error.within(field) from None
+    return plan, local
+
+
+def _priorities_store(
+    plans: dict[Membership, tuple[_Planned, dict[QualityAttribute, _Planned]]],
+) -> list[AttributePrioritisation]:
+    """Replace these experts' prioritisations (a local one not planned is
+    cleared): a constant number of queries, however many experts."""
+    AttributePrioritisation.objects.filter(expert__in=plans).delete()
+    MetricPrioritisation.objects.filter(expert__in=plans).delete()
+    saved = _store_prioritisations(
+        AttributePrioritisation,
+        [(AttributePrioritisation(expert=expert, method=plan.method), plan) for expert, (plan, _) in plans.items()],
+        "attribute",
     )
+    _store_prioritisations(
+        MetricPrioritisation,
+        [
+            (MetricPrioritisation(expert=expert, attribute=attribute, method=plan.method), plan)
+            for expert, (_, local) in plans.items()
+            for attribute, plan in local.items()
+        ],
+        "metric",
+    )
+    return saved
 
 
 @transaction.atomic
@@ -311,32 +471,33 @@ def priorities_set(
     section of a bundle: the attributes, plus optional ``metric_priorities``
     ``{attribute: {"method", "weights" | "judgments"}}``. Local
     prioritisations not given are cleared (equal split)."""
-    prioritisation = prioritisation_set(expert=expert, method=method, weights=weights, judgments=judgments)
-    metric_priorities = {} if metric_priorities is None else metric_priorities
-    if not isinstance(metric_priorities, dict):
-        raise InvalidInput({"metric_priorities": "must map attribute names to prioritisations"})
-    attributes = {a.name: a for a in QualityAttribute.objects.filter(study=expert.study_id)}
-    # Unknown names are refused before they reach a query (a name with a NUL
-    # character would make PostgreSQL fail rather than match nothing).
-    for name in metric_priorities:
-        if name not in attributes:
-            raise InvalidInput({f"metric_priorities.{name}": "no attribute of that name in this study"})
-    MetricPrioritisation.objects.filter(expert=expert).exclude(attribute__name__in=list(metric_priorities)).delete()
-    for name, local in metric_priorities.items():
-        field = f"metric_priorities.{name}"
-        if not isinstance(local, dict) or "method" not in local or set(local) - {"method", "weights", "judgments"}:
-            raise InvalidInput({field: "must be {method, weights | judgments}"})
+    items = _Items.of(locked(expert.study))
+    plan = _priorities_planned(
+        items, method=method, weights=weights, judgments=judgments, metric_priorities=metric_priorities
+    )
+    return _priorities_store({expert: plan})[0]
+
+
+@transaction.atomic
+def priorities_set_many(*, study: Study, priorities: Mapping[Membership, Any]) -> None:
+    """``priorities_set`` for several experts of the study at once, each
+    given as their ``priorities`` section of a bundle (an object with
+    ``method`` and optional ``weights``, ``judgments``, ``metric_priorities``),
+    in a number of queries that does not grow with the experts (the bundle
+    importer). Experts are checked in order; the first refused is named
+    ``priorities.<username>.<field>``, and nothing is written."""
+    study = locked(study)
+    items = _Items.of(study)
+    usernames = _expert_usernames(study, priorities, "priorities")
+    plans = {}
+    for expert, entry in priorities.items():
+        field = f"priorities.{usernames[expert.pk]}"
+        keys(entry, field, required=("method",), optional=("weights", "judgments", "metric_priorities"))
         try:
-            metric_prioritisation_set(
-                expert=expert,
-                attribute=attributes[name],
-                method=local["method"],
-                weights=local.get("weights"),
-                judgments=local.get("judgments"),
-            )
+            plans[expert] = _priorities_planned(items, **entry)
         except InvalidInput as error:
             raise error.within(field) from None
-    return prioritisation
+    _priorities_store(plans)
 
 
 @transaction.atomic
@@ -350,15 +511,16 @@ def metric_prioritisation_clear(*, expert: Membership, attribute: QualityAttribu
 # --- acceptable ranges and peer weights (phase "assessment") -------------------
 
 
-@transaction.atomic
-def ranges_set(*, expert: Membership, ranges: dict[str, list[float]]) -> None:
-    """Replace the expert's ranges: ``{metric: [least_acceptable, desired]}``
-    over selected metrics. A metric left out falls back to its default range."""
-    study = locked(expert.study)
+def _ranges_context(study: Study) -> dict[str, Metric]:
+    """The study's selected metrics by name, in the assessment phase."""
     require_phase(study, (Phase.ASSESSMENT,), "Setting acceptable ranges")
+    return {m.name: m for m in Metric.objects.filter(study=study, is_selected=True)}
+
+
+def _ranges_checked(ranges: Any, metrics: dict[str, Metric]) -> dict[Metric, tuple[float, float]]:
+    """One expert's ranges checked against the selected ``metrics``; writes nothing."""
     if not isinstance(ranges, dict):
         raise InvalidInput({"ranges": "must map metric names to [least acceptable, desired]"})
-    metrics = {m.name: m for m in Metric.objects.filter(study=study, is_selected=True)}
     errors, pairs = {}, {}
     for name, value in ranges.items():
         metric = metrics.get(name)
@@ -371,9 +533,17 @@ def ranges_set(*, expert: Membership, ranges: dict[str, list[float]]) -> None:
             errors.update(error.errors)
     if errors:
         raise InvalidInput(errors)
-    AcceptableRange.objects.filter(expert=expert).delete()
+    return pairs
+
+
+def _ranges_store(ranges: dict[Membership, dict[Metric, tuple[float, float]]]) -> None:
+    AcceptableRange.objects.filter(expert__in=ranges).delete()
     AcceptableRange.objects.bulk_create(
-        [AcceptableRange(expert=expert, metric=m, least_acceptable=lo, desired=hi) for m, (lo, hi) in pairs.items()]
+        [
+            AcceptableRange(expert=expert, metric=m, least_acceptable=lo, desired=hi)
+            for expert, pairs in ranges.items()
+            for m, (lo, hi) in pairs.items()
+        ]
     )
 
 
@@ -382,6 +552,32 @@ def range_check(*, metric: Metric, value: Any) -> tuple[float, float]:
     ``ranges_set`` checks it (InvalidInput naming ``ranges.<metric>``).
     Writes nothing: the pages' live preview."""
     return range_pair(value, f"ranges.{metric.name}", metric.better)
+
+
+@transaction.atomic
+def ranges_set(*, expert: Membership, ranges: dict[str, list[float]]) -> None:
+    """Replace the expert's ranges: ``{metric: [least_acceptable, desired]}``
+    over selected metrics. A metric left out falls back to its default range."""
+    metrics = _ranges_context(locked(expert.study))
+    _ranges_store({expert: _ranges_checked(ranges, metrics)})
+
+
+@transaction.atomic
+def ranges_set_many(*, study: Study, ranges: Mapping[Membership, Any]) -> None:
+    """``ranges_set`` for several experts of the study at once, in a number
+    of queries that does not grow with them (the bundle importer). Experts
+    are checked in order; the first refused is named
+    ``ranges.<username>.<metric>``, and nothing is written."""
+    study = locked(study)
+    metrics = _ranges_context(study)
+    usernames = _expert_usernames(study, ranges, "ranges")
+    checked = {}
+    for expert, expert_ranges in ranges.items():
+        try:
+            checked[expert] = _ranges_checked(expert_ranges, metrics)
+        except InvalidInput as error:
+            raise error.prefixed(f"ranges.{usernames[expert.pk]}") from None
+    _ranges_store(checked)
 
 
 def _peer_weight_problem(value: float, lone: bool) -> str | None:
@@ -397,16 +593,11 @@ def _peer_weight_problem(value: float, lone: bool) -> str | None:
     return None
 
 
-@transaction.atomic
-def peer_weights_set(*, expert: Membership, weights: dict[str, float]) -> None:
-    """Set the expert's row of V: ``{username: weight}`` over every expert,
-    self included, each in [MIN_PEER_WEIGHT, 1), summing to 1 (METHOD.md
-    section 5)."""
-    study = locked(expert.study)
-    require_phase(study, (Phase.ASSESSMENT,), "Weighting experts")
+def _peer_weights_checked(weights: Any, experts: dict[str, int]) -> dict[int, float]:
+    """One expert's row of V checked against the study's ``{username:
+    membership id}``: ``{ratee id: weight}``. Writes nothing."""
     if not isinstance(weights, dict):
         raise InvalidInput({"weights": "must map every expert's username to a weight"})
-    experts = {m.user.get_username(): m for m in expert_list(study=study)}
     errors, values = {}, {}
     for username, value in weights.items():
         field = f"weights.{username}"
@@ -433,9 +624,52 @@ def peer_weights_set(*, expert: Membership, weights: dict[str, float]) -> None:
             errors["weights"] = [f"row sums to {total:.10g}, must be 1"]
     if errors:
         raise InvalidInput(errors)
+    return {experts[name]: value for name, value in values.items()}
+
+
+def _peer_weights_context(study: Study, raters: Iterable[Membership] = ()) -> dict[str, int]:
+    """The study's experts ``{username: membership id}``, in the assessment
+    phase; ``raters`` must be among them."""
+    require_phase(study, (Phase.ASSESSMENT,), "Weighting experts")
+    return {username: pk for pk, username in _expert_usernames(study, raters, "weights").items()}
+
+
+def _peer_weights_store(rows: dict[Membership, dict[int, float]]) -> None:
     # Stored as given (so a bundle round-trips exactly); the engine
     # renormalises each row when it snapshots the study.
-    PeerWeight.objects.filter(rater=expert).delete()
+    PeerWeight.objects.filter(rater__in=rows).delete()
     PeerWeight.objects.bulk_create(
-        [PeerWeight(rater=expert, ratee=experts[name], weight=value) for name, value in values.items()]
+        [
+            PeerWeight(rater_id=rater.pk, ratee_id=ratee, weight=value)
+            for rater, values in rows.items()
+            for ratee, value in values.items()
+        ]
     )
+
+
+@transaction.atomic
+def peer_weights_set(*, expert: Membership, weights: dict[str, float]) -> None:
+    """Set the expert's row of V: ``{username: weight}`` over every expert,
+    self included, each in [MIN_PEER_WEIGHT, 1), summing to 1 (METHOD.md
+    section 5)."""
+    experts = _peer_weights_context(locked(expert.study))
+    _peer_weights_store({expert: _peer_weights_checked(weights, experts)})
+
+
+@transaction.atomic
+def peer_weights_set_many(*, study: Study, weights: Mapping[Membership, Any]) -> None:
+    """``peer_weights_set`` for several experts of the study at once, in a
+    number of queries that does not grow with them (the bundle importer).
+    Raters are checked in order; the first refused is named
+    ``weights.<username>`` (or ``weights.<username>.<ratee>``), and nothing
+    is written."""
+    study = locked(study)
+    experts = _peer_weights_context(study, weights)
+    usernames = {pk: username for username, pk in experts.items()}
+    checked = {}
+    for rater, row in weights.items():
+        try:
+            checked[rater] = _peer_weights_checked(row, experts)
+        except InvalidInput as error:
+            raise error.prefixed(f"weights.{usernames[rater.pk]}") from None
+    _peer_weights_store(checked)

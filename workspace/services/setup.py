@@ -81,14 +81,40 @@ def study_delete(*, study: Study) -> None:
 # --- experts -------------------------------------------------------------------
 
 
+def _already_expert(user: AbstractBaseUser) -> InvalidInput:
+    return InvalidInput({"username": f"{user.get_username()} is already an expert of this study"})
+
+
 @transaction.atomic
 def expert_add(*, study: Study, user: AbstractBaseUser) -> Membership:
     study = locked(study)
     require_phase(study, (Phase.DRAFT,), "Adding an expert")
     membership, created = Membership.objects.get_or_create(study=study, user=user, role=Membership.Role.EXPERT)
     if not created:
-        raise InvalidInput({"username": f"{user.get_username()} is already an expert of this study"})
+        raise _already_expert(user)
     return membership
+
+
+@transaction.atomic
+def experts_add(*, study: Study, users: list[AbstractBaseUser]) -> list[Membership]:
+    """``expert_add`` for several users, in this order, in a number of
+    queries that does not grow with them (the bundle importer): the first
+    user already an expert (or listed twice) is refused as ``expert_add``
+    refuses it, and nothing is written."""
+    study = locked(study)
+    require_phase(study, (Phase.DRAFT,), "Adding an expert")
+    taken = set(
+        Membership.objects.filter(study=study, role=Membership.Role.EXPERT, user__in=users).values_list(
+            "user_id", flat=True
+        )
+    )
+    for user in users:
+        if user.pk in taken:
+            raise _already_expert(user)
+        taken.add(user.pk)
+    return Membership.objects.bulk_create(
+        [Membership(study=study, user=user, role=Membership.Role.EXPERT) for user in users]
+    )
 
 
 @transaction.atomic
@@ -299,9 +325,9 @@ def candidate_remove(*, candidate: Candidate) -> None:
 
 def _measurement_rows(study: Study, measurements: list | tuple) -> dict[tuple[int, int], float]:
     """``{(candidate id, metric id): value}`` from the entries, every one
-    checked; InvalidInput lists every bad entry."""
-    candidates = {c.name: c for c in Candidate.objects.filter(study=study)}
-    metrics = {m.name: m for m in Metric.objects.filter(study=study)}
+    checked in one pass; InvalidInput lists every bad entry."""
+    candidates = dict(Candidate.objects.filter(study=study).values_list("name", "pk"))
+    metrics = dict(Metric.objects.filter(study=study).values_list("name", "pk"))
     rows, errors = {}, {}
     for index, entry in enumerate(measurements):
         field = f"measurements[{index}]"
@@ -309,12 +335,13 @@ def _measurement_rows(study: Study, measurements: list | tuple) -> dict[tuple[in
             errors[field] = ["must be an object with exactly candidate, metric and value"]
             continue
         # Names are text; anything else (even unhashable) is simply unknown.
-        candidate = candidates.get(entry["candidate"]) if isinstance(entry["candidate"], str) else None
-        metric = metrics.get(entry["metric"]) if isinstance(entry["metric"], str) else None
+        candidate_name, metric_name = entry["candidate"], entry["metric"]
+        candidate = candidates.get(candidate_name) if isinstance(candidate_name, str) else None
+        metric = metrics.get(metric_name) if isinstance(metric_name, str) else None
         if candidate is None:
-            errors[f"{field}.candidate"] = [f"no candidate named {entry['candidate']!r} in this study"]
+            errors[f"{field}.candidate"] = [f"no candidate named {candidate_name!r} in this study"]
         if metric is None:
-            errors[f"{field}.metric"] = [f"no metric named {entry['metric']!r} in this study"]
+            errors[f"{field}.metric"] = [f"no metric named {metric_name!r} in this study"]
         try:
             value = number(entry["value"], f"{field}.value")
         except InvalidInput as error:
@@ -322,9 +349,9 @@ def _measurement_rows(study: Study, measurements: list | tuple) -> dict[tuple[in
             continue
         if candidate is None or metric is None:
             continue
-        if (candidate.pk, metric.pk) in rows:
-            errors[field] = [f"{candidate.name} / {metric.name} is given twice"]
-        rows[(candidate.pk, metric.pk)] = value
+        if (candidate, metric) in rows:
+            errors[field] = [f"{candidate_name} / {metric_name} is given twice"]
+        rows[(candidate, metric)] = value
     if errors:
         raise InvalidInput(errors)
     return rows
@@ -334,22 +361,16 @@ def _measurement_rows(study: Study, measurements: list | tuple) -> dict[tuple[in
 def measurements_set(*, study: Study, measurements: list[dict[str, Any]]) -> None:
     """Bulk upsert of ``[{"candidate": name, "metric": name, "value": x}]``.
 
-    Every entry is checked before anything is written.
+    Every entry is checked before anything is written. Queries, however many
+    entries: the lock, the candidates, the metrics, one upsert.
     """
     if not isinstance(measurements, (list, tuple)):
         raise InvalidInput({"measurements": "must be a list of {candidate, metric, value}"})
     study = locked(study)
     rows = _measurement_rows(study, measurements)
-    existing = {
-        (m.candidate_id, m.metric_id): m
-        for m in Measurement.objects.filter(candidate__study=study, candidate_id__in={c for c, _ in rows})
-    }
-    to_update = []
-    for key, value in rows.items():
-        if key in existing:
-            existing[key].value = value
-            to_update.append(existing[key])
-    Measurement.objects.bulk_update(to_update, ["value"])
     Measurement.objects.bulk_create(
-        [Measurement(candidate_id=c, metric_id=m, value=v) for (c, m), v in rows.items() if (c, m) not in existing]
+        [Measurement(study_id=study.pk, candidate_id=c, metric_id=m, value=v) for (c, m), v in rows.items()],
+        update_conflicts=True,
+        unique_fields=["candidate", "metric"],
+        update_fields=["value"],
     )
