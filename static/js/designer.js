@@ -5,7 +5,7 @@
   "use strict";
 
   function announce(button, text) {
-    var scope = button.closest(".card, .field") || document;
+    var scope = button.closest(".card") || document;
     var status = scope.querySelector(".copy-status");
     if (status) {
       status.textContent = text;

@@ -14,6 +14,18 @@ from ..models import Direction, Membership, QualityAttribute
 from ..services import MAX_THRESHOLD
 
 
+class PrefixedIds:
+    """Forms that share a page give their fields distinct ids (``metric_name``,
+    ``candidate_name``) so each label points at its own field; the names
+    sent stay plain."""
+
+    id_prefix = ""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("auto_id", f"{self.id_prefix}_%s")
+        super().__init__(*args, **kwargs)
+
+
 def _threshold(label: str, help_text: str) -> forms.IntegerField:
     return forms.IntegerField(
         label=label, min_value=0, max_value=MAX_THRESHOLD, help_text=help_text,
@@ -21,7 +33,8 @@ def _threshold(label: str, help_text: str) -> forms.IntegerField:
     )
 
 
-class StudyForm(forms.Form):
+class StudyForm(PrefixedIds, forms.Form):
+    id_prefix = "study"
     title = forms.CharField(label="Title", max_length=200)
     description = forms.CharField(
         label="Description", required=False, max_length=20000, widget=forms.Textarea(attrs={"rows": 3}),
@@ -88,7 +101,8 @@ class BundleForm(forms.Form):
 # --- setup -----------------------------------------------------------------------------
 
 
-class AttributeForm(forms.Form):
+class AttributeForm(PrefixedIds, forms.Form):
+    id_prefix = "attribute"
     name = forms.CharField(label="Name", max_length=100)
     kind = forms.ChoiceField(
         label="Kind", choices=QualityAttribute.Kind.choices, initial=QualityAttribute.Kind.MAIN,
@@ -120,7 +134,8 @@ def _bound(label: str) -> forms.CharField:
     )
 
 
-class MetricForm(forms.Form):
+class MetricForm(PrefixedIds, forms.Form):
+    id_prefix = "metric"
     attribute = forms.TypedChoiceField(label="Attribute", coerce=int)
     name = forms.CharField(label="Name", max_length=100)
     better = forms.ChoiceField(label="Direction", choices=Direction.choices, initial=Direction.HIGHER)
@@ -168,7 +183,8 @@ class MetricForm(forms.Form):
         return cleaned
 
 
-class CandidateForm(forms.Form):
+class CandidateForm(PrefixedIds, forms.Form):
+    id_prefix = "candidate"
     name = forms.CharField(label="Name", max_length=100, widget=forms.TextInput(attrs={"autocomplete": "off"}))
     description = forms.CharField(
         label="Description", required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 2})

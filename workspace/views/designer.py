@@ -451,8 +451,7 @@ def measurements_csv(request: HttpRequest, study_id: int) -> HttpResponse:
             messages.success(request, f"{_plural(len(rows), 'measured value')} saved from the CSV.")
             return redirect(f"/studies/{study.pk}/measurements/")
         field = "csv_file" if form.cleaned_data.get("csv_file") else "csv_text"
-        form.add_error(field, f"the CSV was refused and nothing was saved: {_plural(len(csv_errors), 'problem')} "
-                       "listed below")
+        form.add_error(field, f"refused: {_plural(len(csv_errors), 'problem')}, listed above")
     return _measurement_page(request, study, upload=form, csv_errors=csv_errors)
 
 
