@@ -49,11 +49,16 @@ def phase_refusal(study: Study, allowed: tuple[str, ...], action: str) -> str | 
     return None
 
 
+# Service fields that the forms split or name differently.
+FORM_FIELD_OF = {"default_range": "least_acceptable"}
+
+
 def service_errors(form: forms.Form, error: ServiceError) -> None:
     """A service's refusal on the form: field errors under their fields, a
     phase conflict above the form."""
     if isinstance(error, InvalidInput):
-        form_add_service_errors(form, error)
+        renamed = {FORM_FIELD_OF.get(field, field): texts for field, texts in error.errors.items()}
+        form_add_service_errors(form, InvalidInput(renamed))
     else:
         form.add_error(None, str(error))
 
@@ -225,7 +230,7 @@ def _setup_page(request: HttpRequest, study: Study, **forms_given: forms.Form) -
     }
     if study.is_designer:
         context |= {
-            "study_form": forms_given.get("study") or _study_form(study),
+            "study_form": forms_given.get("details") or _study_form(study),
             "attribute_form": forms_given.get("attributes") or f.AttributeForm(),
             "catalogue_form": forms_given.get("catalogue"),
             "metric_form": forms_given.get("metrics")
@@ -252,7 +257,7 @@ def setup_page(request: HttpRequest, study_id: int) -> HttpResponse:
         else:
             messages.success(request, "The study's details were saved.")
             return redirect(f"/studies/{study.pk}/setup/#study")
-    return _setup_page(request, study, study=form)
+    return _setup_page(request, study, details=form)
 
 
 @login_required

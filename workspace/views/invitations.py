@@ -50,7 +50,7 @@ def _page(request: HttpRequest, invitation: Invitation, key: str, *, form: Signu
         "error": error, "key": key,
         "login_url": f"{reverse('login')}?{urlencode({'next': request.path})}",
     }
-    if refusal and status == 200:
+    if refusal:
         status = 410  # gone: used, revoked, expired, or the study moved on
     return _no_store(render(request, "invitations/invitation.html", context, status=status))
 
