@@ -263,3 +263,25 @@ def test_the_designer_forms_work_without_javascript(page_nojs: Page, live_server
     expect(page.locator("button[data-copy='new-link']")).to_be_hidden()
     screenshot(page, "experts-new-link-nojs")
     assert Invitation.objects.filter(study_id=study_id, status="pending").count() == 2
+
+
+def test_the_demo_study_as_its_designer_sees_it_once_closed(page: Page, demo) -> None:
+    """A closed study: setup and measurements read-only with the reasons,
+    each expert's saved inputs, what is still missing, the reminder link."""
+    login(page, demo.designer, PASSWORD)
+    page.goto(f"/studies/{demo.study.pk}/setup/")
+    expect(page.locator("#attributes .lock-note")).to_contain_text("the study is in the closed phase")
+    expect(page.get_by_role("button", name="Add attribute")).to_have_count(0)
+    check(page, "setup-closed")
+    page.goto(f"/studies/{demo.study.pk}/measurements/")
+    check(page, "measurements-closed")
+    page.goto(f"/studies/{demo.study.pk}/experts/")
+    expect(page.get_by_label("Reminder link (the study's home page)")).to_have_value(
+        re.compile(rf"/studies/{demo.study.pk}/$")
+    )
+    check(page, "experts-closed")
+    expert = demo.experts[-1]
+    page.get_by_role("link", name=f"Inputs of {expert}").click()
+    expect(page.get_by_role("heading", name=f"Inputs of {expert}")).to_be_visible()
+    expect(page.locator("section[aria-labelledby='priorities-title']")).to_contain_text("Weight")
+    check(page, "inputs-demo")
