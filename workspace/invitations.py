@@ -25,7 +25,8 @@ addressee) is checked by the API, as everywhere.
 import hashlib
 import secrets
 
-from django.contrib.auth import get_user_model
+from django.contrib.auth import get_user_model, password_validation
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
@@ -92,6 +93,18 @@ def _closed_message(invitation: Invitation) -> str | None:
     return None
 
 
+def invitation_refusal(invitation: Invitation) -> str | None:
+    """Why the invitation cannot be accepted (answered, revoked or
+    expired), or None: what accepting refuses and the link's page shows."""
+    message = _closed_message(invitation)
+    if message is None and invitation.is_expired:
+        message = (
+            f"this invitation expired on {invitation.expires_at:%Y-%m-%d %H:%M} UTC; "
+            "ask the study's designer for a new one"
+        )
+    return message
+
+
 def _refuse(message: str, field: str | None):
     if field is None:
         raise PhaseConflict(message[0].upper() + message[1:] + ".")
@@ -145,12 +158,7 @@ def invitation_accept(
     the rule for adding an expert). Refusals name ``field`` when given (the
     link's ``key``); otherwise they are conflicts."""
     invitation = _relock(invitation)
-    message = _closed_message(invitation)
-    if message is None and invitation.is_expired:
-        message = (
-            f"this invitation expired on {invitation.expires_at:%Y-%m-%d %H:%M} UTC; "
-            "ask the study's designer for a new one"
-        )
+    message = invitation_refusal(invitation)
     if message is not None:
         _refuse(message, field)
     now = timezone.now()
@@ -190,6 +198,26 @@ def invitation_accept_link(*, key: object, user) -> Membership:
             {"key": "no invitation has this key: check the link, or ask the study's designer for a new one"}
         )
     return invitation_accept(invitation=invitation, user=user, field="key")
+
+
+@transaction.atomic
+def invitation_accept_with_signup(*, key: object, username: object, password: str) -> Membership:
+    """A new person joins through a link: their account (``username``,
+    ``password``, checked by the password validators) is created and the
+    invitation accepted in one transaction, so a refused key creates no
+    account and a taken username uses no key. Refusals name ``username``,
+    ``password`` or ``key``."""
+    username = username_clean(username=username)
+    if User.objects.filter(username__iexact=username).exists():
+        raise InvalidInput({"username": "this username is taken: choose another, or log in if it is yours"})
+    user = User(username=username)
+    try:
+        password_validation.validate_password(password, user)
+    except ValidationError as error:
+        raise InvalidInput({"password": error.messages}) from None
+    user.set_password(password)
+    user.save()
+    return invitation_accept_link(key=key, user=user)
 
 
 @transaction.atomic
@@ -337,6 +365,14 @@ def invitation_list_for_user(*, user):
 def invitation_get_for_user(*, user, pk: int) -> Invitation | None:
     """One invitation addressed to ``user`` (any status), or None."""
     return Invitation.objects.filter(username=user.get_username(), pk=pk).select_related("study").first()
+
+
+def invitation_get_by_key(*, key: str) -> Invitation | None:
+    """The invitation whose link key is ``key``, with its study and
+    designer (one query), or None. Only the key's digest is stored."""
+    if not key:
+        return None
+    return Invitation.objects.filter(digest=_digest(key)).select_related("study__designer").first()
 
 
 def invitation_inputs(*, invitation: Invitation) -> dict | None:

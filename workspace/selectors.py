@@ -586,3 +586,42 @@ def selected_measurement_list(*, study: Study) -> QuerySet:
         .order_by("candidate__position", "candidate_id")
         .values("metric_id", "candidate__name", "value")
     )
+
+
+# --- pages: designer ---------------------------------------------------------------------
+
+
+def metric_list(*, study: Study) -> QuerySet[Metric]:
+    """The study's metrics with their attributes, grouped by attribute in
+    the study's order (one query)."""
+    return _study_metrics(study)
+
+
+def measurement_values(*, study: Study) -> dict[tuple[int, int], float]:
+    """``{(candidate id, metric id): value}`` of the study (one query of plain values)."""
+    rows = Measurement.objects.filter(study=study).values_list("candidate_id", "metric_id", "value")
+    return {(candidate, metric): value for candidate, metric, value in rows}
+
+
+def is_expert_of(*, study: Study, user: User) -> bool:
+    """Whether ``user`` holds an expert membership (active or pending) of ``study``."""
+    return Membership.objects.filter(study=study, user_id=user.pk, role=Membership.Role.EXPERT).exists()
+
+
+def attribute_list(*, study: Study) -> QuerySet[QualityAttribute]:
+    """The study's attributes in its order (one query)."""
+    return QualityAttribute.objects.filter(study=study).order_by("position", "id")
+
+
+def candidate_list(*, study: Study) -> QuerySet[Candidate]:
+    """The study's candidates in its order (one query)."""
+    return study.candidates.order_by("position", "id")
+
+
+def measurements_of(*, item: QualityAttribute | Metric | Candidate) -> QuerySet[Measurement]:
+    """The measured values that go when ``item`` is removed."""
+    if isinstance(item, QualityAttribute):
+        return Measurement.objects.filter(metric__attribute=item)
+    if isinstance(item, Metric):
+        return Measurement.objects.filter(metric=item)
+    return Measurement.objects.filter(candidate=item)

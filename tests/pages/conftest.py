@@ -1,5 +1,5 @@
-"""The page tests use the workspace tests' cast (alice, bob, carol,
-charlie), study factory and checks."""
+"""Fixtures for the page tests: those of the workspace tests (the cast, the
+study factory, the ``unchanged`` check, the test host and fast hashing)."""
 
 from tests.workspace.conftest import (  # noqa: F401  (fixtures re-exported for tests/pages)
     case_study,

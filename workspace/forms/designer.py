@@ -1,0 +1,305 @@
+"""Forms of the designer's pages: they check the shape of what was typed;
+the services check the rules (unique names, phases, directions) and their
+refusals are shown on the same forms (``form_add_service_errors``)."""
+
+import json
+
+from django import forms
+from django.contrib.auth.forms import UserCreationForm
+
+from .. import limits
+from ..catalogue import ATTRIBUTE_CATALOGUE
+from ..measurement_csv import number_parse
+from ..models import Direction, Membership, QualityAttribute
+from ..services import MAX_THRESHOLD
+
+
+class PrefixedIds:
+    """Forms that share a page give their fields distinct ids (``metric_name``,
+    ``candidate_name``) so each label points at its own field; the names
+    sent stay plain."""
+
+    id_prefix = ""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("auto_id", f"{self.id_prefix}_%s")
+        super().__init__(*args, **kwargs)
+
+
+def _threshold(label: str, help_text: str) -> forms.IntegerField:
+    return forms.IntegerField(
+        label=label, min_value=0, max_value=MAX_THRESHOLD, help_text=help_text,
+        widget=forms.NumberInput(attrs={"min": 0, "max": MAX_THRESHOLD, "class": "input--short"}),
+    )
+
+
+class StudyForm(PrefixedIds, forms.Form):
+    id_prefix = "study"
+    title = forms.CharField(label="Title", max_length=200)
+    description = forms.CharField(
+        label="Description", required=False, max_length=20000, widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="What is being chosen, and for what use: the experts read it first.",
+    )
+    attribute_threshold = _threshold(
+        "Attribute vote threshold", "A complementary attribute is selected with at least this many votes."
+    )
+    metric_threshold = _threshold(
+        "Metric vote threshold", "A metric of a selected attribute is selected with at least this many votes."
+    )
+
+    def __init__(self, *args, thresholds_locked: str | None = None, **kwargs) -> None:
+        """``thresholds_locked``: why the thresholds can no longer change
+        (shown, and the fields disabled), or None."""
+        super().__init__(*args, **kwargs)
+        self.fields["title"].widget.attrs["autocomplete"] = "off"
+        if thresholds_locked:
+            for name in ("attribute_threshold", "metric_threshold"):
+                self.fields[name].disabled = True
+                self.fields[name].help_text = thresholds_locked
+
+
+class BundleForm(forms.Form):
+    """An ``approve-study/1`` file, read and decoded here; what it says is
+    checked by the import."""
+
+    bundle = forms.FileField(
+        label="Bundle file", help_text="An approve-study/1 JSON file, e.g. one exported from another approve.",
+        widget=forms.ClearableFileInput(attrs={"accept": ".json,application/json"}),
+    )
+
+    def __init__(self, *args, user=None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.user = user
+
+    def clean_bundle(self) -> dict:
+        upload = self.cleaned_data["bundle"]
+        if upload.size > limits.IMPORT_BODY_MAX_BYTES:
+            raise forms.ValidationError(f"the file is {upload.size} bytes; the limit is {limits.IMPORT_BODY_MAX_BYTES}")
+        try:
+            text = upload.read().decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise forms.ValidationError("the file is not UTF-8 text: choose an approve-study/1 JSON file") from None
+        problem = limits.json_depth_error(text)
+        if problem:
+            raise forms.ValidationError(problem)
+        try:
+            bundle = json.loads(text)
+        except ValueError as error:
+            raise forms.ValidationError(f"the file is not valid JSON ({error})") from None
+        if not isinstance(bundle, dict):
+            raise forms.ValidationError("the file must hold a JSON object (an approve-study/1 bundle)")
+        # As the API's import: the importer designs the study, so a bundle
+        # may not name someone else as its designer.
+        designer = bundle.get("designer")
+        if designer is not None and designer != self.user.get_username():
+            raise forms.ValidationError(
+                f"the bundle names {designer!r} as its designer: it must be your own username, or left out"
+            )
+        return bundle
+
+
+# --- setup -----------------------------------------------------------------------------
+
+
+class AttributeForm(PrefixedIds, forms.Form):
+    id_prefix = "attribute"
+    name = forms.CharField(label="Name", max_length=100)
+    kind = forms.ChoiceField(
+        label="Kind", choices=QualityAttribute.Kind.choices, initial=QualityAttribute.Kind.MAIN,
+        widget=forms.RadioSelect,
+        help_text="Main attributes are always evaluated; complementary ones only if the experts vote for them.",
+    )
+    description = forms.CharField(
+        label="Definition", required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="One line the experts read when they vote and prioritise.",
+    )
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["name"].widget.attrs.update({"autocomplete": "off", "list": "attribute-catalogue"})
+
+
+class CatalogueAttributeForm(forms.Form):
+    """One attribute picked from the catalogue (METHOD.md section 2)."""
+
+    name = forms.ChoiceField(label="Attribute", choices=[(entry.name, entry.name) for entry in ATTRIBUTE_CATALOGUE])
+    kind = forms.ChoiceField(label="Kind", choices=QualityAttribute.Kind.choices)
+
+
+def _bound(label: str) -> forms.CharField:
+    # Text, parsed like a CSV cell: one rule for what a number is on these pages.
+    return forms.CharField(
+        label=label, required=False, max_length=50,
+        widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off", "class": "input--short"}),
+    )
+
+
+class MetricForm(PrefixedIds, forms.Form):
+    id_prefix = "metric"
+    attribute = forms.TypedChoiceField(label="Attribute", coerce=int)
+    name = forms.CharField(label="Name", max_length=100)
+    better = forms.ChoiceField(label="Direction", choices=Direction.choices, initial=Direction.HIGHER)
+    unit = forms.CharField(
+        label="Unit", required=False, max_length=50, help_text="e.g. s, %, 1-10 (a rating).",
+        widget=forms.TextInput(attrs={"class": "input--short"}),
+    )
+    least_acceptable = _bound("Least acceptable value")
+    desired = _bound("Desired value")
+
+    def __init__(self, *args, attributes=(), range_only: str | None = None, **kwargs) -> None:
+        """``attributes``: the study's attributes to choose from.
+        ``range_only``: why only the default range can change (the other
+        fields are shown disabled), or None."""
+        super().__init__(*args, **kwargs)
+        self.fields["attribute"].choices = [(a.pk, a.name) for a in attributes]
+        self.fields["name"].widget.attrs["autocomplete"] = "off"
+        self.fields["least_acceptable"].help_text = (
+            "The default range experts start from: both values, or neither. For a lower-is-better metric the "
+            "least acceptable value is the larger one."
+        )
+        if range_only:
+            for name in ("attribute", "name", "better", "unit"):
+                self.fields[name].disabled = True
+            self.fields["name"].help_text = range_only
+
+    def _bound_value(self, name: str) -> float | None:
+        text = self.cleaned_data.get(name, "")
+        if not text:
+            return None
+        try:
+            return number_parse(text)
+        except ValueError as problem:
+            self.add_error(name, f"{problem}")
+            return None
+
+    def clean(self) -> dict:
+        cleaned = super().clean()
+        least, desired = self._bound_value("least_acceptable"), self._bound_value("desired")
+        given = [name for name in ("least_acceptable", "desired") if cleaned.get(name)]
+        if len(given) == 1:
+            missing = "desired" if given == ["least_acceptable"] else "least_acceptable"
+            self.add_error(missing, "give both values of the default range, or neither")
+        cleaned["default_range"] = [least, desired] if least is not None and desired is not None else None
+        return cleaned
+
+
+class CandidateForm(PrefixedIds, forms.Form):
+    id_prefix = "candidate"
+    name = forms.CharField(label="Name", max_length=100, widget=forms.TextInput(attrs={"autocomplete": "off"}))
+    description = forms.CharField(
+        label="Description", required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 2})
+    )
+
+
+# --- measurements --------------------------------------------------------------------------
+
+
+def cell_name(candidate_id: int, metric_id: int) -> str:
+    return f"cell-{candidate_id}-{metric_id}"
+
+
+class MeasurementTableForm(forms.Form):
+    """One text input per candidate × metric; a number, or empty for
+    unmeasured. A measured value can be changed, not emptied (the service
+    sets values; it removes none)."""
+
+    def __init__(self, *args, candidates=(), metrics=(), values=None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.values = values or {}  # {(candidate id, metric id): value}
+        self.cells = {}
+        for candidate in candidates:
+            for metric in metrics:
+                key = (candidate.pk, metric.pk)
+                name = cell_name(*key)
+                self.cells[name] = (candidate, metric)
+                self.fields[name] = forms.CharField(
+                    label=f"{metric.name} of {candidate.name}", required=False, max_length=50,
+                    initial=number_text(self.values.get(key)),
+                    widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off"}),
+                )
+
+    def clean(self) -> dict:
+        cleaned = super().clean()
+        changed = []
+        for name, (candidate, metric) in self.cells.items():
+            text = cleaned.get(name, "").strip()
+            old = self.values.get((candidate.pk, metric.pk))
+            if not text:
+                if old is not None:
+                    self.add_error(name, "a measured value can be changed, not removed: give a number")
+                continue
+            try:
+                value = number_parse(text)
+            except ValueError as problem:
+                self.add_error(name, str(problem))
+                continue
+            if value != old:
+                changed.append({"candidate": candidate.name, "metric": metric.name, "value": value})
+        cleaned["measurements"] = changed
+        return cleaned
+
+
+def number_text(value: float | None) -> str:
+    if value is None:
+        return ""
+    return str(int(value)) if value.is_integer() and abs(value) < 2**53 else repr(value)
+
+
+class MeasurementCsvForm(forms.Form):
+    csv_text = forms.CharField(
+        label="Paste CSV", required=False, widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false"}),
+        help_text="Long: a header candidate,metric,value then one row per value. Wide: a header candidate, "
+        "then one column per metric name, and one row per candidate. Tabs (a paste from a spreadsheet) work too.",
+    )
+    csv_file = forms.FileField(
+        label="Or upload a CSV file", required=False,
+        widget=forms.ClearableFileInput(attrs={"accept": ".csv,.tsv,.txt,text/csv"}),
+    )
+
+    def clean(self) -> dict:
+        cleaned = super().clean()
+        if not cleaned.get("csv_text", "").strip() and not cleaned.get("csv_file"):
+            self.add_error("csv_text", "paste CSV here, or choose a file below")
+        elif cleaned.get("csv_text", "").strip() and cleaned.get("csv_file"):
+            self.add_error("csv_file", "give the CSV once: paste it or upload a file, not both")
+        return cleaned
+
+
+# --- experts and invitations ------------------------------------------------------------------
+
+
+class InviteForm(forms.Form):
+    username = forms.CharField(
+        label="Username", max_length=150,
+        help_text="They see the invitation when they log in and become an expert by accepting it.",
+        widget=forms.TextInput(attrs={"autocomplete": "off", "autocapitalize": "none"}),
+    )
+
+
+class ReminderForm(forms.Form):
+    experts = forms.MultipleChoiceField(
+        label="Send to", widget=forms.CheckboxSelectMultiple,
+        error_messages={"required": "choose at least one expert"},
+    )
+    note = forms.CharField(
+        label="Your note", required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Added to the message, after what each expert still has to do.",
+    )
+
+    def __init__(self, *args, experts: list[Membership] = (), **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["experts"].choices = [
+            (m.user.get_username(), f"{m.user.get_username()} ({m.user.email or 'no e-mail address'})")
+            for m in experts
+        ]
+        self.fields["experts"].initial = [m.user.get_username() for m in experts]
+
+
+class SignupForm(UserCreationForm):
+    """A new person's account, with Django's username and password rules."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["username"].widget.attrs.update({"autocomplete": "username", "autocapitalize": "none"})
+        self.fields["password1"].widget.attrs["autocomplete"] = "new-password"
+        self.fields["password2"].widget.attrs["autocomplete"] = "new-password"

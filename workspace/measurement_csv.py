@@ -1,0 +1,203 @@
+"""Measurements as CSV: parse a pasted or uploaded table into the entries
+``services.measurements_set`` takes, or refuse it whole with line-numbered
+errors ("line 14, column Success rate: not a number ('n/a')").
+
+Two layouts, told apart by the header row:
+
+- long: ``candidate,metric,value``, one measurement per row;
+- wide: ``candidate`` then one column per metric name, one candidate per
+  row; an empty cell leaves that value unmeasured.
+
+Commas separate the columns; a header with tabs (a paste from a spreadsheet)
+or with semicolons and no comma switches to that separator. Pure: no
+database, the study's names are given; the caller writes nothing unless
+the whole text parses.
+"""
+
+import csv
+import math
+import re
+from collections.abc import Collection
+from typing import Any, NamedTuple
+
+LONG_HEADER = ["candidate", "metric", "value"]
+# Errors listed before the rest are only counted: a wrong file should not
+# produce a page of thousands of lines.
+MAX_ERRORS_SHOWN = 30
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+class CsvRefused(Exception):
+    """The text is refused; ``errors`` lists why, each naming its line."""
+
+    def __init__(self, errors: list[str]) -> None:
+        self.errors = errors
+        super().__init__("; ".join(errors))
+
+
+class Row(NamedTuple):
+    candidate: str
+    metric: str
+    value: float
+    line: int  # where it was read, to point back at it
+
+
+def number_parse(text: str) -> float:
+    """A finite decimal number written with a point (``0.85``, ``-2``,
+    ``1e-3``), or ValueError saying what is wrong."""
+    text = text.strip()
+    if not text:
+        raise ValueError("empty")
+    if not _NUMBER.fullmatch(text):
+        hint = "; use a point for decimals" if re.fullmatch(r"[+-]?\d+,\d+", text) else ""
+        raise ValueError(f"not a number ({text!r}){hint}")
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"too large to be a number ({text!r})")
+    return value
+
+
+def text_decode(data: bytes) -> str:
+    """An uploaded file's text: UTF-8, with or without a byte-order mark."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise CsvRefused([f"the file is not UTF-8 text (byte {error.start + 1} is not valid UTF-8)"]) from None
+
+
+def _delimiter(first_line: str) -> str:
+    if "\t" in first_line:
+        return "\t"
+    if ";" in first_line and "," not in first_line:
+        return ";"
+    return ","
+
+
+class _Errors:
+    def __init__(self) -> None:
+        self.shown: list[str] = []
+        self.more = 0
+
+    def add(self, line: int, message: str, column: str | None = None) -> None:
+        if len(self.shown) < MAX_ERRORS_SHOWN:
+            where = f"line {line}" if column is None else f"line {line}, column {column}"
+            self.shown.append(f"{where}: {message}")
+        else:
+            self.more += 1
+
+    def raise_any(self) -> None:
+        if self.shown:
+            extra = [f"… and {self.more} more error{'s' if self.more != 1 else ''}"] if self.more else []
+            raise CsvRefused(self.shown + extra)
+
+
+def _cells(row: list[str], width: int) -> list[str] | None:
+    """The row's cells stripped and padded to the header's width; None when
+    it has more non-empty cells than the header has columns."""
+    cells = [cell.strip() for cell in row]
+    if len(cells) > width and any(cells[width:]):
+        return None
+    return (cells + [""] * width)[:width]
+
+
+def _header(header: list[str], metrics: Collection[str], errors: _Errors) -> tuple[bool, list[str]]:
+    """(long layout?, the columns) from the header row, errors noted."""
+    columns = [cell.strip() for cell in header]
+    while columns and not columns[-1]:
+        columns.pop()  # trailing separators, as spreadsheets write them
+    if [column.casefold() for column in columns] == LONG_HEADER:
+        return True, LONG_HEADER
+    if not columns or columns[0].casefold() != "candidate":
+        errors.add(1, "the first column must be 'candidate' (then either 'metric,value', or one column per metric)")
+        return False, columns
+    seen = set()
+    for position, name in enumerate(columns[1:], start=2):
+        if not name:
+            errors.add(1, "the column has no name (it must be a metric's name)", column=str(position))
+        elif name in seen:
+            errors.add(1, "the metric is given twice", column=name)
+        elif name not in metrics:
+            errors.add(1, f"no metric named {name!r} in this study", column=name)
+        seen.add(name)
+    if len(columns) == 1:
+        errors.add(1, "no metric columns: add 'metric,value' or one column per metric after 'candidate'")
+    return False, ["candidate", *columns[1:]]
+
+
+def measurements_parse(
+    text: str, *, candidates: Collection[str], metrics: Collection[str], max_rows: int
+) -> list[Row]:
+    """Every measurement of ``text``, in its order; ``CsvRefused`` listing
+    every problem otherwise (names must be the study's ``candidates`` and
+    ``metrics``; at most ``max_rows`` measurements)."""
+    text = text.lstrip("\ufeff")
+    lines = text.splitlines()
+    if not any(line.strip() for line in lines):
+        raise CsvRefused(["the CSV is empty: give a header row, then one row per candidate or measurement"])
+    errors = _Errors()
+    reader = csv.reader(lines, delimiter=_delimiter(lines[0]))
+    try:
+        is_long, columns = _header(next(reader), metrics, errors)
+        errors.raise_any()  # the rows mean nothing under a wrong header
+        rows = _rows(reader, is_long, columns, candidates, metrics, errors, max_rows)
+    except csv.Error as error:
+        raise CsvRefused([f"line {reader.line_num}: not readable as CSV ({error})"]) from None
+    errors.raise_any()
+    if not rows:
+        raise CsvRefused(["the CSV has a header but no measurements"])
+    return rows
+
+
+def _rows(
+    reader: Any,  # a csv.reader: rows, and the line it has read up to
+    is_long: bool,
+    columns: list[str],
+    candidates: Collection[str],
+    metrics: Collection[str],
+    errors: _Errors,
+    max_rows: int,
+) -> list[Row]:
+    rows: list[Row] = []
+    first_line: dict[tuple[str, str], int] = {}
+    for raw in reader:
+        line = reader.line_num
+        if not any(cell.strip() for cell in raw):
+            continue
+        cells = _cells(raw, len(columns))
+        if cells is None:
+            errors.add(line, f"{len(raw)} values, but the header has {len(columns)} columns")
+            continue
+        candidate = cells[0]
+        if not candidate:
+            errors.add(line, "empty: name the candidate", column="candidate")
+        elif candidate not in candidates:
+            errors.add(line, f"no candidate named {candidate!r} in this study", column="candidate")
+        if is_long:
+            pairs = [(cells[1], cells[2], "value")]
+            if not cells[1]:
+                errors.add(line, "empty: name the metric", column="metric")
+            elif cells[1] not in metrics:
+                errors.add(line, f"no metric named {cells[1]!r} in this study", column="metric")
+        else:
+            # An empty cell of the wide table leaves the value unmeasured.
+            pairs = [(metric, cell, metric) for metric, cell in zip(columns[1:], cells[1:], strict=True) if cell]
+        for metric, cell, column in pairs:
+            try:
+                value = number_parse(cell)
+            except ValueError as problem:
+                errors.add(line, str(problem), column=column)
+                continue
+            key = (candidate, metric)
+            if key in first_line:
+                errors.add(line, f"{candidate} / {metric} is already given on line {first_line[key]}")
+                continue
+            first_line[key] = line
+            rows.append(Row(candidate, metric, value, line))
+    if len(rows) > max_rows:
+        raise CsvRefused([f"too many measurements: {len(rows)} given, the limit is {max_rows} at once"])
+    return rows
+
+
+def rows_as_measurements(rows: list[Row]) -> list[dict]:
+    """The rows as ``services.measurements_set`` takes them."""
+    return [{"candidate": row.candidate, "metric": row.metric, "value": row.value} for row in rows]

@@ -1,0 +1,68 @@
+"""Reminders: the designer e-mails experts the study's link and what each
+still has to do. Sent through Django's e-mail framework (``EMAIL_URL`` in
+the settings: the console by default, SMTP in production)."""
+
+import logging
+import smtplib
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.core.mail import send_mail
+
+from . import selectors
+from .models import Membership, Phase, Study
+
+logger = logging.getLogger(__name__)
+
+_WHAT_NOW = {
+    Phase.DRAFT: "The study is still being set up; voting has not opened yet.",
+    Phase.VOTING: "Voting is open: please vote on the complementary attributes and the metrics.",
+    Phase.ASSESSMENT: "The assessment is open.",
+    Phase.CLOSED: "The assessment is closed; the designer validates the candidates.",
+}
+
+
+@dataclass
+class ReminderReport:
+    """Who got a reminder (``sent``: (username, address)), who has no
+    e-mail address, and whose message the mail server refused."""
+
+    sent: list[tuple[str, str]] = field(default_factory=list)
+    no_address: list[str] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _body(study: Study, username: str, link: str, missing: list[str] | None, note: str) -> str:
+    lines = [f"Hello {username},", "", f"This is a reminder about the study “{study.title}”.", _WHAT_NOW[study.phase]]
+    if study.phase == Phase.ASSESSMENT:
+        if missing:
+            lines += ["Still to give:", *(f"- {item}" for item in missing)]
+        else:
+            lines.append("You have given every input; you may still review them until the assessment closes.")
+    if note:
+        lines += ["", f"{study.designer.get_username()} adds:", note]
+    lines += ["", f"Open the study: {link}", "", "approve"]
+    return "\n".join(lines)
+
+
+def reminders_send(*, study: Study, experts: list[Membership], link: str, note: str = "") -> ReminderReport:
+    """E-mail each of ``experts`` (memberships with their users) a reminder
+    with ``link`` (the study's home) and, during the assessment, what they
+    still have to give. Nothing is stored; the report says what was sent."""
+    missing = selectors.missing_input_list(study=study) if study.phase == Phase.ASSESSMENT else {}
+    report = ReminderReport()
+    for expert in experts:
+        username = expert.user.get_username()
+        address = expert.user.email
+        if not address:
+            report.no_address.append(username)
+            continue
+        body = _body(study, username, link, missing.get(username), note)
+        try:
+            send_mail(f"Reminder: {study.title}", body, settings.DEFAULT_FROM_EMAIL, [address])
+        except (smtplib.SMTPException, OSError) as error:
+            logger.warning("reminder to %s not sent: %s", address, error)
+            report.failed.append((username, str(error) or type(error).__name__))
+        else:
+            report.sent.append((username, address))
+    return report

@@ -1,0 +1,663 @@
+"""The designer's console: create or import a study, set it up (attributes,
+metrics, candidates, thresholds), fill in the measurements, manage experts
+and invitations, send reminders, read an expert's inputs.
+
+Members other than the designer read the setup and the measurements;
+every change is the designer's (403 for others, 404 for outsiders). Each
+POST calls one service; a refusal is shown on the form it came from, with
+nothing written.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django import forms
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import Model
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.decorators import method_decorator
+from django.views import View
+from django.views.decorators.http import require_http_methods, require_POST
+
+from engine.rules import is_consistent
+
+from .. import invitations, limits, reminders, selectors, services
+from ..bundles import study_import_bundle
+from ..catalogue import ATTRIBUTE_CATALOGUE, catalogue_definition
+from ..errors import InvalidInput, PhaseConflict, ServiceError
+from ..forms import designer as f
+from ..measurement_csv import CsvRefused, measurements_parse, rows_as_measurements, text_decode
+from ..models import Candidate, Membership, Metric, Phase, QualityAttribute, Study
+from ..services._checks import require_phase
+from .common import form_add_service_errors, require_designer, study_for_member
+
+DRAFT, VOTING = Phase.DRAFT, Phase.VOTING
+
+
+def phase_refusal(study: Study, allowed: tuple[str, ...], action: str) -> str | None:
+    """What the service would answer to ``action`` in the study's phase
+    (its own words), or None when the phase allows it. The services keep
+    the rule; pages use this to show a part read-only before anyone tries."""
+    try:
+        require_phase(study, allowed, action)
+    except PhaseConflict as conflict:
+        return str(conflict)
+    return None
+
+
+# Service fields that the forms split or name differently.
+FORM_FIELD_OF = {"default_range": "least_acceptable"}
+
+
+def service_errors(form: forms.Form, error: ServiceError) -> None:
+    """A service's refusal on the form: field errors under their fields, a
+    phase conflict above the form."""
+    if isinstance(error, InvalidInput):
+        renamed = {FORM_FIELD_OF.get(field, field): texts for field, texts in error.errors.items()}
+        form_add_service_errors(form, InvalidInput(renamed))
+    else:
+        form.add_error(None, str(error))
+
+
+def study_home(study: Study) -> str:
+    return f"/studies/{study.pk}/"
+
+
+# --- /studies/new/ -------------------------------------------------------------------------
+
+
+@method_decorator(login_required, name="dispatch")
+class StudyNewPage(View):
+    """Create a study, or import an ``approve-study/1`` bundle file."""
+
+    # A bundle holds a whole study (limits.BodySizeLimitMiddleware reads this).
+    max_body_bytes = limits.IMPORT_BODY_MAX_BYTES
+
+    def render_page(self, create: forms.Form, upload: forms.Form, bundle_errors: list[str] = ()) -> HttpResponse:
+        context = {"create_form": create, "bundle_form": upload, "bundle_errors": bundle_errors}
+        return render(self.request, "designer/study_new.html", context)
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        return self.render_page(f.StudyForm(initial={"attribute_threshold": 1, "metric_threshold": 0}), f.BundleForm())
+
+    def post(self, request: HttpRequest) -> HttpResponse:
+        if request.POST.get("form") == "import":
+            return self.post_import(request)
+        form = f.StudyForm(request.POST)
+        if form.is_valid():
+            try:
+                study = services.study_create(designer=request.user, **form.cleaned_data)
+            except InvalidInput as error:
+                form_add_service_errors(form, error)
+            else:
+                messages.success(request, f"The study “{study.title}” was created. Set it up next: attributes, "
+                                 "metrics, candidates.")
+                return redirect(study_home(study))
+        return self.render_page(form, f.BundleForm())
+
+    def post_import(self, request: HttpRequest) -> HttpResponse:
+        form = f.BundleForm(request.POST, request.FILES, user=request.user)
+        bundle_errors = []
+        if form.is_valid():
+            try:
+                limits.bundle_check_limits(form.cleaned_data["bundle"])
+                study = study_import_bundle(bundle=form.cleaned_data["bundle"], importer=request.user)
+            except InvalidInput as error:
+                # Each problem at its place in the bundle: "metrics[2].default_range: ...".
+                bundle_errors = [f"{path}: {message}" for path, msgs in error.errors.items() for message in msgs]
+                form.add_error("bundle", "the bundle was refused and nothing was imported; see the problems listed")
+            else:
+                invited = [i.username for i in invitations.invitation_list(study=study) if i.username]
+                note = f" Invited as experts (they join by accepting): {', '.join(invited)}." if invited else ""
+                messages.success(request, f"The study “{study.title}” was imported.{note}")
+                return redirect(study_home(study))
+        return self.render_page(f.StudyForm(initial={"attribute_threshold": 1, "metric_threshold": 0}), form,
+                                bundle_errors)
+
+
+# --- /studies/{id}/setup/ ----------------------------------------------------------------------
+
+
+def _metric_initial(metric: Metric) -> dict:
+    least, desired = metric.default_range or (None, None)
+    return {
+        "attribute": metric.attribute_id, "name": metric.name, "better": metric.better, "unit": metric.unit,
+        "least_acceptable": f.number_text(least), "desired": f.number_text(desired),
+    }
+
+
+@dataclass(frozen=True)
+class SetupKind:
+    """One kind of setup item and the services that change it."""
+
+    noun: str
+    model: type[Model]
+    form: type[forms.Form]
+    # Phases in which the service adds, changes and removes it.
+    phases: tuple[str, ...]
+    add: Callable[..., Any]
+    update: Callable[..., Any]
+    remove: Callable[..., None]
+    initial: Callable[[Any], dict]
+
+
+def _metric_changes(cleaned: dict, attributes: dict[int, QualityAttribute]) -> dict:
+    changes = {key: cleaned[key] for key in ("name", "better", "unit", "default_range")}
+    return {**changes, "attribute": attributes[cleaned["attribute"]]}
+
+
+KINDS = {
+    "attributes": SetupKind(
+        "attribute", QualityAttribute, f.AttributeForm, (DRAFT,),
+        add=lambda study, data, **_: services.attribute_add(study=study, **data),
+        update=lambda item, data, **_: services.attribute_update(attribute=item, **data),
+        remove=lambda item: services.attribute_remove(attribute=item),
+        initial=lambda a: {"name": a.name, "kind": a.kind, "description": a.description},
+    ),
+    "metrics": SetupKind(
+        "metric", Metric, f.MetricForm, (DRAFT,),
+        add=lambda study, data, attributes: services.metric_add(study=study, **_metric_changes(data, attributes)),
+        update=lambda item, data, attributes: services.metric_update(
+            metric=item, **_metric_changes(data, attributes)
+        ),
+        remove=lambda item: services.metric_remove(metric=item),
+        initial=_metric_initial,
+    ),
+    "candidates": SetupKind(
+        "candidate", Candidate, f.CandidateForm, tuple(Phase.values),
+        add=lambda study, data, **_: services.candidate_add(study=study, **data),
+        update=lambda item, data, **_: services.candidate_update(candidate=item, **data),
+        remove=lambda item: services.candidate_remove(candidate=item),
+        initial=lambda c: {"name": c.name, "description": c.description},
+    ),
+}
+
+
+def _kind(kind: str) -> SetupKind:
+    if kind not in KINDS:
+        raise Http404("No such part of the setup.")
+    return KINDS[kind]
+
+
+def _locks(study: Study) -> dict[str, str | None]:
+    """Why each part of the setup is read-only now (the services' words), or None."""
+    return {
+        "attributes": phase_refusal(study, (DRAFT,), "Changing attributes"),
+        "metrics": phase_refusal(study, (DRAFT,), "Changing metrics"),
+        "default_range": phase_refusal(study, (DRAFT, VOTING), "Changing a metric's default range"),
+        "thresholds": phase_refusal(study, (DRAFT, VOTING), "Changing a vote threshold"),
+    }
+
+
+def _form_kwargs(kind: str, study: Study, attributes: list[QualityAttribute], locks: dict) -> dict:
+    if kind != "metrics":
+        return {}
+    # After voting opens a metric keeps all but its default range.
+    range_only = locks["metrics"] if locks["default_range"] is None else None
+    return {"attributes": attributes, "range_only": range_only}
+
+
+def _study_form(study: Study, data: Any = None) -> f.StudyForm:
+    fields = ("title", "description", "attribute_threshold", "metric_threshold")
+    initial = {name: getattr(study, name) for name in fields}
+    return f.StudyForm(data, initial=initial, thresholds_locked=_locks(study)["thresholds"])
+
+
+def _setup_page(request: HttpRequest, study: Study, **forms_given: forms.Form) -> HttpResponse:
+    """The setup page; ``forms_given`` are bound forms to show with their errors."""
+    attributes = list(selectors.attribute_list(study=study))
+    metrics = list(selectors.metric_list(study=study))
+    candidates = list(selectors.candidate_list(study=study))
+    locks = _locks(study)
+    for attribute in attributes:
+        attribute.metric_names = [m.name for m in metrics if m.attribute_id == attribute.pk]
+    for metric in metrics:
+        least, desired = metric.default_range or (None, None)
+        metric.range_text = (
+            f"{f.number_text(least)} (least acceptable) to {f.number_text(desired)} (desired)"
+            if metric.default_range else None
+        )
+    taken = {a.name for a in attributes}
+    context = {
+        "study": study, "study_tab": "setup", "locks": locks,
+        "attributes": attributes, "metrics": metrics, "candidates": candidates,
+        "catalogue": [entry for entry in ATTRIBUTE_CATALOGUE if entry.name not in taken],
+        "catalogue_all": ATTRIBUTE_CATALOGUE,
+    }
+    if study.is_designer:
+        context |= {
+            "study_form": forms_given.get("details") or _study_form(study),
+            "attribute_form": forms_given.get("attributes") or f.AttributeForm(),
+            "catalogue_form": forms_given.get("catalogue"),
+            "metric_form": forms_given.get("metrics")
+            or f.MetricForm(attributes=attributes, initial={"better": "higher"}),
+            "candidate_form": forms_given.get("candidates") or f.CandidateForm(),
+        }
+    return render(request, "designer/setup.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def setup_page(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The study's setup; a POST changes the title, description and thresholds."""
+    study = study_for_member(request, study_id)
+    if request.method == "GET":
+        return _setup_page(request, study)
+    require_designer(study, "change the study")
+    form = _study_form(study, request.POST)
+    if form.is_valid():
+        try:
+            services.study_update(study=study, **form.cleaned_data)
+        except ServiceError as error:
+            service_errors(form, error)
+        else:
+            messages.success(request, "The study's details were saved.")
+            return redirect(f"/studies/{study.pk}/setup/#study")
+    return _setup_page(request, study, details=form)
+
+
+@login_required
+@require_POST
+def setup_item_add(request: HttpRequest, study_id: int, kind: str) -> HttpResponse:
+    """Add an attribute (written, or picked from the catalogue), a metric or a candidate."""
+    setup = _kind(kind)
+    study = study_for_member(request, study_id)
+    require_designer(study, f"add {setup.noun}s")
+    attributes = list(selectors.attribute_list(study=study))
+    if kind == "attributes" and request.POST.get("form") == "catalogue":
+        form = f.CatalogueAttributeForm(request.POST)
+        given_as = "catalogue"
+        if form.is_valid():
+            form.cleaned_data["description"] = catalogue_definition(form.cleaned_data["name"])
+    else:
+        form = setup.form(request.POST, **_form_kwargs(kind, study, attributes, _locks(study)))
+        given_as = kind
+    if form.is_valid():
+        try:
+            item = setup.add(study, form.cleaned_data, attributes={a.pk: a for a in attributes})
+        except ServiceError as error:
+            service_errors(form, error)
+        else:
+            messages.success(request, f"The {setup.noun} “{item.name}” was added.")
+            return redirect(f"/studies/{study.pk}/setup/#{kind}")
+    return _setup_page(request, study, **{given_as: form})
+
+
+def _item(study: Study, setup: SetupKind, pk: int) -> Model:
+    return get_object_or_404(setup.model.objects.select_related("study"), study=study, pk=pk)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def setup_item_edit(request: HttpRequest, study_id: int, kind: str, pk: int) -> HttpResponse:
+    setup = _kind(kind)
+    study = study_for_member(request, study_id)
+    require_designer(study, f"change {setup.noun}s")
+    item = _item(study, setup, pk)
+    attributes = list(selectors.attribute_list(study=study)) if kind == "metrics" else []
+    locks = _locks(study)
+    lock = phase_refusal(study, setup.phases, f"Changing {setup.noun}s")
+    if kind == "metrics" and locks["default_range"] is None:
+        lock = None  # the default range still changes
+    form_kwargs = _form_kwargs(kind, study, attributes, locks)
+    form = setup.form(request.POST if request.method == "POST" else None, initial=setup.initial(item), **form_kwargs)
+    if lock is not None:
+        for field in form.fields.values():
+            field.disabled = True
+    if form.is_bound and lock is None and form.is_valid():
+        try:
+            if form_kwargs.get("range_only"):
+                services.metric_update(metric=item, default_range=form.cleaned_data["default_range"])
+            else:
+                setup.update(item, form.cleaned_data, attributes={a.pk: a for a in attributes})
+        except ServiceError as error:
+            service_errors(form, error)
+        else:
+            messages.success(request, f"The {setup.noun} “{item.name}” was saved.")
+            return redirect(f"/studies/{study.pk}/setup/#{kind}")
+    context = {"study": study, "study_tab": "setup", "form": form, "item": item, "setup": setup, "kind": kind,
+               "lock": lock, "range_only": form_kwargs.get("range_only")}
+    return render(request, "designer/setup_item_edit.html", context)
+
+
+def _removal_consequences(kind: str, item: Model) -> list[str]:
+    """What goes with the item, in words (two queries at most)."""
+    values = selectors.measurements_of(item=item).count()
+    if kind == "attributes":
+        metrics = [m.name for m in selectors.metric_list(study=item.study).filter(attribute=item)]
+        if not metrics:
+            return ["It has no metrics."]
+        return [f"Its {_plural(len(metrics), 'metric')} go with it: {', '.join(metrics)}.",
+                f"{_plural(values, 'measured value')} of those metrics are deleted."]
+    return [f"{_plural(values, 'measured value')} of this {KINDS[kind].noun} are deleted."]
+
+
+def _confirm(request: HttpRequest, context: dict, *, refused: bool) -> HttpResponse:
+    """A confirmation page; 409 when the action it confirms was refused."""
+    return render(request, "designer/confirm.html", context, status=409 if refused else 200)
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def setup_item_remove(request: HttpRequest, study_id: int, kind: str, pk: int) -> HttpResponse:
+    """GET: what removing the item deletes, and a button; POST: remove it."""
+    setup = _kind(kind)
+    study = study_for_member(request, study_id)
+    require_designer(study, f"remove {setup.noun}s")
+    item = _item(study, setup, pk)
+    refusal = phase_refusal(study, setup.phases, f"Removing {setup.noun}s")
+    if request.method == "POST" and refusal is None:
+        try:
+            setup.remove(item)
+        except ServiceError as error:
+            refusal = str(error)
+        else:
+            messages.success(request, f"The {setup.noun} “{item.name}” was removed.")
+            return redirect(f"/studies/{study.pk}/setup/#{kind}")
+    context = {
+        "study": study, "study_tab": "setup", "title": f"Remove the {setup.noun} “{item.name}”?",
+        "consequences": _removal_consequences(kind, item) if refusal is None else [],
+        "refusal": refusal, "button": f"Remove {setup.noun}", "cancel": f"/studies/{study.pk}/setup/#{kind}",
+    }
+    return _confirm(request, context, refused=bool(refusal) and request.method == "POST")
+
+
+# --- /studies/{id}/measurements/ ------------------------------------------------------------------
+
+
+def _measurement_page(
+    request: HttpRequest, study: Study, *, table: forms.Form | None = None, upload: forms.Form | None = None,
+    csv_errors: list[str] = (),
+) -> HttpResponse:
+    candidates = list(selectors.candidate_list(study=study))
+    metrics = list(selectors.metric_list(study=study))
+    values = selectors.measurement_values(study=study)
+    cells = len(candidates) * len(metrics)
+    # A form body holds at most limits.FORM_MAX_FIELDS fields (Django's own
+    # limit, the CSRF token included); a larger table is edited through CSV.
+    too_big = cells >= limits.FORM_MAX_FIELDS - 10
+    editable = study.is_designer and cells > 0 and not too_big
+    if editable and table is None:
+        table = f.MeasurementTableForm(candidates=candidates, metrics=metrics, values=values)
+    def cell(candidate: Candidate, metric: Metric) -> dict:
+        field = table[f.cell_name(candidate.pk, metric.pk)] if editable else None
+        return {"metric": metric, "value": values.get((candidate.pk, metric.pk)), "field": field}
+
+    rows = [{"candidate": c, "cells": [cell(c, m) for m in metrics]} for c in candidates]
+    measured = len(values)
+    context = {
+        "study": study, "study_tab": "measurements", "candidates": candidates, "metrics": metrics, "rows": rows,
+        "table_form": table if editable else None, "too_big": study.is_designer and too_big,
+        "cells": cells, "measured": measured, "missing": cells - measured,
+        "csv_form": (upload or f.MeasurementCsvForm()) if study.is_designer else None, "csv_errors": csv_errors,
+        "max_rows": limits.MEASUREMENTS_PER_PUT_MAX,
+    }
+    return render(request, "designer/measurements.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def measurements_page(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The candidate × metric table; a POST saves the edited cells, all or nothing."""
+    study = study_for_member(request, study_id)
+    if request.method == "GET":
+        return _measurement_page(request, study)
+    require_designer(study, "change measurements")
+    candidates = list(selectors.candidate_list(study=study))
+    metrics = list(selectors.metric_list(study=study))
+    values = selectors.measurement_values(study=study)
+    form = f.MeasurementTableForm(request.POST, candidates=candidates, metrics=metrics, values=values)
+    if form.is_valid():
+        changed = form.cleaned_data["measurements"]
+        try:
+            services.measurements_set(study=study, measurements=changed)
+        except ServiceError as error:
+            service_errors(form, error)
+        else:
+            messages.success(request, f"{_plural(len(changed), 'value')} saved." if changed else "Nothing changed.")
+            return redirect(f"/studies/{study.pk}/measurements/")
+    return _measurement_page(request, study, table=form)
+
+
+@login_required
+@require_POST
+def measurements_csv(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Paste or upload CSV (long or wide); all or nothing, errors by line."""
+    study = study_for_member(request, study_id)
+    require_designer(study, "change measurements")
+    form = f.MeasurementCsvForm(request.POST, request.FILES)
+    csv_errors: list[str] = []
+    if form.is_valid():
+        try:
+            upload = form.cleaned_data["csv_file"]
+            text = text_decode(upload.read()) if upload else form.cleaned_data["csv_text"]
+            rows = measurements_parse(
+                text,
+                candidates={c.name for c in selectors.candidate_list(study=study)},
+                metrics={m.name for m in selectors.metric_list(study=study)},
+                max_rows=limits.MEASUREMENTS_PER_PUT_MAX,
+            )
+            services.measurements_set(study=study, measurements=rows_as_measurements(rows))
+        except CsvRefused as refused:
+            csv_errors = refused.errors
+        except InvalidInput as error:
+            # The parser checked names and numbers; what the service still
+            # refuses is reported at the row it came from.
+            csv_errors = [f"{path}: {', '.join(msgs)}" for path, msgs in error.errors.items()]
+        else:
+            messages.success(request, f"{_plural(len(rows), 'measured value')} saved from the CSV.")
+            return redirect(f"/studies/{study.pk}/measurements/")
+        field = "csv_file" if form.cleaned_data.get("csv_file") else "csv_text"
+        form.add_error(field, f"refused: {_plural(len(csv_errors), 'problem')}, listed above")
+    return _measurement_page(request, study, upload=form, csv_errors=csv_errors)
+
+
+# --- /studies/{id}/experts/ ------------------------------------------------------------------------
+
+
+def _experts_page(
+    request: HttpRequest, study: Study, *, invite: forms.Form | None = None, remind: forms.Form | None = None,
+    new_link: str | None = None, link_error: str | None = None, sent: reminders.ReminderReport | None = None,
+) -> HttpResponse:
+    members = list(selectors.member_list(study=study))
+    experts = [m for m in members if m.role == Membership.Role.EXPERT]
+    active = [m for m in experts if m.status == Membership.Status.ACTIVE]
+    missing = selectors.missing_input_list(study=study) if study.phase == Phase.ASSESSMENT else None
+    for expert in experts:
+        expert.missing = None if missing is None else missing.get(expert.user.get_username(), [])
+    context = {
+        "study": study, "study_tab": "experts",
+        "designer_member": next((m for m in members if m.role == Membership.Role.DESIGNER), None),
+        "experts": experts, "invitations": list(invitations.invitation_list(study=study)),
+        "invite_form": invite or f.InviteForm(), "remind_form": remind or f.ReminderForm(experts=active),
+        "has_active": bool(active), "invite_lock": phase_refusal(study, (DRAFT,), "Inviting an expert"),
+        "remove_lock": phase_refusal(study, (DRAFT,), "Removing an expert"),
+        "reminder_link": request.build_absolute_uri(study_home(study)), "new_link": new_link,
+        "link_error": link_error, "sent": sent, "assessment": study.phase == Phase.ASSESSMENT,
+        "invitation_days": settings.INVITATION_LIFETIME_DAYS,
+    }
+    response = render(request, "designer/experts.html", context)
+    if new_link:
+        # The key is shown once: not in a cache, not in the browser's history.
+        response["Cache-Control"] = "no-store"
+    return response
+
+
+def _designer_study(request: HttpRequest, study_id: int, action: str) -> Study:
+    study = study_for_member(request, study_id)
+    require_designer(study, action)
+    return study
+
+
+@login_required
+def experts_page(request: HttpRequest, study_id: int) -> HttpResponse:
+    study = _designer_study(request, study_id, "manage the experts")
+    return _experts_page(request, study)
+
+
+@login_required
+@require_POST
+def expert_invite(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Invite by username: the same answer whether or not the account exists."""
+    study = _designer_study(request, study_id, "invite experts")
+    form = f.InviteForm(request.POST)
+    if form.is_valid():
+        try:
+            added = invitations.member_add(study=study, added_by=request.user, username=form.cleaned_data["username"])
+        except ServiceError as error:
+            service_errors(form, error)
+        else:
+            if isinstance(added, Membership):
+                messages.success(request, "You are now an expert of this study too.")
+            else:
+                messages.success(request, f"{added.username} is invited: once they log in with that username, they "
+                                 "see the invitation and become an expert by accepting it.")
+            return redirect(f"/studies/{study.pk}/experts/")
+    return _experts_page(request, study, invite=form)
+
+
+@login_required
+@require_POST
+def invitation_link_create(request: HttpRequest, study_id: int) -> HttpResponse:
+    """A link invitation: the page shows its address this once."""
+    study = _designer_study(request, study_id, "invite experts")
+    try:
+        _invitation, key = invitations.invitation_create(study=study, created_by=request.user)
+    except ServiceError as error:
+        return _experts_page(request, study, link_error=str(error))
+    return _experts_page(request, study, new_link=request.build_absolute_uri(f"/invitations/{key}/"))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def invitation_revoke(request: HttpRequest, study_id: int, pk: int) -> HttpResponse:
+    study = _designer_study(request, study_id, "revoke invitations")
+    invitation = invitations.invitation_list(study=study).filter(pk=pk).first()
+    if invitation is None:
+        raise Http404("No such invitation.")
+    label = f"invitation of {invitation.username}" if invitation.username else "invitation link"
+    refusal = None
+    if request.method == "POST":
+        try:
+            invitations.invitation_revoke(invitation=invitation)
+        except ServiceError as error:
+            refusal = str(error)
+        else:
+            messages.success(request, f"The {label} was revoked.")
+            return redirect(f"/studies/{study.pk}/experts/")
+    consequences = [
+        "The link stops working: whoever opens it is told it was revoked." if invitation.is_link
+        else f"{invitation.username} can no longer accept it.",
+        "You can invite again afterwards.",
+    ]
+    context = {
+        "study": study, "study_tab": "experts", "title": f"Revoke the {label}?", "consequences": consequences,
+        "refusal": refusal, "button": "Revoke invitation", "cancel": f"/studies/{study.pk}/experts/",
+    }
+    return _confirm(request, context, refused=bool(refusal))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def expert_remove(request: HttpRequest, study_id: int, username: str) -> HttpResponse:
+    """GET: what removing the expert deletes; POST: remove them."""
+    study = _designer_study(request, study_id, "remove experts")
+    try:
+        membership = selectors.expert_get(study=study, username=username)
+    except Membership.DoesNotExist:
+        raise Http404("No such expert.") from None
+    refusal = phase_refusal(study, (DRAFT,), "Removing an expert")
+    if request.method == "POST" and refusal is None:
+        try:
+            services.expert_remove(study=study, user=membership.user)
+        except ServiceError as error:
+            refusal = str(error)
+        else:
+            messages.success(request, f"{username} is no longer an expert of this study; their inputs were deleted.")
+            return redirect(f"/studies/{study.pk}/experts/")
+    consequences = [
+        f"{username} no longer sees this study (unless they have another role in it).",
+        "Everything they entered goes with them: their votes, priorities, acceptable ranges and peer weights, and "
+        "the weights other experts gave them.",
+        "This cannot be undone; you can invite them again while the study is in draft.",
+    ]
+    context = {
+        "study": study, "study_tab": "experts", "title": f"Remove the expert {username}?",
+        "consequences": consequences if refusal is None else [], "refusal": refusal, "button": "Remove expert",
+        "cancel": f"/studies/{study.pk}/experts/",
+    }
+    return _confirm(request, context, refused=bool(refusal) and request.method == "POST")
+
+
+@login_required
+@require_POST
+def reminders_send(request: HttpRequest, study_id: int) -> HttpResponse:
+    """E-mail a reminder to the chosen active experts; the page says who got it."""
+    study = _designer_study(request, study_id, "send reminders")
+    active = [m for m in selectors.expert_list(study=study) if m.status == Membership.Status.ACTIVE]
+    form = f.ReminderForm(request.POST, experts=active)
+    if not form.is_valid():
+        return _experts_page(request, study, remind=form)
+    chosen = set(form.cleaned_data["experts"])
+    report = reminders.reminders_send(
+        study=study, experts=[m for m in active if m.user.get_username() in chosen],
+        link=request.build_absolute_uri(study_home(study)), note=form.cleaned_data["note"],
+    )
+    return _experts_page(request, study, sent=report)
+
+
+# --- /studies/{id}/inputs/{username}/ ---------------------------------------------------------------
+
+
+def _weights_rows(section: dict, result: dict | None) -> list[dict]:
+    """Items with what the expert gave and the weight that resulted."""
+    weights = (result or {}).get("weights", {})
+    given = section.get("weights") or {}
+    return [{"name": name, "given": given.get(name), "weight": weight} for name, weight in weights.items()]
+
+
+def _prioritisation_view(section: dict, result: dict | None) -> dict:
+    ratio = (result or {}).get("consistency_ratio")
+    return {
+        "method": section["method"], "rows": _weights_rows(section, result), "judgments": section.get("judgments", []),
+        "ratio": ratio, "consistent": None if ratio is None else is_consistent(ratio),
+        "most_inconsistent": (result or {}).get("most_inconsistent", []),
+    }
+
+
+@login_required
+def expert_inputs_page(request: HttpRequest, study_id: int, username: str) -> HttpResponse:
+    """One expert's inputs, read-only, as they are saved."""
+    study = _designer_study(request, study_id, "read other experts' inputs")
+    try:
+        membership = selectors.expert_get(study=study, username=username)
+    except Membership.DoesNotExist:
+        raise Http404("No such expert.") from None
+    inputs = selectors.expert_inputs_list(study=study, experts=[membership], with_results=True)[username]
+    priorities = inputs["priorities"]
+    context = {
+        "study": study, "study_tab": "experts", "expert": membership, "inputs": inputs,
+        "priorities": None if priorities is None else _prioritisation_view(priorities, priorities.get("result")),
+        "local": [] if priorities is None else [
+            {"attribute": name, **_prioritisation_view(section, priorities.get("metric_results", {}).get(name))}
+            for name, section in priorities.get("metric_priorities", {}).items()
+        ],
+        "pending": membership.status == Membership.Status.PENDING,
+        "peers": [(name, f"{weight * 100:.1f}".removesuffix(".0")) for name, weight in inputs["peer_weights"].items()],
+    }
+    return render(request, "designer/inputs.html", context)
+
+
+__all__ = [
+    "StudyNewPage", "expert_inputs_page", "expert_invite", "expert_remove", "experts_page", "invitation_link_create",
+    "invitation_revoke", "measurements_csv", "measurements_page", "reminders_send", "setup_item_add",
+    "setup_item_edit", "setup_item_remove", "setup_page",
+]
