@@ -188,7 +188,7 @@ def test_case_study_1_figures(study):
 
     a = results["metric_weights"]
     for name, g in HAND_G.items():
-        hand_cef = sum(w * x for w, x in zip(a, g))
+        hand_cef = sum(w * x for w, x in zip(a, g, strict=False))
         assert candidates[name]["vetoed"] is False and candidates[name]["vetoes"] == []
         assert candidates[name]["group_scores"] == pytest.approx(g, abs=1e-9)
         assert candidates[name]["cef"] == pytest.approx(hand_cef, abs=1e-9)
@@ -309,7 +309,7 @@ def test_run_keeps_its_snapshot_when_the_study_changes(study):
     assert run.results["expert_influence"] == pytest.approx(INFLUENCE, abs=5e-5)
     a = run.results["metric_weights"]
     j48 = by_name(run.results)["J48"]
-    assert j48["cef"] == pytest.approx(sum(w * x for w, x in zip(a, HAND_G["J48"])), abs=1e-9)
+    assert j48["cef"] == pytest.approx(sum(w * x for w, x in zip(a, HAND_G["J48"], strict=False)), abs=1e-9)
     results = copy.deepcopy(run.results)
 
     # A new run sees the new inputs; the old one is untouched by it.
@@ -971,8 +971,8 @@ def test_command_closes_runs_and_prints_json(eager_celery):
     assert ranked == [("JRip", 1), ("J48", 2), ("IBk", 3), ("RandomForest", 3)]
     a = run.results["metric_weights"]
     cef = {c["name"]: c["cef"] for c in document["candidates"]}
-    assert cef["JRip"] == pytest.approx(sum(w * x for w, x in zip(a, HAND_G["JRip"])), abs=1e-9)
-    assert cef["J48"] == pytest.approx(sum(w * x for w, x in zip(a, HAND_G["J48"])), abs=1e-9)
+    assert cef["JRip"] == pytest.approx(sum(w * x for w, x in zip(a, HAND_G["JRip"], strict=False)), abs=1e-9)
+    assert cef["J48"] == pytest.approx(sum(w * x for w, x in zip(a, HAND_G["J48"], strict=False)), abs=1e-9)
     assert cef["IBk"] == 0 and cef["RandomForest"] == 0
 
 
