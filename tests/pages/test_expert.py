@@ -488,7 +488,7 @@ def grow(built):
     metrics = list(Metric.objects.filter(study=study))
     for n in range(5):
         candidate = Candidate.objects.create(study=study, name=f"Extra {n}", position=10 + n)
-        Measurement.objects.bulk_create([Measurement(candidate=candidate, metric=m, value=0.5) for m in metrics])
+        Measurement.objects.bulk_create([Measurement(study=candidate.study, candidate=candidate, metric=m, value=0.5) for m in metrics])
     AcceptableRange.objects.create(expert=built.bob, metric=metrics[-1], least_acceptable=0.1, desired=0.9)
 
 
