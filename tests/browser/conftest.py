@@ -90,9 +90,11 @@ def browser() -> Iterator[Browser]:
 
 
 @pytest.fixture(autouse=True)
-def _browser_test_settings(settings: Settings) -> Iterator[None]:
-    """Fast password hashing (the cast and the demo have real passwords) and
-    no login-failure counts carried over from another test."""
+def _browser_test_settings(settings: Settings, eager_celery: object) -> Iterator[None]:
+    """Fast password hashing (the cast and the demo have real passwords), no
+    login-failure counts carried over from another test, and runs launched
+    in the browser executed at once: with REDIS_URL set (CI) no worker takes
+    them; the real-stack tests cover workers."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     cache.clear()
     yield

@@ -8,7 +8,8 @@ The tests pass in both configurations:
 * ``DATABASE_URL=postgres://...`` and ``REDIS_URL=redis://...``, where Celery
   is *not* eager and no worker runs. Tests that need a run executed call
   ``engine.services.run_execute`` (or the task function) directly; tests that
-  go through Celery force eager execution with the ``eager_celery`` fixture.
+  go through Celery force eager execution with the ``eager_celery`` fixture
+  (the project's conftest.py).
 
 In a ``db`` test the test's transaction never commits, so the on-commit
 enqueue of ``run_launch`` never fires by itself: launching never executes
@@ -136,22 +137,6 @@ def file_inputs():
 
 def by_name(results):
     return {c["name"]: c for c in results["candidates"]}
-
-
-@pytest.fixture
-def eager_celery(settings):
-    """Force Celery's eager mode (also in the REDIS_URL configuration, where
-    no worker runs) for the duration of a test, then restore it."""
-    from approve_site.celery import app
-
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    previous = (app.conf.task_always_eager, app.conf.task_eager_propagates)
-    app.conf.task_always_eager = True
-    app.conf.task_eager_propagates = True
-    try:
-        yield app
-    finally:
-        app.conf.task_always_eager, app.conf.task_eager_propagates = previous
 
 
 # --- 1. case study 1 end to end ----------------------------------------------------
