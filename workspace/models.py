@@ -249,14 +249,31 @@ class PrioritisationBase(models.Model):
     # Computed from the judgments when they are saved (AHP, LPR); shown as a
     # warning above engine.rules.CONSISTENCY_THRESHOLD, never a refusal.
     consistency_ratio = models.FloatField(null=True, blank=True)
-    # What reading the prioritisation shows, computed once when it is saved:
-    # {"weights": {item: weight}, "consistency_ratio", "most_inconsistent":
-    # [{"row", "column", "value", "error", "suggested_value"}]}.
+    # What reading the prioritisation shows, computed once when it is saved.
+    # Set and read it through ``result_record``: the weights are stored as
+    # [[item, weight], ...] because PostgreSQL's jsonb does not keep the order
+    # of an object's keys, and the items' order is part of the result.
     result = models.JSONField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         abstract = True
+
+    @property
+    def result_record(self) -> dict | None:
+        """``{"weights": {item: weight} (in the items' order),
+        "consistency_ratio", "most_inconsistent": [{"row", "column", "value",
+        "error", "suggested_value"}]}``, or None."""
+        if self.result is None:
+            return None
+        weights = self.result["weights"]
+        # Rows stored before the pairs were introduced hold an object.
+        pairs = weights.items() if isinstance(weights, dict) else weights
+        return {**self.result, "weights": dict(pairs)}
+
+    @result_record.setter
+    def result_record(self, record: dict) -> None:
+        self.result = {**record, "weights": [[item, weight] for item, weight in record["weights"].items()]}
 
 
 class JudgmentBase(models.Model):

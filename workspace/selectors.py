@@ -268,7 +268,7 @@ def _priorities_into(sections: dict, username: dict[int, str], with_results: boo
     for prioritisation in attribute_level:
         section = _prioritisation_out(prioritisation, "attribute")
         if with_results:
-            section["result"] = prioritisation.result
+            section["result"] = prioritisation.result_record
         sections[username[prioritisation.expert_id]]["priorities"] = section
     local = _prioritisations(MetricPrioritisation, MetricWeight, MetricJudgment, "metric", ids)
     local = local.select_related("attribute")
@@ -279,7 +279,7 @@ def _priorities_into(sections: dict, username: dict[int, str], with_results: boo
         name = prioritisation.attribute.name
         section.setdefault("metric_priorities", {})[name] = _prioritisation_out(prioritisation, "metric")
         if with_results:
-            section.setdefault("metric_results", {})[name] = prioritisation.result
+            section.setdefault("metric_results", {})[name] = prioritisation.result_record
 
 
 def _empty_inputs(sections: set[str]) -> dict[str, Any]:

@@ -94,14 +94,14 @@ def test_a_prioritisation_saved_before_results_were_stored_gets_its_result(make_
     weights = {"Accuracy": 5, "Consistency": 3, "Efficiency": 2}
     services.prioritisation_set(expert=built.bob, method="direct", weights=weights)
     rows = [*AttributePrioritisation.objects.all(), *MetricPrioritisation.objects.all()]
-    expected = {(type(row), row.pk): row.result for row in rows}
+    expected = {(type(row), row.pk): row.result_record for row in rows}
     AttributePrioritisation.objects.update(result=None)
     MetricPrioritisation.objects.update(result=None)
     store_results(apps, None)
     rows = [*AttributePrioritisation.objects.all(), *MetricPrioritisation.objects.all()]
     assert len(rows) == 3
     for row in rows:
-        stored, recomputed = expected[(type(row), row.pk)], row.result
+        stored, recomputed = expected[(type(row), row.pk)], row.result_record
         assert recomputed["weights"] == pytest.approx(stored["weights"], rel=1e-12)
         assert recomputed["most_inconsistent"] == stored["most_inconsistent"]
         assert recomputed["consistency_ratio"] == stored["consistency_ratio"]

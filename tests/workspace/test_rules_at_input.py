@@ -78,7 +78,7 @@ def test_a_direct_weight_share_above_the_minimum_is_accepted(make_study):
     built = make_study("assessment")
     weights = {"Accuracy": 1, "Consistency": 2.5e5, "Efficiency": 2.5e5}  # a share of about 2e-6
     saved = services.prioritisation_set(expert=built.bob, method="direct", weights=weights)
-    assert saved.result["weights"]["Accuracy"] == pytest.approx(1 / 500_001, rel=1e-12)
+    assert saved.result_record["weights"]["Accuracy"] == pytest.approx(1 / 500_001, rel=1e-12)
 
 
 # --- the pairwise scale --------------------------------------------------------------------------

@@ -563,13 +563,13 @@ def test_direct_percentages_are_normalised_and_given_kept(make_study):
     assert weights["Accuracy"][1] == pytest.approx(0.63, abs=1e-12)
     assert weights["Consistency"][1] == pytest.approx(0.20, abs=1e-12)
     assert weights["Efficiency"][1] == pytest.approx(0.17, abs=1e-12)
-    assert stored.result == result.result
-    assert stored.result["weights"] == {
+    assert stored.result_record == result.result_record
+    assert stored.result_record["weights"] == {
         "Accuracy": pytest.approx(0.63, abs=1e-12),
         "Consistency": pytest.approx(0.20, abs=1e-12),
         "Efficiency": pytest.approx(0.17, abs=1e-12),
     }
-    assert stored.result["consistency_ratio"] is None and stored.result["most_inconsistent"] == []
+    assert stored.result_record["consistency_ratio"] is None and stored.result_record["most_inconsistent"] == []
 
 
 def test_direct_weights_replace_a_previous_prioritisation(make_study):
@@ -649,13 +649,13 @@ def test_pairwise_prioritisation_stores_the_engine_result(make_study, method, ju
     for name, expected in zip(SELECTED_ATTRIBUTES, expected_weights, strict=False):
         assert weights[name] == (None, pytest.approx(float(expected), rel=1e-12))
     # The result is stored with it, by name, for reading without recomputing.
-    assert stored.result == saved.result
-    assert list(stored.result["weights"]) == SELECTED_ATTRIBUTES
-    assert list(stored.result["weights"].values()) == pytest.approx(list(expected_weights), rel=1e-12)
-    assert stored.result["consistency_ratio"] == pytest.approx(expected_ratio, rel=1e-12, abs=1e-15)
+    assert stored.result_record == saved.result_record
+    assert list(stored.result_record["weights"]) == SELECTED_ATTRIBUTES
+    assert list(stored.result_record["weights"].values()) == pytest.approx(list(expected_weights), rel=1e-12)
+    assert stored.result_record["consistency_ratio"] == pytest.approx(expected_ratio, rel=1e-12, abs=1e-15)
     hints = engine.most_inconsistent(matrix, expected_weights)
     stored_hints = [
-        (h["row"], h["column"], h["value"], h["error"], h["suggested_value"]) for h in stored.result["most_inconsistent"]
+        (h["row"], h["column"], h["value"], h["error"], h["suggested_value"]) for h in stored.result_record["most_inconsistent"]
     ]
     assert stored_hints == [
         (
@@ -664,7 +664,7 @@ def test_pairwise_prioritisation_stores_the_engine_result(make_study, method, ju
         )
         for h in hints
     ]
-    assert len(stored.result["most_inconsistent"]) == 3
+    assert len(stored.result_record["most_inconsistent"]) == 3
     # Judgments kept as given, orientation included.
     assert sorted(stored.judgments.values_list("row__name", "column__name", "value")) == sorted(
         (r, c, float(v)) for r, c, v in judgments
@@ -675,7 +675,7 @@ def test_an_inconsistent_matrix_is_a_warning_not_a_refusal(make_study):
     built = make_study("assessment")
     saved = services.prioritisation_set(expert=built.carol, method="ahp", judgments=[list(j) for j in INCONSISTENT])
     assert saved.consistency_ratio > 0.10
-    assert saved.result["most_inconsistent"][0]["error"] > 1
+    assert saved.result_record["most_inconsistent"][0]["error"] > 1
 
 
 @pytest.mark.parametrize("value", [1 / 9, 9, 1, 0.5, 1 / 3, 0.1111])
@@ -686,7 +686,7 @@ def test_pairwise_values_on_the_scale_are_accepted(make_study, value):
     saved = services.prioritisation_set(expert=built.carol, method="ahp", judgments=judgments)
     stored = AttributeJudgment.objects.get(prioritisation=saved, row__name="Accuracy", column__name="Consistency")
     assert stored.value == value  # kept as typed
-    weights = list(saved.result["weights"].values())
+    weights = list(saved.result_record["weights"].values())
     assert weights[0] / weights[1] == pytest.approx(max(value, 1 / 9), rel=1e-12)
     assert weights[1] == pytest.approx(weights[2], rel=1e-12)
     assert saved.consistency_ratio == pytest.approx(0, abs=1e-12)
@@ -778,7 +778,7 @@ def test_metric_prioritisation_for_an_attribute_with_two_selected_metrics(make_s
         expert=built.bob, attribute=built.attributes["Accuracy"], method="ahp", judgments=[["AUC", "Success rate", 4]]
     )
     assert MetricPrioritisation.objects.filter(expert=built.bob).count() == 1
-    assert MetricPrioritisation.objects.get(pk=saved.pk).result["weights"] == {
+    assert MetricPrioritisation.objects.get(pk=saved.pk).result_record["weights"] == {
         "Success rate": pytest.approx(0.2), "AUC": pytest.approx(0.8)
     }
     assert saved.consistency_ratio == 0
@@ -1231,7 +1231,7 @@ def test_priorities_set_stores_attributes_and_metric_priorities(make_study):
     )
     assert AttributePrioritisation.objects.get(expert=built.bob).pk == saved.pk
     local = MetricPrioritisation.objects.get(expert=built.bob, attribute__name="Accuracy")
-    assert local.result["weights"] == {"Success rate": pytest.approx(0.25), "AUC": pytest.approx(0.75)}
+    assert local.result_record["weights"] == {"Success rate": pytest.approx(0.25), "AUC": pytest.approx(0.75)}
     assert _local(built.bob) == {"Accuracy": ("direct", [("AUC", 0.75), ("Success rate", 0.25)])}
     # Local prioritisations left out are cleared (equal split again).
     services.priorities_set(expert=built.bob, method="direct", weights=GOOD_DIRECT)
@@ -1275,7 +1275,7 @@ def test_direct_weights_near_the_largest_double_are_normalised(make_study):
     result = services.prioritisation_set(
         expert=built.bob, method="direct", weights={"Accuracy": 1e308, "Consistency": 1e308, "Efficiency": 5e307}
     )
-    assert list(result.result["weights"].values()) == pytest.approx([0.4, 0.4, 0.2])
+    assert list(result.result_record["weights"].values()) == pytest.approx([0.4, 0.4, 0.2])
 
 
 def test_direct_weights_out_of_proportion_name_every_offender(make_study, unchanged):

@@ -307,7 +307,7 @@ def _store_prioritisations(
     weights: one INSERT per table, however many rows."""
     for prioritisation, plan in rows:
         prioritisation.consistency_ratio = plan.result.consistency_ratio
-        prioritisation.result = _result_record(plan.result, [item.name for item in plan.items])
+        prioritisation.result_record = _result_record(plan.result, [item.name for item in plan.items])
     saved = model.objects.bulk_create([prioritisation for prioritisation, _ in rows])
     judgment_model = model._meta.get_field("judgments").related_model
     weight_model = model._meta.get_field("weights").related_model
