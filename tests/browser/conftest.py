@@ -99,6 +99,25 @@ def _browser_test_settings(settings: Settings) -> Iterator[None]:
     cache.clear()
 
 
+@pytest.fixture
+def eager_celery(settings: Settings) -> Iterator[None]:
+    """Runs executed in-process when launched, also where ``REDIS_URL`` is
+    set (CI): the live server would otherwise send them to a real broker
+    that no worker reads, and a launched run would stay queued. Celery reads
+    ``CELERY_*`` from the Django settings unless its own configuration was
+    set, so both are set, and restored after the test."""
+    from approve_site.celery import app
+
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.CELERY_TASK_EAGER_PROPAGATES = True
+    previous = (app.conf.task_always_eager, app.conf.task_eager_propagates)
+    app.conf.task_always_eager = app.conf.task_eager_propagates = True
+    try:
+        yield
+    finally:
+        app.conf.task_always_eager, app.conf.task_eager_propagates = previous
+
+
 def _open_page(browser: Browser, live_server: LiveServer, *, javascript: bool) -> tuple[BrowserContext, Page]:
     context = browser.new_context(
         base_url=live_server.url, viewport=support.VIEWPORT, java_script_enabled=javascript, locale="en-GB"
