@@ -19,3 +19,20 @@ def _private_cache(settings):
     database. Tests keep the cache in memory; Redis is exercised as Celery's
     broker by the real-stack tests."""
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "tests"}}
+
+
+@pytest.fixture
+def eager_celery(settings):
+    """Force Celery's eager mode (also in the REDIS_URL configuration, where
+    no worker runs) for the duration of a test, then restore it: for tests
+    that need a launched run executed without a worker."""
+    from approve_site.celery import app
+
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    previous = (app.conf.task_always_eager, app.conf.task_eager_propagates)
+    app.conf.task_always_eager = True
+    app.conf.task_eager_propagates = True
+    try:
+        yield app
+    finally:
+        app.conf.task_always_eager, app.conf.task_eager_propagates = previous

@@ -267,7 +267,7 @@ def _check_named(experts, metrics, peer_weights, lower, upper):
                 )
         if not core.sums_to_one(row.sum()):
             raise RunInputError(f"{experts[i]}'s peer weights sum to {row.sum():.6g}; they must sum to 1")
-    for i, j in zip(*np.nonzero(lower == upper)):
+    for i, j in zip(*np.nonzero(lower == upper), strict=True):
         raise RunInputError(
             f"{experts[i]}'s acceptable range for {metrics[j]} has equal bounds ({lower[i, j]:g}); they must differ"
         )

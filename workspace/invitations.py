@@ -113,13 +113,9 @@ def _refuse(message: str, field: str | None):
 
 def _relock(invitation: Invitation) -> Invitation:
     _checks.locked(invitation.study)
-    # Lock the invitation row only: PostgreSQL refuses FOR UPDATE on the
-    # nullable side of the outer join to its membership (a link has none).
-    return (
-        Invitation.objects.select_for_update(of=("self",))
-        .select_related("study", "membership__user")
-        .get(pk=invitation.pk)
-    )
+    # of=self: PostgreSQL cannot lock the nullable side of the outer join to membership.
+    locking = Invitation.objects.select_for_update(of=("self",))
+    return locking.select_related("study", "membership__user").get(pk=invitation.pk)
 
 
 def _close(invitation: Invitation, status: str, field: str | None = None) -> None:

@@ -124,8 +124,8 @@ def _build_world(phase, cast, title):
         study=study,
         measurements=[
             {"candidate": c.name, "metric": m.name, "value": value}
-            for c, values in zip(candidates, ([0.85, 0.8, 0.1, 4], [0.87, 0.82, 0.09, 6]))
-            for m, value in zip(metrics, values)
+            for c, values in zip(candidates, ([0.85, 0.8, 0.1, 4], [0.87, 0.82, 0.09, 6]), strict=False)
+            for m, value in zip(metrics, values, strict=False)
         ],
     )
     posts = [
@@ -150,7 +150,7 @@ def _build_world(phase, cast, title):
     services.study_close_voting(study=study)
     if phase == Phase.ASSESSMENT:
         return world
-    for username, expert in experts.items():
+    for expert in experts.values():
         services.priorities_set(expert=expert, method="direct", weights={"Accuracy": 3, "Consistency": 2, "Efficiency": 1})
         services.peer_weights_set(expert=expert, weights={"alice": 0.5, "bob": 0.25, "carol": 0.25})
     services.priorities_set(

@@ -90,32 +90,15 @@ def browser() -> Iterator[Browser]:
 
 
 @pytest.fixture(autouse=True)
-def _browser_test_settings(settings: Settings) -> Iterator[None]:
-    """Fast password hashing (the cast and the demo have real passwords) and
-    no login-failure counts carried over from another test."""
+def _browser_test_settings(settings: Settings, eager_celery: object) -> Iterator[None]:
+    """Fast password hashing (the cast and the demo have real passwords), no
+    login-failure counts carried over from another test, and runs launched
+    in the browser executed at once: with REDIS_URL set (CI) no worker takes
+    them; the real-stack tests cover workers."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     cache.clear()
     yield
     cache.clear()
-
-
-@pytest.fixture
-def eager_celery(settings: Settings) -> Iterator[None]:
-    """Runs executed in-process when launched, also where ``REDIS_URL`` is
-    set (CI): the live server would otherwise send them to a real broker
-    that no worker reads, and a launched run would stay queued. Celery reads
-    ``CELERY_*`` from the Django settings unless its own configuration was
-    set, so both are set, and restored after the test."""
-    from approve_site.celery import app
-
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    settings.CELERY_TASK_EAGER_PROPAGATES = True
-    previous = (app.conf.task_always_eager, app.conf.task_eager_propagates)
-    app.conf.task_always_eager = app.conf.task_eager_propagates = True
-    try:
-        yield
-    finally:
-        app.conf.task_always_eager, app.conf.task_eager_propagates = previous
 
 
 def _open_page(browser: Browser, live_server: LiveServer, *, javascript: bool) -> tuple[BrowserContext, Page]:

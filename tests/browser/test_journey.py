@@ -13,8 +13,9 @@ Everyone navigates by links and buttons: the only addresses typed are `/`
 and the invitation links (which a real person receives by e-mail or chat).
 Every distinct page is screenshot (``journey-*``) and scanned with axe.
 
-Runs are executed in-process (``eager_celery``): with ``REDIS_URL`` set (as
-in CI) a launch would otherwise go to a real broker that no worker reads.
+Runs are executed in-process: the browser tests' settings make Celery eager
+(``eager_celery``, autouse in ``conftest.py``) also when ``REDIS_URL`` is set
+(as in CI), where a launch would otherwise go to a broker no worker reads.
 """
 
 import re
@@ -379,7 +380,7 @@ def expert_gives_peer_weights(page: Page, study: Study, username: str, weights: 
 
 
 def test_a_study_from_creation_to_a_succeeded_run(
-    page: Page, browsers: Callable[[], Page], live_server: LiveServer, cast: object, eager_celery: None
+    page: Page, browsers: Callable[[], Page], live_server: LiveServer, cast: object
 ) -> None:
     designer = page
     study = designer_creates_the_study(designer)

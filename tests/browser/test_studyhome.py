@@ -23,7 +23,7 @@ def open_demo_from_home(page: Page, demo) -> None:
     expect(page.get_by_role("heading", level=1)).to_have_text(demo.study.title)
 
 
-def test_designer_opens_the_demo_from_home_and_launches_a_run(page: Page, live_server, demo, eager_celery) -> None:
+def test_designer_opens_the_demo_from_home_and_launches_a_run(page: Page, live_server, demo) -> None:
     login(page, demo.designer, PASSWORD)
     todo = page.locator("table tbody tr td").nth(4)
     expect(todo).to_contain_text("As designer: Closed: inputs are frozen. 0 validation runs so far.")
@@ -48,7 +48,7 @@ def test_designer_opens_the_demo_from_home_and_launches_a_run(page: Page, live_s
     assert_accessible(page)
     page.get_by_role("button", name="Launch a validation run").click()
 
-    # Celery is eager (eager_celery, also under REDIS_URL): the run finished before the page answered.
+    # Celery is eager here: the run finished before the page answered.
     run = Run.objects.get(study=demo.study)
     assert page.url == f"{live_server.url}/runs/{run.pk}/"
     expect(page.get_by_role("heading", name="Status: Succeeded")).to_be_visible()

@@ -188,7 +188,7 @@ def test_consistent_matrices_give_back_their_weights(raw_weights):
 def random_pairwise_matrix(rng, n):
     rows, columns = np.triu_indices(n, 1)
     values = rng.choice(SAATY_SCALE, size=len(rows))
-    return pairwise_matrix(n, zip(rows.tolist(), columns.tolist(), values))
+    return pairwise_matrix(n, zip(rows.tolist(), columns.tolist(), values, strict=False))
 
 
 def test_weights_of_a_stack():

@@ -8,7 +8,8 @@ The tests pass in both configurations:
 * ``DATABASE_URL=postgres://...`` and ``REDIS_URL=redis://...``, where Celery
   is *not* eager and no worker runs. Tests that need a run executed call
   ``engine.services.run_execute`` (or the task function) directly; tests that
-  go through Celery force eager execution with the ``eager_celery`` fixture.
+  go through Celery force eager execution with the ``eager_celery`` fixture
+  (the project's conftest.py).
 
 In a ``db`` test the test's transaction never commits, so the on-commit
 enqueue of ``run_launch`` never fires by itself: launching never executes
@@ -138,22 +139,6 @@ def by_name(results):
     return {c["name"]: c for c in results["candidates"]}
 
 
-@pytest.fixture
-def eager_celery(settings):
-    """Force Celery's eager mode (also in the REDIS_URL configuration, where
-    no worker runs) for the duration of a test, then restore it."""
-    from approve_site.celery import app
-
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    previous = (app.conf.task_always_eager, app.conf.task_eager_propagates)
-    app.conf.task_always_eager = True
-    app.conf.task_eager_propagates = True
-    try:
-        yield app
-    finally:
-        app.conf.task_always_eager, app.conf.task_eager_propagates = previous
-
-
 # --- 1. case study 1 end to end ----------------------------------------------------
 
 
@@ -188,7 +173,7 @@ def test_case_study_1_figures(study):
 
     a = results["metric_weights"]
     for name, g in HAND_G.items():
-        hand_cef = sum(w * x for w, x in zip(a, g))
+        hand_cef = sum(w * x for w, x in zip(a, g, strict=False))
         assert candidates[name]["vetoed"] is False and candidates[name]["vetoes"] == []
         assert candidates[name]["group_scores"] == pytest.approx(g, abs=1e-9)
         assert candidates[name]["cef"] == pytest.approx(hand_cef, abs=1e-9)
@@ -309,7 +294,7 @@ def test_run_keeps_its_snapshot_when_the_study_changes(study):
     assert run.results["expert_influence"] == pytest.approx(INFLUENCE, abs=5e-5)
     a = run.results["metric_weights"]
     j48 = by_name(run.results)["J48"]
-    assert j48["cef"] == pytest.approx(sum(w * x for w, x in zip(a, HAND_G["J48"])), abs=1e-9)
+    assert j48["cef"] == pytest.approx(sum(w * x for w, x in zip(a, HAND_G["J48"], strict=False)), abs=1e-9)
     results = copy.deepcopy(run.results)
 
     # A new run sees the new inputs; the old one is untouched by it.
@@ -971,8 +956,8 @@ def test_command_closes_runs_and_prints_json(eager_celery):
     assert ranked == [("JRip", 1), ("J48", 2), ("IBk", 3), ("RandomForest", 3)]
     a = run.results["metric_weights"]
     cef = {c["name"]: c["cef"] for c in document["candidates"]}
-    assert cef["JRip"] == pytest.approx(sum(w * x for w, x in zip(a, HAND_G["JRip"])), abs=1e-9)
-    assert cef["J48"] == pytest.approx(sum(w * x for w, x in zip(a, HAND_G["J48"])), abs=1e-9)
+    assert cef["JRip"] == pytest.approx(sum(w * x for w, x in zip(a, HAND_G["JRip"], strict=False)), abs=1e-9)
+    assert cef["J48"] == pytest.approx(sum(w * x for w, x in zip(a, HAND_G["J48"], strict=False)), abs=1e-9)
     assert cef["IBk"] == 0 and cef["RandomForest"] == 0
 
 

@@ -488,7 +488,7 @@ def grow(built):
     metrics = list(Metric.objects.filter(study=study))
     for n in range(5):
         candidate = Candidate.objects.create(study=study, name=f"Extra {n}", position=10 + n)
-        Measurement.objects.bulk_create([Measurement(candidate=candidate, metric=m, value=0.5) for m in metrics])
+        Measurement.objects.bulk_create([Measurement(study=candidate.study, candidate=candidate, metric=m, value=0.5) for m in metrics])
     AcceptableRange.objects.create(expert=built.bob, metric=metrics[-1], least_acceptable=0.1, desired=0.9)
 
 
@@ -542,3 +542,17 @@ def test_each_preview_has_a_fixed_number_of_queries(
     grow(built)
     with django_assert_num_queries(queries):
         assert client.post(url(built, step, preview=True), data).status_code == 200
+
+
+def test_direct_weights_given_as_shares_of_one_are_shown_as_percentages(make_study, client_of, cast):  # noqa: F811
+    """The API and bundles often give direct weights as shares of 1 (the demo
+    does); the page shows the percentages they amount to, so its running
+    total reads 100 %, not 1 %."""
+    built = make_study(Phase.ASSESSMENT)
+    services.prioritisation_set(
+        expert=built.bob, method="direct", weights={"Accuracy": 0.63, "Consistency": 0.2, "Efficiency": 0.17}
+    )
+    html = body(client_of(cast.bob).get(url(built, "priorities")))
+    assert [input_value(html, direct(built, n)) for n in ("Accuracy", "Consistency", "Efficiency")] == [
+        "63", "20", "17",
+    ]

@@ -120,7 +120,7 @@ def assert_close(actual, expected, path="bundle"):
     elif isinstance(expected, list):
         assert isinstance(actual, list), f"{path}: {actual!r} is not a list"
         assert len(actual) == len(expected), f"{path}: {len(actual)} items != {len(expected)}"
-        for position, (a, e) in enumerate(zip(actual, expected)):
+        for position, (a, e) in enumerate(zip(actual, expected, strict=False)):
             assert_close(a, e, f"{path}[{position}]")
     else:
         assert actual == expected, f"{path}: {actual!r} != {expected!r}"
@@ -375,7 +375,7 @@ def prioritisation(draw, items):
     method = draw(st.sampled_from(["direct", "ahp", "lpr"]))
     if method == "direct":
         values = draw(st.lists(st.one_of(st.integers(1, 100), st.floats(1e-3, 1e3)), min_size=len(items), max_size=len(items)))
-        return {"method": method, "weights": dict(zip(items, values))}
+        return {"method": method, "weights": dict(zip(items, values, strict=False))}
     judgments = []
     for i, row in enumerate(items):
         for column in items[i + 1:]:
@@ -463,7 +463,7 @@ def bundles(draw):
             bundle["ranges"][expert] = ranges
         if everyone or draw(st.booleans()):
             raw = draw(st.lists(st.integers(1, 20), min_size=len(experts), max_size=len(experts)))
-            bundle["peer_weights"][expert] = {e: r / sum(raw) for e, r in zip(experts, raw)}
+            bundle["peer_weights"][expert] = {e: r / sum(raw) for e, r in zip(experts, raw, strict=False)}
     return bundle
 
 

@@ -89,6 +89,8 @@ def test_home_lists_only_my_studies_with_my_roles(client, cast, make_study):
     studies = list(client.get(reverse("home")).context["studies"])
     assert [s.pk for s in studies] == [mine.study.pk]
     assert [m.role for m in studies[0].my_memberships] == ["expert"]
+    # Anyone may start a study from here, without typing its URL.
+    assert '<a class="button button--primary" href="/studies/new/">New study</a>' in body
 
 
 def test_home_query_count_does_not_grow_with_studies(client, cast, django_assert_num_queries):

@@ -114,7 +114,7 @@ def test_study_update_thresholds_only_until_voting_closes(make_study, unchanged,
             built.study.refresh_from_db()
             assert getattr(built.study, name) == 3
         else:
-            message = conflict(unchanged, lambda: services.study_update(study=built.study, **{name: 3}))
+            message = conflict(unchanged, lambda name=name: services.study_update(study=built.study, **{name: 3}))
             assert "threshold" in message and "draft or voting phase" in message
 
 
@@ -646,7 +646,7 @@ def test_pairwise_prioritisation_stores_the_engine_result(make_study, method, ju
     assert stored.consistency_ratio == pytest.approx(expected_ratio, rel=1e-12, abs=1e-15)
     assert saved.consistency_ratio == stored.consistency_ratio
     weights = _weights_of(stored)
-    for name, expected in zip(SELECTED_ATTRIBUTES, expected_weights):
+    for name, expected in zip(SELECTED_ATTRIBUTES, expected_weights, strict=False):
         assert weights[name] == (None, pytest.approx(float(expected), rel=1e-12))
     # The result is stored with it, by name, for reading without recomputing.
     assert stored.result == saved.result
@@ -800,7 +800,12 @@ def test_metric_prioritisation_refused(make_study, unchanged):
         (built.attributes["Accuracy"], {"method": "lpr", "judgments": []}, "judgments", "missing comparisons"),
     ]
     for attribute, kwargs, field, fragment in cases:
-        errors = refused(unchanged, lambda: services.metric_prioritisation_set(expert=built.bob, attribute=attribute, **kwargs))
+        errors = refused(
+            unchanged,
+            lambda attribute=attribute, kwargs=kwargs: services.metric_prioritisation_set(
+                expert=built.bob, attribute=attribute, **kwargs
+            ),
+        )
         assert set(errors) == {field}, (attribute, kwargs)
         assert fragment in " ".join(errors[field])
 

@@ -197,9 +197,13 @@ class PrioritiesForm(forms.Form):
         initial[section.method_field] = method
         by_name = {item.name: item for item in section.items}
         if method == Method.DIRECT:
-            for name, value in stored.get("weights", {}).items():
-                if name in by_name:
-                    initial[section.direct_field(by_name[name])] = number_out(value)
+            # Direct weights are proportions (METHOD.md 3): whatever scale
+            # they were given in (the API and bundles often use shares of 1),
+            # the page shows them as the percentages they amount to.
+            weights = {name: value for name, value in stored.get("weights", {}).items() if name in by_name}
+            total = math.fsum(weights.values())
+            for name, value in weights.items():
+                initial[section.direct_field(by_name[name])] = number_out(round(value / total * 100, 10))
             return
         order = {name: position for position, name in enumerate(section.names)}
         for row, column, value in stored.get("judgments", []):
