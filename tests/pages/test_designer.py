@@ -13,7 +13,9 @@ from datetime import timedelta
 import pytest
 from django.contrib.auth import get_user_model
 from django.core import mail
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from workspace import invitations, services
@@ -557,6 +559,24 @@ def test_a_newcomer_signs_up_through_the_link_and_joins(make_study, cast) -> Non
     assert (invitation.status, invitation.accepted_by) == ("accepted", dana)
     # Logged in as dana: the study is theirs to read.
     assert client.get(f"/studies/{built.study.pk}/setup/").status_code == 200
+
+
+def test_joining_by_link_locks_only_the_invitation_row(make_study, cast) -> None:
+    """The journey on PostgreSQL answered 500 here: the invitation was
+    locked together with its outer-joined membership, which PostgreSQL
+    refuses (FOR UPDATE on the nullable side of an outer join). Only the
+    invitation's row is locked now; SQLite takes no row locks at all."""
+    built = make_study(Phase.DRAFT)
+    path = new_link(client_for(cast.alice), built.study)
+    with CaptureQueriesContext(connection) as queries:
+        _client, response = signup(path)
+    assert response.status_code == 302 and response["Location"] == f"/studies/{built.study.pk}/"
+    assert Membership.objects.get(study=built.study, user__username="dana").status == "active"
+    locks = [q["sql"] for q in queries if "FOR UPDATE" in q["sql"] and "workspace_invitation" in q["sql"]]
+    if connection.features.has_select_for_update:
+        assert locks and all(sql.endswith('FOR UPDATE OF "workspace_invitation"') for sql in locks), locks
+    else:
+        assert locks == []
 
 
 def test_the_link_works_once(make_study, cast, unchanged) -> None:

@@ -96,6 +96,18 @@ def test_dashboard_designer_who_is_also_an_expert_sees_both_roles(client, cast):
     assert "As expert: Waiting for the designer to open voting." in page
 
 
+def test_dashboard_links_to_a_new_study(client, cast, make_study):
+    """A user starts a study from the dashboard (the journey found no way
+    there but typing /studies/new/), whether or not they have studies."""
+    empty = as_user(client, cast.charlie).get("/").content.decode()
+    assert '<a class="button button--primary" href="/studies/new/">New study</a>' in empty
+    assert '<a href="/studies/new/">start a study</a>' in empty
+    make_study(Phase.DRAFT)
+    page = as_user(client, cast.alice).get("/").content.decode()
+    assert '<a class="button button--primary" href="/studies/new/">New study</a>' in page
+    assert client.get("/studies/new/").status_code == 200
+
+
 def test_dashboard_query_count_is_fixed(client, cast, make_study, django_assert_num_queries):
     make_study(Phase.ASSESSMENT)
     as_user(client, cast.bob)
@@ -548,8 +560,8 @@ def test_run_page_shows_the_stored_ranking_weights_and_influence(client, cast, v
         f"1 {first['name']} {first['cef']:.4f} {first['weighted_score']:.4f} not vetoed "
         f"2 {second['name']} {second['cef']:.4f} {second['weighted_score']:.4f} not vetoed "
         f"3 Stump {stump['cef']:.4f} {stump['weighted_score']:.4f} Vetoed "
-        "The bob's least acceptable Success rate is 0.8; Stump measured 0.5. "
-        "The carol's least acceptable Success rate is 0.82; Stump measured 0.5."
+        "bob's least acceptable Success rate is 0.8; Stump measured 0.5. "
+        "carol's least acceptable Success rate is 0.82; Stump measured 0.5."
     ) in page
     for name, weight in document["attribute_weights"].items():
         assert f"{name} {weight:.4f}" in page

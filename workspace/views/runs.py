@@ -63,7 +63,8 @@ def runs_status(request: HttpRequest, study_id: int) -> HttpResponse:
 
 def _veto_sentence(veto: dict, candidate: str) -> str:
     least, measured = _number(veto["range"][0]), _number(veto["value"])
-    return f"the {veto['expert']}'s least acceptable {veto['metric']} is {least}; {candidate} measured {measured}"
+    # The expert's username as it is: "the frank's" misread, and capitalising it would change the name.
+    return f"{veto['expert']}'s least acceptable {veto['metric']} is {least}; {candidate} measured {measured}"
 
 
 def _results(run: Run) -> dict:
