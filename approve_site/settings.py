@@ -60,7 +60,9 @@ def database_from_url(url):
     if parsed.scheme in {"postgres", "postgresql", "pgsql"}:
         name = unquote(parsed.path.lstrip("/"))
         if not name:
-            raise ImproperlyConfigured("DATABASE_URL must name a database, e.g. postgres://postgres@127.0.0.1:5432/approve")
+            raise ImproperlyConfigured(
+                "DATABASE_URL must name a database, e.g. postgres://postgres@127.0.0.1:5432/approve"
+            )
         return {
             "ENGINE": "django.db.backends.postgresql",
             "NAME": name,
@@ -75,7 +77,9 @@ def database_from_url(url):
     if parsed.scheme == "sqlite":
         path = unquote(parsed.path)
         if not path or path == "/":
-            raise ImproperlyConfigured("DATABASE_URL for SQLite needs a file path, e.g. sqlite:////srv/approve/db.sqlite3")
+            raise ImproperlyConfigured(
+                "DATABASE_URL for SQLite needs a file path, e.g. sqlite:////srv/approve/db.sqlite3"
+            )
         return {"ENGINE": "django.db.backends.sqlite3", "NAME": path}
     raise ImproperlyConfigured(f"DATABASE_URL scheme {parsed.scheme!r} is not supported (use postgres:// or sqlite://)")
 
@@ -385,8 +389,14 @@ def email_from_url(url):
     """
     parsed = urlparse(url)
     defaults = {
-        "EMAIL_BACKEND": "", "EMAIL_HOST": "localhost", "EMAIL_PORT": 25, "EMAIL_HOST_USER": "",
-        "EMAIL_HOST_PASSWORD": "", "EMAIL_USE_TLS": False, "EMAIL_USE_SSL": False, "EMAIL_TIMEOUT": None,
+        "EMAIL_BACKEND": "",
+        "EMAIL_HOST": "localhost",
+        "EMAIL_PORT": 25,
+        "EMAIL_HOST_USER": "",
+        "EMAIL_HOST_PASSWORD": "",
+        "EMAIL_USE_TLS": False,
+        "EMAIL_USE_SSL": False,
+        "EMAIL_TIMEOUT": None,
         "EMAIL_FILE_PATH": None,
     }
     options = {}
@@ -419,7 +429,9 @@ def email_from_url(url):
         if use_ssl and flags["tls"]:
             raise ImproperlyConfigured("EMAIL_URL: choose tls (STARTTLS) or ssl (implicit TLS), not both")
         if not parsed.hostname:
-            raise ImproperlyConfigured("EMAIL_URL must name the SMTP host, e.g. smtp://user:password@mail.example.com:587?tls=1")
+            raise ImproperlyConfigured(
+                "EMAIL_URL must name the SMTP host, e.g. smtp://user:password@mail.example.com:587?tls=1"
+            )
         try:
             port = parsed.port or (465 if use_ssl else 587 if flags["tls"] else 25)
             timeout = int(options.get("timeout", "10"))
@@ -466,8 +478,10 @@ CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; "
     "base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
 )
-MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
-                  "workspace.middleware.ContentSecurityPolicyMiddleware")
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+    "workspace.middleware.ContentSecurityPolicyMiddleware",
+)
 # The Swagger UI (/api/docs/) loads its start-up script from a URL (the split
 # view) and would show a badge from the public validator, another origin.
 SPECTACULAR_SETTINGS["SWAGGER_UI_SETTINGS"] = {"deepLinking": True, "validatorUrl": None}

@@ -95,8 +95,13 @@ def random_study(rng, k, n, m, *, self_weight=None, blocks=None):
     lower = np.where(flipped, centre + 2 * half_width + spread, centre - half_width - spread)
     upper = np.where(flipped, centre + jitter, centre + half_width + jitter)
     measurements = centre + half_width * (0.5 + 0.55 * rng.standard_normal((m, n)))
-    return {"weights": weights, "peer_weights": peer_weights, "lower": lower, "upper": upper,
-            "measurements": measurements}
+    return {
+        "weights": weights,
+        "peer_weights": peer_weights,
+        "lower": lower,
+        "upper": upper,
+        "measurements": measurements,
+    }
 
 
 def dense_evaluate(*, weights, peer_weights, lower, upper, measurements):
@@ -109,11 +114,11 @@ def dense_evaluate(*, weights, peer_weights, lower, upper, measurements):
     group_scores = np.empty((m, n))
     vetoed = np.empty(m, dtype=bool)
     for first in range(0, m, CHUNK):
-        chunk = measurements[first:first + CHUNK]
+        chunk = measurements[first : first + CHUNK]
         position = (chunk[:, None, :] - lower) / width  # (chunk, k, n)
         scores = np.clip(position, 0.0, 1.0)
-        vetoed[first:first + CHUNK] = (position <= 0).any(axis=(1, 2))
-        group_scores[first:first + CHUNK] = np.einsum("i,cij->cj", influence, scores)
+        vetoed[first : first + CHUNK] = (position <= 0).any(axis=(1, 2))
+        group_scores[first : first + CHUNK] = np.einsum("i,cij->cj", influence, scores)
     weighted = group_scores @ metric_weights
     return group_scores, np.where(vetoed, 0.0, weighted), vetoed
 
@@ -145,8 +150,10 @@ def literal_layers(study):
 
 def bench_dense(rng):
     section("1. evaluate vs the dense pass (ratio = evaluate / dense; goals: <= 0.1 mixing, <= 1 slow)")
-    print(f"   {'case':34s} {'evaluate':>10s} {'dense':>10s} {'ratio':>7s}  agreement (max |g diff|, |cef diff|, "
-          "vetoes), layers q (literal q)")
+    print(
+        f"   {'case':34s} {'evaluate':>10s} {'dense':>10s} {'ratio':>7s}  agreement (max |g diff|, |cef diff|, "
+        "vetoes), layers q (literal q)"
+    )
     cases = [
         ("k=1000 n=50 m=1000", {"k": 1000}, 9, 3, True),
         ("k=3000 n=50 m=1000", {"k": 3000}, 5, 2, True),
@@ -160,9 +167,11 @@ def bench_dense(rng):
         fast_time = best_time(lambda study=study: evaluate(**study), repeats)
         dense_time = best_time(lambda study=study: dense_evaluate(**study), dense_repeats)
         reference = literal_layers(study) if literal else "not run"
-        print(f"   {label:34s} {fast_time * 1e3:7.1f} ms {dense_time * 1e3:7.1f} ms {fast_time / dense_time:7.3f}  "
-              f"{np.abs(fast.group_scores - dense_groups).max():.1e}, {np.abs(fast.cef - dense_cef).max():.1e}, "
-              f"{'equal' if (fast.vetoed == dense_vetoed).all() else 'DIFFER'}, q = {fast.iterations} ({reference})")
+        print(
+            f"   {label:34s} {fast_time * 1e3:7.1f} ms {dense_time * 1e3:7.1f} ms {fast_time / dense_time:7.3f}  "
+            f"{np.abs(fast.group_scores - dense_groups).max():.1e}, {np.abs(fast.cef - dense_cef).max():.1e}, "
+            f"{'equal' if (fast.vetoed == dense_vetoed).all() else 'DIFFER'}, q = {fast.iterations} ({reference})"
+        )
 
 
 def parts(study, repeats):
@@ -196,16 +205,23 @@ def bench_growth(rng):
         (f"m x 4 (m={4 * m})", random_study(np.random.default_rng(SEED + 1), k, n, 4 * m), base),
     ):
         grown = parts(bigger, 7)
-        print(f"   {label:26s} " + " ".join(f"{g / b:8.2f} x" for g, b in zip(grown, reference, strict=True))
-              + f"   ({grown[0] * 1e3:.1f} ms in all)")
+        print(
+            f"   {label:26s} "
+            + " ".join(f"{g / b:8.2f} x" for g, b in zip(grown, reference, strict=True))
+            + f"   ({grown[0] * 1e3:.1f} ms in all)"
+        )
     small_k = 100
     many = random_study(np.random.default_rng(SEED + 3), small_k, n, 25_000)
     more = random_study(np.random.default_rng(SEED + 4), small_k, n, 100_000)
     many_time, more_time = best_time(lambda: evaluate(**many), 9), best_time(lambda: evaluate(**more), 7)
-    print(f"   m >> k: k={small_k}, m=25,000 -> 100,000 (x 4): {many_time * 1e3:.1f} ms -> {more_time * 1e3:.1f} ms, "
-          f"{more_time / many_time:.2f} x (breakpoints scored once, candidates interpolated)")
-    print(f"   peak extra memory at k=1000, m=1000: evaluate {mebibytes(fast_memory)}, dense pass "
-          f"{mebibytes(dense_memory)} (inputs themselves: {mebibytes(sum(a.nbytes for a in study.values()))})")
+    print(
+        f"   m >> k: k={small_k}, m=25,000 -> 100,000 (x 4): {many_time * 1e3:.1f} ms -> {more_time * 1e3:.1f} ms, "
+        f"{more_time / many_time:.2f} x (breakpoints scored once, candidates interpolated)"
+    )
+    print(
+        f"   peak extra memory at k=1000, m=1000: evaluate {mebibytes(fast_memory)}, dense pass "
+        f"{mebibytes(dense_memory)} (inputs themselves: {mebibytes(sum(a.nbytes for a in study.values()))})"
+    )
 
 
 def bench_literal(rng):
@@ -219,10 +235,12 @@ def bench_literal(rng):
     literal_groups, literal_cef = literal_per_candidate(**subset)
     literal_time = (time.perf_counter() - started) * m / timed
     fast_time = best_time(lambda: evaluate(**study), 5)
-    print(f"   agreement on the first {timed}: max |g - g_literal| = "
-          f"{np.abs(fast.group_scores[:timed] - literal_groups).max():.2e}, "
-          f"max |cef - cef_literal| = {np.abs(fast.cef[:timed] - literal_cef).max():.2e}, "
-          f"layers q = {fast.iterations} (literal {literal_layers(study)})")
+    print(
+        f"   agreement on the first {timed}: max |g - g_literal| = "
+        f"{np.abs(fast.group_scores[:timed] - literal_groups).max():.2e}, "
+        f"max |cef - cef_literal| = {np.abs(fast.cef[:timed] - literal_cef).max():.2e}, "
+        f"layers q = {fast.iterations} (literal {literal_layers(study)})"
+    )
     print(f"   evaluate          {fast_time * 1e3:9.1f} ms   (all {m} candidates)")
     print(f"   literal           {literal_time * 1e3:9.1f} ms   (measured on {timed} candidates, x {m // timed})")
     print(f"   ratio             {fast_time / literal_time:9.5f}     (speed-up {literal_time / fast_time:.0f} x)")
@@ -260,8 +278,10 @@ def bench_ahp(rng):
         reference_name = "per-expert loop (np.linalg.eig each; ahpy not installed)"
         reference_weights, reference_ratios = loop_ahp(matrices)
         reference_time = best_time(lambda: loop_ahp(matrices), 3)
-        print(f"   agreement: max |w - w_loop| = {np.abs(ahp_weights(matrices) - reference_weights).max():.2e}, "
-              f"max |CR - CR_loop| = {np.abs(consistency_ratios(matrices) - reference_ratios).max():.2e}")
+        print(
+            f"   agreement: max |w - w_loop| = {np.abs(ahp_weights(matrices) - reference_weights).max():.2e}, "
+            f"max |CR - CR_loop| = {np.abs(consistency_ratios(matrices) - reference_ratios).max():.2e}"
+        )
     else:  # only where AHPy happens to be installed (never a dependency)
         labels = [f"c{i}" for i in range(n)]
 
@@ -279,8 +299,10 @@ def bench_ahp(rng):
         # AHPy weighs by the principal eigenvector, not by column-normalised
         # row averages (METHOD.md), so only the consistency ratios compare.
         ahpy_ratios = np.array(with_ahpy())
-        print(f"   agreement: max |CR - CR_ahpy| = {np.abs(consistency_ratios(matrices) - ahpy_ratios).max():.2e} "
-              "(AHPy rounds to 10 decimals)")
+        print(
+            f"   agreement: max |CR - CR_ahpy| = {np.abs(consistency_ratios(matrices) - ahpy_ratios).max():.2e} "
+            "(AHPy rounds to 10 decimals)"
+        )
         reference_name = "AHPy, one Compare per expert"
         reference_time = best_time(with_ahpy, 1)
     print(f"   batched           {batched_time * 1e3:9.1f} ms")
@@ -290,8 +312,10 @@ def bench_ahp(rng):
 
 def main():
     rng = np.random.default_rng(SEED)
-    print(f"engine benchmark, numpy {np.__version__}, seed {SEED}, {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"engine benchmark, numpy {np.__version__}, seed {SEED}, {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
     print(f"threads: {_blas.threadpool_state()}")
     started = time.perf_counter()
     bench_dense(rng)

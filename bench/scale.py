@@ -73,8 +73,15 @@ def scale_bundle(seed=SEED):
         for j in range(METRICS_PER_ATTRIBUTE):
             better = "higher" if (a + j) % 2 == 0 else "lower"
             default = [0.1, 0.9] if better == "higher" else [0.9, 0.1]
-            metrics.append({"name": f"metric {a}.{j}", "attribute": attribute, "better": better,
-                            "unit": "", "default_range": default})
+            metrics.append(
+                {
+                    "name": f"metric {a}.{j}",
+                    "attribute": attribute,
+                    "better": better,
+                    "unit": "",
+                    "default_range": default,
+                }
+            )
 
     def expert_range(better):
         least, desired = rng.uniform(0.0, 0.1), rng.uniform(0.8, 1.0)
@@ -156,8 +163,14 @@ def measure(label, step, memory=True):
         step()
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-    return {"step": label, "seconds": seconds, "cpu_seconds": cpu, "queries": counter.queries, "bytes": size,
-            "peak_bytes": peak}
+    return {
+        "step": label,
+        "seconds": seconds,
+        "cpu_seconds": cpu,
+        "queries": counter.queries,
+        "bytes": size,
+        "peak_bytes": peak,
+    }
 
 
 def run(root, keep):
@@ -177,6 +190,7 @@ def run(root, keep):
     imported = []
     rows = []
     try:
+
         def import_step():
             out = io.StringIO()
             call_command("import_study", str(path), stdout=out)
@@ -209,6 +223,7 @@ def run(root, keep):
                 response = client.get(url, secure=True)  # DEBUG off redirects plain HTTP
                 assert response.status_code == 200, (url, response.status_code)
                 return len(response.content)
+
             return step
 
         results_url, detail_url = f"/api/v1/runs/{run_id}/results/", f"/api/v1/runs/{run_id}/"
@@ -267,8 +282,12 @@ def report(result, before=None):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--root", type=pathlib.Path, default=pathlib.Path(__file__).resolve().parent.parent,
-                        help="checkout whose code is measured (default: this one)")
+    parser.add_argument(
+        "--root",
+        type=pathlib.Path,
+        default=pathlib.Path(__file__).resolve().parent.parent,
+        help="checkout whose code is measured (default: this one)",
+    )
     parser.add_argument("--save", type=pathlib.Path, help="write the figures as JSON here")
     parser.add_argument("--compare", type=pathlib.Path, help="figures saved by an earlier --save, shown alongside")
     parser.add_argument("--keep", action="store_true", help="keep the imported study")

@@ -16,8 +16,19 @@ class RunAdmin(admin.ModelAdmin):
     list_select_related = ["study", "launched_by"]
     date_hierarchy = "launched_at"
     readonly_fields = [
-        "study", "launched_by", "status", "tolerance", "launched_at", "started_at", "lease_expires_at",
-        "finished_at", "attempts", "duration_seconds", "error", "snapshot", "results",
+        "study",
+        "launched_by",
+        "status",
+        "tolerance",
+        "launched_at",
+        "started_at",
+        "lease_expires_at",
+        "finished_at",
+        "attempts",
+        "duration_seconds",
+        "error",
+        "snapshot",
+        "results",
     ]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:

@@ -157,9 +157,7 @@ def _as_array(value: ArrayLike, name: str, ndim: int) -> np.ndarray:
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name} must be a {ndim}-D array of numbers: {exc}") from None
     if array.ndim != ndim:
-        raise ValueError(
-            f"{name} must be a {ndim}-D array, got {array.ndim}-D with shape {array.shape}"
-        )
+        raise ValueError(f"{name} must be a {ndim}-D array, got {array.ndim}-D with shape {array.shape}")
     return array
 
 
@@ -170,9 +168,7 @@ def _check_finite(array: np.ndarray, name: str) -> None:
         surely_finite = bool(np.isfinite(np.add.reduce(array, axis=None)))
     if not surely_finite and not np.isfinite(array).all():
         not_finite = np.argwhere(~np.isfinite(array))
-        raise ValueError(
-            f"{name} contains NaN or infinity at {_format_positions(not_finite)}"
-        )
+        raise ValueError(f"{name} contains NaN or infinity at {_format_positions(not_finite)}")
 
 
 def _as_finite_array(value: ArrayLike, name: str, ndim: int) -> np.ndarray:
@@ -183,9 +179,7 @@ def _as_finite_array(value: ArrayLike, name: str, ndim: int) -> np.ndarray:
 
 def _check_shape(array: np.ndarray, name: str, expected: tuple[int, ...], meaning: str) -> None:
     if array.shape != expected:
-        raise ValueError(
-            f"{name} must have shape {expected} ({meaning}), got {array.shape}"
-        )
+        raise ValueError(f"{name} must have shape {expected} ({meaning}), got {array.shape}")
 
 
 def _check_tolerance(tolerance: object) -> float:
@@ -203,13 +197,8 @@ def _renormalised_rows(array: np.ndarray, name: str, row_meaning: str) -> np.nda
     row_sums = array.sum(axis=1)
     bad_rows = np.flatnonzero(~sums_to_one(row_sums))
     if len(bad_rows):
-        described = ", ".join(
-            f"row {row} sums to {row_sums[row]:.10g}" for row in bad_rows[:_MAX_LISTED]
-        )
-        raise ValueError(
-            f"every row of {name} ({row_meaning}) must sum to 1 within "
-            f"{ROW_SUM_TOLERANCE:g}: {described}"
-        )
+        described = ", ".join(f"row {row} sums to {row_sums[row]:.10g}" for row in bad_rows[:_MAX_LISTED])
+        raise ValueError(f"every row of {name} ({row_meaning}) must sum to 1 within {ROW_SUM_TOLERANCE:g}: {described}")
     return array / row_sums[:, None]
 
 
@@ -239,8 +228,7 @@ def _validated_peer_weights(
         raise ValueError(
             f"{name} entries must lie strictly between 0 and 1 (no expert may "
             f"silence another); entry ({row}, {column}) is "
-            f"{peer_weights[row, column]:.10g}"
-            + (f" (and {len(outside) - 1} more)" if len(outside) > 1 else "")
+            f"{peer_weights[row, column]:.10g}" + (f" (and {len(outside) - 1} more)" if len(outside) > 1 else "")
         )
     return _renormalised_rows(peer_weights, name, "each expert's ratings of the experts")
 
@@ -250,8 +238,7 @@ def _validated_weights(weights: ArrayLike) -> np.ndarray:
     k, n = weights.shape
     if k == 0 or n == 0:
         raise ValueError(
-            f"weights must have at least one expert (row) and one metric (column), "
-            f"got shape {weights.shape}"
+            f"weights must have at least one expert (row) and one metric (column), got shape {weights.shape}"
         )
     not_positive = np.argwhere(weights <= 0) if weights.min() <= 0 else ()
     if len(not_positive):
@@ -263,9 +250,7 @@ def _validated_weights(weights: ArrayLike) -> np.ndarray:
     return _renormalised_rows(weights, "weights", "each expert's metric weights")
 
 
-def _validated_ranges(
-    lower: ArrayLike, upper: ArrayLike, shape: tuple[int, int]
-) -> tuple[np.ndarray, np.ndarray]:
+def _validated_ranges(lower: ArrayLike, upper: ArrayLike, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
     lower = _as_finite_array(lower, "lower", 2)
     upper = _as_finite_array(upper, "upper", 2)
     _check_shape(lower, "lower", shape, "one least acceptable value per expert and metric")
@@ -356,10 +341,7 @@ def aggregate_literal(
     k = peer_weights.shape[0]
     values = _as_finite_array(values, "values", 2)
     if values.shape[0] != k:
-        raise ValueError(
-            f"values must have one row per expert, {k} rows as in peer_weights, "
-            f"got shape {values.shape}"
-        )
+        raise ValueError(f"values must have one row per expert, {k} rows as in peer_weights, got shape {values.shape}")
     tolerance = _check_tolerance(tolerance)
     layer, layers = _iterate_layers(peer_weights, values, tolerance, int(max_layers))
     return layer.mean(axis=0), layers
@@ -798,12 +780,14 @@ def _count_layers_lazy(
         power = layers + 1
         terms = np.arange(min(power + 1, len(steps)))
         log_weights = (
-            math.lgamma(power + 1) - log_factorials[terms]
+            math.lgamma(power + 1)
+            - log_factorials[terms]
             - np.array([math.lgamma(power - t + 1) for t in terms])
-            + (power - terms) * log_stay + terms * log_move
+            + (power - terms) * log_stay
+            + terms * log_move
         )
         peak = log_weights.max()
-        layer = (np.exp(log_weights - peak) @ stacked[:len(terms)]).reshape(k, -1)
+        layer = (np.exp(log_weights - peak) @ stacked[: len(terms)]).reshape(k, -1)
         spreads = _spreads(layer) * np.exp(peak)
         return spreads, 1e-6 * tolerance + 1e-12 * spreads + drift * min(power, horizon)
 
@@ -963,13 +947,13 @@ def _validated_candidate(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     lower = _as_finite_array(lower, "lower", 2)
     if lower.shape[0] == 0 or lower.shape[1] == 0:
-        raise ValueError(
-            f"lower must have at least one expert and one metric, got shape {lower.shape}"
-        )
+        raise ValueError(f"lower must have at least one expert and one metric, got shape {lower.shape}")
     lower, upper = _validated_ranges(lower, upper, lower.shape)
     measurement_row = _as_finite_array(measurement_row, "measurement_row", 1)
     _check_shape(
-        measurement_row, "measurement_row", (lower.shape[1],),
+        measurement_row,
+        "measurement_row",
+        (lower.shape[1],),
         "one measured value per metric, as in lower",
     )
     return lower, upper, measurement_row
@@ -1039,7 +1023,7 @@ def vetoing_judgments(lower: ArrayLike, upper: ArrayLike, measurements: ArrayLik
     batch = max(1, _VETO_BATCH_ENTRIES // (k * n))
     found = [np.empty((0, 3), dtype=np.intp)]
     for first in range(0, len(vetoed), batch):
-        chosen = vetoed[first:first + batch]
+        chosen = vetoed[first : first + batch]
         candidate, expert, metric = np.nonzero(_vetoing_mask(lower, upper, measurements[chosen][:, None, :]))
         found.append(np.column_stack([chosen[candidate], expert, metric]))
     return np.concatenate(found)
@@ -1058,9 +1042,7 @@ INTERPOLATE_FROM = 2
 _TINY_GAP = 1e-290
 
 
-def _group_scores(
-    influence: np.ndarray, lower: np.ndarray, upper: np.ndarray, measurements: np.ndarray
-) -> np.ndarray:
+def _group_scores(influence: np.ndarray, lower: np.ndarray, upper: np.ndarray, measurements: np.ndarray) -> np.ndarray:
     """``g = pi M̄`` for every candidate, shape (m, n), without the (m, k, n) tensor.
 
     ``g_j`` is linear between consecutive breakpoints of metric j (the
@@ -1076,9 +1058,7 @@ def _group_scores(
         return _group_scores_at(influence, lower, upper, measurements)
     bounds = np.sort(np.concatenate([lower, upper]), axis=0)  # (2k, n)
     with np.errstate(over="ignore"):
-        points = np.concatenate(
-            [np.nextafter(bounds[:1], -np.inf), bounds, np.nextafter(bounds[-1:], np.inf)], axis=0
-        )
+        points = np.concatenate([np.nextafter(bounds[:1], -np.inf), bounds, np.nextafter(bounds[-1:], np.inf)], axis=0)
         gaps = np.diff(bounds, axis=0)
     at_points = np.ascontiguousarray(_group_scores_at(influence, lower, upper, points).T)
     points = np.ascontiguousarray(points.T)
@@ -1087,13 +1067,15 @@ def _group_scores(
     scores = np.empty((n, m))
     for metric in range(n):
         positive_gaps = gaps[:, metric][gaps[:, metric] > 0]
-        if np.isfinite(points[metric]).all() and np.isfinite(positive_gaps).all() and (
-            not len(positive_gaps) or positive_gaps.min() > _TINY_GAP
+        if (
+            np.isfinite(points[metric]).all()
+            and np.isfinite(positive_gaps).all()
+            and (not len(positive_gaps) or positive_gaps.min() > _TINY_GAP)
         ):
             scores[metric] = np.interp(measured[metric], points[metric], at_points[metric])
         else:  # a span that overflows or a gap that underflows: no slopes
             scores[metric] = _group_scores_at(
-                influence, lower[:, metric:metric + 1], upper[:, metric:metric + 1], measured[metric][:, None]
+                influence, lower[:, metric : metric + 1], upper[:, metric : metric + 1], measured[metric][:, None]
             )[:, 0]
     return scores.T
 
@@ -1222,10 +1204,10 @@ def _group_scores_direct(
     scores = np.empty(len(measured))
     step = max(1, chunk // max(len(influence), 1))
     for first in range(0, len(measured), step):
-        block = measured[first:first + step, None]
+        block = measured[first : first + step, None]
         with np.errstate(over="ignore"):  # +-inf positions clip to 0 or 1
             positions = (block - lower) / (upper - lower)
-        scores[first:first + step] = np.clip(positions, 0.0, 1.0) @ influence
+        scores[first : first + step] = np.clip(positions, 0.0, 1.0) @ influence
     return scores
 
 
@@ -1306,8 +1288,7 @@ def evaluate(
     measurements = _as_finite_array(measurements, "measurements", 2)
     if measurements.shape[1] != n:
         raise ValueError(
-            f"measurements must have shape (m, {n}) (one column per metric, as in "
-            f"weights), got {measurements.shape}"
+            f"measurements must have shape (m, {n}) (one column per metric, as in weights), got {measurements.shape}"
         )
     tolerance = _check_tolerance(tolerance)
 

@@ -90,8 +90,9 @@ def worker_heartbeat_start(*, hostname: str) -> threading.Thread:
             try:
                 worker_heartbeat(hostname=hostname)
             except REDIS_ERRORS as error:
-                logger.warning("worker %s: heartbeat not written, the broker is unreachable (%s)",
-                               hostname, type(error).__name__)
+                logger.warning(
+                    "worker %s: heartbeat not written, the broker is unreachable (%s)", hostname, type(error).__name__
+                )
             time.sleep(settings.ENGINE_WORKER_HEARTBEAT_SECONDS)
 
     thread = threading.Thread(target=beat, name="approve-worker-heartbeat", daemon=True)

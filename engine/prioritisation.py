@@ -78,9 +78,21 @@ SAATY_SCALE = np.array([1.0 / v for v in range(9, 1, -1)] + [float(v) for v in r
 _RECIPROCAL_TOLERANCE = 1e-6
 
 _RANDOM_INDEX_TABLE = {
-    1: 0.0, 2: 0.0,
-    3: 0.58, 4: 0.90, 5: 1.12, 6: 1.24, 7: 1.32, 8: 1.41, 9: 1.45, 10: 1.49,
-    11: 1.51, 12: 1.48, 13: 1.56, 14: 1.57, 15: 1.59,
+    1: 0.0,
+    2: 0.0,
+    3: 0.58,
+    4: 0.90,
+    5: 1.12,
+    6: 1.24,
+    7: 1.32,
+    8: 1.41,
+    9: 1.45,
+    10: 1.49,
+    11: 1.51,
+    12: 1.48,
+    13: 1.56,
+    14: 1.57,
+    15: 1.59,
 }
 _ALONSO_LAMATA_SLOPE = 2.7699
 _ALONSO_LAMATA_INTERCEPT = -4.3513
@@ -166,8 +178,7 @@ def _validated_matrices(matrices, name="matrix", *, stack=True):
         prefix = f"{name}[{', '.join(map(str, batch))}]" if batch else name
         if row == column:
             raise ValueError(
-                f"{prefix} must have 1 on the diagonal, entry ({row}, {row}) is "
-                f"{matrices[tuple(bad[0])]:.10g}"
+                f"{prefix} must have 1 on the diagonal, entry ({row}, {row}) is {matrices[tuple(bad[0])]:.10g}"
             )
         raise ValueError(
             f"{prefix} is not reciprocal: entries ({row}, {column}) and ({column}, {row}) "
@@ -230,34 +241,25 @@ def pairwise_matrix(n, judgments):
             ) from None
         for index_name, index in (("row", row), ("column", column)):
             if not 0 <= index < n:
-                raise ValueError(
-                    f"judgment {position}: {index_name} index {index} is out of range 0..{n - 1}"
-                )
+                raise ValueError(f"judgment {position}: {index_name} index {index} is out of range 0..{n - 1}")
         if row == column:
-            raise ValueError(
-                f"judgment {position}: row == column ({row}); the diagonal is always 1"
-            )
+            raise ValueError(f"judgment {position}: row == column ({row}); the diagonal is always 1")
         pair = (min(row, column), max(row, column))
         if pair in judged:
             raise ValueError(
-                f"judgment {position}: pair {pair} is judged twice (first as "
-                f"{judged[pair]}, again as {(row, column)})"
+                f"judgment {position}: pair {pair} is judged twice (first as {judged[pair]}, again as {(row, column)})"
             )
         if not math.isfinite(value):
             raise ValueError(f"judgment {position} ({row}, {column}): value {value} is not finite")
         if not _on_scale(value):
-            raise ValueError(
-                f"judgment {position} ({row}, {column}): value {value:.10g} is outside "
-                "the scale 1/9..9"
-            )
+            raise ValueError(f"judgment {position} ({row}, {column}): value {value:.10g} is outside the scale 1/9..9")
         judged[pair] = (row, column)
         matrix[row, column] = value
         matrix[column, row] = 1.0 / value
     missing = [(i, j) for i in range(n) for j in range(i + 1, n) if (i, j) not in judged]
     if missing:
         raise ValueError(
-            f"every pair of the {n} attributes must be judged once; missing pairs: "
-            + ", ".join(map(str, missing))
+            f"every pair of the {n} attributes must be judged once; missing pairs: " + ", ".join(map(str, missing))
         )
     return matrix
 
@@ -435,9 +437,7 @@ def most_inconsistent(matrix, weights, *, top=3):
         raise ValueError(f"weights must have shape ({n},) as the matrix, got {weights.shape}")
     bad = np.flatnonzero(~np.isfinite(weights) | (weights <= 0))
     if len(bad):
-        raise ValueError(
-            f"weights must be positive and finite; position {bad[0]} is {weights[bad[0]]:.10g}"
-        )
+        raise ValueError(f"weights must be positive and finite; position {bad[0]} is {weights[bad[0]]:.10g}")
     if isinstance(top, bool):
         raise ValueError(f"top must be a non-negative integer, got {top!r}")
     try:
@@ -486,9 +486,7 @@ def _direct_weights(n: int, weights) -> np.ndarray:
         if not math.isfinite(value):
             raise ValueError(f"weight at position {position} is not finite: {weight!r}")
         if value <= 0:
-            raise ValueError(
-                f"weight at position {position} must be positive (no zero weights), got {weight!r}"
-            )
+            raise ValueError(f"weight at position {position} must be positive (no zero weights), got {weight!r}")
         values.append(value)
     normalised = direct_shares(values)
     # A share that rounds to 0 (or to 1, leaving the others nothing) is

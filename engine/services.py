@@ -91,7 +91,9 @@ def study_snapshot(study, *, tolerance=core.DEFAULT_TOLERANCE):
         "prioritisation__expert_id", "attribute_id", "weight"
     ):
         if row["attribute_id"] in attribute_index:
-            attribute_weights[expert_index[row["prioritisation__expert_id"]]][attribute_index[row["attribute_id"]]] = row["weight"]
+            attribute_weights[expert_index[row["prioritisation__expert_id"]]][attribute_index[row["attribute_id"]]] = (
+                row["weight"]
+            )
 
     # Local weights of an attribute's metrics; without a local prioritisation
     # the attribute's weight is split equally (METHOD.md section 3).
@@ -115,7 +117,9 @@ def study_snapshot(study, *, tolerance=core.DEFAULT_TOLERANCE):
 
     lower = [[m.default_least_acceptable for m in metrics] for _ in range(k)]
     upper = [[m.default_desired for m in metrics] for _ in range(k)]
-    for row in AcceptableRange.objects.filter(expert__study=study).values("expert_id", "metric_id", "least_acceptable", "desired"):
+    for row in AcceptableRange.objects.filter(expert__study=study).values(
+        "expert_id", "metric_id", "least_acceptable", "desired"
+    ):
         if row["metric_id"] in metric_index:
             i, j = expert_index[row["expert_id"]], metric_index[row["metric_id"]]
             lower[i][j], upper[i][j] = row["least_acceptable"], row["desired"]
@@ -138,7 +142,15 @@ def study_snapshot(study, *, tolerance=core.DEFAULT_TOLERANCE):
         "tolerance": tolerance,
         "experts": [e.user.get_username() for e in experts],
         "attributes": [a.name for a in attributes],
-        "metrics": [{"name": m.name, "attribute": attributes[attribute_index[m.attribute_id]].name, "better": m.better, "unit": m.unit} for m in metrics],
+        "metrics": [
+            {
+                "name": m.name,
+                "attribute": attributes[attribute_index[m.attribute_id]].name,
+                "better": m.better,
+                "unit": m.unit,
+            }
+            for m in metrics
+        ],
         "attribute_weights": attribute_weights,
         "metric_weights": metric_weights,
         "peer_weights": peer_weights,
@@ -179,7 +191,9 @@ def _enqueue(run_id: int) -> bool:
     except BROKER_ERRORS as error:
         logger.warning(
             "run %s stays queued: the broker is unreachable (%s: %s); the recovery sweep will send it",
-            run_id, type(error).__name__, error,
+            run_id,
+            type(error).__name__,
+            error,
         )
         Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).update(lease_expires_at=None)
         return False
@@ -193,9 +207,7 @@ def run_awaits_broker(run: Run) -> bool:
 
 
 @transaction.atomic
-def run_launch(
-    *, study: Study, launched_by: AbstractBaseUser | None, tolerance: float = core.DEFAULT_TOLERANCE
-) -> Run:
+def run_launch(*, study: Study, launched_by: AbstractBaseUser | None, tolerance: float = core.DEFAULT_TOLERANCE) -> Run:
     """Snapshot a closed study into a new queued run and enqueue it after
     commit. Refused (``PhaseConflict``) unless the study is closed. The run is
     saved whether or not the broker can be reached (see ``_enqueue``)."""
@@ -213,7 +225,10 @@ def run_launch(
         # Missing or invalid inputs are reported now rather than as a failed run.
         raise PhaseConflict(f"The run cannot start: {error}.") from None
     run = Run.objects.create(
-        study=study, launched_by=launched_by, tolerance=tolerance, snapshot=snapshot,
+        study=study,
+        launched_by=launched_by,
+        tolerance=tolerance,
+        snapshot=snapshot,
         lease_expires_at=_queue_lease(timezone.now()),
     )
     transaction.on_commit(lambda: _enqueue(run.pk))
@@ -299,8 +314,12 @@ def _vetoes(lower: np.ndarray, upper: np.ndarray, measurements: np.ndarray, veto
     found = [[] for _ in vetoed]
     candidate, expert, metric = core.vetoing_judgments(lower, upper, measurements).T
     rows = zip(
-        candidate.tolist(), expert.tolist(), metric.tolist(),
-        measurements[candidate, metric].tolist(), lower[expert, metric].tolist(), upper[expert, metric].tolist(),
+        candidate.tolist(),
+        expert.tolist(),
+        metric.tolist(),
+        measurements[candidate, metric].tolist(),
+        lower[expert, metric].tolist(),
+        upper[expert, metric].tolist(),
         strict=True,
     )
     for vetoed_candidate, *veto in rows:
@@ -329,8 +348,9 @@ def evaluate_snapshot(snapshot: dict) -> dict:
         )
     except ValueError as error:
         raise RunInputError(str(error)) from None
-    if not all(np.isfinite(part).all() for part in (evaluation.metric_weights, evaluation.group_scores,
-                                                    evaluation.cef)):
+    if not all(
+        np.isfinite(part).all() for part in (evaluation.metric_weights, evaluation.group_scores, evaluation.cef)
+    ):
         # Never store a number JSON cannot carry; engine.core should make none.
         raise RunInputError("the engine produced a non-finite score; the inputs are numerically out of range")
     attribute_of = [m["attribute"] for m in snapshot["metrics"]]
@@ -471,7 +491,12 @@ def run_execute(*, run_id: int) -> Outcome:
             return Outcome(status=run.status, retry_in=wait)
         return Outcome(status=run.status)
     if attempt > MAX_ATTEMPTS:
-        _finish(run_id, attempt, status=Run.Status.FAILED, error=f"workers were lost {attempt - 1} times while running it; launch it again")
+        _finish(
+            run_id,
+            attempt,
+            status=Run.Status.FAILED,
+            error=f"workers were lost {attempt - 1} times while running it; launch it again",
+        )
         return Outcome(status=Run.Status.FAILED)
     with _LeaseHeartbeat(run_id, attempt):
         return _compute(run_id, attempt)
@@ -484,19 +509,33 @@ def _compute(run_id: int, attempt: int) -> Outcome:
     try:
         results = evaluate_snapshot(snapshot)
     except RunInputError as error:
-        _finish(run_id, attempt, status=Run.Status.FAILED, error=f"The inputs cannot be evaluated: {error}.",
-                duration_seconds=time.perf_counter() - started)
+        _finish(
+            run_id,
+            attempt,
+            status=Run.Status.FAILED,
+            error=f"The inputs cannot be evaluated: {error}.",
+            duration_seconds=time.perf_counter() - started,
+        )
         return Outcome(status=Run.Status.FAILED)
     except SoftTimeLimitExceeded:
         # Not a bug in the run: the task turns it into a time-limit failure.
         raise
     except Exception as error:  # a bug must still end the run, not leave it running
         logger.exception("run %s failed", run_id)
-        _finish(run_id, attempt, status=Run.Status.FAILED, error=f"Internal error: {type(error).__name__}: {error}",
-                duration_seconds=time.perf_counter() - started)
+        _finish(
+            run_id,
+            attempt,
+            status=Run.Status.FAILED,
+            error=f"Internal error: {type(error).__name__}: {error}",
+            duration_seconds=time.perf_counter() - started,
+        )
         return Outcome(status=Run.Status.FAILED)
     updated = _finish(
-        run_id, attempt, status=Run.Status.SUCCEEDED, results=results, error="",
+        run_id,
+        attempt,
+        status=Run.Status.SUCCEEDED,
+        results=results,
+        error="",
         duration_seconds=time.perf_counter() - started,
     )
     return Outcome(status=Run.Status.SUCCEEDED if updated else "superseded")
@@ -504,8 +543,12 @@ def _compute(run_id: int, attempt: int) -> Outcome:
 
 def run_fail_timeout(*, run_id: int, seconds: float) -> None:
     Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(
-        status=Run.Status.FAILED, finished_at=timezone.now(),
-        error=f"The run took longer than the {seconds} s time limit; launch it again or ask an administrator to raise the limit.",
+        status=Run.Status.FAILED,
+        finished_at=timezone.now(),
+        error=(
+            f"The run took longer than the {seconds} s time limit; "
+            "launch it again or ask an administrator to raise the limit."
+        ),
     )
 
 

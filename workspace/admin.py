@@ -396,7 +396,6 @@ class AttributePrioritisationAdmin(ExpertInputAdmin):
         return (AttributeJudgmentInline, AttributeWeightInline) if obj is not None else ()
 
 
-
 class MetricJudgmentInline(StudyScopedInline):
     model = MetricJudgment
     fields = ("row", "column", "value")

@@ -22,8 +22,21 @@ from .services._checks import keys as _keys
 
 FORMAT = "approve-study/1"
 TOP_LEVEL = {
-    "format", "title", "description", "phase", "attribute_threshold", "metric_threshold", "designer",
-    "experts", "attributes", "metrics", "candidates", "votes", "priorities", "ranges", "peer_weights",
+    "format",
+    "title",
+    "description",
+    "phase",
+    "attribute_threshold",
+    "metric_threshold",
+    "designer",
+    "experts",
+    "attributes",
+    "metrics",
+    "candidates",
+    "votes",
+    "priorities",
+    "ranges",
+    "peer_weights",
 }
 PHASE_ORDER = [Phase.DRAFT, Phase.VOTING, Phase.ASSESSMENT, Phase.CLOSED]
 
@@ -66,13 +79,25 @@ def _check_envelope(bundle):
 
 def _later_sections_absent(bundle, phase):
     """A study put in an early phase cannot carry inputs of a later one."""
-    needs = {"votes": Phase.VOTING, "priorities": Phase.ASSESSMENT, "ranges": Phase.ASSESSMENT, "peer_weights": Phase.ASSESSMENT}
+    needs = {
+        "votes": Phase.VOTING,
+        "priorities": Phase.ASSESSMENT,
+        "ranges": Phase.ASSESSMENT,
+        "peer_weights": Phase.ASSESSMENT,
+    }
     for key, first_phase in needs.items():
         section = bundle.get(key) or {}
-        has_content = any(section.get(kind) for kind in ("attributes", "metrics")) if key == "votes" and isinstance(section, dict) else bool(section)
+        has_content = (
+            any(section.get(kind) for kind in ("attributes", "metrics"))
+            if key == "votes" and isinstance(section, dict)
+            else bool(section)
+        )
         if has_content and PHASE_ORDER.index(phase) < PHASE_ORDER.index(first_phase):
             raise InvalidInput(
-                {key: f"a study imported in the {phase} phase has no {key.replace('_', ' ')} yet (they start in the {first_phase} phase)"}
+                {
+                    key: f"a study imported in the {phase} phase has no {key.replace('_', ' ')} yet "
+                    f"(they start in the {first_phase} phase)"
+                }
             )
 
 
@@ -89,7 +114,10 @@ def _votes_present_unless_thresholds_decide(bundle, votes, attributes, metrics):
     if needed:
         field = "votes" if len(needed) == 2 or "votes" not in bundle else f"votes.{needed[0]}"
         raise InvalidInput(
-            {field: f"the {' and '.join(needed)} votes are required: with a vote threshold above 0 they decide the selection"}
+            {
+                field: f"the {' and '.join(needed)} votes are required: "
+                "with a vote threshold above 0 they decide the selection"
+            }
         )
 
 
@@ -132,7 +160,9 @@ def _add_attributes(study: Study, entries: list) -> dict[str, QualityAttribute]:
         _keys(entry, field, required=("name",), optional=("kind", "description"))
         try:
             attribute = services.attribute_add(
-                study=study, name=entry["name"], kind=entry.get("kind", "main"),
+                study=study,
+                name=entry["name"],
+                kind=entry.get("kind", "main"),
                 description=entry.get("description", ""),
             )
         except InvalidInput as error:
@@ -190,7 +220,11 @@ def _add_candidates(study: Study, entries: list, metrics: dict[str, Metric]) -> 
 
 
 def _cast_votes(
-    study: Study, bundle: dict, phase: str, experts: dict[str, Membership], attributes: dict[str, QualityAttribute],
+    study: Study,
+    bundle: dict,
+    phase: str,
+    experts: dict[str, Membership],
+    attributes: dict[str, QualityAttribute],
     metrics: dict[str, Metric],
 ) -> None:
     votes = bundle.get("votes") or {}
@@ -277,7 +311,11 @@ def study_export_bundle(*, study: Study) -> dict:
     """The study as an ``approve-study/1`` document."""
     experts = list(expert_list(study=study))
     attributes = list(QualityAttribute.objects.filter(study=study).order_by("position", "id"))
-    metrics = list(Metric.objects.filter(study=study).select_related("attribute").order_by("attribute__position", "attribute__id", "position", "id"))
+    metrics = list(
+        Metric.objects.filter(study=study)
+        .select_related("attribute")
+        .order_by("attribute__position", "attribute__id", "position", "id")
+    )
     candidates = list(study.candidates.order_by("position", "id"))
     measurements = _measurements_out(study, metrics)
     sections = expert_inputs_list(study=study, experts=experts)

@@ -16,7 +16,9 @@ class InvalidInput(ServiceError):
     def __init__(self, errors):
         if isinstance(errors, str):
             errors = {"non_field_errors": [errors]}
-        self.errors = {field: [messages] if isinstance(messages, str) else list(messages) for field, messages in errors.items()}
+        self.errors = {
+            field: [messages] if isinstance(messages, str) else list(messages) for field, messages in errors.items()
+        }
         super().__init__(self.message)
 
     @property

@@ -65,9 +65,11 @@ def invitation_create(*, study, created_by, username: str | None = None) -> tupl
     # Both checks look at this study only, whether or not the account exists.
     if Membership.objects.filter(study=study, role=EXPERT, user__username=username).exists():
         raise InvalidInput({"username": f"{username} is already an expert of this study"})
-    if Invitation.objects.filter(study=study, username=username, status=Invitation.Status.PENDING).filter(
-        expires_at__gt=timezone.now()
-    ).exists():
+    if (
+        Invitation.objects.filter(study=study, username=username, status=Invitation.Status.PENDING)
+        .filter(expires_at__gt=timezone.now())
+        .exists()
+    ):
         raise InvalidInput({"username": f"{username} is already invited to this study"})
     return Invitation.objects.create(study=study, username=username, created_by=created_by), None
 
@@ -144,8 +146,10 @@ def invitation_revoke(*, invitation: Invitation) -> None:
 def _inputs_of(membership: Membership) -> dict | None:
     """The membership's inputs in bundle shape, or None when it has none."""
     section = selectors.expert_inputs_list(study=membership.study, experts=[membership])[membership.user.get_username()]
-    has_any = section["votes"]["attributes"] or section["votes"]["metrics"] or any(
-        section[key] for key in ("priorities", "ranges", "peer_weights")
+    has_any = (
+        section["votes"]["attributes"]
+        or section["votes"]["metrics"]
+        or any(section[key] for key in ("priorities", "ranges", "peer_weights"))
     )
     return section if has_any else None
 
@@ -171,8 +175,10 @@ def invitation_accept(
                 by = membership.inputs_imported_by
                 importer = by.get_username() if by else "someone else"
                 raise InvalidInput(
-                    {"confirm_inputs": f"must be true: {importer} imported inputs in your name; look them over "
-                     "(the invitation's inputs) and confirm them to accept, or decline"}
+                    {
+                        "confirm_inputs": f"must be true: {importer} imported inputs in your name; look them over "
+                        "(the invitation's inputs) and confirm them to accept, or decline"
+                    }
                 )
             membership.inputs_confirmed_at = now
         membership.status = ACTIVE
@@ -245,7 +251,8 @@ def _input_paths(bundle: dict, username: str) -> list[str]:
         "peer_weights": bundle.get("peer_weights"),
     }
     return [
-        path for path, section in sections.items()
+        path
+        for path, section in sections.items()
         if isinstance(section, dict) and username in section and section[username] not in (None, [], {})
     ]
 
@@ -347,9 +354,11 @@ def _import_experts_trusted(*, study, usernames: list[str], importer) -> dict[st
 
 def invitation_list(*, study):
     """A study's invitations, newest first (the designer's list)."""
-    return Invitation.objects.filter(study=study).select_related(
-        "created_by", "accepted_by", "membership__inputs_imported_by"
-    ).order_by("-created_at", "-id")
+    return (
+        Invitation.objects.filter(study=study)
+        .select_related("created_by", "accepted_by", "membership__inputs_imported_by")
+        .order_by("-created_at", "-id")
+    )
 
 
 def invitation_list_for_user(*, user):

@@ -99,7 +99,9 @@ def _local_check_limits(section: object, *, field: str, items: int, noun: str) -
         return 0
     weights = _counted(section.get("weights"), field=_path(field, "weights"), limit=items, noun=f"{noun} weights")
     return weights + _counted(
-        section.get("judgments"), field=_path(field, "judgments"), limit=judgments_max(items),
+        section.get("judgments"),
+        field=_path(field, "judgments"),
+        limit=judgments_max(items),
         noun=f"judgments (one per pair of {items} {noun}s)",
     )
 
@@ -115,7 +117,9 @@ def priorities_check_limits(
     if not isinstance(priorities, dict):
         return entries
     local = check_size(
-        priorities.get("metric_priorities"), field=_path(field, "metric_priorities"), limit=attributes,
+        priorities.get("metric_priorities"),
+        field=_path(field, "metric_priorities"),
+        limit=attributes,
         noun="attributes with metric priorities",
     )
     if isinstance(local, dict):

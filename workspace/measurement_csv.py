@@ -124,9 +124,7 @@ def _header(header: list[str], metrics: Collection[str], errors: _Errors) -> tup
     return False, ["candidate", *columns[1:]]
 
 
-def measurements_parse(
-    text: str, *, candidates: Collection[str], metrics: Collection[str], max_rows: int
-) -> list[Row]:
+def measurements_parse(text: str, *, candidates: Collection[str], metrics: Collection[str], max_rows: int) -> list[Row]:
     """Every measurement of ``text``, in its order; ``CsvRefused`` listing
     every problem otherwise (names must be the study's ``candidates`` and
     ``metrics``; at most ``max_rows`` measurements)."""

@@ -36,9 +36,7 @@ class Study(models.Model):
     # "At least c votes" selects an item (METHOD.md section 2, Decision).
     attribute_threshold = models.PositiveIntegerField(default=1)
     metric_threshold = models.PositiveIntegerField(default=0)
-    designer = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="designed_studies"
-    )
+    designer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="designed_studies")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -65,6 +63,7 @@ class Membership(models.Model):
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+
     class Status(models.TextChoices):
         ACTIVE = "active", "Active"
         # Made an expert by someone else's import: not theirs, and their
@@ -74,7 +73,11 @@ class Membership(models.Model):
     role = models.CharField(max_length=20, choices=Role.choices)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
     inputs_imported_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
         help_text="who imported this expert's inputs in their name (null: entered by the expert, or the command line)",
     )
     inputs_confirmed_at = models.DateTimeField(null=True, blank=True)
@@ -84,9 +87,7 @@ class Membership(models.Model):
         ordering = ["study", "role", "id"]
         constraints = [
             models.UniqueConstraint(fields=["study", "user", "role"], name="membership_unique_role"),
-            models.UniqueConstraint(
-                fields=["study"], condition=Q(role="designer"), name="membership_one_designer"
-            ),
+            models.UniqueConstraint(fields=["study"], condition=Q(role="designer"), name="membership_one_designer"),
             models.CheckConstraint(condition=Q(role__in=["designer", "expert"]), name="membership_role_valid"),
             models.CheckConstraint(condition=Q(status__in=["active", "pending"]), name="membership_status_valid"),
             models.CheckConstraint(
@@ -324,7 +325,9 @@ class AttributePrioritisation(PrioritisationBase):
     expert = models.OneToOneField(Membership, on_delete=models.CASCADE, related_name="attribute_prioritisation")
 
     class Meta:
-        constraints = [models.CheckConstraint(condition=Q(method__in=Method.values), name="attribute_prio_method_valid")]
+        constraints = [
+            models.CheckConstraint(condition=Q(method__in=Method.values), name="attribute_prio_method_valid")
+        ]
 
     def __str__(self):
         return f"{self.expert.user} ({self.method})"

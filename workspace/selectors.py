@@ -362,9 +362,7 @@ def expert_progress_annotate(memberships: QuerySet[Membership]) -> QuerySet[Memb
     - ``peers_rated`` / ``experts_total``: peer weights given, and the
       study's experts (complete when equal: one weight per expert).
     """
-    needed = Metric.objects.filter(
-        study=OuterRef("study_id"), is_selected=True, default_least_acceptable__isnull=True
-    )
+    needed = Metric.objects.filter(study=OuterRef("study_id"), is_selected=True, default_least_acceptable__isnull=True)
     ranged = AcceptableRange.objects.filter(expert=OuterRef(OuterRef("pk")), metric=OuterRef("pk"))
     prioritisation = AttributePrioritisation.objects.filter(expert=OuterRef("pk"))
     return memberships.annotate(
@@ -428,9 +426,7 @@ def study_setup_get(*, study: Study) -> dict[str, Any]:
     attribute, as ``selected_metrics``) and ``candidate_count``: three
     queries."""
     attributes = list(QualityAttribute.objects.filter(study=study).order_by("position", "id"))
-    metrics = list(
-        Metric.objects.filter(study=study).order_by("attribute__position", "attribute_id", "position", "id")
-    )
+    metrics = list(Metric.objects.filter(study=study).order_by("attribute__position", "attribute_id", "position", "id"))
     per_attribute = {}
     for metric in metrics:
         per_attribute.setdefault(metric.attribute_id, []).append(metric)
@@ -454,6 +450,7 @@ def run_get(*, run_id: int, user: User) -> Run:
     otherwise), with its results but without its snapshot: one query."""
     visible = studies_visible_to(user)
     return Run.objects.select_related("launched_by").defer("snapshot").get(pk=run_id, study__in=visible)
+
 
 # --- pages: discussion ------------------------------------------------------------------
 

@@ -58,7 +58,8 @@ urlpatterns = [
     path("studies/<int:study_id>/setup/<str:kind>/add/", designer.setup_item_add, name="setup_item_add"),
     path("studies/<int:study_id>/setup/<str:kind>/<int:pk>/", designer.setup_item_edit, name="setup_item_edit"),
     path(
-        "studies/<int:study_id>/setup/<str:kind>/<int:pk>/remove/", designer.setup_item_remove,
+        "studies/<int:study_id>/setup/<str:kind>/<int:pk>/remove/",
+        designer.setup_item_remove,
         name="setup_item_remove",
     ),
     path("studies/<int:study_id>/measurements/", designer.measurements_page, name="study_measurements"),
@@ -68,7 +69,8 @@ urlpatterns = [
     path("studies/<int:study_id>/experts/link/", designer.invitation_link_create, name="invitation_link_create"),
     path("studies/<int:study_id>/experts/remind/", designer.reminders_send, name="reminders_send"),
     path(
-        "studies/<int:study_id>/experts/invitations/<int:pk>/revoke/", designer.invitation_revoke,
+        "studies/<int:study_id>/experts/invitations/<int:pk>/revoke/",
+        designer.invitation_revoke,
         name="invitation_revoke",
     ),
     path("studies/<int:study_id>/experts/<str:username>/remove/", designer.expert_remove, name="expert_remove"),

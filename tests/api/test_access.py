@@ -299,64 +299,144 @@ ROWS = [
     Row("study-delete", "delete", S + "/", 403, 204, check=_deleted),
     Row("export", "get", S + "/export/", 403, 200, check=_exported),
     Row(
-        "transition", "post", S + "/transitions/", 403,
+        "transition",
+        "post",
+        S + "/transitions/",
+        403,
         # Assessment cannot close: the experts have given no inputs yet.
         {Phase.DRAFT: 200, Phase.VOTING: 200, Phase.ASSESSMENT: 409, Phase.CLOSED: 200},
-        body={phase: {"to": to} for phase, to in NEXT_PHASE.items()}, per_phase=True, check=_moved,
+        body={phase: {"to": to} for phase, to in NEXT_PHASE.items()},
+        per_phase=True,
+        check=_moved,
     ),
     Row("members-get", "get", S + "/members/", 200, 200, check=_members),
-    Row("members-post", "post", S + "/members/", 403, only([Phase.DRAFT], 202), body={"username": "charlie"}, check=_member_invited),
+    Row(
+        "members-post",
+        "post",
+        S + "/members/",
+        403,
+        only([Phase.DRAFT], 202),
+        body={"username": "charlie"},
+        check=_member_invited,
+    ),
     Row("member-delete", "delete", S + "/members/carol/", 403, only([Phase.DRAFT], 204), check=_member_removed),
     Row("attributes-get", "get", S + "/attributes/", 200, 200, check=_attributes),
     Row(
-        "attributes-post", "post", S + "/attributes/", 403, only([Phase.DRAFT], 201),
-        body={"name": "Robustness", "kind": "complementary"}, check=_attribute_added,
+        "attributes-post",
+        "post",
+        S + "/attributes/",
+        403,
+        only([Phase.DRAFT], 201),
+        body={"name": "Robustness", "kind": "complementary"},
+        check=_attribute_added,
     ),
     Row(
-        "attribute-patch", "patch", S + "/attributes/{attribute}/", 403, only([Phase.DRAFT], 200),
-        body={"description": "changed"}, check=_attribute_changed,
+        "attribute-patch",
+        "patch",
+        S + "/attributes/{attribute}/",
+        403,
+        only([Phase.DRAFT], 200),
+        body={"description": "changed"},
+        check=_attribute_changed,
     ),
-    Row("attribute-delete", "delete", S + "/attributes/{attribute}/", 403, only([Phase.DRAFT], 204), check=_attribute_removed),
+    Row(
+        "attribute-delete",
+        "delete",
+        S + "/attributes/{attribute}/",
+        403,
+        only([Phase.DRAFT], 204),
+        check=_attribute_removed,
+    ),
     Row("metrics-get", "get", S + "/metrics/", 200, 200, check=_metrics),
     Row(
-        "metrics-post", "post", S + "/metrics/", 403, only([Phase.DRAFT], 201),
-        body={"name": "Kappa", "attribute": "Accuracy", "default_range": [0.2, 0.8]}, check=_metric_added,
+        "metrics-post",
+        "post",
+        S + "/metrics/",
+        403,
+        only([Phase.DRAFT], 201),
+        body={"name": "Kappa", "attribute": "Accuracy", "default_range": [0.2, 0.8]},
+        check=_metric_added,
     ),
     # A default range may change until assessment starts (experts fall back on it).
     Row(
-        "metric-patch", "patch", S + "/metrics/{metric}/", 403, only([Phase.DRAFT, Phase.VOTING], 200),
-        body={"default_range": [0.7, 0.99]}, check=_metric_changed,
+        "metric-patch",
+        "patch",
+        S + "/metrics/{metric}/",
+        403,
+        only([Phase.DRAFT, Phase.VOTING], 200),
+        body={"default_range": [0.7, 0.99]},
+        check=_metric_changed,
     ),
-    Row("metric-delete", "delete", S + "/metrics/{unvoted_metric}/", 403, only([Phase.DRAFT], 204), check=_metric_removed),
+    Row(
+        "metric-delete",
+        "delete",
+        S + "/metrics/{unvoted_metric}/",
+        403,
+        only([Phase.DRAFT], 204),
+        check=_metric_removed,
+    ),
     Row("candidates-get", "get", S + "/candidates/", 200, 200, check=_candidates),
     # Candidates and measurements are the designer's, in any phase.
     Row("candidates-post", "post", S + "/candidates/", 403, 201, body={"name": "NaiveBayes"}, check=_candidate_added),
     Row(
-        "candidate-patch", "patch", S + "/candidates/{candidate}/", 403, 200,
-        body={"description": "changed"}, check=_candidate_changed,
+        "candidate-patch",
+        "patch",
+        S + "/candidates/{candidate}/",
+        403,
+        200,
+        body={"description": "changed"},
+        check=_candidate_changed,
     ),
     Row("candidate-delete", "delete", S + "/candidates/{candidate}/", 403, 204, check=_candidate_removed),
     Row("measurements-get", "get", S + "/measurements/", 200, 200, check=_measurements),
     Row(
-        "measurements-put", "put", S + "/measurements/", 403, 200,
-        body=[{"candidate": "J48", "metric": "AUC", "value": 0.91}], check=_measurements_set,
+        "measurements-put",
+        "put",
+        S + "/measurements/",
+        403,
+        200,
+        body=[{"candidate": "J48", "metric": "AUC", "value": 0.91}],
+        check=_measurements_set,
     ),
     Row("votes-get", "get", S + "/my/votes/", 200, 403, check=_my_votes),
     Row(
-        "votes-put", "put", S + "/my/votes/", only([Phase.VOTING], 200), 403,
-        body={"attributes": ["Flexibility"], "metrics": []}, check=_votes_set,
+        "votes-put",
+        "put",
+        S + "/my/votes/",
+        only([Phase.VOTING], 200),
+        403,
+        body={"attributes": ["Flexibility"], "metrics": []},
+        check=_votes_set,
     ),
     Row("priorities-get", "get", S + "/my/priorities/", 200, 403, check=_my_priorities),
     Row(
-        "priorities-put", "put", S + "/my/priorities/", only([Phase.ASSESSMENT], 200), 403,
-        body=DIRECT_WEIGHTS, check=_priorities_set,
+        "priorities-put",
+        "put",
+        S + "/my/priorities/",
+        only([Phase.ASSESSMENT], 200),
+        403,
+        body=DIRECT_WEIGHTS,
+        check=_priorities_set,
     ),
     Row("ranges-get", "get", S + "/my/ranges/", 200, 403, check=_my_ranges),
-    Row("ranges-put", "put", S + "/my/ranges/", only([Phase.ASSESSMENT], 200), 403, body={"AUC": [0.6, 0.9]}, check=_ranges_set),
+    Row(
+        "ranges-put",
+        "put",
+        S + "/my/ranges/",
+        only([Phase.ASSESSMENT], 200),
+        403,
+        body={"AUC": [0.6, 0.9]},
+        check=_ranges_set,
+    ),
     Row("peer-weights-get", "get", S + "/my/peer-weights/", 200, 403, check=_my_peer_weights),
     Row(
-        "peer-weights-put", "put", S + "/my/peer-weights/", only([Phase.ASSESSMENT], 200), 403,
-        body={"bob": 0.5, "carol": 0.5}, check=_peer_weights_set,
+        "peer-weights-put",
+        "put",
+        S + "/my/peer-weights/",
+        only([Phase.ASSESSMENT], 200),
+        403,
+        body={"bob": 0.5, "carol": 0.5},
+        check=_peer_weights_set,
     ),
     # Only the designer reads an expert's inputs, even the expert's own here.
     Row("inputs-own", "get", S + "/inputs/bob/", 403, 200, check=_inputs_of("bob")),
@@ -365,7 +445,9 @@ ROWS = [
     Row("runs-post", "post", S + "/runs/", 403, only([Phase.CLOSED], 202), check=_launched),
     Row("run-get", "get", API + "/runs/{run}/", 200, 200, phases=(Phase.CLOSED,), check=_run),
     Row("run-results", "get", API + "/runs/{run}/results/", 200, 200, phases=(Phase.CLOSED,), check=_results),
-    Row("run-scores", "get", API + "/runs/{run}/candidates/J48/scores/", 200, 200, phases=(Phase.CLOSED,), check=_scores),
+    Row(
+        "run-scores", "get", API + "/runs/{run}/candidates/J48/scores/", 200, 200, phases=(Phase.CLOSED,), check=_scores
+    ),
 ]
 CASES = [pytest.param(row, phase, id=f"{row.id}-{phase}") for row in ROWS for phase in row.phases]
 
@@ -432,7 +514,12 @@ def assert_refusal(response, status, row, phase):
 def test_access_matrix(row, phase, world, clients):
     w = world(phase)
     url, body = w.url(row.path), row.payload(phase)
-    expected = {"anonymous": 401, "charlie": 404, "bob": row.expected("bob", phase), "alice": row.expected("alice", phase)}
+    expected = {
+        "anonymous": 401,
+        "charlie": 404,
+        "bob": row.expected("bob", phase),
+        "alice": row.expected("alice", phase),
+    }
     # Writes that succeed come last (bob's own inputs, then the designer's changes).
     for actor in ("anonymous", "charlie", "bob", "alice"):
         response = send(clients[actor], row.method, url, body)
@@ -484,7 +571,12 @@ def test_any_user_may_create_and_import_studies_and_becomes_their_designer(clien
     imported = charlie.post(API + "/studies/import/", case_study, format="json")
     assert imported.status_code == 201, imported.content
     assert imported.json()["experts"] == []
-    assert [i["username"] for i in imported.json()["invitations"]] == ["statistician", "informatician", "researcher", "clinician"]
+    assert [i["username"] for i in imported.json()["invitations"]] == [
+        "statistician",
+        "informatician",
+        "researcher",
+        "clinician",
+    ]
     assert Study.objects.get(pk=imported.json()["id"]).designer.username == "charlie"
     # Nobody imports a study in someone else's name.
     case_study["designer"] = "alice"
@@ -563,7 +655,10 @@ def test_404_for_an_outsider_is_the_same_as_for_a_study_that_does_not_exist(secr
         a, b = charlie.get(API + existing), charlie.get(API + missing)
         assert (a.status_code, a.json()) == (b.status_code, b.json()) == (404, b.json())
         # A write with a bad body tells nothing more: the payload is never looked at.
-        c, d = charlie.put(API + existing, {"attributes": 7}, format="json"), charlie.put(API + missing, {"attributes": 7}, format="json")
+        c, d = (
+            charlie.put(API + existing, {"attributes": 7}, format="json"),
+            charlie.put(API + missing, {"attributes": 7}, format="json"),
+        )
         assert (c.status_code, c.json()) == (d.status_code, d.json())
         assert c.status_code in (404, 405)
 
@@ -579,10 +674,19 @@ CAROL_PEER_WEIGHTS = {"bob": 0.3172, "carol": 0.6828}
 CAROL_MARKERS = ["0.4171", "0.3329", "0.7313", "0.9137", "58.61937", "1.773917", "0.3172", "0.6828"]
 # Endpoints bob may read; the results (which aggregate everyone) are not in this list.
 BOB_READS = [
-    "/studies/", "/studies/{study}/", "/studies/{study}/members/", "/studies/{study}/attributes/",
-    "/studies/{study}/metrics/", "/studies/{study}/candidates/", "/studies/{study}/measurements/",
-    "/studies/{study}/my/votes/", "/studies/{study}/my/priorities/", "/studies/{study}/my/ranges/",
-    "/studies/{study}/my/peer-weights/", "/studies/{study}/runs/", "/auth/tokens/",
+    "/studies/",
+    "/studies/{study}/",
+    "/studies/{study}/members/",
+    "/studies/{study}/attributes/",
+    "/studies/{study}/metrics/",
+    "/studies/{study}/candidates/",
+    "/studies/{study}/measurements/",
+    "/studies/{study}/my/votes/",
+    "/studies/{study}/my/priorities/",
+    "/studies/{study}/my/ranges/",
+    "/studies/{study}/my/peer-weights/",
+    "/studies/{study}/runs/",
+    "/auth/tokens/",
 ]
 # Endpoints bob may not read: they must refuse without a body that leaks.
 BOB_REFUSED = ["/studies/{study}/inputs/carol/", "/studies/{study}/export/"]
@@ -674,45 +778,91 @@ INVALID = [
     # (phase, actor, method, path, body, expected errors)
     (Phase.DRAFT, "alice", "post", "/studies/", {"title": ""}, {"title": ["This field may not be blank."]}),
     (
-        Phase.DRAFT, "alice", "post", "/studies/{study}/metrics/", {"name": "Kappa", "attribute": "Nope"},
+        Phase.DRAFT,
+        "alice",
+        "post",
+        "/studies/{study}/metrics/",
+        {"name": "Kappa", "attribute": "Nope"},
         {"attribute": ["no attribute named 'Nope' in this study"]},
     ),
     (
-        Phase.DRAFT, "alice", "post", "/studies/{study}/metrics/",
+        Phase.DRAFT,
+        "alice",
+        "post",
+        "/studies/{study}/metrics/",
         {"name": "Kappa", "attribute": "Accuracy", "default_range": [0.9, 0.1]},
-        {"default_range": ["higher is better, so the least acceptable value (0.9) must be below the desired value (0.1)"]},
+        {
+            "default_range": [
+                "higher is better, so the least acceptable value (0.9) must be below the desired value (0.1)"
+            ]
+        },
     ),
     (
-        Phase.DRAFT, "alice", "post", "/studies/{study}/attributes/", {"name": "Accuracy"},
+        Phase.DRAFT,
+        "alice",
+        "post",
+        "/studies/{study}/attributes/",
+        {"name": "Accuracy"},
         {"name": ["quality attribute 'Accuracy' already exists in this study"]},
     ),
     (
-        Phase.DRAFT, "alice", "post", "/studies/{study}/members/", {"username": "bob"},
+        Phase.DRAFT,
+        "alice",
+        "post",
+        "/studies/{study}/members/",
+        {"username": "bob"},
         {"username": ["bob is already an expert of this study"]},
     ),
     (
-        Phase.DRAFT, "alice", "put", "/studies/{study}/measurements/",
-        [{"candidate": "J48", "metric": "AUC", "value": 0.5}, {"candidate": "J48", "metric": "AUC", "value": "high"},
-         {"candidate": "C4.5", "metric": "AUC", "value": 1}],
+        Phase.DRAFT,
+        "alice",
+        "put",
+        "/studies/{study}/measurements/",
+        [
+            {"candidate": "J48", "metric": "AUC", "value": 0.5},
+            {"candidate": "J48", "metric": "AUC", "value": "high"},
+            {"candidate": "C4.5", "metric": "AUC", "value": 1},
+        ],
         {
             "measurements[1].value": ["must be a number, got 'high'"],
             "measurements[2].candidate": ["no candidate named 'C4.5' in this study"],
         },
     ),
     (
-        Phase.DRAFT, "alice", "post", "/studies/{study}/transitions/", {"to": "archived"},
+        Phase.DRAFT,
+        "alice",
+        "post",
+        "/studies/{study}/transitions/",
+        {"to": "archived"},
         {"to": ['"archived" is not a valid choice.']},
     ),
     (
-        Phase.VOTING, "bob", "put", "/studies/{study}/my/votes/", {"attributes": ["Accuracy", "Nope"]},
-        {"attributes": ["'Accuracy' is a main attribute, always selected: no vote needed", "no attribute named 'Nope' in this study"]},
+        Phase.VOTING,
+        "bob",
+        "put",
+        "/studies/{study}/my/votes/",
+        {"attributes": ["Accuracy", "Nope"]},
+        {
+            "attributes": [
+                "'Accuracy' is a main attribute, always selected: no vote needed",
+                "no attribute named 'Nope' in this study",
+            ]
+        },
     ),
     (
-        Phase.ASSESSMENT, "bob", "put", "/studies/{study}/my/peer-weights/", {"bob": 0.6, "carol": 0.3},
+        Phase.ASSESSMENT,
+        "bob",
+        "put",
+        "/studies/{study}/my/peer-weights/",
+        {"bob": 0.6, "carol": 0.3},
         {"weights": ["row sums to 0.9, must be 1"]},
     ),
     (
-        Phase.ASSESSMENT, "bob", "put", "/studies/{study}/my/peer-weights/", {"bob": 0, "carol": 1, "charlie": 0.5},
+        Phase.ASSESSMENT,
+        "bob",
+        "put",
+        "/studies/{study}/my/peer-weights/",
+        {"bob": 0, "carol": 1, "charlie": 0.5},
         {
             "weights.bob": ["must be positive (no expert may silence another), got 0"],
             "weights.carol": ["must be below 1, got 1"],
@@ -720,29 +870,48 @@ INVALID = [
         },
     ),
     (
-        Phase.ASSESSMENT, "bob", "put", "/studies/{study}/my/priorities/",
+        Phase.ASSESSMENT,
+        "bob",
+        "put",
+        "/studies/{study}/my/priorities/",
         {"method": "direct", "weights": {"Accuracy": -1, "Consistency": 1}},
         {"weights": ["missing weights for Efficiency"], "weights.Accuracy": ["must be positive, got -1"]},
     ),
     (
-        Phase.ASSESSMENT, "bob", "put", "/studies/{study}/my/priorities/",
+        Phase.ASSESSMENT,
+        "bob",
+        "put",
+        "/studies/{study}/my/priorities/",
         {"method": "ahp", "judgments": [["Accuracy", "Consistency", 12], ["Accuracy", "Efficiency"]]},
         {"judgments[0]": ["value 12 is outside the scale 1/9..9"], "judgments[1]": ["must be [row, column, value]"]},
     ),
     (
-        Phase.ASSESSMENT, "bob", "put", "/studies/{study}/my/priorities/",
+        Phase.ASSESSMENT,
+        "bob",
+        "put",
+        "/studies/{study}/my/priorities/",
         {"method": "direct", "weights": {"Accuracy": 1, "Consistency": 1, "Efficiency": 1}, "colour": "red"},
         {"colour": ["is not a field of a prioritisation"]},
     ),
     (
-        Phase.ASSESSMENT, "bob", "put", "/studies/{study}/my/ranges/", {"AUC": [0.9, 0.6], "Flexibility score": [1, 2]},
+        Phase.ASSESSMENT,
+        "bob",
+        "put",
+        "/studies/{study}/my/ranges/",
+        {"AUC": [0.9, 0.6], "Flexibility score": [1, 2]},
         {
-            "ranges.AUC": ["higher is better, so the least acceptable value (0.9) must be below the desired value (0.6)"],
+            "ranges.AUC": [
+                "higher is better, so the least acceptable value (0.9) must be below the desired value (0.6)"
+            ],
             "ranges.Flexibility score": ["not a selected metric of this study"],
         },
     ),
     (
-        Phase.ASSESSMENT, "bob", "put", "/studies/{study}/my/ranges/", ["AUC", 0.9],
+        Phase.ASSESSMENT,
+        "bob",
+        "put",
+        "/studies/{study}/my/ranges/",
+        ["AUC", 0.9],
         {"non_field_errors": ["The body must be an object {metric: [least acceptable, desired]}."]},
     ),
 ]
@@ -788,41 +957,97 @@ REFUSED_WRITES = [
     (Phase.DRAFT, "anonymous", "post", "/studies/{study}/attributes/", {"name": "X"}, 401, "not provided"),
     (Phase.DRAFT, "charlie", "patch", "/studies/{study}/", {"title": "Mine now"}, 404, "No such study."),
     (Phase.DRAFT, "charlie", "delete", "/studies/{study}/", None, 404, "No such study."),
-    (Phase.DRAFT, "bob", "post", "/studies/{study}/attributes/", {"name": "X"}, 403, "Only the study's designer can add attributes."),
+    (
+        Phase.DRAFT,
+        "bob",
+        "post",
+        "/studies/{study}/attributes/",
+        {"name": "X"},
+        403,
+        "Only the study's designer can add attributes.",
+    ),
     (Phase.DRAFT, "bob", "delete", "/studies/{study}/", None, 403, "Only the study's designer can delete the study."),
     (Phase.DRAFT, "bob", "post", "/studies/{study}/transitions/", {"to": "voting"}, 403, "designer"),
-    (Phase.DRAFT, "alice", "put", "/studies/{study}/my/votes/", {"attributes": []}, 403, "You are not an expert of this study."),
     (
-        Phase.VOTING, "alice", "post", "/studies/{study}/attributes/", {"name": "Robustness"}, 409,
+        Phase.DRAFT,
+        "alice",
+        "put",
+        "/studies/{study}/my/votes/",
+        {"attributes": []},
+        403,
+        "You are not an expert of this study.",
+    ),
+    (
+        Phase.VOTING,
+        "alice",
+        "post",
+        "/studies/{study}/attributes/",
+        {"name": "Robustness"},
+        409,
         "Adding an attribute is only possible in the draft phase; the study is in the voting phase",
     ),
     (
-        Phase.VOTING, "alice", "delete", "/studies/{study}/members/carol/", None, 409,
+        Phase.VOTING,
+        "alice",
+        "delete",
+        "/studies/{study}/members/carol/",
+        None,
+        409,
         "Removing an expert is only possible in the draft phase; the study is in the voting phase",
     ),
     (
-        Phase.DRAFT, "bob", "put", "/studies/{study}/my/votes/", {"attributes": ["Efficiency"]}, 409,
+        Phase.DRAFT,
+        "bob",
+        "put",
+        "/studies/{study}/my/votes/",
+        {"attributes": ["Efficiency"]},
+        409,
         "Voting is only possible in the voting phase; the study is in the draft phase",
     ),
     (
-        Phase.CLOSED, "bob", "put", "/studies/{study}/my/peer-weights/", {"bob": 0.5, "carol": 0.5}, 409,
+        Phase.CLOSED,
+        "bob",
+        "put",
+        "/studies/{study}/my/peer-weights/",
+        {"bob": 0.5, "carol": 0.5},
+        409,
         "Weighting experts is only possible in the assessment phase; the study is in the closed phase",
     ),
     (
-        Phase.ASSESSMENT, "alice", "post", "/studies/{study}/transitions/", {"to": "closed"}, 409,
+        Phase.ASSESSMENT,
+        "alice",
+        "post",
+        "/studies/{study}/transitions/",
+        {"to": "closed"},
+        409,
         "Assessment cannot close, inputs are missing: bob: prioritisation of the attributes, acceptable range for AUC, "
         "weights for fellow experts; carol:",
     ),
-    (Phase.DRAFT, "alice", "post", "/studies/{study}/transitions/", {"to": "closed"}, 409, "A study in the draft phase cannot move to closed."),
     (
-        Phase.ASSESSMENT, "alice", "post", "/studies/{study}/runs/", None, 409,
+        Phase.DRAFT,
+        "alice",
+        "post",
+        "/studies/{study}/transitions/",
+        {"to": "closed"},
+        409,
+        "A study in the draft phase cannot move to closed.",
+    ),
+    (
+        Phase.ASSESSMENT,
+        "alice",
+        "post",
+        "/studies/{study}/runs/",
+        None,
+        409,
         "Validation runs need a closed study; this one is in the assessment phase.",
     ),
 ]
 
 
 @pytest.mark.parametrize("phase, actor, method, path, body, status, detail", REFUSED_WRITES, ids=lambda v: None)
-def test_refused_writes_write_nothing(phase, actor, method, path, body, status, detail, make_study, clients, nothing_written):
+def test_refused_writes_write_nothing(
+    phase, actor, method, path, body, status, detail, make_study, clients, nothing_written
+):
     built = make_study(phase)
     with nothing_written():
         response = send(clients[actor], method, API + path.format(study=built.study.pk), body)

@@ -68,7 +68,9 @@ def test_token_writes_need_no_csrf_token(cast):
 
 
 def create_token(username, password=PASSWORD, name="laptop"):
-    return APIClient().post(API + "/auth/token/", {"username": username, "password": password, "name": name}, format="json")
+    return APIClient().post(
+        API + "/auth/token/", {"username": username, "password": password, "name": name}, format="json"
+    )
 
 
 def test_a_token_is_shown_once_listed_by_prefix_and_revoked(cast):
@@ -137,7 +139,9 @@ def test_bad_credentials_and_inactive_users_get_no_token(cast):
 def test_the_token_endpoint_is_throttled(cast, monkeypatch):
     # DRF reads the rates into this class attribute at import; pin the
     # documented 10 a minute whatever LOGIN_THROTTLE_RATE says.
-    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {**SimpleRateThrottle.THROTTLE_RATES, "login": "10/minute"})
+    monkeypatch.setattr(
+        SimpleRateThrottle, "THROTTLE_RATES", {**SimpleRateThrottle.THROTTLE_RATES, "login": "10/minute"}
+    )
     for attempt in range(10):
         assert create_token("alice", password=f"guess-{attempt}").status_code == 400
     throttled = create_token("alice")  # the right password, but the 11th request
@@ -151,11 +155,15 @@ def test_the_token_endpoint_is_throttled(cast, monkeypatch):
 
 
 def test_a_forged_forwarded_for_header_does_not_escape_the_throttle(cast, monkeypatch):
-    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {**SimpleRateThrottle.THROTTLE_RATES, "login": "10/minute"})
+    monkeypatch.setattr(
+        SimpleRateThrottle, "THROTTLE_RATES", {**SimpleRateThrottle.THROTTLE_RATES, "login": "10/minute"}
+    )
     client = APIClient()
     statuses = [
         client.post(
-            API + "/auth/token/", {"username": "alice", "password": f"guess-{attempt}"}, format="json",
+            API + "/auth/token/",
+            {"username": "alice", "password": f"guess-{attempt}"},
+            format="json",
             HTTP_X_FORWARDED_FOR=f"203.0.113.{attempt}",
         ).status_code
         for attempt in range(12)
@@ -183,7 +191,10 @@ def test_lists_are_paginated_by_50(cast):
     assert beyond.status_code == 404 and beyond.json() == {"detail": "Invalid page."}
     # Another user sees none of them, on any page.
     assert client_with_token(token_key(cast.bob)).get(API + "/studies/").json() == {
-        "count": 0, "next": None, "previous": None, "results": [],
+        "count": 0,
+        "next": None,
+        "previous": None,
+        "results": [],
     }
 
 

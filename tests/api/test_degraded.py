@@ -195,11 +195,23 @@ def test_health_answers_get_and_head_only(client):
 def test_health_is_not_redirected_to_https(client, settings):
     # The production settings (DEBUG off), read in a process of their own.
     production = subprocess.run(
-        [sys.executable, "-c", "import json; from django.conf import settings; "
-         "print(json.dumps([settings.SECURE_SSL_REDIRECT, settings.SECURE_REDIRECT_EXEMPT]))"],
-        env={**os.environ, "DEBUG": "false", "SECRET_KEY": secrets.token_urlsafe(64), "ALLOWED_HOSTS": "example.com",
-             "DJANGO_SETTINGS_MODULE": "approve_site.settings"},
-        capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[2],
+        [
+            sys.executable,
+            "-c",
+            "import json; from django.conf import settings; "
+            "print(json.dumps([settings.SECURE_SSL_REDIRECT, settings.SECURE_REDIRECT_EXEMPT]))",
+        ],
+        env={
+            **os.environ,
+            "DEBUG": "false",
+            "SECRET_KEY": secrets.token_urlsafe(64),
+            "ALLOWED_HOSTS": "example.com",
+            "DJANGO_SETTINGS_MODULE": "approve_site.settings",
+        },
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
     )
     settings.SECURE_SSL_REDIRECT, settings.SECURE_REDIRECT_EXEMPT = json.loads(production.stdout)
     assert settings.SECURE_SSL_REDIRECT is True

@@ -29,8 +29,14 @@ def world(make_study, cast):
     on_auc = services.post_add(study=built.study, author=cast.alice, metric=auc, body="AUC is per fold.")
     base = f"{API}/studies/{built.study.pk}/discussion/"
     return {
-        "built": built, "first": first, "hidden": hidden, "on_auc": on_auc, "dave": dave, "base": base,
-        "accuracy": f"{base}attributes/{accuracy.pk}/", "auc": f"{base}metrics/{auc.pk}/",
+        "built": built,
+        "first": first,
+        "hidden": hidden,
+        "on_auc": on_auc,
+        "dave": dave,
+        "base": base,
+        "accuracy": f"{base}attributes/{accuracy.pk}/",
+        "auc": f"{base}metrics/{auc.pk}/",
     }
 
 
@@ -62,14 +68,20 @@ def test_an_expert_reads_every_thread_without_the_hidden_body(world, clients):
     body = response.json()
     assert [t["name"] for t in body["attributes"]] == ["Accuracy", "Consistency", "Efficiency", "Flexibility"]
     assert [(t["name"], t["attribute"]) for t in body["metrics"]] == [
-        ("Success rate", "Accuracy"), ("AUC", "Accuracy"), ("Fold stdev", "Consistency"),
-        ("Training time", "Efficiency"), ("Flexibility score", "Flexibility"),
+        ("Success rate", "Accuracy"),
+        ("AUC", "Accuracy"),
+        ("Fold stdev", "Consistency"),
+        ("Training time", "Efficiency"),
+        ("Flexibility score", "Flexibility"),
     ]
     accuracy = body["attributes"][0]
     built = world["built"]
     assert {k: accuracy[k] for k in ("kind", "id", "attribute", "anchor", "post_count")} == {
-        "kind": "attribute", "id": built.attributes["Accuracy"].pk, "attribute": None,
-        "anchor": f"attribute-{built.attributes['Accuracy'].pk}", "post_count": 2,
+        "kind": "attribute",
+        "id": built.attributes["Accuracy"].pk,
+        "attribute": None,
+        "anchor": f"attribute-{built.attributes['Accuracy'].pk}",
+        "post_count": 2,
     }
     world["hidden"].refresh_from_db()
     assert accuracy["posts"] == [
@@ -88,7 +100,8 @@ def test_the_designer_reads_the_hidden_body(world, clients):
     assert response.status_code == 200
     posts = response.json()["posts"]
     assert [(p["author"], p["body"], p["hidden"]) for p in posts] == [
-        ("bob", "Accuracy above all.", False), ("carol", "Off-topic rant", True),
+        ("bob", "Accuracy above all.", False),
+        ("carol", "Off-topic rant", True),
     ]
     assert response.json()["name"] == "Accuracy"
 
@@ -102,7 +115,10 @@ def test_one_metric_thread(world, clients):
     response = clients["carol"].get(world["auc"])
     assert response.status_code == 200
     assert {k: response.json()[k] for k in ("kind", "name", "attribute", "post_count")} == {
-        "kind": "metric", "name": "AUC", "attribute": "Accuracy", "post_count": 1,
+        "kind": "metric",
+        "name": "AUC",
+        "attribute": "Accuracy",
+        "post_count": 1,
     }
 
 

@@ -26,7 +26,11 @@ ATTRIBUTES = ["Accuracy", "Consistency", "Comprehensibility"]
 METRICS = ["Success rate", "Fold accuracy stdev", "Comprehensibility rating"]
 # The clinician first tries AHP (the judgments of FORMATS.md), then settles
 # on the direct weights of the case study.
-AHP_JUDGMENTS = [["Accuracy", "Consistency", 3], ["Accuracy", "Comprehensibility", 0.5], ["Consistency", "Comprehensibility", 0.25]]
+AHP_JUDGMENTS = [
+    ["Accuracy", "Consistency", 3],
+    ["Accuracy", "Comprehensibility", 0.5],
+    ["Consistency", "Comprehensibility", 0.25],
+]
 
 
 def ok(response, status=200):
@@ -37,7 +41,12 @@ def ok(response, status=200):
 def login(username):
     """POST /auth/token/ with the password: the key is shown once."""
     anonymous = client_with_token(None)
-    body = ok(anonymous.post(API + "/auth/token/", {"username": username, "password": PASSWORD, "name": "script"}, format="json"), 201)
+    body = ok(
+        anonymous.post(
+            API + "/auth/token/", {"username": username, "password": PASSWORD, "name": "script"}, format="json"
+        ),
+        201,
+    )
     assert len(body["token"]) == 40 and body["prefix"] == body["token"][:8] and body["name"] == "script"
     return client_with_token(body["token"])
 
@@ -73,7 +82,12 @@ def test_case_study_1_through_the_api(people, case_study, quiet_on_commit):
         ),
         201,
     )
-    assert (study["phase"], study["designer"], study["my_roles"], study["experts"]) == ("draft", "designer", ["designer"], [])
+    assert (study["phase"], study["designer"], study["my_roles"], study["experts"]) == (
+        "draft",
+        "designer",
+        ["designer"],
+        [],
+    )
     assert study["selection"] is None
     base = f"{API}/studies/{study['id']}"
 
@@ -84,7 +98,14 @@ def test_case_study_1_through_the_api(people, case_study, quiet_on_commit):
         created = ok(designer.post(base + "/metrics/", metric, format="json"), 201)
         assert {k: created[k] for k in metric} == metric  # default ranges included
     for candidate in case_study["candidates"]:
-        ok(designer.post(base + "/candidates/", {"name": candidate["name"], "description": candidate["description"]}, format="json"), 201)
+        ok(
+            designer.post(
+                base + "/candidates/",
+                {"name": candidate["name"], "description": candidate["description"]},
+                format="json",
+            ),
+            201,
+        )
     measurements = [
         {"candidate": c["name"], "metric": metric, "value": value}
         for c in case_study["candidates"]
@@ -207,7 +228,8 @@ def test_case_study_1_through_the_api(people, case_study, quiet_on_commit):
         # Vetoed by all four experts, on the comprehensibility rating (0 < 6).
         assert sorted(v["expert"] for v in candidate["vetoes"]) == sorted(EXPERTS)
         assert all(
-            (v["metric"], v["value"], v["range"]) == ("Comprehensibility rating", 0, [6, 10]) for v in candidate["vetoes"]
+            (v["metric"], v["value"], v["range"]) == ("Comprehensibility rating", 0, [6, 10])
+            for v in candidate["vetoes"]
         )
     # CEF of the paper's own group scores with the consensus weights (METHOD.md 6.3).
     a = np.array([weights[name] for name in ATTRIBUTES])

@@ -48,7 +48,10 @@ def test_consent_flow_invite_see_accept_or_decline(make_study, clients, cast):
     invitation = mine["results"][0]
     assert invitation["id"] == sent["invitation"]["id"]
     assert (invitation["study"], invitation["invited_by"], invitation["status"], invitation["inputs"]) == (
-        {"id": study, "title": "Choosing a classifier", "designer": "alice"}, "alice", "pending", None,
+        {"id": study, "title": "Choosing a classifier", "designer": "alice"},
+        "alice",
+        "pending",
+        None,
     )
     assert invitation["expires_at"] > invitation["created_at"]
     assert bob.get(f"{API}/studies/{study}/").status_code == 404
@@ -256,4 +259,3 @@ def test_the_invitation_endpoints_are_in_the_schema(clients):
         ("/api/v1/studies/{study_id}/members/", "post", {"201", "202", "400", "409"}),
     ]:
         assert codes <= set(paths[path][method]["responses"]), (path, set(paths[path][method]["responses"]))
-

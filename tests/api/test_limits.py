@@ -266,27 +266,32 @@ PUT_MAX = limits.MEASUREMENTS_PER_PUT_MAX
 LIST_INPUTS = [
     # (phase, path, body, expected errors)
     (
-        Phase.DRAFT, "measurements/",
+        Phase.DRAFT,
+        "measurements/",
         [{"candidate": "J48", "metric": "AUC", "value": 0.5}] * (PUT_MAX + 1),
         {"measurements": [f"too many measurements: {PUT_MAX + 1} given, the limit is {PUT_MAX}"]},
     ),
     (
-        Phase.ASSESSMENT, "my/ranges/",
+        Phase.ASSESSMENT,
+        "my/ranges/",
         {f"metric{i}": [0, 1] for i in range(M + 1)},
         {"ranges": [f"too many ranges: {M + 1} given, the limit is {M}"]},
     ),
     (
-        Phase.ASSESSMENT, "my/peer-weights/",
+        Phase.ASSESSMENT,
+        "my/peer-weights/",
         {f"expert{i}": 0.001 for i in range(E + 1)},
         {"weights": [f"too many peer weights: {E + 1} given, the limit is {E}"]},
     ),
     (
-        Phase.ASSESSMENT, "my/priorities/",
+        Phase.ASSESSMENT,
+        "my/priorities/",
         {"method": "direct", "weights": {f"attribute{i}": 1 for i in range(A + 1)}},
         {"weights": [f"too many attribute weights: {A + 1} given, the limit is {A}"]},
     ),
     (
-        Phase.ASSESSMENT, "my/priorities/",
+        Phase.ASSESSMENT,
+        "my/priorities/",
         {"method": "ahp", "judgments": [["Accuracy", "Consistency", 3]] * (limits.judgments_max(A) + 1)},
         {
             "judgments": [
@@ -296,9 +301,11 @@ LIST_INPUTS = [
         },
     ),
     (
-        Phase.ASSESSMENT, "my/priorities/",
+        Phase.ASSESSMENT,
+        "my/priorities/",
         {
-            "method": "direct", "weights": {"Accuracy": 1, "Consistency": 1, "Efficiency": 1},
+            "method": "direct",
+            "weights": {"Accuracy": 1, "Consistency": 1, "Efficiency": 1},
             "metric_priorities": {"Accuracy": {"method": "direct", "weights": {f"m{i}": 1 for i in range(M + 1)}}},
         },
         {"metric_priorities.Accuracy.weights": [f"too many metric weights: {M + 1} given, the limit is {M}"]},
@@ -359,7 +366,8 @@ BUNDLES_OVER = [
     ),
     (
         small_bundle(
-            attributes=many("a", 1), metrics=many("m", 2),
+            attributes=many("a", 1),
+            metrics=many("m", 2),
             priorities={
                 "bob": {"method": "direct", "metric_priorities": {"a": {"method": "ahp", "judgments": [[]] * 2}}}
             },

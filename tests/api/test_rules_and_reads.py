@@ -113,7 +113,9 @@ def test_a_prioritisation_saved_before_results_were_stored_gets_its_result(make_
 def _write_requests(built):
     study = f"{API}/studies/{built.study.pk}"
     attribute, metric, candidate = (
-        built.attributes["Accuracy"].pk, built.metrics["AUC"].pk, built.candidates["J48"].pk
+        built.attributes["Accuracy"].pk,
+        built.metrics["AUC"].pk,
+        built.candidates["J48"].pk,
     )
     return [
         ("alice", "patch", f"{study}/", {"title": "New", "phase": "closed"}, "phase"),

@@ -151,7 +151,8 @@ def test_every_create_answer_links_to_what_it_made(document: dict) -> None:
         if status in ("201", "202")
     ]
     unlinked = [
-        label for label in creates
+        label
+        for label in creates
         if not document["paths"][label.split()[1]][label.split()[0].lower()]["responses"][label.split()[2]].get("links")
     ]
     assert len(creates) >= 10, creates
@@ -304,8 +305,15 @@ def test_request_schemas_say_unknown_fields_are_refused(api, cast, document):
     refused. The request schemas now say so."""
     schemas = document["components"]["schemas"]
     closed = sorted(name for name, schema in schemas.items() if schema.get("additionalProperties") is False)
-    assert {"StudyWriteRequest", "PatchedStudyWriteRequest", "TransitionRequest", "InvitationWriteRequest",
-            "PrioritiesRequest", "AcceptRequest", "TokenRequestRequest"} <= set(closed), closed
+    assert {
+        "StudyWriteRequest",
+        "PatchedStudyWriteRequest",
+        "TransitionRequest",
+        "InvitationWriteRequest",
+        "PrioritiesRequest",
+        "AcceptRequest",
+        "TokenRequestRequest",
+    } <= set(closed), closed
     # Answers and free-form maps stay open.
     assert "additionalProperties" not in schemas["StudyDetail"]
     assert "additionalProperties" not in schemas["LocalPriorityRequest"]

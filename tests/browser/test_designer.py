@@ -128,8 +128,11 @@ def measure(page: Page, study_id: int, *, screenshots: str) -> None:
     cell.fill("5.9")
     submit(page, "Save measurements")
     expect(page.get_by_label("Training time of JRip")).to_have_value("5.9")
-    values = dict(Measurement.objects.filter(candidate__study_id=study_id).values_list("metric__name", "value")
-                  .filter(candidate__name="JRip"))
+    values = dict(
+        Measurement.objects.filter(candidate__study_id=study_id)
+        .values_list("metric__name", "value")
+        .filter(candidate__name="JRip")
+    )
     assert values == {"Success rate": 0.865, "Training time": 5.9}
     check(page, f"measurements-designer{screenshots}")
 

@@ -19,11 +19,15 @@ def world(make_study, cast):  # noqa: F811  (the imported fixture)
     built = make_study(Phase.ASSESSMENT)
     accuracy = built.attributes["Accuracy"]
     services.post_add(
-        study=built.study, author=cast.carol, attribute=accuracy,
+        study=built.study,
+        author=cast.carol,
+        attribute=accuracy,
         body="Accuracy should weigh most: a wrong diagnosis costs more than a slow one.",
     )
     services.post_add(
-        study=built.study, author=cast.alice, metric=built.metrics["AUC"],
+        study=built.study,
+        author=cast.alice,
+        metric=built.metrics["AUC"],
         body="AUC is computed on each fold, then averaged.",
     )
     return built

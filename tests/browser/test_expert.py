@@ -168,7 +168,8 @@ def test_the_four_steps_without_javascript(page_nojs: Page, make_study) -> None:
         page.get_by_role("button", name="Save my priorities").click()
     expect(page.get_by_text("Your priorities were saved.")).to_be_visible()
     assert inputs_of(built, "carol")["priorities"] == {
-        "method": "direct", "weights": {"Accuracy": 40, "Consistency": 30, "Efficiency": 20, "Flexibility": 10}
+        "method": "direct",
+        "weights": {"Accuracy": 40, "Consistency": 30, "Efficiency": 20, "Flexibility": 10},
     }
     screenshot(page, "expert-priorities-nojs")
 

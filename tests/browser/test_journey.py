@@ -179,7 +179,10 @@ def designer_sets_it_up(page: Page, study: Study) -> None:
     check(page, "setup")
     attributes = dict(study.attributes.values_list("name", "kind"))
     assert attributes == {
-        "Accuracy": "main", "Efficiency": "main", "Consistency": "main", "Flexibility": "complementary"
+        "Accuracy": "main",
+        "Efficiency": "main",
+        "Consistency": "main",
+        "Flexibility": "complementary",
     }
     metrics = {
         m.name: (m.attribute.name, m.better, tuple(m.default_range)) for m in study.metrics.select_related("attribute")
@@ -328,11 +331,12 @@ def frank_repairs_an_inconsistent_ahp(page: Page, study: Study) -> None:
     assert repaired_ratio <= 0.1
     expect(verdict).to_have_attribute("data-consistency", "consistent")
     expect(verdict).to_contain_text(f"Judgments: consistent (CR {repaired_ratio:.2f} ≤ 0.10)")
-    expect(page.get_by_role("radio", name=ahp_label(order, "Accuracy", "Efficiency", suggested), exact=True)) \
-        .to_be_checked()
-    assert not AttributePrioritisation.objects.filter(expert__study=study).exclude(
-        expert__user__username="erin"
-    ).exists(), "nothing of frank's is saved before Save"
+    expect(
+        page.get_by_role("radio", name=ahp_label(order, "Accuracy", "Efficiency", suggested), exact=True)
+    ).to_be_checked()
+    assert (
+        not AttributePrioritisation.objects.filter(expert__study=study).exclude(expert__user__username="erin").exists()
+    ), "nothing of frank's is saved before Save"
     check(page, "priorities-ahp-repaired", scan=False)  # the same page as scanned above
 
     saved(page, "Save my priorities", "Your priorities were saved.")
@@ -424,7 +428,10 @@ def test_a_study_from_creation_to_a_succeeded_run(
     expect(grid.locator(".badge", has_text=re.compile("missing", re.I))).to_have_count(0)
     check(designer, "home-designer-assessment")
     change_phase(
-        designer, "Close assessment", "Close the assessment?", "The assessment is closed: inputs are frozen.",
+        designer,
+        "Close assessment",
+        "Close the assessment?",
+        "The assessment is closed: inputs are frozen.",
         name="close-assessment",
     )
     tab(designer, "Runs")

@@ -34,8 +34,12 @@ def probe(**env):
     variables = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
     clean = {k: v for k, v in os.environ.items() if k not in variables}
     result = subprocess.run(
-        [sys.executable, "-c", PROBE], env={**clean, "DJANGO_SETTINGS_MODULE": "approve_site.settings", **env},
-        cwd=ROOT, capture_output=True, text=True, check=True,
+        [sys.executable, "-c", PROBE],
+        env={**clean, "DJANGO_SETTINGS_MODULE": "approve_site.settings", **env},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(result.stdout)
 

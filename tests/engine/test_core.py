@@ -65,10 +65,7 @@ def literal_evaluation(weights, peer_weights, lower, upper, measurements):
     group_scores, weighted_scores, cef, vetoed = [], [], [], []
     for measured in measurements:
         scores = np.array(
-            [
-                [literal_individual_score(measured[j], lower[i][j], upper[i][j]) for j in range(n)]
-                for i in range(k)
-            ]
+            [[literal_individual_score(measured[j], lower[i][j], upper[i][j]) for j in range(n)] for i in range(k)]
         )
         group, _ = aggregate_literal(peer_weights, scores)
         weighted = float(sum(metric_weights[j] * group[j] for j in range(n)))
@@ -148,9 +145,7 @@ def test_case_study_1_vetoes_zero_comprehensibility():
     assert result.cef[0] == pytest.approx(result.metric_weights @ [2 / 3, 0.5, 0.25])
     assert result.cef[1] == 0.0
     assert result.weighted_scores[1] > 0.0
-    assert vetoes_for(CASE_1_LOWER, CASE_1_UPPER, measurements[1]) == [
-        (0, 2), (1, 2), (2, 2), (3, 2)
-    ]
+    assert vetoes_for(CASE_1_LOWER, CASE_1_UPPER, measurements[1]) == [(0, 2), (1, 2), (2, 2), (3, 2)]
 
 
 def test_section_4_example_lower_is_better():
@@ -212,9 +207,7 @@ def test_underflowing_score_is_not_a_veto():
     scores = individual_scores(lower, upper, measured)
     assert scores[0, 0] > 0.0
     assert vetoes_for(lower, upper, measured) == []
-    result = evaluate(
-        weights=[[1.0]], peer_weights=[[1.0]], lower=lower, upper=upper, measurements=[measured]
-    )
+    result = evaluate(weights=[[1.0]], peer_weights=[[1.0]], lower=lower, upper=upper, measurements=[measured])
     assert not result.vetoed[0]
 
 
@@ -296,9 +289,9 @@ def test_literal_aggregation_gives_up_with_a_clear_error():
 def test_layers_needed_depends_on_the_values_and_matches_aggregate_literal():
     agreeing = np.tile([0.2, 0.8], (4, 1))
     assert layers_needed(CASE_1_PEER_WEIGHTS, agreeing) == 0
-    assert layers_needed(CASE_1_PEER_WEIGHTS, CASE_1_WEIGHTS) == aggregate_literal(
-        CASE_1_PEER_WEIGHTS, CASE_1_WEIGHTS
-    )[1]
+    assert (
+        layers_needed(CASE_1_PEER_WEIGHTS, CASE_1_WEIGHTS) == aggregate_literal(CASE_1_PEER_WEIGHTS, CASE_1_WEIGHTS)[1]
+    )
     # A looser tolerance never needs more layers.
     assert layers_needed(CASE_1_PEER_WEIGHTS, CASE_1_WEIGHTS, tolerance=1e-3) < layers_needed(
         CASE_1_PEER_WEIGHTS, CASE_1_WEIGHTS
@@ -345,54 +338,84 @@ INVALID_INPUTS = [
     # Shapes.
     ("weights 1-D", replaced("weights", [0.5, 0.5]), r"weights must be a 2-D array"),
     ("weights empty", replaced("weights", np.empty((0, 3))), r"weights must have at least one"),
-    ("weights other k", replaced("weights", CASE_1_WEIGHTS[:3]),
-     r"peer_weights must have shape \(3, 3\) .*got \(4, 4\)"),
-    ("peer_weights not square", replaced("peer_weights", CASE_1_PEER_WEIGHTS[:, :3]),
-     r"peer_weights must have shape \(4, 4\) .*got \(4, 3\)"),
-    ("peer_weights 3-D", replaced("peer_weights", CASE_1_PEER_WEIGHTS[None]),
-     r"peer_weights must be a 2-D array"),
-    ("lower wrong shape", replaced("lower", CASE_1_LOWER[:, :2]),
-     r"lower must have shape \(4, 3\) .*got \(4, 2\)"),
-    ("upper wrong shape", replaced("upper", CASE_1_UPPER[:3]),
-     r"upper must have shape \(4, 3\) .*got \(3, 3\)"),
-    ("measurements wrong width", replaced("measurements", np.ones((2, 4))),
-     r"measurements must have shape \(m, 3\) .*got \(2, 4\)"),
-    ("measurements 1-D", replaced("measurements", [0.9, 0.1, 7.0]),
-     r"measurements must be a 2-D array"),
-    ("measurements ragged", replaced("measurements", [[0.9, 0.1, 7.0], [0.9]]),
-     r"measurements must be a 2-D array of numbers"),
+    (
+        "weights other k",
+        replaced("weights", CASE_1_WEIGHTS[:3]),
+        r"peer_weights must have shape \(3, 3\) .*got \(4, 4\)",
+    ),
+    (
+        "peer_weights not square",
+        replaced("peer_weights", CASE_1_PEER_WEIGHTS[:, :3]),
+        r"peer_weights must have shape \(4, 4\) .*got \(4, 3\)",
+    ),
+    ("peer_weights 3-D", replaced("peer_weights", CASE_1_PEER_WEIGHTS[None]), r"peer_weights must be a 2-D array"),
+    ("lower wrong shape", replaced("lower", CASE_1_LOWER[:, :2]), r"lower must have shape \(4, 3\) .*got \(4, 2\)"),
+    ("upper wrong shape", replaced("upper", CASE_1_UPPER[:3]), r"upper must have shape \(4, 3\) .*got \(3, 3\)"),
+    (
+        "measurements wrong width",
+        replaced("measurements", np.ones((2, 4))),
+        r"measurements must have shape \(m, 3\) .*got \(2, 4\)",
+    ),
+    ("measurements 1-D", replaced("measurements", [0.9, 0.1, 7.0]), r"measurements must be a 2-D array"),
+    (
+        "measurements ragged",
+        replaced("measurements", [[0.9, 0.1, 7.0], [0.9]]),
+        r"measurements must be a 2-D array of numbers",
+    ),
     # Not finite.
     ("NaN in weights", with_entry("weights", (1, 2), np.nan), r"weights contains NaN or infinity at \(1, 2\)"),
-    ("NaN in peer_weights", with_entry("peer_weights", (2, 0), np.nan),
-     r"peer_weights contains NaN or infinity at \(2, 0\)"),
+    (
+        "NaN in peer_weights",
+        with_entry("peer_weights", (2, 0), np.nan),
+        r"peer_weights contains NaN or infinity at \(2, 0\)",
+    ),
     ("NaN in lower", with_entry("lower", (3, 1), np.nan), r"lower contains NaN or infinity at \(3, 1\)"),
     ("NaN in upper", with_entry("upper", (0, 0), np.nan), r"upper contains NaN or infinity at \(0, 0\)"),
-    ("NaN in measurements", with_entry("measurements", (1, 1), np.nan),
-     r"measurements contains NaN or infinity at \(1, 1\)"),
-    ("inf in measurements", with_entry("measurements", (0, 2), np.inf),
-     r"measurements contains NaN or infinity at \(0, 2\)"),
+    (
+        "NaN in measurements",
+        with_entry("measurements", (1, 1), np.nan),
+        r"measurements contains NaN or infinity at \(1, 1\)",
+    ),
+    (
+        "inf in measurements",
+        with_entry("measurements", (0, 2), np.inf),
+        r"measurements contains NaN or infinity at \(0, 2\)",
+    ),
     # Peer weights.
-    ("zero peer weight", peer_row(1, [0.0, 0.6, 0.2, 0.2]),
-     r"peer_weights entries must lie strictly between 0 and 1.*entry \(1, 0\) is 0"),
-    ("negative peer weight", peer_row(3, [0.3, 0.3, 0.5, -0.1]),
-     r"peer_weights entries must lie strictly between 0 and 1.*entry \(3, 3\) is -0.1"),
-    ("peer weight of 1", replaced("peer_weights", np.array(
-        [[1.0, 0.0, 0.0, 0.0]] + CASE_1_PEER_WEIGHTS[1:].tolist())),
-     r"entry \(0, 0\) is 1"),
-    ("peer row sums to 0.9", peer_row(2, [0.2, 0.2, 0.25, 0.25]),
-     r"every row of peer_weights .*must sum to 1 within 1e-06: row 2 sums to 0.9"),
+    (
+        "zero peer weight",
+        peer_row(1, [0.0, 0.6, 0.2, 0.2]),
+        r"peer_weights entries must lie strictly between 0 and 1.*entry \(1, 0\) is 0",
+    ),
+    (
+        "negative peer weight",
+        peer_row(3, [0.3, 0.3, 0.5, -0.1]),
+        r"peer_weights entries must lie strictly between 0 and 1.*entry \(3, 3\) is -0.1",
+    ),
+    (
+        "peer weight of 1",
+        replaced("peer_weights", np.array([[1.0, 0.0, 0.0, 0.0]] + CASE_1_PEER_WEIGHTS[1:].tolist())),
+        r"entry \(0, 0\) is 1",
+    ),
+    (
+        "peer row sums to 0.9",
+        peer_row(2, [0.2, 0.2, 0.25, 0.25]),
+        r"every row of peer_weights .*must sum to 1 within 1e-06: row 2 sums to 0.9",
+    ),
     # Weights.
-    ("weights row sums to 0.9", with_entry("weights", (3, 0), 0.27),
-     r"every row of weights .*row 3 sums to 0.9"),
-    ("zero weight", replaced("weights", np.array(
-        [[0.8, 0.0, 0.2]] + CASE_1_WEIGHTS[1:].tolist())),
-     r"weights must be strictly positive.*\(0, 1\)"),
-    ("negative weight", replaced("weights", np.array(
-        [[0.8, 0.3, -0.1]] + CASE_1_WEIGHTS[1:].tolist())),
-     r"weights must be strictly positive.*\(0, 2\)"),
+    ("weights row sums to 0.9", with_entry("weights", (3, 0), 0.27), r"every row of weights .*row 3 sums to 0.9"),
+    (
+        "zero weight",
+        replaced("weights", np.array([[0.8, 0.0, 0.2]] + CASE_1_WEIGHTS[1:].tolist())),
+        r"weights must be strictly positive.*\(0, 1\)",
+    ),
+    (
+        "negative weight",
+        replaced("weights", np.array([[0.8, 0.3, -0.1]] + CASE_1_WEIGHTS[1:].tolist())),
+        r"weights must be strictly positive.*\(0, 2\)",
+    ),
     # Ranges.
-    ("equal bounds", with_entry("upper", (2, 1), 0.15),
-     r"lower != upper.*\(expert, metric\) \(2, 1\)"),
+    ("equal bounds", with_entry("upper", (2, 1), 0.15), r"lower != upper.*\(expert, metric\) \(2, 1\)"),
 ]
 
 
@@ -463,9 +486,7 @@ def studies(draw, max_experts=8, max_metrics=6, max_candidates=10):
     if k == 1:
         peer_weights = np.ones((1, 1))
     else:
-        peer_weights = np.array(
-            draw(st.lists(st.lists(positive, min_size=k, max_size=k), min_size=k, max_size=k))
-        )
+        peer_weights = np.array(draw(st.lists(st.lists(positive, min_size=k, max_size=k), min_size=k, max_size=k)))
         # Large self-confidence makes V mix slowly (hundreds of layers).
         self_confidence = draw(st.sampled_from([0.0, 1.0, 10.0, 60.0]))
         peer_weights += self_confidence * np.eye(k) * peer_weights.sum(axis=1, keepdims=True)
@@ -497,9 +518,7 @@ def studies(draw, max_experts=8, max_metrics=6, max_candidates=10):
 @given(studies())
 def test_evaluate_equals_the_literal_reference(study):
     weights, peer_weights, lower, upper, measurements = study
-    result = evaluate(
-        weights=weights, peer_weights=peer_weights, lower=lower, upper=upper, measurements=measurements
-    )
+    result = evaluate(weights=weights, peer_weights=peer_weights, lower=lower, upper=upper, measurements=measurements)
     reference = literal_evaluation(weights, peer_weights, lower, upper, measurements)
 
     np.testing.assert_array_equal(result.vetoed, reference["vetoed"])
@@ -527,9 +546,7 @@ def test_permuting_experts_changes_nothing_but_the_influence_order(study, random
     k = len(weights)
     order = list(range(k))
     random.shuffle(order)
-    original = evaluate(
-        weights=weights, peer_weights=peer_weights, lower=lower, upper=upper, measurements=measurements
-    )
+    original = evaluate(weights=weights, peer_weights=peer_weights, lower=lower, upper=upper, measurements=measurements)
     permuted = evaluate(
         weights=weights[order],
         peer_weights=peer_weights[np.ix_(order, order)],
@@ -564,9 +581,7 @@ def test_permuting_candidates_permutes_the_results(study, random):
 @given(studies())
 def test_invariants(study):
     weights, peer_weights, lower, upper, measurements = study
-    result = evaluate(
-        weights=weights, peer_weights=peer_weights, lower=lower, upper=upper, measurements=measurements
-    )
+    result = evaluate(weights=weights, peer_weights=peer_weights, lower=lower, upper=upper, measurements=measurements)
     assert result.metric_weights.sum() == pytest.approx(1.0, abs=1e-12)
     assert (result.metric_weights > 0).all()
     assert result.expert_influence.sum() == pytest.approx(1.0, abs=1e-12)
@@ -633,7 +648,10 @@ def test_valid_but_very_slowly_mixing_peer_weights_still_evaluate():
     peer = np.array([[0.99999, 0.00001], [0.00001, 0.99999]])
     weights = np.array([[0.7, 0.3], [0.4, 0.6]])
     result = core.evaluate(
-        weights=weights, peer_weights=peer, lower=np.zeros((2, 2)), upper=np.ones((2, 2)),
+        weights=weights,
+        peer_weights=peer,
+        lower=np.zeros((2, 2)),
+        upper=np.ones((2, 2)),
         measurements=np.array([[0.5, 0.25]]),
     )
     expected = int(np.ceil(np.log(1e-9 / 0.3) / np.log(1 - 2e-5))) - 1  # first s with 0.3 r^s < 1e-9, q = s - 1
@@ -666,8 +684,11 @@ def test_extreme_ranges_agree_with_the_literal_reference(lower, upper, measured)
 def test_a_range_whose_width_overflows_is_refused():
     with pytest.raises(ValueError, match="finite width"):
         core.evaluate(
-            weights=np.ones((1, 1)), peer_weights=np.ones((1, 1)),
-            lower=np.array([[-1e308]]), upper=np.array([[1e308]]), measurements=np.zeros((1, 1)),
+            weights=np.ones((1, 1)),
+            peer_weights=np.ones((1, 1)),
+            lower=np.array([[-1e308]]),
+            upper=np.array([[1e308]]),
+            measurements=np.zeros((1, 1)),
         )
 
 
@@ -724,8 +745,14 @@ def random_weights(rng, k, n):
 def taken_paths(monkeypatch):
     """Names of the counting functions called, to check which path ran."""
     taken = []
-    for name in ("_count_layers_fast", "_count_layers_lazy", "_count_layers_subspace", "_count_deviations",
-                 "_count_layers_float64", "_stationary_by_solve"):
+    for name in (
+        "_count_layers_fast",
+        "_count_layers_lazy",
+        "_count_layers_subspace",
+        "_count_deviations",
+        "_count_layers_float64",
+        "_stationary_by_solve",
+    ):
         original = getattr(core, name)
 
         def spy(*args, _original=original, _name=name, **kwargs):
@@ -856,10 +883,15 @@ def test_many_more_candidates_than_experts_are_interpolated_exactly(monkeypatch)
     upper = lower + rng.choice([-1.0, 1.0], (k, n)) * rng.uniform(0.2, 1, (k, n))
     measurements = rng.uniform(-1, 2, (m, n))
     measurements[:k] = lower  # at the bounds
-    measurements[k:2 * k] = upper
+    measurements[k : 2 * k] = upper
     measurements[-2:] = [[-1e300] * n, [1e300] * n]  # far beyond every range
-    arguments = {"weights": random_weights(rng, k, n), "peer_weights": mixing_peer_weights(rng, k),
-                 "lower": lower, "upper": upper, "measurements": measurements}
+    arguments = {
+        "weights": random_weights(rng, k, n),
+        "peer_weights": mixing_peer_weights(rng, k),
+        "lower": lower,
+        "upper": upper,
+        "measurements": measurements,
+    }
     interpolated = evaluate(**arguments)
     monkeypatch.setattr(core, "INTERPOLATE_FROM", 10**9)
     placed = evaluate(**arguments)

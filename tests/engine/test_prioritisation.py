@@ -54,9 +54,7 @@ def bisect_root(function, low, high, steps=200):
 
 def test_pairwise_matrix_fills_diagonal_and_reciprocals_in_either_orientation():
     matrix = pairwise_matrix(3, [(0, 1, 3), (2, 0, 5), (1, 2, 1 / 7)])
-    np.testing.assert_allclose(
-        matrix, [[1, 3, 1 / 5], [1 / 3, 1, 1 / 7], [5, 7, 1]], rtol=1e-15
-    )
+    np.testing.assert_allclose(matrix, [[1, 3, 1 / 5], [1 / 3, 1, 1 / 7], [5, 7, 1]], rtol=1e-15)
     assert np.array_equal(np.diag(matrix), [1, 1, 1])
 
 
@@ -74,8 +72,12 @@ INVALID_JUDGMENTS = [
     ("missing pairs listed", 3, [(0, 1, 2)], r"missing pairs: \(0, 2\), \(1, 2\)"),
     ("no judgments", 2, [], r"missing pairs: \(0, 1\)"),
     ("duplicate pair", 2, [(0, 1, 2), (0, 1, 3)], r"pair \(0, 1\) is judged twice"),
-    ("duplicate reversed", 3, [(0, 1, 2), (1, 0, 0.5), (0, 2, 1), (1, 2, 1)],
-     r"judgment 1: pair \(0, 1\) is judged twice .*again as \(1, 0\)"),
+    (
+        "duplicate reversed",
+        3,
+        [(0, 1, 2), (1, 0, 0.5), (0, 2, 1), (1, 2, 1)],
+        r"judgment 1: pair \(0, 1\) is judged twice .*again as \(1, 0\)",
+    ),
     ("above 9", 2, [(0, 1, 10)], r"judgment 0 \(0, 1\): value 10 is outside the scale 1/9..9"),
     ("below 1/9", 2, [(0, 1, 0.1)], r"value 0.1 is outside the scale"),
     ("just above 9", 2, [(0, 1, 9.0000001)], r"outside the scale"),
@@ -222,7 +224,9 @@ def test_invalid_matrices_are_refused(function, matrix, message):
 def test_invalid_matrix_in_a_stack_is_located():
     stack = np.stack([SAATY_3, SAATY_3, SAATY_3])
     stack[2, 1, 0] = 0.5
-    with pytest.raises(ValueError, match=r"matrices\[2\] is not reciprocal: entries \(0, 1\) and \(1, 0\) multiply to 1.5"):
+    with pytest.raises(
+        ValueError, match=r"matrices\[2\] is not reciprocal: entries \(0, 1\) and \(1, 0\) multiply to 1.5"
+    ):
         consistency_ratios(stack)
 
 
@@ -233,8 +237,21 @@ def test_invalid_matrix_in_a_stack_is_located():
 
 def test_random_index_table():
     assert [random_index(n) for n in range(1, 16)] == [
-        0.0, 0.0, 0.58, 0.90, 1.12, 1.24, 1.32, 1.41, 1.45, 1.49,
-        1.51, 1.48, 1.56, 1.57, 1.59,
+        0.0,
+        0.0,
+        0.58,
+        0.90,
+        1.12,
+        1.24,
+        1.32,
+        1.41,
+        1.45,
+        1.49,
+        1.51,
+        1.48,
+        1.56,
+        1.57,
+        1.59,
     ]
     # Alonso & Lamata (2006): lambda_bar = 2.7699 n - 4.3513.
     assert random_index(16) == pytest.approx((2.7699 * 16 - 4.3513 - 16) / 15)
@@ -249,9 +266,7 @@ def test_random_index_table():
 @pytest.mark.parametrize("n", [1, 2])
 def test_consistency_of_tiny_matrices_is_zero(n):
     matrix = pairwise_matrix(n, [(0, 1, 7)] if n == 2 else [])
-    assert consistency(matrix) == Consistency(
-        lambda_max=float(n), consistency_index=0.0, random_index=0.0, ratio=0.0
-    )
+    assert consistency(matrix) == Consistency(lambda_max=float(n), consistency_index=0.0, random_index=0.0, ratio=0.0)
 
 
 def test_batched_consistency_ratios_equal_one_by_one():
@@ -262,9 +277,7 @@ def test_batched_consistency_ratios_equal_one_by_one():
     batched = consistency_ratios(stack)
     assert batched.shape == (60,)
     np.testing.assert_allclose(batched, [consistency(m).ratio for m in matrices], rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(
-        consistency_ratios(stack.reshape(3, 20, 6, 6)), batched.reshape(3, 20), rtol=0, atol=0
-    )
+    np.testing.assert_allclose(consistency_ratios(stack.reshape(3, 20, 6, 6)), batched.reshape(3, 20), rtol=0, atol=0)
     np.testing.assert_allclose(batched[50:], 0.0, atol=1e-12)
     assert (batched[:50] > CONSISTENCY_THRESHOLD).all()  # random judgments
 
@@ -329,7 +342,18 @@ def test_most_inconsistent_suggests_the_consistent_value_for_a_mild_slip():
 
 @pytest.mark.parametrize(
     "ratio, suggestion",
-    [(1.0, 1.0), (1.4, 1.0), (1.45, 2.0), (2.9, 3.0), (100.0, 9.0), (0.7, 0.5), (0.72, 1.0), (0.01, 1 / 9), (5.45, 5.0), (5.5, 6.0)],
+    [
+        (1.0, 1.0),
+        (1.4, 1.0),
+        (1.45, 2.0),
+        (2.9, 3.0),
+        (100.0, 9.0),
+        (0.7, 0.5),
+        (0.72, 1.0),
+        (0.01, 1 / 9),
+        (5.45, 5.0),
+        (5.5, 6.0),
+    ],
 )
 def test_suggestion_is_nearest_scale_value_in_log_space(ratio, suggestion):
     matrix = pairwise_matrix(2, [(0, 1, 1)])

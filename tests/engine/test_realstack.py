@@ -37,7 +37,10 @@ pytestmark = [
     pytest.mark.realstack,
     pytest.mark.skipif(
         not (settings.REDIS_URL and settings.DATABASES["default"]["ENGINE"].endswith("postgresql")),
-        reason="needs REDIS_URL and a PostgreSQL DATABASE_URL (as .ci/run sets): a worker process must share the broker and database",
+        reason=(
+            "needs REDIS_URL and a PostgreSQL DATABASE_URL (as .ci/run sets): "
+            "a worker process must share the broker and database"
+        ),
     ),
     pytest.mark.django_db(transaction=True),
 ]
@@ -46,7 +49,8 @@ pytestmark = [
 def _database_url():
     database = settings.DATABASES["default"]
     password = f":{database['PASSWORD']}" if database["PASSWORD"] else ""
-    return f"postgres://{database['USER']}{password}@{database['HOST'] or '127.0.0.1'}:{database['PORT'] or 5432}/{database['NAME']}"
+    host, port = database["HOST"] or "127.0.0.1", database["PORT"] or 5432
+    return f"postgres://{database['USER']}{password}@{host}:{port}/{database['NAME']}"
 
 
 class Workers:
@@ -87,8 +91,20 @@ class Workers:
         self.names.append(name)
         return self._spawn(
             f"worker-{len(self.names) - 1}",
-            ["worker", "--pool", "solo", "-n", name, "--without-gossip", "--without-mingle", "--without-heartbeat",
-             "-l", "info", "-Q", self.queue],
+            [
+                "worker",
+                "--pool",
+                "solo",
+                "-n",
+                name,
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "-l",
+                "info",
+                "-Q",
+                self.queue,
+            ],
             run_delay,
         )
 
@@ -135,9 +151,7 @@ def workers(tmp_path, monkeypatch):
     pool = Workers(tmp_path)
     # Launches from this test go to the pool's private queue: the same
     # Celery task and Redis transport, another routing key.
-    monkeypatch.setattr(
-        engine_services, "_send", lambda run_id: execute_run.apply_async((run_id,), queue=pool.queue)
-    )
+    monkeypatch.setattr(engine_services, "_send", lambda run_id: execute_run.apply_async((run_id,), queue=pool.queue))
     yield pool
     pool.stop()
     pool.forget()
@@ -171,7 +185,12 @@ def test_worker_takes_run_from_redis_and_results_land_in_postgresql(workers, clo
     stored = Run.objects.get(pk=run.pk).results
     assert stored["metric_weights"] == pytest.approx([0.5295, 0.2273, 0.2432], abs=5e-5)
     assert stored["expert_influence"] == pytest.approx([0.3681, 0.2454, 0.1718, 0.2147], abs=5e-5)
-    assert [(c["name"], c["rank"]) for c in stored["candidates"]] == [("JRip", 1), ("J48", 2), ("IBk", 3), ("RandomForest", 3)]
+    assert [(c["name"], c["rank"]) for c in stored["candidates"]] == [
+        ("JRip", 1),
+        ("J48", 2),
+        ("IBk", 3),
+        ("RandomForest", 3),
+    ]
     assert "engine.tasks.execute_run" in workers.logs()
 
 
@@ -200,16 +219,21 @@ def test_a_dead_workers_run_is_taken_over_within_a_minute(workers, closed_study)
 
     wait_for(run, {Run.Status.SUCCEEDED, Run.Status.FAILED}, 90, workers)
     takeover = time.monotonic() - killed
-    print(f"\ntakeover: run {run.pk} finished by the second worker {takeover:.1f} s after the first was killed "
-          f"(lease {lease} s, heartbeat {settings.ENGINE_RUN_HEARTBEAT_SECONDS} s, "
-          f"sweep {settings.ENGINE_RECOVERY_SWEEP_SECONDS} s)")
+    print(
+        f"\ntakeover: run {run.pk} finished by the second worker {takeover:.1f} s after the first was killed "
+        f"(lease {lease} s, heartbeat {settings.ENGINE_RUN_HEARTBEAT_SECONDS} s, "
+        f"sweep {settings.ENGINE_RECOVERY_SWEEP_SECONDS} s)"
+    )
 
     assert run.status == Run.Status.SUCCEEDED, run.error
     assert takeover < 60, workers.logs()
     assert run.attempts == 2
     assert run.results["metric_weights"] == pytest.approx([0.5295, 0.2273, 0.2432], abs=5e-5)
     assert [(c["name"], c["rank"]) for c in run.results["candidates"]] == [
-        ("JRip", 1), ("J48", 2), ("IBk", 3), ("RandomForest", 3)
+        ("JRip", 1),
+        ("J48", 2),
+        ("IBk", 3),
+        ("RandomForest", 3),
     ]
     # Handed back by the sweep, computed once more by the second worker only.
     assert "engine.tasks.recover_stale_runs" in workers.logs()

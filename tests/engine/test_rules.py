@@ -29,8 +29,13 @@ def test_consistency_reports_the_same_verdict(ratio, consistent):
 @pytest.mark.parametrize(
     "row",
     [
-        [0.6, 0.399999], [0.6, 0.400001], [0.999999], [1.000001],
-        [0.5, 0.499999], [0.5, 0.500001], [0.1] * 9 + [0.099999],
+        [0.6, 0.399999],
+        [0.6, 0.400001],
+        [0.999999],
+        [1.000001],
+        [0.5, 0.499999],
+        [0.5, 0.500001],
+        [0.1] * 9 + [0.099999],
     ],
 )
 def test_sums_one_millionth_away_from_1_pass_on_both_sides(row):
@@ -115,7 +120,10 @@ def test_the_smallest_peer_weight_keeps_the_layer_count_bounded():
     # The spread of each column (0.8) shrinks by a factor 1 - 2e-6 per layer.
     assert layers == pytest.approx(math.log(1e-9 / 0.8) / math.log(1 - 2 * smallest), rel=1e-3)
     evaluation = core.evaluate(
-        weights=weights, peer_weights=peer_weights, lower=np.zeros((2, 2)), upper=np.ones((2, 2)),
+        weights=weights,
+        peer_weights=peer_weights,
+        lower=np.zeros((2, 2)),
+        upper=np.ones((2, 2)),
         measurements=np.array([[0.5, 0.5]]),
     )
     assert evaluation.iterations == layers

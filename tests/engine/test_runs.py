@@ -192,7 +192,9 @@ def test_case_study_1_figures(study):
     assert results["layout"] == services.RESULTS_LAYOUT
     assert results["study"] == "Cancer diagnosis from microarray data"
     assert (results["experts"], results["metrics"], results["selected_attributes"]) == (
-        EXPERTS, METRICS, SELECTED_ATTRIBUTES
+        EXPERTS,
+        METRICS,
+        SELECTED_ATTRIBUTES,
     )
 
 
@@ -614,8 +616,18 @@ def test_results_document(study):
     _, run = executed(launch(study))
     document = results_document(run, individual=True)
     assert set(document) == {
-        "format", "study", "run", "launched_at", "tolerance", "iterations", "selected_attributes", "metrics",
-        "attribute_weights", "metric_weights", "expert_influence", "candidates",
+        "format",
+        "study",
+        "run",
+        "launched_at",
+        "tolerance",
+        "iterations",
+        "selected_attributes",
+        "metrics",
+        "attribute_weights",
+        "metric_weights",
+        "expert_influence",
+        "candidates",
     }
     assert json.loads(json.dumps(document)) == document
     assert document["format"] == "approve-results/1"
@@ -633,10 +645,22 @@ def test_results_document(study):
     assert list(document["metric_weights"].values()) == pytest.approx(CONSENSUS, abs=5e-5)
     assert list(document["expert_influence"]) == EXPERTS
     assert list(document["expert_influence"].values()) == pytest.approx(INFLUENCE, abs=5e-5)
-    assert [(c["name"], c["rank"]) for c in document["candidates"]] == [("JRip", 1), ("J48", 2), ("IBk", 3), ("RandomForest", 3)]
+    assert [(c["name"], c["rank"]) for c in document["candidates"]] == [
+        ("JRip", 1),
+        ("J48", 2),
+        ("IBk", 3),
+        ("RandomForest", 3),
+    ]
     for candidate in document["candidates"]:
         assert set(candidate) == {
-            "name", "rank", "cef", "weighted_score", "vetoed", "vetoes", "group_scores", "individual_scores"
+            "name",
+            "rank",
+            "cef",
+            "weighted_score",
+            "vetoed",
+            "vetoes",
+            "group_scores",
+            "individual_scores",
         }
         assert list(candidate["group_scores"]) == METRICS
         assert list(candidate["individual_scores"]) == EXPERTS
@@ -663,11 +687,28 @@ def test_results_document(study):
     ]
     # Keys in FORMATS.md's order (the stored JSON keeps no key order).
     assert list(document) == [
-        "format", "study", "run", "launched_at", "tolerance", "iterations", "selected_attributes", "metrics",
-        "attribute_weights", "metric_weights", "expert_influence", "candidates",
+        "format",
+        "study",
+        "run",
+        "launched_at",
+        "tolerance",
+        "iterations",
+        "selected_attributes",
+        "metrics",
+        "attribute_weights",
+        "metric_weights",
+        "expert_influence",
+        "candidates",
     ]
     assert list(ibk) == [
-        "name", "rank", "cef", "weighted_score", "vetoed", "vetoes", "group_scores", "individual_scores"
+        "name",
+        "rank",
+        "cef",
+        "weighted_score",
+        "vetoed",
+        "vetoes",
+        "group_scores",
+        "individual_scores",
     ]
 
 
@@ -735,7 +776,10 @@ def test_migration_converts_stored_results_both_ways(study):
     old = Run.objects.get(pk=run.pk).results
     assert "layout" not in old
     assert old["candidates"][2]["vetoes"][0] == {
-        "expert": "statistician", "metric": "Comprehensibility rating", "value": 0, "range": [6, 10]
+        "expert": "statistician",
+        "metric": "Comprehensibility rating",
+        "value": 0,
+        "range": [6, 10],
     }
     assert [c["index"] for c in old["candidates"]] == [CANDIDATES.index(c["name"]) for c in old["candidates"]]
     migration.to_layout_2(apps, None)
@@ -768,7 +812,9 @@ def test_individual_scores_come_from_the_snapshot(study):
     """Recomputed from the snapshot, not from the study as it is now."""
     _, run = executed(launch(study))
     before = candidate_individual_scores(run, "J48")
-    workspace.measurements_set(study=study, measurements=[{"candidate": "J48", "metric": "Success rate", "value": 0.95}])
+    workspace.measurements_set(
+        study=study, measurements=[{"candidate": "J48", "metric": "Success rate", "value": 0.95}]
+    )
     run.refresh_from_db()
     assert candidate_individual_scores(run, "J48") == before
     assert before["clinician"]["Success rate"] == pytest.approx(HAND_G["J48"][0], abs=1e-12)
@@ -1000,7 +1046,9 @@ def test_command_prints_a_table_for_a_closed_study(eager_celery):
 def test_command_reports_a_refused_launch(eager_celery):
     study = study_import_bundle(bundle=case_study_bundle())
     workspace.candidate_add(study=study, name="NaiveBayes")
-    with pytest.raises(CommandError, match=r"The run cannot start: a measurement is missing for NaiveBayes / Success rate"):
+    with pytest.raises(
+        CommandError, match=r"The run cannot start: a measurement is missing for NaiveBayes / Success rate"
+    ):
         command(study.pk, "--json")
     assert not Run.objects.filter(study=study).exists()
 

@@ -1,6 +1,7 @@
 """Fixtures for the page tests: those of the workspace tests (the cast, the
 study factory, the ``unchanged`` check, the test host and fast hashing)."""
 
+from tests.api.conftest import api  # noqa: F401  (the API client, to compare pages with their API twins)
 from tests.workspace.conftest import (  # noqa: F401  (fixtures re-exported for tests/pages)
     case_study,
     cast,

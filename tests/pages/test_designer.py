@@ -45,17 +45,30 @@ def form_errors(response, form: str) -> dict:
 def study_paths(built) -> list[str]:
     s, a, m, c = built.study.pk, built.attributes["Accuracy"].pk, built.metrics["AUC"].pk, built.candidates["J48"].pk
     return [
-        f"/studies/{s}/setup/", f"/studies/{s}/measurements/", f"/studies/{s}/experts/",
-        f"/studies/{s}/setup/attributes/{a}/", f"/studies/{s}/setup/attributes/{a}/remove/",
-        f"/studies/{s}/setup/metrics/{m}/", f"/studies/{s}/setup/metrics/{m}/remove/",
-        f"/studies/{s}/setup/candidates/{c}/", f"/studies/{s}/setup/candidates/{c}/remove/",
-        f"/studies/{s}/experts/bob/remove/", f"/studies/{s}/inputs/bob/",
+        f"/studies/{s}/setup/",
+        f"/studies/{s}/measurements/",
+        f"/studies/{s}/experts/",
+        f"/studies/{s}/setup/attributes/{a}/",
+        f"/studies/{s}/setup/attributes/{a}/remove/",
+        f"/studies/{s}/setup/metrics/{m}/",
+        f"/studies/{s}/setup/metrics/{m}/remove/",
+        f"/studies/{s}/setup/candidates/{c}/",
+        f"/studies/{s}/setup/candidates/{c}/remove/",
+        f"/studies/{s}/experts/bob/remove/",
+        f"/studies/{s}/inputs/bob/",
     ]
 
 
 POSTS = [
-    "setup/", "setup/attributes/add/", "setup/metrics/add/", "setup/candidates/add/", "measurements/",
-    "measurements/csv/", "experts/invite/", "experts/link/", "experts/remind/",
+    "setup/",
+    "setup/attributes/add/",
+    "setup/metrics/add/",
+    "setup/candidates/add/",
+    "measurements/",
+    "measurements/csv/",
+    "experts/invite/",
+    "experts/link/",
+    "experts/remind/",
 ]
 
 
@@ -108,14 +121,23 @@ def test_the_designer_opens_every_page(make_study, cast) -> None:
 
 def test_creating_a_study_redirects_to_its_home(cast) -> None:
     client = client_for(cast.alice)
-    response = client.post("/studies/new/", {
-        "form": "create", "title": "  Picking a learner ", "description": "for triage",
-        "attribute_threshold": "2", "metric_threshold": "1",
-    })
+    response = client.post(
+        "/studies/new/",
+        {
+            "form": "create",
+            "title": "  Picking a learner ",
+            "description": "for triage",
+            "attribute_threshold": "2",
+            "metric_threshold": "1",
+        },
+    )
     study = Study.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/studies/{study.pk}/"
     assert (study.title, study.description, study.attribute_threshold, study.metric_threshold) == (
-        "Picking a learner", "for triage", 2, 1
+        "Picking a learner",
+        "for triage",
+        2,
+        1,
     )
     assert Membership.objects.get(study=study).role == "designer"
 
@@ -157,8 +179,11 @@ def test_importing_a_bundle_invites_the_other_experts(cast, case_study_bundle) -
 @pytest.fixture
 def case_study_bundle(case_study) -> bytes:
     """The case study as a draft without a designer: any user may import it."""
-    draft = {key: value for key, value in case_study.items() if key not in ("votes", "priorities", "ranges",
-                                                                               "peer_weights", "designer")}
+    draft = {
+        key: value
+        for key, value in case_study.items()
+        if key not in ("votes", "priorities", "ranges", "peer_weights", "designer")
+    }
     return json.dumps({**draft, "phase": "draft"}).encode()
 
 
@@ -169,8 +194,10 @@ def case_study_bundle(case_study) -> bytes:
         (b"{not json", "the file is not valid JSON"),
         (b"[1, 2]", "must hold a JSON object"),
         (b"[" * 40 + b"]" * 40, "nested deeper than 32 levels"),
-        (json.dumps({"format": "approve-study/1", "title": "x", "designer": "bob"}).encode(),
-         "names 'bob' as its designer"),
+        (
+            json.dumps({"format": "approve-study/1", "title": "x", "designer": "bob"}).encode(),
+            "names 'bob' as its designer",
+        ),
     ],
 )
 def test_a_bad_bundle_file_is_refused_naming_the_field(cast, unchanged, content, expected) -> None:
@@ -213,11 +240,15 @@ def test_a_non_staff_import_may_not_carry_other_experts_inputs(cast, unchanged, 
 def test_attributes_from_the_catalogue_and_written(make_study, cast) -> None:
     study = services.study_create(designer=cast.alice, title="Fresh")
     client = client_for(cast.alice)
-    response = client.post(f"/studies/{study.pk}/setup/attributes/add/",
-                           {"form": "catalogue", "name": "Interpretability", "kind": "complementary"})
+    response = client.post(
+        f"/studies/{study.pk}/setup/attributes/add/",
+        {"form": "catalogue", "name": "Interpretability", "kind": "complementary"},
+    )
     assert response.status_code == 302 and response["Location"] == f"/studies/{study.pk}/setup/#attributes"
-    client.post(f"/studies/{study.pk}/setup/attributes/add/",
-                {"name": "Robustness", "kind": "main", "description": "keeps working"})
+    client.post(
+        f"/studies/{study.pk}/setup/attributes/add/",
+        {"name": "Robustness", "kind": "main", "description": "keeps working"},
+    )
     rows = list(QualityAttribute.objects.filter(study=study).values_list("name", "kind", "description"))
     assert rows == [
         ("Interpretability", "complementary", "able to be explained, its results accounted for"),
@@ -225,8 +256,8 @@ def test_attributes_from_the_catalogue_and_written(make_study, cast) -> None:
     ]
     page = body(client.get(f"/studies/{study.pk}/setup/"))
     # The catalogue offers only what the study lacks.
-    assert "Add<span class=\"visually-hidden\"> Accuracy</span> as main" in page
-    assert "Add<span class=\"visually-hidden\"> Interpretability</span> as main" not in page
+    assert 'Add<span class="visually-hidden"> Accuracy</span> as main' in page
+    assert 'Add<span class="visually-hidden"> Interpretability</span> as main' not in page
 
 
 @pytest.mark.parametrize(
@@ -252,19 +283,36 @@ def test_attribute_form_errors_name_the_field(make_study, cast, unchanged, data,
 def test_adding_and_editing_a_metric(make_study, cast) -> None:
     built = make_study(Phase.DRAFT)
     client = client_for(cast.alice)
-    response = client.post(f"/studies/{built.study.pk}/setup/metrics/add/", {
-        "attribute": built.attributes["Efficiency"].pk, "name": "Memory", "better": "lower", "unit": "MB",
-        "least_acceptable": "512", "desired": "64",
-    })
+    response = client.post(
+        f"/studies/{built.study.pk}/setup/metrics/add/",
+        {
+            "attribute": built.attributes["Efficiency"].pk,
+            "name": "Memory",
+            "better": "lower",
+            "unit": "MB",
+            "least_acceptable": "512",
+            "desired": "64",
+        },
+    )
     assert response.status_code == 302
     metric = Metric.objects.get(name="Memory")
     assert (metric.attribute.name, metric.better, metric.unit, metric.default_range) == (
-        "Efficiency", "lower", "MB", (512.0, 64.0)
+        "Efficiency",
+        "lower",
+        "MB",
+        (512.0, 64.0),
     )
-    response = client.post(f"/studies/{built.study.pk}/setup/metrics/{metric.pk}/", {
-        "attribute": built.attributes["Accuracy"].pk, "name": "Memory use", "better": "lower", "unit": "MB",
-        "least_acceptable": "", "desired": "",
-    })
+    response = client.post(
+        f"/studies/{built.study.pk}/setup/metrics/{metric.pk}/",
+        {
+            "attribute": built.attributes["Accuracy"].pk,
+            "name": "Memory use",
+            "better": "lower",
+            "unit": "MB",
+            "least_acceptable": "",
+            "desired": "",
+        },
+    )
     assert response.status_code == 302
     metric.refresh_from_db()
     assert (metric.name, metric.attribute.name, metric.default_range) == ("Memory use", "Accuracy", None)
@@ -280,15 +328,25 @@ def test_adding_and_editing_a_metric(make_study, cast) -> None:
         ({"least_acceptable": "0.8", "desired": ""}, "desired", "give both values of the default range, or neither"),
         ({"least_acceptable": "", "desired": "0.9"}, "least_acceptable", "give both values"),
         ({"least_acceptable": "high", "desired": "0.9"}, "least_acceptable", "not a number ('high')"),
-        ({"least_acceptable": "0.9", "desired": "0.8"}, "least_acceptable",
-         "higher is better, so the least acceptable"),
+        (
+            {"least_acceptable": "0.9", "desired": "0.8"},
+            "least_acceptable",
+            "higher is better, so the least acceptable",
+        ),
         ({"least_acceptable": "0.8", "desired": "0.8"}, "least_acceptable", "must differ"),
     ],
 )
 def test_metric_form_errors_name_the_field(make_study, cast, unchanged, change, field, message) -> None:
     built = make_study(Phase.DRAFT)
-    data = {"attribute": built.attributes["Accuracy"].pk, "name": "Recall", "better": "higher", "unit": "",
-            "least_acceptable": "", "desired": "", **change}
+    data = {
+        "attribute": built.attributes["Accuracy"].pk,
+        "name": "Recall",
+        "better": "higher",
+        "unit": "",
+        "least_acceptable": "",
+        "desired": "",
+        **change,
+    }
     with unchanged():
         response = client_for(cast.alice).post(f"/studies/{built.study.pk}/setup/metrics/add/", data)
     assert response.status_code == 200
@@ -302,8 +360,9 @@ def test_candidates_change_in_any_phase_and_their_errors_name_the_field(make_stu
     with unchanged():
         response = client.post(f"/studies/{built.study.pk}/setup/candidates/add/", {"name": "JRip"})
         assert form_errors(response, "candidate_form") == {"name": ["candidate 'JRip' already exists in this study"]}
-        response = client.post(f"/studies/{built.study.pk}/setup/candidates/{built.candidates['J48'].pk}/",
-                               {"name": "  "})
+        response = client.post(
+            f"/studies/{built.study.pk}/setup/candidates/{built.candidates['J48'].pk}/", {"name": "  "}
+        )
         assert form_errors(response, "form") == {"name": ["This field is required."]}
     client.post(f"/studies/{built.study.pk}/setup/candidates/add/", {"name": "IBk", "description": "k-NN"})
     assert built.study.candidates.filter(name="IBk", description="k-NN").exists()
@@ -313,13 +372,17 @@ def test_study_form_saves_and_its_errors_name_the_field(make_study, cast, unchan
     built = make_study(Phase.DRAFT)
     client = client_for(cast.alice)
     with unchanged():
-        response = client.post(f"/studies/{built.study.pk}/setup/", {
-            "title": "", "description": "", "attribute_threshold": "10001", "metric_threshold": "0"})
+        response = client.post(
+            f"/studies/{built.study.pk}/setup/",
+            {"title": "", "description": "", "attribute_threshold": "10001", "metric_threshold": "0"},
+        )
         errors = form_errors(response, "study_form")
         assert set(errors) == {"title", "attribute_threshold"}
         assert "10000" in errors["attribute_threshold"][0]
-    response = client.post(f"/studies/{built.study.pk}/setup/", {
-        "title": "Renamed", "description": "d", "attribute_threshold": "2", "metric_threshold": "1"})
+    response = client.post(
+        f"/studies/{built.study.pk}/setup/",
+        {"title": "Renamed", "description": "d", "attribute_threshold": "2", "metric_threshold": "1"},
+    )
     assert response.status_code == 302
     built.study.refresh_from_db()
     assert (built.study.title, built.study.attribute_threshold, built.study.metric_threshold) == ("Renamed", 2, 1)
@@ -334,8 +397,10 @@ def test_after_voting_closes_thresholds_and_attributes_are_read_only_with_the_re
     assert "Add attribute" not in body(page) and "Add metric" not in body(page)
     assert page.context["study_form"].fields["attribute_threshold"].disabled
     # The thresholds keep their values whatever is posted; the title changes.
-    client.post(f"/studies/{built.study.pk}/setup/", {
-        "title": "Still open to a rename", "description": "", "attribute_threshold": "5", "metric_threshold": "5"})
+    client.post(
+        f"/studies/{built.study.pk}/setup/",
+        {"title": "Still open to a rename", "description": "", "attribute_threshold": "5", "metric_threshold": "5"},
+    )
     built.study.refresh_from_db()
     assert (built.study.title, built.study.attribute_threshold) == ("Still open to a rename", 1)
     edit = client.get(f"/studies/{built.study.pk}/setup/attributes/{built.attributes['Accuracy'].pk}/")
@@ -363,7 +428,8 @@ def test_removal_asks_first_then_removes_what_it_said(make_study, cast) -> None:
     path = f"/studies/{built.study.pk}/setup/attributes/{built.attributes['Accuracy'].pk}/remove/"
     confirm = client.get(path)
     assert confirm.context["consequences"] == [
-        "Its 2 metrics go with it: Success rate, AUC.", "4 measured values of those metrics are deleted."
+        "Its 2 metrics go with it: Success rate, AUC.",
+        "4 measured values of those metrics are deleted.",
     ]
     assert QualityAttribute.objects.filter(name="Accuracy").exists()
     assert client.post(path).status_code == 302
@@ -400,19 +466,35 @@ def cell(built, candidate: str, metric: str) -> str:
 
 
 def table_data(built, **changes: str) -> dict:
-    data = {cell(built, c, m): str(v) for c, values in
-            {"J48": {"Success rate": 0.847, "AUC": 0.88, "Fold stdev": 0.106, "Training time": 4.1,
-                     "Flexibility score": 7},
-             "JRip": {"Success rate": 0.865, "AUC": 0.9, "Fold stdev": 0.1, "Training time": 6.3,
-                      "Flexibility score": 5}}.items() for m, v in values.items()}
+    data = {
+        cell(built, c, m): str(v)
+        for c, values in {
+            "J48": {
+                "Success rate": 0.847,
+                "AUC": 0.88,
+                "Fold stdev": 0.106,
+                "Training time": 4.1,
+                "Flexibility score": 7,
+            },
+            "JRip": {
+                "Success rate": 0.865,
+                "AUC": 0.9,
+                "Fold stdev": 0.1,
+                "Training time": 6.3,
+                "Flexibility score": 5,
+            },
+        }.items()
+        for m, v in values.items()
+    }
     return {**data, **changes}
 
 
 def test_the_table_saves_changed_cells(make_study, cast) -> None:
     built = make_study(Phase.DRAFT)
     client = client_for(cast.alice)
-    response = client.post(f"/studies/{built.study.pk}/measurements/",
-                           table_data(built, **{cell(built, "JRip", "AUC"): "0.91"}))
+    response = client.post(
+        f"/studies/{built.study.pk}/measurements/", table_data(built, **{cell(built, "JRip", "AUC"): "0.91"})
+    )
     assert response.status_code == 302
     assert Measurement.objects.get(candidate__name="JRip", metric__name="AUC").value == 0.91
     assert Measurement.objects.get(candidate__name="J48", metric__name="AUC").value == 0.88
@@ -420,8 +502,14 @@ def test_the_table_saves_changed_cells(make_study, cast) -> None:
 
 def test_table_errors_name_each_cell_and_nothing_is_saved(make_study, cast, unchanged) -> None:
     built = make_study(Phase.DRAFT)
-    data = table_data(built, **{cell(built, "JRip", "AUC"): "0.95", cell(built, "J48", "AUC"): "lots",
-                                cell(built, "JRip", "Training time"): ""})
+    data = table_data(
+        built,
+        **{
+            cell(built, "JRip", "AUC"): "0.95",
+            cell(built, "J48", "AUC"): "lots",
+            cell(built, "JRip", "Training time"): "",
+        },
+    )
     with unchanged():
         response = client_for(cast.alice).post(f"/studies/{built.study.pk}/measurements/", data)
     errors = form_errors(response, "table_form")
@@ -441,8 +529,10 @@ BAD_CSV = [
     ("candidate,AUC\nJ48,0.5\nJRip,0.6,0.7\n", "line 3: 3 values, but the header has 2 columns"),
     ("candidate,AUC\nJ48,0.5\n\nJ48,0.6\n", "line 4: J48 / AUC is already given on line 2"),
     ("metric,candidate,value\nAUC,J48,0.5\n", "line 1: the first column must be 'candidate'"),
-    ("candidate,Success rate\nJ48,0.8\nJRip,\"0,86\"\n",
-     "line 3, column Success rate: not a number ('0,86'); use a point"),
+    (
+        'candidate,Success rate\nJ48,0.8\nJRip,"0,86"\n',
+        "line 3, column Success rate: not a number ('0,86'); use a point",
+    ),
     ("candidate,Training time\nJ48,1e400\n", "line 2, column Training time: too large to be a number ('1e400')"),
     ("candidate,metric,value\n", "the CSV has a header but no measurements"),
     ("candidate,metric,value\nJ48,AUC,\n", "line 2, column value: empty"),
@@ -463,13 +553,17 @@ def test_bad_csv_is_refused_with_its_line_and_nothing_is_written(make_study, cas
 def test_csv_pasted_or_uploaded_is_saved_whole(make_study, cast) -> None:
     built = make_study(Phase.DRAFT)
     client = client_for(cast.alice)
-    response = client.post(f"/studies/{built.study.pk}/measurements/csv/",
-                           {"csv_text": "candidate\tAUC\tTraining time\nJ48\t0.5\t\nJRip\t0.6\t9\n"})
+    response = client.post(
+        f"/studies/{built.study.pk}/measurements/csv/",
+        {"csv_text": "candidate\tAUC\tTraining time\nJ48\t0.5\t\nJRip\t0.6\t9\n"},
+    )
     assert response.status_code == 302
     values = Measurement.objects.filter(metric__name__in=["AUC", "Training time"]).values_list("value", flat=True)
     assert sorted(values) == [0.5, 0.6, 4.1, 9.0]  # J48's time untouched (its cell was empty)
-    response = client.post(f"/studies/{built.study.pk}/measurements/csv/",
-                           {"csv_file": upload(b"candidate,metric,value\nJ48,AUC,0.77\n", "m.csv")})
+    response = client.post(
+        f"/studies/{built.study.pk}/measurements/csv/",
+        {"csv_file": upload(b"candidate,metric,value\nJ48,AUC,0.77\n", "m.csv")},
+    )
     assert response.status_code == 302
     assert Measurement.objects.get(candidate__name="J48", metric__name="AUC").value == 0.77
 
@@ -480,7 +574,8 @@ def test_csv_form_needs_exactly_one_source(make_study, cast, unchanged) -> None:
     path = f"/studies/{built.study.pk}/measurements/csv/"
     with unchanged():
         assert form_errors(client.post(path, {"csv_text": " "}), "csv_form") == {
-            "csv_text": ["paste CSV here, or choose a file below"]}
+            "csv_text": ["paste CSV here, or choose a file below"]
+        }
         both = client.post(path, {"csv_text": "candidate,AUC\nJ48,1\n", "csv_file": upload(b"candidate,AUC\nJ48,1\n")})
         assert list(form_errors(both, "csv_form")) == ["csv_file"]
         bad = client.post(path, {"csv_file": upload(b"candidate,AUC\nJ\xe448,1\n")})
@@ -499,7 +594,9 @@ def test_inviting_by_username_answers_the_same_whether_the_account_exists(make_s
         answers.append(body(response).split(username + " is invited")[1].split("</li>")[0])
     assert answers[0] == answers[1]
     assert set(Invitation.objects.filter(study=study).values_list("username", flat=True)) == {
-        "bob", "nobody-by-this-name"}
+        "bob",
+        "nobody-by-this-name",
+    }
     assert not Membership.objects.filter(study=study, role="expert").exists()
 
 
@@ -710,8 +807,9 @@ def test_reminders_are_e_mailed_with_what_each_expert_still_has_to_give(make_stu
     built = make_study(Phase.ASSESSMENT)
     User.objects.filter(username="bob").update(email="bob@example.org")
     client = client_for(cast.alice)
-    response = client.post(f"/studies/{built.study.pk}/experts/remind/",
-                           {"experts": ["bob", "carol"], "note": "Before Friday, please."})
+    response = client.post(
+        f"/studies/{built.study.pk}/experts/remind/", {"experts": ["bob", "carol"], "note": "Before Friday, please."}
+    )
     assert response.status_code == 200
     report = body(response)
     assert "Reminder sent by e-mail to bob (bob@example.org)." in report
@@ -761,7 +859,10 @@ def test_an_experts_inputs_read_only(make_study, cast) -> None:
     assert carol.context["peers"] == [("bob", "50"), ("carol", "50")]
     bob = client.get(f"/studies/{built.study.pk}/inputs/bob/")
     assert [(row["name"], row["given"]) for row in bob.context["priorities"]["rows"]] == [
-        ("Accuracy", 50), ("Consistency", 30), ("Efficiency", 20)]
+        ("Accuracy", 50),
+        ("Consistency", 30),
+        ("Efficiency", 20),
+    ]
     assert "Efficiency" in body(bob).split('id="votes-title"')[1].split("</section>")[0]
     assert client.get(f"/studies/{built.study.pk}/inputs/charlie/").status_code == 404
     assert client.get(f"/studies/{built.study.pk}/inputs/alice/").status_code == 404
@@ -781,14 +882,19 @@ def grow(built, cast, extra: int) -> None:
             invitations.invitation_create(study=study, created_by=cast.alice, username=f"guest{index}")
             invitations.invitation_create(study=study, created_by=cast.alice)
         for index in range(extra):
-            services.metric_add(study=study, attribute=built.attributes["Accuracy"], name=f"Extra metric {index}",
-                                default_range=[0, 1])
+            services.metric_add(
+                study=study, attribute=built.attributes["Accuracy"], name=f"Extra metric {index}", default_range=[0, 1]
+            )
     for index in range(extra):
         services.candidate_add(study=study, name=f"Extra candidate {index}")
-    services.measurements_set(study=study, measurements=[
-        {"candidate": c.name, "metric": m.name, "value": 0.5}
-        for c in study.candidates.all() for m in Metric.objects.filter(study=study)
-    ])
+    services.measurements_set(
+        study=study,
+        measurements=[
+            {"candidate": c.name, "metric": m.name, "value": 0.5}
+            for c in study.candidates.all()
+            for m in Metric.objects.filter(study=study)
+        ],
+    )
 
 
 def assert_queries(django_assert_num_queries, client: Client, path: str, count: int) -> None:

@@ -30,9 +30,14 @@ def world(make_study, cast):
     services.post_hide(post=hidden, by=cast.alice)
     on_auc = services.post_add(study=built.study, author=cast.alice, metric=auc, body="AUC is computed per fold.")
     return {
-        "built": built, "study": built.study, "first": first, "hidden": hidden, "on_auc": on_auc,
+        "built": built,
+        "study": built.study,
+        "first": first,
+        "hidden": hidden,
+        "on_auc": on_auc,
         "url": f"/studies/{built.study.pk}/discussion/",
-        "accuracy": accuracy, "auc": auc,
+        "accuracy": accuracy,
+        "auc": auc,
     }
 
 
@@ -51,7 +56,7 @@ def _section(html, anchor):
     """The HTML of one thread, from its anchor to the next thread."""
     start = html.index(f'id="{anchor}"')
     following = html.find('<article class="card thread"', start)
-    return html[start:following if following != -1 else len(html)]
+    return html[start : following if following != -1 else len(html)]
 
 
 # --- statuses ------------------------------------------------------------------------
@@ -115,7 +120,7 @@ def test_one_thread_per_attribute_and_metric_with_anchors_and_a_summary(world, c
         f"metric-{m.pk}" for m in built.metrics.values()
     ]
     # The summary: each thread linked to its anchor with its post count.
-    summary = html[html.index('id="summary-title"'):html.index('<div class="discussion-threads">')]
+    summary = html[html.index('id="summary-title"') : html.index('<div class="discussion-threads">')]
     counts = re.findall(r'<a href="#([a-z]+-\d+)">([^<]+)</a>.*?(\d+) posts?</span>', summary, re.S)
     assert counts == [
         (f"attribute-{built.attributes['Accuracy'].pk}", "Accuracy", "2"),
@@ -176,7 +181,7 @@ def test_the_designer_reads_a_hidden_post_marked_hidden_with_buttons(world, cast
 
 def test_edit_link_only_on_ones_own_posts(world, cast):
     html = client_for(cast.bob).get(world["url"]).content.decode()
-    edit = f'/studies/{world["study"].pk}/discussion/posts/{{}}/edit/'
+    edit = f"/studies/{world['study'].pk}/discussion/posts/{{}}/edit/"
     assert edit.format(world["first"].pk) in html
     assert edit.format(world["on_auc"].pk) not in html
 

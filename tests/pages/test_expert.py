@@ -14,13 +14,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from engine.prioritisation import prioritise
-from tests.api.conftest import api  # noqa: F401  (fixture)
-from tests.workspace.conftest import (  # noqa: F401  (fixtures)
-    CAROL_JUDGMENTS,
-    cast,
-    make_study,
-    unchanged,
-)
+from tests.workspace.conftest import CAROL_JUDGMENTS
 from workspace import services
 from workspace.forms.expert import scale_point
 from workspace.models import (
@@ -45,7 +39,7 @@ def api_url(built, step):
 
 
 @pytest.fixture
-def client_of(cast):  # noqa: F811
+def client_of(cast):
     def make(user):
         client = Client()
         client.force_login(user)
@@ -83,17 +77,17 @@ def direct(built, name):
 # --- prefilled from what is stored ---------------------------------------------------------
 
 
-def test_votes_page_is_prefilled_with_the_votes_cast(make_study, client_of, cast):  # noqa: F811
+def test_votes_page_is_prefilled_with_the_votes_cast(make_study, client_of, cast):
     built = make_study(Phase.VOTING)
     html = body(client_of(cast.bob).get(url(built, "votes")))
     assert checked(html, "attributes", "Efficiency") and not checked(html, "attributes", "Flexibility")
     assert "Efficiency matters" in html  # the definitions are shown
-    assert f'/studies/{built.study.pk}/discussion/#attribute-{built.attributes["Efficiency"].pk}' in html
-    assert f'/studies/{built.study.pk}/discussion/#metric-{built.metrics["AUC"].pk}' in html
+    assert f"/studies/{built.study.pk}/discussion/#attribute-{built.attributes['Efficiency'].pk}" in html
+    assert f"/studies/{built.study.pk}/discussion/#metric-{built.metrics['AUC'].pk}" in html
     assert 'aria-current="step"' in html and "Save my votes" in html
 
 
-def test_priorities_page_is_prefilled_with_the_stored_judgments_and_weights(make_study, client_of, cast):  # noqa: F811
+def test_priorities_page_is_prefilled_with_the_stored_judgments_and_weights(make_study, client_of, cast):
     built = make_study(Phase.ASSESSMENT, inputs=True)
     carol = body(client_of(cast.carol).get(url(built, "priorities")))
     assert checked(carol, "method", "ahp")
@@ -107,18 +101,26 @@ def test_priorities_page_is_prefilled_with_the_stored_judgments_and_weights(make
     assert checked(bob, "method", "direct")
     assert [input_value(bob, direct(built, n)) for n in ("Accuracy", "Consistency", "Efficiency")] == ["50", "30", "20"]
     assert "50.0 %" in bob  # the stored result, computed again from the prefill
-    assert f'#attribute-{built.attributes["Consistency"].pk}' in bob
-    assert f'#metric-{built.metrics["AUC"].pk}' in bob  # Accuracy has two metrics: its local section
+    assert f"#attribute-{built.attributes['Consistency'].pk}" in bob
+    assert f"#metric-{built.metrics['AUC'].pk}" in bob  # Accuracy has two metrics: its local section
 
 
 def test_a_stored_judgment_off_the_scale_is_shown_at_the_nearest_point_and_said_so(
-    make_study, client_of, cast  # noqa: F811
+    make_study,
+    client_of,
+    cast,
 ):
     built = make_study(Phase.ASSESSMENT)
     # The API takes any value in 1/9..9; the page's scale has 17 points.
-    services.prioritisation_set(expert=built.bob, method="lpr", judgments=[
-        ["Accuracy", "Consistency", 2.5], ["Efficiency", "Accuracy", 1], ["Consistency", "Efficiency", 1],
-    ])
+    services.prioritisation_set(
+        expert=built.bob,
+        method="lpr",
+        judgments=[
+            ["Accuracy", "Consistency", 2.5],
+            ["Efficiency", "Accuracy", 1],
+            ["Consistency", "Efficiency", 1],
+        ],
+    )
     html = body(client_of(cast.bob).get(url(built, "priorities")))
     assert checked(html, "method", "lpr")
     assert checked(html, pair(built, "Accuracy", "Consistency", "lpr"), "3")  # nearest in log space
@@ -126,7 +128,7 @@ def test_a_stored_judgment_off_the_scale_is_shown_at_the_nearest_point_and_said_
     assert "Accuracy / Consistency: 2.5 is shown as the nearest point, 3" in html
 
 
-def test_ranges_page_is_prefilled_with_mine_or_the_default(make_study, client_of, cast):  # noqa: F811
+def test_ranges_page_is_prefilled_with_mine_or_the_default(make_study, client_of, cast):
     built = make_study(Phase.ASSESSMENT, inputs=True)
     html = body(client_of(cast.bob).get(url(built, "ranges")))
     auc, success, time = (built.metrics[n].pk for n in ("AUC", "Success rate", "Training time"))
@@ -135,10 +137,10 @@ def test_ranges_page_is_prefilled_with_mine_or_the_default(make_study, client_of
     assert "lower is better</span>:\n        least acceptable above desired" in html
     assert f"desired-{built.metrics['Flexibility score'].pk}" not in html  # not selected
     assert "no candidate would be vetoed" in html
-    assert f'#metric-{time}' in html
+    assert f"#metric-{time}" in html
 
 
-def test_peer_weights_page_is_prefilled_in_percent_with_self_confidence(make_study, client_of, cast):  # noqa: F811
+def test_peer_weights_page_is_prefilled_in_percent_with_self_confidence(make_study, client_of, cast):
     built = make_study(Phase.ASSESSMENT, inputs=True)
     html = body(client_of(cast.bob).get(url(built, "peer-weights")))
     assert input_value(html, f"peer-{built.bob.pk}") == "60"
@@ -147,7 +149,7 @@ def test_peer_weights_page_is_prefilled_in_percent_with_self_confidence(make_stu
     assert "Total: <output>100</output>" in html
 
 
-def test_step_indicator_marks_each_step_done_or_missing(make_study, client_of, cast):  # noqa: F811
+def test_step_indicator_marks_each_step_done_or_missing(make_study, client_of, cast):
     built = make_study(Phase.ASSESSMENT)
     services.peer_weights_set(expert=built.bob, weights={"bob": 0.5, "carol": 0.5})
     steps = client_of(cast.bob).get(url(built, "ranges")).context["steps"]
@@ -160,7 +162,7 @@ def test_step_indicator_marks_each_step_done_or_missing(make_study, client_of, c
 # --- a POST saves exactly what the API twin saves ------------------------------------------
 
 
-def twin_check(built, api, cast, step, expected):  # noqa: F811
+def twin_check(built, api, cast, step, expected):
     """Bob saved through the page: his GET equals what the API answers to
     carol's PUT of ``expected`` (the same input through the API twin)."""
     page_saved = api(cast.bob).get(api_url(built, step))
@@ -171,7 +173,7 @@ def twin_check(built, api, cast, step, expected):  # noqa: F811
     return page_saved.json()
 
 
-def test_votes_post_saves_what_the_api_saves(make_study, client_of, cast, api):  # noqa: F811
+def test_votes_post_saves_what_the_api_saves(make_study, client_of, cast, api):
     built = make_study(Phase.VOTING)
     ballot = {"attributes": ["Flexibility"], "metrics": ["AUC", "Fold stdev"]}
     response = client_of(cast.bob).post(url(built, "votes"), ballot)
@@ -183,7 +185,7 @@ def test_votes_post_saves_what_the_api_saves(make_study, client_of, cast, api): 
     assert checked(body(follow), "metrics", "Fold stdev") and checked(body(follow), "attributes", "Flexibility")
 
 
-def test_priorities_post_saves_what_the_api_saves(make_study, client_of, cast, api):  # noqa: F811
+def test_priorities_post_saves_what_the_api_saves(make_study, client_of, cast, api):
     built = make_study(Phase.ASSESSMENT)
     accuracy, success, auc = built.attributes["Accuracy"].pk, built.metrics["Success rate"].pk, built.metrics["AUC"].pk
     local = {f"local-{accuracy}-method": "lpr", f"local-{accuracy}-lpr-{success}-{auc}": "1/4"}
@@ -211,29 +213,40 @@ def test_priorities_post_saves_what_the_api_saves(make_study, client_of, cast, a
     )
 
 
-def test_direct_priorities_post_saves_what_the_api_saves(make_study, client_of, cast, api):  # noqa: F811
+def test_direct_priorities_post_saves_what_the_api_saves(make_study, client_of, cast, api):
     built = make_study(Phase.ASSESSMENT)
-    data = {"method": "direct", direct(built, "Accuracy"): "45.5", direct(built, "Consistency"): "30",
-            direct(built, "Efficiency"): "20", f"local-{built.attributes['Accuracy'].pk}-method": "equal"}
+    data = {
+        "method": "direct",
+        direct(built, "Accuracy"): "45.5",
+        direct(built, "Consistency"): "30",
+        direct(built, "Efficiency"): "20",
+        f"local-{built.attributes['Accuracy'].pk}-method": "equal",
+    }
     assert client_of(cast.bob).post(url(built, "priorities"), data).status_code == 302
     expected = {"method": "direct", "weights": {"Accuracy": 45.5, "Consistency": 30, "Efficiency": 20}}
     assert twin_check(built, api, cast, "priorities", expected)["weights"] == expected["weights"]
 
 
-def test_ranges_post_saves_what_the_api_saves(make_study, client_of, cast, api):  # noqa: F811
+def test_ranges_post_saves_what_the_api_saves(make_study, client_of, cast, api):
     built = make_study(Phase.ASSESSMENT)
     m = {name: metric.pk for name, metric in built.metrics.items()}
-    data = {f"least-{m['AUC']}": "0.75", f"desired-{m['AUC']}": "0.9",
-            f"least-{m['Training time']}": "30", f"desired-{m['Training time']}": "2",
-            # Both empty: left out, its default applies.
-            f"least-{m['Success rate']}": "", f"desired-{m['Success rate']}": "",
-            f"least-{m['Fold stdev']}": "0.15", f"desired-{m['Fold stdev']}": "0.05"}
+    data = {
+        f"least-{m['AUC']}": "0.75",
+        f"desired-{m['AUC']}": "0.9",
+        f"least-{m['Training time']}": "30",
+        f"desired-{m['Training time']}": "2",
+        # Both empty: left out, its default applies.
+        f"least-{m['Success rate']}": "",
+        f"desired-{m['Success rate']}": "",
+        f"least-{m['Fold stdev']}": "0.15",
+        f"desired-{m['Fold stdev']}": "0.05",
+    }
     assert client_of(cast.bob).post(url(built, "ranges"), data).status_code == 302
     expected = {"AUC": [0.75, 0.9], "Fold stdev": [0.15, 0.05], "Training time": [30, 2]}
     assert twin_check(built, api, cast, "ranges", expected) == expected
 
 
-def test_peer_weights_post_saves_what_the_api_saves(make_study, client_of, cast, api):  # noqa: F811
+def test_peer_weights_post_saves_what_the_api_saves(make_study, client_of, cast, api):
     built = make_study(Phase.ASSESSMENT)
     data = {f"peer-{built.bob.pk}": "35", f"peer-{built.carol.pk}": "65"}
     assert client_of(cast.bob).post(url(built, "peer-weights"), data).status_code == 302
@@ -243,7 +256,7 @@ def test_peer_weights_post_saves_what_the_api_saves(make_study, client_of, cast,
 # --- every refusal names the field, nothing written --------------------------------------
 
 
-def refused(client, target, data, unchanged, field, *fragments):  # noqa: F811
+def refused(client, target, data, unchanged, field, *fragments):
     """POST ``data``: the page answers with the form, ``field`` carries an
     error containing every fragment, the summary above the form names it,
     and the database is untouched."""
@@ -262,58 +275,109 @@ def refused(client, target, data, unchanged, field, *fragments):  # noqa: F811
     return response
 
 
-def test_vote_refusals_name_the_field(make_study, client_of, cast, unchanged):  # noqa: F811
+def test_vote_refusals_name_the_field(make_study, client_of, cast, unchanged):
     built = make_study(Phase.VOTING)
     client = client_of(cast.bob)
-    response = refused(client, url(built, "votes"), {"attributes": ["Accuracy"]}, unchanged, "attributes",
-                       "Accuracy is not one of the available choices")
+    response = refused(
+        client,
+        url(built, "votes"),
+        {"attributes": ["Accuracy"]},
+        unchanged,
+        "attributes",
+        "Accuracy is not one of the available choices",
+    )
     assert "Complementary attributes</a>:" in body(response)
     refused(client, url(built, "votes"), {"metrics": ["Nonsense"]}, unchanged, "metrics", "Nonsense")
 
 
-def test_priority_refusals_name_the_field(make_study, client_of, cast, unchanged):  # noqa: F811
+def test_priority_refusals_name_the_field(make_study, client_of, cast, unchanged):
     built = make_study(Phase.ASSESSMENT)
     client = client_of(cast.bob)
     local_method = f"local-{built.attributes['Accuracy'].pk}-method"
     base = {local_method: "equal"}
     refused(client, url(built, "priorities"), base, unchanged, "method", "This field is required")
     weights = {direct(built, "Accuracy"): "50", direct(built, "Consistency"): "0", direct(built, "Efficiency"): "20"}
-    response = refused(client, url(built, "priorities"), {**base, "method": "direct", **weights}, unchanged,
-                       direct(built, "Consistency"), "must be positive")
+    response = refused(
+        client,
+        url(built, "priorities"),
+        {**base, "method": "direct", **weights},
+        unchanged,
+        direct(built, "Consistency"),
+        "must be positive",
+    )
     assert "Weight of Consistency (%)</a>: must be positive" in body(response)
     page = url(built, "priorities")
-    refused(client, page, {**base, "method": "direct", **weights, direct(built, "Consistency"): "x"},
-            unchanged, direct(built, "Consistency"), "Enter a number")
-    refused(client, page, {**base, "method": "ahp", pair(built, "Accuracy", "Consistency"): "3"},
-            unchanged, pair(built, "Accuracy", "Efficiency"), "Choose a point on the scale")
+    refused(
+        client,
+        page,
+        {**base, "method": "direct", **weights, direct(built, "Consistency"): "x"},
+        unchanged,
+        direct(built, "Consistency"),
+        "Enter a number",
+    )
+    refused(
+        client,
+        page,
+        {**base, "method": "ahp", pair(built, "Accuracy", "Consistency"): "3"},
+        unchanged,
+        pair(built, "Accuracy", "Efficiency"),
+        "Choose a point on the scale",
+    )
     lpr = pair(built, "Accuracy", "Consistency", "lpr")
     refused(client, page, {**base, "method": "lpr", lpr: "10"}, unchanged, lpr, "Select a valid choice")
     local_weight = f"local-{built.attributes['Accuracy'].pk}-direct-{built.metrics['AUC'].pk}"
-    local = {local_method: "direct", local_weight: "-1",
-             f"local-{built.attributes['Accuracy'].pk}-direct-{built.metrics['Success rate'].pk}": "1"}
+    local = {
+        local_method: "direct",
+        local_weight: "-1",
+        f"local-{built.attributes['Accuracy'].pk}-direct-{built.metrics['Success rate'].pk}": "1",
+    }
     weights[direct(built, "Consistency")] = "30"
     refused(client, page, {**base, "method": "direct", **weights, **local}, unchanged, local_weight, "must be positive")
 
 
-def test_range_refusals_name_the_field(make_study, client_of, cast, unchanged):  # noqa: F811
+def test_range_refusals_name_the_field(make_study, client_of, cast, unchanged):
     built = make_study(Phase.ASSESSMENT)
     client = client_of(cast.bob)
     auc, time = built.metrics["AUC"].pk, built.metrics["Training time"].pk
     refused(client, url(built, "ranges"), {f"least-{auc}": "0.7"}, unchanged, f"desired-{auc}", "Give both values")
-    refused(client, url(built, "ranges"), {f"least-{auc}": "0.9", f"desired-{auc}": "0.7"}, unchanged, f"least-{auc}",
-            "higher is better, so the least acceptable value (0.9) must be below the desired value (0.7)")
-    refused(client, url(built, "ranges"), {f"least-{time}": "5", f"desired-{time}": "5"}, unchanged,
-            f"least-{time}", "must differ")
-    refused(client, url(built, "ranges"), {f"least-{time}": "1e400", f"desired-{time}": "5"}, unchanged,
-            f"least-{time}", "Enter a number")
+    refused(
+        client,
+        url(built, "ranges"),
+        {f"least-{auc}": "0.9", f"desired-{auc}": "0.7"},
+        unchanged,
+        f"least-{auc}",
+        "higher is better, so the least acceptable value (0.9) must be below the desired value (0.7)",
+    )
+    refused(
+        client,
+        url(built, "ranges"),
+        {f"least-{time}": "5", f"desired-{time}": "5"},
+        unchanged,
+        f"least-{time}",
+        "must differ",
+    )
+    refused(
+        client,
+        url(built, "ranges"),
+        {f"least-{time}": "1e400", f"desired-{time}": "5"},
+        unchanged,
+        f"least-{time}",
+        "Enter a number",
+    )
 
 
-def test_peer_weight_refusals_name_the_field(make_study, client_of, cast, unchanged):  # noqa: F811
+def test_peer_weight_refusals_name_the_field(make_study, client_of, cast, unchanged):
     built = make_study(Phase.ASSESSMENT)
     client = client_of(cast.bob)
     bob, carol = f"peer-{built.bob.pk}", f"peer-{built.carol.pk}"
-    response = refused(client, url(built, "peer-weights"), {bob: "100", carol: "0"}, unchanged, carol,
-                       "must be positive (no expert may silence another)")
+    response = refused(
+        client,
+        url(built, "peer-weights"),
+        {bob: "100", carol: "0"},
+        unchanged,
+        carol,
+        "must be positive (no expert may silence another)",
+    )
     assert "carol (%)</a>: must be positive" in body(response)
     response = refused(client, url(built, "peer-weights"), {bob: "50", carol: "40"}, unchanged, "__all__")
     assert "Total: the weights add up to 90%, not 100%" in body(response)
@@ -336,7 +400,13 @@ def test_peer_weight_refusals_name_the_field(make_study, client_of, cast, unchan
     ],
 )
 def test_a_step_outside_its_phase_is_read_only_with_the_reason(
-    make_study, client_of, cast, unchanged, phase, step, reason  # noqa: F811
+    make_study,
+    client_of,
+    cast,
+    unchanged,
+    phase,
+    step,
+    reason,
 ):
     built = make_study(phase)
     client = client_of(cast.bob)
@@ -356,7 +426,7 @@ def test_a_step_outside_its_phase_is_read_only_with_the_reason(
         assert response.status_code == 200
 
 
-def test_votes_after_closing_show_tallies_and_selection(make_study, client_of, cast):  # noqa: F811
+def test_votes_after_closing_show_tallies_and_selection(make_study, client_of, cast):
     built = make_study(Phase.ASSESSMENT)
     response = client_of(cast.carol).get(url(built, "votes"))
     html = body(response)
@@ -365,11 +435,11 @@ def test_votes_after_closing_show_tallies_and_selection(make_study, client_of, c
     flexibility = next(g for g in response.context["groups"] if g["attribute"].name == "Flexibility")
     assert (efficiency["attribute"].vote_count, efficiency["attribute"].is_selected) == (1, True)
     assert (flexibility["attribute"].vote_count, flexibility["attribute"].is_selected) == (0, False)
-    assert "1 <span class=\"muted\">(1 needed)</span>" in html
+    assert '1 <span class="muted">(1 needed)</span>' in html
     assert "✓ selected" in html and "not selected" in html
 
 
-def test_votes_are_not_tallied_while_voting(make_study, client_of, cast):  # noqa: F811
+def test_votes_are_not_tallied_while_voting(make_study, client_of, cast):
     built = make_study(Phase.VOTING)
     html = body(client_of(cast.carol).get(url(built, "votes")))
     assert "needed)" not in html and not checked(html, "attributes", "Efficiency")  # bob's vote is his
@@ -379,7 +449,7 @@ def test_votes_are_not_tallied_while_voting(make_study, client_of, cast):  # noq
 
 
 @pytest.mark.parametrize("step", PAGES)
-def test_the_designer_who_is_not_an_expert_gets_403_and_an_outsider_404(make_study, client_of, cast, step):  # noqa: F811
+def test_the_designer_who_is_not_an_expert_gets_403_and_an_outsider_404(make_study, client_of, cast, step):
     built = make_study(Phase.ASSESSMENT)
     designer = client_of(cast.alice)
     response = designer.get(url(built, step))
@@ -391,7 +461,7 @@ def test_the_designer_who_is_not_an_expert_gets_403_and_an_outsider_404(make_stu
 
 
 @pytest.mark.parametrize("step", ["priorities", "ranges"])
-def test_previews_check_access_too(make_study, client_of, cast, step):  # noqa: F811
+def test_previews_check_access_too(make_study, client_of, cast, step):
     built = make_study(Phase.ASSESSMENT)
     assert client_of(cast.alice).post(url(built, step, preview=True), {}).status_code == 403
     assert client_of(cast.charlie).post(url(built, step, preview=True), {}).status_code == 404
@@ -409,7 +479,7 @@ def test_previews_check_access_too(make_study, client_of, cast, step):  # noqa: 
         [(0, 1, "2"), (0, 2, "4"), (1, 2, "2")],  # consistent
     ],
 )
-def test_ahp_preview_reports_the_engines_ratio_and_repairs(make_study, client_of, cast, unchanged, judgments):  # noqa: F811
+def test_ahp_preview_reports_the_engines_ratio_and_repairs(make_study, client_of, cast, unchanged, judgments):
     built = make_study(Phase.ASSESSMENT)
     names = ["Accuracy", "Consistency", "Efficiency"]
     data = {"method": "ahp", **{pair(built, names[i], names[j]): v for i, j, v in judgments}}
@@ -435,25 +505,34 @@ def test_ahp_preview_reports_the_engines_ratio_and_repairs(make_study, client_of
 
 
 def test_priorities_page_applies_a_repair_without_javascript_and_saves_nothing(
-    make_study, client_of, cast, unchanged  # noqa: F811
+    make_study,
+    client_of,
+    cast,
+    unchanged,
 ):
     built = make_study(Phase.ASSESSMENT)
-    data = {"method": "ahp", pair(built, "Accuracy", "Consistency"): "3", pair(built, "Accuracy", "Efficiency"): "5",
-            pair(built, "Consistency", "Efficiency"): "1/2", "apply": f"{pair(built, 'Accuracy', 'Efficiency')}=3"}
+    data = {
+        "method": "ahp",
+        pair(built, "Accuracy", "Consistency"): "3",
+        pair(built, "Accuracy", "Efficiency"): "5",
+        pair(built, "Consistency", "Efficiency"): "1/2",
+        "apply": f"{pair(built, 'Accuracy', 'Efficiency')}=3",
+    }
     with unchanged():
         response = client_of(cast.bob).post(url(built, "priorities"), data)
     html = body(response)
     assert checked(html, pair(built, "Accuracy", "Efficiency"), "3")
-    assert "Judgments: <span class=\"consistency__text\">consistent (CR 0.05 ≤ 0.10)</span>" in html
+    assert 'Judgments: <span class="consistency__text">consistent (CR 0.05 ≤ 0.10)</span>' in html
     assert "Not saved yet" in html
 
 
-def test_ranges_preview_vetoes_as_engine_core_scores(make_study, client_of, cast, unchanged):  # noqa: F811
+def test_ranges_preview_vetoes_as_engine_core_scores(make_study, client_of, cast, unchanged):
     built = make_study(Phase.ASSESSMENT)
     time = built.metrics["Training time"].pk
     with unchanged():
-        response = client_of(cast.bob).post(url(built, "ranges", preview=True),
-                                            {f"least-{time}": "5", f"desired-{time}": "1"})
+        response = client_of(cast.bob).post(
+            url(built, "ranges", preview=True), {f"least-{time}": "5", f"desired-{time}": "1"}
+        )
     html = body(response)
     assert "1 candidate would be vetoed:" in html and "JRip (by Training time)" in html
     assert f'id="range-outcome-{time}" class="range-outcome" hx-swap-oob="true"' in html
@@ -480,15 +559,25 @@ def grow(built):
         user = User.objects.create_user(username=f"extra{n}")
         Membership.objects.create(study=study, user=user, role=Membership.Role.EXPERT)
     for n in range(2):
-        attribute = QualityAttribute.objects.create(study=study, name=f"Extra {n}", kind="complementary",
-                                                    position=10 + n, is_selected=True)
+        attribute = QualityAttribute.objects.create(
+            study=study, name=f"Extra {n}", kind="complementary", position=10 + n, is_selected=True
+        )
         for k in range(2):
-            Metric.objects.create(study=study, attribute=attribute, name=f"Extra {n}.{k}", position=10 + k,
-                                  is_selected=True, default_least_acceptable=0, default_desired=1)
+            Metric.objects.create(
+                study=study,
+                attribute=attribute,
+                name=f"Extra {n}.{k}",
+                position=10 + k,
+                is_selected=True,
+                default_least_acceptable=0,
+                default_desired=1,
+            )
     metrics = list(Metric.objects.filter(study=study))
     for n in range(5):
         candidate = Candidate.objects.create(study=study, name=f"Extra {n}", position=10 + n)
-        Measurement.objects.bulk_create([Measurement(study=candidate.study, candidate=candidate, metric=m, value=0.5) for m in metrics])
+        Measurement.objects.bulk_create(
+            [Measurement(study=candidate.study, candidate=candidate, metric=m, value=0.5) for m in metrics]
+        )
     AcceptableRange.objects.create(expert=built.bob, metric=metrics[-1], least_acceptable=0.1, desired=0.9)
 
 
@@ -510,7 +599,13 @@ def grow(built):
     ],
 )
 def test_each_page_has_a_fixed_number_of_queries(
-    make_study, client_of, cast, django_assert_num_queries, phase, step, queries  # noqa: F811
+    make_study,
+    client_of,
+    cast,
+    django_assert_num_queries,
+    phase,
+    step,
+    queries,
 ):
     built = make_study(phase, inputs=phase == Phase.ASSESSMENT)
     client = client_of(cast.bob)
@@ -531,7 +626,13 @@ def test_each_page_has_a_fixed_number_of_queries(
     ],
 )
 def test_each_preview_has_a_fixed_number_of_queries(
-    make_study, client_of, cast, django_assert_num_queries, step, data, queries  # noqa: F811
+    make_study,
+    client_of,
+    cast,
+    django_assert_num_queries,
+    step,
+    data,
+    queries,
 ):
     built = make_study(Phase.ASSESSMENT, inputs=True)
     client = client_of(cast.bob)
@@ -544,7 +645,7 @@ def test_each_preview_has_a_fixed_number_of_queries(
         assert client.post(url(built, step, preview=True), data).status_code == 200
 
 
-def test_direct_weights_given_as_shares_of_one_are_shown_as_percentages(make_study, client_of, cast):  # noqa: F811
+def test_direct_weights_given_as_shares_of_one_are_shown_as_percentages(make_study, client_of, cast):
     """The API and bundles often give direct weights as shares of 1 (the demo
     does); the page shows the percentages they amount to, so its running
     total reads 100 %, not 1 %."""
@@ -554,5 +655,7 @@ def test_direct_weights_given_as_shares_of_one_are_shown_as_percentages(make_stu
     )
     html = body(client_of(cast.bob).get(url(built, "priorities")))
     assert [input_value(html, direct(built, n)) for n in ("Accuracy", "Consistency", "Efficiency")] == [
-        "63", "20", "17",
+        "63",
+        "20",
+        "17",
     ]

@@ -126,8 +126,9 @@ def test_dashboard_query_count_is_fixed(client, cast, make_study, django_assert_
     services.expert_add(study=other, user=cast.bob)
     services.expert_add(study=other, user=cast.carol)
     make_study(Phase.VOTING, title="Second")
-    invitations.invitation_create(study=services.study_create(designer=cast.carol, title="C"), created_by=cast.carol,
-                                  username="bob")
+    invitations.invitation_create(
+        study=services.study_create(designer=cast.carol, title="C"), created_by=cast.carol, username="bob"
+    )
     again = count_queries()
     assert len(again.context["studies"]) == 3
     assert len(again.context["invitations"]) == 1
@@ -290,9 +291,15 @@ def test_study_home_next_step_for_an_expert(client, cast, make_study):
     for step in ("votes", "priorities", "ranges", "peer-weights"):
         assert f'href="/studies/{built.study.pk}/my/{step}/"' in raw
 
-    services.prioritisation_set(expert=built.bob, method="ahp", judgments=[
-        ["Accuracy", "Consistency", 3], ["Accuracy", "Efficiency", 5], ["Consistency", "Efficiency", 2],
-    ])
+    services.prioritisation_set(
+        expert=built.bob,
+        method="ahp",
+        judgments=[
+            ["Accuracy", "Consistency", 3],
+            ["Accuracy", "Efficiency", 5],
+            ["Consistency", "Efficiency", 2],
+        ],
+    )
     changed = AttributePrioritisation.objects.get(expert=built.bob).updated_at
     page = text_of(client.get(f"/studies/{built.study.pk}/"))
     assert "Your next step: Acceptable ranges" in page
@@ -301,12 +308,13 @@ def test_study_home_next_step_for_an_expert(client, cast, make_study):
 
 def test_study_home_designer_grid_with_times(client, cast, make_study):
     built = make_study(Phase.ASSESSMENT)
-    services.prioritisation_set(expert=built.carol, method="direct", weights={"Accuracy": 6, "Consistency": 3,
-                                                                             "Efficiency": 1})
+    services.prioritisation_set(
+        expert=built.carol, method="direct", weights={"Accuracy": 6, "Consistency": 3, "Efficiency": 1}
+    )
     services.peer_weights_set(expert=built.carol, weights={"bob": 0.5, "carol": 0.5})
     changed = AttributePrioritisation.objects.get(expert=built.carol).updated_at
     page = text_of(as_user(client, cast.alice).get(f"/studies/{built.study.pk}/"))
-    grid = page[page.index("Progress of the experts"):page.index("Setup:")]
+    grid = page[page.index("Progress of the experts") : page.index("Setup:")]
     assert grid.startswith("Progress of the experts Expert Votes Priorities Acceptable ranges Peer weights")
     assert "bob Done 1 vote cast; voting is closed. Missing The selected attributes are not prioritised yet." in grid
     assert (
@@ -401,8 +409,9 @@ def test_close_voting_says_what_the_selection_will_be_then_does_it(client, cast,
 
 def test_close_assessment_refused_names_who_is_missing_what(client, cast, make_study, unchanged):
     built = make_study(Phase.ASSESSMENT)
-    services.prioritisation_set(expert=built.bob, method="direct", weights={"Accuracy": 5, "Consistency": 3,
-                                                                           "Efficiency": 2})
+    services.prioritisation_set(
+        expert=built.bob, method="direct", weights={"Accuracy": 5, "Consistency": 3, "Efficiency": 2}
+    )
     as_user(client, cast.alice)
     confirm = text_of(client.get(f"/studies/{built.study.pk}/phase/closed/"))
     assert "Closing the assessment freezes every expert's priorities, acceptable ranges and peer weights" in confirm
@@ -532,11 +541,19 @@ def vetoed_run(cast, make_study):
     """A succeeded run in which the candidate Stump is vetoed by both experts."""
     built = make_study(Phase.CLOSED)
     services.candidate_add(study=built.study, name="Stump")
-    services.measurements_set(study=built.study, measurements=[
-        {"candidate": "Stump", "metric": name, "value": value}
-        for name, value in {"Success rate": 0.5, "AUC": 0.8, "Fold stdev": 0.1, "Training time": 1,
-                            "Flexibility score": 3}.items()
-    ])
+    services.measurements_set(
+        study=built.study,
+        measurements=[
+            {"candidate": "Stump", "metric": name, "value": value}
+            for name, value in {
+                "Success rate": 0.5,
+                "AUC": 0.8,
+                "Fold stdev": 0.1,
+                "Training time": 1,
+                "Flexibility score": 3,
+            }.items()
+        ],
+    )
     run = launch(built, cast.alice)
     engine_services.run_execute(run_id=run.pk)
     run.refresh_from_db()

@@ -83,11 +83,17 @@ def db_snapshot():
             )
         ),
         "candidates": list(Candidate.objects.order_by("pk").values_list("pk", "name", "description")),
-        "measurements": list(Measurement.objects.order_by("pk").values_list("pk", "candidate_id", "metric_id", "value")),
+        "measurements": list(
+            Measurement.objects.order_by("pk").values_list("pk", "candidate_id", "metric_id", "value")
+        ),
         "votes": sorted(AttributeVote.objects.values_list("expert_id", "attribute_id"))
         + sorted(MetricVote.objects.values_list("expert_id", "metric_id")),
-        "weights": sorted(AttributeWeight.objects.values_list("prioritisation__expert_id", "attribute_id", "given", "weight")),
-        "judgments": sorted(AttributeJudgment.objects.values_list("prioritisation__expert_id", "row_id", "column_id", "value")),
+        "weights": sorted(
+            AttributeWeight.objects.values_list("prioritisation__expert_id", "attribute_id", "given", "weight")
+        ),
+        "judgments": sorted(
+            AttributeJudgment.objects.values_list("prioritisation__expert_id", "row_id", "column_id", "value")
+        ),
         "ranges": sorted(AcceptableRange.objects.values_list("expert_id", "metric_id", "least_acceptable", "desired")),
         "peer_weights": sorted(PeerWeight.objects.values_list("rater_id", "ratee_id", "weight")),
     }
@@ -136,7 +142,10 @@ class Cast:
 @pytest.fixture
 def cast(db):
     User = get_user_model()
-    people = {name: User.objects.create_user(username=name, password=PASSWORD) for name in ("alice", "bob", "carol", "charlie")}
+    people = {
+        name: User.objects.create_user(username=name, password=PASSWORD)
+        for name in ("alice", "bob", "carol", "charlie")
+    }
     return Cast(**people)
 
 
@@ -218,8 +227,16 @@ def make_study(cast):
     ``inputs``: in assessment, also give every expert's inputs (closed always does).
     """
 
-    def make(phase=Phase.DRAFT, *, experts=("bob", "carol"), votes=None, inputs=False,
-             attribute_threshold=1, metric_threshold=0, title="Choosing a classifier"):
+    def make(
+        phase=Phase.DRAFT,
+        *,
+        experts=("bob", "carol"),
+        votes=None,
+        inputs=False,
+        attribute_threshold=1,
+        metric_threshold=0,
+        title="Choosing a classifier",
+    ):
         study = services.study_create(
             designer=cast.alice,
             title=title,
@@ -231,10 +248,16 @@ def make_study(cast):
         for username in experts:
             built.experts[username] = services.expert_add(study=study, user=getattr(cast, username))
         for name, kind in ATTRIBUTES:
-            built.attributes[name] = services.attribute_add(study=study, name=name, kind=kind, description=f"{name} matters")
+            built.attributes[name] = services.attribute_add(
+                study=study, name=name, kind=kind, description=f"{name} matters"
+            )
         for name, attribute, better, unit, default_range in METRICS:
             built.metrics[name] = services.metric_add(
-                study=study, attribute=built.attributes[attribute], name=name, better=better, unit=unit,
+                study=study,
+                attribute=built.attributes[attribute],
+                name=name,
+                better=better,
+                unit=unit,
                 default_range=default_range,
             )
         for name in MEASUREMENTS:
@@ -242,7 +265,9 @@ def make_study(cast):
         services.measurements_set(
             study=study,
             measurements=[
-                {"candidate": c, "metric": m, "value": v} for c, values in MEASUREMENTS.items() for m, v in values.items()
+                {"candidate": c, "metric": m, "value": v}
+                for c, values in MEASUREMENTS.items()
+                for m, v in values.items()
             ],
         )
         if phase == Phase.DRAFT:

@@ -96,14 +96,26 @@ def test_password_change_revokes_tokens_keeps_this_session_and_ends_others(cast)
 @pytest.mark.parametrize(
     ("data", "field", "message"),
     [
-        ({"old_password": "wrong", "new_password1": NEW_PASSWORD, "new_password2": NEW_PASSWORD},
-         "old_password", "Your old password was entered incorrectly"),
-        ({"old_password": PASSWORD, "new_password1": NEW_PASSWORD, "new_password2": NEW_PASSWORD + "x"},
-         "new_password2", "The two password fields didn’t match."),
-        ({"old_password": PASSWORD, "new_password1": "12345678", "new_password2": "12345678"},
-         "new_password2", "This password is entirely numeric."),
-        ({"old_password": PASSWORD, "new_password1": "", "new_password2": ""},
-         "new_password1", "This field is required."),
+        (
+            {"old_password": "wrong", "new_password1": NEW_PASSWORD, "new_password2": NEW_PASSWORD},
+            "old_password",
+            "Your old password was entered incorrectly",
+        ),
+        (
+            {"old_password": PASSWORD, "new_password1": NEW_PASSWORD, "new_password2": NEW_PASSWORD + "x"},
+            "new_password2",
+            "The two password fields didn’t match.",
+        ),
+        (
+            {"old_password": PASSWORD, "new_password1": "12345678", "new_password2": "12345678"},
+            "new_password2",
+            "This password is entirely numeric.",
+        ),
+        (
+            {"old_password": PASSWORD, "new_password1": "", "new_password2": ""},
+            "new_password1",
+            "This field is required.",
+        ),
     ],
 )
 def test_password_change_errors_name_the_field_and_change_nothing(client, cast, data, field, message):
@@ -205,8 +217,19 @@ def test_email_url_parsing():
     console = email_from_url("console:")
     assert console["EMAIL_BACKEND"] == "django.core.mail.backends.console.EmailBackend"
     smtp = email_from_url("smtp://mailer:p%40ss@mail.example.com:2525?tls=1&timeout=5")
-    assert {k: smtp[k] for k in ("EMAIL_BACKEND", "EMAIL_HOST", "EMAIL_PORT", "EMAIL_HOST_USER", "EMAIL_HOST_PASSWORD",
-                                 "EMAIL_USE_TLS", "EMAIL_USE_SSL", "EMAIL_TIMEOUT")} == {
+    assert {
+        k: smtp[k]
+        for k in (
+            "EMAIL_BACKEND",
+            "EMAIL_HOST",
+            "EMAIL_PORT",
+            "EMAIL_HOST_USER",
+            "EMAIL_HOST_PASSWORD",
+            "EMAIL_USE_TLS",
+            "EMAIL_USE_SSL",
+            "EMAIL_TIMEOUT",
+        )
+    } == {
         "EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend",
         "EMAIL_HOST": "mail.example.com",
         "EMAIL_PORT": 2525,
@@ -253,7 +276,8 @@ def test_a_token_expires_after_the_default_lifetime_or_the_one_asked_for(cast, s
         assert response.json()["expires_at"] == token.expires_at.isoformat().replace("+00:00", "Z")
     listed = token_client(week.json()["token"]).get(API + "/auth/tokens/").json()["results"]
     assert {t["name"]: t["expires_at"] for t in listed} == {
-        "week": week.json()["expires_at"], "default": default.json()["expires_at"]
+        "week": week.json()["expires_at"],
+        "default": default.json()["expires_at"],
     }
 
 

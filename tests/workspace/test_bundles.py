@@ -90,11 +90,16 @@ def canonical(bundle):
             for _, m in metrics
         ],
         "candidates": [
-            {"name": c["name"], "description": c.get("description", ""), "measurements": dict(c.get("measurements", {}))}
+            {
+                "name": c["name"],
+                "description": c.get("description", ""),
+                "measurements": dict(c.get("measurements", {})),
+            }
             for c in bundle.get("candidates", [])
         ],
         "votes": {
-            kind: {name: sorted((votes.get(kind) or {}).get(name, [])) for name in experts} for kind in ("attributes", "metrics")
+            kind: {name: sorted((votes.get(kind) or {}).get(name, [])) for name in experts}
+            for kind in ("attributes", "metrics")
         },
         "priorities": copy.deepcopy(bundle.get("priorities") or {}),
         "ranges": {
@@ -111,7 +116,9 @@ def assert_close(actual, expected, path="bundle"):
     if isinstance(expected, bool) or isinstance(actual, bool):
         assert actual is expected, f"{path}: {actual!r} != {expected!r}"
     elif isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
-        assert math.isclose(actual, expected, rel_tol=TOLERANCE, abs_tol=TOLERANCE), f"{path}: {actual!r} != {expected!r}"
+        assert math.isclose(actual, expected, rel_tol=TOLERANCE, abs_tol=TOLERANCE), (
+            f"{path}: {actual!r} != {expected!r}"
+        )
     elif isinstance(expected, dict):
         assert isinstance(actual, dict), f"{path}: {actual!r} is not an object"
         assert set(actual) == set(expected), f"{path}: keys {sorted(actual)} != {sorted(expected)}"
@@ -152,12 +159,21 @@ def study_state(study):
             sorted(Metric.objects.filter(study=study, is_selected=True).values_list("name", flat=True)),
         ),
         "prioritisations": sorted(
-            (expert_name(p.expert_id), p.method, round(p.consistency_ratio, 12) if p.consistency_ratio is not None else None,
-             sorted((w.attribute.name, w.given, round(w.weight, 12)) for w in p.weights.all()))
+            (
+                expert_name(p.expert_id),
+                p.method,
+                round(p.consistency_ratio, 12) if p.consistency_ratio is not None else None,
+                sorted((w.attribute.name, w.given, round(w.weight, 12)) for w in p.weights.all()),
+            )
             for p in AttributePrioritisation.objects.filter(expert__study=study)
         ),
         "local": sorted(
-            (expert_name(p.expert_id), p.attribute.name, p.method, sorted((w.metric.name, round(w.weight, 12)) for w in p.weights.all()))
+            (
+                expert_name(p.expert_id),
+                p.attribute.name,
+                p.method,
+                sorted((w.metric.name, round(w.weight, 12)) for w in p.weights.all()),
+            )
             for p in MetricPrioritisation.objects.filter(expert__study=study)
         ),
         "ranges": sorted(
@@ -165,7 +181,8 @@ def study_state(study):
             for r in AcceptableRange.objects.filter(expert__study=study)
         ),
         "peer_weights": sorted(
-            (expert_name(p.rater_id), expert_name(p.ratee_id), p.weight) for p in PeerWeight.objects.filter(rater__study=study)
+            (expert_name(p.rater_id), expert_name(p.ratee_id), p.weight)
+            for p in PeerWeight.objects.filter(rater__study=study)
         ),
         "measurements": sorted(
             (m.candidate.name, m.metric.name, m.value) for m in Measurement.objects.filter(candidate__study=study)
@@ -186,8 +203,13 @@ def test_case_study_round_trip(case_study):
 def test_case_study_import_builds_the_study(case_study):
     study = study_import_bundle(bundle=case_study)
     assert (study.phase, study.designer.username, study.title) == ("closed", "designer", case_study["title"])
-    assert list(Membership.objects.filter(study=study, role="expert").order_by("id").values_list("user__username", flat=True)) == [
-        "statistician", "informatician", "researcher", "clinician",
+    assert list(
+        Membership.objects.filter(study=study, role="expert").order_by("id").values_list("user__username", flat=True)
+    ) == [
+        "statistician",
+        "informatician",
+        "researcher",
+        "clinician",
     ]
     state = study_state(study)
     assert state["selected"] == (
@@ -205,7 +227,12 @@ def test_case_study_import_builds_the_study(case_study):
 def test_import_never_touches_an_existing_account(case_study, cast):
     case_study["designer"] = "alice"
     case_study["experts"][0] = "bob"
-    for section in (case_study["priorities"], case_study["peer_weights"], case_study["votes"]["attributes"], *case_study["peer_weights"].values()):
+    for section in (
+        case_study["priorities"],
+        case_study["peer_weights"],
+        case_study["votes"]["attributes"],
+        *case_study["peer_weights"].values(),
+    ):
         section["bob"] = section.pop("statistician")
     study = study_import_bundle(bundle=case_study)
     assert study.designer == cast.alice
@@ -258,7 +285,8 @@ def round_trip_study(study):
 
 
 @pytest.mark.parametrize(
-    "phase, inputs", [("draft", False), ("voting", False), ("assessment", False), ("assessment", True), ("closed", True)]
+    "phase, inputs",
+    [("draft", False), ("voting", False), ("assessment", False), ("assessment", True), ("closed", True)],
 )
 def test_built_studies_round_trip(make_study, phase, inputs):
     built = make_study(phase, inputs=inputs)
@@ -271,9 +299,15 @@ def test_built_studies_round_trip(make_study, phase, inputs):
     else:
         assert exported["votes"]["attributes"] == {"bob": ["Efficiency"], "carol": []}
     if phase == "closed" or inputs:
-        assert exported["priorities"]["bob"] == {"method": "direct", "weights": {"Accuracy": 50, "Consistency": 30, "Efficiency": 20}}
+        assert exported["priorities"]["bob"] == {
+            "method": "direct",
+            "weights": {"Accuracy": 50, "Consistency": 30, "Efficiency": 20},
+        }
         assert exported["priorities"]["carol"]["method"] == "ahp"
-        assert exported["ranges"] == {"bob": {"AUC": [0.7, 0.95]}, "carol": {"Success rate": [0.82, 0.9], "AUC": [0.75, 0.9]}}
+        assert exported["ranges"] == {
+            "bob": {"AUC": [0.7, 0.95]},
+            "carol": {"Success rate": [0.82, 0.9], "AUC": [0.75, 0.9]},
+        }
         assert exported["peer_weights"] == {"bob": {"bob": 0.6, "carol": 0.4}, "carol": {"bob": 0.5, "carol": 0.5}}
 
 
@@ -303,13 +337,21 @@ def test_a_rich_study_round_trips(make_study, phase):
     services.priorities_set(
         expert=built.bob,
         method="lpr",
-        judgments=[["Consistency", "Accuracy", 1 / 3], ["Accuracy", "Flexibility", 7], ["Flexibility", "Consistency", 0.1111]],
+        judgments=[
+            ["Consistency", "Accuracy", 1 / 3],
+            ["Accuracy", "Flexibility", 7],
+            ["Flexibility", "Consistency", 0.1111],
+        ],
         metric_priorities={"Accuracy": {"method": "ahp", "judgments": [["AUC", "Success rate", 3]]}},
     )
     services.priorities_set(
         expert=built.carol,
         method="ahp",
-        judgments=[["Accuracy", "Consistency", 9], ["Accuracy", "Flexibility", 1 / 9], ["Consistency", "Flexibility", 2.5]],
+        judgments=[
+            ["Accuracy", "Consistency", 9],
+            ["Accuracy", "Flexibility", 1 / 9],
+            ["Consistency", "Flexibility", 2.5],
+        ],
         metric_priorities={"Accuracy": {"method": "direct", "weights": {"Success rate": 70, "AUC": 30}}},
     )
     services.priorities_set(
@@ -318,8 +360,12 @@ def test_a_rich_study_round_trips(make_study, phase):
         weights={"Accuracy": 0.1, "Consistency": 1e-3, "Flexibility": 12.5},
         metric_priorities={"Accuracy": {"method": "lpr", "judgments": [["Success rate", "AUC", 8]]}},
     )
-    services.ranges_set(expert=built.bob, ranges={"AUC": [0.5, 0.99], "Flexibility score": [2, 9], "Fold stdev": [0.3, 0.01]})
-    services.ranges_set(expert=built.carol, ranges={"AUC": [-1, 1e6], "Flexibility score": [0, 10], "Success rate": [0.1, 0.2]})
+    services.ranges_set(
+        expert=built.bob, ranges={"AUC": [0.5, 0.99], "Flexibility score": [2, 9], "Fold stdev": [0.3, 0.01]}
+    )
+    services.ranges_set(
+        expert=built.carol, ranges={"AUC": [-1, 1e6], "Flexibility score": [0, 10], "Success rate": [0.1, 0.2]}
+    )
     services.ranges_set(expert=alice, ranges={"AUC": [0.6, 0.61], "Flexibility score": [1, 2]})
     services.peer_weights_set(expert=built.bob, weights={"bob": 0.2 + 0.1, "carol": 0.3, "alice": 0.4})
     services.peer_weights_set(expert=built.carol, weights={"bob": 1 / 3, "carol": 1 / 3, "alice": 1 / 3})
@@ -352,16 +398,20 @@ def test_a_lone_expert_study_round_trips(make_study):
 
 # --- generated bundles (Hypothesis) ------------------------------------------------------
 
-NAME = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 -_()%éμ", min_size=1, max_size=12).map(
-    str.strip
-).filter(bool)
+NAME = (
+    st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 -_()%éμ", min_size=1, max_size=12)
+    .map(str.strip)
+    .filter(bool)
+)
 # Free text, minus the NUL character (refused: PostgreSQL cannot store it).
 # Any storable text: no NUL, no lone surrogates (both are refused on import).
 TEXT = st.text(st.characters(exclude_characters="\x00", exclude_categories=("Cs",)), max_size=30).map(str.strip)
 USERNAME = st.from_regex(r"[a-z][a-z0-9_.@+-]{0,8}", fullmatch=True)
 FINITE = st.floats(min_value=-1e12, max_value=1e12, allow_nan=False, allow_infinity=False, allow_subnormal=False)
 MEASURE = st.one_of(FINITE, st.integers(min_value=-1000, max_value=1000))
-SCALE = st.one_of(st.sampled_from([float(v) for v in SAATY_SCALE] + [1, 2, 3, 9]), st.floats(min_value=1 / 9, max_value=9))
+SCALE = st.one_of(
+    st.sampled_from([float(v) for v in SAATY_SCALE] + [1, 2, 3, 9]), st.floats(min_value=1 / 9, max_value=9)
+)
 
 
 @st.composite
@@ -374,11 +424,13 @@ def ordered_pair(draw, better):
 def prioritisation(draw, items):
     method = draw(st.sampled_from(["direct", "ahp", "lpr"]))
     if method == "direct":
-        values = draw(st.lists(st.one_of(st.integers(1, 100), st.floats(1e-3, 1e3)), min_size=len(items), max_size=len(items)))
+        values = draw(
+            st.lists(st.one_of(st.integers(1, 100), st.floats(1e-3, 1e3)), min_size=len(items), max_size=len(items))
+        )
         return {"method": method, "weights": dict(zip(items, values, strict=False))}
     judgments = []
     for i, row in enumerate(items):
-        for column in items[i + 1:]:
+        for column in items[i + 1 :]:
             pair = [row, column] if draw(st.booleans()) else [column, row]
             judgments.append([*pair, draw(SCALE)])
     return {"method": method, "judgments": draw(st.permutations(judgments))}
@@ -393,8 +445,11 @@ def bundles(draw):
         experts.append(designer)  # the designer also takes part
     attribute_names = draw(st.lists(NAME, min_size=1, max_size=4, unique=True))
     attributes = [
-        {"name": name, "kind": "main" if position == 0 else draw(st.sampled_from(["main", "complementary"])),
-         "description": draw(TEXT)}
+        {
+            "name": name,
+            "kind": "main" if position == 0 else draw(st.sampled_from(["main", "complementary"])),
+            "description": draw(TEXT),
+        }
         for position, name in enumerate(attribute_names)
     ]
     metric_names = iter(draw(st.lists(NAME, min_size=2 * len(attributes), max_size=2 * len(attributes), unique=True)))
@@ -402,12 +457,21 @@ def bundles(draw):
     for attribute in attributes:  # grouped by attribute: the order a study keeps
         for _ in range(draw(st.integers(1, 2))):
             better = draw(st.sampled_from(["higher", "lower"]))
-            metric = {"name": next(metric_names), "attribute": attribute["name"], "better": better, "unit": draw(st.sampled_from(["", "s", "%"]))}
+            metric = {
+                "name": next(metric_names),
+                "attribute": attribute["name"],
+                "better": better,
+                "unit": draw(st.sampled_from(["", "s", "%"])),
+            }
             if draw(st.booleans()):
                 metric["default_range"] = draw(ordered_pair(better))
             metrics.append(metric)
     candidates = [
-        {"name": name, "description": "", "measurements": {m["name"]: draw(MEASURE) for m in metrics if draw(st.booleans())}}
+        {
+            "name": name,
+            "description": "",
+            "measurements": {m["name"]: draw(MEASURE) for m in metrics if draw(st.booleans())},
+        }
         for name in draw(st.lists(NAME, max_size=3, unique=True))
     ]
     bundle = {
@@ -428,19 +492,27 @@ def bundles(draw):
 
     complementary = [a["name"] for a in attributes if a["kind"] == "complementary"]
     bundle["votes"] = {
-        "attributes": {e: draw(st.lists(st.sampled_from(complementary), unique=True)) if complementary else [] for e in experts},
+        "attributes": {
+            e: draw(st.lists(st.sampled_from(complementary), unique=True)) if complementary else [] for e in experts
+        },
         "metrics": {e: draw(st.lists(st.sampled_from([m["name"] for m in metrics]), unique=True)) for e in experts},
     }
     # The selection the votes give; the metric threshold is capped so that
     # every selected attribute keeps a metric (else voting could not close).
     count = lambda kind, name: sum(name in bundle["votes"][kind][e] for e in experts)  # noqa: E731
-    selected = [a["name"] for a in attributes if a["kind"] == "main" or count("attributes", a["name"]) >= bundle["attribute_threshold"]]
+    selected = [
+        a["name"]
+        for a in attributes
+        if a["kind"] == "main" or count("attributes", a["name"]) >= bundle["attribute_threshold"]
+    ]
     best = [max(count("metrics", m["name"]) for m in metrics if m["attribute"] == name) for name in selected]
     bundle["metric_threshold"] = min(draw(st.integers(0, 2)), min(best))
     if phase == "voting":
         return bundle
 
-    chosen = [m for m in metrics if m["attribute"] in selected and count("metrics", m["name"]) >= bundle["metric_threshold"]]
+    chosen = [
+        m for m in metrics if m["attribute"] in selected and count("metrics", m["name"]) >= bundle["metric_threshold"]
+    ]
     everyone = phase == "closed"
     bundle["priorities"], bundle["ranges"], bundle["peer_weights"] = {}, {}, {}
     for expert in experts:
@@ -467,7 +539,9 @@ def bundles(draw):
     return bundle
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(bundle=bundles())
 def test_generated_bundles_round_trip(db, bundle):
     with transaction.atomic():
@@ -530,7 +604,11 @@ def _without_training_time(bundle):
 
 AHP_CLINICIAN = {
     "method": "ahp",
-    "judgments": [["Accuracy", "Consistency", 3], ["Accuracy", "Comprehensibility", 0.5], ["Consistency", "Comprehensibility", 0.25]],
+    "judgments": [
+        ["Accuracy", "Consistency", 3],
+        ["Accuracy", "Comprehensibility", 0.5],
+        ["Consistency", "Comprehensibility", 0.25],
+    ],
 }
 
 BAD_BUNDLES = [
@@ -540,7 +618,12 @@ BAD_BUNDLES = [
     ("unknown-top-level-key", _set(["colour"], "blue"), "colour", "is not a field"),
     ("title-missing", _delete(["title"]), "title", "is required"),
     ("title-empty", _set(["title"], "  "), "title", "must not be empty"),
-    ("name-with-a-lone-surrogate", _set(["candidates", 0, "name"], "J\ud80048"), "candidates[0].name", "lone surrogate"),
+    (
+        "name-with-a-lone-surrogate",
+        _set(["candidates", 0, "name"], "J\ud80048"),
+        "candidates[0].name",
+        "lone surrogate",
+    ),
     ("phase-unknown", _set(["phase"], "archived"), "phase", "must be one of"),
     ("threshold-negative", _set(["attribute_threshold"], -1), "attribute_threshold", "whole number"),
     ("threshold-float", _set(["metric_threshold"], 0.5), "metric_threshold", "whole number"),
@@ -554,74 +637,330 @@ BAD_BUNDLES = [
     ("attribute-unknown-field", _set(["attributes", 0, "weight"], 2), "attributes[0].weight", "is not a field"),
     ("attribute-not-an-object", _set(["attributes", 2], "Comprehensibility"), "attributes[2]", "must be an object"),
     ("attributes-not-a-list", _set(["attributes"], {"Accuracy": "main"}), "attributes", "must be a list"),
-    ("metric-range-wrong-direction", _set(["metrics", 1, "default_range"], [0.05, 0.15]), "metrics[1].default_range", "lower is better"),
-    ("metric-range-equal-bounds", _set(["metrics", 0, "default_range"], [0.9, 0.9]), "metrics[0].default_range", "must differ"),
+    (
+        "metric-range-wrong-direction",
+        _set(["metrics", 1, "default_range"], [0.05, 0.15]),
+        "metrics[1].default_range",
+        "lower is better",
+    ),
+    (
+        "metric-range-equal-bounds",
+        _set(["metrics", 0, "default_range"], [0.9, 0.9]),
+        "metrics[0].default_range",
+        "must differ",
+    ),
     ("metric-range-nan", _set(["metrics", 0, "default_range"], [NAN, 0.9]), "metrics[0].default_range", "finite"),
     ("metric-range-not-a-pair", _set(["metrics", 2, "default_range"], [6]), "metrics[2].default_range", "pair"),
     ("metric-better", _set(["metrics", 2, "better"], "up"), "metrics[2].better", "'higher' or 'lower'"),
-    ("metric-unknown-attribute", _set(["metrics", 0, "attribute"], "Speed"), "metrics[0].attribute", "no attribute named 'Speed'"),
-    ("metric-attribute-not-text", _set(["metrics", 0, "attribute"], ["Accuracy"]), "metrics[0].attribute", "no attribute named"),
+    (
+        "metric-unknown-attribute",
+        _set(["metrics", 0, "attribute"], "Speed"),
+        "metrics[0].attribute",
+        "no attribute named 'Speed'",
+    ),
+    (
+        "metric-attribute-not-text",
+        _set(["metrics", 0, "attribute"], ["Accuracy"]),
+        "metrics[0].attribute",
+        "no attribute named",
+    ),
     ("metric-attribute-missing", _delete(["metrics", 3, "attribute"]), "metrics[3].attribute", "is required"),
     ("metric-name-twice", _set(["metrics", 3, "name"], "Success rate"), "metrics[3].name", "already exists"),
-    ("measurement-nan", _set(["candidates", 0, "measurements", "Success rate"], NAN), "candidates[0].measurements.Success rate", "finite"),
-    ("measurement-inf", _set(["candidates", 3, "measurements", "Training time"], -INF), "candidates[3].measurements.Training time", "finite"),
-    ("measurement-text", _set(["candidates", 2, "measurements", "Training time"], "fast"), "candidates[2].measurements.Training time", "number"),
-    ("measurement-bool", _set(["candidates", 1, "measurements", "Comprehensibility rating"], True), "candidates[1].measurements.Comprehensibility rating", "number"),
-    ("measurement-too-large", _set(["candidates", 0, "measurements", "Success rate"], 10**400), "candidates[0].measurements.Success rate", "too large"),
-    ("peer-weight-too-large", _set(["peer_weights", "clinician", "clinician"], 10**400), "peer_weights.clinician.clinician", "too large"),
+    (
+        "measurement-nan",
+        _set(["candidates", 0, "measurements", "Success rate"], NAN),
+        "candidates[0].measurements.Success rate",
+        "finite",
+    ),
+    (
+        "measurement-inf",
+        _set(["candidates", 3, "measurements", "Training time"], -INF),
+        "candidates[3].measurements.Training time",
+        "finite",
+    ),
+    (
+        "measurement-text",
+        _set(["candidates", 2, "measurements", "Training time"], "fast"),
+        "candidates[2].measurements.Training time",
+        "number",
+    ),
+    (
+        "measurement-bool",
+        _set(["candidates", 1, "measurements", "Comprehensibility rating"], True),
+        "candidates[1].measurements.Comprehensibility rating",
+        "number",
+    ),
+    (
+        "measurement-too-large",
+        _set(["candidates", 0, "measurements", "Success rate"], 10**400),
+        "candidates[0].measurements.Success rate",
+        "too large",
+    ),
+    (
+        "peer-weight-too-large",
+        _set(["peer_weights", "clinician", "clinician"], 10**400),
+        "peer_weights.clinician.clinician",
+        "too large",
+    ),
     ("description-with-nul", _set(["attributes", 1, "description"], "uniform\x00"), "attributes[1].description", "NUL"),
     ("title-with-nul", _set(["title"], "Cancer\x00"), "title", "NUL"),
-    ("measurement-unknown-metric", _set(["candidates", 1, "measurements", "Recall"], 0.5), "candidates[1].measurements.Recall", "no metric"),
-    ("measurements-not-an-object", _set(["candidates", 1, "measurements"], [0.8]), "candidates[1].measurements", "an object"),
+    (
+        "measurement-unknown-metric",
+        _set(["candidates", 1, "measurements", "Recall"], 0.5),
+        "candidates[1].measurements.Recall",
+        "no metric",
+    ),
+    (
+        "measurements-not-an-object",
+        _set(["candidates", 1, "measurements"], [0.8]),
+        "candidates[1].measurements",
+        "an object",
+    ),
     ("candidate-name-twice", _set(["candidates", 1, "name"], "J48"), "candidates[1].name", "already exists"),
-    ("votes-in-a-draft-bundle", _early("draft", votes={"attributes": {"statistician": ["Efficiency"]}}), "votes", "draft phase has no votes"),
-    ("priorities-in-a-voting-bundle", _early("voting", priorities={"statistician": {"method": "direct", "weights": {"Accuracy": 1}}}), "priorities", "voting phase has no priorities"),
-    ("peer-weights-in-a-voting-bundle", _early("voting", peer_weights={"statistician": {"statistician": 1}}), "peer_weights", "no peer weights"),
-    ("votes-unknown-expert", _set(["votes", "attributes", "dave"], ["Efficiency"]), "votes.attributes.dave", "not one of the bundle's experts"),
-    ("votes-for-a-main-attribute", _set(["votes", "attributes", "clinician"], ["Accuracy"]), "votes.attributes.clinician", "main attribute"),
-    ("votes-unknown-metric", _set(["votes", "metrics", "researcher"], ["Recall"]), "votes.metrics.researcher", "no metric named 'Recall'"),
+    (
+        "votes-in-a-draft-bundle",
+        _early("draft", votes={"attributes": {"statistician": ["Efficiency"]}}),
+        "votes",
+        "draft phase has no votes",
+    ),
+    (
+        "priorities-in-a-voting-bundle",
+        _early("voting", priorities={"statistician": {"method": "direct", "weights": {"Accuracy": 1}}}),
+        "priorities",
+        "voting phase has no priorities",
+    ),
+    (
+        "peer-weights-in-a-voting-bundle",
+        _early("voting", peer_weights={"statistician": {"statistician": 1}}),
+        "peer_weights",
+        "no peer weights",
+    ),
+    (
+        "votes-unknown-expert",
+        _set(["votes", "attributes", "dave"], ["Efficiency"]),
+        "votes.attributes.dave",
+        "not one of the bundle's experts",
+    ),
+    (
+        "votes-for-a-main-attribute",
+        _set(["votes", "attributes", "clinician"], ["Accuracy"]),
+        "votes.attributes.clinician",
+        "main attribute",
+    ),
+    (
+        "votes-unknown-metric",
+        _set(["votes", "metrics", "researcher"], ["Recall"]),
+        "votes.metrics.researcher",
+        "no metric named 'Recall'",
+    ),
     ("votes-unknown-field", _set(["votes", "candidates"], {}), "votes.candidates", "is not a field"),
     # A vote selects Efficiency: the direct weights then lack it.
-    ("vote-selects-an-unprioritised-attribute", _set(["votes", "attributes", "statistician"], ["Efficiency"]), "priorities.statistician.weights", "missing weights for Efficiency"),
-    ("direct-weight-zero", _set(["priorities", "statistician", "weights", "Accuracy"], 0), "priorities.statistician.weights.Accuracy", "must be positive"),
-    ("direct-weight-negative", _set(["priorities", "informatician", "weights", "Consistency"], -0.25), "priorities.informatician.weights.Consistency", "must be positive"),
-    ("direct-weight-missing", _delete(["priorities", "statistician", "weights", "Consistency"]), "priorities.statistician.weights", "missing weights for Consistency"),
-    ("direct-weight-unselected-attribute", _set(["priorities", "statistician", "weights", "Efficiency"], 0.1), "priorities.statistician.weights.Efficiency", "not one of the items"),
-    ("priority-method", _set(["priorities", "clinician", "method"], "topsis"), "priorities.clinician.method", "'direct', 'ahp' or 'lpr'"),
-    ("priority-method-missing", _delete(["priorities", "clinician", "method"]), "priorities.clinician.method", "is required"),
-    ("priority-unknown-expert", _set(["priorities", "dave"], AHP_CLINICIAN), "priorities.dave", "not one of the bundle's experts"),
-    ("ahp-value-10", _set(["priorities", "clinician"], {**AHP_CLINICIAN, "judgments": [["Accuracy", "Consistency", 10]] + AHP_CLINICIAN["judgments"][1:]}), "priorities.clinician.judgments[0]", "outside the scale"),
-    ("ahp-pair-missing", _set(["priorities", "clinician"], {**AHP_CLINICIAN, "judgments": AHP_CLINICIAN["judgments"][:2]}), "priorities.clinician.judgments", "missing comparisons: Consistency / Comprehensibility"),
-    ("ahp-pair-twice", _set(["priorities", "clinician"], {**AHP_CLINICIAN, "judgments": AHP_CLINICIAN["judgments"] + [["Consistency", "Accuracy", 1 / 3]]}), "priorities.clinician.judgments[3]", "already judged"),
-    ("ahp-row-not-text", _set(["priorities", "clinician"], {**AHP_CLINICIAN, "judgments": [[["Accuracy"], "Consistency", 3]] + AHP_CLINICIAN["judgments"][1:]}), "priorities.clinician.judgments[0]", "must be [row, column, value]"),
-    ("lpr-self-comparison", _set(["priorities", "clinician"], {"method": "lpr", "judgments": [["Accuracy", "Accuracy", 1]] + AHP_CLINICIAN["judgments"]}), "priorities.clinician.judgments[0]", "with itself"),
-    ("metric-priorities-one-metric", _set(["priorities", "statistician", "metric_priorities"], {"Accuracy": {"method": "direct", "weights": {"Success rate": 1}}}), "priorities.statistician.metric_priorities.Accuracy.attribute", "one selected metric"),
-    ("ranges-unknown-expert", _set(["ranges", "dave"], {"Success rate": [0.8, 0.9]}), "ranges.dave", "not one of the bundle's experts"),
-    ("range-equal-bounds", _set(["ranges", "statistician"], {"Success rate": [0.9, 0.9]}), "ranges.statistician.Success rate", "must differ"),
-    ("range-wrong-direction", _set(["ranges", "researcher"], {"Fold accuracy stdev": [0.05, 0.15]}), "ranges.researcher.Fold accuracy stdev", "lower is better"),
-    ("range-unselected-metric", _set(["ranges", "statistician"], {"Training time": [60, 1]}), "ranges.statistician.Training time", "not a selected metric"),
-    ("range-nan", _set(["ranges", "clinician"], {"Success rate": [NAN, 0.9]}), "ranges.clinician.Success rate", "finite"),
+    (
+        "vote-selects-an-unprioritised-attribute",
+        _set(["votes", "attributes", "statistician"], ["Efficiency"]),
+        "priorities.statistician.weights",
+        "missing weights for Efficiency",
+    ),
+    (
+        "direct-weight-zero",
+        _set(["priorities", "statistician", "weights", "Accuracy"], 0),
+        "priorities.statistician.weights.Accuracy",
+        "must be positive",
+    ),
+    (
+        "direct-weight-negative",
+        _set(["priorities", "informatician", "weights", "Consistency"], -0.25),
+        "priorities.informatician.weights.Consistency",
+        "must be positive",
+    ),
+    (
+        "direct-weight-missing",
+        _delete(["priorities", "statistician", "weights", "Consistency"]),
+        "priorities.statistician.weights",
+        "missing weights for Consistency",
+    ),
+    (
+        "direct-weight-unselected-attribute",
+        _set(["priorities", "statistician", "weights", "Efficiency"], 0.1),
+        "priorities.statistician.weights.Efficiency",
+        "not one of the items",
+    ),
+    (
+        "priority-method",
+        _set(["priorities", "clinician", "method"], "topsis"),
+        "priorities.clinician.method",
+        "'direct', 'ahp' or 'lpr'",
+    ),
+    (
+        "priority-method-missing",
+        _delete(["priorities", "clinician", "method"]),
+        "priorities.clinician.method",
+        "is required",
+    ),
+    (
+        "priority-unknown-expert",
+        _set(["priorities", "dave"], AHP_CLINICIAN),
+        "priorities.dave",
+        "not one of the bundle's experts",
+    ),
+    (
+        "ahp-value-10",
+        _set(
+            ["priorities", "clinician"],
+            {**AHP_CLINICIAN, "judgments": [["Accuracy", "Consistency", 10]] + AHP_CLINICIAN["judgments"][1:]},
+        ),
+        "priorities.clinician.judgments[0]",
+        "outside the scale",
+    ),
+    (
+        "ahp-pair-missing",
+        _set(["priorities", "clinician"], {**AHP_CLINICIAN, "judgments": AHP_CLINICIAN["judgments"][:2]}),
+        "priorities.clinician.judgments",
+        "missing comparisons: Consistency / Comprehensibility",
+    ),
+    (
+        "ahp-pair-twice",
+        _set(
+            ["priorities", "clinician"],
+            {**AHP_CLINICIAN, "judgments": AHP_CLINICIAN["judgments"] + [["Consistency", "Accuracy", 1 / 3]]},
+        ),
+        "priorities.clinician.judgments[3]",
+        "already judged",
+    ),
+    (
+        "ahp-row-not-text",
+        _set(
+            ["priorities", "clinician"],
+            {**AHP_CLINICIAN, "judgments": [[["Accuracy"], "Consistency", 3]] + AHP_CLINICIAN["judgments"][1:]},
+        ),
+        "priorities.clinician.judgments[0]",
+        "must be [row, column, value]",
+    ),
+    (
+        "lpr-self-comparison",
+        _set(
+            ["priorities", "clinician"],
+            {"method": "lpr", "judgments": [["Accuracy", "Accuracy", 1]] + AHP_CLINICIAN["judgments"]},
+        ),
+        "priorities.clinician.judgments[0]",
+        "with itself",
+    ),
+    (
+        "metric-priorities-one-metric",
+        _set(
+            ["priorities", "statistician", "metric_priorities"],
+            {"Accuracy": {"method": "direct", "weights": {"Success rate": 1}}},
+        ),
+        "priorities.statistician.metric_priorities.Accuracy.attribute",
+        "one selected metric",
+    ),
+    (
+        "ranges-unknown-expert",
+        _set(["ranges", "dave"], {"Success rate": [0.8, 0.9]}),
+        "ranges.dave",
+        "not one of the bundle's experts",
+    ),
+    (
+        "range-equal-bounds",
+        _set(["ranges", "statistician"], {"Success rate": [0.9, 0.9]}),
+        "ranges.statistician.Success rate",
+        "must differ",
+    ),
+    (
+        "range-wrong-direction",
+        _set(["ranges", "researcher"], {"Fold accuracy stdev": [0.05, 0.15]}),
+        "ranges.researcher.Fold accuracy stdev",
+        "lower is better",
+    ),
+    (
+        "range-unselected-metric",
+        _set(["ranges", "statistician"], {"Training time": [60, 1]}),
+        "ranges.statistician.Training time",
+        "not a selected metric",
+    ),
+    (
+        "range-nan",
+        _set(["ranges", "clinician"], {"Success rate": [NAN, 0.9]}),
+        "ranges.clinician.Success rate",
+        "finite",
+    ),
     ("ranges-not-an-object", _set(["ranges", "clinician"], [[0.8, 0.9]]), "ranges.clinician", "must map metric names"),
-    ("peer-weights-row-sums-to-0.9", _set(["peer_weights", "clinician", "clinician"], 0.3), "peer_weights.clinician", "row sums to 0.9, must be 1"),
-    ("peer-weight-zero", _both(_set(["peer_weights", "clinician", "statistician"], 0), _set(["peer_weights", "clinician", "clinician"], 0.6)), "peer_weights.clinician.statistician", "must be positive"),
-    ("peer-weight-unknown-expert", _set(["peer_weights", "clinician", "dave"], 0.1), "peer_weights.clinician.dave", "not an expert"),
-    ("peer-weights-row-incomplete", _delete(["peer_weights", "clinician", "researcher"]), "peer_weights.clinician", "missing weights for researcher"),
-    ("peer-weights-unknown-rater", _set(["peer_weights", "dave"], {"statistician": 1}), "peer_weights.dave", "not one of the bundle's experts"),
-    ("closed-with-a-missing-peer-weight-row", _delete(["peer_weights", "researcher"]), "phase", "researcher: weights for fellow experts"),
-    ("closed-with-a-missing-prioritisation", _delete(["priorities", "informatician"]), "phase", "informatician: prioritisation of the attributes"),
-    ("closed-with-a-missing-range", _set(["metrics", 0, "default_range"], None), "phase", "acceptable range for Success rate"),
-    ("voting-with-an-attribute-lacking-metrics", _both(_without_training_time, _early("voting")), "phase", "Efficiency"),
-    ("voting-without-experts", _both(_early("voting", votes={}), _set(["experts"], [])), "phase", "invite at least one expert"),
+    (
+        "peer-weights-row-sums-to-0.9",
+        _set(["peer_weights", "clinician", "clinician"], 0.3),
+        "peer_weights.clinician",
+        "row sums to 0.9, must be 1",
+    ),
+    (
+        "peer-weight-zero",
+        _both(
+            _set(["peer_weights", "clinician", "statistician"], 0),
+            _set(["peer_weights", "clinician", "clinician"], 0.6),
+        ),
+        "peer_weights.clinician.statistician",
+        "must be positive",
+    ),
+    (
+        "peer-weight-unknown-expert",
+        _set(["peer_weights", "clinician", "dave"], 0.1),
+        "peer_weights.clinician.dave",
+        "not an expert",
+    ),
+    (
+        "peer-weights-row-incomplete",
+        _delete(["peer_weights", "clinician", "researcher"]),
+        "peer_weights.clinician",
+        "missing weights for researcher",
+    ),
+    (
+        "peer-weights-unknown-rater",
+        _set(["peer_weights", "dave"], {"statistician": 1}),
+        "peer_weights.dave",
+        "not one of the bundle's experts",
+    ),
+    (
+        "closed-with-a-missing-peer-weight-row",
+        _delete(["peer_weights", "researcher"]),
+        "phase",
+        "researcher: weights for fellow experts",
+    ),
+    (
+        "closed-with-a-missing-prioritisation",
+        _delete(["priorities", "informatician"]),
+        "phase",
+        "informatician: prioritisation of the attributes",
+    ),
+    (
+        "closed-with-a-missing-range",
+        _set(["metrics", 0, "default_range"], None),
+        "phase",
+        "acceptable range for Success rate",
+    ),
+    (
+        "voting-with-an-attribute-lacking-metrics",
+        _both(_without_training_time, _early("voting")),
+        "phase",
+        "Efficiency",
+    ),
+    (
+        "voting-without-experts",
+        _both(_early("voting", votes={}), _set(["experts"], [])),
+        "phase",
+        "invite at least one expert",
+    ),
     # FORMATS.md: votes may be left out only when thresholds of 0 decide everything.
     ("votes-omitted-with-an-attribute-threshold", _delete(["votes"]), "votes", "attributes votes are required"),
     ("attribute-votes-omitted", _delete(["votes", "attributes"]), "votes.attributes", "attributes votes are required"),
-    ("metric-votes-omitted-with-a-metric-threshold", _both(_set(["metric_threshold"], 1), _delete(["votes", "metrics"])), "votes.metrics", "metrics votes are required"),
+    (
+        "metric-votes-omitted-with-a-metric-threshold",
+        _both(_set(["metric_threshold"], 1), _delete(["votes", "metrics"])),
+        "votes.metrics",
+        "metrics votes are required",
+    ),
 ]
 
 
-@pytest.mark.parametrize(
-    "mutation, field, fragment", [pytest.param(m, f, fr, id=i) for i, m, f, fr in BAD_BUNDLES]
-)
+@pytest.mark.parametrize("mutation, field, fragment", [pytest.param(m, f, fr, id=i) for i, m, f, fr in BAD_BUNDLES])
 def test_bad_bundles_are_refused_and_write_nothing(case_study, unchanged, mutation, field, fragment):
     mutation(case_study)
     with unchanged():
@@ -655,14 +994,21 @@ def _paths(value, path=()):
 
 CASE_STUDY = json.loads(CASE_STUDY_PATH.read_text(encoding="utf-8"))
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.sampled_from([10**400, 2**31, -1, 0]) | st.floats() | st.text(max_size=8)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.sampled_from([10**400, 2**31, -1, 0])
+    | st.floats()
+    | st.text(max_size=8)
     | st.sampled_from(["Accuracy", "statistician", "Success rate", "J48", "ahp", "draft", "closed"]),
     lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
     max_leaves=6,
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(path=st.sampled_from([p for p in _paths(CASE_STUDY) if p]), value=JSON, delete=st.booleans())
 def test_a_mangled_bundle_is_imported_or_refused_cleanly(db, path, value, delete):
     """Whatever is put anywhere in a bundle, the import either succeeds or
@@ -823,7 +1169,10 @@ def test_votes_may_be_omitted_when_thresholds_of_0_decide(case_study):
         case_study.pop(section)
     study = study_import_bundle(bundle=case_study)
     assert sorted(study.attributes.filter(is_selected=True).values_list("name", flat=True)) == [
-        "Accuracy", "Comprehensibility", "Consistency", "Efficiency",
+        "Accuracy",
+        "Comprehensibility",
+        "Consistency",
+        "Efficiency",
     ]
 
 
@@ -834,7 +1183,11 @@ def _with_candidates(bundle, count):
     """The bundle with ``count`` more candidates, each measured on every metric."""
     bundle = copy.deepcopy(bundle)
     bundle["candidates"] += [
-        {"name": f"Extra {i}", "description": "", "measurements": {m["name"]: 0.5 + i / 1000 for m in bundle["metrics"]}}
+        {
+            "name": f"Extra {i}",
+            "description": "",
+            "measurements": {m["name"]: 0.5 + i / 1000 for m in bundle["metrics"]},
+        }
         for i in range(count)
     ]
     return bundle
@@ -945,8 +1298,12 @@ def _scaled_bundle(experts, candidates, tag):
         "experts": names,
         "attributes": [
             {"name": name, "kind": kind, "description": ""}
-            for name, kind in (("Accuracy", "main"), ("Consistency", "main"), ("Efficiency", "complementary"),
-                               ("Flexibility", "complementary"))
+            for name, kind in (
+                ("Accuracy", "main"),
+                ("Consistency", "main"),
+                ("Efficiency", "complementary"),
+                ("Flexibility", "complementary"),
+            )
         ],
         "metrics": [
             {"name": name, "attribute": attribute, "better": better, "unit": "", "default_range": default}
@@ -1008,8 +1365,11 @@ def _replay_one_expert_at_a_time(bundle):
     services (what the importer did before it wrote each section in bulk)."""
     designer = services.user_get_or_create(username=bundle["designer"])
     study = services.study_create(
-        designer=designer, title=bundle["title"], description=bundle["description"],
-        attribute_threshold=bundle["attribute_threshold"], metric_threshold=bundle["metric_threshold"],
+        designer=designer,
+        title=bundle["title"],
+        description=bundle["description"],
+        attribute_threshold=bundle["attribute_threshold"],
+        metric_threshold=bundle["metric_threshold"],
     )
     experts = {
         name: services.expert_add(study=study, user=services.user_get_or_create(username=name))
@@ -1021,7 +1381,11 @@ def _replay_one_expert_at_a_time(bundle):
     }
     for m in bundle["metrics"]:
         services.metric_add(
-            study=study, attribute=attributes[m["attribute"]], name=m["name"], better=m["better"], unit=m["unit"],
+            study=study,
+            attribute=attributes[m["attribute"]],
+            name=m["name"],
+            better=m["better"],
+            unit=m["unit"],
             default_range=m["default_range"],
         )
     for c in bundle["candidates"]:

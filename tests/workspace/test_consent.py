@@ -66,7 +66,10 @@ def test_adding_someone_else_invites_them_and_creates_nothing_else(make_study, c
     invitation = invitations.member_add(study=built.study, added_by=cast.alice, username=username)
     assert isinstance(invitation, Invitation)
     assert (invitation.username, invitation.status, invitation.digest, invitation.created_by) == (
-        username, "pending", None, cast.alice,
+        username,
+        "pending",
+        None,
+        cast.alice,
     )
     assert (User.objects.count(), Membership.objects.count()) == (users, members)
     # Again while pending: refused, for a known or an unknown name alike.

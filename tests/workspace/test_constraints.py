@@ -41,7 +41,9 @@ def built(make_study):
 
 def test_duplicate_attribute_vote(built):
     AttributeVote.objects.create(expert=built.carol, attribute=built.attributes["Flexibility"])
-    refused_by_database(lambda: AttributeVote.objects.create(expert=built.carol, attribute=built.attributes["Flexibility"]))
+    refused_by_database(
+        lambda: AttributeVote.objects.create(expert=built.carol, attribute=built.attributes["Flexibility"])
+    )
     assert AttributeVote.objects.filter(expert=built.carol).count() == 1
     # the same attribute by another expert is fine
     AttributeVote.objects.create(expert=built.bob, attribute=built.attributes["Flexibility"])
@@ -62,9 +64,13 @@ def test_duplicate_judgment_for_a_pair(built, prioritisation):
     accuracy, consistency = built.attributes["Accuracy"], built.attributes["Consistency"]
     AttributeJudgment.objects.create(prioritisation=prioritisation, row=accuracy, column=consistency, value=3)
     refused_by_database(
-        lambda: AttributeJudgment.objects.create(prioritisation=prioritisation, row=accuracy, column=consistency, value=5)
+        lambda: AttributeJudgment.objects.create(
+            prioritisation=prioritisation, row=accuracy, column=consistency, value=5
+        )
     )
-    assert list(AttributeJudgment.objects.filter(prioritisation=prioritisation).values_list("value", flat=True)) == [3.0]
+    assert list(AttributeJudgment.objects.filter(prioritisation=prioritisation).values_list("value", flat=True)) == [
+        3.0
+    ]
 
 
 def test_duplicate_judgment_in_reverse_orientation(built, prioritisation):
@@ -72,7 +78,9 @@ def test_duplicate_judgment_in_reverse_orientation(built, prioritisation):
     accuracy, consistency = built.attributes["Accuracy"], built.attributes["Consistency"]
     AttributeJudgment.objects.create(prioritisation=prioritisation, row=accuracy, column=consistency, value=3)
     refused_by_database(
-        lambda: AttributeJudgment.objects.create(prioritisation=prioritisation, row=consistency, column=accuracy, value=1 / 3)
+        lambda: AttributeJudgment.objects.create(
+            prioritisation=prioritisation, row=consistency, column=accuracy, value=1 / 3
+        )
     )
     assert AttributeJudgment.objects.filter(prioritisation=prioritisation).count() == 1
 
@@ -88,7 +96,9 @@ def test_duplicate_metric_judgment_for_a_pair(built):
 
 def test_judgment_on_the_diagonal(built, prioritisation):
     accuracy = built.attributes["Accuracy"]
-    refused_by_database(lambda: AttributeJudgment.objects.create(prioritisation=prioritisation, row=accuracy, column=accuracy, value=1))
+    refused_by_database(
+        lambda: AttributeJudgment.objects.create(prioritisation=prioritisation, row=accuracy, column=accuracy, value=1)
+    )
     assert not AttributeJudgment.objects.exists()
 
 
@@ -96,28 +106,40 @@ def test_judgment_on_the_diagonal(built, prioritisation):
 def test_judgment_off_the_scale(built, prioritisation, value):
     accuracy, consistency = built.attributes["Accuracy"], built.attributes["Consistency"]
     refused_by_database(
-        lambda: AttributeJudgment.objects.create(prioritisation=prioritisation, row=accuracy, column=consistency, value=value)
+        lambda: AttributeJudgment.objects.create(
+            prioritisation=prioritisation, row=accuracy, column=consistency, value=value
+        )
     )
     # 1/9 typed as 0.1111 and 9 are on the scale
     AttributeJudgment.objects.create(prioritisation=prioritisation, row=accuracy, column=consistency, value=0.1111)
-    AttributeJudgment.objects.create(prioritisation=prioritisation, row=built.attributes["Flexibility"], column=accuracy, value=9)
+    AttributeJudgment.objects.create(
+        prioritisation=prioritisation, row=built.attributes["Flexibility"], column=accuracy, value=9
+    )
 
 
 def test_zero_attribute_weight(built):
     prioritisation = AttributePrioritisation.objects.create(expert=built.bob, method="direct")
     refused_by_database(
-        lambda: AttributeWeight.objects.create(prioritisation=prioritisation, attribute=built.attributes["Accuracy"], given=5, weight=0)
+        lambda: AttributeWeight.objects.create(
+            prioritisation=prioritisation, attribute=built.attributes["Accuracy"], given=5, weight=0
+        )
     )
     refused_by_database(
-        lambda: AttributeWeight.objects.create(prioritisation=prioritisation, attribute=built.attributes["Accuracy"], given=0, weight=0.5)
+        lambda: AttributeWeight.objects.create(
+            prioritisation=prioritisation, attribute=built.attributes["Accuracy"], given=0, weight=0.5
+        )
     )
-    AttributeWeight.objects.create(prioritisation=prioritisation, attribute=built.attributes["Accuracy"], given=5, weight=0.5)
+    AttributeWeight.objects.create(
+        prioritisation=prioritisation, attribute=built.attributes["Accuracy"], given=5, weight=0.5
+    )
 
 
 def test_duplicate_range_for_an_expert_and_metric(built):
     AcceptableRange.objects.create(expert=built.bob, metric=built.metrics["AUC"], least_acceptable=0.6, desired=0.9)
     refused_by_database(
-        lambda: AcceptableRange.objects.create(expert=built.bob, metric=built.metrics["AUC"], least_acceptable=0.5, desired=0.8)
+        lambda: AcceptableRange.objects.create(
+            expert=built.bob, metric=built.metrics["AUC"], least_acceptable=0.5, desired=0.8
+        )
     )
     assert list(AcceptableRange.objects.values_list("least_acceptable", "desired")) == [(0.6, 0.9)]
     AcceptableRange.objects.create(expert=built.carol, metric=built.metrics["AUC"], least_acceptable=0.5, desired=0.8)
@@ -125,7 +147,9 @@ def test_duplicate_range_for_an_expert_and_metric(built):
 
 def test_range_with_equal_bounds(built):
     refused_by_database(
-        lambda: AcceptableRange.objects.create(expert=built.bob, metric=built.metrics["AUC"], least_acceptable=0.7, desired=0.7)
+        lambda: AcceptableRange.objects.create(
+            expert=built.bob, metric=built.metrics["AUC"], least_acceptable=0.7, desired=0.7
+        )
     )
     assert not AcceptableRange.objects.exists()
 
@@ -144,7 +168,9 @@ def test_duplicate_peer_weight(built):
 
 def test_second_designer_membership(built, cast):
     refused_by_database(lambda: Membership.objects.create(study=built.study, user=cast.charlie, role="designer"))
-    assert list(Membership.objects.filter(study=built.study, role="designer").values_list("user__username", flat=True)) == ["alice"]
+    assert list(
+        Membership.objects.filter(study=built.study, role="designer").values_list("user__username", flat=True)
+    ) == ["alice"]
     # charlie may be an expert, and designer of another study
     Membership.objects.create(study=built.study, user=cast.charlie, role="expert")
 
@@ -165,7 +191,9 @@ def test_duplicate_names(built):
     refused_by_database(lambda: QualityAttribute.objects.create(study=built.study, name="Accuracy"))
     refused_by_database(lambda: QualityAttribute.objects.create(study=built.study, name=""))
     refused_by_database(lambda: QualityAttribute.objects.create(study=built.study, name="Speed", kind="primary"))
-    refused_by_database(lambda: Metric.objects.create(study=built.study, attribute=built.attributes["Accuracy"], name="AUC"))
+    refused_by_database(
+        lambda: Metric.objects.create(study=built.study, attribute=built.attributes["Accuracy"], name="AUC")
+    )
 
 
 @pytest.mark.parametrize(
@@ -182,8 +210,12 @@ def test_duplicate_names(built):
 def test_metric_default_range_against_its_direction(built, better, least, desired):
     refused_by_database(
         lambda: Metric.objects.create(
-            study=built.study, attribute=built.attributes["Accuracy"], name="Recall", better=better,
-            default_least_acceptable=least, default_desired=desired,
+            study=built.study,
+            attribute=built.attributes["Accuracy"],
+            name="Recall",
+            better=better,
+            default_least_acceptable=least,
+            default_desired=desired,
         )
     )
 

@@ -71,10 +71,24 @@ def test_every_kind_of_response_carries_the_policy(client, cast, make_study):
     }
     statuses = {name: r.status_code for name, r in {**anonymous, **api_answers, **pages}.items()}
     assert statuses == {
-        "login page": 200, "reset page": 200, "redirect to login": 302, "page not found": 404, "admin login": 200,
-        "API 401": 401, "API 404": 404, "API schema": 200, "API docs": 200, "API docs script": 200,
-        "API list": 200, "API detail": 200, "API 400": 400,
-        "home": 200, "password": 200, "tokens": 200, "revoke": 200, "method not allowed": 405,
+        "login page": 200,
+        "reset page": 200,
+        "redirect to login": 302,
+        "page not found": 404,
+        "admin login": 200,
+        "API 401": 401,
+        "API 404": 404,
+        "API schema": 200,
+        "API docs": 200,
+        "API docs script": 200,
+        "API list": 200,
+        "API detail": 200,
+        "API 400": 400,
+        "home": 200,
+        "password": 200,
+        "tokens": 200,
+        "revoke": 200,
+        "method not allowed": 405,
     }
     for name, response in {**anonymous, **api_answers, **pages}.items():
         assert response["Content-Security-Policy"] == POLICY, name

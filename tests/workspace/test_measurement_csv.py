@@ -63,37 +63,43 @@ def test_trailing_separators_are_tolerated() -> None:
     [
         ("", ["the CSV is empty: give a header row, then one row per candidate or measurement"]),
         ("candidate,metric,value\n", ["the CSV has a header but no measurements"]),
-        ("name,AUC\nJ48,1\n", [
-            "line 1: the first column must be 'candidate' (then either 'metric,value', or one column per metric)"
-        ]),
+        (
+            "name,AUC\nJ48,1\n",
+            ["line 1: the first column must be 'candidate' (then either 'metric,value', or one column per metric)"],
+        ),
         ("candidate,AUC,Speed\nJ48,1,2\n", ["line 1, column Speed: no metric named 'Speed' in this study"]),
         ("candidate,AUC,AUC\nJ48,1,2\n", ["line 1, column AUC: the metric is given twice"]),
-        ("candidate,AUC,,Success rate\nJ48,1,2,3\n", [
-            "line 1, column 3: the column has no name (it must be a metric's name)"
-        ]),
-        ("candidate\nJ48\n", [
-            "line 1: no metric columns: add 'metric,value' or one column per metric after 'candidate'"
-        ]),
+        (
+            "candidate,AUC,,Success rate\nJ48,1,2,3\n",
+            ["line 1, column 3: the column has no name (it must be a metric's name)"],
+        ),
+        (
+            "candidate\nJ48\n",
+            ["line 1: no metric columns: add 'metric,value' or one column per metric after 'candidate'"],
+        ),
         ("candidate,metric,value\nJ48,AUC,0.5\nJ48,AUC,0.6,7\n", ["line 3: 4 values, but the header has 3 columns"]),
-        ("candidate,metric,value\nC4.5,AUC,0.5\n", [
-            "line 2, column candidate: no candidate named 'C4.5' in this study"
-        ]),
+        (
+            "candidate,metric,value\nC4.5,AUC,0.5\n",
+            ["line 2, column candidate: no candidate named 'C4.5' in this study"],
+        ),
         ("candidate,metric,value\n,AUC,0.5\n", ["line 2, column candidate: empty: name the candidate"]),
         ("candidate,metric,value\nJ48,Speed,0.5\n", ["line 2, column metric: no metric named 'Speed' in this study"]),
         ("candidate,metric,value\nJ48,,0.5\n", ["line 2, column metric: empty: name the metric"]),
         ("candidate,metric,value\nJ48,AUC,\n", ["line 2, column value: empty"]),
         ("candidate,metric,value\nJ48,AUC,high\n", ["line 2, column value: not a number ('high')"]),
         ("candidate,metric,value\nJ48,AUC,0,5\n", ["line 2: 4 values, but the header has 3 columns"]),
-        ("candidate,AUC\nJ48,\"0,5\"\n", ["line 2, column AUC: not a number ('0,5'); use a point for decimals"]),
-        ("candidate,AUC\nJ48,nan\nJRip,inf\n", [
-            "line 2, column AUC: not a number ('nan')", "line 3, column AUC: not a number ('inf')"
-        ]),
+        ('candidate,AUC\nJ48,"0,5"\n', ["line 2, column AUC: not a number ('0,5'); use a point for decimals"]),
+        (
+            "candidate,AUC\nJ48,nan\nJRip,inf\n",
+            ["line 2, column AUC: not a number ('nan')", "line 3, column AUC: not a number ('inf')"],
+        ),
         ("candidate,AUC\nJ48,1e999\n", ["line 2, column AUC: too large to be a number ('1e999')"]),
         ("candidate,AUC\nJ48,1_000\n", ["line 2, column AUC: not a number ('1_000')"]),
         ("candidate,metric,value\nJ48,AUC,0.5\n\nJ48,AUC,0.6\n", ["line 4: J48 / AUC is already given on line 2"]),
-        ("candidate,Success rate,AUC\nJ48,0.8,0.9\nJRip,x,0.9\nJ48,,0.7\n", [
-            "line 3, column Success rate: not a number ('x')", "line 4: J48 / AUC is already given on line 2"
-        ]),
+        (
+            "candidate,Success rate,AUC\nJ48,0.8,0.9\nJRip,x,0.9\nJ48,,0.7\n",
+            ["line 3, column Success rate: not a number ('x')", "line 4: J48 / AUC is already given on line 2"],
+        ),
     ],
 )
 def test_refusals_name_the_line_and_column(text: str, errors: list[str]) -> None:

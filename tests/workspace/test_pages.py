@@ -24,9 +24,7 @@ def test_login_logs_in_and_lands_on_the_study_list(cast):
     client = Client(enforce_csrf_checks=True)
     page = client.get(reverse("login"))
     token = page.cookies["csrftoken"].value
-    response = client.post(
-        reverse("login"), {"username": "alice", "password": PASSWORD, "csrfmiddlewaretoken": token}
-    )
+    response = client.post(reverse("login"), {"username": "alice", "password": PASSWORD, "csrfmiddlewaretoken": token})
     assert response.status_code == 302 and response["Location"] == reverse("home")
     assert client.get(reverse("home")).context["user"].username == "alice"
 
@@ -61,8 +59,12 @@ def test_login_is_throttled_after_repeated_failures(client, cast, settings):
 def test_login_throttle_ignores_a_forged_forwarded_for_header(client, cast, settings):
     settings.LOGIN_FAILURE_LIMIT = 3
     for attempt in range(3):
-        client.post(reverse("login"), {"username": "alice", "password": "guess"}, HTTP_X_FORWARDED_FOR=f"198.51.100.{attempt}")
-    response = client.post(reverse("login"), {"username": "alice", "password": PASSWORD}, HTTP_X_FORWARDED_FOR="198.51.100.99")
+        client.post(
+            reverse("login"), {"username": "alice", "password": "guess"}, HTTP_X_FORWARDED_FOR=f"198.51.100.{attempt}"
+        )
+    response = client.post(
+        reverse("login"), {"username": "alice", "password": PASSWORD}, HTTP_X_FORWARDED_FOR="198.51.100.99"
+    )
     assert response.status_code == 429
 
 

@@ -57,7 +57,9 @@ def conflict(unchanged, call):
 
 
 def test_study_create_stores_the_study_and_the_designer_membership(cast):
-    study = services.study_create(designer=cast.alice, title="  Spam filter  ", description="d", attribute_threshold=2, metric_threshold=0)
+    study = services.study_create(
+        designer=cast.alice, title="  Spam filter  ", description="d", attribute_threshold=2, metric_threshold=0
+    )
     study.refresh_from_db()
     assert (study.title, study.description, study.phase) == ("Spam filter", "d", "draft")
     assert (study.attribute_threshold, study.metric_threshold) == (2, 0)
@@ -105,7 +107,9 @@ def test_study_update_title_and_description_in_any_phase(make_study, phase):
     assert (built.study.title, built.study.description, built.study.phase) == ("New title", "new", phase)
 
 
-@pytest.mark.parametrize("phase, allowed", [("draft", True), ("voting", True), ("assessment", False), ("closed", False)])
+@pytest.mark.parametrize(
+    "phase, allowed", [("draft", True), ("voting", True), ("assessment", False), ("closed", False)]
+)
 def test_study_update_thresholds_only_until_voting_closes(make_study, unchanged, phase, allowed):
     built = make_study(phase)
     for name in ("attribute_threshold", "metric_threshold"):
@@ -185,7 +189,12 @@ def test_attribute_add_stores_it_in_order(make_study):
     built = make_study("draft")
     attribute = services.attribute_add(study=built.study, name=" Robustness ", kind="complementary", description="d")
     attribute.refresh_from_db()
-    assert (attribute.name, attribute.kind, attribute.description, attribute.is_selected) == ("Robustness", "complementary", "d", False)
+    assert (attribute.name, attribute.kind, attribute.description, attribute.is_selected) == (
+        "Robustness",
+        "complementary",
+        "d",
+        False,
+    )
     names = list(QualityAttribute.objects.filter(study=built.study).values_list("name", flat=True))
     assert names == ["Accuracy", "Consistency", "Efficiency", "Flexibility", "Robustness"]
 
@@ -211,11 +220,17 @@ def test_attribute_add_refuses(make_study, unchanged, kwargs, field):
 
 def test_attribute_update_refuses_a_name_clash(make_study, unchanged):
     built = make_study("draft")
-    errors = refused(unchanged, lambda: services.attribute_update(attribute=built.attributes["Efficiency"], name="Accuracy"))
+    errors = refused(
+        unchanged, lambda: services.attribute_update(attribute=built.attributes["Efficiency"], name="Accuracy")
+    )
     assert set(errors) == {"name"}
-    errors = refused(unchanged, lambda: services.attribute_update(attribute=built.attributes["Efficiency"], kind="other"))
+    errors = refused(
+        unchanged, lambda: services.attribute_update(attribute=built.attributes["Efficiency"], kind="other")
+    )
     assert set(errors) == {"kind"}
-    errors = refused(unchanged, lambda: services.attribute_update(attribute=built.attributes["Efficiency"], is_selected=True))
+    errors = refused(
+        unchanged, lambda: services.attribute_update(attribute=built.attributes["Efficiency"], is_selected=True)
+    )
     assert set(errors) == {"is_selected"}
     # Keeping its own name is no clash.
     services.attribute_update(attribute=built.attributes["Efficiency"], name="Efficiency", kind="main")
@@ -226,10 +241,20 @@ def test_attribute_update_refuses_a_name_clash(make_study, unchanged):
 def test_metric_add_stores_it(make_study):
     built = make_study("draft")
     metric = services.metric_add(
-        study=built.study, attribute=built.attributes["Efficiency"], name="Memory", better="lower", unit="MB", default_range=[512, 64]
+        study=built.study,
+        attribute=built.attributes["Efficiency"],
+        name="Memory",
+        better="lower",
+        unit="MB",
+        default_range=[512, 64],
     )
     metric.refresh_from_db()
-    assert (metric.name, metric.attribute, metric.better, metric.unit) == ("Memory", built.attributes["Efficiency"], "lower", "MB")
+    assert (metric.name, metric.attribute, metric.better, metric.unit) == (
+        "Memory",
+        built.attributes["Efficiency"],
+        "lower",
+        "MB",
+    )
     assert metric.default_range == (512.0, 64.0)
     no_range = services.metric_add(study=built.study, attribute=built.attributes["Efficiency"], name="Disk")
     assert (no_range.better, no_range.default_range) == ("higher", None)
@@ -271,7 +296,10 @@ def test_metric_add_refuses(make_study, unchanged, kwargs, field):
 
 def test_metric_add_refuses_an_attribute_of_another_study(make_study, unchanged):
     built, other = make_study("draft"), make_study("draft", title="Other")
-    errors = refused(unchanged, lambda: services.metric_add(study=built.study, attribute=other.attributes["Efficiency"], name="Memory"))
+    errors = refused(
+        unchanged,
+        lambda: services.metric_add(study=built.study, attribute=other.attributes["Efficiency"], name="Memory"),
+    )
     assert set(errors) == {"attribute"}
 
 
@@ -303,7 +331,12 @@ def test_metric_update_refuses_a_name_clash_and_unknown_fields(make_study, uncha
 
 @pytest.mark.parametrize(
     "kwargs, field",
-    [({"name": "J48"}, "name"), ({"name": ""}, "name"), ({"name": 3}, "name"), ({"name": "SVM", "description": None}, "description")],
+    [
+        ({"name": "J48"}, "name"),
+        ({"name": ""}, "name"),
+        ({"name": 3}, "name"),
+        ({"name": "SVM", "description": None}, "description"),
+    ],
 )
 def test_candidate_add_refuses(make_study, unchanged, kwargs, field):
     built = make_study("draft")
@@ -355,7 +388,9 @@ def test_measurements_set_upserts(make_study):
 
 def test_measurements_set_changes_one_value_of_a_closed_study(make_study):
     built = make_study("closed")
-    services.measurements_set(study=built.study, measurements=[{"candidate": "JRip", "metric": "Fold stdev", "value": 0.2}])
+    services.measurements_set(
+        study=built.study, measurements=[{"candidate": "JRip", "metric": "Fold stdev", "value": 0.2}]
+    )
     values = _values(built)
     assert values[("JRip", "Fold stdev")] == 0.2
     assert values[("J48", "Fold stdev")] == MEASUREMENTS["J48"]["Fold stdev"]
@@ -404,7 +439,12 @@ def test_measurements_set_reports_every_bad_entry(make_study, unchanged):
             ],
         ),
     )
-    assert set(errors) == {"measurements[0].candidate", "measurements[0].metric", "measurements[0].value", "measurements[2].value"}
+    assert set(errors) == {
+        "measurements[0].candidate",
+        "measurements[0].metric",
+        "measurements[0].value",
+        "measurements[2].value",
+    }
 
 
 @pytest.mark.parametrize("measurements", [{"candidate": "J48", "metric": "AUC", "value": 1}, "J48", None])
@@ -418,10 +458,16 @@ def test_measurements_set_refuses_a_metric_of_another_study(make_study, unchange
     built = make_study("draft")
     other = make_study("draft", title="Other")
     services.attribute_add(study=other.study, name="Robustness")
-    services.metric_add(study=other.study, attribute=QualityAttribute.objects.get(study=other.study, name="Robustness"), name="Noise tolerance")
+    services.metric_add(
+        study=other.study,
+        attribute=QualityAttribute.objects.get(study=other.study, name="Robustness"),
+        name="Noise tolerance",
+    )
     errors = refused(
         unchanged,
-        lambda: services.measurements_set(study=built.study, measurements=[{"candidate": "J48", "metric": "Noise tolerance", "value": 1}]),
+        lambda: services.measurements_set(
+            study=built.study, measurements=[{"candidate": "J48", "metric": "Noise tolerance", "value": 1}]
+        ),
     )
     assert set(errors) == {"measurements[0].metric"}
 
@@ -474,7 +520,9 @@ def test_votes_set_refuses(make_study, unchanged, kwargs, field, fragment):
 
 def test_votes_set_reports_both_lists(make_study, unchanged):
     built = make_study("voting")
-    errors = refused(unchanged, lambda: services.votes_set(expert=built.bob, attributes=["Consistency", "Nope"], metrics=["Nope"]))
+    errors = refused(
+        unchanged, lambda: services.votes_set(expert=built.bob, attributes=["Consistency", "Nope"], metrics=["Nope"])
+    )
     assert set(errors) == {"attributes", "metrics"}
     assert len(errors["attributes"]) == 2
 
@@ -483,7 +531,9 @@ def test_votes_set_reports_both_lists(make_study, unchanged):
 
 
 def _prioritise_bob(built):
-    services.prioritisation_set(expert=built.bob, method="direct", weights={"Accuracy": 2, "Consistency": 1, "Efficiency": 1})
+    services.prioritisation_set(
+        expert=built.bob, method="direct", weights={"Accuracy": 2, "Consistency": 1, "Efficiency": 1}
+    )
 
 
 def _local_bob(built):
@@ -497,16 +547,25 @@ ACTIONS = {
     "expert_add": (lambda b, c: services.expert_add(study=b.study, user=c.charlie), {"draft"}),
     "expert_remove": (lambda b, c: services.expert_remove(study=b.study, user=c.carol), {"draft"}),
     "attribute_add": (lambda b, c: services.attribute_add(study=b.study, name="Robustness"), {"draft"}),
-    "attribute_update": (lambda b, c: services.attribute_update(attribute=b.attributes["Flexibility"], description="x"), {"draft"}),
+    "attribute_update": (
+        lambda b, c: services.attribute_update(attribute=b.attributes["Flexibility"], description="x"),
+        {"draft"},
+    ),
     "attribute_remove": (lambda b, c: services.attribute_remove(attribute=b.attributes["Flexibility"]), {"draft"}),
-    "metric_add": (lambda b, c: services.metric_add(study=b.study, attribute=b.attributes["Efficiency"], name="Memory"), {"draft"}),
+    "metric_add": (
+        lambda b, c: services.metric_add(study=b.study, attribute=b.attributes["Efficiency"], name="Memory"),
+        {"draft"},
+    ),
     "metric_update": (lambda b, c: services.metric_update(metric=b.metrics["AUC"], unit="%"), {"draft"}),
     "metric_update_default_range": (
         lambda b, c: services.metric_update(metric=b.metrics["AUC"], default_range=[0.6, 0.9]),
         {"draft", "voting"},
     ),
     "metric_remove": (lambda b, c: services.metric_remove(metric=b.metrics["Flexibility score"]), {"draft"}),
-    "study_update_thresholds": (lambda b, c: services.study_update(study=b.study, attribute_threshold=2), {"draft", "voting"}),
+    "study_update_thresholds": (
+        lambda b, c: services.study_update(study=b.study, attribute_threshold=2),
+        {"draft", "voting"},
+    ),
     "votes_set": (lambda b, c: services.votes_set(expert=b.carol, attributes=["Flexibility"]), {"voting"}),
     "prioritisation_set": (lambda b, c: _prioritise_bob(b), {"assessment"}),
     "metric_prioritisation_set": (lambda b, c: _local_bob(b), {"assessment"}),
@@ -515,13 +574,21 @@ ACTIONS = {
         {"assessment"},
     ),
     "ranges_set": (lambda b, c: services.ranges_set(expert=b.bob, ranges={"AUC": [0.6, 0.9]}), {"assessment"}),
-    "peer_weights_set": (lambda b, c: services.peer_weights_set(expert=b.bob, weights={"bob": 0.3, "carol": 0.7}), {"assessment"}),
+    "peer_weights_set": (
+        lambda b, c: services.peer_weights_set(expert=b.bob, weights={"bob": 0.3, "carol": 0.7}),
+        {"assessment"},
+    ),
     "study_update_title": (lambda b, c: services.study_update(study=b.study, title="Other"), set(PHASES)),
     "candidate_add": (lambda b, c: services.candidate_add(study=b.study, name="SVM"), set(PHASES)),
-    "candidate_update": (lambda b, c: services.candidate_update(candidate=b.candidates["J48"], description="C4.5"), set(PHASES)),
+    "candidate_update": (
+        lambda b, c: services.candidate_update(candidate=b.candidates["J48"], description="C4.5"),
+        set(PHASES),
+    ),
     "candidate_remove": (lambda b, c: services.candidate_remove(candidate=b.candidates["JRip"]), set(PHASES)),
     "measurements_set": (
-        lambda b, c: services.measurements_set(study=b.study, measurements=[{"candidate": "J48", "metric": "AUC", "value": 0.5}]),
+        lambda b, c: services.measurements_set(
+            study=b.study, measurements=[{"candidate": "J48", "metric": "AUC", "value": 0.5}]
+        ),
         set(PHASES),
     ),
 }
@@ -554,7 +621,9 @@ def _weights_of(prioritisation):
 
 def test_direct_percentages_are_normalised_and_given_kept(make_study):
     built = make_study("assessment")
-    result = services.prioritisation_set(expert=built.bob, method="direct", weights={"Accuracy": 63, "Consistency": 20, "Efficiency": 17})
+    result = services.prioritisation_set(
+        expert=built.bob, method="direct", weights={"Accuracy": 63, "Consistency": 20, "Efficiency": 17}
+    )
     stored = AttributePrioritisation.objects.get(expert=built.bob)
     assert (stored.method, stored.consistency_ratio) == ("direct", None)
     weights = _weights_of(stored)
@@ -575,11 +644,15 @@ def test_direct_percentages_are_normalised_and_given_kept(make_study):
 def test_direct_weights_replace_a_previous_prioritisation(make_study):
     built = make_study("assessment")
     services.prioritisation_set(expert=built.bob, method="ahp", judgments=[list(j) for j in CAROL_JUDGMENTS])
-    services.prioritisation_set(expert=built.bob, method="direct", weights={"Accuracy": 0.5, "Consistency": 0.25, "Efficiency": 0.25})
+    services.prioritisation_set(
+        expert=built.bob, method="direct", weights={"Accuracy": 0.5, "Consistency": 0.25, "Efficiency": 0.25}
+    )
     assert AttributePrioritisation.objects.filter(expert=built.bob).count() == 1
     stored = AttributePrioritisation.objects.get(expert=built.bob)
     assert stored.method == "direct" and not stored.judgments.exists()
-    assert {n: w for n, (g, w) in _weights_of(stored).items()} == pytest.approx({"Accuracy": 0.5, "Consistency": 0.25, "Efficiency": 0.25})
+    assert {n: w for n, (g, w) in _weights_of(stored).items()} == pytest.approx(
+        {"Accuracy": 0.5, "Consistency": 0.25, "Efficiency": 0.25}
+    )
 
 
 GOOD_DIRECT = {"Accuracy": 63, "Consistency": 20, "Efficiency": 17}
@@ -619,7 +692,9 @@ def test_direct_weights_report_every_bad_item(make_study, unchanged):
     built = make_study("assessment")
     errors = refused(
         unchanged,
-        lambda: services.prioritisation_set(expert=built.bob, method="direct", weights={"Accuracy": 0, "Consistency": NAN, "Speed": 1}),
+        lambda: services.prioritisation_set(
+            expert=built.bob, method="direct", weights={"Accuracy": 0, "Consistency": NAN, "Speed": 1}
+        ),
     )
     assert set(errors) == {"weights.Accuracy", "weights.Consistency", "weights.Speed", "weights"}
     assert "Efficiency" in errors["weights"][0]
@@ -655,11 +730,15 @@ def test_pairwise_prioritisation_stores_the_engine_result(make_study, method, ju
     assert stored.result_record["consistency_ratio"] == pytest.approx(expected_ratio, rel=1e-12, abs=1e-15)
     hints = engine.most_inconsistent(matrix, expected_weights)
     stored_hints = [
-        (h["row"], h["column"], h["value"], h["error"], h["suggested_value"]) for h in stored.result_record["most_inconsistent"]
+        (h["row"], h["column"], h["value"], h["error"], h["suggested_value"])
+        for h in stored.result_record["most_inconsistent"]
     ]
     assert stored_hints == [
         (
-            SELECTED_ATTRIBUTES[h.row], SELECTED_ATTRIBUTES[h.column], pytest.approx(h.value), pytest.approx(h.error),
+            SELECTED_ATTRIBUTES[h.row],
+            SELECTED_ATTRIBUTES[h.column],
+            pytest.approx(h.value),
+            pytest.approx(h.error),
             h.suggested_value,
         )
         for h in hints
@@ -682,7 +761,11 @@ def test_an_inconsistent_matrix_is_a_warning_not_a_refusal(make_study):
 def test_pairwise_values_on_the_scale_are_accepted(make_study, value):
     built = make_study("assessment")
     # A consistent matrix: Accuracy is `value` times as important as the two others.
-    judgments = [["Accuracy", "Consistency", value], ["Accuracy", "Efficiency", value], ["Consistency", "Efficiency", 1]]
+    judgments = [
+        ["Accuracy", "Consistency", value],
+        ["Accuracy", "Efficiency", value],
+        ["Consistency", "Efficiency", 1],
+    ]
     saved = services.prioritisation_set(expert=built.carol, method="ahp", judgments=judgments)
     stored = AttributeJudgment.objects.get(prioritisation=saved, row__name="Accuracy", column__name="Consistency")
     assert stored.value == value  # kept as typed
@@ -716,7 +799,11 @@ def _with(position, judgment):
         (_with(0, ["Accuracy", "Consistency", "3"]), "judgments[0]", "number"),
         (_with(0, ["Accuracy", "Consistency", True]), "judgments[0]", "number"),
         (GOOD_JUDGMENTS[:2], "judgments", "missing comparisons: Consistency / Efficiency"),
-        ([], "judgments", "missing comparisons: Accuracy / Consistency, Accuracy / Efficiency, Consistency / Efficiency"),
+        (
+            [],
+            "judgments",
+            "missing comparisons: Accuracy / Consistency, Accuracy / Efficiency, Consistency / Efficiency",
+        ),
         (GOOD_JUDGMENTS + [["Accuracy", "Consistency", 3]], "judgments[3]", "already judged in judgments[0]"),
         (GOOD_JUDGMENTS + [["Consistency", "Accuracy", 1 / 3]], "judgments[3]", "already judged in judgments[0]"),
         (_with(2, ["Accuracy", "Accuracy", 1]), "judgments[2]", "with itself"),
@@ -725,7 +812,11 @@ def _with(position, judgment):
         (_with(1, ["Accuracy", "Efficiency"]), "judgments[1]", "must be [row, column, value]"),
         (_with(1, ["Accuracy", "Efficiency", 5, 1]), "judgments[1]", "must be [row, column, value]"),
         (_with(1, "Accuracy>Efficiency"), "judgments[1]", "must be [row, column, value]"),
-        (_with(1, {"row": "Accuracy", "column": "Efficiency", "value": 5}), "judgments[1]", "must be [row, column, value]"),
+        (
+            _with(1, {"row": "Accuracy", "column": "Efficiency", "value": 5}),
+            "judgments[1]",
+            "must be [row, column, value]",
+        ),
         (_with(1, [["Accuracy"], "Efficiency", 5]), "judgments[1]", ""),
         (_with(1, [0, 2, 5]), "judgments[1]", ""),
         ({"Accuracy": {"Consistency": 3}}, "judgments", "must be a list"),
@@ -735,7 +826,9 @@ def _with(position, judgment):
 )
 def test_pairwise_judgments_refused(make_study, unchanged, method, judgments, field, fragment):
     built = make_study("assessment", inputs=True)
-    errors = refused(unchanged, lambda: services.prioritisation_set(expert=built.carol, method=method, judgments=judgments))
+    errors = refused(
+        unchanged, lambda: services.prioritisation_set(expert=built.carol, method=method, judgments=judgments)
+    )
     assert set(errors) == {field}
     assert fragment in " ".join(errors[field])
 
@@ -744,7 +837,9 @@ def test_pairwise_method_refuses_weights(make_study, unchanged):
     built = make_study("assessment")
     errors = refused(
         unchanged,
-        lambda: services.prioritisation_set(expert=built.carol, method="ahp", weights=GOOD_DIRECT, judgments=GOOD_JUDGMENTS),
+        lambda: services.prioritisation_set(
+            expert=built.carol, method="ahp", weights=GOOD_DIRECT, judgments=GOOD_JUDGMENTS
+        ),
     )
     assert set(errors) == {"weights"}
 
@@ -779,7 +874,8 @@ def test_metric_prioritisation_for_an_attribute_with_two_selected_metrics(make_s
     )
     assert MetricPrioritisation.objects.filter(expert=built.bob).count() == 1
     assert MetricPrioritisation.objects.get(pk=saved.pk).result_record["weights"] == {
-        "Success rate": pytest.approx(0.2), "AUC": pytest.approx(0.8)
+        "Success rate": pytest.approx(0.2),
+        "AUC": pytest.approx(0.8),
     }
     assert saved.consistency_ratio == 0
     services.metric_prioritisation_clear(expert=built.bob, attribute=built.attributes["Accuracy"])
@@ -790,13 +886,48 @@ def test_metric_prioritisation_refused(make_study, unchanged):
     built = make_study("assessment")
     other = make_study("assessment", title="Other")
     cases = [
-        (built.attributes["Consistency"], {"method": "direct", "weights": {"Fold stdev": 1}}, "attribute", "one selected metric"),
-        (built.attributes["Flexibility"], {"method": "direct", "weights": {"Flexibility score": 1}}, "attribute", "not a selected attribute"),
-        (other.attributes["Accuracy"], {"method": "direct", "weights": {"Success rate": 1, "AUC": 1}}, "attribute", "not a selected"),
-        (built.attributes["Accuracy"], {"method": "direct", "weights": {"Success rate": 1, "AUC": 0}}, "weights.AUC", "positive"),
-        (built.attributes["Accuracy"], {"method": "direct", "weights": {"Success rate": 1}}, "weights", "missing weights for AUC"),
-        (built.attributes["Accuracy"], {"method": "direct", "weights": {"Success rate": 1, "AUC": 1, "Fold stdev": 1}}, "weights.Fold stdev", ""),
-        (built.attributes["Accuracy"], {"method": "ahp", "judgments": [["AUC", "Success rate", 12]]}, "judgments[0]", "outside the scale"),
+        (
+            built.attributes["Consistency"],
+            {"method": "direct", "weights": {"Fold stdev": 1}},
+            "attribute",
+            "one selected metric",
+        ),
+        (
+            built.attributes["Flexibility"],
+            {"method": "direct", "weights": {"Flexibility score": 1}},
+            "attribute",
+            "not a selected attribute",
+        ),
+        (
+            other.attributes["Accuracy"],
+            {"method": "direct", "weights": {"Success rate": 1, "AUC": 1}},
+            "attribute",
+            "not a selected",
+        ),
+        (
+            built.attributes["Accuracy"],
+            {"method": "direct", "weights": {"Success rate": 1, "AUC": 0}},
+            "weights.AUC",
+            "positive",
+        ),
+        (
+            built.attributes["Accuracy"],
+            {"method": "direct", "weights": {"Success rate": 1}},
+            "weights",
+            "missing weights for AUC",
+        ),
+        (
+            built.attributes["Accuracy"],
+            {"method": "direct", "weights": {"Success rate": 1, "AUC": 1, "Fold stdev": 1}},
+            "weights.Fold stdev",
+            "",
+        ),
+        (
+            built.attributes["Accuracy"],
+            {"method": "ahp", "judgments": [["AUC", "Success rate", 12]]},
+            "judgments[0]",
+            "outside the scale",
+        ),
         (built.attributes["Accuracy"], {"method": "lpr", "judgments": []}, "judgments", "missing comparisons"),
     ]
     for attribute, kwargs, field, fragment in cases:
@@ -822,7 +953,9 @@ def _ranges(membership):
 
 def test_ranges_set_stores_and_replaces(make_study):
     built = make_study("assessment")
-    services.ranges_set(expert=built.bob, ranges={"AUC": [0.6, 0.9], "Fold stdev": [0.2, 0.01], "Training time": (30, 2)})
+    services.ranges_set(
+        expert=built.bob, ranges={"AUC": [0.6, 0.9], "Fold stdev": [0.2, 0.01], "Training time": (30, 2)}
+    )
     assert _ranges(built.bob) == {"AUC": (0.6, 0.9), "Fold stdev": (0.2, 0.01), "Training time": (30.0, 2.0)}
     services.ranges_set(expert=built.bob, ranges={"AUC": [0.5, 0.8]})
     assert _ranges(built.bob) == {"AUC": (0.5, 0.8)}
@@ -852,7 +985,9 @@ def test_ranges_set_stores_and_replaces(make_study):
 def test_ranges_set_refuses(make_study, unchanged, ranges, field):
     built = make_study("assessment", inputs=True)  # the existing ranges must survive
     previous = _ranges(built.bob)
-    errors = refused(unchanged, lambda: services.ranges_set(expert=built.bob, ranges={"Training time": [30, 2], **ranges}))
+    errors = refused(
+        unchanged, lambda: services.ranges_set(expert=built.bob, ranges={"Training time": [30, 2], **ranges})
+    )
     assert set(errors) == {field}
     assert _ranges(built.bob) == previous
 
@@ -881,7 +1016,10 @@ def test_ranges_set_refuses_a_metric_unselected_by_the_metric_threshold(make_stu
 
 
 def _row(membership):
-    return {p.ratee.user.username: p.weight for p in PeerWeight.objects.filter(rater=membership).select_related("ratee__user")}
+    return {
+        p.ratee.user.username: p.weight
+        for p in PeerWeight.objects.filter(rater=membership).select_related("ratee__user")
+    }
 
 
 def test_peer_weights_set_stores_and_replaces(make_study):
@@ -921,7 +1059,11 @@ def test_peer_weights_summing_to_1_within_1e_6_are_accepted_as_given(make_study,
         ({"bob": "0.5", "carol": 0.5}, "weights.bob", "number"),
         ({"bob": True, "carol": 0.5}, "weights.bob", "number"),
         ({"bob": 0.5, "carol": 0.5, "charlie": 0.1}, "weights.charlie", "not an expert"),
-        ({"bob": 0.5, "carol": 0.4, "alice": 0.1}, "weights.alice", "not an expert"),  # the designer, not an expert here
+        (
+            {"bob": 0.5, "carol": 0.4, "alice": 0.1},
+            "weights.alice",
+            "not an expert",
+        ),  # the designer, not an expert here
         ({"bob": 0.5, "carol": 0.4}, "weights", "row sums to 0.9, must be 1"),
         ({"bob": 0.2 + 0.2 + 0.2 + 0.3, "carol": 0.2}, "weights", "row sums to 1.1, must be 1"),
         ({"bob": 0.6 + 2e-6, "carol": 0.4}, "weights", "must be 1"),
@@ -942,7 +1084,9 @@ def test_peer_weights_refused(make_study, unchanged, weights, field, fragment):
 
 def test_peer_weights_row_sum_message_exactly(make_study, unchanged):
     built = make_study("assessment")
-    errors = refused(unchanged, lambda: services.peer_weights_set(expert=built.carol, weights={"bob": 0.45, "carol": 0.45}))
+    errors = refused(
+        unchanged, lambda: services.peer_weights_set(expert=built.carol, weights={"bob": 0.45, "carol": 0.45})
+    )
     assert errors == {"weights": ["row sums to 0.9, must be 1"]}
 
 
@@ -1016,14 +1160,20 @@ def test_close_voting_selects_by_at_least_c_votes(make_study):
             # Efficiency: 2 votes (= c, selected); Flexibility: 1 vote (not selected).
             "bob": {"attributes": ["Efficiency", "Flexibility"], "metrics": every_metric},
             # AUC: 1 vote (not selected); Flexibility score: 2 votes but its attribute is not selected.
-            "carol": {"attributes": ["Efficiency"], "metrics": ["Success rate", "Fold stdev", "Training time", "Flexibility score"]},
+            "carol": {
+                "attributes": ["Efficiency"],
+                "metrics": ["Success rate", "Fold stdev", "Training time", "Flexibility score"],
+            },
         },
     )
     assert _selection(built) == ([], [])  # nothing fixed before voting closes
     services.study_close_voting(study=built.study)
     built.study.refresh_from_db()
     assert built.study.phase == "assessment"
-    assert _selection(built) == (["Accuracy", "Consistency", "Efficiency"], ["Fold stdev", "Success rate", "Training time"])
+    assert _selection(built) == (
+        ["Accuracy", "Consistency", "Efficiency"],
+        ["Fold stdev", "Success rate", "Training time"],
+    )
 
 
 def test_close_voting_main_attributes_need_no_vote_and_threshold_0_selects_everything(make_study):
@@ -1245,11 +1395,26 @@ def test_priorities_set_stores_attributes_and_metric_priorities(make_study):
         ({"Speed": {"method": "direct", "weights": {}}}, "metric_priorities.Speed"),
         ({"Accuracy": "direct"}, "metric_priorities.Accuracy"),
         ({"Accuracy": {"weights": {"Success rate": 1, "AUC": 1}}}, "metric_priorities.Accuracy"),
-        ({"Accuracy": {"method": "direct", "weights": {"Success rate": 1, "AUC": 1}, "note": 1}}, "metric_priorities.Accuracy"),
-        ({"Accuracy": {"method": "direct", "weights": {"Success rate": 1, "AUC": 0}}}, "metric_priorities.Accuracy.weights.AUC"),
-        ({"Accuracy": {"method": "ahp", "judgments": [["AUC", "Success rate", 10]]}}, "metric_priorities.Accuracy.judgments[0]"),
-        ({"Consistency": {"method": "direct", "weights": {"Fold stdev": 1}}}, "metric_priorities.Consistency.attribute"),
-        ({"Flexibility": {"method": "direct", "weights": {"Flexibility score": 1}}}, "metric_priorities.Flexibility.attribute"),
+        (
+            {"Accuracy": {"method": "direct", "weights": {"Success rate": 1, "AUC": 1}, "note": 1}},
+            "metric_priorities.Accuracy",
+        ),
+        (
+            {"Accuracy": {"method": "direct", "weights": {"Success rate": 1, "AUC": 0}}},
+            "metric_priorities.Accuracy.weights.AUC",
+        ),
+        (
+            {"Accuracy": {"method": "ahp", "judgments": [["AUC", "Success rate", 10]]}},
+            "metric_priorities.Accuracy.judgments[0]",
+        ),
+        (
+            {"Consistency": {"method": "direct", "weights": {"Fold stdev": 1}}},
+            "metric_priorities.Consistency.attribute",
+        ),
+        (
+            {"Flexibility": {"method": "direct", "weights": {"Flexibility score": 1}}},
+            "metric_priorities.Flexibility.attribute",
+        ),
     ],
 )
 def test_priorities_set_is_all_or_nothing(make_study, unchanged, metric_priorities, field):
@@ -1262,7 +1427,9 @@ def test_priorities_set_is_all_or_nothing(make_study, unchanged, metric_prioriti
     errors = refused(
         unchanged,
         lambda: services.priorities_set(
-            expert=built.bob, method="direct", weights={"Accuracy": 1, "Consistency": 1, "Efficiency": 1},
+            expert=built.bob,
+            method="direct",
+            weights={"Accuracy": 1, "Consistency": 1, "Efficiency": 1},
             metric_priorities=metric_priorities,
         ),
     )
@@ -1304,8 +1471,11 @@ def test_the_many_services_store_what_the_one_expert_services_store(make_study):
     rows (and the stored prioritisation results) of the one-expert services,
     replacing what was there."""
     priorities = {
-        "bob": {"method": "direct", "weights": GOOD_DIRECT,
-                "metric_priorities": {"Accuracy": {"method": "ahp", "judgments": [["AUC", "Success rate", 3]]}}},
+        "bob": {
+            "method": "direct",
+            "weights": GOOD_DIRECT,
+            "metric_priorities": {"Accuracy": {"method": "ahp", "judgments": [["AUC", "Success rate", 3]]}},
+        },
         "carol": {"method": "lpr", "judgments": CAROL_JUDGMENTS},
     }
     ranges = {"bob": {"AUC": [0.6, 0.9]}, "carol": {"AUC": [0.7, 0.8], "Fold stdev": [0.2, 0.1]}}
@@ -1348,10 +1518,14 @@ def test_votes_set_many_stores_what_votes_set_stores(make_study):
             lambda b: services.votes_set_many(
                 study=b.study, attributes={b.bob: ["Accuracy"], b.carol: ["Nope"]}, metrics={}
             ),
-            "attributes.bob", "main attribute",
+            "attributes.bob",
+            "main attribute",
         ),
-        (lambda b: services.votes_set_many(study=b.study, attributes={b.bob: []}, metrics={b.carol: ["AUC", "AUC"]}),
-         "metrics.carol", "given twice: AUC"),
+        (
+            lambda b: services.votes_set_many(study=b.study, attributes={b.bob: []}, metrics={b.carol: ["AUC", "AUC"]}),
+            "metrics.carol",
+            "given twice: AUC",
+        ),
     ],
 )
 def test_votes_set_many_refuses_the_first_expert_in_order(make_study, unchanged, call, field, fragment):
@@ -1363,33 +1537,87 @@ def test_votes_set_many_refuses_the_first_expert_in_order(make_study, unchanged,
 MANY_REFUSED = [
     # (service, its per-expert argument, entries by username, first field named, fragment of its message)
     ("priorities_set_many", "priorities", {"bob": {"weights": GOOD_DIRECT}}, "priorities.bob.method", "is required"),
-    ("priorities_set_many", "priorities", {"bob": {"method": "direct", "weights": GOOD_DIRECT, "note": 1}},
-     "priorities.bob.note", "is not a field"),
+    (
+        "priorities_set_many",
+        "priorities",
+        {"bob": {"method": "direct", "weights": GOOD_DIRECT, "note": 1}},
+        "priorities.bob.note",
+        "is not a field",
+    ),
     ("priorities_set_many", "priorities", {"bob": "direct"}, "priorities.bob", "must be an object"),
-    ("priorities_set_many", "priorities", {"bob": {"method": "topsis"}}, "priorities.bob.method",
-     "'direct', 'ahp' or 'lpr'"),
-    ("priorities_set_many", "priorities",
-     {"bob": {"method": "direct", "weights": GOOD_DIRECT},
-      "carol": {"method": "ahp", "judgments": CAROL_JUDGMENTS[:2]}},
-     "priorities.carol.judgments", "missing comparisons"),
-    ("priorities_set_many", "priorities",
-     {"carol": {"method": "direct", "weights": {**GOOD_DIRECT, "Accuracy": 0}}, "bob": {"method": "x"}},
-     "priorities.carol.weights.Accuracy", "must be positive"),
-    ("priorities_set_many", "priorities",
-     {"bob": {"method": "direct", "weights": GOOD_DIRECT,
-              "metric_priorities": {"Consistency": {"method": "direct"}}}},
-     "priorities.bob.metric_priorities.Consistency.attribute", "one selected metric"),
+    (
+        "priorities_set_many",
+        "priorities",
+        {"bob": {"method": "topsis"}},
+        "priorities.bob.method",
+        "'direct', 'ahp' or 'lpr'",
+    ),
+    (
+        "priorities_set_many",
+        "priorities",
+        {
+            "bob": {"method": "direct", "weights": GOOD_DIRECT},
+            "carol": {"method": "ahp", "judgments": CAROL_JUDGMENTS[:2]},
+        },
+        "priorities.carol.judgments",
+        "missing comparisons",
+    ),
+    (
+        "priorities_set_many",
+        "priorities",
+        {"carol": {"method": "direct", "weights": {**GOOD_DIRECT, "Accuracy": 0}}, "bob": {"method": "x"}},
+        "priorities.carol.weights.Accuracy",
+        "must be positive",
+    ),
+    (
+        "priorities_set_many",
+        "priorities",
+        {
+            "bob": {
+                "method": "direct",
+                "weights": GOOD_DIRECT,
+                "metric_priorities": {"Consistency": {"method": "direct"}},
+            }
+        },
+        "priorities.bob.metric_priorities.Consistency.attribute",
+        "one selected metric",
+    ),
     ("ranges_set_many", "ranges", {"bob": {"AUC": [0.9, 0.9]}, "carol": {"AUC": "x"}}, "ranges.bob.AUC", "must differ"),
-    ("ranges_set_many", "ranges", {"bob": {"AUC": [0.6, 0.9]}, "carol": [[0.6, 0.9]]}, "ranges.carol",
-     "must map metric names"),
-    ("ranges_set_many", "ranges", {"carol": {"Flexibility score": [1, 9]}}, "ranges.carol.Flexibility score",
-     "not a selected metric"),
-    ("peer_weights_set_many", "weights", {"bob": {"bob": 0.5, "carol": 0.5}, "carol": {"bob": 0.5, "carol": 0.4}},
-     "weights.carol", "row sums to 0.9, must be 1"),
-    ("peer_weights_set_many", "weights", {"carol": {"bob": 0.5}, "bob": {"bob": 0.5, "carol": 0.4}},
-     "weights.carol", "missing weights for carol: the row must rate every expert"),
-    ("peer_weights_set_many", "weights", {"bob": {"bob": 0.5, "dave": 0.5, "carol": 0}}, "weights.bob.dave",
-     "not an expert of this study"),
+    (
+        "ranges_set_many",
+        "ranges",
+        {"bob": {"AUC": [0.6, 0.9]}, "carol": [[0.6, 0.9]]},
+        "ranges.carol",
+        "must map metric names",
+    ),
+    (
+        "ranges_set_many",
+        "ranges",
+        {"carol": {"Flexibility score": [1, 9]}},
+        "ranges.carol.Flexibility score",
+        "not a selected metric",
+    ),
+    (
+        "peer_weights_set_many",
+        "weights",
+        {"bob": {"bob": 0.5, "carol": 0.5}, "carol": {"bob": 0.5, "carol": 0.4}},
+        "weights.carol",
+        "row sums to 0.9, must be 1",
+    ),
+    (
+        "peer_weights_set_many",
+        "weights",
+        {"carol": {"bob": 0.5}, "bob": {"bob": 0.5, "carol": 0.4}},
+        "weights.carol",
+        "missing weights for carol: the row must rate every expert",
+    ),
+    (
+        "peer_weights_set_many",
+        "weights",
+        {"bob": {"bob": 0.5, "dave": 0.5, "carol": 0}},
+        "weights.bob.dave",
+        "not an expert of this study",
+    ),
     ("peer_weights_set_many", "weights", {"bob": 0.5}, "weights.bob", "must map every expert's username to a weight"),
 ]
 
@@ -1514,7 +1742,8 @@ def test_measurements_set_upserts_in_a_constant_number_of_queries(make_study, dj
     for count in (2, 6):
         entries = [
             {"candidate": c, "metric": m, "value": 0.1 * count}
-            for c in MEASUREMENTS for m in list(MEASUREMENTS[c])[:count // 2]
+            for c in MEASUREMENTS
+            for m in list(MEASUREMENTS[c])[: count // 2]
         ]
         with django_assert_num_queries(6):  # savepoint, lock, candidates, metrics, one upsert, release
             services.measurements_set(study=built.study, measurements=entries)

@@ -29,8 +29,16 @@ class InvitationSerializer(serializers.ModelSerializer):
     class Meta:
         model = Invitation
         fields = [
-            "id", "kind", "username", "status", "created_by", "created_at", "expires_at", "decided_at",
-            "accepted_by", "inputs_imported",
+            "id",
+            "kind",
+            "username",
+            "status",
+            "created_by",
+            "created_at",
+            "expires_at",
+            "decided_at",
+            "accepted_by",
+            "inputs_imported",
         ]
         read_only_fields = fields
 

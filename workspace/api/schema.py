@@ -136,8 +136,11 @@ MADE = {
 
 # A new study's designer opens its voting (a 409 names what is missing).
 OPEN_VOTING = (
-    "OpenVoting", f"{API}/studies/{{study_id}}/transitions/", "post",
-    {"study_id": "$response.body#/id"}, {"to": "voting"},
+    "OpenVoting",
+    f"{API}/studies/{{study_id}}/transitions/",
+    "post",
+    {"study_id": "$response.body#/id"},
+    {"to": "voting"},
 )
 # Links that also fill part of the request body (merged into the generated
 # body), from the answer or with a constant: (source path, status) → [(name,
@@ -146,16 +149,22 @@ BODY_LINKS = {
     (f"{API}/studies/", "201"): [
         # The designer takes the expert role in their new study.
         (
-            "JoinAsExpert", f"{API}/studies/{{study_id}}/members/", "post",
-            {"study_id": "$response.body#/id"}, {"username": "$response.body#/designer"},
+            "JoinAsExpert",
+            f"{API}/studies/{{study_id}}/members/",
+            "post",
+            {"study_id": "$response.body#/id"},
+            {"username": "$response.body#/designer"},
         ),
         OPEN_VOTING,
     ],
     (f"{API}/studies/import/", "201"): [OPEN_VOTING],
     (f"{API}/studies/{{study_id}}/attributes/", "201"): [
         (
-            "AddMetricToIt", f"{API}/studies/{{study_id}}/metrics/", "post",
-            {"study_id": "$request.path.study_id"}, {"attribute": "$response.body#/name"},
+            "AddMetricToIt",
+            f"{API}/studies/{{study_id}}/metrics/",
+            "post",
+            {"study_id": "$request.path.study_id"},
+            {"attribute": "$response.body#/name"},
         ),
     ],
 }
@@ -191,7 +200,7 @@ def _link_parameters(source: str, made: Made, target: str, method: str) -> dict[
     for prefix in (made.collection, *made.also):
         if not target.startswith(prefix):
             continue
-        rest = target[len(prefix):]
+        rest = target[len(prefix) :]
         key = re.match(r"{([^}]+)}/", rest)
         # In the collection, the operations on one of its objects and its list
         # (not a sibling such as studies/import/, nor another create).

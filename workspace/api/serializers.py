@@ -78,8 +78,16 @@ class StudySerializer(serializers.ModelSerializer):
     class Meta:
         model = Study
         fields = [
-            "id", "title", "description", "phase", "attribute_threshold", "metric_threshold",
-            "designer", "my_roles", "created_at", "updated_at",
+            "id",
+            "title",
+            "description",
+            "phase",
+            "attribute_threshold",
+            "metric_threshold",
+            "designer",
+            "my_roles",
+            "created_at",
+            "updated_at",
         ]
         read_only_fields = fields
 
@@ -170,7 +178,9 @@ class MetricSerializer(serializers.ModelSerializer):
         fields = ["id", "name", "attribute", "better", "unit", "default_range", "position", "selected"]
         read_only_fields = fields
 
-    @extend_schema_field(serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2, allow_null=True))
+    @extend_schema_field(
+        serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2, allow_null=True)
+    )
     def get_default_range(self, metric):
         return list(metric.default_range) if metric.default_range else None
 
@@ -184,7 +194,11 @@ class MetricWriteSerializer(WriteSerializer):
     better = serializers.ChoiceField(choices=["higher", "lower"], default="higher")
     unit = serializers.CharField(required=False, allow_blank=True, max_length=50)
     default_range = serializers.ListField(
-        child=serializers.FloatField(), min_length=2, max_length=2, required=False, allow_null=True,
+        child=serializers.FloatField(),
+        min_length=2,
+        max_length=2,
+        required=False,
+        allow_null=True,
         help_text="[least acceptable, desired]",
     )
 
@@ -232,12 +246,16 @@ class BoundedListField(serializers.ListField):
 
 class VotesSerializer(WriteSerializer):
     attributes = BoundedListField(
-        child=serializers.CharField(max_length=100), default=list,
-        max_length=limits.MAX_ATTRIBUTES, noun="attributes voted for",
+        child=serializers.CharField(max_length=100),
+        default=list,
+        max_length=limits.MAX_ATTRIBUTES,
+        noun="attributes voted for",
     )
     metrics = BoundedListField(
-        child=serializers.CharField(max_length=100), default=list,
-        max_length=limits.MAX_METRICS, noun="metrics voted for",
+        child=serializers.CharField(max_length=100),
+        default=list,
+        max_length=limits.MAX_METRICS,
+        noun="metrics voted for",
     )
 
 
@@ -262,7 +280,9 @@ class PrioritisationResultSerializer(serializers.Serializer):
 class LocalPrioritySerializer(serializers.Serializer):
     method = serializers.ChoiceField(choices=["direct", "ahp", "lpr"])
     weights = serializers.DictField(child=serializers.FloatField(), required=False)
-    judgments = serializers.ListField(child=serializers.JSONField(), required=False, help_text="[[row, column, value], ...]")
+    judgments = serializers.ListField(
+        child=serializers.JSONField(), required=False, help_text="[[row, column, value], ...]"
+    )
 
 
 class PrioritiesSerializer(LocalPrioritySerializer):
@@ -313,7 +333,16 @@ class RunSerializer(serializers.ModelSerializer):
     class Meta:
         model = Run
         fields = [
-            "id", "study", "status", "launched_by", "launched_at", "started_at", "finished_at",
-            "duration_seconds", "attempts", "tolerance", "error",
+            "id",
+            "study",
+            "status",
+            "launched_by",
+            "launched_at",
+            "started_at",
+            "finished_at",
+            "duration_seconds",
+            "attempts",
+            "tolerance",
+            "error",
         ]
         read_only_fields = fields

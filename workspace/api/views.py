@@ -212,7 +212,9 @@ class StudyDetailView(StudyScoped, APIView):
 
 
 class StudyExportView(StudyScoped, APIView):
-    @extend_schema(responses={200: OpenApiResponse(response={"type": "object"}, description="an approve-study/1 bundle")})
+    @extend_schema(
+        responses={200: OpenApiResponse(response={"type": "object"}, description="an approve-study/1 bundle")}
+    )
     def get(self, request, study_id):
         """The whole study as an ``approve-study/1`` bundle."""
         self.require_designer("export the study")
@@ -333,7 +335,12 @@ def _attribute_by_name(study, name):
 
 @setup_list_schema(s.AttributeSerializer, s.AttributeWriteSerializer, "attribute")
 class AttributeListView(SetupListView):
-    model, read_serializer, write_serializer, noun = QualityAttribute, s.AttributeSerializer, s.AttributeWriteSerializer, "attribute"
+    model, read_serializer, write_serializer, noun = (
+        QualityAttribute,
+        s.AttributeSerializer,
+        s.AttributeWriteSerializer,
+        "attribute",
+    )
 
     def create(self, data):
         return services.attribute_add(study=self.study(), **data)
@@ -341,7 +348,12 @@ class AttributeListView(SetupListView):
 
 @setup_detail_schema(s.AttributeSerializer, s.AttributeWriteSerializer, "attribute")
 class AttributeDetailView(SetupDetailView):
-    model, read_serializer, write_serializer, noun = QualityAttribute, s.AttributeSerializer, s.AttributeWriteSerializer, "attribute"
+    model, read_serializer, write_serializer, noun = (
+        QualityAttribute,
+        s.AttributeSerializer,
+        s.AttributeWriteSerializer,
+        "attribute",
+    )
 
     def update(self, attribute, data):
         return services.attribute_update(attribute=attribute, **data)
@@ -355,7 +367,12 @@ class MetricListView(SetupListView):
     model, read_serializer, write_serializer, noun = Metric, s.MetricSerializer, s.MetricWriteSerializer, "metric"
 
     def queryset(self):
-        return super().queryset().select_related("attribute").order_by("attribute__position", "attribute_id", "position", "id")
+        return (
+            super()
+            .queryset()
+            .select_related("attribute")
+            .order_by("attribute__position", "attribute_id", "position", "id")
+        )
 
     def create(self, data):
         data["attribute"] = _attribute_by_name(self.study(), data["attribute"])
@@ -377,7 +394,12 @@ class MetricDetailView(SetupDetailView):
 
 @setup_list_schema(s.CandidateSerializer, s.CandidateWriteSerializer, "candidate")
 class CandidateListView(SetupListView):
-    model, read_serializer, write_serializer, noun = Candidate, s.CandidateSerializer, s.CandidateWriteSerializer, "candidate"
+    model, read_serializer, write_serializer, noun = (
+        Candidate,
+        s.CandidateSerializer,
+        s.CandidateWriteSerializer,
+        "candidate",
+    )
 
     def create(self, data):
         return services.candidate_add(study=self.study(), **data)
@@ -385,7 +407,12 @@ class CandidateListView(SetupListView):
 
 @setup_detail_schema(s.CandidateSerializer, s.CandidateWriteSerializer, "candidate")
 class CandidateDetailView(SetupDetailView):
-    model, read_serializer, write_serializer, noun = Candidate, s.CandidateSerializer, s.CandidateWriteSerializer, "candidate"
+    model, read_serializer, write_serializer, noun = (
+        Candidate,
+        s.CandidateSerializer,
+        s.CandidateWriteSerializer,
+        "candidate",
+    )
 
     def update(self, candidate, data):
         return services.candidate_update(candidate=candidate, **data)
@@ -478,7 +505,9 @@ class MyRangesView(MyInputView):
         a metric left out uses its default range."""
         return Response(self.current())
 
-    @extend_schema(request={"application/json": s.RANGES_SCHEMA}, responses={200: OpenApiResponse(response=s.RANGES_SCHEMA)})
+    @extend_schema(
+        request={"application/json": s.RANGES_SCHEMA}, responses={200: OpenApiResponse(response=s.RANGES_SCHEMA)}
+    )
     def put(self, request, study_id):
         """Replace your acceptable ranges (assessment phase)."""
         expert = self.expert()
@@ -496,7 +525,10 @@ class MyPeerWeightsView(MyInputView):
         """Your weights for every expert, yourself included."""
         return Response(self.current())
 
-    @extend_schema(request={"application/json": s.PEER_WEIGHTS_SCHEMA}, responses={200: OpenApiResponse(response=s.PEER_WEIGHTS_SCHEMA)})
+    @extend_schema(
+        request={"application/json": s.PEER_WEIGHTS_SCHEMA},
+        responses={200: OpenApiResponse(response=s.PEER_WEIGHTS_SCHEMA)},
+    )
     def put(self, request, study_id):
         """Set your row of peer weights (assessment phase): every expert, each
         in (0, 1), summing to 1."""
@@ -585,7 +617,9 @@ class RunResultsView(RunScoped, APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter(
-                "individual", bool, default=False,
+                "individual",
+                bool,
+                default=False,
                 description="add every candidate's individual scores, expert x metric (large: the document then "
                 "grows with the experts); one candidate's are at candidates/{name}/scores/",
             )

@@ -28,7 +28,10 @@ class PrefixedIds:
 
 def _threshold(label: str, help_text: str) -> forms.IntegerField:
     return forms.IntegerField(
-        label=label, min_value=0, max_value=MAX_THRESHOLD, help_text=help_text,
+        label=label,
+        min_value=0,
+        max_value=MAX_THRESHOLD,
+        help_text=help_text,
         widget=forms.NumberInput(attrs={"min": 0, "max": MAX_THRESHOLD, "class": "input--short"}),
     )
 
@@ -37,7 +40,10 @@ class StudyForm(PrefixedIds, forms.Form):
     id_prefix = "study"
     title = forms.CharField(label="Title", max_length=200)
     description = forms.CharField(
-        label="Description", required=False, max_length=20000, widget=forms.Textarea(attrs={"rows": 3}),
+        label="Description",
+        required=False,
+        max_length=20000,
+        widget=forms.Textarea(attrs={"rows": 3}),
         help_text="What is being chosen, and for what use: the experts read it first.",
     )
     attribute_threshold = _threshold(
@@ -63,7 +69,8 @@ class BundleForm(forms.Form):
     checked by the import."""
 
     bundle = forms.FileField(
-        label="Bundle file", help_text="An approve-study/1 JSON file, e.g. one exported from another approve.",
+        label="Bundle file",
+        help_text="An approve-study/1 JSON file, e.g. one exported from another approve.",
         widget=forms.ClearableFileInput(attrs={"accept": ".json,application/json"}),
     )
 
@@ -105,12 +112,17 @@ class AttributeForm(PrefixedIds, forms.Form):
     id_prefix = "attribute"
     name = forms.CharField(label="Name", max_length=100)
     kind = forms.ChoiceField(
-        label="Kind", choices=QualityAttribute.Kind.choices, initial=QualityAttribute.Kind.MAIN,
+        label="Kind",
+        choices=QualityAttribute.Kind.choices,
+        initial=QualityAttribute.Kind.MAIN,
         widget=forms.RadioSelect,
         help_text="Main attributes are always evaluated; complementary ones only if the experts vote for them.",
     )
     description = forms.CharField(
-        label="Definition", required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 2}),
+        label="Definition",
+        required=False,
+        max_length=5000,
+        widget=forms.Textarea(attrs={"rows": 2}),
         help_text="One line the experts read when they vote and prioritise.",
     )
 
@@ -129,7 +141,9 @@ class CatalogueAttributeForm(forms.Form):
 def _bound(label: str) -> forms.CharField:
     # Text, parsed like a CSV cell: one rule for what a number is on these pages.
     return forms.CharField(
-        label=label, required=False, max_length=50,
+        label=label,
+        required=False,
+        max_length=50,
         widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off", "class": "input--short"}),
     )
 
@@ -140,7 +154,10 @@ class MetricForm(PrefixedIds, forms.Form):
     name = forms.CharField(label="Name", max_length=100)
     better = forms.ChoiceField(label="Direction", choices=Direction.choices, initial=Direction.HIGHER)
     unit = forms.CharField(
-        label="Unit", required=False, max_length=50, help_text="e.g. s, %, 1-10 (a rating).",
+        label="Unit",
+        required=False,
+        max_length=50,
+        help_text="e.g. s, %, 1-10 (a rating).",
         widget=forms.TextInput(attrs={"class": "input--short"}),
     )
     least_acceptable = _bound("Least acceptable value")
@@ -213,7 +230,9 @@ class MeasurementTableForm(forms.Form):
                 name = cell_name(*key)
                 self.cells[name] = (candidate, metric)
                 self.fields[name] = forms.CharField(
-                    label=f"{metric.name} of {candidate.name}", required=False, max_length=50,
+                    label=f"{metric.name} of {candidate.name}",
+                    required=False,
+                    max_length=50,
                     initial=number_text(self.values.get(key)),
                     widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off"}),
                 )
@@ -247,12 +266,15 @@ def number_text(value: float | None) -> str:
 
 class MeasurementCsvForm(forms.Form):
     csv_text = forms.CharField(
-        label="Paste CSV", required=False, widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false"}),
+        label="Paste CSV",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false"}),
         help_text="Long: a header candidate,metric,value then one row per value. Wide: a header candidate, "
         "then one column per metric name, and one row per candidate. Tabs (a paste from a spreadsheet) work too.",
     )
     csv_file = forms.FileField(
-        label="Or upload a CSV file", required=False,
+        label="Or upload a CSV file",
+        required=False,
         widget=forms.ClearableFileInput(attrs={"accept": ".csv,.tsv,.txt,text/csv"}),
     )
 
@@ -270,7 +292,8 @@ class MeasurementCsvForm(forms.Form):
 
 class InviteForm(forms.Form):
     username = forms.CharField(
-        label="Username", max_length=150,
+        label="Username",
+        max_length=150,
         help_text="They see the invitation when they log in and become an expert by accepting it.",
         widget=forms.TextInput(attrs={"autocomplete": "off", "autocapitalize": "none"}),
     )
@@ -278,19 +301,22 @@ class InviteForm(forms.Form):
 
 class ReminderForm(forms.Form):
     experts = forms.MultipleChoiceField(
-        label="Send to", widget=forms.CheckboxSelectMultiple,
+        label="Send to",
+        widget=forms.CheckboxSelectMultiple,
         error_messages={"required": "choose at least one expert"},
     )
     note = forms.CharField(
-        label="Your note", required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2}),
+        label="Your note",
+        required=False,
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2}),
         help_text="Added to the message, after what each expert still has to do.",
     )
 
     def __init__(self, *args, experts: list[Membership] = (), **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["experts"].choices = [
-            (m.user.get_username(), f"{m.user.get_username()} ({m.user.email or 'no e-mail address'})")
-            for m in experts
+            (m.user.get_username(), f"{m.user.get_username()} ({m.user.email or 'no e-mail address'})") for m in experts
         ]
         self.fields["experts"].initial = [m.user.get_username() for m in experts]
 

@@ -16,6 +16,7 @@ from ..errors import InvalidInput
 from ..models import Membership, Method, Metric, QualityAttribute
 from ..selectors import number_out
 
+
 def _number_input(**attrs: Any) -> forms.NumberInput:
     return forms.NumberInput(attrs={"step": "any", "inputmode": "decimal", **attrs})
 
@@ -44,11 +45,15 @@ class VotesForm(forms.Form):
         super().__init__(*args, **kwargs)
         complementary = [a for a in ballot if a.kind == QualityAttribute.Kind.COMPLEMENTARY]
         self.fields["attributes"] = forms.MultipleChoiceField(
-            label="Complementary attributes", required=False, choices=[(a.name, a.name) for a in complementary],
+            label="Complementary attributes",
+            required=False,
+            choices=[(a.name, a.name) for a in complementary],
             widget=forms.CheckboxSelectMultiple,
         )
         self.fields["metrics"] = forms.MultipleChoiceField(
-            label="Metrics", required=False, choices=[(m.name, m.name) for a in ballot for m in a.ballot_metrics],
+            label="Metrics",
+            required=False,
+            choices=[(m.name, m.name) for a in ballot for m in a.ballot_metrics],
             widget=forms.CheckboxSelectMultiple,
         )
 
@@ -70,8 +75,14 @@ class VotesForm(forms.Form):
 SCALE_POINTS = [str(v) for v in range(9, 1, -1)] + ["1"] + [f"1/{v}" for v in range(2, 10)]
 # Saaty's verbal scale (METHOD.md 3), even numbers in between.
 AHP_MEANINGS = {
-    2: "equally to moderately", 3: "moderately", 4: "moderately to strongly", 5: "strongly",
-    6: "strongly to very strongly", 7: "very strongly", 8: "very strongly to extremely", 9: "extremely",
+    2: "equally to moderately",
+    3: "moderately",
+    4: "moderately to strongly",
+    5: "strongly",
+    6: "strongly to very strongly",
+    7: "very strongly",
+    8: "very strongly to extremely",
+    9: "extremely",
 }
 LOCAL_EQUAL = "equal"
 
@@ -112,7 +123,7 @@ class Section:
     pairs: list[tuple] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.pairs = [(a, b) for i, a in enumerate(self.items) for b in self.items[i + 1:]]
+        self.pairs = [(a, b) for i, a in enumerate(self.items) for b in self.items[i + 1 :]]
 
     @property
     def method_field(self) -> str:
@@ -136,7 +147,11 @@ class PrioritiesForm(forms.Form):
     JavaScript they are all shown); only the chosen method's are used."""
 
     def __init__(
-        self, *args: Any, attributes: list[QualityAttribute], metrics: list[Metric], stored: dict | None = None,
+        self,
+        *args: Any,
+        attributes: list[QualityAttribute],
+        metrics: list[Metric],
+        stored: dict | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -146,14 +161,16 @@ class PrioritiesForm(forms.Form):
             by_attribute.setdefault(metric.attribute_id, []).append(metric)
         self.locals = [
             Section(f"local-{a.pk}-", by_attribute[a.pk], attribute=a)
-            for a in attributes if len(by_attribute.get(a.pk, ())) > 1
+            for a in attributes
+            if len(by_attribute.get(a.pk, ())) > 1
         ]
         self.fields["method"] = forms.ChoiceField(label="Method", choices=Method.choices, widget=forms.RadioSelect)
         for section in self.sections:
             if section.attribute is not None:
                 self.fields[section.method_field] = forms.ChoiceField(
                     label=f"How to split {section.attribute.name}",
-                    choices=[(LOCAL_EQUAL, "Equal split"), *Method.choices], widget=forms.RadioSelect,
+                    choices=[(LOCAL_EQUAL, "Equal split"), *Method.choices],
+                    widget=forms.RadioSelect,
                 )
             for item in section.items:
                 self.fields[section.direct_field(item)] = forms.FloatField(
@@ -162,7 +179,8 @@ class PrioritiesForm(forms.Form):
             for method in ("ahp", "lpr"):
                 for a, b in section.pairs:
                     self.fields[section.pair_field(method, a, b)] = forms.ChoiceField(
-                        label=f"{a.name} or {b.name} ({method.upper()})", required=False,
+                        label=f"{a.name} or {b.name} ({method.upper()})",
+                        required=False,
                         choices=[(p, p) for p in SCALE_POINTS],
                     )
         # Prefilled from what is stored (the API's GET shape).
@@ -245,16 +263,20 @@ class PrioritiesForm(forms.Form):
         ``values`` (cleaned data), or None for the equal split."""
         method = values.get(section.method_field)
         if method == Method.DIRECT:
-            return {"method": method, "weights": {
-                item.name: values[section.direct_field(item)] for item in section.items
-            }}
+            return {
+                "method": method,
+                "weights": {item.name: values[section.direct_field(item)] for item in section.items},
+            }
         if method in (Method.AHP, Method.LPR):
             judgments = []
             for a, b in section.pairs:
                 value = Fraction(values[section.pair_field(method, a, b)])
                 # Kept on the scale's integers: "b over a is 3" rather than 1/3.
-                judgments.append([a.name, b.name, number_out(float(value))] if value >= 1
-                                 else [b.name, a.name, number_out(float(1 / value))])
+                judgments.append(
+                    [a.name, b.name, number_out(float(value))]
+                    if value >= 1
+                    else [b.name, a.name, number_out(float(1 / value))]
+                )
             return {"method": method, "judgments": judgments}
         return None
 
@@ -379,7 +401,8 @@ class PeerWeightsForm(forms.Form):
         # binary noise (0.07 * 100 is 7.000000000000001).
         return {
             f"peer-{e.pk}": number_out(round(stored[e.user.get_username()] * 100, 10))
-            for e in experts if e.user.get_username() in stored
+            for e in experts
+            if e.user.get_username() in stored
         }
 
     def total(self) -> float | None:
@@ -395,4 +418,3 @@ class PeerWeightsForm(forms.Form):
         if "weights" in error.errors and total is not None and not math.isclose(total, 100):
             error = InvalidInput({**error.errors, "weights": [f"the weights add up to {total:g}%, not 100%"]})
         _add_errors(self, error, paths, {"weights": "Total"})
-

@@ -117,9 +117,7 @@ def votes_set_many(
     votes = {}
     for expert in experts:
         try:
-            votes[expert] = _votes_checked(
-                attributes.get(expert, []), metrics.get(expert, []), by_name, metric_by_name
-            )
+            votes[expert] = _votes_checked(attributes.get(expert, []), metrics.get(expert, []), by_name, metric_by_name)
         except InvalidInput as error:
             raise InvalidInput(
                 {f"{field}.{usernames[expert.pk]}": messages for field, messages in error.errors.items()}

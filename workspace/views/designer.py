@@ -94,8 +94,9 @@ class StudyNewPage(View):
             except InvalidInput as error:
                 form_add_service_errors(form, error)
             else:
-                messages.success(request, f"The study “{study.title}” was created. Set it up next: attributes, "
-                                 "metrics, candidates.")
+                messages.success(
+                    request, f"The study “{study.title}” was created. Set it up next: attributes, metrics, candidates."
+                )
                 return redirect(study_home(study))
         return self.render_page(form, f.BundleForm())
 
@@ -115,8 +116,9 @@ class StudyNewPage(View):
                 note = f" Invited as experts (they join by accepting): {', '.join(invited)}." if invited else ""
                 messages.success(request, f"The study “{study.title}” was imported.{note}")
                 return redirect(study_home(study))
-        return self.render_page(f.StudyForm(initial={"attribute_threshold": 1, "metric_threshold": 0}), form,
-                                bundle_errors)
+        return self.render_page(
+            f.StudyForm(initial={"attribute_threshold": 1, "metric_threshold": 0}), form, bundle_errors
+        )
 
 
 # --- /studies/{id}/setup/ ----------------------------------------------------------------------
@@ -125,8 +127,12 @@ class StudyNewPage(View):
 def _metric_initial(metric: Metric) -> dict:
     least, desired = metric.default_range or (None, None)
     return {
-        "attribute": metric.attribute_id, "name": metric.name, "better": metric.better, "unit": metric.unit,
-        "least_acceptable": f.number_text(least), "desired": f.number_text(desired),
+        "attribute": metric.attribute_id,
+        "name": metric.name,
+        "better": metric.better,
+        "unit": metric.unit,
+        "least_acceptable": f.number_text(least),
+        "desired": f.number_text(desired),
     }
 
 
@@ -152,23 +158,30 @@ def _metric_changes(cleaned: dict, attributes: dict[int, QualityAttribute]) -> d
 
 KINDS = {
     "attributes": SetupKind(
-        "attribute", QualityAttribute, f.AttributeForm, (DRAFT,),
+        "attribute",
+        QualityAttribute,
+        f.AttributeForm,
+        (DRAFT,),
         add=lambda study, data, **_: services.attribute_add(study=study, **data),
         update=lambda item, data, **_: services.attribute_update(attribute=item, **data),
         remove=lambda item: services.attribute_remove(attribute=item),
         initial=lambda a: {"name": a.name, "kind": a.kind, "description": a.description},
     ),
     "metrics": SetupKind(
-        "metric", Metric, f.MetricForm, (DRAFT,),
+        "metric",
+        Metric,
+        f.MetricForm,
+        (DRAFT,),
         add=lambda study, data, attributes: services.metric_add(study=study, **_metric_changes(data, attributes)),
-        update=lambda item, data, attributes: services.metric_update(
-            metric=item, **_metric_changes(data, attributes)
-        ),
+        update=lambda item, data, attributes: services.metric_update(metric=item, **_metric_changes(data, attributes)),
         remove=lambda item: services.metric_remove(metric=item),
         initial=_metric_initial,
     ),
     "candidates": SetupKind(
-        "candidate", Candidate, f.CandidateForm, tuple(Phase.values),
+        "candidate",
+        Candidate,
+        f.CandidateForm,
+        tuple(Phase.values),
         add=lambda study, data, **_: services.candidate_add(study=study, **data),
         update=lambda item, data, **_: services.candidate_update(candidate=item, **data),
         remove=lambda item: services.candidate_remove(candidate=item),
@@ -219,12 +232,17 @@ def _setup_page(request: HttpRequest, study: Study, **forms_given: forms.Form) -
         least, desired = metric.default_range or (None, None)
         metric.range_text = (
             f"{f.number_text(least)} (least acceptable) to {f.number_text(desired)} (desired)"
-            if metric.default_range else None
+            if metric.default_range
+            else None
         )
     taken = {a.name for a in attributes}
     context = {
-        "study": study, "study_tab": "setup", "locks": locks,
-        "attributes": attributes, "metrics": metrics, "candidates": candidates,
+        "study": study,
+        "study_tab": "setup",
+        "locks": locks,
+        "attributes": attributes,
+        "metrics": metrics,
+        "candidates": candidates,
         "catalogue": [entry for entry in ATTRIBUTE_CATALOGUE if entry.name not in taken],
         "catalogue_all": ATTRIBUTE_CATALOGUE,
     }
@@ -319,8 +337,16 @@ def setup_item_edit(request: HttpRequest, study_id: int, kind: str, pk: int) -> 
         else:
             messages.success(request, f"The {setup.noun} “{item.name}” was saved.")
             return redirect(f"/studies/{study.pk}/setup/#{kind}")
-    context = {"study": study, "study_tab": "setup", "form": form, "item": item, "setup": setup, "kind": kind,
-               "lock": lock, "range_only": form_kwargs.get("range_only")}
+    context = {
+        "study": study,
+        "study_tab": "setup",
+        "form": form,
+        "item": item,
+        "setup": setup,
+        "kind": kind,
+        "lock": lock,
+        "range_only": form_kwargs.get("range_only"),
+    }
     return render(request, "designer/setup_item_edit.html", context)
 
 
@@ -331,8 +357,10 @@ def _removal_consequences(kind: str, item: Model) -> list[str]:
         metrics = [m.name for m in selectors.metric_list(study=item.study).filter(attribute=item)]
         if not metrics:
             return ["It has no metrics."]
-        return [f"Its {_plural(len(metrics), 'metric')} go with it: {', '.join(metrics)}.",
-                f"{_plural(values, 'measured value')} of those metrics are deleted."]
+        return [
+            f"Its {_plural(len(metrics), 'metric')} go with it: {', '.join(metrics)}.",
+            f"{_plural(values, 'measured value')} of those metrics are deleted.",
+        ]
     return [f"{_plural(values, 'measured value')} of this {KINDS[kind].noun} are deleted."]
 
 
@@ -363,9 +391,13 @@ def setup_item_remove(request: HttpRequest, study_id: int, kind: str, pk: int) -
             messages.success(request, f"The {setup.noun} “{item.name}” was removed.")
             return redirect(f"/studies/{study.pk}/setup/#{kind}")
     context = {
-        "study": study, "study_tab": "setup", "title": f"Remove the {setup.noun} “{item.name}”?",
+        "study": study,
+        "study_tab": "setup",
+        "title": f"Remove the {setup.noun} “{item.name}”?",
         "consequences": _removal_consequences(kind, item) if refusal is None else [],
-        "refusal": refusal, "button": f"Remove {setup.noun}", "cancel": f"/studies/{study.pk}/setup/#{kind}",
+        "refusal": refusal,
+        "button": f"Remove {setup.noun}",
+        "cancel": f"/studies/{study.pk}/setup/#{kind}",
     }
     return _confirm(request, context, refused=bool(refusal) and request.method == "POST")
 
@@ -374,7 +406,11 @@ def setup_item_remove(request: HttpRequest, study_id: int, kind: str, pk: int) -
 
 
 def _measurement_page(
-    request: HttpRequest, study: Study, *, table: forms.Form | None = None, upload: forms.Form | None = None,
+    request: HttpRequest,
+    study: Study,
+    *,
+    table: forms.Form | None = None,
+    upload: forms.Form | None = None,
     csv_errors: list[str] = (),
 ) -> HttpResponse:
     candidates = list(selectors.candidate_list(study=study))
@@ -387,6 +423,7 @@ def _measurement_page(
     editable = study.is_designer and cells > 0 and not too_big
     if editable and table is None:
         table = f.MeasurementTableForm(candidates=candidates, metrics=metrics, values=values)
+
     def cell(candidate: Candidate, metric: Metric) -> dict:
         field = table[f.cell_name(candidate.pk, metric.pk)] if editable else None
         return {"metric": metric, "value": values.get((candidate.pk, metric.pk)), "field": field}
@@ -394,10 +431,18 @@ def _measurement_page(
     rows = [{"candidate": c, "cells": [cell(c, m) for m in metrics]} for c in candidates]
     measured = len(values)
     context = {
-        "study": study, "study_tab": "measurements", "candidates": candidates, "metrics": metrics, "rows": rows,
-        "table_form": table if editable else None, "too_big": study.is_designer and too_big,
-        "cells": cells, "measured": measured, "missing": cells - measured,
-        "csv_form": (upload or f.MeasurementCsvForm()) if study.is_designer else None, "csv_errors": csv_errors,
+        "study": study,
+        "study_tab": "measurements",
+        "candidates": candidates,
+        "metrics": metrics,
+        "rows": rows,
+        "table_form": table if editable else None,
+        "too_big": study.is_designer and too_big,
+        "cells": cells,
+        "measured": measured,
+        "missing": cells - measured,
+        "csv_form": (upload or f.MeasurementCsvForm()) if study.is_designer else None,
+        "csv_errors": csv_errors,
         "max_rows": limits.MEASUREMENTS_PER_PUT_MAX,
     }
     return render(request, "designer/measurements.html", context)
@@ -464,8 +509,14 @@ def measurements_csv(request: HttpRequest, study_id: int) -> HttpResponse:
 
 
 def _experts_page(
-    request: HttpRequest, study: Study, *, invite: forms.Form | None = None, remind: forms.Form | None = None,
-    new_link: str | None = None, link_error: str | None = None, sent: reminders.ReminderReport | None = None,
+    request: HttpRequest,
+    study: Study,
+    *,
+    invite: forms.Form | None = None,
+    remind: forms.Form | None = None,
+    new_link: str | None = None,
+    link_error: str | None = None,
+    sent: reminders.ReminderReport | None = None,
 ) -> HttpResponse:
     members = list(selectors.member_list(study=study))
     experts = [m for m in members if m.role == Membership.Role.EXPERT]
@@ -474,14 +525,21 @@ def _experts_page(
     for expert in experts:
         expert.missing = None if missing is None else missing.get(expert.user.get_username(), [])
     context = {
-        "study": study, "study_tab": "experts",
+        "study": study,
+        "study_tab": "experts",
         "designer_member": next((m for m in members if m.role == Membership.Role.DESIGNER), None),
-        "experts": experts, "invitations": list(invitations.invitation_list(study=study)),
-        "invite_form": invite or f.InviteForm(), "remind_form": remind or f.ReminderForm(experts=active),
-        "has_active": bool(active), "invite_lock": phase_refusal(study, (DRAFT,), "Inviting an expert"),
+        "experts": experts,
+        "invitations": list(invitations.invitation_list(study=study)),
+        "invite_form": invite or f.InviteForm(),
+        "remind_form": remind or f.ReminderForm(experts=active),
+        "has_active": bool(active),
+        "invite_lock": phase_refusal(study, (DRAFT,), "Inviting an expert"),
         "remove_lock": phase_refusal(study, (DRAFT,), "Removing an expert"),
-        "reminder_link": request.build_absolute_uri(study_home(study)), "new_link": new_link,
-        "link_error": link_error, "sent": sent, "assessment": study.phase == Phase.ASSESSMENT,
+        "reminder_link": request.build_absolute_uri(study_home(study)),
+        "new_link": new_link,
+        "link_error": link_error,
+        "sent": sent,
+        "assessment": study.phase == Phase.ASSESSMENT,
         "invitation_days": settings.INVITATION_LIFETIME_DAYS,
     }
     response = render(request, "designer/experts.html", context)
@@ -518,8 +576,11 @@ def expert_invite(request: HttpRequest, study_id: int) -> HttpResponse:
             if isinstance(added, Membership):
                 messages.success(request, "You are now an expert of this study too.")
             else:
-                messages.success(request, f"{added.username} is invited: once they log in with that username, they "
-                                 "see the invitation and become an expert by accepting it.")
+                messages.success(
+                    request,
+                    f"{added.username} is invited: once they log in with that username, they "
+                    "see the invitation and become an expert by accepting it.",
+                )
             return redirect(f"/studies/{study.pk}/experts/")
     return _experts_page(request, study, invite=form)
 
@@ -554,13 +615,19 @@ def invitation_revoke(request: HttpRequest, study_id: int, pk: int) -> HttpRespo
             messages.success(request, f"The {label} was revoked.")
             return redirect(f"/studies/{study.pk}/experts/")
     consequences = [
-        "The link stops working: whoever opens it is told it was revoked." if invitation.is_link
+        "The link stops working: whoever opens it is told it was revoked."
+        if invitation.is_link
         else f"{invitation.username} can no longer accept it.",
         "You can invite again afterwards.",
     ]
     context = {
-        "study": study, "study_tab": "experts", "title": f"Revoke the {label}?", "consequences": consequences,
-        "refusal": refusal, "button": "Revoke invitation", "cancel": f"/studies/{study.pk}/experts/",
+        "study": study,
+        "study_tab": "experts",
+        "title": f"Revoke the {label}?",
+        "consequences": consequences,
+        "refusal": refusal,
+        "button": "Revoke invitation",
+        "cancel": f"/studies/{study.pk}/experts/",
     }
     return _confirm(request, context, refused=bool(refusal))
 
@@ -590,8 +657,12 @@ def expert_remove(request: HttpRequest, study_id: int, username: str) -> HttpRes
         "This cannot be undone; you can invite them again while the study is in draft.",
     ]
     context = {
-        "study": study, "study_tab": "experts", "title": f"Remove the expert {username}?",
-        "consequences": consequences if refusal is None else [], "refusal": refusal, "button": "Remove expert",
+        "study": study,
+        "study_tab": "experts",
+        "title": f"Remove the expert {username}?",
+        "consequences": consequences if refusal is None else [],
+        "refusal": refusal,
+        "button": "Remove expert",
         "cancel": f"/studies/{study.pk}/experts/",
     }
     return _confirm(request, context, refused=bool(refusal) and request.method == "POST")
@@ -608,8 +679,10 @@ def reminders_send(request: HttpRequest, study_id: int) -> HttpResponse:
         return _experts_page(request, study, remind=form)
     chosen = set(form.cleaned_data["experts"])
     report = reminders.reminders_send(
-        study=study, experts=[m for m in active if m.user.get_username() in chosen],
-        link=request.build_absolute_uri(study_home(study)), note=form.cleaned_data["note"],
+        study=study,
+        experts=[m for m in active if m.user.get_username() in chosen],
+        link=request.build_absolute_uri(study_home(study)),
+        note=form.cleaned_data["note"],
     )
     return _experts_page(request, study, sent=report)
 
@@ -627,8 +700,11 @@ def _weights_rows(section: dict, result: dict | None) -> list[dict]:
 def _prioritisation_view(section: dict, result: dict | None) -> dict:
     ratio = (result or {}).get("consistency_ratio")
     return {
-        "method": section["method"], "rows": _weights_rows(section, result), "judgments": section.get("judgments", []),
-        "ratio": ratio, "consistent": None if ratio is None else is_consistent(ratio),
+        "method": section["method"],
+        "rows": _weights_rows(section, result),
+        "judgments": section.get("judgments", []),
+        "ratio": ratio,
+        "consistent": None if ratio is None else is_consistent(ratio),
         "most_inconsistent": (result or {}).get("most_inconsistent", []),
     }
 
@@ -644,9 +720,14 @@ def expert_inputs_page(request: HttpRequest, study_id: int, username: str) -> Ht
     inputs = selectors.expert_inputs_list(study=study, experts=[membership], with_results=True)[username]
     priorities = inputs["priorities"]
     context = {
-        "study": study, "study_tab": "experts", "expert": membership, "inputs": inputs,
+        "study": study,
+        "study_tab": "experts",
+        "expert": membership,
+        "inputs": inputs,
         "priorities": None if priorities is None else _prioritisation_view(priorities, priorities.get("result")),
-        "local": [] if priorities is None else [
+        "local": []
+        if priorities is None
+        else [
             {"attribute": name, **_prioritisation_view(section, priorities.get("metric_results", {}).get(name))}
             for name, section in priorities.get("metric_priorities", {}).items()
         ],
@@ -657,7 +738,18 @@ def expert_inputs_page(request: HttpRequest, study_id: int, username: str) -> Ht
 
 
 __all__ = [
-    "StudyNewPage", "expert_inputs_page", "expert_invite", "expert_remove", "experts_page", "invitation_link_create",
-    "invitation_revoke", "measurements_csv", "measurements_page", "reminders_send", "setup_item_add",
-    "setup_item_edit", "setup_item_remove", "setup_page",
+    "StudyNewPage",
+    "expert_inputs_page",
+    "expert_invite",
+    "expert_remove",
+    "experts_page",
+    "invitation_link_create",
+    "invitation_revoke",
+    "measurements_csv",
+    "measurements_page",
+    "reminders_send",
+    "setup_item_add",
+    "setup_item_edit",
+    "setup_item_remove",
+    "setup_page",
 ]

@@ -107,8 +107,14 @@ def post_edit_page(request: HttpRequest, study_id: int, pk: int) -> HttpResponse
             form_add_service_errors(form, error)
         else:
             return redirect(_discussion_url(study, f"post-{post.pk}"))
-    context = {"study": study, "study_tab": "discussion", "post": post, "item": item, "form": form,
-               "back": _discussion_url(study, post.thread_anchor)}
+    context = {
+        "study": study,
+        "study_tab": "discussion",
+        "post": post,
+        "item": item,
+        "form": form,
+        "back": _discussion_url(study, post.thread_anchor),
+    }
     return render(request, "discussion/post_edit.html", context)
 
 

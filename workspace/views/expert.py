@@ -98,11 +98,14 @@ def _step_context(study: Study, expert: Membership, step: Step) -> dict[str, Any
         "step": step,
         "steps": [
             {
-                "number": n, "step": s, "current": s == step, "url": _url(s, study),
+                "number": n,
+                "step": s,
+                "current": s == step,
+                "url": _url(s, study),
                 # A step whose phase has not come yet is neither done nor missing.
-                "state": "later" if order.index(study.phase) < order.index(s.phase) else (
-                    "done" if done[s.key] else "missing"
-                ),
+                "state": "later"
+                if order.index(study.phase) < order.index(s.phase)
+                else ("done" if done[s.key] else "missing"),
                 # Once voting has closed, a ballot without a vote is final, not missing.
                 "voted_nothing": s.key == "votes" and not done[s.key] and study.phase != s.phase,
             }
@@ -187,7 +190,8 @@ def votes_page(request: HttpRequest, study_id: int) -> HttpResponse:
     chosen_attributes, chosen_metrics = form.chosen("attributes"), form.chosen("metrics")
     groups = [
         {
-            "attribute": attribute, "box": attribute_boxes.get(attribute.name),
+            "attribute": attribute,
+            "box": attribute_boxes.get(attribute.name),
             "mine": attribute.name in chosen_attributes,
             "metrics": [
                 {"metric": m, "box": metric_boxes[m.name], "mine": m.name in chosen_metrics}
@@ -243,12 +247,18 @@ def _section_result(form: PrioritiesForm, section: Section) -> dict[str, Any]:
             current, suggested = scale_point(hint["value"])[0], scale_point(hint["suggested_value"])[0]
             if current == suggested:
                 continue
-            entry["hints"].append({
-                "row": row.name, "column": column.name, "field": section.pair_field(method, row, column),
-                "current": current, "current_label": point_label(method, row.name, column.name, current),
-                "suggested": suggested, "suggested_label": point_label(method, row.name, column.name, suggested),
-                "error": hint["error"],
-            })
+            entry["hints"].append(
+                {
+                    "row": row.name,
+                    "column": column.name,
+                    "field": section.pair_field(method, row, column),
+                    "current": current,
+                    "current_label": point_label(method, row.name, column.name, current),
+                    "suggested": suggested,
+                    "suggested_label": point_label(method, row.name, column.name, suggested),
+                    "error": hint["error"],
+                }
+            )
     return entry
 
 
@@ -265,7 +275,9 @@ def _priorities_form(request: HttpRequest, study: Study, expert: Membership, *, 
         if point in SCALE_POINTS:
             data[field] = point
     return PrioritiesForm(
-        data, attributes=attributes, metrics=metrics,
+        data,
+        attributes=attributes,
+        metrics=metrics,
         stored=_stored(study, expert, "priorities") if stored else None,
     )
 
@@ -279,7 +291,8 @@ def _priority_results(form: PrioritiesForm) -> list[dict[str, Any]]:
         # what saving them would store.
         checked = PrioritiesForm(
             {name: form[name].value() for name in form.fields if form[name].value() is not None},
-            attributes=form.main.items, metrics=[m for s in form.locals for m in s.items],
+            attributes=form.main.items,
+            metrics=[m for s in form.locals for m in s.items],
         )
         checked.is_valid()
     return [_section_result(checked, section) for section in checked.sections]
@@ -292,14 +305,25 @@ def _pair_rows(form: PrioritiesForm, section: Section, method: str) -> list[dict
     for a, b in section.pairs:
         name = section.pair_field(method, a, b)
         value = form[name].value()
-        rows.append({
-            "name": name, "left": a.name, "right": b.name, "errors": form.errors.get(name, []),
-            "points": [
-                {"value": p, "shown": p.removeprefix("1/"), "label": point_label(method, a.name, b.name, p),
-                 "checked": value == p, "id": f"id_{name}_{i}", "side": _side(p)}
-                for i, p in enumerate(SCALE_POINTS)
-            ],
-        })
+        rows.append(
+            {
+                "name": name,
+                "left": a.name,
+                "right": b.name,
+                "errors": form.errors.get(name, []),
+                "points": [
+                    {
+                        "value": p,
+                        "shown": p.removeprefix("1/"),
+                        "label": point_label(method, a.name, b.name, p),
+                        "checked": value == p,
+                        "id": f"id_{name}_{i}",
+                        "side": _side(p),
+                    }
+                    for i, p in enumerate(SCALE_POINTS)
+                ],
+            }
+        )
     return rows
 
 
@@ -328,14 +352,18 @@ def _sections_for_template(form: PrioritiesForm) -> list[dict[str, Any]]:
     sections = []
     for section in form.sections:
         direct = [form[section.direct_field(item)] for item in section.items]
-        sections.append({
-            "section": section,
-            "method": form[section.method_field],
-            "chosen": form[section.method_field].value(),
-            "direct": direct,
-            "direct_total": typed_total([field.value() for field in direct]),
-            "pairwise": [(method, _pair_rows(form, section, method), SCALE_WORDS[method]) for method in ("ahp", "lpr")],
-        })
+        sections.append(
+            {
+                "section": section,
+                "method": form[section.method_field],
+                "chosen": form[section.method_field].value(),
+                "direct": direct,
+                "direct_total": typed_total([field.value() for field in direct]),
+                "pairwise": [
+                    (method, _pair_rows(form, section, method), SCALE_WORDS[method]) for method in ("ahp", "lpr")
+                ],
+            }
+        )
     return sections
 
 
@@ -353,9 +381,12 @@ def priorities_page(request: HttpRequest, study_id: int) -> HttpResponse:
     context = _step_context(study, expert, step)
     _freeze(form, context)
     context.update(
-        form=form, sections=_sections_for_template(form),
-        results=_priority_results(form), previewed=request.method == "POST" and not _wants_save(request),
-        off_scale=form.off_scale, threshold=CONSISTENCY_THRESHOLD,
+        form=form,
+        sections=_sections_for_template(form),
+        results=_priority_results(form),
+        previewed=request.method == "POST" and not _wants_save(request),
+        off_scale=form.off_scale,
+        threshold=CONSISTENCY_THRESHOLD,
     )
     return _render_step(request, "priorities.html", context, status)
 
@@ -418,9 +449,15 @@ def _strip(least: float, desired: float, candidates: list[dict[str, Any]]) -> di
 
     band = sorted((x(least), x(desired)))
     return {
-        "width": STRIP_WIDTH, "band_x": band[0], "band_width": max(band[1] - band[0], 1),
-        "least_x": x(least), "desired_x": x(desired), "least": f"{least:g}", "desired": f"{desired:g}",
-        "pad": STRIP_PAD, "axis_end": STRIP_WIDTH - STRIP_PAD,
+        "width": STRIP_WIDTH,
+        "band_x": band[0],
+        "band_width": max(band[1] - band[0], 1),
+        "least_x": x(least),
+        "desired_x": x(desired),
+        "least": f"{least:g}",
+        "desired": f"{desired:g}",
+        "pad": STRIP_PAD,
+        "axis_end": STRIP_WIDTH - STRIP_PAD,
         "marks": [{"x": x(c["value"]), "vetoed": c["vetoed"], "name": c["name"]} for c in candidates],
     }
 
@@ -447,10 +484,15 @@ def _ranges_context(request: HttpRequest, study: Study, expert: Membership, *, s
 
 def _range_rows(form: RangesForm, outcomes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
-        {"outcome": outcome, "metric": metric, "least": form[f"least-{metric.pk}"],
-         "desired": form[f"desired-{metric.pk}"],
-         "default": metric.default_range and "{:g} to {:g}".format(*metric.default_range)}
-        for outcome in outcomes for metric in [outcome["metric"]]
+        {
+            "outcome": outcome,
+            "metric": metric,
+            "least": form[f"least-{metric.pk}"],
+            "desired": form[f"desired-{metric.pk}"],
+            "default": metric.default_range and "{:g} to {:g}".format(*metric.default_range),
+        }
+        for outcome in outcomes
+        for metric in [outcome["metric"]]
     ]
 
 

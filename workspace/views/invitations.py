@@ -33,21 +33,33 @@ def _no_store(response: HttpResponse) -> HttpResponse:
     return response
 
 
-def _page(request: HttpRequest, invitation: Invitation, key: str, *, form: SignupForm | None = None,
-          error: str | None = None, status: int = 200) -> HttpResponse:
+def _page(
+    request: HttpRequest,
+    invitation: Invitation,
+    key: str,
+    *,
+    form: SignupForm | None = None,
+    error: str | None = None,
+    status: int = 200,
+) -> HttpResponse:
     """The invitation page: why it cannot be used, or how to accept it."""
     study = invitation.study
     refusal = invitations.invitation_refusal(invitation)
     if refusal is None:
         refusal = phase_refusal(study, (Phase.DRAFT,), "Joining a study as an expert")
-    already = request.user.is_authenticated and refusal is None and selectors.is_expert_of(
-        study=study, user=request.user
+    already = (
+        request.user.is_authenticated and refusal is None and selectors.is_expert_of(study=study, user=request.user)
     )
     if not request.user.is_authenticated and refusal is None and form is None:
         form = SignupForm()
     context = {
-        "invitation": invitation, "study": study, "refusal": refusal, "already": already, "form": form,
-        "error": error, "key": key,
+        "invitation": invitation,
+        "study": study,
+        "refusal": refusal,
+        "already": already,
+        "form": form,
+        "error": error,
+        "key": key,
         "login_url": f"{reverse('login')}?{urlencode({'next': request.path})}",
     }
     if refusal:
@@ -77,15 +89,20 @@ def invitation_page(request: HttpRequest, key: str) -> HttpResponse:
                 key=key, username=form.cleaned_data["username"], password=form.cleaned_data["password1"]
             )
         except InvalidInput as error:
-            form_add_service_errors(form, InvalidInput(
-                {"password1" if field == "password" else field: msgs for field, msgs in error.errors.items()}
-            ))
+            form_add_service_errors(
+                form,
+                InvalidInput(
+                    {"password1" if field == "password" else field: msgs for field, msgs in error.errors.items()}
+                ),
+            )
         except ServiceError as error:
             form.add_error(None, str(error))
         else:
             login(request, membership.user)
-            messages.success(request, f"Welcome, {membership.user.get_username()}: you joined "
-                             f"“{invitation.study.title}” as an expert.")
+            messages.success(
+                request,
+                f"Welcome, {membership.user.get_username()}: you joined “{invitation.study.title}” as an expert.",
+            )
             return redirect(study_home(invitation.study))
     return _page(request, invitation, key, form=form)
 

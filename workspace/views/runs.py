@@ -48,7 +48,10 @@ def runs_page(request: HttpRequest, study_id: int) -> HttpResponse:
             messages.success(request, f"Run {run.pk} was launched.")
             return redirect("run_page", run_id=run.pk)
     context = {
-        **_runs_context(study), "study_tab": "runs", "refusal": refusal, "can_launch": study.phase == Phase.CLOSED
+        **_runs_context(study),
+        "study_tab": "runs",
+        "refusal": refusal,
+        "can_launch": study.phase == Phase.CLOSED,
     }
     return render(request, "studyhome/runs.html", context, status=409 if refusal else 200)
 

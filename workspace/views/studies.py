@@ -80,11 +80,7 @@ def _timeline(study: Study) -> list[dict]:
 
 
 def _actions(study: Study) -> list[dict]:
-    return [
-        {"to": to, "action": action}
-        for (origin, to), action in PHASE_ACTIONS.items()
-        if origin == study.phase
-    ]
+    return [{"to": to, "action": action} for (origin, to), action in PHASE_ACTIONS.items() if origin == study.phase]
 
 
 # --- progress: each expert's steps ---------------------------------------------------
@@ -136,19 +132,27 @@ def _assessment_steps(study: Study, expert: Membership) -> list[Step]:
         priorities = Step("priorities", "Priorities", "missing", "The selected attributes are not prioritised yet.")
     if expert.ranges_missing:
         ranges = Step(
-            "ranges", "Acceptable ranges", "missing",
+            "ranges",
+            "Acceptable ranges",
+            "missing",
             f"No range yet for {_plural(expert.ranges_missing, 'metric')} without a default range.",
         )
     elif expert.ranges_given:
-        ranges = Step("ranges", "Acceptable ranges", "done", f"{_plural(expert.ranges_given, 'range')} set; "
-                      "the designer's default applies to the other metrics.")
+        ranges = Step(
+            "ranges",
+            "Acceptable ranges",
+            "done",
+            f"{_plural(expert.ranges_given, 'range')} set; the designer's default applies to the other metrics.",
+        )
     else:
         ranges = Step("ranges", "Acceptable ranges", "done", "The designer's default ranges apply to every metric.")
     if expert.peers_rated == expert.experts_total:
         peers = Step("peer-weights", "Peer weights", "done", f"Every expert weighted ({expert.experts_total}).")
     else:
         peers = Step(
-            "peer-weights", "Peer weights", "missing",
+            "peer-weights",
+            "Peer weights",
+            "missing",
             f"{expert.peers_rated} of {expert.experts_total} experts weighted.",
         )
     return [priorities, ranges, peers]

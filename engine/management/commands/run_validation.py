@@ -25,7 +25,8 @@ class Command(BaseCommand):
         parser.add_argument("study_id", type=int)
         parser.add_argument("--json", action="store_true", help="print the approve-results/1 document (compact JSON)")
         parser.add_argument(
-            "--individual", action="store_true",
+            "--individual",
+            action="store_true",
             help="with --json, add every candidate's individual scores (the document then grows with the experts)",
         )
         parser.add_argument("--close", action="store_true", help="close the assessment first if it is still open")
@@ -42,7 +43,8 @@ class Command(BaseCommand):
             if study.phase != Phase.CLOSED:
                 if not close:
                     raise CommandError(
-                        f"the study is in the {study.phase} phase; validation needs it closed (pass --close to close the assessment now)"
+                        f"the study is in the {study.phase} phase; validation needs it closed "
+                        "(pass --close to close the assessment now)"
                     )
                 study = study_close_assessment(study=study)
             run = run_launch(study=study, launched_by=study.designer)
@@ -56,14 +58,19 @@ class Command(BaseCommand):
             return
         document = results_document(Run.objects.defer("snapshot").get(pk=run.pk))
         self.stdout.write(f"Run {run.pk} of {document['study']!r}: {document['iterations']} aggregation layers\n")
-        self.stdout.write("Consensus weights: " + ", ".join(f"{name} {w:.4f}" for name, w in document["metric_weights"].items()))
-        self.stdout.write("Expert influence:  " + ", ".join(f"{name} {w:.4f}" for name, w in document["expert_influence"].items()))
+        self.stdout.write(
+            "Consensus weights: " + ", ".join(f"{name} {w:.4f}" for name, w in document["metric_weights"].items())
+        )
+        self.stdout.write(
+            "Expert influence:  " + ", ".join(f"{name} {w:.4f}" for name, w in document["expert_influence"].items())
+        )
         self.stdout.write("")
         self.stdout.write(f"{'rank':>4}  {'candidate':<24} {'CEF':>8} {'weighted':>9}  vetoed by")
         for candidate in document["candidates"]:
             vetoes = ", ".join(sorted({f"{v['expert']} ({v['metric']})" for v in candidate["vetoes"]}))
             self.stdout.write(
-                f"{candidate['rank']:>4}  {candidate['name']:<24} {candidate['cef']:>8.4f} {candidate['weighted_score']:>9.4f}  {vetoes}"
+                f"{candidate['rank']:>4}  {candidate['name']:<24} {candidate['cef']:>8.4f} "
+                f"{candidate['weighted_score']:>9.4f}  {vetoes}"
             )
 
     def wait(self, run_id: int, timeout: float) -> None:

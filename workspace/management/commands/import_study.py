@@ -47,7 +47,8 @@ class Command(BaseCommand):
             # No importer: the operator, trusted (see the help).
             study = study_import_bundle(bundle=bundle)
         except InvalidInput as error:
-            raise CommandError("the bundle was refused, nothing was written:\n  " + "\n  ".join(
-                f"{field}: {message}" for field, messages in error.errors.items() for message in messages
-            )) from None
+            raise CommandError(
+                "the bundle was refused, nothing was written:\n  "
+                + "\n  ".join(f"{field}: {message}" for field, messages in error.errors.items() for message in messages)
+            ) from None
         self.stdout.write(str(study.pk))
