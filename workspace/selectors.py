@@ -524,7 +524,8 @@ def post_get(*, study: Study, pk: int) -> Post:
 
 
 def expert_steps_get(*, expert: Membership) -> dict[str, bool]:
-    """Which of the expert's four steps hold an input (one query).
+    """Which of the expert's four steps hold an input (one query), from the
+    progress the study home shows (``expert_progress_annotate``).
 
     votes: at least one vote stored (a ballot with no vote leaves no row, so
     it reads as missing); priorities: a prioritisation of the attributes;
@@ -532,34 +533,12 @@ def expert_steps_get(*, expert: Membership) -> dict[str, bool]:
     range (as ``missing_input_list`` asks); peer weights: a weight for every
     expert of the study (``peer_weights_set`` stores whole rows only).
     """
-    unranged = Metric.objects.filter(
-        study=OuterRef("study"), is_selected=True, default_least_acceptable__isnull=True
-    ).exclude(Exists(AcceptableRange.objects.filter(expert=OuterRef(OuterRef("pk")), metric=OuterRef("pk"))))
-    rated = PeerWeight.objects.filter(rater=OuterRef("pk")).order_by().values("rater").annotate(n=Count("pk"))
-    experts = (
-        Membership.objects.filter(study=OuterRef("study"), role=Membership.Role.EXPERT)
-        .order_by()
-        .values("study")
-        .annotate(n=Count("pk"))
-    )
-    row = (
-        Membership.objects.filter(pk=expert.pk)
-        .annotate(
-            voted=Exists(AttributeVote.objects.filter(expert=OuterRef("pk")))
-            | Exists(MetricVote.objects.filter(expert=OuterRef("pk"))),
-            prioritised=Exists(AttributePrioritisation.objects.filter(expert=OuterRef("pk"))),
-            unranged=Exists(unranged),
-            rated=Subquery(rated.values("n")),
-            experts=Subquery(experts.values("n")),
-        )
-        .values("voted", "prioritised", "unranged", "rated", "experts")
-        .get()
-    )
+    progress = expert_progress_annotate(Membership.objects.filter(pk=expert.pk)).get()
     return {
-        "votes": row["voted"],
-        "priorities": row["prioritised"],
-        "ranges": not row["unranged"],
-        "peer_weights": bool(row["rated"]) and row["rated"] == row["experts"],
+        "votes": progress.votes_cast > 0,
+        "priorities": progress.prioritised_at is not None,
+        "ranges": progress.ranges_missing == 0,
+        "peer_weights": progress.peers_rated == progress.experts_total,
     }
 
 
