@@ -612,23 +612,27 @@ def test_competition_ranks():
 # --- 8. the results document ---------------------------------------------------------
 
 
+# The top-level keys of an approve-results/1 document, in FORMATS.md's order.
+DOCUMENT_KEYS = [
+    "format",
+    "study",
+    "run",
+    "launched_at",
+    "tolerance",
+    "iterations",
+    "selected_attributes",
+    "metrics",
+    "attribute_weights",
+    "metric_weights",
+    "expert_influence",
+    "candidates",
+]
+
+
 def test_results_document(study):
     _, run = executed(launch(study))
     document = results_document(run, individual=True)
-    assert set(document) == {
-        "format",
-        "study",
-        "run",
-        "launched_at",
-        "tolerance",
-        "iterations",
-        "selected_attributes",
-        "metrics",
-        "attribute_weights",
-        "metric_weights",
-        "expert_influence",
-        "candidates",
-    }
+    assert set(document) == set(DOCUMENT_KEYS)
     assert json.loads(json.dumps(document)) == document
     assert document["format"] == "approve-results/1"
     assert document["study"] == "Cancer diagnosis from microarray data"
@@ -686,20 +690,7 @@ def test_results_document(study):
         {"expert": e, "metric": "Comprehensibility rating", "value": 0, "range": [6, 10]} for e in EXPERTS
     ]
     # Keys in FORMATS.md's order (the stored JSON keeps no key order).
-    assert list(document) == [
-        "format",
-        "study",
-        "run",
-        "launched_at",
-        "tolerance",
-        "iterations",
-        "selected_attributes",
-        "metrics",
-        "attribute_weights",
-        "metric_weights",
-        "expert_influence",
-        "candidates",
-    ]
+    assert list(document) == DOCUMENT_KEYS
     assert list(ibk) == [
         "name",
         "rank",
