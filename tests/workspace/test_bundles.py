@@ -424,8 +424,11 @@ def ordered_pair(draw, better):
 def prioritisation(draw, items):
     method = draw(st.sampled_from(["direct", "ahp", "lpr"]))
     if method == "direct":
+        # At most 8 items of at most 1e3 each: a weight of 1e-2 keeps its
+        # share above rules.MIN_DIRECT_SHARE (1e-6), so every drawn bundle is
+        # valid (1e-3 among weights summing to 1e3 fell just below it).
         values = draw(
-            st.lists(st.one_of(st.integers(1, 100), st.floats(1e-3, 1e3)), min_size=len(items), max_size=len(items))
+            st.lists(st.one_of(st.integers(1, 100), st.floats(1e-2, 1e3)), min_size=len(items), max_size=len(items))
         )
         return {"method": method, "weights": dict(zip(items, values, strict=False))}
     judgments = []
