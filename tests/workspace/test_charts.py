@@ -1,0 +1,118 @@
+"""Server-drawn charts (workspace.charts): scales and ticks, bar and dot
+geometry, heat shades, and the SVG the templates write from them."""
+
+import math
+import re
+
+import pytest
+from django.template.loader import render_to_string
+from hypothesis import given
+from hypothesis import strategies as st
+
+from workspace import charts
+
+SERIES = [charts.Series("CEF", "solid"), charts.Series("Weighted", "hatched")]
+
+
+# Axes here span scores, weights and times: ranges far wider than any float
+# rounding at their ends.
+@given(st.floats(-1e3, 1e3), st.floats(1e-3, 1e3), st.integers(2, 10))
+def test_nice_ticks_cover_the_range_with_a_round_step(low, width, count):
+    high = low + width
+    ticks = charts.nice_ticks(low, high, count)
+    assert ticks == sorted(ticks)
+    assert all(low - 1e-9 * width <= t <= high + 1e-9 * width for t in ticks)
+    if len(ticks) > 1:
+        step = ticks[1] - ticks[0]
+        mantissa = step / 10 ** math.floor(math.log10(step))
+        assert any(abs(mantissa - m) < 1e-6 for m in (1, 2, 2.5, 5, 10))
+        # about `count` ticks: never more than twice as many
+        assert len(ticks) <= 2 * count + 1
+
+
+def test_nice_ticks_of_the_unit_interval():
+    assert charts.nice_ticks(0, 1, 5) == [0, 0.25, 0.5, 0.75, 1]
+    assert charts.nice_ceiling(0.3681 * 1.05) == 0.5
+    assert charts.nice_ceiling(0.63) == 1
+    assert charts.nice_ceiling(0) == 1
+
+
+def test_scale_maps_and_clamps():
+    scale = charts.LinearScale(0, 1, 100, 500)
+    assert scale(0) == 100 and scale(1) == 500 and scale(0.25) == 200
+    assert scale(-3) == 100 and scale(7) == 500
+
+
+def chart(values, **options):
+    return charts.bar_chart(
+        chart_id="c",
+        title="Scores",
+        description="Two series",
+        labels=[f"Candidate {i}" for i in range(len(values[0]))],
+        series=SERIES,
+        values=values,
+        **options,
+    )
+
+
+@given(st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1)), min_size=1, max_size=30))
+def test_bar_lengths_are_proportional_to_the_values(pairs):
+    cef, weighted = [p[0] for p in pairs], [p[1] for p in pairs]
+    drawn = chart([cef, weighted])
+    span = drawn.frame.plot_right - drawn.frame.plot_left
+    for row, values in zip(drawn.rows, pairs, strict=True):
+        for bar, value in zip(row.bars, values, strict=True):
+            assert bar.x == drawn.frame.plot_left
+            assert bar.width == pytest.approx(value * span, abs=0.02)
+            assert bar.value_label == f"{value:.4f}"
+    # rows never overlap and stay inside the drawing
+    tops = [row.bars[0].y for row in drawn.rows]
+    assert all(b - a >= 2 * charts.BAR_HEIGHT for a, b in zip(tops, tops[1:], strict=False))
+    assert drawn.rows[-1].bars[-1].y + charts.BAR_HEIGHT <= drawn.frame.plot_bottom <= drawn.frame.height
+
+
+def test_long_labels_are_shortened_but_kept_whole_in_the_title():
+    name = "A candidate with a very long descriptive name indeed"
+    drawn = charts.bar_chart(chart_id="c", title="t", description="d", labels=[name], series=SERIES[:1], values=[[0.5]])
+    assert drawn.rows[0].short_label.endswith("…") and len(drawn.rows[0].short_label) <= charts.LABEL_CHARS
+    assert drawn.rows[0].label == name
+    assert drawn.frame.plot_left == charts.LABEL_MAX
+
+
+def test_bar_chart_svg_has_its_text_alternative_patterns_and_no_inline_style():
+    drawn = chart([[0.4647, 0.0], [0.4647, 0.5772]], notes=["", "vetoed"], reference=(0.25, "equal share"))
+    svg = render_to_string("charts/bars.html", {"chart": drawn})
+    assert 'role="img" aria-labelledby="c-title c-desc"' in svg
+    assert '<title id="c-title">Scores</title>' in svg and '<desc id="c-desc">Two series</desc>' in svg
+    assert svg.count('fill="url(#c-hatch)"') == 3  # the legend's swatch and one bar per row
+    assert "style=" not in svg  # the Content-Security-Policy allows no inline style
+    assert "0.5772 · vetoed" in svg and "equal share" in svg
+    widths = [float(w) for w in re.findall(r'class="bar bar--solid" x="[^"]+" y="[^"]+" width="([^"]+)"', svg)]
+    legend, first, vetoed = widths
+    assert legend == 14 and first > 0 and vetoed == 0.0  # the vetoed candidate's CEF bar is empty
+
+
+def test_dot_plot_places_each_expert_and_the_consensus():
+    drawn = charts.dot_plot(
+        chart_id="w",
+        title="Weights",
+        description="d",
+        labels=["Accuracy", "Consistency"],
+        individual=[[("bob", 0.6), ("carol", 0.4)], [("bob", 0.4), ("carol", 0.6)]],
+        group=[0.55, 0.45],
+        dot_legend="an expert's weight",
+        marker_legend="consensus",
+    )
+    accuracy = drawn.rows[0]
+    scale = charts.LinearScale(0, 1, drawn.frame.plot_left, drawn.frame.plot_right)
+    assert [dot.x for dot in accuracy.dots] == [scale(0.6), scale(0.4)]
+    assert accuracy.spread_from == scale(0.4) and accuracy.spread_to == scale(0.6)
+    assert accuracy.marker_x == scale(0.55) and accuracy.marker_label == "0.55"
+    assert [dot.label for dot in accuracy.dots] == ["bob: 0.60", "carol: 0.40"]
+    svg = render_to_string("charts/dots.html", {"chart": drawn})
+    assert svg.count("<circle") == 5 and "<title>carol: 0.60</title>" in svg and "style=" not in svg
+
+
+@pytest.mark.parametrize(("score", "step"), [(0, 0), (0.04, 0), (0.05, 0), (0.06, 1), (0.5, 5), (0.96, 10), (1, 10)])
+def test_heat_steps(score, step):
+    assert charts.heat_step(score) == step

@@ -1,0 +1,360 @@
+"""Charts drawn on the server: the geometry of each chart as plain data,
+which the templates under ``templates/charts/`` write out as inline SVG.
+
+No JavaScript and no charting library: a chart is numbers placed on a
+scale, so it renders identically in every browser, in print and with
+scripts off. Every chart carries a title and a text alternative (its
+``<title>`` and ``<desc>``), its page shows the numbers in a table beside
+it, and series differ by shape and fill pattern as well as by colour so
+the chart reads in grey-scale. Colours are left to the stylesheet (the
+templates set only classes; the Content-Security-Policy allows no inline
+style).
+
+Coordinates are SVG user units of a fixed-width viewBox; the stylesheet
+scales the drawing to its container.
+"""
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+WIDTH = 640
+FONT_WIDTH = 6.6  # mean advance of a 12-unit sans-serif character, for label space
+LABEL_MIN, LABEL_MAX = 72, 200
+LABEL_CHARS = 30  # longer labels are shortened with "…" (the full text is in the row's <title>)
+
+
+@dataclass(frozen=True)
+class Tick:
+    position: float
+    label: str
+
+
+@dataclass(frozen=True)
+class LinearScale:
+    """Maps ``[low, high]`` onto ``[start, end]`` in user units."""
+
+    low: float
+    high: float
+    start: float
+    end: float
+
+    def __call__(self, value: float) -> float:
+        if self.high == self.low:
+            return self.start
+        clamped = min(max(value, self.low), self.high)
+        return round(self.start + (clamped - self.low) / (self.high - self.low) * (self.end - self.start), 2)
+
+    def ticks(self, count: int = 5, *, percent: bool = False) -> list[Tick]:
+        return [
+            Tick(self(value), tick_label(value, percent=percent)) for value in nice_ticks(self.low, self.high, count)
+        ]
+
+
+def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """Round values covering ``[low, high]``, about ``count`` of them, at a
+    step of 1, 2, 2.5 or 5 times a power of ten."""
+    if high <= low:
+        return [low]
+    raw = (high - low) / max(count - 1, 1)
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw - 1e-12)
+    first = math.ceil(low / step - 1e-9) * step
+    values = []
+    value = first
+    while value <= high + step * 1e-9:
+        values.append(round(value, 12))
+        value += step
+    return values
+
+
+def tick_label(value: float, *, percent: bool = False) -> str:
+    if percent:
+        return f"{value * 100:g} %"
+    return f"{value:g}"
+
+
+def nice_ceiling(value: float) -> float:
+    """The smallest round number (1, 2, 2.5 or 5 times a power of ten) not
+    below ``value``: the end of an axis that shows ``value``."""
+    if value <= 0:
+        return 1.0
+    power = 10 ** math.floor(math.log10(value))
+    return next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= value - 1e-12)
+
+
+def shorten(text: str, limit: int = LABEL_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def label_space(labels: Sequence[str]) -> float:
+    longest = max((len(shorten(label)) for label in labels), default=0)
+    return min(max(longest * FONT_WIDTH + 14, LABEL_MIN), LABEL_MAX)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """What every chart has: its text alternative (``title`` and
+    ``description``), its size, the plot area and the value axis's ticks."""
+
+    chart_id: str
+    title: str
+    description: str
+    height: float
+    plot_left: float
+    plot_right: float
+    plot_top: float
+    plot_bottom: float
+    ticks: list[Tick]
+    width: float = WIDTH
+
+    @property
+    def tick_label_y(self) -> float:
+        return self.plot_bottom + 16
+
+
+# --- horizontal bars ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Series:
+    """One kind of bar: its name in the legend and a CSS modifier that sets
+    its fill and pattern (``bar--<style>`` in the stylesheet)."""
+
+    name: str
+    style: str
+
+
+@dataclass(frozen=True)
+class LegendItem:
+    series: Series
+    x: float
+    text_x: float
+
+
+@dataclass(frozen=True)
+class Bar:
+    series: Series
+    x: float
+    y: float
+    width: float
+    height: float
+    value_label: str
+    label_x: float
+    label_y: float
+
+
+@dataclass(frozen=True)
+class BarRow:
+    label: str
+    short_label: str
+    y: float  # the label's baseline
+    bars: list[Bar]
+    note: str = ""  # e.g. "vetoed", drawn after the values
+
+
+@dataclass(frozen=True)
+class ReferenceLine:
+    x: float
+    label: str
+
+
+@dataclass
+class BarChart:
+    frame: Frame
+    rows: list[BarRow]
+    legend: list[LegendItem]
+    reference: ReferenceLine | None = None
+
+
+BAR_HEIGHT = 12
+BAR_GAP = 2
+ROW_GAP = 12
+TOP = 34  # room for the legend
+AXIS_SPACE = 26
+
+
+def bar_chart(
+    *,
+    chart_id: str,
+    title: str,
+    description: str,
+    labels: Sequence[str],
+    series: Sequence[Series],
+    values: Sequence[Sequence[float]],
+    high: float = 1.0,
+    value_format: str = "{:.4f}",
+    notes: Sequence[str] | None = None,
+    reference: tuple[float, str] | None = None,
+    percent_axis: bool = False,
+) -> BarChart:
+    """Horizontal bars, one group per label and one bar per series in it:
+    ``values[s][r]`` is series ``s`` of row ``r``, on an axis from 0 to
+    ``high``. ``notes[r]`` is written after row ``r``'s values;
+    ``reference`` draws a dashed line at a value, with its label."""
+    left = label_space(labels)
+    right_room = 92 if notes and any(notes) else 58
+    plot_right = WIDTH - right_room
+    scale = LinearScale(0.0, high, left, plot_right)
+    group = len(series) * BAR_HEIGHT + (len(series) - 1) * BAR_GAP
+    rows = []
+    for r, label in enumerate(labels):
+        top = TOP + r * (group + ROW_GAP)
+        bars = []
+        for s, kind in enumerate(series):
+            value = values[s][r]
+            y = top + s * (BAR_HEIGHT + BAR_GAP)
+            end = scale(value)
+            bars.append(
+                Bar(
+                    series=kind,
+                    x=left,
+                    y=y,
+                    width=round(max(end - left, 0.0), 2),
+                    height=BAR_HEIGHT,
+                    value_label=value_format.format(value),
+                    label_x=round(end + 4, 2),
+                    label_y=y + BAR_HEIGHT - 2,
+                )
+            )
+        rows.append(
+            BarRow(
+                label=label,
+                short_label=shorten(label),
+                y=round(top + group / 2 + 4, 2),
+                bars=bars,
+                note=notes[r] if notes else "",
+            )
+        )
+    bottom = TOP + len(labels) * (group + ROW_GAP) - ROW_GAP + 6
+    # A reference line's label sits under the tick labels.
+    below = AXIS_SPACE + (14 if reference else 0)
+    frame = Frame(
+        chart_id=chart_id,
+        title=title,
+        description=description,
+        height=bottom + below,
+        plot_left=left,
+        plot_right=plot_right,
+        plot_top=TOP - 6,
+        plot_bottom=bottom,
+        ticks=scale.ticks(percent=percent_axis),
+    )
+    reference_line = ReferenceLine(scale(reference[0]), reference[1]) if reference else None
+    return BarChart(frame=frame, rows=rows, legend=legend_items(series, left), reference=reference_line)
+
+
+LEGEND_SWATCH = 14
+
+
+def legend_items(series: Sequence[Series], left: float) -> list[LegendItem]:
+    """The legend's swatches in a row above the plot, each followed by its name."""
+    items, x = [], left
+    for kind in series:
+        items.append(LegendItem(kind, x, x + LEGEND_SWATCH + 6))
+        x += LEGEND_SWATCH + 6 + len(kind.name) * FONT_WIDTH + 24
+    return items
+
+
+# --- dot plots: each expert's value beside the group's -----------------------------------
+
+
+@dataclass(frozen=True)
+class Dot:
+    x: float
+    label: str  # "statistician: 0.63", the dot's <title>
+
+
+@dataclass(frozen=True)
+class DotRow:
+    label: str
+    short_label: str
+    y: float
+    dots: list[Dot]
+    spread_from: float
+    spread_to: float
+    marker_x: float
+    marker_label: str
+
+
+@dataclass
+class DotPlot:
+    frame: Frame
+    rows: list[DotRow]
+    dot_legend: str
+    dot_legend_x: float
+    marker_legend: str
+    marker_legend_x: float
+
+
+DOT_ROW = 30
+
+
+def dot_plot(
+    *,
+    chart_id: str,
+    title: str,
+    description: str,
+    labels: Sequence[str],
+    individual: Sequence[Sequence[tuple[str, float]]],
+    group: Sequence[float],
+    dot_legend: str,
+    marker_legend: str,
+    value_format: str = "{:.2f}",
+    percent_axis: bool = False,
+) -> DotPlot:
+    """One row per label: a hollow dot for each ``(name, value)`` of
+    ``individual[r]``, a line over their range, and a filled diamond at
+    ``group[r]`` (shapes, not colours, tell them apart). The axis runs from
+    0 to a round number above every value."""
+    left = label_space(labels)
+    plot_right = WIDTH - 56
+    highest = max([value for row in individual for _, value in row] + list(group) + [0.0])
+    scale = LinearScale(0.0, nice_ceiling(highest), left, plot_right)
+    rows = []
+    for r, label in enumerate(labels):
+        values = [value for _, value in individual[r]]
+        rows.append(
+            DotRow(
+                label=label,
+                short_label=shorten(label),
+                y=TOP + r * DOT_ROW + DOT_ROW / 2,
+                dots=[Dot(scale(value), f"{name}: {value_format.format(value)}") for name, value in individual[r]],
+                spread_from=scale(min(values, default=0.0)),
+                spread_to=scale(max(values, default=0.0)),
+                marker_x=scale(group[r]),
+                marker_label=value_format.format(group[r]),
+            )
+        )
+    bottom = TOP + len(labels) * DOT_ROW
+    frame = Frame(
+        chart_id=chart_id,
+        title=title,
+        description=description,
+        height=bottom + AXIS_SPACE,
+        plot_left=left,
+        plot_right=plot_right,
+        plot_top=TOP - 4,
+        plot_bottom=bottom,
+        ticks=scale.ticks(percent=percent_axis),
+    )
+    return DotPlot(
+        frame=frame,
+        rows=rows,
+        dot_legend=dot_legend,
+        dot_legend_x=left + 7,
+        marker_legend=marker_legend,
+        marker_legend_x=left + 2 * LEGEND_SWATCH + len(dot_legend) * FONT_WIDTH + 24,
+    )
+
+
+# --- heat tables ----------------------------------------------------------------------
+
+HEAT_STEPS = 10
+
+
+def heat_step(score: float) -> int:
+    """The shade class (0..10) of a score in [0, 1]: ``heat--<step>`` in the
+    stylesheet, a single-hue scale whose lightness falls with the score so
+    it reads in grey-scale too. The number is always printed in the cell."""
+    return min(max(round(score * HEAT_STEPS), 0), HEAT_STEPS)
