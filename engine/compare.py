@@ -1,0 +1,261 @@
+"""Two runs of one study compared: how the ranking, the scores, the weights
+and the influence moved, and what changed in the inputs between the two
+snapshots, naming who changed what.
+
+Pure functions over the stored documents and snapshots (no Django), so the
+comparison page only reads and renders. The earlier run is always the
+"before" side, whatever order the two are given in.
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from .explain import number
+
+# Differences below this are float noise from renormalisation, not changes.
+EPSILON = 1e-12
+
+
+@dataclass(frozen=True)
+class Movement:
+    """One candidate's place and scores in both runs (None where absent)."""
+
+    name: str
+    before_rank: int | None
+    after_rank: int | None
+    before_cef: float | None
+    after_cef: float | None
+    before_weighted: float | None
+    after_weighted: float | None
+    before_vetoed: bool | None
+    after_vetoed: bool | None
+
+    @property
+    def status(self) -> str:
+        """``up``, ``down``, ``same``, ``new`` (only in the later run) or ``gone``."""
+        if self.before_rank is None:
+            return "new"
+        if self.after_rank is None:
+            return "gone"
+        if self.after_rank < self.before_rank:
+            return "up"
+        return "down" if self.after_rank > self.before_rank else "same"
+
+    @property
+    def places(self) -> int:
+        """How many places the candidate moved (0 when new or gone)."""
+        if self.before_rank is None or self.after_rank is None:
+            return 0
+        return abs(self.before_rank - self.after_rank)
+
+    @property
+    def cef_delta(self) -> float | None:
+        return _delta(self.before_cef, self.after_cef)
+
+    @property
+    def weighted_delta(self) -> float | None:
+        return _delta(self.before_weighted, self.after_weighted)
+
+
+@dataclass(frozen=True)
+class Delta:
+    """A named figure (a weight, an influence) in both runs."""
+
+    name: str
+    before: float | None
+    after: float | None
+
+    @property
+    def delta(self) -> float | None:
+        return _delta(self.before, self.after)
+
+    @property
+    def changed(self) -> bool:
+        return self.delta is None or abs(self.delta) > EPSILON
+
+
+@dataclass(frozen=True)
+class InputChange:
+    """One input that differs between the snapshots. ``who`` is the expert
+    whose input it is, or ``None`` for the study's design (the designer's
+    candidates, measurements, selection and settings)."""
+
+    who: str | None
+    what: str
+    before: str
+    after: str
+
+
+@dataclass
+class Comparison:
+    candidates: list[Movement]
+    attribute_weights: list[Delta]
+    metric_weights: list[Delta]
+    expert_influence: list[Delta]
+    changes: list[InputChange] = field(default_factory=list)
+
+    @property
+    def metrics_are_attributes(self) -> bool:
+        """Whether every attribute has a single metric in both runs, so the
+        metric weights repeat the attribute weights."""
+        same = zip(self.attribute_weights, self.metric_weights, strict=False)
+        return len(self.attribute_weights) == len(self.metric_weights) and all(
+            (a.before, a.after) == (m.before, m.after) for a, m in same
+        )
+
+    @property
+    def moved(self) -> int:
+        return sum(1 for movement in self.candidates if movement.status in ("up", "down"))
+
+
+def _delta(before: float | None, after: float | None) -> float | None:
+    return None if before is None or after is None else after - before
+
+
+def _differs(before: float | None, after: float | None) -> bool:
+    if before is None or after is None:
+        return before is not after
+    return abs(after - before) > EPSILON
+
+
+def compare_results(before: Mapping, after: Mapping) -> Comparison:
+    """The ranking, scores, weights and influence of two ``approve-results/1``
+    documents side by side: candidates in the later run's rank order, then
+    those only the earlier run had."""
+    earlier = {c["name"]: c for c in before["candidates"]}
+    later = {c["name"]: c for c in after["candidates"]}
+    names = [c["name"] for c in after["candidates"]] + [
+        c["name"] for c in before["candidates"] if c["name"] not in later
+    ]
+    movements = []
+    for name in names:
+        b, a = earlier.get(name, {}), later.get(name, {})
+        movements.append(
+            Movement(
+                name=name,
+                before_rank=b.get("rank"),
+                after_rank=a.get("rank"),
+                before_cef=b.get("cef"),
+                after_cef=a.get("cef"),
+                before_weighted=b.get("weighted_score"),
+                after_weighted=a.get("weighted_score"),
+                before_vetoed=b.get("vetoed"),
+                after_vetoed=a.get("vetoed"),
+            )
+        )
+    return Comparison(
+        candidates=movements,
+        attribute_weights=_deltas(before["attribute_weights"], after["attribute_weights"]),
+        metric_weights=_deltas(before["metric_weights"], after["metric_weights"]),
+        expert_influence=_deltas(before["expert_influence"], after["expert_influence"]),
+    )
+
+
+def _deltas(before: Mapping[str, float], after: Mapping[str, float]) -> list[Delta]:
+    names = list(after) + [name for name in before if name not in after]
+    return [Delta(name, before.get(name), after.get(name)) for name in names]
+
+
+# --- what changed in the inputs -------------------------------------------------------
+
+
+def _index(names: Sequence[str]) -> dict[str, int]:
+    return {name: position for position, name in enumerate(names)}
+
+
+def _membership_changes(before: Sequence[str], after: Sequence[str], what: str) -> list[InputChange]:
+    kept = set(after)
+    gone = [InputChange(None, f"{what} {name}", "included", "not included") for name in before if name not in kept]
+    known = set(before)
+    new = [InputChange(None, f"{what} {name}", "not included", "included") for name in after if name not in known]
+    return gone + new
+
+
+def _range(lower: float, upper: float) -> str:
+    return f"[{number(lower)}, {number(upper)}]"
+
+
+def snapshot_changes(before: Mapping, after: Mapping) -> list[InputChange]:
+    """Every input that differs between two snapshots of one study, the
+    design's first (experts, selection, candidates, measurements, tolerance),
+    then each expert's (attribute weights, the share of each metric within
+    its attribute, acceptable ranges, peer weights), in the later
+    snapshot's order of experts and metrics."""
+    changes = []
+    changes += _membership_changes(before["experts"], after["experts"], "expert")
+    changes += _membership_changes(before["attributes"], after["attributes"], "attribute")
+    metric_names = ([m["name"] for m in before["metrics"]], [m["name"] for m in after["metrics"]])
+    changes += _membership_changes(*metric_names, "metric")
+    changes += _membership_changes(before["candidates"], after["candidates"], "candidate")
+    if _differs(before["tolerance"], after["tolerance"]):
+        changes.append(InputChange(None, "tolerance", f"{before['tolerance']:g}", f"{after['tolerance']:g}"))
+
+    b_metric, a_metric = _index(metric_names[0]), _index(metric_names[1])
+    common_metrics = [name for name in metric_names[1] if name in b_metric]
+    b_candidate = _index(before["candidates"])
+    for c_after, candidate in enumerate(after["candidates"]):
+        if candidate not in b_candidate:
+            continue
+        old_row, new_row = before["measurements"][b_candidate[candidate]], after["measurements"][c_after]
+        for metric in common_metrics:
+            old, new = old_row[b_metric[metric]], new_row[a_metric[metric]]
+            if _differs(old, new):
+                changes.append(InputChange(None, f"{candidate}'s {metric}", _shown(old), _shown(new)))
+
+    b_expert, b_attribute = _index(before["experts"]), _index(before["attributes"])
+    a_attribute = _index(after["attributes"])
+    common_attributes = [name for name in after["attributes"] if name in b_attribute]
+    attribute_of = {m["name"]: m["attribute"] for m in after["metrics"]}
+    for i_after, expert in enumerate(after["experts"]):
+        if expert not in b_expert:
+            continue
+        i_before = b_expert[expert]
+        for attribute in common_attributes:
+            old = before["attribute_weights"][i_before][b_attribute[attribute]]
+            new = after["attribute_weights"][i_after][a_attribute[attribute]]
+            if _differs(old, new):
+                changes.append(InputChange(expert, f"weight of {attribute}", _shown(old), _shown(new)))
+        for metric in common_metrics:
+            attribute = attribute_of[metric]
+            if attribute not in b_attribute:
+                continue
+            old = _share(before, i_before, b_metric[metric], b_attribute[attribute])
+            new = _share(after, i_after, a_metric[metric], a_attribute[attribute])
+            if _differs(old, new):
+                changes.append(InputChange(expert, f"share of {metric} within {attribute}", _shown(old), _shown(new)))
+        for metric in common_metrics:
+            jb, ja = b_metric[metric], a_metric[metric]
+            old = (before["lower"][i_before][jb], before["upper"][i_before][jb])
+            new = (after["lower"][i_after][ja], after["upper"][i_after][ja])
+            if _differs(old[0], new[0]) or _differs(old[1], new[1]):
+                changes.append(InputChange(expert, f"acceptable range of {metric}", _range(*old), _range(*new)))
+        for k_after, ratee in enumerate(after["experts"]):
+            if ratee not in b_expert:
+                continue
+            old = before["peer_weights"][i_before][b_expert[ratee]]
+            new = after["peer_weights"][i_after][k_after]
+            if _differs(old, new):
+                changes.append(InputChange(expert, f"weight on {ratee}", _shown(old), _shown(new)))
+    return changes
+
+
+def _shown(value: float | None) -> str:
+    return "missing" if value is None else number(value)
+
+
+def _share(snapshot: Mapping, expert: int, metric: int, attribute: int) -> float | None:
+    """A metric's share of its attribute's weight in one expert's priorities
+    (1 when the attribute has one metric): the local prioritisation, which
+    the snapshot stores multiplied into the metric weight."""
+    metric_weight = snapshot["metric_weights"][expert][metric]
+    attribute_weight = snapshot["attribute_weights"][expert][attribute]
+    if metric_weight is None or not attribute_weight:
+        return None
+    return metric_weight / attribute_weight
+
+
+def compare_runs(before: Mapping, after: Mapping, before_snapshot: Mapping, after_snapshot: Mapping) -> Comparison:
+    """``compare_results`` with ``snapshot_changes`` filled in."""
+    comparison = compare_results(before, after)
+    comparison.changes = snapshot_changes(before_snapshot, after_snapshot)
+    return comparison

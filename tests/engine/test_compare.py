@@ -1,0 +1,169 @@
+"""Two runs compared (engine.compare): movements in the ranking, deltas of
+weights and influence, and every kind of input change named with who made
+it."""
+
+import copy
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engine.compare import Delta, InputChange, compare_results, compare_runs, snapshot_changes
+
+
+def snapshot(**changes):
+    """A small snapshot as engine.services.study_snapshot writes one: two
+    experts, Accuracy with two metrics and Speed with one, three candidates."""
+    base = {
+        "version": 1,
+        "study": {"id": 1, "title": "S"},
+        "tolerance": 1e-9,
+        "experts": ["bob", "carol"],
+        "attributes": ["Accuracy", "Speed"],
+        "metrics": [
+            {"name": "Success rate", "attribute": "Accuracy", "better": "higher", "unit": ""},
+            {"name": "AUC", "attribute": "Accuracy", "better": "higher", "unit": ""},
+            {"name": "Time", "attribute": "Speed", "better": "lower", "unit": "ms"},
+        ],
+        "attribute_weights": [[0.6, 0.4], [0.5, 0.5]],
+        "metric_weights": [[0.3, 0.3, 0.4], [0.4, 0.1, 0.5]],
+        "peer_weights": [[0.7, 0.3], [0.4, 0.6]],
+        "lower": [[0.8, 0.7, 50], [0.82, 0.7, 40]],
+        "upper": [[0.95, 0.9, 10], [0.95, 0.9, 10]],
+        "candidates": ["J48", "JRip", "Stump"],
+        "measurements": [[0.85, 0.8, 20], [0.86, 0.82, 30], [0.5, 0.6, 60]],
+    }
+    base.update(changes)
+    return base
+
+
+def test_identical_snapshots_have_no_changes():
+    assert snapshot_changes(snapshot(), snapshot()) == []
+
+
+def test_each_experts_changes_are_named_with_them():
+    after = snapshot()
+    after["attribute_weights"] = [[0.7, 0.3], [0.5, 0.5]]
+    after["metric_weights"] = [[0.35, 0.35, 0.3], [0.4, 0.1, 0.5]]  # bob's shares within Accuracy stay 1/2
+    after["lower"] = [[0.8, 0.7, 50], [0.85, 0.7, 40]]
+    after["peer_weights"] = [[0.7, 0.3], [0.5, 0.5]]
+    assert snapshot_changes(snapshot(), after) == [
+        InputChange("bob", "weight of Accuracy", "0.6", "0.7"),
+        InputChange("bob", "weight of Speed", "0.4", "0.3"),
+        InputChange("carol", "acceptable range of Success rate", "[0.82, 0.95]", "[0.85, 0.95]"),
+        InputChange("carol", "weight on bob", "0.4", "0.5"),
+        InputChange("carol", "weight on carol", "0.6", "0.5"),
+    ]
+
+
+def test_a_local_metric_priority_shows_as_the_share_within_its_attribute():
+    after = snapshot()
+    after["metric_weights"] = [[0.3, 0.3, 0.4], [0.3, 0.2, 0.5]]
+    assert snapshot_changes(snapshot(), after) == [
+        InputChange("carol", "share of Success rate within Accuracy", "0.8", "0.6"),
+        InputChange("carol", "share of AUC within Accuracy", "0.2", "0.4"),
+    ]
+
+
+def test_design_changes_come_first_without_an_expert():
+    after = snapshot(
+        experts=["bob", "dave"],
+        attribute_weights=[[0.6, 0.4], [0.5, 0.5]],
+        metric_weights=[[0.3, 0.3, 0.4], [0.4, 0.1, 0.5]],
+        peer_weights=[[0.7, 0.3], [0.4, 0.6]],
+        lower=[[0.8, 0.7, 50], [0.82, 0.7, 40]],
+        upper=[[0.95, 0.9, 10], [0.95, 0.9, 10]],
+        candidates=["J48", "JRip", "RandomForest"],
+        measurements=[[0.87, 0.8, 20], [0.86, 0.82, 30], [0.9, 0.9, 90]],
+        tolerance=1e-6,
+    )
+    assert snapshot_changes(snapshot(), after) == [
+        InputChange(None, "expert carol", "included", "not included"),
+        InputChange(None, "expert dave", "not included", "included"),
+        InputChange(None, "candidate Stump", "included", "not included"),
+        InputChange(None, "candidate RandomForest", "not included", "included"),
+        InputChange(None, "tolerance", "1e-09", "1e-06"),
+        InputChange(None, "J48's Success rate", "0.85", "0.87"),
+    ]
+
+
+def test_a_metric_leaving_the_selection_is_one_change():
+    before = snapshot()
+    after = copy.deepcopy(before)
+    after["metrics"] = after["metrics"][:2]
+    for key in ("metric_weights", "lower", "upper"):
+        after[key] = [row[:2] for row in after[key]]
+    after["measurements"] = [row[:2] for row in after["measurements"]]
+    after["attributes"] = ["Accuracy"]
+    after["attribute_weights"] = [[0.6], [0.5]]
+    changes = snapshot_changes(before, after)
+    assert changes == [
+        InputChange(None, "attribute Speed", "included", "not included"),
+        InputChange(None, "metric Time", "included", "not included"),
+    ]
+
+
+@given(st.data())
+def test_changes_are_found_wherever_a_number_moves(data):
+    """Changing any one number of any grid is reported once, as that
+    number's before and after."""
+    grid = data.draw(st.sampled_from(["lower", "upper", "peer_weights", "measurements", "attribute_weights"]))
+    before = snapshot()
+    after = copy.deepcopy(before)
+    i = data.draw(st.integers(0, len(after[grid]) - 1))
+    j = data.draw(st.integers(0, len(after[grid][i]) - 1))
+    after[grid][i][j] = after[grid][i][j] + data.draw(st.sampled_from([0.01, -0.01, 1.5]))
+    changes = snapshot_changes(before, after)
+    # An attribute weight also moves the implied share of its metrics.
+    assert len(changes) >= 1
+    first = changes[0]
+    assert first.before != first.after
+    who = None if grid == "measurements" else before["experts"][i]
+    assert first.who == who
+
+
+def results(*candidates, weights=(0.6, 0.4), influence=(0.5, 0.5)):
+    return {
+        "candidates": [
+            {"name": name, "rank": rank, "cef": cef, "weighted_score": weighted, "vetoed": cef == 0}
+            for name, rank, cef, weighted in candidates
+        ],
+        "attribute_weights": dict(zip(["Accuracy", "Speed"], weights, strict=True)),
+        "metric_weights": dict(zip(["Success rate", "Time"], weights, strict=True)),
+        "expert_influence": dict(zip(["bob", "carol"], influence, strict=True)),
+    }
+
+
+def test_movements_in_the_later_runs_order_then_those_gone():
+    before = results(("J48", 1, 0.5, 0.5), ("JRip", 2, 0.4, 0.4), ("Stump", 3, 0.0, 0.3), ("NB", 4, 0.0, 0.2))
+    after = results(("JRip", 1, 0.6, 0.6), ("J48", 2, 0.5, 0.5), ("Forest", 3, 0.1, 0.1), ("Stump", 4, 0.0, 0.3))
+    comparison = compare_results(before, after)
+    summary = [(m.name, m.status, m.places, m.cef_delta) for m in comparison.candidates]
+    assert summary == [
+        ("JRip", "up", 1, 0.6 - 0.4),
+        ("J48", "down", 1, 0.0),
+        ("Forest", "new", 0, None),
+        ("Stump", "down", 1, 0.0),
+        ("NB", "gone", 0, None),
+    ]
+    assert comparison.moved == 3
+
+
+def test_weight_and_influence_deltas():
+    comparison = compare_results(results(weights=(0.6, 0.4)), results(weights=(0.5, 0.5), influence=(0.7, 0.3)))
+    assert comparison.attribute_weights == [Delta("Accuracy", 0.6, 0.5), Delta("Speed", 0.4, 0.5)]
+    assert [round(d.delta, 12) for d in comparison.expert_influence] == [0.2, -0.2]
+    assert all(d.changed for d in comparison.attribute_weights)
+
+
+def test_compare_runs_fills_in_the_changes():
+    before_snapshot, after_snapshot = snapshot(), snapshot(tolerance=1e-6)
+    comparison = compare_runs(results(), results(), before_snapshot, after_snapshot)
+    assert comparison.changes == [InputChange(None, "tolerance", "1e-09", "1e-06")]
+    assert comparison.moved == 0
+
+
+def test_metric_weights_repeat_the_attribute_weights_with_one_metric_each():
+    assert compare_results(results(), results()).metrics_are_attributes
+    different = results()
+    different["metric_weights"] = {"Success rate": 0.3, "AUC": 0.3, "Time": 0.4}
+    assert not compare_results(results(), different).metrics_are_attributes
