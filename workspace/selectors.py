@@ -452,6 +452,46 @@ def run_get(*, run_id: int, user: User) -> Run:
     return Run.objects.select_related("launched_by").defer("snapshot").get(pk=run_id, study__in=visible)
 
 
+def runs_visible_to(user: User) -> QuerySet[Run]:
+    """Runs of the studies the user is a member of."""
+    return Run.objects.filter(study__in=studies_visible_to(user))
+
+
+# What the results page reads of a run's snapshot: the metrics' units and
+# directions (for its sentences) and what a candidate's individual scores
+# are computed from. The weights and peer weights are left in the database.
+SCORE_INPUT_KEYS = ("experts", "metrics", "candidates", "lower", "upper", "measurements")
+
+
+def run_score_inputs(*, run_id: int) -> dict[str, Any]:
+    """Those parts of a run's snapshot (``SCORE_INPUT_KEYS``), extracted by
+    the database: one query."""
+    row = Run.objects.filter(pk=run_id).values(*(f"snapshot__{key}" for key in SCORE_INPUT_KEYS)).get()
+    return {key: row[f"snapshot__{key}"] for key in SCORE_INPUT_KEYS}
+
+
+def run_pair_get(*, run_id: int, other_id: int, user: User) -> tuple[Run, Run]:
+    """Two runs, each of a study the user is a member of, with their
+    snapshots, results and studies (``Run.DoesNotExist`` if either is not):
+    one query."""
+    visible = studies_visible_to(user)
+    pair = Run.objects.select_related("launched_by", "study").filter(pk__in={run_id, other_id}, study__in=visible)
+    runs = {run.pk: run for run in pair}
+    if run_id not in runs or other_id not in runs:
+        raise Run.DoesNotExist
+    return runs[run_id], runs[other_id]
+
+
+def run_comparable_list(*, run: Run) -> QuerySet[Run]:
+    """The study's other succeeded runs, newest first, without their JSON:
+    what ``run`` can be compared with."""
+    return (
+        Run.objects.filter(study_id=run.study_id, status=Run.Status.SUCCEEDED)
+        .exclude(pk=run.pk)
+        .only("pk", "launched_at", "study_id")
+    )
+
+
 # --- pages: discussion ------------------------------------------------------------------
 
 THREAD_KINDS = ("attribute", "metric")

@@ -4,7 +4,7 @@ link to them. Grouped by the area of the pages (workspace/views/)."""
 from django.urls import path
 
 from . import views
-from .views import designer, expert, invitations, runs, studies
+from .views import designer, expert, invitations, results, runs, studies
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -18,6 +18,11 @@ urlpatterns = [
     path("studies/<int:study_id>/runs/status/", runs.runs_status, name="runs_status"),
     path("runs/<int:run_id>/", runs.run_page, name="run_page"),
     path("runs/<int:run_id>/status/", runs.run_status, name="run_status"),
+    path("runs/<int:run_id>/results.json", results.results_json_download, name="run_results_json"),
+    path("runs/<int:run_id>/results.csv", results.results_csv_download, name="run_results_csv"),
+    path("runs/<int:run_id>/candidates/<path:name>/", results.candidate_page, name="run_candidate"),
+    path("runs/<int:run_id>/compare/", results.compare_choose, name="run_compare_choose"),
+    path("runs/<int:run_id>/compare/<int:other_id>/", results.compare_page, name="run_compare"),
     # --- discussion: the page, and where its forms post ---
     path("studies/<int:study_id>/discussion/", views.discussion_page, name="discussion"),
     path(

@@ -61,8 +61,9 @@ def test_designer_opens_the_demo_from_home_and_launches_a_run(page: Page, live_s
     vetoed = [c for c in document["candidates"] if c["vetoed"]]
     assert vetoed, "the demo's clinician vetoes the candidates without a comprehensibility rating"
     veto = vetoed[0]["vetoes"][0]
+    experts = ", ".join(demo.experts[:-1]) + f" and {demo.experts[-1]}"
     expect(page.locator("table.ranking")).to_contain_text(
-        f"{veto['expert']}'s least acceptable {veto['metric']} is {veto['range'][0]:.6g}; "
+        f"For {experts} the least acceptable {veto['metric']} is {veto['range'][0]:.6g} (scale 1-10); "
         f"{vetoed[0]['name']} measured {veto['value']:.6g}."
     )
     expect(page.get_by_role("link", name=f"/api/v1/runs/{run.pk}/results/")).to_be_visible()

@@ -3,12 +3,12 @@
 While a run is queued or running, its status is polled every two seconds
 (htmx) from a small partial that stops polling once nothing is active;
 without JavaScript the pages offer a refresh link. Results are read from
-what the run stored when it finished (``engine.services.results_document``),
-never recomputed on a page view."""
+what the run stored when it finished (``views.results``), never
+recomputed on a page view."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -18,13 +18,10 @@ from engine.models import Run
 from .. import selectors
 from ..errors import PhaseConflict
 from ..models import Phase, Study
-from .common import require_designer, study_for_member
+from . import results
+from .common import require_designer, run_for_member, study_for_member
 
 ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
-
-
-def _number(value: float) -> str:
-    return f"{value:.6g}"
 
 
 def _runs_context(study: Study) -> dict:
@@ -64,40 +61,13 @@ def runs_status(request: HttpRequest, study_id: int) -> HttpResponse:
     return render(request, "studyhome/_runs_table.html", _runs_context(study))
 
 
-def _veto_sentence(veto: dict, candidate: str) -> str:
-    least, measured = _number(veto["range"][0]), _number(veto["value"])
-    # The expert's username as it is: "the frank's" misread, and capitalising it would change the name.
-    return f"{veto['expert']}'s least acceptable {veto['metric']} is {least}; {candidate} measured {measured}"
-
-
-def _results(run: Run) -> dict:
-    """The stored results as the page shows them."""
-    document = engine_services.results_document(run)
-    ranking = [
-        {**candidate, "veto_sentences": [_veto_sentence(veto, candidate["name"]) for veto in candidate["vetoes"]]}
-        for candidate in document["candidates"]
-    ]
-    return {
-        "ranking": ranking,
-        "iterations": document["iterations"],
-        "attribute_weights": document["attribute_weights"],
-        "metric_weights": document["metric_weights"],
-        "expert_influence": document["expert_influence"],
-    }
-
-
-def _run(request: HttpRequest, run_id: int) -> tuple[Run, Study]:
-    try:
-        run = selectors.run_get(run_id=run_id, user=request.user)
-    except Run.DoesNotExist:
-        raise Http404("No such run.") from None
-    return run, study_for_member(request, run.study_id)
-
-
-def _run_context(run: Run, study: Study) -> dict:
+def _run_context(request: HttpRequest, run: Run, study: Study) -> dict:
     context = {"run": run, "study": study, "polling": run.status in ACTIVE}
     if run.status == Run.Status.SUCCEEDED:
-        context["results"] = _results(run)
+        context["results"] = results.results_context(
+            run, candidate=request.GET.get("candidate"), page=request.GET.get("page")
+        )
+        context["comparable"] = list(selectors.run_comparable_list(run=run))
     return context
 
 
@@ -106,8 +76,8 @@ def _run_context(run: Run, study: Study) -> dict:
 def run_page(request: HttpRequest, run_id: int) -> HttpResponse:
     """One run: its status (live while queued or running), its error when it
     failed, its ranking and weights when it succeeded."""
-    run, study = _run(request, run_id)
-    return render(request, "studyhome/run.html", {**_run_context(run, study), "study_tab": "runs"})
+    run, study = run_for_member(request, run_id)
+    return render(request, "studyhome/run.html", {**_run_context(request, run, study), "study_tab": "runs"})
 
 
 @login_required
@@ -116,5 +86,5 @@ def run_status(request: HttpRequest, run_id: int) -> HttpResponse:
     """The run's live part alone, polled while it is queued or running; it
     carries the results once the run has succeeded."""
     # Its results are null until it succeeds: polling reads no megabytes.
-    run, study = _run(request, run_id)
-    return render(request, "studyhome/_run_live.html", _run_context(run, study))
+    run, study = run_for_member(request, run_id)
+    return render(request, "studyhome/_run_live.html", _run_context(request, run, study))

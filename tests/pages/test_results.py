@@ -1,0 +1,356 @@
+"""The results pages (issue 9): a run's ranking explained, one candidate's
+breakdown, the JSON and CSV downloads, and two runs compared, through
+Django's test client. The demo study (case study 1) is the reference:
+JRip, J48, then IBk and RandomForest, vetoed by all four experts."""
+
+import csv
+import io
+import json
+from io import StringIO
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+from engine import services as engine_services
+from engine.models import Run
+from tests.api.test_csrf_tokens_pagination import sized_study
+from tests.pages.test_studyhome import as_user, text_of
+from workspace import services
+from workspace.bundles import study_import_bundle
+from workspace.models import Membership, Phase, Study
+
+pytestmark = pytest.mark.django_db
+
+EXPERTS = ["statistician", "informatician", "researcher", "clinician"]
+
+
+def execute(run: Run) -> Run:
+    engine_services.run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.status == Run.Status.SUCCEEDED, run.error
+    return run
+
+
+def launch_and_execute(study: Study) -> Run:
+    return execute(engine_services.run_launch(study=study, launched_by=study.designer))
+
+
+@pytest.fixture
+def demo(case_study):
+    """The demo study, closed, and a succeeded run of it."""
+    study = study_import_bundle(bundle=case_study)
+    return study, launch_and_execute(study)
+
+
+def designer(study: Study):
+    return study.designer
+
+
+# --- the run page -------------------------------------------------------------------------
+
+
+def test_demo_ranking_jrip_j48_then_the_vetoed_with_sentences_naming_each_expert(client, demo):
+    study, run = demo
+    page = text_of(as_user(client, designer(study)).get(f"/runs/{run.pk}/"))
+    document = engine_services.results_document(run)
+    assert [c["name"] for c in document["candidates"]] == ["JRip", "J48", "IBk", "RandomForest"]
+    jrip, j48, ibk, forest = document["candidates"]
+    vetoed_by_all = "For statistician, informatician, researcher and clinician the least acceptable"
+    assert (
+        f"1 JRip {jrip['cef']:.4f} {jrip['weighted_score']:.4f} not vetoed "
+        f"2 J48 {j48['cef']:.4f} {j48['weighted_score']:.4f} not vetoed "
+        f"3 IBk 0.0000 {ibk['weighted_score']:.4f} Vetoed "
+        f"{vetoed_by_all} Comprehensibility rating is 6 (scale 1-10); IBk measured 0. "
+        f"3 RandomForest 0.0000 {forest['weighted_score']:.4f} Vetoed "
+        f"{vetoed_by_all} Comprehensibility rating is 6 (scale 1-10); RandomForest measured 0."
+    ) in page
+    # every vetoing expert of the document is named in the sentence
+    assert {v["expert"] for v in ibk["vetoes"]} == set(EXPERTS)
+
+
+def test_run_page_charts_weights_influence_and_convergence(client, demo):
+    study, run = demo
+    response = as_user(client, designer(study)).get(f"/runs/{run.pk}/")
+    body, page = response.content.decode(), text_of(response)
+    document = engine_services.results_document(run)
+    # the scores chart: one solid and one hatched bar per candidate, with the values written
+    assert body.count('class="bar bar--solid"') == 1 + 4 + 1 + 4  # legends and bars of the two bar charts
+    assert "JRip 0.4647 0.4647" in page or f"JRip {document['candidates'][0]['cef']:.4f}" in page
+    assert "IBk 0.0000 0.5772 · vetoed" in page.replace(f"{document['candidates'][2]['weighted_score']:.4f}", "0.5772")
+    assert '<title id="chart-scores-title">CEF and weighted score per candidate</title>' in body
+    # consensus weights, each expert's own, and influence with its meaning
+    for name, weight in document["attribute_weights"].items():
+        assert name in page and f"{weight:.4f}" in page
+    influence = document["expert_influence"]
+    assert "statistician carries the most, 36.8 %, and researcher the least, 17.2 %" in page
+    for name, share in influence.items():
+        assert f"{name} {share:.4f}" in page
+    assert f"Layers {document['iterations']}:" in page
+    assert "Snapshot 4 experts, 3 metrics, 4 candidates, copied when the run was launched by designer" in page
+
+
+def measured(bundle: dict, name: str, run: Run) -> list[float]:
+    """The candidate's measurements in the bundle, for the run's selected metrics."""
+    candidate = next(c for c in bundle["candidates"] if c["name"] == name)
+    return [candidate["measurements"][metric] for metric in run.results["metrics"]]
+
+
+def test_the_breakdown_shows_each_experts_score_and_how_the_cef_adds_up(client, demo, case_study):
+    study, run = demo
+    as_user(client, designer(study))
+    response = client.get(f"/runs/{run.pk}/?candidate=IBk")
+    breakdown = response.context["results"]["breakdown"]
+    scores = engine_services.candidate_individual_scores(run, "IBk")
+    assert [row["expert"] for row in breakdown["heat"]] == EXPERTS
+    for row in breakdown["heat"]:
+        assert [cell.score for cell in row["cells"]] == list(scores[row["expert"]].values())
+        assert [cell.vetoed for cell in row["cells"]] == [v == 0 for v in scores[row["expert"]].values()]
+    ibk = next(c for c in engine_services.results_document(run)["candidates"] if c["name"] == "IBk")
+    contributions = breakdown["contributions"]
+    assert sum(row["contribution"] for row in contributions) == pytest.approx(ibk["weighted_score"], abs=1e-12)
+    assert [row["measured"] for row in contributions] == [f"{value:g}" for value in measured(case_study, "IBk", run)]
+    page = text_of(response)
+    assert "Why IBk scored 0.0000 Vetoed by statistician, informatician, researcher and clinician." in page
+    assert page.count("0.000 ✕ (veto)") == 4  # one vetoing cell per expert, marked in words too
+    # without a choice the page explains the best candidate
+    assert client.get(f"/runs/{run.pk}/").context["results"]["breakdown"]["candidate"]["name"] == "JRip"
+    # an unknown name falls back to the best too
+    assert client.get(f"/runs/{run.pk}/?candidate=C4.5").context["results"]["breakdown"]["candidate"]["name"] == "JRip"
+
+
+def test_a_candidates_breakdown_alone_for_htmx(client, demo):
+    study, run = demo
+    as_user(client, designer(study))
+    partial = client.get(f"/runs/{run.pk}/candidates/J48/", headers={"HX-Request": "true"})
+    assert partial.status_code == 200 and "<html" not in partial.content.decode()
+    assert text_of(partial).startswith("Why J48 scored")
+    plain = client.get(f"/runs/{run.pk}/candidates/J48/")
+    assert plain.status_code == 302 and plain["Location"] == f"/runs/{run.pk}/?candidate=J48#candidate"
+    assert client.get(f"/runs/{run.pk}/candidates/C4.5/", headers={"HX-Request": "true"}).status_code == 404
+
+
+def test_the_ranking_is_paged_and_its_chart_follows(client, cast, make_study):
+    built = make_study(Phase.CLOSED)
+    names = [f"Extra {i:02d}" for i in range(28)]
+    for name in names:
+        services.candidate_add(study=built.study, name=name)
+    values = {"Success rate": 0.9, "AUC": 0.9, "Fold stdev": 0.01, "Training time": 1, "Flexibility score": 8}
+    services.measurements_set(
+        study=built.study,
+        measurements=[{"candidate": n, "metric": m, "value": v} for n in names for m, v in values.items()],
+    )
+    run = launch_and_execute(built.study)
+    as_user(client, cast.bob)
+    first = client.get(f"/runs/{run.pk}/").context["results"]["ranking"]
+    second = client.get(f"/runs/{run.pk}/?page=2").context["results"]["ranking"]
+    total = len(run.results["candidates"])
+    assert len(first["candidates"]) == 25 and len(second["candidates"]) == total - 25
+    assert [row.label for row in second["chart"].rows] == [c["name"] for c in second["candidates"]]
+    assert f"Candidates 26–{total} of {total}" in text_of(client.get(f"/runs/{run.pk}/?page=2"))
+
+
+# --- downloads --------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_downloads_agree_with_run_validation_json(client, case_study, eager_celery):
+    study = study_import_bundle(bundle=case_study)
+    printed = StringIO()
+    call_command("run_validation", str(study.pk), "--json", "--timeout", "30", stdout=printed)
+    run = Run.objects.get(study=study)
+    as_user(client, study.designer)
+
+    response = client.get(f"/runs/{run.pk}/results.json")
+    assert response["Content-Type"] == "application/json"
+    assert response["Content-Disposition"] == f'attachment; filename="approve-run-{run.pk}-results.json"'
+    assert response.content.decode() + "\n" == printed.getvalue()
+    document = json.loads(printed.getvalue())
+
+    response = client.get(f"/runs/{run.pk}/results.csv")
+    assert response["Content-Type"] == "text/csv; charset=utf-8"
+    assert response["Content-Disposition"] == f'attachment; filename="approve-run-{run.pk}-results.csv"'
+    rows = list(csv.reader(io.StringIO(response.content.decode("utf-8-sig"))))
+    header, *body = rows
+    assert header == ["rank", "name", "cef", "weighted_score", "vetoed", "veto_reasons", *document["metrics"]]
+    assert len(body) == len(document["candidates"])
+    for row, candidate in zip(body, document["candidates"], strict=True):
+        rank, name, cef, weighted, vetoed, reasons, *group_scores = row
+        assert (int(rank), name) == (candidate["rank"], candidate["name"])
+        # full precision: the very floats of the JSON document
+        assert float(cef) == candidate["cef"] and float(weighted) == candidate["weighted_score"]
+        assert vetoed == ("true" if candidate["vetoed"] else "false")
+        assert [float(s) for s in group_scores] == list(candidate["group_scores"].values())
+        for veto in candidate["vetoes"]:
+            assert veto["expert"] in reasons and veto["metric"] in reasons
+        assert bool(reasons) == candidate["vetoed"]
+
+
+def test_csv_text_that_a_spreadsheet_would_run_is_defused(client, cast, make_study):
+    built = make_study(Phase.CLOSED)
+    formula = '=HYPERLINK("http://evil.example","x")'
+    services.candidate_add(study=built.study, name=formula)
+    values = {"Success rate": 0.9, "AUC": 0.9, "Fold stdev": 0.01, "Training time": 1, "Flexibility score": 8}
+    services.measurements_set(
+        study=built.study, measurements=[{"candidate": formula, "metric": m, "value": v} for m, v in values.items()]
+    )
+    run = launch_and_execute(built.study)
+    download = as_user(client, cast.bob).get(f"/runs/{run.pk}/results.csv").content.decode("utf-8-sig")
+    names = [row[1] for row in csv.reader(io.StringIO(download))][1:]
+    assert "'" + formula in names
+    assert not any(name.startswith("=") for name in names)
+
+
+def test_downloads_are_for_members_of_a_succeeded_run(client, cast, make_study):
+    built = make_study(Phase.CLOSED)
+    queued = engine_services.run_launch(study=built.study, launched_by=cast.alice)
+    for suffix in ("results.json", "results.csv"):
+        assert as_user(client, cast.charlie).get(f"/runs/{queued.pk}/{suffix}").status_code == 404
+        response = as_user(client, cast.bob).get(f"/runs/{queued.pk}/{suffix}")
+        assert response.status_code == 409
+        assert f"Run {queued.pk} has no results yet It is queued: its results exist once it has succeeded." in text_of(
+            response
+        )
+    client.logout()
+    assert client.get(f"/runs/{queued.pk}/results.csv").status_code == 302  # to the log-in page
+
+
+# --- comparison -------------------------------------------------------------------------------
+
+
+def reopen_change_close(study: Study, change) -> None:
+    services.study_reopen_assessment(study=study)
+    change()
+    services.study_close_assessment(study=study)
+
+
+def test_comparison_shows_which_expert_changed_what_and_how_the_ranking_moved(client, demo):
+    study, first = demo
+    statistician = Membership.objects.get(study=study, user__username="statistician", role=Membership.Role.EXPERT)
+    # the demo's experts take the default ranges; the statistician now asks more of the success rate
+    ranges = {"Success rate": [0.86, 0.95]}
+    reopen_change_close(study, lambda: services.ranges_set(expert=statistician, ranges=ranges))
+    second = launch_and_execute(study)
+    as_user(client, study.designer)
+
+    chosen = client.get(f"/runs/{second.pk}/compare/?other={first.pk}")
+    assert chosen.status_code == 302 and chosen["Location"] == f"/runs/{second.pk}/compare/{first.pk}/"
+    response = client.get(chosen["Location"])
+    assert response.status_code == 200
+    page = text_of(response)
+    assert f"Run {first.pk} → run {second.pk}" in page  # the earlier run is "before", whatever the URL's order
+    assert "statistician's inputs What Before After acceptable range of Success rate [0.8, 0.95] [0.86, 0.95]" in page
+    comparison = response.context["comparison"]
+    assert [(c.who, c.what) for c in comparison.changes] == [("statistician", "acceptable range of Success rate")]
+    before = {c["name"]: c for c in engine_services.results_document(first)["candidates"]}
+    after = {c["name"]: c for c in engine_services.results_document(second)["candidates"]}
+    jrip = next(m for m in comparison.candidates if m.name == "JRip")
+    assert jrip.cef_delta == pytest.approx(after["JRip"]["cef"] - before["JRip"]["cef"])
+    assert jrip.cef_delta < 0  # the statistician asks more of the success rate now
+    # the same page whichever run the URL names first
+    assert client.get(f"/runs/{first.pk}/compare/{second.pk}/").context["comparison"].changes == comparison.changes
+    # the run page offers the other run to compare with
+    offered = text_of(client.get(f"/runs/{second.pk}/"))
+    assert f"Compare with another run Run of this study Run {first.pk}, launched" in offered
+
+
+def test_comparison_of_runs_with_identical_inputs_says_nothing_changed(client, demo):
+    study, first = demo
+    second = launch_and_execute(study)
+    page = text_of(as_user(client, study.designer).get(f"/runs/{first.pk}/compare/{second.pk}/"))
+    assert "0 candidates changed rank; 0 inputs changed." in page
+    assert "Nothing changed in the inputs between the two snapshots." in page
+
+
+def test_comparison_is_refused_in_words(client, cast, make_study, case_study):
+    study = make_study(Phase.CLOSED).study
+    run = launch_and_execute(study)
+    other_study = study_import_bundle(bundle={**case_study, "title": "Another choice", "designer": "alice"})
+    other = launch_and_execute(other_study)
+    as_user(client, cast.alice)  # she designs both
+    response = client.get(f"/runs/{run.pk}/compare/{other.pk}/")
+    assert response.status_code == 400
+    assert (
+        f"These runs cannot be compared. Run {run.pk} belongs to the study 'Choosing a classifier' "
+        f"and run {other.pk} to 'Another choice': only runs of the same study can be compared."
+    ) in text_of(response)
+    itself = client.get(f"/runs/{run.pk}/compare/{run.pk}/")
+    assert itself.status_code == 409 and "compared with itself changes nothing" in text_of(itself)
+    queued = engine_services.run_launch(study=study, launched_by=cast.alice)
+    unfinished = client.get(f"/runs/{run.pk}/compare/{queued.pk}/")
+    assert unfinished.status_code == 409
+    assert f"Run {queued.pk} has not succeeded (it is queued), so it has no results to compare yet." in text_of(
+        unfinished
+    )
+    # someone outside either study learns nothing of it: bob is an expert of
+    # the first study only, charlie of neither
+    assert as_user(client, cast.bob).get(f"/runs/{run.pk}/compare/{other.pk}/").status_code == 404
+    assert as_user(client, cast.charlie).get(f"/runs/{run.pk}/compare/{other.pk}/").status_code == 404
+    assert as_user(client, cast.bob).get(f"/runs/{run.pk}/compare/999999/").status_code == 404
+
+
+# --- query counts -----------------------------------------------------------------------------
+
+# Every page of a run starts with: 1. the session, 2. its user, 3. the run
+# among the studies the user is a member of (a subquery), 4. the study with
+# its designer, 5. the user's memberships of it (their roles).
+RUN_PAGE = 5
+RESULTS_QUERIES = {
+    # 6. the parts of the snapshot the sentences and the breakdown need,
+    # 7. the study's other succeeded runs (to compare with)
+    "/runs/{run}/": RUN_PAGE + 2,
+    "/runs/{run}/status/": RUN_PAGE + 2,
+    # 6. the snapshot's parts (one candidate's individual scores)
+    "/runs/{run}/candidates/Candidate 1/": RUN_PAGE + 1,
+    # the run with its stored document's text extracted (no study, no roles)
+    "/runs/{run}/results.json": 2 + 1,
+    # 6. the metrics' units and directions, for the veto sentences
+    "/runs/{run}/results.csv": RUN_PAGE + 1,
+    # 3. both runs with their studies, snapshots and results, 4.-5. the study and my roles
+    "/runs/{run}/compare/{other}/": RUN_PAGE,
+}
+
+
+@pytest.mark.parametrize("path", list(RESULTS_QUERIES))
+def test_results_pages_query_counts_do_not_grow_with_experts_candidates_or_runs(
+    path, client, cast, django_assert_num_queries
+):
+    as_user(client, cast.alice)
+    sizes = {}
+    for size in (2, 12):
+        study = sized_study(size, cast.alice)
+        first, second = Run.objects.filter(study=study).order_by("pk")[:2]
+        url = path.format(run=first.pk, other=second.pk)
+        headers = {"HX-Request": "true"} if "/candidates/" in path else {}
+        with django_assert_num_queries(RESULTS_QUERIES[path]):
+            response = client.get(url, headers=headers)
+        assert response.status_code == 200, url
+        sizes[size] = len(response.content)
+    assert sizes[12] > sizes[2]  # the bigger study's page shows more, with the same queries
+
+
+def test_page_views_never_rerun_the_evaluation(client, demo, case_study, monkeypatch):
+    study, run = demo
+    calls = []
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("a page view must read the stored results")
+
+    monkeypatch.setattr("engine.core.evaluate", forbidden)
+    real = engine_services.core.individual_scores
+    monkeypatch.setattr("engine.core.individual_scores", lambda *a, **k: calls.append(a[2].tolist()) or real(*a, **k))
+    as_user(client, study.designer)
+    for path in (f"/runs/{run.pk}/?candidate=IBk", f"/runs/{run.pk}/results.csv", f"/runs/{run.pk}/results.json"):
+        assert client.get(path).status_code == 200
+    # only the one candidate shown was scored, from its own measurements
+    assert calls == [measured(case_study, "IBk", run)]
+
+
+def test_outsiders_and_the_anonymous_see_nothing(client, cast, demo):
+    _, run = demo
+    as_user(client, cast.charlie)
+    for path in (f"/runs/{run.pk}/", f"/runs/{run.pk}/results.json", f"/runs/{run.pk}/candidates/IBk/"):
+        assert client.get(path).status_code == 404
+    client.logout()
+    assert client.get(f"/runs/{run.pk}/results.json")["Location"].startswith("/accounts/login/")
+    assert get_user_model().objects.filter(username="charlie").exists()

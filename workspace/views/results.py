@@ -1,0 +1,414 @@
+"""A succeeded run's results as its page shows them, its downloads, one
+candidate's breakdown, and two runs of a study compared.
+
+Everything is read from what the run stored when it finished (its results,
+and the parts of its snapshot that sentences and individual scores need);
+the evaluation is never recomputed on a page view. A candidate's k x n
+individual scores are worked out for the one candidate shown, from its
+snapshot, exactly as the API's scores endpoint does.
+"""
+
+import csv
+import io
+from dataclasses import dataclass
+
+import numpy as np
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from engine import core
+from engine import services as engine_services
+from engine.compare import compare_runs
+from engine.explain import MetricInfo, influence_sentence, join_names, percent, quantity, veto_sentences
+from engine.models import Run
+
+from .. import charts, selectors
+from ..models import Study
+from .common import run_for_member, study_for_member
+
+# Candidates per page of the ranking (and bars in its chart).
+RANKING_PAGE_SIZE = 25
+
+SCORE_SERIES = (charts.Series("CEF", "solid"), charts.Series("Weighted score without the veto", "hatched"))
+
+
+def metric_infos(score_inputs: dict) -> dict[str, MetricInfo]:
+    return {m["name"]: MetricInfo(unit=m["unit"], better=m["better"]) for m in score_inputs["metrics"]}
+
+
+# --- the ranking -------------------------------------------------------------------------
+
+
+def _ranking(document: dict, infos: dict[str, MetricInfo], page_number: str | int | None) -> dict:
+    candidates = [
+        {**candidate, "veto_sentences": veto_sentences(candidate["name"], candidate["vetoes"], infos)}
+        for candidate in document["candidates"]
+    ]
+    page = Paginator(candidates, RANKING_PAGE_SIZE).get_page(page_number)
+    shown = list(page.object_list)
+    vetoed = sum(1 for candidate in candidates if candidate["vetoed"])
+    best = candidates[0] if candidates else None
+    description = (
+        f"For each candidate ranked {page.start_index()} to {page.end_index()} of {len(candidates)}, a solid bar "
+        "for its CEF and a hatched bar for its weighted score without the veto, on a scale from 0 to 1. "
+    )
+    if best:
+        description += f"{best['name']} ranks first with a CEF of {best['cef']:.4f}. "
+    if vetoed:
+        description += f"{vetoed} vetoed candidate{'s have' if vetoed != 1 else ' has'} a CEF of 0. "
+    description += "The ranking table lists the same numbers."
+    chart = charts.bar_chart(
+        chart_id="chart-scores",
+        title="CEF and weighted score per candidate",
+        description=description,
+        labels=[c["name"] for c in shown],
+        series=SCORE_SERIES,
+        values=[[c["cef"] for c in shown], [c["weighted_score"] for c in shown]],
+        notes=["vetoed" if c["vetoed"] else "" for c in shown],
+    )
+    return {"page": page, "candidates": shown, "vetoed_count": vetoed, "chart": chart, "count": len(candidates)}
+
+
+# --- weights and their spread -------------------------------------------------------------
+
+
+def _weights_block(
+    *, chart_id: str, what: str, names: list[str], consensus: dict, experts: list[str], rows: list | None, spread
+) -> dict:
+    """Consensus weights of ``names`` with, when the run stored them, each
+    expert's own (``rows``: k lists in the order of ``names``) as a dot plot
+    and a table, and the spread of each item's weights."""
+    block = {"what": what, "names": names, "consensus": [consensus[name] for name in names], "chart": None}
+    block["spread"] = [spread.get(name) for name in names] if spread else None
+    if not rows:
+        return block
+    individual = [[(expert, row[j]) for expert, row in zip(experts, rows, strict=True)] for j in range(len(names))]
+    widest = max(range(len(names)), key=lambda j: max(v for _, v in individual[j]) - min(v for _, v in individual[j]))
+    low = min(v for _, v in individual[widest])
+    high = max(v for _, v in individual[widest])
+    block["chart"] = charts.dot_plot(
+        chart_id=chart_id,
+        title=f"Each expert's {what} weights beside the consensus",
+        description=(
+            f"For each {what}, a hollow circle per expert at the weight they gave it and a filled diamond at the "
+            f"consensus weight. The experts disagree most on {names[widest]}, weighted from {low:.2f} to "
+            f"{high:.2f}. The table below lists every expert's weights."
+        ),
+        labels=names,
+        individual=individual,
+        group=block["consensus"],
+        dot_legend="an expert's weight",
+        marker_legend="consensus",
+    )
+    block["experts"] = [{"name": expert, "weights": row} for expert, row in zip(experts, rows, strict=True)]
+    return block
+
+
+def _weights(document: dict, results: dict) -> dict:
+    disagreement = document.get("disagreement") or {}
+    blocks = {
+        what: _weights_block(
+            chart_id=f"chart-{what}-weights",
+            what=what,
+            names=list(document[f"{what}_weights"]),
+            consensus=document[f"{what}_weights"],
+            experts=results["experts"],
+            rows=results.get(f"expert_{what}_weights"),
+            spread=disagreement.get(f"{what}_weights"),
+        )
+        for what in ("attribute", "metric")
+    }
+    attributes, metrics = blocks["attribute"], blocks["metric"]
+    # With one metric per attribute the two are the same numbers: one is enough.
+    same = attributes["consensus"] == metrics["consensus"] and len(attributes["names"]) == len(metrics["names"])
+    return {"attributes": attributes, "metrics": None if same else metrics, "consensus": disagreement.get("consensus")}
+
+
+# --- influence ----------------------------------------------------------------------------
+
+
+def _influence(document: dict) -> dict:
+    influence = document["expert_influence"]
+    names = list(influence)
+    equal = 1 / len(names)
+    high = charts.nice_ceiling(max([*influence.values(), equal]) * 1.05)
+    strongest = max(names, key=influence.get)
+    chart = charts.bar_chart(
+        chart_id="chart-influence",
+        title="Expert influence",
+        description=(
+            f"A bar per expert for the share of the outcome their opinions carry; a dashed line marks an equal share "
+            f"of {percent(equal)}. {strongest} carries the most, {percent(influence[strongest])}. "
+            "The table beside the chart lists every share."
+        ),
+        labels=names,
+        series=[charts.Series("Influence", "solid")],
+        values=[[influence[name] for name in names]],
+        high=high,
+        value_format="{:.4f}",
+        reference=(equal, "equal share"),
+    )
+    return {"chart": chart, "sentence": influence_sentence(influence), "rows": list(influence.items())}
+
+
+# --- one candidate ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HeatCell:
+    score: float
+    step: int
+    vetoed: bool
+    range_text: str
+
+
+def candidate_breakdown(document: dict, score_inputs: dict, name: str, infos: dict[str, MetricInfo]) -> dict | None:
+    """Why one candidate scored as it did: per metric its measured value, the
+    consensus weight, the group score, the contribution to the weighted
+    score and the share of experts vetoing; and each expert's individual
+    score (METHOD.md 4), computed from the run's snapshot for this candidate
+    only. None if the run has no such candidate."""
+    entry = next((c for c in document["candidates"] if c["name"] == name), None)
+    if entry is None:
+        return None
+    metrics = document["metrics"]
+    row = score_inputs["measurements"][score_inputs["candidates"].index(name)]
+    lower = np.array(score_inputs["lower"], dtype=float)
+    upper = np.array(score_inputs["upper"], dtype=float)
+    scores = core.individual_scores(lower, upper, np.array(row, dtype=float))
+    veto_shares = entry.get("veto_shares") or {}
+    weights = document["metric_weights"]
+    contributions = [
+        {
+            "metric": metric,
+            "measured": quantity(row[j], infos[metric].unit if metric in infos else "", bound=False),
+            "weight": weights[metric],
+            "group_score": entry["group_scores"][metric],
+            "contribution": weights[metric] * entry["group_scores"][metric],
+            "veto_share": veto_shares.get(metric),
+        }
+        for j, metric in enumerate(metrics)
+    ]
+    experts = score_inputs["experts"]
+    heat = [
+        {
+            "expert": expert,
+            "cells": [
+                HeatCell(
+                    score=float(scores[i, j]),
+                    step=charts.heat_step(float(scores[i, j])),
+                    vetoed=bool(scores[i, j] == 0),
+                    range_text=f"{lower[i, j]:.6g} (least acceptable) to {upper[i, j]:.6g} (desired)",
+                )
+                for j in range(len(metrics))
+            ],
+        }
+        for i, expert in enumerate(experts)
+    ]
+    vetoing = sorted({veto["expert"] for veto in entry["vetoes"]}, key=experts.index)
+    return {
+        "candidate": entry,
+        "metrics": metrics,
+        "contributions": contributions,
+        "heat": heat,
+        "veto_sentences": veto_sentences(name, entry["vetoes"], infos),
+        "vetoing_experts": join_names(vetoing),
+    }
+
+
+# --- the page's whole results context -------------------------------------------------------
+
+
+def results_context(run: Run, *, candidate: str | None = None, page: str | int | None = None) -> dict:
+    """Everything the run page shows of a succeeded run: two queries' worth
+    (the run's results, already loaded, and the parts of its snapshot read
+    by ``selectors.run_score_inputs``)."""
+    document = engine_services.results_document(run)
+    score_inputs = selectors.run_score_inputs(run_id=run.pk)
+    infos = metric_infos(score_inputs)
+    ranking = _ranking(document, infos, page)
+    names = [c["name"] for c in document["candidates"]]
+    chosen = candidate if candidate in names else (names[0] if names else None)
+    return {
+        "document": document,
+        "iterations": document["iterations"],
+        "size": {
+            "experts": len(document["expert_influence"]),
+            "metrics": len(document["metrics"]),
+            "candidates": len(names),
+        },
+        "ranking": ranking,
+        "weights": _weights(document, run.results),
+        "influence": _influence(document),
+        "breakdown": candidate_breakdown(document, score_inputs, chosen, infos) if chosen else None,
+    }
+
+
+# --- views -----------------------------------------------------------------------------------
+
+
+def _not_succeeded(request: HttpRequest, run: Run, study: Study, what: str) -> HttpResponse:
+    return render(
+        request,
+        "results/unavailable.html",
+        {"run": run, "study": study, "study_tab": "runs", "what": what},
+        status=409,
+    )
+
+
+@login_required
+@require_GET
+def candidate_page(request: HttpRequest, run_id: int, name: str) -> HttpResponse:
+    """One candidate's breakdown: the section of the run page alone when htmx
+    asks for it, otherwise the run page showing that candidate."""
+    run, study = run_for_member(request, run_id)
+    if run.status != Run.Status.SUCCEEDED:
+        return _not_succeeded(request, run, study, "candidate scores")
+    if not request.headers.get("HX-Request"):
+        return redirect(f"{reverse('run_page', args=[run.pk])}?candidate={name}#candidate")
+    document = engine_services.results_document(run)
+    score_inputs = selectors.run_score_inputs(run_id=run.pk)
+    breakdown = candidate_breakdown(document, score_inputs, name, metric_infos(score_inputs))
+    if breakdown is None:
+        raise Http404("No such candidate in this run.")
+    return render(request, "results/_candidate.html", {"run": run, "breakdown": breakdown})
+
+
+def _download(content: bytes, content_type: str, filename: str) -> HttpResponse:
+    response = HttpResponse(content, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@login_required
+@require_GET
+def results_json_download(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The ``approve-results/1`` document: the bytes the API and
+    ``run_validation --json`` give (one ``results_json``)."""
+    queryset = engine_services.runs_with_document(selectors.runs_visible_to(request.user).select_related("launched_by"))
+    try:
+        run = queryset.get(pk=run_id)
+    except Run.DoesNotExist:
+        raise Http404("No such run.") from None
+    if run.status != Run.Status.SUCCEEDED:
+        return _not_succeeded(request, run, study_for_member(request, run.study_id), "results")
+    return _download(engine_services.results_json(run), "application/json", f"approve-run-{run.pk}-results.json")
+
+
+# A spreadsheet runs a cell that starts with one of these as a formula; text
+# cells that do are written with a leading apostrophe (OWASP's advice on CSV
+# injection). Numbers are written as numbers.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _text_cell(text: str) -> str:
+    return f"'{text}" if text.startswith(FORMULA_START) else text
+
+
+def results_csv(document: dict, infos: dict[str, MetricInfo]) -> str:
+    """One row per candidate in rank order: rank, name, cef, weighted_score,
+    vetoed, veto reasons (the page's sentences), then each metric's group
+    score. Numbers at full precision, as in the JSON document."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    metrics = document["metrics"]
+    writer.writerow(
+        ["rank", "name", "cef", "weighted_score", "vetoed", "veto_reasons", *(_text_cell(m) for m in metrics)]
+    )
+    for candidate in document["candidates"]:
+        writer.writerow(
+            [
+                candidate["rank"],
+                _text_cell(candidate["name"]),
+                repr(candidate["cef"]),
+                repr(candidate["weighted_score"]),
+                "true" if candidate["vetoed"] else "false",
+                _text_cell(" ".join(veto_sentences(candidate["name"], candidate["vetoes"], infos))),
+                *(repr(candidate["group_scores"][metric]) for metric in metrics),
+            ]
+        )
+    return out.getvalue()
+
+
+@login_required
+@require_GET
+def results_csv_download(request: HttpRequest, run_id: int) -> HttpResponse:
+    run, study = run_for_member(request, run_id)
+    if run.status != Run.Status.SUCCEEDED:
+        return _not_succeeded(request, run, study, "results")
+    infos = metric_infos(selectors.run_score_inputs(run_id=run.pk))
+    content = results_csv(engine_services.results_document(run), infos).encode()
+    # A byte-order mark, so spreadsheet programs read the names as UTF-8.
+    return _download(b"\xef\xbb\xbf" + content, "text/csv; charset=utf-8", f"approve-run-{run.pk}-results.csv")
+
+
+# --- comparison -------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def compare_choose(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Where the run page's "Compare with" form goes (``?other=<run>``)."""
+    run, _ = run_for_member(request, run_id)
+    other = request.GET.get("other", "")
+    if not other.isdigit():
+        return redirect("run_page", run_id=run.pk)
+    return redirect("run_compare", run_id=run.pk, other_id=int(other))
+
+
+@login_required
+@require_GET
+def compare_page(request: HttpRequest, run_id: int, other_id: int) -> HttpResponse:
+    """Two runs of one study side by side, the earlier as "before"."""
+    try:
+        first, second = selectors.run_pair_get(run_id=run_id, other_id=other_id, user=request.user)
+    except Run.DoesNotExist:
+        raise Http404("No such run.") from None
+    study = study_for_member(request, first.study_id)
+    context = {"study": study, "study_tab": "runs", "first": first, "second": second}
+    if first.pk == second.pk:
+        context["refusal"] = f"Run {first.pk} compared with itself changes nothing: choose another run of the study."
+    elif first.study_id != second.study_id:
+        context["refusal"] = (
+            f"Run {first.pk} belongs to the study {first.study.title!r} and run {second.pk} to {second.study.title!r}: "
+            "only runs of the same study can be compared."
+        )
+    else:
+        unfinished = [run for run in (first, second) if run.status != Run.Status.SUCCEEDED]
+        if unfinished:
+            context["refusal"] = " ".join(
+                f"Run {run.pk} has not succeeded (it is {run.get_status_display().lower()}), so it has no results "
+                "to compare yet."
+                for run in unfinished
+            )
+    if "refusal" in context:
+        return render(
+            request, "results/compare.html", context, status=409 if first.study_id == second.study_id else 400
+        )
+    before, after = sorted((first, second), key=lambda run: (run.launched_at, run.pk))
+    comparison = compare_runs(
+        engine_services.results_document(before),
+        engine_services.results_document(after),
+        before.snapshot,
+        after.snapshot,
+    )
+    context.update(before=before, after=after, comparison=comparison, changes=_changes_by_who(comparison.changes))
+    return render(request, "results/compare.html", context)
+
+
+# A comparison lists at most this many input changes (a study of 100 experts
+# whose designer changed a default range changes 100 ranges at once).
+CHANGES_SHOWN = 300
+
+
+def _changes_by_who(changes: list) -> dict:
+    """The input changes grouped as the page lists them: the design's first,
+    then each expert's, at most ``CHANGES_SHOWN`` in all."""
+    groups: dict[str | None, list] = {}
+    for change in changes[:CHANGES_SHOWN]:
+        groups.setdefault(change.who, []).append(change)
+    return {"groups": list(groups.items()), "total": len(changes), "hidden": max(len(changes) - CHANGES_SHOWN, 0)}
