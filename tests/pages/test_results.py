@@ -354,3 +354,17 @@ def test_outsiders_and_the_anonymous_see_nothing(client, cast, demo):
     client.logout()
     assert client.get(f"/runs/{run.pk}/results.json")["Location"].startswith("/accounts/login/")
     assert get_user_model().objects.filter(username="charlie").exists()
+
+
+def test_the_runs_list_links_each_succeeded_run_to_a_comparison_with_the_one_before(client, demo):
+    study, first = demo
+    queued = engine_services.run_launch(study=study, launched_by=study.designer)
+    Run.objects.filter(pk=queued.pk).update(status=Run.Status.FAILED, error="lost")
+    third = launch_and_execute(study)
+    response = as_user(client, study.designer).get(f"/studies/{study.pk}/runs/")
+    body = response.content.decode()
+    # the failed run in between is skipped; the first run has nothing before it
+    assert body.count('href="/runs/') == 3 + 1
+    assert f'href="/runs/{first.pk}/compare/{third.pk}/">with run {first.pk}</a>' in body
+    rows = {run.pk: run.previous_succeeded for run in response.context["runs"]}
+    assert rows == {third.pk: first.pk, queued.pk: None, first.pk: None}

@@ -26,6 +26,12 @@ ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
 
 def _runs_context(study: Study) -> dict:
     runs = list(selectors.run_list(study=study))
+    # Each succeeded run links to a comparison with the succeeded run before it.
+    previous = None
+    for run in reversed(runs):
+        run.previous_succeeded = previous if run.status == Run.Status.SUCCEEDED else None
+        if run.status == Run.Status.SUCCEEDED:
+            previous = run.pk
     return {"study": study, "runs": runs, "polling": any(run.status in ACTIVE for run in runs)}
 
 
