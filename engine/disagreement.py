@@ -111,8 +111,9 @@ def veto_shares(lower: ArrayLike, upper: ArrayLike, measurements: ArrayLike) -> 
     (METHOD.md 4 and 6.2). The share is the number of such experts over
     ``k``. The vetoing judgments are those of ``core.vetoing_judgments``, the
     engine's own comparison, so a candidate has a share above 0 exactly when
-    the engine vetoes it; they are counted with one ``bincount``, never as
-    an (m, k, n) array.
+    the engine vetoes it. They come one row per veto (only vetoed candidates
+    are expanded, in batches) and are counted with one ``bincount``: nothing
+    of shape (m, k, n) is built.
 
     Parameters
     ----------
