@@ -4,6 +4,7 @@ loops, and invariants (Hypothesis). Plain pytest, no Django."""
 
 import math
 from collections import Counter
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -312,6 +313,21 @@ def test_spread_equals_the_literal_reference(weights):
     np.testing.assert_allclose(spread.stdev, stdevs, rtol=0, atol=1e-15)
 
 
+def exact_score_is_zero(measured, least_acceptable, desired):
+    """Paper eq. 1 in exact arithmetic: m̄ = 0 where t <= 0. (In floating
+    point a positive t can underflow to 0; the engine keeps that score
+    positive, METHOD.md 4, so the reference must not round either.)"""
+    t = (Fraction(measured) - Fraction(least_acceptable)) / (Fraction(desired) - Fraction(least_acceptable))
+    return t <= 0
+
+
+def test_a_score_that_underflows_is_no_veto():
+    # t = 5e-324 / 10 rounds to 0 in floating point; exactly it is positive.
+    assert literal_individual_score(5e-324, 0.0, 10.0) == 0.0
+    assert not exact_score_is_zero(5e-324, 0.0, 10.0)
+    assert veto_shares([[0.0], [0.0]], [[10.0], [-1.0]], [[5e-324], [0.0]]).tolist() == [[0.5], [1.0]]
+
+
 @settings(max_examples=200, deadline=None)
 @given(studies())
 def test_veto_shares_equal_the_literal_reference(study):
@@ -319,10 +335,7 @@ def test_veto_shares_equal_the_literal_reference(study):
     _, _, lower, upper, measurements = study
     k, n = lower.shape
     literal = [
-        [
-            sum(literal_individual_score(measured[j], lower[i, j], upper[i, j]) == 0 for i in range(k)) / k
-            for j in range(n)
-        ]
+        [sum(exact_score_is_zero(measured[j], lower[i, j], upper[i, j]) for i in range(k)) / k for j in range(n)]
         for measured in measurements
     ]
     assert veto_shares(lower, upper, measurements).tolist() == literal
