@@ -47,8 +47,9 @@ from workspace.models import (
 )
 from workspace.selectors import expert_list, selected_attributes, selected_metrics
 
-from . import core
+from . import core, disagreement
 from .models import Run
+from .rules import SCALE_MAX
 
 logger = logging.getLogger(__name__)
 
@@ -331,7 +332,46 @@ def _vetoes(lower: np.ndarray, upper: np.ndarray, measurements: np.ndarray, veto
 # document needs, so serving it never reads the snapshot; candidates best
 # first, scores as arrays in the order of ``metrics``; and under "document"
 # the document's compact JSON from "iterations" on (results_json).
-RESULTS_LAYOUT = 2
+# Layout 3 adds the disagreement measures (engine.disagreement) for the
+# results pages: each expert's attribute and metric weights (rows in the
+# order of ``experts``), "disagreement" (the weights' spreads and consensus)
+# and each candidate's "veto_shares"; migration 0003 upgrades layout 2.
+RESULTS_LAYOUT = 3
+
+
+def _spread(weights: np.ndarray) -> dict:
+    """``{"min", "max", "mean", "stdev"}``, each a list in column order."""
+    return {key: values.tolist() for key, values in disagreement.weight_spread(weights)._asdict().items()}
+
+
+def _consensus(weights: np.ndarray) -> dict:
+    value = disagreement.ahp_consensus(weights)
+    return {"value": value, "wording": disagreement.consensus_wording(value)}
+
+
+def _disagreement_measures(snapshot: dict, metric_weights: np.ndarray) -> dict:
+    """The results' disagreement fields (layout 3): each expert's attribute
+    and metric weights, rows renormalised as the engine renormalises them,
+    and their spreads and AHP consensus (``engine.disagreement``). Every
+    measure starts from the snapshot's rows, so the stored spreads are those
+    of the stored rows."""
+    attribute_weights = _matrix(
+        snapshot, "attribute_weights", snapshot["experts"], snapshot["attributes"], "a prioritisation"
+    )
+    return {
+        "expert_attribute_weights": disagreement.weight_rows(attribute_weights).tolist(),
+        "expert_metric_weights": disagreement.weight_rows(metric_weights).tolist(),
+        "disagreement": {
+            "attribute_weights": _spread(attribute_weights),
+            "metric_weights": _spread(metric_weights),
+            "consensus": {
+                "measure": disagreement.CONSENSUS_MEASURE,
+                "scale_max": SCALE_MAX,
+                "attribute_weights": _consensus(attribute_weights),
+                "metric_weights": _consensus(metric_weights),
+            },
+        },
+    }
 
 
 def evaluate_snapshot(snapshot: dict) -> dict:
@@ -358,6 +398,11 @@ def evaluate_snapshot(snapshot: dict) -> dict:
         float(sum(w for w, attribute in zip(evaluation.metric_weights, attribute_of, strict=True) if attribute == name))
         for name in snapshot["attributes"]
     ]
+    try:
+        measures = _disagreement_measures(snapshot, weights)
+    except ValueError as error:
+        raise RunInputError(str(error)) from None
+    shares = disagreement.veto_shares(lower, upper, measurements).tolist()
     cef = evaluation.cef.tolist()
     weighted = evaluation.weighted_scores.tolist()
     order, ranks = competition_ranks(cef, weighted)
@@ -375,6 +420,7 @@ def evaluate_snapshot(snapshot: dict) -> dict:
         "attribute_weights": attribute_weights,
         "metric_weights": evaluation.metric_weights.tolist(),
         "expert_influence": evaluation.expert_influence.tolist(),
+        **measures,
         "candidates": [
             {
                 "name": names[c],
@@ -384,6 +430,7 @@ def evaluate_snapshot(snapshot: dict) -> dict:
                 "vetoed": c in vetoes,
                 "vetoes": vetoes.get(c, []),
                 "group_scores": group_scores[c],
+                "veto_shares": shares[c],
             }
             for c in order
         ],
@@ -582,8 +629,9 @@ def _named(names: list[str], row: list) -> dict:
 
 
 def _candidate_out(entry: dict, experts: list[str], metrics: list[str]) -> dict:
-    """One stored candidate in the document's shape (FORMATS.md)."""
-    return {
+    """One stored candidate in the document's shape (FORMATS.md); its
+    optional "veto_shares" only when stored (results of layout 3)."""
+    candidate = {
         "name": entry["name"],
         "rank": entry["rank"],
         "cef": entry["cef"],
@@ -595,6 +643,9 @@ def _candidate_out(entry: dict, experts: list[str], metrics: list[str]) -> dict:
         ],
         "group_scores": _named(metrics, entry["group_scores"]),
     }
+    if "veto_shares" in entry:
+        candidate["veto_shares"] = _named(metrics, entry["veto_shares"])
+    return candidate
 
 
 class _ScoreInputs:
@@ -626,10 +677,41 @@ def _document_start(run: Run, study: str) -> dict:
     }
 
 
-def _document_body(results: dict) -> dict:
-    """The computed results but the candidates, in FORMATS.md's order."""
-    metrics = results["metrics"]
+# The stored JSON keeps no key order (PostgreSQL's jsonb sorts keys): the
+# document's order of the disagreement fields is written out here.
+SPREAD_KEYS = disagreement.WeightSpread._fields  # "min", "max", "mean", "stdev"
+CONSENSUS_KEYS = ("value", "wording")
+
+
+def _spread_out(names: list[str], spread: dict) -> dict:
+    """A stored spread (lists in column order) as ``{name: {"min", "max", "mean", "stdev"}}``."""
+    columns = zip(*(spread[key] for key in SPREAD_KEYS), strict=True)
+    return {name: dict(zip(SPREAD_KEYS, values, strict=True)) for name, values in zip(names, columns, strict=True)}
+
+
+def _disagreement_out(results: dict) -> dict:
+    """The document's optional "disagreement" object (docs/formats.md)."""
+    stored = results["disagreement"]
+    consensus = stored["consensus"]
     return {
+        "attribute_weights": _spread_out(results["selected_attributes"], stored["attribute_weights"]),
+        "metric_weights": _spread_out(results["metrics"], stored["metric_weights"]),
+        "consensus": {
+            "measure": consensus["measure"],
+            "scale_max": consensus["scale_max"],
+            **{
+                of: {key: consensus[of][key] for key in CONSENSUS_KEYS}
+                for of in ("attribute_weights", "metric_weights")
+            },
+        },
+    }
+
+
+def _document_body(results: dict) -> dict:
+    """The computed results but the candidates, in FORMATS.md's order; the
+    optional "disagreement" only when stored (results of layout 3)."""
+    metrics = results["metrics"]
+    body = {
         "iterations": results["iterations"],
         "selected_attributes": results["selected_attributes"],
         "metrics": metrics,
@@ -637,6 +719,9 @@ def _document_body(results: dict) -> dict:
         "metric_weights": _named(metrics, results["metric_weights"]),
         "expert_influence": _named(results["experts"], results["expert_influence"]),
     }
+    if "disagreement" in results:
+        body["disagreement"] = _disagreement_out(results)
+    return body
 
 
 def _candidates_out(results: dict, snapshot: dict | None = None) -> Iterator[dict]:

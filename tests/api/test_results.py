@@ -3,6 +3,8 @@
 - ``GET .../results/`` serves compact JSON without individual scores unless
   ``?individual=true``; its bytes are those ``run_validation --json`` prints.
 - ``GET .../candidates/{name}/scores/`` gives one candidate's.
+- The document carries the disagreement measures stored with the run, and
+  the schema describes the document, its optional fields included.
 - The run detail, the results and the export take a fixed number of queries
   whatever the number of experts and candidates, and the run detail never
   loads the JSON fields.
@@ -10,10 +12,13 @@
 
 import json
 
+import jsonschema
+import numpy as np
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from engine import disagreement
 from engine import services as engine_services
 from engine.models import Run
 from workspace.models import Phase
@@ -78,6 +83,81 @@ def test_the_schema_documents_the_individual_parameter(api, cast):
     individual = next(p for p in parameters if p["name"] == "individual")
     assert individual["in"] == "query" and individual["schema"] == {"type": "boolean", "default": False}
     assert "individual scores" in individual["description"]
+
+
+def test_results_carry_the_disagreement_measures(closed_run, api, cast):
+    """The measures of engine.disagreement on the run's own inputs, by name:
+    Accuracy has two metrics (Success rate, AUC), so attribute and metric
+    weights differ."""
+    response = api(cast.bob).get(f"{API}/runs/{closed_run.pk}/results/")
+    document = response.json()
+    run = Run.objects.get(pk=closed_run.pk)
+    assert response.content == engine_services.results_json(run)
+    snapshot = run.snapshot
+    attribute_weights = np.array(snapshot["attribute_weights"])
+    metric_weights = np.array(snapshot["metric_weights"])
+    measures = document["disagreement"]
+    assert list(measures) == ["attribute_weights", "metric_weights", "consensus"]
+    for key, names, weights in (
+        ("attribute_weights", ["Accuracy", "Consistency", "Efficiency"], attribute_weights),
+        ("metric_weights", ["Success rate", "AUC", "Fold stdev", "Training time"], metric_weights),
+    ):
+        spread = disagreement.weight_spread(weights)
+        assert measures[key] == {
+            name: {"min": low, "max": high, "mean": mean, "stdev": stdev}
+            for name, low, high, mean, stdev in zip(names, *(values.tolist() for values in spread), strict=True)
+        }
+        value = disagreement.ahp_consensus(weights)
+        assert measures["consensus"][key] == {"value": value, "wording": disagreement.consensus_wording(value)}
+        assert 0 < value < 1
+    assert measures["consensus"]["measure"] == "ahp_os_s_star" and measures["consensus"]["scale_max"] == 9
+    # bob (direct 50/30/20) and carol (AHP) weigh Accuracy unequally.
+    assert measures["attribute_weights"]["Accuracy"]["min"] < measures["attribute_weights"]["Accuracy"]["max"]
+    shares = disagreement.veto_shares(snapshot["lower"], snapshot["upper"], snapshot["measurements"])
+    for candidate in document["candidates"]:
+        row = shares[snapshot["candidates"].index(candidate["name"])]
+        assert candidate["veto_shares"] == dict(zip(document["metrics"], row.tolist(), strict=True))
+        assert list(candidate)[-2:] == ["group_scores", "veto_shares"]
+    # The per-expert weights are stored for the pages, never put in the document.
+    assert run.results["expert_metric_weights"] == disagreement.weight_rows(metric_weights).tolist()
+    assert b"expert_metric_weights" not in response.content and b"expert_attribute_weights" not in response.content
+
+
+def _results_schema(client):
+    schema = client.get("/api/schema/?format=json").json()
+    operation = schema["paths"]["/api/v1/runs/{run_id}/results/"]["get"]
+    return operation["responses"]["200"]["content"]["application/json"]["schema"]
+
+
+def test_the_schema_describes_the_document_and_its_optional_fields(closed_run, api, cast):
+    client = api(cast.bob)
+    schema = _results_schema(client)
+    candidate = schema["properties"]["candidates"]["items"]
+    assert "disagreement" in schema["properties"] and "disagreement" not in schema["required"]
+    assert "veto_shares" in candidate["properties"] and "veto_shares" not in candidate["required"]
+    assert "individual_scores" in candidate["properties"] and "individual_scores" not in candidate["required"]
+    consensus = schema["properties"]["disagreement"]["properties"]["consensus"]
+    assert consensus["properties"]["measure"]["enum"] == ["ahp_os_s_star"]
+    document = client.get(f"{API}/runs/{closed_run.pk}/results/").json()
+    jsonschema.validate(document, schema)
+    # Every key of the document is described, in the document's order.
+    assert list(schema["properties"]) == list(document)
+    assert list(candidate["properties"]) == [*document["candidates"][0], "individual_scores"]
+    jsonschema.validate(client.get(f"{API}/runs/{closed_run.pk}/results/?individual=true").json(), schema)
+    # A run stored before the measures existed (layout 2) conforms too.
+    document.pop("disagreement")
+    for entry in document["candidates"]:
+        entry.pop("veto_shares")
+    jsonschema.validate(document, schema)
+    # And the schema can refuse: a share that is not a number, a consensus outside [0, 1].
+    broken = client.get(f"{API}/runs/{closed_run.pk}/results/").json()
+    broken["candidates"][0]["veto_shares"]["AUC"] = "none"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, schema)
+    broken = client.get(f"{API}/runs/{closed_run.pk}/results/").json()
+    broken["disagreement"]["consensus"]["metric_weights"]["value"] = 1.5
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, schema)
 
 
 # Every run request starts with one query: the token with its user

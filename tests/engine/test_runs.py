@@ -31,7 +31,7 @@ from django.core.management import CommandError, call_command
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from engine import core, services
+from engine import core, disagreement, services
 from engine.models import Run
 from engine.services import (
     MAX_ATTEMPTS,
@@ -203,6 +203,104 @@ def test_paper_cef_from_its_own_group_scores(study):
     a = np.array(run.results["metric_weights"])
     assert float(a @ [0.475, 0.52, 0.687]) == pytest.approx(0.537, abs=5e-4)  # J48 in the paper
     assert float(a @ [0.595, 0.66, 1]) == pytest.approx(0.708, abs=5e-4)  # JRip in the paper
+
+
+# METHOD.md 6.3's W, each expert's row over its columns: the spreads by hand.
+W_MIN, W_MAX = [0.37, 0.15, 0.17], [0.63, 0.31, 0.38]
+W_MEAN = [(0.63 + 0.56 + 0.47 + 0.37) / 4, (0.20 + 0.25 + 0.15 + 0.31) / 4, (0.17 + 0.19 + 0.38 + 0.32) / 4]
+# The AHP-OS consensus of W (tests/engine/test_disagreement.py works it out by hand).
+W_CONSENSUS = 0.9196
+
+
+def test_case_study_1_disagreement(study):
+    """The disagreement measures stored with the results (layout 3)."""
+    _, run = executed(launch(study))
+    results = run.results
+    weights, _ = file_inputs()
+    # One metric per attribute: attribute and metric weights are the same rows, W itself.
+    assert results["expert_attribute_weights"] == results["expert_metric_weights"]
+    assert np.array(results["expert_metric_weights"]) == pytest.approx(weights, abs=1e-15)
+    assert all(sum(row) == pytest.approx(1, abs=1e-15) for row in results["expert_metric_weights"])
+
+    stored = results["disagreement"]
+    assert list(stored) == ["attribute_weights", "metric_weights", "consensus"]
+    assert stored["attribute_weights"] == stored["metric_weights"]
+    spread = stored["metric_weights"]
+    assert list(spread) == ["min", "max", "mean", "stdev"]
+    assert spread["min"] == pytest.approx(W_MIN, abs=1e-15)
+    assert spread["max"] == pytest.approx(W_MAX, abs=1e-15)
+    assert spread["mean"] == pytest.approx(W_MEAN, abs=1e-15)
+    # Population standard deviation (ddof = 0) of the accuracy column.
+    assert spread["stdev"][0] == pytest.approx(np.sqrt(np.mean((weights[:, 0] - W_MEAN[0]) ** 2)), abs=1e-15)
+    consensus = {"value": pytest.approx(W_CONSENSUS, abs=5e-5), "wording": "very high"}
+    assert stored["consensus"] == {
+        "measure": "ahp_os_s_star",
+        "scale_max": 9,
+        "attribute_weights": consensus,
+        "metric_weights": consensus,
+    }
+
+    # Every expert's range [6, 10] vetoes a comprehensibility rating of 0.
+    shares = {c["name"]: c["veto_shares"] for c in results["candidates"]}
+    assert shares == {"JRip": [0, 0, 0], "J48": [0, 0, 0], "IBk": [0, 0, 1.0], "RandomForest": [0, 0, 1.0]}
+
+
+def richer_snapshot(snapshot):
+    """The case study's snapshot with a second Accuracy metric, AUC, which
+    the experts split their Accuracy weight over unequally and on which
+    their ranges differ: metric and attribute weights then differ, and
+    some vetoes come from part of the experts only."""
+    snapshot = copy.deepcopy(snapshot)
+    snapshot["metrics"].insert(1, {"name": "AUC", "attribute": "Accuracy", "better": "higher", "unit": ""})
+    auc_share = [0.5, 0.7, 0.2, 0.6]
+    for i, share in enumerate(auc_share):
+        accuracy = snapshot["metric_weights"][i][0]
+        snapshot["metric_weights"][i][0:1] = [accuracy * (1 - share), accuracy * share]
+        snapshot["lower"][i].insert(1, [0.6, 0.7, 0.75, 0.8][i])
+        snapshot["upper"][i].insert(1, 0.95)
+    # J48, JRip, RandomForest, IBk: vetoed on AUC by 2, 0, 1 and 4 of the 4 experts.
+    for c, auc in enumerate([0.72, 0.9, 0.78, 0.6]):
+        snapshot["measurements"][c].insert(1, auc)
+    return snapshot
+
+
+def test_stored_measures_are_those_of_engine_disagreement(study):
+    snapshot = richer_snapshot(launch(study).snapshot)
+    results = services.evaluate_snapshot(snapshot)
+    attribute_weights = np.array(snapshot["attribute_weights"])
+    metric_weights = np.array(snapshot["metric_weights"])
+    assert results["expert_attribute_weights"] == disagreement.weight_rows(attribute_weights).tolist()
+    assert results["expert_metric_weights"] == disagreement.weight_rows(metric_weights).tolist()
+    for key, weights in (("attribute_weights", attribute_weights), ("metric_weights", metric_weights)):
+        assert results["disagreement"][key] == {
+            field: values.tolist() for field, values in disagreement.weight_spread(weights)._asdict().items()
+        }
+        value = disagreement.ahp_consensus(weights)
+        assert results["disagreement"]["consensus"][key] == {
+            "value": value,
+            "wording": disagreement.consensus_wording(value),
+        }
+    # AUC splits Accuracy: four metric weights per expert, over three attributes.
+    assert np.shape(results["expert_metric_weights"]) == (4, 4)
+    assert np.shape(results["expert_attribute_weights"]) == (4, 3)
+    assert (
+        results["disagreement"]["consensus"]["metric_weights"]["value"]
+        < results["disagreement"]["consensus"]["attribute_weights"]["value"]
+    )
+    shares = disagreement.veto_shares(
+        np.array(snapshot["lower"]), np.array(snapshot["upper"]), np.array(snapshot["measurements"])
+    )
+    by_candidate = {c["name"]: c for c in results["candidates"]}
+    for index, name in enumerate(CANDIDATES):
+        assert by_candidate[name]["veto_shares"] == shares[index].tolist()
+        assert by_candidate[name]["vetoed"] == (shares[index] > 0).any()
+    assert {name: c["veto_shares"][1] for name, c in by_candidate.items()} == {
+        "J48": 0.5,
+        "JRip": 0.0,
+        "RandomForest": 0.25,
+        "IBk": 1.0,
+    }
+    assert by_candidate["J48"]["vetoed"] and not by_candidate["JRip"]["vetoed"]
 
 
 def test_snapshot_holds_every_input_in_order(study):
@@ -625,6 +723,7 @@ DOCUMENT_KEYS = [
     "attribute_weights",
     "metric_weights",
     "expert_influence",
+    "disagreement",
     "candidates",
 ]
 
@@ -664,9 +763,11 @@ def test_results_document(study):
             "vetoed",
             "vetoes",
             "group_scores",
+            "veto_shares",
             "individual_scores",
         }
         assert list(candidate["group_scores"]) == METRICS
+        assert list(candidate["veto_shares"]) == METRICS
         assert list(candidate["individual_scores"]) == EXPERTS
         assert all(list(scores) == METRICS for scores in candidate["individual_scores"].values())
         assert candidate["individual_scores"] == candidate_individual_scores(run, candidate["name"])
@@ -699,8 +800,63 @@ def test_results_document(study):
         "vetoed",
         "vetoes",
         "group_scores",
+        "veto_shares",
         "individual_scores",
     ]
+    assert ibk["veto_shares"] == {"Success rate": 0, "Fold accuracy stdev": 0, "Comprehensibility rating": 1.0}
+    shares = {c["name"]: c["veto_shares"] for c in document["candidates"]}
+    assert shares["RandomForest"] == ibk["veto_shares"]
+    assert shares["JRip"] == shares["J48"] == dict.fromkeys(METRICS, 0)
+    # The disagreement measures by name, in the document's order.
+    measures = document["disagreement"]
+    assert list(measures) == ["attribute_weights", "metric_weights", "consensus"]
+    assert list(measures["attribute_weights"]) == SELECTED_ATTRIBUTES
+    assert list(measures["metric_weights"]) == METRICS
+    accuracy = measures["attribute_weights"]["Accuracy"]
+    assert list(accuracy) == ["min", "max", "mean", "stdev"]
+    assert [accuracy["min"], accuracy["max"], accuracy["mean"]] == pytest.approx([0.37, 0.63, W_MEAN[0]], abs=1e-15)
+    assert [m["stdev"] for m in measures["metric_weights"].values()] == run.results["disagreement"]["metric_weights"][
+        "stdev"
+    ]
+    assert measures["consensus"] == {
+        "measure": "ahp_os_s_star",
+        "scale_max": 9,
+        "attribute_weights": {"value": pytest.approx(W_CONSENSUS, abs=5e-5), "wording": "very high"},
+        "metric_weights": {"value": pytest.approx(W_CONSENSUS, abs=5e-5), "wording": "very high"},
+    }
+    assert list(measures["consensus"]) == ["measure", "scale_max", "attribute_weights", "metric_weights"]
+    assert list(measures["consensus"]["metric_weights"]) == ["value", "wording"]
+
+
+def layout_2(results):
+    """Results as layout 2 stored them (before the disagreement measures):
+    the same but the layout-3 keys, with the document text built from them
+    (by the readers, which leave the optional fields out)."""
+    old = {key: value for key, value in results.items() if key not in LAYOUT_3_KEYS}
+    old["layout"] = 2
+    old["candidates"] = [{k: v for k, v in c.items() if k != "veto_shares"} for c in results["candidates"]]
+    old["document"] = services._document_tail(old)
+    return old
+
+
+LAYOUT_3_KEYS = ("expert_attribute_weights", "expert_metric_weights", "disagreement", "document")
+
+
+def test_results_of_layout_2_are_served_without_the_optional_fields(study):
+    """A run that finished under the previous code (or was not migrated)
+    still has a document: the same, without "disagreement" and "veto_shares"."""
+    _, run = executed(launch(study))
+    full = json.loads(results_json(run))
+    run.results = layout_2(run.results)
+    document = results_document(run, individual=True)
+    assert list(document) == [key for key in DOCUMENT_KEYS if key != "disagreement"]
+    assert all("veto_shares" not in candidate for candidate in document["candidates"])
+    full.pop("disagreement")
+    for candidate in full["candidates"]:
+        candidate.pop("veto_shares")
+    assert results_json(run) == json.dumps(full, separators=(",", ":"), ensure_ascii=False).encode()
+    del run.results["document"]
+    assert results_json(run) == json.dumps(full, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def test_results_json_is_the_document_compactly(study, django_assert_num_queries):
@@ -717,6 +873,9 @@ def test_results_json_is_the_document_compactly(study, django_assert_num_queries
     del run.results["document"]
     assert results_json(run).decode() == text
     assert ": " not in text and "\n" not in text and "individual_scores" not in text
+    assert '"expert_influence":{' in text and '},"disagreement":{"attribute_weights":{"Accuracy":{"min":' in text
+    assert '"veto_shares":{"Success rate":0.0,"Fold accuracy stdev":0.0,"Comprehensibility rating":1.0}}' in text
+    assert "expert_metric_weights" not in text and "expert_attribute_weights" not in text
     full = results_json(run, individual=True).decode()
     assert full == json.dumps(results_document(run, individual=True), separators=(",", ":"), ensure_ascii=False)
     assert json.loads(full)["candidates"][0]["individual_scores"]["statistician"] == {
@@ -756,14 +915,17 @@ def test_vetoes_match_the_engine_one_candidate_at_a_time(batch, monkeypatch):
 
 
 def test_migration_converts_stored_results_both_ways(study):
+    """Layout 3 back to 1 and forward again (migrations 0003 and 0002)."""
     from importlib import import_module
 
     from django.apps import apps
 
-    migration = import_module("engine.migrations.0002_results_scale")
+    to_2 = import_module("engine.migrations.0002_results_scale")
+    to_3 = import_module("engine.migrations.0003_results_disagreement")
     _, run = executed(launch(study))
     current = run.results
-    migration.to_layout_1(apps, None)
+    to_3.to_layout_2(apps, None)
+    to_2.to_layout_1(apps, None)
     old = Run.objects.get(pk=run.pk).results
     assert "layout" not in old
     assert old["candidates"][2]["vetoes"][0] == {
@@ -773,11 +935,63 @@ def test_migration_converts_stored_results_both_ways(study):
         "range": [6, 10],
     }
     assert [c["index"] for c in old["candidates"]] == [CANDIDATES.index(c["name"]) for c in old["candidates"]]
-    migration.to_layout_2(apps, None)
+    to_2.to_layout_2(apps, None)
+    to_3.to_layout_3(apps, None)
     migrated = Run.objects.get(pk=run.pk)
     # All but the stored text, which results_json makes again from the rest.
     assert migrated.results == {key: value for key, value in current.items() if key != "document"}
     assert results_json(migrated) == results_json(Run.objects.get(pk=run.pk)) == results_json(run)
+
+
+@pytest.mark.parametrize("richer", [False, True])
+def test_migration_to_layout_3_stores_what_a_fresh_run_stores(study, richer):
+    """Layout-2 results, as the previous code stored them, upgraded from the
+    run's snapshot: exactly the results (document text included) that
+    evaluate_snapshot stores now; and back again."""
+    from importlib import import_module
+
+    from django.apps import apps
+
+    migration = import_module("engine.migrations.0003_results_disagreement")
+    run = launch(study)
+    if richer:  # partial vetoes, metric weights unlike the attribute weights
+        Run.objects.filter(pk=run.pk).update(snapshot=richer_snapshot(run.snapshot))
+    _, run = executed(run)
+    fresh = run.results
+    assert fresh["layout"] == 3
+    Run.objects.filter(pk=run.pk).update(results=layout_2(fresh))
+    migration.to_layout_3(apps, None)
+    migrated = Run.objects.get(pk=run.pk)
+    assert migrated.results == fresh
+    assert results_json(migrated) == results_json(run)
+    assert results_json(services.runs_with_document(Run.objects).get(pk=run.pk)) == results_json(run)
+    migration.to_layout_3(apps, None)  # a second pass leaves layout 3 alone
+    assert Run.objects.get(pk=run.pk).results == fresh
+    migration.to_layout_2(apps, None)
+    assert Run.objects.get(pk=run.pk).results == layout_2(fresh)
+
+
+def test_migration_to_layout_3_keeps_runs_it_cannot_measure_and_unstored_text(study):
+    from importlib import import_module
+
+    from django.apps import apps
+
+    migration = import_module("engine.migrations.0003_results_disagreement")
+    _, run = executed(launch(study))
+    fresh = run.results
+    without_text = {key: value for key, value in layout_2(fresh).items() if key != "document"}
+    Run.objects.filter(pk=run.pk).update(results=without_text)
+    _, broken = executed(launch(study))
+    snapshot = copy.deepcopy(broken.snapshot)
+    snapshot["attribute_weights"][0][0] = None
+    Run.objects.filter(pk=broken.pk).update(snapshot=snapshot, results=layout_2(broken.results))
+    migration.to_layout_3(apps, None)
+    # Runs migrated by 0002 have no stored text: it is made from the results when served.
+    assert Run.objects.get(pk=run.pk).results == {key: value for key, value in fresh.items() if key != "document"}
+    assert results_json(Run.objects.get(pk=run.pk)) == results_json(run)
+    # A snapshot that cannot give the measures leaves its run in layout 2, still served.
+    assert Run.objects.get(pk=broken.pk).results == layout_2(broken.results)
+    assert "disagreement" not in json.loads(results_json(Run.objects.get(pk=broken.pk)))
 
 
 def test_candidate_individual_scores(study):
@@ -996,6 +1210,13 @@ def test_command_closes_runs_and_prints_json(eager_celery):
     assert cef["JRip"] == pytest.approx(sum(w * x for w, x in zip(a, HAND_G["JRip"], strict=False)), abs=1e-9)
     assert cef["J48"] == pytest.approx(sum(w * x for w, x in zip(a, HAND_G["J48"], strict=False)), abs=1e-9)
     assert cef["IBk"] == 0 and cef["RandomForest"] == 0
+    assert document["disagreement"]["consensus"]["attribute_weights"] == {
+        "value": pytest.approx(W_CONSENSUS, abs=5e-5),
+        "wording": "very high",
+    }
+    shares = {c["name"]: c["veto_shares"]["Comprehensibility rating"] for c in document["candidates"]}
+    assert shares == {"JRip": 0, "J48": 0, "IBk": 1.0, "RandomForest": 1.0}
+    assert all(share == 0 for c in document["candidates"] for m, share in c["veto_shares"].items() if m != METRICS[2])
 
 
 @pytest.mark.django_db(transaction=True)

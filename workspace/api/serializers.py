@@ -7,6 +7,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from engine.disagreement import CONSENSUS_MEASURE, CONSENSUS_WORDING, WeightSpread
 from engine.models import Run
 from engine.rules import CONSISTENCY_THRESHOLD
 from workspace import limits
@@ -313,6 +314,125 @@ SCORES_SCHEMA = {
     "type": "object",
     "description": "{expert: {metric: individual score in [0, 1]}}",
     "additionalProperties": {"type": "object", "additionalProperties": {"type": "number"}},
+}
+
+
+def _numbers_by_name(description: str) -> dict:
+    return {"type": "object", "description": description, "additionalProperties": {"type": "number"}}
+
+
+def _strings(description: str) -> dict:
+    return {"type": "array", "description": description, "items": {"type": "string"}}
+
+
+_WEIGHT_SPREAD_SCHEMA = {
+    "type": "object",
+    "description": "{name: the experts' weights of it}: lowest, highest, mean and population standard deviation",
+    "additionalProperties": {
+        "type": "object",
+        "required": list(WeightSpread._fields),
+        "properties": {field: {"type": "number"} for field in WeightSpread._fields},
+    },
+}
+_CONSENSUS_SCHEMA = {
+    "type": "object",
+    "required": ["value", "wording"],
+    "properties": {
+        "value": {"type": "number", "minimum": 0, "maximum": 1},
+        "wording": {"type": "string", "enum": [wording for _, wording in CONSENSUS_WORDING]},
+    },
+}
+_VETO_SCHEMA = {
+    "type": "object",
+    "required": ["expert", "metric", "value", "range"],
+    "properties": {
+        "expert": {"type": "string"},
+        "metric": {"type": "string"},
+        "value": {"type": "number", "description": "the measured value"},
+        "range": {
+            "type": "array",
+            "description": "that expert's [least acceptable, desired]",
+            "items": {"type": "number"},
+            "minItems": 2,
+            "maxItems": 2,
+        },
+    },
+}
+_RESULTS_CANDIDATE_SCHEMA = {
+    "type": "object",
+    "required": ["name", "rank", "cef", "weighted_score", "vetoed", "vetoes", "group_scores"],
+    "properties": {
+        "name": {"type": "string"},
+        "rank": {"type": "integer", "minimum": 1, "description": "equal CEFs share a rank"},
+        "cef": {"type": "number"},
+        "weighted_score": {"type": "number", "description": "sum of a_j g_j, without the veto"},
+        "vetoed": {"type": "boolean"},
+        "vetoes": {"type": "array", "items": _VETO_SCHEMA},
+        "group_scores": _numbers_by_name("{metric: group score g_j in [0, 1]}"),
+        "veto_shares": _numbers_by_name(
+            "optional (absent from runs stored before it existed): {metric: share of the experts whose "
+            "acceptable range vetoes the candidate on it, 0 to 1}; above 0 somewhere exactly when vetoed"
+        ),
+        "individual_scores": {
+            **SCORES_SCHEMA,
+            "description": "only with ?individual=true: " + SCORES_SCHEMA["description"],
+        },
+    },
+}
+RESULTS_SCHEMA = {
+    "type": "object",
+    "description": "An approve-results/1 document (docs/formats.md): keys in this order, compact JSON. A reader "
+    "ignores keys it does not know; the optional ones are absent from runs stored before they existed.",
+    "required": [
+        "format",
+        "study",
+        "run",
+        "launched_at",
+        "tolerance",
+        "iterations",
+        "selected_attributes",
+        "metrics",
+        "attribute_weights",
+        "metric_weights",
+        "expert_influence",
+        "candidates",
+    ],
+    "properties": {
+        "format": {"type": "string", "enum": ["approve-results/1"]},
+        "study": {"type": "string", "description": "the study's title"},
+        "run": {"type": "integer"},
+        "launched_at": {"type": "string", "format": "date-time"},
+        "tolerance": {"type": "number"},
+        "iterations": {"type": "integer", "description": "layers q of the literal recursive aggregation of W"},
+        "selected_attributes": _strings("the selected attributes, in the study's order"),
+        "metrics": _strings("the selected metrics, in the study's order: the columns of every score"),
+        "attribute_weights": _numbers_by_name("{attribute: consensus weight}"),
+        "metric_weights": _numbers_by_name("{metric: consensus weight a_j}"),
+        "expert_influence": _numbers_by_name("{expert: influence pi_i}"),
+        "disagreement": {
+            "type": "object",
+            "description": "optional (absent from runs stored before it existed): how far the experts' weights "
+            "lie apart",
+            "required": ["attribute_weights", "metric_weights", "consensus"],
+            "properties": {
+                "attribute_weights": _WEIGHT_SPREAD_SCHEMA,
+                "metric_weights": _WEIGHT_SPREAD_SCHEMA,
+                "consensus": {
+                    "type": "object",
+                    "description": "the AHP-OS group consensus S* (Goepel 2018) of the experts' attribute and "
+                    "metric weights, 0 (none) to 1 (full), with BPMSG's wording",
+                    "required": ["measure", "scale_max", "attribute_weights", "metric_weights"],
+                    "properties": {
+                        "measure": {"type": "string", "enum": [CONSENSUS_MEASURE]},
+                        "scale_max": {"type": "number", "description": "M, the top of the AHP scale S* assumes"},
+                        "attribute_weights": _CONSENSUS_SCHEMA,
+                        "metric_weights": _CONSENSUS_SCHEMA,
+                    },
+                },
+            },
+        },
+        "candidates": {"type": "array", "description": "best first", "items": _RESULTS_CANDIDATE_SCHEMA},
+    },
 }
 
 

@@ -625,7 +625,7 @@ class RunResultsView(RunScoped, APIView):
             )
         ],
         responses={
-            200: OpenApiResponse(response={"type": "object"}, description="an approve-results/1 document"),
+            200: OpenApiResponse(response=s.RESULTS_SCHEMA, description="an approve-results/1 document"),
             400: VALIDATION_ERROR,
         },
     )
