@@ -86,6 +86,12 @@ def test_run_page_charts_weights_influence_and_convergence(client, demo):
     assert "statistician carries the most, 36.8 %, and researcher the least, 17.2 %" in page
     for name, share in influence.items():
         assert f"{name} {share:.4f}" in page
+    # the disagreement measures stored with the run: consensus, spread, each expert's weights as dots
+    consensus = document["disagreement"]["consensus"]["attribute_weights"]
+    assert f"Group consensus on the attribute weights: {consensus['value']:.2f} ({consensus['wording']})" in page
+    spread = document["disagreement"]["attribute_weights"]
+    assert "Spread standard deviation " + " ".join(f"{s['stdev']:.4f}" for s in spread.values()) in page
+    assert body.count('<circle class="dot"') == 1 + len(EXPERTS) * len(document["attribute_weights"])
     assert f"Layers {document['iterations']}:" in page
     assert "Snapshot 4 experts, 3 metrics, 4 candidates, copied when the run was launched by designer" in page
 
@@ -113,6 +119,9 @@ def test_the_breakdown_shows_each_experts_score_and_how_the_cef_adds_up(client, 
     page = text_of(response)
     assert "Why IBk scored 0.0000 Vetoed by statistician, informatician, researcher and clinician." in page
     assert page.count("0.000 ✕ (veto)") == 4  # one vetoing cell per expert, marked in words too
+    # the share of experts vetoing, per metric, as stored with the run
+    assert [row["veto_share"] for row in contributions] == list(ibk["veto_shares"].values()) == [0, 0, 1]
+    assert "Comprehensibility rating 0 0.2432 0.0000 0.0000 100 %" in page
     # without a choice the page explains the best candidate
     assert client.get(f"/runs/{run.pk}/").context["results"]["breakdown"]["candidate"]["name"] == "JRip"
     # an unknown name falls back to the best too

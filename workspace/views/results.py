@@ -77,13 +77,23 @@ def _ranking(document: dict, infos: dict[str, MetricInfo], page_number: str | in
 
 
 def _weights_block(
-    *, chart_id: str, what: str, names: list[str], consensus: dict, experts: list[str], rows: list | None, spread
+    *,
+    chart_id: str,
+    what: str,
+    names: list[str],
+    consensus: dict,
+    experts: list[str],
+    rows: list | None,
+    spread: dict | None,
+    indicator: dict | None,
 ) -> dict:
     """Consensus weights of ``names`` with, when the run stored them, each
     expert's own (``rows``: k lists in the order of ``names``) as a dot plot
-    and a table, and the spread of each item's weights."""
+    and a table, the spread of each item's weights and the group's
+    consensus indicator."""
     block = {"what": what, "names": names, "consensus": [consensus[name] for name in names], "chart": None}
     block["spread"] = [spread.get(name) for name in names] if spread else None
+    block["consensus_indicator"] = indicator
     if not rows:
         return block
     individual = [[(expert, row[j]) for expert, row in zip(experts, rows, strict=True)] for j in range(len(names))]
@@ -119,13 +129,14 @@ def _weights(document: dict, results: dict) -> dict:
             experts=results["experts"],
             rows=results.get(f"expert_{what}_weights"),
             spread=disagreement.get(f"{what}_weights"),
+            indicator=(disagreement.get("consensus") or {}).get(f"{what}_weights"),
         )
         for what in ("attribute", "metric")
     }
     attributes, metrics = blocks["attribute"], blocks["metric"]
     # With one metric per attribute the two are the same numbers: one is enough.
     same = attributes["consensus"] == metrics["consensus"] and len(attributes["names"]) == len(metrics["names"])
-    return {"attributes": attributes, "metrics": None if same else metrics, "consensus": disagreement.get("consensus")}
+    return {"attributes": attributes, "metrics": None if same else metrics}
 
 
 # --- influence ----------------------------------------------------------------------------
