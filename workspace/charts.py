@@ -16,7 +16,7 @@ scales the drawing to its container.
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 WIDTH = 640
 FONT_WIDTH = 6.6  # mean advance of a 12-unit sans-serif character, for label space
@@ -107,10 +107,26 @@ class Frame:
     plot_bottom: float
     ticks: list[Tick]
     width: float = WIDTH
+    # Line charts also have a vertical value axis, and both axes a name.
+    y_ticks: list[Tick] = field(default_factory=list)
+    x_label: str = ""
+    y_label: str = ""
 
     @property
     def tick_label_y(self) -> float:
         return self.plot_bottom + 16
+
+    @property
+    def x_label_x(self) -> float:
+        return round((self.plot_left + self.plot_right) / 2, 2)
+
+    @property
+    def x_label_y(self) -> float:
+        return self.plot_bottom + 36
+
+    @property
+    def y_label_y(self) -> float:
+        return round((self.plot_top + self.plot_bottom) / 2, 2)
 
 
 # --- horizontal bars ---------------------------------------------------------------
@@ -130,6 +146,10 @@ class LegendItem:
     series: Series
     x: float
     text_x: float
+
+    @property
+    def swatch_end(self) -> float:
+        return self.x + LEGEND_SWATCH
 
 
 @dataclass(frozen=True)
@@ -346,6 +366,135 @@ def dot_plot(
         marker_legend=marker_legend,
         marker_legend_x=left + 2 * LEGEND_SWATCH + len(dot_legend) * FONT_WIDTH + 24,
     )
+
+
+# --- line charts: curves on two value axes ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LogScale:
+    """Maps ``[low, high]`` (both positive) onto ``[start, end]`` by their
+    logarithms, for values spanning powers of ten (time ratios)."""
+
+    low: float
+    high: float
+    start: float
+    end: float
+
+    def __call__(self, value: float) -> float:
+        clamped = min(max(value, self.low), self.high)
+        share = (math.log10(clamped) - math.log10(self.low)) / (math.log10(self.high) - math.log10(self.low))
+        return round(self.start + share * (self.end - self.start), 2)
+
+    def ticks(self, count: int = 7) -> list[Tick]:
+        first, last = math.ceil(math.log10(self.low)), math.floor(math.log10(self.high))
+        step = max(1, math.ceil((last - first + 1) / count))
+        return [Tick(self(10.0**e), f"1e{e}" if abs(e) > 3 else f"{10.0**e:g}") for e in range(first, last + 1, step)]
+
+
+@dataclass(frozen=True)
+class MarkedPoint:
+    x: float
+    y: float
+    label: str  # its coordinates, the dot's <title>
+
+
+@dataclass(frozen=True)
+class Line:
+    """One curve: its name in the legend, a CSS modifier for its stroke
+    (``line--<style>``: solid, dashed, dotted) and its points."""
+
+    name: str
+    style: str
+    points: str  # "x,y x,y ..." for <polyline>
+    markers: list[MarkedPoint]  # points drawn as dots too
+
+
+@dataclass(frozen=True)
+class Shade:
+    """A band across the plot marking a range of x, with its label."""
+
+    x: float
+    width: float
+    y: float
+    height: float
+    label: str
+
+
+@dataclass
+class LineChart:
+    frame: Frame
+    lines: list[Line]
+    legend: list[LegendItem]
+    shade: Shade | None = None
+    diagonal: tuple[float, float, float, float] | None = None  # x1, y1, x2, y2
+
+
+LINE_LEFT = 64
+LINE_HEIGHT = 300
+
+
+def line_chart(
+    *,
+    chart_id: str,
+    title: str,
+    description: str,
+    lines: Sequence[tuple[str, str, Sequence[float], Sequence[float], bool]],
+    x_range: tuple[float, float],
+    y_range: tuple[float, float],
+    x_label: str,
+    y_label: str,
+    x_log: bool = False,
+    shade: tuple[float, float, str] | None = None,
+    diagonal: bool = False,
+    value_format: str = "{:.3g}",
+) -> LineChart:
+    """Curves over two value axes. ``lines``: ``(name, style, xs, ys,
+    marked)``, ``marked`` drawing each point as a dot as well (with its
+    coordinates in its title). ``x_log`` puts x on a logarithmic axis;
+    ``shade`` marks the x range ``(from, to)`` with a label; ``diagonal``
+    draws the line from the lower left to the upper right corner (the ROC
+    curve of guessing)."""
+    top, bottom = TOP, TOP + LINE_HEIGHT
+    right = WIDTH - 24
+    x_scale = (LogScale if x_log else LinearScale)(x_range[0], x_range[1], LINE_LEFT, right)
+    y_scale = LinearScale(y_range[0], y_range[1], bottom, top)
+    drawn = []
+    for name, style, xs, ys, marked in lines:
+        coordinates = [(x_scale(x), y_scale(y)) for x, y in zip(xs, ys, strict=True)]
+        markers = [
+            MarkedPoint(px, py, f"{value_format.format(x)}, {value_format.format(y)}")
+            for (px, py), x, y in zip(coordinates, xs, ys, strict=True)
+        ]
+        drawn.append(
+            Line(
+                name=name,
+                style=style,
+                points=" ".join(f"{x},{y}" for x, y in coordinates),
+                markers=markers if marked else [],
+            )
+        )
+    band = None
+    if shade:
+        start, end = x_scale(shade[0]), x_scale(shade[1])
+        band = Shade(x=start, width=round(max(end - start, 0), 2), y=top, height=bottom - top, label=shade[2])
+    frame = Frame(
+        chart_id=chart_id,
+        title=title,
+        description=description,
+        height=bottom + 46,
+        plot_left=LINE_LEFT,
+        plot_right=right,
+        plot_top=top,
+        plot_bottom=bottom,
+        ticks=x_scale.ticks(),
+        y_ticks=[Tick(y_scale(v), tick_label(v)) for v in nice_ticks(y_range[0], y_range[1], 5)],
+        x_label=x_label,
+        y_label=y_label,
+    )
+    corner = (LINE_LEFT, bottom, right, top) if diagonal else None
+    legend = legend_items([Series(line.name, line.style) for line in drawn], LINE_LEFT)
+    return LineChart(frame=frame, lines=drawn, legend=legend, shade=band, diagonal=corner)
 
 
 # --- heat tables ----------------------------------------------------------------------

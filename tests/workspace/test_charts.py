@@ -116,3 +116,43 @@ def test_dot_plot_places_each_expert_and_the_consensus():
 @pytest.mark.parametrize(("score", "step"), [(0, 0), (0.04, 0), (0.05, 0), (0.06, 1), (0.5, 5), (0.96, 10), (1, 10)])
 def test_heat_steps(score, step):
     assert charts.heat_step(score) == step
+
+
+def test_log_scale_places_powers_of_ten_evenly():
+    scale = charts.LogScale(1e-4, 1e4, 0, 800)
+    assert [scale(10.0**e) for e in (-4, 0, 4)] == [0, 400, 800]
+    assert scale(1e-9) == 0 and scale(1e9) == 800  # clamped
+    # nine powers of ten for about seven ticks: every other one
+    assert [(t.label, t.position) for t in scale.ticks()] == [
+        ("1e-4", 0),
+        ("0.01", 200),
+        ("1", 400),
+        ("100", 600),
+        ("1e4", 800),
+    ]
+
+
+def test_line_chart_points_shade_and_diagonal():
+    drawn = charts.line_chart(
+        chart_id="roc",
+        title="ROC curve",
+        description="d",
+        lines=[("J48", "solid", [0, 0.5, 1], [0, 0.8, 1], True)],
+        x_range=(0, 1),
+        y_range=(0, 1),
+        x_label="False positive rate",
+        y_label="True positive rate",
+        diagonal=True,
+        shade=(0, 0.25, "band"),
+    )
+    frame = drawn.frame
+    (line,) = drawn.lines
+    x = charts.LinearScale(0, 1, frame.plot_left, frame.plot_right)
+    y = charts.LinearScale(0, 1, frame.plot_bottom, frame.plot_top)
+    assert line.points == f"{x(0)},{y(0)} {x(0.5)},{y(0.8)} {x(1)},{y(1)}"
+    assert [(p.x, p.y, p.label) for p in line.markers][1] == (x(0.5), y(0.8), "0.5, 0.8")
+    assert drawn.diagonal == (frame.plot_left, frame.plot_bottom, frame.plot_right, frame.plot_top)
+    assert drawn.shade.x == x(0) and drawn.shade.width == x(0.25) - x(0)
+    svg = render_to_string("charts/lines.html", {"chart": drawn})
+    assert "<polyline" in svg and "False positive rate" in svg and "style=" not in svg
+    assert svg.count("<circle") == 3 and 'class="chart__diagonal"' in svg

@@ -1,0 +1,74 @@
+"""``python manage.py evaluate_predictions FILE [--positive LABEL] [--json]``:
+every metric of METHOD.md section 7 that a predictions file's columns allow,
+per candidate, without a study (FORMATS.md, ``approve-evaluation/1``)."""
+
+import json
+import math
+
+from django.core.management.base import BaseCommand, CommandError
+
+from evaluation.predictions import PredictionFileError, read_predictions
+from evaluation.report import COMPUTATIONS, THRESHOLD_METHODS, Options, evaluation_document
+
+
+def _positive_number(text: str) -> float:
+    value = float(text)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(text)
+    return value
+
+
+class Command(BaseCommand):
+    help = (
+        "Compute every metric an approve-predictions/1 CSV's columns allow, per candidate, without a study. "
+        "With --json, print the approve-evaluation/1 document."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", help="the predictions CSV (approve-predictions/1)")
+        parser.add_argument("--positive", help="the positive label of a binary task")
+        parser.add_argument("--json", action="store_true", help="print the approve-evaluation/1 document")
+        parser.add_argument(
+            "--threshold",
+            choices=THRESHOLD_METHODS,
+            default="fixed",
+            help="how binary scores become labels when there is no y_pred column (default: fixed at 0.5)",
+        )
+        parser.add_argument("--threshold-value", type=float, default=0.5, help="the fixed threshold (default 0.5)")
+        parser.add_argument("--alpha", type=_positive_number, default=2.0, help="Relevance Score's alpha (default 2)")
+        parser.add_argument("--beta", type=_positive_number, default=1.0, help="Relevance Score's beta (default 1)")
+        parser.add_argument("--root", type=_positive_number, default=8.0, help="A3R's root N (default 8)")
+        parser.add_argument(
+            "--acc-d", type=_positive_number, default=0.1, help="ARR's AccD, accuracy traded per tenfold time"
+        )
+
+    def handle(self, *args, file, positive=None, **options):
+        try:
+            data = read_predictions(file, positive=positive)
+        except OSError as error:
+            raise CommandError(f"{file}: {error.strerror or error}") from None
+        except PredictionFileError as error:
+            raise CommandError(f"{file} was refused:\n" + "\n".join(f"  {line}" for line in error.errors)) from None
+        document = evaluation_document(
+            data,
+            Options(
+                threshold_method=options["threshold"],
+                threshold_value=options["threshold_value"],
+                alpha=options["alpha"],
+                beta=options["beta"],
+                root=options["root"],
+                acc_d=options["acc_d"],
+            ),
+        )
+        if options["json"]:
+            self.stdout.write(json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
+            return
+        self.stdout.write(f"{data.rows} rows, {len(data.candidates)} candidates, labels: {', '.join(data.labels)}")
+        self.stdout.write(f"positive label: {data.positive if data.positive is not None else '(none given)'}")
+        for name, values in document["candidates"].items():
+            self.stdout.write("")
+            self.stdout.write(name)
+            reasons = document["notes"].get(name, {})
+            for key, value in values.items():
+                shown = f"{value:.6g}" if value is not None else f"undefined: {reasons[key]}"
+                self.stdout.write(f"  {COMPUTATIONS[key].name:<44} {shown}")

@@ -1,0 +1,573 @@
+"""Every metric a set of predictions allows, per candidate: the
+``approve-evaluation/1`` document (FORMATS.md), the single values study
+metrics are computed from, and the pictures of one candidate's report.
+
+Pure: NumPy and scikit-learn through ``evaluation.metrics``, no Django. It
+works on ``evaluation.predictions.PredictionData``, whose labels are integer
+codes into ``data.labels``.
+
+What applies depends on the columns: labels (``y_pred``, or labels derived
+from scores by a threshold, or from class probabilities by the most probable
+class) give the confusion-matrix metrics; scores or probabilities give AUC,
+probabilities give log loss and AIC/BIC; folds give consistency, times
+efficiency and, across candidates, A3R and ARR; context columns the
+Relevance Score. A metric that applies but is undefined for these
+predictions (one class only, no instance predicted positive, ARR past its
+pole) is ``None`` with the reason, never NaN.
+"""
+
+import math
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+from sklearn.exceptions import UndefinedMetricWarning
+from sklearn.metrics import precision_recall_fscore_support
+
+from . import metrics
+
+FORMAT = "approve-evaluation/1"
+
+
+@dataclass(frozen=True)
+class Computation:
+    """A metric a study can take from predictions: its key (the document's),
+    its name and one-line definition for people, which way is better, what
+    columns it needs and which parameters it takes."""
+
+    key: str
+    name: str
+    definition: str
+    better: str
+    needs: str
+    parameters: tuple[str, ...] = ()
+
+
+_LABELS = "predicted labels (a y_pred column, or scores or class probabilities to derive them from)"
+_SCORES = "scores (a score column, or proba:<label> columns)"
+_PROBABILITIES = "probabilities (proba:<label> columns, or a score column between 0 and 1)"
+
+COMPUTATIONS: dict[str, Computation] = {
+    c.key: c
+    for c in (
+        Computation(
+            "accuracy",
+            "Accuracy (success rate)",
+            "the share of instances whose predicted label is the true one",
+            "higher",
+            _LABELS,
+            ("threshold",),
+        ),
+        Computation(
+            "balanced_accuracy",
+            "Balanced accuracy",
+            "the mean over the classes of the share of each class predicted right",
+            "higher",
+            _LABELS,
+            ("threshold",),
+        ),
+        Computation(
+            "precision",
+            "Precision",
+            "of the instances predicted positive, the share that are positive, TP / (TP + FP); "
+            "the mean over the classes when there are more than two",
+            "higher",
+            _LABELS,
+            ("threshold",),
+        ),
+        Computation(
+            "recall",
+            "Recall (sensitivity)",
+            "of the positive instances, the share predicted positive, TP / (TP + FN); "
+            "the mean over the classes when there are more than two",
+            "higher",
+            _LABELS,
+            ("threshold",),
+        ),
+        Computation(
+            "specificity",
+            "Specificity",
+            "of the negative instances, the share predicted negative, TN / (TN + FP); "
+            "the mean of each class against the rest when there are more than two",
+            "higher",
+            _LABELS,
+            ("threshold",),
+        ),
+        Computation(
+            "f1",
+            "F1",
+            "the harmonic mean of precision and recall; the mean over the classes when there are more than two",
+            "higher",
+            _LABELS,
+            ("threshold",),
+        ),
+        Computation(
+            "roc_auc",
+            "ROC AUC",
+            "the chance that a random positive instance scores above a random negative one (ties count half); "
+            "the mean of each class against the rest when there are more than two",
+            "higher",
+            _SCORES,
+        ),
+        Computation(
+            "cohen_kappa",
+            "Cohen's kappa",
+            "agreement of the predicted with the true labels beyond what chance gives, (Po - Pe) / (1 - Pe)",
+            "higher",
+            _LABELS,
+            ("threshold",),
+        ),
+        Computation(
+            "log_loss",
+            "Log loss",
+            "the mean of minus the natural log of the probability given to the true label",
+            "lower",
+            _PROBABILITIES,
+        ),
+        Computation(
+            "aic",
+            "AIC",
+            "Akaike's information criterion 2K - 2 ln L, L the likelihood of the true labels under the predicted "
+            "probabilities and K the candidate's number of free parameters",
+            "lower",
+            _PROBABILITIES,
+            ("n_parameters",),
+        ),
+        Computation(
+            "bic",
+            "BIC",
+            "the Bayesian information criterion K ln N - 2 ln L, N the number of instances",
+            "lower",
+            _PROBABILITIES,
+            ("n_parameters",),
+        ),
+        Computation(
+            "consistency",
+            "Consistency (accuracy's spread over folds)",
+            "the standard deviation of the accuracy over the folds (lower is steadier)",
+            "lower",
+            "folds (a fold column with two folds or more) and predicted labels",
+            ("threshold",),
+        ),
+        Computation(
+            "efficiency",
+            "Efficiency (time per instance)",
+            "the mean time spent predicting one instance, in seconds",
+            "lower",
+            "times (a time column)",
+        ),
+        Computation(
+            "relevance_score",
+            "Relevance Score",
+            "100 for a right prediction, less the further the predicted outcome's probability in its context "
+            "lies from the most probable's (alpha) and the actual's (beta); the mean over the instances, 0 to 100",
+            "higher",
+            "context:<name> columns and predicted labels",
+            ("alpha", "beta", "threshold"),
+        ),
+        Computation(
+            "a3r",
+            "A3R",
+            "the success rate ratio to each other candidate divided by the N-th root of the time ratio, "
+            "averaged over the other candidates (monotonic in the time ratio)",
+            "higher",
+            "times and predicted labels for two candidates or more",
+            ("root", "threshold"),
+        ),
+        Computation(
+            "arr",
+            "ARR",
+            "the success rate ratio to each other candidate divided by 1 + AccD log10 of the time ratio, averaged "
+            "over the other candidates; undefined past its pole, where A3R is the measure to use",
+            "higher",
+            "times and predicted labels for two candidates or more",
+            ("acc_d", "threshold"),
+        ),
+    )
+}
+
+#: The metric keys of ``approve-evaluation/1`` (FORMATS.md), in its order.
+#: AIC and BIC need each candidate's number of parameters, which a file does
+#: not carry: they are computed when a study metric is mapped to them.
+DOCUMENT_KEYS = (
+    "accuracy",
+    "balanced_accuracy",
+    "precision",
+    "recall",
+    "specificity",
+    "f1",
+    "roc_auc",
+    "cohen_kappa",
+    "log_loss",
+    "consistency",
+    "efficiency",
+    "relevance_score",
+    "a3r",
+    "arr",
+)
+
+#: What ``Options.threshold_method`` accepts, from the library.
+THRESHOLD_METHODS = metrics.THRESHOLD_METHODS
+
+
+@dataclass(frozen=True)
+class Options:
+    """Parameters of the computations, with METHOD.md 7's defaults.
+
+    ``threshold_method`` turns a binary candidate's scores into labels when
+    it has no ``y_pred`` column (or when ``use_threshold`` asks for it even
+    so): predicted positive means score >= threshold."""
+
+    threshold_method: str = "fixed"
+    threshold_value: float = 0.5
+    threshold_sensitivity: float = 0.95
+    use_threshold: bool = False
+    alpha: float = 2.0
+    beta: float = 1.0
+    root: float = 8.0
+    acc_d: float = 0.1
+    n_parameters: Mapping[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.threshold_method not in THRESHOLD_METHODS:
+            raise ValueError(
+                f"threshold method {self.threshold_method!r} is unknown: use one of {', '.join(THRESHOLD_METHODS)}"
+            )
+
+
+class NotApplicable(ValueError):
+    """The predictions lack the columns a metric needs (it is left out of
+    the document rather than reported as undefined)."""
+
+
+def _finite(value: float, what: str) -> float:
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{what} is not a finite number here")
+    return value
+
+
+class CandidateReport:
+    """One candidate's predictions with what several metrics share (its
+    scores, probabilities and predicted labels), each worked out once."""
+
+    def __init__(self, data, name: str, options: Options = Options()):
+        self.data, self.name, self.options = data, name, options
+        self.predictions = data.candidates[name]
+        self.codes = np.arange(len(data.labels))
+        self.positive = data.labels.index(data.positive) if data.positive is not None else None
+
+    @property
+    def binary(self) -> bool:
+        return len(self.data.labels) == 2
+
+    @property
+    def y_true(self) -> np.ndarray:
+        return self.predictions.y_true
+
+    def _positive_code(self, what: str) -> int:
+        if self.positive is None:
+            raise ValueError(f"{what} needs the positive label: name it (--positive, or the set's positive label)")
+        return self.positive
+
+    @cached_property
+    def scores(self) -> np.ndarray:
+        """The positive label's scores (binary)."""
+        p = self.predictions
+        if p.score is not None:
+            return p.score
+        if p.proba is not None and self.binary:
+            return p.proba[:, self._positive_code("a score")]
+        raise NotApplicable(f"needs {_SCORES}")
+
+    @cached_property
+    def probabilities(self) -> np.ndarray:
+        """(n, labels) class probabilities: the proba columns, or a binary
+        score between 0 and 1 read as the positive label's probability."""
+        p = self.predictions
+        if p.proba is not None:
+            return p.proba
+        if p.score is not None and self.binary:
+            positive = self._positive_code("probabilities from a score")
+            if p.score.min() < 0 or p.score.max() > 1:
+                raise ValueError("the scores are not probabilities (some lie outside 0..1)")
+            proba = np.empty((len(p.score), 2))
+            proba[:, positive], proba[:, 1 - positive] = p.score, 1 - p.score
+            return proba
+        raise NotApplicable(f"needs {_PROBABILITIES}")
+
+    @cached_property
+    def threshold(self) -> float | None:
+        """The threshold that turns scores into labels, when labels come from scores."""
+        if not self._labels_from_scores:
+            return None
+        o = self.options
+        is_positive = (self.y_true == self._positive_code("a threshold")).astype(np.int8)
+        return metrics.select_threshold(
+            is_positive,
+            self.scores,
+            method=o.threshold_method,
+            pos_label=1,
+            value=o.threshold_value,
+            sensitivity=o.threshold_sensitivity,
+        )
+
+    @property
+    def _labels_from_scores(self) -> bool:
+        p = self.predictions
+        has_scores = p.score is not None or (p.proba is not None and self.binary)
+        return has_scores and self.binary and (p.y_pred is None or self.options.use_threshold)
+
+    @cached_property
+    def y_pred(self) -> np.ndarray:
+        """Predicted label codes: the y_pred column; or, for binary scores,
+        positive where score >= threshold; or the most probable class."""
+        p = self.predictions
+        if self._labels_from_scores:
+            positive = self._positive_code("labels from scores")
+            return np.where(self.scores >= self.threshold, positive, 1 - positive).astype(np.int32)
+        if p.y_pred is not None:
+            return p.y_pred
+        if p.proba is not None:
+            return np.argmax(p.proba, axis=1).astype(np.int32)
+        raise NotApplicable(f"needs {_LABELS}")
+
+    # --- the metrics ----------------------------------------------------------------
+
+    def accuracy(self) -> float:
+        return metrics.accuracy_score(self.y_true, self.y_pred)
+
+    def balanced_accuracy(self) -> float:
+        present = np.unique(self.y_true)
+        if len(present) < 2:
+            raise ValueError("only one class occurs in y_true: balanced accuracy is the accuracy of that class alone")
+        with warnings.catch_warnings():
+            # y_pred may hold declared labels absent from y_true; they only count as errors.
+            warnings.simplefilter("ignore", UserWarning)
+            return metrics.balanced_accuracy_score(self.y_true, self.y_pred)
+
+    @cached_property
+    def _precision_recall_f1(self) -> tuple[float, float, float]:
+        """Precision, recall and F1 in one pass: of the positive label when
+        binary, macro averages over the labels of y_true otherwise."""
+        if self.binary:
+            positive = self._positive_code("precision, recall and F1")
+            average, labels, pos_label = "binary", None, positive
+        else:
+            average, labels, pos_label = "macro", np.unique(self.y_true), 1
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            precision, recall, f1, _ = precision_recall_fscore_support(
+                self.y_true, self.y_pred, average=average, labels=labels, pos_label=pos_label, zero_division=np.nan
+            )
+        return float(precision), float(recall), float(f1)
+
+    def _part(self, index: int, what: str, reason: str) -> float:
+        value = self._precision_recall_f1[index]
+        if math.isnan(value):
+            raise ValueError(f"{what} is undefined: {reason}")
+        return value
+
+    def precision(self) -> float:
+        return self._part(0, "precision", "no instance is predicted positive")
+
+    def recall(self) -> float:
+        return self._part(1, "recall", "no instance is positive")
+
+    def f1(self) -> float:
+        return self._part(2, "F1", "there is no positive instance, predicted or true")
+
+    def specificity(self) -> float:
+        if self.binary:
+            positive = self._positive_code("specificity")
+            return metrics.specificity_score(self.y_true, self.y_pred, pos_label=positive)
+        values = [
+            metrics.specificity_score(self.y_true == code, self.y_pred == code, pos_label=True)
+            for code in np.unique(self.y_true)
+        ]
+        return float(np.mean(values))
+
+    def roc_auc(self) -> float:
+        p = self.predictions
+        if self.binary and (p.score is not None or p.proba is not None):
+            is_positive = self.y_true == self._positive_code("ROC AUC")
+            if is_positive.all() or not is_positive.any():
+                raise ValueError("only one class occurs in y_true: ROC AUC is undefined")
+            return metrics.roc_auc_score(is_positive, self.scores)
+        if p.proba is None:
+            raise NotApplicable(f"needs {_SCORES}")
+        if len(np.unique(self.y_true)) < len(self.codes):
+            missing = [self.data.labels[c] for c in sorted(set(self.codes) - set(np.unique(self.y_true).tolist()))]
+            raise ValueError(f"one-vs-rest ROC AUC needs every class in y_true; missing: {', '.join(missing)}")
+        return metrics.roc_auc_score(self.y_true, p.proba, multi_class="ovr", average="macro", labels=self.codes)
+
+    def cohen_kappa(self) -> float:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            kappa = metrics.cohen_kappa_score(self.y_true, self.y_pred, labels=self.codes)
+        if math.isnan(kappa):
+            raise ValueError("Cohen's kappa is undefined: chance agreement is 1 (a single label throughout)")
+        return kappa
+
+    def log_loss(self) -> float:
+        return metrics.log_loss(self.y_true, self.probabilities, labels=self.codes)
+
+    def _information_criteria(self) -> tuple[float, float]:
+        count = self.options.n_parameters.get(self.name)
+        if count is None:
+            raise NotApplicable(f"needs the number of parameters of {self.name}")
+        return metrics.information_criteria(self.y_true, self.probabilities, n_parameters=count, labels=self.codes)
+
+    def aic(self) -> float:
+        return self._information_criteria()[0]
+
+    def bic(self) -> float:
+        return self._information_criteria()[1]
+
+    def consistency(self) -> float:
+        if self.predictions.fold is None:
+            raise NotApplicable("needs a fold column")
+        return metrics.consistency_score(self.y_true, self.y_pred, folds=self.predictions.fold)
+
+    def efficiency(self) -> float:
+        if self.predictions.time is None:
+            raise NotApplicable("needs a time column")
+        return metrics.efficiency_score(self.predictions.time)
+
+    def relevance_score(self) -> float:
+        if self.predictions.context is None:
+            raise NotApplicable("needs context:<name> columns")
+        o = self.options
+        return metrics.relevance_score(
+            self.y_true, self.y_pred, context=self.predictions.context, alpha=o.alpha, beta=o.beta
+        )
+
+    # --- pictures ---------------------------------------------------------------------
+
+    def confusion_matrix(self) -> np.ndarray:
+        """Counts, true labels down and predicted labels across, in label order."""
+        return metrics.confusion_matrix(self.y_true, self.y_pred, labels=self.codes)
+
+    def roc_points(self, *, limit: int = 400) -> tuple[np.ndarray, np.ndarray]:
+        """(false positive rates, true positive rates) of the ROC curve
+        (binary), thinned to at most ``limit`` points for drawing."""
+        is_positive = self.y_true == self._positive_code("a ROC curve")
+        fpr, tpr, _ = metrics.roc_curve(is_positive, self.scores)
+        return thinned(fpr, tpr, limit=limit)
+
+    def lift_gain(self, *, quantiles: int = 10) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        is_positive = (self.y_true == self._positive_code("lift and gain")).astype(np.int8)
+        return metrics.lift_gain(is_positive, self.scores, pos_label=1, quantiles=quantiles)
+
+
+def thinned(x: np.ndarray, y: np.ndarray, *, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """At most ``limit`` points of a curve, always keeping its ends (a
+    drawing cannot show a million points, and needs no more than its pixels)."""
+    if len(x) <= limit:
+        return x, y
+    keep = np.unique(np.linspace(0, len(x) - 1, limit).round().astype(int))
+    return x[keep], y[keep]
+
+
+# --- values across candidates ------------------------------------------------------------
+
+
+def _success_and_time(reports: list[CandidateReport]) -> tuple[np.ndarray, np.ndarray]:
+    """Success rates and mean times per instance, ``(folds, m)`` when every
+    candidate has the same folds (each fold a dataset of source 004),
+    otherwise ``(m,)``."""
+    if len(reports) < 2:
+        raise NotApplicable("needs two candidates or more to compare")
+    if any(r.predictions.time is None for r in reports):
+        raise NotApplicable("needs a time column for every candidate")
+    folds = [r.predictions.fold for r in reports]
+    if all(f is not None for f in folds) and len({tuple(np.unique(f)) for f in folds}) == 1:
+        fold_codes = np.unique(folds[0])
+        success = np.array(
+            [
+                [
+                    metrics.accuracy_score(r.y_true[r.predictions.fold == f], r.y_pred[r.predictions.fold == f])
+                    for r in reports
+                ]
+                for f in fold_codes
+            ]
+        )
+        time = np.array([[r.predictions.time[r.predictions.fold == f].mean() for r in reports] for f in fold_codes])
+        return success, time
+    return np.array([r.accuracy() for r in reports]), np.array([r.predictions.time.mean() for r in reports])
+
+
+def pairwise_scores(reports: list[CandidateReport], key: str, options: Options) -> np.ndarray:
+    """A3R or ARR of every candidate against the others (``a3r_scores``,
+    ``arr_scores``); ValueError where undefined (ARR past its pole)."""
+    success, time = _success_and_time(reports)
+    if key == "a3r":
+        return metrics.a3r_scores(success, time, root=options.root)
+    return metrics.arr_scores(success, time, acc_d=options.acc_d)
+
+
+# --- the document --------------------------------------------------------------------------
+
+
+def _evaluate(compute: Callable[[], float], what: str) -> tuple[float | None, str | None]:
+    """(value, None), (None, reason) when undefined; NotApplicable propagates."""
+    try:
+        return _finite(compute(), what), None
+    except NotApplicable:
+        raise
+    except ValueError as error:
+        return None, str(error)
+
+
+def evaluation_document(data, options: Options = Options()) -> dict:
+    """The ``approve-evaluation/1`` document: per candidate every metric of
+    ``DOCUMENT_KEYS`` its columns allow; ``null`` where one applies but is
+    undefined, its reason under ``notes[candidate][metric]``."""
+    reports = [CandidateReport(data, name, options) for name in data.candidates]
+    candidates, notes = {}, {}
+    for report in reports:
+        values, reasons = {}, {}
+        for key in DOCUMENT_KEYS:
+            if key in ("a3r", "arr"):
+                continue
+            try:
+                values[key], reason = _evaluate(getattr(report, key), COMPUTATIONS[key].name)
+            except NotApplicable:
+                continue
+            if reason:
+                reasons[key] = reason
+        candidates[report.name], notes[report.name] = values, reasons
+    for key in ("a3r", "arr"):
+        try:
+            scores = pairwise_scores(reports, key, options)
+        except NotApplicable:
+            continue
+        except ValueError as error:
+            for report in reports:
+                candidates[report.name][key] = None
+                notes[report.name][key] = str(error)
+            continue
+        for report, score in zip(reports, scores.tolist(), strict=True):
+            candidates[report.name][key] = score
+    return {
+        "format": FORMAT,
+        "positive": data.positive,
+        "candidates": candidates,
+        "notes": {name: reasons for name, reasons in notes.items() if reasons},
+    }
+
+
+def metric_value(data, name: str, key: str, options: Options = Options()) -> float:
+    """One metric of one candidate, for a study metric computed from a
+    prediction set: ValueError (a ``NotApplicable`` when columns are
+    missing) with the reason when it cannot be given."""
+    if key not in COMPUTATIONS:
+        raise ValueError(f"unknown computation {key!r}")
+    if key in ("a3r", "arr"):
+        reports = [CandidateReport(data, candidate, options) for candidate in data.candidates]
+        scores = pairwise_scores(reports, key, options)
+        return _finite(scores[list(data.candidates).index(name)], COMPUTATIONS[key].name)
+    report = CandidateReport(data, name, options)
+    return _finite(getattr(report, key)(), COMPUTATIONS[key].name)
