@@ -1,0 +1,57 @@
+import os
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+from evaluation.services import prediction_set_import
+from workspace.errors import InvalidInput
+from workspace.models import Study
+
+
+class Command(BaseCommand):
+    help = (
+        "Store an approve-predictions/1 CSV as a prediction set of the study (all or nothing) and print "
+        "the set's id. Run by the operator with shell access, it applies neither limit of a web upload "
+        "(20 MB, 1,000,000 rows): a file of millions of rows is read in chunks, and its arrays must fit in "
+        "memory (about 200 bytes a row at the peak of reading). The set has no uploader."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("study_id", type=int)
+        parser.add_argument("file", help="path of the CSV file, or - for standard input")
+        parser.add_argument("--candidate", help="the file is this candidate's alone (its candidate column is optional)")
+        parser.add_argument("--positive", help="the positive label of a binary set (needed with a score column)")
+        parser.add_argument("--name", help="the set's name (default: the file's name)")
+
+    def handle(self, *args, study_id, file, candidate=None, positive=None, name=None, **options):
+        study = Study.objects.filter(pk=study_id).first()
+        if study is None:
+            raise CommandError(f"no study with id {study_id}")
+        try:
+            stream = sys.stdin.buffer if file == "-" else open(file, "rb")  # noqa: SIM115 (closed below)
+        except OSError as error:
+            raise CommandError(f"cannot read {file}: {error.strerror}") from None
+        try:
+            prediction_set = prediction_set_import(
+                study=study,
+                stream=stream,
+                name=name or ("standard input" if file == "-" else os.path.basename(file)),
+                uploaded_by=None,
+                candidate=candidate,
+                positive=positive,
+                max_bytes=None,
+                max_rows=None,
+            )
+        except InvalidInput as error:
+            raise CommandError(
+                "the file was refused, nothing was stored:\n  "
+                + "\n  ".join(
+                    message if field == "file" else f"{field}: {message}"
+                    for field, messages in error.errors.items()
+                    for message in messages
+                )
+            ) from None
+        finally:
+            if stream is not sys.stdin.buffer:
+                stream.close()
+        self.stdout.write(str(prediction_set.pk))

@@ -1,0 +1,742 @@
+"""Prediction sets (``approve-predictions/1``, FORMATS.md): read a CSV of
+candidates' predictions on a test set into arrays, or refuse the whole file
+with line-numbered errors (``line 14, column proba:benign: not a number
+('abc')``).
+
+Pure: the standard library and NumPy, no Django (``evaluate_predictions``
+reads a file without any study). The study's side (candidate names, limits)
+comes in as arguments.
+
+The file: UTF-8 (a byte-order mark is allowed), a header row, then one row
+per candidate and test instance. Commas separate the cells, or tabs when the
+header holds tabs and no comma (a spreadsheet's export). Cells are taken as written:
+labels, folds, instance ids and contexts are text, so ``1`` and ``1.0`` are
+two labels, and so are ``spam`` and ``spam `` (only the header's names are
+trimmed). Numbers are what Python's ``float`` reads, finite.
+
+Labels come in one documented order, which every array's codes follow:
+first the labels of ``y_true`` in the order they first appear, then the
+declared ones that ``y_true`` lacks: the ``proba:<label>`` columns in the
+header's order, then the positive label (declared, it may appear in
+``y_pred`` alone). Folds, contexts and candidates are in the order they first
+appear.
+
+Speed: the file is read in blocks and parsed in chunks of ``CHUNK_ROWS``
+rows; each chunk's columns are converted by NumPy in bulk and labels are
+mapped to codes through dicts, so no Python object per row outlives its
+chunk. Whole-file checks (undeclared labels, folds, duplicate instances) run
+on the concatenated arrays.
+"""
+
+import csv
+import difflib
+import gc
+import io
+import math
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from itertools import chain, islice
+from typing import IO, Any
+
+import numpy as np
+
+CHUNK_ROWS = 100_000
+# Bytes read from the file at a time (cut at the last line break for decoding).
+BLOCK_BYTES = 1 << 20
+# A refused file lists at most this many errors: enough to see a pattern,
+# not a page per bad row.
+MAX_ERRORS = 20
+# A row of probabilities may be off 1 by rounding, no more.
+PROBA_TOLERANCE = 1e-6
+
+FIXED_COLUMNS = ("candidate", "y_true", "y_pred", "score", "fold", "time", "instance")
+PROBA = "proba:"
+CONTEXT = "context:"
+COLUMNS_HELP = "candidate, y_true, y_pred, score, proba:<label>, fold, time, context:<name>, instance"
+MB = 1024 * 1024
+
+
+class PredictionFileError(ValueError):
+    """The file is refused; ``errors`` lists why, each naming its line
+    (and column) where there is one. Nothing of it is to be stored."""
+
+    def __init__(self, errors: Iterable[str]) -> None:
+        self.errors = list(errors)
+        super().__init__("; ".join(self.errors))
+
+
+class PredictionFileTooLarge(PredictionFileError):
+    """The file is over the size limit it was read with (``max_bytes``)."""
+
+
+@dataclass
+class CandidatePredictions:
+    """One candidate's rows, in file order. Codes index the labels, folds and
+    contexts of the ``PredictionData`` they belong to."""
+
+    name: str
+    y_true: np.ndarray  # int32 codes into PredictionData.labels
+    y_pred: np.ndarray | None = None  # int32 codes into labels
+    score: np.ndarray | None = None  # float64, binary only: the positive label's score
+    proba: np.ndarray | None = None  # float64 (n, len(labels)), columns in the order of labels
+    fold: np.ndarray | None = None  # int32 codes into PredictionData.folds
+    time: np.ndarray | None = None  # float64 seconds per instance
+    context: np.ndarray | None = None  # int32 codes into PredictionData.contexts
+    instance: np.ndarray | None = None  # str (fixed-width unicode) instance ids
+
+    # The optional arrays, in this order wherever they are listed.
+    OPTIONAL = ("y_pred", "score", "proba", "fold", "time", "context", "instance")
+
+    @property
+    def columns(self) -> list[str]:
+        """The optional arrays this candidate has."""
+        return [name for name in self.OPTIONAL if getattr(self, name) is not None]
+
+    def __len__(self) -> int:
+        return len(self.y_true)
+
+
+@dataclass
+class PredictionData:
+    labels: list[str]  # see the module's docstring for the order
+    positive: str | None
+    folds: list[str]
+    context_columns: list[str]  # the <name>s of the context:<name> columns, in file order
+    contexts: list[tuple[str, ...]]  # one per distinct tuple of context values
+    candidates: dict[str, CandidatePredictions]  # in order of first appearance
+    rows: int
+
+
+# --- errors ---------------------------------------------------------------------------
+
+
+class _Errors:
+    """Errors collected while reading; the file is refused at the end, or as
+    soon as ``MAX_ERRORS`` have been found. They are listed by line (those
+    of no line last), whatever order the checks found them in."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[float, int, str]] = []
+
+    def add(self, message: str, *, line: int | None = None, column: str | None = None) -> None:
+        where = [f"line {line}"] if line is not None else []
+        where += [f"column {column}"] if column is not None else []
+        text = f"{', '.join(where)}: {message}" if where else message
+        self.found.append((line if line is not None else math.inf, len(self.found), text))
+        if len(self.found) >= MAX_ERRORS:
+            raise PredictionFileError([*self.messages, f"stopped after {MAX_ERRORS} errors; there may be more"])
+
+    @property
+    def messages(self) -> list[str]:
+        return [text for _, _, text in sorted(self.found)]
+
+    def raise_any(self) -> None:
+        if self.found:
+            raise PredictionFileError(self.messages)
+
+
+def _quoted(names: Iterable[str]) -> str:
+    return ", ".join(repr(name) for name in names)
+
+
+# --- reading text -----------------------------------------------------------------------
+
+
+def _size_error(size: int | None, limit: int) -> PredictionFileTooLarge:
+    said = f"is {size} bytes" if size is not None else f"is more than {limit} bytes"
+    return PredictionFileTooLarge(
+        [f"the file {said}; the limit for a prediction file is {limit} bytes ({limit / MB:g} MB)"]
+    )
+
+
+def _known_size(source: Any) -> int | None:
+    """The size of an open file or an upload, when it can be told without reading."""
+    size = getattr(source, "size", None)  # Django's uploaded files
+    if isinstance(size, int):
+        return size
+    try:
+        return os.fstat(source.fileno()).st_size
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return None
+
+
+class _Text:
+    """The file's text in blocks, decoded strictly as UTF-8, each block cut
+    after a line break so that a decoding error can be placed on its line.
+    Counts the bytes read (``size``) and refuses a file over ``max_bytes``."""
+
+    def __init__(self, stream: IO, max_bytes: int | None) -> None:
+        self.stream = stream
+        self.max_bytes = max_bytes
+        self.size = 0
+        if max_bytes is not None:
+            known = _known_size(stream)
+            if known is not None and known > max_bytes:
+                raise _size_error(known, max_bytes)
+
+    def _raw_blocks(self) -> Iterator[bytes]:
+        while True:
+            block = self.stream.read(BLOCK_BYTES)
+            if not block:
+                return
+            if isinstance(block, str):  # a text stream: already decoded
+                block = block.encode("utf-8", "surrogatepass")
+            self.size += len(block)
+            if self.max_bytes is not None and self.size > self.max_bytes:
+                raise _size_error(None, self.max_bytes)
+            yield block
+
+    def _parts(self) -> Iterator[bytes]:
+        """Runs of whole lines (the last one may lack its line break)."""
+        carry = b""
+        for block in self._raw_blocks():
+            block = carry + block
+            cut = block.rfind(b"\n") + 1
+            carry = block[cut:]
+            if cut:
+                yield block[:cut]
+        if carry:
+            yield carry
+
+    def blocks(self) -> Iterator[io.StringIO]:
+        lines_before = 0
+        offset = 0
+        for part in self._parts():
+            try:
+                text = part.decode("utf-8")
+            except UnicodeDecodeError as error:
+                line = lines_before + part.count(b"\n", 0, error.start) + 1
+                raise PredictionFileError(
+                    [
+                        f"line {line}: the file is not UTF-8 text (byte {offset + error.start + 1} is not valid "
+                        "UTF-8); save it as UTF-8"
+                    ]
+                ) from None
+            if offset == 0:
+                text = text.removeprefix("\ufeff")
+            nul = text.find("\x00")
+            if nul >= 0:
+                line = lines_before + text.count("\n", 0, nul) + 1
+                raise PredictionFileError([f"line {line}: holds a NUL character, which is not text (a binary file?)"])
+            lines_before += part.count(b"\n")
+            offset += len(part)
+            # newline="": lines split at \n, \r\n or \r and keep their ends,
+            # as the csv module wants them.
+            yield io.StringIO(text, newline="")
+
+
+def _lines(text: _Text) -> Iterator[str]:
+    return chain.from_iterable(text.blocks())
+
+
+# --- the header ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Layout:
+    width: int
+    line: int  # the header's line
+    fixed: dict[str, int]  # column name -> position
+    proba: list[tuple[str, int]]  # (label, position), header order
+    context: list[tuple[str, int]]  # (name, position), header order
+
+
+def _header(cells: list[str], line: int, *, one_candidate: bool, positive: str | None, errors: _Errors) -> _Layout:
+    names = [cell.strip() for cell in cells]
+    layout = _Layout(width=len(names), line=line, fixed={}, proba=[], context=[])
+    known = [name for name in names if name in FIXED_COLUMNS or name.startswith((PROBA, CONTEXT))]
+    if not known:
+        errors.add(
+            f"no header: the first line must name the columns ({COLUMNS_HELP}); it reads {_quoted(names[:5])}",
+            line=line,
+        )
+        errors.raise_any()
+    first_position: dict[str, int] = {}
+    for position, (cell, name) in enumerate(zip(cells, names, strict=True), start=1):
+        if name.startswith((PROBA, CONTEXT)):
+            # A label or context name as written, like y_true's: only the
+            # space before the prefix goes.
+            name = cell.lstrip()
+        if not name:
+            errors.add("the column has no name", line=line, column=str(position))
+            continue
+        if name in first_position:
+            errors.add(
+                f"the column is given twice (columns {first_position[name]} and {position})", line=line, column=name
+            )
+            continue
+        first_position[name] = position
+        if name in FIXED_COLUMNS:
+            layout.fixed[name] = position - 1
+        elif name.startswith((PROBA, CONTEXT)):
+            prefix = PROBA if name.startswith(PROBA) else CONTEXT
+            rest = name[len(prefix) :]
+            if not rest:
+                what = "label" if prefix == PROBA else "context"
+                errors.add(f"name the {what} after {prefix!r}", line=line, column=name)
+            else:
+                (layout.proba if prefix == PROBA else layout.context).append((rest, position - 1))
+        else:
+            close = difflib.get_close_matches(name.casefold(), [*FIXED_COLUMNS, "proba:", "context:"], n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            errors.add(f"unknown column{hint} (the columns are {COLUMNS_HELP})", line=line, column=name)
+    if "y_true" not in layout.fixed:
+        errors.add("missing column y_true (the true label of each row)", line=line)
+    if "candidate" not in layout.fixed and not one_candidate:
+        errors.add(
+            "missing column candidate (the candidate of each row), or upload the file for one candidate", line=line
+        )
+    if not ({"y_pred", "score"} & set(layout.fixed) or layout.proba):
+        errors.add("missing predictions: give a y_pred, score or proba:<label> column", line=line)
+    if "score" in layout.fixed and positive is None:
+        errors.add("a score is the positive label's: name the positive label", line=line, column="score")
+    errors.raise_any()  # the rows mean nothing under a wrong header
+    return layout
+
+
+# --- the rows -----------------------------------------------------------------------------
+
+
+class _Codes(dict):
+    """Text → code, a new code for each new key, in order of first appearance."""
+
+    def __missing__(self, key: Any) -> int:
+        code = self[key] = len(self)
+        return code
+
+    def encode(self, values: Iterable) -> tuple[np.ndarray, int]:
+        """The codes of ``values`` (a sized iterable) and the first new code."""
+        known = len(self)
+        codes = np.fromiter(map(self.__getitem__, values), dtype=np.int32, count=len(values))
+        return codes, known
+
+
+def _first_lines(codes: np.ndarray, since: int, lines: np.ndarray) -> dict[int, int]:
+    """The line where each code from ``since`` on first appears in ``codes``."""
+    new = np.flatnonzero(codes >= since)
+    if not len(new):
+        return {}
+    found, first = np.unique(codes[new], return_index=True)
+    return {int(code): int(lines[new[index]]) for code, index in zip(found, first, strict=True)}
+
+
+def _line_numbers(rows: list[list[str]], before: int, after: int) -> np.ndarray:
+    """The line each row starts on, ``before`` being the line read before
+    the first: consecutive, unless a quoted cell holds a line break."""
+    if after - before == len(rows):
+        return np.arange(before + 1, after + 1, dtype=np.int64)
+    starts = np.empty(len(rows), dtype=np.int64)
+    line = before
+    for index, row in enumerate(rows):
+        line += 1
+        starts[index] = line
+        line += sum(cell.count("\n") + cell.count("\r") - cell.count("\r\n") for cell in row)
+    return starts
+
+
+def _number_problem(cell: str) -> str:
+    if not cell.strip():
+        return "empty: give a number"
+    try:
+        float(cell)
+    except ValueError:
+        hint = "; use a point for decimals" if cell.strip().replace(",", "", 1).lstrip("+-").isdigit() else ""
+        return f"not a number ({cell!r}){hint}"
+    return f"not a finite number ({cell!r})"
+
+
+def _numbers(cells: tuple[str, ...], lines: np.ndarray, column: str, errors: _Errors) -> np.ndarray:
+    """The column as float64, every bad cell an error (and NaN)."""
+    try:
+        values = np.array(cells, dtype=np.float64)
+    except ValueError:
+        values = np.fromiter(map(_float_or_nan, cells), dtype=np.float64, count=len(cells))
+    bad = np.flatnonzero(~np.isfinite(values))
+    for index in bad:
+        errors.add(_number_problem(cells[index]), line=int(lines[index]), column=column)
+    return values
+
+
+def _float_or_nan(cell: str) -> float:
+    try:
+        return float(cell)
+    except ValueError:
+        return float("nan")
+
+
+def _check_range(
+    values: np.ndarray, lines: np.ndarray, column: str, errors: _Errors, *, low: float, high: float, what: str
+) -> None:
+    # A cell that is not a finite number has had its error already.
+    outside = np.isfinite(values) & ((values < low) | (values > high))
+    for index in np.flatnonzero(outside):
+        errors.add(f"{what}, got {values[index]:g}", line=int(lines[index]), column=column)
+
+
+@dataclass
+class _Chunks:
+    """What the chunks read so far, to be concatenated at the end."""
+
+    candidate: list
+    y_true: list
+    y_pred: list
+    score: list
+    proba: list
+    fold: list
+    time: list
+    context: list
+    instance: list
+    lines: list
+
+    @classmethod
+    def empty(cls) -> "_Chunks":
+        return cls(*([] for _ in range(10)))
+
+
+class _Reader:
+    def __init__(self, layout: _Layout, *, candidate: str | None, candidates: set[str] | None, errors: _Errors) -> None:
+        self.layout = layout
+        self.candidate = candidate
+        self.candidates = candidates
+        self.errors = errors
+        self.chunks = _Chunks.empty()
+        self.candidate_codes = _Codes()
+        self.true_codes = _Codes()
+        self.pred_codes = _Codes()
+        self.fold_codes = _Codes()
+        self.context_codes = _Codes()
+        # Where each candidate, label of y_true and label of y_pred first appears.
+        self.candidate_lines: dict[int, int] = {}
+        self.true_lines: dict[int, int] = {}
+        self.pred_lines: dict[int, int] = {}
+        self.rows = 0
+        if candidate is not None and "candidate" not in layout.fixed:
+            self.candidate_codes[candidate]  # code 0: every row's
+
+    def rows_of(self, rows: list[list[str]], lines: np.ndarray) -> tuple[list[list[str]], np.ndarray]:
+        """The rows of the header's width: blank lines are skipped, others
+        are errors."""
+        width = self.layout.width
+        if set(map(len, rows)) <= {width}:
+            return rows, lines
+        keep = []
+        for index, row in enumerate(rows):
+            if len(row) == width:
+                keep.append(index)
+            elif row:
+                self.errors.add(f"{len(row)} values, but the header has {width} columns", line=int(lines[index]))
+        return [rows[index] for index in keep], lines[keep]
+
+    def _codes(
+        self, codes: _Codes, cells: tuple[str, ...], lines: np.ndarray, column: str, what: str
+    ) -> tuple[np.ndarray, dict[int, int]]:
+        """The cells' codes, and the line where each new one first appears;
+        an empty cell is an error (on its first line)."""
+        values, since = codes.encode(cells)
+        first = _first_lines(values, since, lines)
+        if first and "" in codes and codes[""] >= since:
+            self.errors.add(f"empty: give {what}", line=first[codes[""]], column=column)
+        return values, first
+
+    def _labels(self, codes: _Codes, cells: tuple[str, ...], lines: np.ndarray, column: str, seen: dict) -> np.ndarray:
+        what = "the true label" if column == "y_true" else "the predicted label"
+        values, first = self._codes(codes, cells, lines, column, what)
+        seen.update(first)
+        return values
+
+    def _candidates(self, cells: tuple[str, ...] | None, lines: np.ndarray) -> np.ndarray:
+        if cells is None:  # the file of one candidate, code 0
+            self.candidate_lines.setdefault(0, int(lines[0]))
+            return np.zeros(len(lines), dtype=np.int32)
+        values, first = self._codes(self.candidate_codes, cells, lines, "candidate", "the candidate's name")
+        names = list(self.candidate_codes)
+        for code, line in first.items():
+            self.candidate_lines[code] = line
+            name = names[code]
+            if not name:
+                continue
+            if self.candidate is not None and name != self.candidate:
+                message = f"{name!r}, but the file is for the candidate {self.candidate!r}"
+                self.errors.add(message, line=line, column="candidate")
+            elif self.candidates is not None and name not in self.candidates:
+                self.errors.add(f"no candidate named {name!r} in this study", line=line, column="candidate")
+        return values
+
+    def chunk(self, rows: list[list[str]], lines: np.ndarray) -> None:
+        rows, lines = self.rows_of(rows, lines)
+        if not rows:
+            return
+        self.rows += len(rows)
+        columns = list(zip(*rows, strict=True))
+        del rows
+        fixed, chunks, errors = self.layout.fixed, self.chunks, self.errors
+
+        def cells(name: str) -> tuple[str, ...] | None:
+            return columns[fixed[name]] if name in fixed else None
+
+        chunks.lines.append(lines)
+        chunks.candidate.append(self._candidates(cells("candidate"), lines))
+        chunks.y_true.append(self._labels(self.true_codes, cells("y_true"), lines, "y_true", self.true_lines))
+        if "y_pred" in fixed:
+            chunks.y_pred.append(self._labels(self.pred_codes, cells("y_pred"), lines, "y_pred", self.pred_lines))
+        if "score" in fixed:
+            chunks.score.append(_numbers(cells("score"), lines, "score", errors))
+        if "time" in fixed:
+            time = _numbers(cells("time"), lines, "time", errors)
+            _check_range(time, lines, "time", errors, low=0, high=np.inf, what="a time cannot be negative")
+            chunks.time.append(time)
+        if self.layout.proba:
+            self._probabilities(columns, lines)
+        if "fold" in fixed:
+            chunks.fold.append(self._codes(self.fold_codes, cells("fold"), lines, "fold", "the fold")[0])
+        if self.layout.context:
+            positions = [position for _, position in self.layout.context]
+            # One column is coded by its values (made tuples at the end), not
+            # by a tuple per row.
+            if len(positions) == 1:
+                keys = columns[positions[0]]
+            else:
+                keys = list(zip(*map(columns.__getitem__, positions), strict=True))
+            chunks.context.append(self.context_codes.encode(keys)[0])
+        if "instance" in fixed:
+            ids = np.array(cells("instance"), dtype=str)
+            empty = np.flatnonzero(ids == "")
+            if len(empty):
+                errors.add("empty: give the instance's id", line=int(lines[empty[0]]), column="instance")
+            chunks.instance.append(ids)
+
+    def _probabilities(self, columns: list[tuple[str, ...]], lines: np.ndarray) -> None:
+        block = np.empty((len(lines), len(self.layout.proba)), dtype=np.float64)
+        for index, (label, position) in enumerate(self.layout.proba):
+            column = PROBA + label
+            block[:, index] = _numbers(columns[position], lines, column, self.errors)
+            _check_range(
+                block[:, index], lines, column, self.errors, low=0, high=1, what="a probability is between 0 and 1"
+            )
+        sums = block.sum(axis=1)
+        for index in np.flatnonzero(np.abs(sums - 1) > PROBA_TOLERANCE):
+            self.errors.add(
+                f"the probabilities sum to {sums[index]:.9g}, not 1 (within {PROBA_TOLERANCE:g})",
+                line=int(lines[index]),
+            )
+        self.chunks.proba.append(block)
+
+
+# --- the whole file -----------------------------------------------------------------------
+
+
+def _joined(parts: list) -> np.ndarray | None:
+    return np.concatenate(parts) if parts else None
+
+
+def _label_order(reader: _Reader, positive: str | None, errors: _Errors) -> tuple[list[str], np.ndarray | None]:
+    """The labels in their documented order, and y_pred's codes mapped onto them."""
+    labels = list(reader.true_codes)
+    proba_labels = [label for label, _ in reader.layout.proba]
+    pred_labels = list(reader.pred_codes)
+    labels += [label for label in proba_labels if label not in reader.true_codes]
+    if positive is not None:
+        if positive in labels or positive in reader.pred_codes:
+            if positive not in labels:
+                labels.append(positive)
+        else:
+            errors.add(f"positive: {positive!r} is not a label of the file (its labels are {_quoted(labels)})")
+    index = {label: code for code, label in enumerate(labels)}
+    mapping = None
+    if pred_labels:
+        mapping = np.array([index.get(label, -1) for label in pred_labels], dtype=np.int32)
+        for code in np.flatnonzero(mapping < 0):
+            errors.add(
+                f"the label {pred_labels[code]!r} is not in y_true and not declared (as a proba:<label> column "
+                "or the positive label)",
+                line=reader.pred_lines[int(code)],
+                column="y_pred",
+            )
+    if proba_labels:
+        for label in labels:
+            if label not in proba_labels:
+                line = reader.true_lines.get(index[label]) if label in reader.true_codes else None
+                column = "y_true" if line is not None else None
+                if line is None and label in reader.pred_codes:
+                    line, column = reader.pred_lines[reader.pred_codes[label]], "y_pred"
+                errors.add(
+                    f"the label {label!r} has no proba:{label} column (with probabilities, every label needs "
+                    "its column)",
+                    line=line,
+                    column=column,
+                )
+    if "score" in reader.layout.fixed and len(labels) > 2:
+        errors.add(
+            f"a score is for two labels (a binary task), but the file has {len(labels)}: {_quoted(labels)}",
+            line=reader.layout.line,
+            column="score",
+        )
+    return labels, mapping
+
+
+def _check_folds(reader: _Reader, candidate: np.ndarray, fold: np.ndarray, names: list[str], errors: _Errors) -> None:
+    folds = list(reader.fold_codes)
+    present = np.zeros((len(names), len(folds)), dtype=bool)
+    present[candidate, fold] = True
+    for code in np.flatnonzero(~present.all(axis=1)):
+        missing = [folds[f] for f in np.flatnonzero(~present[code])]
+        errors.add(
+            f"the candidate {names[code]!r} has no rows in fold{'s' if len(missing) > 1 else ''} {_quoted(missing)} "
+            f"(every candidate needs rows in every fold: {_quoted(folds)})",
+            line=reader.candidate_lines[int(code)],
+            column="fold",
+        )
+
+
+def _check_instances(name: str, ids: np.ndarray, lines: np.ndarray, errors: _Errors) -> None:
+    ordered = np.sort(ids)
+    if not (ordered[1:] == ordered[:-1]).any():
+        return
+    order = np.argsort(ids, kind="stable")  # equal ids keep file order
+    ordered = ids[order]
+    for position in np.flatnonzero(ordered[1:] == ordered[:-1]) + 1:
+        again, first = lines[order[position]], lines[order[position - 1]]
+        errors.add(
+            f"the candidate {name!r} has the instance {str(ordered[position])!r} already, on line {first}",
+            line=int(again),
+            column="instance",
+        )
+
+
+def _assemble(reader: _Reader, positive: str | None, errors: _Errors) -> PredictionData:
+    chunks = reader.chunks
+    names = list(reader.candidate_codes)
+    labels, pred_mapping = _label_order(reader, positive, errors)
+    candidate = np.concatenate(chunks.candidate)
+    lines = np.concatenate(chunks.lines)
+    fold = _joined(chunks.fold)
+    if fold is not None:
+        _check_folds(reader, candidate, fold, names, errors)
+    errors.raise_any()
+
+    y_pred = _joined(chunks.y_pred)
+    arrays = {
+        "y_true": np.concatenate(chunks.y_true),
+        "y_pred": None if y_pred is None else pred_mapping[y_pred],
+        "score": _joined(chunks.score),
+        "proba": None,
+        "fold": fold,
+        "time": _joined(chunks.time),
+        "context": _joined(chunks.context),
+        "instance": _joined(chunks.instance),
+    }
+    if chunks.proba:
+        # Columns in the order of the labels (every label has one: checked).
+        header_order = [label for label, _ in reader.layout.proba]
+        arrays["proba"] = np.concatenate(chunks.proba)[:, [header_order.index(label) for label in labels]]
+    # Each candidate's rows, in file order: a stable sort groups them.
+    order = np.argsort(candidate, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(candidate, minlength=len(names)))])
+    result = {}
+    for code, name in enumerate(names):
+        rows = order[bounds[code] : bounds[code + 1]]
+        own = {key: None if values is None else values[rows] for key, values in arrays.items()}
+        if own["instance"] is not None:
+            _check_instances(name, own["instance"], lines[rows], errors)
+        result[name] = CandidatePredictions(name=name, **own)
+    errors.raise_any()
+    return PredictionData(
+        labels=labels,
+        positive=positive,
+        folds=list(reader.fold_codes),
+        context_columns=[name for name, _ in reader.layout.context],
+        contexts=[(key,) if isinstance(key, str) else key for key in reader.context_codes],
+        candidates=result,
+        rows=reader.rows,
+    )
+
+
+def _open(source: Any) -> tuple[IO, bool]:
+    """The binary stream of a path or an open stream, and whether it was
+    opened here (and is to be closed here)."""
+    if isinstance(source, (str, os.PathLike)):
+        try:
+            return open(source, "rb"), True  # noqa: SIM115 (closed by the caller)
+        except OSError as error:
+            raise PredictionFileError([f"cannot read {os.fspath(source)}: {error.strerror}"]) from None
+    return source, False
+
+
+def read_predictions(
+    stream_or_path: Any,
+    *,
+    candidate: str | None = None,
+    positive: str | None = None,
+    candidates: Iterable[str] | None = None,
+    max_bytes: int | None = None,
+    max_rows: int | None = None,
+) -> PredictionData:
+    """Read an ``approve-predictions/1`` CSV (a path, or a binary or text
+    stream) into arrays, or raise ``PredictionFileError`` listing why it is
+    refused (``PredictionFileTooLarge`` when over ``max_bytes``).
+
+    ``candidate``: the file is for that one candidate (a ``candidate``
+    column is then optional, and must name it on every row).
+    ``positive``: the positive label of a binary set (required by ``score``).
+    ``candidates``: the names the file may use (None: any).
+    ``max_bytes``, ``max_rows``: limits (None: none).
+    """
+    allowed = None if candidates is None else set(candidates)
+    errors = _Errors()
+    if candidate is not None and allowed is not None and candidate not in allowed:
+        raise PredictionFileError([f"candidate: no candidate named {candidate!r} in this study"])
+    stream, opened = _open(stream_or_path)
+    collecting = gc.isenabled()
+    # A chunk is a hundred thousand lists of strings: the cyclic collector
+    # would walk them again and again, and none of them holds a cycle.
+    gc.disable()
+    try:
+        return _read(_Text(stream, max_bytes), candidate, positive, allowed, max_rows, errors)
+    finally:
+        if collecting:
+            gc.enable()
+        if opened:
+            stream.close()
+
+
+def _read(
+    text: _Text,
+    candidate: str | None,
+    positive: str | None,
+    allowed: set[str] | None,
+    max_rows: int | None,
+    errors: _Errors,
+) -> PredictionData:
+    lines = _lines(text)
+    first = next(lines, None)
+    # Tabs for a spreadsheet's export: a header of tabs and no comma.
+    delimiter = "\t" if first is not None and "\t" in first and "," not in first else ","
+    reader = csv.reader(chain([first], lines) if first is not None else iter(()), delimiter=delimiter)
+    try:
+        header = next((row for row in reader if row and any(cell.strip() for cell in row)), None)
+        if header is None:
+            raise PredictionFileError(
+                [
+                    "the file is empty: give a header row (candidate,y_true,y_pred, ...), then one row per candidate "
+                    "and test instance"
+                ]
+            )
+        layout = _header(header, reader.line_num, one_candidate=candidate is not None, positive=positive, errors=errors)
+        parsed = _Reader(layout, candidate=candidate, candidates=allowed, errors=errors)
+        while True:
+            before = reader.line_num
+            chunk = list(islice(reader, CHUNK_ROWS))
+            if not chunk:
+                break
+            parsed.chunk(chunk, _line_numbers(chunk, before, reader.line_num))
+            del chunk
+            if max_rows is not None and parsed.rows > max_rows:
+                raise PredictionFileError([f"too many rows: more than {max_rows}, the limit for a prediction file"])
+    except csv.Error as error:
+        raise PredictionFileError([f"line {reader.line_num}: not readable as CSV ({error})"]) from None
+    if not parsed.rows:
+        errors.raise_any()
+        raise PredictionFileError(["the file has a header but no rows: add one row per candidate and test instance"])
+    errors.raise_any()  # whole-file checks mean little over rows that do not read
+    return _assemble(parsed, positive, errors)

@@ -1,0 +1,43 @@
+"""Fixtures for the evaluation tests: the cast, the study factory and the API
+clients of the API tests, and ``nothing_stored``, the ``unchanged`` check
+with the prediction tables counted too."""
+
+from contextlib import contextmanager
+
+import pytest
+
+from evaluation.models import CandidatePredictionArrays, PredictionSet
+from tests.api.conftest import (  # noqa: F401  (fixtures re-exported for tests/evaluation)
+    _fresh_cache,
+    _test_settings,
+    api,
+    cast,
+    clients,
+    db_snapshot,
+    make_study,
+    unchanged,
+)
+
+
+def stored():
+    """Everything an import could have written: the study's tables and the
+    prediction sets with their arrays."""
+    return {
+        **db_snapshot(),
+        "prediction_sets": list(PredictionSet.objects.values_list("pk", "name", "row_count")),
+        "candidate_arrays": CandidatePredictionArrays.objects.count(),
+    }
+
+
+@pytest.fixture
+def nothing_stored(db):
+    """``with nothing_stored(): ...`` fails unless the block leaves every
+    table as it found it."""
+
+    @contextmanager
+    def check():
+        before = stored()
+        yield
+        assert stored() == before, "a refused file stored something"
+
+    return check
