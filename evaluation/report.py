@@ -27,6 +27,7 @@ from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import precision_recall_fscore_support
 
 from . import metrics
+from ._checks import listed
 
 FORMAT = "approve-evaluation/1"
 
@@ -505,6 +506,17 @@ def pairwise_scores(reports: list[CandidateReport], key: str, options: Options) 
     success, time = _success_and_time(reports)
     if key == "a3r":
         return metrics.a3r_scores(success, time, root=options.root)
+    domain = metrics.arr_domain(time, acc_d=options.acc_d)
+    if not domain.defined:
+        pairs = [
+            f"{reports[p].name} against {reports[q].name} (time ratio {ratio:.3g})"
+            for (p, q), ratio in zip(domain.pairs.tolist(), domain.time_ratios.tolist(), strict=True)
+        ]
+        raise ValueError(
+            f"ARR is undefined at and below its pole, a time ratio of {domain.pole:.3g} for AccD {options.acc_d:g}, "
+            f"where it stops falling as the time ratio grows: {listed(pairs)}. A3R, which is monotonic, "
+            "is the measure to use"
+        )
     return metrics.arr_scores(success, time, acc_d=options.acc_d)
 
 

@@ -1,0 +1,247 @@
+"""The evaluation report (evaluation.report) and the evaluate_predictions
+command: every metric a file's columns allow, agreeing with scikit-learn on
+the same arrays; what does not apply left out; what is undefined null with
+its reason."""
+
+import io
+import json
+import math
+
+import numpy as np
+import pytest
+from django.core.management import CommandError, call_command
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn import metrics as sk
+
+from evaluation.predictions import read_predictions
+from evaluation.report import (
+    COMPUTATIONS,
+    DOCUMENT_KEYS,
+    CandidateReport,
+    NotApplicable,
+    Options,
+    evaluation_document,
+    metric_value,
+)
+
+
+def csv_text(rows: list[dict]) -> str:
+    columns = list(rows[0])
+    lines = [",".join(columns)] + [",".join(str(row[c]) for c in columns) for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def read(rows: list[dict], **options):
+    return read_predictions(io.BytesIO(csv_text(rows).encode()), **options)
+
+
+def binary_rows(seed: int, candidates=("J48", "JRip"), n=60, with_time=True, with_fold=True):
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, 2, n)
+    truth[:2] = [0, 1]  # both classes, always
+    rows = []
+    for c, name in enumerate(candidates):
+        score = np.clip(truth * 0.3 + rng.random(n) * 0.7, 0.001, 0.999).round(4)
+        for i in range(n):
+            row = {"candidate": name, "y_true": "yes" if truth[i] else "no"}
+            row["y_pred"] = "yes" if rng.random() < 0.8 * truth[i] + 0.15 else "no"
+            row["score"] = score[i]
+            if with_fold:
+                row["fold"] = f"f{i % 3}"
+            if with_time:
+                row["time"] = round(0.001 * (c + 1) * (1 + rng.random()), 6)
+            rows.append(row)
+    return rows
+
+
+def sklearn_binary(rows: list[dict], name: str) -> dict:
+    mine = [r for r in rows if r["candidate"] == name]
+    t = np.array([r["y_true"] == "yes" for r in mine])
+    p = np.array([r["y_pred"] == "yes" for r in mine])
+    s = np.array([r["score"] for r in mine], dtype=float)
+    tn, fp, fn, tp = sk.confusion_matrix(t, p, labels=[False, True]).ravel()
+    return {
+        "accuracy": sk.accuracy_score(t, p),
+        "balanced_accuracy": sk.balanced_accuracy_score(t, p),
+        "precision": sk.precision_score(t, p, zero_division=np.nan),
+        "recall": sk.recall_score(t, p),
+        "specificity": tn / (tn + fp),
+        "f1": sk.f1_score(t, p, zero_division=np.nan),
+        "roc_auc": sk.roc_auc_score(t, s),
+        "cohen_kappa": sk.cohen_kappa_score(t, p),
+        "log_loss": sk.log_loss(t, np.column_stack([1 - s, s]), labels=[False, True]),
+    }
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000))
+def test_binary_metrics_agree_with_scikit_learn(seed):
+    rows = binary_rows(seed)
+    document = evaluation_document(read(rows, positive="yes"))
+    for name in ("J48", "JRip"):
+        expected = sklearn_binary(rows, name)
+        values = document["candidates"][name]
+        for key, value in expected.items():
+            if math.isnan(value):
+                assert values[key] is None and key in document["notes"][name]
+            else:
+                assert values[key] == pytest.approx(value, abs=1e-12), key
+
+
+def test_the_document_has_every_key_the_columns_allow_in_formats_order():
+    rows = binary_rows(1)
+    document = evaluation_document(read(rows, positive="yes"))
+    assert document["format"] == "approve-evaluation/1" and document["positive"] == "yes"
+    assert list(document["candidates"]) == ["J48", "JRip"]
+    # relevance_score needs context columns, which this file has not
+    assert list(document["candidates"]["J48"]) == [k for k in DOCUMENT_KEYS if k != "relevance_score"]
+    assert document["notes"] == {}
+    # consistency: the sample standard deviation of the accuracy per fold
+    mine = [r for r in rows if r["candidate"] == "J48"]
+    per_fold = [np.mean([r["y_true"] == r["y_pred"] for r in mine if r["fold"] == fold]) for fold in ("f0", "f1", "f2")]
+    assert document["candidates"]["J48"]["consistency"] == pytest.approx(np.std(per_fold, ddof=1), abs=1e-12)
+    assert document["candidates"]["J48"]["efficiency"] == pytest.approx(np.mean([r["time"] for r in mine]))
+
+
+def test_without_time_or_folds_those_metrics_are_left_out():
+    rows = binary_rows(2, with_time=False, with_fold=False)
+    values = evaluation_document(read(rows, positive="yes"))["candidates"]["J48"]
+    assert not {"consistency", "efficiency", "a3r", "arr"} & set(values)
+
+
+def test_binary_without_a_positive_label_says_which_metrics_need_it():
+    rows = [{k: v for k, v in r.items() if k != "score"} for r in binary_rows(3)]
+    document = evaluation_document(read(rows))
+    values, notes = document["candidates"]["J48"], document["notes"]["J48"]
+    assert document["positive"] is None
+    assert values["accuracy"] == pytest.approx(sklearn_binary(binary_rows(3), "J48")["accuracy"])
+    for key in ("precision", "recall", "specificity", "f1"):
+        assert values[key] is None and "needs the positive label" in notes[key]
+
+
+def test_labels_come_from_scores_by_the_chosen_threshold():
+    rows = [{k: v for k, v in r.items() if k != "y_pred"} for r in binary_rows(4)]
+    data = read(rows, positive="yes")
+    scores = np.array([r["score"] for r in rows if r["candidate"] == "J48"])
+    truth = np.array([r["y_true"] == "yes" for r in rows if r["candidate"] == "J48"])
+    fixed = CandidateReport(data, "J48")
+    assert fixed.threshold == 0.5
+    assert fixed.accuracy() == pytest.approx(sk.accuracy_score(truth, scores >= 0.5))
+    best = CandidateReport(data, "J48", Options(threshold_method="max_kappa"))
+    kappa = sk.cohen_kappa_score(truth, scores >= best.threshold)
+    assert best.cohen_kappa() == pytest.approx(kappa)
+    # no cut at a distinct score gives a higher kappa
+    assert all(sk.cohen_kappa_score(truth, scores >= cut) <= kappa + 1e-12 for cut in np.unique(scores))
+
+
+def test_multiclass_macro_averages_and_one_vs_rest_auc():
+    rng = np.random.default_rng(7)
+    labels = ["a", "b", "c"]
+    rows = []
+    truth = rng.integers(0, 3, 90)
+    truth[:3] = [0, 1, 2]
+    for i in range(90):
+        proba = rng.dirichlet([1, 1, 1])
+        proba[truth[i]] += 0.5
+        proba = (proba / proba.sum()).round(6)
+        proba[2] = round(1 - proba[0] - proba[1], 6)
+        rows.append({"y_true": labels[truth[i]], **{f"proba:{label}": proba[j] for j, label in enumerate(labels)}})
+    data = read(rows, candidate="NB")
+    values = evaluation_document(data)["candidates"]["NB"]
+    proba = np.array([[r[f"proba:{label}"] for label in labels] for r in rows])
+    t = np.array([r["y_true"] for r in rows])
+    p = np.array(labels)[proba.argmax(axis=1)]
+    assert values["accuracy"] == pytest.approx(sk.accuracy_score(t, p))
+    assert values["precision"] == pytest.approx(sk.precision_score(t, p, average="macro"))
+    assert values["recall"] == pytest.approx(sk.recall_score(t, p, average="macro"))
+    assert values["f1"] == pytest.approx(sk.f1_score(t, p, average="macro"))
+    assert values["roc_auc"] == pytest.approx(
+        sk.roc_auc_score(t, proba, multi_class="ovr", average="macro", labels=labels)
+    )
+    assert values["log_loss"] == pytest.approx(sk.log_loss(t, proba, labels=labels))
+    specificities = [((t != label) & (p != label)).sum() / (t != label).sum() for label in labels]
+    assert values["specificity"] == pytest.approx(np.mean(specificities))
+
+
+def test_undefined_values_are_null_with_their_reason():
+    # only negatives (the positive label is declared, so y_pred may name it)
+    rows = [
+        {"candidate": "A", "y_true": "no", "y_pred": "yes", "score": 0.9},
+        {"candidate": "A", "y_true": "no", "y_pred": "no", "score": 0.4},
+    ]
+    document = evaluation_document(read(rows, positive="yes"))
+    values, notes = document["candidates"]["A"], document["notes"]["A"]
+    assert values["roc_auc"] is None and "only one class occurs in y_true" in notes["roc_auc"]
+    assert values["recall"] is None and notes["recall"] == "recall is undefined: no instance is positive"
+    assert values["specificity"] == 0.5 and values["accuracy"] == 0.5
+    json.dumps(document, allow_nan=False)  # never a NaN in the document
+
+
+def test_arr_past_its_pole_is_reported_and_a3r_still_given():
+    rows = []
+    for name, seconds in (("fast", 1e-12), ("slow", 1.0)):
+        rows += [
+            {"candidate": name, "y_true": "yes", "y_pred": "yes", "time": seconds},
+            {"candidate": name, "y_true": "no", "y_pred": "no", "time": seconds},
+        ]
+    document = evaluation_document(read(rows, positive="yes"), Options(acc_d=0.1))
+    assert document["candidates"]["fast"]["arr"] is None
+    assert document["notes"]["fast"]["arr"] == (
+        "ARR is undefined at and below its pole, a time ratio of 1e-10 for AccD 0.1, where it stops falling as "
+        "the time ratio grows: fast against slow (time ratio 1e-12). A3R, which is monotonic, is the measure to use"
+    )
+    a3r = document["candidates"]["fast"]["a3r"]
+    assert a3r == pytest.approx(1e12 ** (1 / 8))
+
+
+def test_metric_value_for_study_metrics_and_its_refusals():
+    data = read(binary_rows(5), positive="yes")
+    assert metric_value(data, "J48", "accuracy") == CandidateReport(data, "J48").accuracy()
+    aic = metric_value(data, "J48", "aic", Options(n_parameters={"J48": 12}))
+    proba = CandidateReport(data, "J48").probabilities
+    log_likelihood = np.log(proba[np.arange(len(proba)), data.candidates["J48"].y_true]).sum()
+    assert aic == pytest.approx(2 * 12 - 2 * log_likelihood)
+    with pytest.raises(NotApplicable, match="number of parameters of J48"):
+        metric_value(data, "J48", "aic")
+    with pytest.raises(ValueError, match="unknown computation 'speed'"):
+        metric_value(data, "J48", "speed")
+    assert set(COMPUTATIONS) >= set(DOCUMENT_KEYS) | {"aic", "bic"}
+
+
+# --- the command ------------------------------------------------------------------------------
+
+
+def write(tmp_path, rows, name="predictions.csv"):
+    path = tmp_path / name
+    path.write_text(csv_text(rows), encoding="utf-8")
+    return path
+
+
+def test_command_json_agrees_with_scikit_learn(tmp_path):
+    rows = binary_rows(11)
+    out = io.StringIO()
+    call_command("evaluate_predictions", str(write(tmp_path, rows)), "--positive", "yes", "--json", stdout=out)
+    document = json.loads(out.getvalue())
+    assert document["format"] == "approve-evaluation/1" and document["positive"] == "yes"
+    for name in ("J48", "JRip"):
+        for key, value in sklearn_binary(rows, name).items():
+            assert document["candidates"][name][key] == pytest.approx(value, abs=1e-12)
+
+
+def test_command_report_in_words(tmp_path):
+    out = io.StringIO()
+    call_command("evaluate_predictions", str(write(tmp_path, binary_rows(12))), "--positive", "yes", stdout=out)
+    text = out.getvalue()
+    assert text.startswith("120 rows, 2 candidates, labels: ")
+    assert "Accuracy (success rate)" in text and "\nJRip\n" in text
+
+
+def test_command_refuses_a_bad_file_with_its_lines(tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text("candidate,y_true,y_pred,time\nA,yes,yes,0.1\nA,no,no,-1\n", encoding="utf-8")
+    with pytest.raises(CommandError) as refused:
+        call_command("evaluate_predictions", str(path), "--json")
+    assert "bad.csv was refused" in str(refused.value) and "line 3, column time" in str(refused.value)
+    with pytest.raises(CommandError, match="missing.csv"):
+        call_command("evaluate_predictions", str(tmp_path / "missing.csv"))
