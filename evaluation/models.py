@@ -64,3 +64,49 @@ class CandidatePredictionArrays(models.Model):
     def predictions(self) -> CandidatePredictions:
         """The stored arrays (the candidate's name read through ``candidate``)."""
         return arrays_unpack(self.candidate.name, bytes(self.arrays))
+
+
+class MetricComputation(models.Model):
+    """A study metric whose measurements are computed from prediction sets:
+    which computation (``evaluation.report.COMPUTATIONS``) with which
+    parameters. Computing is always asked for (``measurements_compute``),
+    never done behind the designer's back."""
+
+    metric = models.OneToOneField("workspace.Metric", on_delete=models.CASCADE, related_name="computation")
+    computation = models.CharField(max_length=40)
+    # Only those of the computation's parameters that differ from the
+    # defaults (evaluation.report.Options), e.g. {"threshold_method":
+    # "max_kappa"} or {"n_parameters": {"J48": 12}}.
+    parameters = models.JSONField(default=dict, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["metric"]
+
+    def __str__(self):
+        return f"{self.metric} from {self.computation}"
+
+
+class MeasurementSource(models.Model):
+    """Where a computed measurement came from: the prediction set, the
+    computation and its parameters, when, and the value it gave. A value
+    typed over it later differs from ``value``: the page then says the
+    measurement was edited since."""
+
+    study = models.ForeignKey("workspace.Study", on_delete=models.CASCADE, related_name="+")
+    candidate = models.ForeignKey("workspace.Candidate", on_delete=models.CASCADE, related_name="+")
+    metric = models.ForeignKey("workspace.Metric", on_delete=models.CASCADE, related_name="+")
+    # Kept when the set is deleted, with its name: the value still came from it.
+    prediction_set = models.ForeignKey(PredictionSet, on_delete=models.SET_NULL, null=True, related_name="+")
+    prediction_set_name = models.CharField(max_length=200)
+    computation = models.CharField(max_length=40)
+    parameters = models.JSONField(default=dict, blank=True)
+    computed_at = models.DateTimeField()
+    value = models.FloatField()
+
+    class Meta:
+        ordering = ["candidate", "metric"]
+        constraints = [models.UniqueConstraint(fields=["candidate", "metric"], name="measurement_source_unique")]
+
+    def __str__(self):
+        return f"{self.candidate} {self.metric} from {self.computation}"

@@ -1,24 +1,40 @@
-"""Writes of the evaluation app: prediction sets.
+"""Writes of the evaluation app: prediction sets, and study metrics
+computed from them.
 
 A designer brings candidates' predictions on a test set as a CSV
 (``approve-predictions/1``, FORMATS.md), in any phase, like measurements.
 The file is read whole before anything is written, and a refused file writes
 nothing.
+
+A study metric can be mapped to a computation (``metric_computation_set``);
+``measurements_compute`` then fills every candidate's measurement of it
+through the measurement service everyone else uses
+(``workspace.services.measurements_set``), keeping where each value came
+from (``MeasurementSource``). Computing happens when the designer asks for
+it, never when a set is uploaded or a mapping changed.
 """
 
 from typing import IO, Any
 
+import math
+from dataclasses import dataclass, field
+from numbers import Real
+
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
+from django.utils import timezone
 
 from workspace import limits
+from workspace import services as workspace_services
 from workspace.errors import InvalidInput
-from workspace.models import Candidate, Study
-from workspace.services._checks import locked, text
+from workspace.models import Candidate, Measurement, Metric, Study
+from workspace.services._checks import expect, locked, number, text
 
+from . import report
 from .arrays import arrays_pack
-from .models import CandidatePredictionArrays, PredictionSet
+from .models import CandidatePredictionArrays, MeasurementSource, MetricComputation, PredictionSet
 from .predictions import PredictionFileError, read_predictions
+from .selectors import prediction_data_get
 
 
 class _Counted:
@@ -117,3 +133,220 @@ def prediction_set_import(
 def prediction_set_delete(*, prediction_set: PredictionSet) -> None:
     locked(prediction_set.study)
     prediction_set.delete()
+
+
+# --- study metrics computed from predictions -------------------------------------------------
+
+# The parameters of each kind a computation lists (report.Computation.parameters).
+PARAMETER_FIELDS = {
+    "threshold": ("threshold_method", "threshold_value", "threshold_sensitivity", "use_threshold"),
+    "alpha": ("alpha",),
+    "beta": ("beta",),
+    "root": ("root",),
+    "acc_d": ("acc_d",),
+    "n_parameters": ("n_parameters",),
+}
+
+
+def _positive(value: Any, field: str) -> float:
+    value = number(value, field)
+    if value <= 0:
+        raise InvalidInput({field: f"must be greater than 0, got {value:g}"})
+    return value
+
+
+def _parameter(name: str, value: Any, field: str, candidate_names: set[str]) -> Any:
+    if name == "threshold_method":
+        if value not in report.THRESHOLD_METHODS:
+            raise InvalidInput({field: f"must be one of {', '.join(report.THRESHOLD_METHODS)}, got {value!r}"})
+        return value
+    if name == "threshold_value":
+        return number(value, field)
+    if name == "threshold_sensitivity":
+        value = number(value, field)
+        if not 0 < value <= 1:
+            raise InvalidInput({field: f"must lie in (0, 1], got {value:g}"})
+        return value
+    if name == "use_threshold":
+        return expect(value, bool, field, "true or false")
+    if name == "n_parameters":
+        expect(value, dict, field, "an object of candidate names and numbers of parameters")
+        counts = {}
+        for candidate, count in value.items():
+            if candidate not in candidate_names:
+                raise InvalidInput({f"{field}.{candidate}": "is not a candidate of this study"})
+            if isinstance(count, bool) or not isinstance(count, Real) or count != int(count) or count < 0:
+                raise InvalidInput({f"{field}.{candidate}": f"must be a whole number of 0 or more, got {count!r}"})
+            counts[candidate] = int(count)
+        return counts
+    return _positive(value, field)
+
+
+def computation_parameters(computation: str, parameters: Any, *, candidate_names: set[str]) -> dict:
+    """The parameters of ``computation`` checked (InvalidInput naming
+    ``parameters.<name>``), without those the computation does not take."""
+    if computation not in report.COMPUTATIONS:
+        raise InvalidInput({"computation": f"must be one of {', '.join(report.COMPUTATIONS)}, got {computation!r}"})
+    parameters = {} if parameters is None else expect(parameters, dict, "parameters", "an object")
+    allowed = [name for kind in report.COMPUTATIONS[computation].parameters for name in PARAMETER_FIELDS[kind]]
+    unknown = sorted(set(parameters) - set(allowed))
+    if unknown:
+        takes = ", ".join(allowed) if allowed else "none"
+        raise InvalidInput({f"parameters.{unknown[0]}": f"is not a parameter of {computation} (it takes {takes})"})
+    return {name: _parameter(name, value, f"parameters.{name}", candidate_names) for name, value in parameters.items()}
+
+
+def computation_options(computation: MetricComputation | None = None, parameters: dict | None = None) -> report.Options:
+    """The report's options for a mapping's parameters (the defaults for the rest)."""
+    given = dict(computation.parameters if computation is not None else parameters or {})
+    return report.Options(**given)
+
+
+@transaction.atomic
+def metric_computation_set(*, metric: Metric, computation: str, parameters: Any = None) -> MetricComputation:
+    """Map ``metric`` to a computation from predictions, replacing any
+    earlier mapping. Refused when the computation runs the other way from the
+    metric (log loss, lower is better, for a higher-is-better metric): its
+    values would rank the candidates upside down. Nothing is computed yet."""
+    study = locked(metric.study)
+    names = set(Candidate.objects.filter(study=study).values_list("name", flat=True))
+    parameters = computation_parameters(computation, parameters, candidate_names=names)
+    kind = report.COMPUTATIONS[computation]
+    if kind.better != metric.better:
+        raise InvalidInput(
+            {
+                "computation": f"{kind.name} is {kind.better}-is-better and {metric.name} is {metric.better}-is-"
+                f"better: choose a computation that runs the same way, or change the metric's direction first"
+            }
+        )
+    mapping, _ = MetricComputation.objects.update_or_create(
+        metric=metric, defaults={"computation": computation, "parameters": parameters}
+    )
+    return mapping
+
+
+@transaction.atomic
+def metric_computation_remove(*, metric: Metric) -> None:
+    """Stop computing ``metric`` from predictions; its measurements stay as they are."""
+    locked(metric.study)
+    MetricComputation.objects.filter(metric=metric).delete()
+
+
+@dataclass(frozen=True)
+class Computed:
+    metric: str
+    candidate: str
+    before: float | None
+    value: float
+    prediction_set: str
+
+
+@dataclass(frozen=True)
+class NotComputed:
+    metric: str
+    candidate: str
+    reason: str
+
+
+@dataclass
+class ComputeOutcome:
+    computed: list[Computed] = field(default_factory=list)
+    not_computed: list[NotComputed] = field(default_factory=list)
+
+    @property
+    def changed(self) -> list[Computed]:
+        return [c for c in self.computed if c.before is None or not math.isclose(c.before, c.value, abs_tol=0)]
+
+
+def _newest_sets(study: Study) -> dict[int, int]:
+    """Each candidate's newest prediction set: ``{candidate id: set id}``."""
+    newest: dict[int, int] = {}
+    rows = (
+        CandidatePredictionArrays.objects.filter(prediction_set__study=study)
+        .order_by("-prediction_set__uploaded_at", "-prediction_set_id")
+        .values_list("candidate_id", "prediction_set_id")
+    )
+    for candidate_id, set_id in rows:
+        newest.setdefault(candidate_id, set_id)
+    return newest
+
+
+def measurements_compute(*, study: Study, metrics: list[Metric] | None = None) -> ComputeOutcome:
+    """Compute every mapped metric (or those of ``metrics``) for every
+    candidate from the candidate's newest prediction set, and store the
+    values through ``measurements_set`` with their provenance. A candidate
+    without predictions, or whose value is undefined (one class only, a
+    column the computation needs), is listed in ``not_computed`` with the
+    reason and its measurement left as it was. A3R and ARR compare the
+    candidates of one set."""
+    mappings = MetricComputation.objects.filter(metric__study=study).select_related("metric")
+    if metrics is not None:
+        mappings = mappings.filter(metric__in=metrics)
+    mappings = list(mappings.order_by("metric__attribute__position", "metric__position", "metric_id"))
+    candidates = list(Candidate.objects.filter(study=study).order_by("position", "id"))
+    newest = _newest_sets(study)
+    sets = PredictionSet.objects.in_bulk(set(newest.values()))
+    data = {set_id: prediction_data_get(prediction_set=prediction_set) for set_id, prediction_set in sets.items()}
+    outcome = ComputeOutcome()
+    values: list[tuple[MetricComputation, Candidate, PredictionSet, float]] = []
+    for mapping in mappings:
+        options = computation_options(mapping)
+        for candidate in candidates:
+            if candidate.pk not in newest:
+                outcome.not_computed.append(NotComputed(mapping.metric.name, candidate.name, "no predictions"))
+                continue
+            set_id = newest[candidate.pk]
+            try:
+                value = report.metric_value(data[set_id], candidate.name, mapping.computation, options)
+            except ValueError as error:
+                outcome.not_computed.append(NotComputed(mapping.metric.name, candidate.name, str(error)))
+                continue
+            values.append((mapping, candidate, sets[set_id], value))
+    if not values:
+        return outcome
+    with transaction.atomic():
+        before = {
+            (row.candidate_id, row.metric_id): row.value
+            for row in Measurement.objects.filter(
+                study=study, metric__in=[m.metric for m in mappings], candidate__in=candidates
+            )
+        }
+        workspace_services.measurements_set(
+            study=study,
+            measurements=[
+                {"candidate": candidate.name, "metric": mapping.metric.name, "value": value}
+                for mapping, candidate, _, value in values
+            ],
+        )
+        now = timezone.now()
+        MeasurementSource.objects.bulk_create(
+            [
+                MeasurementSource(
+                    study=study,
+                    candidate=candidate,
+                    metric=mapping.metric,
+                    prediction_set=prediction_set,
+                    prediction_set_name=prediction_set.name,
+                    computation=mapping.computation,
+                    parameters=mapping.parameters,
+                    computed_at=now,
+                    value=value,
+                )
+                for mapping, candidate, prediction_set, value in values
+            ],
+            update_conflicts=True,
+            unique_fields=["candidate", "metric"],
+            update_fields=[
+                "prediction_set",
+                "prediction_set_name",
+                "computation",
+                "parameters",
+                "computed_at",
+                "value",
+            ],
+        )
+    outcome.computed = [
+        Computed(mapping.metric.name, candidate.name, before.get((candidate.pk, mapping.metric_id)), value, s.name)
+        for mapping, candidate, s, value in values
+    ]
+    return outcome
