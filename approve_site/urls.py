@@ -53,5 +53,6 @@ urlpatterns = [
         SpectacularSwaggerSplitView.as_view(url_name="api-schema", template_name="api/swagger_ui.html"),
         name="api-docs",
     ),
+    path("", include("evaluation.urls")),
     path("", include("workspace.urls")),
 ]

@@ -2,11 +2,14 @@
 resolved for the user (``workspace.selectors.study_get``: an outsider never
 gets that far)."""
 
+from dataclasses import dataclass, field
+from datetime import datetime
+
 from django.db.models import Prefetch, QuerySet
 
-from workspace.models import Study
+from workspace.models import Candidate, Measurement, Metric, Study
 
-from .models import CandidatePredictionArrays, PredictionSet
+from .models import CandidatePredictionArrays, MeasurementSource, MetricComputation, PredictionSet
 from .predictions import PredictionData
 
 
@@ -29,10 +32,12 @@ def prediction_set_get(*, study: Study, prediction_set_id: int) -> PredictionSet
     return prediction_set_list(study=study).get(pk=prediction_set_id)
 
 
-def prediction_data_get(*, prediction_set: PredictionSet) -> PredictionData:
+def prediction_data_get(*, prediction_set: PredictionSet, candidates: list[str] | None = None) -> PredictionData:
     """The stored set as ``evaluation.predictions`` read it: every candidate's
-    arrays, in the order of the file."""
+    arrays (or only those of ``candidates``), in the order of the file."""
     stored = CandidatePredictionArrays.objects.filter(prediction_set=prediction_set).select_related("candidate")
+    if candidates is not None:
+        stored = stored.filter(candidate__name__in=candidates)
     candidates = {row.candidate.name: row.predictions() for row in stored.order_by("id")}
     return PredictionData(
         labels=list(prediction_set.labels),
@@ -42,4 +47,79 @@ def prediction_data_get(*, prediction_set: PredictionSet) -> PredictionData:
         contexts=[tuple(context) for context in prediction_set.contexts],
         candidates=candidates,
         rows=prediction_set.row_count,
+    )
+
+
+@dataclass
+class MetricSources:
+    """A study metric with what it is computed from and where its current
+    values came from: ``computed`` candidates with a source, of which
+    ``edited`` were typed over since; ``sets`` the sets they came from."""
+
+    metric: Metric
+    mapping: MetricComputation | None = None
+    computed: int = 0
+    edited: list[str] = field(default_factory=list)
+    sets: list[str] = field(default_factory=list)
+    computations: list[str] = field(default_factory=list)
+    last_computed: datetime | None = None
+
+
+def measurement_sources(*, study: Study) -> dict[tuple[int, int], MeasurementSource]:
+    """Where each computed measurement of the study came from, by
+    (candidate id, metric id): one query."""
+    return {(s.candidate_id, s.metric_id): s for s in MeasurementSource.objects.filter(study=study)}
+
+
+def source_summaries(
+    *,
+    metrics: list[Metric],
+    sources: dict[tuple[int, int], MeasurementSource],
+    values: dict[tuple[int, int], float],
+    candidate_names: dict[int, str],
+    mappings: dict[int, MetricComputation] | None = None,
+) -> list[MetricSources]:
+    """Per metric (in the order given), how many of its values were computed,
+    as what, from which sets, when last, and which were typed over since
+    (their value no longer the computed one); with each metric's current
+    mapping when ``mappings`` is given. No query: it works on what the
+    caller read."""
+    mappings = mappings or {}
+    summaries = {m.pk: MetricSources(metric=m, mapping=mappings.get(m.pk)) for m in metrics}
+    for (candidate_id, metric_id), source in sorted(sources.items()):
+        summary = summaries.get(metric_id)
+        if summary is None:
+            continue
+        summary.computed += 1
+        if values.get((candidate_id, metric_id)) != source.value:
+            summary.edited.append(candidate_names.get(candidate_id, "?"))
+        if source.prediction_set_name not in summary.sets:
+            summary.sets.append(source.prediction_set_name)
+        if source.computation not in summary.computations:
+            summary.computations.append(source.computation)
+        if summary.last_computed is None or source.computed_at > summary.last_computed:
+            summary.last_computed = source.computed_at
+    return list(summaries.values())
+
+
+def metrics_with_computations(*, study: Study) -> list[MetricSources]:
+    """Every metric of the study with its mapping and the provenance of its
+    measurements: four queries, whatever the number of metrics and candidates."""
+    metrics = list(
+        Metric.objects.filter(study=study)
+        .select_related("attribute", "computation")
+        .order_by("attribute__position", "position", "id")
+    )
+    values = {
+        (row["candidate_id"], row["metric_id"]): row["value"]
+        for row in Measurement.objects.filter(study=study).values("candidate_id", "metric_id", "value")
+    }
+    names = dict(Candidate.objects.filter(study=study).values_list("pk", "name"))
+    mappings = {m.pk: m.computation for m in metrics if hasattr(m, "computation")}
+    return source_summaries(
+        metrics=metrics,
+        sources=measurement_sources(study=study),
+        values=values,
+        candidate_names=names,
+        mappings=mappings,
     )

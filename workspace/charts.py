@@ -151,6 +151,10 @@ class LegendItem:
     def swatch_end(self) -> float:
         return self.x + LEGEND_SWATCH
 
+    @property
+    def swatch_middle(self) -> float:
+        return self.x + LEGEND_SWATCH / 2
+
 
 @dataclass(frozen=True)
 class Bar:
@@ -402,7 +406,8 @@ class MarkedPoint:
 @dataclass(frozen=True)
 class Line:
     """One curve: its name in the legend, a CSS modifier for its stroke
-    (``line--<style>``: solid, dashed, dotted) and its points."""
+    (``line--<style>``: solid, dashed, dotted; ``points`` draws the points
+    as dots with no line between them) and its points."""
 
     name: str
     style: str

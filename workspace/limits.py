@@ -222,9 +222,21 @@ def json_depth_error(text: str) -> str | None:
 
 def body_limit(view_func: object) -> int:
     """The body size limit of a view: ``BODY_MAX_BYTES`` unless its class
-    sets ``max_body_bytes`` (the bundle import, a prediction upload)."""
+    sets ``max_body_bytes`` (the bundle import, a prediction upload) or the
+    view function was given one (``max_body``)."""
     view_class = getattr(view_func, "cls", None) or getattr(view_func, "view_class", None)
-    return getattr(view_class, "max_body_bytes", BODY_MAX_BYTES)
+    return getattr(view_class, "max_body_bytes", None) or getattr(view_func, "max_body_bytes", BODY_MAX_BYTES)
+
+
+def max_body(limit: int) -> Callable[[Callable], Callable]:
+    """Give a page's view function a body limit of its own (a file upload).
+    Apply it innermost: the decorators outside it copy the attribute."""
+
+    def decorate(view: Callable) -> Callable:
+        view.max_body_bytes = limit
+        return view
+
+    return decorate
 
 
 def _megabytes(size: int) -> str:

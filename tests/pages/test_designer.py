@@ -908,9 +908,9 @@ PAGE_QUERIES = [
     # attributes, metrics with their attributes, candidates
     ("designer", Phase.DRAFT, "setup/", 7),
     ("expert", Phase.DRAFT, "setup/", 7),
-    # candidates, metrics, measured values
-    ("designer", Phase.DRAFT, "measurements/", 7),
-    ("expert", Phase.CLOSED, "measurements/", 7),
+    # candidates, metrics, measured values, where computed values came from
+    ("designer", Phase.DRAFT, "measurements/", 8),
+    ("expert", Phase.CLOSED, "measurements/", 8),
     # members with their users, invitations with their people
     ("designer", Phase.DRAFT, "experts/", 6),
     # ... and what each expert still has to give: experts, selected metrics,

@@ -24,6 +24,7 @@ from django.views import View
 from django.views.decorators.http import require_http_methods, require_POST
 
 from engine.rules import is_consistent
+from evaluation import selectors as evaluation_selectors
 
 from .. import invitations, limits, reminders, selectors, services
 from ..bundles import study_import_bundle
@@ -424,9 +425,14 @@ def _measurement_page(
     if editable and table is None:
         table = f.MeasurementTableForm(candidates=candidates, metrics=metrics, values=values)
 
+    sources = evaluation_selectors.measurement_sources(study=study)
+
     def cell(candidate: Candidate, metric: Metric) -> dict:
         field = table[f.cell_name(candidate.pk, metric.pk)] if editable else None
-        return {"metric": metric, "value": values.get((candidate.pk, metric.pk)), "field": field}
+        value = values.get((candidate.pk, metric.pk))
+        source = sources.get((candidate.pk, metric.pk))
+        computed = source if source is not None and source.value == value else None
+        return {"metric": metric, "value": value, "field": field, "computed": computed}
 
     rows = [{"candidate": c, "cells": [cell(c, m) for m in metrics]} for c in candidates]
     measured = len(values)
@@ -444,6 +450,16 @@ def _measurement_page(
         "csv_form": (upload or f.MeasurementCsvForm()) if study.is_designer else None,
         "csv_errors": csv_errors,
         "max_rows": limits.MEASUREMENTS_PER_PUT_MAX,
+        "provenance": [
+            summary
+            for summary in evaluation_selectors.source_summaries(
+                metrics=metrics,
+                sources=sources,
+                values=values,
+                candidate_names={c.pk: c.name for c in candidates},
+            )
+            if summary.computed
+        ],
     }
     return render(request, "designer/measurements.html", context)
 

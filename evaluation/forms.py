@@ -1,0 +1,134 @@
+"""The evaluation pages' forms: they check the shape of what was typed; the
+services check the rest and name the field they refuse."""
+
+from django import forms
+
+from workspace.models import Candidate, Metric
+
+from . import report
+from .services import PARAMETER_FIELDS
+
+
+class PredictionUploadForm(forms.Form):
+    file = forms.FileField(
+        label="Predictions file (CSV)",
+        help_text="approve-predictions/1: a header row, then one row per candidate and test instance.",
+    )
+    candidate = forms.ChoiceField(
+        label="For one candidate",
+        required=False,
+        help_text="Leave empty when the file has a candidate column naming each row's candidate.",
+    )
+    positive = forms.CharField(
+        label="Positive label",
+        required=False,
+        max_length=1000,
+        help_text="For a binary task: the label that counts as positive (needed for scores, precision and recall).",
+    )
+
+    def __init__(self, *args, candidates: list[Candidate], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["candidate"].choices = [("", "The file names its candidates")] + [
+            (c.name, c.name) for c in candidates
+        ]
+
+
+THRESHOLD_CHOICES = [
+    ("fixed", "Fixed value"),
+    ("lowest_positive", "Lowest score of a positive"),
+    ("fixed_sensitivity", "Fixed sensitivity"),
+    ("equal_sensitivity_specificity", "Sensitivity equal to specificity"),
+    ("max_sensitivity_specificity", "Highest sensitivity + specificity"),
+    ("max_kappa", "Highest kappa"),
+    ("mean_probability", "Mean predicted probability"),
+    ("equal_prevalence", "Predicted prevalence equal to the true one"),
+]
+assert [key for key, _ in THRESHOLD_CHOICES] == list(report.THRESHOLD_METHODS)
+
+DEFAULTS = report.Options()
+
+
+class ComputationForm(forms.Form):
+    """A study metric's computation from predictions and its parameters.
+    Every parameter field is shown; only those of the chosen computation are
+    kept (each computation lists its own)."""
+
+    computation = forms.ChoiceField(label="Compute from predictions")
+    threshold_method = forms.ChoiceField(
+        label="Threshold method",
+        choices=THRESHOLD_CHOICES,
+        initial=DEFAULTS.threshold_method,
+        help_text="How scores become labels when the predictions have no y_pred column (binary tasks).",
+    )
+    threshold_value = forms.FloatField(label="Fixed threshold", initial=DEFAULTS.threshold_value)
+    threshold_sensitivity = forms.FloatField(
+        label="Target sensitivity", initial=DEFAULTS.threshold_sensitivity, min_value=0, max_value=1
+    )
+    use_threshold = forms.BooleanField(
+        label="Derive labels from scores even where y_pred is given", required=False, initial=DEFAULTS.use_threshold
+    )
+    alpha = forms.FloatField(label="α (Relevance Score)", initial=DEFAULTS.alpha)
+    beta = forms.FloatField(label="β (Relevance Score)", initial=DEFAULTS.beta)
+    root = forms.FloatField(label="Root N (A3R)", initial=DEFAULTS.root)
+    acc_d = forms.FloatField(label="AccD (ARR)", initial=DEFAULTS.acc_d)
+
+    def __init__(self, *args, metric: Metric, candidates: list[Candidate], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.metric = metric
+        same_way = [c for c in report.COMPUTATIONS.values() if c.better == metric.better]
+        self.fields["computation"].choices = [(c.key, c.name) for c in same_way]
+        self.fields[
+            "computation"
+        ].help_text = (
+            f"{metric.name} is {metric.better}-is-better, so only computations that run the same way are offered."
+        )
+        self.candidate_fields = []
+        for candidate in candidates:
+            name = f"n_parameters_{candidate.pk}"
+            self.fields[name] = forms.IntegerField(
+                label=f"Parameters of {candidate.name} (AIC, BIC)", required=False, min_value=0
+            )
+            self.candidate_fields.append((candidate, name))
+
+    def parameters(self) -> dict:
+        """The chosen computation's parameters, as the service takes them."""
+        data = self.cleaned_data
+        kinds = report.COMPUTATIONS[data["computation"]].parameters
+        parameters = {}
+        for kind in kinds:
+            if kind == "n_parameters":
+                counts = {c.name: data[name] for c, name in self.candidate_fields if data.get(name) is not None}
+                parameters["n_parameters"] = counts
+                continue
+            for name in PARAMETER_FIELDS[kind]:
+                parameters[name] = data[name]
+        return parameters
+
+    @classmethod
+    def initial_for(cls, mapping, candidates: list[Candidate]) -> dict:
+        """A form's initial values from a metric's stored mapping."""
+        if mapping is None:
+            return {}
+        initial = {"computation": mapping.computation, **mapping.parameters}
+        counts = initial.pop("n_parameters", {})
+        for candidate in candidates:
+            if candidate.name in counts:
+                initial[f"n_parameters_{candidate.pk}"] = counts[candidate.name]
+        return initial
+
+
+class ReportOptionsForm(forms.Form):
+    """The options of a report page (GET): how scores become labels, and the
+    parameters of A3R and ARR."""
+
+    threshold_method = forms.ChoiceField(label="Threshold method", choices=THRESHOLD_CHOICES, required=False)
+    threshold_value = forms.FloatField(label="Fixed threshold", required=False)
+    use_threshold = forms.BooleanField(label="Derive labels from scores even where y_pred is given", required=False)
+    root = forms.FloatField(label="Root N (A3R)", required=False, min_value=1e-9)
+    acc_d = forms.FloatField(label="AccD (ARR)", required=False, min_value=1e-9)
+
+    def options(self) -> report.Options:
+        if not self.is_valid():
+            return DEFAULTS
+        given = {key: value for key, value in self.cleaned_data.items() if value not in (None, "", False)}
+        return report.Options(**given)

@@ -1,0 +1,413 @@
+"""The evaluation app's pages, the designer's: prediction sets (upload,
+delete), study metrics computed from them (map, compute), each candidate's
+report (confusion matrix, ROC, lift and gain, every value with its
+definition) and the candidates of a set compared (A3R, ARR).
+
+Views check the role and the shape of the input and call one service; the
+numbers come from ``evaluation.report`` on the stored arrays, the pictures
+from ``workspace.charts``.
+"""
+
+import numpy as np
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from workspace import charts, limits
+from workspace import selectors as workspace_selectors
+from workspace.errors import InvalidInput
+from workspace.models import Metric, Study
+from workspace.views.common import form_add_service_errors, require_designer, study_for_member
+
+from . import metrics, report, selectors, services
+from .forms import ComputationForm, PredictionUploadForm, ReportOptionsForm
+from .models import PredictionSet
+
+
+def _designer_study(request: HttpRequest, study_id: int) -> Study:
+    study = study_for_member(request, study_id)
+    require_designer(study, "work with predictions")
+    return study
+
+
+def _page(study: Study) -> str:
+    return f"/studies/{study.pk}/predictions/"
+
+
+# --- sets and mappings ---------------------------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@limits.max_body(limits.PREDICTIONS_MAX_BYTES + limits.MB)
+def predictions_page(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The study's prediction sets with the upload form, and its metrics
+    with what each is computed from; a POST uploads a file."""
+    study = _designer_study(request, study_id)
+    candidates = list(workspace_selectors.candidate_list(study=study))
+    form = PredictionUploadForm(request.POST or None, request.FILES or None, candidates=candidates)
+    file_errors: list[str] = []
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["file"]
+        try:
+            prediction_set = services.prediction_set_import(
+                study=study,
+                stream=upload,
+                name=upload.name,
+                uploaded_by=request.user,
+                candidate=form.cleaned_data["candidate"] or None,
+                positive=form.cleaned_data["positive"] or None,
+            )
+        except InvalidInput as error:
+            file_errors = error.errors.pop("file", [])
+            if error.errors:
+                form_add_service_errors(form, InvalidInput(error.errors))
+        else:
+            count = prediction_set.candidate_arrays.count()
+            messages.success(
+                request,
+                f"{prediction_set.name} was stored: {prediction_set.row_count} rows for {count} "
+                f"candidate{'s' if count != 1 else ''}.",
+            )
+            return redirect(_page(study))
+    context = {
+        "study": study,
+        "study_tab": "predictions",
+        "form": form,
+        "file_errors": file_errors,
+        "sets": list(selectors.prediction_set_list(study=study)),
+        "metrics": selectors.metrics_with_computations(study=study),
+        "max_megabytes": limits.PREDICTIONS_MAX_BYTES // limits.MB,
+        "max_rows": limits.PREDICTIONS_MAX_ROWS,
+    }
+    return render(request, "evaluation/predictions.html", context, status=400 if request.method == "POST" else 200)
+
+
+def _set(study: Study, set_id: int) -> PredictionSet:
+    try:
+        return selectors.prediction_set_get(study=study, prediction_set_id=set_id)
+    except PredictionSet.DoesNotExist:
+        raise Http404("No such prediction set.") from None
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def prediction_set_delete(request: HttpRequest, study_id: int, set_id: int) -> HttpResponse:
+    study = _designer_study(request, study_id)
+    prediction_set = _set(study, set_id)
+    if request.method == "POST":
+        services.prediction_set_delete(prediction_set=prediction_set)
+        messages.success(request, f"The prediction set {prediction_set.name} was deleted.")
+        return redirect(_page(study))
+    count = len(prediction_set.candidate_arrays.all())
+    consequences = [
+        f"Its {prediction_set.row_count} rows of predictions for {count} candidate{'s' if count != 1 else ''} "
+        "are deleted.",
+        "Measurements computed from it keep their values, and say they came from a deleted set.",
+        "Measurements computed later come from each candidate's newest remaining set.",
+    ]
+    context = {
+        "study": study,
+        "study_tab": "predictions",
+        "title": f"Delete the prediction set {prediction_set.name}?",
+        "consequences": consequences,
+        "button": "Delete the set",
+        "cancel": _page(study),
+    }
+    return render(request, "designer/confirm.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def computation_page(request: HttpRequest, study_id: int, metric_id: int) -> HttpResponse:
+    """What one study metric is computed from: choose the computation and
+    its parameters, or stop computing it (``remove``)."""
+    study = _designer_study(request, study_id)
+    try:
+        metric = Metric.objects.select_related("computation").get(study=study, pk=metric_id)
+    except Metric.DoesNotExist:
+        raise Http404("No such metric.") from None
+    mapping = getattr(metric, "computation", None)
+    candidates = list(workspace_selectors.candidate_list(study=study))
+    if request.method == "POST" and "remove" in request.POST:
+        services.metric_computation_remove(metric=metric)
+        messages.success(request, f"{metric.name} is no longer computed from predictions; its values stay.")
+        return redirect(_page(study))
+    form = ComputationForm(
+        request.POST or None,
+        metric=metric,
+        candidates=candidates,
+        initial=ComputationForm.initial_for(mapping, candidates),
+    )
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.metric_computation_set(
+                metric=metric, computation=form.cleaned_data["computation"], parameters=form.parameters()
+            )
+        except InvalidInput as error:
+            _service_errors_on_fields(form, error)
+        else:
+            name = report.COMPUTATIONS[form.cleaned_data["computation"]].name
+            messages.success(
+                request, f"{metric.name} will be computed as {name}. Compute the measurements to fill it in."
+            )
+            return redirect(_page(study))
+    context = {
+        "study": study,
+        "study_tab": "predictions",
+        "metric": metric,
+        "mapping": mapping,
+        "form": form,
+        "computations": [c for c in report.COMPUTATIONS.values() if c.better == metric.better],
+    }
+    return render(request, "evaluation/computation.html", context, status=400 if form.errors else 200)
+
+
+def _service_errors_on_fields(form: ComputationForm, error: InvalidInput) -> None:
+    """The service names ``parameters.<name>``; the form's fields are
+    ``<name>`` (and ``n_parameters_<candidate id>``)."""
+    by_name = {name: candidate for candidate, name in form.candidate_fields}
+    renamed = {}
+    for path, messages_ in error.errors.items():
+        name = path.removeprefix("parameters.")
+        if name.startswith("n_parameters."):
+            candidate = name.split(".", 1)[1]
+            name = next((field for field, c in by_name.items() if c.name == candidate), "n_parameters")
+        renamed[name if name in form.fields else path] = messages_
+    form_add_service_errors(form, InvalidInput(renamed))
+
+
+@login_required
+@require_POST
+def compute_page(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Compute every mapped metric now, and say what changed."""
+    study = _designer_study(request, study_id)
+    outcome = services.measurements_compute(study=study)
+    context = {"study": study, "study_tab": "predictions", "outcome": outcome}
+    return render(request, "evaluation/computed.html", context)
+
+
+# --- one candidate's report ------------------------------------------------------------------
+
+
+def _values(candidate: report.CandidateReport) -> list[dict]:
+    """Every computation with its value, why it is undefined, or what it needs."""
+    rows = []
+    for key, computation in report.COMPUTATIONS.items():
+        row = {"computation": computation, "value": None, "reason": "", "needs": ""}
+        if key in ("a3r", "arr"):
+            row["needs"] = "the other candidates of the set: see the comparison"
+        else:
+            try:
+                row["value"] = float(getattr(candidate, key)())
+            except report.NotApplicable as missing:
+                row["needs"] = str(missing)
+            except ValueError as error:
+                row["reason"] = str(error)
+        rows.append(row)
+    return rows
+
+
+def _confusion(candidate: report.CandidateReport, labels: list[str]) -> dict:
+    counts = candidate.confusion_matrix()
+    totals = counts.sum(axis=1)
+    rows = [
+        {
+            "label": label,
+            "cells": [
+                {"count": int(count), "share": count / totals[i] if totals[i] else None, "diagonal": i == j}
+                for j, count in enumerate(counts[i])
+            ],
+            "total": int(totals[i]),
+        }
+        for i, label in enumerate(labels)
+    ]
+    return {"labels": labels, "rows": rows}
+
+
+def _curves(candidate: report.CandidateReport, name: str) -> dict:
+    """The ROC curve, and the lift and cumulative gain charts (binary, with scores)."""
+    try:
+        fpr, tpr = candidate.roc_points()
+        fractions, gain, lift = candidate.lift_gain()
+    except ValueError as error:  # NotApplicable too: no scores, no positive label, one class
+        return {"reason": str(error)}
+    auc = candidate.roc_auc()
+    roc = charts.line_chart(
+        chart_id="chart-roc",
+        title=f"ROC curve of {name} (AUC {auc:.3f})",
+        description=(
+            f"The true positive rate against the false positive rate as the threshold falls, from {len(fpr)} points; "
+            f"the dashed diagonal is guessing. The area under the curve is {auc:.3f}."
+        ),
+        lines=[(name, "solid", fpr.tolist(), tpr.tolist(), False)],
+        x_range=(0, 1),
+        y_range=(0, 1),
+        x_label="False positive rate (1 - specificity)",
+        y_label="True positive rate (sensitivity)",
+        diagonal=True,
+    )
+    xs = [0.0, *fractions.tolist()]
+    gain_chart = charts.line_chart(
+        chart_id="chart-gain",
+        title=f"Cumulative gain of {name}",
+        description=(
+            "The share of all positives found among the top-scored share of the cases, per tenth; the dashed "
+            f"diagonal is picking at random. The top tenth holds {gain[0]:.0%} of the positives."
+        ),
+        lines=[(name, "solid", xs, [0.0, *gain.tolist()], True)],
+        x_range=(0, 1),
+        y_range=(0, 1),
+        x_label="Share of the cases, best scores first",
+        y_label="Share of the positives found",
+        diagonal=True,
+    )
+    lift_chart = charts.line_chart(
+        chart_id="chart-lift",
+        title=f"Lift of {name}",
+        description=(
+            "How many times more positives the top-scored share of the cases holds than a random share of the same "
+            f"size, per tenth; the dashed line at 1 is picking at random. The top tenth's lift is {lift[0]:.2f}."
+        ),
+        lines=[
+            (name, "solid", fractions.tolist(), lift.tolist(), True),
+            ("random", "dashed", [fractions[0], 1.0], [1.0, 1.0], False),
+        ],
+        x_range=(0, 1),
+        y_range=(0, charts.nice_ceiling(max(float(lift.max()), 1.0))),
+        x_label="Share of the cases, best scores first",
+        y_label="Lift",
+    )
+    table = [
+        {"fraction": f, "gain": g, "lift": lf}
+        for f, g, lf in zip(fractions.tolist(), gain.tolist(), lift.tolist(), strict=True)
+    ]
+    return {"roc": roc, "gain": gain_chart, "lift": lift_chart, "table": table, "auc": auc}
+
+
+@login_required
+@require_GET
+def candidate_report_page(request: HttpRequest, study_id: int, set_id: int, name: str) -> HttpResponse:
+    study = _designer_study(request, study_id)
+    prediction_set = _set(study, set_id)
+    if name not in {row.candidate.name for row in prediction_set.candidate_arrays.all()}:
+        raise Http404("No such candidate in this set.")
+    data = selectors.prediction_data_get(prediction_set=prediction_set, candidates=[name])
+    options_form = ReportOptionsForm(request.GET or None)
+    candidate = report.CandidateReport(data, name, options_form.options())
+    try:
+        threshold = candidate.threshold
+    except ValueError as error:
+        threshold, threshold_reason = None, str(error)
+    else:
+        threshold_reason = ""
+    try:
+        confusion = _confusion(candidate, data.labels)
+    except ValueError:
+        confusion = None
+    context = {
+        "study": study,
+        "study_tab": "predictions",
+        "prediction_set": prediction_set,
+        "name": name,
+        "data": data,
+        "instances": len(data.candidates[name]),
+        "options_form": options_form,
+        "threshold": threshold,
+        "threshold_reason": threshold_reason,
+        "confusion": confusion,
+        "curves": _curves(candidate, name),
+        "values": _values(candidate),
+    }
+    return render(request, "evaluation/report.html", context)
+
+
+# --- the candidates of a set compared ------------------------------------------------------------
+
+
+def _a3r_chart(names: list[str], success: np.ndarray, time: np.ndarray, options: report.Options) -> dict:
+    """A3R of every candidate against every other, placed at their time ratio,
+    with A3R's and ARR's curves for equal success rates and the region where
+    ARR is undefined shaded."""
+    ratios = time[:, None] / time[None, :]
+    pairwise = metrics.a3r(success, time, root=options.root)
+    off = ~np.eye(len(names), dtype=bool)
+    pole = metrics.arr_pole(acc_d=options.acc_d)
+    lowest = min(ratios[off].min(), pole if pole > 0 else ratios[off].min()) / 10
+    highest = max(ratios[off].max() * 10, 10.0)
+    grid = np.logspace(np.log10(lowest), np.log10(highest), 120)
+    a3r_curve = grid ** (-1 / options.root)
+    arr_grid = grid[grid > pole * 1.05] if pole > 0 else grid
+    arr_curve = 1 / (1 + options.acc_d * np.log10(arr_grid))
+    top = charts.nice_ceiling(max(2.0, float(pairwise[off].max()) * 1.2))
+    # Curves are drawn where they lie inside the plot, not flattened against its edge.
+    inside = a3r_curve <= top
+    keep = (arr_curve > 0) & (arr_curve <= top)
+    points = [(float(r), float(v)) for r, v in zip(ratios[off].tolist(), pairwise[off].tolist(), strict=True)]
+    chart = charts.line_chart(
+        chart_id="chart-a3r",
+        title="A3R against the time ratio",
+        description=(
+            f"For every pair of candidates, a dot at the ratio of their times per instance and the first's A3R "
+            f"against the second (root {options.root:g}). The solid curve is A3R for equal success rates, the "
+            f"dashed curve ARR (AccD {options.acc_d:g}); the shaded band, time ratios at or below {pole:.3g}, is "
+            "where ARR is undefined or stops falling. The table lists every pair."
+        ),
+        lines=[
+            ("A3R, equal success rates", "solid", grid[inside].tolist(), a3r_curve[inside].tolist(), False),
+            ("ARR, equal success rates", "dashed", arr_grid[keep].tolist(), arr_curve[keep].tolist(), False),
+            ("pairs of candidates", "points", [p[0] for p in points], [p[1] for p in points], True),
+        ],
+        x_range=(float(lowest), float(highest)),
+        y_range=(0, top),
+        x_label="Time ratio T_p / T_q (log scale)",
+        y_label="A3R of p against q",
+        x_log=True,
+        shade=(float(lowest), pole, "ARR undefined") if pole > lowest else None,
+    )
+    pairs = [
+        {"p": names[p], "q": names[q], "ratio": ratios[p, q], "a3r": pairwise[p, q]}
+        for p in range(len(names))
+        for q in range(len(names))
+        if p != q
+    ]
+    return {"chart": chart, "pairs": pairs, "pole": pole}
+
+
+@login_required
+@require_GET
+def set_compare_page(request: HttpRequest, study_id: int, set_id: int) -> HttpResponse:
+    study = _designer_study(request, study_id)
+    prediction_set = _set(study, set_id)
+    data = selectors.prediction_data_get(prediction_set=prediction_set)
+    options_form = ReportOptionsForm(request.GET or None)
+    options = options_form.options()
+    document = report.evaluation_document(data, options)
+    names = list(data.candidates)
+    rows = [
+        {"name": name, "values": document["candidates"][name], "notes": document["notes"].get(name, {})}
+        for name in names
+    ]
+    context = {
+        "study": study,
+        "study_tab": "predictions",
+        "prediction_set": prediction_set,
+        "rows": rows,
+        "options_form": options_form,
+        "options": options,
+        "computations": report.COMPUTATIONS,
+    }
+    has_times = len(names) > 1 and all(data.candidates[n].time is not None for n in names)
+    if has_times:
+        reports = [report.CandidateReport(data, name, options) for name in names]
+        try:
+            success = np.array([r.accuracy() for r in reports])
+            time = np.array([data.candidates[n].time.mean() for n in names])
+            context["a3r"] = _a3r_chart(names, success, time, options)
+        except ValueError as error:
+            context["a3r_reason"] = str(error)
+    else:
+        context["a3r_reason"] = "A3R and ARR need a time column and two candidates or more."
+    return render(request, "evaluation/compare.html", context)
