@@ -53,10 +53,9 @@ def write_file(path: pathlib.Path, *, instances: int, candidates: int, kind: str
                         for i, t, s, tm in zip(range(start, stop), truth, score, times, strict=True)
                     )
                 else:
-                    proba = rng.dirichlet([1, 1, 1], stop - start)
-                    proba[:, 2] = 1 - proba[:, 0] - proba[:, 1]
+                    proba = rng.dirichlet([1, 1, 1], stop - start).tolist()  # floats: repr is exact
                     out.writelines(
-                        f"{name},i{i},{fold[i]},{LABELS[t]},{LABELS[int(p.argmax())]},{p[0]!r},{p[1]!r},{p[2]!r}\n"
+                        f"{name},i{i},{fold[i]},{LABELS[t]},{LABELS[p.index(max(p))]},{p[0]!r},{p[1]!r},{p[2]!r}\n"
                         for i, t, p in zip(range(start, stop), truth, proba, strict=True)
                     )
 

@@ -9,10 +9,12 @@ comes in as arguments.
 
 The file: UTF-8 (a byte-order mark is allowed), a header row, then one row
 per candidate and test instance. Commas separate the cells, or tabs when the
-header holds tabs and no comma (a spreadsheet's export). Cells are taken as written:
-labels, folds, instance ids and contexts are text, so ``1`` and ``1.0`` are
-two labels, and so are ``spam`` and ``spam `` (only the header's names are
-trimmed). Numbers are what Python's ``float`` reads, finite.
+header holds tabs and no comma (a spreadsheet's export). Cells are taken as
+written: labels, folds, instance ids and contexts are text, so ``1`` and
+``1.0`` are two labels, and so are ``spam`` and ``spam `` (only the header's
+column names are trimmed). Numbers are what Python's ``float`` reads,
+finite. An empty cell is an error, but in a ``context:<name>`` column, where
+it is a value like any other.
 
 Labels come in one documented order, which every array's codes follow:
 first the labels of ``y_true`` in the order they first appear, then the

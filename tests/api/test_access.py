@@ -18,13 +18,17 @@ private inputs outside the results); lists only list one's own studies;
 400 with errors per field; and nothing is written on any error.
 """
 
+import io
 import json
 from dataclasses import dataclass, field
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 
 from engine import services as engine_services
 from engine.models import Run
+from evaluation.models import PredictionSet
+from evaluation.services import prediction_set_import
 from workspace import services
 from workspace.bundles import study_import_bundle
 from workspace.models import ApiToken, Phase, QualityAttribute, Study
@@ -292,6 +296,75 @@ def _scores(response, world):
     assert set(scores["bob"]) == {"Success rate", "AUC", "Fold stdev", "Training time"}
 
 
+PREDICTIONS = (
+    b"candidate,fold,y_true,y_pred,score\n"
+    b"J48,1,spam,spam,0.9\nJ48,2,ham,spam,0.6\nJRip,1,spam,ham,0.4\nJRip,2,ham,ham,0.1\n"
+)
+
+
+@dataclass(frozen=True)
+class Upload:
+    """A multipart body with a prediction file, made afresh for each request
+    (an uploaded file is read once)."""
+
+    fields: dict
+
+    def data(self):
+        return {"file": SimpleUploadedFile("holdout.csv", PREDICTIONS, content_type="text/csv"), **self.fields}
+
+
+def predictions_add(study, name="holdout.csv"):
+    return prediction_set_import(
+        study=study, stream=io.BytesIO(PREDICTIONS), name=name, uploaded_by=study.designer, positive="spam"
+    )
+
+
+def prediction_set_out(prediction_set, **changes):
+    """The representation of a set of ``PREDICTIONS``, but for ``uploaded_at``
+    (see ``without_time``)."""
+    return {
+        "id": prediction_set.pk,
+        "name": "holdout.csv",
+        "uploaded_by": "alice",
+        "positive": "spam",
+        "labels": ["spam", "ham"],
+        "folds": ["1", "2"],
+        "context_columns": [],
+        "rows": 4,
+        "bytes": len(PREDICTIONS),
+        "candidates": [
+            {"name": "J48", "instances": 2, "columns": ["y_pred", "score", "fold"]},
+            {"name": "JRip", "instances": 2, "columns": ["y_pred", "score", "fold"]},
+        ],
+        **changes,
+    }
+
+
+def without_time(body):
+    return {key: value for key, value in body.items() if key != "uploaded_at"}
+
+
+def _prediction_sets(response, world):
+    body = response.json()
+    assert (body["count"], body["next"], body["previous"]) == (1, None, None)
+    assert [without_time(result) for result in body["results"]] == [prediction_set_out(world.prediction_set)]
+
+
+def _prediction_set(response, world):
+    assert without_time(response.json()) == prediction_set_out(world.prediction_set)
+
+
+def _prediction_set_uploaded(response, world):
+    uploaded = PredictionSet.objects.get(pk=response.json()["id"])
+    assert without_time(response.json()) == prediction_set_out(uploaded, name="second")
+    assert world.study.prediction_sets.count() == 2
+
+
+def _prediction_set_deleted(response, world):
+    assert response.content == b""
+    assert not world.study.prediction_sets.exists()
+
+
 S = API + "/studies/{study}"
 ROWS = [
     Row("study-get", "get", S + "/", 200, 200, check=_title),
@@ -441,6 +514,19 @@ ROWS = [
     # Only the designer reads an expert's inputs, even the expert's own here.
     Row("inputs-own", "get", S + "/inputs/bob/", 403, 200, check=_inputs_of("bob")),
     Row("inputs-other", "get", S + "/inputs/carol/", 403, 200, check=_inputs_of("carol")),
+    # Predictions: members read, the designer uploads and deletes, in any phase.
+    Row("predictions-get", "get", S + "/predictions/", 200, 200, check=_prediction_sets),
+    Row(
+        "predictions-post",
+        "post",
+        S + "/predictions/",
+        403,
+        201,
+        body=Upload({"positive": "spam", "name": "second"}),
+        check=_prediction_set_uploaded,
+    ),
+    Row("prediction-get", "get", S + "/predictions/{prediction_set}/", 200, 200, check=_prediction_set),
+    Row("prediction-delete", "delete", S + "/predictions/{prediction_set}/", 403, 204, check=_prediction_set_deleted),
     Row("runs-get", "get", S + "/runs/", 200, 200, check=_runs),
     Row("runs-post", "post", S + "/runs/", 403, only([Phase.CLOSED], 202), check=_launched),
     Row("run-get", "get", API + "/runs/{run}/", 200, 200, phases=(Phase.CLOSED,), check=_run),
@@ -454,13 +540,14 @@ CASES = [pytest.param(row, phase, id=f"{row.id}-{phase}") for row in ROWS for ph
 
 @dataclass
 class World:
-    """A study of alice (experts bob and carol) in ``phase``; closed studies
-    have one succeeded run."""
+    """A study of alice (experts bob and carol) in ``phase`` with a
+    prediction set; closed studies have one succeeded run."""
 
     phase: str
     study: Study
     built: object
     run: Run | None = None
+    prediction_set: PredictionSet | None = None
     ids: dict = field(default_factory=dict)
 
     def url(self, template):
@@ -472,6 +559,7 @@ def world(make_study, cast):
     def build(phase):
         built = make_study(phase)
         run = launch_and_finish(built, cast.alice) if phase == Phase.CLOSED else None
+        prediction_set = predictions_add(built.study)
         ids = {
             "study": built.study.pk,
             "attribute": built.attributes["Flexibility"].pk,
@@ -479,8 +567,9 @@ def world(make_study, cast):
             "unvoted_metric": built.metrics["Flexibility score"].pk,
             "candidate": built.candidates["J48"].pk,
             "run": run.pk if run else 0,
+            "prediction_set": prediction_set.pk,
         }
-        return World(phase=phase, study=built.study, built=built, run=run, ids=ids)
+        return World(phase=phase, study=built.study, built=built, run=run, prediction_set=prediction_set, ids=ids)
 
     return build
 
@@ -488,6 +577,8 @@ def world(make_study, cast):
 def send(client, method, url, body=None):
     if body is None:
         return getattr(client, method)(url)
+    if isinstance(body, Upload):
+        return getattr(client, method)(url, body.data(), format="multipart")
     return getattr(client, method)(url, body, format="json")
 
 
@@ -624,6 +715,7 @@ def test_non_member_expert_and_outsider_get_404_on_every_endpoint_of_a_study(sec
         "unvoted_metric": draft.metrics["Flexibility score"].pk,
         "candidate": draft.candidates["J48"].pk,
         "run": run.pk,
+        "prediction_set": predictions_add(draft.study).pk,
     }
     before = db_snapshot()
     for row in ROWS:

@@ -17,15 +17,18 @@ Every response must pass:
 So that the generated ids hit something, path parameters are replaced, two
 times in three, by those of real objects: one study per phase (draft,
 voting, assessment, closed with a succeeded run) with its attributes,
-metrics, candidates, experts and discussion posts, a run and a token. Every request runs in a
-savepoint that is rolled back afterwards, so each example meets the same
-database (a generated DELETE does not take the study away from the next one).
+metrics, candidates, experts, discussion posts and a prediction set, a run
+and a token. Every request runs in a savepoint that is rolled back
+afterwards, so each example meets the same database (a generated DELETE
+does not take the study away from the next one).
 
 Bounded and reproducible: at most ``MAX_EXAMPLES`` generated examples per
 operation (plus Schemathesis's deterministic coverage cases), derandomised,
 no deadline. ``test_fuzzing_reached_real_objects`` then checks that every
 operation got past its lookups at least once.
 """
+
+import io
 
 import pytest
 import schemathesis
@@ -42,12 +45,14 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from approve_site.wsgi import application
+from evaluation.services import prediction_set_import
 from workspace import invitations, services
 from workspace.models import Phase, Study
 
 from .conftest import Built, launch_and_finish, token_key
 
 MAX_EXAMPLES = 20
+PREDICTIONS = b"candidate,y_true,y_pred\nJ48,yes,yes\nJ48,no,yes\nJRip,yes,no\nJRip,no,no\n"
 # Status codes per operation label, to check that fuzzing reached real objects.
 STATS = {}
 CHECKS = [not_a_server_error, response_schema_conformance, status_code_conformance, content_type_conformance]
@@ -61,7 +66,7 @@ REAL = {}
 
 def _ids_for(path, world):
     """The value of ``{id}`` in ``path`` for a study's world."""
-    for kind in ("attributes", "metrics", "candidates", "invitations", "posts"):
+    for kind in ("attributes", "metrics", "candidates", "invitations", "posts", "predictions"):
         if f"/{kind}/" in path:
             return st.sampled_from(world[kind])
     return st.sampled_from(world["attributes"])
@@ -139,6 +144,9 @@ def _build_world(phase, cast, title):
         services.post_add(study=study, author=cast.alice, metric=metrics[1], body="AUC per fold"),
     ]
     services.post_hide(post=posts[1], by=cast.alice)
+    prediction_sets = [
+        prediction_set_import(study=study, stream=io.BytesIO(PREDICTIONS), name="holdout.csv", uploaded_by=cast.alice)
+    ]
     world = {
         "study": study.pk,
         "attributes": [a.pk for a in attributes],
@@ -146,6 +154,7 @@ def _build_world(phase, cast, title):
         "candidates": [c.pk for c in candidates],
         "invitations": [i.pk for i in pending],
         "posts": [p.pk for p in posts],
+        "predictions": [p.pk for p in prediction_sets],
     }
     if phase == Phase.DRAFT:
         return world

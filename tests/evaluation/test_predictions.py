@@ -440,6 +440,12 @@ def test_labels_are_text_as_written():
     assert data.labels == ["1", "1.0", " 1"]
 
 
+def test_an_empty_context_is_a_context_like_any_other():
+    data = read_text("candidate,y_true,y_pred,context:site\nJ48,spam,spam,\nJ48,ham,ham,north\nJRip,ham,ham,\n")
+    assert data.contexts == [("",), ("north",)]
+    np.testing.assert_array_equal(data.candidates["JRip"].context, [0])
+
+
 def test_a_one_candidate_file_needs_no_candidate_column_and_may_name_it():
     without = read_text("y_true,y_pred\nspam,spam\nham,spam\n", candidate="J48", candidates=["J48", "JRip"])
     named = read_text("candidate,y_true,y_pred\nJ48,spam,spam\nJ48,ham,spam\n", candidate="J48")

@@ -83,7 +83,8 @@ class ApproveAutoSchema(AutoSchema):
             # and by DRF for a body that is not JSON, a form or multipart.
             responses[413] = _detail("The request body is over this operation's size limit; the detail gives both.")
             if self.method != "DELETE":
-                responses[415] = _detail("The body's Content-Type is not one this operation reads (JSON, a form).")
+                reads = ", ".join(parser.media_type for parser in self.view.get_parsers())
+                responses[415] = _detail(f"The body's Content-Type is not one this operation reads ({reads}).")
         # Phases belong to studies (an import's phase problems are 400s).
         if (writes and "{study_id}" in self.path) or self.path.endswith(("/results/", "/scores/")):
             responses[409] = _detail("The study's phase (or the run's status) does not allow it; the detail says why.")

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import discussion, views
+from . import discussion, predictions, views
 from . import invitations as inv
 
 app_name = "api"
@@ -35,6 +35,14 @@ urlpatterns = [
     path("studies/<int:study_id>/my/peer-weights/", views.MyPeerWeightsView.as_view(), name="my-peer-weights"),
     path("studies/<int:study_id>/inputs/<str:username>/", views.ExpertInputsView.as_view(), name="expert-inputs"),
     path("studies/<int:study_id>/runs/", views.RunListView.as_view(), name="run-list"),
+    path(
+        "studies/<int:study_id>/predictions/", predictions.PredictionSetListView.as_view(), name="prediction-set-list"
+    ),
+    path(
+        "studies/<int:study_id>/predictions/<int:pk>/",
+        predictions.PredictionSetDetailView.as_view(),
+        name="prediction-set-detail",
+    ),
     # the discussion: a thread per attribute and per metric
     path("studies/<int:study_id>/discussion/", discussion.DiscussionView.as_view(), name="discussion"),
     path(
