@@ -26,10 +26,14 @@ def prediction_set_list(*, study: Study) -> QuerySet[PredictionSet]:
     )
 
 
-def prediction_set_get(*, study: Study, prediction_set_id: int) -> PredictionSet:
+def prediction_set_get(*, study: Study, prediction_set_id: int, contexts: bool = False) -> PredictionSet:
     """One set of the study, as the list has it (``PredictionSet.DoesNotExist``
-    when the study has no such set)."""
-    return prediction_set_list(study=study).get(pk=prediction_set_id)
+    when the study has no such set); with its contexts too when the caller
+    will compute from it (``prediction_data_get`` reads them)."""
+    sets = prediction_set_list(study=study)
+    if contexts:
+        sets = sets.defer(None).select_related("uploaded_by")
+    return sets.get(pk=prediction_set_id)
 
 
 def prediction_data_get(*, prediction_set: PredictionSet, candidates: list[str] | None = None) -> PredictionData:

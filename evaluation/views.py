@@ -85,9 +85,9 @@ def predictions_page(request: HttpRequest, study_id: int) -> HttpResponse:
     return render(request, "evaluation/predictions.html", context, status=400 if request.method == "POST" else 200)
 
 
-def _set(study: Study, set_id: int) -> PredictionSet:
+def _set(study: Study, set_id: int, *, contexts: bool = False) -> PredictionSet:
     try:
-        return selectors.prediction_set_get(study=study, prediction_set_id=set_id)
+        return selectors.prediction_set_get(study=study, prediction_set_id=set_id, contexts=contexts)
     except PredictionSet.DoesNotExist:
         raise Http404("No such prediction set.") from None
 
@@ -230,11 +230,11 @@ def _confusion(candidate: report.CandidateReport, labels: list[str]) -> dict:
 def _curves(candidate: report.CandidateReport, name: str) -> dict:
     """The ROC curve, and the lift and cumulative gain charts (binary, with scores)."""
     try:
+        auc = candidate.roc_auc()
         fpr, tpr = candidate.roc_points()
         fractions, gain, lift = candidate.lift_gain()
     except ValueError as error:  # NotApplicable too: no scores, no positive label, one class
         return {"reason": str(error)}
-    auc = candidate.roc_auc()
     roc = charts.line_chart(
         chart_id="chart-roc",
         title=f"ROC curve of {name} (AUC {auc:.3f})",
@@ -291,7 +291,7 @@ def _curves(candidate: report.CandidateReport, name: str) -> dict:
 @require_GET
 def candidate_report_page(request: HttpRequest, study_id: int, set_id: int, name: str) -> HttpResponse:
     study = _designer_study(request, study_id)
-    prediction_set = _set(study, set_id)
+    prediction_set = _set(study, set_id, contexts=True)
     if name not in {row.candidate.name for row in prediction_set.candidate_arrays.all()}:
         raise Http404("No such candidate in this set.")
     data = selectors.prediction_data_get(prediction_set=prediction_set, candidates=[name])
@@ -380,7 +380,7 @@ def _a3r_chart(names: list[str], success: np.ndarray, time: np.ndarray, options:
 @require_GET
 def set_compare_page(request: HttpRequest, study_id: int, set_id: int) -> HttpResponse:
     study = _designer_study(request, study_id)
-    prediction_set = _set(study, set_id)
+    prediction_set = _set(study, set_id, contexts=True)
     data = selectors.prediction_data_get(prediction_set=prediction_set)
     options_form = ReportOptionsForm(request.GET or None)
     options = options_form.options()
