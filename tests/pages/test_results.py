@@ -377,3 +377,12 @@ def test_the_runs_list_links_each_succeeded_run_to_a_comparison_with_the_one_bef
     assert f'href="/runs/{first.pk}/compare/{third.pk}/">with run {first.pk}</a>' in body
     rows = {run.pk: run.previous_succeeded for run in response.context["runs"]}
     assert rows == {third.pk: first.pk, queued.pk: None, first.pk: None}
+
+
+def test_the_influence_chart_shows_the_most_influential_of_many_experts(client, cast):
+    study = sized_study(33, cast.alice)
+    run = Run.objects.filter(study=study).first()
+    chart = as_user(client, cast.alice).get(f"/runs/{run.pk}/").context["results"]["influence"]["chart"]
+    assert chart.frame.title == "Expert influence: the 30 most influential of 33 experts"
+    assert len(chart.rows) == 30
+    assert len(as_user(client, cast.alice).get(f"/runs/{run.pk}/").context["results"]["influence"]["rows"]) == 33

@@ -142,17 +142,27 @@ def _weights(document: dict, results: dict) -> dict:
 # --- influence ----------------------------------------------------------------------------
 
 
+# Bars in the influence chart: beyond this many experts it shows the most
+# influential (the table beside it lists everyone).
+INFLUENCE_BARS = 30
+
+
 def _influence(document: dict) -> dict:
     influence = document["expert_influence"]
     names = list(influence)
     equal = 1 / len(names)
     high = charts.nice_ceiling(max([*influence.values(), equal]) * 1.05)
     strongest = max(names, key=influence.get)
+    title, which = "Expert influence", "A bar per expert"
+    if len(names) > INFLUENCE_BARS:
+        names = sorted(names, key=influence.get, reverse=True)[:INFLUENCE_BARS]
+        title = f"Expert influence: the {INFLUENCE_BARS} most influential of {len(influence)} experts"
+        which = f"A bar for each of the {INFLUENCE_BARS} most influential experts"
     chart = charts.bar_chart(
         chart_id="chart-influence",
-        title="Expert influence",
+        title=title,
         description=(
-            f"A bar per expert for the share of the outcome their opinions carry; a dashed line marks an equal share "
+            f"{which} for the share of the outcome their opinions carry; a dashed line marks an equal share "
             f"of {percent(equal)}. {strongest} carries the most, {percent(influence[strongest])}. "
             "The table beside the chart lists every share."
         ),
