@@ -529,7 +529,13 @@ class _Reader:
 
 
 def _joined(parts: list) -> np.ndarray | None:
-    return np.concatenate(parts) if parts else None
+    """The chunks of one column as one array; the chunks are let go at once,
+    so no more than one column is held twice while the file is assembled."""
+    if not parts:
+        return None
+    whole = np.concatenate(parts)
+    parts.clear()
+    return whole
 
 
 def _label_order(reader: _Reader, positive: str | None, errors: _Errors) -> tuple[list[str], np.ndarray | None]:
@@ -610,8 +616,8 @@ def _assemble(reader: _Reader, positive: str | None, errors: _Errors) -> Predict
     chunks = reader.chunks
     names = list(reader.candidate_codes)
     labels, pred_mapping = _label_order(reader, positive, errors)
-    candidate = np.concatenate(chunks.candidate)
-    lines = np.concatenate(chunks.lines)
+    candidate = _joined(chunks.candidate)
+    lines = _joined(chunks.lines)
     fold = _joined(chunks.fold)
     if fold is not None:
         _check_folds(reader, candidate, fold, names, errors)
@@ -619,7 +625,7 @@ def _assemble(reader: _Reader, positive: str | None, errors: _Errors) -> Predict
 
     y_pred = _joined(chunks.y_pred)
     arrays = {
-        "y_true": np.concatenate(chunks.y_true),
+        "y_true": _joined(chunks.y_true),
         "y_pred": None if y_pred is None else pred_mapping[y_pred],
         "score": _joined(chunks.score),
         "proba": None,
@@ -631,13 +637,17 @@ def _assemble(reader: _Reader, positive: str | None, errors: _Errors) -> Predict
     if chunks.proba:
         # Columns in the order of the labels (every label has one: checked).
         header_order = [label for label, _ in reader.layout.proba]
-        arrays["proba"] = np.concatenate(chunks.proba)[:, [header_order.index(label) for label in labels]]
-    # Each candidate's rows, in file order: a stable sort groups them.
-    order = np.argsort(candidate, kind="stable")
+        arrays["proba"] = _joined(chunks.proba)[:, [header_order.index(label) for label in labels]]
     bounds = np.concatenate([[0], np.cumsum(np.bincount(candidate, minlength=len(names)))])
+    # Each candidate's rows, in file order. A file written candidate by
+    # candidate (codes follow first appearance, so they never decrease)
+    # splits into slices, views that copy nothing; otherwise a stable sort
+    # groups each candidate's rows.
+    grouped = bool(np.all(candidate[1:] >= candidate[:-1]))
+    order = None if grouped else np.argsort(candidate, kind="stable")
     result = {}
     for code, name in enumerate(names):
-        rows = order[bounds[code] : bounds[code + 1]]
+        rows = slice(bounds[code], bounds[code + 1]) if grouped else order[bounds[code] : bounds[code + 1]]
         own = {key: None if values is None else values[rows] for key, values in arrays.items()}
         if own["instance"] is not None:
             _check_instances(name, own["instance"], lines[rows], errors)
