@@ -37,6 +37,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .arguments import positive_number
 from .rules import range_width_invalid
 
 __all__ = [
@@ -183,13 +184,7 @@ def _check_shape(array: np.ndarray, name: str, expected: tuple[int, ...], meanin
 
 
 def _check_tolerance(tolerance: object) -> float:
-    try:
-        tolerance = float(tolerance)
-    except (TypeError, ValueError):
-        raise ValueError(f"tolerance must be a positive number, got {tolerance!r}") from None
-    if not (np.isfinite(tolerance) and tolerance > 0):
-        raise ValueError(f"tolerance must be a positive finite number, got {tolerance!r}")
-    return tolerance
+    return positive_number(tolerance, "tolerance")
 
 
 def _renormalised_rows(array: np.ndarray, name: str, row_meaning: str) -> np.ndarray:

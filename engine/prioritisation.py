@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .arguments import integer
+
 from .rules import (
     CONSISTENCY_THRESHOLD,
     MIN_DIRECT_SHARE,
@@ -138,15 +140,7 @@ class Prioritisation:
 
 
 def _check_size(n, name="n"):
-    if isinstance(n, bool):
-        raise ValueError(f"{name} must be a positive integer, got {n!r}")
-    try:
-        n = operator.index(n)
-    except TypeError:
-        raise ValueError(f"{name} must be a positive integer, got {n!r}") from None
-    if n < 1:
-        raise ValueError(f"{name} must be a positive integer, got {n}")
-    return n
+    return integer(n, name, minimum=1)
 
 
 def _validated_matrices(matrices, name="matrix", *, stack=True):

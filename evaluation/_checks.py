@@ -4,11 +4,9 @@ No Django import here. The sum rule is the engine's (``engine.core``, METHOD.md
 intro): a sum that must equal 1 is checked to within 1e-6, then made exact.
 """
 
-import math
-import operator
-
 import numpy as np
 
+from engine.arguments import integer, positive_number  # noqa: F401  (re-exported for the library)
 from engine.core import ROW_SUM_TOLERANCE, sums_to_one
 
 # How many offending samples, rows or pairs an error message lists.
@@ -22,30 +20,6 @@ def listed(items) -> str:
     if len(items) > MAX_LISTED:
         text += f", ... ({len(items)} in all)"
     return text
-
-
-def integer(value: object, name: str, *, minimum: int) -> int:
-    """``value`` as an int of at least ``minimum`` (a bool or a float with a fraction is refused)."""
-    kind = "positive" if minimum == 1 else "non-negative" if minimum == 0 else f">= {minimum}"
-    if isinstance(value, bool):
-        raise ValueError(f"{name} must be a {kind} integer, got {value!r}")
-    try:
-        number = operator.index(value)
-    except TypeError:
-        raise ValueError(f"{name} must be a {kind} integer, got {value!r}") from None
-    if number < minimum:
-        raise ValueError(f"{name} must be a {kind} integer, got {number}")
-    return number
-
-
-def positive_number(value: object, name: str) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a positive number, got {value!r}") from None
-    if not (math.isfinite(number) and number > 0):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    return number
 
 
 def renormalised_rows(array: np.ndarray, name: str) -> np.ndarray:
