@@ -562,7 +562,9 @@ def evaluation_document(data, options: Options = Options()) -> dict:
                 notes[report.name][key] = str(error)
             continue
         for report, score in zip(reports, scores.tolist(), strict=True):
-            candidates[report.name][key] = score
+            candidates[report.name][key], reason = _evaluate(lambda score=score: score, COMPUTATIONS[key].name)
+            if reason:
+                notes[report.name][key] = reason
     return {
         "format": FORMAT,
         "positive": data.positive,
