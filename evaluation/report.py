@@ -16,6 +16,7 @@ predictions (one class only, no instance predicted positive, ARR past its
 pole) is ``None`` with the reason, never NaN.
 """
 
+import json
 import math
 import warnings
 from collections.abc import Callable, Mapping
@@ -571,6 +572,13 @@ def evaluation_document(data, options: Options = Options()) -> dict:
         "candidates": candidates,
         "notes": {name: reasons for name, reasons in notes.items() if reasons},
     }
+
+
+def document_json(document: dict) -> str:
+    """The document as compact JSON, the same text wherever it is served
+    (``evaluate_predictions --json``, the API). Values are finite: a NaN
+    here is a bug, and refused rather than written as JSON cannot carry it."""
+    return json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def metric_value(data, name: str, key: str, options: Options = Options()) -> float:
