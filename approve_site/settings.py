@@ -315,6 +315,12 @@ SPECTACULAR_SETTINGS = {
         "InvitationStatusEnum": "workspace.api.invitation_serializers.STATUSES",
         "InvitationKindEnum": ["username", "link"],
         "RunStatusEnum": "engine.models.Run.Status",
+        # A metric's direction, and a computation's (the catalogue's): the
+        # model's choices; a new metric's (MetricWriteSerializer): plain values.
+        "MetricBetterEnum": "workspace.models.Direction",
+        "MetricWriteBetterEnum": ["higher", "lower"],
+        # The catalogue's keys, which a computation's and a source's name too.
+        "ComputationEnum": "evaluation.report.COMPUTATIONS",
     },
     # The default enum hook, then the links from each create answer to the
     # operations on what it made (workspace/api/schema.py).

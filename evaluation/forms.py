@@ -6,7 +6,7 @@ from django import forms
 from workspace.models import Candidate, Metric
 
 from . import report
-from .services import PARAMETER_FIELDS
+from .services import computation_parameter_names
 
 
 class PredictionUploadForm(forms.Form):
@@ -93,14 +93,11 @@ class ComputationForm(forms.Form):
     def parameters(self) -> dict:
         """The chosen computation's parameters, as the service takes them."""
         data = self.cleaned_data
-        kinds = report.COMPUTATIONS[data["computation"]].parameters
         parameters = {}
-        for kind in kinds:
-            if kind == "n_parameters":
-                counts = {c.name: data[name] for c, name in self.candidate_fields if data.get(name) is not None}
-                parameters["n_parameters"] = counts
-                continue
-            for name in PARAMETER_FIELDS[kind]:
+        for name in computation_parameter_names(data["computation"]):
+            if name == "n_parameters":
+                parameters[name] = {c.name: data[f] for c, f in self.candidate_fields if data.get(f) is not None}
+            else:
                 parameters[name] = data[name]
         return parameters
 
@@ -124,11 +121,13 @@ class ReportOptionsForm(forms.Form):
     threshold_method = forms.ChoiceField(label="Threshold method", choices=THRESHOLD_CHOICES, required=False)
     threshold_value = forms.FloatField(label="Fixed threshold", required=False)
     use_threshold = forms.BooleanField(label="Derive labels from scores even where y_pred is given", required=False)
-    root = forms.FloatField(label="Root N (A3R)", required=False, min_value=1e-9)
-    acc_d = forms.FloatField(label="AccD (ARR)", required=False, min_value=1e-9)
+    root = forms.FloatField(label="Root N (A3R)", required=False)
+    acc_d = forms.FloatField(label="AccD (ARR)", required=False)
 
-    def options(self) -> report.Options:
+    def given(self) -> dict:
+        """The options filled in, for ``services.report_options`` to check
+        (none when the form is invalid: the defaults are then shown)."""
         if not self.is_valid():
-            return DEFAULTS
-        given = {key: value for key, value in self.cleaned_data.items() if value not in (None, "", False)}
-        return report.Options(**given)
+            return {}
+        # Not "if value": a threshold of 0 is a value.
+        return {key: value for key, value in self.cleaned_data.items() if value is not None and value != ""}

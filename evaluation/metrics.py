@@ -917,13 +917,24 @@ def a3r(success_rate: ArrayLike, time: ArrayLike, *, root: float = 8) -> np.ndar
     ------
     ValueError
         Shapes differ or are empty, a success rate or time is not positive,
-        or ``root`` is not positive.
+        ``root`` is not positive, or so small that the times raised to the
+        power ``1 / root`` leave floating point.
     """
     root = positive_number(root, "root")
     success_rate, time = _candidate_tables(success_rate, time)
-    # Each time is rooted before dividing, so that extreme ratios cannot overflow.
-    rooted_time = time ** (1.0 / root)
-    ratios = (success_rate[:, :, None] / success_rate[:, None, :]) / (rooted_time[:, :, None] / rooted_time[:, None, :])
+    # Each time is rooted before dividing, so that extreme ratios cannot
+    # overflow; a root below 1 raises the times to a power instead, which can
+    # leave floating point (0 / 0 or x / 0): refused rather than returned as NaN.
+    with np.errstate(divide="ignore", over="ignore", under="ignore", invalid="ignore"):
+        rooted_time = time ** (1.0 / root)
+        ratios = (success_rate[:, :, None] / success_rate[:, None, :]) / (
+            rooted_time[:, :, None] / rooted_time[:, None, :]
+        )
+    if not np.isfinite(ratios).all():
+        raise ValueError(
+            f"A3R is beyond floating point with root {root:g}: the times raised to the power 1/root are too large "
+            "or too small to compare (a larger root keeps them in range)"
+        )
     return ratios.mean(axis=0)
 
 

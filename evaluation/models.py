@@ -110,3 +110,8 @@ class MeasurementSource(models.Model):
 
     def __str__(self):
         return f"{self.candidate} {self.metric} from {self.computation}"
+
+    def edited_since(self, current_value: float | None) -> bool:
+        """Whether the measurement, whose value is now ``current_value`` (None
+        when removed), was typed over since it was computed."""
+        return current_value != self.value

@@ -16,6 +16,7 @@ predictions (one class only, no instance predicted positive, ARR past its
 pole) is ``None`` with the reason, never NaN.
 """
 
+import json
 import math
 import warnings
 from collections.abc import Callable, Mapping
@@ -562,13 +563,22 @@ def evaluation_document(data, options: Options = Options()) -> dict:
                 notes[report.name][key] = str(error)
             continue
         for report, score in zip(reports, scores.tolist(), strict=True):
-            candidates[report.name][key] = score
+            candidates[report.name][key], reason = _evaluate(lambda score=score: score, COMPUTATIONS[key].name)
+            if reason:
+                notes[report.name][key] = reason
     return {
         "format": FORMAT,
         "positive": data.positive,
         "candidates": candidates,
         "notes": {name: reasons for name, reasons in notes.items() if reasons},
     }
+
+
+def document_json(document: dict) -> str:
+    """The document as compact JSON, the same text wherever it is served
+    (``evaluate_predictions --json``, the API). Values are finite: a NaN
+    here is a bug, and refused rather than written as JSON cannot carry it."""
+    return json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def metric_value(data, name: str, key: str, options: Options = Options()) -> float:

@@ -5,7 +5,7 @@ gets that far)."""
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
 
 from workspace.models import Candidate, Measurement, Metric, Study
 
@@ -36,22 +36,35 @@ def prediction_set_get(*, study: Study, prediction_set_id: int, contexts: bool =
     return sets.get(pk=prediction_set_id)
 
 
-def prediction_data_get(*, prediction_set: PredictionSet, candidates: list[str] | None = None) -> PredictionData:
-    """The stored set as ``evaluation.predictions`` read it: every candidate's
-    arrays (or only those of ``candidates``), in the order of the file."""
-    stored = CandidatePredictionArrays.objects.filter(prediction_set=prediction_set).select_related("candidate")
-    if candidates is not None:
-        stored = stored.filter(candidate__name__in=candidates)
-    candidates = {row.candidate.name: row.predictions() for row in stored.order_by("id")}
+def _prediction_data(prediction_set: PredictionSet, stored: list[CandidatePredictionArrays]) -> PredictionData:
     return PredictionData(
         labels=list(prediction_set.labels),
         positive=prediction_set.positive,
         folds=list(prediction_set.folds),
         context_columns=list(prediction_set.context_columns),
         contexts=[tuple(context) for context in prediction_set.contexts],
-        candidates=candidates,
+        candidates={row.candidate.name: row.predictions() for row in stored},
         rows=prediction_set.row_count,
     )
+
+
+def prediction_data_get(*, prediction_set: PredictionSet, candidates: list[str] | None = None) -> PredictionData:
+    """The stored set as ``evaluation.predictions`` read it: every candidate's
+    arrays (or only those of ``candidates``), in the order of the file."""
+    stored = CandidatePredictionArrays.objects.filter(prediction_set=prediction_set).select_related("candidate")
+    if candidates is not None:
+        stored = stored.filter(candidate__name__in=candidates)
+    return _prediction_data(prediction_set, list(stored.order_by("id")))
+
+
+def prediction_data_by_set(*, prediction_sets: list[PredictionSet]) -> dict[int, PredictionData]:
+    """``prediction_data_get`` of several sets (read with their contexts),
+    ``{set id: data}``: one query for all their arrays, however many sets."""
+    stored: dict[int, list[CandidatePredictionArrays]] = {s.pk: [] for s in prediction_sets}
+    rows = CandidatePredictionArrays.objects.filter(prediction_set__in=list(stored)).select_related("candidate")
+    for row in rows.order_by("id"):
+        stored[row.prediction_set_id].append(row)
+    return {s.pk: _prediction_data(s, stored[s.pk]) for s in prediction_sets}
 
 
 @dataclass
@@ -67,6 +80,26 @@ class MetricSources:
     sets: list[str] = field(default_factory=list)
     computations: list[str] = field(default_factory=list)
     last_computed: datetime | None = None
+
+
+def metric_with_computation_get(*, study: Study, metric_id: int) -> Metric:
+    """One metric of the study with its mapping, if any (``metric.computation``;
+    ``Metric.DoesNotExist`` when the study has no such metric): one query."""
+    return Metric.objects.select_related("computation").get(study=study, pk=metric_id)
+
+
+def measurement_source_list(*, study: Study) -> QuerySet[MeasurementSource]:
+    """Where each computed measurement of the study came from, with its
+    candidate, its metric and the measurement's value now
+    (``current_value``, None when it was removed), in the order of
+    ``workspace.selectors.measurement_list``: one query."""
+    current = Measurement.objects.filter(candidate=OuterRef("candidate"), metric=OuterRef("metric")).values("value")
+    return (
+        MeasurementSource.objects.filter(study=study)
+        .select_related("candidate", "metric")
+        .annotate(current_value=Subquery(current[:1]))
+        .order_by("candidate__position", "candidate_id", "metric__position", "metric_id")
+    )
 
 
 def measurement_sources(*, study: Study) -> dict[tuple[int, int], MeasurementSource]:
@@ -95,7 +128,7 @@ def source_summaries(
         if summary is None:
             continue
         summary.computed += 1
-        if values.get((candidate_id, metric_id)) != source.value:
+        if source.edited_since(values.get((candidate_id, metric_id))):
             summary.edited.append(candidate_names.get(candidate_id, "?"))
         if source.prediction_set_name not in summary.sets:
             summary.sets.append(source.prediction_set_name)

@@ -34,7 +34,7 @@ from . import report
 from .arrays import arrays_pack
 from .models import CandidatePredictionArrays, MeasurementSource, MetricComputation, PredictionSet
 from .predictions import PredictionFileError, read_predictions
-from .selectors import prediction_data_get
+from .selectors import prediction_data_by_set
 
 
 class _Counted:
@@ -182,18 +182,46 @@ def _parameter(name: str, value: Any, field: str, candidate_names: set[str]) -> 
     return _positive(value, field)
 
 
+def computation_parameter_names(computation: str) -> list[str]:
+    """The names of the parameters ``computation`` takes (a key of ``report.COMPUTATIONS``)."""
+    return [name for kind in report.COMPUTATIONS[computation].parameters for name in PARAMETER_FIELDS[kind]]
+
+
 def computation_parameters(computation: str, parameters: Any, *, candidate_names: set[str]) -> dict:
     """The parameters of ``computation`` checked (InvalidInput naming
     ``parameters.<name>``), without those the computation does not take."""
     if computation not in report.COMPUTATIONS:
         raise InvalidInput({"computation": f"must be one of {', '.join(report.COMPUTATIONS)}, got {computation!r}"})
     parameters = {} if parameters is None else expect(parameters, dict, "parameters", "an object")
-    allowed = [name for kind in report.COMPUTATIONS[computation].parameters for name in PARAMETER_FIELDS[kind]]
+    allowed = computation_parameter_names(computation)
     unknown = sorted(set(parameters) - set(allowed))
     if unknown:
         takes = ", ".join(allowed) if allowed else "none"
         raise InvalidInput({f"parameters.{unknown[0]}": f"is not a parameter of {computation} (it takes {takes})"})
     return {name: _parameter(name, value, f"parameters.{name}", candidate_names) for name, value in parameters.items()}
+
+
+# What a report of a set takes: every parameter but the candidates' numbers of
+# parameters (AIC and BIC are computed for study metrics only).
+REPORT_PARAMETERS = tuple(name for kind, names in PARAMETER_FIELDS.items() if kind != "n_parameters" for name in names)
+
+
+def report_options(parameters: dict[str, Any]) -> report.Options:
+    """The options of a set's report from parameters given by name (the
+    API's query), each checked as a mapping's (InvalidInput naming it); the
+    defaults for those left out."""
+    errors, checked = {}, {}
+    for name, value in parameters.items():
+        if name not in REPORT_PARAMETERS:
+            errors[name] = f"is not a parameter of a report (they are {', '.join(REPORT_PARAMETERS)})"
+            continue
+        try:
+            checked[name] = _parameter(name, value, name, set())
+        except InvalidInput as error:
+            errors.update(error.errors)
+    if errors:
+        raise InvalidInput(errors)
+    return report.Options(**checked)
 
 
 def computation_options(computation: MetricComputation | None = None, parameters: dict | None = None) -> report.Options:
@@ -271,22 +299,44 @@ def _newest_sets(study: Study) -> dict[int, int]:
     return newest
 
 
-def measurements_compute(*, study: Study, metrics: list[Metric] | None = None) -> ComputeOutcome:
-    """Compute every mapped metric (or those of ``metrics``) for every
-    candidate from the candidate's newest prediction set, and store the
-    values through ``measurements_set`` with their provenance. A candidate
-    without predictions, or whose value is undefined (one class only, a
-    column the computation needs), is listed in ``not_computed`` with the
-    reason and its measurement left as it was. A3R and ARR compare the
-    candidates of one set."""
+def _mapped_metrics(study: Study, names: Any) -> list[Metric]:
+    """The study's metrics of ``names``, each mapped to a computation, or
+    InvalidInput naming every name that is not (``metrics[<index>]``)."""
+    names = expect(names, (list, tuple), "metrics", "a list of metric names")
+    texts = [name for name in names if isinstance(name, str)]
+    found = {m.name: m for m in Metric.objects.filter(study=study, name__in=texts).select_related("computation")}
+    errors = {}
+    for index, name in enumerate(names):
+        metric = found.get(name) if isinstance(name, str) else None
+        if metric is None:
+            errors[f"metrics[{index}]"] = f"no metric named {name!r} in this study"
+        elif not hasattr(metric, "computation"):
+            errors[f"metrics[{index}]"] = f"{name} is not computed from predictions: map it to a computation first"
+    if errors:
+        raise InvalidInput(errors)
+    return list(found.values())
+
+
+def measurements_compute(*, study: Study, metrics: list[str] | None = None) -> ComputeOutcome:
+    """Compute every mapped metric (or those named in ``metrics``, each of
+    which must be mapped) for every candidate from the candidate's newest
+    prediction set, and store the values through ``measurements_set`` with
+    their provenance. A candidate without predictions, or whose value is
+    undefined (one class only, a column the computation needs), is listed in
+    ``not_computed`` with the reason and its measurement left as it was. A3R
+    and ARR compare the candidates of one set. Its queries do not grow with
+    the number of metrics, candidates or sets (but for the upserts, which the
+    database may split into batches of many thousand rows)."""
     mappings = MetricComputation.objects.filter(metric__study=study).select_related("metric")
     if metrics is not None:
-        mappings = mappings.filter(metric__in=metrics)
+        mappings = mappings.filter(metric__in=_mapped_metrics(study, metrics))
     mappings = list(mappings.order_by("metric__attribute__position", "metric__position", "metric_id"))
+    if not mappings:
+        return ComputeOutcome()
     candidates = list(Candidate.objects.filter(study=study).order_by("position", "id"))
     newest = _newest_sets(study)
     sets = PredictionSet.objects.in_bulk(set(newest.values()))
-    data = {set_id: prediction_data_get(prediction_set=prediction_set) for set_id, prediction_set in sets.items()}
+    data = prediction_data_by_set(prediction_sets=list(sets.values()))
     outcome = ComputeOutcome()
     values: list[tuple[MetricComputation, Candidate, PredictionSet, float]] = []
     for mapping in mappings:

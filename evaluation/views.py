@@ -126,7 +126,7 @@ def computation_page(request: HttpRequest, study_id: int, metric_id: int) -> Htt
     its parameters, or stop computing it (``remove``)."""
     study = _designer_study(request, study_id)
     try:
-        metric = Metric.objects.select_related("computation").get(study=study, pk=metric_id)
+        metric = selectors.metric_with_computation_get(study=study, metric_id=metric_id)
     except Metric.DoesNotExist:
         raise Http404("No such metric.") from None
     mapping = getattr(metric, "computation", None)
@@ -190,6 +190,16 @@ def compute_page(request: HttpRequest, study_id: int) -> HttpResponse:
 
 
 # --- one candidate's report ------------------------------------------------------------------
+
+
+def _report_options(form: ReportOptionsForm) -> report.Options:
+    """The options of a report page, checked by the service as the API's are;
+    the defaults, with the errors on the form, when any is refused."""
+    try:
+        return services.report_options(form.given())
+    except InvalidInput as error:
+        form_add_service_errors(form, error)
+        return report.Options()
 
 
 def _values(candidate: report.CandidateReport) -> list[dict]:
@@ -296,7 +306,7 @@ def candidate_report_page(request: HttpRequest, study_id: int, set_id: int, name
         raise Http404("No such candidate in this set.")
     data = selectors.prediction_data_get(prediction_set=prediction_set, candidates=[name])
     options_form = ReportOptionsForm(request.GET or None)
-    candidate = report.CandidateReport(data, name, options_form.options())
+    candidate = report.CandidateReport(data, name, _report_options(options_form))
     try:
         threshold = candidate.threshold
     except ValueError as error:
@@ -383,7 +393,7 @@ def set_compare_page(request: HttpRequest, study_id: int, set_id: int) -> HttpRe
     prediction_set = _set(study, set_id, contexts=True)
     data = selectors.prediction_data_get(prediction_set=prediction_set)
     options_form = ReportOptionsForm(request.GET or None)
-    options = options_form.options()
+    options = _report_options(options_form)
     document = report.evaluation_document(data, options)
     names = list(data.candidates)
     rows = [

@@ -27,7 +27,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from engine import services as engine_services
 from engine.models import Run
-from evaluation.models import PredictionSet
+from evaluation import report
+from evaluation import services as evaluation_services
+from evaluation.models import MetricComputation, PredictionSet
+from evaluation.predictions import read_predictions
 from evaluation.services import prediction_set_import
 from workspace import services
 from workspace.bundles import study_import_bundle
@@ -365,6 +368,70 @@ def _prediction_set_deleted(response, world):
     assert not world.study.prediction_sets.exists()
 
 
+def _computation(response, world):
+    assert response.json() == {
+        "computation": "accuracy",
+        "name": "Accuracy (success rate)",
+        "definition": "the share of instances whose predicted label is the true one",
+        "parameters": {"threshold_method": "max_kappa"},
+    }
+
+
+def _computation_set(response, world):
+    assert response.json()["computation"] == "balanced_accuracy"
+    mapping = MetricComputation.objects.get(metric=world.built.metrics["Success rate"])
+    assert (mapping.computation, mapping.parameters) == ("balanced_accuracy", {"threshold_method": "fixed"})
+
+
+def _computation_removed(response, world):
+    assert response.content == b""
+    assert list(MetricComputation.objects.filter(metric__study=world.study).values_list("metric__name")) == [("AUC",)]
+
+
+def _catalogue(response, world):
+    assert [entry["key"] for entry in response.json()] == list(report.COMPUTATIONS)
+
+
+def _computed(response, world):
+    # Each candidate has one instance right out of two.
+    assert response.json() == {
+        "computed": [
+            {
+                "metric": "Success rate",
+                "candidate": name,
+                "before": before,
+                "value": 0.5,
+                "prediction_set": "holdout.csv",
+            }
+            for name, before in (("J48", 0.847), ("JRip", 0.865))
+        ],
+        "not_computed": [],
+    }
+    assert set(world.study.measurements.filter(metric__name="Success rate").values_list("value", flat=True)) == {0.5}
+
+
+def _sources(response, world):
+    body = response.json()
+    assert body["count"] == 2
+    assert [{k: v for k, v in row.items() if k != "computed_at"} for row in body["results"]] == [
+        {
+            "candidate": name,
+            "metric": "AUC",
+            "prediction_set": "holdout.csv",
+            "prediction_set_id": world.prediction_set.pk,
+            "computation": "roc_auc",
+            "parameters": {},
+            "value": 1.0,  # each ranks its positive above its negative
+            "edited": False,
+        }
+        for name in ("J48", "JRip")
+    ]
+
+
+def _evaluation(response, world):
+    assert response.json() == report.evaluation_document(read_predictions(io.BytesIO(PREDICTIONS), positive="spam"))
+
+
 S = API + "/studies/{study}"
 ROWS = [
     Row("study-get", "get", S + "/", 200, 200, check=_title),
@@ -527,6 +594,30 @@ ROWS = [
     ),
     Row("prediction-get", "get", S + "/predictions/{prediction_set}/", 200, 200, check=_prediction_set),
     Row("prediction-delete", "delete", S + "/predictions/{prediction_set}/", 403, 204, check=_prediction_set_deleted),
+    Row("prediction-evaluation", "get", S + "/predictions/{prediction_set}/evaluation/", 200, 200, check=_evaluation),
+    # Metrics computed from predictions: members read, the designer maps and computes, in any phase.
+    Row("computation-get", "get", S + "/metrics/{metric}/computation/", 200, 200, check=_computation),
+    Row(
+        "computation-put",
+        "put",
+        S + "/metrics/{metric}/computation/",
+        403,
+        200,
+        body={"computation": "balanced_accuracy", "parameters": {"threshold_method": "fixed"}},
+        check=_computation_set,
+    ),
+    Row("computation-delete", "delete", S + "/metrics/{metric}/computation/", 403, 204, check=_computation_removed),
+    Row("computations-get", "get", S + "/computations/", 200, 200, check=_catalogue),
+    Row(
+        "measurements-compute",
+        "post",
+        S + "/measurements/compute/",
+        403,
+        200,
+        body={"metrics": ["Success rate"]},
+        check=_computed,
+    ),
+    Row("measurement-sources", "get", S + "/measurements/sources/", 200, 200, check=_sources),
     Row("runs-get", "get", S + "/runs/", 200, 200, check=_runs),
     Row("runs-post", "post", S + "/runs/", 403, only([Phase.CLOSED], 202), check=_launched),
     Row("run-get", "get", API + "/runs/{run}/", 200, 200, phases=(Phase.CLOSED,), check=_run),
@@ -541,7 +632,8 @@ CASES = [pytest.param(row, phase, id=f"{row.id}-{phase}") for row in ROWS for ph
 @dataclass
 class World:
     """A study of alice (experts bob and carol) in ``phase`` with a
-    prediction set; closed studies have one succeeded run."""
+    prediction set, Success rate to be computed as accuracy and AUC computed
+    as ROC AUC from it; closed studies have one succeeded run."""
 
     phase: str
     study: Study
@@ -560,6 +652,11 @@ def world(make_study, cast):
         built = make_study(phase)
         run = launch_and_finish(built, cast.alice) if phase == Phase.CLOSED else None
         prediction_set = predictions_add(built.study)
+        evaluation_services.metric_computation_set(
+            metric=built.metrics["Success rate"], computation="accuracy", parameters={"threshold_method": "max_kappa"}
+        )
+        evaluation_services.metric_computation_set(metric=built.metrics["AUC"], computation="roc_auc")
+        evaluation_services.measurements_compute(study=built.study, metrics=["AUC"])
         ids = {
             "study": built.study.pk,
             "attribute": built.attributes["Flexibility"].pk,

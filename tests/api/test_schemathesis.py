@@ -17,10 +17,10 @@ Every response must pass:
 So that the generated ids hit something, path parameters are replaced, two
 times in three, by those of real objects: one study per phase (draft,
 voting, assessment, closed with a succeeded run) with its attributes,
-metrics, candidates, experts, discussion posts and a prediction set, a run
-and a token. Every request runs in a savepoint that is rolled back
-afterwards, so each example meets the same database (a generated DELETE
-does not take the study away from the next one).
+metrics (one computed from predictions), candidates, experts, discussion
+posts and a prediction set, a run and a token. Every request runs in a
+savepoint that is rolled back afterwards, so each example meets the same
+database (a generated DELETE does not take the study away from the next one).
 
 Bounded and reproducible: at most ``MAX_EXAMPLES`` generated examples per
 operation (plus Schemathesis's deterministic coverage cases), derandomised,
@@ -45,7 +45,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from approve_site.wsgi import application
-from evaluation.services import prediction_set_import
+from evaluation.services import measurements_compute, metric_computation_set, prediction_set_import
 from workspace import invitations, services
 from workspace.models import Phase, Study
 
@@ -147,6 +147,9 @@ def _build_world(phase, cast, title):
     prediction_sets = [
         prediction_set_import(study=study, stream=io.BytesIO(PREDICTIONS), name="holdout.csv", uploaded_by=cast.alice)
     ]
+    # A metric computed from the set, so that its computation and the sources exist.
+    metric_computation_set(metric=metrics[0], computation="accuracy")
+    measurements_compute(study=study)
     world = {
         "study": study.pk,
         "attributes": [a.pk for a in attributes],

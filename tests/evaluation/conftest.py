@@ -6,7 +6,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from evaluation.models import CandidatePredictionArrays, PredictionSet
+from evaluation.models import CandidatePredictionArrays, MeasurementSource, MetricComputation, PredictionSet
 from tests.api.conftest import (  # noqa: F401  (fixtures re-exported for tests/evaluation)
     _fresh_cache,
     _test_settings,
@@ -20,12 +20,19 @@ from tests.api.conftest import (  # noqa: F401  (fixtures re-exported for tests/
 
 
 def stored():
-    """Everything an import could have written: the study's tables and the
-    prediction sets with their arrays."""
+    """Everything an import, a mapping or a computation could have written:
+    the study's tables, the prediction sets with their arrays, the metrics'
+    computations and where computed measurements came from."""
     return {
         **db_snapshot(),
         "prediction_sets": list(PredictionSet.objects.values_list("pk", "name", "row_count")),
         "candidate_arrays": CandidatePredictionArrays.objects.count(),
+        "computations": sorted(MetricComputation.objects.values_list("metric_id", "computation", "parameters")),
+        "sources": sorted(
+            MeasurementSource.objects.values_list(
+                "candidate_id", "metric_id", "prediction_set_id", "value", "computed_at"
+            )
+        ),
     }
 
 
@@ -38,6 +45,6 @@ def nothing_stored(db):
     def check():
         before = stored()
         yield
-        assert stored() == before, "a refused file stored something"
+        assert stored() == before, "a refused request stored something"
 
     return check

@@ -245,3 +245,11 @@ def test_arr_and_a3r_parameters_must_be_positive():
 def test_arr_names_the_dataset_when_there_are_several():
     with pytest.raises(ValueError, match=r"\(p=1, q=0, dataset 1\) time ratio 1e-11"):
         arr([[0.9, 0.9], [0.9, 0.9]], [[1.0, 1.0], [1.0, 1e-11]], acc_d=0.1)
+
+
+def test_a3r_with_a_root_so_small_that_the_times_leave_floating_point_says_so():
+    # 0.0005 ** 1000 is 0 in floating point: the ratios would be 0 / 0.
+    with pytest.raises(ValueError, match="A3R is beyond floating point with root 0.001"):
+        a3r([0.9, 0.8], [0.0005, 0.001], root=0.001)
+    # A root below 1 that stays in range is computed: (1/2) ** (1/0.5) = 1/4.
+    assert a3r([0.8, 0.8], [1.0, 2.0], root=0.5)[0, 1] == pytest.approx(4.0)

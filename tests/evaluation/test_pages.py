@@ -230,6 +230,27 @@ def test_a_sets_candidates_compared_with_a3r_and_where_arr_is_undefined(client, 
     assert all(row["values"]["arr"] is None for row in steep.context["rows"])
 
 
+def test_report_options_are_checked_by_the_service_the_api_uses(client, demo):
+    prediction_set = stored_set(demo)
+    as_user(client, demo.designer)
+    path = f"/studies/{demo.pk}/predictions/{prediction_set.pk}/compare/"
+    refused = client.get(path, {"root": "0", "acc_d": "1"})
+    assert refused.context["options_form"].errors == {"root": ["must be greater than 0, got 0"]}
+    assert refused.context["options"] == report.Options()  # the defaults, not half of what was asked
+    assert "must be greater than 0, got 0" in text_of(refused)
+    # A threshold of 0 is a value (it was taken for "not given"): every score is then positive.
+    report_page = f"/studies/{demo.pk}/predictions/{prediction_set.pk}/candidates/J48/"
+    zero = client.get(report_page, {"threshold_value": "0", "use_threshold": "on"})
+    assert zero.context["threshold"] == 0.0
+    confusion = zero.context["confusion"]
+    normal = confusion["labels"].index("normal")
+    assert [row["cells"][normal]["count"] for row in confusion["rows"]] == [0, 0]
+    # A root this small took A3R beyond floating point: the page said "nan".
+    tiny = client.get(path, {"root": "0.001"})
+    assert "A3R is beyond floating point with root 0.001" in text_of(tiny)
+    assert all(row["values"]["a3r"] is None for row in tiny.context["rows"])
+
+
 def test_deleting_a_set_asks_first(client, demo):
     prediction_set = stored_set(demo)
     as_user(client, demo.designer)

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn import metrics as sk
 
+from evaluation import report
 from evaluation.predictions import read_predictions
 from evaluation.report import (
     COMPUTATIONS,
@@ -193,6 +194,28 @@ def test_arr_past_its_pole_is_reported_and_a3r_still_given():
     )
     a3r = document["candidates"]["fast"]["a3r"]
     assert a3r == pytest.approx(1e12 ** (1 / 8))
+
+
+def test_a_root_so_small_that_a3r_leaves_floating_point_is_null_with_the_reason():
+    """The times raised to the power 1 / 0.001 are 0: A3R was NaN, which JSON cannot carry."""
+    rows = [
+        {"candidate": name, "y_true": label, "y_pred": label, "time": seconds}
+        for name, seconds in (("fast", 0.0005), ("slow", 0.001))
+        for label in ("yes", "no")
+    ]
+    document = evaluation_document(read(rows, positive="yes"), Options(root=0.001))
+    assert document["candidates"]["fast"]["a3r"] is None
+    assert document["notes"]["fast"]["a3r"].startswith("A3R is beyond floating point with root 0.001")
+    json.dumps(document, allow_nan=False)
+
+
+def test_a_pairwise_score_that_is_not_finite_is_null_with_the_reason(monkeypatch):
+    # No input known today gives one (a3r refuses them); the document stays JSON if one ever does.
+    monkeypatch.setattr(report, "pairwise_scores", lambda reports, key, options: np.array([math.inf, 1.0]))
+    document = evaluation_document(read(binary_rows(3), positive="yes"))
+    assert [document["candidates"][name]["arr"] for name in ("J48", "JRip")] == [None, 1.0]
+    assert document["notes"]["J48"]["arr"] == "ARR is not a finite number here"
+    json.dumps(document, allow_nan=False)
 
 
 def test_metric_value_for_study_metrics_and_its_refusals():

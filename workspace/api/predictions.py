@@ -143,13 +143,19 @@ class PredictionSetListView(StudyScoped, PaginatedListMixin, APIView):
         return Response(PredictionSetSerializer(prediction_set).data, status=status.HTTP_201_CREATED)
 
 
-class PredictionSetDetailView(StudyScoped, APIView):
-    def prediction_set(self) -> PredictionSet:
+class PredictionSetScoped(StudyScoped):
+    def prediction_set(self, *, contexts: bool = False) -> PredictionSet:
+        """The set of the URL's ``pk`` in the study (404 otherwise); with its
+        contexts for computing from it."""
         try:
-            return selectors.prediction_set_get(study=self.study(), prediction_set_id=self.kwargs["pk"])
+            return selectors.prediction_set_get(
+                study=self.study(), prediction_set_id=self.kwargs["pk"], contexts=contexts
+            )
         except PredictionSet.DoesNotExist:
             raise exceptions.NotFound("No such prediction set in this study.") from None
 
+
+class PredictionSetDetailView(PredictionSetScoped, APIView):
     @extend_schema(responses=PredictionSetSerializer)
     def get(self, request: Request, study_id: int, pk: int) -> Response:
         """One prediction set: its labels, folds and candidates."""

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import discussion, predictions, views
+from . import computations, discussion, predictions, views
 from . import invitations as inv
 
 app_name = "api"
@@ -26,9 +26,25 @@ urlpatterns = [
     path("studies/<int:study_id>/attributes/<int:pk>/", views.AttributeDetailView.as_view(), name="attribute-detail"),
     path("studies/<int:study_id>/metrics/", views.MetricListView.as_view(), name="metric-list"),
     path("studies/<int:study_id>/metrics/<int:pk>/", views.MetricDetailView.as_view(), name="metric-detail"),
+    path(
+        "studies/<int:study_id>/metrics/<int:pk>/computation/",
+        computations.MetricComputationView.as_view(),
+        name="metric-computation",
+    ),
+    path("studies/<int:study_id>/computations/", computations.ComputationListView.as_view(), name="computation-list"),
     path("studies/<int:study_id>/candidates/", views.CandidateListView.as_view(), name="candidate-list"),
     path("studies/<int:study_id>/candidates/<int:pk>/", views.CandidateDetailView.as_view(), name="candidate-detail"),
     path("studies/<int:study_id>/measurements/", views.MeasurementView.as_view(), name="measurements"),
+    path(
+        "studies/<int:study_id>/measurements/compute/",
+        computations.MeasurementComputeView.as_view(),
+        name="measurements-compute",
+    ),
+    path(
+        "studies/<int:study_id>/measurements/sources/",
+        computations.MeasurementSourceListView.as_view(),
+        name="measurement-sources",
+    ),
     path("studies/<int:study_id>/my/votes/", views.MyVotesView.as_view(), name="my-votes"),
     path("studies/<int:study_id>/my/priorities/", views.MyPrioritiesView.as_view(), name="my-priorities"),
     path("studies/<int:study_id>/my/ranges/", views.MyRangesView.as_view(), name="my-ranges"),
@@ -42,6 +58,11 @@ urlpatterns = [
         "studies/<int:study_id>/predictions/<int:pk>/",
         predictions.PredictionSetDetailView.as_view(),
         name="prediction-set-detail",
+    ),
+    path(
+        "studies/<int:study_id>/predictions/<int:pk>/evaluation/",
+        computations.PredictionSetEvaluationView.as_view(),
+        name="prediction-set-evaluation",
     ),
     # the discussion: a thread per attribute and per metric
     path("studies/<int:study_id>/discussion/", discussion.DiscussionView.as_view(), name="discussion"),

@@ -431,7 +431,7 @@ def _measurement_page(
         field = table[f.cell_name(candidate.pk, metric.pk)] if editable else None
         value = values.get((candidate.pk, metric.pk))
         source = sources.get((candidate.pk, metric.pk))
-        computed = source if source is not None and source.value == value else None
+        computed = source if source is not None and not source.edited_since(value) else None
         return {"metric": metric, "value": value, "field": field, "computed": computed}
 
     rows = [{"candidate": c, "cells": [cell(c, m) for m in metrics]} for c in candidates]

@@ -2,13 +2,12 @@
 every metric of METHOD.md section 7 that a predictions file's columns allow,
 per candidate, without a study (FORMATS.md, ``approve-evaluation/1``)."""
 
-import json
 import math
 
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluation.predictions import PredictionFileError, read_predictions
-from evaluation.report import COMPUTATIONS, THRESHOLD_METHODS, Options, evaluation_document
+from evaluation.report import COMPUTATIONS, THRESHOLD_METHODS, Options, document_json, evaluation_document
 
 
 def _positive_number(text: str) -> float:
@@ -61,7 +60,7 @@ class Command(BaseCommand):
             ),
         )
         if options["json"]:
-            self.stdout.write(json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
+            self.stdout.write(document_json(document))
             return
         self.stdout.write(f"{data.rows} rows, {len(data.candidates)} candidates, labels: {', '.join(data.labels)}")
         self.stdout.write(f"positive label: {data.positive if data.positive is not None else '(none given)'}")
