@@ -31,6 +31,7 @@ Pure NumPy; no Django import.
 """
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 import numpy as np
@@ -211,7 +212,7 @@ def _changing_range(eta: np.ndarray, i: int) -> tuple[float, float]:
     return low, high
 
 
-class _BinarySearchElicitation:
+class _BinarySearchElicitation(ABC):
     """The question-and-answer loop shared by Algorithms 1 and 2 of source 003.
 
     A sequence of binary searches, each over an interval of one parameter
@@ -231,18 +232,22 @@ class _BinarySearchElicitation:
         self._search = 0
         self._start_search()
 
-    # What a subclass provides.
+    # What each algorithm provides.
+    @abstractmethod
     def _interval(self, search: int) -> tuple[float, float]:
-        raise NotImplementedError
+        """Provided by each algorithm."""
 
+    @abstractmethod
     def _query_point(self, search: int, value: float) -> np.ndarray:
-        raise NotImplementedError
+        """Provided by each algorithm."""
 
+    @abstractmethod
     def _found(self, search: int, value: float) -> None:
-        raise NotImplementedError
+        """Provided by each algorithm."""
 
+    @abstractmethod
     def _result(self) -> np.ndarray:
-        raise NotImplementedError
+        """Provided by each algorithm."""
 
     def _start_search(self) -> None:
         self._responses: list[bool] = []
