@@ -534,16 +534,18 @@ def _evaluate(compute: Callable[[], float], what: str) -> tuple[float | None, st
         return None, str(error)
 
 
-def evaluation_document(data, options: Options = Options()) -> dict:
+def evaluation_document(data, options: Options = Options(), *, keys: tuple[str, ...] = DOCUMENT_KEYS) -> dict:
     """The ``approve-evaluation/1`` document: per candidate every metric of
-    ``DOCUMENT_KEYS`` its columns allow; ``null`` where one applies but is
-    undefined, its reason under ``notes[candidate][metric]``."""
+    ``keys`` (by default all of ``DOCUMENT_KEYS``) its columns allow;
+    ``null`` where one applies but is undefined, its reason under
+    ``notes[candidate][metric]``. A page that shows a few metrics asks for
+    those only."""
     reports = [CandidateReport(data, name, options) for name in data.candidates]
     candidates, notes = {}, {}
     for report in reports:
         values, reasons = {}, {}
         for key in DOCUMENT_KEYS:
-            if key in ("a3r", "arr"):
+            if key in ("a3r", "arr") or key not in keys:
                 continue
             try:
                 values[key], reason = _evaluate(getattr(report, key), COMPUTATIONS[key].name)
@@ -553,6 +555,8 @@ def evaluation_document(data, options: Options = Options()) -> dict:
                 reasons[key] = reason
         candidates[report.name], notes[report.name] = values, reasons
     for key in ("a3r", "arr"):
+        if key not in keys:
+            continue
         try:
             scores = pairwise_scores(reports, key, options)
         except NotApplicable:

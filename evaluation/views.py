@@ -386,6 +386,10 @@ def _a3r_chart(names: list[str], success: np.ndarray, time: np.ndarray, options:
     return {"chart": chart, "pairs": pairs, "pole": pole}
 
 
+# The metrics a set's comparison shows.
+COMPARED = ("accuracy", "efficiency", "a3r", "arr")
+
+
 @login_required
 @require_GET
 def set_compare_page(request: HttpRequest, study_id: int, set_id: int) -> HttpResponse:
@@ -394,7 +398,8 @@ def set_compare_page(request: HttpRequest, study_id: int, set_id: int) -> HttpRe
     data = selectors.prediction_data_get(prediction_set=prediction_set)
     options_form = ReportOptionsForm(request.GET or None)
     options = _report_options(options_form)
-    document = report.evaluation_document(data, options)
+    # Only what the page shows: the report's other metrics would be computed for nothing.
+    document = report.evaluation_document(data, options, keys=COMPARED)
     names = list(data.candidates)
     rows = [
         {"name": name, "values": document["candidates"][name], "notes": document["notes"].get(name, {})}
@@ -409,15 +414,16 @@ def set_compare_page(request: HttpRequest, study_id: int, set_id: int) -> HttpRe
         "options": options,
         "computations": report.COMPUTATIONS,
     }
+    success = [row["values"].get("accuracy") for row in rows]
     has_times = len(names) > 1 and all(data.candidates[n].time is not None for n in names)
-    if has_times:
-        reports = [report.CandidateReport(data, name, options) for name in names]
+    if not has_times:
+        context["a3r_reason"] = "A3R and ARR need a time column and two candidates or more."
+    elif None in success:
+        context["a3r_reason"] = "A3R needs every candidate's accuracy, and one is undefined here."
+    else:
+        time = np.array([data.candidates[n].time.mean() for n in names])
         try:
-            success = np.array([r.accuracy() for r in reports])
-            time = np.array([data.candidates[n].time.mean() for n in names])
-            context["a3r"] = _a3r_chart(names, success, time, options)
+            context["a3r"] = _a3r_chart(names, np.array(success), time, options)
         except ValueError as error:
             context["a3r_reason"] = str(error)
-    else:
-        context["a3r_reason"] = "A3R and ARR need a time column and two candidates or more."
     return render(request, "evaluation/compare.html", context)

@@ -44,12 +44,13 @@ def metric_infos(score_inputs: dict) -> dict[str, MetricInfo]:
 
 
 def _ranking(document: dict, infos: dict[str, MetricInfo], page_number: str | int | None) -> dict:
-    candidates = [
-        {**candidate, "veto_sentences": veto_sentences(candidate["name"], candidate["vetoes"], infos)}
-        for candidate in document["candidates"]
-    ]
+    candidates = document["candidates"]
     page = Paginator(candidates, RANKING_PAGE_SIZE).get_page(page_number)
-    shown = list(page.object_list)
+    # Sentences for the page shown only: a ranking may hold a thousand candidates.
+    shown = [
+        {**candidate, "veto_sentences": veto_sentences(candidate["name"], candidate["vetoes"], infos)}
+        for candidate in page.object_list
+    ]
     vetoed = sum(1 for candidate in candidates if candidate["vetoed"])
     best = candidates[0] if candidates else None
     description = (
