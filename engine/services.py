@@ -648,9 +648,11 @@ def _candidate_out(entry: dict, experts: list[str], metrics: list[str]) -> dict:
     return candidate
 
 
-class _ScoreInputs:
+class ScoreInputs:
     """The bounds of a run's snapshot, to score its candidates one at a time
-    (never the whole (candidates, experts, metrics) tensor)."""
+    (never the whole (candidates, experts, metrics) tensor). Needs only the
+    snapshot's experts, metrics, candidates, lower, upper and measurements
+    (what ``workspace.selectors.run_score_inputs`` reads)."""
 
     def __init__(self, snapshot: dict):
         self.snapshot = snapshot
@@ -660,9 +662,16 @@ class _ScoreInputs:
         self.lower = _matrix(snapshot, "lower", self.experts, self.metrics, "an acceptable range")
         self.upper = _matrix(snapshot, "upper", self.experts, self.metrics, "an acceptable range")
 
+    def measured(self, name: str) -> list[float]:
+        """The candidate's measured values, in the order of the metrics."""
+        return self.snapshot["measurements"][self.index[name]]
+
+    def score_matrix(self, name: str) -> np.ndarray:
+        """The candidate's (experts, metrics) individual scores (METHOD.md 4)."""
+        return core.individual_scores(self.lower, self.upper, np.array(self.measured(name), dtype=float))
+
     def scores(self, name: str) -> dict:
-        row = np.array(self.snapshot["measurements"][self.index[name]], dtype=float)
-        scores = core.individual_scores(self.lower, self.upper, row).tolist()
+        scores = self.score_matrix(name).tolist()
         return {expert: _named(self.metrics, values) for expert, values in zip(self.experts, scores, strict=True)}
 
 
@@ -727,7 +736,7 @@ def _document_body(results: dict) -> dict:
 def _candidates_out(results: dict, snapshot: dict | None = None) -> Iterator[dict]:
     """The candidates in the document's shape; with their individual scores
     when given the snapshot they come from."""
-    inputs = _ScoreInputs(snapshot) if snapshot is not None else None
+    inputs = ScoreInputs(snapshot) if snapshot is not None else None
     for entry in results["candidates"]:
         candidate = _candidate_out(entry, results["experts"], results["metrics"])
         if inputs is not None:
@@ -795,4 +804,4 @@ def candidate_individual_scores(run: Run, candidate_name: str) -> dict | None:
     snapshot = run.snapshot
     if candidate_name not in snapshot["candidates"]:
         return None
-    return _ScoreInputs(snapshot).scores(candidate_name)
+    return ScoreInputs(snapshot).scores(candidate_name)

@@ -12,7 +12,6 @@ import csv
 import io
 from dataclasses import dataclass
 
-import numpy as np
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
@@ -20,7 +19,6 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from engine import core
 from engine import services as engine_services
 from engine.compare import compare_runs
 from engine.explain import MetricInfo, influence_sentence, join_names, percent, quantity, veto_sentences
@@ -198,10 +196,10 @@ def candidate_breakdown(document: dict, score_inputs: dict, name: str, infos: di
     if entry is None:
         return None
     metrics = document["metrics"]
-    row = score_inputs["measurements"][score_inputs["candidates"].index(name)]
-    lower = np.array(score_inputs["lower"], dtype=float)
-    upper = np.array(score_inputs["upper"], dtype=float)
-    scores = core.individual_scores(lower, upper, np.array(row, dtype=float))
+    inputs = engine_services.ScoreInputs(score_inputs)
+    row = inputs.measured(name)
+    lower, upper = inputs.lower, inputs.upper
+    scores = inputs.score_matrix(name)
     veto_shares = entry.get("veto_shares") or {}
     weights = document["metric_weights"]
     contributions = [
@@ -215,7 +213,7 @@ def candidate_breakdown(document: dict, score_inputs: dict, name: str, infos: di
         }
         for j, metric in enumerate(metrics)
     ]
-    experts = score_inputs["experts"]
+    experts = inputs.experts
     heat = [
         {
             "expert": expert,
