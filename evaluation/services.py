@@ -16,7 +16,6 @@ it, never when a set is uploaded or a mapping changed.
 
 from typing import IO, Any
 
-import math
 from dataclasses import dataclass, field
 from numbers import Real
 
@@ -224,12 +223,6 @@ def report_options(parameters: dict[str, Any]) -> report.Options:
     return report.Options(**checked)
 
 
-def computation_options(computation: MetricComputation | None = None, parameters: dict | None = None) -> report.Options:
-    """The report's options for a mapping's parameters (the defaults for the rest)."""
-    given = dict(computation.parameters if computation is not None else parameters or {})
-    return report.Options(**given)
-
-
 @transaction.atomic
 def metric_computation_set(*, metric: Metric, computation: str, parameters: Any = None) -> MetricComputation:
     """Map ``metric`` to a computation from predictions, replacing any
@@ -283,7 +276,7 @@ class ComputeOutcome:
 
     @property
     def changed(self) -> list[Computed]:
-        return [c for c in self.computed if c.before is None or not math.isclose(c.before, c.value, abs_tol=0)]
+        return [c for c in self.computed if c.before != c.value]
 
 
 def _newest_sets(study: Study) -> dict[int, int]:
@@ -340,7 +333,8 @@ def measurements_compute(*, study: Study, metrics: list[str] | None = None) -> C
     outcome = ComputeOutcome()
     values: list[tuple[MetricComputation, Candidate, PredictionSet, float]] = []
     for mapping in mappings:
-        options = computation_options(mapping)
+        # The mapping's parameters were checked when it was set; the defaults fill the rest.
+        options = report.Options(**mapping.parameters)
         for candidate in candidates:
             if candidate.pk not in newest:
                 outcome.not_computed.append(NotComputed(mapping.metric.name, candidate.name, "no predictions"))
