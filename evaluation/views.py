@@ -412,7 +412,6 @@ def set_compare_page(request: HttpRequest, study_id: int, set_id: int) -> HttpRe
         "rows": rows,
         "options_form": options_form,
         "options": options,
-        "computations": report.COMPUTATIONS,
     }
     success = [row["values"].get("accuracy") for row in rows]
     has_times = len(names) > 1 and all(data.candidates[n].time is not None for n in names)

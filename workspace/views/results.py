@@ -69,7 +69,7 @@ def _ranking(document: dict, infos: dict[str, MetricInfo], page_number: str | in
         values=[[c["cef"] for c in shown], [c["weighted_score"] for c in shown]],
         notes=["vetoed" if c["vetoed"] else "" for c in shown],
     )
-    return {"page": page, "candidates": shown, "vetoed_count": vetoed, "chart": chart, "count": len(candidates)}
+    return {"page": page, "candidates": shown, "chart": chart, "count": len(candidates)}
 
 
 # --- weights and their spread -------------------------------------------------------------
@@ -254,7 +254,6 @@ def results_context(run: Run, *, candidate: str | None = None, page: str | int |
     names = [c["name"] for c in document["candidates"]]
     chosen = candidate if candidate in names else (names[0] if names else None)
     return {
-        "document": document,
         "iterations": document["iterations"],
         "size": {
             "experts": len(document["expert_influence"]),
