@@ -40,7 +40,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .arguments import integer
-
 from .rules import (
     CONSISTENCY_THRESHOLD,
     MIN_DIRECT_SHARE,

@@ -14,10 +14,9 @@ from (``MeasurementSource``). Computing happens when the designer asks for
 it, never when a set is uploaded or a mapping changed.
 """
 
-from typing import IO, Any
-
 from dataclasses import dataclass, field
 from numbers import Real
+from typing import IO, Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction

@@ -31,10 +31,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from . import selectors, services
-from .services import _checks
-from .services.accounts import username_clean
 from .errors import InvalidInput, PhaseConflict
 from .models import Invitation, Membership, Phase
+from .services import _checks
+from .services.accounts import username_clean
 
 User = get_user_model()
 EXPERT, PENDING, ACTIVE = Membership.Role.EXPERT, Membership.Status.PENDING, Membership.Status.ACTIVE

@@ -227,6 +227,9 @@ class AttributeVote(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["expert", "attribute"], name="attribute_vote_unique")]
 
+    def __str__(self):
+        return f"{self.expert.user} for {self.attribute}"
+
 
 class MetricVote(models.Model):
     expert = models.ForeignKey(Membership, on_delete=models.CASCADE, related_name="metric_votes")
@@ -234,6 +237,9 @@ class MetricVote(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["expert", "metric"], name="metric_vote_unique")]
+
+    def __str__(self):
+        return f"{self.expert.user} for {self.metric}"
 
 
 # --- Prioritisation (phase "assessment", METHOD.md section 3) ------------------
@@ -341,6 +347,9 @@ class AttributeJudgment(JudgmentBase):
     class Meta:
         constraints = _judgment_constraints("attribute")
 
+    def __str__(self):
+        return f"{self.row} over {self.column}: {self.value:g}"
+
 
 class AttributeWeight(WeightBase):
     prioritisation = models.ForeignKey(AttributePrioritisation, on_delete=models.CASCADE, related_name="weights")
@@ -348,6 +357,9 @@ class AttributeWeight(WeightBase):
 
     class Meta:
         constraints = _weight_constraints("attribute", "attribute")
+
+    def __str__(self):
+        return f"{self.attribute}: {self.weight:g}"
 
 
 class MetricPrioritisation(PrioritisationBase):
@@ -375,6 +387,9 @@ class MetricJudgment(JudgmentBase):
     class Meta:
         constraints = _judgment_constraints("metric")
 
+    def __str__(self):
+        return f"{self.row} over {self.column}: {self.value:g}"
+
 
 class MetricWeight(WeightBase):
     prioritisation = models.ForeignKey(MetricPrioritisation, on_delete=models.CASCADE, related_name="weights")
@@ -382,6 +397,9 @@ class MetricWeight(WeightBase):
 
     class Meta:
         constraints = _weight_constraints("metric", "metric")
+
+    def __str__(self):
+        return f"{self.metric}: {self.weight:g}"
 
 
 # --- Ranges and peer weights (phase "assessment", METHOD.md sections 4-5) ------
@@ -464,7 +482,8 @@ class Invitation(models.Model):
         REVOKED = "revoked", "Revoked"
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="invitations")
-    username = models.CharField(max_length=150, null=True, blank=True)
+    # Null, not "", marks a link invitation: the constraints pair it with a digest.
+    username = models.CharField(max_length=150, null=True, blank=True)  # noqa: DJ001
     digest = models.CharField(max_length=64, unique=True, null=True, blank=True)
     membership = models.ForeignKey(
         Membership, on_delete=models.CASCADE, null=True, blank=True, related_name="invitations"

@@ -100,6 +100,48 @@ def document(api, cast) -> dict:
     return response.json()
 
 
+def _link_problems(document: dict, by_id: dict, source: str, json_body: dict, where: str, link: dict) -> list[str]:
+    """What is wrong with one link of an answer of the operation at ``source``."""
+    if link["operationId"] not in by_id:
+        return [f"{where}: no operation {link['operationId']}"]
+    problems = []
+    target, target_operation = by_id[link["operationId"]]
+    accepted = {p["name"] for p in target_operation.get("parameters", [])}
+    if set(re.findall(r"{([^}]+)}", target)) - set(link["parameters"]):
+        problems.append(f"{where}: leaves a path parameter of {target} unset")
+    problems += [
+        f"{where}: {target} has no parameter {parameter}"
+        for parameter in link["parameters"]
+        if parameter not in accepted
+    ]
+    # A body's fields may also be constants.
+    constants = {f: v for f, v in link.get("requestBody", {}).items() if not v.startswith("$")}
+    expressions = list(link["parameters"].items()) + [
+        (f, v) for f, v in link.get("requestBody", {}).items() if f not in constants
+    ]
+    for field, expression in expressions:
+        if expression.startswith("$request.path."):
+            if "{" + expression.removeprefix("$request.path.") + "}" not in source:
+                problems.append(f"{where}: {source} has no path parameter in {expression}")
+        elif expression.startswith("$response.body#"):
+            if not _pointer_exists(document, json_body, expression.removeprefix("$response.body#")):
+                problems.append(f"{where}: the answer has no {expression}")
+        else:
+            problems.append(f"{where}: {field} = {expression} is not an expression")
+    if "requestBody" in link:
+        body = target_operation["requestBody"]["content"]["application/json"]["schema"]
+        problems += [
+            f"{where}: the body of {target} has no field {field}"
+            for field in link["requestBody"]
+            if not _pointer_exists(document, body, field)
+        ]
+        for field, value in constants.items():
+            allowed = _resolve(document, _resolve(document, body)["properties"][field]).get("enum")
+            if allowed is not None and value not in allowed:
+                problems.append(f"{where}: {field} = {value!r} is not one of {allowed}")
+    return problems
+
+
 def test_every_link_names_a_real_operation_and_its_parameters(document: dict) -> None:
     by_id = {operation["operationId"]: (path, operation) for path, _, operation in _operations(document)}
     problems = []
@@ -110,39 +152,7 @@ def test_every_link_names_a_real_operation_and_its_parameters(document: dict) ->
             for name, link in response.get("links", {}).items():
                 count += 1
                 where = f"{operation['operationId']} {status} {name}"
-                if link["operationId"] not in by_id:
-                    problems.append(f"{where}: no operation {link['operationId']}")
-                    continue
-                target, target_operation = by_id[link["operationId"]]
-                accepted = {p["name"] for p in target_operation.get("parameters", [])}
-                if set(re.findall(r"{([^}]+)}", target)) - set(link["parameters"]):
-                    problems.append(f"{where}: leaves a path parameter of {target} unset")
-                for parameter in link["parameters"]:
-                    if parameter not in accepted:
-                        problems.append(f"{where}: {target} has no parameter {parameter}")
-                # A body's fields may also be constants.
-                constants = {f: v for f, v in link.get("requestBody", {}).items() if not v.startswith("$")}
-                expressions = list(link["parameters"].items()) + [
-                    (f, v) for f, v in link.get("requestBody", {}).items() if f not in constants
-                ]
-                for field, expression in expressions:
-                    if expression.startswith("$request.path."):
-                        if "{" + expression.removeprefix("$request.path.") + "}" not in source:
-                            problems.append(f"{where}: {source} has no path parameter in {expression}")
-                    elif expression.startswith("$response.body#"):
-                        if not _pointer_exists(document, json_body, expression.removeprefix("$response.body#")):
-                            problems.append(f"{where}: the {status} answer has no {expression}")
-                    else:
-                        problems.append(f"{where}: {field} = {expression} is not an expression")
-                if "requestBody" in link:
-                    body = target_operation["requestBody"]["content"]["application/json"]["schema"]
-                    for field in link["requestBody"]:
-                        if not _pointer_exists(document, body, field):
-                            problems.append(f"{where}: the body of {target} has no field {field}")
-                    for field, value in constants.items():
-                        allowed = _resolve(document, _resolve(document, body)["properties"][field]).get("enum")
-                        if allowed is not None and value not in allowed:
-                            problems.append(f"{where}: {field} = {value!r} is not one of {allowed}")
+                problems += _link_problems(document, by_id, source, json_body, where, link)
     assert not problems, "\n".join(problems)
     assert count > 80, count
 

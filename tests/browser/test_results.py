@@ -6,6 +6,7 @@ an axe scan of every results page."""
 
 import csv
 import io
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -78,7 +79,7 @@ def test_a_candidates_breakdown_is_swapped_in_and_the_csv_downloads(page: Page, 
         page.get_by_role("link", name="Download CSV").click()
     download = download_info.value
     assert download.suggested_filename == f"approve-run-{run.pk}-results.csv"
-    rows = list(csv.DictReader(io.StringIO(open(download.path(), encoding="utf-8-sig").read())))
+    rows = list(csv.DictReader(io.StringIO(Path(download.path()).read_text(encoding="utf-8-sig"))))
     assert [row["name"] for row in rows] == ["JRip", "J48", "IBk", "RandomForest"]
     document = engine_services.results_document(run)
     assert [float(row["cef"]) for row in rows] == [c["cef"] for c in document["candidates"]]

@@ -77,7 +77,7 @@ class Workers:
             "APPROVE_TEST_QUEUE": self.queue,
             "APPROVE_TEST_RUN_DELAY": str(run_delay),
         }
-        log = open(self.tmp_path / f"{name}.log", "w")
+        log = open(self.tmp_path / f"{name}.log", "w")  # noqa: SIM115 - the worker writes to it until stopped
         process = subprocess.Popen(
             [sys.executable, str(LAUNCHER), *args], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
         )

@@ -428,9 +428,11 @@ def test_launch_refused_unless_closed(db, phase, django_capture_on_commit_callba
     current = Phase.ASSESSMENT if phase == "reopened" else phase
     assert Study.objects.get(pk=study.pk).phase == current
     Run.objects.create(study=study, snapshot={})  # an earlier run, to count
-    with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        with pytest.raises(PhaseConflict, match=rf"closed study.*{current}"):
-            launch(study)
+    with (
+        django_capture_on_commit_callbacks(execute=False) as callbacks,
+        pytest.raises(PhaseConflict, match=rf"closed study.*{current}"),
+    ):
+        launch(study)
     assert callbacks == []
     assert Run.objects.count() == 1
     assert Study.objects.get(pk=study.pk).phase == current

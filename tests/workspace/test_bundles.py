@@ -242,9 +242,8 @@ def test_import_never_touches_an_existing_account(case_study, cast):
 
 def test_import_without_designer_uses_the_importing_user(case_study, cast, unchanged):
     del case_study["designer"]
-    with unchanged():
-        with pytest.raises(InvalidInput) as info:
-            study_import_bundle(bundle=copy.deepcopy(case_study))
+    with unchanged(), pytest.raises(InvalidInput) as info:
+        study_import_bundle(bundle=copy.deepcopy(case_study))
     assert set(info.value.errors) == {"designer"}
     # A closed study carries the experts' inputs, which only staff may import
     # in their names (tests/workspace/test_consent.py); a draft carries none.
@@ -966,9 +965,8 @@ BAD_BUNDLES = [
 @pytest.mark.parametrize("mutation, field, fragment", [pytest.param(m, f, fr, id=i) for i, m, f, fr in BAD_BUNDLES])
 def test_bad_bundles_are_refused_and_write_nothing(case_study, unchanged, mutation, field, fragment):
     mutation(case_study)
-    with unchanged():
-        with pytest.raises(InvalidInput) as info:
-            study_import_bundle(bundle=case_study)
+    with unchanged(), pytest.raises(InvalidInput) as info:
+        study_import_bundle(bundle=case_study)
     errors = info.value.errors
     assert list(errors) == [field], errors
     assert fragment in " ".join(errors[field]), errors
@@ -978,9 +976,8 @@ def test_bad_bundles_are_refused_and_write_nothing(case_study, unchanged, mutati
 
 @pytest.mark.parametrize("bundle", [[], ["approve-study/1"], "approve-study/1", None, 1])
 def test_a_bundle_must_be_an_object(unchanged, bundle):
-    with unchanged():
-        with pytest.raises(InvalidInput) as info:
-            study_import_bundle(bundle=bundle)
+    with unchanged(), pytest.raises(InvalidInput) as info:
+        study_import_bundle(bundle=bundle)
     assert info.value.errors == {"bundle": ["must be a JSON object"]}
 
 
@@ -1063,12 +1060,10 @@ def test_import_study_command_reads_standard_input(case_study, monkeypatch):
 def test_import_study_command_designer_option(case_study, tmp_path, cast, unchanged):
     del case_study["designer"]
     path = _write(tmp_path, case_study)
-    with unchanged():
-        with pytest.raises(CommandError, match="--designer: no user named 'nobody'"):
-            call_command("import_study", str(path), "--designer", "nobody", stdout=io.StringIO())
-    with unchanged():
-        with pytest.raises(CommandError, match="designer: is required"):
-            call_command("import_study", str(path), stdout=io.StringIO())
+    with unchanged(), pytest.raises(CommandError, match="--designer: no user named 'nobody'"):
+        call_command("import_study", str(path), "--designer", "nobody", stdout=io.StringIO())
+    with unchanged(), pytest.raises(CommandError, match="designer: is required"):
+        call_command("import_study", str(path), stdout=io.StringIO())
     out = io.StringIO()
     call_command("import_study", str(path), "--designer", "alice", stdout=out)
     assert Study.objects.get(pk=int(out.getvalue())).designer == cast.alice
@@ -1077,9 +1072,8 @@ def test_import_study_command_designer_option(case_study, tmp_path, cast, unchan
 def test_import_study_command_refuses_a_bad_bundle(case_study, tmp_path, unchanged):
     case_study["peer_weights"]["clinician"]["clinician"] = 0.3
     path = _write(tmp_path, case_study)
-    with unchanged():
-        with pytest.raises(CommandError) as info:
-            call_command("import_study", str(path), stdout=io.StringIO())
+    with unchanged(), pytest.raises(CommandError) as info:
+        call_command("import_study", str(path), stdout=io.StringIO())
     message = str(info.value)
     assert "nothing was written" in message
     assert "peer_weights.clinician: row sums to 0.9, must be 1" in message
@@ -1121,9 +1115,8 @@ def _demo_accounts(output):
 
 def test_load_demo_refuses_without_debug(settings, unchanged):
     settings.DEBUG = False
-    with unchanged():
-        with pytest.raises(CommandError, match="only runs with DEBUG on"):
-            call_command("load_demo", stdout=io.StringIO())
+    with unchanged(), pytest.raises(CommandError, match="only runs with DEBUG on"):
+        call_command("load_demo", stdout=io.StringIO())
 
 
 def test_load_demo_creates_the_demo_with_working_passwords(settings, case_study):
@@ -1220,9 +1213,8 @@ def test_a_long_expert_list_is_checked_in_linear_time(case_study, unchanged):
     quadratic and took 30 s), naming the repeat's position."""
     case_study["experts"] = [f"expert{i}" for i in range(60_000)] + ["expert17"]
     started = time.perf_counter()
-    with unchanged():
-        with pytest.raises(InvalidInput) as info:
-            study_import_bundle(bundle=case_study)
+    with unchanged(), pytest.raises(InvalidInput) as info:
+        study_import_bundle(bundle=case_study)
     assert time.perf_counter() - started < 5
     assert info.value.errors == {"experts[60000]": ["'expert17' is listed twice"]}
 
@@ -1255,9 +1247,8 @@ def test_candidates_add_appends_in_one_insert(make_study):
 )
 def test_candidates_add_refuses_and_writes_nothing(make_study, unchanged, candidates, field, fragment):
     built = make_study()
-    with unchanged():
-        with pytest.raises(InvalidInput) as info:
-            services.candidates_add(study=built.study, candidates=candidates)
+    with unchanged(), pytest.raises(InvalidInput) as info:
+        services.candidates_add(study=built.study, candidates=candidates)
     assert list(info.value.errors) == [field] and fragment in info.value.errors[field][0]
 
 
@@ -1480,8 +1471,7 @@ def test_the_bulk_import_refuses_the_first_expert_in_order(case_study, unchanged
     case_study["peer_weights"]["informatician"]["informatician"] = 0.9
     case_study["peer_weights"]["clinician"]["clinician"] = 0.3
     first = next(name for name in case_study["peer_weights"] if name in ("informatician", "clinician"))
-    with unchanged():
-        with pytest.raises(InvalidInput) as info:
-            study_import_bundle(bundle=case_study)
+    with unchanged(), pytest.raises(InvalidInput) as info:
+        study_import_bundle(bundle=case_study)
     assert list(info.value.errors) == [f"peer_weights.{first}"]
     assert "must be 1" in info.value.errors[f"peer_weights.{first}"][0]

@@ -196,9 +196,8 @@ def test_the_default_lifetime_comes_from_the_settings(make_study, cast, settings
 
 def test_a_non_staff_import_refuses_another_persons_inputs_and_writes_nothing(case_study, cast, unchanged):
     del case_study["designer"]
-    with unchanged():
-        with pytest.raises(InvalidInput) as info:
-            study_import_bundle(bundle=copy.deepcopy(case_study), importer=cast.charlie)
+    with unchanged(), pytest.raises(InvalidInput) as info:
+        study_import_bundle(bundle=copy.deepcopy(case_study), importer=cast.charlie)
     message = "only staff can import inputs entered by someone else; {} is invited and enters their own"
     assert info.value.errors == {
         f"{section}.{name}": [message.format(name)]
@@ -292,9 +291,8 @@ def test_a_staff_import_holds_the_inputs_until_each_expert_confirms(case_study, 
 def test_a_staff_import_of_a_phase_that_needs_unconfirmed_inputs_is_refused(case_study, cast, unchanged):
     staff(cast.alice)
     case_study["designer"] = "alice"
-    with unchanged():
-        with pytest.raises(InvalidInput) as info:
-            study_import_bundle(bundle=copy.deepcopy(case_study), importer=cast.alice)
+    with unchanged(), pytest.raises(InvalidInput) as info:
+        study_import_bundle(bundle=copy.deepcopy(case_study), importer=cast.alice)
     assert list(info.value.errors) == ["phase"]
     assert info.value.errors["phase"][0].startswith("cannot import the study as closed: Assessment cannot close")
     reason = "statistician: statistician has not yet confirmed the inputs imported by alice"
@@ -302,9 +300,8 @@ def test_a_staff_import_of_a_phase_that_needs_unconfirmed_inputs_is_refused(case
 
     # Votes decide the selection: a pending expert's votes hold the vote open.
     case_study["votes"]["attributes"]["researcher"] = ["Efficiency"]
-    with unchanged():
-        with pytest.raises(InvalidInput) as info:
-            study_import_bundle(bundle=as_phase(case_study, "assessment"), importer=cast.alice)
+    with unchanged(), pytest.raises(InvalidInput) as info:
+        study_import_bundle(bundle=as_phase(case_study, "assessment"), importer=cast.alice)
     assert info.value.errors == {
         "phase": [
             "cannot import the study as assessment: Voting cannot close: researcher has not yet confirmed "

@@ -29,9 +29,8 @@ pytestmark = pytest.mark.django_db
 
 def refused_by_database(create):
     """``create()`` must raise IntegrityError and leave no row behind."""
-    with pytest.raises(IntegrityError):
-        with transaction.atomic():
-            create()
+    with pytest.raises(IntegrityError), transaction.atomic():
+        create()
 
 
 @pytest.fixture

@@ -39,17 +39,15 @@ NAN, INF = float("nan"), float("inf")
 
 def refused(unchanged, call):
     """Run ``call``; it must raise InvalidInput and write nothing. Returns the errors."""
-    with unchanged():
-        with pytest.raises(InvalidInput) as info:
-            call()
+    with unchanged(), pytest.raises(InvalidInput) as info:
+        call()
     return info.value.errors
 
 
 def conflict(unchanged, call):
     """Run ``call``; it must raise PhaseConflict and write nothing. Returns the message."""
-    with unchanged():
-        with pytest.raises(PhaseConflict) as info:
-            call()
+    with unchanged(), pytest.raises(PhaseConflict) as info:
+        call()
     return str(info.value)
 
 

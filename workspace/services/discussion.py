@@ -16,7 +16,6 @@ from ..limits import DISCUSSION_POST_MAX_CHARS
 from ..models import Metric, Post, QualityAttribute, Study
 from ._checks import text
 
-
 HIDDEN_POST_FROZEN = "the designer has hidden this post: it can no longer be changed"
 
 

@@ -30,7 +30,6 @@ from ..errors import InvalidInput
 from ..models import ApiToken
 from .common import form_add_service_errors
 
-
 # --- Log-in and its lock-out ---------------------------------------------------------
 
 

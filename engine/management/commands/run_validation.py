@@ -9,7 +9,6 @@ from workspace.errors import PhaseConflict
 from workspace.models import Phase, Study
 from workspace.services import study_close_assessment
 
-
 # What polling reads: the status, never the snapshot and results (megabytes
 # of JSON on a large study).
 STATUS_FIELDS = ("status", "error", "lease_expires_at")
