@@ -19,12 +19,12 @@ from rest_framework.views import APIView
 from evaluation import report, selectors, services
 from evaluation.models import MeasurementSource, MetricComputation
 from workspace import limits
+from workspace.api.schema import VALIDATION_ERROR
+from workspace.api.serializers import BoundedListField, WriteSerializer
+from workspace.api.views import PaginatedListMixin, StudyScoped, _validated
 from workspace.models import Direction, Metric
 
 from .predictions import PredictionSetScoped
-from .schema import VALIDATION_ERROR
-from .serializers import BoundedListField, WriteSerializer
-from .views import PaginatedListMixin, StudyScoped, _validated
 
 DEFAULTS = report.Options()
 _POSITIVE = {"type": "number", "minimum": 0, "exclusiveMinimum": True}

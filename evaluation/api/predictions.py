@@ -20,9 +20,8 @@ from rest_framework.views import APIView
 from evaluation import selectors, services
 from evaluation.models import PredictionSet
 from workspace import limits
-
-from .serializers import WriteSerializer
-from .views import PaginatedListMixin, StudyScoped, _validated
+from workspace.api.serializers import WriteSerializer
+from workspace.api.views import PaginatedListMixin, StudyScoped, _validated
 
 # --- payloads --------------------------------------------------------------------
 
