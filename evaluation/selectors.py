@@ -36,6 +36,11 @@ def prediction_set_get(*, study: Study, prediction_set_id: int, contexts: bool =
     return sets.get(pk=prediction_set_id)
 
 
+def prediction_set_candidate_count(*, prediction_set: PredictionSet) -> int:
+    """How many candidates the set holds predictions for: one query."""
+    return prediction_set.candidate_arrays.count()
+
+
 def _prediction_data(prediction_set: PredictionSet, stored: list[CandidatePredictionArrays]) -> PredictionData:
     return PredictionData(
         labels=list(prediction_set.labels),

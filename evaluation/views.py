@@ -65,7 +65,7 @@ def predictions_page(request: HttpRequest, study_id: int) -> HttpResponse:
             if error.errors:
                 form_add_service_errors(form, InvalidInput(error.errors))
         else:
-            count = prediction_set.candidate_arrays.count()
+            count = selectors.prediction_set_candidate_count(prediction_set=prediction_set)
             messages.success(
                 request,
                 f"{prediction_set.name} was stored: {prediction_set.row_count} rows for {count} "
