@@ -247,8 +247,7 @@ class _Layout:
 def _header(cells: list[str], line: int, *, one_candidate: bool, positive: str | None, errors: _Errors) -> _Layout:
     names = [cell.strip() for cell in cells]
     layout = _Layout(width=len(names), line=line, fixed={}, proba=[], context=[])
-    known = [name for name in names if name in FIXED_COLUMNS or name.startswith((PROBA, CONTEXT))]
-    if not known:
+    if not any(name in FIXED_COLUMNS or name.startswith((PROBA, CONTEXT)) for name in names):
         errors.add(
             f"no header: the first line must name the columns ({COLUMNS_HELP}); it reads {_quoted(names[:5])}",
             line=line,
@@ -256,33 +255,48 @@ def _header(cells: list[str], line: int, *, one_candidate: bool, positive: str |
         errors.raise_any()
     first_position: dict[str, int] = {}
     for position, (cell, name) in enumerate(zip(cells, names, strict=True), start=1):
-        if name.startswith((PROBA, CONTEXT)):
-            # A label or context name as written, like y_true's: only the
-            # space before the prefix goes.
-            name = cell.lstrip()
-        if not name:
-            errors.add("the column has no name", line=line, column=str(position))
-            continue
-        if name in first_position:
-            errors.add(
-                f"the column is given twice (columns {first_position[name]} and {position})", line=line, column=name
-            )
-            continue
-        first_position[name] = position
-        if name in FIXED_COLUMNS:
-            layout.fixed[name] = position - 1
-        elif name.startswith((PROBA, CONTEXT)):
-            prefix = PROBA if name.startswith(PROBA) else CONTEXT
-            rest = name[len(prefix) :]
-            if not rest:
-                what = "label" if prefix == PROBA else "context"
-                errors.add(f"name the {what} after {prefix!r}", line=line, column=name)
-            else:
-                (layout.proba if prefix == PROBA else layout.context).append((rest, position - 1))
+        _header_column(layout, first_position, cell, name, position, errors)
+    _header_required(layout, one_candidate=one_candidate, positive=positive, errors=errors)
+    errors.raise_any()  # the rows mean nothing under a wrong header
+    return layout
+
+
+def _header_column(
+    layout: _Layout, first_position: dict[str, int], cell: str, name: str, position: int, errors: _Errors
+) -> None:
+    """One column of the header (``position`` from 1) placed in the layout,
+    or its error: no name, given twice, unknown, a prefix without a name."""
+    line = layout.line
+    if name.startswith((PROBA, CONTEXT)):
+        # A label or context name as written, like y_true's: only the
+        # space before the prefix goes.
+        name = cell.lstrip()
+    if not name:
+        errors.add("the column has no name", line=line, column=str(position))
+        return
+    if name in first_position:
+        errors.add(f"the column is given twice (columns {first_position[name]} and {position})", line=line, column=name)
+        return
+    first_position[name] = position
+    if name in FIXED_COLUMNS:
+        layout.fixed[name] = position - 1
+    elif name.startswith((PROBA, CONTEXT)):
+        prefix = PROBA if name.startswith(PROBA) else CONTEXT
+        rest = name[len(prefix) :]
+        if not rest:
+            what = "label" if prefix == PROBA else "context"
+            errors.add(f"name the {what} after {prefix!r}", line=line, column=name)
         else:
-            close = difflib.get_close_matches(name.casefold(), [*FIXED_COLUMNS, "proba:", "context:"], n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            errors.add(f"unknown column{hint} (the columns are {COLUMNS_HELP})", line=line, column=name)
+            (layout.proba if prefix == PROBA else layout.context).append((rest, position - 1))
+    else:
+        close = difflib.get_close_matches(name.casefold(), [*FIXED_COLUMNS, "proba:", "context:"], n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        errors.add(f"unknown column{hint} (the columns are {COLUMNS_HELP})", line=line, column=name)
+
+
+def _header_required(layout: _Layout, *, one_candidate: bool, positive: str | None, errors: _Errors) -> None:
+    """The columns every file needs, and the positive label a score needs."""
+    line = layout.line
     if "y_true" not in layout.fixed:
         errors.add("missing column y_true (the true label of each row)", line=line)
     if "candidate" not in layout.fixed and not one_candidate:
@@ -293,8 +307,6 @@ def _header(cells: list[str], line: int, *, one_candidate: bool, positive: str |
         errors.add("missing predictions: give a y_pred, score or proba:<label> column", line=line)
     if "score" in layout.fixed and positive is None:
         errors.add("a score is the positive label's: name the positive label", line=line, column="score")
-    errors.raise_any()  # the rows mean nothing under a wrong header
-    return layout
 
 
 # --- the rows -----------------------------------------------------------------------------
@@ -540,34 +552,17 @@ def _joined(parts: list) -> np.ndarray | None:
 
 def _label_order(reader: _Reader, positive: str | None, errors: _Errors) -> tuple[list[str], np.ndarray | None]:
     """The labels in their documented order, and y_pred's codes mapped onto them."""
-    labels = list(reader.true_codes)
     proba_labels = [label for label, _ in reader.layout.proba]
-    pred_labels = list(reader.pred_codes)
+    labels = list(reader.true_codes)
     labels += [label for label in proba_labels if label not in reader.true_codes]
     if positive is not None:
-        if positive in labels or positive in reader.pred_codes:
-            if positive not in labels:
-                labels.append(positive)
-        else:
-            errors.add(f"positive: {positive!r} is not a label of the file (its labels are {_quoted(labels)})")
+        _add_positive(reader, labels, positive, errors)
     index = {label: code for code, label in enumerate(labels)}
-    mapping = None
-    if pred_labels:
-        mapping = np.array([index.get(label, -1) for label in pred_labels], dtype=np.int32)
-        for code in np.flatnonzero(mapping < 0):
-            errors.add(
-                f"the label {pred_labels[code]!r} is not in y_true and not declared (as a proba:<label> column "
-                "or the positive label)",
-                line=reader.pred_lines[int(code)],
-                column="y_pred",
-            )
+    mapping = _pred_mapping(reader, index, errors)
     if proba_labels:
         for label in labels:
             if label not in proba_labels:
-                line = reader.true_lines.get(index[label]) if label in reader.true_codes else None
-                column = "y_true" if line is not None else None
-                if line is None and label in reader.pred_codes:
-                    line, column = reader.pred_lines[reader.pred_codes[label]], "y_pred"
+                line, column = _first_seen(reader, label, index)
                 errors.add(
                     f"the label {label!r} has no proba:{label} column (with probabilities, every label needs "
                     "its column)",
@@ -581,6 +576,43 @@ def _label_order(reader: _Reader, positive: str | None, errors: _Errors) -> tupl
             column="score",
         )
     return labels, mapping
+
+
+def _add_positive(reader: _Reader, labels: list[str], positive: str, errors: _Errors) -> None:
+    """The positive label must be one of the file's (y_pred's included, then
+    appended to ``labels``)."""
+    if positive in labels or positive in reader.pred_codes:
+        if positive not in labels:
+            labels.append(positive)
+    else:
+        errors.add(f"positive: {positive!r} is not a label of the file (its labels are {_quoted(labels)})")
+
+
+def _pred_mapping(reader: _Reader, index: dict[str, int], errors: _Errors) -> np.ndarray | None:
+    """y_pred's codes onto the labels' (None without y_pred); a label that is
+    not one of them is an error on its first line."""
+    pred_labels = list(reader.pred_codes)
+    if not pred_labels:
+        return None
+    mapping = np.array([index.get(label, -1) for label in pred_labels], dtype=np.int32)
+    for code in np.flatnonzero(mapping < 0):
+        errors.add(
+            f"the label {pred_labels[code]!r} is not in y_true and not declared (as a proba:<label> column "
+            "or the positive label)",
+            line=reader.pred_lines[int(code)],
+            column="y_pred",
+        )
+    return mapping
+
+
+def _first_seen(reader: _Reader, label: str, index: dict[str, int]) -> tuple[int | None, str | None]:
+    """Where a label first appears: its line and column, y_true's before
+    y_pred's; (None, None) for a label only declared."""
+    line = reader.true_lines.get(index[label]) if label in reader.true_codes else None
+    column = "y_true" if line is not None else None
+    if line is None and label in reader.pred_codes:
+        line, column = reader.pred_lines[reader.pred_codes[label]], "y_pred"
+    return line, column
 
 
 def _check_folds(reader: _Reader, candidate: np.ndarray, fold: np.ndarray, names: list[str], errors: _Errors) -> None:
