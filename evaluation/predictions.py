@@ -36,7 +36,7 @@ import gc
 import io
 import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain, islice
 from typing import IO, Any
@@ -319,7 +319,7 @@ class _Codes(dict):
         code = self[key] = len(self)
         return code
 
-    def encode(self, values: Iterable) -> tuple[np.ndarray, int]:
+    def encode(self, values: Sequence[Any]) -> tuple[np.ndarray, int]:
         """The codes of ``values`` (a sized iterable) and the first new code."""
         known = len(self)
         codes = np.fromiter(map(self.__getitem__, values), dtype=np.int32, count=len(values))
@@ -486,11 +486,11 @@ class _Reader:
         del rows
         fixed, chunks, errors = self.layout.fixed, self.chunks, self.errors
 
-        def cells(name: str) -> tuple[str, ...] | None:
-            return columns[fixed[name]] if name in fixed else None
+        def cells(name: str) -> tuple[str, ...]:
+            return columns[fixed[name]]
 
         chunks.lines.append(lines)
-        chunks.candidate.append(self._candidates(cells("candidate"), lines))
+        chunks.candidate.append(self._candidates(cells("candidate") if "candidate" in fixed else None, lines))
         chunks.y_true.append(self._labels(self.true_codes, cells("y_true"), lines, "y_true", self.true_lines))
         if "y_pred" in fixed:
             chunks.y_pred.append(self._labels(self.pred_codes, cells("y_pred"), lines, "y_pred", self.pred_lines))
@@ -508,6 +508,7 @@ class _Reader:
             positions = [position for _, position in self.layout.context]
             # One column is coded by its values (made tuples at the end), not
             # by a tuple per row.
+            keys: Sequence[Any]
             if len(positions) == 1:
                 keys = columns[positions[0]]
             else:
@@ -529,10 +530,10 @@ class _Reader:
                 block[:, index], lines, column, self.errors, low=0, high=1, what="a probability is between 0 and 1"
             )
         sums = block.sum(axis=1)
-        for index in np.flatnonzero(np.abs(sums - 1) > PROBA_TOLERANCE):
+        for row in np.flatnonzero(np.abs(sums - 1) > PROBA_TOLERANCE):
             self.errors.add(
-                f"the probabilities sum to {sums[index]:.9g}, not 1 (within {PROBA_TOLERANCE:g})",
-                line=int(lines[index]),
+                f"the probabilities sum to {sums[row]:.9g}, not 1 (within {PROBA_TOLERANCE:g})",
+                line=int(lines[row]),
             )
         self.chunks.proba.append(block)
 
@@ -540,14 +541,17 @@ class _Reader:
 # --- the whole file -----------------------------------------------------------------------
 
 
-def _joined(parts: list) -> np.ndarray | None:
+def _whole(parts: list[np.ndarray]) -> np.ndarray:
     """The chunks of one column as one array; the chunks are let go at once,
     so no more than one column is held twice while the file is assembled."""
-    if not parts:
-        return None
     whole = np.concatenate(parts)
     parts.clear()
     return whole
+
+
+def _joined(parts: list[np.ndarray]) -> np.ndarray | None:
+    """``_whole`` of an optional column: None when the file has none."""
+    return _whole(parts) if parts else None
 
 
 def _label_order(reader: _Reader, positive: str | None, errors: _Errors) -> tuple[list[str], np.ndarray | None]:
@@ -648,17 +652,19 @@ def _assemble(reader: _Reader, positive: str | None, errors: _Errors) -> Predict
     chunks = reader.chunks
     names = list(reader.candidate_codes)
     labels, pred_mapping = _label_order(reader, positive, errors)
-    candidate = _joined(chunks.candidate)
-    lines = _joined(chunks.lines)
+    # Every row has a candidate and a line (a file without rows is refused before).
+    candidate = _whole(chunks.candidate)
+    lines = _whole(chunks.lines)
     fold = _joined(chunks.fold)
     if fold is not None:
         _check_folds(reader, candidate, fold, names, errors)
     errors.raise_any()
 
+    y_true = _whole(chunks.y_true)
     y_pred = _joined(chunks.y_pred)
-    arrays = {
-        "y_true": _joined(chunks.y_true),
-        "y_pred": None if y_pred is None else pred_mapping[y_pred],
+    # (A file with a y_pred column always has its mapping.)
+    arrays: dict[str, np.ndarray | None] = {
+        "y_pred": None if y_pred is None or pred_mapping is None else pred_mapping[y_pred],
         "score": _joined(chunks.score),
         "proba": None,
         "fold": fold,
@@ -669,7 +675,7 @@ def _assemble(reader: _Reader, positive: str | None, errors: _Errors) -> Predict
     if chunks.proba:
         # Columns in the order of the labels (every label has one: checked).
         header_order = [label for label, _ in reader.layout.proba]
-        arrays["proba"] = _joined(chunks.proba)[:, [header_order.index(label) for label in labels]]
+        arrays["proba"] = _whole(chunks.proba)[:, [header_order.index(label) for label in labels]]
     bounds = np.concatenate([[0], np.cumsum(np.bincount(candidate, minlength=len(names)))])
     # Each candidate's rows, in file order. A file written candidate by
     # candidate (codes follow first appearance, so they never decrease)
@@ -679,11 +685,12 @@ def _assemble(reader: _Reader, positive: str | None, errors: _Errors) -> Predict
     order = None if grouped else np.argsort(candidate, kind="stable")
     result = {}
     for code, name in enumerate(names):
-        rows = slice(bounds[code], bounds[code + 1]) if grouped else order[bounds[code] : bounds[code + 1]]
+        rows = slice(bounds[code], bounds[code + 1]) if order is None else order[bounds[code] : bounds[code + 1]]
         own = {key: None if values is None else values[rows] for key, values in arrays.items()}
-        if own["instance"] is not None:
-            _check_instances(name, own["instance"], lines[rows], errors)
-        result[name] = CandidatePredictions(name=name, **own)
+        instance = own["instance"]
+        if instance is not None:
+            _check_instances(name, instance, lines[rows], errors)
+        result[name] = CandidatePredictions(name, y_true[rows], **own)
     errors.raise_any()
     return PredictionData(
         labels=labels,
