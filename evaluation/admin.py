@@ -7,7 +7,7 @@ from .models import CandidatePredictionArrays, PredictionSet
 
 class CandidatePredictionArraysInline(admin.TabularInline):
     model = CandidatePredictionArrays
-    fields = ["candidate", "instance_count", "columns"]
+    fields = ("candidate", "instance_count", "columns")
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -31,7 +31,7 @@ class PredictionSetAdmin(admin.ModelAdmin):
     search_fields = ["name", "study__title", "uploaded_by__username"]
     list_select_related = ["study", "uploaded_by"]
     date_hierarchy = "uploaded_at"
-    fields = [
+    fields = (
         "study",
         "name",
         "uploaded_by",
@@ -42,7 +42,7 @@ class PredictionSetAdmin(admin.ModelAdmin):
         "context_columns",
         "row_count",
         "byte_count",
-    ]
+    )
     readonly_fields = fields
     inlines = [CandidatePredictionArraysInline]
 

@@ -20,7 +20,8 @@ def arrays_pack(predictions: CandidatePredictions) -> tuple[bytes, list[str]]:
         # Instance ids as a unicode array: an object array would need pickle.
         arrays[name] = values.astype(str) if name == "instance" else values
     buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
+    # No object arrays, so no pickle, either way (as arrays_unpack reads it).
+    np.savez_compressed(buffer, allow_pickle=False, **arrays)
     return buffer.getvalue(), columns
 
 

@@ -33,6 +33,7 @@ Pure NumPy; no Django import.
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from typing import SupportsFloat, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -85,7 +86,8 @@ def _validated_eta(eta: ArrayLike) -> np.ndarray:
 
 def _check_epsilon(epsilon: object, interval: float) -> float:
     try:
-        epsilon = float(epsilon)
+        # Whatever float() takes; anything else is refused below.
+        epsilon = float(cast(SupportsFloat, epsilon))
     except (TypeError, ValueError):
         raise ValueError(f"epsilon must be a positive number, got {epsilon!r}") from None
     if not (math.isfinite(epsilon) and 0 < epsilon < interval):
@@ -372,7 +374,9 @@ class DiagonalElicitation(_BinarySearchElicitation):
         return self._ratios / self._ratios.sum()
 
 
-def _run(elicitation, oracle: Callable[[np.ndarray, np.ndarray], bool]):
+def _run(
+    elicitation: _BinarySearchElicitation, oracle: Callable[[np.ndarray, np.ndarray], bool]
+) -> tuple[np.ndarray, int]:
     while (query := elicitation.next_query()) is not None:
         elicitation.answer(oracle(*query))
     return elicitation.weights, elicitation.n_queries
@@ -510,7 +514,8 @@ class OffDiagonalElicitation(_BinarySearchElicitation):
 
     def _checked_radius(self, radius: object) -> float:
         try:
-            radius = float(radius)
+            # Whatever float() takes; anything else is refused below.
+            radius = float(cast(SupportsFloat, radius))
         except (TypeError, ValueError):
             raise ValueError(f"radius must be a positive number, got {radius!r}") from None
         largest = float(self.center.min())

@@ -1,6 +1,8 @@
 """The evaluation pages' forms: they check the shape of what was typed; the
 services check the rest and name the field they refuse."""
 
+from typing import cast
+
 from django import forms
 
 from workspace.models import Candidate, Metric
@@ -28,7 +30,7 @@ class PredictionUploadForm(forms.Form):
 
     def __init__(self, *args, candidates: list[Candidate], **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["candidate"].choices = [("", "The file names its candidates")] + [
+        cast(forms.ChoiceField, self.fields["candidate"]).choices = [("", "The file names its candidates")] + [
             (c.name, c.name) for c in candidates
         ]
 
@@ -76,7 +78,7 @@ class ComputationForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.metric = metric
         same_way = [c for c in report.COMPUTATIONS.values() if c.better == metric.better]
-        self.fields["computation"].choices = [(c.key, c.name) for c in same_way]
+        cast(forms.ChoiceField, self.fields["computation"]).choices = [(c.key, c.name) for c in same_way]
         self.fields[
             "computation"
         ].help_text = (

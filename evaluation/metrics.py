@@ -222,7 +222,7 @@ def _is_label(labels: np.ndarray, pos_label: object, pos_label_occurs: bool) -> 
     return np.asarray(labels == pos_label, dtype=bool)
 
 
-def _binary_truth_and_scores(y_true, y_score, pos_label) -> tuple[np.ndarray, np.ndarray]:
+def _binary_truth_and_scores(y_true: ArrayLike, y_score: ArrayLike, pos_label: object) -> tuple[np.ndarray, np.ndarray]:
     y_true = _as_labels(y_true, "y_true")
     y_score = _as_numbers(y_score, "y_score")
     _check_samples(y_true=y_true, y_score=y_score)
@@ -241,7 +241,7 @@ def _require_both_classes(is_positive: np.ndarray, what: str, pos_label: object)
     return positives, negatives
 
 
-def _ranked_counts(is_positive: np.ndarray, y_score: np.ndarray):
+def _ranked_counts(is_positive: np.ndarray, y_score: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Cuts between distinct scores, from the highest score down.
 
     Returns ``(thresholds, cases, true_positives)``: ``thresholds`` the
@@ -262,7 +262,7 @@ def _ranked_counts(is_positive: np.ndarray, y_score: np.ndarray):
 # --------------------------------------------------------------------------
 
 
-def specificity_score(y_true: ArrayLike, y_pred: ArrayLike, *, pos_label=1) -> float:
+def specificity_score(y_true: ArrayLike, y_pred: ArrayLike, *, pos_label: object = 1) -> float:
     """Specificity (true negative rate) of binary predictions.
 
     ``specificity = TN / (TN + FP)`` (source 002, Table 1): the share of the
@@ -304,7 +304,7 @@ def specificity_score(y_true: ArrayLike, y_pred: ArrayLike, *, pos_label=1) -> f
 
 
 def lift_gain(
-    y_true: ArrayLike, y_score: ArrayLike, *, pos_label=1, quantiles: int = 10
+    y_true: ArrayLike, y_score: ArrayLike, *, pos_label: object = 1, quantiles: int = 10
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Cumulative gain and lift per quantile of the cases ranked by score.
 
@@ -368,7 +368,7 @@ def select_threshold(
     y_score: ArrayLike,
     *,
     method: str,
-    pos_label=1,
+    pos_label: object = 1,
     value: float = 0.5,
     sensitivity: float = 0.95,
 ) -> float:
@@ -655,7 +655,7 @@ def relevance_score(
     n_samples = _check_samples(y_true=y_true, y_pred=y_pred, context=context)
     if (data_context is None) != (data_outcome is None):
         raise ValueError("data_context and data_outcome go together: pass both (the whole data set) or neither")
-    if data_context is None:
+    if data_context is None or data_outcome is None:  # (both, as checked)
         test_contexts = _codes(context)
         data_contexts = test_contexts
         outcome_codes = _codes(_concatenated(y_true, y_pred))
@@ -713,7 +713,7 @@ def _concatenated(*arrays: np.ndarray) -> np.ndarray:
     return np.concatenate(arrays)
 
 
-def _context_label(context_row) -> object:
+def _context_label(context_row: object) -> object:
     return tuple(context_row.tolist()) if isinstance(context_row, np.ndarray) else context_row
 
 

@@ -36,7 +36,7 @@ import gc
 import io
 import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain, islice
 from typing import IO, Any
@@ -247,8 +247,7 @@ class _Layout:
 def _header(cells: list[str], line: int, *, one_candidate: bool, positive: str | None, errors: _Errors) -> _Layout:
     names = [cell.strip() for cell in cells]
     layout = _Layout(width=len(names), line=line, fixed={}, proba=[], context=[])
-    known = [name for name in names if name in FIXED_COLUMNS or name.startswith((PROBA, CONTEXT))]
-    if not known:
+    if not any(name in FIXED_COLUMNS or name.startswith((PROBA, CONTEXT)) for name in names):
         errors.add(
             f"no header: the first line must name the columns ({COLUMNS_HELP}); it reads {_quoted(names[:5])}",
             line=line,
@@ -256,33 +255,48 @@ def _header(cells: list[str], line: int, *, one_candidate: bool, positive: str |
         errors.raise_any()
     first_position: dict[str, int] = {}
     for position, (cell, name) in enumerate(zip(cells, names, strict=True), start=1):
-        if name.startswith((PROBA, CONTEXT)):
-            # A label or context name as written, like y_true's: only the
-            # space before the prefix goes.
-            name = cell.lstrip()
-        if not name:
-            errors.add("the column has no name", line=line, column=str(position))
-            continue
-        if name in first_position:
-            errors.add(
-                f"the column is given twice (columns {first_position[name]} and {position})", line=line, column=name
-            )
-            continue
-        first_position[name] = position
-        if name in FIXED_COLUMNS:
-            layout.fixed[name] = position - 1
-        elif name.startswith((PROBA, CONTEXT)):
-            prefix = PROBA if name.startswith(PROBA) else CONTEXT
-            rest = name[len(prefix) :]
-            if not rest:
-                what = "label" if prefix == PROBA else "context"
-                errors.add(f"name the {what} after {prefix!r}", line=line, column=name)
-            else:
-                (layout.proba if prefix == PROBA else layout.context).append((rest, position - 1))
+        _header_column(layout, first_position, cell, name, position, errors)
+    _header_required(layout, one_candidate=one_candidate, positive=positive, errors=errors)
+    errors.raise_any()  # the rows mean nothing under a wrong header
+    return layout
+
+
+def _header_column(
+    layout: _Layout, first_position: dict[str, int], cell: str, name: str, position: int, errors: _Errors
+) -> None:
+    """One column of the header (``position`` from 1) placed in the layout,
+    or its error: no name, given twice, unknown, a prefix without a name."""
+    line = layout.line
+    if name.startswith((PROBA, CONTEXT)):
+        # A label or context name as written, like y_true's: only the
+        # space before the prefix goes.
+        name = cell.lstrip()
+    if not name:
+        errors.add("the column has no name", line=line, column=str(position))
+        return
+    if name in first_position:
+        errors.add(f"the column is given twice (columns {first_position[name]} and {position})", line=line, column=name)
+        return
+    first_position[name] = position
+    if name in FIXED_COLUMNS:
+        layout.fixed[name] = position - 1
+    elif name.startswith((PROBA, CONTEXT)):
+        prefix = PROBA if name.startswith(PROBA) else CONTEXT
+        rest = name[len(prefix) :]
+        if not rest:
+            what = "label" if prefix == PROBA else "context"
+            errors.add(f"name the {what} after {prefix!r}", line=line, column=name)
         else:
-            close = difflib.get_close_matches(name.casefold(), [*FIXED_COLUMNS, "proba:", "context:"], n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            errors.add(f"unknown column{hint} (the columns are {COLUMNS_HELP})", line=line, column=name)
+            (layout.proba if prefix == PROBA else layout.context).append((rest, position - 1))
+    else:
+        close = difflib.get_close_matches(name.casefold(), [*FIXED_COLUMNS, "proba:", "context:"], n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        errors.add(f"unknown column{hint} (the columns are {COLUMNS_HELP})", line=line, column=name)
+
+
+def _header_required(layout: _Layout, *, one_candidate: bool, positive: str | None, errors: _Errors) -> None:
+    """The columns every file needs, and the positive label a score needs."""
+    line = layout.line
     if "y_true" not in layout.fixed:
         errors.add("missing column y_true (the true label of each row)", line=line)
     if "candidate" not in layout.fixed and not one_candidate:
@@ -293,8 +307,6 @@ def _header(cells: list[str], line: int, *, one_candidate: bool, positive: str |
         errors.add("missing predictions: give a y_pred, score or proba:<label> column", line=line)
     if "score" in layout.fixed and positive is None:
         errors.add("a score is the positive label's: name the positive label", line=line, column="score")
-    errors.raise_any()  # the rows mean nothing under a wrong header
-    return layout
 
 
 # --- the rows -----------------------------------------------------------------------------
@@ -307,7 +319,7 @@ class _Codes(dict):
         code = self[key] = len(self)
         return code
 
-    def encode(self, values: Iterable) -> tuple[np.ndarray, int]:
+    def encode(self, values: Sequence[Any]) -> tuple[np.ndarray, int]:
         """The codes of ``values`` (a sized iterable) and the first new code."""
         known = len(self)
         codes = np.fromiter(map(self.__getitem__, values), dtype=np.int32, count=len(values))
@@ -474,11 +486,11 @@ class _Reader:
         del rows
         fixed, chunks, errors = self.layout.fixed, self.chunks, self.errors
 
-        def cells(name: str) -> tuple[str, ...] | None:
-            return columns[fixed[name]] if name in fixed else None
+        def cells(name: str) -> tuple[str, ...]:
+            return columns[fixed[name]]
 
         chunks.lines.append(lines)
-        chunks.candidate.append(self._candidates(cells("candidate"), lines))
+        chunks.candidate.append(self._candidates(cells("candidate") if "candidate" in fixed else None, lines))
         chunks.y_true.append(self._labels(self.true_codes, cells("y_true"), lines, "y_true", self.true_lines))
         if "y_pred" in fixed:
             chunks.y_pred.append(self._labels(self.pred_codes, cells("y_pred"), lines, "y_pred", self.pred_lines))
@@ -496,6 +508,7 @@ class _Reader:
             positions = [position for _, position in self.layout.context]
             # One column is coded by its values (made tuples at the end), not
             # by a tuple per row.
+            keys: Sequence[Any]
             if len(positions) == 1:
                 keys = columns[positions[0]]
             else:
@@ -517,10 +530,10 @@ class _Reader:
                 block[:, index], lines, column, self.errors, low=0, high=1, what="a probability is between 0 and 1"
             )
         sums = block.sum(axis=1)
-        for index in np.flatnonzero(np.abs(sums - 1) > PROBA_TOLERANCE):
+        for row in np.flatnonzero(np.abs(sums - 1) > PROBA_TOLERANCE):
             self.errors.add(
-                f"the probabilities sum to {sums[index]:.9g}, not 1 (within {PROBA_TOLERANCE:g})",
-                line=int(lines[index]),
+                f"the probabilities sum to {sums[row]:.9g}, not 1 (within {PROBA_TOLERANCE:g})",
+                line=int(lines[row]),
             )
         self.chunks.proba.append(block)
 
@@ -528,46 +541,32 @@ class _Reader:
 # --- the whole file -----------------------------------------------------------------------
 
 
-def _joined(parts: list) -> np.ndarray | None:
+def _whole(parts: list[np.ndarray]) -> np.ndarray:
     """The chunks of one column as one array; the chunks are let go at once,
     so no more than one column is held twice while the file is assembled."""
-    if not parts:
-        return None
     whole = np.concatenate(parts)
     parts.clear()
     return whole
 
 
+def _joined(parts: list[np.ndarray]) -> np.ndarray | None:
+    """``_whole`` of an optional column: None when the file has none."""
+    return _whole(parts) if parts else None
+
+
 def _label_order(reader: _Reader, positive: str | None, errors: _Errors) -> tuple[list[str], np.ndarray | None]:
     """The labels in their documented order, and y_pred's codes mapped onto them."""
-    labels = list(reader.true_codes)
     proba_labels = [label for label, _ in reader.layout.proba]
-    pred_labels = list(reader.pred_codes)
+    labels = list(reader.true_codes)
     labels += [label for label in proba_labels if label not in reader.true_codes]
     if positive is not None:
-        if positive in labels or positive in reader.pred_codes:
-            if positive not in labels:
-                labels.append(positive)
-        else:
-            errors.add(f"positive: {positive!r} is not a label of the file (its labels are {_quoted(labels)})")
+        _add_positive(reader, labels, positive, errors)
     index = {label: code for code, label in enumerate(labels)}
-    mapping = None
-    if pred_labels:
-        mapping = np.array([index.get(label, -1) for label in pred_labels], dtype=np.int32)
-        for code in np.flatnonzero(mapping < 0):
-            errors.add(
-                f"the label {pred_labels[code]!r} is not in y_true and not declared (as a proba:<label> column "
-                "or the positive label)",
-                line=reader.pred_lines[int(code)],
-                column="y_pred",
-            )
+    mapping = _pred_mapping(reader, index, errors)
     if proba_labels:
         for label in labels:
             if label not in proba_labels:
-                line = reader.true_lines.get(index[label]) if label in reader.true_codes else None
-                column = "y_true" if line is not None else None
-                if line is None and label in reader.pred_codes:
-                    line, column = reader.pred_lines[reader.pred_codes[label]], "y_pred"
+                line, column = _first_seen(reader, label, index)
                 errors.add(
                     f"the label {label!r} has no proba:{label} column (with probabilities, every label needs "
                     "its column)",
@@ -581,6 +580,43 @@ def _label_order(reader: _Reader, positive: str | None, errors: _Errors) -> tupl
             column="score",
         )
     return labels, mapping
+
+
+def _add_positive(reader: _Reader, labels: list[str], positive: str, errors: _Errors) -> None:
+    """The positive label must be one of the file's (y_pred's included, then
+    appended to ``labels``)."""
+    if positive in labels or positive in reader.pred_codes:
+        if positive not in labels:
+            labels.append(positive)
+    else:
+        errors.add(f"positive: {positive!r} is not a label of the file (its labels are {_quoted(labels)})")
+
+
+def _pred_mapping(reader: _Reader, index: dict[str, int], errors: _Errors) -> np.ndarray | None:
+    """y_pred's codes onto the labels' (None without y_pred); a label that is
+    not one of them is an error on its first line."""
+    pred_labels = list(reader.pred_codes)
+    if not pred_labels:
+        return None
+    mapping = np.array([index.get(label, -1) for label in pred_labels], dtype=np.int32)
+    for code in np.flatnonzero(mapping < 0):
+        errors.add(
+            f"the label {pred_labels[code]!r} is not in y_true and not declared (as a proba:<label> column "
+            "or the positive label)",
+            line=reader.pred_lines[int(code)],
+            column="y_pred",
+        )
+    return mapping
+
+
+def _first_seen(reader: _Reader, label: str, index: dict[str, int]) -> tuple[int | None, str | None]:
+    """Where a label first appears: its line and column, y_true's before
+    y_pred's; (None, None) for a label only declared."""
+    line = reader.true_lines.get(index[label]) if label in reader.true_codes else None
+    column = "y_true" if line is not None else None
+    if line is None and label in reader.pred_codes:
+        line, column = reader.pred_lines[reader.pred_codes[label]], "y_pred"
+    return line, column
 
 
 def _check_folds(reader: _Reader, candidate: np.ndarray, fold: np.ndarray, names: list[str], errors: _Errors) -> None:
@@ -616,17 +652,19 @@ def _assemble(reader: _Reader, positive: str | None, errors: _Errors) -> Predict
     chunks = reader.chunks
     names = list(reader.candidate_codes)
     labels, pred_mapping = _label_order(reader, positive, errors)
-    candidate = _joined(chunks.candidate)
-    lines = _joined(chunks.lines)
+    # Every row has a candidate and a line (a file without rows is refused before).
+    candidate = _whole(chunks.candidate)
+    lines = _whole(chunks.lines)
     fold = _joined(chunks.fold)
     if fold is not None:
         _check_folds(reader, candidate, fold, names, errors)
     errors.raise_any()
 
+    y_true = _whole(chunks.y_true)
     y_pred = _joined(chunks.y_pred)
-    arrays = {
-        "y_true": _joined(chunks.y_true),
-        "y_pred": None if y_pred is None else pred_mapping[y_pred],
+    # (A file with a y_pred column always has its mapping.)
+    arrays: dict[str, np.ndarray | None] = {
+        "y_pred": None if y_pred is None or pred_mapping is None else pred_mapping[y_pred],
         "score": _joined(chunks.score),
         "proba": None,
         "fold": fold,
@@ -637,7 +675,7 @@ def _assemble(reader: _Reader, positive: str | None, errors: _Errors) -> Predict
     if chunks.proba:
         # Columns in the order of the labels (every label has one: checked).
         header_order = [label for label, _ in reader.layout.proba]
-        arrays["proba"] = _joined(chunks.proba)[:, [header_order.index(label) for label in labels]]
+        arrays["proba"] = _whole(chunks.proba)[:, [header_order.index(label) for label in labels]]
     bounds = np.concatenate([[0], np.cumsum(np.bincount(candidate, minlength=len(names)))])
     # Each candidate's rows, in file order. A file written candidate by
     # candidate (codes follow first appearance, so they never decrease)
@@ -647,11 +685,12 @@ def _assemble(reader: _Reader, positive: str | None, errors: _Errors) -> Predict
     order = None if grouped else np.argsort(candidate, kind="stable")
     result = {}
     for code, name in enumerate(names):
-        rows = slice(bounds[code], bounds[code + 1]) if grouped else order[bounds[code] : bounds[code + 1]]
+        rows = slice(bounds[code], bounds[code + 1]) if order is None else order[bounds[code] : bounds[code + 1]]
         own = {key: None if values is None else values[rows] for key, values in arrays.items()}
-        if own["instance"] is not None:
-            _check_instances(name, own["instance"], lines[rows], errors)
-        result[name] = CandidatePredictions(name=name, **own)
+        instance = own["instance"]
+        if instance is not None:
+            _check_instances(name, instance, lines[rows], errors)
+        result[name] = CandidatePredictions(name, y_true[rows], **own)
     errors.raise_any()
     return PredictionData(
         labels=labels,

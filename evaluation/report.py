@@ -29,6 +29,7 @@ from sklearn.metrics import precision_recall_fscore_support
 
 from . import metrics
 from ._checks import listed
+from .predictions import PredictionData
 
 FORMAT = "approve-evaluation/1"
 
@@ -255,7 +256,7 @@ class CandidateReport:
     """One candidate's predictions with what several metrics share (its
     scores, probabilities and predicted labels), each worked out once."""
 
-    def __init__(self, data, name: str, options: Options = Options()):
+    def __init__(self, data: PredictionData, name: str, options: Options = Options()) -> None:
         self.data, self.name, self.options = data, name, options
         self.predictions = data.candidates[name]
         self.codes = np.arange(len(data.labels))
@@ -482,23 +483,24 @@ def _success_and_time(reports: list[CandidateReport]) -> tuple[np.ndarray, np.nd
     otherwise ``(m,)``."""
     if len(reports) < 2:
         raise NotApplicable("needs two candidates or more to compare")
-    if any(r.predictions.time is None for r in reports):
+    times = [r.predictions.time for r in reports if r.predictions.time is not None]
+    if len(times) < len(reports):
         raise NotApplicable("needs a time column for every candidate")
-    folds = [r.predictions.fold for r in reports]
-    if all(f is not None for f in folds) and len({tuple(np.unique(f)) for f in folds}) == 1:
+    folds = [r.predictions.fold for r in reports if r.predictions.fold is not None]
+    if len(folds) == len(reports) and len({tuple(np.unique(f)) for f in folds}) == 1:
         fold_codes = np.unique(folds[0])
         success = np.array(
             [
                 [
-                    metrics.accuracy_score(r.y_true[r.predictions.fold == f], r.y_pred[r.predictions.fold == f])
-                    for r in reports
+                    metrics.accuracy_score(r.y_true[fold == f], r.y_pred[fold == f])
+                    for r, fold in zip(reports, folds, strict=True)
                 ]
                 for f in fold_codes
             ]
         )
-        time = np.array([[r.predictions.time[r.predictions.fold == f].mean() for r in reports] for f in fold_codes])
+        time = np.array([[t[fold == f].mean() for t, fold in zip(times, folds, strict=True)] for f in fold_codes])
         return success, time
-    return np.array([r.accuracy() for r in reports]), np.array([r.predictions.time.mean() for r in reports])
+    return np.array([r.accuracy() for r in reports]), np.array([t.mean() for t in times])
 
 
 def pairwise_scores(reports: list[CandidateReport], key: str, options: Options) -> np.ndarray:
@@ -524,6 +526,11 @@ def pairwise_scores(reports: list[CandidateReport], key: str, options: Options) 
 # --- the document --------------------------------------------------------------------------
 
 
+def _constant(value: float) -> Callable[[], float]:
+    """A computation whose value is already known (a pairwise score)."""
+    return lambda: value
+
+
 def _evaluate(compute: Callable[[], float], what: str) -> tuple[float | None, str | None]:
     """(value, None), (None, reason) when undefined; NotApplicable propagates."""
     try:
@@ -534,7 +541,9 @@ def _evaluate(compute: Callable[[], float], what: str) -> tuple[float | None, st
         return None, str(error)
 
 
-def evaluation_document(data, options: Options = Options(), *, keys: tuple[str, ...] = DOCUMENT_KEYS) -> dict:
+def evaluation_document(
+    data: PredictionData, options: Options = Options(), *, keys: tuple[str, ...] = DOCUMENT_KEYS
+) -> dict:
     """The ``approve-evaluation/1`` document: per candidate every metric of
     ``keys`` (by default all of ``DOCUMENT_KEYS``) its columns allow;
     ``null`` where one applies but is undefined, its reason under
@@ -567,7 +576,7 @@ def evaluation_document(data, options: Options = Options(), *, keys: tuple[str, 
                 notes[report.name][key] = str(error)
             continue
         for report, score in zip(reports, scores.tolist(), strict=True):
-            candidates[report.name][key], reason = _evaluate(lambda score=score: score, COMPUTATIONS[key].name)
+            candidates[report.name][key], reason = _evaluate(_constant(score), COMPUTATIONS[key].name)
             if reason:
                 notes[report.name][key] = reason
     return {
@@ -585,7 +594,7 @@ def document_json(document: dict) -> str:
     return json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def metric_value(data, name: str, key: str, options: Options = Options()) -> float:
+def metric_value(data: PredictionData, name: str, key: str, options: Options = Options()) -> float:
     """One metric of one candidate, for a study metric computed from a
     prediction set: ValueError (a ``NotApplicable`` when columns are
     missing) with the reason when it cannot be given."""

@@ -4,6 +4,7 @@ gets that far)."""
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING, TypedDict
 
 from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
 
@@ -11,6 +12,22 @@ from workspace.models import Candidate, Measurement, Metric, Study
 
 from .models import CandidatePredictionArrays, MeasurementSource, MetricComputation, PredictionSet
 from .predictions import PredictionData
+
+
+class CurrentValue(TypedDict):
+    """What ``measurement_source_list`` adds to each source."""
+
+    current_value: float | None
+
+
+# A source with its ``current_value``, for the type checker; at run time (where
+# drf-spectacular reads the serializers' hints) the plain model.
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+    MeasurementSourceNow = WithAnnotations[MeasurementSource, CurrentValue]
+else:
+    MeasurementSourceNow = MeasurementSource
 
 
 def prediction_set_list(*, study: Study) -> QuerySet[PredictionSet]:
@@ -34,6 +51,11 @@ def prediction_set_get(*, study: Study, prediction_set_id: int, contexts: bool =
     if contexts:
         sets = sets.defer(None).select_related("uploaded_by")
     return sets.get(pk=prediction_set_id)
+
+
+def prediction_set_candidate_count(*, prediction_set: PredictionSet) -> int:
+    """How many candidates the set holds predictions for: one query."""
+    return prediction_set.candidate_arrays.count()
 
 
 def _prediction_data(prediction_set: PredictionSet, stored: list[CandidatePredictionArrays]) -> PredictionData:
@@ -88,7 +110,7 @@ def metric_with_computation_get(*, study: Study, metric_id: int) -> Metric:
     return Metric.objects.select_related("computation").get(study=study, pk=metric_id)
 
 
-def measurement_source_list(*, study: Study) -> QuerySet[MeasurementSource]:
+def measurement_source_list(*, study: Study) -> QuerySet[MeasurementSourceNow]:
     """Where each computed measurement of the study came from, with its
     candidate, its metric and the measurement's value now
     (``current_value``, None when it was removed), in the order of

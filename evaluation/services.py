@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from numbers import Real
 from typing import IO, Any
 
-from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -65,7 +65,7 @@ def prediction_set_import(
     study: Study,
     stream: IO[bytes],
     name: str,
-    uploaded_by: AbstractBaseUser | None,
+    uploaded_by: User | None,
     candidate: str | None = None,
     positive: str | None = None,
     max_bytes: int | None = limits.PREDICTIONS_MAX_BYTES,
@@ -173,9 +173,14 @@ def _parameter(name: str, value: Any, field: str, candidate_names: set[str]) -> 
         for candidate, count in value.items():
             if candidate not in candidate_names:
                 raise InvalidInput({f"{field}.{candidate}": "is not a candidate of this study"})
-            if isinstance(count, bool) or not isinstance(count, Real) or count != int(count) or count < 0:
-                raise InvalidInput({f"{field}.{candidate}": f"must be a whole number of 0 or more, got {count!r}"})
-            counts[candidate] = int(count)
+            refusal = {f"{field}.{candidate}": f"must be a whole number of 0 or more, got {count!r}"}
+            if isinstance(count, bool) or not isinstance(count, Real):
+                raise InvalidInput(refusal)
+            # int() takes any numbers.Real, but typeshed's Real does not say so.
+            whole = int(count)  # type: ignore[call-overload]
+            if count != whole or count < 0:
+                raise InvalidInput(refusal)
+            counts[candidate] = whole
         return counts
     return _positive(value, field)
 
@@ -319,10 +324,10 @@ def measurements_compute(*, study: Study, metrics: list[str] | None = None) -> C
     and ARR compare the candidates of one set. Its queries do not grow with
     the number of metrics, candidates or sets (but for the upserts, which the
     database may split into batches of many thousand rows)."""
-    mappings = MetricComputation.objects.filter(metric__study=study).select_related("metric")
+    mapped = MetricComputation.objects.filter(metric__study=study).select_related("metric")
     if metrics is not None:
-        mappings = mappings.filter(metric__in=_mapped_metrics(study, metrics))
-    mappings = list(mappings.order_by("metric__attribute__position", "metric__position", "metric_id"))
+        mapped = mapped.filter(metric__in=_mapped_metrics(study, metrics))
+    mappings = list(mapped.order_by("metric__attribute__position", "metric__position", "metric_id"))
     if not mappings:
         return ComputeOutcome()
     candidates = list(Candidate.objects.filter(study=study).order_by("position", "id"))

@@ -8,9 +8,12 @@ numbers come from ``evaluation.report`` on the stored arrays, the pictures
 from ``workspace.charts``.
 """
 
+from typing import Any, cast
+
 import numpy as np
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -56,7 +59,7 @@ def predictions_page(request: HttpRequest, study_id: int) -> HttpResponse:
                 study=study,
                 stream=upload,
                 name=upload.name,
-                uploaded_by=request.user,
+                uploaded_by=cast(User, request.user),  # (login_required)
                 candidate=form.cleaned_data["candidate"] or None,
                 positive=form.cleaned_data["positive"] or None,
             )
@@ -65,7 +68,7 @@ def predictions_page(request: HttpRequest, study_id: int) -> HttpResponse:
             if error.errors:
                 form_add_service_errors(form, InvalidInput(error.errors))
         else:
-            count = prediction_set.candidate_arrays.count()
+            count = selectors.prediction_set_candidate_count(prediction_set=prediction_set)
             messages.success(
                 request,
                 f"{prediction_set.name} was stored: {prediction_set.row_count} rows for {count} "
@@ -206,7 +209,7 @@ def _values(candidate: report.CandidateReport) -> list[dict]:
     """Every computation with its value, why it is undefined, or what it needs."""
     rows = []
     for key, computation in report.COMPUTATIONS.items():
-        row = {"computation": computation, "value": None, "reason": "", "needs": ""}
+        row: dict[str, Any] = {"computation": computation, "value": None, "reason": "", "needs": ""}
         if key in ("a3r", "arr"):
             row["needs"] = "the other candidates of the set: see the comparison"
         else:
@@ -414,13 +417,14 @@ def set_compare_page(request: HttpRequest, study_id: int, set_id: int) -> HttpRe
         "options": options,
     }
     success = [row["values"].get("accuracy") for row in rows]
-    has_times = len(names) > 1 and all(data.candidates[n].time is not None for n in names)
+    times = [time for n in names if (time := data.candidates[n].time) is not None]
+    has_times = len(names) > 1 and len(times) == len(names)
     if not has_times:
         context["a3r_reason"] = "A3R and ARR need a time column and two candidates or more."
     elif None in success:
         context["a3r_reason"] = "A3R needs every candidate's accuracy, and one is undefined here."
     else:
-        time = np.array([data.candidates[n].time.mean() for n in names])
+        time = np.array([t.mean() for t in times])
         try:
             context["a3r"] = _a3r_chart(names, np.array(success), time, options)
         except ValueError as error:

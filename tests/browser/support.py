@@ -29,7 +29,8 @@ VIEWPORT = {"width": 1280, "height": 800}
 # fails the test in seconds rather than Playwright's default 30.
 TIMEOUT_MS = 10_000
 
-AXE_JS = REPO / "static" / "vendor" / "axe-core" / "axe.min.js"
+# A test tool, kept out of static/ so that it never ships (tests/tools/README.md).
+AXE_JS = REPO / "tests" / "tools" / "axe-core" / "axe.min.js"
 BLOCKING_IMPACTS = ("serious", "critical")
 
 SCREENSHOT_DIR_DEFAULT = REPO / ".artifacts" / "screenshots"

@@ -133,6 +133,25 @@ def test_the_restricted_bayes_classifier_beats_every_other_restricted_classifier
     assert metric @ best >= metric @ restricted_bayes_diagonal(eta, other_m, i) - 1e-12
 
 
+@pytest.mark.parametrize(
+    ("eta", "m", "i", "expected"),
+    [
+        # m eta_0 = (1 - m) eta_i exactly (every value a binary fraction).
+        ([[0.5, 0.5]], 0.5, 1, [0.5, 0.0]),
+        ([[0.25, 0.75], [0.75, 0.25]], 0.75, 1, [0.5, 0.0]),
+        ([[0.375, 0.25, 0.375]], 0.5, 2, [0.375, 0.0, 0.0]),
+        # At the ends of [0, 1]: both sides 0.
+        ([[1.0, 0.0]], 0.0, 1, [1.0, 0.0]),
+        ([[0.0, 1.0]], 1.0, 1, [0.0, 0.0]),
+    ],
+)
+def test_a_tie_between_the_two_classes_predicts_the_reference_class(eta, m, i, expected):
+    # Proposition 2's classifier predicts class 0 when m eta_0 >= (1 - m) eta_i:
+    # a sample on the boundary counts for class 0, not for class i.
+    assert restricted_bayes_diagonal(eta, m, i).tolist() == expected
+    assert literal_restricted_bayes_diagonal(eta, m, i) == expected
+
+
 # --------------------------------------------------------------------------
 # Diagonal elicitation: recovery, protocol
 # --------------------------------------------------------------------------

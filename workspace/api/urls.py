@@ -1,6 +1,6 @@
-from django.urls import path
+from django.urls import include, path
 
-from . import computations, discussion, predictions, views
+from . import discussion, views
 from . import invitations as inv
 
 app_name = "api"
@@ -26,44 +26,17 @@ urlpatterns = [
     path("studies/<int:study_id>/attributes/<int:pk>/", views.AttributeDetailView.as_view(), name="attribute-detail"),
     path("studies/<int:study_id>/metrics/", views.MetricListView.as_view(), name="metric-list"),
     path("studies/<int:study_id>/metrics/<int:pk>/", views.MetricDetailView.as_view(), name="metric-detail"),
-    path(
-        "studies/<int:study_id>/metrics/<int:pk>/computation/",
-        computations.MetricComputationView.as_view(),
-        name="metric-computation",
-    ),
-    path("studies/<int:study_id>/computations/", computations.ComputationListView.as_view(), name="computation-list"),
     path("studies/<int:study_id>/candidates/", views.CandidateListView.as_view(), name="candidate-list"),
     path("studies/<int:study_id>/candidates/<int:pk>/", views.CandidateDetailView.as_view(), name="candidate-detail"),
     path("studies/<int:study_id>/measurements/", views.MeasurementView.as_view(), name="measurements"),
-    path(
-        "studies/<int:study_id>/measurements/compute/",
-        computations.MeasurementComputeView.as_view(),
-        name="measurements-compute",
-    ),
-    path(
-        "studies/<int:study_id>/measurements/sources/",
-        computations.MeasurementSourceListView.as_view(),
-        name="measurement-sources",
-    ),
     path("studies/<int:study_id>/my/votes/", views.MyVotesView.as_view(), name="my-votes"),
     path("studies/<int:study_id>/my/priorities/", views.MyPrioritiesView.as_view(), name="my-priorities"),
     path("studies/<int:study_id>/my/ranges/", views.MyRangesView.as_view(), name="my-ranges"),
     path("studies/<int:study_id>/my/peer-weights/", views.MyPeerWeightsView.as_view(), name="my-peer-weights"),
     path("studies/<int:study_id>/inputs/<str:username>/", views.ExpertInputsView.as_view(), name="expert-inputs"),
     path("studies/<int:study_id>/runs/", views.RunListView.as_view(), name="run-list"),
-    path(
-        "studies/<int:study_id>/predictions/", predictions.PredictionSetListView.as_view(), name="prediction-set-list"
-    ),
-    path(
-        "studies/<int:study_id>/predictions/<int:pk>/",
-        predictions.PredictionSetDetailView.as_view(),
-        name="prediction-set-detail",
-    ),
-    path(
-        "studies/<int:study_id>/predictions/<int:pk>/evaluation/",
-        computations.PredictionSetEvaluationView.as_view(),
-        name="prediction-set-evaluation",
-    ),
+    # the evaluation app's endpoints (prediction sets, computed metrics), in this namespace
+    path("", include("evaluation.api.urls")),
     # the discussion: a thread per attribute and per metric
     path("studies/<int:study_id>/discussion/", discussion.DiscussionView.as_view(), name="discussion"),
     path(

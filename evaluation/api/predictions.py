@@ -7,8 +7,10 @@ and deletes them. A set is shown with its labels, folds and candidates,
 never its arrays.
 """
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
+from django.contrib.auth.models import User
 from django.core.files.uploadedfile import UploadedFile
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import exceptions, serializers, status
@@ -20,9 +22,8 @@ from rest_framework.views import APIView
 from evaluation import selectors, services
 from evaluation.models import PredictionSet
 from workspace import limits
-
-from .serializers import WriteSerializer
-from .views import PaginatedListMixin, StudyScoped, _validated
+from workspace.api.serializers import WriteSerializer
+from workspace.api.views import PaginatedListMixin, StudyScoped, _validated
 
 # --- payloads --------------------------------------------------------------------
 
@@ -82,7 +83,9 @@ class CsvBodyParser(BaseParser):
 
     media_type = "text/csv"
 
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: dict | None = None) -> DataAndFiles:
+    def parse(
+        self, stream: Any, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
+    ) -> DataAndFiles:
         request = (parser_context or {})["request"]
         size = int(request.META.get("CONTENT_LENGTH") or 0)
         upload = UploadedFile(file=stream, name="predictions.csv", content_type=self.media_type, size=size)
@@ -92,7 +95,7 @@ class CsvBodyParser(BaseParser):
 def _upload_fields(request: Request) -> dict[str, Any]:
     """The form's fields (with the file), and the query's parameters: a
     ``text/csv`` body has no fields of its own."""
-    fields = dict(request.data.items())
+    fields = dict(cast(Mapping[str, Any], request.data).items())  # (the parsers' forms, never a list)
     for key, value in request.query_params.items():
         if key in fields:
             raise exceptions.ValidationError({key: ["given both in the body and as a query parameter"]})
@@ -135,7 +138,7 @@ class PredictionSetListView(StudyScoped, PaginatedListMixin, APIView):
             study=self.study(),
             stream=upload,
             name=data.get("name") or upload.name or "predictions.csv",
-            uploaded_by=request.user,
+            uploaded_by=cast(User, request.user),  # (authenticated: the API's default permission)
             candidate=data.get("candidate"),
             positive=data.get("positive"),
         )
@@ -144,6 +147,8 @@ class PredictionSetListView(StudyScoped, PaginatedListMixin, APIView):
 
 
 class PredictionSetScoped(StudyScoped):
+    kwargs: dict[str, Any]  # the view's (a mixin of APIView)
+
     def prediction_set(self, *, contexts: bool = False) -> PredictionSet:
         """The set of the URL's ``pk`` in the study (404 otherwise); with its
         contexts for computing from it."""

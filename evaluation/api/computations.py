@@ -17,21 +17,21 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from evaluation import report, selectors, services
-from evaluation.models import MeasurementSource, MetricComputation
+from evaluation.models import MetricComputation
 from workspace import limits
+from workspace.api.schema import VALIDATION_ERROR
+from workspace.api.serializers import BoundedListField, WriteSerializer
+from workspace.api.views import PaginatedListMixin, StudyScoped, _validated
 from workspace.models import Direction, Metric
 
 from .predictions import PredictionSetScoped
-from .schema import VALIDATION_ERROR
-from .serializers import BoundedListField, WriteSerializer
-from .views import PaginatedListMixin, StudyScoped, _validated
 
 DEFAULTS = report.Options()
 _POSITIVE = {"type": "number", "minimum": 0, "exclusiveMinimum": True}
 # The parameters of every computation (evaluation.services.PARAMETER_FIELDS),
 # as the service checks them; each computation takes only its own (the
 # catalogue lists them).
-PARAMETER_SCHEMAS = {
+PARAMETER_SCHEMAS: dict[str, dict[str, Any]] = {
     "threshold_method": {
         "type": "string",
         "enum": list(report.THRESHOLD_METHODS),
@@ -165,7 +165,7 @@ class MeasurementSourceSerializer(serializers.Serializer):
     value = serializers.FloatField(help_text="the value computed")
     edited = serializers.SerializerMethodField()
 
-    def get_edited(self, source: MeasurementSource) -> bool:
+    def get_edited(self, source: selectors.MeasurementSourceNow) -> bool:
         """The measurement's value is no longer the one computed (typed over since)."""
         return source.edited_since(source.current_value)
 
@@ -316,7 +316,7 @@ class PredictionSetEvaluationView(PredictionSetScoped, APIView):
         query's parameters are the report's options; any other is refused."""
         self.study()
         options = services.report_options(
-            {name: _query_value(name, text) for name, text in request.query_params.items()}
+            {name: _query_value(name, text) for name, text in request.query_params.dict().items()}
         )
         prediction_set = self.prediction_set(contexts=True)
         data = selectors.prediction_data_get(prediction_set=prediction_set)

@@ -1,0 +1,39 @@
+"""The evaluation app's API routes. No ``app_name``: included from
+``workspace.api.urls``, they share its ``api`` namespace, so their names
+(``api:prediction-set-list``...) and paths are the API's own."""
+
+from django.urls import path
+
+from . import computations, predictions
+
+urlpatterns = [
+    path(
+        "studies/<int:study_id>/metrics/<int:pk>/computation/",
+        computations.MetricComputationView.as_view(),
+        name="metric-computation",
+    ),
+    path("studies/<int:study_id>/computations/", computations.ComputationListView.as_view(), name="computation-list"),
+    path(
+        "studies/<int:study_id>/measurements/compute/",
+        computations.MeasurementComputeView.as_view(),
+        name="measurements-compute",
+    ),
+    path(
+        "studies/<int:study_id>/measurements/sources/",
+        computations.MeasurementSourceListView.as_view(),
+        name="measurement-sources",
+    ),
+    path(
+        "studies/<int:study_id>/predictions/", predictions.PredictionSetListView.as_view(), name="prediction-set-list"
+    ),
+    path(
+        "studies/<int:study_id>/predictions/<int:pk>/",
+        predictions.PredictionSetDetailView.as_view(),
+        name="prediction-set-detail",
+    ),
+    path(
+        "studies/<int:study_id>/predictions/<int:pk>/evaluation/",
+        computations.PredictionSetEvaluationView.as_view(),
+        name="prediction-set-evaluation",
+    ),
+]
