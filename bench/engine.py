@@ -35,7 +35,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from engine import core  # noqa: E402
 from engine.core import aggregate_literal, evaluate, expert_influence  # noqa: E402
-from engine.prioritisation import SAATY_SCALE, ahp_weights, consistency_ratios, random_index  # noqa: E402
+from engine.prioritisation import ahp_weights, consistency_ratios, random_index  # noqa: E402
+from engine.rules import SCALE_VALUES  # noqa: E402
 
 SEED = 20240611
 CHUNK = 100
@@ -249,7 +250,7 @@ def bench_literal(rng):
 def random_pairwise_stack(rng, experts, n):
     matrices = np.ones((experts, n, n))
     rows, columns = np.triu_indices(n, 1)
-    values = rng.choice(SAATY_SCALE, size=(experts, len(rows)))
+    values = rng.choice(SCALE_VALUES, size=(experts, len(rows)))
     matrices[:, rows, columns] = values
     matrices[:, columns, rows] = 1.0 / values
     return matrices

@@ -48,13 +48,13 @@ from .rules import (
     SCALE_MIN,
     direct_shares,
     is_consistent,
+    nearest_scale_point,
     out_of_proportion,
 )
 
 __all__ = [
     "CONSISTENCY_THRESHOLD",
     "METHODS",
-    "SAATY_SCALE",
     "Consistency",
     "InconsistentJudgment",
     "Prioritisation",
@@ -70,9 +70,6 @@ __all__ = [
 
 #: The prioritisation methods of METHOD.md 3.
 METHODS = ("direct", "ahp", "lpr")
-
-#: Saaty's scale: 1/9, 1/8, ..., 1/2, 1, 2, ..., 9 (ascending).
-SAATY_SCALE = np.array([1.0 / v for v in range(9, 1, -1)] + [float(v) for v in range(1, 10)])
 
 # o_ij * o_ji must be 1 up to this (relative); matrices built by
 # pairwise_matrix are exact, stored or hand-typed ones may be rounded.
@@ -391,14 +388,6 @@ def consistency_ratios(matrices):
     return _consistency_arrays(matrices)[3]
 
 
-def _nearest_scale_value(ratio):
-    # Nearest in log space: the scale is multiplicative (1/3 is as far from 1
-    # as 3), so 1.4 rounds to 1 and 1.45 to 2 (the geometric midpoint is
-    # sqrt(2) = 1.414); an exact tie goes to the smaller value.
-    distances = np.abs(np.log(SAATY_SCALE) - math.log(ratio))
-    return float(SAATY_SCALE[int(np.argmin(distances))])
-
-
 def most_inconsistent(matrix, weights, *, top=3):
     """The judgments that disagree most with the weights, with repair hints.
 
@@ -407,7 +396,8 @@ def most_inconsistent(matrix, weights, *, top=3):
     sorted by error, largest first (ties in row, column order), and the first
     ``top`` returned, each with ``suggested_value``: ``w_i / w_j`` rounded to
     the nearest value of Saaty's scale {1/9, ..., 1/2, 1, 2, ..., 9},
-    nearest in log space (Saaty 2003; AHP-OS).
+    nearest in log space, a tie to the smaller value
+    (:func:`engine.rules.nearest_scale_point`; Saaty 2003; AHP-OS).
 
     Parameters
     ----------
@@ -450,7 +440,7 @@ def most_inconsistent(matrix, weights, *, top=3):
             column=int(columns[p]),
             value=float(matrix[rows[p], columns[p]]),
             error=float(errors[p]),
-            suggested_value=_nearest_scale_value(weights[rows[p]] / weights[columns[p]]),
+            suggested_value=float(nearest_scale_point(weights[rows[p]] / weights[columns[p]])),
         )
         for p in order
     ]
