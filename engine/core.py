@@ -995,6 +995,43 @@ def vetoes_for(lower: ArrayLike, upper: ArrayLike, measurement_row: ArrayLike) -
     return [VetoingJudgment(int(expert), int(metric)) for expert, metric in np.argwhere(vetoing)]
 
 
+class RangeOutcome(NamedTuple):
+    """One candidate under one range: its individual score and whether the
+    range vetoes it (the score is 0)."""
+
+    score: float
+    vetoed: bool
+
+
+def veto_preview(least_acceptable: float, desired: float, measured: ArrayLike) -> list[RangeOutcome]:
+    """What one range ``[least_acceptable, desired]`` of one metric does to
+    each candidate's measured value of it: the individual score ``m̄``
+    (:func:`individual_scores`) and whether it is a veto (``m̄ == 0``,
+    decided as :func:`vetoes_for` decides it). The expert's ranges page
+    shows this for a range as typed.
+
+    Parameters
+    ----------
+    least_acceptable, desired : float
+        ``b^l`` and ``b^u``; not equal.
+    measured : array-like of shape (c,)
+        The candidates' measured values.
+
+    Returns
+    -------
+    list of RangeOutcome(score, vetoed), one per value, in order.
+    """
+    measured = _as_finite_array(measured, "measured", 1)
+    if measured.size == 0:
+        return []
+    lower = np.full((1, measured.size), least_acceptable, dtype=np.float64)
+    upper = np.full((1, measured.size), desired, dtype=np.float64)
+    lower, upper, measured = _validated_candidate(lower, upper, measured)
+    scores = _individual_scores(lower, upper, measured[None, :])[0]
+    vetoing = _vetoing_mask(lower, upper, measured[None, :])[0]
+    return [RangeOutcome(float(score), bool(veto)) for score, veto in zip(scores, vetoing, strict=True)]
+
+
 #: Candidates whose (k, n) veto masks are built at once by vetoing_judgments
 #: are chosen so that one batch holds about this many entries.
 _VETO_BATCH_ENTRIES = 4_000_000

@@ -954,3 +954,22 @@ def test_vetoing_judgments_list_every_veto_in_one_pass(monkeypatch):
     assert core.vetoing_judgments(lower, upper, np.empty((0, n))).shape == (0, 3)
     with pytest.raises(ValueError, match=r"measurements must have shape \(3, 4\)"):
         core.vetoing_judgments(lower, upper, np.zeros((3, 5)))
+
+
+@pytest.mark.parametrize("least, desired", [(0.8, 0.95), (50.0, 10.0)])
+def test_veto_preview_scores_each_value_as_individual_scores_and_vetoes_exactly_the_zeros(least, desired):
+    values = [
+        least,
+        desired,
+        (least + desired) / 2,
+        2 * least - desired,
+        2 * desired - least,
+        math.nextafter(least, desired),
+    ]
+    previews = core.veto_preview(least, desired, values)
+    scores = individual_scores([[least] * len(values)], [[desired] * len(values)], values)[0]
+    assert [p.score for p in previews] == scores.tolist()
+    assert [p.vetoed for p in previews] == (scores == 0).tolist() == [True, False, False, True, False, False]
+    assert core.veto_preview(least, desired, []) == []
+    with pytest.raises(ValueError):
+        core.veto_preview(least, least, values)
