@@ -33,7 +33,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from engine import core  # noqa: E402
+from engine import core, layers  # noqa: E402
 from engine.core import aggregate_literal, evaluate, expert_influence  # noqa: E402
 from engine.prioritisation import ahp_weights, consistency_ratios, random_index  # noqa: E402
 from engine.rules import SCALE_VALUES  # noqa: E402
@@ -146,7 +146,7 @@ def literal_layers(study):
     try:
         return aggregate_literal(study["peer_weights"], study["weights"])[1]
     except ValueError:  # past aggregate_literal's cap: the float64 count by repeated squaring
-        return core._count_layers_float64(core._validated_peer_weights(study["peer_weights"]), study["weights"], 1e-9)
+        return layers._count_layers_float64(core._validated_peer_weights(study["peer_weights"]), study["weights"], 1e-9)
 
 
 def bench_dense(rng):
@@ -184,7 +184,7 @@ def parts(study, repeats):
         best_time(lambda: evaluate(**study), repeats),
         best_time(lambda: core._validated_peer_weights(study["peer_weights"]), repeats),
         best_time(lambda: core._stationary_distribution(peer_weights), repeats),
-        best_time(lambda: core._count_layers(peer_weights, study["weights"], 1e-9, influence), repeats),
+        best_time(lambda: layers.count_layers(peer_weights, study["weights"], 1e-9, influence), repeats),
         best_time(lambda: (core._group_scores(influence, *bounds), core._vetoed(*bounds)), repeats),
     )
 
