@@ -237,7 +237,7 @@ def _validated_weights(weights: ArrayLike) -> np.ndarray:
         raise ValueError(
             f"weights must have at least one expert (row) and one metric (column), got shape {weights.shape}"
         )
-    not_positive = np.argwhere(weights <= 0) if weights.min() <= 0 else ()
+    not_positive = np.argwhere(weights <= 0) if weights.min() <= 0 else np.empty((0, 2), dtype=np.intp)
     if len(not_positive):
         raise ValueError(
             "weights must be strictly positive (no zero weights, METHOD.md 3); "
@@ -763,7 +763,7 @@ def _group_scores_at(
         reach = np.abs(measured).max(axis=1, initial=0.0)[:, None] + np.abs(lower - centre)
         condition = (weight * reach / width).sum(axis=1)
     unreliable = ~(condition <= _ILL_CONDITIONED) | (width.max(axis=1) > _HUGE) | ~np.isfinite(group_scores).all(axis=1)
-    for metric in np.flatnonzero(unreliable):
+    for metric in np.flatnonzero(unreliable).tolist():
         group_scores[metric] = _group_scores_direct(influence, lower[metric], upper[metric], measurements[:, metric])
     # The exact g lies in [0, 1]; clipping only removes rounding overshoot.
     return np.clip(group_scores.T, 0.0, 1.0)

@@ -39,7 +39,7 @@ def _vetoes(lower: np.ndarray, upper: np.ndarray, measurements: np.ndarray, veto
     the engine's own comparison, so the engine and the listed vetoes can
     never disagree on who vetoes what)."""
     position = {candidate: index for index, candidate in enumerate(vetoed.tolist())}
-    found = [[] for _ in vetoed]
+    found: list[list[list]] = [[] for _ in vetoed]
     candidate, expert, metric = core.vetoing_judgments(lower, upper, measurements).T
     rows = zip(
         candidate.tolist(),

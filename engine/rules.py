@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = [
     "CONSISTENCY_THRESHOLD",
@@ -148,15 +149,15 @@ MIN_PEER_WEIGHT = 1e-6
 # --- acceptable ranges (METHOD.md 4) ------------------------------------------------------
 
 
-def range_width_invalid(least_acceptable, desired) -> tuple[np.ndarray, np.ndarray]:
+def range_width_invalid(least_acceptable: ArrayLike, desired: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Masks ``(unbounded, empty)`` of the ranges the engine cannot score:
     a width ``desired - least_acceptable`` that overflows, and equal bounds.
     Works on scalars and on arrays of any shape."""
-    least_acceptable = np.asarray(least_acceptable, dtype=np.float64)
-    desired = np.asarray(desired, dtype=np.float64)
+    least = np.asarray(least_acceptable, dtype=np.float64)
+    most = np.asarray(desired, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
-        unbounded = ~np.isfinite(desired - least_acceptable)
-    return unbounded, least_acceptable == desired
+        unbounded = ~np.isfinite(most - least)
+    return unbounded, least == most
 
 
 def range_direction_problem(least_acceptable: float, desired: float, better: str) -> str | None:

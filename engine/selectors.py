@@ -10,7 +10,7 @@ when a run finishes.
 import json
 from collections.abc import Iterator
 
-from django.db.models import QuerySet
+from django.db.models import Manager, QuerySet
 from django.db.models.fields.json import KT
 
 from . import disagreement
@@ -50,7 +50,7 @@ def _candidate_out(entry: dict, experts: list[str], metrics: list[str]) -> dict:
     return candidate
 
 
-def _document_start(run: Run, study: str) -> dict:
+def _document_start(run: Run, study: str | None) -> dict:
     """The document's keys before its computed results, in FORMATS.md's order."""
     return {
         "format": "approve-results/1",
@@ -133,12 +133,20 @@ def document_tail(results: dict, snapshot: dict | None = None) -> str:
     return f'{body},"candidates":[{candidates}]'
 
 
+def _results(run: Run) -> dict:
+    """The results stored with a succeeded run (the table's constraint
+    ``run_succeeded_has_results`` guarantees them)."""
+    if run.results is None:
+        raise ValueError(f"run {run.pk} has no results: it is {run.status}")
+    return run.results
+
+
 def results_document(*, run: Run, individual: bool = False) -> dict:
     """The ``approve-results/1`` document of a succeeded run (FORMATS.md),
     built from its stored results in one pass. ``individual`` adds every
     candidate's k x n individual scores, computed from the snapshot (the
     document then grows with experts; FORMATS.md "Size")."""
-    results = run.results
+    results = _results(run)
     return {
         **_document_start(run, results["study"]),
         **_document_body(results),
@@ -146,7 +154,7 @@ def results_document(*, run: Run, individual: bool = False) -> dict:
     }
 
 
-def runs_with_document(*, queryset: QuerySet[Run]) -> QuerySet[Run]:
+def runs_with_document(*, queryset: QuerySet[Run] | Manager[Run]) -> QuerySet[Run]:
     """``queryset`` ready for ``results_json``: the stored document text and
     the study's title are read out of the results by the database, and
     neither the snapshot nor the results is loaded or parsed."""
@@ -162,12 +170,16 @@ def results_json(*, run: Run, individual: bool = False) -> bytes:
     Without individual scores it is the text stored when the run finished
     (read without parsing it when ``run`` comes from ``runs_with_document``);
     with them it is built from the results and the snapshot."""
+    study: str | None
+    tail: str | None
     if individual:
-        study, tail = run.results["study"], document_tail(run.results, run.snapshot)
+        results = _results(run)
+        study, tail = results["study"], document_tail(results, run.snapshot)
     else:
         study, tail = getattr(run, "stored_study", None), getattr(run, "stored_document", None)
         if tail is None:  # loaded without runs_with_document, or stored before the text was
-            study, tail = run.results["study"], run.results.get("document") or document_tail(run.results)
+            results = _results(run)
+            study, tail = results["study"], results.get("document") or document_tail(results)
     # The start is a non-empty object: its "}" is replaced by the tail.
     return f"{_json(_document_start(run, study))[:-1]},{tail}}}".encode()
 

@@ -25,10 +25,12 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import cast
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import DatabaseError, connection, transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
@@ -120,7 +122,8 @@ def run_launch(*, study: Study, launched_by: AbstractBaseUser | None, tolerance:
         raise PhaseConflict(f"The run cannot start: {error}.") from None
     run = Run.objects.create(
         study=study,
-        launched_by=launched_by,
+        # A ForeignKey to AUTH_USER_MODEL, which django-stubs types as auth.User.
+        launched_by=cast("User | None", launched_by),
         tolerance=tolerance,
         snapshot=snapshot,
         lease_expires_at=_queue_lease(timezone.now()),
@@ -226,7 +229,8 @@ def run_execute(*, run_id: int) -> Outcome:
             # Another delivery holds a live lease (e.g. the message came back
             # when a worker process was lost): look again once it may have
             # lapsed, seconds from now (the sweep would also hand it back).
-            wait = max((run.lease_expires_at - timezone.now()).total_seconds(), 0) + 1
+            lease = run.lease_expires_at or timezone.now()  # always set while running
+            wait = max((lease - timezone.now()).total_seconds(), 0) + 1
             return Outcome(status=run.status, retry_in=wait)
         return Outcome(status=run.status)
     if attempt > MAX_ATTEMPTS:
