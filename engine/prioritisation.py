@@ -24,7 +24,7 @@ For AHP the consistency ratio ``CR = CI / RI(n)`` is reported, with
   Fuzziness and Knowledge-Based Systems 14(4), 2006:
   ``lambda_bar(n) = 2.7699 n - 4.3513``, ``RI = (lambda_bar - n) / (n - 1)``.
 
-``CR > CONSISTENCY_THRESHOLD`` (0.10) is shown as inconsistent: a warning,
+``CR > CONSISTENCY_THRESHOLD`` (engine.rules) is shown as inconsistent: a warning,
 never a refusal. Repair hints follow Saaty (2003), as AHP-OS shows them
 (:func:`most_inconsistent`).
 
@@ -44,7 +44,6 @@ from numpy.typing import ArrayLike
 
 from .arguments import integer
 from .rules import (
-    CONSISTENCY_THRESHOLD,
     MIN_DIRECT_SHARE,
     SCALE_ENGINE_SLACK,
     SCALE_MAX,
@@ -56,7 +55,6 @@ from .rules import (
 )
 
 __all__ = [
-    "CONSISTENCY_THRESHOLD",
     "METHODS",
     "Consistency",
     "InconsistentJudgment",

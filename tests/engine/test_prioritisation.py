@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.prioritisation import (
-    CONSISTENCY_THRESHOLD,
     Consistency,
     ahp_weights,
     consistency,
@@ -21,7 +20,7 @@ from engine.prioritisation import (
     prioritise,
     random_index,
 )
-from engine.rules import SCALE_VALUES
+from engine.rules import CONSISTENCY_THRESHOLD, SCALE_VALUES
 
 # Saaty's textbook 3x3 example.
 SAATY_3 = np.array([[1, 3, 5], [1 / 3, 1, 3], [1 / 5, 1 / 3, 1]])
