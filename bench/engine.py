@@ -33,9 +33,10 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from engine import core  # noqa: E402
+from engine import core, layers  # noqa: E402
 from engine.core import aggregate_literal, evaluate, expert_influence  # noqa: E402
-from engine.prioritisation import SAATY_SCALE, ahp_weights, consistency_ratios, random_index  # noqa: E402
+from engine.prioritisation import ahp_weights, consistency_ratios, random_index  # noqa: E402
+from engine.rules import SCALE_VALUES  # noqa: E402
 
 SEED = 20240611
 CHUNK = 100
@@ -145,7 +146,7 @@ def literal_layers(study):
     try:
         return aggregate_literal(study["peer_weights"], study["weights"])[1]
     except ValueError:  # past aggregate_literal's cap: the float64 count by repeated squaring
-        return core._count_layers_float64(core._validated_peer_weights(study["peer_weights"]), study["weights"], 1e-9)
+        return layers._count_layers_float64(core._validated_peer_weights(study["peer_weights"]), study["weights"], 1e-9)
 
 
 def bench_dense(rng):
@@ -183,7 +184,7 @@ def parts(study, repeats):
         best_time(lambda: evaluate(**study), repeats),
         best_time(lambda: core._validated_peer_weights(study["peer_weights"]), repeats),
         best_time(lambda: core._stationary_distribution(peer_weights), repeats),
-        best_time(lambda: core._count_layers(peer_weights, study["weights"], 1e-9, influence), repeats),
+        best_time(lambda: layers.count_layers(peer_weights, study["weights"], 1e-9, influence), repeats),
         best_time(lambda: (core._group_scores(influence, *bounds), core._vetoed(*bounds)), repeats),
     )
 
@@ -249,7 +250,7 @@ def bench_literal(rng):
 def random_pairwise_stack(rng, experts, n):
     matrices = np.ones((experts, n, n))
     rows, columns = np.triu_indices(n, 1)
-    values = rng.choice(SAATY_SCALE, size=(experts, len(rows)))
+    values = rng.choice(SCALE_VALUES, size=(experts, len(rows)))
     matrices[:, rows, columns] = values
     matrices[:, columns, rows] = 1.0 / values
     return matrices

@@ -5,6 +5,7 @@ Django-free."""
 
 import math
 import operator
+from typing import SupportsFloat, SupportsIndex, cast
 
 
 def integer(value: object, name: str, *, minimum: int) -> int:
@@ -13,7 +14,7 @@ def integer(value: object, name: str, *, minimum: int) -> int:
     if isinstance(value, bool):
         raise ValueError(f"{name} must be a {kind} integer, got {value!r}")
     try:
-        number = operator.index(value)
+        number = operator.index(cast(SupportsIndex, value))  # a TypeError otherwise, caught
     except TypeError:
         raise ValueError(f"{name} must be a {kind} integer, got {value!r}") from None
     if number < minimum:
@@ -24,7 +25,7 @@ def integer(value: object, name: str, *, minimum: int) -> int:
 def positive_number(value: object, name: str) -> float:
     """``value`` as a finite float greater than 0."""
     try:
-        number = float(value)
+        number = float(cast(SupportsFloat, value))  # a TypeError or ValueError otherwise, caught
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a positive number, got {value!r}") from None
     if not (math.isfinite(number) and number > 0):

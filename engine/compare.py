@@ -175,12 +175,41 @@ def _range(lower: float, upper: float) -> str:
     return f"[{number(lower)}, {number(upper)}]"
 
 
-def snapshot_changes(before: Mapping, after: Mapping) -> list[InputChange]:
-    """Every input that differs between two snapshots of one study, the
-    design's first (experts, selection, candidates, measurements, tolerance),
-    then each expert's (attribute weights, the share of each metric within
-    its attribute, acceptable ranges, peer weights), in the later
-    snapshot's order of experts and metrics."""
+@dataclass(frozen=True)
+class _Positions:
+    """Where each name shared by two snapshots sits in either, and the
+    metrics and attributes they share, in the later snapshot's order."""
+
+    before: Mapping
+    after: Mapping
+    b_metric: dict[str, int]
+    a_metric: dict[str, int]
+    b_attribute: dict[str, int]
+    a_attribute: dict[str, int]
+    b_expert: dict[str, int]
+    common_metrics: list[str]
+    common_attributes: list[str]
+
+    @classmethod
+    def of(cls, before: Mapping, after: Mapping) -> "_Positions":
+        b_metric = _index([m["name"] for m in before["metrics"]])
+        a_metric = _index([m["name"] for m in after["metrics"]])
+        b_attribute = _index(before["attributes"])
+        return cls(
+            before=before,
+            after=after,
+            b_metric=b_metric,
+            a_metric=a_metric,
+            b_attribute=b_attribute,
+            a_attribute=_index(after["attributes"]),
+            b_expert=_index(before["experts"]),
+            common_metrics=[name for name in a_metric if name in b_metric],
+            common_attributes=[name for name in after["attributes"] if name in b_attribute],
+        )
+
+
+def _design_changes(before: Mapping, after: Mapping) -> list[InputChange]:
+    """Experts, attributes, metrics and candidates included or not, and the tolerance."""
     changes = []
     changes += _membership_changes(before["experts"], after["experts"], "expert")
     changes += _membership_changes(before["attributes"], after["attributes"], "attribute")
@@ -189,53 +218,79 @@ def snapshot_changes(before: Mapping, after: Mapping) -> list[InputChange]:
     changes += _membership_changes(before["candidates"], after["candidates"], "candidate")
     if _differs(before["tolerance"], after["tolerance"]):
         changes.append(InputChange(None, "tolerance", f"{before['tolerance']:g}", f"{after['tolerance']:g}"))
+    return changes
 
-    b_metric, a_metric = _index(metric_names[0]), _index(metric_names[1])
-    common_metrics = [name for name in metric_names[1] if name in b_metric]
-    b_candidate = _index(before["candidates"])
-    for c_after, candidate in enumerate(after["candidates"]):
+
+def _measurement_changes(at: _Positions) -> list[InputChange]:
+    """The measured values of the candidates and metrics both snapshots have."""
+    changes = []
+    b_candidate = _index(at.before["candidates"])
+    for c_after, candidate in enumerate(at.after["candidates"]):
         if candidate not in b_candidate:
             continue
-        old_row, new_row = before["measurements"][b_candidate[candidate]], after["measurements"][c_after]
-        for metric in common_metrics:
-            old, new = old_row[b_metric[metric]], new_row[a_metric[metric]]
+        old_row, new_row = at.before["measurements"][b_candidate[candidate]], at.after["measurements"][c_after]
+        for metric in at.common_metrics:
+            old, new = old_row[at.b_metric[metric]], new_row[at.a_metric[metric]]
             if _differs(old, new):
                 changes.append(InputChange(None, f"{candidate}'s {metric}", _shown(old), _shown(new)))
+    return changes
 
-    b_expert, b_attribute = _index(before["experts"]), _index(before["attributes"])
-    a_attribute = _index(after["attributes"])
-    common_attributes = [name for name in after["attributes"] if name in b_attribute]
+
+def _priority_changes(at: _Positions, expert: str, i_before: int, i_after: int) -> list[InputChange]:
+    """One expert's attribute weights and metric shares within their attributes."""
+    before, after = at.before, at.after
+    changes = []
+    for attribute in at.common_attributes:
+        old = before["attribute_weights"][i_before][at.b_attribute[attribute]]
+        new = after["attribute_weights"][i_after][at.a_attribute[attribute]]
+        if _differs(old, new):
+            changes.append(InputChange(expert, f"weight of {attribute}", _shown(old), _shown(new)))
     attribute_of = {m["name"]: m["attribute"] for m in after["metrics"]}
-    for i_after, expert in enumerate(after["experts"]):
-        if expert not in b_expert:
+    for metric in at.common_metrics:
+        attribute = attribute_of[metric]
+        if attribute not in at.b_attribute:
             continue
-        i_before = b_expert[expert]
-        for attribute in common_attributes:
-            old = before["attribute_weights"][i_before][b_attribute[attribute]]
-            new = after["attribute_weights"][i_after][a_attribute[attribute]]
-            if _differs(old, new):
-                changes.append(InputChange(expert, f"weight of {attribute}", _shown(old), _shown(new)))
-        for metric in common_metrics:
-            attribute = attribute_of[metric]
-            if attribute not in b_attribute:
-                continue
-            old = _share(before, i_before, b_metric[metric], b_attribute[attribute])
-            new = _share(after, i_after, a_metric[metric], a_attribute[attribute])
-            if _differs(old, new):
-                changes.append(InputChange(expert, f"share of {metric} within {attribute}", _shown(old), _shown(new)))
-        for metric in common_metrics:
-            jb, ja = b_metric[metric], a_metric[metric]
-            old = (before["lower"][i_before][jb], before["upper"][i_before][jb])
-            new = (after["lower"][i_after][ja], after["upper"][i_after][ja])
-            if _differs(old[0], new[0]) or _differs(old[1], new[1]):
-                changes.append(InputChange(expert, f"acceptable range of {metric}", _range(*old), _range(*new)))
-        for k_after, ratee in enumerate(after["experts"]):
-            if ratee not in b_expert:
-                continue
-            old = before["peer_weights"][i_before][b_expert[ratee]]
-            new = after["peer_weights"][i_after][k_after]
-            if _differs(old, new):
-                changes.append(InputChange(expert, f"weight on {ratee}", _shown(old), _shown(new)))
+        old = _share(before, i_before, at.b_metric[metric], at.b_attribute[attribute])
+        new = _share(after, i_after, at.a_metric[metric], at.a_attribute[attribute])
+        if _differs(old, new):
+            changes.append(InputChange(expert, f"share of {metric} within {attribute}", _shown(old), _shown(new)))
+    return changes
+
+
+def _range_and_peer_changes(at: _Positions, expert: str, i_before: int, i_after: int) -> list[InputChange]:
+    """One expert's acceptable ranges and peer weights."""
+    before, after = at.before, at.after
+    changes = []
+    for metric in at.common_metrics:
+        jb, ja = at.b_metric[metric], at.a_metric[metric]
+        old = (before["lower"][i_before][jb], before["upper"][i_before][jb])
+        new = (after["lower"][i_after][ja], after["upper"][i_after][ja])
+        if _differs(old[0], new[0]) or _differs(old[1], new[1]):
+            changes.append(InputChange(expert, f"acceptable range of {metric}", _range(*old), _range(*new)))
+    for k_after, ratee in enumerate(after["experts"]):
+        if ratee not in at.b_expert:
+            continue
+        old = before["peer_weights"][i_before][at.b_expert[ratee]]
+        new = after["peer_weights"][i_after][k_after]
+        if _differs(old, new):
+            changes.append(InputChange(expert, f"weight on {ratee}", _shown(old), _shown(new)))
+    return changes
+
+
+def snapshot_changes(before: Mapping, after: Mapping) -> list[InputChange]:
+    """Every input that differs between two snapshots of one study, the
+    design's first (experts, selection, candidates, measurements, tolerance),
+    then each expert's (attribute weights, the share of each metric within
+    its attribute, acceptable ranges, peer weights), in the later
+    snapshot's order of experts and metrics."""
+    at = _Positions.of(before, after)
+    changes = _design_changes(before, after) + _measurement_changes(at)
+    for i_after, expert in enumerate(after["experts"]):
+        if expert not in at.b_expert:
+            continue
+        i_before = at.b_expert[expert]
+        changes += _priority_changes(at, expert, i_before, i_after)
+        changes += _range_and_peer_changes(at, expert, i_before, i_after)
     return changes
 
 

@@ -128,7 +128,7 @@ def veto_shares(lower: ArrayLike, upper: ArrayLike, measurements: ArrayLike) -> 
     """
     judgments = core.vetoing_judgments(lower, upper, measurements)
     k, n = np.shape(lower)
-    m = len(measurements)
+    m = np.shape(measurements)[0]  # checked by vetoing_judgments
     candidate, _, metric = judgments.T
     counts = np.bincount(candidate * n + metric, minlength=m * n).reshape(m, n)
     return counts / k

@@ -100,8 +100,8 @@ def influence_sentence(influence: Mapping[str, float]) -> str:
     equal = 1 / len(influence)
     if len(influence) == 1:
         return f"{explanation} With a single expert, all of it is theirs."
-    most = max(influence, key=influence.get)
-    least = min(influence, key=influence.get)
+    most = max(influence, key=lambda name: influence[name])
+    least = min(influence, key=lambda name: influence[name])
     if influence[most] - influence[least] < 5e-5:
         return f"{explanation} Here every expert carries the same share, {percent(equal)}."
     return (

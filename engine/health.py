@@ -17,6 +17,7 @@ versions or error texts: it is served without authentication.
 import logging
 import threading
 import time
+from typing import cast
 
 import redis
 from django.conf import settings
@@ -63,7 +64,7 @@ def worker_heartbeat(*, hostname: str) -> None:
     client = _broker()
     if client is None:
         return
-    now = _seconds(client.time())
+    now = _seconds(cast(tuple[int, int], client.time()))  # redis types sync and async clients alike
     with client.pipeline() as pipe:
         pipe.zadd(WORKERS_KEY, {hostname: now})
         pipe.zremrangebyscore(WORKERS_KEY, "-inf", now - FORGET_AFTER_SECONDS)

@@ -23,7 +23,7 @@ class Run(models.Model):
     )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
     tolerance = models.FloatField(default=1e-9)
-    # Every input the run uses, copied at launch (see engine.services.study_snapshot).
+    # Every input the run uses, copied at launch (see engine.snapshot.study_snapshot).
     snapshot = models.JSONField()
     # Filled in one write together with status "succeeded"; null otherwise.
     results = models.JSONField(null=True, blank=True)

@@ -24,7 +24,7 @@ For AHP the consistency ratio ``CR = CI / RI(n)`` is reported, with
   Fuzziness and Knowledge-Based Systems 14(4), 2006:
   ``lambda_bar(n) = 2.7699 n - 4.3513``, ``RI = (lambda_bar - n) / (n - 1)``.
 
-``CR > CONSISTENCY_THRESHOLD`` (0.10) is shown as inconsistent: a warning,
+``CR > CONSISTENCY_THRESHOLD`` (engine.rules) is shown as inconsistent: a warning,
 never a refusal. Repair hints follow Saaty (2003), as AHP-OS shows them
 (:func:`most_inconsistent`).
 
@@ -35,26 +35,27 @@ in judgments and error messages are 0-based. No Django import here.
 
 import math
 import operator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any, SupportsIndex, cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .arguments import integer
 from .rules import (
-    CONSISTENCY_THRESHOLD,
     MIN_DIRECT_SHARE,
     SCALE_ENGINE_SLACK,
     SCALE_MAX,
     SCALE_MIN,
     direct_shares,
     is_consistent,
+    nearest_scale_point,
     out_of_proportion,
 )
 
 __all__ = [
-    "CONSISTENCY_THRESHOLD",
     "METHODS",
-    "SAATY_SCALE",
     "Consistency",
     "InconsistentJudgment",
     "Prioritisation",
@@ -70,9 +71,6 @@ __all__ = [
 
 #: The prioritisation methods of METHOD.md 3.
 METHODS = ("direct", "ahp", "lpr")
-
-#: Saaty's scale: 1/9, 1/8, ..., 1/2, 1, 2, ..., 9 (ascending).
-SAATY_SCALE = np.array([1.0 / v for v in range(9, 1, -1)] + [float(v) for v in range(1, 10)])
 
 # o_ij * o_ji must be 1 up to this (relative); matrices built by
 # pairwise_matrix are exact, stored or hand-typed ones may be rounded.
@@ -130,7 +128,7 @@ class Prioritisation:
 
     weights: np.ndarray
     consistency_ratio: float | None = None
-    most_inconsistent: list = field(default_factory=list)
+    most_inconsistent: list["InconsistentJudgment"] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------
@@ -138,14 +136,14 @@ class Prioritisation:
 # --------------------------------------------------------------------------
 
 
-def _check_size(n, name="n"):
+def _check_size(n: object, name: str = "n") -> int:
     return integer(n, name, minimum=1)
 
 
-def _validated_matrices(matrices, name="matrix", *, stack=True):
+def _validated_matrices(given: ArrayLike, name: str = "matrix", *, stack: bool = True) -> np.ndarray:
     """Shape (..., n, n), finite, positive and reciprocal; returned as float."""
     try:
-        matrices = np.asarray(matrices, dtype=np.float64)
+        matrices = np.asarray(given, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name} must be an array of numbers: {exc}") from None
     if matrices.ndim < 2 or (not stack and matrices.ndim != 2):
@@ -155,7 +153,7 @@ def _validated_matrices(matrices, name="matrix", *, stack=True):
     if n == 0 or matrices.shape[-2] != n:
         raise ValueError(f"{name} must be square with n >= 1, got shape {matrices.shape}")
 
-    def where(position):
+    def where(position: Iterable[Any]) -> str:
         return f"{name}[{', '.join(str(int(i)) for i in position)}]"
 
     bad = np.argwhere(~np.isfinite(matrices))
@@ -189,7 +187,7 @@ def _on_scale(value: float) -> bool:
 # --------------------------------------------------------------------------
 
 
-def pairwise_matrix(n, judgments):
+def pairwise_matrix(n: object, judgments: Iterable[Any]) -> np.ndarray:
     """Build a reciprocal pairwise comparison matrix from upper-triangle judgments.
 
     ``o_ii = 1``; a judgment ``(i, j, v)`` sets ``o_ij = v`` and
@@ -216,14 +214,14 @@ def pairwise_matrix(n, judgments):
         value that is not finite or off the scale, and for missing pairs
         (all listed).
     """
-    n = _check_size(n)
-    matrix = np.eye(n)
-    judged = {}
+    size = _check_size(n)
+    matrix = np.eye(size)
+    judged: dict[tuple[int, int], tuple[int, int]] = {}
     try:
-        judgments = list(judgments)
+        listed = list(judgments)
     except TypeError:
         raise ValueError("judgments must be an iterable of (row, column, value)") from None
-    for position, judgment in enumerate(judgments):
+    for position, judgment in enumerate(listed):
         try:
             row, column, value = judgment
             row, column = operator.index(row), operator.index(column)
@@ -233,8 +231,8 @@ def pairwise_matrix(n, judgments):
                 f"judgment {position} must be (row index, column index, value), got {judgment!r}"
             ) from None
         for index_name, index in (("row", row), ("column", column)):
-            if not 0 <= index < n:
-                raise ValueError(f"judgment {position}: {index_name} index {index} is out of range 0..{n - 1}")
+            if not 0 <= index < size:
+                raise ValueError(f"judgment {position}: {index_name} index {index} is out of range 0..{size - 1}")
         if row == column:
             raise ValueError(f"judgment {position}: row == column ({row}); the diagonal is always 1")
         pair = (min(row, column), max(row, column))
@@ -249,15 +247,15 @@ def pairwise_matrix(n, judgments):
         judged[pair] = (row, column)
         matrix[row, column] = value
         matrix[column, row] = 1.0 / value
-    missing = [(i, j) for i in range(n) for j in range(i + 1, n) if (i, j) not in judged]
+    missing = [(i, j) for i in range(size) for j in range(i + 1, size) if (i, j) not in judged]
     if missing:
         raise ValueError(
-            f"every pair of the {n} attributes must be judged once; missing pairs: " + ", ".join(map(str, missing))
+            f"every pair of the {size} attributes must be judged once; missing pairs: " + ", ".join(map(str, missing))
         )
     return matrix
 
 
-def ahp_weights(matrix):
+def ahp_weights(matrix: ArrayLike) -> np.ndarray:
     """AHP weights: row averages of the column-normalised matrix.
 
     ``w_i = (1/n) sum_j o_ij / sum_k o_kj`` (METHOD.md 3; Saaty 1980's
@@ -273,13 +271,13 @@ def ahp_weights(matrix):
     -------
     ndarray of shape (..., n), each vector summing to 1.
     """
-    matrix = _validated_matrices(matrix)
-    weights = (matrix / matrix.sum(axis=-2, keepdims=True)).mean(axis=-1)
+    checked = _validated_matrices(matrix)
+    weights = (checked / checked.sum(axis=-2, keepdims=True)).mean(axis=-1)
     # The sum is 1 mathematically; dividing makes it 1 to the last bit too.
     return weights / weights.sum(axis=-1, keepdims=True)
 
 
-def lpr_weights(matrix):
+def lpr_weights(matrix: ArrayLike) -> np.ndarray:
     """Large preference relation weights (Fodor & Roubens; METHOD.md 3).
 
     METHOD.md writes ``w_i = sum_j r_ij / (n * sum_k r_kj)``. Read literally,
@@ -312,10 +310,10 @@ def lpr_weights(matrix):
     -------
     ndarray of shape (..., n), each vector summing to 1.
     """
-    matrix = _validated_matrices(matrix)
-    n = matrix.shape[-1]
-    column_sums = matrix.sum(axis=-2, keepdims=True)
-    weights = (matrix / (n * column_sums)).sum(axis=-1)
+    checked = _validated_matrices(matrix)
+    n = checked.shape[-1]
+    column_sums = checked.sum(axis=-2, keepdims=True)
+    weights = (checked / (n * column_sums)).sum(axis=-1)
     return weights / weights.sum(axis=-1, keepdims=True)
 
 
@@ -324,7 +322,7 @@ def lpr_weights(matrix):
 # --------------------------------------------------------------------------
 
 
-def random_index(n):
+def random_index(n: object) -> float:
     """Saaty's random consistency index ``RI(n)``.
 
     n = 1, 2: 0. n = 3..10: 0.58, 0.90, 1.12, 1.24, 1.32, 1.41, 1.45, 1.49
@@ -333,14 +331,14 @@ def random_index(n):
     ``lambda_bar = 2.7699 n - 4.3513``, ``RI = (lambda_bar - n) / (n - 1)``
     (1.598 at n = 16, tending to 1.7699).
     """
-    n = _check_size(n)
-    if n in _RANDOM_INDEX_TABLE:
-        return _RANDOM_INDEX_TABLE[n]
-    mean_lambda_max = _ALONSO_LAMATA_SLOPE * n + _ALONSO_LAMATA_INTERCEPT
-    return (mean_lambda_max - n) / (n - 1)
+    size = _check_size(n)
+    if size in _RANDOM_INDEX_TABLE:
+        return _RANDOM_INDEX_TABLE[size]
+    mean_lambda_max = _ALONSO_LAMATA_SLOPE * size + _ALONSO_LAMATA_INTERCEPT
+    return (mean_lambda_max - size) / (size - 1)
 
 
-def _consistency_arrays(matrices):
+def _consistency_arrays(matrices: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
     n = matrices.shape[-1]
     if n <= 2:
         batch = matrices.shape[:-2]
@@ -356,7 +354,7 @@ def _consistency_arrays(matrices):
     return lambda_max, consistency_index, index, consistency_index / index
 
 
-def consistency(matrix):
+def consistency(matrix: ArrayLike) -> Consistency:
     """Saaty's consistency of one pairwise comparison matrix.
 
     ``lambda_max`` is the principal eigenvalue of ``O``,
@@ -371,8 +369,8 @@ def consistency(matrix):
     -------
     Consistency
     """
-    matrix = _validated_matrices(matrix, stack=False)
-    lambda_max, consistency_index, index, ratio = _consistency_arrays(matrix)
+    checked = _validated_matrices(matrix, stack=False)
+    lambda_max, consistency_index, index, ratio = _consistency_arrays(checked)
     return Consistency(
         lambda_max=float(lambda_max),
         consistency_index=float(consistency_index),
@@ -381,25 +379,16 @@ def consistency(matrix):
     )
 
 
-def consistency_ratios(matrices):
+def consistency_ratios(matrices: ArrayLike) -> np.ndarray:
     """Consistency ratios of a stack of matrices, in one batched eigensolve.
 
     Same definition as :func:`consistency`, for ``matrices`` of shape
     (..., n, n); returns an ndarray of shape (...) (0-d for one matrix).
     """
-    matrices = _validated_matrices(matrices, "matrices")
-    return _consistency_arrays(matrices)[3]
+    return _consistency_arrays(_validated_matrices(matrices, "matrices"))[3]
 
 
-def _nearest_scale_value(ratio):
-    # Nearest in log space: the scale is multiplicative (1/3 is as far from 1
-    # as 3), so 1.4 rounds to 1 and 1.45 to 2 (the geometric midpoint is
-    # sqrt(2) = 1.414); an exact tie goes to the smaller value.
-    distances = np.abs(np.log(SAATY_SCALE) - math.log(ratio))
-    return float(SAATY_SCALE[int(np.argmin(distances))])
-
-
-def most_inconsistent(matrix, weights, *, top=3):
+def most_inconsistent(matrix: ArrayLike, weights: ArrayLike, *, top: object = 3) -> list[InconsistentJudgment]:
     """The judgments that disagree most with the weights, with repair hints.
 
     For each judged pair ``i < j``, ``eps_ij = o_ij * w_j / w_i`` and
@@ -407,7 +396,8 @@ def most_inconsistent(matrix, weights, *, top=3):
     sorted by error, largest first (ties in row, column order), and the first
     ``top`` returned, each with ``suggested_value``: ``w_i / w_j`` rounded to
     the nearest value of Saaty's scale {1/9, ..., 1/2, 1, 2, ..., 9},
-    nearest in log space (Saaty 2003; AHP-OS).
+    nearest in log space, a tie to the smaller value
+    (:func:`engine.rules.nearest_scale_point`; Saaty 2003; AHP-OS).
 
     Parameters
     ----------
@@ -420,37 +410,37 @@ def most_inconsistent(matrix, weights, *, top=3):
     -------
     list of InconsistentJudgment (empty for n < 2 or top == 0).
     """
-    matrix = _validated_matrices(matrix, stack=False)
-    n = matrix.shape[0]
+    checked = _validated_matrices(matrix, stack=False)
+    n = checked.shape[0]
     try:
-        weights = np.asarray(weights, dtype=np.float64)
+        positive = np.asarray(weights, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"weights must be an array of numbers: {exc}") from None
-    if weights.shape != (n,):
-        raise ValueError(f"weights must have shape ({n},) as the matrix, got {weights.shape}")
-    bad = np.flatnonzero(~np.isfinite(weights) | (weights <= 0))
+    if positive.shape != (n,):
+        raise ValueError(f"weights must have shape ({n},) as the matrix, got {positive.shape}")
+    bad = np.flatnonzero(~np.isfinite(positive) | (positive <= 0))
     if len(bad):
-        raise ValueError(f"weights must be positive and finite; position {bad[0]} is {weights[bad[0]]:.10g}")
+        raise ValueError(f"weights must be positive and finite; position {bad[0]} is {positive[bad[0]]:.10g}")
     if isinstance(top, bool):
         raise ValueError(f"top must be a non-negative integer, got {top!r}")
     try:
-        top = operator.index(top)
+        count = operator.index(cast(SupportsIndex, top))  # a TypeError otherwise, caught
     except TypeError:
         raise ValueError(f"top must be a non-negative integer, got {top!r}") from None
-    if top < 0:
-        raise ValueError(f"top must be a non-negative integer, got {top}")
+    if count < 0:
+        raise ValueError(f"top must be a non-negative integer, got {count}")
 
     rows, columns = np.triu_indices(n, k=1)
-    deviation = matrix[rows, columns] * weights[columns] / weights[rows]
+    deviation = checked[rows, columns] * positive[columns] / positive[rows]
     errors = np.maximum(deviation, 1.0 / deviation)
-    order = np.argsort(-errors, kind="stable")[:top]
+    order = np.argsort(-errors, kind="stable")[:count]
     return [
         InconsistentJudgment(
             row=int(rows[p]),
             column=int(columns[p]),
-            value=float(matrix[rows[p], columns[p]]),
+            value=float(checked[rows[p], columns[p]]),
             error=float(errors[p]),
-            suggested_value=_nearest_scale_value(weights[rows[p]] / weights[columns[p]]),
+            suggested_value=float(nearest_scale_point(positive[rows[p]] / positive[columns[p]])),
         )
         for p in order
     ]
@@ -461,9 +451,9 @@ def most_inconsistent(matrix, weights, *, top=3):
 # --------------------------------------------------------------------------
 
 
-def _direct_weights(n: int, weights) -> np.ndarray:
+def _direct_weights(n: int, given: Iterable[Any]) -> np.ndarray:
     try:
-        weights = list(weights)
+        weights = list(given)
     except TypeError:
         raise ValueError("weights must be a sequence of positive numbers") from None
     if len(weights) != n:
@@ -494,7 +484,9 @@ def _direct_weights(n: int, weights) -> np.ndarray:
     return normalised
 
 
-def prioritise(method, n, judgments=None, weights=None):
+def prioritise(
+    method: str, n: object, judgments: Iterable[Any] | None = None, weights: Iterable[Any] | None = None
+) -> Prioritisation:
     """An expert's weights over ``n`` attributes by one of the METHOD.md 3 methods.
 
     Parameters
@@ -517,21 +509,21 @@ def prioritise(method, n, judgments=None, weights=None):
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    n = _check_size(n)
+    size = _check_size(n)
     if method == "direct":
         if judgments is not None:
             raise ValueError("direct prioritisation takes weights, not judgments")
         if weights is None:
             raise ValueError("direct prioritisation needs weights")
-        return Prioritisation(weights=_direct_weights(n, weights))
+        return Prioritisation(weights=_direct_weights(size, weights))
 
     if weights is not None:
         raise ValueError(f"{method} prioritisation takes judgments, not weights")
     if judgments is None:
-        if n > 1:
+        if size > 1:
             raise ValueError(f"{method} prioritisation needs judgments")
         judgments = ()
-    matrix = pairwise_matrix(n, judgments)
+    matrix = pairwise_matrix(size, judgments)
     method_weights = ahp_weights(matrix) if method == "ahp" else lpr_weights(matrix)
     return Prioritisation(
         weights=method_weights,

@@ -12,8 +12,10 @@ module can depend on this one.
 
 import math
 from collections.abc import Sequence
+from fractions import Fraction
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = [
     "CONSISTENCY_THRESHOLD",
@@ -24,8 +26,11 @@ __all__ = [
     "SCALE_INPUT_SLACK",
     "SCALE_MAX",
     "SCALE_MIN",
+    "SCALE_POINTS",
+    "SCALE_VALUES",
     "direct_shares",
     "is_consistent",
+    "nearest_scale_point",
     "on_input_scale",
     "out_of_proportion",
     "range_direction_problem",
@@ -64,6 +69,33 @@ SCALE_INPUT_SLACK = 5e-4
 #: constraints): 1e-4, i.e. a relative 9e-4. It must stay above
 #: SCALE_INPUT_SLACK or an accepted value would violate the constraint.
 SCALE_DATABASE_SLACK = 1e-4
+
+
+#: Saaty's 17 points, ascending: 1/9, 1/8, ..., 1/2, 1, 2, ..., 9, exactly.
+SCALE_POINTS: tuple[Fraction, ...] = tuple(Fraction(1, v) for v in range(9, 1, -1)) + tuple(
+    Fraction(v) for v in range(1, 10)
+)
+
+#: The same points as doubles (1/3 is the double nearest a third).
+SCALE_VALUES: np.ndarray = np.array([float(point) for point in SCALE_POINTS])
+
+_LOG_SCALE_VALUES = np.log(SCALE_VALUES)
+
+
+def nearest_scale_point(value: float) -> Fraction:
+    """The point of the scale nearest ``value`` (positive), nearest in log
+    space: the scale is multiplicative (1/3 is as far from 1 as 3), so 1.4
+    goes to 1 and 1.45 to 2 (the geometric midpoint is sqrt(2) = 1.414).
+
+    A tie goes to the smaller point: sqrt(12) gives 3, sqrt(72) gives 8. The
+    distances are the doubles ``|log(point) - log(value)|``, so a tie is
+    their exact equality (sqrt(12) and sqrt(72) as doubles are ties; sqrt(20)
+    lies nearer 5 by a rounding). The repair hints
+    (``engine.prioritisation.most_inconsistent``) and the expert's page
+    (``workspace.forms.expert``) both round with this function."""
+    distances = np.abs(_LOG_SCALE_VALUES - math.log(value))
+    # argmin takes the first of equal distances, and the points ascend.
+    return SCALE_POINTS[int(np.argmin(distances))]
 
 
 def on_input_scale(value: float) -> bool:
@@ -117,15 +149,15 @@ MIN_PEER_WEIGHT = 1e-6
 # --- acceptable ranges (METHOD.md 4) ------------------------------------------------------
 
 
-def range_width_invalid(least_acceptable, desired) -> tuple[np.ndarray, np.ndarray]:
+def range_width_invalid(least_acceptable: ArrayLike, desired: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Masks ``(unbounded, empty)`` of the ranges the engine cannot score:
     a width ``desired - least_acceptable`` that overflows, and equal bounds.
     Works on scalars and on arrays of any shape."""
-    least_acceptable = np.asarray(least_acceptable, dtype=np.float64)
-    desired = np.asarray(desired, dtype=np.float64)
+    least = np.asarray(least_acceptable, dtype=np.float64)
+    most = np.asarray(desired, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
-        unbounded = ~np.isfinite(desired - least_acceptable)
-    return unbounded, least_acceptable == desired
+        unbounded = ~np.isfinite(most - least)
+    return unbounded, least == most
 
 
 def range_direction_problem(least_acceptable: float, desired: float, better: str) -> str | None:

@@ -4,6 +4,8 @@
 Each worker process also writes a heartbeat into the broker while it lives
 (``engine.health``), which ``/health/`` reads."""
 
+from typing import Any
+
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_ready, worker_shutdown
@@ -32,10 +34,10 @@ def recover_stale_runs() -> list[int]:
 
 
 @worker_ready.connect
-def _start_worker_heartbeat(sender: object, **kwargs: object) -> None:
+def _start_worker_heartbeat(sender: Any, **kwargs: object) -> None:  # the worker (Celery is untyped)
     health.worker_heartbeat_start(hostname=sender.hostname)
 
 
 @worker_shutdown.connect
-def _stop_worker_heartbeat(sender: object, **kwargs: object) -> None:
+def _stop_worker_heartbeat(sender: Any, **kwargs: object) -> None:
     health.worker_heartbeat_stop(hostname=sender.hostname)

@@ -87,7 +87,7 @@ def test_launch_with_the_broker_down_answers_202_with_the_queued_run(redis_down,
     assert body["id"] == run.pk and body["status"] == "queued"
     assert response["Location"] == f"http://testserver{API}/runs/{run.pk}/"
     assert run.status == Run.Status.QUEUED and run.attempts == 0
-    assert engine_services.run_awaits_broker(run)  # the sweep sends it once the broker is back
+    assert engine_services.run_awaits_broker(run=run)  # the sweep sends it once the broker is back
     assert f"run {run.pk} stays queued: the broker is unreachable" in caplog.text
     assert seconds < 5
     # The client can follow the run it was given.

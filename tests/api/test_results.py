@@ -19,7 +19,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from engine import disagreement
-from engine import services as engine_services
+from engine import selectors as engine_selectors
 from engine.models import Run
 from workspace.models import Phase
 
@@ -48,7 +48,7 @@ def test_results_leave_individual_scores_out_by_default(closed_run, api, cast):
     )
     # Compact: no indentation, no spaces after separators; UTF-8 as written.
     assert b"\n" not in response.content and b'": ' not in response.content and b", " not in response.content
-    assert response.content == engine_services.results_json(Run.objects.get(pk=closed_run.pk))
+    assert response.content == engine_selectors.results_json(run=Run.objects.get(pk=closed_run.pk))
     assert client.get(f"{API}/runs/{closed_run.pk}/results/?individual=false").content == response.content
 
 
@@ -57,7 +57,7 @@ def test_results_with_individual_scores_on_request(closed_run, api, cast):
     response = client.get(f"{API}/runs/{closed_run.pk}/results/?individual=true")
     assert response.status_code == 200
     run = Run.objects.get(pk=closed_run.pk)
-    assert response.content == engine_services.results_json(run, individual=True)
+    assert response.content == engine_selectors.results_json(run=run, individual=True)
     document = response.json()
     for candidate in document["candidates"]:
         scores = client.get(f"{API}/runs/{run.pk}/candidates/{candidate['name']}/scores/").json()
@@ -92,7 +92,7 @@ def test_results_carry_the_disagreement_measures(closed_run, api, cast):
     response = api(cast.bob).get(f"{API}/runs/{closed_run.pk}/results/")
     document = response.json()
     run = Run.objects.get(pk=closed_run.pk)
-    assert response.content == engine_services.results_json(run)
+    assert response.content == engine_selectors.results_json(run=run)
     snapshot = run.snapshot
     attribute_weights = np.array(snapshot["attribute_weights"])
     metric_weights = np.array(snapshot["metric_weights"])

@@ -9,6 +9,7 @@ import re
 
 from playwright.sync_api import Page, expect
 
+from engine import selectors as engine_selectors
 from engine import services as engine_services
 from engine.models import Run
 from evaluation.models import PredictionSet
@@ -77,8 +78,8 @@ def test_predictions_to_measurements_to_the_next_run(page: Page, live_server, de
     second = Run.objects.exclude(pk=first.pk).get(study=study)
     rows = page.locator("table.ranking tbody tr")
     expect(rows.first).to_contain_text("J48")  # more accurate by its predictions than JRip now
-    before = [c["name"] for c in engine_services.results_document(Run.objects.get(pk=first.pk))["candidates"]]
-    after = [c["name"] for c in engine_services.results_document(second)["candidates"]]
+    before = [c["name"] for c in engine_selectors.results_document(run=Run.objects.get(pk=first.pk))["candidates"]]
+    after = [c["name"] for c in engine_selectors.results_document(run=second)["candidates"]]
     assert before[:2] == ["JRip", "J48"] and after[:2] == ["J48", "JRip"]
     screenshot(page, "evaluation-run-after-predictions")
 

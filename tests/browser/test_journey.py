@@ -27,7 +27,7 @@ from playwright.sync_api import Browser, Page, expect
 from pytest_django.live_server_helper import LiveServer
 
 from engine import prioritisation
-from engine import services as engine_services
+from engine import selectors as engine_selectors
 from engine.models import Run
 from tests.browser.conftest import _close_page, _open_page
 from tests.browser.support import assert_accessible, screenshot
@@ -443,7 +443,7 @@ def test_a_study_from_creation_to_a_succeeded_run(
     assert designer.url == f"{live_server.url}/runs/{run.pk}/"
     assert run.status == Run.Status.SUCCEEDED, run.error
     expect(designer.get_by_role("heading", name="Status: Succeeded")).to_be_visible()
-    document = engine_services.results_document(run)
+    document = engine_selectors.results_document(run=run)
     rows = designer.locator("table.ranking tbody tr")
     expect(rows).to_have_count(len(CANDIDATES))
     for row, candidate in zip(rows.all(), document["candidates"], strict=True):

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
+from engine import selectors as engine_selectors
 from engine import services as engine_services
+from engine import snapshot as engine_snapshot
 from engine.models import Run
 from tests.browser.support import assert_accessible, login, screenshot
 from tests.workspace.conftest import PASSWORD
@@ -81,7 +83,7 @@ def test_a_candidates_breakdown_is_swapped_in_and_the_csv_downloads(page: Page, 
     assert download.suggested_filename == f"approve-run-{run.pk}-results.csv"
     rows = list(csv.DictReader(io.StringIO(Path(download.path()).read_text(encoding="utf-8-sig"))))
     assert [row["name"] for row in rows] == ["JRip", "J48", "IBk", "RandomForest"]
-    document = engine_services.results_document(run)
+    document = engine_selectors.results_document(run=run)
     assert [float(row["cef"]) for row in rows] == [c["cef"] for c in document["candidates"]]
 
 
@@ -131,7 +133,7 @@ def test_a_failed_run_says_why(page: Page, live_server, demo) -> None:
     run = Run.objects.create(
         study=demo.study,
         launched_by=demo.study.designer,
-        snapshot=engine_services.study_snapshot(demo.study),
+        snapshot=engine_snapshot.study_snapshot(study=demo.study),
         status=Run.Status.FAILED,
         error="The inputs cannot be evaluated: clinician's acceptable range for Success rate has equal bounds (0.9).",
     )

@@ -10,7 +10,9 @@ import re
 
 from playwright.sync_api import Page, expect
 
+from engine import selectors as engine_selectors
 from engine import services as engine_services
+from engine import snapshot as engine_snapshot
 from engine.models import Run
 from tests.browser.support import assert_accessible, login, screenshot
 from tests.workspace.conftest import CASE_STUDY_PATH, PASSWORD
@@ -54,7 +56,7 @@ def test_designer_opens_the_demo_from_home_and_launches_a_run(page: Page, live_s
     expect(page.get_by_role("heading", name="Status: Succeeded")).to_be_visible()
     rows = page.locator("table.ranking tbody tr")
     expect(rows).to_have_count(len(run.results["candidates"]))
-    document = engine_services.results_document(run)
+    document = engine_selectors.results_document(run=run)
     best = document["candidates"][0]
     expect(rows.first).to_contain_text(best["name"])
     expect(rows.first).to_contain_text(f"{best['cef']:.4f}")
@@ -81,7 +83,7 @@ def queued_run(demo) -> Run:
     """A run waiting for a worker: created as run_launch would, without
     sending its message (eager Celery would execute it at once)."""
     return Run.objects.create(
-        study=demo.study, launched_by=demo.study.designer, snapshot=engine_services.study_snapshot(demo.study)
+        study=demo.study, launched_by=demo.study.designer, snapshot=engine_snapshot.study_snapshot(study=demo.study)
     )
 
 

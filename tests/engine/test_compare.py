@@ -11,7 +11,7 @@ from engine.compare import Delta, InputChange, compare_results, compare_runs, sn
 
 
 def snapshot(**changes):
-    """A small snapshot as engine.services.study_snapshot writes one: two
+    """A small snapshot as engine.snapshot.study_snapshot writes one: two
     experts, Accuracy with two metrics and Speed with one, three candidates."""
     base = {
         "version": 1,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import core
+from engine import core, layers
 from engine.core import (
     aggregate_literal,
     evaluate,
@@ -636,7 +636,7 @@ def test_layers_past_the_stepwise_limit_equal_the_literal_count(monkeypatch):
         values = rng.random((k, n)) + 0.1
         literal = core.aggregate_literal(peer, values)[1]
         # Count by repeated squaring after only 5 literal layers.
-        monkeypatch.setattr(core, "STEPWISE_LAYERS", 5)
+        monkeypatch.setattr(layers, "STEPWISE_LAYERS", 5)
         assert core.layers_needed(peer, values) == literal
         monkeypatch.undo()
 
@@ -700,9 +700,9 @@ def longdouble_layers(peer_weights, values, tolerance=core.DEFAULT_TOLERANCE, ma
     (validated, float64) V: the reference where float64 rounding decides."""
     transition = core._validated_peer_weights(peer_weights).astype(np.longdouble)
     layer = transition @ np.asarray(values, dtype=np.longdouble)
-    for layers in range(max_layers):
+    for layer_count in range(max_layers):
         if np.all(layer.max(axis=0) - layer.min(axis=0) < tolerance):
-            return layers
+            return layer_count
         layer = transition @ layer
     raise AssertionError("the extended-precision reference did not converge")
 
@@ -745,21 +745,21 @@ def random_weights(rng, k, n):
 def taken_paths(monkeypatch):
     """Names of the counting functions called, to check which path ran."""
     taken = []
-    for name in (
-        "_count_layers_fast",
-        "_count_layers_lazy",
-        "_count_layers_subspace",
-        "_count_deviations",
-        "_count_layers_float64",
-        "_stationary_by_solve",
+    for module, name in (
+        (layers, "_count_layers_fast"),
+        (layers, "_count_layers_lazy"),
+        (layers, "_count_layers_subspace"),
+        (layers, "_count_deviations"),
+        (layers, "_count_layers_float64"),
+        (core, "_stationary_by_solve"),
     ):
-        original = getattr(core, name)
+        original = getattr(module, name)
 
         def spy(*args, _original=original, _name=name, **kwargs):
             taken.append(_name)
             return _original(*args, **kwargs)
 
-        monkeypatch.setattr(core, name, spy)
+        monkeypatch.setattr(module, name, spy)
     return taken
 
 
@@ -801,12 +801,12 @@ def test_fast_layer_count_equals_the_literal_count(kind, path, taken_paths):
         "ring": ring_peer_weights,
     }[kind]
     for _ in range(4):
-        k, n = int(rng.integers(core.FAST_COUNT_MIN_EXPERTS, 90)), int(rng.integers(1, 6))
+        k, n = int(rng.integers(layers.FAST_COUNT_MIN_EXPERTS, 90)), int(rng.integers(1, 6))
         peer = make(k)
         values = random_weights(rng, k, n)
         influence = expert_influence(peer)
         taken_paths.clear()
-        count = core._count_layers(core._validated_peer_weights(peer), values, core.DEFAULT_TOLERANCE, influence)
+        count = layers.count_layers(core._validated_peer_weights(peer), values, core.DEFAULT_TOLERANCE, influence)
         assert taken_paths[0] == "_count_layers_fast"
         if path is None:
             assert set(taken_paths) <= {"_count_layers_fast", "_count_deviations"}
@@ -823,7 +823,7 @@ def test_layer_count_with_the_tolerance_at_a_spread_equals_a_reference(self_weig
     # does where float64 rounding decides the literal one.
     rng = np.random.default_rng(14)
     for case in range(12):
-        k, n = int(rng.integers(core.FAST_COUNT_MIN_EXPERTS, 90)), int(rng.integers(1, 6))
+        k, n = int(rng.integers(layers.FAST_COUNT_MIN_EXPERTS, 90)), int(rng.integers(1, 6))
         peer = mixing_peer_weights(rng, k, self_weight=self_weight)
         values = random_weights(rng, k, n)
         layer, spreads = peer @ values, []
@@ -842,7 +842,7 @@ def test_float32_band_sends_a_close_call_to_the_exact_recount(taken_paths):
     peer, values = mixing_peer_weights(rng, 64), random_weights(rng, 64, 3)
     layer = peer @ peer @ values
     tolerance = (layer.max(axis=0) - layer.min(axis=0)).max()  # exactly a spread of layer 1
-    count = core._count_layers(peer, values, tolerance, expert_influence(peer))
+    count = layers.count_layers(peer, values, tolerance, expert_influence(peer))
     assert "_count_deviations" in taken_paths
     assert_literal_count(count, peer, values, tolerance)
 
@@ -852,7 +852,7 @@ def test_tolerance_at_float64_rounding_floor_counts_the_literal_way(taken_paths)
     peer, values = mixing_peer_weights(rng, 64), random_weights(rng, 64, 2)
     influence = expert_influence(peer)
     taken_paths.clear()
-    count = core._count_layers(peer, values, 1e-15, influence)
+    count = layers.count_layers(peer, values, 1e-15, influence)
     assert taken_paths == ["_count_layers_fast", "_count_layers_float64"]
     assert count == aggregate_literal(peer, values, tolerance=1e-15)[1]
 
@@ -954,3 +954,22 @@ def test_vetoing_judgments_list_every_veto_in_one_pass(monkeypatch):
     assert core.vetoing_judgments(lower, upper, np.empty((0, n))).shape == (0, 3)
     with pytest.raises(ValueError, match=r"measurements must have shape \(3, 4\)"):
         core.vetoing_judgments(lower, upper, np.zeros((3, 5)))
+
+
+@pytest.mark.parametrize("least, desired", [(0.8, 0.95), (50.0, 10.0)])
+def test_veto_preview_scores_each_value_as_individual_scores_and_vetoes_exactly_the_zeros(least, desired):
+    values = [
+        least,
+        desired,
+        (least + desired) / 2,
+        2 * least - desired,
+        2 * desired - least,
+        math.nextafter(least, desired),
+    ]
+    previews = core.veto_preview(least, desired, values)
+    scores = individual_scores([[least] * len(values)], [[desired] * len(values)], values)[0]
+    assert [p.score for p in previews] == scores.tolist()
+    assert [p.vetoed for p in previews] == (scores == 0).tolist() == [True, False, False, True, False, False]
+    assert core.veto_preview(least, desired, []) == []
+    with pytest.raises(ValueError):
+        core.veto_preview(least, least, values)

@@ -10,8 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.prioritisation import (
-    CONSISTENCY_THRESHOLD,
-    SAATY_SCALE,
     Consistency,
     ahp_weights,
     consistency,
@@ -22,6 +20,7 @@ from engine.prioritisation import (
     prioritise,
     random_index,
 )
+from engine.rules import CONSISTENCY_THRESHOLD, SCALE_VALUES
 
 # Saaty's textbook 3x3 example.
 SAATY_3 = np.array([[1, 3, 5], [1 / 3, 1, 3], [1 / 5, 1 / 3, 1]])
@@ -161,7 +160,7 @@ def reciprocal_matrices(draw, min_n=1, max_n=9):
     matrix = np.ones((n, n))
     for i in range(n):
         for j in range(i + 1, n):
-            value = draw(st.sampled_from(list(SAATY_SCALE)) | st.floats(1 / 9, 9))
+            value = draw(st.sampled_from(list(SCALE_VALUES)) | st.floats(1 / 9, 9))
             matrix[i, j], matrix[j, i] = value, 1 / value
     return matrix
 
@@ -189,7 +188,7 @@ def test_consistent_matrices_give_back_their_weights(raw_weights):
 
 def random_pairwise_matrix(rng, n):
     rows, columns = np.triu_indices(n, 1)
-    values = rng.choice(SAATY_SCALE, size=len(rows))
+    values = rng.choice(SCALE_VALUES, size=len(rows))
     return pairwise_matrix(n, zip(rows.tolist(), columns.tolist(), values, strict=False))
 
 

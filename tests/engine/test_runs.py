@@ -32,13 +32,14 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from engine import core, disagreement, services
+from engine import results as engine_results
+from engine import selectors as engine_selectors
+from engine import snapshot as engine_snapshot
 from engine.models import Run
+from engine.results import competition_ranks
+from engine.selectors import candidate_individual_scores, results_document, results_json
 from engine.services import (
     MAX_ATTEMPTS,
-    candidate_individual_scores,
-    competition_ranks,
-    results_document,
-    results_json,
     run_claim,
     run_execute,
     run_launch,
@@ -189,7 +190,7 @@ def test_case_study_1_figures(study):
         assert candidates[name]["group_scores"][2] == 0
     # The names the document needs are stored with the results (serving it
     # never reads the snapshot).
-    assert results["layout"] == services.RESULTS_LAYOUT
+    assert results["layout"] == engine_results.RESULTS_LAYOUT
     assert results["study"] == "Cancer diagnosis from microarray data"
     assert (results["experts"], results["metrics"], results["selected_attributes"]) == (
         EXPERTS,
@@ -268,7 +269,7 @@ def richer_snapshot(snapshot):
 
 def test_stored_measures_are_those_of_engine_disagreement(study):
     snapshot = richer_snapshot(launch(study).snapshot)
-    results = services.evaluate_snapshot(snapshot)
+    results = engine_results.evaluate_snapshot(snapshot)
     attribute_weights = np.array(snapshot["attribute_weights"])
     metric_weights = np.array(snapshot["metric_weights"])
     assert results["expert_attribute_weights"] == disagreement.weight_rows(attribute_weights).tolist()
@@ -309,7 +310,7 @@ def test_snapshot_holds_every_input_in_order(study):
     run = launch(study)
     snapshot = Run.objects.get(pk=run.pk).snapshot  # as stored
     weights, peers = file_inputs()
-    assert snapshot["version"] == services.SNAPSHOT_VERSION
+    assert snapshot["version"] == engine_snapshot.SNAPSHOT_VERSION
     assert snapshot["study"] == {"id": study.pk, "title": "Cancer diagnosis from microarray data"}
     assert snapshot["tolerance"] == 1e-9
     assert snapshot["experts"] == EXPERTS
@@ -480,7 +481,7 @@ def test_missing_run(db):
 
 def test_live_lease_is_left_alone(study):
     run = launch(study)
-    assert run_claim(run.pk) == 1
+    assert run_claim(run_id=run.pk) == 1
     stored = row(run.pk)
     assert stored["status"] == Run.Status.RUNNING and stored["lease_expires_at"] > timezone.now()
     outcome = run_execute(run_id=run.pk)
@@ -489,12 +490,12 @@ def test_live_lease_is_left_alone(study):
     assert outcome.retry_in is not None and 0 < outcome.retry_in <= remaining + 1.5
     assert outcome.retry_in >= remaining  # not before the lease has expired
     assert row(run.pk) == stored
-    assert run_claim(run.pk) is None
+    assert run_claim(run_id=run.pk) is None
 
 
 def test_task_retries_while_another_worker_holds_the_lease(study):
     run = launch(study)
-    run_claim(run.pk)
+    run_claim(run_id=run.pk)
     stored = row(run.pk)
     with pytest.raises(Retry):
         execute_run(run.pk)  # called directly: in-process whatever the broker
@@ -512,7 +513,7 @@ def test_task_executes_a_queued_run(study):
 
 def test_expired_lease_is_taken_over(study):
     run = launch(study)
-    assert run_claim(run.pk) == 1  # a worker that then died
+    assert run_claim(run_id=run.pk) == 1  # a worker that then died
     expire_lease(run.pk)
     outcome, run = executed(run)
     assert outcome.status == Run.Status.SUCCEEDED
@@ -523,7 +524,7 @@ def test_expired_lease_is_taken_over(study):
 def test_too_many_lost_workers_fail_the_run(study):
     run = launch(study)
     for attempt in range(1, MAX_ATTEMPTS + 1):
-        assert run_claim(run.pk) == attempt  # each worker dies while running it
+        assert run_claim(run_id=run.pk) == attempt  # each worker dies while running it
         expire_lease(run.pk)
     outcome, run = executed(run)
     assert outcome.status == Run.Status.FAILED
@@ -540,7 +541,7 @@ def test_too_many_lost_workers_fail_the_run(study):
 def test_last_allowed_attempt_still_runs(study):
     run = launch(study)
     for _ in range(MAX_ATTEMPTS - 1):
-        run_claim(run.pk)
+        run_claim(run_id=run.pk)
         expire_lease(run.pk)
     outcome, run = executed(run)
     assert outcome.status == Run.Status.SUCCEEDED and run.attempts == MAX_ATTEMPTS
@@ -548,15 +549,15 @@ def test_last_allowed_attempt_still_runs(study):
 
 def test_stale_attempt_cannot_overwrite_its_successor(study):
     run = launch(study)
-    assert run_claim(run.pk) == 1
+    assert run_claim(run_id=run.pk) == 1
     expire_lease(run.pk)
-    assert run_claim(run.pk) == 2
+    assert run_claim(run_id=run.pk) == 2
     assert services._finish(run.pk, 1, status=Run.Status.FAILED, error="stale worker") == 0
     current = Run.objects.get(pk=run.pk)
     assert current.status == Run.Status.RUNNING and current.attempts == 2 and current.error == ""
     assert current.finished_at is None
     # The holder of the run can finish it.
-    results = services.evaluate_snapshot(current.snapshot)
+    results = engine_results.evaluate_snapshot(current.snapshot)
     assert services._finish(run.pk, 2, status=Run.Status.SUCCEEDED, results=results) == 1
     assert services._finish(run.pk, 2, status=Run.Status.FAILED, error="late") == 0  # finished: no second write
     current.refresh_from_db()
@@ -565,12 +566,12 @@ def test_stale_attempt_cannot_overwrite_its_successor(study):
 
 def test_execution_overtaken_by_a_takeover_is_superseded(study, monkeypatch):
     run = launch(study)
-    evaluate = services.evaluate_snapshot
+    evaluate = engine_results.evaluate_snapshot
 
     def slow_evaluate(snapshot):
         # While this worker computes, its lease expires and another takes over.
         expire_lease(run.pk)
-        assert run_claim(run.pk) == 2
+        assert run_claim(run_id=run.pk) == 2
         return evaluate(snapshot)
 
     monkeypatch.setattr(services, "evaluate_snapshot", slow_evaluate)
@@ -734,7 +735,7 @@ DOCUMENT_KEYS = [
 
 def test_results_document(study):
     _, run = executed(launch(study))
-    document = results_document(run, individual=True)
+    document = results_document(run=run, individual=True)
     assert set(document) == set(DOCUMENT_KEYS)
     assert json.loads(json.dumps(document)) == document
     assert document["format"] == "approve-results/1"
@@ -774,7 +775,7 @@ def test_results_document(study):
         assert list(candidate["veto_shares"]) == METRICS
         assert list(candidate["individual_scores"]) == EXPERTS
         assert all(list(scores) == METRICS for scores in candidate["individual_scores"].values())
-        assert candidate["individual_scores"] == candidate_individual_scores(run, candidate["name"])
+        assert candidate["individual_scores"] == candidate_individual_scores(run=run, candidate_name=candidate["name"])
     jrip = document["candidates"][0]
     assert list(jrip["group_scores"].values()) == pytest.approx(HAND_G["JRip"], abs=1e-9)
     for scores in jrip["individual_scores"].values():
@@ -783,7 +784,7 @@ def test_results_document(study):
     assert ibk["vetoed"] and len(ibk["vetoes"]) == 4
     assert all(scores["Comprehensibility rating"] == 0 for scores in ibk["individual_scores"].values())
 
-    compact = results_document(run)  # FORMATS.md "Size": no individual scores unless asked for
+    compact = results_document(run=run)  # FORMATS.md "Size": no individual scores unless asked for
     assert all("individual_scores" not in c for c in compact["candidates"])
     assert {k: v for k, v in compact.items() if k != "candidates"} == {
         k: v for k, v in document.items() if k != "candidates"
@@ -839,7 +840,7 @@ def layout_2(results):
     old = {key: value for key, value in results.items() if key not in LAYOUT_3_KEYS}
     old["layout"] = 2
     old["candidates"] = [{k: v for k, v in c.items() if k != "veto_shares"} for c in results["candidates"]]
-    old["document"] = services._document_tail(old)
+    old["document"] = engine_selectors.document_tail(old)
     return old
 
 
@@ -850,38 +851,38 @@ def test_results_of_layout_2_are_served_without_the_optional_fields(study):
     """A run that finished under the previous code (or was not migrated)
     still has a document: the same, without "disagreement" and "veto_shares"."""
     _, run = executed(launch(study))
-    full = json.loads(results_json(run))
+    full = json.loads(results_json(run=run))
     run.results = layout_2(run.results)
-    document = results_document(run, individual=True)
+    document = results_document(run=run, individual=True)
     assert list(document) == [key for key in DOCUMENT_KEYS if key != "disagreement"]
     assert all("veto_shares" not in candidate for candidate in document["candidates"])
     full.pop("disagreement")
     for candidate in full["candidates"]:
         candidate.pop("veto_shares")
-    assert results_json(run) == json.dumps(full, separators=(",", ":"), ensure_ascii=False).encode()
+    assert results_json(run=run) == json.dumps(full, separators=(",", ":"), ensure_ascii=False).encode()
     del run.results["document"]
-    assert results_json(run) == json.dumps(full, separators=(",", ":"), ensure_ascii=False).encode()
+    assert results_json(run=run) == json.dumps(full, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def test_results_json_is_the_document_compactly(study, django_assert_num_queries):
     _, run = executed(launch(study))
     run = Run.objects.defer("snapshot").get(pk=run.pk)
-    text = results_json(run).decode()
-    assert text == json.dumps(results_document(run), separators=(",", ":"), ensure_ascii=False)
+    text = results_json(run=run).decode()
+    assert text == json.dumps(results_document(run=run), separators=(",", ":"), ensure_ascii=False)
     # The stored text, read by the database without loading the results.
     with django_assert_num_queries(1):
-        stored = services.runs_with_document(Run.objects).get(pk=run.pk)
-        assert results_json(stored).decode() == text
-    assert text == results_json(Run.objects.get(pk=run.pk)).decode()
+        stored = engine_selectors.runs_with_document(queryset=Run.objects).get(pk=run.pk)
+        assert results_json(run=stored).decode() == text
+    assert text == results_json(run=Run.objects.get(pk=run.pk)).decode()
     # The fallback for results stored without the text builds the same bytes.
     del run.results["document"]
-    assert results_json(run).decode() == text
+    assert results_json(run=run).decode() == text
     assert ": " not in text and "\n" not in text and "individual_scores" not in text
     assert '"expert_influence":{' in text and '},"disagreement":{"attribute_weights":{"Accuracy":{"min":' in text
     assert '"veto_shares":{"Success rate":0.0,"Fold accuracy stdev":0.0,"Comprehensibility rating":1.0}}' in text
     assert "expert_metric_weights" not in text and "expert_attribute_weights" not in text
-    full = results_json(run, individual=True).decode()
-    assert full == json.dumps(results_document(run, individual=True), separators=(",", ":"), ensure_ascii=False)
+    full = results_json(run=run, individual=True).decode()
+    assert full == json.dumps(results_document(run=run, individual=True), separators=(",", ":"), ensure_ascii=False)
     assert json.loads(full)["candidates"][0]["individual_scores"]["statistician"] == {
         metric: pytest.approx(g, abs=1e-12) for metric, g in zip(METRICS, HAND_G["JRip"], strict=True)
     }
@@ -891,7 +892,7 @@ def test_results_json_keeps_names_as_written(study):
     workspace.candidate_update(candidate=study.candidates.get(name="J48"), name="Ärzte-Baum \u201cC4.5\u201d")
     workspace.study_update(study=study, title="Étude «1»")
     _, run = executed(launch(study))
-    text = results_json(run).decode()
+    text = results_json(run=run).decode()
     assert '"study":"Étude «1»"' in text and '"name":"Ärzte-Baum \u201cC4.5\u201d"' in text
 
 
@@ -910,7 +911,7 @@ def test_vetoes_match_the_engine_one_candidate_at_a_time(batch, monkeypatch):
     measurements[3] = lower[1]  # exactly at b^l: a veto
     vetoed = np.flatnonzero([bool(core.vetoes_for(lower, upper, row)) for row in measurements])
     assert 5 < len(vetoed) < m
-    found = services._vetoes(lower, upper, measurements, vetoed)
+    found = engine_results._vetoes(lower, upper, measurements, vetoed)
     for c, vetoes in zip(vetoed, found, strict=True):
         expected = core.vetoes_for(lower, upper, measurements[c])
         assert [(i, j) for i, j, *_ in vetoes] == [tuple(v) for v in expected]
@@ -944,7 +945,7 @@ def test_migration_converts_stored_results_both_ways(study):
     migrated = Run.objects.get(pk=run.pk)
     # All but the stored text, which results_json makes again from the rest.
     assert migrated.results == {key: value for key, value in current.items() if key != "document"}
-    assert results_json(migrated) == results_json(Run.objects.get(pk=run.pk)) == results_json(run)
+    assert results_json(run=migrated) == results_json(run=Run.objects.get(pk=run.pk)) == results_json(run=run)
 
 
 @pytest.mark.parametrize("richer", [False, True])
@@ -967,8 +968,10 @@ def test_migration_to_layout_3_stores_what_a_fresh_run_stores(study, richer):
     migration.to_layout_3(apps, None)
     migrated = Run.objects.get(pk=run.pk)
     assert migrated.results == fresh
-    assert results_json(migrated) == results_json(run)
-    assert results_json(services.runs_with_document(Run.objects).get(pk=run.pk)) == results_json(run)
+    assert results_json(run=migrated) == results_json(run=run)
+    assert results_json(run=engine_selectors.runs_with_document(queryset=Run.objects).get(pk=run.pk)) == results_json(
+        run=run
+    )
     migration.to_layout_3(apps, None)  # a second pass leaves layout 3 alone
     assert Run.objects.get(pk=run.pk).results == fresh
     migration.to_layout_2(apps, None)
@@ -992,15 +995,15 @@ def test_migration_to_layout_3_keeps_runs_it_cannot_measure_and_unstored_text(st
     migration.to_layout_3(apps, None)
     # Runs migrated by 0002 have no stored text: it is made from the results when served.
     assert Run.objects.get(pk=run.pk).results == {key: value for key, value in fresh.items() if key != "document"}
-    assert results_json(Run.objects.get(pk=run.pk)) == results_json(run)
+    assert results_json(run=Run.objects.get(pk=run.pk)) == results_json(run=run)
     # A snapshot that cannot give the measures leaves its run in layout 2, still served.
     assert Run.objects.get(pk=broken.pk).results == layout_2(broken.results)
-    assert "disagreement" not in json.loads(results_json(Run.objects.get(pk=broken.pk)))
+    assert "disagreement" not in json.loads(results_json(run=Run.objects.get(pk=broken.pk)))
 
 
 def test_candidate_individual_scores(study):
     _, run = executed(launch(study))
-    scores = candidate_individual_scores(run, "J48")
+    scores = candidate_individual_scores(run=run, candidate_name="J48")
     snapshot = run.snapshot
     expected = core.individual_scores(
         np.array(snapshot["lower"], dtype=float),
@@ -1013,19 +1016,19 @@ def test_candidate_individual_scores(study):
     assert all(list(scores[e]) == METRICS for e in EXPERTS)
     for e in EXPERTS:
         assert list(scores[e].values()) == pytest.approx(HAND_G["J48"], abs=1e-12)
-    assert candidate_individual_scores(run, "C5.0") is None
-    assert candidate_individual_scores(run, "j48") is None
+    assert candidate_individual_scores(run=run, candidate_name="C5.0") is None
+    assert candidate_individual_scores(run=run, candidate_name="j48") is None
 
 
 def test_individual_scores_come_from_the_snapshot(study):
     """Recomputed from the snapshot, not from the study as it is now."""
     _, run = executed(launch(study))
-    before = candidate_individual_scores(run, "J48")
+    before = candidate_individual_scores(run=run, candidate_name="J48")
     workspace.measurements_set(
         study=study, measurements=[{"candidate": "J48", "metric": "Success rate", "value": 0.95}]
     )
     run.refresh_from_db()
-    assert candidate_individual_scores(run, "J48") == before
+    assert candidate_individual_scores(run=run, candidate_name="J48") == before
     assert before["clinician"]["Success rate"] == pytest.approx(HAND_G["J48"][0], abs=1e-12)
 
 
@@ -1072,7 +1075,7 @@ def test_runs_recover_stale(study, monkeypatch, settings):
 
 def test_sweep_hands_back_only_lapsed_leases_and_cuts_off_the_stale_worker(study):
     run = launch(study)
-    assert run_claim(run.pk) == 1
+    assert run_claim(run_id=run.pk) == 1
     assert services._renew_lease(run.pk, 1) is True
     assert runs_recover_stale() == []  # a live lease is left alone
     expire_lease(run.pk)
@@ -1086,7 +1089,7 @@ def test_sweep_hands_back_only_lapsed_leases_and_cuts_off_the_stale_worker(study
     assert services._renew_lease(run.pk, 1) is False
     assert services._finish(run.pk, 1, status=Run.Status.FAILED, error="stale") == 0
     assert Run.objects.get(pk=run.pk).status == Run.Status.QUEUED
-    assert run_claim(run.pk) == 2
+    assert run_claim(run_id=run.pk) == 2
     assert services._renew_lease(run.pk, 1) is False and services._renew_lease(run.pk, 2) is True
 
 
@@ -1095,7 +1098,7 @@ def test_launch_holds_the_run_for_its_message(study, settings):
     run = launch(study)
     resend = timedelta(seconds=settings.ENGINE_QUEUE_RESEND_SECONDS)
     assert before + resend <= run.lease_expires_at <= timezone.now() + resend
-    assert not services.run_awaits_broker(run)
+    assert not services.run_awaits_broker(run=run)
     assert runs_recover_stale() == []  # not sent twice while its message may still be waiting
 
 
@@ -1112,7 +1115,7 @@ def test_launch_with_the_broker_down_keeps_the_run_queued_for_the_sweep(
         run = launch(study)
     run.refresh_from_db()
     assert run.status == Run.Status.QUEUED and run.lease_expires_at is None and run.attempts == 0
-    assert services.run_awaits_broker(run)
+    assert services.run_awaits_broker(run=run)
     assert f"run {run.pk} stays queued: the broker is unreachable (OperationalError" in caplog.text
     # A sweep while the broker is still down changes nothing ...
     assert runs_recover_stale() == [run.pk]
@@ -1122,7 +1125,7 @@ def test_launch_with_the_broker_down_keeps_the_run_queued_for_the_sweep(
     monkeypatch.setattr(services, "_send", sent.append)
     assert runs_recover_stale() == [run.pk] and sent == [run.pk]
     run.refresh_from_db()
-    assert run.lease_expires_at is not None and not services.run_awaits_broker(run)
+    assert run.lease_expires_at is not None and not services.run_awaits_broker(run=run)
     assert runs_recover_stale() == []
 
 
@@ -1200,7 +1203,7 @@ def test_command_closes_runs_and_prints_json(eager_celery):
     run = Run.objects.get(study=study)
     assert run.status == Run.Status.SUCCEEDED
     # Compact, without individual scores, and the very bytes the API serves.
-    assert out == results_json(run).decode() + "\n"
+    assert out == results_json(run=run).decode() + "\n"
     assert all("individual_scores" not in c for c in document["candidates"])
     assert document["format"] == "approve-results/1" and document["run"] == run.pk
     assert list(document["metric_weights"].values()) == pytest.approx(CONSENSUS, abs=5e-5)
@@ -1228,10 +1231,10 @@ def test_command_prints_individual_scores_on_request(eager_celery):
     study = study_import_bundle(bundle=case_study_bundle())
     out = command(study.pk, "--json", "--individual")
     run = Run.objects.get(study=study)
-    assert out == results_json(run, individual=True).decode() + "\n"
+    assert out == results_json(run=run, individual=True).decode() + "\n"
     document = json.loads(out)
     assert [list(c["individual_scores"]) for c in document["candidates"]] == [EXPERTS] * 4
-    assert document["candidates"][1]["individual_scores"] == candidate_individual_scores(run, "J48")
+    assert document["candidates"][1]["individual_scores"] == candidate_individual_scores(run=run, candidate_name="J48")
 
 
 @pytest.mark.django_db

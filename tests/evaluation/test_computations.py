@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from engine import selectors as engine_selectors
 from engine import services as engine_services
 from engine.models import Run
 from evaluation import report, services
@@ -165,7 +166,7 @@ def test_the_next_run_ranks_by_the_computed_values(demo):
     assert {name: row[column] for name, row in zip(snapshot["candidates"], snapshot["measurements"], strict=True)} == (
         accuracy
     )
-    before = [c["name"] for c in engine_services.results_document(Run.objects.get(pk=first.pk))["candidates"]]
-    after = [c["name"] for c in engine_services.results_document(second)["candidates"]]
+    before = [c["name"] for c in engine_selectors.results_document(run=Run.objects.get(pk=first.pk))["candidates"]]
+    after = [c["name"] for c in engine_selectors.results_document(run=second)["candidates"]]
     assert before[:2] == ["JRip", "J48"] and after[:2] == ["J48", "JRip"]
     assert accuracy["J48"] > accuracy["JRip"]

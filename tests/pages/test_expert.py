@@ -6,6 +6,7 @@ and a fixed number of queries per page."""
 
 import copy
 import html
+import math
 import re
 from fractions import Fraction
 
@@ -126,6 +127,30 @@ def test_a_stored_judgment_off_the_scale_is_shown_at_the_nearest_point_and_said_
     assert checked(html, pair(built, "Accuracy", "Consistency", "lpr"), "3")  # nearest in log space
     assert checked(html, pair(built, "Accuracy", "Efficiency", "lpr"), "1")
     assert "Accuracy / Consistency: 2.5 is shown as the nearest point, 3" in html
+
+
+def test_a_stored_judgment_at_a_tie_is_shown_at_the_smaller_point_as_the_engine_rounds_it(
+    make_study,
+    client_of,
+    cast,
+):
+    built = make_study(Phase.ASSESSMENT)
+    # sqrt(12) lies as far from 3 as from 4, sqrt(72) from 8 as from 9
+    # (engine.rules.nearest_scale_point: a tie goes to the smaller point).
+    services.prioritisation_set(
+        expert=built.bob,
+        method="ahp",
+        judgments=[
+            ["Accuracy", "Consistency", math.sqrt(12)],
+            ["Accuracy", "Efficiency", math.sqrt(72)],
+            ["Consistency", "Efficiency", 1],
+        ],
+    )
+    html = body(client_of(cast.bob).get(url(built, "priorities")))
+    assert checked(html, pair(built, "Accuracy", "Consistency"), "3")
+    assert checked(html, pair(built, "Accuracy", "Efficiency"), "8")
+    assert "Accuracy / Consistency: 3.464 is shown as the nearest point, 3" in html
+    assert "Accuracy / Efficiency: 8.485 is shown as the nearest point, 8" in html
 
 
 def test_ranges_page_is_prefilled_with_mine_or_the_default(make_study, client_of, cast):

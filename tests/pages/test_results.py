@@ -12,6 +12,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
+from engine import selectors as engine_selectors
 from engine import services as engine_services
 from engine.models import Run
 from tests.api.test_csrf_tokens_pagination import sized_study
@@ -53,7 +54,7 @@ def designer(study: Study):
 def test_demo_ranking_jrip_j48_then_the_vetoed_with_sentences_naming_each_expert(client, demo):
     study, run = demo
     page = text_of(as_user(client, designer(study)).get(f"/runs/{run.pk}/"))
-    document = engine_services.results_document(run)
+    document = engine_selectors.results_document(run=run)
     assert [c["name"] for c in document["candidates"]] == ["JRip", "J48", "IBk", "RandomForest"]
     jrip, j48, ibk, forest = document["candidates"]
     vetoed_by_all = "For statistician, informatician, researcher and clinician the least acceptable"
@@ -73,7 +74,7 @@ def test_run_page_charts_weights_influence_and_convergence(client, demo):
     study, run = demo
     response = as_user(client, designer(study)).get(f"/runs/{run.pk}/")
     body, page = response.content.decode(), text_of(response)
-    document = engine_services.results_document(run)
+    document = engine_selectors.results_document(run=run)
     # the scores chart: one solid and one hatched bar per candidate, with the values written
     assert body.count('class="bar bar--solid"') == 1 + 4 + 1 + 4  # legends and bars of the two bar charts
     assert "JRip 0.4647 0.4647" in page or f"JRip {document['candidates'][0]['cef']:.4f}" in page
@@ -107,12 +108,12 @@ def test_the_breakdown_shows_each_experts_score_and_how_the_cef_adds_up(client, 
     as_user(client, designer(study))
     response = client.get(f"/runs/{run.pk}/?candidate=IBk")
     breakdown = response.context["results"]["breakdown"]
-    scores = engine_services.candidate_individual_scores(run, "IBk")
+    scores = engine_selectors.candidate_individual_scores(run=run, candidate_name="IBk")
     assert [row["expert"] for row in breakdown["heat"]] == EXPERTS
     for row in breakdown["heat"]:
         assert [cell.score for cell in row["cells"]] == list(scores[row["expert"]].values())
         assert [cell.vetoed for cell in row["cells"]] == [v == 0 for v in scores[row["expert"]].values()]
-    ibk = next(c for c in engine_services.results_document(run)["candidates"] if c["name"] == "IBk")
+    ibk = next(c for c in engine_selectors.results_document(run=run)["candidates"] if c["name"] == "IBk")
     contributions = breakdown["contributions"]
     assert sum(row["contribution"] for row in contributions) == pytest.approx(ibk["weighted_score"], abs=1e-12)
     assert [row["measured"] for row in contributions] == [f"{value:g}" for value in measured(case_study, "IBk", run)]
@@ -251,8 +252,8 @@ def test_comparison_shows_which_expert_changed_what_and_how_the_ranking_moved(cl
     assert "statistician's inputs What Before After acceptable range of Success rate [0.8, 0.95] [0.86, 0.95]" in page
     comparison = response.context["comparison"]
     assert [(c.who, c.what) for c in comparison.changes] == [("statistician", "acceptable range of Success rate")]
-    before = {c["name"]: c for c in engine_services.results_document(first)["candidates"]}
-    after = {c["name"]: c for c in engine_services.results_document(second)["candidates"]}
+    before = {c["name"]: c for c in engine_selectors.results_document(run=first)["candidates"]}
+    after = {c["name"]: c for c in engine_selectors.results_document(run=second)["candidates"]}
     jrip = next(m for m in comparison.candidates if m.name == "JRip")
     assert jrip.cef_delta == pytest.approx(after["JRip"]["cef"] - before["JRip"]["cef"])
     assert jrip.cef_delta < 0  # the statistician asks more of the success rate now

@@ -9,6 +9,7 @@ import re
 import pytest
 from django.contrib.auth import get_user_model
 
+from engine import selectors as engine_selectors
 from engine import services as engine_services
 from engine.models import Run
 from tests.workspace.conftest import complete_assessment
@@ -570,7 +571,7 @@ def test_run_page_shows_the_stored_ranking_weights_and_influence(client, cast, v
     response = as_user(client, cast.carol).get(path)
     assert response.status_code == 200
     page = text_of(response)
-    document = engine_services.results_document(run)
+    document = engine_selectors.results_document(run=run)
     first, second, stump = document["candidates"]
     assert stump["name"] == "Stump" and stump["vetoed"] and not first["vetoed"]
     assert (

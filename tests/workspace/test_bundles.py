@@ -22,7 +22,7 @@ from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.prioritisation import SAATY_SCALE
+from engine.rules import SCALE_VALUES
 from workspace import services
 from workspace.bundles import study_export_bundle, study_import_bundle
 from workspace.errors import InvalidInput
@@ -409,7 +409,7 @@ USERNAME = st.from_regex(r"[a-z][a-z0-9_.@+-]{0,8}", fullmatch=True)
 FINITE = st.floats(min_value=-1e12, max_value=1e12, allow_nan=False, allow_infinity=False, allow_subnormal=False)
 MEASURE = st.one_of(FINITE, st.integers(min_value=-1000, max_value=1000))
 SCALE = st.one_of(
-    st.sampled_from([float(v) for v in SAATY_SCALE] + [1, 2, 3, 9]), st.floats(min_value=1 / 9, max_value=9)
+    st.sampled_from([float(v) for v in SCALE_VALUES] + [1, 2, 3, 9]), st.floats(min_value=1 / 9, max_value=9)
 )
 
 

@@ -15,7 +15,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from engine import services as engine_services
+from engine import snapshot as engine_snapshot
 from workspace import invitations, selectors, services
 from workspace.bundles import study_import_bundle
 from workspace.errors import InvalidInput, PhaseConflict
@@ -283,7 +283,7 @@ def test_a_staff_import_holds_the_inputs_until_each_expert_confirms(case_study, 
     # Now it closes, and a run takes everyone's inputs exactly as the command line's import does.
     services.study_close_assessment(study=study)
     trusted = study_import_bundle(bundle=as_phase(copy.deepcopy(case_study), "closed"))
-    snapshot, expected = engine_services.study_snapshot(study), engine_services.study_snapshot(trusted)
+    snapshot, expected = engine_snapshot.study_snapshot(study=study), engine_snapshot.study_snapshot(study=trusted)
     assert snapshot["experts"] == CASE_EXPERTS
     assert {k: v for k, v in snapshot.items() if k != "study"} == {k: v for k, v in expected.items() if k != "study"}
 

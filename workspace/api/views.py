@@ -20,6 +20,7 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
+from engine import selectors as engine_selectors
 from engine import services as engine_services
 from engine.models import Run
 from workspace import invitations, limits, selectors, services
@@ -635,9 +636,11 @@ class RunResultsView(RunScoped, APIView):
         individual = _flag(request, "individual")
         # The document's stored text alone, unless individual scores are
         # computed from the snapshot and the results.
-        runs = Run.objects.all() if individual else engine_services.runs_with_document(Run.objects)
+        runs = Run.objects.all() if individual else engine_selectors.runs_with_document(queryset=Run.objects)
         run = self.succeeded_run(queryset=runs)
-        return HttpResponse(engine_services.results_json(run, individual=individual), content_type="application/json")
+        return HttpResponse(
+            engine_selectors.results_json(run=run, individual=individual), content_type="application/json"
+        )
 
 
 class CandidateScoresView(RunScoped, APIView):
@@ -646,7 +649,7 @@ class CandidateScoresView(RunScoped, APIView):
         """One candidate's individual scores, ``{expert: {metric: score}}``,
         computed from the run's snapshot for that candidate only."""
         run = self.succeeded_run(queryset=Run.objects.defer("results"))
-        scores = engine_services.candidate_individual_scores(run, name)
+        scores = engine_selectors.candidate_individual_scores(run=run, candidate_name=name)
         if scores is None:
             raise exceptions.NotFound(f"No candidate named {name!r} in this run.")
         return Response(scores)

@@ -12,6 +12,9 @@ from typing import Any
 
 from django import forms
 
+from engine.rules import SCALE_POINTS as ENGINE_SCALE_POINTS
+from engine.rules import nearest_scale_point
+
 from ..errors import InvalidInput
 from ..models import Membership, Method, Metric, QualityAttribute
 from ..selectors import number_out
@@ -70,9 +73,10 @@ class VotesForm(forms.Form):
 
 # --- priorities -------------------------------------------------------------------------
 
-# The 17 points of a pair's row, from "left item extremely more important" to
-# "right item extremely more important"; each value is left over right.
-SCALE_POINTS = [str(v) for v in range(9, 1, -1)] + ["1"] + [f"1/{v}" for v in range(2, 10)]
+# The 17 points of a pair's row (engine.rules.SCALE_POINTS, descending), from
+# "left item extremely more important" to "right item extremely more
+# important"; each value is left over right, written "9" ... "1" ... "1/9".
+SCALE_POINTS = [str(point) for point in reversed(ENGINE_SCALE_POINTS)]
 # Saaty's verbal scale (METHOD.md 3), even numbers in between.
 AHP_MEANINGS = {
     2: "equally to moderately",
@@ -87,15 +91,12 @@ AHP_MEANINGS = {
 LOCAL_EQUAL = "equal"
 
 
-def scale_value(point: str) -> float:
-    return float(Fraction(point))
-
-
 def scale_point(value: float) -> tuple[str, bool]:
-    """The scale point nearest ``value`` (in log space: 1/3 is as far from 1
-    as 3) and whether ``value`` lies on it (up to the input slack)."""
-    nearest = min(SCALE_POINTS, key=lambda p: abs(math.log(scale_value(p)) - math.log(value)))
-    return nearest, abs(math.log(scale_value(nearest)) - math.log(value)) < 1e-3
+    """The scale point nearest ``value``, by the engine's rule (in log space,
+    a tie to the smaller point: engine.rules.nearest_scale_point), and
+    whether ``value`` lies on it (up to the input slack)."""
+    nearest = nearest_scale_point(value)
+    return str(nearest), abs(math.log(nearest) - math.log(value)) < 1e-3
 
 
 def point_label(method: str, left: str, right: str, point: str) -> str:

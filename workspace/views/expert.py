@@ -410,8 +410,8 @@ STRIP_WIDTH, STRIP_PAD = 520, 40
 def range_outcome(metric: Metric, pair: list[float] | None, measured: list[tuple[str, float]]) -> dict[str, Any]:
     """Where each candidate's measured value falls in the range ``pair`` and
     which it would veto: the range checked as ranges_set checks it, then each
-    candidate's individual score by engine.core.individual_scores (0 is a
-    veto, METHOD.md 4)."""
+    candidate's individual score and veto by engine.core.veto_preview
+    (METHOD.md 4)."""
     outcome: dict[str, Any] = {"metric": metric, "pair": pair, "candidates": [], "vetoed": []}
     if pair is None:
         outcome["problem"] = "Give both values to see which candidates this range would veto."
@@ -422,13 +422,10 @@ def range_outcome(metric: Metric, pair: list[float] | None, measured: list[tuple
         outcome["problem"] = " ".join(m for messages_ in error.errors.values() for m in messages_)
         return outcome
     if measured:
-        values = [value for _, value in measured]
-        # individual_scores scores one candidate's metrics for k experts; here
-        # the columns are this metric's candidates under the one range typed.
-        scores = core.individual_scores([[least] * len(values)], [[desired] * len(values)], values)[0]
+        previews = core.veto_preview(least, desired, [value for _, value in measured])
         outcome["candidates"] = [
-            {"name": name, "value": value, "score": float(score), "vetoed": score == 0}
-            for (name, value), score in zip(measured, scores, strict=True)
+            {"name": name, "value": value, "score": preview.score, "vetoed": preview.vetoed}
+            for (name, value), preview in zip(measured, previews, strict=True)
         ]
         outcome["vetoed"] = [c["name"] for c in outcome["candidates"] if c["vetoed"]]
     outcome["strip"] = _strip(least, desired, outcome["candidates"])

@@ -19,7 +19,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from engine import services as engine_services
+from engine import selectors as engine_selectors
+from engine import snapshot as engine_snapshot
 from engine.compare import compare_runs
 from engine.explain import MetricInfo, influence_sentence, join_names, percent, quantity, veto_sentences
 from engine.models import Run
@@ -196,7 +197,7 @@ def candidate_breakdown(document: dict, score_inputs: dict, name: str, infos: di
     if entry is None:
         return None
     metrics = document["metrics"]
-    inputs = engine_services.ScoreInputs(score_inputs)
+    inputs = engine_snapshot.ScoreInputs(score_inputs)
     row = inputs.measured(name)
     lower, upper = inputs.lower, inputs.upper
     scores = inputs.score_matrix(name)
@@ -247,7 +248,7 @@ def results_context(run: Run, *, candidate: str | None = None, page: str | int |
     """Everything the run page shows of a succeeded run: two queries' worth
     (the run's results, already loaded, and the parts of its snapshot read
     by ``selectors.run_score_inputs``)."""
-    document = engine_services.results_document(run)
+    document = engine_selectors.results_document(run=run)
     score_inputs = selectors.run_score_inputs(run_id=run.pk)
     infos = metric_infos(score_inputs)
     ranking = _ranking(document, infos, page)
@@ -289,7 +290,7 @@ def candidate_page(request: HttpRequest, run_id: int, name: str) -> HttpResponse
         return _not_succeeded(request, run, study, "candidate scores")
     if not request.headers.get("HX-Request"):
         return redirect(f"{reverse('run_page', args=[run.pk])}?candidate={name}#candidate")
-    document = engine_services.results_document(run)
+    document = engine_selectors.results_document(run=run)
     score_inputs = selectors.run_score_inputs(run_id=run.pk)
     breakdown = candidate_breakdown(document, score_inputs, name, metric_infos(score_inputs))
     if breakdown is None:
@@ -308,14 +309,16 @@ def _download(content: bytes, content_type: str, filename: str) -> HttpResponse:
 def results_json_download(request: HttpRequest, run_id: int) -> HttpResponse:
     """The ``approve-results/1`` document: the bytes the API and
     ``run_validation --json`` give (one ``results_json``)."""
-    queryset = engine_services.runs_with_document(selectors.runs_visible_to(request.user).select_related("launched_by"))
+    queryset = engine_selectors.runs_with_document(
+        queryset=selectors.runs_visible_to(request.user).select_related("launched_by")
+    )
     try:
         run = queryset.get(pk=run_id)
     except Run.DoesNotExist:
         raise Http404("No such run.") from None
     if run.status != Run.Status.SUCCEEDED:
         return _not_succeeded(request, run, study_for_member(request, run.study_id), "results")
-    return _download(engine_services.results_json(run), "application/json", f"approve-run-{run.pk}-results.json")
+    return _download(engine_selectors.results_json(run=run), "application/json", f"approve-run-{run.pk}-results.json")
 
 
 # A spreadsheet runs a cell that starts with one of these as a formula; text
@@ -360,7 +363,7 @@ def results_csv_download(request: HttpRequest, run_id: int) -> HttpResponse:
     if run.status != Run.Status.SUCCEEDED:
         return _not_succeeded(request, run, study, "results")
     infos = metric_infos(selectors.run_score_inputs(run_id=run.pk))
-    content = results_csv(engine_services.results_document(run), infos).encode()
+    content = results_csv(engine_selectors.results_document(run=run), infos).encode()
     # A byte-order mark, so spreadsheet programs read the names as UTF-8.
     return _download(b"\xef\xbb\xbf" + content, "text/csv; charset=utf-8", f"approve-run-{run.pk}-results.csv")
 
@@ -410,8 +413,8 @@ def compare_page(request: HttpRequest, run_id: int, other_id: int) -> HttpRespon
         )
     before, after = sorted((first, second), key=lambda run: (run.launched_at, run.pk))
     comparison = compare_runs(
-        engine_services.results_document(before),
-        engine_services.results_document(after),
+        engine_selectors.results_document(run=before),
+        engine_selectors.results_document(run=after),
         before.snapshot,
         after.snapshot,
     )

@@ -4,7 +4,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from engine.models import Run
-from engine.services import results_document, results_json, run_awaits_broker, run_launch, runs_with_document
+from engine.selectors import results_document, results_json, runs_with_document
+from engine.services import run_awaits_broker, run_launch
 from workspace.errors import PhaseConflict
 from workspace.models import Phase, Study
 from workspace.services import study_close_assessment
@@ -52,10 +53,10 @@ class Command(BaseCommand):
 
         self.wait(run.pk, timeout)
         if as_json:
-            runs = Run.objects.all() if individual else runs_with_document(Run.objects)
-            self.stdout.write(results_json(runs.get(pk=run.pk), individual=individual).decode())
+            runs = Run.objects.all() if individual else runs_with_document(queryset=Run.objects)
+            self.stdout.write(results_json(run=runs.get(pk=run.pk), individual=individual).decode())
             return
-        document = results_document(Run.objects.defer("snapshot").get(pk=run.pk))
+        document = results_document(run=Run.objects.defer("snapshot").get(pk=run.pk))
         self.stdout.write(f"Run {run.pk} of {document['study']!r}: {document['iterations']} aggregation layers\n")
         self.stdout.write(
             "Consensus weights: " + ", ".join(f"{name} {w:.4f}" for name, w in document["metric_weights"].items())
@@ -77,7 +78,7 @@ class Command(BaseCommand):
         did not finish in time."""
         deadline = time.monotonic() + timeout
         run = Run.objects.only(*STATUS_FIELDS).get(pk=run_id)
-        if run_awaits_broker(run):
+        if run_awaits_broker(run=run):
             raise CommandError(
                 f"the broker (Redis) is unreachable, so no worker can take run {run.pk}: it is saved as queued and "
                 "the recovery sweep (celery beat) sends it once the broker is back; follow it with "

@@ -1,0 +1,253 @@
+"""A run's inputs: the snapshot of a study (every input a run needs, copied
+at launch, as plain JSON) and the engine's arrays made from it.
+
+``study_snapshot`` reads the study's inputs; ``snapshot_arrays`` turns a
+snapshot into the arrays ``engine.core.evaluate`` takes, refusing a gap or an
+invalid input with a ``RunInputError`` worded with the study's names;
+``ScoreInputs`` scores one candidate at a time from a snapshot's bounds.
+"""
+
+from typing import Any
+
+import numpy as np
+
+from workspace.models import (
+    AcceptableRange,
+    AttributeWeight,
+    Candidate,
+    Measurement,
+    Membership,
+    Metric,
+    MetricWeight,
+    PeerWeight,
+    QualityAttribute,
+    Study,
+)
+from workspace.selectors import expert_list, selected_attributes, selected_metrics
+
+from . import core
+
+__all__ = [
+    "SNAPSHOT_VERSION",
+    "RunInputError",
+    "ScoreInputs",
+    "snapshot_arrays",
+    "snapshot_matrix",
+    "study_snapshot",
+]
+
+SNAPSHOT_VERSION = 1
+
+Grid = list[list[Any]]
+
+
+# --- reading a study -----------------------------------------------------------
+
+
+def _attribute_weight_grid(study: Study, expert_index: dict[int, int], attribute_index: dict[int, int]) -> Grid:
+    """Each expert's weight of each selected attribute (None where not given)."""
+    grid: Grid = [[None] * len(attribute_index) for _ in expert_index]
+    for row in AttributeWeight.objects.filter(prioritisation__expert__study=study).values(
+        "prioritisation__expert_id", "attribute_id", "weight"
+    ):
+        if row["attribute_id"] in attribute_index:
+            grid[expert_index[row["prioritisation__expert_id"]]][attribute_index[row["attribute_id"]]] = row["weight"]
+    return grid
+
+
+def _metric_weight_grid(
+    study: Study,
+    experts: list[Membership],
+    metrics: list[Metric],
+    attribute_weights: Grid,
+    attribute_index: dict[int, int],
+) -> Grid:
+    """Each expert's weight of each selected metric: the attribute's weight
+    times the metric's local weight; without a local prioritisation the
+    attribute's weight is split equally (METHOD.md section 3)."""
+    local = {}
+    for row in MetricWeight.objects.filter(prioritisation__expert__study=study).values(
+        "prioritisation__expert_id", "metric_id", "weight"
+    ):
+        local[(row["prioritisation__expert_id"], row["metric_id"])] = row["weight"]
+    metrics_per_attribute: dict[int, int] = {}
+    for metric in metrics:
+        metrics_per_attribute[metric.attribute_id] = metrics_per_attribute.get(metric.attribute_id, 0) + 1
+    grid: Grid = [[None] * len(metrics) for _ in experts]
+    for i, expert in enumerate(experts):
+        for j, metric in enumerate(metrics):
+            attribute_weight = attribute_weights[i][attribute_index[metric.attribute_id]]
+            if attribute_weight is None:
+                continue
+            share = local.get((expert.pk, metric.pk), 1 / metrics_per_attribute[metric.attribute_id])
+            grid[i][j] = attribute_weight * share
+    return grid
+
+
+def _range_grids(
+    study: Study, metrics: list[Metric], expert_index: dict[int, int], metric_index: dict[int, int]
+) -> tuple[Grid, Grid]:
+    """Each expert's least acceptable and desired value of each selected
+    metric: the expert's range, else the metric's default (or None)."""
+    lower: Grid = [[m.default_least_acceptable for m in metrics] for _ in expert_index]
+    upper: Grid = [[m.default_desired for m in metrics] for _ in expert_index]
+    for row in AcceptableRange.objects.filter(expert__study=study).values(
+        "expert_id", "metric_id", "least_acceptable", "desired"
+    ):
+        if row["metric_id"] in metric_index:
+            i, j = expert_index[row["expert_id"]], metric_index[row["metric_id"]]
+            lower[i][j], upper[i][j] = row["least_acceptable"], row["desired"]
+    return lower, upper
+
+
+def _peer_weight_grid(study: Study, expert_index: dict[int, int]) -> Grid:
+    """Each expert's (row) weight of each expert (column)."""
+    grid: Grid = [[None] * len(expert_index) for _ in expert_index]
+    for row in PeerWeight.objects.filter(rater__study=study).values("rater_id", "ratee_id", "weight"):
+        grid[expert_index[row["rater_id"]]][expert_index[row["ratee_id"]]] = row["weight"]
+    return grid
+
+
+def _measurement_grid(study: Study, candidates: list[Candidate], metric_index: dict[int, int]) -> Grid:
+    """Each candidate's measured value of each selected metric."""
+    candidate_index = {c.pk: c_i for c_i, c in enumerate(candidates)}
+    grid: Grid = [[None] * len(metric_index) for _ in candidates]
+    for row in Measurement.objects.filter(study=study, metric__is_selected=True).values(
+        "candidate_id", "metric_id", "value"
+    ):
+        if row["candidate_id"] in candidate_index:
+            grid[candidate_index[row["candidate_id"]]][metric_index[row["metric_id"]]] = row["value"]
+    return grid
+
+
+def _metric_out(metric: Metric, attributes: list[QualityAttribute], attribute_index: dict[int, int]) -> dict:
+    return {
+        "name": metric.name,
+        "attribute": attributes[attribute_index[metric.attribute_id]].name,
+        "better": metric.better,
+        "unit": metric.unit,
+    }
+
+
+def study_snapshot(*, study: Study, tolerance: float = core.DEFAULT_TOLERANCE) -> dict:
+    """Every input a run needs, as plain JSON, in a fixed order.
+
+    Rows are experts (by membership id), columns the selected metrics (by
+    attribute then metric position). Gaps (a missing measurement, range or
+    peer weight) are kept as ``None``: ``run_launch`` refuses them with a
+    readable reason rather than guessing. The caller holds the study's row
+    lock, which candidate and measurement changes also take, so the
+    separate reads below see one consistent state.
+    """
+    experts = list(expert_list(study=study))
+    attributes = list(selected_attributes(study))
+    metrics = list(selected_metrics(study))
+    candidates = list(Candidate.objects.filter(study=study).order_by("position", "id"))
+    expert_index = {e.pk: i for i, e in enumerate(experts)}
+    attribute_index = {a.pk: j for j, a in enumerate(attributes)}
+    metric_index = {m.pk: j for j, m in enumerate(metrics)}
+
+    attribute_weights = _attribute_weight_grid(study, expert_index, attribute_index)
+    metric_weights = _metric_weight_grid(study, experts, metrics, attribute_weights, attribute_index)
+    lower, upper = _range_grids(study, metrics, expert_index, metric_index)
+    return {
+        "version": SNAPSHOT_VERSION,
+        "study": {"id": study.pk, "title": study.title},
+        "tolerance": tolerance,
+        "experts": [e.user.get_username() for e in experts],
+        "attributes": [a.name for a in attributes],
+        "metrics": [_metric_out(m, attributes, attribute_index) for m in metrics],
+        "attribute_weights": attribute_weights,
+        "metric_weights": metric_weights,
+        "peer_weights": _peer_weight_grid(study, expert_index),
+        "lower": lower,
+        "upper": upper,
+        "candidates": [c.name for c in candidates],
+        "measurements": _measurement_grid(study, candidates, metric_index),
+    }
+
+
+# --- the engine's arrays ---------------------------------------------------------
+
+
+class RunInputError(ValueError):
+    """The snapshot cannot be evaluated; the message is for people."""
+
+
+def snapshot_matrix(snapshot: dict, key: str, row_names: list[str], column_names: list[str], what: str) -> np.ndarray:
+    """A float array from a snapshot grid, or RunInputError naming the gap."""
+    grid = snapshot[key]
+    for i, row in enumerate(grid):
+        for j, value in enumerate(row):
+            if value is None:
+                raise RunInputError(f"{what} is missing for {row_names[i]} / {column_names[j]}")
+    return np.array(grid, dtype=float).reshape(len(row_names), len(column_names))
+
+
+def snapshot_arrays(snapshot: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The engine's arrays ``(W, V, L, U, M)`` from a snapshot."""
+    experts = snapshot["experts"]
+    metrics = [m["name"] for m in snapshot["metrics"]]
+    candidates = snapshot["candidates"]
+    if not experts:
+        raise RunInputError("the study has no experts")
+    if not metrics:
+        raise RunInputError("the study has no selected metrics")
+    weights = snapshot_matrix(snapshot, "metric_weights", experts, metrics, "a prioritisation")
+    peer_weights = snapshot_matrix(snapshot, "peer_weights", experts, experts, "a peer weight")
+    lower = snapshot_matrix(snapshot, "lower", experts, metrics, "an acceptable range")
+    upper = snapshot_matrix(snapshot, "upper", experts, metrics, "an acceptable range")
+    measurements = snapshot_matrix(snapshot, "measurements", candidates, metrics, "a measurement")
+    _check_named(experts, metrics, peer_weights, lower, upper)
+    return weights, peer_weights, lower, upper, measurements
+
+
+def _check_named(
+    experts: list[str], metrics: list[str], peer_weights: np.ndarray, lower: np.ndarray, upper: np.ndarray
+) -> None:
+    """The checks ``engine.core`` also makes, worded with the study's names
+    so a failed run tells people which expert's input to fix."""
+    for i, row in enumerate(peer_weights):
+        for j, weight in enumerate(row):
+            if not weight > 0 or (weight >= 1 and len(experts) > 1):
+                raise RunInputError(
+                    f"{experts[i]}'s peer weight for {experts[j]} is {weight:g}; it must lie strictly between "
+                    "0 and 1 (no expert may silence another)"
+                )
+        if not core.sums_to_one(row.sum()):
+            raise RunInputError(f"{experts[i]}'s peer weights sum to {row.sum():.6g}; they must sum to 1")
+    for i, j in zip(*np.nonzero(lower == upper), strict=True):
+        raise RunInputError(
+            f"{experts[i]}'s acceptable range for {metrics[j]} has equal bounds ({lower[i, j]:g}); they must differ"
+        )
+
+
+def _named(names: list[str], row: list) -> dict:
+    return dict(zip(names, row, strict=True))
+
+
+class ScoreInputs:
+    """The bounds of a run's snapshot, to score its candidates one at a time
+    (never the whole (candidates, experts, metrics) tensor). Needs only the
+    snapshot's experts, metrics, candidates, lower, upper and measurements
+    (what ``workspace.selectors.run_score_inputs`` reads)."""
+
+    def __init__(self, snapshot: dict):
+        self.snapshot = snapshot
+        self.experts = snapshot["experts"]
+        self.metrics = [m["name"] for m in snapshot["metrics"]]
+        self.index = {name: c for c, name in enumerate(snapshot["candidates"])}
+        self.lower = snapshot_matrix(snapshot, "lower", self.experts, self.metrics, "an acceptable range")
+        self.upper = snapshot_matrix(snapshot, "upper", self.experts, self.metrics, "an acceptable range")
+
+    def measured(self, name: str) -> list[float]:
+        """The candidate's measured values, in the order of the metrics."""
+        return self.snapshot["measurements"][self.index[name]]
+
+    def score_matrix(self, name: str) -> np.ndarray:
+        """The candidate's (experts, metrics) individual scores (METHOD.md 4)."""
+        return core.individual_scores(self.lower, self.upper, np.array(self.measured(name), dtype=float))
+
+    def scores(self, name: str) -> dict:
+        scores = self.score_matrix(name).tolist()
+        return {expert: _named(self.metrics, values) for expert, values in zip(self.experts, scores, strict=True)}
