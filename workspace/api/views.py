@@ -7,10 +7,10 @@ and changes only their own inputs; the designer manages the study and reads
 every input. An outsider never learns a study exists.
 """
 
+from collections.abc import Iterable
+
 from django.contrib.auth import authenticate
-from django.db.models import QuerySet
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, generics, status
@@ -133,16 +133,17 @@ class TokenListView(generics.ListAPIView):
     serializer_class = s.TokenSerializer
 
     def get_queryset(self):
-        return ApiToken.objects.filter(user=self.request.user)
+        return selectors.api_token_list(user=self.request.user)
 
 
 class TokenDetailView(APIView):
     @extend_schema(responses={204: None})
     def delete(self, request, token_id):
         """Revoke one of your tokens."""
-        token = ApiToken.objects.filter(pk=token_id, user=request.user).first()
-        if token is None:
-            raise exceptions.NotFound("No such token.")
+        try:
+            token = selectors.api_token_get(user=request.user, token_id=token_id)
+        except ApiToken.DoesNotExist:
+            raise exceptions.NotFound("No such token.") from None
         services.api_token_revoke(token=token)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -277,7 +278,7 @@ class SetupListView(StudyScoped, PaginatedListMixin, APIView):
     noun = ""
 
     def queryset(self):
-        return self.model.objects.filter(study=self.study()).select_related("study").order_by("position", "id")
+        return selectors.setup_item_list(study=self.study(), model=self.model)
 
     def get(self, request, study_id):
         return self.paginated(self.queryset(), self.read_serializer)
@@ -296,8 +297,11 @@ class SetupDetailView(StudyScoped, APIView):
     noun = ""
 
     def item(self):
-        item = get_object_or_404(self.model.objects.select_related("study"), study=self.study(), pk=self.kwargs["pk"])
-        return item
+        try:
+            return selectors.setup_item_get(study=self.study(), model=self.model, pk=self.kwargs["pk"])
+        except self.model.DoesNotExist:
+            # get_object_or_404's message, as before
+            raise exceptions.NotFound(f"No {self.model._meta.object_name} matches the given query.") from None
 
     def patch(self, request, study_id, pk):
         self.require_designer(f"change {self.noun}s")
@@ -365,14 +369,6 @@ class AttributeDetailView(SetupDetailView):
 @setup_list_schema(s.MetricSerializer, s.MetricWriteSerializer, "metric")
 class MetricListView(SetupListView):
     model, read_serializer, write_serializer, noun = Metric, s.MetricSerializer, s.MetricWriteSerializer, "metric"
-
-    def queryset(self):
-        return (
-            super()
-            .queryset()
-            .select_related("attribute")
-            .order_by("attribute__position", "attribute_id", "position", "id")
-        )
 
     def create(self, data):
         data["attribute"] = _attribute_by_name(self.study(), data["attribute"])
@@ -551,17 +547,11 @@ class ExpertInputsView(StudyScoped, APIView):
 # --- runs ------------------------------------------------------------------------------
 
 
-# A run's snapshot and results are megabytes of JSON on a large study: each
-# view loads only the one it needs, and status polling neither.
-RUN_JSON_FIELDS = ("snapshot", "results")
-
-
 class RunListView(StudyScoped, PaginatedListMixin, APIView):
     @extend_schema(responses=s.RunSerializer(many=True))
     def get(self, request, study_id):
         """The study's validation runs, newest first."""
-        queryset = Run.objects.filter(study=self.study()).select_related("launched_by").defer(*RUN_JSON_FIELDS)
-        return self.paginated(queryset, s.RunSerializer)
+        return self.paginated(selectors.run_list(study=self.study()), s.RunSerializer)
 
     @extend_schema(request=None, responses={202: s.RunSerializer})
     def post(self, request, study_id):
@@ -570,26 +560,25 @@ class RunListView(StudyScoped, PaginatedListMixin, APIView):
         self.require_designer("launch validation runs")
         run = engine_services.run_launch(study=self.study(), launched_by=request.user)
         # Read again: an eager worker may already have finished it.
-        run = Run.objects.select_related("launched_by").defer(*RUN_JSON_FIELDS).get(pk=run.pk)
+        run = selectors.run_get(run_id=run.pk, user=request.user, fields=())
         location = request.build_absolute_uri(reverse("api:run-detail", kwargs={"run_id": run.pk}))
         return Response(s.RunSerializer(run).data, status=status.HTTP_202_ACCEPTED, headers={"Location": location})
 
 
 class RunScoped:
-    def run(self, *, queryset: QuerySet | None = None) -> Run:
+    def run(self, *, fields: Iterable[str] = ()) -> Run:
         """The run, if the user is a member of its study (404 otherwise),
-        from ``queryset`` (default: without its JSON fields)."""
+        with ``fields`` of its JSON (``selectors.RUN_FIELDS``; default
+        neither)."""
         if not hasattr(self, "_run"):
-            visible = selectors.studies_visible_to(self.request.user)
-            queryset = Run.objects.defer(*RUN_JSON_FIELDS) if queryset is None else queryset
-            run = queryset.select_related("launched_by").filter(pk=self.kwargs["run_id"], study__in=visible).first()
-            if run is None:
-                raise exceptions.NotFound("No such run.")
-            self._run = run
+            try:
+                self._run = selectors.run_get(run_id=self.kwargs["run_id"], user=self.request.user, fields=fields)
+            except Run.DoesNotExist:
+                raise exceptions.NotFound("No such run.") from None
         return self._run
 
-    def succeeded_run(self, *, queryset: QuerySet | None = None) -> Run:
-        run = self.run(queryset=queryset)
+    def succeeded_run(self, *, fields: Iterable[str] = ()) -> Run:
+        run = self.run(fields=fields)
         if run.status != Run.Status.SUCCEEDED:
             detail = f"Run {run.pk} is {run.status}; results exist once it has succeeded."
             if run.status == Run.Status.FAILED:
@@ -635,8 +624,7 @@ class RunResultsView(RunScoped, APIView):
         individual = _flag(request, "individual")
         # The document's stored text alone, unless individual scores are
         # computed from the snapshot and the results.
-        runs = Run.objects.all() if individual else engine_services.runs_with_document(Run.objects)
-        run = self.succeeded_run(queryset=runs)
+        run = self.succeeded_run(fields=selectors.RUN_JSON_FIELDS if individual else ("document",))
         return HttpResponse(engine_services.results_json(run, individual=individual), content_type="application/json")
 
 
@@ -645,7 +633,7 @@ class CandidateScoresView(RunScoped, APIView):
     def get(self, request, run_id, name):
         """One candidate's individual scores, ``{expert: {metric: score}}``,
         computed from the run's snapshot for that candidate only."""
-        run = self.succeeded_run(queryset=Run.objects.defer("results"))
+        run = self.succeeded_run(fields=("snapshot",))
         scores = engine_services.candidate_individual_scores(run, name)
         if scores is None:
             raise exceptions.NotFound(f"No candidate named {name!r} in this run.")

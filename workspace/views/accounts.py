@@ -17,14 +17,14 @@ from django.contrib.auth.views import (
     PasswordResetView,
 )
 from django.core.cache import cache
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.shortcuts import get_object_or_404, redirect, render
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 from rest_framework.throttling import BaseThrottle
 
-from .. import services
+from .. import selectors, services
 from ..api.throttling import CACHE_ERRORS, log_cache_unreachable
 from ..errors import InvalidInput
 from ..models import ApiToken
@@ -195,7 +195,7 @@ def tokens_page(request: HttpRequest) -> HttpResponse:
             form = TokenForm()
     context = {
         "form": form,
-        "tokens": ApiToken.objects.filter(user=request.user),
+        "tokens": selectors.api_token_list(user=request.user),
         "created": created,
         "now": timezone.now(),
     }
@@ -210,7 +210,10 @@ def tokens_page(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def token_revoke_page(request: HttpRequest, token_id: int) -> HttpResponse:
     """Revoke one of my tokens: GET asks for confirmation, POST revokes."""
-    token = get_object_or_404(ApiToken, pk=token_id, user=request.user)
+    try:
+        token = selectors.api_token_get(user=request.user, token_id=token_id)
+    except ApiToken.DoesNotExist:
+        raise Http404("No such token.") from None
     if request.method == "POST":
         services.api_token_revoke(token=token)
         label = f"“{token.name}” ({token.prefix}…)" if token.name else f"{token.prefix}…"

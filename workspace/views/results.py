@@ -308,9 +308,8 @@ def _download(content: bytes, content_type: str, filename: str) -> HttpResponse:
 def results_json_download(request: HttpRequest, run_id: int) -> HttpResponse:
     """The ``approve-results/1`` document: the bytes the API and
     ``run_validation --json`` give (one ``results_json``)."""
-    queryset = engine_services.runs_with_document(selectors.runs_visible_to(request.user).select_related("launched_by"))
     try:
-        run = queryset.get(pk=run_id)
+        run = selectors.run_get(run_id=run_id, user=request.user, fields=("document",))
     except Run.DoesNotExist:
         raise Http404("No such run.") from None
     if run.status != Run.Status.SUCCEEDED:

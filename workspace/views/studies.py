@@ -1,6 +1,7 @@
 """Pages about studies: the dashboard, a study's home with its phase
 actions, deleting a study, and answering an invitation addressed to me."""
 
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -14,6 +15,7 @@ from .. import invitations, selectors, services
 from ..errors import InvalidInput, PhaseConflict
 from ..forms.studyhome import InvitationAcceptForm
 from ..models import Membership, Phase, Study
+from ..selectors import ExpertProgress
 from .common import form_add_service_errors, require_designer, study_for_member
 
 # --- phases: what each one is for and what leaving it freezes --------------------------
@@ -103,7 +105,7 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-def _votes_step(study: Study, expert: Membership) -> Step:
+def _votes_step(study: Study, expert: ExpertProgress) -> Step:
     if study.phase == Phase.DRAFT:
         return Step("votes", "Votes", "later", "Opens when the designer opens voting.")
     cast = expert.votes_cast
@@ -117,7 +119,7 @@ def _votes_step(study: Study, expert: Membership) -> Step:
     return Step("votes", "Votes", "none", "No vote cast; voting is closed.")
 
 
-def _assessment_steps(study: Study, expert: Membership) -> list[Step]:
+def _assessment_steps(study: Study, expert: ExpertProgress) -> list[Step]:
     if study.phase in (Phase.DRAFT, Phase.VOTING):
         later = "Opens when the designer closes voting."
         return [
@@ -125,12 +127,13 @@ def _assessment_steps(study: Study, expert: Membership) -> list[Step]:
             Step("ranges", "Acceptable ranges", "later", later),
             Step("peer-weights", "Peer weights", "later", later),
         ]
-    if expert.prioritised_at is not None:
-        method = {"direct": "direct weights", "ahp": "AHP", "lpr": "LPR"}.get(expert.prioritisation_method, "")
+    gaps = selectors.input_gaps(expert)
+    if "priorities" not in gaps:
+        method = {"direct": "direct weights", "ahp": "AHP", "lpr": "LPR"}.get(expert.prioritisation_method or "", "")
         priorities = Step("priorities", "Priorities", "done", f"Given ({method}).", expert.prioritised_at)
     else:
         priorities = Step("priorities", "Priorities", "missing", "The selected attributes are not prioritised yet.")
-    if expert.ranges_missing:
+    if "ranges" in gaps:
         ranges = Step(
             "ranges",
             "Acceptable ranges",
@@ -146,7 +149,7 @@ def _assessment_steps(study: Study, expert: Membership) -> list[Step]:
         )
     else:
         ranges = Step("ranges", "Acceptable ranges", "done", "The designer's default ranges apply to every metric.")
-    if expert.peers_rated == expert.experts_total:
+    if "peer_weights" not in gaps:
         peers = Step("peer-weights", "Peer weights", "done", f"Every expert weighted ({expert.experts_total}).")
     else:
         peers = Step(
@@ -158,13 +161,13 @@ def _assessment_steps(study: Study, expert: Membership) -> list[Step]:
     return [priorities, ranges, peers]
 
 
-def expert_steps(study: Study, expert: Membership) -> list[Step]:
+def expert_steps(study: Study, expert: ExpertProgress) -> list[Step]:
     """The four steps of an expert with progress annotations
     (``selectors.expert_progress_annotate``), each done or not."""
     return [_votes_step(study, expert), *_assessment_steps(study, expert)]
 
 
-def expert_todo(study: Study, expert: Membership) -> list[str]:
+def expert_todo(study: Study, expert: ExpertProgress) -> list[str]:
     """What the expert still has to do, in words (the dashboard)."""
     if study.phase == Phase.DRAFT:
         return ["Waiting for the designer to open voting."]
@@ -180,38 +183,59 @@ def expert_todo(study: Study, expert: Membership) -> list[str]:
     return [line + (f" Still to give: {', '.join(missing)}." if missing else " Nothing left to do.")]
 
 
-def designer_todo(study: Study, experts: list[Membership]) -> list[str]:
+def _draft_todo(study: Study, experts: list[ExpertProgress], active: list[ExpertProgress]) -> list[str]:
+    return [
+        f"Setting up: {_plural(study.attribute_count, 'attribute')}, {_plural(study.metric_count, 'metric')}, "
+        f"{_plural(study.candidate_count, 'candidate')}, {_plural(len(experts), 'expert')}.",
+        "Open voting once the setup is complete.",
+    ]
+
+
+def _voting_todo(study: Study, experts: list[ExpertProgress], active: list[ExpertProgress]) -> list[str]:
+    voted = sum(1 for e in active if e.votes_cast)
+    return [
+        f"Voting: open. {voted} of {_plural(len(active), 'expert')} have voted.",
+        "Close voting when every expert has had their say.",
+    ]
+
+
+# How the designer's list names each missing input (selectors.ASSESSMENT_INPUTS).
+GAP_WORDS = {"priorities": "priorities", "ranges": "ranges", "peer_weights": "peer weights"}
+
+
+def _assessment_todo(study: Study, experts: list[ExpertProgress], active: list[ExpertProgress]) -> list[str]:
+    gaps = Counter(gap for expert in active for gap in selectors.input_gaps(expert))
+    lines = [
+        f"{_plural(gaps[key], 'expert')} still missing {GAP_WORDS[key]}."
+        for key in selectors.ASSESSMENT_INPUTS
+        if gaps[key]
+    ]
+    if not gaps and all(e.status == Membership.Status.ACTIVE for e in experts):
+        lines.append("Ready to close: every expert has given every input.")
+    return lines
+
+
+def _closed_todo(study: Study, experts: list[ExpertProgress], active: list[ExpertProgress]) -> list[str]:
+    runs = "" if study.run_count is None else f" {_plural(study.run_count, 'validation run')} so far."
+    return [f"Closed: inputs are frozen.{runs} Launch validation runs from the Runs tab."]
+
+
+PHASE_TODO = {
+    Phase.DRAFT: _draft_todo,
+    Phase.VOTING: _voting_todo,
+    Phase.ASSESSMENT: _assessment_todo,
+    Phase.CLOSED: _closed_todo,
+}
+
+
+def designer_todo(study: Study, experts: list[ExpertProgress]) -> list[str]:
     """What the designer still has to do or wait for, in words (the
-    dashboard and the study home)."""
-    pending = [e for e in experts if e.status == Membership.Status.PENDING]
+    dashboard and the study home). ``study`` carries its setup's counts."""
     active = [e for e in experts if e.status == Membership.Status.ACTIVE]
-    lines = []
-    if study.phase == Phase.DRAFT:
-        lines.append(
-            f"Setting up: {_plural(study.attribute_count, 'attribute')}, {_plural(study.metric_count, 'metric')}, "
-            f"{_plural(study.candidate_count, 'candidate')}, {_plural(len(experts), 'expert')}."
-        )
-        lines.append("Open voting once the setup is complete.")
-    elif study.phase == Phase.VOTING:
-        voted = sum(1 for e in active if e.votes_cast)
-        lines.append(f"Voting: open. {voted} of {_plural(len(active), 'expert')} have voted.")
-        lines.append("Close voting when every expert has had their say.")
-    elif study.phase == Phase.ASSESSMENT:
-        gaps = {
-            "priorities": sum(1 for e in active if e.prioritised_at is None),
-            "ranges": sum(1 for e in active if e.ranges_missing),
-            "peer weights": sum(1 for e in active if e.peers_rated != e.experts_total),
-        }
-        for what, count in gaps.items():
-            if count:
-                lines.append(f"{_plural(count, 'expert')} still missing {what}.")
-        if not any(gaps.values()) and not pending:
-            lines.append("Ready to close: every expert has given every input.")
-    else:
-        runs = "" if study.run_count is None else f" {_plural(study.run_count, 'validation run')} so far."
-        lines.append(f"Closed: inputs are frozen.{runs} Launch validation runs from the Runs tab.")
+    pending = len(experts) - len(active)
+    lines = PHASE_TODO[Phase(study.phase)](study, experts, active)
     if pending:
-        lines.append(f"{_plural(len(pending), 'expert')} still to accept the invitation.")
+        lines.append(f"{_plural(pending, 'expert')} still to accept the invitation.")
     return lines
 
 
