@@ -8,7 +8,7 @@ from ._queries import User
 
 def api_token_list(*, user: User) -> QuerySet[ApiToken]:
     """The user's tokens, expired ones included (until revoked)."""
-    return ApiToken.objects.filter(user_id=user.pk)
+    return ApiToken.objects.filter(user=user.pk)
 
 
 def api_token_get(*, user: User, token_id: int) -> ApiToken:

@@ -40,10 +40,10 @@ def setup_item_list(*, study: Study, model: type[SetupItem]) -> QuerySet[SetupIt
     """The study's attributes, metrics or candidates (``model``) with their
     study, in the study's order (metrics grouped by attribute, with it): one
     query."""
-    items = model._default_manager.filter(study=study).select_related("study")
-    if model is Metric:
-        return items.select_related("attribute").order_by(*METRIC_ORDER)
-    return items.order_by("position", "id")
+    is_metric = model is Metric
+    related = ("study", "attribute") if is_metric else ("study",)
+    order = METRIC_ORDER if is_metric else ("position", "id")
+    return model._default_manager.filter(study=study).select_related(*related).order_by(*order)
 
 
 def setup_item_get(*, study: Study, model: type[SetupItem], pk: int) -> SetupItem:

@@ -1,6 +1,7 @@
 """The discussion: one thread per attribute and per metric, with its posts."""
 
 from dataclasses import dataclass, field
+from typing import cast
 
 from django.db.models import QuerySet
 
@@ -39,7 +40,8 @@ def discussion_get(*, study: Study) -> dict[str, list[Thread]]:
     attributes = {a.pk: Thread("attribute", a) for a in study_attributes}
     metrics = {m.pk: Thread("metric", m) for m in metric_list(study=study)}
     for post in _posts(study):
-        thread = attributes[post.attribute_id] if post.attribute_id is not None else metrics[post.metric_id]
+        # a post is about an attribute or else a metric (a database constraint)
+        thread = attributes[post.attribute_id] if post.attribute_id is not None else metrics[cast(int, post.metric_id)]
         thread.posts.append(post)
     return {"attributes": list(attributes.values()), "metrics": list(metrics.values())}
 

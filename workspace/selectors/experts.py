@@ -52,7 +52,7 @@ def member_list(*, study: Study) -> QuerySet[Membership]:
 
 def is_expert_of(*, study: Study, user: User) -> bool:
     """Whether ``user`` holds an expert membership (active or pending) of ``study``."""
-    return Membership.objects.filter(study=study, user_id=user.pk, role=Membership.Role.EXPERT).exists()
+    return Membership.objects.filter(study=study, user=user.pk, role=Membership.Role.EXPERT).exists()
 
 
 # --- pending experts (consent): why their inputs do not count yet --------------------------
@@ -136,7 +136,7 @@ def expert_progress_annotate(memberships: QuerySet[Membership]) -> QuerySet[Expe
         ranges_given=count_of(AcceptableRange.objects.filter(expert=OuterRef("pk"), metric__is_selected=True)),
         peers_rated=count_of(PeerWeight.objects.filter(rater=OuterRef("pk"))),
         experts_total=count_of(Membership.objects.filter(study=OuterRef("study_id"), role=Membership.Role.EXPERT)),
-    )  # type: ignore[return-value]  # the plugin types annotate() with Any fields, not as Progress
+    )
 
 
 def expert_progress_list(*, study: Study) -> QuerySet[ExpertProgress]:

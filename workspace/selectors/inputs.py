@@ -1,10 +1,10 @@
 """What experts entered, in the shape of a study bundle's expert sections
 (FORMATS.md): the API's inputs, the bundle export and the expert pages."""
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, cast
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Model, Prefetch, QuerySet
 
 from ..models import (
     AcceptableRange,
@@ -35,20 +35,24 @@ def _prioritisation_out(prioritisation: AttributePrioritisation | MetricPrioriti
     # by id keeps the export independent of the order the database returns.
     if prioritisation.method == "direct":
         weights = sorted(prioritisation.weights.all(), key=lambda w: w.pk)
-        return {"method": "direct", "weights": {getattr(w, item_field).name: number_out(w.given) for w in weights}}
-    judgments = sorted(prioritisation.judgments.all(), key=lambda j: j.pk)
-    judgments = [[j.row.name, j.column.name, number_out(j.value)] for j in judgments]
-    return {"method": prioritisation.method, "judgments": judgments}
+        # direct weights are what the expert gave (null only for AHP and LPR)
+        given = {getattr(w, item_field).name: number_out(cast(float, w.given)) for w in weights}
+        return {"method": "direct", "weights": given}
+    judgments = cast(
+        "list[AttributeJudgment | MetricJudgment]", sorted(prioritisation.judgments.all(), key=lambda j: j.pk)
+    )
+    triples = [[j.row.name, j.column.name, number_out(j.value)] for j in judgments]
+    return {"method": prioritisation.method, "judgments": triples}
 
 
 def _prioritisations(
-    model: type, weight_model: type, judgment_model: type, item_field: str, ids: list[int]
-) -> QuerySet:
+    model: type[Model], weight_model: type[Model], judgment_model: type[Model], item_field: str, ids: list[int]
+) -> QuerySet[Any]:
     """Prioritisations of these experts with their weights and judgments:
     three queries."""
-    return model.objects.filter(expert_id__in=ids).prefetch_related(
-        Prefetch("weights", queryset=weight_model.objects.select_related(item_field)),
-        Prefetch("judgments", queryset=judgment_model.objects.select_related("row", "column")),
+    return model._default_manager.filter(expert_id__in=ids).prefetch_related(
+        Prefetch("weights", queryset=weight_model._default_manager.select_related(item_field)),
+        Prefetch("judgments", queryset=judgment_model._default_manager.select_related("row", "column")),
     )
 
 
@@ -73,7 +77,7 @@ def _priorities_into(sections: dict, username: dict[int, str], with_results: boo
 
 
 def _empty_inputs(sections: set[str]) -> dict[str, Any]:
-    fresh = {
+    fresh: dict[str, Callable[[], Any]] = {
         "votes": lambda: {"attributes": [], "metrics": []},
         "priorities": lambda: None,
         "ranges": dict,
@@ -106,8 +110,8 @@ def expert_inputs_list(
 
     if "votes" in sections:
         attribute_votes = AttributeVote.objects.filter(expert_id__in=ids).select_related("attribute")
-        for vote in attribute_votes.order_by("attribute__position", "attribute__id"):
-            inputs[username[vote.expert_id]]["votes"]["attributes"].append(vote.attribute.name)
+        for attribute_vote in attribute_votes.order_by("attribute__position", "attribute__id"):
+            inputs[username[attribute_vote.expert_id]]["votes"]["attributes"].append(attribute_vote.attribute.name)
         metric_votes = MetricVote.objects.filter(expert_id__in=ids).select_related("metric")
         for vote in metric_votes.order_by("metric__position", "metric__id"):
             inputs[username[vote.expert_id]]["votes"]["metrics"].append(vote.metric.name)

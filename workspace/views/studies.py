@@ -4,6 +4,7 @@ actions, deleting a study, and answering an invitation addressed to me."""
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -16,7 +17,25 @@ from ..errors import InvalidInput, PhaseConflict
 from ..forms.studyhome import InvitationAcceptForm
 from ..models import Membership, Phase, Study
 from ..selectors import ExpertProgress
+from ..selectors.experts import Progress
+from ..selectors.studies import DashboardRow
 from .common import form_add_service_errors, require_designer, study_for_member
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+
+class DashboardTodo(DashboardRow):
+    todo: list[tuple[str, list[str]]]  # (role, lines) per role of mine
+
+
+class ExpertRowWithReason(Progress):
+    pending_reason: str  # empty unless the expert is pending
+
+
+if TYPE_CHECKING:
+    DashboardEntry = WithAnnotations[Study, DashboardTodo]
+    ExpertRow = WithAnnotations[Membership, ExpertRowWithReason]
 
 # --- phases: what each one is for and what leaving it freezes --------------------------
 
@@ -68,7 +87,7 @@ PHASE_ACTIONS = {
 
 def _timeline(study: Study) -> list[dict]:
     order = [phase for phase, _, _ in PHASE_TIMELINE]
-    current = order.index(study.phase)
+    current = order.index(Phase(study.phase))
     return [
         {
             "phase": phase,
@@ -183,15 +202,22 @@ def expert_todo(study: Study, expert: ExpertProgress) -> list[str]:
     return [line + (f" Still to give: {', '.join(missing)}." if missing else " Nothing left to do.")]
 
 
-def _draft_todo(study: Study, experts: list[ExpertProgress], active: list[ExpertProgress]) -> list[str]:
+class SetupCounts(TypedDict):
+    attributes: int
+    metrics: int
+    candidates: int
+    runs: int | None  # None: not read (the study home leaves them to the Runs tab)
+
+
+def _draft_todo(counts: SetupCounts, experts: list[ExpertProgress], active: list[ExpertProgress]) -> list[str]:
     return [
-        f"Setting up: {_plural(study.attribute_count, 'attribute')}, {_plural(study.metric_count, 'metric')}, "
-        f"{_plural(study.candidate_count, 'candidate')}, {_plural(len(experts), 'expert')}.",
+        f"Setting up: {_plural(counts['attributes'], 'attribute')}, {_plural(counts['metrics'], 'metric')}, "
+        f"{_plural(counts['candidates'], 'candidate')}, {_plural(len(experts), 'expert')}.",
         "Open voting once the setup is complete.",
     ]
 
 
-def _voting_todo(study: Study, experts: list[ExpertProgress], active: list[ExpertProgress]) -> list[str]:
+def _voting_todo(counts: SetupCounts, experts: list[ExpertProgress], active: list[ExpertProgress]) -> list[str]:
     voted = sum(1 for e in active if e.votes_cast)
     return [
         f"Voting: open. {voted} of {_plural(len(active), 'expert')} have voted.",
@@ -203,7 +229,7 @@ def _voting_todo(study: Study, experts: list[ExpertProgress], active: list[Exper
 GAP_WORDS = {"priorities": "priorities", "ranges": "ranges", "peer_weights": "peer weights"}
 
 
-def _assessment_todo(study: Study, experts: list[ExpertProgress], active: list[ExpertProgress]) -> list[str]:
+def _assessment_todo(counts: SetupCounts, experts: list[ExpertProgress], active: list[ExpertProgress]) -> list[str]:
     gaps = Counter(gap for expert in active for gap in selectors.input_gaps(expert))
     lines = [
         f"{_plural(gaps[key], 'expert')} still missing {GAP_WORDS[key]}."
@@ -215,8 +241,9 @@ def _assessment_todo(study: Study, experts: list[ExpertProgress], active: list[E
     return lines
 
 
-def _closed_todo(study: Study, experts: list[ExpertProgress], active: list[ExpertProgress]) -> list[str]:
-    runs = "" if study.run_count is None else f" {_plural(study.run_count, 'validation run')} so far."
+def _closed_todo(counts: SetupCounts, experts: list[ExpertProgress], active: list[ExpertProgress]) -> list[str]:
+    run_count = counts["runs"]
+    runs = "" if run_count is None else f" {_plural(run_count, 'validation run')} so far."
     return [f"Closed: inputs are frozen.{runs} Launch validation runs from the Runs tab."]
 
 
@@ -228,12 +255,13 @@ PHASE_TODO = {
 }
 
 
-def designer_todo(study: Study, experts: list[ExpertProgress]) -> list[str]:
+def designer_todo(study: Study, counts: SetupCounts, experts: list[ExpertProgress]) -> list[str]:
     """What the designer still has to do or wait for, in words (the
-    dashboard and the study home). ``study`` carries its setup's counts."""
+    dashboard and the study home), from the study's ``counts`` and its
+    experts' progress."""
     active = [e for e in experts if e.status == Membership.Status.ACTIVE]
     pending = len(experts) - len(active)
-    lines = PHASE_TODO[Phase(study.phase)](study, experts, active)
+    lines = PHASE_TODO[Phase(study.phase)](counts, experts, active)
     if pending:
         lines.append(f"{_plural(pending, 'expert')} still to accept the invitation.")
     return lines
@@ -246,12 +274,18 @@ def designer_todo(study: Study, experts: list[ExpertProgress]) -> list[str]:
 def home(request: HttpRequest) -> HttpResponse:
     """My studies with, per role, what is still to do; and the invitations
     addressed to me, to accept or decline."""
-    studies = selectors.dashboard_studies(user=request.user)
+    studies = cast("list[DashboardEntry]", selectors.dashboard_studies(user=request.user))  # todo set here
     for study in studies:
+        counts = SetupCounts(
+            attributes=study.attribute_count,
+            metrics=study.metric_count,
+            candidates=study.candidate_count,
+            runs=study.run_count,
+        )
         study.todo = []
         for membership in study.my_memberships:
             if membership.role == Membership.Role.DESIGNER:
-                study.todo.append(("Designer", designer_todo(study, study.expert_rows)))
+                study.todo.append(("Designer", designer_todo(study, counts, study.expert_rows)))
             else:
                 study.todo.append(("Expert", expert_todo(study, membership)))
     pending = list(invitations.invitation_list_for_user(user=request.user))
@@ -324,14 +358,12 @@ def study_home(request: HttpRequest, study_id: int) -> HttpResponse:
     for the designer, every expert's progress and the phase actions."""
     study = study_for_member(request, study_id)
     setup = selectors.study_setup_get(study=study)
-    experts = list(selectors.expert_progress_list(study=study))
+    experts = cast("list[ExpertRow]", list(selectors.expert_progress_list(study=study)))  # pending_reason set below
     mine = next((e for e in experts if e.user_id == request.user.pk), None) if study.is_expert else None
     my_steps = expert_steps(study, mine) if mine is not None else None
     for expert in experts:
         pending = expert.status == Membership.Status.PENDING
         expert.pending_reason = selectors.pending_reason(expert) if pending else ""
-    study.attribute_count, study.metric_count = len(setup["attributes"]), len(setup["metrics"])
-    study.candidate_count = setup["candidate_count"]
     context = {
         "study": study,
         "study_tab": "home",
@@ -344,8 +376,13 @@ def study_home(request: HttpRequest, study_id: int) -> HttpResponse:
         "actions": _actions(study) if study.is_designer else [],
     }
     if study.is_designer:
-        study.run_count = None  # not read here: the Runs tab lists them
-        context["designer_todo"] = designer_todo(study, experts)
+        counts = SetupCounts(
+            attributes=len(setup["attributes"]),
+            metrics=len(setup["metrics"]),
+            candidates=setup["candidate_count"],
+            runs=None,  # not read here: the Runs tab lists them
+        )
+        context["designer_todo"] = designer_todo(study, counts, list(experts))
     return render(request, "studyhome/study_home.html", context)
 
 
@@ -377,7 +414,7 @@ def study_phase(request: HttpRequest, study_id: int, to: str) -> HttpResponse:
         raise Http404("No such phase.")
     study = study_for_member(request, study_id)
     require_designer(study, "move the study from one phase to the next")
-    action = PHASE_ACTIONS.get((study.phase, to))
+    action = PHASE_ACTIONS.get((Phase(study.phase), Phase(to)))
     refusal = None
     if action is None:
         refusal = (
