@@ -7,9 +7,12 @@ and changes only their own inputs; the designer manages the study and reads
 every input. An outsider never learns a study exists.
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any, cast
 
 from django.contrib.auth import authenticate
+from django.contrib.auth.models import User
+from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
@@ -17,7 +20,7 @@ from rest_framework import exceptions, generics, status
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.settings import api_settings
+from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
 from engine import services as engine_services
@@ -25,25 +28,29 @@ from engine.models import Run
 from workspace import invitations, limits, selectors, services
 from workspace.bundles import study_export_bundle, study_import_bundle
 from workspace.models import ApiToken, Candidate, Membership, Metric, QualityAttribute, Study
+from workspace.selectors.design import SetupItems, SetupModel
+from workspace.selectors.studies import StudyWithRoles
 
 from . import invitation_serializers as inv_s
 from . import presenters
 from . import serializers as s
 from .exceptions import Conflict
-from .schema import VALIDATION_ERROR
+from .schema import VALIDATION_ERROR, pagination_class
 from .throttling import FailOpenScopedRateThrottle
 
 # --- access ------------------------------------------------------------------------
 
 
-class StudyScoped:
+class StudyScoped(APIView):
     """Resolves ``study_id`` from the URL for the requesting user.
 
     The lookup is the permission check: a study the user is not a member of
     does not exist for them (404).
     """
 
-    def study(self) -> Study:
+    _study: StudyWithRoles
+
+    def study(self) -> StudyWithRoles:
         if not hasattr(self, "_study"):
             try:
                 self._study = selectors.study_get(study_id=self.kwargs["study_id"], user=self.request.user)
@@ -51,30 +58,34 @@ class StudyScoped:
                 raise exceptions.NotFound("No such study.") from None
         return self._study
 
-    def roles(self):
+    def member(self) -> User:
+        """The requesting user, a member of the study: signed in."""
+        return cast(User, self.request.user)
+
+    def roles(self) -> set[str]:
         return {m.role for m in self.study().my_memberships}
 
-    def require_designer(self, action="do this"):
+    def require_designer(self, action: str = "do this") -> None:
         if Membership.Role.DESIGNER not in self.roles():
             raise exceptions.PermissionDenied(f"Only the study's designer can {action}.")
 
-    def expert(self):
+    def expert(self) -> Membership:
         """The requesting user's expert membership, or 403."""
         membership = next((m for m in self.study().my_memberships if m.role == Membership.Role.EXPERT), None)
         if membership is None:
             raise exceptions.PermissionDenied("You are not an expert of this study.")
         membership.study = self.study()
-        membership.user = self.request.user
+        membership.user = self.member()
         return membership
 
 
-class PaginatedListMixin:
+class PaginatedListMixin(APIView):
     """Lists are paginated: ``{"count", "next", "previous", "results"}``."""
 
     paginated_list = True  # read by the OpenAPI schema (schema.ApproveAutoSchema)
 
-    def paginated(self, queryset, serializer_class):
-        paginator = api_settings.DEFAULT_PAGINATION_CLASS()
+    def paginated(self, queryset: QuerySet[Any] | Sequence[Any], serializer_class: type[BaseSerializer]) -> Response:
+        paginator = pagination_class()
         page = paginator.paginate_queryset(queryset, self.request, view=self)
         return paginator.get_paginated_response(serializer_class(page, many=True).data)
 
@@ -270,14 +281,23 @@ class MemberDetailView(StudyScoped, APIView):
 # --- setup: attributes, metrics, candidates -----------------------------------------
 
 
-class SetupListView(StudyScoped, PaginatedListMixin, APIView):
-    """Members list the items; the designer adds them."""
+class SetupScoped(StudyScoped):
+    """What the views of one kind of setup item (attributes, metrics,
+    candidates) name: its model, its serializers and its noun."""
 
-    model = None
-    read_serializer = write_serializer = None
+    model: SetupModel
+    read_serializer: type[BaseSerializer]
+    write_serializer: type[BaseSerializer]
     noun = ""
 
-    def queryset(self):
+
+class SetupListView(SetupScoped, PaginatedListMixin, APIView):
+    """Members list the items; the designer adds them."""
+
+    def create(self, data: dict[str, Any]) -> QualityAttribute | Metric | Candidate:
+        raise NotImplementedError
+
+    def queryset(self) -> SetupItems:
         return selectors.setup_item_list(study=self.study(), model=self.model)
 
     def get(self, request, study_id):
@@ -291,12 +311,16 @@ class SetupListView(StudyScoped, PaginatedListMixin, APIView):
         return Response(self.read_serializer(item).data, status=status.HTTP_201_CREATED)
 
 
-class SetupDetailView(StudyScoped, APIView):
-    model = None
-    read_serializer = write_serializer = None
-    noun = ""
+class SetupDetailView(SetupScoped, APIView):
+    def update(
+        self, item: QualityAttribute | Metric | Candidate, data: dict[str, Any]
+    ) -> QualityAttribute | Metric | Candidate:
+        raise NotImplementedError
 
-    def item(self):
+    def remove(self, item: QualityAttribute | Metric | Candidate) -> None:
+        raise NotImplementedError
+
+    def item(self) -> QualityAttribute | Metric | Candidate:
         try:
             return selectors.setup_item_get(study=self.study(), model=self.model, pk=self.kwargs["pk"])
         except self.model.DoesNotExist:
@@ -565,7 +589,9 @@ class RunListView(StudyScoped, PaginatedListMixin, APIView):
         return Response(s.RunSerializer(run).data, status=status.HTTP_202_ACCEPTED, headers={"Location": location})
 
 
-class RunScoped:
+class RunScoped(APIView):
+    _run: Run
+
     def run(self, *, fields: Iterable[str] = ()) -> Run:
         """The run, if the user is a member of its study (404 otherwise),
         with ``fields`` of its JSON (``selectors.RUN_FIELDS``; default

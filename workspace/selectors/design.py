@@ -1,15 +1,15 @@
 """The study's design: attributes, metrics, candidates, measurements, the
 ballots and the selection the vote fixes."""
 
-from typing import TypeVar
-
 from django.db.models import Count, Prefetch, QuerySet
 
 from ..models import Candidate, Measurement, Metric, QualityAttribute, Study
 
 # --- setup items ---------------------------------------------------------------------
 
-SetupItem = TypeVar("SetupItem", QualityAttribute, Metric, Candidate)
+SetupItem = QualityAttribute | Metric | Candidate
+SetupModel = type[QualityAttribute] | type[Metric] | type[Candidate]
+SetupItems = QuerySet[QualityAttribute] | QuerySet[Metric] | QuerySet[Candidate]
 
 # Metrics are listed grouped by attribute, in the study's order.
 METRIC_ORDER = ("attribute__position", "attribute_id", "position", "id")
@@ -36,7 +36,7 @@ def candidate_list(*, study: Study) -> QuerySet[Candidate]:
     return study.candidates.order_by("position", "id")
 
 
-def setup_item_list(*, study: Study, model: type[SetupItem]) -> QuerySet[SetupItem]:
+def setup_item_list(*, study: Study, model: SetupModel) -> SetupItems:
     """The study's attributes, metrics or candidates (``model``) with their
     study, in the study's order (metrics grouped by attribute, with it): one
     query."""
@@ -46,7 +46,7 @@ def setup_item_list(*, study: Study, model: type[SetupItem]) -> QuerySet[SetupIt
     return model._default_manager.filter(study=study).select_related(*related).order_by(*order)
 
 
-def setup_item_get(*, study: Study, model: type[SetupItem], pk: int) -> SetupItem:
+def setup_item_get(*, study: Study, model: SetupModel, pk: int) -> SetupItem:
     """The study's attribute, metric or candidate ``pk`` with its study
     (``model.DoesNotExist`` if the study has none): one query."""
     return model._default_manager.select_related("study").get(study=study, pk=pk)

@@ -18,6 +18,12 @@ class MyMemberships(TypedDict):
     my_memberships: list[Membership]  # the user's own, prefetched
 
 
+class Detail(MyMemberships):
+    experts: list[Membership]  # with their users, in the order they joined
+    selected_attributes: list[QualityAttribute]
+    selected_metrics: list[Metric]
+
+
 class DashboardRow(TypedDict):
     my_memberships: list[ExpertProgress]
     attribute_count: int
@@ -31,9 +37,10 @@ class DashboardRow(TypedDict):
 # (for the type checker: WithAnnotations takes its TypedDict only there).
 if TYPE_CHECKING:
     StudyWithRoles = WithAnnotations[Study, MyMemberships]
+    StudyDetail = WithAnnotations[Study, Detail]
     DashboardStudy = WithAnnotations[Study, DashboardRow]
 else:
-    StudyWithRoles = DashboardStudy = Study
+    StudyWithRoles = StudyDetail = DashboardStudy = Study
 
 
 def studies_visible_to(user: User) -> QuerySet[Study]:
@@ -67,7 +74,7 @@ def study_get(*, study_id: int, user: User) -> StudyWithRoles:
     return studies_with_my_roles(user).get(pk=study_id)
 
 
-def study_detail_get(*, study_id: int, user: User) -> StudyWithRoles:
+def study_detail_get(*, study_id: int, user: User) -> StudyDetail:
     """``study_get`` plus, as lists, ``experts`` (memberships with their
     users), ``selected_attributes`` and ``selected_metrics`` in the
     selection's order: five queries however big the study."""
