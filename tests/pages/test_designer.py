@@ -913,9 +913,9 @@ PAGE_QUERIES = [
     ("expert", Phase.CLOSED, "measurements/", 8),
     # members with their users, invitations with their people
     ("designer", Phase.DRAFT, "experts/", 6),
-    # ... and what each expert still has to give: experts, selected metrics,
-    # prioritisations, ranges, peer weights, pending experts
-    ("designer", Phase.ASSESSMENT, "experts/", 12),
+    # ... and what each expert still has to give: experts with their
+    # progress, the metrics needing a range, the ranges
+    ("designer", Phase.ASSESSMENT, "experts/", 9),
     # the expert; votes (2); priorities: prioritisations, weights, judgments,
     # local ones with their weights and judgments (6); ranges; peer weights
     ("designer", Phase.CLOSED, "inputs/bob/", 13),

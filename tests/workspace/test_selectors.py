@@ -2,8 +2,12 @@
 
 import pytest
 
-from workspace import selectors
-from workspace.models import Membership, Study
+from engine import selectors as engine_selectors
+from engine import services as engine_services
+from engine.models import Run
+from workspace import selectors, services
+from workspace.models import ApiToken, Candidate, Membership, Metric, Study
+from workspace.selectors import RUN_JSON_FIELDS
 
 pytestmark = pytest.mark.django_db
 
@@ -50,3 +54,81 @@ def test_expert_inputs_read_only_the_sections_asked_for(make_study, django_asser
     assert "result" not in everything["carol"]["priorities"]  # results only when asked for
     with_results = selectors.expert_inputs_list(study=built.study, experts=[built.carol], with_results=True)
     assert with_results["carol"]["priorities"]["result"]["consistency_ratio"] > 0
+
+
+# --- missing inputs: one definition --------------------------------------------------------
+
+
+def test_every_view_of_missing_inputs_reads_the_same_gaps(make_study, cast):
+    built = make_study("assessment", experts=("bob", "carol", "alice"))
+    services.ranges_set(expert=built.carol, ranges={"AUC": [0.5, 0.9]})
+    progress = {e.user.username: e for e in selectors.expert_progress_list(study=built.study)}
+    gaps = {name: selectors.input_gaps(expert) for name, expert in progress.items()}
+    assert gaps == {
+        "bob": ["priorities", "ranges", "peer_weights"],
+        "carol": ["priorities", "peer_weights"],
+        "alice": ["priorities", "ranges", "peer_weights"],
+    }
+    # the close-phase check names the same experts, in the same order of inputs
+    missing = selectors.missing_input_list(study=built.study)
+    assert missing["carol"] == ["prioritisation of the attributes", "weights for fellow experts"]
+    assert set(missing) == {name for name, owed in gaps.items() if owed}
+    # the expert's steps
+    steps = selectors.expert_steps_get(expert=built.carol)
+    assert steps == {"votes": False, "priorities": False, "ranges": True, "peer_weights": False}
+
+
+def test_missing_inputs_read_in_three_queries_however_many_experts(make_study, django_assert_num_queries):
+    built = make_study("assessment", inputs=True)
+    with django_assert_num_queries(3):  # experts with their progress, metrics needing a range, ranges
+        assert selectors.missing_input_list(study=built.study) == {}
+
+
+# --- reads the API and the pages used to make themselves ---------------------------------------
+
+
+def test_setup_items_are_read_in_the_study_order_with_their_study(make_study, django_assert_num_queries):
+    built = make_study("draft")
+    with django_assert_num_queries(1):
+        metrics = list(selectors.setup_item_list(study=built.study, model=Metric))
+        assert [(m.study.pk, m.attribute.name) for m in metrics][0] == (built.study.pk, "Accuracy")
+    assert [m.pk for m in metrics] == [m.pk for m in selectors.metric_list(study=built.study)]
+    candidates = selectors.setup_item_list(study=built.study, model=Candidate)
+    assert [c.name for c in candidates] == [c.name for c in selectors.candidate_list(study=built.study)]
+    auc = built.metrics["AUC"]
+    assert selectors.setup_item_get(study=built.study, model=Metric, pk=auc.pk) == auc
+    other = make_study("draft", title="Another")
+    with pytest.raises(Metric.DoesNotExist):
+        selectors.setup_item_get(study=other.study, model=Metric, pk=auc.pk)
+
+
+def test_tokens_are_read_only_by_their_owner(cast):
+    token, key = services.api_token_create(user=cast.bob, name="laptop")
+    assert list(selectors.api_token_list(user=cast.bob)) == [token]
+    assert selectors.api_token_get(user=cast.bob, token_id=token.pk) == token
+    with pytest.raises(ApiToken.DoesNotExist):
+        selectors.api_token_get(user=cast.carol, token_id=token.pk)
+    found = selectors.api_token_by_digest(digest=token.digest)
+    assert found == token and found.user == cast.bob
+    assert selectors.api_token_by_digest(digest="0" * 64) is None
+
+
+def test_a_run_is_read_with_the_json_fields_asked_for(
+    make_study, cast, django_assert_num_queries, django_capture_on_commit_callbacks
+):
+    built = make_study("closed")
+    with django_capture_on_commit_callbacks(execute=True):  # the eager worker runs it
+        run = engine_services.run_launch(study=built.study, launched_by=cast.alice)
+    for fields, loaded in [((), set()), (("results",), {"results"}), (RUN_JSON_FIELDS, set(RUN_JSON_FIELDS))]:
+        with django_assert_num_queries(1):
+            read = selectors.run_get(run_id=run.pk, user=cast.bob, fields=fields)
+            assert read.launched_by == cast.alice
+        assert set(RUN_JSON_FIELDS) - read.get_deferred_fields() == loaded
+    assert selectors.run_get(run_id=run.pk, user=cast.bob).get_deferred_fields() == {"snapshot"}
+    document = selectors.run_get(run_id=run.pk, user=cast.bob, fields=("document",))
+    assert engine_selectors.results_json(run=document) == engine_selectors.results_json(run=Run.objects.get(pk=run.pk))
+    assert list(selectors.run_list(study=built.study)) == [run]
+    with pytest.raises(Run.DoesNotExist):
+        selectors.run_get(run_id=run.pk, user=cast.charlie)
+    with pytest.raises(ValueError):
+        selectors.run_get(run_id=run.pk, user=cast.bob, fields=("document", "results"))

@@ -5,6 +5,7 @@ from django.utils import timezone
 from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication
 
+from workspace import selectors, services
 from workspace.models import ApiToken
 
 
@@ -16,7 +17,7 @@ class ApiTokenAuthentication(TokenAuthentication):
 
     def authenticate_credentials(self, key: str) -> tuple:
         digest = hashlib.sha256(key.encode()).hexdigest()
-        token = ApiToken.objects.select_related("user").filter(digest=digest).first()
+        token = selectors.api_token_by_digest(digest=digest)
         if token is None or not token.user.is_active:
             raise exceptions.AuthenticationFailed("Invalid or revoked token.")
         now = timezone.now()
@@ -26,5 +27,5 @@ class ApiTokenAuthentication(TokenAuthentication):
             )
         # Record use at most once a minute: a write on every request is waste.
         if token.last_used_at is None or now - token.last_used_at > timedelta(minutes=1):
-            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+            services.api_token_record_use(token=token, at=now)
         return token.user, token

@@ -6,6 +6,7 @@ in the thread; its body is sent to the designer only (``null`` for the
 others, who read ``hidden: true``).
 """
 
+from collections.abc import Callable
 from typing import Any
 
 from drf_spectacular.utils import extend_schema, extend_schema_view
@@ -58,7 +59,7 @@ class ThreadSerializer(serializers.Serializer):
     posts = PostSerializer(many=True)
 
     def get_attribute(self, thread: selectors.Thread) -> str | None:
-        return thread.item.attribute.name if thread.kind == "metric" else None
+        return thread.item.attribute.name if isinstance(thread.item, Metric) else None
 
     def get_post_count(self, thread: selectors.Thread) -> int:
         return len(thread.posts)
@@ -133,11 +134,17 @@ class ThreadView(DiscussionScoped, APIView):
     def post(self, request: Request, study_id: int, pk: int) -> Response:
         item = self.item()
         data = _validated(PostWriteSerializer, request.data)
-        post = services.post_add(study=self.study(), author=request.user, body=data["body"], **{self.kind: item})
+        post = services.post_add(
+            study=self.study(),
+            author=self.member(),
+            body=data["body"],
+            attribute=item if isinstance(item, QualityAttribute) else None,
+            metric=item if isinstance(item, Metric) else None,
+        )
         return Response(self.post_data(post), status=status.HTTP_201_CREATED)
 
 
-def thread_schema(kind: str, article: str) -> extend_schema_view:
+def thread_schema(kind: str, article: str) -> Callable[[type[ThreadView]], type[ThreadView]]:
     return extend_schema_view(
         get=extend_schema(
             responses=ThreadSerializer,
@@ -183,7 +190,7 @@ class PostHideView(DiscussionScoped, APIView):
         self.require_designer("hide posts")
         post = self.post_obj()
         _validated(NoBodySerializer, request.data)
-        return Response(self.post_data(services.post_hide(post=post, by=request.user)))
+        return Response(self.post_data(services.post_hide(post=post, by=self.member())))
 
 
 class PostUnhideView(DiscussionScoped, APIView):

@@ -6,6 +6,8 @@
 - 401, 403, 404, 409, 429: ``{"detail": "message"}``.
 """
 
+from typing import Any
+
 from django.core.exceptions import ObjectDoesNotExist
 from rest_framework import exceptions, status
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -19,9 +21,9 @@ class Conflict(exceptions.APIException):
     default_code = "conflict"
 
 
-def _flatten(detail, prefix=""):
+def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
     if isinstance(detail, dict):
-        flat = {}
+        flat: dict[str, list[str]] = {}
         for key, value in detail.items():
             path = key if not prefix else (prefix if key == "non_field_errors" else f"{prefix}.{key}")
             for inner_key, messages in _flatten(value, path).items():

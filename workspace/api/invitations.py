@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from workspace import invitations
+from workspace.models import Invitation
 
 from . import invitation_serializers as inv
 from .schema import _detail
@@ -77,8 +78,8 @@ class MyInvitationListView(PaginatedListMixin, APIView):
         return self.paginated(invitations.invitation_list_for_user(user=request.user), inv.MyInvitationSerializer)
 
 
-class MyInvitationScoped:
-    def invitation(self):
+class MyInvitationScoped(APIView):
+    def invitation(self) -> Invitation:
         invitation = invitations.invitation_get_for_user(user=self.request.user, pk=self.kwargs["invitation_id"])
         if invitation is None:
             raise exceptions.NotFound("No such invitation.")

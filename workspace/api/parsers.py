@@ -1,4 +1,5 @@
-from typing import IO
+from collections.abc import Mapping
+from typing import IO, Any
 
 from django.conf import settings
 from rest_framework.exceptions import ParseError
@@ -41,7 +42,9 @@ class StrictJSONParser(JSONParser):
     The body's size is bounded before it is read (``limits.BodySizeLimitMiddleware``).
     """
 
-    def parse(self, stream: IO[bytes], media_type: str | None = None, parser_context: dict | None = None) -> object:
+    def parse(
+        self, stream: IO[Any], media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
+    ) -> Any:  # any JSON value: an object, a list, ...
         encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
         try:
             text = stream.read().decode(encoding)

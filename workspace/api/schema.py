@@ -3,14 +3,20 @@ every create answer links to the operations on what it made."""
 
 import re
 from dataclasses import dataclass
+from typing import cast
 
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import force_instance
 from drf_spectacular.utils import OpenApiResponse
+from rest_framework.pagination import BasePagination
 from rest_framework.settings import api_settings
 
 from . import invitation_serializers as inv
 from .serializers import ErrorDetailSerializer, PrioritiesSerializer, WriteSerializer
+
+# The lists' paginator: api_settings imports the class its setting names
+# (the stubs type the setting as that name).
+pagination_class = cast(type[BasePagination], api_settings.DEFAULT_PAGINATION_CLASS)
 
 VALIDATION_ERROR = OpenApiResponse(
     response={
@@ -52,7 +58,7 @@ class ApproveAutoSchema(AutoSchema):
         # (they are APIViews, without a pagination_class): document the
         # {count, next, previous, results} envelope and the page parameter.
         if self.method == "GET" and getattr(self.view, "paginated_list", False):
-            return api_settings.DEFAULT_PAGINATION_CLASS()
+            return pagination_class()
         return super()._get_paginator()
 
     def _get_response_bodies(self, direction="response"):

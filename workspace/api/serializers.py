@@ -12,6 +12,7 @@ from engine.models import Run
 from engine.rules import CONSISTENCY_THRESHOLD
 from workspace import limits
 from workspace.models import ApiToken, Candidate, Membership, Metric, Phase, QualityAttribute, Study
+from workspace.selectors.studies import StudyDetail
 from workspace.services import MAX_THRESHOLD
 
 
@@ -106,11 +107,11 @@ class StudyDetailSerializer(StudySerializer):
 
     # The study comes from selectors.study_detail_get, which lists its
     # experts and selection.
-    def get_experts(self, study: Study) -> list[str]:
+    def get_experts(self, study: StudyDetail) -> list[str]:
         return [m.user.username for m in study.experts]
 
     @extend_schema_field(SelectionSerializer(allow_null=True))
-    def get_selection(self, study: Study) -> dict[str, list[str]] | None:
+    def get_selection(self, study: StudyDetail) -> dict[str, list[str]] | None:
         """The selected attributes and metrics, fixed when voting closes (null before)."""
         if study.phase not in (Phase.ASSESSMENT, Phase.CLOSED):
             return None
@@ -239,7 +240,8 @@ class BoundedListField(serializers.ListField):
         self.noun = noun
         super().__init__(**kwargs)
 
-    def to_internal_value(self, data: object) -> list:
+    def to_internal_value(self, data: list[Any]) -> list[Any]:
+        # ListField refuses what is not a list; the length is checked first.
         if isinstance(data, list) and self.max_length is not None and len(data) > self.max_length:
             raise serializers.ValidationError(limits.too_many(self.noun, len(data), self.max_length))
         return super().to_internal_value(data)
@@ -310,7 +312,7 @@ PEER_WEIGHTS_SCHEMA = {
     "description": "{username: weight}: every expert of the study, yourself included",
     "additionalProperties": {"type": "number"},
 }
-SCORES_SCHEMA = {
+SCORES_SCHEMA: dict[str, Any] = {
     "type": "object",
     "description": "{expert: {metric: individual score in [0, 1]}}",
     "additionalProperties": {"type": "object", "additionalProperties": {"type": "number"}},

@@ -8,7 +8,7 @@ import logging
 
 import redis
 from rest_framework.request import Request
-from rest_framework.throttling import ScopedRateThrottle
+from rest_framework.throttling import BaseThrottle, ScopedRateThrottle
 from rest_framework.views import APIView
 
 logger = logging.getLogger(__name__)
@@ -22,7 +22,7 @@ def log_cache_unreachable(what: str, error: Exception) -> None:
     logger.warning("%s not applied: the cache is unreachable (%s: %s)", what, type(error).__name__, error)
 
 
-class FailOpenMixin:
+class FailOpenMixin(BaseThrottle):
     """For any DRF throttle whose counters live in the cache."""
 
     def allow_request(self, request: Request, view: APIView) -> bool:

@@ -7,17 +7,20 @@ and changes only their own inputs; the designer manages the study and reads
 every input. An outsider never learns a study exists.
 """
 
+from collections.abc import Iterable, Sequence
+from typing import Any, cast
+
 from django.contrib.auth import authenticate
+from django.contrib.auth.models import User
 from django.db.models import QuerySet
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, generics, status
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.settings import api_settings
+from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
 from engine import selectors as engine_selectors
@@ -26,25 +29,29 @@ from engine.models import Run
 from workspace import invitations, limits, selectors, services
 from workspace.bundles import study_export_bundle, study_import_bundle
 from workspace.models import ApiToken, Candidate, Membership, Metric, QualityAttribute, Study
+from workspace.selectors.design import SetupItems, SetupModel
+from workspace.selectors.studies import StudyWithRoles
 
 from . import invitation_serializers as inv_s
 from . import presenters
 from . import serializers as s
 from .exceptions import Conflict
-from .schema import VALIDATION_ERROR
+from .schema import VALIDATION_ERROR, pagination_class
 from .throttling import FailOpenScopedRateThrottle
 
 # --- access ------------------------------------------------------------------------
 
 
-class StudyScoped:
+class StudyScoped(APIView):
     """Resolves ``study_id`` from the URL for the requesting user.
 
     The lookup is the permission check: a study the user is not a member of
     does not exist for them (404).
     """
 
-    def study(self) -> Study:
+    _study: StudyWithRoles
+
+    def study(self) -> StudyWithRoles:
         if not hasattr(self, "_study"):
             try:
                 self._study = selectors.study_get(study_id=self.kwargs["study_id"], user=self.request.user)
@@ -52,30 +59,34 @@ class StudyScoped:
                 raise exceptions.NotFound("No such study.") from None
         return self._study
 
-    def roles(self):
+    def member(self) -> User:
+        """The requesting user, a member of the study: signed in."""
+        return cast(User, self.request.user)
+
+    def roles(self) -> set[str]:
         return {m.role for m in self.study().my_memberships}
 
-    def require_designer(self, action="do this"):
+    def require_designer(self, action: str = "do this") -> None:
         if Membership.Role.DESIGNER not in self.roles():
             raise exceptions.PermissionDenied(f"Only the study's designer can {action}.")
 
-    def expert(self):
+    def expert(self) -> Membership:
         """The requesting user's expert membership, or 403."""
         membership = next((m for m in self.study().my_memberships if m.role == Membership.Role.EXPERT), None)
         if membership is None:
             raise exceptions.PermissionDenied("You are not an expert of this study.")
         membership.study = self.study()
-        membership.user = self.request.user
+        membership.user = self.member()
         return membership
 
 
-class PaginatedListMixin:
+class PaginatedListMixin(APIView):
     """Lists are paginated: ``{"count", "next", "previous", "results"}``."""
 
     paginated_list = True  # read by the OpenAPI schema (schema.ApproveAutoSchema)
 
-    def paginated(self, queryset, serializer_class):
-        paginator = api_settings.DEFAULT_PAGINATION_CLASS()
+    def paginated(self, queryset: QuerySet[Any] | Sequence[Any], serializer_class: type[BaseSerializer]) -> Response:
+        paginator = pagination_class()
         page = paginator.paginate_queryset(queryset, self.request, view=self)
         return paginator.get_paginated_response(serializer_class(page, many=True).data)
 
@@ -134,16 +145,17 @@ class TokenListView(generics.ListAPIView):
     serializer_class = s.TokenSerializer
 
     def get_queryset(self):
-        return ApiToken.objects.filter(user=self.request.user)
+        return selectors.api_token_list(user=self.request.user)
 
 
 class TokenDetailView(APIView):
     @extend_schema(responses={204: None})
     def delete(self, request, token_id):
         """Revoke one of your tokens."""
-        token = ApiToken.objects.filter(pk=token_id, user=request.user).first()
-        if token is None:
-            raise exceptions.NotFound("No such token.")
+        try:
+            token = selectors.api_token_get(user=request.user, token_id=token_id)
+        except ApiToken.DoesNotExist:
+            raise exceptions.NotFound("No such token.") from None
         services.api_token_revoke(token=token)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -270,15 +282,24 @@ class MemberDetailView(StudyScoped, APIView):
 # --- setup: attributes, metrics, candidates -----------------------------------------
 
 
-class SetupListView(StudyScoped, PaginatedListMixin, APIView):
-    """Members list the items; the designer adds them."""
+class SetupScoped(StudyScoped):
+    """What the views of one kind of setup item (attributes, metrics,
+    candidates) name: its model, its serializers and its noun."""
 
-    model = None
-    read_serializer = write_serializer = None
+    model: SetupModel
+    read_serializer: type[BaseSerializer]
+    write_serializer: type[BaseSerializer]
     noun = ""
 
-    def queryset(self):
-        return self.model.objects.filter(study=self.study()).select_related("study").order_by("position", "id")
+
+class SetupListView(SetupScoped, PaginatedListMixin, APIView):
+    """Members list the items; the designer adds them."""
+
+    def create(self, data: dict[str, Any]) -> QualityAttribute | Metric | Candidate:
+        raise NotImplementedError
+
+    def queryset(self) -> SetupItems:
+        return selectors.setup_item_list(study=self.study(), model=self.model)
 
     def get(self, request, study_id):
         return self.paginated(self.queryset(), self.read_serializer)
@@ -291,14 +312,21 @@ class SetupListView(StudyScoped, PaginatedListMixin, APIView):
         return Response(self.read_serializer(item).data, status=status.HTTP_201_CREATED)
 
 
-class SetupDetailView(StudyScoped, APIView):
-    model = None
-    read_serializer = write_serializer = None
-    noun = ""
+class SetupDetailView(SetupScoped, APIView):
+    def update(
+        self, item: QualityAttribute | Metric | Candidate, data: dict[str, Any]
+    ) -> QualityAttribute | Metric | Candidate:
+        raise NotImplementedError
 
-    def item(self):
-        item = get_object_or_404(self.model.objects.select_related("study"), study=self.study(), pk=self.kwargs["pk"])
-        return item
+    def remove(self, item: QualityAttribute | Metric | Candidate) -> None:
+        raise NotImplementedError
+
+    def item(self) -> QualityAttribute | Metric | Candidate:
+        try:
+            return selectors.setup_item_get(study=self.study(), model=self.model, pk=self.kwargs["pk"])
+        except self.model.DoesNotExist:
+            # get_object_or_404's message, as before
+            raise exceptions.NotFound(f"No {self.model._meta.object_name} matches the given query.") from None
 
     def patch(self, request, study_id, pk):
         self.require_designer(f"change {self.noun}s")
@@ -366,14 +394,6 @@ class AttributeDetailView(SetupDetailView):
 @setup_list_schema(s.MetricSerializer, s.MetricWriteSerializer, "metric")
 class MetricListView(SetupListView):
     model, read_serializer, write_serializer, noun = Metric, s.MetricSerializer, s.MetricWriteSerializer, "metric"
-
-    def queryset(self):
-        return (
-            super()
-            .queryset()
-            .select_related("attribute")
-            .order_by("attribute__position", "attribute_id", "position", "id")
-        )
 
     def create(self, data):
         data["attribute"] = _attribute_by_name(self.study(), data["attribute"])
@@ -552,17 +572,11 @@ class ExpertInputsView(StudyScoped, APIView):
 # --- runs ------------------------------------------------------------------------------
 
 
-# A run's snapshot and results are megabytes of JSON on a large study: each
-# view loads only the one it needs, and status polling neither.
-RUN_JSON_FIELDS = ("snapshot", "results")
-
-
 class RunListView(StudyScoped, PaginatedListMixin, APIView):
     @extend_schema(responses=s.RunSerializer(many=True))
     def get(self, request, study_id):
         """The study's validation runs, newest first."""
-        queryset = Run.objects.filter(study=self.study()).select_related("launched_by").defer(*RUN_JSON_FIELDS)
-        return self.paginated(queryset, s.RunSerializer)
+        return self.paginated(selectors.run_list(study=self.study()), s.RunSerializer)
 
     @extend_schema(request=None, responses={202: s.RunSerializer})
     def post(self, request, study_id):
@@ -571,26 +585,27 @@ class RunListView(StudyScoped, PaginatedListMixin, APIView):
         self.require_designer("launch validation runs")
         run = engine_services.run_launch(study=self.study(), launched_by=request.user)
         # Read again: an eager worker may already have finished it.
-        run = Run.objects.select_related("launched_by").defer(*RUN_JSON_FIELDS).get(pk=run.pk)
+        run = selectors.run_get(run_id=run.pk, user=request.user, fields=())
         location = request.build_absolute_uri(reverse("api:run-detail", kwargs={"run_id": run.pk}))
         return Response(s.RunSerializer(run).data, status=status.HTTP_202_ACCEPTED, headers={"Location": location})
 
 
-class RunScoped:
-    def run(self, *, queryset: QuerySet | None = None) -> Run:
+class RunScoped(APIView):
+    _run: Run
+
+    def run(self, *, fields: Iterable[str] = ()) -> Run:
         """The run, if the user is a member of its study (404 otherwise),
-        from ``queryset`` (default: without its JSON fields)."""
+        with ``fields`` of its JSON (``selectors.RUN_FIELDS``; default
+        neither)."""
         if not hasattr(self, "_run"):
-            visible = selectors.studies_visible_to(self.request.user)
-            queryset = Run.objects.defer(*RUN_JSON_FIELDS) if queryset is None else queryset
-            run = queryset.select_related("launched_by").filter(pk=self.kwargs["run_id"], study__in=visible).first()
-            if run is None:
-                raise exceptions.NotFound("No such run.")
-            self._run = run
+            try:
+                self._run = selectors.run_get(run_id=self.kwargs["run_id"], user=self.request.user, fields=fields)
+            except Run.DoesNotExist:
+                raise exceptions.NotFound("No such run.") from None
         return self._run
 
-    def succeeded_run(self, *, queryset: QuerySet | None = None) -> Run:
-        run = self.run(queryset=queryset)
+    def succeeded_run(self, *, fields: Iterable[str] = ()) -> Run:
+        run = self.run(fields=fields)
         if run.status != Run.Status.SUCCEEDED:
             detail = f"Run {run.pk} is {run.status}; results exist once it has succeeded."
             if run.status == Run.Status.FAILED:
@@ -636,8 +651,7 @@ class RunResultsView(RunScoped, APIView):
         individual = _flag(request, "individual")
         # The document's stored text alone, unless individual scores are
         # computed from the snapshot and the results.
-        runs = Run.objects.all() if individual else engine_selectors.runs_with_document(queryset=Run.objects)
-        run = self.succeeded_run(queryset=runs)
+        run = self.succeeded_run(fields=selectors.RUN_JSON_FIELDS if individual else ("document",))
         return HttpResponse(
             engine_selectors.results_json(run=run, individual=individual), content_type="application/json"
         )
@@ -648,7 +662,7 @@ class CandidateScoresView(RunScoped, APIView):
     def get(self, request, run_id, name):
         """One candidate's individual scores, ``{expert: {metric: score}}``,
         computed from the run's snapshot for that candidate only."""
-        run = self.succeeded_run(queryset=Run.objects.defer("results"))
+        run = self.succeeded_run(fields=("snapshot",))
         scores = engine_selectors.candidate_individual_scores(run=run, candidate_name=name)
         if scores is None:
             raise exceptions.NotFound(f"No candidate named {name!r} in this run.")

@@ -22,6 +22,7 @@ the API and the pages call these same functions, as ``services.<name>``:
 from ._checks import MAX_THRESHOLD
 from .accounts import (
     api_token_create,
+    api_token_record_use,
     api_token_revoke,
     api_tokens_revoke_all,
     user_get_or_create,
@@ -74,6 +75,7 @@ from .setup import (
 __all__ = [
     "MAX_THRESHOLD",
     "api_token_create",
+    "api_token_record_use",
     "api_token_revoke",
     "api_tokens_revoke_all",
     "attribute_add",

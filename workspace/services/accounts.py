@@ -2,7 +2,7 @@
 
 import hashlib
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -88,6 +88,12 @@ def api_token_create(
         expires_at=timezone.now() + lifetime,
     )
     return token, key
+
+
+def api_token_record_use(*, token: ApiToken, at: datetime) -> None:
+    """Record that ``token`` authenticated a request ``at`` that time (one
+    UPDATE of that column, whatever else changed)."""
+    ApiToken.objects.filter(pk=token.pk).update(last_used_at=at)
 
 
 def api_token_revoke(*, token: ApiToken) -> None:

@@ -1,12 +1,14 @@
 """Account pages: log-in with its lock-out, password change and reset, API tokens."""
 
 import hashlib
+from typing import cast
 
 from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import update_session_auth_hash
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import AuthenticationForm, PasswordChangeForm, PasswordResetForm, SetPasswordForm
 from django.contrib.auth.views import (
     INTERNAL_RESET_SESSION_TOKEN,
     LoginView,
@@ -17,18 +19,19 @@ from django.contrib.auth.views import (
     PasswordResetView,
 )
 from django.core.cache import cache
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.shortcuts import get_object_or_404, redirect, render
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
+from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
-from .. import services
+from .. import selectors, services
 from ..api.throttling import CACHE_ERRORS, log_cache_unreachable
 from ..errors import InvalidInput
 from ..models import ApiToken
-from .common import form_add_service_errors
+from .common import form_add_service_errors, signed_in_user
 
 # --- Log-in and its lock-out ---------------------------------------------------------
 
@@ -55,7 +58,8 @@ class ThrottledLoginView(LoginView):
         """Cache keys of the per-address and the per-(address, username)
         counters. Hashed: both parts come from the client."""
         # The client address as the API's throttles see it (NUM_PROXIES).
-        address = BaseThrottle().get_ident(self.request) or ""
+        # get_ident reads only the request's META, which a Django request has.
+        address = BaseThrottle().get_ident(cast(Request, self.request)) or ""
         username = self.request.POST.get("username", "").strip().casefold()
         per_address = hashlib.sha256(address.encode()).hexdigest()
         per_user = hashlib.sha256(f"{address}\x00{username}".encode()).hexdigest()
@@ -84,7 +88,7 @@ class ThrottledLoginView(LoginView):
             return self.render_to_response(self.get_context_data(form=form), status=429)
         return super().post(request, *args, **kwargs)
 
-    def form_invalid(self, form: forms.Form) -> HttpResponse:
+    def form_invalid(self, form: AuthenticationForm) -> HttpResponse:
         try:
             for key in self.failure_keys():
                 cache.add(key, 0, timeout=settings.LOGIN_FAILURE_WINDOW)
@@ -93,7 +97,7 @@ class ThrottledLoginView(LoginView):
             log_cache_unreachable("log-in failure count", error)
         return super().form_invalid(form)
 
-    def form_valid(self, form: forms.Form) -> HttpResponse:
+    def form_valid(self, form: AuthenticationForm) -> HttpResponse:
         # Knowing the password ends that username's lock-out count; the
         # address's count stays, or one's own account would reset it.
         try:
@@ -113,7 +117,7 @@ class PasswordChangePage(PasswordChangeView):
     template_name = "accounts/password_change.html"
     success_url = reverse_lazy("password_change")
 
-    def form_valid(self, form: forms.Form) -> HttpResponse:
+    def form_valid(self, form: PasswordChangeForm) -> HttpResponse:
         revoked = services.user_password_set(user=form.user, password=form.cleaned_data["new_password1"])
         update_session_auth_hash(self.request, form.user)
         note = f" Your {revoked} API token{'s were' if revoked != 1 else ' was'} revoked." if revoked else ""
@@ -129,9 +133,9 @@ class PasswordResetPage(PasswordResetView):
     email_template_name = "accounts/password_reset_email.txt"
     subject_template_name = "accounts/password_reset_subject.txt"
 
-    @property
-    def extra_email_context(self) -> dict:
-        return {"valid_hours": max(1, settings.PASSWORD_RESET_TIMEOUT // 3600)}
+    def form_valid(self, form: PasswordResetForm) -> HttpResponse:
+        self.extra_email_context = {"valid_hours": max(1, settings.PASSWORD_RESET_TIMEOUT // 3600)}
+        return super().form_valid(form)
 
 
 class PasswordResetDonePage(PasswordResetDoneView):
@@ -147,7 +151,7 @@ class PasswordResetConfirmPage(PasswordResetConfirmView):
 
     template_name = "accounts/password_reset_confirm.html"
 
-    def form_valid(self, form: forms.Form) -> HttpResponse:
+    def form_valid(self, form: SetPasswordForm) -> HttpResponse:
         services.user_password_set(user=form.user, password=form.cleaned_data["new_password1"])
         # The link works once (Django's reset views keep its token here).
         del self.request.session[INTERNAL_RESET_SESSION_TOKEN]
@@ -187,7 +191,9 @@ def tokens_page(request: HttpRequest) -> HttpResponse:
     if form.is_bound and form.is_valid():
         try:
             created = services.api_token_create(
-                user=request.user, name=form.cleaned_data["name"], expires_in_days=form.cleaned_data["expires_in_days"]
+                user=signed_in_user(request),
+                name=form.cleaned_data["name"],
+                expires_in_days=form.cleaned_data["expires_in_days"],
             )
         except InvalidInput as error:
             form_add_service_errors(form, error)
@@ -195,7 +201,7 @@ def tokens_page(request: HttpRequest) -> HttpResponse:
             form = TokenForm()
     context = {
         "form": form,
-        "tokens": ApiToken.objects.filter(user=request.user),
+        "tokens": selectors.api_token_list(user=request.user),
         "created": created,
         "now": timezone.now(),
     }
@@ -210,7 +216,10 @@ def tokens_page(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def token_revoke_page(request: HttpRequest, token_id: int) -> HttpResponse:
     """Revoke one of my tokens: GET asks for confirmation, POST revokes."""
-    token = get_object_or_404(ApiToken, pk=token_id, user=request.user)
+    try:
+        token = selectors.api_token_get(user=request.user, token_id=token_id)
+    except ApiToken.DoesNotExist:
+        raise Http404("No such token.") from None
     if request.method == "POST":
         services.api_token_revoke(token=token)
         label = f"“{token.name}” ({token.prefix}…)" if token.name else f"{token.prefix}…"

@@ -1,7 +1,10 @@
 """What every page module shares: the study a page is about, scoped to the
 user, and how a service's refusal reaches a form."""
 
+from typing import TYPE_CHECKING, cast
+
 from django import forms
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest
 
@@ -10,15 +13,35 @@ from engine.models import Run
 from .. import selectors
 from ..errors import InvalidInput
 from ..models import Membership, Study
+from ..selectors.studies import MyMemberships
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
 
-def study_for_member(request: HttpRequest, study_id: int) -> Study:
+class MemberRoles(MyMemberships):
+    my_roles: set[str]  # e.g. {"designer", "expert"}
+    is_designer: bool
+    is_expert: bool
+
+
+# The study as every page has it: the user's roles in it set.
+if TYPE_CHECKING:
+    MemberStudy = WithAnnotations[Study, MemberRoles]
+
+
+def signed_in_user(request: HttpRequest) -> AbstractBaseUser:
+    """The user of a page behind ``login_required``: never anonymous there."""
+    return cast(AbstractBaseUser, request.user)
+
+
+def study_for_member(request: HttpRequest, study_id: int) -> "MemberStudy":
     """The study if the user is an (active) member, with ``my_roles`` set
     (e.g. ``{"designer", "expert"}``); 404 for anyone else, exactly as for a
     study that does not exist (PAGES.md: a study's existence is never
     revealed). Two queries."""
     try:
-        study = selectors.study_get(study_id=study_id, user=request.user)
+        study = cast("MemberStudy", selectors.study_get(study_id=study_id, user=request.user))  # roles set below
     except Study.DoesNotExist:
         raise Http404("No such study.") from None
     study.my_roles = {membership.role for membership in study.my_memberships}
@@ -27,7 +50,7 @@ def study_for_member(request: HttpRequest, study_id: int) -> Study:
     return study
 
 
-def run_for_member(request: HttpRequest, run_id: int) -> tuple[Run, Study]:
+def run_for_member(request: HttpRequest, run_id: int) -> tuple[Run, "MemberStudy"]:
     """A run of a study the user is a member of, with its results but not its
     snapshot, and that study as ``study_for_member`` gives it; 404 for anyone
     else. Three queries."""
@@ -38,19 +61,19 @@ def run_for_member(request: HttpRequest, run_id: int) -> tuple[Run, Study]:
     return run, study_for_member(request, run.study_id)
 
 
-def require_designer(study: Study, action: str) -> None:
+def require_designer(study: "MemberStudy", action: str) -> None:
     """403 (with a page saying what the member can do instead) unless the
     user designs ``study``. ``action`` completes "Only the designer can …"."""
     if not study.is_designer:
         raise PermissionDenied(f"Only the designer of this study can {action}.")
 
 
-def require_expert(study: Study, action: str) -> None:
+def require_expert(study: "MemberStudy", action: str) -> None:
     if not study.is_expert:
         raise PermissionDenied(f"Only the experts of this study can {action}.")
 
 
-def form_add_service_errors(form: forms.Form, error: InvalidInput) -> None:
+def form_add_service_errors(form: forms.BaseForm, error: InvalidInput) -> None:
     """A service's refusal shown on the form: each message under the field it
     names, messages about no field of the form above it."""
     for field, field_messages in error.errors.items():

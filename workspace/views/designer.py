@@ -18,7 +18,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Model
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.http import require_http_methods, require_POST
@@ -307,7 +307,10 @@ def setup_item_add(request: HttpRequest, study_id: int, kind: str) -> HttpRespon
 
 
 def _item(study: Study, setup: SetupKind, pk: int) -> Model:
-    return get_object_or_404(setup.model.objects.select_related("study"), study=study, pk=pk)
+    try:
+        return selectors.setup_item_get(study=study, model=setup.model, pk=pk)
+    except setup.model.DoesNotExist:
+        raise Http404(f"No {setup.model._meta.object_name} matches the given query.") from None
 
 
 @login_required

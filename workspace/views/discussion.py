@@ -2,6 +2,8 @@
 form to post in it. Forms post to the thread's own path and come back to the
 thread's anchor; a refused post is shown on that thread's form."""
 
+from typing import cast
+
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ObjectDoesNotExist, PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
@@ -13,8 +15,8 @@ from .. import selectors, services
 from ..errors import InvalidInput
 from ..forms.discussion import PostForm
 from ..limits import DISCUSSION_POST_MAX_CHARS
-from ..models import Phase, Post, Study
-from .common import form_add_service_errors, require_designer, study_for_member
+from ..models import Metric, Phase, Post, QualityAttribute, Study
+from .common import form_add_service_errors, require_designer, signed_in_user, study_for_member
 
 
 def _discussion_url(study: Study, anchor: str = "") -> str:
@@ -71,7 +73,13 @@ def thread_post_page(request: HttpRequest, study_id: int, kind: str, pk: int) ->
     form = PostForm(request.POST, prefix=anchor, item=item)
     if form.is_valid():
         try:
-            services.post_add(study=study, author=request.user, body=form.cleaned_data["body"], **{kind: item})
+            services.post_add(
+                study=study,
+                author=signed_in_user(request),
+                body=form.cleaned_data["body"],
+                attribute=item if isinstance(item, QualityAttribute) else None,
+                metric=item if isinstance(item, Metric) else None,
+            )
         except InvalidInput as error:
             form_add_service_errors(form, error)
         else:
@@ -97,7 +105,7 @@ def post_edit_page(request: HttpRequest, study_id: int, pk: int) -> HttpResponse
         raise PermissionDenied("Only its author can change a post. You can answer it in its thread instead.")
     if post.is_hidden:  # its body is not shown to its author any more
         raise PermissionDenied("The designer has hidden this post: it can no longer be changed.")
-    item = post.attribute or post.metric
+    item = cast(QualityAttribute | Metric, post.attribute or post.metric)  # a post is about one or the other
     data = request.POST if request.method == "POST" else None
     form = PostForm(data, item=item, initial={"body": post.body}, help_text=True)
     if form.is_bound and form.is_valid():
@@ -126,7 +134,7 @@ def post_visibility_page(request: HttpRequest, study_id: int, pk: int, hide: boo
     require_designer(study, "hide or show posts")
     post = _post_or_404(study, pk)
     if hide:
-        services.post_hide(post=post, by=request.user)
+        services.post_hide(post=post, by=signed_in_user(request))
     else:
         services.post_unhide(post=post)
     return redirect(_discussion_url(study, f"post-{post.pk}"))

@@ -11,6 +11,7 @@ snapshot, exactly as the API's scores endpoint does.
 import csv
 import io
 from dataclasses import dataclass
+from typing import Any, cast
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -91,7 +92,12 @@ def _weights_block(
     expert's own (``rows``: k lists in the order of ``names``) as a dot plot
     and a table, the spread of each item's weights and the group's
     consensus indicator."""
-    block = {"what": what, "names": names, "consensus": [consensus[name] for name in names], "chart": None}
+    block: dict[str, Any] = {
+        "what": what,
+        "names": names,
+        "consensus": [consensus[name] for name in names],
+        "chart": None,
+    }
     block["spread"] = [spread.get(name) for name in names] if spread else None
     block["consensus_indicator"] = indicator
     if not rows:
@@ -262,7 +268,7 @@ def results_context(run: Run, *, candidate: str | None = None, page: str | int |
             "candidates": len(names),
         },
         "ranking": ranking,
-        "weights": _weights(document, run.results),
+        "weights": _weights(document, cast(dict, run.results)),  # a succeeded run has results
         "influence": _influence(document),
         "breakdown": candidate_breakdown(document, score_inputs, chosen, infos) if chosen else None,
     }
@@ -309,11 +315,8 @@ def _download(content: bytes, content_type: str, filename: str) -> HttpResponse:
 def results_json_download(request: HttpRequest, run_id: int) -> HttpResponse:
     """The ``approve-results/1`` document: the bytes the API and
     ``run_validation --json`` give (one ``results_json``)."""
-    queryset = engine_selectors.runs_with_document(
-        queryset=selectors.runs_visible_to(request.user).select_related("launched_by")
-    )
     try:
-        run = queryset.get(pk=run_id)
+        run = selectors.run_get(run_id=run_id, user=request.user, fields=("document",))
     except Run.DoesNotExist:
         raise Http404("No such run.") from None
     if run.status != Run.Status.SUCCEEDED:

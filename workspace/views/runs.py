@@ -6,6 +6,8 @@ without JavaScript the pages offer a refresh link. Results are read from
 what the run stored when it finished (``views.results``), never
 recomputed on a page view."""
 
+from typing import TYPE_CHECKING, TypedDict, cast
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -19,13 +21,24 @@ from .. import selectors
 from ..errors import PhaseConflict
 from ..models import Phase, Study
 from . import results
-from .common import require_designer, run_for_member, study_for_member
+from .common import require_designer, run_for_member, signed_in_user, study_for_member
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+
+class PreviousSucceeded(TypedDict):
+    previous_succeeded: int | None  # the succeeded run before it, to compare with
+
+
+if TYPE_CHECKING:
+    RunRow = WithAnnotations[Run, PreviousSucceeded]
 
 ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
 
 
 def _runs_context(study: Study) -> dict:
-    runs = list(selectors.run_list(study=study))
+    runs = cast("list[RunRow]", list(selectors.run_list(study=study)))  # previous_succeeded set below
     # Each succeeded run links to a comparison with the succeeded run before it.
     previous = None
     for run in reversed(runs):
@@ -44,7 +57,7 @@ def runs_page(request: HttpRequest, study_id: int) -> HttpResponse:
     if request.method == "POST":
         require_designer(study, "launch validation runs")
         try:
-            run = engine_services.run_launch(study=study, launched_by=request.user)
+            run = engine_services.run_launch(study=study, launched_by=signed_in_user(request))
         except PhaseConflict as error:
             refusal = str(error)
         else:

@@ -1,8 +1,10 @@
 """Pages about studies: the dashboard, a study's home with its phase
 actions, deleting a study, and answering an invitation addressed to me."""
 
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -14,7 +16,26 @@ from .. import invitations, selectors, services
 from ..errors import InvalidInput, PhaseConflict
 from ..forms.studyhome import InvitationAcceptForm
 from ..models import Membership, Phase, Study
+from ..selectors import ExpertProgress
+from ..selectors.experts import Progress
+from ..selectors.studies import DashboardRow
 from .common import form_add_service_errors, require_designer, study_for_member
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+
+class DashboardTodo(DashboardRow):
+    todo: list[tuple[str, list[str]]]  # (role, lines) per role of mine
+
+
+class ExpertRowWithReason(Progress):
+    pending_reason: str  # empty unless the expert is pending
+
+
+if TYPE_CHECKING:
+    DashboardEntry = WithAnnotations[Study, DashboardTodo]
+    ExpertRow = WithAnnotations[Membership, ExpertRowWithReason]
 
 # --- phases: what each one is for and what leaving it freezes --------------------------
 
@@ -66,7 +87,7 @@ PHASE_ACTIONS = {
 
 def _timeline(study: Study) -> list[dict]:
     order = [phase for phase, _, _ in PHASE_TIMELINE]
-    current = order.index(study.phase)
+    current = order.index(Phase(study.phase))
     return [
         {
             "phase": phase,
@@ -103,7 +124,7 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-def _votes_step(study: Study, expert: Membership) -> Step:
+def _votes_step(study: Study, expert: ExpertProgress) -> Step:
     if study.phase == Phase.DRAFT:
         return Step("votes", "Votes", "later", "Opens when the designer opens voting.")
     cast = expert.votes_cast
@@ -117,7 +138,7 @@ def _votes_step(study: Study, expert: Membership) -> Step:
     return Step("votes", "Votes", "none", "No vote cast; voting is closed.")
 
 
-def _assessment_steps(study: Study, expert: Membership) -> list[Step]:
+def _assessment_steps(study: Study, expert: ExpertProgress) -> list[Step]:
     if study.phase in (Phase.DRAFT, Phase.VOTING):
         later = "Opens when the designer closes voting."
         return [
@@ -125,12 +146,13 @@ def _assessment_steps(study: Study, expert: Membership) -> list[Step]:
             Step("ranges", "Acceptable ranges", "later", later),
             Step("peer-weights", "Peer weights", "later", later),
         ]
-    if expert.prioritised_at is not None:
-        method = {"direct": "direct weights", "ahp": "AHP", "lpr": "LPR"}.get(expert.prioritisation_method, "")
+    gaps = selectors.input_gaps(expert)
+    if "priorities" not in gaps:
+        method = {"direct": "direct weights", "ahp": "AHP", "lpr": "LPR"}.get(expert.prioritisation_method or "", "")
         priorities = Step("priorities", "Priorities", "done", f"Given ({method}).", expert.prioritised_at)
     else:
         priorities = Step("priorities", "Priorities", "missing", "The selected attributes are not prioritised yet.")
-    if expert.ranges_missing:
+    if "ranges" in gaps:
         ranges = Step(
             "ranges",
             "Acceptable ranges",
@@ -146,7 +168,7 @@ def _assessment_steps(study: Study, expert: Membership) -> list[Step]:
         )
     else:
         ranges = Step("ranges", "Acceptable ranges", "done", "The designer's default ranges apply to every metric.")
-    if expert.peers_rated == expert.experts_total:
+    if "peer_weights" not in gaps:
         peers = Step("peer-weights", "Peer weights", "done", f"Every expert weighted ({expert.experts_total}).")
     else:
         peers = Step(
@@ -158,13 +180,13 @@ def _assessment_steps(study: Study, expert: Membership) -> list[Step]:
     return [priorities, ranges, peers]
 
 
-def expert_steps(study: Study, expert: Membership) -> list[Step]:
+def expert_steps(study: Study, expert: ExpertProgress) -> list[Step]:
     """The four steps of an expert with progress annotations
     (``selectors.expert_progress_annotate``), each done or not."""
     return [_votes_step(study, expert), *_assessment_steps(study, expert)]
 
 
-def expert_todo(study: Study, expert: Membership) -> list[str]:
+def expert_todo(study: Study, expert: ExpertProgress) -> list[str]:
     """What the expert still has to do, in words (the dashboard)."""
     if study.phase == Phase.DRAFT:
         return ["Waiting for the designer to open voting."]
@@ -180,38 +202,68 @@ def expert_todo(study: Study, expert: Membership) -> list[str]:
     return [line + (f" Still to give: {', '.join(missing)}." if missing else " Nothing left to do.")]
 
 
-def designer_todo(study: Study, experts: list[Membership]) -> list[str]:
+class SetupCounts(TypedDict):
+    attributes: int
+    metrics: int
+    candidates: int
+    runs: int | None  # None: not read (the study home leaves them to the Runs tab)
+
+
+def _draft_todo(counts: SetupCounts, experts: list[ExpertProgress], active: list[ExpertProgress]) -> list[str]:
+    return [
+        f"Setting up: {_plural(counts['attributes'], 'attribute')}, {_plural(counts['metrics'], 'metric')}, "
+        f"{_plural(counts['candidates'], 'candidate')}, {_plural(len(experts), 'expert')}.",
+        "Open voting once the setup is complete.",
+    ]
+
+
+def _voting_todo(counts: SetupCounts, experts: list[ExpertProgress], active: list[ExpertProgress]) -> list[str]:
+    voted = sum(1 for e in active if e.votes_cast)
+    return [
+        f"Voting: open. {voted} of {_plural(len(active), 'expert')} have voted.",
+        "Close voting when every expert has had their say.",
+    ]
+
+
+# How the designer's list names each missing input (selectors.ASSESSMENT_INPUTS).
+GAP_WORDS = {"priorities": "priorities", "ranges": "ranges", "peer_weights": "peer weights"}
+
+
+def _assessment_todo(counts: SetupCounts, experts: list[ExpertProgress], active: list[ExpertProgress]) -> list[str]:
+    gaps = Counter(gap for expert in active for gap in selectors.input_gaps(expert))
+    lines = [
+        f"{_plural(gaps[key], 'expert')} still missing {GAP_WORDS[key]}."
+        for key in selectors.ASSESSMENT_INPUTS
+        if gaps[key]
+    ]
+    if not gaps and all(e.status == Membership.Status.ACTIVE for e in experts):
+        lines.append("Ready to close: every expert has given every input.")
+    return lines
+
+
+def _closed_todo(counts: SetupCounts, experts: list[ExpertProgress], active: list[ExpertProgress]) -> list[str]:
+    run_count = counts["runs"]
+    runs = "" if run_count is None else f" {_plural(run_count, 'validation run')} so far."
+    return [f"Closed: inputs are frozen.{runs} Launch validation runs from the Runs tab."]
+
+
+PHASE_TODO = {
+    Phase.DRAFT: _draft_todo,
+    Phase.VOTING: _voting_todo,
+    Phase.ASSESSMENT: _assessment_todo,
+    Phase.CLOSED: _closed_todo,
+}
+
+
+def designer_todo(study: Study, counts: SetupCounts, experts: list[ExpertProgress]) -> list[str]:
     """What the designer still has to do or wait for, in words (the
-    dashboard and the study home)."""
-    pending = [e for e in experts if e.status == Membership.Status.PENDING]
+    dashboard and the study home), from the study's ``counts`` and its
+    experts' progress."""
     active = [e for e in experts if e.status == Membership.Status.ACTIVE]
-    lines = []
-    if study.phase == Phase.DRAFT:
-        lines.append(
-            f"Setting up: {_plural(study.attribute_count, 'attribute')}, {_plural(study.metric_count, 'metric')}, "
-            f"{_plural(study.candidate_count, 'candidate')}, {_plural(len(experts), 'expert')}."
-        )
-        lines.append("Open voting once the setup is complete.")
-    elif study.phase == Phase.VOTING:
-        voted = sum(1 for e in active if e.votes_cast)
-        lines.append(f"Voting: open. {voted} of {_plural(len(active), 'expert')} have voted.")
-        lines.append("Close voting when every expert has had their say.")
-    elif study.phase == Phase.ASSESSMENT:
-        gaps = {
-            "priorities": sum(1 for e in active if e.prioritised_at is None),
-            "ranges": sum(1 for e in active if e.ranges_missing),
-            "peer weights": sum(1 for e in active if e.peers_rated != e.experts_total),
-        }
-        for what, count in gaps.items():
-            if count:
-                lines.append(f"{_plural(count, 'expert')} still missing {what}.")
-        if not any(gaps.values()) and not pending:
-            lines.append("Ready to close: every expert has given every input.")
-    else:
-        runs = "" if study.run_count is None else f" {_plural(study.run_count, 'validation run')} so far."
-        lines.append(f"Closed: inputs are frozen.{runs} Launch validation runs from the Runs tab.")
+    pending = len(experts) - len(active)
+    lines = PHASE_TODO[Phase(study.phase)](counts, experts, active)
     if pending:
-        lines.append(f"{_plural(len(pending), 'expert')} still to accept the invitation.")
+        lines.append(f"{_plural(pending, 'expert')} still to accept the invitation.")
     return lines
 
 
@@ -222,12 +274,18 @@ def designer_todo(study: Study, experts: list[Membership]) -> list[str]:
 def home(request: HttpRequest) -> HttpResponse:
     """My studies with, per role, what is still to do; and the invitations
     addressed to me, to accept or decline."""
-    studies = selectors.dashboard_studies(user=request.user)
+    studies = cast("list[DashboardEntry]", selectors.dashboard_studies(user=request.user))  # todo set here
     for study in studies:
+        counts = SetupCounts(
+            attributes=study.attribute_count,
+            metrics=study.metric_count,
+            candidates=study.candidate_count,
+            runs=study.run_count,
+        )
         study.todo = []
         for membership in study.my_memberships:
             if membership.role == Membership.Role.DESIGNER:
-                study.todo.append(("Designer", designer_todo(study, study.expert_rows)))
+                study.todo.append(("Designer", designer_todo(study, counts, study.expert_rows)))
             else:
                 study.todo.append(("Expert", expert_todo(study, membership)))
     pending = list(invitations.invitation_list_for_user(user=request.user))
@@ -300,14 +358,12 @@ def study_home(request: HttpRequest, study_id: int) -> HttpResponse:
     for the designer, every expert's progress and the phase actions."""
     study = study_for_member(request, study_id)
     setup = selectors.study_setup_get(study=study)
-    experts = list(selectors.expert_progress_list(study=study))
+    experts = cast("list[ExpertRow]", list(selectors.expert_progress_list(study=study)))  # pending_reason set below
     mine = next((e for e in experts if e.user_id == request.user.pk), None) if study.is_expert else None
     my_steps = expert_steps(study, mine) if mine is not None else None
     for expert in experts:
         pending = expert.status == Membership.Status.PENDING
         expert.pending_reason = selectors.pending_reason(expert) if pending else ""
-    study.attribute_count, study.metric_count = len(setup["attributes"]), len(setup["metrics"])
-    study.candidate_count = setup["candidate_count"]
     context = {
         "study": study,
         "study_tab": "home",
@@ -320,8 +376,13 @@ def study_home(request: HttpRequest, study_id: int) -> HttpResponse:
         "actions": _actions(study) if study.is_designer else [],
     }
     if study.is_designer:
-        study.run_count = None  # not read here: the Runs tab lists them
-        context["designer_todo"] = designer_todo(study, experts)
+        counts = SetupCounts(
+            attributes=len(setup["attributes"]),
+            metrics=len(setup["metrics"]),
+            candidates=setup["candidate_count"],
+            runs=None,  # not read here: the Runs tab lists them
+        )
+        context["designer_todo"] = designer_todo(study, counts, list(experts))
     return render(request, "studyhome/study_home.html", context)
 
 
@@ -353,7 +414,7 @@ def study_phase(request: HttpRequest, study_id: int, to: str) -> HttpResponse:
         raise Http404("No such phase.")
     study = study_for_member(request, study_id)
     require_designer(study, "move the study from one phase to the next")
-    action = PHASE_ACTIONS.get((study.phase, to))
+    action = PHASE_ACTIONS.get((Phase(study.phase), Phase(to)))
     refusal = None
     if action is None:
         refusal = (

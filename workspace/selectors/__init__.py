@@ -1,0 +1,132 @@
+"""Reads, always scoped to what the user may see.
+
+An outsider never learns a study exists: every lookup of a study goes
+through ``studies_visible_to`` so a study the user is not a member of is
+simply "not found" (``Study.DoesNotExist``). Reads that take a study or a
+membership take one the caller has already resolved that way.
+
+The reads live in modules by area; this package's namespace is their public
+surface, so callers write ``selectors.study_get(...)``:
+
+- ``studies``: visibility, the dashboard, a study's detail and setup summary;
+- ``experts``: members, pending experts, progress and missing inputs;
+- ``inputs``: what experts entered, in bundle shape;
+- ``design``: attributes, metrics, candidates, measurements, ballots and
+  the vote's selection;
+- ``runs``: validation runs (``fields`` names the JSON a read loads);
+- ``discussion``: threads and posts;
+- ``accounts``: API tokens.
+"""
+
+from .accounts import api_token_by_digest, api_token_get, api_token_list
+from .design import (
+    attribute_get,
+    attribute_list,
+    ballot_list,
+    candidate_list,
+    measurement_list,
+    measurement_values,
+    measurements_of,
+    metric_list,
+    ranges_needed,
+    selected_attributes,
+    selected_measurement_list,
+    selected_metrics,
+    setup_item_get,
+    setup_item_list,
+    vote_selection_get,
+)
+from .discussion import THREAD_KINDS, Thread, discussion_get, discussion_item_get, post_get, thread_of
+from .experts import (
+    ASSESSMENT_INPUTS,
+    ExpertProgress,
+    expert_get,
+    expert_list,
+    expert_progress_annotate,
+    expert_progress_list,
+    expert_steps_get,
+    input_gaps,
+    inputs_pending,
+    is_expert_of,
+    member_list,
+    missing_input_list,
+    pending_reason,
+    unconfirmed_votes,
+)
+from .inputs import INPUT_SECTIONS, expert_inputs_list, number_out
+from .runs import (
+    RUN_FIELDS,
+    RUN_JSON_FIELDS,
+    SCORE_INPUT_KEYS,
+    run_comparable_list,
+    run_get,
+    run_list,
+    run_pair_get,
+    run_score_inputs,
+)
+from .studies import (
+    dashboard_studies,
+    studies_visible_to,
+    studies_with_my_roles,
+    study_detail_get,
+    study_get,
+    study_setup_get,
+)
+
+__all__ = [
+    "ASSESSMENT_INPUTS",
+    "INPUT_SECTIONS",
+    "RUN_FIELDS",
+    "RUN_JSON_FIELDS",
+    "SCORE_INPUT_KEYS",
+    "THREAD_KINDS",
+    "ExpertProgress",
+    "Thread",
+    "api_token_by_digest",
+    "api_token_get",
+    "api_token_list",
+    "attribute_get",
+    "attribute_list",
+    "ballot_list",
+    "candidate_list",
+    "dashboard_studies",
+    "discussion_get",
+    "discussion_item_get",
+    "expert_get",
+    "expert_inputs_list",
+    "expert_list",
+    "expert_progress_annotate",
+    "expert_progress_list",
+    "expert_steps_get",
+    "input_gaps",
+    "inputs_pending",
+    "is_expert_of",
+    "measurement_list",
+    "measurement_values",
+    "measurements_of",
+    "member_list",
+    "metric_list",
+    "missing_input_list",
+    "number_out",
+    "pending_reason",
+    "post_get",
+    "ranges_needed",
+    "run_comparable_list",
+    "run_get",
+    "run_list",
+    "run_pair_get",
+    "run_score_inputs",
+    "selected_attributes",
+    "selected_measurement_list",
+    "selected_metrics",
+    "setup_item_get",
+    "setup_item_list",
+    "studies_visible_to",
+    "studies_with_my_roles",
+    "study_detail_get",
+    "study_get",
+    "study_setup_get",
+    "thread_of",
+    "unconfirmed_votes",
+    "vote_selection_get",
+]

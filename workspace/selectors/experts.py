@@ -1,0 +1,208 @@
+"""The study's members and experts: who they are, who is still pending, how
+far each expert has got, and what each still owes.
+
+What counts as a missing input is written once, in ``input_gaps``, over the
+progress ``expert_progress_annotate`` reads in SQL; the dashboard, the study
+home's progress grid, the expert's steps and the close-phase check
+(``missing_input_list``) all read it there.
+"""
+
+from datetime import datetime
+from typing import TYPE_CHECKING, TypedDict
+
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
+from django_stubs_ext import WithAnnotations
+
+from ..models import (
+    AcceptableRange,
+    AttributePrioritisation,
+    AttributeVote,
+    Membership,
+    MetricVote,
+    PeerWeight,
+    Study,
+)
+from ._queries import User, count_of
+from .design import ranges_needed
+
+# --- members ----------------------------------------------------------------------------
+
+
+def expert_list(*, study: Study | None) -> QuerySet[Membership]:
+    """The study's expert memberships with their users, in the order they
+    joined (the rows of V and W in every run). ``study=None`` gives the
+    unfiltered queryset, for prefetching."""
+    experts = Membership.objects.filter(role=Membership.Role.EXPERT).select_related("user").order_by("id")
+    return experts if study is None else experts.filter(study=study)
+
+
+def expert_get(*, study: Study, username: str) -> Membership:
+    """The study's expert ``username`` (``Membership.DoesNotExist`` if none).
+    A username with a NUL character names nobody; it must not reach the
+    query, which PostgreSQL would fail instead of answering."""
+    if "\x00" in username:
+        raise Membership.DoesNotExist
+    return expert_list(study=study).get(user__username=username)
+
+
+def member_list(*, study: Study) -> QuerySet[Membership]:
+    """The designer and the experts, with their users."""
+    return Membership.objects.filter(study=study).select_related("user").order_by("role", "id")
+
+
+def is_expert_of(*, study: Study, user: User) -> bool:
+    """Whether ``user`` holds an expert membership (active or pending) of ``study``."""
+    return Membership.objects.filter(study=study, user=user.pk, role=Membership.Role.EXPERT).exists()
+
+
+# --- pending experts (consent): why their inputs do not count yet --------------------------
+
+
+def _pending_experts(study: Study) -> QuerySet[Membership]:
+    return Membership.objects.filter(study=study, role=Membership.Role.EXPERT, status=Membership.Status.PENDING)
+
+
+def pending_reason(membership: Membership) -> str:
+    name = membership.user.get_username()
+    if membership.inputs_imported_by is None:
+        return f"{name} has not yet accepted the invitation"
+    return f"{name} has not yet confirmed the inputs imported by {membership.inputs_imported_by.get_username()}"
+
+
+def unconfirmed_votes(*, study: Study) -> list[str]:
+    """Why closing the vote must wait: pending experts holding imported votes."""
+    voted = Q(Exists(AttributeVote.objects.filter(expert=OuterRef("pk")))) | Q(
+        Exists(MetricVote.objects.filter(expert=OuterRef("pk")))
+    )
+    pending = _pending_experts(study).filter(voted)
+    return [pending_reason(m) for m in pending.select_related("user", "inputs_imported_by").order_by("id")]
+
+
+def inputs_pending(*, study: Study) -> dict[int, str]:
+    """``{membership id: reason}`` for the study's pending experts."""
+    pending = _pending_experts(study)
+    return {m.pk: pending_reason(m) for m in pending.select_related("user", "inputs_imported_by")}
+
+
+# --- progress ----------------------------------------------------------------------------
+# Read with subqueries on the expert memberships, so a page reads every
+# expert's progress in one query however many experts, studies or inputs.
+
+
+class Progress(TypedDict):
+    votes_cast: int
+    prioritised_at: datetime | None
+    prioritisation_method: str | None
+    ranges_needed: int
+    ranges_missing: int
+    ranges_given: int
+    peers_rated: int
+    experts_total: int
+
+
+# An expert membership with its progress annotated (for the type checker:
+# WithAnnotations takes its TypedDict only there).
+if TYPE_CHECKING:
+    ExpertProgress = WithAnnotations[Membership, Progress]
+else:
+    ExpertProgress = Membership
+
+
+def expert_progress_annotate(memberships: QuerySet[Membership]) -> QuerySet[ExpertProgress]:
+    """Expert memberships with what each has given so far, as annotations:
+
+    - ``votes_cast``: attribute and metric votes;
+    - ``prioritised_at`` / ``prioritisation_method``: the attribute
+      prioritisation's last change and method (null: none yet);
+    - ``ranges_needed``: the metrics ``design.ranges_needed`` (the ones
+      closing the assessment needs a range for); ``ranges_missing``: those
+      the expert has no range for; ``ranges_given``: the expert's ranges on
+      selected metrics;
+    - ``peers_rated`` / ``experts_total``: peer weights given, and the
+      study's experts (complete when equal: one weight per expert).
+
+    ``input_gaps`` reads from these what the expert still owes.
+    """
+    needed = ranges_needed().filter(study=OuterRef("study_id"))
+    ranged = AcceptableRange.objects.filter(expert=OuterRef(OuterRef("pk")), metric=OuterRef("pk"))
+    prioritisation = AttributePrioritisation.objects.filter(expert=OuterRef("pk"))
+    return memberships.annotate(
+        votes_cast=count_of(AttributeVote.objects.filter(expert=OuterRef("pk")))
+        + count_of(MetricVote.objects.filter(expert=OuterRef("pk"))),
+        prioritised_at=Subquery(prioritisation.values("updated_at")[:1]),
+        prioritisation_method=Subquery(prioritisation.values("method")[:1]),
+        ranges_needed=count_of(needed),
+        ranges_missing=count_of(needed.exclude(Exists(ranged))),
+        ranges_given=count_of(AcceptableRange.objects.filter(expert=OuterRef("pk"), metric__is_selected=True)),
+        peers_rated=count_of(PeerWeight.objects.filter(rater=OuterRef("pk"))),
+        experts_total=count_of(Membership.objects.filter(study=OuterRef("study_id"), role=Membership.Role.EXPERT)),
+    )
+
+
+def expert_progress_list(*, study: Study) -> QuerySet[ExpertProgress]:
+    """The study's experts (pending ones too) with their users, who imported
+    their inputs, and their progress (``expert_progress_annotate``): one
+    query."""
+    experts = expert_list(study=study).select_related("inputs_imported_by")
+    return expert_progress_annotate(experts)
+
+
+# --- what is missing ----------------------------------------------------------------------
+
+# The inputs an expert gives during the assessment, each needed to close it.
+ASSESSMENT_INPUTS = ("priorities", "ranges", "peer_weights")
+
+
+def input_gaps(expert: ExpertProgress) -> list[str]:
+    """The assessment inputs (``ASSESSMENT_INPUTS``, in that order) that
+    ``expert``, annotated by ``expert_progress_annotate``, has not given:
+    no prioritisation of the attributes; no range for a metric of
+    ``design.ranges_needed``; not a weight for every expert of the study.
+    The one definition of a missing input."""
+    missing = {
+        "priorities": expert.prioritised_at is None,
+        "ranges": expert.ranges_missing > 0,
+        "peer_weights": expert.peers_rated != expert.experts_total,
+    }
+    return [key for key in ASSESSMENT_INPUTS if missing[key]]
+
+
+def missing_input_list(*, study: Study) -> dict[str, list[str]]:
+    """What each expert still has to give before assessment can close:
+    ``{username: [what is missing, ...]}``, only experts with gaps (a pending
+    expert's gap is their consent: imported inputs count once confirmed).
+    Three queries."""
+    experts = list(expert_progress_list(study=study))
+    needed = ranges_needed().filter(study=study).order_by("attribute__position", "attribute__id", "position", "id")
+    needed_names = list(needed.values_list("pk", "name"))
+    ranged = set(AcceptableRange.objects.filter(expert__study=study).values_list("expert_id", "metric_id"))
+    words = {"priorities": "prioritisation of the attributes", "peer_weights": "weights for fellow experts"}
+    gaps = {}
+    for expert in experts:
+        if expert.status == Membership.Status.PENDING:
+            gaps[expert.user.get_username()] = [pending_reason(expert)]
+            continue
+        missing = []
+        for gap in input_gaps(expert):
+            if gap == "ranges":
+                unranged = [name for pk, name in needed_names if (expert.pk, pk) not in ranged]
+                missing.append(f"acceptable range for {', '.join(unranged)}")
+            else:
+                missing.append(words[gap])
+        if missing:
+            gaps[expert.user.get_username()] = missing
+    return gaps
+
+
+def expert_steps_get(*, expert: Membership) -> dict[str, bool]:
+    """Which of the expert's four steps hold an input (one query), from the
+    progress the study home shows (``expert_progress_annotate``).
+
+    votes: at least one vote stored (a ballot with no vote leaves no row, so
+    it reads as missing); the assessment's three steps: not among the
+    expert's ``input_gaps`` (peer weights: ``peer_weights_set`` stores whole
+    rows only).
+    """
+    progress = expert_progress_annotate(Membership.objects.filter(pk=expert.pk)).get()
+    gaps = input_gaps(progress)
+    return {"votes": progress.votes_cast > 0, **{key: key not in gaps for key in ASSESSMENT_INPUTS}}

@@ -1,0 +1,84 @@
+"""Validation runs, each read only through a study the user is a member of.
+
+A run's snapshot and results are megabytes of JSON on a large study: each
+read names, in ``fields``, the ones it needs (``RUN_FIELDS``), and status
+polling needs neither.
+"""
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.db.models import QuerySet
+
+from engine.models import Run
+
+from ..models import Study
+from ._queries import User
+from .studies import studies_visible_to
+
+RUN_JSON_FIELDS = ("snapshot", "results")
+# "document": instead of the JSON, the results document's stored text, read
+# out by the database for ``engine.services.results_json``.
+RUN_FIELDS = (*RUN_JSON_FIELDS, "document")
+
+
+def _runs(fields: Iterable[str]) -> QuerySet[Run]:
+    """Runs with who launched them and, of their JSON, only ``fields``."""
+    fields = set(fields)
+    if not fields <= set(RUN_FIELDS) or ("document" in fields and len(fields) > 1):
+        raise ValueError(f"fields must be some of {RUN_JSON_FIELDS}, or 'document' alone: got {sorted(fields)}")
+    runs = Run.objects.select_related("launched_by")
+    if "document" in fields:
+        # engine.selectors reads workspace.selectors (through engine.snapshot): imported when used.
+        from engine.selectors import runs_with_document
+
+        return runs_with_document(queryset=runs)
+    return runs.defer(*(name for name in RUN_JSON_FIELDS if name not in fields))
+
+
+def run_list(*, study: Study, fields: Iterable[str] = ()) -> QuerySet[Run]:
+    """The study's runs, newest first, with who launched them and of their
+    snapshot and results only ``fields`` (default neither)."""
+    return _runs(fields).filter(study=study)
+
+
+def run_get(*, run_id: int, user: User, fields: Iterable[str] = ("results",)) -> Run:
+    """One run of a study the user is a member of (``Run.DoesNotExist``
+    otherwise), with who launched it and ``fields`` (default its results,
+    not its snapshot): one query."""
+    return _runs(fields).get(pk=run_id, study__in=studies_visible_to(user))
+
+
+def run_pair_get(*, run_id: int, other_id: int, user: User) -> tuple[Run, Run]:
+    """Two runs, each of a study the user is a member of, with their
+    snapshots, results and studies (``Run.DoesNotExist`` if either is not):
+    one query."""
+    visible = studies_visible_to(user)
+    pair = Run.objects.select_related("launched_by", "study").filter(pk__in={run_id, other_id}, study__in=visible)
+    runs = {run.pk: run for run in pair}
+    if run_id not in runs or other_id not in runs:
+        raise Run.DoesNotExist
+    return runs[run_id], runs[other_id]
+
+
+def run_comparable_list(*, run: Run) -> QuerySet[Run]:
+    """The study's other succeeded runs, newest first, without their JSON:
+    what ``run`` can be compared with."""
+    return (
+        Run.objects.filter(study_id=run.study_id, status=Run.Status.SUCCEEDED)
+        .exclude(pk=run.pk)
+        .only("pk", "launched_at", "study_id")
+    )
+
+
+# What the results page reads of a run's snapshot: the metrics' units and
+# directions (for its sentences) and what a candidate's individual scores
+# are computed from. The weights and peer weights are left in the database.
+SCORE_INPUT_KEYS = ("experts", "metrics", "candidates", "lower", "upper", "measurements")
+
+
+def run_score_inputs(*, run_id: int) -> dict[str, Any]:
+    """Those parts of a run's snapshot (``SCORE_INPUT_KEYS``), extracted by
+    the database: one query."""
+    row = Run.objects.filter(pk=run_id).values(*(f"snapshot__{key}" for key in SCORE_INPUT_KEYS)).get()
+    return {key: row[f"snapshot__{key}"] for key in SCORE_INPUT_KEYS}
