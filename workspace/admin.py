@@ -33,10 +33,10 @@ from .models import (
     MetricVote,
     MetricWeight,
     PeerWeight,
-    Phase,
     QualityAttribute,
     Study,
 )
+from .services import Action, phase_allows
 
 # --- shared helpers -------------------------------------------------------------
 
@@ -144,7 +144,7 @@ class StudyAdmin(admin.ModelAdmin):
         fixed = (*self.readonly_fields, "designer")
         # Thresholds decide the selection when voting closes; afterwards a
         # change would contradict the selection already made.
-        if obj.phase not in (Phase.DRAFT, Phase.VOTING):
+        if not phase_allows(obj, Action.CHANGE_THRESHOLD):
             fixed += ("attribute_threshold", "metric_threshold")
         return fixed
 

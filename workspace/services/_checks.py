@@ -1,5 +1,6 @@
 """Small checks every service shares. Each raises ``InvalidInput`` naming the
-field, or ``PhaseConflict`` saying why, before anything is written."""
+field before anything is written (the phase a change needs is checked by
+``phases.require_phase``)."""
 
 import math
 from collections import Counter
@@ -11,8 +12,8 @@ from django.db.models import Max, Model, QuerySet
 
 from engine.rules import range_direction_problem, range_width_invalid
 
-from ..errors import InvalidInput, PhaseConflict
-from ..models import Phase, Study
+from ..errors import InvalidInput
+from ..models import Study
 
 # The largest vote threshold, also the API's (StudyWriteSerializer); the
 # column is a 32-bit integer.
@@ -104,16 +105,6 @@ def range_pair(value: Any, field: str, better: str) -> tuple[float, float]:
     if problem:
         raise InvalidInput({field: problem})
     return least, desired
-
-
-def require_phase(study: Study, allowed: Iterable[str], action: str) -> None:
-    allowed = tuple(allowed)
-    if study.phase not in allowed:
-        phases = " or ".join(Phase(p).label.lower() for p in allowed)
-        raise PhaseConflict(
-            f"{action} is only possible in the {phases} phase; "
-            f"the study is in the {Phase(study.phase).label.lower()} phase"
-        )
 
 
 def locked(study: Study) -> Study:

@@ -24,12 +24,12 @@ from ..models import (
     MetricPrioritisation,
     MetricVote,
     PeerWeight,
-    Phase,
     QualityAttribute,
     Study,
 )
 from ..selectors import expert_list, selected_attributes
-from ._checks import keys, locked, names, number, range_pair, require_phase
+from ._checks import keys, locked, names, number, range_pair
+from .phases import Action, require_phase
 
 Judgment = tuple[str, str, float]
 
@@ -72,7 +72,7 @@ def _votes_checked(
 
 def _votes_context(study: Study) -> tuple[dict[str, QualityAttribute], dict[str, Metric]]:
     """The study's attributes and metrics by name, in the voting phase."""
-    require_phase(study, (Phase.VOTING,), "Voting")
+    require_phase(study, Action.VOTE)
     by_name = {a.name: a for a in QualityAttribute.objects.filter(study=study)}
     return by_name, {m.name: m for m in Metric.objects.filter(study=study)}
 
@@ -339,7 +339,7 @@ def prioritisation_set(
     weights, the consistency ratio and the most inconsistent judgments.
     """
     study = locked(expert.study)
-    require_phase(study, (Phase.ASSESSMENT,), "Prioritising")
+    require_phase(study, Action.PRIORITISE)
     plan = _planned(method=method, items=list(selected_attributes(study)), weights=weights, judgments=judgments)
     AttributePrioritisation.objects.filter(expert=expert).delete()
     return _store_prioritisations(
@@ -369,7 +369,7 @@ def metric_prioritisation_set(
     """Set the expert's local prioritisation of one attribute's selected
     metrics (METHOD.md section 3, several metrics per attribute)."""
     study = locked(expert.study)
-    require_phase(study, (Phase.ASSESSMENT,), "Prioritising")
+    require_phase(study, Action.PRIORITISE)
     if attribute.study_id != study.pk:
         raise InvalidInput({"attribute": f"{attribute.name!r} is not a selected attribute of this study"})
     metrics = list(Metric.objects.filter(attribute=attribute, is_selected=True).order_by("position", "id"))
@@ -392,7 +392,7 @@ class _Items:
 
     @classmethod
     def of(cls, study: Study) -> "_Items":
-        require_phase(study, (Phase.ASSESSMENT,), "Prioritising")
+        require_phase(study, Action.PRIORITISE)
         metrics = {}
         for metric in Metric.objects.filter(study=study, is_selected=True).order_by("position", "id"):
             metrics.setdefault(metric.attribute_id, []).append(metric)
@@ -502,7 +502,7 @@ def priorities_set_many(*, study: Study, priorities: Mapping[Membership, Any]) -
 def metric_prioritisation_clear(*, expert: Membership, attribute: QualityAttribute) -> None:
     """Back to an equal split of the attribute's weight over its metrics."""
     study = locked(expert.study)
-    require_phase(study, (Phase.ASSESSMENT,), "Prioritising")
+    require_phase(study, Action.PRIORITISE)
     MetricPrioritisation.objects.filter(expert=expert, attribute=attribute).delete()
 
 
@@ -511,7 +511,7 @@ def metric_prioritisation_clear(*, expert: Membership, attribute: QualityAttribu
 
 def _ranges_context(study: Study) -> dict[str, Metric]:
     """The study's selected metrics by name, in the assessment phase."""
-    require_phase(study, (Phase.ASSESSMENT,), "Setting acceptable ranges")
+    require_phase(study, Action.SET_RANGES)
     return {m.name: m for m in Metric.objects.filter(study=study, is_selected=True)}
 
 
@@ -628,7 +628,7 @@ def _peer_weights_checked(weights: Any, experts: dict[str, int]) -> dict[int, fl
 def _peer_weights_context(study: Study, raters: Iterable[Membership] = ()) -> dict[str, int]:
     """The study's experts ``{username: membership id}``, in the assessment
     phase; ``raters`` must be among them."""
-    require_phase(study, (Phase.ASSESSMENT,), "Weighting experts")
+    require_phase(study, Action.WEIGH_PEERS)
     return {username: pk for pk, username in _expert_usernames(study, raters, "weights").items()}
 
 

@@ -8,7 +8,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 
 from ..errors import InvalidInput
-from ..models import Candidate, Direction, Measurement, Membership, Metric, Phase, QualityAttribute, Study
+from ..models import Candidate, Direction, Measurement, Membership, Metric, QualityAttribute, Study
 from ._checks import (
     apply_changes,
     locked,
@@ -16,11 +16,11 @@ from ._checks import (
     number,
     range_pair,
     refuse_unknown,
-    require_phase,
     text,
     threshold,
     unique_name,
 )
+from .phases import Action, require_phase
 
 # --- the study -----------------------------------------------------------------
 
@@ -54,7 +54,7 @@ def study_update(*, study: Study, **changes: Any) -> Study:
         def clean(value: Any) -> int:
             value = threshold(value, name)
             if value != getattr(study, name):
-                require_phase(study, (Phase.DRAFT, Phase.VOTING), "Changing a vote threshold")
+                require_phase(study, Action.CHANGE_THRESHOLD)
             return value
 
         return clean
@@ -88,7 +88,7 @@ def _already_expert(user: AbstractBaseUser) -> InvalidInput:
 @transaction.atomic
 def expert_add(*, study: Study, user: AbstractBaseUser) -> Membership:
     study = locked(study)
-    require_phase(study, (Phase.DRAFT,), "Adding an expert")
+    require_phase(study, Action.ADD_EXPERT)
     membership, created = Membership.objects.get_or_create(study=study, user=user, role=Membership.Role.EXPERT)
     if not created:
         raise _already_expert(user)
@@ -102,7 +102,7 @@ def experts_add(*, study: Study, users: list[AbstractBaseUser]) -> list[Membersh
     user already an expert (or listed twice) is refused as ``expert_add``
     refuses it, and nothing is written."""
     study = locked(study)
-    require_phase(study, (Phase.DRAFT,), "Adding an expert")
+    require_phase(study, Action.ADD_EXPERT)
     taken = set(
         Membership.objects.filter(study=study, role=Membership.Role.EXPERT, user__in=users).values_list(
             "user_id", flat=True
@@ -120,7 +120,7 @@ def experts_add(*, study: Study, users: list[AbstractBaseUser]) -> list[Membersh
 @transaction.atomic
 def expert_remove(*, study: Study, user: AbstractBaseUser) -> None:
     study = locked(study)
-    require_phase(study, (Phase.DRAFT,), "Removing an expert")
+    require_phase(study, Action.REMOVE_EXPERT)
     deleted, _ = Membership.objects.filter(study=study, user=user, role=Membership.Role.EXPERT).delete()
     if not deleted:
         raise InvalidInput({"username": f"{user.get_username()} is not an expert of this study"})
@@ -161,7 +161,7 @@ def attribute_add(
     *, study: Study, name: str, kind: str = QualityAttribute.Kind.MAIN, description: str = ""
 ) -> QualityAttribute:
     study = locked(study)
-    require_phase(study, (Phase.DRAFT,), "Adding an attribute")
+    require_phase(study, Action.ADD_ATTRIBUTE)
     return QualityAttribute.objects.create(
         study=study,
         name=_item_name(QualityAttribute, study)(name),
@@ -174,7 +174,7 @@ def attribute_add(
 @transaction.atomic
 def attribute_update(*, attribute: QualityAttribute, **changes: Any) -> QualityAttribute:
     study = locked(attribute.study)
-    require_phase(study, (Phase.DRAFT,), "Changing an attribute")
+    require_phase(study, Action.CHANGE_ATTRIBUTE)
     fields = apply_changes(
         attribute,
         changes,
@@ -187,7 +187,7 @@ def attribute_update(*, attribute: QualityAttribute, **changes: Any) -> QualityA
 @transaction.atomic
 def attribute_remove(*, attribute: QualityAttribute) -> None:
     study = locked(attribute.study)
-    require_phase(study, (Phase.DRAFT,), "Removing an attribute")
+    require_phase(study, Action.REMOVE_ATTRIBUTE)
     attribute.delete()
 
 
@@ -215,7 +215,7 @@ def metric_add(
     default_range: list[float] | None = None,
 ) -> Metric:
     study = locked(study)
-    require_phase(study, (Phase.DRAFT,), "Adding a metric")
+    require_phase(study, Action.ADD_METRIC)
     attribute = _attribute_of(study)(attribute)
     name = _item_name(Metric, study)(name)
     better = _better(better)
@@ -247,7 +247,7 @@ def metric_update(*, metric: Metric, **changes: Any) -> Metric:
     changes = dict(changes)
     has_range = "default_range" in changes
     default_range = changes.pop("default_range", metric.default_range)
-    require_phase(study, (Phase.DRAFT,) if changes else (Phase.DRAFT, Phase.VOTING), "Changing a metric")
+    require_phase(study, Action.CHANGE_METRIC if changes else Action.CHANGE_DEFAULT_RANGE)
     fields = apply_changes(metric, changes, cleaners)
     if has_range or "better" in changes:
         # A new direction is checked against the range it keeps.
@@ -261,7 +261,7 @@ def metric_update(*, metric: Metric, **changes: Any) -> Metric:
 @transaction.atomic
 def metric_remove(*, metric: Metric) -> None:
     study = locked(metric.study)
-    require_phase(study, (Phase.DRAFT,), "Removing a metric")
+    require_phase(study, Action.REMOVE_METRIC)
     metric.delete()
 
 

@@ -29,26 +29,12 @@ from evaluation import selectors as evaluation_selectors
 from .. import invitations, limits, reminders, selectors, services
 from ..bundles import study_import_bundle
 from ..catalogue import ATTRIBUTE_CATALOGUE, catalogue_definition
-from ..errors import InvalidInput, PhaseConflict, ServiceError
+from ..errors import InvalidInput, ServiceError
 from ..forms import designer as f
 from ..measurement_csv import CsvRefused, measurements_parse, rows_as_measurements, text_decode
 from ..models import Candidate, Membership, Metric, Phase, QualityAttribute, Study
-from ..services._checks import require_phase
+from ..services import Action, phase_refusal
 from .common import form_add_service_errors, require_designer, study_for_member
-
-DRAFT, VOTING = Phase.DRAFT, Phase.VOTING
-
-
-def phase_refusal(study: Study, allowed: tuple[str, ...], action: str) -> str | None:
-    """What the service would answer to ``action`` in the study's phase
-    (its own words), or None when the phase allows it. The services keep
-    the rule; pages use this to show a part read-only before anyone tries."""
-    try:
-        require_phase(study, allowed, action)
-    except PhaseConflict as conflict:
-        return str(conflict)
-    return None
-
 
 # Service fields that the forms split or name differently.
 FORM_FIELD_OF = {"default_range": "least_acceptable"}
@@ -144,8 +130,9 @@ class SetupKind:
     noun: str
     model: type[Model]
     form: type[forms.Form]
-    # Phases in which the service adds, changes and removes it.
-    phases: tuple[str, ...]
+    # The changes whose phases (services.PHASE_RULES) lock it.
+    change: Action
+    remove_action: Action
     add: Callable[..., Any]
     update: Callable[..., Any]
     remove: Callable[..., None]
@@ -162,7 +149,8 @@ KINDS = {
         "attribute",
         QualityAttribute,
         f.AttributeForm,
-        (DRAFT,),
+        Action.CHANGE_ATTRIBUTE,
+        Action.REMOVE_ATTRIBUTE,
         add=lambda study, data, **_: services.attribute_add(study=study, **data),
         update=lambda item, data, **_: services.attribute_update(attribute=item, **data),
         remove=lambda item: services.attribute_remove(attribute=item),
@@ -172,7 +160,8 @@ KINDS = {
         "metric",
         Metric,
         f.MetricForm,
-        (DRAFT,),
+        Action.CHANGE_METRIC,
+        Action.REMOVE_METRIC,
         add=lambda study, data, attributes: services.metric_add(study=study, **_metric_changes(data, attributes)),
         update=lambda item, data, attributes: services.metric_update(metric=item, **_metric_changes(data, attributes)),
         remove=lambda item: services.metric_remove(metric=item),
@@ -182,7 +171,8 @@ KINDS = {
         "candidate",
         Candidate,
         f.CandidateForm,
-        tuple(Phase.values),
+        Action.CHANGE_CANDIDATES,
+        Action.CHANGE_CANDIDATES,
         add=lambda study, data, **_: services.candidate_add(study=study, **data),
         update=lambda item, data, **_: services.candidate_update(candidate=item, **data),
         remove=lambda item: services.candidate_remove(candidate=item),
@@ -200,10 +190,10 @@ def _kind(kind: str) -> SetupKind:
 def _locks(study: Study) -> dict[str, str | None]:
     """Why each part of the setup is read-only now (the services' words), or None."""
     return {
-        "attributes": phase_refusal(study, (DRAFT,), "Changing attributes"),
-        "metrics": phase_refusal(study, (DRAFT,), "Changing metrics"),
-        "default_range": phase_refusal(study, (DRAFT, VOTING), "Changing a metric's default range"),
-        "thresholds": phase_refusal(study, (DRAFT, VOTING), "Changing a vote threshold"),
+        "attributes": phase_refusal(study, Action.CHANGE_ATTRIBUTE, "Changing attributes"),
+        "metrics": phase_refusal(study, Action.CHANGE_METRIC, "Changing metrics"),
+        "default_range": phase_refusal(study, Action.CHANGE_DEFAULT_RANGE, "Changing a metric's default range"),
+        "thresholds": phase_refusal(study, Action.CHANGE_THRESHOLD),
     }
 
 
@@ -319,7 +309,7 @@ def setup_item_edit(request: HttpRequest, study_id: int, kind: str, pk: int) -> 
     item = _item(study, setup, pk)
     attributes = list(selectors.attribute_list(study=study)) if kind == "metrics" else []
     locks = _locks(study)
-    lock = phase_refusal(study, setup.phases, f"Changing {setup.noun}s")
+    lock = phase_refusal(study, setup.change, f"Changing {setup.noun}s")
     if kind == "metrics" and locks["default_range"] is None:
         lock = None  # the default range still changes
     form_kwargs = _form_kwargs(kind, study, attributes, locks)
@@ -382,7 +372,7 @@ def setup_item_remove(request: HttpRequest, study_id: int, kind: str, pk: int) -
     study = study_for_member(request, study_id)
     require_designer(study, f"remove {setup.noun}s")
     item = _item(study, setup, pk)
-    refusal = phase_refusal(study, setup.phases, f"Removing {setup.noun}s")
+    refusal = phase_refusal(study, setup.remove_action, f"Removing {setup.noun}s")
     if request.method == "POST" and refusal is None:
         try:
             setup.remove(item)
@@ -549,8 +539,8 @@ def _experts_page(
         "invite_form": invite or f.InviteForm(),
         "remind_form": remind or f.ReminderForm(experts=active),
         "has_active": bool(active),
-        "invite_lock": phase_refusal(study, (DRAFT,), "Inviting an expert"),
-        "remove_lock": phase_refusal(study, (DRAFT,), "Removing an expert"),
+        "invite_lock": phase_refusal(study, Action.INVITE_EXPERT),
+        "remove_lock": phase_refusal(study, Action.REMOVE_EXPERT),
         "reminder_link": request.build_absolute_uri(study_home(study)),
         "new_link": new_link,
         "link_error": link_error,
@@ -657,7 +647,7 @@ def expert_remove(request: HttpRequest, study_id: int, username: str) -> HttpRes
         membership = selectors.expert_get(study=study, username=username)
     except Membership.DoesNotExist:
         raise Http404("No such expert.") from None
-    refusal = phase_refusal(study, (DRAFT,), "Removing an expert")
+    refusal = phase_refusal(study, Action.REMOVE_EXPERT)
     if request.method == "POST" and refusal is None:
         try:
             services.expert_remove(study=study, user=membership.user)

@@ -37,6 +37,7 @@ from ..forms.expert import (
     scale_point,
 )
 from ..models import Membership, Metric, Phase, Study
+from ..services import Action
 from .common import require_expert, study_for_member
 
 
@@ -46,15 +47,27 @@ class Step:
     title: str
     url_name: str
     tab: str  # study_base.html's study_tab
-    phase: str  # the one phase in which the step's service accepts input
+    action: Action  # the change the step's service makes (services.PHASE_RULES)
     noun: str
+
+    @property
+    def phase(self) -> str:
+        """The phase in which the step opens (the first its action is allowed in)."""
+        return services.PHASE_RULES[self.action].phases[0]
 
 
 STEPS = [
-    Step("votes", "Votes", "expert_votes", "votes", Phase.VOTING, "votes"),
-    Step("priorities", "Priorities", "expert_priorities", "priorities", Phase.ASSESSMENT, "priorities"),
-    Step("ranges", "Ranges", "expert_ranges", "ranges", Phase.ASSESSMENT, "acceptable ranges"),
-    Step("peer_weights", "Peer weights", "expert_peer_weights", "peer-weights", Phase.ASSESSMENT, "peer weights"),
+    Step("votes", "Votes", "expert_votes", "votes", Action.VOTE, "votes"),
+    Step("priorities", "Priorities", "expert_priorities", "priorities", Action.PRIORITISE, "priorities"),
+    Step("ranges", "Ranges", "expert_ranges", "ranges", Action.SET_RANGES, "acceptable ranges"),
+    Step(
+        "peer_weights",
+        "Peer weights",
+        "expert_peer_weights",
+        "peer-weights",
+        Action.WEIGH_PEERS,
+        "peer weights",
+    ),
 ]
 STEP = {step.key: step for step in STEPS}
 
@@ -72,17 +85,23 @@ def _expert_study(request: HttpRequest, study_id: int, action: str) -> tuple[Stu
     return study, expert
 
 
+def _not_open_yet(study: Study, step: Step) -> bool:
+    """The study has not reached the phase in which the step opens."""
+    order = list(Phase.values)
+    return order.index(study.phase) < order.index(step.phase)
+
+
 def readonly_reason(study: Study, step: Step) -> str | None:
     """Why the step cannot be changed now, or None when it can."""
-    if study.phase == step.phase:
+    if services.phase_allows(study, step.action):
         return None
     if step.key == "votes":
-        if study.phase == Phase.DRAFT:
+        if _not_open_yet(study, step):
             return "Voting has not opened yet: the designer opens it once the setup is ready. You can read the items."
         # No phase timestamp is stored, and the study's updated_at moves with
         # every later edit, so no date is given.
         return "Voting has closed; your votes are shown as cast."
-    if study.phase in (Phase.DRAFT, Phase.VOTING):
+    if _not_open_yet(study, step):
         return "This step opens when voting closes and the selection of attributes and metrics is fixed."
     return f"The assessment has closed; your {step.noun} are shown as saved. Only the designer can reopen it."
 
@@ -91,7 +110,6 @@ def _step_context(study: Study, expert: Membership, step: Step) -> dict[str, Any
     """The frame of a step: the step indicator (one query) and its state."""
     done = selectors.expert_steps_get(expert=expert)
     position = STEPS.index(step)
-    order = list(Phase.values)
     return {
         "study": study,
         "study_tab": step.tab,
@@ -103,11 +121,9 @@ def _step_context(study: Study, expert: Membership, step: Step) -> dict[str, Any
                 "current": s == step,
                 "url": _url(s, study),
                 # A step whose phase has not come yet is neither done nor missing.
-                "state": "later"
-                if order.index(study.phase) < order.index(s.phase)
-                else ("done" if done[s.key] else "missing"),
+                "state": "later" if _not_open_yet(study, s) else ("done" if done[s.key] else "missing"),
                 # Once voting has closed, a ballot without a vote is final, not missing.
-                "voted_nothing": s.key == "votes" and not done[s.key] and study.phase != s.phase,
+                "voted_nothing": s.key == "votes" and not done[s.key] and not services.phase_allows(study, s.action),
             }
             for n, s in enumerate(STEPS, start=1)
         ],
@@ -177,7 +193,7 @@ def votes_page(request: HttpRequest, study_id: int) -> HttpResponse:
     closed, the tallies against the thresholds and the selection."""
     study, expert = _expert_study(request, study_id, "vote")
     step = STEP["votes"]
-    tallies = study.phase in (Phase.ASSESSMENT, Phase.CLOSED)
+    tallies = services.selection_fixed(study)
     ballot = selectors.ballot_list(study=study, with_tallies=tallies)
     form = VotesForm(_form_data(request), ballot=ballot, initial=_stored(study, expert, "votes"))
     status = _submit(request, form, step, study, lambda: services.votes_set(expert=expert, **form.payload()))
