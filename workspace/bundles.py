@@ -14,6 +14,7 @@ from django.db import transaction
 
 from . import invitations, services
 from .errors import InvalidInput, PhaseConflict
+from .limits import ATTRIBUTE_THRESHOLD_DEFAULT, METRIC_THRESHOLD_DEFAULT
 from .models import Measurement, Membership, Metric, Phase, QualityAttribute, Study
 from .selectors import expert_inputs_list, expert_list
 from .selectors import number_out as _number_out
@@ -107,9 +108,13 @@ def _votes_present_unless_thresholds_decide(bundle, votes, attributes, metrics):
     missing section would silently select nothing by vote."""
     complementary = any(a.kind == "complementary" for a in attributes.values())
     needed = []
-    if "attributes" not in votes and complementary and bundle.get("attribute_threshold", 1) > 0:
+    if (
+        "attributes" not in votes
+        and complementary
+        and bundle.get("attribute_threshold", ATTRIBUTE_THRESHOLD_DEFAULT) > 0
+    ):
         needed.append("attributes")
-    if "metrics" not in votes and metrics and bundle.get("metric_threshold", 0) > 0:
+    if "metrics" not in votes and metrics and bundle.get("metric_threshold", METRIC_THRESHOLD_DEFAULT) > 0:
         needed.append("metrics")
     if needed:
         field = "votes" if len(needed) == 2 or "votes" not in bundle else f"votes.{needed[0]}"
@@ -146,8 +151,8 @@ def _create_study(bundle: dict, importer: User | None) -> Study:
             designer=designer,
             title=bundle["title"],
             description=bundle.get("description", ""),
-            attribute_threshold=bundle.get("attribute_threshold", 1),
-            metric_threshold=bundle.get("metric_threshold", 0),
+            attribute_threshold=bundle.get("attribute_threshold", ATTRIBUTE_THRESHOLD_DEFAULT),
+            metric_threshold=bundle.get("metric_threshold", METRIC_THRESHOLD_DEFAULT),
         )
     except InvalidInput as error:
         raise error.prefixed(next(iter(error.errors))) from None

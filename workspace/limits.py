@@ -172,6 +172,26 @@ def bundle_check_limits(bundle: object) -> None:
         raise InvalidInput({"bundle": too_many(noun, entries, BUNDLE_MAX_ENTRIES)})
 
 
+# --- fields ------------------------------------------------------------------------
+# The lengths of the text a study holds: the models' columns, the forms, the
+# API's serializers and the services' checks all read these (changing one is
+# a migration).
+NAME_MAX_LENGTH = 100  # an attribute's, a metric's or a candidate's name; an API token's label
+TITLE_MAX_LENGTH = 200  # a study's title
+STUDY_DESCRIPTION_MAX_LENGTH = 20_000  # a study's description (checked by the services, not the column)
+ITEM_DESCRIPTION_MAX_LENGTH = 5000  # an attribute's or a candidate's description
+UNIT_MAX_LENGTH = 50  # a metric's unit
+USERNAME_MAX_LENGTH = 150  # django.contrib.auth's username column
+
+# --- vote thresholds (METHOD.md 2, Decision: "at least c votes") ---------------------
+# A new study's thresholds: every complementary attribute with a vote, every
+# metric of a selected attribute.
+ATTRIBUTE_THRESHOLD_DEFAULT = 1
+METRIC_THRESHOLD_DEFAULT = 0
+# The largest threshold; the column is a 32-bit integer.
+MAX_THRESHOLD = 10000
+
+
 # --- prediction sets -----------------------------------------------------------------
 # An uploaded prediction file (approve-predictions/1, FORMATS.md) is read,
 # checked, compressed and stored within the request. Measured on the shared

@@ -9,9 +9,17 @@ from django.contrib.auth.forms import UserCreationForm
 
 from .. import limits
 from ..catalogue import ATTRIBUTE_CATALOGUE
+from ..limits import (
+    ITEM_DESCRIPTION_MAX_LENGTH,
+    MAX_THRESHOLD,
+    NAME_MAX_LENGTH,
+    STUDY_DESCRIPTION_MAX_LENGTH,
+    TITLE_MAX_LENGTH,
+    UNIT_MAX_LENGTH,
+    USERNAME_MAX_LENGTH,
+)
 from ..measurement_csv import number_parse
 from ..models import Direction, Membership, QualityAttribute
-from ..services import MAX_THRESHOLD
 
 
 class PrefixedIds:
@@ -38,11 +46,11 @@ def _threshold(label: str, help_text: str) -> forms.IntegerField:
 
 class StudyForm(PrefixedIds, forms.Form):
     id_prefix = "study"
-    title = forms.CharField(label="Title", max_length=200)
+    title = forms.CharField(label="Title", max_length=TITLE_MAX_LENGTH)
     description = forms.CharField(
         label="Description",
         required=False,
-        max_length=20000,
+        max_length=STUDY_DESCRIPTION_MAX_LENGTH,
         widget=forms.Textarea(attrs={"rows": 3}),
         help_text="What is being chosen, and for what use: the experts read it first.",
     )
@@ -110,7 +118,7 @@ class BundleForm(forms.Form):
 
 class AttributeForm(PrefixedIds, forms.Form):
     id_prefix = "attribute"
-    name = forms.CharField(label="Name", max_length=100)
+    name = forms.CharField(label="Name", max_length=NAME_MAX_LENGTH)
     kind = forms.ChoiceField(
         label="Kind",
         choices=QualityAttribute.Kind.choices,
@@ -121,7 +129,7 @@ class AttributeForm(PrefixedIds, forms.Form):
     description = forms.CharField(
         label="Definition",
         required=False,
-        max_length=5000,
+        max_length=ITEM_DESCRIPTION_MAX_LENGTH,
         widget=forms.Textarea(attrs={"rows": 2}),
         help_text="One line the experts read when they vote and prioritise.",
     )
@@ -143,7 +151,7 @@ def _bound(label: str) -> forms.CharField:
     return forms.CharField(
         label=label,
         required=False,
-        max_length=50,
+        max_length=UNIT_MAX_LENGTH,
         widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off", "class": "input--short"}),
     )
 
@@ -151,12 +159,12 @@ def _bound(label: str) -> forms.CharField:
 class MetricForm(PrefixedIds, forms.Form):
     id_prefix = "metric"
     attribute = forms.TypedChoiceField(label="Attribute", coerce=int)
-    name = forms.CharField(label="Name", max_length=100)
+    name = forms.CharField(label="Name", max_length=NAME_MAX_LENGTH)
     better = forms.ChoiceField(label="Direction", choices=Direction.choices, initial=Direction.HIGHER)
     unit = forms.CharField(
         label="Unit",
         required=False,
-        max_length=50,
+        max_length=UNIT_MAX_LENGTH,
         help_text="e.g. s, %, 1-10 (a rating).",
         widget=forms.TextInput(attrs={"class": "input--short"}),
     )
@@ -202,9 +210,14 @@ class MetricForm(PrefixedIds, forms.Form):
 
 class CandidateForm(PrefixedIds, forms.Form):
     id_prefix = "candidate"
-    name = forms.CharField(label="Name", max_length=100, widget=forms.TextInput(attrs={"autocomplete": "off"}))
+    name = forms.CharField(
+        label="Name", max_length=NAME_MAX_LENGTH, widget=forms.TextInput(attrs={"autocomplete": "off"})
+    )
     description = forms.CharField(
-        label="Description", required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 2})
+        label="Description",
+        required=False,
+        max_length=ITEM_DESCRIPTION_MAX_LENGTH,
+        widget=forms.Textarea(attrs={"rows": 2}),
     )
 
 
@@ -232,7 +245,7 @@ class MeasurementTableForm(forms.Form):
                 self.fields[name] = forms.CharField(
                     label=f"{metric.name} of {candidate.name}",
                     required=False,
-                    max_length=50,
+                    max_length=UNIT_MAX_LENGTH,
                     initial=number_text(self.values.get(key)),
                     widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off"}),
                 )
@@ -293,7 +306,7 @@ class MeasurementCsvForm(forms.Form):
 class InviteForm(forms.Form):
     username = forms.CharField(
         label="Username",
-        max_length=150,
+        max_length=USERNAME_MAX_LENGTH,
         help_text="They see the invitation when they log in and become an expert by accepting it.",
         widget=forms.TextInput(attrs={"autocomplete": "off", "autocapitalize": "none"}),
     )

@@ -12,6 +12,8 @@ from typing import Any
 
 from django import forms
 
+from engine.rules import PERCENT_TOTAL, PERCENT_TOTAL_SLACK
+
 from ..errors import InvalidInput
 from ..models import Membership, Method, Metric, QualityAttribute
 from ..selectors import number_out
@@ -405,6 +407,11 @@ class PeerWeightsForm(forms.Form):
             if e.user.get_username() in stored
         }
 
+    @staticmethod
+    def total_complete(total: float | None) -> bool:
+        """A total of percentages that adds up (PERCENT_TOTAL, within PERCENT_TOTAL_SLACK)."""
+        return total is not None and abs(total - PERCENT_TOTAL) <= PERCENT_TOTAL_SLACK
+
     def total(self) -> float | None:
         values = [self.cleaned_data.get(f"peer-{e.pk}") for e in self.experts]
         return None if None in values else math.fsum(values)
@@ -415,6 +422,7 @@ class PeerWeightsForm(forms.Form):
     def add_service_errors(self, error: InvalidInput) -> None:
         paths = {f"weights.{e.user.get_username()}": f"peer-{e.pk}" for e in self.experts}
         total = self.total()
-        if "weights" in error.errors and total is not None and not math.isclose(total, 100):
-            error = InvalidInput({**error.errors, "weights": [f"the weights add up to {total:g}%, not 100%"]})
+        if "weights" in error.errors and total is not None and not self.total_complete(total):
+            message = f"the weights add up to {total:g}%, not {PERCENT_TOTAL}%"
+            error = InvalidInput({**error.errors, "weights": [message]})
         _add_errors(self, error, paths, {"weights": "Total"})

@@ -21,7 +21,6 @@ the API and the pages call these same functions, as ``services.<name>``:
 - ``discussion``: posts in the thread of an attribute or a metric.
 """
 
-from ._checks import MAX_THRESHOLD
 from .accounts import (
     api_token_create,
     api_token_revoke,
@@ -80,7 +79,6 @@ from .setup import (
 )
 
 __all__ = [
-    "MAX_THRESHOLD",
     "PHASE_RULES",
     "Action",
     "phase_allows",

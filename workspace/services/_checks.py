@@ -13,11 +13,8 @@ from django.db.models import Max, Model, QuerySet
 from engine.rules import range_direction_problem, range_width_invalid
 
 from ..errors import InvalidInput
+from ..limits import MAX_THRESHOLD
 from ..models import Study
-
-# The largest vote threshold, also the API's (StudyWriteSerializer); the
-# column is a 32-bit integer.
-MAX_THRESHOLD = 10000
 
 
 def number(value: Any, field: str) -> float:

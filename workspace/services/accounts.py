@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..errors import InvalidInput
+from ..limits import NAME_MAX_LENGTH
 from ..models import ApiToken
 from ._checks import text as _text
 
@@ -77,7 +78,7 @@ def api_token_create(
     """A new token for ``user``: returns ``(token, key)``; the key is not
     stored and cannot be shown again. It expires after ``expires_in_days``
     (default settings.API_TOKEN_LIFETIME_DAYS)."""
-    name = _text(name, "name", max_length=100, required=False)
+    name = _text(name, "name", max_length=NAME_MAX_LENGTH, required=False)
     lifetime = _token_lifetime(expires_in_days)
     key = secrets.token_hex(20)
     token = ApiToken.objects.create(

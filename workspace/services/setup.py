@@ -8,6 +8,15 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 
 from ..errors import InvalidInput
+from ..limits import (
+    ATTRIBUTE_THRESHOLD_DEFAULT,
+    ITEM_DESCRIPTION_MAX_LENGTH,
+    METRIC_THRESHOLD_DEFAULT,
+    NAME_MAX_LENGTH,
+    STUDY_DESCRIPTION_MAX_LENGTH,
+    TITLE_MAX_LENGTH,
+    UNIT_MAX_LENGTH,
+)
 from ..models import Candidate, Direction, Measurement, Membership, Metric, QualityAttribute, Study
 from ._checks import (
     apply_changes,
@@ -31,12 +40,12 @@ def study_create(
     designer: AbstractBaseUser,
     title: str,
     description: str = "",
-    attribute_threshold: int = 1,
-    metric_threshold: int = 0,
+    attribute_threshold: int = ATTRIBUTE_THRESHOLD_DEFAULT,
+    metric_threshold: int = METRIC_THRESHOLD_DEFAULT,
 ) -> Study:
     study = Study.objects.create(
-        title=text(title, "title", max_length=200),
-        description=text(description, "description", max_length=20000, required=False),
+        title=text(title, "title", max_length=TITLE_MAX_LENGTH),
+        description=text(description, "description", max_length=STUDY_DESCRIPTION_MAX_LENGTH, required=False),
         attribute_threshold=threshold(attribute_threshold, "attribute_threshold"),
         metric_threshold=threshold(metric_threshold, "metric_threshold"),
         designer=designer,
@@ -63,8 +72,10 @@ def study_update(*, study: Study, **changes: Any) -> Study:
         study,
         changes,
         {
-            "title": lambda value: text(value, "title", max_length=200),
-            "description": lambda value: text(value, "description", max_length=20000, required=False),
+            "title": lambda value: text(value, "title", max_length=TITLE_MAX_LENGTH),
+            "description": lambda value: text(
+                value, "description", max_length=STUDY_DESCRIPTION_MAX_LENGTH, required=False
+            ),
             "attribute_threshold": vote_threshold("attribute_threshold"),
             "metric_threshold": vote_threshold("metric_threshold"),
         },
@@ -147,13 +158,13 @@ def _item_name(
     """The cleaner of an item's name: text, unique in the study."""
 
     def clean(value: Any) -> str:
-        return unique_name(model, study, text(value, "name", max_length=100), exclude_pk=exclude_pk)
+        return unique_name(model, study, text(value, "name", max_length=NAME_MAX_LENGTH), exclude_pk=exclude_pk)
 
     return clean
 
 
 def _description(value: Any) -> str:
-    return text(value, "description", max_length=5000, required=False)
+    return text(value, "description", max_length=ITEM_DESCRIPTION_MAX_LENGTH, required=False)
 
 
 @transaction.atomic
@@ -201,7 +212,7 @@ def _attribute_of(study: Study) -> Callable[[QualityAttribute], QualityAttribute
 
 
 def _unit(value: Any) -> str:
-    return text(value, "unit", max_length=50, required=False)
+    return text(value, "unit", max_length=UNIT_MAX_LENGTH, required=False)
 
 
 @transaction.atomic
@@ -296,7 +307,7 @@ def candidates_add(*, study: Study, candidates: list[dict]) -> list[Candidate]:
     for index, entry in enumerate(candidates):
         field = f"candidates[{index}]"
         try:
-            name = text(entry.get("name"), "name", max_length=100)
+            name = text(entry.get("name"), "name", max_length=NAME_MAX_LENGTH)
             description = _description(entry.get("description", ""))
         except InvalidInput as error:
             raise error.within(field) from None

@@ -23,7 +23,7 @@ from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.http import require_http_methods, require_POST
 
-from engine.rules import is_consistent
+from engine.rules import CONSISTENCY_THRESHOLD, is_consistent
 from evaluation import selectors as evaluation_selectors
 
 from .. import invitations, limits, reminders, selectors, services
@@ -35,6 +35,12 @@ from ..measurement_csv import CsvRefused, measurements_parse, rows_as_measuremen
 from ..models import Candidate, Membership, Metric, Phase, QualityAttribute, Study
 from ..services import Action, phase_refusal
 from .common import form_add_service_errors, require_designer, study_for_member
+
+# A new study's vote thresholds, as the form first shows them.
+THRESHOLD_DEFAULTS = {
+    "attribute_threshold": limits.ATTRIBUTE_THRESHOLD_DEFAULT,
+    "metric_threshold": limits.METRIC_THRESHOLD_DEFAULT,
+}
 
 # Service fields that the forms split or name differently.
 FORM_FIELD_OF = {"default_range": "least_acceptable"}
@@ -69,7 +75,7 @@ class StudyNewPage(View):
         return render(self.request, "designer/study_new.html", context)
 
     def get(self, request: HttpRequest) -> HttpResponse:
-        return self.render_page(f.StudyForm(initial={"attribute_threshold": 1, "metric_threshold": 0}), f.BundleForm())
+        return self.render_page(f.StudyForm(initial=THRESHOLD_DEFAULTS), f.BundleForm())
 
     def post(self, request: HttpRequest) -> HttpResponse:
         if request.POST.get("form") == "import":
@@ -103,9 +109,7 @@ class StudyNewPage(View):
                 note = f" Invited as experts (they join by accepting): {', '.join(invited)}." if invited else ""
                 messages.success(request, f"The study “{study.title}” was imported.{note}")
                 return redirect(study_home(study))
-        return self.render_page(
-            f.StudyForm(initial={"attribute_threshold": 1, "metric_threshold": 0}), form, bundle_errors
-        )
+        return self.render_page(f.StudyForm(initial=THRESHOLD_DEFAULTS), form, bundle_errors)
 
 
 # --- /studies/{id}/setup/ ----------------------------------------------------------------------
@@ -738,6 +742,7 @@ def expert_inputs_page(request: HttpRequest, study_id: int, username: str) -> Ht
             for name, section in priorities.get("metric_priorities", {}).items()
         ],
         "pending": membership.status == Membership.Status.PENDING,
+        "consistency_threshold": CONSISTENCY_THRESHOLD,
         "peers": [(name, f"{weight * 100:.1f}".removesuffix(".0")) for name, weight in inputs["peer_weights"].items()],
     }
     return render(request, "designer/inputs.html", context)

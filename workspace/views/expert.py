@@ -22,7 +22,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from engine import core
-from engine.rules import CONSISTENCY_THRESHOLD, is_consistent
+from engine.rules import CONSISTENCY_THRESHOLD, PERCENT_TOTAL, PERCENT_TOTAL_SLACK, is_consistent
 
 from .. import selectors, services
 from ..errors import InvalidInput, PhaseConflict
@@ -403,6 +403,7 @@ def priorities_page(request: HttpRequest, study_id: int) -> HttpResponse:
         previewed=request.method == "POST" and not _wants_save(request),
         off_scale=form.off_scale,
         threshold=CONSISTENCY_THRESHOLD,
+        total_slack=PERCENT_TOTAL_SLACK,
     )
     return _render_step(request, "priorities.html", context, status)
 
@@ -572,5 +573,11 @@ def peer_weights_page(request: HttpRequest, study_id: int) -> HttpResponse:
     total = typed_total([form[name].value() for name in form.fields])
     context = _step_context(study, expert, step)
     _freeze(form, context)
-    context.update(form=form, total=total)
+    context.update(
+        form=form,
+        total=total,
+        total_complete=PeerWeightsForm.total_complete(total),
+        percent_total=PERCENT_TOTAL,
+        total_slack=PERCENT_TOTAL_SLACK,
+    )
     return _render_step(request, "peer_weights.html", context, status)
