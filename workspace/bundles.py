@@ -9,7 +9,9 @@ judgments as given, only the ranges an expert set), so export → import →
 export is the identity.
 """
 
-from django.contrib.auth.models import AbstractBaseUser as User
+from typing import Any
+
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from . import invitations, services
@@ -306,7 +308,7 @@ def _measurements_out(study: Study, metrics: list[Metric]) -> dict[int, dict]:
         Measurement.objects.filter(study=study).values_list("candidate_id", "metric_id", "value"),
         key=lambda row: (row[0], metric_of[row[1]].position, row[1]),
     )
-    measurements = {}
+    measurements: dict[int, dict[str, Any]] = {}
     for candidate_id, metric_id, value in rows:
         measurements.setdefault(candidate_id, {})[metric_of[metric_id].name] = _number_out(value)
     return measurements

@@ -245,7 +245,9 @@ def body_limit(view_func: object) -> int:
     sets ``max_body_bytes`` (the bundle import, a prediction upload) or the
     view function was given one (``max_body``)."""
     view_class = getattr(view_func, "cls", None) or getattr(view_func, "view_class", None)
-    return getattr(view_class, "max_body_bytes", None) or getattr(view_func, "max_body_bytes", BODY_MAX_BYTES)
+    class_limit: int | None = getattr(view_class, "max_body_bytes", None)
+    function_limit: int = getattr(view_func, "max_body_bytes", BODY_MAX_BYTES)
+    return class_limit or function_limit
 
 
 def max_body(limit: int) -> Callable[[Callable], Callable]:
@@ -253,7 +255,7 @@ def max_body(limit: int) -> Callable[[Callable], Callable]:
     Apply it innermost: the decorators outside it copy the attribute."""
 
     def decorate(view: Callable) -> Callable:
-        view.max_body_bytes = limit
+        vars(view)["max_body_bytes"] = limit  # a function attribute (mypy cannot declare one on a Callable)
         return view
 
     return decorate

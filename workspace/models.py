@@ -8,7 +8,7 @@ metric, one peer weight per rater and ratee. Rules that need several rows
 """
 
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import models
@@ -47,6 +47,14 @@ class Study(models.Model):
     designer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="designed_studies")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    if TYPE_CHECKING:
+        # Set on a study read for a member: ``my_memberships`` by the
+        # selectors' prefetch, the roles by views.common.study_for_member.
+        my_memberships: list["Membership"]
+        my_roles: set[str]
+        is_designer: bool
+        is_expert: bool
 
     class Meta:
         verbose_name_plural = "studies"
@@ -90,6 +98,8 @@ class Membership(models.Model):
     )
     inputs_confirmed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    if TYPE_CHECKING:
+        missing: list[str] | None  # set by the experts page (None outside the assessment)
 
     class Meta:
         ordering = ["study", "role", "id"]
@@ -115,6 +125,9 @@ class QualityAttribute(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="attributes")
     name = models.CharField(max_length=NAME_MAX_LENGTH)
     kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.MAIN)
+    if TYPE_CHECKING:
+        ballot_metrics: list["Metric"]  # selectors.ballot_list's prefetch
+        metric_names: list[str]  # set by the setup page
     description = models.TextField(blank=True)
     position = models.PositiveIntegerField(default=0)
     # Fixed when voting closes; meaningless before.
@@ -143,6 +156,8 @@ class Metric(models.Model):
     name = models.CharField(max_length=NAME_MAX_LENGTH)
     better = models.CharField(max_length=10, choices=Direction.choices, default=Direction.HIGHER)
     unit = models.CharField(max_length=UNIT_MAX_LENGTH, blank=True)
+    if TYPE_CHECKING:
+        range_text: str | None  # set by the setup page
     # The designer's proposed acceptable range; experts accept or change it.
     default_least_acceptable = models.FloatField(null=True, blank=True)
     default_desired = models.FloatField(null=True, blank=True)

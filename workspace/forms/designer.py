@@ -3,6 +3,8 @@ the services check the rules (unique names, phases, directions) and their
 refusals are shown on the same forms (``form_add_service_errors``)."""
 
 import json
+from collections.abc import Sequence
+from typing import Any, cast
 
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
@@ -176,7 +178,7 @@ class MetricForm(PrefixedIds, forms.Form):
         ``range_only``: why only the default range can change (the other
         fields are shown disabled), or None."""
         super().__init__(*args, **kwargs)
-        self.fields["attribute"].choices = [(a.pk, a.name) for a in attributes]
+        cast(forms.ChoiceField, self.fields["attribute"]).choices = [(a.pk, a.name) for a in attributes]
         self.fields["name"].widget.attrs["autocomplete"] = "off"
         self.fields["least_acceptable"].help_text = (
             "The default range experts start from: both values, or neither. For a lower-is-better metric the "
@@ -198,7 +200,7 @@ class MetricForm(PrefixedIds, forms.Form):
             return None
 
     def clean(self) -> dict:
-        cleaned = super().clean()
+        cleaned = cast(dict[str, Any], super().clean())  # Form.clean returns cleaned_data
         least, desired = self._bound_value("least_acceptable"), self._bound_value("desired")
         given = [name for name in ("least_acceptable", "desired") if cleaned.get(name)]
         if len(given) == 1:
@@ -251,7 +253,7 @@ class MeasurementTableForm(forms.Form):
                 )
 
     def clean(self) -> dict:
-        cleaned = super().clean()
+        cleaned = cast(dict[str, Any], super().clean())  # Form.clean returns cleaned_data
         changed = []
         for name, (candidate, metric) in self.cells.items():
             text = cleaned.get(name, "").strip()
@@ -292,7 +294,7 @@ class MeasurementCsvForm(forms.Form):
     )
 
     def clean(self) -> dict:
-        cleaned = super().clean()
+        cleaned = cast(dict[str, Any], super().clean())  # Form.clean returns cleaned_data
         if not cleaned.get("csv_text", "").strip() and not cleaned.get("csv_file"):
             self.add_error("csv_text", "paste CSV here, or choose a file below")
         elif cleaned.get("csv_text", "").strip() and cleaned.get("csv_file"):
@@ -326,9 +328,9 @@ class ReminderForm(forms.Form):
         help_text="Added to the message, after what each expert still has to do.",
     )
 
-    def __init__(self, *args, experts: list[Membership] = (), **kwargs) -> None:
+    def __init__(self, *args: Any, experts: Sequence[Membership] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["experts"].choices = [
+        cast(forms.ChoiceField, self.fields["experts"]).choices = [
             (m.user.get_username(), f"{m.user.get_username()} ({m.user.email or 'no e-mail address'})") for m in experts
         ]
         self.fields["experts"].initial = [m.user.get_username() for m in experts]

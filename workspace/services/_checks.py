@@ -9,6 +9,7 @@ from numbers import Real
 from typing import Any
 
 from django.db.models import Max, Model, QuerySet
+from django.db.models.manager import BaseManager
 
 from engine.rules import range_direction_problem, range_width_invalid
 
@@ -110,15 +111,15 @@ def locked(study: Study) -> Study:
     return Study.objects.select_for_update().get(pk=study.pk)
 
 
-def next_position(queryset: QuerySet) -> int:
-    return (queryset.aggregate(top=Max("position"))["top"] or 0) + 1
+def next_position(queryset: QuerySet[Any] | BaseManager[Any]) -> int:
+    return (queryset.all().aggregate(top=Max("position"))["top"] or 0) + 1
 
 
 def unique_name(
     model: type[Model], study: Study, name: str, *, field: str = "name", exclude_pk: int | None = None
 ) -> str:
     """``name`` if no other item of ``model`` in the study has it."""
-    clash = model.objects.filter(study=study, name=name)
+    clash = model._default_manager.filter(study=study, name=name)
     if exclude_pk is not None:
         clash = clash.exclude(pk=exclude_pk)
     if clash.exists():

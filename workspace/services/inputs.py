@@ -5,9 +5,10 @@ expert's section of a study bundle (FORMATS.md)."""
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import transaction
+from django.db.models import Model
 
 from engine.core import sums_to_one
 from engine.prioritisation import Prioritisation, prioritise
@@ -32,6 +33,7 @@ from ._checks import keys, locked, names, number, range_pair
 from .phases import Action, require_phase
 
 Judgment = tuple[str, str, float]
+P = TypeVar("P", AttributePrioritisation, MetricPrioritisation)
 
 
 def _expert_usernames(study: Study, members: Iterable[Membership], field: str) -> dict[int, str]:
@@ -55,7 +57,7 @@ def _votes_checked(
     and metrics voted for. Writes nothing."""
     attribute_names = names(attributes, "attributes")
     metric_names = names(metrics, "metrics")
-    errors = {}
+    errors: dict[str, list[str]] = {}
     for name in attribute_names:
         attribute = by_name.get(name)
         if attribute is None:
@@ -204,7 +206,9 @@ def _judgments(items: list[str], weights: Any, judgments: Any, method: str) -> l
         raise InvalidInput({"weights": f"{method.upper()} takes judgments, not weights"})
     if not isinstance(judgments, (list, tuple)):
         raise InvalidInput({"judgments": "must be a list of [row, column, value]"})
-    errors, rows, seen = {}, [], {}
+    errors: dict[str, Any] = {}
+    rows: list[Judgment] = []
+    seen: dict[frozenset[str], int] = {}
     for position, entry in enumerate(judgments):
         field = f"judgments[{position}]"
         try:
@@ -215,6 +219,7 @@ def _judgments(items: list[str], weights: Any, judgments: Any, method: str) -> l
         if problems:
             errors[field] = problems
             continue
+        assert judgment is not None  # no problems: _judgment returned the judgment
         row, column, _ = judgment
         pair = frozenset((row, column))
         if pair in seen:
@@ -281,7 +286,7 @@ class _Planned:
     metrics), ready to store."""
 
     method: str
-    items: list[QualityAttribute] | list[Metric]
+    items: Sequence[QualityAttribute | Metric]
     result: Prioritisation
     given: dict[str, float]
     judgments: list[Judgment]
@@ -296,11 +301,7 @@ def _planned(*, method: Any, items: list[QualityAttribute] | list[Metric], weigh
     return _Planned(method, items, result, given, judgment_rows)
 
 
-def _store_prioritisations(
-    model: type[AttributePrioritisation | MetricPrioritisation],
-    rows: list[tuple[AttributePrioritisation | MetricPrioritisation, _Planned]],
-    item_field: str,
-) -> list[AttributePrioritisation | MetricPrioritisation]:
+def _store_prioritisations(model: type[P], rows: list[tuple[P, _Planned]], item_field: str) -> list[P]:
     """Insert the new prioritisation ``rows`` with their result, judgments and
     weights: one INSERT per table, however many rows."""
     for prioritisation, plan in rows:
@@ -309,7 +310,8 @@ def _store_prioritisations(
     saved = model.objects.bulk_create([prioritisation for prioritisation, _ in rows])
     judgment_model = model._meta.get_field("judgments").related_model
     weight_model = model._meta.get_field("weights").related_model
-    judgments, weights = [], []
+    judgments: list[Model] = []
+    weights: list[Model] = []
     for prioritisation, (_, plan) in zip(saved, rows, strict=True):
         by_name = {item.name: item for item in plan.items}
         judgments += [
@@ -322,8 +324,8 @@ def _store_prioritisations(
             )
             for item, w in zip(plan.items, plan.result.weights, strict=True)
         ]
-    judgment_model.objects.bulk_create(judgments)
-    weight_model.objects.bulk_create(weights)
+    judgment_model._default_manager.bulk_create(judgments)
+    weight_model._default_manager.bulk_create(weights)
     return saved
 
 
@@ -393,7 +395,7 @@ class _Items:
     @classmethod
     def of(cls, study: Study) -> "_Items":
         require_phase(study, Action.PRIORITISE)
-        metrics = {}
+        metrics: dict[int, list[Metric]] = {}
         for metric in Metric.objects.filter(study=study, is_selected=True).order_by("position", "id"):
             metrics.setdefault(metric.attribute_id, []).append(metric)
         attributes = {a.name: a for a in QualityAttribute.objects.filter(study=study)}

@@ -4,7 +4,7 @@ candidates and measurements."""
 from collections.abc import Callable
 from typing import Any
 
-from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from ..errors import InvalidInput
@@ -37,7 +37,7 @@ from .phases import Action, require_phase
 @transaction.atomic
 def study_create(
     *,
-    designer: AbstractBaseUser,
+    designer: User,
     title: str,
     description: str = "",
     attribute_threshold: int = ATTRIBUTE_THRESHOLD_DEFAULT,
@@ -92,12 +92,12 @@ def study_delete(*, study: Study) -> None:
 # --- experts -------------------------------------------------------------------
 
 
-def _already_expert(user: AbstractBaseUser) -> InvalidInput:
+def _already_expert(user: User) -> InvalidInput:
     return InvalidInput({"username": f"{user.get_username()} is already an expert of this study"})
 
 
 @transaction.atomic
-def expert_add(*, study: Study, user: AbstractBaseUser) -> Membership:
+def expert_add(*, study: Study, user: User) -> Membership:
     study = locked(study)
     require_phase(study, Action.ADD_EXPERT)
     membership, created = Membership.objects.get_or_create(study=study, user=user, role=Membership.Role.EXPERT)
@@ -107,7 +107,7 @@ def expert_add(*, study: Study, user: AbstractBaseUser) -> Membership:
 
 
 @transaction.atomic
-def experts_add(*, study: Study, users: list[AbstractBaseUser]) -> list[Membership]:
+def experts_add(*, study: Study, users: list[User]) -> list[Membership]:
     """``expert_add`` for several users, in this order, in a number of
     queries that does not grow with them (the bundle importer): the first
     user already an expert (or listed twice) is refused as ``expert_add``
@@ -129,7 +129,7 @@ def experts_add(*, study: Study, users: list[AbstractBaseUser]) -> list[Membersh
 
 
 @transaction.atomic
-def expert_remove(*, study: Study, user: AbstractBaseUser) -> None:
+def expert_remove(*, study: Study, user: User) -> None:
     study = locked(study)
     require_phase(study, Action.REMOVE_EXPERT)
     deleted, _ = Membership.objects.filter(study=study, user=user, role=Membership.Role.EXPERT).delete()

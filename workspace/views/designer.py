@@ -8,15 +8,15 @@ POST calls one service; a refusal is shown on the form it came from, with
 nothing written.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Model
+from django.contrib.auth.models import User
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.decorators import method_decorator
@@ -70,7 +70,7 @@ class StudyNewPage(View):
     # A bundle holds a whole study (limits.BodySizeLimitMiddleware reads this).
     max_body_bytes = limits.IMPORT_BODY_MAX_BYTES
 
-    def render_page(self, create: forms.Form, upload: forms.Form, bundle_errors: list[str] = ()) -> HttpResponse:
+    def render_page(self, create: forms.Form, upload: forms.Form, bundle_errors: Sequence[str] = ()) -> HttpResponse:
         context = {"create_form": create, "bundle_form": upload, "bundle_errors": bundle_errors}
         return render(self.request, "designer/study_new.html", context)
 
@@ -83,7 +83,7 @@ class StudyNewPage(View):
         form = f.StudyForm(request.POST)
         if form.is_valid():
             try:
-                study = services.study_create(designer=request.user, **form.cleaned_data)
+                study = services.study_create(designer=cast(User, request.user), **form.cleaned_data)
             except InvalidInput as error:
                 form_add_service_errors(form, error)
             else:
@@ -99,7 +99,7 @@ class StudyNewPage(View):
         if form.is_valid():
             try:
                 limits.bundle_check_limits(form.cleaned_data["bundle"])
-                study = study_import_bundle(bundle=form.cleaned_data["bundle"], importer=request.user)
+                study = study_import_bundle(bundle=form.cleaned_data["bundle"], importer=cast(User, request.user))
             except InvalidInput as error:
                 # Each problem at its place in the bundle: "metrics[2].default_range: ...".
                 bundle_errors = [f"{path}: {message}" for path, msgs in error.errors.items() for message in msgs]
@@ -127,12 +127,15 @@ def _metric_initial(metric: Metric) -> dict:
     }
 
 
+SetupItem = QualityAttribute | Metric | Candidate
+
+
 @dataclass(frozen=True)
 class SetupKind:
     """One kind of setup item and the services that change it."""
 
     noun: str
-    model: type[Model]
+    model: type[SetupItem]
     form: type[forms.Form]
     # The changes whose phases (services.PHASE_RULES) lock it.
     change: Action
@@ -281,6 +284,7 @@ def setup_item_add(request: HttpRequest, study_id: int, kind: str) -> HttpRespon
     study = study_for_member(request, study_id)
     require_designer(study, f"add {setup.noun}s")
     attributes = list(selectors.attribute_list(study=study))
+    form: forms.Form
     if kind == "attributes" and request.POST.get("form") == "catalogue":
         form = f.CatalogueAttributeForm(request.POST)
         given_as = "catalogue"
@@ -300,8 +304,9 @@ def setup_item_add(request: HttpRequest, study_id: int, kind: str) -> HttpRespon
     return _setup_page(request, study, **{given_as: form})
 
 
-def _item(study: Study, setup: SetupKind, pk: int) -> Model:
-    return get_object_or_404(setup.model.objects.select_related("study"), study=study, pk=pk)
+def _item(study: Study, setup: SetupKind, pk: int) -> SetupItem:
+    item = get_object_or_404(setup.model._default_manager.select_related("study"), study=study, pk=pk)
+    return cast(SetupItem, item)  # a row of setup.model
 
 
 @login_required
@@ -324,7 +329,7 @@ def setup_item_edit(request: HttpRequest, study_id: int, kind: str, pk: int) -> 
     if form.is_bound and lock is None and form.is_valid():
         try:
             if form_kwargs.get("range_only"):
-                services.metric_update(metric=item, default_range=form.cleaned_data["default_range"])
+                services.metric_update(metric=cast(Metric, item), default_range=form.cleaned_data["default_range"])
             else:
                 setup.update(item, form.cleaned_data, attributes={a.pk: a for a in attributes})
         except ServiceError as error:
@@ -345,11 +350,13 @@ def setup_item_edit(request: HttpRequest, study_id: int, kind: str, pk: int) -> 
     return render(request, "designer/setup_item_edit.html", context)
 
 
-def _removal_consequences(kind: str, item: Model) -> list[str]:
+def _removal_consequences(kind: str, item: SetupItem) -> list[str]:
     """What goes with the item, in words (two queries at most)."""
     values = selectors.measurements_of(item=item).count()
     if kind == "attributes":
-        metrics = [m.name for m in selectors.metric_list(study=item.study).filter(attribute=item)]
+        metrics = [
+            m.name for m in selectors.metric_list(study=item.study).filter(attribute=cast(QualityAttribute, item))
+        ]
         if not metrics:
             return ["It has no metrics."]
         return [
@@ -406,7 +413,7 @@ def _measurement_page(
     *,
     table: forms.Form | None = None,
     upload: forms.Form | None = None,
-    csv_errors: list[str] = (),
+    csv_errors: Sequence[str] = (),
 ) -> HttpResponse:
     candidates = list(selectors.candidate_list(study=study))
     metrics = list(selectors.metric_list(study=study))
@@ -422,7 +429,7 @@ def _measurement_page(
     sources = evaluation_selectors.measurement_sources(study=study)
 
     def cell(candidate: Candidate, metric: Metric) -> dict:
-        field = table[f.cell_name(candidate.pk, metric.pk)] if editable else None
+        field = table[f.cell_name(candidate.pk, metric.pk)] if editable and table is not None else None
         value = values.get((candidate.pk, metric.pk))
         source = sources.get((candidate.pk, metric.pk))
         computed = source if source is not None and not source.edited_since(value) else None

@@ -10,12 +10,13 @@ checks and the engine's own functions on what is typed, and save nothing.
 """
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
@@ -81,7 +82,7 @@ def _expert_study(request: HttpRequest, study_id: int, action: str) -> tuple[Stu
     study = study_for_member(request, study_id)
     require_expert(study, action)
     expert = next(m for m in study.my_memberships if m.role == Membership.Role.EXPERT)
-    expert.study, expert.user = study, request.user
+    expert.study, expert.user = study, cast(User, request.user)
     return study, expert
 
 
@@ -150,7 +151,9 @@ def _stored(study: Study, expert: Membership, section: str, *, with_results: boo
     return inputs[expert.user.get_username()][section]
 
 
-def _submit(request: HttpRequest, form: Any, step: Step, study: Study, save: Callable[[], None]) -> HttpResponse | int:
+def _submit(
+    request: HttpRequest, form: Any, step: Step, study: Study, save: Callable[[], object]
+) -> HttpResponse | int:
     """On a POST that saves and a form of the right shape, call the step's
     service (``save``). Saved: back to the page (so a reload does not post
     again). Otherwise the status to render the page with; a refusal is shown
@@ -483,6 +486,7 @@ def _range_outcomes(form: RangesForm, metrics: list[Metric], study: Study) -> li
     measured: dict[int, list[tuple[str, float]]] = {m.pk: [] for m in metrics}
     for row in selectors.selected_measurement_list(study=study):
         measured.setdefault(row["metric_id"], []).append((row["candidate__name"], row["value"]))
+    values: Mapping[str, Any]
     if form.is_bound:
         form.is_valid()
         values = {name: value for name, value in getattr(form, "cleaned_data", {}).items() if name not in form.errors}
