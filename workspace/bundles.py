@@ -83,10 +83,10 @@ def _check_envelope(bundle):
 def _later_sections_absent(bundle, phase):
     """A study put in an early phase cannot carry inputs of a later one."""
     needs = {
-        "votes": Phase.VOTING,
-        "priorities": Phase.ASSESSMENT,
-        "ranges": Phase.ASSESSMENT,
-        "peer_weights": Phase.ASSESSMENT,
+        "votes": services.opens_in(services.Action.VOTE),
+        "priorities": services.opens_in(services.Action.PRIORITISE),
+        "ranges": services.opens_in(services.Action.SET_RANGES),
+        "peer_weights": services.opens_in(services.Action.WEIGH_PEERS),
     }
     for key, first_phase in needs.items():
         section = bundle.get(key) or {}

@@ -10,7 +10,7 @@ from rest_framework import serializers
 from engine.disagreement import CONSENSUS_MEASURE, CONSENSUS_WORDING, WeightSpread
 from engine.models import Run
 from engine.rules import CONSISTENCY_THRESHOLD
-from workspace import limits
+from workspace import limits, services
 from workspace.models import ApiToken, Candidate, Membership, Metric, Phase, QualityAttribute, Study
 
 
@@ -113,7 +113,7 @@ class StudyDetailSerializer(StudySerializer):
     @extend_schema_field(SelectionSerializer(allow_null=True))
     def get_selection(self, study: Study) -> dict[str, list[str]] | None:
         """The selected attributes and metrics, fixed when voting closes (null before)."""
-        if study.phase not in (Phase.ASSESSMENT, Phase.CLOSED):
+        if not services.selection_fixed(study):
             return None
         return {
             "attributes": [a.name for a in study.selected_attributes],
@@ -151,7 +151,7 @@ class MemberWriteSerializer(WriteSerializer):
 
 
 def _selected(obj):
-    return obj.is_selected if obj.study.phase in (Phase.ASSESSMENT, Phase.CLOSED) else None
+    return obj.is_selected if services.selection_fixed(obj.study) else None
 
 
 class AttributeSerializer(serializers.ModelSerializer):

@@ -48,6 +48,7 @@ from .inputs import (
 from .phases import (
     PHASE_RULES,
     Action,
+    opens_in,
     phase_allows,
     phase_refusal,
     require_phase,
@@ -81,6 +82,7 @@ from .setup import (
 __all__ = [
     "PHASE_RULES",
     "Action",
+    "opens_in",
     "phase_allows",
     "phase_refusal",
     "require_phase",

@@ -118,6 +118,11 @@ def require_phase(study: Study, action: Action | str, doing: str | None = None) 
         raise PhaseConflict(refusal)
 
 
+def opens_in(action: Action | str) -> str:
+    """The first phase that allows ``action`` (the phase order is Phase's)."""
+    return PHASE_RULES[Action(action)].phases[0]
+
+
 def selection_fixed(study: Study) -> bool:
     """The selection of attributes and metrics is fixed (voting has closed)."""
     return study.phase in SELECTION_FIXED_PHASES

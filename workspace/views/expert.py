@@ -54,7 +54,7 @@ class Step:
     @property
     def phase(self) -> str:
         """The phase in which the step opens (the first its action is allowed in)."""
-        return services.PHASE_RULES[self.action].phases[0]
+        return services.opens_in(self.action)
 
 
 STEPS = [
