@@ -41,7 +41,7 @@ TOP_LEVEL = {
     "ranges",
     "peer_weights",
 }
-PHASE_ORDER = [Phase.DRAFT, Phase.VOTING, Phase.ASSESSMENT, Phase.CLOSED]
+PHASE_ORDER: list[str] = list(Phase.values)  # draft, voting, assessment, closed
 
 
 def _per_expert(bundle, key, experts, path=None):
