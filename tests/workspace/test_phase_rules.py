@@ -65,8 +65,11 @@ def test_templates_ask_the_table(phase):
     template = Template(
         "{% load phases %}{% if study|allows:'launch_run' %}runs{% endif %}"
         "{% if study|selection_fixed %} selected{% endif %}"
+        "{% if study|opened:'vote' %} voted{% endif %}"
     )
-    expected = ("runs" if phase == Phase.CLOSED else "") + (
-        " selected" if phase in (Phase.ASSESSMENT, Phase.CLOSED) else ""
+    expected = (
+        ("runs" if phase == Phase.CLOSED else "")
+        + (" selected" if phase in (Phase.ASSESSMENT, Phase.CLOSED) else "")
+        + (" voted" if phase != Phase.DRAFT else "")
     )
     assert template.render(Context({"study": study})) == expected

@@ -48,6 +48,7 @@ from .inputs import (
 from .phases import (
     PHASE_RULES,
     Action,
+    has_opened,
     opens_in,
     phase_allows,
     phase_refusal,
@@ -82,6 +83,7 @@ from .setup import (
 __all__ = [
     "PHASE_RULES",
     "Action",
+    "has_opened",
     "opens_in",
     "phase_allows",
     "phase_refusal",

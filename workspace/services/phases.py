@@ -123,6 +123,13 @@ def opens_in(action: Action | str) -> str:
     return PHASE_RULES[Action(action)].phases[0]
 
 
+def has_opened(study: Study, action: Action | str) -> bool:
+    """The study has reached the first phase that allows ``action`` (it may
+    have moved past it since)."""
+    order = list(Phase.values)
+    return order.index(study.phase) >= order.index(opens_in(action))
+
+
 def selection_fixed(study: Study) -> bool:
     """The selection of attributes and metrics is fixed (voting has closed)."""
     return study.phase in SELECTION_FIXED_PHASES

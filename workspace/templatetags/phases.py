@@ -1,6 +1,6 @@
 """Templates ask the services' phase table instead of restating phases:
 ``{% load phases %}{% if study|allows:"launch_run" %}`` and
-``{% if study|selection_fixed %}`` (``services.PHASE_RULES``)."""
+``{% if study|opened:"vote" %}``, ``{% if study|selection_fixed %}`` (``services.PHASE_RULES``)."""
 
 from django import template
 
@@ -14,6 +14,12 @@ register = template.Library()
 def allows(study: Study, action: str) -> bool:
     """The study's phase allows ``action`` (a ``services.Action`` value)."""
     return services.phase_allows(study, action)
+
+
+@register.filter
+def opened(study: Study, action: str) -> bool:
+    """The study has reached the first phase that allows ``action``."""
+    return services.has_opened(study, action)
 
 
 @register.filter

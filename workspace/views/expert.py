@@ -37,7 +37,7 @@ from ..forms.expert import (
     point_label,
     scale_point,
 )
-from ..models import Membership, Metric, Phase, Study
+from ..models import Membership, Metric, Study
 from ..services import Action
 from .common import require_expert, study_for_member
 
@@ -88,8 +88,7 @@ def _expert_study(request: HttpRequest, study_id: int, action: str) -> tuple[Stu
 
 def _not_open_yet(study: Study, step: Step) -> bool:
     """The study has not reached the phase in which the step opens."""
-    order = list(Phase.values)
-    return order.index(study.phase) < order.index(step.phase)
+    return not services.has_opened(study, step.action)
 
 
 def readonly_reason(study: Study, step: Step) -> str | None:
