@@ -21,6 +21,8 @@ __all__ = [
     "CONSISTENCY_THRESHOLD",
     "MIN_DIRECT_SHARE",
     "MIN_PEER_WEIGHT",
+    "PERCENT_TOTAL",
+    "PERCENT_TOTAL_SLACK",
     "SCALE_DATABASE_SLACK",
     "SCALE_ENGINE_SLACK",
     "SCALE_INPUT_SLACK",
@@ -144,6 +146,15 @@ def out_of_proportion(shares: np.ndarray) -> np.ndarray:
 #: repeated squaring); 1e-6 keeps it bounded, while 5e-324 would make a run
 #: fail after launch.
 MIN_PEER_WEIGHT = 1e-6
+
+#: Pages take peer weights as percentages adding up to this; the services
+#: store shares of 1 (checked by ``engine.core.sums_to_one``).
+PERCENT_TOTAL = 100
+
+#: How far a typed total of percentages may be from PERCENT_TOTAL and still
+#: be shown as complete (the page, and static/js/expert.js through the
+#: template's ``data-total-slack``).
+PERCENT_TOTAL_SLACK = 1e-9
 
 
 # --- acceptable ranges (METHOD.md 4) ------------------------------------------------------

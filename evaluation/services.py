@@ -78,7 +78,7 @@ def prediction_set_import(
     the positive label of a binary set. ``max_bytes`` and ``max_rows``: the
     web's limits by default; None lifts them (the operator's command)."""
     name = text(name, "name", max_length=200)
-    candidate = _optional_text(candidate, "candidate", max_length=100)
+    candidate = _optional_text(candidate, "candidate", max_length=limits.NAME_MAX_LENGTH)
     positive = _optional_text(positive, "positive", max_length=1000)
     names = set(Candidate.objects.filter(study=study).values_list("name", flat=True))
     if candidate is not None and candidate not in names:

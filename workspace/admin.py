@@ -12,9 +12,13 @@ repairing, so it keeps to three habits:
   page rather than once per row.
 """
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.forms.models import BaseInlineFormSet
 
 from .models import (
@@ -33,10 +37,10 @@ from .models import (
     MetricVote,
     MetricWeight,
     PeerWeight,
-    Phase,
     QualityAttribute,
     Study,
 )
+from .services import Action, phase_allows
 
 # --- shared helpers -------------------------------------------------------------
 
@@ -46,7 +50,13 @@ def _membership_queryset():
     return Membership.objects.select_related("user", "study")
 
 
-class MembershipChoicesMixin:
+if TYPE_CHECKING:
+    _AdminBase = admin.options.BaseModelAdmin[Any]
+else:
+    _AdminBase = object
+
+
+class MembershipChoicesMixin(_AdminBase):
     """Foreign keys to Membership list their user and study without a query
     per option."""
 
@@ -64,7 +74,7 @@ class StudyScopedInline(MembershipChoicesMixin, admin.TabularInline):
     when the formset class is built, so N rows cost one query, not N.
     """
 
-    scoped_choices = {}
+    scoped_choices: dict[str, Callable[[Any], QuerySet[Any]]] = {}
     extra = 0
 
     def get_formset(self, request, obj=None, **kwargs):
@@ -141,10 +151,10 @@ class StudyAdmin(admin.ModelAdmin):
         # changing one without the other would hide the study from its designer.
         if obj is None:
             return self.readonly_fields
-        fixed = (*self.readonly_fields, "designer")
+        fixed: tuple[str, ...] = (*self.readonly_fields, "designer")
         # Thresholds decide the selection when voting closes; afterwards a
         # change would contradict the selection already made.
-        if obj.phase not in (Phase.DRAFT, Phase.VOTING):
+        if not phase_allows(obj, Action.CHANGE_THRESHOLD):
             fixed += ("attribute_threshold", "metric_threshold")
         return fixed
 
@@ -182,11 +192,35 @@ class MembershipAdmin(admin.ModelAdmin):
 # --- setup: attributes, metrics, candidates, measurements -----------------------
 
 
+class MetricAdminForm(forms.ModelForm):
+    """The admin's metric form (ModelAdmin.get_form builds on it): the
+    attribute must be of the metric's study."""
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = cast(dict[str, Any], super().clean())  # ModelForm.clean returns cleaned_data
+        study, attribute = cleaned.get("study"), cleaned.get("attribute")
+        if study and attribute and attribute.study_id != study.pk:
+            raise ValidationError({"attribute": "The attribute belongs to another study."})
+        return cleaned
+
+
+class MeasurementAdminForm(forms.ModelForm):
+    """The admin's measurement form: the metric and the candidate must be of
+    one study."""
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = cast(dict[str, Any], super().clean())  # ModelForm.clean returns cleaned_data
+        candidate, metric = cleaned.get("candidate"), cleaned.get("metric")
+        if candidate and metric and candidate.study_id != metric.study_id:
+            raise ValidationError({"metric": "The metric belongs to another study than the candidate."})
+        return cleaned
+
+
 class MetricInlineFormSet(BaseInlineFormSet):
     """Metrics added under an attribute belong to the attribute's study."""
 
     def _construct_form(self, i, **kwargs):
-        form = super()._construct_form(i, **kwargs)
+        form = super()._construct_form(i, **kwargs)  # type: ignore[misc]  # the stubs omit BaseFormSet._construct_form
         form.instance.study_id = self.instance.study_id
         return form
 
@@ -196,7 +230,7 @@ class MetricInlineFormSet(BaseInlineFormSet):
         # constraint: check it here instead of failing at the database.
         names = {}
         for form in self.forms:
-            if not form.has_changed() or self._should_delete_form(form):
+            if not form.has_changed() or self._should_delete_form(form):  # type: ignore[attr-defined]  # missing from the stubs
                 continue
             name = form.cleaned_data.get("name")
             if not name:
@@ -258,18 +292,7 @@ class MetricAdmin(admin.ModelAdmin):
     search_fields = ("name", "unit", "attribute__name", "study__title")
     autocomplete_fields = ("study", "attribute")
 
-    def get_form(self, request, obj=None, change=False, **kwargs):
-        form = super().get_form(request, obj, change=change, **kwargs)
-
-        class MetricForm(form):
-            def clean(self):
-                cleaned = super().clean()
-                study, attribute = cleaned.get("study"), cleaned.get("attribute")
-                if study and attribute and attribute.study_id != study.pk:
-                    raise ValidationError({"attribute": "The attribute belongs to another study."})
-                return cleaned
-
-        return MetricForm
+    form = MetricAdminForm
 
 
 class MeasurementInline(StudyScopedInline):
@@ -313,18 +336,7 @@ class MeasurementAdmin(admin.ModelAdmin):
     def study(self, obj):
         return obj.candidate.study
 
-    def get_form(self, request, obj=None, change=False, **kwargs):
-        form = super().get_form(request, obj, change=change, **kwargs)
-
-        class MeasurementForm(form):
-            def clean(self):
-                cleaned = super().clean()
-                candidate, metric = cleaned.get("candidate"), cleaned.get("metric")
-                if candidate and metric and candidate.study_id != metric.study_id:
-                    raise ValidationError({"metric": "The metric belongs to another study than the candidate."})
-                return cleaned
-
-        return MeasurementForm
+    form = MeasurementAdminForm
 
 
 # --- votes ------------------------------------------------------------------------
@@ -333,7 +345,7 @@ class MeasurementAdmin(admin.ModelAdmin):
 class ExpertInputAdmin(MembershipChoicesMixin, admin.ModelAdmin):
     """Rows that belong to one expert's membership."""
 
-    autocomplete_fields = ("expert",)
+    autocomplete_fields: ClassVar[tuple[str, ...]] = ("expert",)
 
     def get_queryset(self, request):
         # Lists, change pages and inline choices all read the expert's user and study.
@@ -428,8 +440,8 @@ class PrioritisationRowAdmin(admin.ModelAdmin):
     """Judgments and weights, listed with the expert and study they belong
     to. Subclasses name the row's own fields; the rest follows from them."""
 
-    item_fields = ()  # the foreign keys to attributes or metrics
-    value_fields = ()
+    item_fields: tuple[str, ...] = ()  # the foreign keys to attributes or metrics
+    value_fields: tuple[str, ...] = ()
     list_filter = ("prioritisation__method", "prioritisation__expert__study__phase")
 
     def __init_subclass__(cls, **kwargs):

@@ -9,11 +9,14 @@ judgments as given, only the ranges an expert set), so export → import →
 export is the identity.
 """
 
-from django.contrib.auth.models import AbstractBaseUser as User
+from typing import Any
+
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from . import invitations, services
 from .errors import InvalidInput, PhaseConflict
+from .limits import ATTRIBUTE_THRESHOLD_DEFAULT, METRIC_THRESHOLD_DEFAULT
 from .models import Measurement, Membership, Metric, Phase, QualityAttribute, Study
 from .selectors import expert_inputs_list, expert_list
 from .selectors import number_out as _number_out
@@ -38,7 +41,7 @@ TOP_LEVEL = {
     "ranges",
     "peer_weights",
 }
-PHASE_ORDER = [Phase.DRAFT, Phase.VOTING, Phase.ASSESSMENT, Phase.CLOSED]
+PHASE_ORDER: list[str] = list(Phase.values)  # draft, voting, assessment, closed
 
 
 def _per_expert(bundle, key, experts, path=None):
@@ -80,10 +83,10 @@ def _check_envelope(bundle):
 def _later_sections_absent(bundle, phase):
     """A study put in an early phase cannot carry inputs of a later one."""
     needs = {
-        "votes": Phase.VOTING,
-        "priorities": Phase.ASSESSMENT,
-        "ranges": Phase.ASSESSMENT,
-        "peer_weights": Phase.ASSESSMENT,
+        "votes": services.opens_in(services.Action.VOTE),
+        "priorities": services.opens_in(services.Action.PRIORITISE),
+        "ranges": services.opens_in(services.Action.SET_RANGES),
+        "peer_weights": services.opens_in(services.Action.WEIGH_PEERS),
     }
     for key, first_phase in needs.items():
         section = bundle.get(key) or {}
@@ -107,9 +110,13 @@ def _votes_present_unless_thresholds_decide(bundle, votes, attributes, metrics):
     missing section would silently select nothing by vote."""
     complementary = any(a.kind == "complementary" for a in attributes.values())
     needed = []
-    if "attributes" not in votes and complementary and bundle.get("attribute_threshold", 1) > 0:
+    if (
+        "attributes" not in votes
+        and complementary
+        and bundle.get("attribute_threshold", ATTRIBUTE_THRESHOLD_DEFAULT) > 0
+    ):
         needed.append("attributes")
-    if "metrics" not in votes and metrics and bundle.get("metric_threshold", 0) > 0:
+    if "metrics" not in votes and metrics and bundle.get("metric_threshold", METRIC_THRESHOLD_DEFAULT) > 0:
         needed.append("metrics")
     if needed:
         field = "votes" if len(needed) == 2 or "votes" not in bundle else f"votes.{needed[0]}"
@@ -146,8 +153,8 @@ def _create_study(bundle: dict, importer: User | None) -> Study:
             designer=designer,
             title=bundle["title"],
             description=bundle.get("description", ""),
-            attribute_threshold=bundle.get("attribute_threshold", 1),
-            metric_threshold=bundle.get("metric_threshold", 0),
+            attribute_threshold=bundle.get("attribute_threshold", ATTRIBUTE_THRESHOLD_DEFAULT),
+            metric_threshold=bundle.get("metric_threshold", METRIC_THRESHOLD_DEFAULT),
         )
     except InvalidInput as error:
         raise error.prefixed(next(iter(error.errors))) from None
@@ -301,7 +308,7 @@ def _measurements_out(study: Study, metrics: list[Metric]) -> dict[int, dict]:
         Measurement.objects.filter(study=study).values_list("candidate_id", "metric_id", "value"),
         key=lambda row: (row[0], metric_of[row[1]].position, row[1]),
     )
-    measurements = {}
+    measurements: dict[int, dict[str, Any]] = {}
     for candidate_id, metric_id, value in rows:
         measurements.setdefault(candidate_id, {})[metric_of[metric_id].name] = _number_out(value)
     return measurements

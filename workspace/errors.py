@@ -33,7 +33,7 @@ class InvalidInput(ServiceError):
         """The same errors with their first path component replaced by
         ``prefix``: a service's ``weights.Accuracy`` becomes the bundle's
         ``priorities.clinician.Accuracy``."""
-        renamed = {}
+        renamed: dict[str, list[str]] = {}
         for field, messages in self.errors.items():
             rest = field.partition(".")[2] if field != "non_field_errors" else ""
             renamed.setdefault(f"{prefix}.{rest}" if rest else prefix, []).extend(messages)
@@ -42,7 +42,7 @@ class InvalidInput(ServiceError):
     def within(self, prefix):
         """The same errors nested under ``prefix``: ``name`` becomes
         ``attributes[2].name``."""
-        nested = {}
+        nested: dict[str, list[str]] = {}
         for field, messages in self.errors.items():
             nested.setdefault(prefix if field == "non_field_errors" else f"{prefix}.{field}", []).extend(messages)
         return InvalidInput(nested)

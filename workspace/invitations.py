@@ -32,7 +32,7 @@ from django.utils import timezone
 
 from . import selectors, services
 from .errors import InvalidInput, PhaseConflict
-from .models import Invitation, Membership, Phase
+from .models import Invitation, Membership
 from .services import _checks
 from .services.accounts import username_clean
 
@@ -57,7 +57,7 @@ def invitation_create(*, study, created_by, username: str | None = None) -> tupl
     without a username, create a link invitation. Returns ``(invitation,
     key)``; ``key`` (links only) is not stored and cannot be shown again."""
     study = _checks.locked(study)
-    _checks.require_phase(study, (Phase.DRAFT,), "Inviting an expert")
+    services.require_phase(study, services.Action.INVITE_EXPERT)
     if username is None:
         key = secrets.token_urlsafe(24)
         return Invitation.objects.create(study=study, digest=_digest(key), created_by=created_by), key
@@ -186,7 +186,7 @@ def invitation_accept(
     else:
         if Membership.objects.filter(study=invitation.study, user=user, role=EXPERT).exists():
             _refuse("you are already an expert of this study", field)
-        _checks.require_phase(invitation.study, (Phase.DRAFT,), "Joining a study as an expert")
+        services.require_phase(invitation.study, services.Action.JOIN_AS_EXPERT)
         membership = services.expert_add(study=invitation.study, user=user)
     invitation.status, invitation.decided_at = Invitation.Status.ACCEPTED, now
     invitation.accepted_by, invitation.membership = user, membership

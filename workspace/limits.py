@@ -172,6 +172,26 @@ def bundle_check_limits(bundle: object) -> None:
         raise InvalidInput({"bundle": too_many(noun, entries, BUNDLE_MAX_ENTRIES)})
 
 
+# --- fields ------------------------------------------------------------------------
+# The lengths of the text a study holds: the models' columns, the forms, the
+# API's serializers and the services' checks all read these (changing one is
+# a migration).
+NAME_MAX_LENGTH = 100  # an attribute's, a metric's or a candidate's name; an API token's label
+TITLE_MAX_LENGTH = 200  # a study's title
+STUDY_DESCRIPTION_MAX_LENGTH = 20_000  # a study's description (checked by the services, not the column)
+ITEM_DESCRIPTION_MAX_LENGTH = 5000  # an attribute's or a candidate's description
+UNIT_MAX_LENGTH = 50  # a metric's unit
+USERNAME_MAX_LENGTH = 150  # django.contrib.auth's username column
+
+# --- vote thresholds (METHOD.md 2, Decision: "at least c votes") ---------------------
+# A new study's thresholds: every complementary attribute with a vote, every
+# metric of a selected attribute.
+ATTRIBUTE_THRESHOLD_DEFAULT = 1
+METRIC_THRESHOLD_DEFAULT = 0
+# The largest threshold; the column is a 32-bit integer.
+MAX_THRESHOLD = 10000
+
+
 # --- prediction sets -----------------------------------------------------------------
 # An uploaded prediction file (approve-predictions/1, FORMATS.md) is read,
 # checked, compressed and stored within the request. Measured on the shared
@@ -225,7 +245,9 @@ def body_limit(view_func: object) -> int:
     sets ``max_body_bytes`` (the bundle import, a prediction upload) or the
     view function was given one (``max_body``)."""
     view_class = getattr(view_func, "cls", None) or getattr(view_func, "view_class", None)
-    return getattr(view_class, "max_body_bytes", None) or getattr(view_func, "max_body_bytes", BODY_MAX_BYTES)
+    class_limit: int | None = getattr(view_class, "max_body_bytes", None)
+    function_limit: int = getattr(view_func, "max_body_bytes", BODY_MAX_BYTES)
+    return class_limit or function_limit
 
 
 def max_body(limit: int) -> Callable[[Callable], Callable]:
@@ -233,7 +255,7 @@ def max_body(limit: int) -> Callable[[Callable], Callable]:
     Apply it innermost: the decorators outside it copy the attribute."""
 
     def decorate(view: Callable) -> Callable:
-        view.max_body_bytes = limit
+        vars(view)["max_body_bytes"] = limit  # a function attribute (mypy cannot declare one on a Callable)
         return view
 
     return decorate

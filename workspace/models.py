@@ -8,7 +8,7 @@ metric, one peer weight per rater and ratee. Rules that need several rows
 """
 
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import models
@@ -19,7 +19,15 @@ from django.utils import timezone
 
 from engine.rules import SCALE_DATABASE_SLACK, SCALE_MAX, SCALE_MIN
 
-from .limits import DISCUSSION_POST_MAX_CHARS
+from .limits import (
+    ATTRIBUTE_THRESHOLD_DEFAULT,
+    DISCUSSION_POST_MAX_CHARS,
+    METRIC_THRESHOLD_DEFAULT,
+    NAME_MAX_LENGTH,
+    TITLE_MAX_LENGTH,
+    UNIT_MAX_LENGTH,
+    USERNAME_MAX_LENGTH,
+)
 
 
 class Phase(models.TextChoices):
@@ -30,15 +38,22 @@ class Phase(models.TextChoices):
 
 
 class Study(models.Model):
-    title = models.CharField(max_length=200)
+    title = models.CharField(max_length=TITLE_MAX_LENGTH)
     description = models.TextField(blank=True)
     phase = models.CharField(max_length=20, choices=Phase.choices, default=Phase.DRAFT)
     # "At least c votes" selects an item (METHOD.md section 2, Decision).
-    attribute_threshold = models.PositiveIntegerField(default=1)
-    metric_threshold = models.PositiveIntegerField(default=0)
+    attribute_threshold = models.PositiveIntegerField(default=ATTRIBUTE_THRESHOLD_DEFAULT)
+    metric_threshold = models.PositiveIntegerField(default=METRIC_THRESHOLD_DEFAULT)
     designer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="designed_studies")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    if TYPE_CHECKING:
+        # Set on a study read for a member by views.common.study_for_member
+        # (the prefetched ``my_memberships`` are typed by the selectors).
+        my_roles: set[str]
+        is_designer: bool
+        is_expert: bool
 
     class Meta:
         verbose_name_plural = "studies"
@@ -82,6 +97,8 @@ class Membership(models.Model):
     )
     inputs_confirmed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    if TYPE_CHECKING:
+        missing: list[str] | None  # set by the experts page (None outside the assessment)
 
     class Meta:
         ordering = ["study", "role", "id"]
@@ -105,8 +122,11 @@ class QualityAttribute(models.Model):
         COMPLEMENTARY = "complementary", "Complementary (selected by vote)"
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="attributes")
-    name = models.CharField(max_length=100)
+    name = models.CharField(max_length=NAME_MAX_LENGTH)
     kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.MAIN)
+    if TYPE_CHECKING:
+        ballot_metrics: list["Metric"]  # selectors.ballot_list's prefetch
+        metric_names: list[str]  # set by the setup page
     description = models.TextField(blank=True)
     position = models.PositiveIntegerField(default=0)
     # Fixed when voting closes; meaningless before.
@@ -132,9 +152,11 @@ class Direction(models.TextChoices):
 class Metric(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="metrics")
     attribute = models.ForeignKey(QualityAttribute, on_delete=models.CASCADE, related_name="metrics")
-    name = models.CharField(max_length=100)
+    name = models.CharField(max_length=NAME_MAX_LENGTH)
     better = models.CharField(max_length=10, choices=Direction.choices, default=Direction.HIGHER)
-    unit = models.CharField(max_length=50, blank=True)
+    unit = models.CharField(max_length=UNIT_MAX_LENGTH, blank=True)
+    if TYPE_CHECKING:
+        range_text: str | None  # set by the setup page
     # The designer's proposed acceptable range; experts accept or change it.
     default_least_acceptable = models.FloatField(null=True, blank=True)
     default_desired = models.FloatField(null=True, blank=True)
@@ -174,7 +196,7 @@ class Metric(models.Model):
 
 class Candidate(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="candidates")
-    name = models.CharField(max_length=100)
+    name = models.CharField(max_length=NAME_MAX_LENGTH)
     description = models.TextField(blank=True)
     position = models.PositiveIntegerField(default=0)
 
@@ -450,7 +472,7 @@ class ApiToken(models.Model):
     when their password changes."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
-    name = models.CharField(max_length=100, blank=True)
+    name = models.CharField(max_length=NAME_MAX_LENGTH, blank=True)
     digest = models.CharField(max_length=64, unique=True)
     prefix = models.CharField(max_length=8, help_text="first characters of the key, to tell tokens apart")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -483,7 +505,7 @@ class Invitation(models.Model):
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="invitations")
     # Null, not "", marks a link invitation: the constraints pair it with a digest.
-    username = models.CharField(max_length=150, null=True, blank=True)  # noqa: DJ001
+    username = models.CharField(max_length=USERNAME_MAX_LENGTH, null=True, blank=True)  # noqa: DJ001
     digest = models.CharField(max_length=64, unique=True, null=True, blank=True)
     membership = models.ForeignKey(
         Membership, on_delete=models.CASCADE, null=True, blank=True, related_name="invitations"

@@ -14,7 +14,7 @@ from .models import Membership, Phase, Study
 
 logger = logging.getLogger(__name__)
 
-_WHAT_NOW = {
+_WHAT_NOW: dict[str, str] = {
     Phase.DRAFT: "The study is still being set up; voting has not opened yet.",
     Phase.VOTING: "Voting is open: please vote on the complementary attributes and the metrics.",
     Phase.ASSESSMENT: "The assessment is open.",

@@ -126,7 +126,7 @@ class CatalogueEntrySerializer(serializers.Serializer):
 
 class ComputeRequestSerializer(WriteSerializer):
     metrics = BoundedListField(
-        child=serializers.CharField(max_length=100),
+        child=serializers.CharField(max_length=limits.NAME_MAX_LENGTH),
         required=False,
         allow_empty=False,
         max_length=limits.MAX_METRICS,

@@ -69,7 +69,7 @@ class PredictionUploadSerializer(WriteSerializer):
         f"and {limits.PREDICTIONS_MAX_ROWS} rows",
     )
     candidate = serializers.CharField(
-        required=False, allow_blank=True, max_length=100, help_text=FIELD_HELP["candidate"]
+        required=False, allow_blank=True, max_length=limits.NAME_MAX_LENGTH, help_text=FIELD_HELP["candidate"]
     )
     positive = serializers.CharField(
         required=False, allow_blank=True, max_length=1000, help_text=FIELD_HELP["positive"]

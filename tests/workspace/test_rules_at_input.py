@@ -9,7 +9,7 @@ import pytest
 from engine import services as engine_services
 from engine.models import Run
 from engine.rules import MIN_PEER_WEIGHT, SCALE_INPUT_SLACK, SCALE_MIN
-from workspace import services
+from workspace import limits, services
 from workspace.models import AttributeVote, PeerWeight
 
 from .test_services import refused
@@ -137,7 +137,7 @@ def test_votes_given_twice_are_refused_by_name(make_study, unchanged):
 
 def test_a_vote_threshold_at_the_maximum_is_accepted_and_above_it_refused(make_study, unchanged):
     built = make_study("draft")
-    services.study_update(study=built.study, attribute_threshold=services.MAX_THRESHOLD)
+    services.study_update(study=built.study, attribute_threshold=limits.MAX_THRESHOLD)
     built.study.refresh_from_db()
     assert built.study.attribute_threshold == 10000
     errors = refused(unchanged, lambda: services.study_update(study=built.study, metric_threshold=10001))

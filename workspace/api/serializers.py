@@ -10,10 +10,9 @@ from rest_framework import serializers
 from engine.disagreement import CONSENSUS_MEASURE, CONSENSUS_WORDING, WeightSpread
 from engine.models import Run
 from engine.rules import CONSISTENCY_THRESHOLD
-from workspace import limits
+from workspace import limits, services
 from workspace.models import ApiToken, Candidate, Membership, Metric, Phase, QualityAttribute, Study
 from workspace.selectors.studies import StudyDetail
-from workspace.services import MAX_THRESHOLD
 
 
 class WriteSerializer(serializers.Serializer):
@@ -39,9 +38,11 @@ class ErrorDetailSerializer(serializers.Serializer):
 
 
 class TokenRequestSerializer(WriteSerializer):
-    username = serializers.CharField(max_length=150)
+    username = serializers.CharField(max_length=limits.USERNAME_MAX_LENGTH)
     password = serializers.CharField(max_length=4096, trim_whitespace=False, style={"input_type": "password"})
-    name = serializers.CharField(max_length=100, required=False, allow_blank=True, help_text="a label for the token")
+    name = serializers.CharField(
+        max_length=limits.NAME_MAX_LENGTH, required=False, allow_blank=True, help_text="a label for the token"
+    )
     expires_in_days = serializers.IntegerField(
         required=False,
         min_value=1,
@@ -113,7 +114,7 @@ class StudyDetailSerializer(StudySerializer):
     @extend_schema_field(SelectionSerializer(allow_null=True))
     def get_selection(self, study: StudyDetail) -> dict[str, list[str]] | None:
         """The selected attributes and metrics, fixed when voting closes (null before)."""
-        if study.phase not in (Phase.ASSESSMENT, Phase.CLOSED):
+        if not services.selection_fixed(study):
             return None
         return {
             "attributes": [a.name for a in study.selected_attributes],
@@ -122,10 +123,12 @@ class StudyDetailSerializer(StudySerializer):
 
 
 class StudyWriteSerializer(WriteSerializer):
-    title = serializers.CharField(max_length=200)
-    description = serializers.CharField(required=False, allow_blank=True, max_length=20000)
-    attribute_threshold = serializers.IntegerField(required=False, min_value=0, max_value=MAX_THRESHOLD)
-    metric_threshold = serializers.IntegerField(required=False, min_value=0, max_value=MAX_THRESHOLD)
+    title = serializers.CharField(max_length=limits.TITLE_MAX_LENGTH)
+    description = serializers.CharField(
+        required=False, allow_blank=True, max_length=limits.STUDY_DESCRIPTION_MAX_LENGTH
+    )
+    attribute_threshold = serializers.IntegerField(required=False, min_value=0, max_value=limits.MAX_THRESHOLD)
+    metric_threshold = serializers.IntegerField(required=False, min_value=0, max_value=limits.MAX_THRESHOLD)
 
 
 class TransitionSerializer(WriteSerializer):
@@ -141,7 +144,7 @@ class MemberSerializer(serializers.ModelSerializer):
 
 
 class MemberWriteSerializer(WriteSerializer):
-    username = serializers.CharField(max_length=150)
+    username = serializers.CharField(max_length=limits.USERNAME_MAX_LENGTH)
     role = serializers.ChoiceField(choices=[Membership.Role.EXPERT], default=Membership.Role.EXPERT)
 
 
@@ -149,7 +152,7 @@ class MemberWriteSerializer(WriteSerializer):
 
 
 def _selected(obj):
-    return obj.is_selected if obj.study.phase in (Phase.ASSESSMENT, Phase.CLOSED) else None
+    return obj.is_selected if services.selection_fixed(obj.study) else None
 
 
 class AttributeSerializer(serializers.ModelSerializer):
@@ -165,9 +168,9 @@ class AttributeSerializer(serializers.ModelSerializer):
 
 
 class AttributeWriteSerializer(WriteSerializer):
-    name = serializers.CharField(max_length=100)
+    name = serializers.CharField(max_length=limits.NAME_MAX_LENGTH)
     kind = serializers.ChoiceField(choices=QualityAttribute.Kind.values, default=QualityAttribute.Kind.MAIN)
-    description = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+    description = serializers.CharField(required=False, allow_blank=True, max_length=limits.ITEM_DESCRIPTION_MAX_LENGTH)
 
 
 class MetricSerializer(serializers.ModelSerializer):
@@ -191,10 +194,10 @@ class MetricSerializer(serializers.ModelSerializer):
 
 
 class MetricWriteSerializer(WriteSerializer):
-    name = serializers.CharField(max_length=100)
-    attribute = serializers.CharField(max_length=100, help_text="the attribute's name")
+    name = serializers.CharField(max_length=limits.NAME_MAX_LENGTH)
+    attribute = serializers.CharField(max_length=limits.NAME_MAX_LENGTH, help_text="the attribute's name")
     better = serializers.ChoiceField(choices=["higher", "lower"], default="higher")
-    unit = serializers.CharField(required=False, allow_blank=True, max_length=50)
+    unit = serializers.CharField(required=False, allow_blank=True, max_length=limits.UNIT_MAX_LENGTH)
     default_range = serializers.ListField(
         child=serializers.FloatField(),
         min_length=2,
@@ -213,13 +216,13 @@ class CandidateSerializer(serializers.ModelSerializer):
 
 
 class CandidateWriteSerializer(WriteSerializer):
-    name = serializers.CharField(max_length=100)
-    description = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+    name = serializers.CharField(max_length=limits.NAME_MAX_LENGTH)
+    description = serializers.CharField(required=False, allow_blank=True, max_length=limits.ITEM_DESCRIPTION_MAX_LENGTH)
 
 
 class MeasurementSerializer(serializers.Serializer):
-    candidate = serializers.CharField(max_length=100)
-    metric = serializers.CharField(max_length=100)
+    candidate = serializers.CharField(max_length=limits.NAME_MAX_LENGTH)
+    metric = serializers.CharField(max_length=limits.NAME_MAX_LENGTH)
     value = serializers.FloatField()
 
 
@@ -249,13 +252,13 @@ class BoundedListField(serializers.ListField):
 
 class VotesSerializer(WriteSerializer):
     attributes = BoundedListField(
-        child=serializers.CharField(max_length=100),
+        child=serializers.CharField(max_length=limits.NAME_MAX_LENGTH),
         default=list,
         max_length=limits.MAX_ATTRIBUTES,
         noun="attributes voted for",
     )
     metrics = BoundedListField(
-        child=serializers.CharField(max_length=100),
+        child=serializers.CharField(max_length=limits.NAME_MAX_LENGTH),
         default=list,
         max_length=limits.MAX_METRICS,
         noun="metrics voted for",

@@ -3,15 +3,25 @@ the services check the rules (unique names, phases, directions) and their
 refusals are shown on the same forms (``form_add_service_errors``)."""
 
 import json
+from collections.abc import Sequence
+from typing import Any, cast
 
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
 
 from .. import limits
 from ..catalogue import ATTRIBUTE_CATALOGUE
+from ..limits import (
+    ITEM_DESCRIPTION_MAX_LENGTH,
+    MAX_THRESHOLD,
+    NAME_MAX_LENGTH,
+    STUDY_DESCRIPTION_MAX_LENGTH,
+    TITLE_MAX_LENGTH,
+    UNIT_MAX_LENGTH,
+    USERNAME_MAX_LENGTH,
+)
 from ..measurement_csv import number_parse
 from ..models import Direction, Membership, QualityAttribute
-from ..services import MAX_THRESHOLD
 
 
 class PrefixedIds:
@@ -38,11 +48,11 @@ def _threshold(label: str, help_text: str) -> forms.IntegerField:
 
 class StudyForm(PrefixedIds, forms.Form):
     id_prefix = "study"
-    title = forms.CharField(label="Title", max_length=200)
+    title = forms.CharField(label="Title", max_length=TITLE_MAX_LENGTH)
     description = forms.CharField(
         label="Description",
         required=False,
-        max_length=20000,
+        max_length=STUDY_DESCRIPTION_MAX_LENGTH,
         widget=forms.Textarea(attrs={"rows": 3}),
         help_text="What is being chosen, and for what use: the experts read it first.",
     )
@@ -110,7 +120,7 @@ class BundleForm(forms.Form):
 
 class AttributeForm(PrefixedIds, forms.Form):
     id_prefix = "attribute"
-    name = forms.CharField(label="Name", max_length=100)
+    name = forms.CharField(label="Name", max_length=NAME_MAX_LENGTH)
     kind = forms.ChoiceField(
         label="Kind",
         choices=QualityAttribute.Kind.choices,
@@ -121,7 +131,7 @@ class AttributeForm(PrefixedIds, forms.Form):
     description = forms.CharField(
         label="Definition",
         required=False,
-        max_length=5000,
+        max_length=ITEM_DESCRIPTION_MAX_LENGTH,
         widget=forms.Textarea(attrs={"rows": 2}),
         help_text="One line the experts read when they vote and prioritise.",
     )
@@ -143,7 +153,7 @@ def _bound(label: str) -> forms.CharField:
     return forms.CharField(
         label=label,
         required=False,
-        max_length=50,
+        max_length=UNIT_MAX_LENGTH,
         widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off", "class": "input--short"}),
     )
 
@@ -151,12 +161,12 @@ def _bound(label: str) -> forms.CharField:
 class MetricForm(PrefixedIds, forms.Form):
     id_prefix = "metric"
     attribute = forms.TypedChoiceField(label="Attribute", coerce=int)
-    name = forms.CharField(label="Name", max_length=100)
+    name = forms.CharField(label="Name", max_length=NAME_MAX_LENGTH)
     better = forms.ChoiceField(label="Direction", choices=Direction.choices, initial=Direction.HIGHER)
     unit = forms.CharField(
         label="Unit",
         required=False,
-        max_length=50,
+        max_length=UNIT_MAX_LENGTH,
         help_text="e.g. s, %, 1-10 (a rating).",
         widget=forms.TextInput(attrs={"class": "input--short"}),
     )
@@ -168,7 +178,7 @@ class MetricForm(PrefixedIds, forms.Form):
         ``range_only``: why only the default range can change (the other
         fields are shown disabled), or None."""
         super().__init__(*args, **kwargs)
-        self.fields["attribute"].choices = [(a.pk, a.name) for a in attributes]
+        cast(forms.ChoiceField, self.fields["attribute"]).choices = [(a.pk, a.name) for a in attributes]
         self.fields["name"].widget.attrs["autocomplete"] = "off"
         self.fields["least_acceptable"].help_text = (
             "The default range experts start from: both values, or neither. For a lower-is-better metric the "
@@ -190,7 +200,7 @@ class MetricForm(PrefixedIds, forms.Form):
             return None
 
     def clean(self) -> dict:
-        cleaned = super().clean()
+        cleaned = cast(dict[str, Any], super().clean())  # Form.clean returns cleaned_data
         least, desired = self._bound_value("least_acceptable"), self._bound_value("desired")
         given = [name for name in ("least_acceptable", "desired") if cleaned.get(name)]
         if len(given) == 1:
@@ -202,9 +212,14 @@ class MetricForm(PrefixedIds, forms.Form):
 
 class CandidateForm(PrefixedIds, forms.Form):
     id_prefix = "candidate"
-    name = forms.CharField(label="Name", max_length=100, widget=forms.TextInput(attrs={"autocomplete": "off"}))
+    name = forms.CharField(
+        label="Name", max_length=NAME_MAX_LENGTH, widget=forms.TextInput(attrs={"autocomplete": "off"})
+    )
     description = forms.CharField(
-        label="Description", required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 2})
+        label="Description",
+        required=False,
+        max_length=ITEM_DESCRIPTION_MAX_LENGTH,
+        widget=forms.Textarea(attrs={"rows": 2}),
     )
 
 
@@ -232,13 +247,13 @@ class MeasurementTableForm(forms.Form):
                 self.fields[name] = forms.CharField(
                     label=f"{metric.name} of {candidate.name}",
                     required=False,
-                    max_length=50,
+                    max_length=UNIT_MAX_LENGTH,
                     initial=number_text(self.values.get(key)),
                     widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off"}),
                 )
 
     def clean(self) -> dict:
-        cleaned = super().clean()
+        cleaned = cast(dict[str, Any], super().clean())  # Form.clean returns cleaned_data
         changed = []
         for name, (candidate, metric) in self.cells.items():
             text = cleaned.get(name, "").strip()
@@ -279,7 +294,7 @@ class MeasurementCsvForm(forms.Form):
     )
 
     def clean(self) -> dict:
-        cleaned = super().clean()
+        cleaned = cast(dict[str, Any], super().clean())  # Form.clean returns cleaned_data
         if not cleaned.get("csv_text", "").strip() and not cleaned.get("csv_file"):
             self.add_error("csv_text", "paste CSV here, or choose a file below")
         elif cleaned.get("csv_text", "").strip() and cleaned.get("csv_file"):
@@ -293,7 +308,7 @@ class MeasurementCsvForm(forms.Form):
 class InviteForm(forms.Form):
     username = forms.CharField(
         label="Username",
-        max_length=150,
+        max_length=USERNAME_MAX_LENGTH,
         help_text="They see the invitation when they log in and become an expert by accepting it.",
         widget=forms.TextInput(attrs={"autocomplete": "off", "autocapitalize": "none"}),
     )
@@ -313,9 +328,9 @@ class ReminderForm(forms.Form):
         help_text="Added to the message, after what each expert still has to do.",
     )
 
-    def __init__(self, *args, experts: list[Membership] = (), **kwargs) -> None:
+    def __init__(self, *args: Any, experts: Sequence[Membership] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["experts"].choices = [
+        cast(forms.ChoiceField, self.fields["experts"]).choices = [
             (m.user.get_username(), f"{m.user.get_username()} ({m.user.email or 'no e-mail address'})") for m in experts
         ]
         self.fields["experts"].initial = [m.user.get_username() for m in experts]

@@ -6,14 +6,15 @@ also maps the service's field paths (``weights.Accuracy``,
 is shown under the field it is about."""
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 
+from engine.rules import PERCENT_TOTAL, PERCENT_TOTAL_SLACK, nearest_scale_point
 from engine.rules import SCALE_POINTS as ENGINE_SCALE_POINTS
-from engine.rules import nearest_scale_point
 
 from ..errors import InvalidInput
 from ..models import Membership, Method, Metric, QualityAttribute
@@ -127,6 +128,12 @@ class Section:
         self.pairs = [(a, b) for i, a in enumerate(self.items) for b in self.items[i + 1 :]]
 
     @property
+    def local_attribute(self) -> QualityAttribute:
+        """The attribute whose metrics a local section weighs."""
+        assert self.attribute is not None, "the section of the attributes has no attribute"
+        return self.attribute
+
+    @property
     def method_field(self) -> str:
         return f"{self.key}method"
 
@@ -169,7 +176,7 @@ class PrioritiesForm(forms.Form):
         for section in self.sections:
             if section.attribute is not None:
                 self.fields[section.method_field] = forms.ChoiceField(
-                    label=f"How to split {section.attribute.name}",
+                    label=f"How to split {section.local_attribute.name}",
                     choices=[(LOCAL_EQUAL, "Equal split"), *Method.choices],
                     widget=forms.RadioSelect,
                 )
@@ -203,7 +210,7 @@ class PrioritiesForm(forms.Form):
             cls._initial_section(initial, off_scale, main, stored)
         local_stored = (stored or {}).get("metric_priorities", {})
         for section in local_sections:
-            local = local_stored.get(section.attribute.name)
+            local = local_stored.get(section.local_attribute.name)
             initial[section.method_field] = LOCAL_EQUAL
             if local is not None:
                 cls._initial_section(initial, off_scale, section, local)
@@ -238,7 +245,7 @@ class PrioritiesForm(forms.Form):
     # -- the payload of services.priorities_set
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        cleaned = cast(dict[str, Any], super().clean())  # Form.clean returns cleaned_data
         for section in self.sections:
             method = cleaned.get(section.method_field)
             for name in self.section_fields(section, method):
@@ -246,7 +253,7 @@ class PrioritiesForm(forms.Form):
                     self.add_error(name, self._missing_message(section, method, name))
         return cleaned
 
-    def _missing_message(self, section: Section, method: str, name: str) -> str:
+    def _missing_message(self, section: Section, method: str | None, name: str) -> str:
         if method == Method.DIRECT:
             return "Give a weight (a positive percentage)."
         return "Choose a point on the scale for this pair."
@@ -283,11 +290,12 @@ class PrioritiesForm(forms.Form):
 
     def payload(self) -> dict[str, Any]:
         payload = self.section_payload(self.main, self.cleaned_data)
+        assert payload is not None, "the attributes' method is a required field"
         local = {}
         for section in self.locals:
             section_payload = self.section_payload(section, self.cleaned_data)
             if section_payload is not None:
-                local[section.attribute.name] = section_payload
+                local[section.local_attribute.name] = section_payload
         return {**payload, "metric_priorities": local}
 
     def answered(self, section: Section) -> tuple[dict[str, Any] | None, int, int]:
@@ -316,11 +324,11 @@ class PrioritiesForm(forms.Form):
         paths = self.field_map(self.main, "")
         labels = {"weights": "Direct weights", "judgments": "Judgments"}
         for section in self.locals:
-            prefix = f"metric_priorities.{section.attribute.name}"
+            prefix = f"metric_priorities.{section.local_attribute.name}"
             paths.update(self.field_map(section, f"{prefix}."))
             paths[prefix] = section.method_field
-            labels[f"{prefix}.weights"] = f"Weights of the metrics of {section.attribute.name}"
-            labels[f"{prefix}.judgments"] = f"Judgments on the metrics of {section.attribute.name}"
+            labels[f"{prefix}.weights"] = f"Weights of the metrics of {section.local_attribute.name}"
+            labels[f"{prefix}.judgments"] = f"Judgments on the metrics of {section.local_attribute.name}"
         _add_errors(self, error, paths, labels)
 
 
@@ -353,7 +361,7 @@ class RangesForm(forms.Form):
         return initial
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        cleaned = cast(dict[str, Any], super().clean())  # Form.clean returns cleaned_data
         for metric in self.metrics:
             least, desired = f"least-{metric.pk}", f"desired-{metric.pk}"
             if least in self.errors or desired in self.errors:
@@ -364,7 +372,7 @@ class RangesForm(forms.Form):
                 self.add_error(empty, "Give both values, or leave both empty to use the default range.")
         return cleaned
 
-    def pairs(self, values: dict[str, Any]) -> dict[Metric, list[float]]:
+    def pairs(self, values: Mapping[str, Any]) -> dict[Metric, list[float]]:
         """The ranges given in ``values``: both bounds valid numbers."""
         pairs = {}
         for metric in self.metrics:
@@ -406,9 +414,15 @@ class PeerWeightsForm(forms.Form):
             if e.user.get_username() in stored
         }
 
+    @staticmethod
+    def total_complete(total: float | None) -> bool:
+        """A total of percentages that adds up (PERCENT_TOTAL, within PERCENT_TOTAL_SLACK)."""
+        return total is not None and abs(total - PERCENT_TOTAL) <= PERCENT_TOTAL_SLACK
+
     def total(self) -> float | None:
         values = [self.cleaned_data.get(f"peer-{e.pk}") for e in self.experts]
-        return None if None in values else math.fsum(values)
+        numbers = [value for value in values if value is not None]
+        return math.fsum(numbers) if len(numbers) == len(values) else None
 
     def payload(self) -> dict[str, float]:
         return {e.user.get_username(): self.cleaned_data[f"peer-{e.pk}"] / 100 for e in self.experts}
@@ -416,6 +430,7 @@ class PeerWeightsForm(forms.Form):
     def add_service_errors(self, error: InvalidInput) -> None:
         paths = {f"weights.{e.user.get_username()}": f"peer-{e.pk}" for e in self.experts}
         total = self.total()
-        if "weights" in error.errors and total is not None and not math.isclose(total, 100):
-            error = InvalidInput({**error.errors, "weights": [f"the weights add up to {total:g}%, not 100%"]})
+        if "weights" in error.errors and total is not None and not self.total_complete(total):
+            message = f"the weights add up to {total:g}%, not {PERCENT_TOTAL}%"
+            error = InvalidInput({**error.errors, "weights": [message]})
         _add_errors(self, error, paths, {"weights": "Total"})

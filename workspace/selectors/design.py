@@ -103,7 +103,9 @@ def ballot_list(*, study: Study, with_tallies: bool) -> list[QualityAttribute]:
     if with_tallies:
         metrics = metrics.annotate(vote_count=Count("votes"))
         attributes = attributes.annotate(vote_count=Count("votes"))
-    return list(attributes.prefetch_related(Prefetch("metrics", queryset=metrics, to_attr="ballot_metrics")))
+    # The prefetch's to_attr is declared on the model (QualityAttribute.ballot_metrics).
+    ballot: Prefetch = Prefetch("metrics", queryset=metrics, to_attr="ballot_metrics")
+    return list(attributes.prefetch_related(ballot))
 
 
 def selected_attributes(study: Study | None) -> QuerySet[QualityAttribute]:

@@ -18,7 +18,7 @@ from .studies import studies_visible_to
 
 RUN_JSON_FIELDS = ("snapshot", "results")
 # "document": instead of the JSON, the results document's stored text, read
-# out by the database for ``engine.services.results_json``.
+# out by the database for ``engine.selectors.results_json``.
 RUN_FIELDS = (*RUN_JSON_FIELDS, "document")
 
 

@@ -14,12 +14,13 @@ the API and the pages call these same functions, as ``services.<name>``:
   measurements (the designer's);
 - ``inputs``: votes, prioritisations, acceptable ranges, peer weights (the
   experts');
-- ``phases``: the transitions between phases;
+- ``phases``: which phase allows which change (``PHASE_RULES``, read
+  through ``phase_allows``, ``phase_refusal`` and ``require_phase`` by
+  services, pages and templates alike) and the transitions between phases;
 - ``accounts``: users and API tokens;
 - ``discussion``: posts in the thread of an attribute or a metric.
 """
 
-from ._checks import MAX_THRESHOLD
 from .accounts import (
     api_token_create,
     api_token_record_use,
@@ -46,6 +47,14 @@ from .inputs import (
     votes_set_many,
 )
 from .phases import (
+    PHASE_RULES,
+    Action,
+    has_opened,
+    opens_in,
+    phase_allows,
+    phase_refusal,
+    require_phase,
+    selection_fixed,
     study_close_assessment,
     study_close_voting,
     study_open_voting,
@@ -73,7 +82,14 @@ from .setup import (
 )
 
 __all__ = [
-    "MAX_THRESHOLD",
+    "PHASE_RULES",
+    "Action",
+    "has_opened",
+    "opens_in",
+    "phase_allows",
+    "phase_refusal",
+    "require_phase",
+    "selection_fixed",
     "api_token_create",
     "api_token_record_use",
     "api_token_revoke",

@@ -1,5 +1,6 @@
 """Small checks every service shares. Each raises ``InvalidInput`` naming the
-field, or ``PhaseConflict`` saying why, before anything is written."""
+field before anything is written (the phase a change needs is checked by
+``phases.require_phase``)."""
 
 import math
 from collections import Counter
@@ -8,15 +9,13 @@ from numbers import Real
 from typing import Any
 
 from django.db.models import Max, Model, QuerySet
+from django.db.models.manager import BaseManager
 
 from engine.rules import range_direction_problem, range_width_invalid
 
-from ..errors import InvalidInput, PhaseConflict
-from ..models import Phase, Study
-
-# The largest vote threshold, also the API's (StudyWriteSerializer); the
-# column is a 32-bit integer.
-MAX_THRESHOLD = 10000
+from ..errors import InvalidInput
+from ..limits import MAX_THRESHOLD
+from ..models import Study
 
 
 def number(value: Any, field: str) -> float:
@@ -106,31 +105,21 @@ def range_pair(value: Any, field: str, better: str) -> tuple[float, float]:
     return least, desired
 
 
-def require_phase(study: Study, allowed: Iterable[str], action: str) -> None:
-    allowed = tuple(allowed)
-    if study.phase not in allowed:
-        phases = " or ".join(Phase(p).label.lower() for p in allowed)
-        raise PhaseConflict(
-            f"{action} is only possible in the {phases} phase; "
-            f"the study is in the {Phase(study.phase).label.lower()} phase"
-        )
-
-
 def locked(study: Study) -> Study:
     """Re-read the study under a row lock so concurrent transitions and
     inputs serialise on it."""
     return Study.objects.select_for_update().get(pk=study.pk)
 
 
-def next_position(queryset: QuerySet) -> int:
-    return (queryset.aggregate(top=Max("position"))["top"] or 0) + 1
+def next_position(queryset: QuerySet[Any] | BaseManager[Any]) -> int:
+    return (queryset.all().aggregate(top=Max("position"))["top"] or 0) + 1
 
 
 def unique_name(
     model: type[Model], study: Study, name: str, *, field: str = "name", exclude_pk: int | None = None
 ) -> str:
     """``name`` if no other item of ``model`` in the study has it."""
-    clash = model.objects.filter(study=study, name=name)
+    clash = model._default_manager.filter(study=study, name=name)
     if exclude_pk is not None:
         clash = clash.exclude(pk=exclude_pk)
     if clash.exists():

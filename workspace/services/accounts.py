@@ -5,16 +5,14 @@ import secrets
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
 from ..errors import InvalidInput
+from ..limits import NAME_MAX_LENGTH
 from ..models import ApiToken
 from ._checks import text as _text
-
-User = get_user_model()
 
 
 def username_clean(*, username: object, field: str = "username") -> str:
@@ -32,7 +30,7 @@ def username_clean(*, username: object, field: str = "username") -> str:
     return username
 
 
-def user_get_or_create(*, username: str, field: str = "username") -> AbstractBaseUser:
+def user_get_or_create(*, username: str, field: str = "username") -> User:
     """The account for ``username``; a new one has no usable password (an
     invitation or an administrator gives it one)."""
     username = username_clean(username=username, field=field)
@@ -44,7 +42,7 @@ def user_get_or_create(*, username: str, field: str = "username") -> AbstractBas
     return user
 
 
-def users_get_or_create(*, usernames: list[str]) -> list[AbstractBaseUser]:
+def users_get_or_create(*, usernames: list[str]) -> list[User]:
     """``user_get_or_create`` for well-formed usernames (``username_clean``),
     in two queries however many: the accounts, in this order."""
     users = {user.get_username(): user for user in User.objects.filter(username__in=usernames)}
@@ -71,13 +69,11 @@ def _token_lifetime(expires_in_days: object) -> timedelta:
     return timedelta(days=expires_in_days)
 
 
-def api_token_create(
-    *, user: AbstractBaseUser, name: str = "", expires_in_days: int | None = None
-) -> tuple[ApiToken, str]:
+def api_token_create(*, user: User, name: str = "", expires_in_days: int | None = None) -> tuple[ApiToken, str]:
     """A new token for ``user``: returns ``(token, key)``; the key is not
     stored and cannot be shown again. It expires after ``expires_in_days``
     (default settings.API_TOKEN_LIFETIME_DAYS)."""
-    name = _text(name, "name", max_length=100, required=False)
+    name = _text(name, "name", max_length=NAME_MAX_LENGTH, required=False)
     lifetime = _token_lifetime(expires_in_days)
     key = secrets.token_hex(20)
     token = ApiToken.objects.create(
@@ -100,14 +96,14 @@ def api_token_revoke(*, token: ApiToken) -> None:
     token.delete()
 
 
-def api_tokens_revoke_all(*, user: AbstractBaseUser) -> int:
+def api_tokens_revoke_all(*, user: User) -> int:
     """Revoke every API token of ``user``; returns how many there were."""
     deleted, _ = ApiToken.objects.filter(user=user).delete()
     return deleted
 
 
 @transaction.atomic
-def user_password_set(*, user: AbstractBaseUser, password: str) -> int:
+def user_password_set(*, user: User, password: str) -> int:
     """Give ``user`` a new password (already checked by the password
     validators) and revoke all their API tokens: whoever knew the old password
     may have made one. Sessions other than the one the caller keeps (with

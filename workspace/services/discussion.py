@@ -7,7 +7,9 @@ active member of the study, ``post_edit`` the post's author, ``post_hide``
 and ``post_unhide`` the designer.
 """
 
-from django.contrib.auth.base_user import AbstractBaseUser
+from typing import cast
+
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -27,7 +29,7 @@ def _body(body: object) -> str:
 def post_add(
     *,
     study: Study,
-    author: AbstractBaseUser,
+    author: User,
     attribute: QualityAttribute | None = None,
     metric: Metric | None = None,
     body: str,
@@ -37,7 +39,8 @@ def post_add(
     ``DISCUSSION_POST_MAX_CHARS`` or not storable text is refused."""
     if (attribute is None) == (metric is None):
         raise InvalidInput({"thread": "a post is about exactly one attribute or one metric"})
-    item, field = (attribute, "attribute") if attribute is not None else (metric, "metric")
+    # Exactly one is given (checked above).
+    item, field = (attribute, "attribute") if attribute is not None else (cast(Metric, metric), "metric")
     if item.study_id != study.pk:
         raise InvalidInput({field: f"{item.name!r} is not an item of this study"})
     return Post.objects.create(study=study, attribute=attribute, metric=metric, author=author, body=_body(body))
@@ -57,7 +60,7 @@ def post_edit(*, post: Post, body: str) -> Post:
 
 
 @transaction.atomic
-def post_hide(*, post: Post, by: AbstractBaseUser) -> Post:
+def post_hide(*, post: Post, by: User) -> Post:
     """Hide ``post`` from everyone but the designer. Hiding a hidden post
     changes nothing (it keeps who hid it and when)."""
     if not post.is_hidden:

@@ -5,9 +5,10 @@ expert's section of a study bundle (FORMATS.md)."""
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import transaction
+from django.db.models import Model
 
 from engine.core import sums_to_one
 from engine.prioritisation import Prioritisation, prioritise
@@ -24,14 +25,15 @@ from ..models import (
     MetricPrioritisation,
     MetricVote,
     PeerWeight,
-    Phase,
     QualityAttribute,
     Study,
 )
 from ..selectors import expert_list, selected_attributes
-from ._checks import keys, locked, names, number, range_pair, require_phase
+from ._checks import keys, locked, names, number, range_pair
+from .phases import Action, require_phase
 
 Judgment = tuple[str, str, float]
+P = TypeVar("P", AttributePrioritisation, MetricPrioritisation)
 
 
 def _expert_usernames(study: Study, members: Iterable[Membership], field: str) -> dict[int, str]:
@@ -55,7 +57,7 @@ def _votes_checked(
     and metrics voted for. Writes nothing."""
     attribute_names = names(attributes, "attributes")
     metric_names = names(metrics, "metrics")
-    errors = {}
+    errors: dict[str, list[str]] = {}
     for name in attribute_names:
         attribute = by_name.get(name)
         if attribute is None:
@@ -72,7 +74,7 @@ def _votes_checked(
 
 def _votes_context(study: Study) -> tuple[dict[str, QualityAttribute], dict[str, Metric]]:
     """The study's attributes and metrics by name, in the voting phase."""
-    require_phase(study, (Phase.VOTING,), "Voting")
+    require_phase(study, Action.VOTE)
     by_name = {a.name: a for a in QualityAttribute.objects.filter(study=study)}
     return by_name, {m.name: m for m in Metric.objects.filter(study=study)}
 
@@ -204,7 +206,9 @@ def _judgments(items: list[str], weights: Any, judgments: Any, method: str) -> l
         raise InvalidInput({"weights": f"{method.upper()} takes judgments, not weights"})
     if not isinstance(judgments, (list, tuple)):
         raise InvalidInput({"judgments": "must be a list of [row, column, value]"})
-    errors, rows, seen = {}, [], {}
+    errors: dict[str, Any] = {}
+    rows: list[Judgment] = []
+    seen: dict[frozenset[str], int] = {}
     for position, entry in enumerate(judgments):
         field = f"judgments[{position}]"
         try:
@@ -215,6 +219,7 @@ def _judgments(items: list[str], weights: Any, judgments: Any, method: str) -> l
         if problems:
             errors[field] = problems
             continue
+        assert judgment is not None  # no problems: _judgment returned the judgment
         row, column, _ = judgment
         pair = frozenset((row, column))
         if pair in seen:
@@ -281,7 +286,7 @@ class _Planned:
     metrics), ready to store."""
 
     method: str
-    items: list[QualityAttribute] | list[Metric]
+    items: Sequence[QualityAttribute | Metric]
     result: Prioritisation
     given: dict[str, float]
     judgments: list[Judgment]
@@ -296,11 +301,7 @@ def _planned(*, method: Any, items: list[QualityAttribute] | list[Metric], weigh
     return _Planned(method, items, result, given, judgment_rows)
 
 
-def _store_prioritisations(
-    model: type[AttributePrioritisation | MetricPrioritisation],
-    rows: list[tuple[AttributePrioritisation | MetricPrioritisation, _Planned]],
-    item_field: str,
-) -> list[AttributePrioritisation | MetricPrioritisation]:
+def _store_prioritisations(model: type[P], rows: list[tuple[P, _Planned]], item_field: str) -> list[P]:
     """Insert the new prioritisation ``rows`` with their result, judgments and
     weights: one INSERT per table, however many rows."""
     for prioritisation, plan in rows:
@@ -309,7 +310,8 @@ def _store_prioritisations(
     saved = model.objects.bulk_create([prioritisation for prioritisation, _ in rows])
     judgment_model = model._meta.get_field("judgments").related_model
     weight_model = model._meta.get_field("weights").related_model
-    judgments, weights = [], []
+    judgments: list[Model] = []
+    weights: list[Model] = []
     for prioritisation, (_, plan) in zip(saved, rows, strict=True):
         by_name = {item.name: item for item in plan.items}
         judgments += [
@@ -322,8 +324,8 @@ def _store_prioritisations(
             )
             for item, w in zip(plan.items, plan.result.weights, strict=True)
         ]
-    judgment_model.objects.bulk_create(judgments)
-    weight_model.objects.bulk_create(weights)
+    judgment_model._default_manager.bulk_create(judgments)
+    weight_model._default_manager.bulk_create(weights)
     return saved
 
 
@@ -339,7 +341,7 @@ def prioritisation_set(
     weights, the consistency ratio and the most inconsistent judgments.
     """
     study = locked(expert.study)
-    require_phase(study, (Phase.ASSESSMENT,), "Prioritising")
+    require_phase(study, Action.PRIORITISE)
     plan = _planned(method=method, items=list(selected_attributes(study)), weights=weights, judgments=judgments)
     AttributePrioritisation.objects.filter(expert=expert).delete()
     return _store_prioritisations(
@@ -369,7 +371,7 @@ def metric_prioritisation_set(
     """Set the expert's local prioritisation of one attribute's selected
     metrics (METHOD.md section 3, several metrics per attribute)."""
     study = locked(expert.study)
-    require_phase(study, (Phase.ASSESSMENT,), "Prioritising")
+    require_phase(study, Action.PRIORITISE)
     if attribute.study_id != study.pk:
         raise InvalidInput({"attribute": f"{attribute.name!r} is not a selected attribute of this study"})
     metrics = list(Metric.objects.filter(attribute=attribute, is_selected=True).order_by("position", "id"))
@@ -392,8 +394,8 @@ class _Items:
 
     @classmethod
     def of(cls, study: Study) -> "_Items":
-        require_phase(study, (Phase.ASSESSMENT,), "Prioritising")
-        metrics = {}
+        require_phase(study, Action.PRIORITISE)
+        metrics: dict[int, list[Metric]] = {}
         for metric in Metric.objects.filter(study=study, is_selected=True).order_by("position", "id"):
             metrics.setdefault(metric.attribute_id, []).append(metric)
         attributes = {a.name: a for a in QualityAttribute.objects.filter(study=study)}
@@ -502,7 +504,7 @@ def priorities_set_many(*, study: Study, priorities: Mapping[Membership, Any]) -
 def metric_prioritisation_clear(*, expert: Membership, attribute: QualityAttribute) -> None:
     """Back to an equal split of the attribute's weight over its metrics."""
     study = locked(expert.study)
-    require_phase(study, (Phase.ASSESSMENT,), "Prioritising")
+    require_phase(study, Action.PRIORITISE)
     MetricPrioritisation.objects.filter(expert=expert, attribute=attribute).delete()
 
 
@@ -511,7 +513,7 @@ def metric_prioritisation_clear(*, expert: Membership, attribute: QualityAttribu
 
 def _ranges_context(study: Study) -> dict[str, Metric]:
     """The study's selected metrics by name, in the assessment phase."""
-    require_phase(study, (Phase.ASSESSMENT,), "Setting acceptable ranges")
+    require_phase(study, Action.SET_RANGES)
     return {m.name: m for m in Metric.objects.filter(study=study, is_selected=True)}
 
 
@@ -628,7 +630,7 @@ def _peer_weights_checked(weights: Any, experts: dict[str, int]) -> dict[int, fl
 def _peer_weights_context(study: Study, raters: Iterable[Membership] = ()) -> dict[str, int]:
     """The study's experts ``{username: membership id}``, in the assessment
     phase; ``raters`` must be among them."""
-    require_phase(study, (Phase.ASSESSMENT,), "Weighting experts")
+    require_phase(study, Action.WEIGH_PEERS)
     return {username: pk for pk, username in _expert_usernames(study, raters, "weights").items()}
 
 

@@ -1,7 +1,16 @@
-"""Phase transitions (METHOD.md sections 2-5): draft → voting → assessment
-→ closed, and back from closed to assessment."""
+"""Phases (METHOD.md sections 2-5): which change each phase allows, and the
+transitions between them: draft → voting → assessment → closed, and back
+from closed to assessment.
+
+``PHASE_RULES`` is the one table of which phase allows which change. The
+services refuse a change outside its phases (``require_phase``); pages ask
+the same table before anyone tries (``phase_refusal``, ``phase_allows``,
+and the ``allows`` template filter), and the API calls the services.
+"""
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
 
 from django.db import transaction
 from django.db.models import Count
@@ -9,13 +18,127 @@ from django.db.models import Count
 from ..errors import InvalidInput, PhaseConflict
 from ..models import Metric, Phase, QualityAttribute, Study
 from ..selectors import expert_list, missing_input_list, unconfirmed_votes, vote_selection_get
-from ._checks import locked, require_phase
+from ._checks import locked
+
+DRAFT, VOTING, ASSESSMENT, CLOSED = Phase.DRAFT, Phase.VOTING, Phase.ASSESSMENT, Phase.CLOSED
+
+
+class Action(StrEnum):
+    """A change to a study whose phase decides whether it is allowed."""
+
+    OPEN_VOTING = "open_voting"
+    CLOSE_VOTING = "close_voting"
+    CLOSE_ASSESSMENT = "close_assessment"
+    REOPEN_ASSESSMENT = "reopen_assessment"
+    CHANGE_THRESHOLD = "change_threshold"
+    ADD_EXPERT = "add_expert"
+    REMOVE_EXPERT = "remove_expert"
+    INVITE_EXPERT = "invite_expert"
+    JOIN_AS_EXPERT = "join_as_expert"
+    ADD_ATTRIBUTE = "add_attribute"
+    CHANGE_ATTRIBUTE = "change_attribute"
+    REMOVE_ATTRIBUTE = "remove_attribute"
+    ADD_METRIC = "add_metric"
+    CHANGE_METRIC = "change_metric"
+    REMOVE_METRIC = "remove_metric"
+    CHANGE_DEFAULT_RANGE = "change_default_range"
+    CHANGE_CANDIDATES = "change_candidates"
+    VOTE = "vote"
+    PRIORITISE = "prioritise"
+    SET_RANGES = "set_ranges"
+    WEIGH_PEERS = "weigh_peers"
+    LAUNCH_RUN = "launch_run"
+
+
+@dataclass(frozen=True)
+class PhaseRule:
+    phases: tuple[str, ...]  # the phases that allow the change
+    doing: str  # the change in words, as refusals name it
+
+
+#: Which phase allows which change (METHOD.md 2-5), the one table.
+PHASE_RULES: dict[Action, PhaseRule] = {
+    Action.OPEN_VOTING: PhaseRule((DRAFT,), "Opening the vote"),
+    Action.CLOSE_VOTING: PhaseRule((VOTING,), "Closing the vote"),
+    Action.CLOSE_ASSESSMENT: PhaseRule((ASSESSMENT,), "Closing the assessment"),
+    Action.REOPEN_ASSESSMENT: PhaseRule((CLOSED,), "Reopening the assessment"),
+    # The thresholds decide the selection when voting closes.
+    Action.CHANGE_THRESHOLD: PhaseRule((DRAFT, VOTING), "Changing a vote threshold"),
+    # Opening the vote fixes the experts, the attributes and the metrics.
+    Action.ADD_EXPERT: PhaseRule((DRAFT,), "Adding an expert"),
+    Action.REMOVE_EXPERT: PhaseRule((DRAFT,), "Removing an expert"),
+    Action.INVITE_EXPERT: PhaseRule((DRAFT,), "Inviting an expert"),
+    Action.JOIN_AS_EXPERT: PhaseRule((DRAFT,), "Joining a study as an expert"),
+    Action.ADD_ATTRIBUTE: PhaseRule((DRAFT,), "Adding an attribute"),
+    Action.CHANGE_ATTRIBUTE: PhaseRule((DRAFT,), "Changing an attribute"),
+    Action.REMOVE_ATTRIBUTE: PhaseRule((DRAFT,), "Removing an attribute"),
+    Action.ADD_METRIC: PhaseRule((DRAFT,), "Adding a metric"),
+    Action.CHANGE_METRIC: PhaseRule((DRAFT,), "Changing a metric"),
+    Action.REMOVE_METRIC: PhaseRule((DRAFT,), "Removing a metric"),
+    # A metric's default range (only) changes until voting closes.
+    Action.CHANGE_DEFAULT_RANGE: PhaseRule((DRAFT, VOTING), "Changing a metric"),
+    # Candidates and measurements change in any phase.
+    Action.CHANGE_CANDIDATES: PhaseRule((DRAFT, VOTING, ASSESSMENT, CLOSED), "Changing candidates"),
+    Action.VOTE: PhaseRule((VOTING,), "Voting"),
+    Action.PRIORITISE: PhaseRule((ASSESSMENT,), "Prioritising"),
+    Action.SET_RANGES: PhaseRule((ASSESSMENT,), "Setting acceptable ranges"),
+    Action.WEIGH_PEERS: PhaseRule((ASSESSMENT,), "Weighting experts"),
+    # Runs validate frozen inputs.
+    Action.LAUNCH_RUN: PhaseRule((CLOSED,), "Launching a run"),
+}
+
+#: The phases in which the selection of attributes and metrics is fixed
+#: (from closing the vote on): tallies and "selected" are shown then.
+SELECTION_FIXED_PHASES = (ASSESSMENT, CLOSED)
+
+
+def phase_allows(study: Study, action: Action | str) -> bool:
+    """The study's phase allows ``action`` (``PHASE_RULES``)."""
+    return study.phase in PHASE_RULES[Action(action)].phases
+
+
+def phase_refusal(study: Study, action: Action | str, doing: str | None = None) -> str | None:
+    """Why the study's phase refuses ``action``, in the words of
+    ``require_phase`` (``doing`` names the change when a page says it its
+    own way), or None when the phase allows it."""
+    rule = PHASE_RULES[Action(action)]
+    if study.phase in rule.phases:
+        return None
+    phases = " or ".join(Phase(p).label.lower() for p in rule.phases)
+    return (
+        f"{doing or rule.doing} is only possible in the {phases} phase; "
+        f"the study is in the {Phase(study.phase).label.lower()} phase"
+    )
+
+
+def require_phase(study: Study, action: Action | str, doing: str | None = None) -> None:
+    """``PhaseConflict`` unless the study's phase allows ``action``."""
+    refusal = phase_refusal(study, action, doing)
+    if refusal is not None:
+        raise PhaseConflict(refusal)
+
+
+def opens_in(action: Action | str) -> str:
+    """The first phase that allows ``action`` (the phase order is Phase's)."""
+    return PHASE_RULES[Action(action)].phases[0]
+
+
+def has_opened(study: Study, action: Action | str) -> bool:
+    """The study has reached the first phase that allows ``action`` (it may
+    have moved past it since)."""
+    order = list(Phase.values)
+    return order.index(study.phase) >= order.index(opens_in(action))
+
+
+def selection_fixed(study: Study) -> bool:
+    """The selection of attributes and metrics is fixed (voting has closed)."""
+    return study.phase in SELECTION_FIXED_PHASES
 
 
 @transaction.atomic
 def study_open_voting(*, study: Study) -> Study:
     study = locked(study)
-    require_phase(study, (Phase.DRAFT,), "Opening the vote")
+    require_phase(study, Action.OPEN_VOTING)
     problems = []
     if not expert_list(study=study).exists():
         problems.append("invite at least one expert")
@@ -35,7 +158,7 @@ def study_close_voting(*, study: Study) -> Study:
     """Fix the selection and move to assessment; refused while a selected
     attribute would have no selected metric."""
     study = locked(study)
-    require_phase(study, (Phase.VOTING,), "Closing the vote")
+    require_phase(study, Action.CLOSE_VOTING)
     unconfirmed = unconfirmed_votes(study=study)
     if unconfirmed:
         raise PhaseConflict(f"Voting cannot close: {'; '.join(unconfirmed)} (their votes count once confirmed).")
@@ -64,7 +187,7 @@ def study_close_voting(*, study: Study) -> Study:
 @transaction.atomic
 def study_close_assessment(*, study: Study) -> Study:
     study = locked(study)
-    require_phase(study, (Phase.ASSESSMENT,), "Closing the assessment")
+    require_phase(study, Action.CLOSE_ASSESSMENT)
     gaps = missing_input_list(study=study)
     if gaps:
         detail = "; ".join(f"{name}: {', '.join(items)}" for name, items in gaps.items())
@@ -75,7 +198,7 @@ def study_close_assessment(*, study: Study) -> Study:
 @transaction.atomic
 def study_reopen_assessment(*, study: Study) -> Study:
     study = locked(study)
-    require_phase(study, (Phase.CLOSED,), "Reopening the assessment")
+    require_phase(study, Action.REOPEN_ASSESSMENT)
     return _move(study, Phase.ASSESSMENT)
 
 

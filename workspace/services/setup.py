@@ -4,11 +4,20 @@ candidates and measurements."""
 from collections.abc import Callable
 from typing import Any
 
-from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from ..errors import InvalidInput
-from ..models import Candidate, Direction, Measurement, Membership, Metric, Phase, QualityAttribute, Study
+from ..limits import (
+    ATTRIBUTE_THRESHOLD_DEFAULT,
+    ITEM_DESCRIPTION_MAX_LENGTH,
+    METRIC_THRESHOLD_DEFAULT,
+    NAME_MAX_LENGTH,
+    STUDY_DESCRIPTION_MAX_LENGTH,
+    TITLE_MAX_LENGTH,
+    UNIT_MAX_LENGTH,
+)
+from ..models import Candidate, Direction, Measurement, Membership, Metric, QualityAttribute, Study
 from ._checks import (
     apply_changes,
     locked,
@@ -16,11 +25,11 @@ from ._checks import (
     number,
     range_pair,
     refuse_unknown,
-    require_phase,
     text,
     threshold,
     unique_name,
 )
+from .phases import Action, require_phase
 
 # --- the study -----------------------------------------------------------------
 
@@ -28,15 +37,15 @@ from ._checks import (
 @transaction.atomic
 def study_create(
     *,
-    designer: AbstractBaseUser,
+    designer: User,
     title: str,
     description: str = "",
-    attribute_threshold: int = 1,
-    metric_threshold: int = 0,
+    attribute_threshold: int = ATTRIBUTE_THRESHOLD_DEFAULT,
+    metric_threshold: int = METRIC_THRESHOLD_DEFAULT,
 ) -> Study:
     study = Study.objects.create(
-        title=text(title, "title", max_length=200),
-        description=text(description, "description", max_length=20000, required=False),
+        title=text(title, "title", max_length=TITLE_MAX_LENGTH),
+        description=text(description, "description", max_length=STUDY_DESCRIPTION_MAX_LENGTH, required=False),
         attribute_threshold=threshold(attribute_threshold, "attribute_threshold"),
         metric_threshold=threshold(metric_threshold, "metric_threshold"),
         designer=designer,
@@ -54,7 +63,7 @@ def study_update(*, study: Study, **changes: Any) -> Study:
         def clean(value: Any) -> int:
             value = threshold(value, name)
             if value != getattr(study, name):
-                require_phase(study, (Phase.DRAFT, Phase.VOTING), "Changing a vote threshold")
+                require_phase(study, Action.CHANGE_THRESHOLD)
             return value
 
         return clean
@@ -63,8 +72,10 @@ def study_update(*, study: Study, **changes: Any) -> Study:
         study,
         changes,
         {
-            "title": lambda value: text(value, "title", max_length=200),
-            "description": lambda value: text(value, "description", max_length=20000, required=False),
+            "title": lambda value: text(value, "title", max_length=TITLE_MAX_LENGTH),
+            "description": lambda value: text(
+                value, "description", max_length=STUDY_DESCRIPTION_MAX_LENGTH, required=False
+            ),
             "attribute_threshold": vote_threshold("attribute_threshold"),
             "metric_threshold": vote_threshold("metric_threshold"),
         },
@@ -81,14 +92,14 @@ def study_delete(*, study: Study) -> None:
 # --- experts -------------------------------------------------------------------
 
 
-def _already_expert(user: AbstractBaseUser) -> InvalidInput:
+def _already_expert(user: User) -> InvalidInput:
     return InvalidInput({"username": f"{user.get_username()} is already an expert of this study"})
 
 
 @transaction.atomic
-def expert_add(*, study: Study, user: AbstractBaseUser) -> Membership:
+def expert_add(*, study: Study, user: User) -> Membership:
     study = locked(study)
-    require_phase(study, (Phase.DRAFT,), "Adding an expert")
+    require_phase(study, Action.ADD_EXPERT)
     membership, created = Membership.objects.get_or_create(study=study, user=user, role=Membership.Role.EXPERT)
     if not created:
         raise _already_expert(user)
@@ -96,13 +107,13 @@ def expert_add(*, study: Study, user: AbstractBaseUser) -> Membership:
 
 
 @transaction.atomic
-def experts_add(*, study: Study, users: list[AbstractBaseUser]) -> list[Membership]:
+def experts_add(*, study: Study, users: list[User]) -> list[Membership]:
     """``expert_add`` for several users, in this order, in a number of
     queries that does not grow with them (the bundle importer): the first
     user already an expert (or listed twice) is refused as ``expert_add``
     refuses it, and nothing is written."""
     study = locked(study)
-    require_phase(study, (Phase.DRAFT,), "Adding an expert")
+    require_phase(study, Action.ADD_EXPERT)
     taken = set(
         Membership.objects.filter(study=study, role=Membership.Role.EXPERT, user__in=users).values_list(
             "user_id", flat=True
@@ -118,9 +129,9 @@ def experts_add(*, study: Study, users: list[AbstractBaseUser]) -> list[Membersh
 
 
 @transaction.atomic
-def expert_remove(*, study: Study, user: AbstractBaseUser) -> None:
+def expert_remove(*, study: Study, user: User) -> None:
     study = locked(study)
-    require_phase(study, (Phase.DRAFT,), "Removing an expert")
+    require_phase(study, Action.REMOVE_EXPERT)
     deleted, _ = Membership.objects.filter(study=study, user=user, role=Membership.Role.EXPERT).delete()
     if not deleted:
         raise InvalidInput({"username": f"{user.get_username()} is not an expert of this study"})
@@ -147,13 +158,13 @@ def _item_name(
     """The cleaner of an item's name: text, unique in the study."""
 
     def clean(value: Any) -> str:
-        return unique_name(model, study, text(value, "name", max_length=100), exclude_pk=exclude_pk)
+        return unique_name(model, study, text(value, "name", max_length=NAME_MAX_LENGTH), exclude_pk=exclude_pk)
 
     return clean
 
 
 def _description(value: Any) -> str:
-    return text(value, "description", max_length=5000, required=False)
+    return text(value, "description", max_length=ITEM_DESCRIPTION_MAX_LENGTH, required=False)
 
 
 @transaction.atomic
@@ -161,7 +172,7 @@ def attribute_add(
     *, study: Study, name: str, kind: str = QualityAttribute.Kind.MAIN, description: str = ""
 ) -> QualityAttribute:
     study = locked(study)
-    require_phase(study, (Phase.DRAFT,), "Adding an attribute")
+    require_phase(study, Action.ADD_ATTRIBUTE)
     return QualityAttribute.objects.create(
         study=study,
         name=_item_name(QualityAttribute, study)(name),
@@ -174,7 +185,7 @@ def attribute_add(
 @transaction.atomic
 def attribute_update(*, attribute: QualityAttribute, **changes: Any) -> QualityAttribute:
     study = locked(attribute.study)
-    require_phase(study, (Phase.DRAFT,), "Changing an attribute")
+    require_phase(study, Action.CHANGE_ATTRIBUTE)
     fields = apply_changes(
         attribute,
         changes,
@@ -187,7 +198,7 @@ def attribute_update(*, attribute: QualityAttribute, **changes: Any) -> QualityA
 @transaction.atomic
 def attribute_remove(*, attribute: QualityAttribute) -> None:
     study = locked(attribute.study)
-    require_phase(study, (Phase.DRAFT,), "Removing an attribute")
+    require_phase(study, Action.REMOVE_ATTRIBUTE)
     attribute.delete()
 
 
@@ -201,7 +212,7 @@ def _attribute_of(study: Study) -> Callable[[QualityAttribute], QualityAttribute
 
 
 def _unit(value: Any) -> str:
-    return text(value, "unit", max_length=50, required=False)
+    return text(value, "unit", max_length=UNIT_MAX_LENGTH, required=False)
 
 
 @transaction.atomic
@@ -215,7 +226,7 @@ def metric_add(
     default_range: list[float] | None = None,
 ) -> Metric:
     study = locked(study)
-    require_phase(study, (Phase.DRAFT,), "Adding a metric")
+    require_phase(study, Action.ADD_METRIC)
     attribute = _attribute_of(study)(attribute)
     name = _item_name(Metric, study)(name)
     better = _better(better)
@@ -247,7 +258,7 @@ def metric_update(*, metric: Metric, **changes: Any) -> Metric:
     changes = dict(changes)
     has_range = "default_range" in changes
     default_range = changes.pop("default_range", metric.default_range)
-    require_phase(study, (Phase.DRAFT,) if changes else (Phase.DRAFT, Phase.VOTING), "Changing a metric")
+    require_phase(study, Action.CHANGE_METRIC if changes else Action.CHANGE_DEFAULT_RANGE)
     fields = apply_changes(metric, changes, cleaners)
     if has_range or "better" in changes:
         # A new direction is checked against the range it keeps.
@@ -261,7 +272,7 @@ def metric_update(*, metric: Metric, **changes: Any) -> Metric:
 @transaction.atomic
 def metric_remove(*, metric: Metric) -> None:
     study = locked(metric.study)
-    require_phase(study, (Phase.DRAFT,), "Removing a metric")
+    require_phase(study, Action.REMOVE_METRIC)
     metric.delete()
 
 
@@ -296,7 +307,7 @@ def candidates_add(*, study: Study, candidates: list[dict]) -> list[Candidate]:
     for index, entry in enumerate(candidates):
         field = f"candidates[{index}]"
         try:
-            name = text(entry.get("name"), "name", max_length=100)
+            name = text(entry.get("name"), "name", max_length=NAME_MAX_LENGTH)
             description = _description(entry.get("description", ""))
         except InvalidInput as error:
             raise error.within(field) from None

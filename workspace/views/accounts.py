@@ -27,7 +27,7 @@ from django.views.decorators.http import require_http_methods
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
-from .. import selectors, services
+from .. import limits, selectors, services
 from ..api.throttling import CACHE_ERRORS, log_cache_unreachable
 from ..errors import InvalidInput
 from ..models import ApiToken
@@ -167,7 +167,10 @@ class PasswordResetCompletePage(PasswordResetCompleteView):
 
 class TokenForm(forms.Form):
     name = forms.CharField(
-        label="Name", max_length=100, required=False, help_text="To tell your tokens apart, e.g. “laptop” or “CI”."
+        label="Name",
+        max_length=limits.NAME_MAX_LENGTH,
+        required=False,
+        help_text="To tell your tokens apart, e.g. “laptop” or “CI”.",
     )
     expires_in_days = forms.IntegerField(label="Lifetime in days", required=False)
 

@@ -4,7 +4,7 @@ user, and how a service's refusal reaches a form."""
 from typing import TYPE_CHECKING, cast
 
 from django import forms
-from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest
 
@@ -30,9 +30,9 @@ if TYPE_CHECKING:
     MemberStudy = WithAnnotations[Study, MemberRoles]
 
 
-def signed_in_user(request: HttpRequest) -> AbstractBaseUser:
+def signed_in_user(request: HttpRequest) -> User:
     """The user of a page behind ``login_required``: never anonymous there."""
-    return cast(AbstractBaseUser, request.user)
+    return cast(User, request.user)
 
 
 def study_for_member(request: HttpRequest, study_id: int) -> "MemberStudy":

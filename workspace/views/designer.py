@@ -8,47 +8,39 @@ POST calls one service; a refusal is shown on the form it came from, with
 nothing written.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Model
+from django.contrib.auth.models import User
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.http import require_http_methods, require_POST
 
-from engine.rules import is_consistent
+from engine.rules import CONSISTENCY_THRESHOLD, is_consistent
 from evaluation import selectors as evaluation_selectors
 
 from .. import invitations, limits, reminders, selectors, services
 from ..bundles import study_import_bundle
 from ..catalogue import ATTRIBUTE_CATALOGUE, catalogue_definition
-from ..errors import InvalidInput, PhaseConflict, ServiceError
+from ..errors import InvalidInput, ServiceError
 from ..forms import designer as f
 from ..measurement_csv import CsvRefused, measurements_parse, rows_as_measurements, text_decode
 from ..models import Candidate, Membership, Metric, Phase, QualityAttribute, Study
-from ..services._checks import require_phase
+from ..services import Action, phase_refusal
 from .common import form_add_service_errors, require_designer, study_for_member
 
-DRAFT, VOTING = Phase.DRAFT, Phase.VOTING
-
-
-def phase_refusal(study: Study, allowed: tuple[str, ...], action: str) -> str | None:
-    """What the service would answer to ``action`` in the study's phase
-    (its own words), or None when the phase allows it. The services keep
-    the rule; pages use this to show a part read-only before anyone tries."""
-    try:
-        require_phase(study, allowed, action)
-    except PhaseConflict as conflict:
-        return str(conflict)
-    return None
-
+# A new study's vote thresholds, as the form first shows them.
+THRESHOLD_DEFAULTS = {
+    "attribute_threshold": limits.ATTRIBUTE_THRESHOLD_DEFAULT,
+    "metric_threshold": limits.METRIC_THRESHOLD_DEFAULT,
+}
 
 # Service fields that the forms split or name differently.
 FORM_FIELD_OF = {"default_range": "least_acceptable"}
@@ -78,12 +70,12 @@ class StudyNewPage(View):
     # A bundle holds a whole study (limits.BodySizeLimitMiddleware reads this).
     max_body_bytes = limits.IMPORT_BODY_MAX_BYTES
 
-    def render_page(self, create: forms.Form, upload: forms.Form, bundle_errors: list[str] = ()) -> HttpResponse:
+    def render_page(self, create: forms.Form, upload: forms.Form, bundle_errors: Sequence[str] = ()) -> HttpResponse:
         context = {"create_form": create, "bundle_form": upload, "bundle_errors": bundle_errors}
         return render(self.request, "designer/study_new.html", context)
 
     def get(self, request: HttpRequest) -> HttpResponse:
-        return self.render_page(f.StudyForm(initial={"attribute_threshold": 1, "metric_threshold": 0}), f.BundleForm())
+        return self.render_page(f.StudyForm(initial=THRESHOLD_DEFAULTS), f.BundleForm())
 
     def post(self, request: HttpRequest) -> HttpResponse:
         if request.POST.get("form") == "import":
@@ -91,7 +83,7 @@ class StudyNewPage(View):
         form = f.StudyForm(request.POST)
         if form.is_valid():
             try:
-                study = services.study_create(designer=request.user, **form.cleaned_data)
+                study = services.study_create(designer=cast(User, request.user), **form.cleaned_data)
             except InvalidInput as error:
                 form_add_service_errors(form, error)
             else:
@@ -107,7 +99,7 @@ class StudyNewPage(View):
         if form.is_valid():
             try:
                 limits.bundle_check_limits(form.cleaned_data["bundle"])
-                study = study_import_bundle(bundle=form.cleaned_data["bundle"], importer=request.user)
+                study = study_import_bundle(bundle=form.cleaned_data["bundle"], importer=cast(User, request.user))
             except InvalidInput as error:
                 # Each problem at its place in the bundle: "metrics[2].default_range: ...".
                 bundle_errors = [f"{path}: {message}" for path, msgs in error.errors.items() for message in msgs]
@@ -117,9 +109,7 @@ class StudyNewPage(View):
                 note = f" Invited as experts (they join by accepting): {', '.join(invited)}." if invited else ""
                 messages.success(request, f"The study “{study.title}” was imported.{note}")
                 return redirect(study_home(study))
-        return self.render_page(
-            f.StudyForm(initial={"attribute_threshold": 1, "metric_threshold": 0}), form, bundle_errors
-        )
+        return self.render_page(f.StudyForm(initial=THRESHOLD_DEFAULTS), form, bundle_errors)
 
 
 # --- /studies/{id}/setup/ ----------------------------------------------------------------------
@@ -137,15 +127,19 @@ def _metric_initial(metric: Metric) -> dict:
     }
 
 
+SetupItem = QualityAttribute | Metric | Candidate
+
+
 @dataclass(frozen=True)
 class SetupKind:
     """One kind of setup item and the services that change it."""
 
     noun: str
-    model: type[Model]
+    model: type[SetupItem]
     form: type[forms.Form]
-    # Phases in which the service adds, changes and removes it.
-    phases: tuple[str, ...]
+    # The changes whose phases (services.PHASE_RULES) lock it.
+    change: Action
+    remove_action: Action
     add: Callable[..., Any]
     update: Callable[..., Any]
     remove: Callable[..., None]
@@ -162,7 +156,8 @@ KINDS = {
         "attribute",
         QualityAttribute,
         f.AttributeForm,
-        (DRAFT,),
+        Action.CHANGE_ATTRIBUTE,
+        Action.REMOVE_ATTRIBUTE,
         add=lambda study, data, **_: services.attribute_add(study=study, **data),
         update=lambda item, data, **_: services.attribute_update(attribute=item, **data),
         remove=lambda item: services.attribute_remove(attribute=item),
@@ -172,7 +167,8 @@ KINDS = {
         "metric",
         Metric,
         f.MetricForm,
-        (DRAFT,),
+        Action.CHANGE_METRIC,
+        Action.REMOVE_METRIC,
         add=lambda study, data, attributes: services.metric_add(study=study, **_metric_changes(data, attributes)),
         update=lambda item, data, attributes: services.metric_update(metric=item, **_metric_changes(data, attributes)),
         remove=lambda item: services.metric_remove(metric=item),
@@ -182,7 +178,8 @@ KINDS = {
         "candidate",
         Candidate,
         f.CandidateForm,
-        tuple(Phase.values),
+        Action.CHANGE_CANDIDATES,
+        Action.CHANGE_CANDIDATES,
         add=lambda study, data, **_: services.candidate_add(study=study, **data),
         update=lambda item, data, **_: services.candidate_update(candidate=item, **data),
         remove=lambda item: services.candidate_remove(candidate=item),
@@ -200,10 +197,10 @@ def _kind(kind: str) -> SetupKind:
 def _locks(study: Study) -> dict[str, str | None]:
     """Why each part of the setup is read-only now (the services' words), or None."""
     return {
-        "attributes": phase_refusal(study, (DRAFT,), "Changing attributes"),
-        "metrics": phase_refusal(study, (DRAFT,), "Changing metrics"),
-        "default_range": phase_refusal(study, (DRAFT, VOTING), "Changing a metric's default range"),
-        "thresholds": phase_refusal(study, (DRAFT, VOTING), "Changing a vote threshold"),
+        "attributes": phase_refusal(study, Action.CHANGE_ATTRIBUTE, "Changing attributes"),
+        "metrics": phase_refusal(study, Action.CHANGE_METRIC, "Changing metrics"),
+        "default_range": phase_refusal(study, Action.CHANGE_DEFAULT_RANGE, "Changing a metric's default range"),
+        "thresholds": phase_refusal(study, Action.CHANGE_THRESHOLD),
     }
 
 
@@ -287,6 +284,7 @@ def setup_item_add(request: HttpRequest, study_id: int, kind: str) -> HttpRespon
     study = study_for_member(request, study_id)
     require_designer(study, f"add {setup.noun}s")
     attributes = list(selectors.attribute_list(study=study))
+    form: forms.Form
     if kind == "attributes" and request.POST.get("form") == "catalogue":
         form = f.CatalogueAttributeForm(request.POST)
         given_as = "catalogue"
@@ -306,7 +304,7 @@ def setup_item_add(request: HttpRequest, study_id: int, kind: str) -> HttpRespon
     return _setup_page(request, study, **{given_as: form})
 
 
-def _item(study: Study, setup: SetupKind, pk: int) -> Model:
+def _item(study: Study, setup: SetupKind, pk: int) -> SetupItem:
     try:
         return selectors.setup_item_get(study=study, model=setup.model, pk=pk)
     except setup.model.DoesNotExist:
@@ -322,7 +320,7 @@ def setup_item_edit(request: HttpRequest, study_id: int, kind: str, pk: int) -> 
     item = _item(study, setup, pk)
     attributes = list(selectors.attribute_list(study=study)) if kind == "metrics" else []
     locks = _locks(study)
-    lock = phase_refusal(study, setup.phases, f"Changing {setup.noun}s")
+    lock = phase_refusal(study, setup.change, f"Changing {setup.noun}s")
     if kind == "metrics" and locks["default_range"] is None:
         lock = None  # the default range still changes
     form_kwargs = _form_kwargs(kind, study, attributes, locks)
@@ -333,7 +331,7 @@ def setup_item_edit(request: HttpRequest, study_id: int, kind: str, pk: int) -> 
     if form.is_bound and lock is None and form.is_valid():
         try:
             if form_kwargs.get("range_only"):
-                services.metric_update(metric=item, default_range=form.cleaned_data["default_range"])
+                services.metric_update(metric=cast(Metric, item), default_range=form.cleaned_data["default_range"])
             else:
                 setup.update(item, form.cleaned_data, attributes={a.pk: a for a in attributes})
         except ServiceError as error:
@@ -354,11 +352,13 @@ def setup_item_edit(request: HttpRequest, study_id: int, kind: str, pk: int) -> 
     return render(request, "designer/setup_item_edit.html", context)
 
 
-def _removal_consequences(kind: str, item: Model) -> list[str]:
+def _removal_consequences(kind: str, item: SetupItem) -> list[str]:
     """What goes with the item, in words (two queries at most)."""
     values = selectors.measurements_of(item=item).count()
     if kind == "attributes":
-        metrics = [m.name for m in selectors.metric_list(study=item.study).filter(attribute=item)]
+        metrics = [
+            m.name for m in selectors.metric_list(study=item.study).filter(attribute=cast(QualityAttribute, item))
+        ]
         if not metrics:
             return ["It has no metrics."]
         return [
@@ -385,7 +385,7 @@ def setup_item_remove(request: HttpRequest, study_id: int, kind: str, pk: int) -
     study = study_for_member(request, study_id)
     require_designer(study, f"remove {setup.noun}s")
     item = _item(study, setup, pk)
-    refusal = phase_refusal(study, setup.phases, f"Removing {setup.noun}s")
+    refusal = phase_refusal(study, setup.remove_action, f"Removing {setup.noun}s")
     if request.method == "POST" and refusal is None:
         try:
             setup.remove(item)
@@ -415,7 +415,7 @@ def _measurement_page(
     *,
     table: forms.Form | None = None,
     upload: forms.Form | None = None,
-    csv_errors: list[str] = (),
+    csv_errors: Sequence[str] = (),
 ) -> HttpResponse:
     candidates = list(selectors.candidate_list(study=study))
     metrics = list(selectors.metric_list(study=study))
@@ -431,7 +431,7 @@ def _measurement_page(
     sources = evaluation_selectors.measurement_sources(study=study)
 
     def cell(candidate: Candidate, metric: Metric) -> dict:
-        field = table[f.cell_name(candidate.pk, metric.pk)] if editable else None
+        field = table[f.cell_name(candidate.pk, metric.pk)] if editable and table is not None else None
         value = values.get((candidate.pk, metric.pk))
         source = sources.get((candidate.pk, metric.pk))
         computed = source if source is not None and not source.edited_since(value) else None
@@ -552,8 +552,8 @@ def _experts_page(
         "invite_form": invite or f.InviteForm(),
         "remind_form": remind or f.ReminderForm(experts=active),
         "has_active": bool(active),
-        "invite_lock": phase_refusal(study, (DRAFT,), "Inviting an expert"),
-        "remove_lock": phase_refusal(study, (DRAFT,), "Removing an expert"),
+        "invite_lock": phase_refusal(study, Action.INVITE_EXPERT),
+        "remove_lock": phase_refusal(study, Action.REMOVE_EXPERT),
         "reminder_link": request.build_absolute_uri(study_home(study)),
         "new_link": new_link,
         "link_error": link_error,
@@ -660,7 +660,7 @@ def expert_remove(request: HttpRequest, study_id: int, username: str) -> HttpRes
         membership = selectors.expert_get(study=study, username=username)
     except Membership.DoesNotExist:
         raise Http404("No such expert.") from None
-    refusal = phase_refusal(study, (DRAFT,), "Removing an expert")
+    refusal = phase_refusal(study, Action.REMOVE_EXPERT)
     if request.method == "POST" and refusal is None:
         try:
             services.expert_remove(study=study, user=membership.user)
@@ -751,6 +751,7 @@ def expert_inputs_page(request: HttpRequest, study_id: int, username: str) -> Ht
             for name, section in priorities.get("metric_priorities", {}).items()
         ],
         "pending": membership.status == Membership.Status.PENDING,
+        "consistency_threshold": CONSISTENCY_THRESHOLD,
         "peers": [(name, f"{weight * 100:.1f}".removesuffix(".0")) for name, weight in inputs["peer_weights"].items()],
     }
     return render(request, "designer/inputs.html", context)

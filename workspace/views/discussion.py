@@ -15,7 +15,7 @@ from .. import selectors, services
 from ..errors import InvalidInput
 from ..forms.discussion import PostForm
 from ..limits import DISCUSSION_POST_MAX_CHARS
-from ..models import Metric, Phase, Post, QualityAttribute, Study
+from ..models import Metric, Post, QualityAttribute, Study
 from .common import form_add_service_errors, require_designer, signed_in_user, study_for_member
 
 
@@ -46,7 +46,7 @@ def _render(request: HttpRequest, study: Study, bound: tuple[str, PostForm] | No
         "post_count": sum(len(t.posts) for kind in ("attributes", "metrics") for t in threads[kind]),
         "max_chars": DISCUSSION_POST_MAX_CHARS,
         # Selected or not means something once voting has closed.
-        "selection_fixed": study.phase in (Phase.ASSESSMENT, Phase.CLOSED),
+        "selection_fixed": services.selection_fixed(study),
     }
     return render(request, "discussion/discussion.html", context)
 

@@ -10,19 +10,20 @@ checks and the engine's own functions on what is typed, and save nothing.
 """
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from engine import core
-from engine.rules import CONSISTENCY_THRESHOLD, is_consistent
+from engine.rules import CONSISTENCY_THRESHOLD, PERCENT_TOTAL, PERCENT_TOTAL_SLACK, is_consistent
 
 from .. import selectors, services
 from ..errors import InvalidInput, PhaseConflict
@@ -36,7 +37,8 @@ from ..forms.expert import (
     point_label,
     scale_point,
 )
-from ..models import Membership, Metric, Phase, Study
+from ..models import Membership, Metric, Study
+from ..services import Action
 from .common import require_expert, study_for_member
 
 
@@ -46,15 +48,27 @@ class Step:
     title: str
     url_name: str
     tab: str  # study_base.html's study_tab
-    phase: str  # the one phase in which the step's service accepts input
+    action: Action  # the change the step's service makes (services.PHASE_RULES)
     noun: str
+
+    @property
+    def phase(self) -> str:
+        """The phase in which the step opens (the first its action is allowed in)."""
+        return services.opens_in(self.action)
 
 
 STEPS = [
-    Step("votes", "Votes", "expert_votes", "votes", Phase.VOTING, "votes"),
-    Step("priorities", "Priorities", "expert_priorities", "priorities", Phase.ASSESSMENT, "priorities"),
-    Step("ranges", "Ranges", "expert_ranges", "ranges", Phase.ASSESSMENT, "acceptable ranges"),
-    Step("peer_weights", "Peer weights", "expert_peer_weights", "peer-weights", Phase.ASSESSMENT, "peer weights"),
+    Step("votes", "Votes", "expert_votes", "votes", Action.VOTE, "votes"),
+    Step("priorities", "Priorities", "expert_priorities", "priorities", Action.PRIORITISE, "priorities"),
+    Step("ranges", "Ranges", "expert_ranges", "ranges", Action.SET_RANGES, "acceptable ranges"),
+    Step(
+        "peer_weights",
+        "Peer weights",
+        "expert_peer_weights",
+        "peer-weights",
+        Action.WEIGH_PEERS,
+        "peer weights",
+    ),
 ]
 STEP = {step.key: step for step in STEPS}
 
@@ -68,21 +82,26 @@ def _expert_study(request: HttpRequest, study_id: int, action: str) -> tuple[Stu
     study = study_for_member(request, study_id)
     require_expert(study, action)
     expert = next(m for m in study.my_memberships if m.role == Membership.Role.EXPERT)
-    expert.study, expert.user = study, request.user
+    expert.study, expert.user = study, cast(User, request.user)
     return study, expert
+
+
+def _not_open_yet(study: Study, step: Step) -> bool:
+    """The study has not reached the phase in which the step opens."""
+    return not services.has_opened(study, step.action)
 
 
 def readonly_reason(study: Study, step: Step) -> str | None:
     """Why the step cannot be changed now, or None when it can."""
-    if study.phase == step.phase:
+    if services.phase_allows(study, step.action):
         return None
     if step.key == "votes":
-        if study.phase == Phase.DRAFT:
+        if _not_open_yet(study, step):
             return "Voting has not opened yet: the designer opens it once the setup is ready. You can read the items."
         # No phase timestamp is stored, and the study's updated_at moves with
         # every later edit, so no date is given.
         return "Voting has closed; your votes are shown as cast."
-    if study.phase in (Phase.DRAFT, Phase.VOTING):
+    if _not_open_yet(study, step):
         return "This step opens when voting closes and the selection of attributes and metrics is fixed."
     return f"The assessment has closed; your {step.noun} are shown as saved. Only the designer can reopen it."
 
@@ -91,7 +110,6 @@ def _step_context(study: Study, expert: Membership, step: Step) -> dict[str, Any
     """The frame of a step: the step indicator (one query) and its state."""
     done = selectors.expert_steps_get(expert=expert)
     position = STEPS.index(step)
-    order = list(Phase.values)
     return {
         "study": study,
         "study_tab": step.tab,
@@ -103,11 +121,9 @@ def _step_context(study: Study, expert: Membership, step: Step) -> dict[str, Any
                 "current": s == step,
                 "url": _url(s, study),
                 # A step whose phase has not come yet is neither done nor missing.
-                "state": "later"
-                if order.index(study.phase) < order.index(s.phase)
-                else ("done" if done[s.key] else "missing"),
+                "state": "later" if _not_open_yet(study, s) else ("done" if done[s.key] else "missing"),
                 # Once voting has closed, a ballot without a vote is final, not missing.
-                "voted_nothing": s.key == "votes" and not done[s.key] and study.phase != s.phase,
+                "voted_nothing": s.key == "votes" and not done[s.key] and not services.phase_allows(study, s.action),
             }
             for n, s in enumerate(STEPS, start=1)
         ],
@@ -134,7 +150,9 @@ def _stored(study: Study, expert: Membership, section: str, *, with_results: boo
     return inputs[expert.user.get_username()][section]
 
 
-def _submit(request: HttpRequest, form: Any, step: Step, study: Study, save: Callable[[], None]) -> HttpResponse | int:
+def _submit(
+    request: HttpRequest, form: Any, step: Step, study: Study, save: Callable[[], object]
+) -> HttpResponse | int:
     """On a POST that saves and a form of the right shape, call the step's
     service (``save``). Saved: back to the page (so a reload does not post
     again). Otherwise the status to render the page with; a refusal is shown
@@ -177,7 +195,7 @@ def votes_page(request: HttpRequest, study_id: int) -> HttpResponse:
     closed, the tallies against the thresholds and the selection."""
     study, expert = _expert_study(request, study_id, "vote")
     step = STEP["votes"]
-    tallies = study.phase in (Phase.ASSESSMENT, Phase.CLOSED)
+    tallies = services.selection_fixed(study)
     ballot = selectors.ballot_list(study=study, with_tallies=tallies)
     form = VotesForm(_form_data(request), ballot=ballot, initial=_stored(study, expert, "votes"))
     status = _submit(request, form, step, study, lambda: services.votes_set(expert=expert, **form.payload()))
@@ -387,6 +405,7 @@ def priorities_page(request: HttpRequest, study_id: int) -> HttpResponse:
         previewed=request.method == "POST" and not _wants_save(request),
         off_scale=form.off_scale,
         threshold=CONSISTENCY_THRESHOLD,
+        total_slack=PERCENT_TOTAL_SLACK,
     )
     return _render_step(request, "priorities.html", context, status)
 
@@ -463,6 +482,7 @@ def _range_outcomes(form: RangesForm, metrics: list[Metric], study: Study) -> li
     measured: dict[int, list[tuple[str, float]]] = {m.pk: [] for m in metrics}
     for row in selectors.selected_measurement_list(study=study):
         measured.setdefault(row["metric_id"], []).append((row["candidate__name"], row["value"]))
+    values: Mapping[str, Any]
     if form.is_bound:
         form.is_valid()
         values = {name: value for name, value in getattr(form, "cleaned_data", {}).items() if name not in form.errors}
@@ -553,5 +573,11 @@ def peer_weights_page(request: HttpRequest, study_id: int) -> HttpResponse:
     total = typed_total([form[name].value() for name in form.fields])
     context = _step_context(study, expert, step)
     _freeze(form, context)
-    context.update(form=form, total=total)
+    context.update(
+        form=form,
+        total=total,
+        total_complete=PeerWeightsForm.total_complete(total),
+        percent_total=PERCENT_TOTAL,
+        total_slack=PERCENT_TOTAL_SLACK,
+    )
     return _render_step(request, "peer_weights.html", context, status)

@@ -15,12 +15,12 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods
 
-from .. import invitations, selectors
+from .. import invitations, selectors, services
 from ..errors import InvalidInput, ServiceError
 from ..forms.designer import SignupForm
-from ..models import Invitation, Phase
+from ..models import Invitation
 from .common import form_add_service_errors
-from .designer import phase_refusal, study_home
+from .designer import study_home
 
 
 def _unknown(request: HttpRequest) -> HttpResponse:
@@ -46,7 +46,7 @@ def _page(
     study = invitation.study
     refusal = invitations.invitation_refusal(invitation)
     if refusal is None:
-        refusal = phase_refusal(study, (Phase.DRAFT,), "Joining a study as an expert")
+        refusal = services.phase_refusal(study, services.Action.JOIN_AS_EXPERT)
     already = (
         request.user.is_authenticated and refusal is None and selectors.is_expert_of(study=study, user=request.user)
     )

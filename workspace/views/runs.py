@@ -17,9 +17,9 @@ from django.views.decorators.http import require_GET, require_http_methods
 from engine import services as engine_services
 from engine.models import Run
 
-from .. import selectors
+from .. import selectors, services
 from ..errors import PhaseConflict
-from ..models import Phase, Study
+from ..models import Study
 from . import results
 from .common import require_designer, run_for_member, signed_in_user, study_for_member
 
@@ -67,7 +67,7 @@ def runs_page(request: HttpRequest, study_id: int) -> HttpResponse:
         **_runs_context(study),
         "study_tab": "runs",
         "refusal": refusal,
-        "can_launch": study.phase == Phase.CLOSED,
+        "can_launch": services.phase_allows(study, services.Action.LAUNCH_RUN),
     }
     return render(request, "studyhome/runs.html", context, status=409 if refusal else 200)
 
