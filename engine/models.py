@@ -9,6 +9,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from .core import DEFAULT_TOLERANCE
+
 
 class Run(models.Model):
     class Status(models.TextChoices):
@@ -22,7 +24,7 @@ class Run(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="launched_runs"
     )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
-    tolerance = models.FloatField(default=1e-9)
+    tolerance = models.FloatField(default=DEFAULT_TOLERANCE)
     # Every input the run uses, copied at launch (see engine.snapshot.study_snapshot).
     snapshot = models.JSONField()
     # Filled in one write together with status "succeeded"; null otherwise.

@@ -24,6 +24,7 @@ __all__ = [
     "PERCENT_TOTAL",
     "PERCENT_TOTAL_SLACK",
     "SCALE_DATABASE_SLACK",
+    "SCALE_DATABASE_SLACK_ABOVE",
     "SCALE_ENGINE_SLACK",
     "SCALE_INPUT_SLACK",
     "SCALE_MAX",
@@ -71,6 +72,10 @@ SCALE_INPUT_SLACK = 5e-4
 #: constraints): 1e-4, i.e. a relative 9e-4. It must stay above
 #: SCALE_INPUT_SLACK or an accepted value would violate the constraint.
 SCALE_DATABASE_SLACK = 1e-4
+
+#: The database's absolute slack above 9: a stored 9.0 that floating point
+#: moved by an ulp still passes the CHECK constraint.
+SCALE_DATABASE_SLACK_ABOVE = 1e-9
 
 
 #: Saaty's 17 points, ascending: 1/9, 1/8, ..., 1/2, 1, 2, ..., 9, exactly.

@@ -37,7 +37,8 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
 from workspace.errors import PhaseConflict
-from workspace.models import Phase, Study
+from workspace.models import Study
+from workspace.services.phases import Action, phase_allows
 
 from . import core
 from .models import Run
@@ -108,7 +109,7 @@ def run_launch(*, study: Study, launched_by: AbstractBaseUser | None, tolerance:
     commit. Refused (``PhaseConflict``) unless the study is closed. The run is
     saved whether or not the broker can be reached (see ``_enqueue``)."""
     study = Study.objects.select_for_update().get(pk=study.pk)
-    if study.phase != Phase.CLOSED:
+    if not phase_allows(study, Action.LAUNCH_RUN):
         raise PhaseConflict(
             f"Validation runs need a closed study; this one is in the {study.phase} phase. Close the assessment first."
         )

@@ -43,14 +43,14 @@ from typing import IO, Any
 
 import numpy as np
 
+from engine.core import ROW_SUM_TOLERANCE
+
 CHUNK_ROWS = 100_000
 # Bytes read from the file at a time (cut at the last line break for decoding).
 BLOCK_BYTES = 1 << 20
 # A refused file lists at most this many errors: enough to see a pattern,
 # not a page per bad row.
 MAX_ERRORS = 20
-# A row of probabilities may be off 1 by rounding, no more.
-PROBA_TOLERANCE = 1e-6
 
 FIXED_COLUMNS = ("candidate", "y_true", "y_pred", "score", "fold", "time", "instance")
 PROBA = "proba:"
@@ -530,9 +530,9 @@ class _Reader:
                 block[:, index], lines, column, self.errors, low=0, high=1, what="a probability is between 0 and 1"
             )
         sums = block.sum(axis=1)
-        for row in np.flatnonzero(np.abs(sums - 1) > PROBA_TOLERANCE):
+        for row in np.flatnonzero(np.abs(sums - 1) > ROW_SUM_TOLERANCE):
             self.errors.add(
-                f"the probabilities sum to {sums[row]:.9g}, not 1 (within {PROBA_TOLERANCE:g})",
+                f"the probabilities sum to {sums[row]:.9g}, not 1 (within {ROW_SUM_TOLERANCE:g})",
                 line=int(lines[row]),
             )
         self.chunks.proba.append(block)

@@ -17,7 +17,7 @@ from django.db.models.functions import Greatest, Least, Length
 from django.db.models.lookups import LessThanOrEqual
 from django.utils import timezone
 
-from engine.rules import SCALE_DATABASE_SLACK, SCALE_MAX, SCALE_MIN
+from engine.rules import SCALE_DATABASE_SLACK, SCALE_DATABASE_SLACK_ABOVE, SCALE_MAX, SCALE_MIN
 
 from .limits import (
     ATTRIBUTE_THRESHOLD_DEFAULT,
@@ -333,7 +333,7 @@ def _judgment_constraints(prefix):
         ),
         models.CheckConstraint(condition=~Q(row=F("column")), name=f"{prefix}_judgment_not_diagonal"),
         models.CheckConstraint(
-            condition=Q(value__gte=SCALE_MIN - SCALE_DATABASE_SLACK, value__lte=SCALE_MAX + 1e-9),
+            condition=Q(value__gte=SCALE_MIN - SCALE_DATABASE_SLACK, value__lte=SCALE_MAX + SCALE_DATABASE_SLACK_ABOVE),
             name=f"{prefix}_judgment_on_scale",
         ),
     ]

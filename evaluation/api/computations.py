@@ -21,7 +21,7 @@ from evaluation.models import MetricComputation
 from workspace import limits
 from workspace.api.schema import VALIDATION_ERROR
 from workspace.api.serializers import BoundedListField, WriteSerializer
-from workspace.api.views import PaginatedListMixin, StudyScoped, _validated
+from workspace.api.views import PaginatedListMixin, StudyScoped, validated
 from workspace.models import Direction, Metric
 
 from .predictions import PredictionSetScoped
@@ -253,7 +253,7 @@ class MetricComputationView(StudyScoped, APIView):
         is computed yet (POST .../measurements/compute/)."""
         self.require_designer("map metrics to computations")
         metric = self.metric()
-        data = _validated(ComputationWriteSerializer, request.data)
+        data = validated(ComputationWriteSerializer, request.data)
         mapping = services.metric_computation_set(
             metric=metric, computation=data["computation"], parameters=data.get("parameters")
         )
@@ -287,7 +287,7 @@ class MeasurementComputeView(StudyScoped, APIView):
         whose value cannot be computed is listed with the reason and its
         measurement left as it was."""
         self.require_designer("compute measurements")
-        data = _validated(ComputeRequestSerializer, request.data)
+        data = validated(ComputeRequestSerializer, request.data)
         outcome = services.measurements_compute(study=self.study(), metrics=data.get("metrics"))
         return Response(ComputeOutcomeSerializer(outcome).data)
 

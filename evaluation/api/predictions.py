@@ -23,7 +23,7 @@ from evaluation import selectors, services
 from evaluation.models import PredictionSet
 from workspace import limits
 from workspace.api.serializers import WriteSerializer
-from workspace.api.views import PaginatedListMixin, StudyScoped, _validated
+from workspace.api.views import PaginatedListMixin, StudyScoped, validated
 
 # --- payloads --------------------------------------------------------------------
 
@@ -132,7 +132,7 @@ class PredictionSetListView(StudyScoped, PaginatedListMixin, APIView):
         refused file stores nothing: 400 with its errors under ``file``, each
         naming its line."""
         self.require_designer("upload predictions")
-        data = _validated(PredictionUploadSerializer, _upload_fields(request))
+        data = validated(PredictionUploadSerializer, _upload_fields(request))
         upload = data["file"]
         prediction_set = services.prediction_set_import(
             study=self.study(),

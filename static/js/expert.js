@@ -28,7 +28,8 @@
     var note = total.querySelector(".live-total__note");
     var rounded = Math.round(sum * 100) / 100;
     output.textContent = complete ? String(rounded) : "–";
-    var off = complete && Math.abs(sum - 100) > 1e-9;
+    var slack = parseFloat(total.getAttribute("data-total-slack")) || 0;
+    var off = complete && Math.abs(sum - 100) > slack;
     total.classList.toggle("live-total--off", off);
     total.classList.toggle("live-total--ok", complete && !off);
     if (!complete) note.textContent = "";

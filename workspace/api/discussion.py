@@ -19,7 +19,7 @@ from workspace import limits, selectors, services
 from workspace.models import Membership, Metric, Post, QualityAttribute
 
 from .serializers import WriteSerializer
-from .views import StudyScoped, _validated
+from .views import StudyScoped, validated
 
 # --- payloads --------------------------------------------------------------------
 
@@ -133,7 +133,7 @@ class ThreadView(DiscussionScoped, APIView):
 
     def post(self, request: Request, study_id: int, pk: int) -> Response:
         item = self.item()
-        data = _validated(PostWriteSerializer, request.data)
+        data = validated(PostWriteSerializer, request.data)
         post = services.post_add(
             study=self.study(),
             author=self.member(),
@@ -178,7 +178,7 @@ class PostDetailView(DiscussionScoped, APIView):
         post = self.post_obj()
         if post.author_id != request.user.pk:
             raise exceptions.PermissionDenied("Only its author can change a post.")
-        data = _validated(PostWriteSerializer, request.data)
+        data = validated(PostWriteSerializer, request.data)
         return Response(self.post_data(services.post_edit(post=post, body=data["body"])))
 
 
@@ -189,7 +189,7 @@ class PostHideView(DiscussionScoped, APIView):
         changes nothing."""
         self.require_designer("hide posts")
         post = self.post_obj()
-        _validated(NoBodySerializer, request.data)
+        validated(NoBodySerializer, request.data)
         return Response(self.post_data(services.post_hide(post=post, by=self.member())))
 
 
@@ -199,5 +199,5 @@ class PostUnhideView(DiscussionScoped, APIView):
         """Show a hidden post to every member again (designer)."""
         self.require_designer("unhide posts")
         post = self.post_obj()
-        _validated(NoBodySerializer, request.data)
+        validated(NoBodySerializer, request.data)
         return Response(self.post_data(services.post_unhide(post=post)))

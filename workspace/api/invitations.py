@@ -20,7 +20,7 @@ from workspace.models import Invitation
 
 from . import invitation_serializers as inv
 from .schema import _detail
-from .views import PaginatedListMixin, StudyScoped, _validated
+from .views import PaginatedListMixin, StudyScoped, validated
 
 CONFLICT = _detail(
     "The invitation can no longer be answered, or the study's phase does not allow it; the detail says why."
@@ -49,7 +49,7 @@ class StudyInvitationListView(StudyScoped, PaginatedListMixin, APIView):
         same whether or not an account of that name exists."""
         self.require_designer("invite experts")
         _only(request, {"username"})
-        data = _validated(inv.InvitationWriteSerializer, request.data)
+        data = validated(inv.InvitationWriteSerializer, request.data)
         invitation, key = invitations.invitation_create(
             study=self.study(), created_by=request.user, username=data.get("username")
         )
@@ -94,7 +94,7 @@ class MyInvitationAcceptView(MyInvitationScoped, APIView):
         your name, ``{"confirm_inputs": true}`` confirms them (any phase)."""
         invitation = self.invitation()
         _only(request, {"confirm_inputs"})
-        data = _validated(inv.AcceptSerializer, request.data)
+        data = validated(inv.AcceptSerializer, request.data)
         membership = invitations.invitation_accept(
             invitation=invitation, user=request.user, confirm_inputs=data["confirm_inputs"]
         )
@@ -121,6 +121,6 @@ class LinkAcceptView(APIView):
         study (draft phase). A used, revoked, expired or unknown key is
         refused naming ``key``."""
         _only(request, {"key"})
-        data = _validated(inv.AcceptLinkSerializer, request.data)
+        data = validated(inv.AcceptLinkSerializer, request.data)
         membership = invitations.invitation_accept_link(key=data["key"], user=request.user)
         return Response(inv.AcceptedSerializer(membership).data)

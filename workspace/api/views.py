@@ -91,7 +91,7 @@ class PaginatedListMixin(APIView):
         return paginator.get_paginated_response(serializer_class(page, many=True).data)
 
 
-def _validated(serializer_class, data, **kwargs):
+def validated(serializer_class, data, **kwargs):
     serializer = serializer_class(data=data, **kwargs)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
@@ -128,7 +128,7 @@ class TokenCreateView(APIView):
         auth=[],
     )
     def post(self, request):
-        data = _validated(s.TokenRequestSerializer, request.data)
+        data = validated(s.TokenRequestSerializer, request.data)
         user = authenticate(request, username=data["username"], password=data["password"])
         if user is None:
             raise exceptions.ValidationError({"non_field_errors": ["Unable to log in with those credentials."]})
@@ -172,7 +172,7 @@ class StudyListView(PaginatedListMixin, APIView):
     @extend_schema(request=s.StudyWriteSerializer, responses={201: s.StudyDetailSerializer})
     def post(self, request):
         """Create a study; you become its designer."""
-        data = _validated(s.StudyWriteSerializer, request.data)
+        data = validated(s.StudyWriteSerializer, request.data)
         study = services.study_create(designer=request.user, **data)
         return _study_detail(study.pk, request.user, status.HTTP_201_CREATED)
 
@@ -212,7 +212,7 @@ class StudyDetailView(StudyScoped, APIView):
     def patch(self, request, study_id):
         """Change the title, description or (until voting closes) the vote thresholds."""
         self.require_designer("change the study")
-        data = _validated(s.StudyWriteSerializer, request.data, partial=True)
+        data = validated(s.StudyWriteSerializer, request.data, partial=True)
         services.study_update(study=self.study(), **data)
         return _study_detail(study_id, request.user)
 
@@ -240,7 +240,7 @@ class StudyTransitionView(StudyScoped, APIView):
         """Move the study to the next phase (or back to assessment from closed).
         409 with the reason when its inputs do not allow it."""
         self.require_designer("change the study's phase")
-        data = _validated(s.TransitionSerializer, request.data)
+        data = validated(s.TransitionSerializer, request.data)
         services.study_transition(study=self.study(), to=data["to"])
         return _study_detail(study_id, request.user)
 
@@ -262,7 +262,7 @@ class MemberListView(StudyScoped, PaginatedListMixin, APIView):
         becomes an expert by accepting (202, the same answer whether or not
         the account exists). Draft phase."""
         self.require_designer("add experts")
-        data = _validated(s.MemberWriteSerializer, request.data)
+        data = validated(s.MemberWriteSerializer, request.data)
         added = invitations.member_add(study=self.study(), added_by=request.user, username=data["username"])
         if isinstance(added, Membership):
             return Response(s.MemberSerializer(added).data, status=status.HTTP_201_CREATED)
@@ -306,7 +306,7 @@ class SetupListView(SetupScoped, PaginatedListMixin, APIView):
 
     def post(self, request, study_id):
         self.require_designer(f"add {self.noun}s")
-        data = _validated(self.write_serializer, request.data)
+        data = validated(self.write_serializer, request.data)
         item = self.create(data)
         item.study = self.study()
         return Response(self.read_serializer(item).data, status=status.HTTP_201_CREATED)
@@ -331,7 +331,7 @@ class SetupDetailView(SetupScoped, APIView):
     def patch(self, request, study_id, pk):
         self.require_designer(f"change {self.noun}s")
         item = self.item()
-        data = _validated(self.write_serializer, request.data, partial=True)
+        data = validated(self.write_serializer, request.data, partial=True)
         item = self.update(item, data)
         return Response(self.read_serializer(item).data)
 
@@ -486,7 +486,7 @@ class MyVotesView(MyInputView):
     def put(self, request, study_id):
         """Replace your votes (voting phase)."""
         expert = self.expert()
-        data = _validated(s.VotesSerializer, request.data)
+        data = validated(s.VotesSerializer, request.data)
         services.votes_set(expert=expert, attributes=data["attributes"], metrics=data["metrics"])
         return Response(self.current())
 

@@ -7,8 +7,9 @@ from engine.models import Run
 from engine.selectors import results_document, results_json, runs_with_document
 from engine.services import run_awaits_broker, run_launch
 from workspace.errors import PhaseConflict
-from workspace.models import Phase, Study
+from workspace.models import Study
 from workspace.services import study_close_assessment
+from workspace.services.phases import Action, phase_allows
 
 # What polling reads: the status, never the snapshot and results (megabytes
 # of JSON on a large study).
@@ -40,7 +41,7 @@ class Command(BaseCommand):
         if study is None:
             raise CommandError(f"no study with id {study_id}")
         try:
-            if study.phase != Phase.CLOSED:
+            if not phase_allows(study, Action.LAUNCH_RUN):
                 if not close:
                     raise CommandError(
                         f"the study is in the {study.phase} phase; validation needs it closed "
