@@ -165,18 +165,82 @@ def test_multiclass_macro_averages_and_one_vs_rest_auc():
     assert values["specificity"] == pytest.approx(np.mean(specificities))
 
 
-def test_undefined_values_are_null_with_their_reason():
-    # only negatives (the positive label is declared, so y_pred may name it)
-    rows = [
-        {"candidate": "A", "y_true": "no", "y_pred": "yes", "score": 0.9},
-        {"candidate": "A", "y_true": "no", "y_pred": "no", "score": 0.4},
-    ]
-    document = evaluation_document(read(rows, positive="yes"))
-    values, notes = document["candidates"]["A"], document["notes"]["A"]
-    assert values["roc_auc"] is None and "only one class occurs in y_true" in notes["roc_auc"]
-    assert values["recall"] is None and notes["recall"] == "recall is undefined: no instance is positive"
-    assert values["specificity"] == 0.5 and values["accuracy"] == 0.5
+MIRROR_SCORES = (0.9, 0.4, 0.7, 0.2)
+MIRROR_PRED = ("yes", "no", "yes", "no")  # the scores at the fixed threshold 0.5
+
+
+def mirror_rows(truth: str, columns: str) -> list[dict]:
+    """Four instances all of one class (``truth``), with a score column only
+    or a y_pred column only; the same predictions either way."""
+    rows = []
+    for score, predicted in zip(MIRROR_SCORES, MIRROR_PRED, strict=True):
+        row = {"candidate": "A", "y_true": truth}
+        row.update({"score": score} if columns == "score" else {"y_pred": predicted})
+        rows.append(row)
+    return rows
+
+
+@pytest.mark.parametrize("columns", ["score", "y_pred"])
+@pytest.mark.parametrize("truth", ["yes", "no"])
+def test_one_class_files_give_every_metric_or_its_reason_for_either_class(truth, columns):
+    """Issue 16, finding 12: an all-positive file with a score only dropped
+    every metric, an all-positive y_pred file naming the negative label was
+    refused, and the notes named label codes ("pos_label=0")."""
+    data = read(mirror_rows(truth, columns), positive="yes")
+    document = evaluation_document(data)
+    values, notes = document["candidates"]["A"], document["notes"].get("A", {})
+    t, p = np.array([truth] * 4), np.array(MIRROR_PRED)
+    expected = {
+        "accuracy": sk.accuracy_score(t, p),
+        "cohen_kappa": sk.cohen_kappa_score(t, p),
+        "precision": sk.precision_score(t, p, pos_label="yes", zero_division=np.nan),
+        "f1": sk.f1_score(t, p, pos_label="yes", zero_division=np.nan),
+    }
+    reasons = {
+        "balanced_accuracy": f"only one class occurs in y_true ({truth!r}): balanced accuracy would be the "
+        "accuracy of that class alone",
+    }
+    if truth == "yes":
+        expected["recall"] = sk.recall_score(t, p, pos_label="yes")
+        reasons["specificity"] = (
+            "specificity is undefined: y_true has no negative instance (every label is 'yes', the positive label)"
+        )
+    else:
+        expected["specificity"] = sk.recall_score(t, p, pos_label="no")
+        reasons["recall"] = "recall is undefined: y_true has no positive instance ('yes'): every label is 'no'"
+    if columns == "score":
+        expected["log_loss"] = sk.log_loss(t == "yes", np.array(MIRROR_SCORES), labels=[False, True])
+        reasons["roc_auc"] = (
+            "ROC AUC is undefined: y_true has no negative instance (every label is 'yes', the positive label)"
+            if truth == "yes"
+            else "ROC AUC is undefined: y_true has no positive instance ('yes'): every label is 'no'"
+        )
+    assert set(values) == set(expected) | set(reasons)
+    assert {key: value for key, value in values.items() if value is not None} == pytest.approx(expected)
+    assert notes == reasons and all(values[key] is None for key in reasons)
     json.dumps(document, allow_nan=False)  # never a NaN in the document
+
+
+def test_one_class_files_name_their_labels_and_the_unnamed_negative():
+    positive_only = CandidateReport(read(mirror_rows("yes", "score"), positive="yes"), "A")
+    assert positive_only.binary and positive_only.label_names == ["yes", "(not yes)"]
+    assert positive_only.confusion_matrix().tolist() == [[2, 2], [0, 0]]
+    assert read(mirror_rows("yes", "y_pred"), positive="yes").labels == ["yes", "no"]
+    assert read(mirror_rows("no", "y_pred"), positive="yes").labels == ["no", "yes"]
+    # the thresholds that need both classes say which one is missing, by name
+    kappa = CandidateReport(
+        read(mirror_rows("yes", "score"), positive="yes"), "A", Options(threshold_method="max_kappa")
+    )
+    with pytest.raises(ValueError) as refused:
+        kappa.accuracy()
+    assert str(refused.value) == (
+        "the threshold of the method 'Highest kappa' is undefined: y_true has no negative instance (every label is "
+        "'yes', the positive label)"
+    )
+    lowest = Options(threshold_method="lowest_positive")
+    with pytest.raises(ValueError, match=r"^the threshold of the method 'Lowest score of a positive' is undefined: "):
+        CandidateReport(read(mirror_rows("no", "score"), positive="yes"), "A", lowest).accuracy()
+    assert CandidateReport(read(mirror_rows("yes", "score"), positive="yes"), "A", lowest).accuracy() == 1.0
 
 
 def test_arr_past_its_pole_is_reported_and_a3r_still_given():
