@@ -602,10 +602,31 @@ def _success_and_time(reports: list[CandidateReport]) -> tuple[np.ndarray, np.nd
     return np.array([r.accuracy() for r in reports]), np.array([t.mean() for t in times])
 
 
+def _check_success(reports: list[CandidateReport], success: np.ndarray) -> None:
+    """A success rate of 0 on any data set (a fold, when the candidates share
+    folds) leaves A3R and ARR undefined for every candidate: each is a mean
+    of ratios to the others' success rates. ValueError naming them."""
+    if (success > 0).all():
+        return
+    if success.ndim == 1:
+        where = [reports[c].name for c in np.flatnonzero(success <= 0)]
+    else:
+        fold = reports[0].predictions.fold
+        assert fold is not None  # (a success rate per fold needs folds)
+        fold_names = [reports[0].data.folds[code] for code in np.unique(fold)]
+        where = [f"{reports[c].name} in fold {fold_names[f]!r}" for f, c in np.argwhere(success <= 0).tolist()]
+    raise ValueError(
+        "A3R and ARR are undefined for every candidate: each compares the candidates' success rates on each data "
+        f"set as ratios (every fold is a data set), and the accuracy is 0 for {listed(where)}"
+    )
+
+
 def pairwise_scores(reports: list[CandidateReport], key: str, options: Options) -> np.ndarray:
     """A3R or ARR of every candidate against the others (``a3r_scores``,
-    ``arr_scores``); ValueError where undefined (ARR past its pole)."""
+    ``arr_scores``); ValueError where undefined (ARR past its pole, a
+    success rate of 0)."""
     success, time = _success_and_time(reports)
+    _check_success(reports, success)
     if key == "a3r":
         return metrics.a3r_scores(success, time, root=options.root)
     domain = metrics.arr_domain(time, acc_d=options.acc_d)

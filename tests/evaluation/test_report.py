@@ -332,3 +332,48 @@ def test_command_refuses_a_bad_file_with_its_lines(tmp_path):
     assert "bad.csv was refused" in str(refused.value) and "line 3, column time" in str(refused.value)
     with pytest.raises(CommandError, match="missing.csv"):
         call_command("evaluate_predictions", str(tmp_path / "missing.csv"))
+
+
+def test_multiclass_macro_averages_run_over_the_labels_of_y_true():
+    """METHOD.md 7.2 (issue 16, finding 14): a declared label that never occurs
+    in y_true (here 'c', predicted once) is left out of the macro averages, as
+    balanced accuracy leaves it out; scikit-learn's default would average over
+    every label seen, 'c' included, with its precision 0 and recall 0/0."""
+    rows = [
+        {"candidate": "A", "y_true": t, "proba:a": pa, "proba:b": pb, "proba:c": pc}
+        for t, pa, pb, pc in (("a", 0.8, 0.1, 0.1), ("a", 0.2, 0.2, 0.6), ("b", 0.1, 0.8, 0.1), ("b", 0.3, 0.6, 0.1))
+    ]
+    values = evaluation_document(read(rows))["candidates"]["A"]
+    t, p = ["a", "a", "b", "b"], ["a", "c", "b", "b"]
+    own = {"labels": ["a", "b"], "average": "macro"}
+    assert values["precision"] == pytest.approx(sk.precision_score(t, p, **own)) == 1.0
+    assert values["recall"] == pytest.approx(sk.recall_score(t, p, **own)) == 0.75
+    assert values["f1"] == pytest.approx(sk.f1_score(t, p, **own))
+    with pytest.warns(UserWarning, match="y_pred contains classes not in y_true"):
+        assert values["balanced_accuracy"] == pytest.approx(sk.balanced_accuracy_score(t, p)) == 0.75
+    assert values["specificity"] == 1.0
+    # scikit-learn's default, every label seen: 'c' drags both down
+    assert sk.precision_score(t, p, average="macro", zero_division=0) == pytest.approx(2 / 3)
+    assert sk.recall_score(t, p, average="macro", zero_division=0) == pytest.approx(0.5)
+
+
+def test_one_fold_of_accuracy_0_leaves_a3r_and_arr_undefined_for_every_candidate():
+    """METHOD.md 7.2: the folds are A3R's and ARR's data sets, and a success
+    rate of 0 on one of them is a ratio's zero denominator; the note names
+    the candidate and the fold (it said "candidate 0 on dataset 1")."""
+    rows = []
+    for name, seconds in (("A", 0.001), ("B", 0.002)):
+        for fold in ("1", "2"):
+            for truth in ("yes", "no"):
+                wrong = name == "A" and fold == "2"
+                predicted = {"yes": "no", "no": "yes"}[truth] if wrong else truth
+                rows.append({"candidate": name, "y_true": truth, "y_pred": predicted, "fold": fold, "time": seconds})
+    document = evaluation_document(read(rows, positive="yes"))
+    note = (
+        "A3R and ARR are undefined for every candidate: each compares the candidates' success rates on each data "
+        "set as ratios (every fold is a data set), and the accuracy is 0 for A in fold '2'"
+    )
+    for name in ("A", "B"):
+        assert document["candidates"][name]["a3r"] is None and document["candidates"][name]["arr"] is None
+        assert document["notes"][name] == {"a3r": note, "arr": note}
+    assert document["candidates"]["A"]["accuracy"] == 0.5  # over the whole file it is defined
