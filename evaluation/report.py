@@ -364,10 +364,12 @@ class CandidateReport:
             return None
         if not self.binary:
             labels = ", ".join(repr(label) for label in self.data.labels)
-            return (
-                f"a threshold turns a binary task's scores into labels, and this set has {len(self.data.labels)} "
-                f"labels ({labels}) and no positive label"
-            )
+            if len(self.data.labels) > 2:
+                return (
+                    f"a threshold turns a binary task's scores into labels, and this set has "
+                    f"{len(self.data.labels)} labels ({labels})"
+                )
+            return f"a threshold needs the positive label, and this set names none (its label is {labels})"
         return f"{self.name} has no score column (nor class probabilities) to derive labels from"
 
     def labels_shown(self) -> str:

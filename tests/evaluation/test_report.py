@@ -377,3 +377,30 @@ def test_one_fold_of_accuracy_0_leaves_a3r_and_arr_undefined_for_every_candidate
         assert document["candidates"][name]["a3r"] is None and document["candidates"][name]["arr"] is None
         assert document["notes"][name] == {"a3r": note, "arr": note}
     assert document["candidates"]["A"]["accuracy"] == 0.5  # over the whole file it is defined
+
+
+def test_a_threshold_asked_for_where_none_applies_says_why():
+    """Issue 16, finding 6: the report page shows these under the threshold method."""
+    labels_only = read(
+        [{"candidate": "A", "y_true": "yes", "y_pred": "no"}, {"candidate": "A", "y_true": "no", "y_pred": "no"}],
+        positive="yes",
+    )
+    asked = Options(threshold_method="max_kappa", use_threshold=True)
+    assert CandidateReport(labels_only, "A", asked).threshold_refusal == (
+        "A has no score column (nor class probabilities) to derive labels from"
+    )
+    assert CandidateReport(labels_only, "A").threshold_refusal is None  # not asked
+    three = read(
+        [
+            {"candidate": "A", "y_true": label, "proba:a": 0.2, "proba:b": 0.3, "proba:c": 0.5}
+            for label in ("a", "b", "c")
+        ]
+    )
+    assert CandidateReport(three, "A", asked).threshold_refusal == (
+        "a threshold turns a binary task's scores into labels, and this set has 3 labels ('a', 'b', 'c')"
+    )
+    one = read([{"candidate": "A", "y_true": "a", "y_pred": "a"}])
+    assert CandidateReport(one, "A", asked).threshold_refusal == (
+        "a threshold needs the positive label, and this set names none (its label is 'a')"
+    )
+    assert CandidateReport(one, "A", asked).labels_shown() == "the file's y_pred"
