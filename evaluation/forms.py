@@ -35,17 +35,7 @@ class PredictionUploadForm(forms.Form):
         ]
 
 
-THRESHOLD_CHOICES = [
-    ("fixed", "Fixed value"),
-    ("lowest_positive", "Lowest score of a positive"),
-    ("fixed_sensitivity", "Fixed sensitivity"),
-    ("equal_sensitivity_specificity", "Sensitivity equal to specificity"),
-    ("max_sensitivity_specificity", "Highest sensitivity + specificity"),
-    ("max_kappa", "Highest kappa"),
-    ("mean_probability", "Mean predicted probability"),
-    ("equal_prevalence", "Predicted prevalence equal to the true one"),
-]
-assert [key for key, _ in THRESHOLD_CHOICES] == list(report.THRESHOLD_METHODS)
+THRESHOLD_CHOICES = list(report.THRESHOLD_NAMES.items())
 
 DEFAULTS = report.Options()
 
@@ -118,9 +108,20 @@ class ComputationForm(forms.Form):
 
 class ReportOptionsForm(forms.Form):
     """The options of a report page (GET): how scores become labels, and the
-    parameters of A3R and ARR."""
+    parameters of A3R and ARR.
 
-    threshold_method = forms.ChoiceField(label="Threshold method", choices=THRESHOLD_CHOICES, required=False)
+    Choosing a threshold method applies it: labels are then derived from the
+    scores even where the file has ``y_pred`` (the page says which labels it
+    shows, or why a threshold cannot be applied). ``use_threshold`` is
+    still read from a link (the fixed method, or the one chosen) but not
+    shown: the method's choice says it."""
+
+    threshold_method = forms.ChoiceField(
+        label="Threshold method",
+        choices=[("", "None: the file's y_pred (without one, a fixed threshold)"), *THRESHOLD_CHOICES],
+        required=False,
+        help_text="A method chosen derives the labels from the scores, even where the file has y_pred.",
+    )
     threshold_value = forms.FloatField(label="Fixed threshold", required=False)
     use_threshold = forms.BooleanField(label="Derive labels from scores even where y_pred is given", required=False)
     root = forms.FloatField(label="Root N (A3R)", required=False)
@@ -132,4 +133,9 @@ class ReportOptionsForm(forms.Form):
         if not self.is_valid():
             return {}
         # Not "if value": a threshold of 0 is a value.
-        return {key: value for key, value in self.cleaned_data.items() if value is not None and value != ""}
+        given = {key: value for key, value in self.cleaned_data.items() if value is not None and value != ""}
+        if given.get("threshold_method"):
+            given["use_threshold"] = True  # a method chosen is applied
+        if given.get("use_threshold") is False:
+            del given["use_threshold"]  # an unticked box is the default, not a choice
+        return given

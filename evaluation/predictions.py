@@ -20,7 +20,11 @@ Labels come in one documented order, which every array's codes follow:
 first the labels of ``y_true`` in the order they first appear, then the
 declared ones that ``y_true`` lacks: the ``proba:<label>`` columns in the
 header's order, then the positive label (declared, it may appear in
-``y_pred`` alone). Folds, contexts and candidates are in the order they first
+``y_pred`` alone, or nowhere when the file has one label only: every
+instance is then negative). A declared positive label makes the task
+binary: when it is the only label so far (every instance positive), the
+first other label of ``y_pred`` is the negative one, as the positive may be
+``y_pred``'s alone when every instance is negative. Folds, contexts and candidates are in the order they first
 appear.
 
 Speed: the file is read in blocks and parsed in chunks of ``CHUNK_ROWS``
@@ -561,6 +565,10 @@ def _label_order(reader: _Reader, positive: str | None, errors: _Errors) -> tupl
     labels += [label for label in proba_labels if label not in reader.true_codes]
     if positive is not None:
         _add_positive(reader, labels, positive, errors)
+        if labels == [positive]:
+            # Every instance positive: y_pred may name the negative label
+            # (the mirror of y_pred naming the positive when none is).
+            labels += [label for label in reader.pred_codes if label != positive][:1]
     index = {label: code for code, label in enumerate(labels)}
     mapping = _pred_mapping(reader, index, errors)
     if proba_labels:
@@ -584,8 +592,11 @@ def _label_order(reader: _Reader, positive: str | None, errors: _Errors) -> tupl
 
 def _add_positive(reader: _Reader, labels: list[str], positive: str, errors: _Errors) -> None:
     """The positive label must be one of the file's (y_pred's included, then
-    appended to ``labels``)."""
-    if positive in labels or positive in reader.pred_codes:
+    appended to ``labels``), or the file must have one label only (every
+    instance negative, and nothing predicted positive: the positive label
+    is then the second of a binary task). A file of two labels or more
+    without it is refused (a mistyped positive label)."""
+    if positive in labels or positive in reader.pred_codes or len(labels) == 1:
         if positive not in labels:
             labels.append(positive)
     else:

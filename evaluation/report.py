@@ -214,6 +214,24 @@ DOCUMENT_KEYS = (
 #: What ``Options.threshold_method`` accepts, from the library.
 THRESHOLD_METHODS = metrics.THRESHOLD_METHODS
 
+#: Each threshold method's name for people (the pages' choices).
+THRESHOLD_NAMES = {
+    "fixed": "Fixed value",
+    "lowest_positive": "Lowest score of a positive",
+    "fixed_sensitivity": "Fixed sensitivity",
+    "equal_sensitivity_specificity": "Sensitivity equal to specificity",
+    "max_sensitivity_specificity": "Highest sensitivity + specificity",
+    "max_kappa": "Highest kappa",
+    "mean_probability": "Mean predicted probability",
+    "equal_prevalence": "Predicted prevalence equal to the true one",
+}
+assert tuple(THRESHOLD_NAMES) == THRESHOLD_METHODS
+
+# The threshold methods that need a positive instance in y_true, and those
+# that need a negative one too (metrics.select_threshold).
+_NEED_POSITIVES = frozenset(THRESHOLD_METHODS) - {"fixed", "mean_probability"}
+_NEED_NEGATIVES = frozenset({"equal_sensitivity_specificity", "max_sensitivity_specificity", "max_kappa"})
+
 
 @dataclass(frozen=True)
 class Options:
@@ -259,12 +277,16 @@ class CandidateReport:
     def __init__(self, data: PredictionData, name: str, options: Options = Options()) -> None:
         self.data, self.name, self.options = data, name, options
         self.predictions = data.candidates[name]
-        self.codes = np.arange(len(data.labels))
         self.positive = data.labels.index(data.positive) if data.positive is not None else None
-
-    @property
-    def binary(self) -> bool:
-        return len(self.data.labels) == 2
+        # A named positive label makes the task binary, even when the file
+        # names no other label (every instance positive, a score column
+        # only): the negative label is then unnamed, and shown as
+        # "(not <positive>)".
+        self.binary = len(data.labels) == 2 or (len(data.labels) == 1 and self.positive is not None)
+        self.label_names = list(data.labels)
+        if self.binary and len(data.labels) == 1:
+            self.label_names.append(f"(not {data.positive})")
+        self.codes = np.arange(len(self.label_names))
 
     @property
     def y_true(self) -> np.ndarray:
@@ -291,6 +313,8 @@ class CandidateReport:
         score between 0 and 1 read as the positive label's probability."""
         p = self.predictions
         if p.proba is not None:
+            if p.proba.shape[1] < len(self.codes):  # the positive label's column only: the unnamed negative's is 0
+                return np.hstack([p.proba, np.zeros((len(p.proba), len(self.codes) - p.proba.shape[1]))])
             return p.proba
         if p.score is not None and self.binary:
             positive = self._positive_code("probabilities from a score")
@@ -308,6 +332,12 @@ class CandidateReport:
             return None
         o = self.options
         is_positive = (self.y_true == self._positive_code("a threshold")).astype(np.int8)
+        missing = self.missing_class
+        if (missing == "positive" and o.threshold_method in _NEED_POSITIVES) or (
+            missing == "negative" and o.threshold_method in _NEED_NEGATIVES
+        ):
+            name = THRESHOLD_NAMES[o.threshold_method]
+            raise ValueError(f"the threshold of the method {name!r} is undefined: {self.one_class_reason}")
         return metrics.select_threshold(
             is_positive,
             self.scores,
@@ -318,10 +348,69 @@ class CandidateReport:
         )
 
     @property
-    def _labels_from_scores(self) -> bool:
+    def _has_scores(self) -> bool:
         p = self.predictions
-        has_scores = p.score is not None or (p.proba is not None and self.binary)
-        return has_scores and self.binary and (p.y_pred is None or self.options.use_threshold)
+        return self.binary and (p.score is not None or p.proba is not None)
+
+    @property
+    def _labels_from_scores(self) -> bool:
+        return self._has_scores and (self.predictions.y_pred is None or self.options.use_threshold)
+
+    @property
+    def threshold_refusal(self) -> str | None:
+        """Why labels cannot be derived from scores although the options ask
+        for it (``use_threshold``): None when they can, or when not asked."""
+        if not self.options.use_threshold or self._labels_from_scores:
+            return None
+        if not self.binary:
+            labels = ", ".join(repr(label) for label in self.data.labels)
+            if len(self.data.labels) > 2:
+                return (
+                    f"a threshold turns a binary task's scores into labels, and this set has "
+                    f"{len(self.data.labels)} labels ({labels})"
+                )
+            return f"a threshold needs the positive label, and this set names none (its label is {labels})"
+        return f"{self.name} has no score column (nor class probabilities) to derive labels from"
+
+    def labels_shown(self) -> str:
+        """Which predicted labels the confusion-matrix metrics use, for
+        people: the file's ``y_pred``, or labels derived from the scores at
+        which threshold by which method, or the most probable class.
+        ValueError (from ``threshold``) when the threshold is undefined."""
+        p = self.predictions
+        if self._labels_from_scores:
+            method = THRESHOLD_NAMES[self.options.threshold_method]
+            source = "the scores" if p.score is not None else f"the probabilities of {self.data.positive}"
+            text = (
+                f"derived from {source}: {self.data.positive} where it is at least {self.threshold:.4g}, "
+                f"the threshold of the method {method!r}"
+            )
+            return text + (" (the file's y_pred is set aside)" if p.y_pred is not None else " (the file has no y_pred)")
+        if p.y_pred is not None:
+            return "the file's y_pred"
+        if p.proba is not None:
+            return "the most probable class of each instance (the file has no y_pred)"
+        raise NotApplicable(f"needs {_LABELS}")
+
+    @cached_property
+    def missing_class(self) -> str | None:
+        """ "positive" or "negative" when y_true lacks that class (binary), else None."""
+        if not self.binary or self.positive is None:
+            return None
+        is_positive = self.y_true == self.positive
+        if not is_positive.any():
+            return "positive"
+        return "negative" if is_positive.all() else None
+
+    @property
+    def one_class_reason(self) -> str:
+        """Why a binary metric needing both classes is undefined, naming the
+        labels as the file does."""
+        positive = self.data.positive
+        if self.missing_class == "negative":
+            return f"y_true has no negative instance (every label is {positive!r}, the positive label)"
+        present = ", ".join(repr(self.label_names[code]) for code in np.unique(self.y_true))
+        return f"y_true has no positive instance ({positive!r}): every label is {present}"
 
     @cached_property
     def y_pred(self) -> np.ndarray:
@@ -345,7 +434,10 @@ class CandidateReport:
     def balanced_accuracy(self) -> float:
         present = np.unique(self.y_true)
         if len(present) < 2:
-            raise ValueError("only one class occurs in y_true: balanced accuracy is the accuracy of that class alone")
+            raise ValueError(
+                f"only one class occurs in y_true ({self.label_names[present[0]]!r}): balanced accuracy would be "
+                "the accuracy of that class alone"
+            )
         with warnings.catch_warnings():
             # y_pred may hold declared labels absent from y_true; they only count as errors.
             warnings.simplefilter("ignore", UserWarning)
@@ -374,17 +466,21 @@ class CandidateReport:
         return value
 
     def precision(self) -> float:
-        return self._part(0, "precision", "no instance is predicted positive")
+        positive = f" ({self.data.positive!r})" if self.binary else ""
+        return self._part(0, "precision", f"no instance is predicted positive{positive}")
 
     def recall(self) -> float:
-        return self._part(1, "recall", "no instance is positive")
+        return self._part(1, "recall", self.one_class_reason if self.binary else "no instance is positive")
 
     def f1(self) -> float:
-        return self._part(2, "F1", "there is no positive instance, predicted or true")
+        positive = f" ({self.data.positive!r})" if self.binary else ""
+        return self._part(2, "F1", f"there is no positive instance{positive}, predicted or true")
 
     def specificity(self) -> float:
         if self.binary:
             positive = self._positive_code("specificity")
+            if self.missing_class == "negative":
+                raise ValueError(f"specificity is undefined: {self.one_class_reason}")
             return metrics.specificity_score(self.y_true, self.y_pred, pos_label=positive)
         values = [
             metrics.specificity_score(self.y_true == code, self.y_pred == code, pos_label=True)
@@ -396,8 +492,8 @@ class CandidateReport:
         p = self.predictions
         if self.binary and (p.score is not None or p.proba is not None):
             is_positive = self.y_true == self._positive_code("ROC AUC")
-            if is_positive.all() or not is_positive.any():
-                raise ValueError("only one class occurs in y_true: ROC AUC is undefined")
+            if self.missing_class:
+                raise ValueError(f"ROC AUC is undefined: {self.one_class_reason}")
             return metrics.roc_auc_score(is_positive, self.scores)
         if p.proba is None:
             raise NotApplicable(f"needs {_SCORES}")
@@ -411,7 +507,10 @@ class CandidateReport:
             warnings.simplefilter("ignore", RuntimeWarning)
             kappa = metrics.cohen_kappa_score(self.y_true, self.y_pred, labels=self.codes)
         if math.isnan(kappa):
-            raise ValueError("Cohen's kappa is undefined: chance agreement is 1 (a single label throughout)")
+            label = self.label_names[int(self.y_true[0])]
+            raise ValueError(
+                f"Cohen's kappa is undefined: chance agreement is 1 (every true and predicted label is {label!r})"
+            )
         return kappa
 
     def log_loss(self) -> float:
@@ -461,6 +560,8 @@ class CandidateReport:
         return thinned(fpr, tpr, limit=limit)
 
     def lift_gain(self, *, quantiles: int = 10) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self.missing_class == "positive":
+            raise ValueError(f"gain and lift are undefined: {self.one_class_reason}")
         is_positive = (self.y_true == self._positive_code("lift and gain")).astype(np.int8)
         return metrics.lift_gain(is_positive, self.scores, pos_label=1, quantiles=quantiles)
 
@@ -503,10 +604,31 @@ def _success_and_time(reports: list[CandidateReport]) -> tuple[np.ndarray, np.nd
     return np.array([r.accuracy() for r in reports]), np.array([t.mean() for t in times])
 
 
+def _check_success(reports: list[CandidateReport], success: np.ndarray) -> None:
+    """A success rate of 0 on any data set (a fold, when the candidates share
+    folds) leaves A3R and ARR undefined for every candidate: each is a mean
+    of ratios to the others' success rates. ValueError naming them."""
+    if (success > 0).all():
+        return
+    if success.ndim == 1:
+        where = [reports[c].name for c in np.flatnonzero(success <= 0)]
+    else:
+        fold = reports[0].predictions.fold
+        assert fold is not None  # (a success rate per fold needs folds)
+        fold_names = [reports[0].data.folds[code] for code in np.unique(fold)]
+        where = [f"{reports[c].name} in fold {fold_names[f]!r}" for f, c in np.argwhere(success <= 0).tolist()]
+    raise ValueError(
+        "A3R and ARR are undefined for every candidate: each compares the candidates' success rates on each data "
+        f"set as ratios (every fold is a data set), and the accuracy is 0 for {listed(where)}"
+    )
+
+
 def pairwise_scores(reports: list[CandidateReport], key: str, options: Options) -> np.ndarray:
     """A3R or ARR of every candidate against the others (``a3r_scores``,
-    ``arr_scores``); ValueError where undefined (ARR past its pole)."""
+    ``arr_scores``); ValueError where undefined (ARR past its pole, a
+    success rate of 0)."""
     success, time = _success_and_time(reports)
+    _check_success(reports, success)
     if key == "a3r":
         return metrics.a3r_scores(success, time, root=options.root)
     domain = metrics.arr_domain(time, acc_d=options.acc_d)

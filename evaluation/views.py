@@ -310,14 +310,16 @@ def candidate_report_page(request: HttpRequest, study_id: int, set_id: int, name
     data = selectors.prediction_data_get(prediction_set=prediction_set, candidates=[name])
     options_form = ReportOptionsForm(request.GET or None)
     candidate = report.CandidateReport(data, name, _report_options(options_form))
+    refusal = candidate.threshold_refusal
+    if refusal:
+        options_form.add_error("threshold_method", f"No threshold can be applied: {refusal}.")
+    labels_shown, threshold_reason = "", ""
     try:
-        threshold = candidate.threshold
-    except ValueError as error:
-        threshold, threshold_reason = None, str(error)
-    else:
-        threshold_reason = ""
+        labels_shown = candidate.labels_shown()
+    except ValueError as error:  # NotApplicable too: no labels at all
+        threshold_reason = str(error)
     try:
-        confusion = _confusion(candidate, data.labels)
+        confusion = _confusion(candidate, candidate.label_names)
     except ValueError:
         confusion = None
     context = {
@@ -328,7 +330,8 @@ def candidate_report_page(request: HttpRequest, study_id: int, set_id: int, name
         "data": data,
         "instances": len(data.candidates[name]),
         "options_form": options_form,
-        "threshold": threshold,
+        "threshold": candidate.threshold if labels_shown else None,
+        "labels_shown": labels_shown,
         "threshold_reason": threshold_reason,
         "confusion": confusion,
         "curves": _curves(candidate, name),

@@ -98,9 +98,10 @@ def test_a_candidates_report_and_the_sets_comparison(page: Page, live_server, de
     check(page, "report-j48")
 
     page.get_by_label("Threshold method").select_option(label="Highest kappa")
-    page.get_by_label("Derive labels from scores even where y_pred is given").check()
-    submit(page, "Apply")
-    expect(page.get_by_text(re.compile(r"positive \(tumour\) where the score is at least"))).to_be_visible()
+    submit(page, "Apply")  # a method chosen is applied, y_pred or not (issue 16, finding 6)
+    expect(
+        page.get_by_text(re.compile(r"Labels shown: derived from the scores: tumour where it is at least"))
+    ).to_be_visible()
 
     tab(page, "Predictions")
     click_link(page, "Compare the candidates (A3R, ARR)")

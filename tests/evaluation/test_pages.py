@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
@@ -208,6 +209,72 @@ def test_a_candidates_report(client, demo):
     assert f"at least {threshold.threshold:.4g}" in text_of(chosen)
     assert client.get(f"/studies/{demo.pk}/predictions/{prediction_set.pk}/candidates/C4.5/").status_code == 404
     assert client.get(f"/studies/{demo.pk}/predictions/999/candidates/J48/").status_code == 404
+
+
+def test_a_chosen_threshold_method_is_applied_or_the_form_says_why_not(client, demo):
+    """Issue 16, finding 6: with y_pred in the file, the method chosen on
+    the report was silently ignored; the report now applies it and says
+    which labels it shows."""
+    prediction_set = stored_set(demo)
+    as_user(client, demo.designer)
+    path = f"/studies/{demo.pk}/predictions/{prediction_set.pk}/candidates/J48/"
+    data = read_predictions(PREDICTIONS, positive="tumour")
+    assert "Labels shown: the file's y_pred." in text_of(client.get(path))
+    chosen = client.get(path, {"threshold_method": "max_kappa"})
+    derived = report.CandidateReport(data, "J48", report.Options(threshold_method="max_kappa", use_threshold=True))
+    file_labels = report.CandidateReport(data, "J48")
+    assert derived.accuracy() != file_labels.accuracy()  # the test tells them apart
+    assert chosen.context["threshold"] == derived.threshold
+    values = {row["computation"].key: row["value"] for row in chosen.context["values"]}
+    assert values["accuracy"] == derived.accuracy()
+    assert (
+        f"Labels shown: derived from the scores: tumour where it is at least {derived.threshold:.4g}, the threshold "
+        "of the method 'Highest kappa' (the file's y_pred is set aside)."
+    ) in text_of(chosen)
+    # "None" keeps the file's labels
+    assert client.get(path, {"threshold_method": ""}).context["threshold"] is None
+    # a file without scores: the form says why no threshold applies, and the labels stay the file's
+    labels_only = services.prediction_set_import(
+        study=demo,
+        stream=io.BytesIO(b"candidate,y_true,y_pred\nJ48,tumour,tumour\nJ48,normal,tumour\n"),
+        name="labels.csv",
+        uploaded_by=demo.designer,
+        positive="tumour",
+    )
+    refused = client.get(
+        f"/studies/{demo.pk}/predictions/{labels_only.pk}/candidates/J48/", {"threshold_method": "max_kappa"}
+    )
+    assert refused.context["options_form"].errors == {
+        "threshold_method": [
+            "No threshold can be applied: J48 has no score column (nor class probabilities) to derive labels from."
+        ]
+    }
+    assert "Labels shown: the file's y_pred." in text_of(refused)
+
+
+def test_a_report_of_a_file_whose_instances_are_all_positive(client, demo):
+    """Issue 16, finding 12 on the page: a score column only, every instance
+    positive; every value or its reason, the negative label unnamed."""
+    prediction_set = services.prediction_set_import(
+        study=demo,
+        stream=io.BytesIO(b"candidate,y_true,score\nJ48,tumour,0.9\nJ48,tumour,0.2\n"),
+        name="positives.csv",
+        uploaded_by=demo.designer,
+        positive="tumour",
+    )
+    as_user(client, demo.designer)
+    response = client.get(f"/studies/{demo.pk}/predictions/{prediction_set.pk}/candidates/J48/")
+    values = {row["computation"].key: row for row in response.context["values"]}
+    assert values["recall"]["value"] == 0.5 and values["log_loss"]["value"] == pytest.approx(
+        -(np.log(0.9) + np.log(0.2)) / 2
+    )
+    assert values["specificity"]["reason"] == (
+        "specificity is undefined: y_true has no negative instance (every label is 'tumour', the positive label)"
+    )
+    assert response.context["confusion"]["labels"] == ["tumour", "(not tumour)"]
+    assert "Labels shown: derived from the scores: tumour where it is at least 0.5, the threshold of the method " in (
+        text_of(response)
+    )
 
 
 def test_a_sets_candidates_compared_with_a3r_and_where_arr_is_undefined(client, demo):

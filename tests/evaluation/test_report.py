@@ -165,18 +165,82 @@ def test_multiclass_macro_averages_and_one_vs_rest_auc():
     assert values["specificity"] == pytest.approx(np.mean(specificities))
 
 
-def test_undefined_values_are_null_with_their_reason():
-    # only negatives (the positive label is declared, so y_pred may name it)
-    rows = [
-        {"candidate": "A", "y_true": "no", "y_pred": "yes", "score": 0.9},
-        {"candidate": "A", "y_true": "no", "y_pred": "no", "score": 0.4},
-    ]
-    document = evaluation_document(read(rows, positive="yes"))
-    values, notes = document["candidates"]["A"], document["notes"]["A"]
-    assert values["roc_auc"] is None and "only one class occurs in y_true" in notes["roc_auc"]
-    assert values["recall"] is None and notes["recall"] == "recall is undefined: no instance is positive"
-    assert values["specificity"] == 0.5 and values["accuracy"] == 0.5
+MIRROR_SCORES = (0.9, 0.4, 0.7, 0.2)
+MIRROR_PRED = ("yes", "no", "yes", "no")  # the scores at the fixed threshold 0.5
+
+
+def mirror_rows(truth: str, columns: str) -> list[dict]:
+    """Four instances all of one class (``truth``), with a score column only
+    or a y_pred column only; the same predictions either way."""
+    rows = []
+    for score, predicted in zip(MIRROR_SCORES, MIRROR_PRED, strict=True):
+        row = {"candidate": "A", "y_true": truth}
+        row.update({"score": score} if columns == "score" else {"y_pred": predicted})
+        rows.append(row)
+    return rows
+
+
+@pytest.mark.parametrize("columns", ["score", "y_pred"])
+@pytest.mark.parametrize("truth", ["yes", "no"])
+def test_one_class_files_give_every_metric_or_its_reason_for_either_class(truth, columns):
+    """Issue 16, finding 12: an all-positive file with a score only dropped
+    every metric, an all-positive y_pred file naming the negative label was
+    refused, and the notes named label codes ("pos_label=0")."""
+    data = read(mirror_rows(truth, columns), positive="yes")
+    document = evaluation_document(data)
+    values, notes = document["candidates"]["A"], document["notes"].get("A", {})
+    t, p = np.array([truth] * 4), np.array(MIRROR_PRED)
+    expected = {
+        "accuracy": sk.accuracy_score(t, p),
+        "cohen_kappa": sk.cohen_kappa_score(t, p),
+        "precision": sk.precision_score(t, p, pos_label="yes", zero_division=np.nan),
+        "f1": sk.f1_score(t, p, pos_label="yes", zero_division=np.nan),
+    }
+    reasons = {
+        "balanced_accuracy": f"only one class occurs in y_true ({truth!r}): balanced accuracy would be the "
+        "accuracy of that class alone",
+    }
+    if truth == "yes":
+        expected["recall"] = sk.recall_score(t, p, pos_label="yes")
+        reasons["specificity"] = (
+            "specificity is undefined: y_true has no negative instance (every label is 'yes', the positive label)"
+        )
+    else:
+        expected["specificity"] = sk.recall_score(t, p, pos_label="no")
+        reasons["recall"] = "recall is undefined: y_true has no positive instance ('yes'): every label is 'no'"
+    if columns == "score":
+        expected["log_loss"] = sk.log_loss(t == "yes", np.array(MIRROR_SCORES), labels=[False, True])
+        reasons["roc_auc"] = (
+            "ROC AUC is undefined: y_true has no negative instance (every label is 'yes', the positive label)"
+            if truth == "yes"
+            else "ROC AUC is undefined: y_true has no positive instance ('yes'): every label is 'no'"
+        )
+    assert set(values) == set(expected) | set(reasons)
+    assert {key: value for key, value in values.items() if value is not None} == pytest.approx(expected)
+    assert notes == reasons and all(values[key] is None for key in reasons)
     json.dumps(document, allow_nan=False)  # never a NaN in the document
+
+
+def test_one_class_files_name_their_labels_and_the_unnamed_negative():
+    positive_only = CandidateReport(read(mirror_rows("yes", "score"), positive="yes"), "A")
+    assert positive_only.binary and positive_only.label_names == ["yes", "(not yes)"]
+    assert positive_only.confusion_matrix().tolist() == [[2, 2], [0, 0]]
+    assert read(mirror_rows("yes", "y_pred"), positive="yes").labels == ["yes", "no"]
+    assert read(mirror_rows("no", "y_pred"), positive="yes").labels == ["no", "yes"]
+    # the thresholds that need both classes say which one is missing, by name
+    kappa = CandidateReport(
+        read(mirror_rows("yes", "score"), positive="yes"), "A", Options(threshold_method="max_kappa")
+    )
+    with pytest.raises(ValueError) as refused:
+        kappa.accuracy()
+    assert str(refused.value) == (
+        "the threshold of the method 'Highest kappa' is undefined: y_true has no negative instance (every label is "
+        "'yes', the positive label)"
+    )
+    lowest = Options(threshold_method="lowest_positive")
+    with pytest.raises(ValueError, match=r"^the threshold of the method 'Lowest score of a positive' is undefined: "):
+        CandidateReport(read(mirror_rows("no", "score"), positive="yes"), "A", lowest).accuracy()
+    assert CandidateReport(read(mirror_rows("yes", "score"), positive="yes"), "A", lowest).accuracy() == 1.0
 
 
 def test_arr_past_its_pole_is_reported_and_a3r_still_given():
@@ -268,3 +332,75 @@ def test_command_refuses_a_bad_file_with_its_lines(tmp_path):
     assert "bad.csv was refused" in str(refused.value) and "line 3, column time" in str(refused.value)
     with pytest.raises(CommandError, match="missing.csv"):
         call_command("evaluate_predictions", str(tmp_path / "missing.csv"))
+
+
+def test_multiclass_macro_averages_run_over_the_labels_of_y_true():
+    """METHOD.md 7.2 (issue 16, finding 14): a declared label that never occurs
+    in y_true (here 'c', predicted once) is left out of the macro averages, as
+    balanced accuracy leaves it out; scikit-learn's default would average over
+    every label seen, 'c' included, with its precision 0 and recall 0/0."""
+    rows = [
+        {"candidate": "A", "y_true": t, "proba:a": pa, "proba:b": pb, "proba:c": pc}
+        for t, pa, pb, pc in (("a", 0.8, 0.1, 0.1), ("a", 0.2, 0.2, 0.6), ("b", 0.1, 0.8, 0.1), ("b", 0.3, 0.6, 0.1))
+    ]
+    values = evaluation_document(read(rows))["candidates"]["A"]
+    t, p = ["a", "a", "b", "b"], ["a", "c", "b", "b"]
+    own = {"labels": ["a", "b"], "average": "macro"}
+    assert values["precision"] == pytest.approx(sk.precision_score(t, p, **own)) == 1.0
+    assert values["recall"] == pytest.approx(sk.recall_score(t, p, **own)) == 0.75
+    assert values["f1"] == pytest.approx(sk.f1_score(t, p, **own))
+    with pytest.warns(UserWarning, match="y_pred contains classes not in y_true"):
+        assert values["balanced_accuracy"] == pytest.approx(sk.balanced_accuracy_score(t, p)) == 0.75
+    assert values["specificity"] == 1.0
+    # scikit-learn's default, every label seen: 'c' drags both down
+    assert sk.precision_score(t, p, average="macro", zero_division=0) == pytest.approx(2 / 3)
+    assert sk.recall_score(t, p, average="macro", zero_division=0) == pytest.approx(0.5)
+
+
+def test_one_fold_of_accuracy_0_leaves_a3r_and_arr_undefined_for_every_candidate():
+    """METHOD.md 7.2: the folds are A3R's and ARR's data sets, and a success
+    rate of 0 on one of them is a ratio's zero denominator; the note names
+    the candidate and the fold (it said "candidate 0 on dataset 1")."""
+    rows = []
+    for name, seconds in (("A", 0.001), ("B", 0.002)):
+        for fold in ("1", "2"):
+            for truth in ("yes", "no"):
+                wrong = name == "A" and fold == "2"
+                predicted = {"yes": "no", "no": "yes"}[truth] if wrong else truth
+                rows.append({"candidate": name, "y_true": truth, "y_pred": predicted, "fold": fold, "time": seconds})
+    document = evaluation_document(read(rows, positive="yes"))
+    note = (
+        "A3R and ARR are undefined for every candidate: each compares the candidates' success rates on each data "
+        "set as ratios (every fold is a data set), and the accuracy is 0 for A in fold '2'"
+    )
+    for name in ("A", "B"):
+        assert document["candidates"][name]["a3r"] is None and document["candidates"][name]["arr"] is None
+        assert document["notes"][name] == {"a3r": note, "arr": note}
+    assert document["candidates"]["A"]["accuracy"] == 0.5  # over the whole file it is defined
+
+
+def test_a_threshold_asked_for_where_none_applies_says_why():
+    """Issue 16, finding 6: the report page shows these under the threshold method."""
+    labels_only = read(
+        [{"candidate": "A", "y_true": "yes", "y_pred": "no"}, {"candidate": "A", "y_true": "no", "y_pred": "no"}],
+        positive="yes",
+    )
+    asked = Options(threshold_method="max_kappa", use_threshold=True)
+    assert CandidateReport(labels_only, "A", asked).threshold_refusal == (
+        "A has no score column (nor class probabilities) to derive labels from"
+    )
+    assert CandidateReport(labels_only, "A").threshold_refusal is None  # not asked
+    three = read(
+        [
+            {"candidate": "A", "y_true": label, "proba:a": 0.2, "proba:b": 0.3, "proba:c": 0.5}
+            for label in ("a", "b", "c")
+        ]
+    )
+    assert CandidateReport(three, "A", asked).threshold_refusal == (
+        "a threshold turns a binary task's scores into labels, and this set has 3 labels ('a', 'b', 'c')"
+    )
+    one = read([{"candidate": "A", "y_true": "a", "y_pred": "a"}])
+    assert CandidateReport(one, "A", asked).threshold_refusal == (
+        "a threshold needs the positive label, and this set names none (its label is 'a')"
+    )
+    assert CandidateReport(one, "A", asked).labels_shown() == "the file's y_pred"
