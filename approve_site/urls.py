@@ -11,7 +11,9 @@ from django.urls import include, path
 from django.views import defaults
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from evaluation.api import urls as evaluation_api
 from workspace import views as pages
+from workspace.api import urls as workspace_api
 
 from .health import health
 
@@ -44,7 +46,8 @@ urlpatterns = [
     ),
     path("accounts/tokens/", pages.tokens_page, name="api_tokens"),
     path("accounts/tokens/<int:token_id>/revoke/", pages.token_revoke_page, name="api_token_revoke"),
-    path("api/v1/", include("workspace.api.urls")),
+    # Each app owns its REST endpoints; one "api" namespace holds both under /api/v1/.
+    path("api/v1/", include(([*workspace_api.urlpatterns, *evaluation_api.urlpatterns], "api"))),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves Swagger UI's start-up script from a URL
     # (?script): the Content-Security-Policy allows no inline script.

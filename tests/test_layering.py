@@ -5,6 +5,9 @@ Read from the source (AST), so an authentication class, a helper or a
 serializer in those packages is held to it as much as a view."""
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -77,3 +80,50 @@ def test_the_check_sees_a_manager(source: str) -> None:
 def test_the_check_lets_selectors_and_services_through() -> None:
     source = "run = selectors.run_get(run_id=1, user=user)\nservices.api_token_revoke(token=token)\nobjects = []"
     assert manager_uses(source) == []
+
+
+# The pure libraries import NumPy (and scikit-learn), never Django: they run in
+# a notebook, a worker or a benchmark alike. Each is imported in a fresh
+# interpreter, since this one has Django loaded already.
+PURE_MODULES = (
+    "engine.rules",
+    "engine.core",
+    "engine.layers",
+    "engine.prioritisation",
+    "engine.disagreement",
+    "engine.explain",
+    "engine.compare",
+    "engine.arguments",
+    "evaluation.metrics",
+    "evaluation.elicitation",
+    "evaluation.report",
+    "evaluation.predictions",
+    "evaluation.arrays",
+    "workspace.charts",
+)
+
+
+def django_importers(modules: tuple[str, ...]) -> str:
+    """The first of ``modules`` that loads Django, with the Django module it
+    loaded, imported in order in a fresh interpreter; "" when none does."""
+    probe = (
+        "import importlib, sys\n"
+        "for name in sys.argv[1:]:\n"
+        "    importlib.import_module(name)\n"
+        "    loaded = sorted(m for m in sys.modules if m == 'django' or m.startswith('django.'))\n"
+        "    if loaded:\n"
+        "        print(name, loaded[0])\n"
+        "        break\n"
+    )
+    env = {key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"}
+    return subprocess.run(
+        [sys.executable, "-c", probe, *modules], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    ).stdout
+
+
+def test_the_pure_modules_import_no_django() -> None:
+    assert django_importers(PURE_MODULES) == ""
+
+
+def test_the_purity_probe_finds_a_module_that_imports_django() -> None:
+    assert django_importers(("engine.rules", "django.utils.text")) == "django.utils.text django\n"

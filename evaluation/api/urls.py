@@ -1,5 +1,5 @@
-"""The evaluation app's API routes. No ``app_name``: included from
-``workspace.api.urls``, they share its ``api`` namespace, so their names
+"""The evaluation app's API routes. The project's URLs mount them with the
+workspace's under ``/api/v1/`` in one ``api`` namespace, so their names
 (``api:prediction-set-list``...) and paths are the API's own."""
 
 from django.urls import path

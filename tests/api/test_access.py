@@ -1,6 +1,6 @@
 """Who may do what through the REST API (FORMATS.md, "REST API (version 1)").
 
-The access matrix runs every endpoint of ``workspace/api/urls.py`` against
+The access matrix runs every endpoint of the API (``/api/v1/``) against
 four actors, in every phase where the endpoint exists:
 
 - ``anonymous``: 401, with ``WWW-Authenticate: Token``;

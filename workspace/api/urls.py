@@ -1,9 +1,7 @@
-from django.urls import include, path
+from django.urls import path
 
 from . import discussion, views
 from . import invitations as inv
-
-app_name = "api"
 
 urlpatterns = [
     path("auth/token/", views.TokenCreateView.as_view(), name="token-create"),
@@ -35,8 +33,6 @@ urlpatterns = [
     path("studies/<int:study_id>/my/peer-weights/", views.MyPeerWeightsView.as_view(), name="my-peer-weights"),
     path("studies/<int:study_id>/inputs/<str:username>/", views.ExpertInputsView.as_view(), name="expert-inputs"),
     path("studies/<int:study_id>/runs/", views.RunListView.as_view(), name="run-list"),
-    # the evaluation app's endpoints (prediction sets, computed metrics), in this namespace
-    path("", include("evaluation.api.urls")),
     # the discussion: a thread per attribute and per metric
     path("studies/<int:study_id>/discussion/", discussion.DiscussionView.as_view(), name="discussion"),
     path(

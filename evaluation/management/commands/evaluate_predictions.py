@@ -27,18 +27,40 @@ class Command(BaseCommand):
         parser.add_argument("file", help="the predictions CSV (approve-predictions/1)")
         parser.add_argument("--positive", help="the positive label of a binary task")
         parser.add_argument("--json", action="store_true", help="print the approve-evaluation/1 document")
+        defaults = Options()  # the report's own defaults, not restated here
         parser.add_argument(
             "--threshold",
             choices=THRESHOLD_METHODS,
-            default="fixed",
-            help="how binary scores become labels when there is no y_pred column (default: fixed at 0.5)",
+            default=defaults.threshold_method,
+            help="how binary scores become labels when there is no y_pred column "
+            f"(default: {defaults.threshold_method} at {defaults.threshold_value:g})",
         )
-        parser.add_argument("--threshold-value", type=float, default=0.5, help="the fixed threshold (default 0.5)")
-        parser.add_argument("--alpha", type=_positive_number, default=2.0, help="Relevance Score's alpha (default 2)")
-        parser.add_argument("--beta", type=_positive_number, default=1.0, help="Relevance Score's beta (default 1)")
-        parser.add_argument("--root", type=_positive_number, default=8.0, help="A3R's root N (default 8)")
         parser.add_argument(
-            "--acc-d", type=_positive_number, default=0.1, help="ARR's AccD, accuracy traded per tenfold time"
+            "--threshold-value",
+            type=float,
+            default=defaults.threshold_value,
+            help=f"the fixed threshold (default {defaults.threshold_value:g})",
+        )
+        parser.add_argument(
+            "--alpha",
+            type=_positive_number,
+            default=defaults.alpha,
+            help=f"Relevance Score's alpha (default {defaults.alpha:g})",
+        )
+        parser.add_argument(
+            "--beta",
+            type=_positive_number,
+            default=defaults.beta,
+            help=f"Relevance Score's beta (default {defaults.beta:g})",
+        )
+        parser.add_argument(
+            "--root", type=_positive_number, default=defaults.root, help=f"A3R's root N (default {defaults.root:g})"
+        )
+        parser.add_argument(
+            "--acc-d",
+            type=_positive_number,
+            default=defaults.acc_d,
+            help=f"ARR's AccD, accuracy traded per tenfold time (default {defaults.acc_d:g})",
         )
 
     def handle(self, *args, file, positive=None, **options):
