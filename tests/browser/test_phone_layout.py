@@ -180,3 +180,12 @@ def test_the_weight_panel_keeps_names_and_values_inside_at_1280(page: Page, demo
         assert overflow == [], f"{expert}: cells past the weight panel's edge or broken inside a word: {overflow}"
     screenshot(page, "expert-priorities-weights-1280")
     assert_accessible(page)
+
+
+def test_the_api_docs_lead_back_to_the_site(page: Page) -> None:
+    page.goto("/api/docs/")
+    expect(page.locator("#swagger-ui .info")).to_be_visible()
+    screenshot(page, "api-docs-1280")
+    with page.expect_navigation():
+        page.get_by_role("link", name="← approve: your studies").click()
+    assert page.url.split("?")[0].endswith("/accounts/login/")  # signed out: the studies ask to sign in first

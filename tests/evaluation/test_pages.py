@@ -324,3 +324,18 @@ def test_query_counts_do_not_grow_with_sets_candidates_or_metrics(path, client, 
         )
         with django_assert_num_queries(QUERIES[path]):
             assert client.get(url).status_code == 200, url
+
+
+@pytest.mark.parametrize(
+    ("use_threshold", "words"),
+    [(False, "labels from the file's y_pred where it has one"), (True, "labels derived from scores")],
+)
+def test_where_labels_come_from_reads_as_words(client, demo, use_threshold, words):
+    """Issue 16, finding 10: not "labels from scores False"."""
+    as_user(client, demo.designer)
+    success = Metric.objects.get(study=demo, name="Success rate")
+    services.metric_computation_set(metric=success, computation="accuracy", parameters={"use_threshold": use_threshold})
+    for path in (f"/studies/{demo.pk}/predictions/", f"/studies/{demo.pk}/predictions/metrics/{success.pk}/"):
+        page = text_of(client.get(path))
+        assert words in page
+        assert "labels from scores False" not in page and "labels from scores True" not in page
