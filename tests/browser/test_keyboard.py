@@ -92,3 +92,23 @@ def test_enter_on_a_judgment_does_not_submit_and_apply_comes_before_save(page: P
     expect(page.get_by_text("Your priorities were saved.")).to_be_visible()
     assert AttributePrioritisation.objects.filter(expert=assessment.bob).exists()
     assert not [e for e in errors if "sendAbort" in e or "htmx" in e], errors
+
+
+def test_fast_answers_log_no_htmx_abort(page: Page, assessment) -> None:
+    """Answers given faster than the preview replies are queued: the console
+    shows no htmx:sendAbort error (finding 10), and the result is the last
+    answer's."""
+    errors: list[str] = []
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    login(page, "bob", PASSWORD)
+    page.goto(f"/studies/{assessment.study.pk}/my/priorities/")
+    page.get_by_label("AHP pairwise comparisons").first.check()
+    # Slow every preview down so that the next answer arrives while it is in flight.
+    page.route("**/my/priorities/preview/", lambda route: (page.wait_for_timeout(300), route.continue_()))
+    for value in ("3", "5", "7", "9", "2", "4"):
+        page.locator('[data-method-panel="ahp"] .pair').first.locator(f'input[value="{value}"]').first.check()
+    page.locator('[data-method-panel="ahp"] .pair').nth(1).locator('input[value="3"]').first.check()
+    page.locator('[data-method-panel="ahp"] .pair').nth(2).locator('input[value="3"]').first.check()
+    expect(page.locator("#priorities-result [data-consistency]").first).to_be_visible()
+    page.wait_for_timeout(1500)
+    assert [e for e in errors if e.startswith("htmx:")] == [], errors
