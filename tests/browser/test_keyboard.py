@@ -112,3 +112,18 @@ def test_fast_answers_log_no_htmx_abort(page: Page, assessment) -> None:
     expect(page.locator("#priorities-result [data-consistency]").first).to_be_visible()
     page.wait_for_timeout(1500)
     assert [e for e in errors if e.startswith("htmx:")] == [], errors
+
+
+def test_the_result_says_it_updates_only_where_it_does(page: Page, page_nojs: Page, assessment) -> None:
+    """With JavaScript the result updates as the expert answers and says so;
+    without it nothing updates, and the heading says whose result it shows."""
+    for current, live in ((page, True), (page_nojs, False)):
+        login(current, "bob", PASSWORD)
+        current.goto(f"/studies/{assessment.study.pk}/my/priorities/")
+        heading = current.locator("#result-title")
+        live_words, static_words = (
+            heading.get_by_text("(updates as you answer)"),
+            heading.get_by_text("(as saved or checked)"),
+        )
+        expect(live_words if live else static_words).to_be_visible()
+        expect(static_words if live else live_words).to_be_hidden()

@@ -76,12 +76,13 @@ def full_demo(demo):
 
 def overflowing(page: Page, paths: list[str], shoot: str) -> list[str]:
     problems = []
-    for path in paths:
+    for number, path in enumerate(paths, start=1):
         response = page.goto(path)
         assert response is not None and response.status == 200, f"{path} answered {response and response.status}"
         measured = page.evaluate(MEASURE, PHONE["width"])
         if measured["width"] > PHONE["width"]:
             problems.append(f"{path}: {measured['width']} px wide; past the edge: {', '.join(measured['wide'])}")
+        screenshot(page, f"phone-{shoot}-{number:02d}")
     return problems
 
 
