@@ -51,6 +51,7 @@ urlpatterns = [
         name="discussion_post_unhide",
     ),
     # --- expert: the four steps of an expert, and their live previews ---
+    path("studies/<int:study_id>/my/", studies.my_steps, name="my_steps"),
     path("studies/<int:study_id>/my/votes/", expert.votes_page, name="expert_votes"),
     path("studies/<int:study_id>/my/priorities/", expert.priorities_page, name="expert_priorities"),
     path("studies/<int:study_id>/my/priorities/preview/", expert.priorities_preview, name="expert_priorities_preview"),

@@ -4,7 +4,8 @@
    - method panels: only the chosen method's fields are shown;
    - running totals of percentage inputs (the server validates);
    - "Apply" on a repair hint sets the pair's point and asks for a new
-     result (htmx posts the form on "change"). */
+     result (htmx posts the form on "change");
+   - Enter on a judgment's radio does not submit the priorities form. */
 (function () {
   "use strict";
 
@@ -60,6 +61,15 @@
   document.addEventListener("change", function (event) {
     var section = event.target.closest("[data-prio-section]");
     if (section && event.target.closest(".method-choice")) showChosenPanels(section);
+  });
+
+  // Enter on a judgment (a radio of the priorities form) answers nothing and
+  // submits nothing: Save is the only submit. (The form's disabled default
+  // button already stops implicit submission; this keeps Enter quiet.)
+  document.addEventListener("keydown", function (event) {
+    var target = event.target;
+    if (event.key !== "Enter" || !target.matches || !target.matches('input[type="radio"]')) return;
+    if (target.closest(".priorities-form")) event.preventDefault();
   });
 
   document.addEventListener("click", function (event) {

@@ -391,3 +391,45 @@ def test_query_counts_do_not_grow_with_sets_candidates_or_metrics(path, client, 
         )
         with django_assert_num_queries(QUERIES[path]):
             assert client.get(url).status_code == 200, url
+
+
+@pytest.mark.parametrize(
+    ("use_threshold", "words"),
+    [(False, "labels from the file's y_pred where it has one"), (True, "labels derived from scores")],
+)
+def test_where_labels_come_from_reads_as_words(client, demo, use_threshold, words):
+    """Issue 16, finding 10: not "labels from scores False"."""
+    as_user(client, demo.designer)
+    success = Metric.objects.get(study=demo, name="Success rate")
+    services.metric_computation_set(metric=success, computation="accuracy", parameters={"use_threshold": use_threshold})
+    for path in (f"/studies/{demo.pk}/predictions/", f"/studies/{demo.pk}/predictions/metrics/{success.pk}/"):
+        page = text_of(client.get(path))
+        assert words in page
+        assert "labels from scores False" not in page and "labels from scores True" not in page
+
+
+def test_a_run_launched_right_after_computing_uses_the_computed_values_without_reopening(client, demo):
+    """Issue 16, finding 10: the README said to reopen and close the
+    assessment before the next run; computing is allowed while closed and
+    the next run reads the measurements as they are now."""
+    from engine import selectors as engine_selectors
+    from engine import services as engine_services
+    from engine.models import Run
+
+    stored_set(demo)
+    services.metric_computation_set(metric=Metric.objects.get(study=demo, name="Success rate"), computation="accuracy")
+    as_user(client, demo.designer)
+    before = engine_services.run_launch(study=demo, launched_by=demo.designer)
+    engine_services.run_execute(run_id=before.pk)
+    assert client.post(f"/studies/{demo.pk}/predictions/compute/").status_code == 200
+    demo.refresh_from_db()
+    assert demo.phase == "closed"
+    launched = client.post(f"/studies/{demo.pk}/runs/")
+    assert launched.status_code == 302
+    after = Run.objects.exclude(pk=before.pk).get(study=demo)
+    engine_services.run_execute(run_id=after.pk)
+    after.refresh_from_db()
+    before.refresh_from_db()
+    ranking = [c["name"] for c in engine_selectors.results_document(run=after)["candidates"]]
+    previous = [c["name"] for c in engine_selectors.results_document(run=before)["candidates"]]
+    assert previous[:2] == ["JRip", "J48"] and ranking[:2] == ["J48", "JRip"]

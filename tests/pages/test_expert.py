@@ -684,3 +684,20 @@ def test_direct_weights_given_as_shares_of_one_are_shown_as_percentages(make_stu
         "20",
         "17",
     ]
+
+
+def test_the_priorities_forms_default_button_is_disabled_so_enter_submits_nothing(make_study, client_of, cast):
+    """Implicit submission (Enter in a judgment's radio or a weight) clicks the
+    form's first submit button: a disabled one submits nothing, so Save is the
+    only submit; the result, with the repair hints' Apply buttons, comes before
+    Save in the page's order and so in the tab order."""
+    built = make_study(Phase.ASSESSMENT, inputs=True)
+    page = body(client_of(cast.carol).get(url(built, "priorities")))
+    form = page[page.index('<form method="post" class="priorities-form"') :]
+    buttons = re.findall(r"<button[^>]*>", form)
+    assert "disabled" in buttons[0] and 'type="submit"' in buttons[0] and "hidden" in buttons[0]
+    assert form.index('id="priorities-result"') < form.index("Save my priorities")
+    assert 'hx-sync="this:queue last"' in form  # fast answers queue, none is aborted
+    # The live wording only with JavaScript; without it the result is the one saved or checked.
+    assert '<span class="muted small js-only">(updates as you answer)</span>' in form
+    assert '<span class="muted small no-js-only">(as saved or checked)</span>' in form

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -387,3 +388,13 @@ def test_the_influence_chart_shows_the_most_influential_of_many_experts(client, 
     assert chart.frame.title == "Expert influence: the 30 most influential of 33 experts"
     assert len(chart.rows) == 30
     assert len(as_user(client, cast.alice).get(f"/runs/{run.pk}/").context["results"]["influence"]["rows"]) == 33
+
+
+def test_the_results_page_names_the_method_section_as_the_docs_do(client, demo):
+    """Issue 16, finding 10: not "METHOD.md 6.2", a file the repository does not ship."""
+    study, run = demo
+    page = text_of(as_user(client, designer(study)).get(f"/runs/{run.pk}/"))
+    assert "METHOD.md" not in page
+    assert "docs/method.md, section 6.2 “Group scores, consensus weights and the CEF”" in page
+    heading = "### 6.2 Group scores, consensus weights and the CEF"
+    assert heading in (Path(__file__).resolve().parents[2] / "docs" / "method.md").read_text(encoding="utf-8")

@@ -15,7 +15,7 @@ from engine.models import Run
 from tests.workspace.conftest import complete_assessment
 from workspace import invitations, services
 from workspace.bundles import study_import_bundle
-from workspace.models import AttributePrioritisation, Invitation, Membership, Phase, Study
+from workspace.models import AttributePrioritisation, Invitation, Membership, PeerWeight, Phase, Study
 
 pytestmark = pytest.mark.django_db
 
@@ -616,3 +616,48 @@ def test_run_page_partial_carries_the_ranking_once_succeeded(client, cast, make_
 
 
 # The results pages' query counts and the never-recompute rule: tests/pages/test_results.py.
+
+
+# --- issue 16, finding 10: My steps opens the next step; the grid's wording ---------------
+
+
+def test_my_steps_tab_opens_the_next_step_to_do(client, cast, make_study):
+    voting = make_study(Phase.VOTING, votes={"carol": {"attributes": [], "metrics": []}})
+    as_user(client, cast.bob)
+    home = client.get(f"/studies/{voting.study.pk}/").content.decode()
+    assert f'href="/studies/{voting.study.pk}/my/"' in home
+    assert f'href="/studies/{voting.study.pk}/my/votes/" aria-current' not in home
+    # In voting, bob has voted: nothing is to do, the phase's step opens.
+    assert client.get(f"/studies/{voting.study.pk}/my/")["Location"] == f"/studies/{voting.study.pk}/my/votes/"
+
+    assessment = make_study(Phase.ASSESSMENT, title="Second")
+    response = client.get(f"/studies/{assessment.study.pk}/my/")
+    assert response.status_code == 302
+    assert response["Location"] == f"/studies/{assessment.study.pk}/my/priorities/"
+
+
+def test_my_steps_skips_the_steps_done(client, cast, make_study):
+    built = make_study(Phase.ASSESSMENT, inputs=True)
+    as_user(client, cast.carol)
+    # Every step done: the first step of the assessment opens.
+    assert client.get(f"/studies/{built.study.pk}/my/")["Location"] == f"/studies/{built.study.pk}/my/priorities/"
+    # Priorities and ranges given, peer weights missing: the peer weights open.
+    PeerWeight.objects.filter(rater=built.experts["carol"]).delete()
+    assert client.get(f"/studies/{built.study.pk}/my/")["Location"] == f"/studies/{built.study.pk}/my/peer-weights/"
+
+
+def test_my_steps_for_the_designer_who_is_no_expert_goes_to_the_refusal(client, cast, make_study):
+    built = make_study(Phase.VOTING)
+    as_user(client, cast.alice)
+    assert client.get(f"/studies/{built.study.pk}/my/")["Location"] == f"/studies/{built.study.pk}/my/votes/"
+    as_user(client, cast.charlie)
+    assert client.get(f"/studies/{built.study.pk}/my/").status_code == 404
+
+
+def test_the_designers_grid_says_the_expert_can_change_their_votes(client, cast, make_study):
+    built = make_study(Phase.VOTING)
+    grid = text_of(as_user(client, cast.alice).get(f"/studies/{built.study.pk}/"))
+    assert "the expert can change them until voting closes" in grid
+    assert "you can change them" not in grid
+    mine = text_of(as_user(client, cast.bob).get(f"/studies/{built.study.pk}/"))
+    assert "you can change them until voting closes" in mine

@@ -124,13 +124,14 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-def _votes_step(study: Study, expert: ExpertProgress) -> Step:
+def _votes_step(study: Study, expert: ExpertProgress, *, for_designer: bool = False) -> Step:
     if study.phase == Phase.DRAFT:
         return Step("votes", "Votes", "later", "Opens when the designer opens voting.")
     cast = expert.votes_cast
     if study.phase == Phase.VOTING:
         if cast:
-            text = f"{_plural(cast, 'vote')} cast; you can change them until voting closes."
+            who = "the expert" if for_designer else "you"
+            text = f"{_plural(cast, 'vote')} cast; {who} can change them until voting closes."
             return Step("votes", "Votes", "done", text)
         return Step("votes", "Votes", "todo", "No vote cast yet (voting for nothing is allowed).")
     if cast:
@@ -180,10 +181,21 @@ def _assessment_steps(study: Study, expert: ExpertProgress) -> list[Step]:
     return [priorities, ranges, peers]
 
 
-def expert_steps(study: Study, expert: ExpertProgress) -> list[Step]:
+def expert_steps(study: Study, expert: ExpertProgress, *, for_designer: bool = False) -> list[Step]:
     """The four steps of an expert with progress annotations
-    (``selectors.expert_progress_annotate``), each done or not."""
-    return [_votes_step(study, expert), *_assessment_steps(study, expert)]
+    (``selectors.expert_progress_annotate``), each done or not; worded for
+    the expert, or ``for_designer`` (the progress grid) about them."""
+    return [_votes_step(study, expert, for_designer=for_designer), *_assessment_steps(study, expert)]
+
+
+def next_step_key(study: Study, steps: list[Step]) -> str:
+    """Where *My steps* opens: the first step open and not done, else the
+    first step of the current phase (votes until voting closes, then
+    priorities)."""
+    step = next((step for step in steps if step.state in ("missing", "todo")), None)
+    if step is not None:
+        return step.key
+    return "votes" if study.phase in (Phase.DRAFT, Phase.VOTING) else "priorities"
 
 
 def expert_todo(study: Study, expert: ExpertProgress) -> list[str]:
@@ -372,7 +384,9 @@ def study_home(request: HttpRequest, study_id: int) -> HttpResponse:
         "experts": experts,
         "my_steps": my_steps,
         "next_step": next((step for step in my_steps or () if step.state in ("missing", "todo")), None),
-        "grid": [(expert, expert_steps(study, expert)) for expert in experts] if study.is_designer else None,
+        "grid": [(expert, expert_steps(study, expert, for_designer=True)) for expert in experts]
+        if study.is_designer
+        else None,
         "actions": _actions(study) if study.is_designer else [],
     }
     if study.is_designer:
@@ -384,6 +398,19 @@ def study_home(request: HttpRequest, study_id: int) -> HttpResponse:
         )
         context["designer_todo"] = designer_todo(study, counts, list(experts))
     return render(request, "studyhome/study_home.html", context)
+
+
+@login_required
+def my_steps(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The *My steps* tab (``/studies/{id}/my/``): opens the expert's next
+    step to do; a member who is not an expert is sent to the votes page,
+    which says why they cannot open it (403)."""
+    study = study_for_member(request, study_id)
+    mine = None
+    if study.is_expert:
+        mine = next((e for e in selectors.expert_progress_list(study=study) if e.user_id == request.user.pk), None)
+    key = next_step_key(study, expert_steps(study, mine)) if mine is not None else "votes"
+    return redirect(f"/studies/{study.pk}/my/{key}/")
 
 
 def _phase_preview(study: Study, to: str) -> dict:
