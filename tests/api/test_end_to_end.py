@@ -13,6 +13,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from engine import prioritisation as engine
+from engine.rules import CONSISTENCY_THRESHOLD
 from workspace.bundles import study_import_bundle
 from workspace.models import Study
 
@@ -149,7 +150,7 @@ def test_case_study_1_through_the_api(people, case_study, quiet_on_commit):
     assert list(result["weights"].values()) == pytest.approx(expected.weights.tolist(), abs=1e-12)
     assert sum(result["weights"].values()) == pytest.approx(1)
     assert result["consistency_ratio"] == pytest.approx(expected.consistency_ratio, abs=1e-12)
-    assert result["inconsistent"] == (expected.consistency_ratio > engine.CONSISTENCY_THRESHOLD)
+    assert result["inconsistent"] == (expected.consistency_ratio > CONSISTENCY_THRESHOLD)
     assert result["most_inconsistent"] == [
         {
             "row": ATTRIBUTES[j.row],
