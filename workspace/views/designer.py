@@ -611,8 +611,9 @@ def expert_invite(request: HttpRequest, study_id: int) -> HttpResponse:
             else:
                 messages.success(
                     request,
-                    f"{added.username} is invited: once they log in with that username, they "
-                    "see the invitation and become an expert by accepting it.",
+                    f"“{added.username}” is invited: the invitation waits for “{added.username}” to sign in and "
+                    "accept; if no account has that name yet, it waits until one is created. Check the spelling "
+                    "below: a mistyped name can be revoked.",
                 )
             return redirect(f"/studies/{study.pk}/experts/")
     return _experts_page(request, study, invite=form)
@@ -650,8 +651,8 @@ def invitation_revoke(request: HttpRequest, study_id: int, pk: int) -> HttpRespo
     consequences = [
         "The link stops working: whoever opens it is told it was revoked."
         if invitation.is_link
-        else f"{invitation.username} can no longer accept it.",
-        "You can invite again afterwards.",
+        else f"“{invitation.username}” can no longer accept it.",
+        "You can invite again afterwards (the right username, if this one was mistyped).",
     ]
     context = {
         "study": study,
