@@ -42,6 +42,7 @@ urlpatterns = [
         pages.PasswordResetConfirmPage.as_view(),
         name="password_reset_confirm",
     ),
+    path("accounts/email/", pages.email_page, name="account_email"),
     path("accounts/tokens/", pages.tokens_page, name="api_tokens"),
     path("accounts/tokens/<int:token_id>/revoke/", pages.token_revoke_page, name="api_token_revoke"),
     path("api/v1/", include("workspace.api.urls")),

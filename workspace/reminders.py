@@ -31,6 +31,14 @@ class ReminderReport:
     no_address: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
 
+    @property
+    def unreached(self) -> list[tuple[str, str]]:
+        """Whom the reminder did not reach and why, in the order chosen:
+        ``("clinician", "no e-mail address")``."""
+        return [(name, "no e-mail address") for name in self.no_address] + [
+            (name, f"the mail server refused the message ({error})") for name, error in self.failed
+        ]
+
 
 def _body(study: Study, username: str, link: str, missing: list[str] | None, note: str) -> str:
     lines = [f"Hello {username},", "", f"This is a reminder about the study “{study.title}”.", _WHAT_NOW[study.phase]]

@@ -26,6 +26,8 @@ from .accounts import (
     api_token_record_use,
     api_token_revoke,
     api_tokens_revoke_all,
+    email_change_notify,
+    user_email_set,
     user_get_or_create,
     user_password_set,
     users_get_or_create,
@@ -82,6 +84,8 @@ from .setup import (
 )
 
 __all__ = [
+    "email_change_notify",
+    "user_email_set",
     "PHASE_RULES",
     "Action",
     "has_opened",

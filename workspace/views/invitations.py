@@ -86,7 +86,10 @@ def invitation_page(request: HttpRequest, key: str) -> HttpResponse:
     if form.is_valid():
         try:
             membership = invitations.invitation_accept_with_signup(
-                key=key, username=form.cleaned_data["username"], password=form.cleaned_data["password1"]
+                key=key,
+                username=form.cleaned_data["username"],
+                password=form.cleaned_data["password1"],
+                email=form.cleaned_data["email"],
             )
         except InvalidInput as error:
             form_add_service_errors(

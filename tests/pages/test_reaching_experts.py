@@ -1,0 +1,174 @@
+"""Reaching experts by e-mail (issue 16, finding 4): the link sign-up asks
+for an optional address (explained), the account page changes it and mails
+the new address (and the old one) through the configured backend (locmem in
+tests), and a reminder lists whom it could not reach and why."""
+
+from django.contrib.auth import get_user_model
+from django.core import mail
+from django.test import Client
+
+from tests.pages.test_designer import body, client_for, form_errors, new_link
+from workspace import reminders, services
+from workspace.models import Phase
+
+User = get_user_model()
+EXPLAINED = "Reminders and password resets go here; without it the designer cannot reach you."
+
+
+def join(path: str, **extra: str):
+    client = Client()
+    data = {"username": "dana", "password1": "a-fresh-passphrase-31", "password2": "a-fresh-passphrase-31", **extra}
+    return client, client.post(path, data)
+
+
+# --- sign-up ---------------------------------------------------------------------------------
+
+
+def test_the_sign_up_asks_for_an_optional_address_and_explains_it(make_study, cast) -> None:
+    built = make_study(Phase.DRAFT)
+    path = new_link(client_for(cast.alice), built.study)
+    page = body(Client().get(path))
+    assert 'name="email"' in page and 'autocomplete="email"' in page and EXPLAINED in page
+    _client, response = join(path, email=" dana@Example.ORG ")
+    assert response.status_code == 302
+    assert User.objects.get(username="dana").email == "dana@example.org"
+
+
+def test_the_sign_up_works_without_an_address(make_study, cast) -> None:
+    built = make_study(Phase.DRAFT)
+    path = new_link(client_for(cast.alice), built.study)
+    _client, response = join(path)
+    assert response.status_code == 302 and User.objects.get(username="dana").email == ""
+
+
+def test_a_malformed_address_is_refused_naming_the_field_and_nothing_is_written(make_study, cast, unchanged) -> None:
+    built = make_study(Phase.DRAFT)
+    path = new_link(client_for(cast.alice), built.study)
+    with unchanged():
+        _client, response = join(path, email="dana-at-example")
+    assert response.status_code == 200
+    assert form_errors(response, "form") == {"email": ["Enter a valid email address."]}
+
+
+# --- the account page ------------------------------------------------------------------------
+
+
+def test_the_account_page_sets_the_address_and_mails_it(cast) -> None:
+    client = client_for(cast.bob)
+    page = client.get("/accounts/email/")
+    assert page.status_code == 200
+    assert "You have no e-mail address" in body(page) and EXPLAINED in body(page)
+    assert 'href="/accounts/email/" aria-current="page">E-mail address</a>' in body(page)
+    response = client.post("/accounts/email/", {"email": "bob@example.org"}, follow=True)
+    assert [str(m) for m in response.context["messages"]] == [
+        "Your e-mail address is now bob@example.org. A message was sent there: "
+        "if it does not arrive, check the address."
+    ]
+    assert User.objects.get(username="bob").email == "bob@example.org"
+    assert '<strong id="current-email">bob@example.org</strong>' in body(response)
+    assert len(mail.outbox) == 1
+    message = mail.outbox[0]
+    assert message.to == ["bob@example.org"] and message.subject == "Your e-mail address on approve"
+    assert "This address is now the e-mail address of your approve account “bob”." in message.body
+    assert "http://testserver/accounts/email/" in message.body
+
+
+def test_changing_the_address_tells_the_new_and_the_old_one(cast) -> None:
+    User.objects.filter(username="bob").update(email="bob@old.example")
+    client = client_for(cast.bob)
+    client.post("/accounts/email/", {"email": "bob@new.example"})
+    assert [(m.to, m.subject) for m in mail.outbox] == [
+        (["bob@new.example"], "Your e-mail address on approve"),
+        (["bob@old.example"], "Your e-mail address on approve was changed"),
+    ]
+    assert "was changed to bob@new.example" in mail.outbox[1].body
+
+
+def test_removing_the_address_says_what_it_means(cast) -> None:
+    User.objects.filter(username="bob").update(email="bob@old.example")
+    response = client_for(cast.bob).post("/accounts/email/", {"email": ""}, follow=True)
+    assert [str(m) for m in response.context["messages"]] == [
+        "Your e-mail address was removed: reminders and password resets cannot reach you."
+    ]
+    assert User.objects.get(username="bob").email == ""
+    assert [m.to for m in mail.outbox] == [["bob@old.example"]] and "was removed" in mail.outbox[0].body
+
+
+def test_the_same_address_again_changes_nothing_and_sends_nothing(cast) -> None:
+    User.objects.filter(username="bob").update(email="bob@example.org")
+    response = client_for(cast.bob).post("/accounts/email/", {"email": "bob@example.org"}, follow=True)
+    assert [str(m) for m in response.context["messages"]] == ["Nothing changed: that is already your e-mail address."]
+    assert mail.outbox == []
+
+
+def test_a_malformed_address_is_refused_and_nothing_changes(cast) -> None:
+    User.objects.filter(username="bob").update(email="bob@example.org")
+    response = client_for(cast.bob).post("/accounts/email/", {"email": "not an address"})
+    assert response.status_code == 200
+    assert form_errors(response, "form") == {"email": ["Enter a valid email address."]}
+    assert User.objects.get(username="bob").email == "bob@example.org" and mail.outbox == []
+
+
+def test_a_refused_message_is_said_on_the_page(cast, monkeypatch) -> None:
+    def refuse(*args, **kwargs) -> None:
+        raise ConnectionRefusedError("connection refused")
+
+    monkeypatch.setattr("workspace.services.accounts.send_mail", refuse)
+    response = client_for(cast.bob).post("/accounts/email/", {"email": "bob@example.org"}, follow=True)
+    assert [str(m) for m in response.context["messages"]] == [
+        "Your e-mail address is now bob@example.org, but the mail server refused the message to it "
+        "(connection refused): check the address."
+    ]
+
+
+def test_the_account_page_needs_a_log_in(db) -> None:
+    response = Client().get("/accounts/email/")
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/?next=")
+
+
+def test_the_account_page_makes_a_fixed_number_of_queries(cast, django_assert_num_queries) -> None:
+    client = client_for(cast.bob)
+    with django_assert_num_queries(2):  # the session, the user
+        assert client.get("/accounts/email/").status_code == 200
+
+
+# --- reminders ---------------------------------------------------------------------------------
+
+
+def test_a_reminder_names_whom_it_could_not_reach_and_why(make_study, cast, monkeypatch) -> None:
+    built = make_study(Phase.VOTING, experts=("bob", "carol", "charlie"))
+    User.objects.filter(username="bob").update(email="bob@example.org")
+    User.objects.filter(username="charlie").update(email="charlie@example.org")
+    real_send = reminders.send_mail
+
+    def refuse_charlie(subject, message, sender, recipients, **kwargs):
+        if recipients == ["charlie@example.org"]:
+            raise ConnectionRefusedError("mailbox unavailable")
+        return real_send(subject, message, sender, recipients, **kwargs)
+
+    monkeypatch.setattr("workspace.reminders.send_mail", refuse_charlie)
+    response = client_for(cast.alice).post(
+        f"/studies/{built.study.pk}/experts/remind/", {"experts": ["bob", "carol", "charlie"]}
+    )
+    report = body(response).split('id="reminder-report"')[1].split("</div>")[0]
+    assert "Reminder sent by e-mail to bob (bob@example.org)." in report
+    assert response.context["sent"].unreached == [
+        ("carol", "no e-mail address"),
+        ("charlie", "the mail server refused the message (mailbox unavailable)"),
+    ]
+    assert "<li><strong>carol</strong>: no e-mail address</li>" in report
+    assert "<li><strong>charlie</strong>: the mail server refused the message (mailbox unavailable)</li>" in report
+    assert "ask them to add their address on their account page" in report
+    assert [m.to for m in mail.outbox] == [["bob@example.org"]]
+    assert "message--warning" in body(response).split('id="reminder-report"')[0].rsplit("<div", 1)[1]
+
+
+def test_an_expert_who_joined_with_an_address_is_reached(make_study, cast) -> None:
+    built = make_study(Phase.DRAFT, experts=())
+    path = new_link(client_for(cast.alice), built.study)
+    join(path, email="dana@example.org")
+    services.study_open_voting(study=built.study)
+    response = client_for(cast.alice).post(f"/studies/{built.study.pk}/experts/remind/", {"experts": ["dana"]})
+    assert response.context["sent"].sent == [("dana", "dana@example.org")]
+    assert response.context["sent"].unreached == []
+    assert [m.to for m in mail.outbox] == [["dana@example.org"]] and "Hello dana," in mail.outbox[0].body
