@@ -23,7 +23,7 @@ def download_path(study: Study) -> str:
 def test_the_study_home_links_the_designer_to_the_bundle(make_study, cast) -> None:
     built = make_study(Phase.DRAFT)
     page = body(client_for(cast.alice).get(f"/studies/{built.study.pk}/"))
-    assert f'href="{download_path(built.study)}" download>Download bundle (JSON)</a>' in page
+    assert f'href="{download_path(built.study)}" download>Download bundle</a>' in page
     expert_page = body(client_for(cast.bob).get(f"/studies/{built.study.pk}/"))
     assert download_path(built.study) not in expert_page and "Download bundle" not in expert_page
 
