@@ -36,7 +36,7 @@ def test_an_existing_and_a_missing_account_get_the_same_answer_and_the_same_hint
     assert not User.objects.filter(username="charly").exists()
     said = [[str(m) for m in response.context["messages"]] for response in (existing, missing)]
     assert said[0] == [
-        "“charlie” is invited: the invitation waits for “charlie” to sign in and accept; if no account has that "
+        "charlie is invited: the invitation waits for “charlie” to sign in and accept; if no account has that "
         "name yet, it waits until one is created. Check the spelling below: a mistyped name can be revoked."
     ]
     assert said[1] == [said[0][0].replace("charlie", "charly")]

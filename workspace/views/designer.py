@@ -611,7 +611,7 @@ def expert_invite(request: HttpRequest, study_id: int) -> HttpResponse:
             else:
                 messages.success(
                     request,
-                    f"“{added.username}” is invited: the invitation waits for “{added.username}” to sign in and "
+                    f"{added.username} is invited: the invitation waits for “{added.username}” to sign in and "
                     "accept; if no account has that name yet, it waits until one is created. Check the spelling "
                     "below: a mistyped name can be revoked.",
                 )
