@@ -97,6 +97,10 @@ class Membership(models.Model):
     )
     inputs_confirmed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # The designer's last e-mail reminder to this expert (workspace.reminders):
+    # when, and whether it reached them ("" when it did) or why not.
+    last_reminded_at = models.DateTimeField(null=True, blank=True)
+    last_reminder_unreached = models.CharField(max_length=300, blank=True, default="")
     if TYPE_CHECKING:
         missing: list[str] | None  # set by the experts page (None outside the assessment)
 

@@ -3,13 +3,15 @@ for an optional address (explained), the account page changes it and mails
 the new address (and the old one) through the configured backend (locmem in
 tests), and a reminder lists whom it could not reach and why."""
 
+import re
+
 from django.contrib.auth import get_user_model
 from django.core import mail
 from django.test import Client
 
 from tests.pages.test_designer import body, client_for, form_errors, new_link
 from workspace import reminders, services
-from workspace.models import Phase
+from workspace.models import Membership, Phase
 
 User = get_user_model()
 EXPLAINED = "Reminders and password resets go here; without it the designer cannot reach you."
@@ -172,3 +174,47 @@ def test_an_expert_who_joined_with_an_address_is_reached(make_study, cast) -> No
     assert response.context["sent"].sent == [("dana", "dana@example.org")]
     assert response.context["sent"].unreached == []
     assert [m.to for m in mail.outbox] == [["dana@example.org"]] and "Hello dana," in mail.outbox[0].body
+
+
+def test_the_experts_page_keeps_each_experts_last_reminder(make_study, cast, monkeypatch) -> None:
+    built = make_study(Phase.VOTING, experts=("bob", "carol", "charlie"))
+    User.objects.filter(username="bob").update(email="bob@example.org")
+    User.objects.filter(username="charlie").update(email="charlie@example.org")
+    real_send = reminders.send_mail
+
+    def refuse_charlie(subject, message, sender, recipients, **kwargs):
+        if recipients == ["charlie@example.org"]:
+            raise ConnectionRefusedError("mailbox unavailable")
+        return real_send(subject, message, sender, recipients, **kwargs)
+
+    monkeypatch.setattr("workspace.reminders.send_mail", refuse_charlie)
+    client = client_for(cast.alice)
+    page = body(client.get(f"/studies/{built.study.pk}/experts/"))
+    assert "Last reminder" not in page
+    client.post(f"/studies/{built.study.pk}/experts/remind/", {"experts": ["bob", "carol", "charlie"]})
+    stored = dict(
+        Membership.objects.filter(study=built.study, role="expert").values_list(
+            "user__username", "last_reminder_unreached"
+        )
+    )
+    assert stored == {
+        "bob": "",
+        "carol": "no e-mail address",
+        "charlie": "the mail server refused the message (mailbox unavailable)",
+    }
+    # Later, on the page as it loads: who was reached and who was not, and why.
+    page = body(client.get(f"/studies/{built.study.pk}/experts/"))
+    row = r'<span class="table__title">(\w+)</span>.*?<span class="table__sub last-reminder">(.*?)</span>'
+    notes = dict(re.findall(row, page))
+    notes = {name: re.sub(r"<time[^>]*>[^<]*</time>", "T", note) for name, note in notes.items()}
+    assert notes == {
+        "bob": "Last reminder T: sent",
+        "carol": "Last reminder T: <strong>not reached</strong>, no e-mail address",
+        "charlie": "Last reminder T: <strong>not reached</strong>, the mail server refused the message "
+        "(mailbox unavailable)",
+    }
+    # A later reminder that reaches carol replaces her note.
+    User.objects.filter(username="carol").update(email="carol@example.org")
+    client.post(f"/studies/{built.study.pk}/experts/remind/", {"experts": ["carol"]})
+    assert Membership.objects.get(study=built.study, user__username="carol").last_reminder_unreached == ""
+    assert Membership.objects.get(study=built.study, user__username="charlie").last_reminder_unreached != ""
