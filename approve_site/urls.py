@@ -43,6 +43,7 @@ urlpatterns = [
         name="password_reset_confirm",
     ),
     path("accounts/email/", pages.email_page, name="account_email"),
+    path("accounts/email/confirm/<str:token>/", pages.email_confirm_page, name="account_email_confirm"),
     path("accounts/tokens/", pages.tokens_page, name="api_tokens"),
     path("accounts/tokens/<int:token_id>/revoke/", pages.token_revoke_page, name="api_token_revoke"),
     path("api/v1/", include("workspace.api.urls")),

@@ -469,6 +469,19 @@ class PeerWeight(models.Model):
         return f"{self.rater.user} → {self.ratee.user}: {self.weight}"
 
 
+class EmailConfirmation(models.Model):
+    """The account's e-mail address was confirmed: its owner followed the
+    link mailed to it (workspace.services.accounts). Confirms ``email`` only:
+    a changed address is unconfirmed until its own link is followed."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="email_confirmation")
+    email = models.EmailField()
+    confirmed_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.user}: {self.email}"
+
+
 class ApiToken(models.Model):
     """A personal API token (``Authorization: Token <key>``). Only a SHA-256
     digest of the key is stored: the key is shown once, when created. A

@@ -11,7 +11,7 @@ from django.test import Client
 
 from tests.pages.test_designer import body, client_for, form_errors, new_link
 from workspace import reminders, services
-from workspace.models import Membership, Phase
+from workspace.models import EmailConfirmation, Membership, Phase
 
 User = get_user_model()
 EXPLAINED = "Reminders and password resets go here; without it the designer cannot reach you."
@@ -63,8 +63,8 @@ def test_the_account_page_sets_the_address_and_mails_it(cast) -> None:
     assert 'href="/accounts/email/" aria-current="page">E-mail address</a>' in body(page)
     response = client.post("/accounts/email/", {"email": "bob@example.org"}, follow=True)
     assert [str(m) for m in response.context["messages"]] == [
-        "Your e-mail address is now bob@example.org. A message was sent there: "
-        "if it does not arrive, check the address."
+        "Your e-mail address is now bob@example.org. A message with a confirmation link was sent there: "
+        "open it to confirm the address; if it does not arrive, check the address."
     ]
     assert User.objects.get(username="bob").email == "bob@example.org"
     assert '<strong id="current-email">bob@example.org</strong>' in body(response)
@@ -130,8 +130,62 @@ def test_the_account_page_needs_a_log_in(db) -> None:
 
 def test_the_account_page_makes_a_fixed_number_of_queries(cast, django_assert_num_queries) -> None:
     client = client_for(cast.bob)
-    with django_assert_num_queries(2):  # the session, the user
+    with django_assert_num_queries(3):  # the session, the user, the address's confirmation
         assert client.get("/accounts/email/").status_code == 200
+
+
+def confirm_link(message) -> str:
+    found = re.search(r"http://testserver(/accounts/email/confirm/[^/\s]+/)", message.body)
+    assert found, message.body
+    return found.group(1)
+
+
+def test_the_link_mailed_to_the_new_address_confirms_it(cast) -> None:
+    client = client_for(cast.bob)
+    client.post("/accounts/email/", {"email": "bob@example.org"})
+    page = body(client.get("/accounts/email/"))
+    assert 'id="email-unconfirmed">Not confirmed yet</span>' in page
+    link = confirm_link(mail.outbox[0])
+    assert "Confirm that it reaches you by opening this link (signed in as bob):" in mail.outbox[0].body
+    # Someone else's session cannot confirm bob's address.
+    other = client_for(cast.carol).get(link, follow=True)
+    assert [str(m) for m in other.context["messages"]] == [
+        "This confirmation link is for another account: sign in as its owner."
+    ]
+    assert not EmailConfirmation.objects.exists()
+    response = client.get(link, follow=True)
+    assert [str(m) for m in response.context["messages"]] == [
+        "Your e-mail address bob@example.org is confirmed: reminders reach you there."
+    ]
+    assert EmailConfirmation.objects.get(user=cast.bob).email == "bob@example.org"
+    assert 'id="email-confirmed">Confirmed</span>' in body(response)
+    # A new address is unconfirmed again, and the old link no longer confirms anything.
+    client.post("/accounts/email/", {"email": "bob@new.example"})
+    assert 'id="email-unconfirmed">' in body(client.get("/accounts/email/"))
+    stale = client.get(link, follow=True)
+    assert [str(m) for m in stale.context["messages"]] == [
+        "This link confirms an address that is no longer yours; your current one has its own link."
+    ]
+    assert EmailConfirmation.objects.get(user=cast.bob).email == "bob@example.org"
+    client.get(confirm_link(mail.outbox[1]))
+    assert EmailConfirmation.objects.get(user=cast.bob).email == "bob@new.example"
+
+
+def test_a_tampered_or_expired_link_confirms_nothing(cast, settings) -> None:
+    client = client_for(cast.bob)
+    client.post("/accounts/email/", {"email": "bob@example.org"}, follow=True)
+    link = confirm_link(mail.outbox[0])
+    tampered = client.get(link[:-3] + "xx/", follow=True)
+    assert [str(m) for m in tampered.context["messages"]] == [
+        "This confirmation link is not valid: copy the whole link from the message."
+    ]
+    settings.PASSWORD_RESET_TIMEOUT = -1
+    expired = client.get(link, follow=True)
+    assert [str(m) for m in expired.context["messages"]] == [
+        "This confirmation link has expired: save your address again for a new one."
+    ]
+    assert not EmailConfirmation.objects.exists()
+    assert Client().get(link)["Location"].startswith("/accounts/login/?next=")
 
 
 # --- reminders ---------------------------------------------------------------------------------

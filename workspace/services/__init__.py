@@ -27,6 +27,8 @@ from .accounts import (
     api_token_revoke,
     api_tokens_revoke_all,
     email_change_notify,
+    email_confirm,
+    email_confirmation_token,
     user_email_set,
     user_get_or_create,
     user_password_set,
@@ -85,6 +87,8 @@ from .setup import (
 
 __all__ = [
     "email_change_notify",
+    "email_confirm",
+    "email_confirmation_token",
     "user_email_set",
     "PHASE_RULES",
     "Action",

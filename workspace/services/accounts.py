@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.core import signing
 from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
 from django.core.validators import validate_email
@@ -16,7 +17,7 @@ from django.utils import timezone
 
 from ..errors import InvalidInput
 from ..limits import NAME_MAX_LENGTH
-from ..models import ApiToken
+from ..models import ApiToken, EmailConfirmation
 from ._checks import text as _text
 
 logger = logging.getLogger(__name__)
@@ -78,7 +79,43 @@ def user_email_set(*, user: User, email: object) -> str:
     return email
 
 
-def email_change_notify(*, user: User, old: str, account_link: str) -> str | None:
+_CONFIRM_SALT = "approve.email-confirmation"
+
+
+def email_confirmation_token(*, user: User) -> str:
+    """A signed token confirming ``user``'s current address, for the link
+    mailed to it; valid for settings.PASSWORD_RESET_TIMEOUT seconds."""
+    return signing.dumps({"user": user.pk, "email": user.email}, salt=_CONFIRM_SALT)
+
+
+@transaction.atomic
+def email_confirm(*, user: User, token: str) -> EmailConfirmation:
+    """``user`` followed the link mailed to their address: record that it
+    reaches them. Refused (naming ``token``) when the link is malformed,
+    expired, someone else's, or for an address that is no longer theirs."""
+    try:
+        claim = signing.loads(token, salt=_CONFIRM_SALT, max_age=settings.PASSWORD_RESET_TIMEOUT)
+    except signing.SignatureExpired:
+        raise InvalidInput(
+            {"token": "this confirmation link has expired: save your address again for a new one"}
+        ) from None
+    except signing.BadSignature:
+        raise InvalidInput(
+            {"token": "this confirmation link is not valid: copy the whole link from the message"}
+        ) from None
+    if claim.get("user") != user.pk:
+        raise InvalidInput({"token": "this confirmation link is for another account: sign in as its owner"})
+    if not user.email or claim.get("email") != user.email:
+        raise InvalidInput(
+            {"token": "this link confirms an address that is no longer yours; your current one has its own link"}
+        )
+    confirmation, _ = EmailConfirmation.objects.update_or_create(
+        user=user, defaults={"email": user.email, "confirmed_at": timezone.now()}
+    )
+    return confirmation
+
+
+def email_change_notify(*, user: User, old: str, account_link: str, confirm_link: str = "") -> str | None:
     """Tell ``user``'s new address (and the old one, if any) that it was set,
     through the configured mail backend (``EMAIL_URL``). Returns None when
     sent, or why the mail server refused it."""
@@ -89,7 +126,12 @@ def email_change_notify(*, user: User, old: str, account_link: str) -> str | Non
         body = (
             f"Hello {username},\n\nThis address is now the e-mail address of your approve account "
             f"“{username}”. Study designers' reminders and password resets are sent here.\n\n"
-            f"If you did not set it, sign in and change it (and your password): {account_link}\n\napprove"
+            + (
+                f"Confirm that it reaches you by opening this link (signed in as {username}):\n{confirm_link}\n\n"
+                if confirm_link
+                else ""
+            )
+            + f"If you did not set it, sign in and change it (and your password): {account_link}\n\napprove"
         )
         messages.append(("Your e-mail address on approve", body, new))
     if old and old != new:

@@ -193,8 +193,12 @@ def email_page(request: HttpRequest) -> HttpResponse:
             if new == old:
                 messages.info(request, "Nothing changed: that is already your e-mail address.")
                 return redirect("account_email")
+            confirm = reverse("account_email_confirm", args=[services.email_confirmation_token(user=user)])
             refused = services.email_change_notify(
-                user=user, old=old, account_link=request.build_absolute_uri(reverse("account_email"))
+                user=user,
+                old=old,
+                account_link=request.build_absolute_uri(reverse("account_email")),
+                confirm_link=request.build_absolute_uri(confirm) if new else "",
             )
             if not new:
                 messages.success(
@@ -203,8 +207,8 @@ def email_page(request: HttpRequest) -> HttpResponse:
             elif refused is None:
                 messages.success(
                     request,
-                    f"Your e-mail address is now {new}. A message was sent there: if it does not arrive, "
-                    "check the address.",
+                    f"Your e-mail address is now {new}. A message with a confirmation link was sent there: "
+                    "open it to confirm the address; if it does not arrive, check the address.",
                 )
             else:
                 messages.warning(
@@ -213,7 +217,24 @@ def email_page(request: HttpRequest) -> HttpResponse:
                     "check the address.",
                 )
             return redirect("account_email")
-    return render(request, "accounts/email.html", {"form": form})
+    confirmation = selectors.email_confirmation_get(user=user)
+    confirmed = confirmation if confirmation is not None and confirmation.email == user.email else None
+    return render(request, "accounts/email.html", {"form": form, "confirmed": confirmed})
+
+
+@login_required
+@require_http_methods(["GET"])
+def email_confirm_page(request: HttpRequest, token: str) -> HttpResponse:
+    """The link mailed to a new address: following it (signed in as the
+    account's owner) confirms that the address reaches them."""
+    user = signed_in_user(request)
+    try:
+        services.email_confirm(user=user, token=token)
+    except InvalidInput as error:
+        messages.error(request, "; ".join(sum(error.errors.values(), [])).capitalize() + ".")
+    else:
+        messages.success(request, f"Your e-mail address {user.email} is confirmed: reminders reach you there.")
+    return redirect("account_email")
 
 
 # --- API tokens ----------------------------------------------------------------------
