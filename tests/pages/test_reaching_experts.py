@@ -31,9 +31,15 @@ def test_the_sign_up_asks_for_an_optional_address_and_explains_it(make_study, ca
     path = new_link(client_for(cast.alice), built.study)
     page = body(Client().get(path))
     assert 'name="email"' in page and 'autocomplete="email"' in page and EXPLAINED in page
-    _client, response = join(path, email=" dana@Example.ORG ")
+    client, response = join(path, email=" dana@Example.ORG ")
     assert response.status_code == 302
     assert User.objects.get(username="dana").email == "dana@example.org"
+    # The new address gets its confirmation link, and following it confirms it.
+    assert [(m.to, m.subject) for m in mail.outbox] == [(["dana@example.org"], "Your e-mail address on approve")]
+    said = [str(m) for m in client.get(response["Location"]).context["messages"]]
+    assert said[-1] == "A message with a link to confirm dana@example.org was sent there."
+    client.get(confirm_link(mail.outbox[0]))
+    assert EmailConfirmation.objects.get(user__username="dana").email == "dana@example.org"
 
 
 def test_the_sign_up_works_without_an_address(make_study, cast) -> None:
@@ -41,6 +47,7 @@ def test_the_sign_up_works_without_an_address(make_study, cast) -> None:
     path = new_link(client_for(cast.alice), built.study)
     _client, response = join(path)
     assert response.status_code == 302 and User.objects.get(username="dana").email == ""
+    assert mail.outbox == []
 
 
 def test_a_malformed_address_is_refused_naming_the_field_and_nothing_is_written(make_study, cast, unchanged) -> None:
@@ -227,7 +234,8 @@ def test_an_expert_who_joined_with_an_address_is_reached(make_study, cast) -> No
     response = client_for(cast.alice).post(f"/studies/{built.study.pk}/experts/remind/", {"experts": ["dana"]})
     assert response.context["sent"].sent == [("dana", "dana@example.org")]
     assert response.context["sent"].unreached == []
-    assert [m.to for m in mail.outbox] == [["dana@example.org"]] and "Hello dana," in mail.outbox[0].body
+    sent = [m for m in mail.outbox if m.subject.startswith("Reminder")]
+    assert [m.to for m in sent] == [["dana@example.org"]] and "Hello dana," in sent[0].body
 
 
 def test_the_experts_page_keeps_each_experts_last_reminder(make_study, cast, monkeypatch) -> None:
