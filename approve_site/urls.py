@@ -44,6 +44,8 @@ urlpatterns = [
         pages.PasswordResetConfirmPage.as_view(),
         name="password_reset_confirm",
     ),
+    path("accounts/email/", pages.email_page, name="account_email"),
+    path("accounts/email/confirm/<str:token>/", pages.email_confirm_page, name="account_email_confirm"),
     path("accounts/tokens/", pages.tokens_page, name="api_tokens"),
     path("accounts/tokens/<int:token_id>/revoke/", pages.token_revoke_page, name="api_token_revoke"),
     # Each app owns its REST endpoints; one "api" namespace holds both under /api/v1/.

@@ -364,3 +364,12 @@ def study_export_bundle(*, study: Study) -> dict:
         "ranges": {name: s["ranges"] for name, s in sections.items() if s["ranges"]},
         "peer_weights": {name: s["peer_weights"] for name, s in sections.items() if s["peer_weights"]},
     }
+
+
+def study_export_json(*, study: Study) -> bytes:
+    """``study_export_bundle`` as the API's export sends it: the same bytes
+    (DRF's JSON renderer), for the study home's download."""
+    # Imported here: the renderer reads DRF's settings, which the API loads.
+    from rest_framework.renderers import JSONRenderer
+
+    return JSONRenderer().render(study_export_bundle(study=study))

@@ -34,7 +34,7 @@ from . import selectors, services
 from .errors import InvalidInput, PhaseConflict
 from .models import Invitation, Membership
 from .services import _checks
-from .services.accounts import username_clean
+from .services.accounts import email_clean, username_clean
 
 User = get_user_model()
 EXPERT, PENDING, ACTIVE = Membership.Role.EXPERT, Membership.Status.PENDING, Membership.Status.ACTIVE
@@ -209,16 +209,17 @@ def invitation_accept_link(*, key: object, user) -> Membership:
 
 
 @transaction.atomic
-def invitation_accept_with_signup(*, key: object, username: object, password: str) -> Membership:
+def invitation_accept_with_signup(*, key: object, username: object, password: str, email: object = "") -> Membership:
     """A new person joins through a link: their account (``username``,
-    ``password``, checked by the password validators) is created and the
+    ``password``, checked by the password validators, and an optional
+    ``email`` for reminders and password resets) is created and the
     invitation accepted in one transaction, so a refused key creates no
     account and a taken username uses no key. Refusals name ``username``,
-    ``password`` or ``key``."""
+    ``password``, ``email`` or ``key``."""
     username = username_clean(username=username)
     if User.objects.filter(username__iexact=username).exists():
         raise InvalidInput({"username": "this username is taken: choose another, or log in if it is yours"})
-    user = User(username=username)
+    user = User(username=username, email=email_clean(email=email))
     try:
         password_validation.validate_password(password, user)
     except ValidationError as error:

@@ -97,6 +97,10 @@ class Membership(models.Model):
     )
     inputs_confirmed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # The designer's last e-mail reminder to this expert (workspace.reminders):
+    # when, and whether it reached them ("" when it did) or why not.
+    last_reminded_at = models.DateTimeField(null=True, blank=True)
+    last_reminder_unreached = models.CharField(max_length=300, blank=True, default="")
     if TYPE_CHECKING:
         missing: list[str] | None  # set by the experts page (None outside the assessment)
 
@@ -463,6 +467,19 @@ class PeerWeight(models.Model):
 
     def __str__(self):
         return f"{self.rater.user} → {self.ratee.user}: {self.weight}"
+
+
+class EmailConfirmation(models.Model):
+    """The account's e-mail address was confirmed: its owner followed the
+    link mailed to it (workspace.services.accounts). Confirms ``email`` only:
+    a changed address is unconfirmed until its own link is followed."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="email_confirmation")
+    email = models.EmailField()
+    confirmed_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.user}: {self.email}"
 
 
 class ApiToken(models.Model):

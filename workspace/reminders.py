@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.core.mail import send_mail
+from django.utils import timezone
 
 from . import selectors
 from .models import Membership, Phase, Study
@@ -31,6 +32,14 @@ class ReminderReport:
     no_address: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
 
+    @property
+    def unreached(self) -> list[tuple[str, str]]:
+        """Whom the reminder did not reach and why, in the order chosen:
+        ``("clinician", "no e-mail address")``."""
+        return [(name, "no e-mail address") for name in self.no_address] + [
+            (name, f"the mail server refused the message ({error})") for name, error in self.failed
+        ]
+
 
 def _body(study: Study, username: str, link: str, missing: list[str] | None, note: str) -> str:
     lines = [f"Hello {username},", "", f"This is a reminder about the study “{study.title}”.", _WHAT_NOW[study.phase]]
@@ -48,21 +57,29 @@ def _body(study: Study, username: str, link: str, missing: list[str] | None, not
 def reminders_send(*, study: Study, experts: list[Membership], link: str, note: str = "") -> ReminderReport:
     """E-mail each of ``experts`` (memberships with their users) a reminder
     with ``link`` (the study's home) and, during the assessment, what they
-    still have to give. Nothing is stored; the report says what was sent."""
+    still have to give. Each membership keeps when it was last reminded and
+    whether that reached them (the experts page shows it); the report says
+    what was sent."""
     missing = selectors.missing_input_list(study=study) if study.phase == Phase.ASSESSMENT else {}
     report = ReminderReport()
+    now = timezone.now()
     for expert in experts:
         username = expert.user.get_username()
         address = expert.user.email
+        expert.last_reminded_at, expert.last_reminder_unreached = now, ""
         if not address:
             report.no_address.append(username)
+            expert.last_reminder_unreached = "no e-mail address"
             continue
         body = _body(study, username, link, missing.get(username), note)
         try:
             send_mail(f"Reminder: {study.title}", body, settings.DEFAULT_FROM_EMAIL, [address])
         except (smtplib.SMTPException, OSError) as error:
             logger.warning("reminder to %s not sent: %s", address, error)
-            report.failed.append((username, str(error) or type(error).__name__))
+            reason = str(error) or type(error).__name__
+            report.failed.append((username, reason))
+            expert.last_reminder_unreached = f"the mail server refused the message ({reason})"[:300]
         else:
             report.sent.append((username, address))
+    Membership.objects.bulk_update(experts, ["last_reminded_at", "last_reminder_unreached"])
     return report

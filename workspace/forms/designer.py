@@ -8,6 +8,7 @@ from typing import Any, cast
 
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
+from django.contrib.auth.models import User
 
 from .. import limits
 from ..catalogue import ATTRIBUTE_CATALOGUE
@@ -336,8 +337,21 @@ class ReminderForm(forms.Form):
         self.fields["experts"].initial = [m.user.get_username() for m in experts]
 
 
+EMAIL_MAX_LENGTH = User._meta.get_field("email").max_length  # django.contrib.auth's column
+EMAIL_HELP = "Optional. Reminders and password resets go here; without it the designer cannot reach you."
+
+
 class SignupForm(UserCreationForm):
-    """A new person's account, with Django's username and password rules."""
+    """A new person's account, with Django's username and password rules,
+    and an optional e-mail address (reminders, password resets)."""
+
+    email = forms.EmailField(
+        label="E-mail address",
+        required=False,
+        max_length=EMAIL_MAX_LENGTH,
+        help_text=EMAIL_HELP,
+        widget=forms.EmailInput(attrs={"autocomplete": "email"}),
+    )
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

@@ -18,7 +18,7 @@ surface, so callers write ``selectors.study_get(...)``:
 - ``accounts``: API tokens.
 """
 
-from .accounts import api_token_by_digest, api_token_get, api_token_list
+from .accounts import api_token_by_digest, api_token_get, api_token_list, email_confirmation_get
 from .design import (
     attribute_get,
     attribute_list,
@@ -74,6 +74,7 @@ from .studies import (
 )
 
 __all__ = [
+    "email_confirmation_get",
     "ASSESSMENT_INPUTS",
     "INPUT_SECTIONS",
     "RUN_FIELDS",

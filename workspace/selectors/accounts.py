@@ -2,7 +2,7 @@
 
 from django.db.models import QuerySet
 
-from ..models import ApiToken
+from ..models import ApiToken, EmailConfirmation
 from ._queries import User
 
 
@@ -20,3 +20,8 @@ def api_token_by_digest(*, digest: str) -> ApiToken | None:
     """The token whose key has this SHA-256 ``digest``, with its user: one
     query (``None`` if no token has it)."""
     return ApiToken.objects.select_related("user").filter(digest=digest).first()
+
+
+def email_confirmation_get(*, user: User) -> EmailConfirmation | None:
+    """When the user last confirmed an address, and which (one query)."""
+    return EmailConfirmation.objects.filter(user=user.pk).first()

@@ -26,6 +26,10 @@ from .accounts import (
     api_token_record_use,
     api_token_revoke,
     api_tokens_revoke_all,
+    email_change_notify,
+    email_confirm,
+    email_confirmation_token,
+    user_email_set,
     user_get_or_create,
     user_password_set,
     users_get_or_create,
@@ -82,6 +86,10 @@ from .setup import (
 )
 
 __all__ = [
+    "email_change_notify",
+    "email_confirm",
+    "email_confirmation_token",
+    "user_email_set",
     "PHASE_RULES",
     "Action",
     "has_opened",

@@ -1,18 +1,26 @@
 """Accounts: users named in studies and bundles, personal API tokens."""
 
 import hashlib
+import logging
 import secrets
+import smtplib
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.core import signing
+from django.core.exceptions import ValidationError
+from django.core.mail import send_mail
+from django.core.validators import validate_email
 from django.db import transaction
 from django.utils import timezone
 
 from ..errors import InvalidInput
 from ..limits import NAME_MAX_LENGTH
-from ..models import ApiToken
+from ..models import ApiToken, EmailConfirmation
 from ._checks import text as _text
+
+logger = logging.getLogger(__name__)
 
 
 def username_clean(*, username: object, field: str = "username") -> str:
@@ -40,6 +48,107 @@ def user_get_or_create(*, username: str, field: str = "username") -> User:
         user.set_unusable_password()
         user.save()
     return user
+
+
+def email_clean(*, email: object, field: str = "email") -> str:
+    """A well-formed e-mail address (stripped, domain lower-cased), or ""
+    for none; InvalidInput naming ``field`` otherwise."""
+    if email is None:
+        return ""
+    if not isinstance(email, str):
+        raise InvalidInput({field: "must be an e-mail address, or empty for none"})
+    email = email.strip()
+    if not email:
+        return ""
+    longest = User._meta.get_field("email").max_length or 254
+    if len(email) > longest:
+        raise InvalidInput({field: f"e-mail addresses are at most {longest} characters"})
+    try:
+        validate_email(email)
+    except ValidationError:
+        raise InvalidInput({field: f"{email!r} is not an e-mail address (name@example.org)"}) from None
+    return User.objects.normalize_email(email)
+
+
+def user_email_set(*, user: User, email: object) -> str:
+    """Give ``user`` the e-mail address ``email`` ("" removes it), where
+    reminders and password resets go. Returns the address as stored."""
+    email = email_clean(email=email)
+    user.email = email
+    user.save(update_fields=["email"])
+    return email
+
+
+_CONFIRM_SALT = "approve.email-confirmation"
+
+
+def email_confirmation_token(*, user: User) -> str:
+    """A signed token confirming ``user``'s current address, for the link
+    mailed to it; valid for settings.PASSWORD_RESET_TIMEOUT seconds."""
+    return signing.dumps({"user": user.pk, "email": user.email}, salt=_CONFIRM_SALT)
+
+
+@transaction.atomic
+def email_confirm(*, user: User, token: str) -> EmailConfirmation:
+    """``user`` followed the link mailed to their address: record that it
+    reaches them. Refused (naming ``token``) when the link is malformed,
+    expired, someone else's, or for an address that is no longer theirs."""
+    try:
+        claim = signing.loads(token, salt=_CONFIRM_SALT, max_age=settings.PASSWORD_RESET_TIMEOUT)
+    except signing.SignatureExpired:
+        raise InvalidInput(
+            {"token": "this confirmation link has expired: save your address again for a new one"}
+        ) from None
+    except signing.BadSignature:
+        raise InvalidInput(
+            {"token": "this confirmation link is not valid: copy the whole link from the message"}
+        ) from None
+    if claim.get("user") != user.pk:
+        raise InvalidInput({"token": "this confirmation link is for another account: sign in as its owner"})
+    if not user.email or claim.get("email") != user.email:
+        raise InvalidInput(
+            {"token": "this link confirms an address that is no longer yours; your current one has its own link"}
+        )
+    confirmation, _ = EmailConfirmation.objects.update_or_create(
+        user=user, defaults={"email": user.email, "confirmed_at": timezone.now()}
+    )
+    return confirmation
+
+
+def email_change_notify(*, user: User, old: str, account_link: str, confirm_link: str = "") -> str | None:
+    """Tell ``user``'s new address (and the old one, if any) that it was set,
+    through the configured mail backend (``EMAIL_URL``). Returns None when
+    sent, or why the mail server refused it."""
+    username = user.get_username()
+    new = user.email
+    messages = []
+    if new:
+        body = (
+            f"Hello {username},\n\nThis address is now the e-mail address of your approve account "
+            f"“{username}”. Study designers' reminders and password resets are sent here.\n\n"
+            + (
+                f"Confirm that it reaches you by opening this link (signed in as {username}):\n{confirm_link}\n\n"
+                if confirm_link
+                else ""
+            )
+            + f"If you did not set it, sign in and change it (and your password): {account_link}\n\napprove"
+        )
+        messages.append(("Your e-mail address on approve", body, new))
+    if old and old != new:
+        now = f"changed to {new}" if new else "removed"
+        body = (
+            f"Hello {username},\n\nThe e-mail address of your approve account “{username}” was {now}; "
+            f"reminders and password resets no longer come to this address.\n\n"
+            f"If you did not change it, sign in and change it back (and your password): {account_link}\n\napprove"
+        )
+        messages.append(("Your e-mail address on approve was changed", body, old))
+    for subject, body, address in messages:
+        try:
+            send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, [address])
+        except (smtplib.SMTPException, OSError) as error:
+            logger.warning("e-mail change notice to %s not sent: %s", address, error)
+            return str(error) or type(error).__name__
+    return None
 
 
 def users_get_or_create(*, usernames: list[str]) -> list[User]:

@@ -8,6 +8,8 @@ from .accounts import (
     PasswordResetDonePage,
     PasswordResetPage,
     ThrottledLoginView,
+    email_confirm_page,
+    email_page,
     token_revoke_page,
     tokens_page,
 )
@@ -22,6 +24,8 @@ __all__ = [
     "PasswordResetPage",
     "ThrottledLoginView",
     "discussion_page",
+    "email_confirm_page",
+    "email_page",
     "home",
     "post_edit_page",
     "post_visibility_page",

@@ -21,7 +21,7 @@ from django.contrib.auth.views import (
 from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
-from django.urls import reverse_lazy
+from django.urls import reverse, reverse_lazy
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 from rest_framework.request import Request
@@ -30,6 +30,7 @@ from rest_framework.throttling import BaseThrottle
 from .. import limits, selectors, services
 from ..api.throttling import CACHE_ERRORS, log_cache_unreachable
 from ..errors import InvalidInput
+from ..forms.designer import EMAIL_MAX_LENGTH
 from ..models import ApiToken
 from .common import form_add_service_errors, signed_in_user
 
@@ -160,6 +161,80 @@ class PasswordResetConfirmPage(PasswordResetConfirmView):
 
 class PasswordResetCompletePage(PasswordResetCompleteView):
     template_name = "accounts/password_reset_complete.html"
+
+
+# --- E-mail address -----------------------------------------------------------------
+
+
+class EmailForm(forms.Form):
+    email = forms.EmailField(
+        label="E-mail address",
+        required=False,
+        max_length=EMAIL_MAX_LENGTH,
+        help_text="Reminders and password resets go here; without it the designer cannot reach you. Empty removes it.",
+        widget=forms.EmailInput(attrs={"autocomplete": "email"}),
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def email_page(request: HttpRequest) -> HttpResponse:
+    """My e-mail address: change or remove it; the new address (and the old
+    one) get a message through the configured mail backend."""
+    user = signed_in_user(request)
+    form = EmailForm(request.POST if request.method == "POST" else None, initial={"email": user.email})
+    if form.is_bound and form.is_valid():
+        old = user.email
+        try:
+            new = services.user_email_set(user=user, email=form.cleaned_data["email"])
+        except InvalidInput as error:
+            form_add_service_errors(form, error)
+        else:
+            if new == old:
+                messages.info(request, "Nothing changed: that is already your e-mail address.")
+                return redirect("account_email")
+            confirm = reverse("account_email_confirm", args=[services.email_confirmation_token(user=user)])
+            refused = services.email_change_notify(
+                user=user,
+                old=old,
+                account_link=request.build_absolute_uri(reverse("account_email")),
+                confirm_link=request.build_absolute_uri(confirm) if new else "",
+            )
+            if not new:
+                messages.success(
+                    request, "Your e-mail address was removed: reminders and password resets cannot reach you."
+                )
+            elif refused is None:
+                messages.success(
+                    request,
+                    f"Your e-mail address is now {new}. A message with a confirmation link was sent there: "
+                    "open it to confirm the address; if it does not arrive, check the address.",
+                )
+            else:
+                messages.warning(
+                    request,
+                    f"Your e-mail address is now {new}, but the mail server refused the message to it ({refused}): "
+                    "check the address.",
+                )
+            return redirect("account_email")
+    confirmation = selectors.email_confirmation_get(user=user)
+    confirmed = confirmation if confirmation is not None and confirmation.email == user.email else None
+    return render(request, "accounts/email.html", {"form": form, "confirmed": confirmed})
+
+
+@login_required
+@require_http_methods(["GET"])
+def email_confirm_page(request: HttpRequest, token: str) -> HttpResponse:
+    """The link mailed to a new address: following it (signed in as the
+    account's owner) confirms that the address reaches them."""
+    user = signed_in_user(request)
+    try:
+        services.email_confirm(user=user, token=token)
+    except InvalidInput as error:
+        messages.error(request, "; ".join(sum(error.errors.values(), [])).capitalize() + ".")
+    else:
+        messages.success(request, f"Your e-mail address {user.email} is confirmed: reminders reach you there.")
+    return redirect("account_email")
 
 
 # --- API tokens ----------------------------------------------------------------------

@@ -21,13 +21,13 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.decorators import method_decorator
 from django.views import View
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from engine.rules import CONSISTENCY_THRESHOLD, is_consistent
 from evaluation import selectors as evaluation_selectors
 
 from .. import invitations, limits, reminders, selectors, services
-from ..bundles import study_import_bundle
+from ..bundles import study_export_json, study_import_bundle
 from ..catalogue import ATTRIBUTE_CATALOGUE, catalogue_definition
 from ..errors import InvalidInput, ServiceError
 from ..forms import designer as f
@@ -524,6 +524,20 @@ def measurements_csv(request: HttpRequest, study_id: int) -> HttpResponse:
     return _measurement_page(request, study, upload=form, csv_errors=csv_errors)
 
 
+# --- /studies/{id}/bundle.json ----------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def study_bundle_download(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The study as an ``approve-study/1`` file: the bytes the API's export
+    gives, for the import page (or another approve) to read back."""
+    study = _designer_study(request, study_id, "download the study's bundle")
+    response = HttpResponse(study_export_json(study=study), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="approve-study-{study.pk}.json"'
+    return response
+
+
 # --- /studies/{id}/experts/ ------------------------------------------------------------------------
 
 
@@ -597,8 +611,9 @@ def expert_invite(request: HttpRequest, study_id: int) -> HttpResponse:
             else:
                 messages.success(
                     request,
-                    f"{added.username} is invited: once they log in with that username, they "
-                    "see the invitation and become an expert by accepting it.",
+                    f"{added.username} is invited: the invitation waits for “{added.username}” to sign in and "
+                    "accept; if no account has that name yet, it waits until one is created. Check the spelling "
+                    "below: a mistyped name can be revoked.",
                 )
             return redirect(f"/studies/{study.pk}/experts/")
     return _experts_page(request, study, invite=form)
@@ -636,8 +651,8 @@ def invitation_revoke(request: HttpRequest, study_id: int, pk: int) -> HttpRespo
     consequences = [
         "The link stops working: whoever opens it is told it was revoked."
         if invitation.is_link
-        else f"{invitation.username} can no longer accept it.",
-        "You can invite again afterwards.",
+        else f"“{invitation.username}” can no longer accept it.",
+        "You can invite again afterwards (the right username, if this one was mistyped).",
     ]
     context = {
         "study": study,
@@ -772,4 +787,5 @@ __all__ = [
     "setup_item_edit",
     "setup_item_remove",
     "setup_page",
+    "study_bundle_download",
 ]

@@ -67,6 +67,24 @@ def _page(
     return _no_store(render(request, "invitations/invitation.html", context, status=status))
 
 
+def _confirmation_send(request: HttpRequest, user) -> None:
+    """Mail the newcomer's address its confirmation link; say so."""
+    confirm = reverse("account_email_confirm", args=[services.email_confirmation_token(user=user)])
+    refused = services.email_change_notify(
+        user=user,
+        old="",
+        account_link=request.build_absolute_uri(reverse("account_email")),
+        confirm_link=request.build_absolute_uri(confirm),
+    )
+    if refused is None:
+        messages.info(request, f"A message with a link to confirm {user.email} was sent there.")
+    else:
+        messages.warning(
+            request,
+            f"The mail server refused the message to {user.email} ({refused}): check the address under Account.",
+        )
+
+
 @require_http_methods(["GET", "POST"])
 def invitation_page(request: HttpRequest, key: str) -> HttpResponse:
     invitation = invitations.invitation_get_by_key(key=key)
@@ -86,7 +104,10 @@ def invitation_page(request: HttpRequest, key: str) -> HttpResponse:
     if form.is_valid():
         try:
             membership = invitations.invitation_accept_with_signup(
-                key=key, username=form.cleaned_data["username"], password=form.cleaned_data["password1"]
+                key=key,
+                username=form.cleaned_data["username"],
+                password=form.cleaned_data["password1"],
+                email=form.cleaned_data["email"],
             )
         except InvalidInput as error:
             form_add_service_errors(
@@ -103,6 +124,8 @@ def invitation_page(request: HttpRequest, key: str) -> HttpResponse:
                 request,
                 f"Welcome, {membership.user.get_username()}: you joined “{invitation.study.title}” as an expert.",
             )
+            if membership.user.email:
+                _confirmation_send(request, membership.user)
             return redirect(study_home(invitation.study))
     return _page(request, invitation, key, form=form)
 

@@ -1,0 +1,90 @@
+"""The study bundle in the pages (issue 16, finding 11): the designer
+downloads the ``approve-study/1`` file from the study home (the bytes the
+API's export gives), the import page reads it back into the same study;
+experts get 403, outsiders 404, anonymous visitors the log-in page."""
+
+import json
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from tests.pages.test_designer import body, client_for, grow, upload
+from workspace import invitations
+from workspace.models import Invitation, Phase, Study
+
+User = get_user_model()
+
+
+def download_path(study: Study) -> str:
+    return f"/studies/{study.pk}/bundle.json"
+
+
+def test_the_study_home_links_the_designer_to_the_bundle(make_study, cast) -> None:
+    built = make_study(Phase.DRAFT)
+    page = body(client_for(cast.alice).get(f"/studies/{built.study.pk}/"))
+    assert f'href="{download_path(built.study)}" download>Download bundle</a>' in page
+    expert_page = body(client_for(cast.bob).get(f"/studies/{built.study.pk}/"))
+    assert download_path(built.study) not in expert_page and "Download bundle" not in expert_page
+
+
+@pytest.mark.parametrize("phase", [Phase.DRAFT, Phase.CLOSED])
+def test_the_download_is_the_apis_export_byte_for_byte(make_study, cast, phase) -> None:
+    built = make_study(phase)
+    client = client_for(cast.alice)
+    response = client.get(download_path(built.study))
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/json"
+    assert response["Content-Disposition"] == f'attachment; filename="approve-study-{built.study.pk}.json"'
+    api = client.get(f"/api/v1/studies/{built.study.pk}/export/", HTTP_ACCEPT="application/json")
+    assert api.status_code == 200 and response.content == api.content
+    bundle = json.loads(response.content)
+    assert bundle["format"] == "approve-study/1" and bundle["title"] == "Choosing a classifier"
+    assert bundle["phase"] == phase and bundle["experts"] == ["bob", "carol"]
+    if phase == Phase.CLOSED:
+        assert set(bundle["priorities"]) == {"bob", "carol"}
+
+
+def test_experts_get_403_outsiders_404_anonymous_the_log_in(make_study, cast) -> None:
+    built = make_study(Phase.CLOSED)
+    path = download_path(built.study)
+    expert = client_for(cast.bob).get(path)
+    assert expert.status_code == 403 and "Only the designer of this study can download" in body(expert)
+    assert client_for(cast.charlie).get(path).status_code == 404
+    assert client_for(cast.alice).get("/studies/999999/bundle.json").status_code == 404
+    anonymous = Client().get(path)
+    assert anonymous.status_code == 302 and anonymous["Location"].startswith("/accounts/login/?next=")
+    assert client_for(cast.alice).post(path).status_code == 405
+
+
+def test_export_through_the_page_import_through_the_page_same_study(make_study, cast) -> None:
+    built = make_study(Phase.DRAFT)
+    client = client_for(cast.alice)
+    exported = client.get(download_path(built.study)).content
+    response = client.post("/studies/new/", {"form": "import", "bundle": upload(exported, "approve-study.json")})
+    copy = Study.objects.exclude(pk=built.study.pk).get()
+    assert response.status_code == 302 and response["Location"] == f"/studies/{copy.pk}/"
+    # The other experts are invited (consent); once they accept, the copy is the study.
+    for invitation in Invitation.objects.filter(study=copy).order_by("username"):
+        invitations.invitation_accept(invitation=invitation, user=User.objects.get(username=invitation.username))
+    again = json.loads(client.get(download_path(copy)).content)
+    original = json.loads(exported)
+    assert again == original
+    assert [c["name"] for c in again["candidates"]] == [c["name"] for c in original["candidates"]]
+    assert again["candidates"][0]["measurements"] and again["metrics"][0]["default_range"]
+
+
+def test_the_download_makes_a_fixed_number_of_queries(make_study, cast, django_assert_num_queries) -> None:
+    built = make_study(Phase.DRAFT)
+    client = client_for(cast.alice)
+    # the session, the user, the study, my roles (4); the export: the designer,
+    # the experts, attributes, metrics, candidates, measured values and the
+    # experts' inputs (votes, priorities, ranges, peer weights) in a fixed number
+    with django_assert_num_queries(QUERIES):
+        assert client.get(download_path(built.study)).status_code == 200
+    grow(built, cast, 3)
+    with django_assert_num_queries(QUERIES):
+        assert client.get(download_path(built.study)).status_code == 200
+
+
+QUERIES = 15
