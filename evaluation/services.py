@@ -26,7 +26,7 @@ from workspace import limits
 from workspace import services as workspace_services
 from workspace.errors import InvalidInput
 from workspace.models import Candidate, Measurement, Metric, Study
-from workspace.services._checks import expect, locked, number, text
+from workspace.services import expect, locked, number, text
 
 from . import report
 from .arrays import arrays_pack

@@ -82,6 +82,36 @@ def test_the_check_lets_selectors_and_services_through() -> None:
     assert manager_uses(source) == []
 
 
+def private_service_imports(source: str) -> list[tuple[int, str]]:
+    """``(line, module)`` for each import of a private module of a services
+    package (``services._checks``): the services' public surface is their
+    package."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        names = []
+        if isinstance(node, ast.ImportFrom):
+            names = [node.module or ""] + [f"{node.module or ''}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        for name in names:
+            parts = name.split(".")
+            if any(part == "services" and rest.startswith("_") for part, rest in zip(parts, parts[1:], strict=False)):
+                found.append((node.lineno, name))
+                break
+    return found
+
+
+@pytest.mark.parametrize("path", layer_modules(), ids=lambda path: path.relative_to(ROOT).as_posix())
+def test_no_page_or_api_module_imports_a_private_service_module(path: Path) -> None:
+    assert not private_service_imports(path.read_text(encoding="utf-8")), path.relative_to(ROOT)
+
+
+def test_the_private_import_check_sees_one() -> None:
+    assert private_service_imports("from ..services._checks import require_phase") == [(1, "services._checks")]
+    assert private_service_imports("from workspace.services import _checks")
+    assert not private_service_imports("from workspace.services import phase_allows")
+
+
 # The pure libraries import NumPy (and scikit-learn), never Django: they run in
 # a notebook, a worker or a benchmark alike. Each is imported in a fresh
 # interpreter, since this one has Django loaded already.

@@ -19,8 +19,13 @@ the API and the pages call these same functions, as ``services.<name>``:
   services, pages and templates alike) and the transitions between phases;
 - ``accounts``: users and API tokens;
 - ``discussion``: posts in the thread of an attribute or a metric.
+
+The argument checks every service shares (``expect``, ``number``, ``text``,
+and ``locked``, the study's row lock) are public here too, for the services
+of other apps (``evaluation.services``).
 """
 
+from ._checks import expect, locked, number, text
 from .accounts import (
     api_token_create,
     api_token_record_use,
@@ -86,6 +91,10 @@ from .setup import (
 )
 
 __all__ = [
+    "expect",
+    "locked",
+    "number",
+    "text",
     "email_change_notify",
     "email_confirm",
     "email_confirmation_token",
