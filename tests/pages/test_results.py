@@ -387,3 +387,26 @@ def test_the_influence_chart_shows_the_most_influential_of_many_experts(client, 
     assert chart.frame.title == "Expert influence: the 30 most influential of 33 experts"
     assert len(chart.rows) == 30
     assert len(as_user(client, cast.alice).get(f"/runs/{run.pk}/").context["results"]["influence"]["rows"]) == 33
+
+
+def test_comparison_moves_nobody_when_a_tie_forms_around_vetoed_candidates(client, demo):
+    # issue 16, finding 8: J48 is vetoed by the statistician's stricter range and
+    # joins IBk and RandomForest at CEF 0; their rank number goes 3 -> 2 but no
+    # candidate passed another.
+    study, first = demo
+    statistician = Membership.objects.get(study=study, user__username="statistician", role=Membership.Role.EXPERT)
+    ranges = {"Success rate": [0.86, 0.95]}
+    reopen_change_close(study, lambda: services.ranges_set(expert=statistician, ranges=ranges))
+    second = launch_and_execute(study)
+    response = as_user(client, study.designer).get(f"/runs/{first.pk}/compare/{second.pk}/")
+    page = text_of(response)
+    assert "0 candidates changed rank;" in page
+    moves = {m.name: (m.before_rank, m.after_rank, m.status) for m in response.context["comparison"].candidates}
+    assert moves == {
+        "JRip": (1, 1, "same"),
+        "J48": (2, 2, "same"),
+        "IBk": (3, 2, "same"),
+        "RandomForest": (3, 2, "same"),
+    }
+    assert "IBk Vetoed 3 → 2 = tie no move: a tie formed or broke around it" in page
+    assert "▲" not in page and "▼" not in page
