@@ -19,6 +19,7 @@ from numpy.typing import ArrayLike
 
 __all__ = [
     "CONSISTENCY_THRESHOLD",
+    "DISPLAY_SIGNIFICANT_DIGITS",
     "MIN_DIRECT_SHARE",
     "MIN_PEER_WEIGHT",
     "PERCENT_TOTAL",
@@ -50,6 +51,15 @@ CONSISTENCY_THRESHOLD = 0.10
 def is_consistent(consistency_ratio: float) -> bool:
     """``CR <= 0.10`` (METHOD.md 3: "CR > 0.10 is shown as inconsistent")."""
     return consistency_ratio <= CONSISTENCY_THRESHOLD
+
+
+# --- display (docs/pages.md, "Numbers") -----------------------------------------------
+
+#: Pages show computed numbers (measurements, ranges, scores, weights,
+#: evaluation metrics) rounded to this many significant digits, through the
+#: ``sig`` template filter (``workspace.templatetags.numbers``). Exports (CSV,
+#: JSON documents, bundles) keep every digit.
+DISPLAY_SIGNIFICANT_DIGITS = 4
 
 
 # --- the pairwise scale (METHOD.md 3) -----------------------------------------------
