@@ -17,9 +17,9 @@ from evaluation.predictions import read_predictions
 from evaluation.report import metric_value
 from tests.browser.support import assert_accessible, login, screenshot
 from tests.browser.test_journey import change_phase, click_link, submit, tab
-from workspace.templatetags.numbers import significant
 from tests.workspace.conftest import PASSWORD
 from workspace.models import Measurement
+from workspace.templatetags.numbers import significant
 
 PREDICTIONS = "workspace/demo/case-study-1-predictions.csv"
 
