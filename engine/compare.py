@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .explain import number
+from .rules import AHP_WEIGHTING_DEFAULT
 
 # Differences below this are float noise from renormalisation, not changes.
 EPSILON = 1e-12
@@ -250,7 +251,8 @@ class _Positions:
 
 
 def _design_changes(before: Mapping, after: Mapping) -> list[InputChange]:
-    """Experts, attributes, metrics and candidates included or not, and the tolerance."""
+    """Experts, attributes, metrics and candidates included or not, the
+    tolerance and how AHP weights were computed (``ahp_weighting``)."""
     changes = []
     changes += _membership_changes(before["experts"], after["experts"], "expert")
     changes += _membership_changes(before["attributes"], after["attributes"], "attribute")
@@ -259,6 +261,12 @@ def _design_changes(before: Mapping, after: Mapping) -> list[InputChange]:
     changes += _membership_changes(before["candidates"], after["candidates"], "candidate")
     if _differs(before["tolerance"], after["tolerance"]):
         changes.append(InputChange(None, "tolerance", f"{before['tolerance']:g}", f"{after['tolerance']:g}"))
+    # snapshots taken before the setting existed used the paper's method
+    weighting = (before.get("ahp_weighting", AHP_WEIGHTING_DEFAULT), after.get("ahp_weighting", AHP_WEIGHTING_DEFAULT))
+    if weighting[0] != weighting[1]:
+        changes.append(
+            InputChange(None, "AHP weighting", weighting[0].replace("_", " "), weighting[1].replace("_", " "))
+        )
     return changes
 
 

@@ -205,8 +205,8 @@ def test_moves_are_passes_and_equal_scores_never_move(before_cefs, after_cefs):
         assert comparison.moved == 0
     for move in comparison.candidates:
         passed = sum(
-            (before_cefs[i] > before_cefs[k] and after_cefs[i] < after_cefs[k])
-            - (before_cefs[i] < before_cefs[k] and after_cefs[i] > after_cefs[k])
+            (before_cefs[k] > before_cefs[i] and after_cefs[k] < after_cefs[i])
+            - (before_cefs[k] < before_cefs[i] and after_cefs[k] > after_cefs[i])
             for k in range(5)
             for i in [names.index(move.name)]
         )
@@ -214,3 +214,11 @@ def test_moves_are_passes_and_equal_scores_never_move(before_cefs, after_cefs):
         if len(set(before_cefs)) == 5 and len(set(after_cefs)) == 5:
             # without ties a move is exactly the change of rank
             assert passed == move.before_rank - move.after_rank
+
+
+def test_a_change_of_ahp_weighting_is_named_and_old_snapshots_used_the_papers_method():
+    # issue 16, finding 13: runs keep their method, the comparison names a change
+    old = snapshot()  # no "ahp_weighting": taken before the setting existed
+    eigen = snapshot(ahp_weighting="eigenvector")
+    assert snapshot_changes(old, eigen) == [InputChange(None, "AHP weighting", "column means", "eigenvector")]
+    assert snapshot_changes(old, snapshot(ahp_weighting="column_means")) == []
