@@ -97,3 +97,21 @@ def test_the_api_reads_and_changes_the_weighting(make_study, cast):
     assert changed.status_code == 200 and changed.json()["ahp_weighting"] == "geometric_mean"
     refused = client.patch(path, {"ahp_weighting": "median"}, content_type="application/json")
     assert refused.status_code == 400 and "ahp_weighting" in json.dumps(refused.json())
+
+
+def test_the_run_page_names_the_weighting_its_snapshot_used(make_study, cast):
+    from engine import services as engine_services
+
+    built = make_study(Phase.CLOSED)
+    Study.objects.filter(pk=built.study.pk).update(ahp_weighting="eigenvector")
+    run = engine_services.run_launch(study=Study.objects.get(pk=built.study.pk), launched_by=cast.alice)
+    engine_services.run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.snapshot["ahp_weighting"] == "eigenvector"
+    assert run.status == "succeeded", run.error
+    # the page reads the run's own snapshot, not the study's current setting
+    Study.objects.filter(pk=built.study.pk).update(ahp_weighting="geometric_mean")
+    client = Client()
+    client.force_login(cast.alice)
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert "AHP weights</dt><dd>computed by the principal eigenvector (as AHP-OS, AHPy and Expert Choice do)" in page

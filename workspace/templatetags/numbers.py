@@ -11,7 +11,7 @@ from decimal import Decimal
 
 from django import template
 
-from engine.rules import DISPLAY_SIGNIFICANT_DIGITS
+from engine.rules import AHP_WEIGHTING_DEFAULT, AHP_WEIGHTINGS, DISPLAY_SIGNIFICANT_DIGITS
 
 register = template.Library()
 
@@ -66,3 +66,12 @@ def sig(value: object) -> object:
         return significant(float(str(value)))
     except ValueError:
         return value
+
+
+@register.filter
+def ahp_weighting(snapshot: object) -> str:
+    """How a run's snapshot computed AHP weights, in words
+    (``engine.rules.AHP_WEIGHTINGS``); snapshots from before the setting
+    used the paper's method."""
+    key = snapshot.get("ahp_weighting", AHP_WEIGHTING_DEFAULT) if isinstance(snapshot, dict) else AHP_WEIGHTING_DEFAULT
+    return AHP_WEIGHTINGS.get(key, key)
