@@ -40,9 +40,9 @@ class Phase(models.TextChoices):
 class AhpWeighting(models.TextChoices):
     """How AHP weights come from a matrix (engine.rules.AHP_WEIGHTINGS)."""
 
-    COLUMN_MEANS = "column_means", "Column-normalised row means (the paper's method)"
-    EIGENVECTOR = "eigenvector", "Principal eigenvector (AHP-OS, AHPy, Expert Choice)"
-    GEOMETRIC_MEAN = "geometric_mean", "Row geometric mean (offered by AHP-OS)"
+    COLUMN_MEANS = "column_means", "Column means (the paper's method)"
+    EIGENVECTOR = "eigenvector", "Principal eigenvector"
+    GEOMETRIC_MEAN = "geometric_mean", "Row geometric mean"
 
 
 assert set(AhpWeighting.values) == set(AHP_WEIGHTINGS), "AhpWeighting must list engine.rules.AHP_WEIGHTINGS"

@@ -68,9 +68,9 @@ class StudyForm(PrefixedIds, forms.Form):
     ahp_weighting = forms.ChoiceField(
         label="AHP weights computed by",
         choices=AhpWeighting.choices,
-        required=False,
         help_text=(
-            "How an expert's AHP judgments become weights. The paper's method is the default; the consistency "
+            "How an expert's AHP judgments become weights: the paper's column means (the default), the principal "
+            "eigenvector (as AHP-OS, AHPy and Expert Choice compute it) or the row geometric mean. The consistency "
             "ratio is the same for all three."
         ),
     )
@@ -87,6 +87,9 @@ class StudyForm(PrefixedIds, forms.Form):
             for name in ("attribute_threshold", "metric_threshold"):
                 self.fields[name].disabled = True
                 self.fields[name].help_text = thresholds_locked
+        if self.is_bound and "ahp_weighting" not in self.data:
+            # the new-study page does not ask: the default (clean_ahp_weighting)
+            self.fields["ahp_weighting"].required = False
         if weighting_locked:
             self.fields["ahp_weighting"].disabled = True
             self.fields["ahp_weighting"].help_text = weighting_locked

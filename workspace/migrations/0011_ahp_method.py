@@ -16,9 +16,9 @@ class Migration(migrations.Migration):
             name="ahp_weighting",
             field=models.CharField(
                 choices=[
-                    ("column_means", "Column-normalised row means (the paper's method)"),
-                    ("eigenvector", "Principal eigenvector (AHP-OS, AHPy, Expert Choice)"),
-                    ("geometric_mean", "Row geometric mean (offered by AHP-OS)"),
+                    ("column_means", "Column means (the paper's method)"),
+                    ("eigenvector", "Principal eigenvector"),
+                    ("geometric_mean", "Row geometric mean"),
                 ],
                 default="column_means",
                 max_length=20,
