@@ -76,3 +76,20 @@ def test_the_setup_page_shows_the_weighting_and_the_priorities_page_names_it(pag
         assert widest_card(page) <= size["width"]
         screenshot(page, f"i16d-setup-weighting-{name}")
     assert_accessible(page)
+
+
+def test_the_priorities_page_names_the_weighting(page: Page, demo) -> None:
+    Study.objects.filter(pk=demo.study.pk).update(ahp_weighting="geometric_mean", phase="assessment")
+    login(page, demo.experts[0], PASSWORD)
+    for name, size in (("phone", PHONE), ("desktop", DESKTOP)):
+        page.set_viewport_size(size)
+        page.goto(f"/studies/{demo.study.pk}/my/priorities/")
+        page.get_by_label("AHP pairwise comparisons").first.check()
+        sentence = page.locator(".ahp-weighting").first
+        expect(sentence).to_have_text(
+            "Weights from your judgments are computed by the normalised geometric means of the rows "
+            "(the row geometric mean method, as AHP-OS offers)."
+        )
+        sentence.scroll_into_view_if_needed()
+        screenshot(page, f"i16d-priorities-weighting-{name}")
+    assert_accessible(page)
