@@ -115,3 +115,18 @@ def test_the_run_page_names_the_weighting_its_snapshot_used(make_study, cast):
     client.force_login(cast.alice)
     page = client.get(f"/runs/{run.pk}/").content.decode()
     assert "AHP weights</dt><dd>computed by the principal eigenvector (as AHP-OS, AHPy and Expert Choice do)" in page
+
+
+def test_the_api_names_the_field_among_those_it_accepts(make_study, cast):
+    built = make_study(Phase.DRAFT)
+    client = Client()
+    client.force_login(cast.alice)
+    refused = client.patch(f"/api/v1/studies/{built.study.pk}/", {"phase": "closed"}, content_type="application/json")
+    assert refused.status_code == 400
+    assert "ahp_weighting" in refused.json()["phase"][0]
+    voting = make_study(Phase.VOTING)
+    conflict = client.patch(
+        f"/api/v1/studies/{voting.study.pk}/", {"ahp_weighting": "eigenvector"}, content_type="application/json"
+    )
+    assert conflict.status_code == 409
+    assert Study.objects.get(pk=voting.study.pk).ahp_weighting == "column_means"
