@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .explain import number
+from .rules import AHP_WEIGHTING_DEFAULT
 
 # Differences below this are float noise from renormalisation, not changes.
 EPSILON = 1e-12
@@ -29,6 +30,9 @@ class Movement:
     after_weighted: float | None
     before_vetoed: bool | None
     after_vetoed: bool | None
+    #: Places gained: candidates it passed minus candidates that passed it
+    #: (see :func:`net_passes`); 0 when new or gone.
+    gained: int = 0
 
     @property
     def status(self) -> str:
@@ -37,16 +41,20 @@ class Movement:
             return "new"
         if self.after_rank is None:
             return "gone"
-        if self.after_rank < self.before_rank:
+        if self.gained > 0:
             return "up"
-        return "down" if self.after_rank > self.before_rank else "same"
+        return "down" if self.gained < 0 else "same"
 
     @property
     def places(self) -> int:
-        """How many places the candidate moved (0 when new or gone)."""
-        if self.before_rank is None or self.after_rank is None:
-            return 0
-        return abs(self.before_rank - self.after_rank)
+        """How many places the candidate moved (0 when new, gone or only tied)."""
+        return abs(self.gained)
+
+    @property
+    def tie_only(self) -> bool:
+        """The rank number changed although no candidate passed it or was
+        passed: a tie formed or broke around it (equal CEFs share a rank)."""
+        return self.status == "same" and self.before_rank != self.after_rank
 
     @property
     def cef_delta(self) -> float | None:
@@ -118,18 +126,51 @@ def _differs(before: float | None, after: float | None) -> bool:
     return abs(after - before) > EPSILON
 
 
+def net_passes(name: str, before: Mapping[str, float], after: Mapping[str, float]) -> int:
+    """Places a candidate present in both runs gained: the candidates it
+    passed minus those that passed it, by CEF. Candidate ``x`` passed ``y``
+    when ``y`` was strictly ahead in the earlier run and is strictly behind
+    in the later one; a new candidate strictly ahead in the later run passed
+    it, and a gone candidate strictly ahead in the earlier run counts as
+    passed. Ties pass nobody: equal CEFs share a competition rank
+    (``engine.results.competition_ranks``), so a tie that forms or breaks
+    around a candidate (a third candidate vetoed down to the same CEF 0)
+    changes its rank number but is no move of its own."""
+    mine_before, mine_after = before[name], after[name]
+    gained = 0
+    for other in before.keys() | after.keys():
+        if other == name:
+            continue
+        was_ahead = other in before and before[other] > mine_before
+        was_behind = other in before and before[other] < mine_before
+        is_ahead = other in after and after[other] > mine_after
+        is_behind = other in after and after[other] < mine_after
+        if other not in after:
+            gained += was_ahead
+        elif other not in before:
+            gained -= is_ahead
+        else:
+            gained += (was_ahead and is_behind) - (was_behind and is_ahead)
+    return gained
+
+
 def compare_results(before: Mapping, after: Mapping) -> Comparison:
     """The ranking, scores, weights and influence of two ``approve-results/1``
     documents side by side: candidates in the later run's rank order, then
-    those only the earlier run had."""
+    those only the earlier run had. Ranks are the documents' competition
+    ranks; a move is counted by :func:`net_passes`, so candidates with equal
+    CEFs are never moved against each other."""
     earlier = {c["name"]: c for c in before["candidates"]}
     later = {c["name"]: c for c in after["candidates"]}
     names = [c["name"] for c in after["candidates"]] + [
         c["name"] for c in before["candidates"] if c["name"] not in later
     ]
+    cef_before = {name: c["cef"] for name, c in earlier.items()}
+    cef_after = {name: c["cef"] for name, c in later.items()}
     movements = []
     for name in names:
         b, a = earlier.get(name, {}), later.get(name, {})
+        both = name in earlier and name in later
         movements.append(
             Movement(
                 name=name,
@@ -141,6 +182,7 @@ def compare_results(before: Mapping, after: Mapping) -> Comparison:
                 after_weighted=a.get("weighted_score"),
                 before_vetoed=b.get("vetoed"),
                 after_vetoed=a.get("vetoed"),
+                gained=net_passes(name, cef_before, cef_after) if both else 0,
             )
         )
     return Comparison(
@@ -209,7 +251,8 @@ class _Positions:
 
 
 def _design_changes(before: Mapping, after: Mapping) -> list[InputChange]:
-    """Experts, attributes, metrics and candidates included or not, and the tolerance."""
+    """Experts, attributes, metrics and candidates included or not, the
+    tolerance and how AHP weights were computed (``ahp_weighting``)."""
     changes = []
     changes += _membership_changes(before["experts"], after["experts"], "expert")
     changes += _membership_changes(before["attributes"], after["attributes"], "attribute")
@@ -218,6 +261,12 @@ def _design_changes(before: Mapping, after: Mapping) -> list[InputChange]:
     changes += _membership_changes(before["candidates"], after["candidates"], "candidate")
     if _differs(before["tolerance"], after["tolerance"]):
         changes.append(InputChange(None, "tolerance", f"{before['tolerance']:g}", f"{after['tolerance']:g}"))
+    # snapshots taken before the setting existed used the paper's method
+    weighting = (before.get("ahp_weighting", AHP_WEIGHTING_DEFAULT), after.get("ahp_weighting", AHP_WEIGHTING_DEFAULT))
+    if weighting[0] != weighting[1]:
+        changes.append(
+            InputChange(None, "AHP weighting", weighting[0].replace("_", " "), weighting[1].replace("_", " "))
+        )
     return changes
 
 

@@ -5,17 +5,23 @@ Three methods, each giving a weight vector that sums to 1:
 * **direct**: positive numbers in any unit (e.g. percentages), normalised;
 * **AHP** (Saaty, "The Analytic Hierarchy Process", 1980): a reciprocal
   pairwise comparison matrix ``O`` on the scale 1..9 and reciprocals;
-  weights are the row averages of the column-normalised matrix;
+  weights by the study's weighting (:func:`ahp_weights`): the paper's row
+  averages of the column-normalised matrix (the default), the principal
+  eigenvector (AHP-OS, AHPy, Expert Choice) or the row geometric mean;
 * **LPR**, large preference relation (Fodor & Roubens, "Fuzzy Preference
   Modelling and Multicriteria Decision Support", 1994): a reciprocal matrix
   ``R`` on the interval scale 1..9, weights by the formula of METHOD.md.
 
 For AHP the consistency ratio ``CR = CI / RI(n)`` is reported, with
-``CI = (lambda_max - n) / (n - 1)``. Random index ``RI(n)``:
+``CI = (lambda_max - n) / (n - 1)``, ``lambda_max`` always the principal
+eigenvalue of ``O`` (numpy's eigensolve), whichever weighting gives the
+weights: CR is a property of the judgments, not of the weighting. The
+random index ``RI(n)`` is this edition of the table, which is neither
+AHPy's (Saaty 2005: 0.52 at n = 3) nor AHP-OS's (0.57 at n = 3):
 
 * n = 1, 2: 0 (every 1x1 and 2x2 reciprocal matrix is consistent);
-* n = 3..10: 0.58, 0.90, 1.12, 1.24, 1.32, 1.41, 1.45, 1.49 (Saaty 1980,
-  as METHOD.md lists them);
+* n = 3..10: 0.58, 0.90, 1.12, 1.24, 1.32, 1.41, 1.45, 1.49 (Saaty,
+  "The Analytic Hierarchy Process", 1980, the table METHOD.md lists);
 * n = 11..15: 1.51, 1.48, 1.56, 1.57, 1.59 (Saaty's extended table, e.g.
   Saaty, "Decision making with the analytic hierarchy process", Int. J.
   Services Sciences 1(1), 2008; the dip at n = 12 is in the source);
@@ -25,8 +31,10 @@ For AHP the consistency ratio ``CR = CI / RI(n)`` is reported, with
   ``lambda_bar(n) = 2.7699 n - 4.3513``, ``RI = (lambda_bar - n) / (n - 1)``.
 
 ``CR > CONSISTENCY_THRESHOLD`` (engine.rules) is shown as inconsistent: a warning,
-never a refusal. Repair hints follow Saaty (2003), as AHP-OS shows them
-(:func:`most_inconsistent`).
+never a refusal. Repair hints use Saaty's (2003) error of a judgment against
+the weights, ``o_ij w_j / w_i``, with the suggestion rounded to the scale
+(:func:`most_inconsistent`); they are this project's presentation, not a
+copy of any other tool's.
 
 Matrix functions accept one (n, n) matrix or, where stated, a stack
 (..., n, n) so that many experts are handled without a Python loop. Indices
@@ -44,6 +52,8 @@ from numpy.typing import ArrayLike
 
 from .arguments import integer
 from .rules import (
+    AHP_WEIGHTING_DEFAULT,
+    AHP_WEIGHTINGS,
     MIN_DIRECT_SHARE,
     SCALE_ENGINE_SLACK,
     SCALE_MAX,
@@ -65,6 +75,7 @@ __all__ = [
     "lpr_weights",
     "most_inconsistent",
     "pairwise_matrix",
+    "principal_eigenvectors",
     "prioritise",
     "random_index",
 ]
@@ -255,26 +266,93 @@ def pairwise_matrix(n: object, judgments: Iterable[Any]) -> np.ndarray:
     return matrix
 
 
-def ahp_weights(matrix: ArrayLike) -> np.ndarray:
-    """AHP weights: row averages of the column-normalised matrix.
+def ahp_weights(matrix: ArrayLike, weighting: str = AHP_WEIGHTING_DEFAULT) -> np.ndarray:
+    """AHP weights of one matrix or a stack, by one of ``AHP_WEIGHTINGS``.
 
-    ``w_i = (1/n) sum_j o_ij / sum_k o_kj`` (METHOD.md 3; Saaty 1980's
-    approximation of the principal eigenvector, exact for a consistent
-    matrix ``o_ij = w_i / w_j``).
+    * ``"column_means"`` (the default, the paper's method, source 000's
+      appendix): row averages of the column-normalised matrix,
+      ``w_i = (1/n) sum_j o_ij / sum_k o_kj`` (Saaty 1980's approximation of
+      the principal eigenvector, exact for a consistent matrix
+      ``o_ij = w_i / w_j``);
+    * ``"eigenvector"``: the principal (Perron) eigenvector, as AHP-OS, AHPy
+      and Expert Choice compute it (:func:`principal_eigenvectors`);
+    * ``"geometric_mean"``: the row geometric mean method (Crawford &
+      Williams 1985; offered by AHP-OS), ``w_i ∝ (prod_j o_ij)^(1/n)``.
+
+    All three agree on a consistent matrix. Vectorised: a stack (..., n, n)
+    gives (..., n) weights without a Python loop over the matrices.
 
     Parameters
     ----------
     matrix : array-like of shape (..., n, n)
         Positive reciprocal matrices (a stack gives one weight vector each).
+    weighting : one of ``engine.rules.AHP_WEIGHTINGS``
 
     Returns
     -------
     ndarray of shape (..., n), each vector summing to 1.
     """
+    if weighting not in AHP_WEIGHTINGS:
+        raise ValueError(f"weighting must be one of {', '.join(AHP_WEIGHTINGS)}, got {weighting!r}")
     checked = _validated_matrices(matrix)
-    weights = (checked / checked.sum(axis=-2, keepdims=True)).mean(axis=-1)
+    if weighting == "eigenvector":
+        return principal_eigenvectors(checked)
+    if weighting == "geometric_mean":
+        # exp of the mean log: the n-th root of the row product without
+        # overflowing (9^n) for large n.
+        weights = np.exp(np.log(checked).mean(axis=-1))
+    else:
+        weights = (checked / checked.sum(axis=-2, keepdims=True)).mean(axis=-1)
     # The sum is 1 mathematically; dividing makes it 1 to the last bit too.
     return weights / weights.sum(axis=-1, keepdims=True)
+
+
+#: Power iteration stops when no weight moves by more than this, or after
+#: _POWER_MAX_STEPS steps (then finished by an eigensolve, see below).
+_POWER_TOLERANCE = 1e-15
+_POWER_MAX_STEPS = 1000
+
+
+def principal_eigenvectors(matrices: ArrayLike) -> np.ndarray:
+    """The principal (Perron) eigenvectors of a stack of positive matrices,
+    normalised to sum 1, by a batched power iteration.
+
+    A positive matrix has a simple dominant eigenvalue with a positive
+    eigenvector (Perron), so iterating ``w <- O w / sum(O w)`` from the
+    column-means weights converges for every matrix. The stack is iterated
+    at once (one matrix product per step for all experts); a matrix whose
+    weights have converged (no change above 1e-15) stops counting. Matrices
+    still moving after 1000 steps (a second eigenvalue nearly as large,
+    never met on the 1..9 scale) are finished by ``numpy.linalg.eig``.
+    Agrees with numpy's principal eigenvector to 1e-12 (tests).
+
+    Parameters
+    ----------
+    matrices : array-like of shape (..., n, n), positive
+
+    Returns
+    -------
+    ndarray of shape (..., n)
+    """
+    stack = np.asarray(matrices, dtype=np.float64)
+    n = stack.shape[-1]
+    flat = stack.reshape(-1, n, n)
+    weights = (flat / flat.sum(axis=-2, keepdims=True)).mean(axis=-1)
+    moving = np.arange(len(flat))
+    for _ in range(_POWER_MAX_STEPS):
+        if not len(moving):
+            break
+        step = np.einsum("mij,mj->mi", flat[moving], weights[moving])
+        step /= step.sum(axis=-1, keepdims=True)
+        changed = np.abs(step - weights[moving]).max(axis=-1) > _POWER_TOLERANCE
+        weights[moving] = step
+        moving = moving[changed]
+    for m in moving:
+        values, vectors = np.linalg.eig(flat[m])
+        vector = np.abs(vectors[:, np.argmax(values.real)].real)
+        weights[m] = vector / vector.sum()
+    weights = weights / weights.sum(axis=-1, keepdims=True)
+    return weights.reshape(stack.shape[:-1])
 
 
 def lpr_weights(matrix: ArrayLike) -> np.ndarray:
@@ -397,7 +475,7 @@ def most_inconsistent(matrix: ArrayLike, weights: ArrayLike, *, top: object = 3)
     ``top`` returned, each with ``suggested_value``: ``w_i / w_j`` rounded to
     the nearest value of Saaty's scale {1/9, ..., 1/2, 1, 2, ..., 9},
     nearest in log space, a tie to the smaller value
-    (:func:`engine.rules.nearest_scale_point`; Saaty 2003; AHP-OS).
+    (:func:`engine.rules.nearest_scale_point`; Saaty 2003).
 
     Parameters
     ----------
@@ -485,7 +563,12 @@ def _direct_weights(n: int, given: Iterable[Any]) -> np.ndarray:
 
 
 def prioritise(
-    method: str, n: object, judgments: Iterable[Any] | None = None, weights: Iterable[Any] | None = None
+    method: str,
+    n: object,
+    judgments: Iterable[Any] | None = None,
+    weights: Iterable[Any] | None = None,
+    *,
+    weighting: str = AHP_WEIGHTING_DEFAULT,
 ) -> Prioritisation:
     """An expert's weights over ``n`` attributes by one of the METHOD.md 3 methods.
 
@@ -498,6 +581,9 @@ def prioritise(
         Upper-triangle judgments, see :func:`pairwise_matrix`.
     weights : sequence of n numbers, for "direct"
         Positive and finite in any unit (e.g. percentages); normalised to 1.
+    weighting : one of ``engine.rules.AHP_WEIGHTINGS``, for "ahp"
+        How the weights come from the matrix (:func:`ahp_weights`); the
+        study's setting. LPR keeps its own formula.
 
     Returns
     -------
@@ -524,7 +610,7 @@ def prioritise(
             raise ValueError(f"{method} prioritisation needs judgments")
         judgments = ()
     matrix = pairwise_matrix(size, judgments)
-    method_weights = ahp_weights(matrix) if method == "ahp" else lpr_weights(matrix)
+    method_weights = ahp_weights(matrix, weighting) if method == "ahp" else lpr_weights(matrix)
     return Prioritisation(
         weights=method_weights,
         consistency_ratio=consistency(matrix).ratio,

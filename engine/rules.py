@@ -18,7 +18,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 __all__ = [
+    "AHP_WEIGHTING_DEFAULT",
+    "AHP_WEIGHTINGS",
     "CONSISTENCY_THRESHOLD",
+    "DISPLAY_SIGNIFICANT_DIGITS",
     "MIN_DIRECT_SHARE",
     "MIN_PEER_WEIGHT",
     "PERCENT_TOTAL",
@@ -51,6 +54,30 @@ CONSISTENCY_THRESHOLD = 0.10
 def is_consistent(consistency_ratio: float) -> bool:
     """``CR <= 0.10`` (METHOD.md 3: "CR > 0.10 is shown as inconsistent")."""
     return consistency_ratio <= CONSISTENCY_THRESHOLD
+
+
+# --- how AHP weights come from judgments (METHOD.md 3; docs/method.md) -------------------
+
+#: The study settings for computing weights from a pairwise comparison
+#: matrix (``engine.prioritisation.ahp_weights``), each with the sentence the
+#: priorities page completes: "Weights from your judgments are computed by ...".
+AHP_WEIGHTINGS: dict[str, str] = {
+    "column_means": "the row means of the column-normalised matrix (the paper's method, source 000's appendix)",
+    "eigenvector": "the principal eigenvector (as AHP-OS, AHPy and Expert Choice do)",
+    "geometric_mean": "the normalised geometric means of the rows (the row geometric mean method, as AHP-OS offers)",
+}
+
+#: The paper's method is the default, and the method of bundles that name none.
+AHP_WEIGHTING_DEFAULT = "column_means"
+
+
+# --- display (docs/pages.md, "Numbers") -----------------------------------------------
+
+#: Pages show computed numbers (measurements, ranges, scores, weights,
+#: evaluation metrics) rounded to this many significant digits, through the
+#: ``sig`` template filter (``workspace.templatetags.numbers``). Exports (CSV,
+#: JSON documents, bundles) keep every digit.
+DISPLAY_SIGNIFICANT_DIGITS = 4
 
 
 # --- the pairwise scale (METHOD.md 3) -----------------------------------------------

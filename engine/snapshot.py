@@ -154,6 +154,9 @@ def study_snapshot(*, study: Study, tolerance: float = core.DEFAULT_TOLERANCE) -
         "version": SNAPSHOT_VERSION,
         "study": {"id": study.pk, "title": study.title},
         "tolerance": tolerance,
+        # how AHP weights were computed (the run keeps its method; snapshots
+        # from before the setting have none: the paper's column means)
+        "ahp_weighting": study.ahp_weighting,
         "experts": [e.user.get_username() for e in experts],
         "attributes": [a.name for a in attributes],
         "metrics": [_metric_out(m, attributes, attribute_index) for m in metrics],

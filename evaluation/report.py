@@ -27,6 +27,8 @@ import numpy as np
 from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import precision_recall_fscore_support
 
+from engine.rules import DISPLAY_SIGNIFICANT_DIGITS
+
 from . import metrics
 from ._checks import listed
 from .predictions import PredictionData
@@ -381,8 +383,9 @@ class CandidateReport:
         if self._labels_from_scores:
             method = THRESHOLD_NAMES[self.options.threshold_method]
             source = "the scores" if p.score is not None else f"the probabilities of {self.data.positive}"
+            threshold = f"{self.threshold:.{DISPLAY_SIGNIFICANT_DIGITS}g}"
             text = (
-                f"derived from {source}: {self.data.positive} where it is at least {self.threshold:.4g}, "
+                f"derived from {source}: {self.data.positive} where it is at least {threshold}, "
                 f"the threshold of the method {method!r}"
             )
             return text + (" (the file's y_pred is set aside)" if p.y_pred is not None else " (the file has no y_pred)")

@@ -14,6 +14,8 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 
+from engine.rules import AHP_WEIGHTING_DEFAULT
+
 from . import invitations, services
 from .errors import InvalidInput, PhaseConflict
 from .limits import ATTRIBUTE_THRESHOLD_DEFAULT, METRIC_THRESHOLD_DEFAULT
@@ -31,6 +33,7 @@ TOP_LEVEL = {
     "phase",
     "attribute_threshold",
     "metric_threshold",
+    "ahp_weighting",
     "designer",
     "experts",
     "attributes",
@@ -155,6 +158,7 @@ def _create_study(bundle: dict, importer: User | None) -> Study:
             description=bundle.get("description", ""),
             attribute_threshold=bundle.get("attribute_threshold", ATTRIBUTE_THRESHOLD_DEFAULT),
             metric_threshold=bundle.get("metric_threshold", METRIC_THRESHOLD_DEFAULT),
+            ahp_weighting=bundle.get("ahp_weighting", AHP_WEIGHTING_DEFAULT),
         )
     except InvalidInput as error:
         raise error.prefixed(next(iter(error.errors))) from None
@@ -327,6 +331,10 @@ def study_export_bundle(*, study: Study) -> dict:
     measurements = _measurements_out(study, metrics)
     sections = expert_inputs_list(study=study, experts=experts)
 
+    # "ahp_weighting" is optional, the paper's method by default: written
+    # only for another weighting, so bundles of studies using the paper's
+    # method stay as they were (and import anywhere the field is unknown).
+    weighting = {} if study.ahp_weighting == AHP_WEIGHTING_DEFAULT else {"ahp_weighting": study.ahp_weighting}
     return {
         "format": FORMAT,
         "title": study.title,
@@ -334,6 +342,7 @@ def study_export_bundle(*, study: Study) -> dict:
         "phase": study.phase,
         "attribute_threshold": study.attribute_threshold,
         "metric_threshold": study.metric_threshold,
+        **weighting,
         "designer": study.designer.get_username(),
         "experts": list(sections),
         "attributes": [{"name": a.name, "kind": a.kind, "description": a.description} for a in attributes],

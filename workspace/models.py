@@ -17,7 +17,14 @@ from django.db.models.functions import Greatest, Least, Length
 from django.db.models.lookups import LessThanOrEqual
 from django.utils import timezone
 
-from engine.rules import SCALE_DATABASE_SLACK, SCALE_DATABASE_SLACK_ABOVE, SCALE_MAX, SCALE_MIN
+from engine.rules import (
+    AHP_WEIGHTING_DEFAULT,
+    AHP_WEIGHTINGS,
+    SCALE_DATABASE_SLACK,
+    SCALE_DATABASE_SLACK_ABOVE,
+    SCALE_MAX,
+    SCALE_MIN,
+)
 
 from .limits import (
     ATTRIBUTE_THRESHOLD_DEFAULT,
@@ -37,6 +44,17 @@ class Phase(models.TextChoices):
     CLOSED = "closed", "Closed"
 
 
+class AhpWeighting(models.TextChoices):
+    """How AHP weights come from a matrix (engine.rules.AHP_WEIGHTINGS)."""
+
+    COLUMN_MEANS = "column_means", "Column means (the paper's method)"
+    EIGENVECTOR = "eigenvector", "Principal eigenvector"
+    GEOMETRIC_MEAN = "geometric_mean", "Row geometric mean"
+
+
+assert set(AhpWeighting.values) == set(AHP_WEIGHTINGS), "AhpWeighting must list engine.rules.AHP_WEIGHTINGS"
+
+
 class Study(models.Model):
     title = models.CharField(max_length=TITLE_MAX_LENGTH)
     description = models.TextField(blank=True)
@@ -44,6 +62,10 @@ class Study(models.Model):
     # "At least c votes" selects an item (METHOD.md section 2, Decision).
     attribute_threshold = models.PositiveIntegerField(default=ATTRIBUTE_THRESHOLD_DEFAULT)
     metric_threshold = models.PositiveIntegerField(default=METRIC_THRESHOLD_DEFAULT)
+    # How AHP weights are computed from the experts' judgments (METHOD.md 3;
+    # docs/method.md): the paper's method unless the designer chooses another
+    # while the design may change.
+    ahp_weighting = models.CharField(max_length=20, choices=AhpWeighting.choices, default=AHP_WEIGHTING_DEFAULT)
     designer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="designed_studies")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -60,6 +82,9 @@ class Study(models.Model):
         ordering = ["-created_at", "-id"]
         constraints = [
             models.CheckConstraint(condition=Q(phase__in=Phase.values), name="study_phase_valid"),
+            models.CheckConstraint(
+                condition=Q(ahp_weighting__in=AhpWeighting.values), name="study_ahp_weighting_valid"
+            ),
         ]
 
     def __str__(self):

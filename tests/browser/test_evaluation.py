@@ -19,6 +19,7 @@ from tests.browser.support import assert_accessible, login, screenshot
 from tests.browser.test_journey import change_phase, click_link, submit, tab
 from tests.workspace.conftest import PASSWORD
 from workspace.models import Measurement
+from workspace.templatetags.numbers import significant
 
 PREDICTIONS = "workspace/demo/case-study-1-predictions.csv"
 
@@ -61,7 +62,7 @@ def test_predictions_to_measurements_to_the_next_run(page: Page, live_server, de
     accuracy = metric_value(read_predictions(PREDICTIONS, positive="tumour"), "J48", "accuracy")
     expect(page.get_by_role("heading", name="4 measurements computed, 4 changed")).to_be_visible()
     j48 = page.locator("tbody tr", has_text="J48")
-    expect(j48.locator("td")).to_have_text(["J48", "0.847", f"{accuracy:.6g}", "case-study-1-predictions.csv"])
+    expect(j48.locator("td")).to_have_text(["J48", "0.847", significant(accuracy), "case-study-1-predictions.csv"])
     check(page, "computed")
     click_link(page, "See the measurements")
     expect(page.get_by_role("heading", name="Computed from predictions")).to_be_visible()

@@ -22,7 +22,6 @@ import re
 from collections.abc import Callable, Iterator
 
 import pytest
-from django.template.defaultfilters import floatformat
 from playwright.sync_api import Browser, Page, expect
 from pytest_django.live_server_helper import LiveServer
 
@@ -44,6 +43,7 @@ from workspace.models import (
     Phase,
     Study,
 )
+from workspace.templatetags.numbers import significant
 
 TITLE = "Choosing a classifier for the clinic"
 # name, attribute, direction, unit, least acceptable, desired
@@ -448,7 +448,7 @@ def test_a_study_from_creation_to_a_succeeded_run(
     expect(rows).to_have_count(len(CANDIDATES))
     for row, candidate in zip(rows.all(), document["candidates"], strict=True):
         expect(row.locator("th")).to_have_text(candidate["name"])
-        expect(row.locator("td.number").first).to_have_text(floatformat(candidate["cef"], 4))
+        expect(row.locator("td.number").first).to_have_text(significant(candidate["cef"]))
     best = document["candidates"][0]
     assert best["cef"] > 0 and not best["vetoed"]
     vetoed = [c for c in document["candidates"] if c["vetoed"]]

@@ -18,6 +18,7 @@ from tests.browser.support import assert_accessible, login, screenshot
 from tests.workspace.conftest import CASE_STUDY_PATH, PASSWORD
 from workspace.bundles import study_import_bundle
 from workspace.models import Invitation, Membership, Phase, Study
+from workspace.templatetags.numbers import significant
 
 
 def open_demo_from_home(page: Page, demo) -> None:
@@ -59,7 +60,7 @@ def test_designer_opens_the_demo_from_home_and_launches_a_run(page: Page, live_s
     document = engine_selectors.results_document(run=run)
     best = document["candidates"][0]
     expect(rows.first).to_contain_text(best["name"])
-    expect(rows.first).to_contain_text(f"{best['cef']:.4f}")
+    expect(rows.first).to_contain_text(significant(best["cef"]))
     vetoed = [c for c in document["candidates"] if c["vetoed"]]
     assert vetoed, "the demo's clinician vetoes the candidates without a comprehensibility rating"
     veto = vetoed[0]["vetoes"][0]

@@ -167,3 +167,58 @@ def test_metric_weights_repeat_the_attribute_weights_with_one_metric_each():
     different = results()
     different["metric_weights"] = {"Success rate": 0.3, "AUC": 0.3, "Time": 0.4}
     assert not compare_results(results(), different).metrics_are_attributes
+
+
+def test_a_tie_forming_around_vetoed_candidates_is_no_move():
+    # issue 16, finding 8: J48 is vetoed in the later run and joins the tie of
+    # the two vetoed candidates at CEF 0; their rank number changes 3 -> 2,
+    # but nobody passed anybody.
+    before = results(("JRip", 1, 0.46, 0.46), ("J48", 2, 0.33, 0.33), ("IBk", 3, 0.0, 0.58), ("Forest", 3, 0.0, 0.57))
+    after = results(("JRip", 1, 0.39, 0.39), ("Forest", 2, 0.0, 0.55), ("IBk", 2, 0.0, 0.552), ("J48", 2, 0.0, 0.27))
+    comparison = compare_results(before, after)
+    summary = [(m.name, m.before_rank, m.after_rank, m.status, m.places, m.tie_only) for m in comparison.candidates]
+    assert summary == [
+        ("JRip", 1, 1, "same", 0, False),
+        ("Forest", 3, 2, "same", 0, True),
+        ("IBk", 3, 2, "same", 0, True),
+        ("J48", 2, 2, "same", 0, False),
+    ]
+    assert comparison.moved == 0
+    # and the other way round (a veto lifted breaks the tie): still no move
+    assert compare_results(after, before).moved == 0
+
+
+def _ranked(cefs: dict[str, float]) -> dict:
+    ordered = sorted(cefs, key=lambda name: -cefs[name])
+    return results(*((name, 1 + sum(v > cefs[name] for v in cefs.values()), cefs[name], 0.0) for name in ordered))
+
+
+@given(
+    st.lists(st.sampled_from([0.0, 0.1, 0.2, 0.3, 0.4, 0.5]), min_size=5, max_size=5),
+    st.lists(st.sampled_from([0.0, 0.1, 0.2, 0.3, 0.4, 0.5]), min_size=5, max_size=5),
+)
+def test_moves_are_passes_and_equal_scores_never_move(before_cefs, after_cefs):
+    names = ["a", "b", "c", "d", "e"]
+    before = _ranked(dict(zip(names, before_cefs, strict=True)))
+    comparison = compare_results(before, _ranked(dict(zip(names, after_cefs, strict=True))))
+    if before_cefs == after_cefs:
+        assert comparison.moved == 0
+    for move in comparison.candidates:
+        passed = sum(
+            (before_cefs[k] > before_cefs[i] and after_cefs[k] < after_cefs[i])
+            - (before_cefs[k] < before_cefs[i] and after_cefs[k] > after_cefs[i])
+            for k in range(5)
+            for i in [names.index(move.name)]
+        )
+        assert move.places == abs(passed)
+        if len(set(before_cefs)) == 5 and len(set(after_cefs)) == 5:
+            # without ties a move is exactly the change of rank
+            assert passed == move.before_rank - move.after_rank
+
+
+def test_a_change_of_ahp_weighting_is_named_and_old_snapshots_used_the_papers_method():
+    # issue 16, finding 13: runs keep their method, the comparison names a change
+    old = snapshot()  # no "ahp_weighting": taken before the setting existed
+    eigen = snapshot(ahp_weighting="eigenvector")
+    assert snapshot_changes(old, eigen) == [InputChange(None, "AHP weighting", "column means", "eigenvector")]
+    assert snapshot_changes(old, snapshot(ahp_weighting="column_means")) == []

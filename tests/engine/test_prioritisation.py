@@ -17,10 +17,11 @@ from engine.prioritisation import (
     lpr_weights,
     most_inconsistent,
     pairwise_matrix,
+    principal_eigenvectors,
     prioritise,
     random_index,
 )
-from engine.rules import CONSISTENCY_THRESHOLD, SCALE_VALUES
+from engine.rules import AHP_WEIGHTING_DEFAULT, AHP_WEIGHTINGS, CONSISTENCY_THRESHOLD, SCALE_VALUES
 
 # Saaty's textbook 3x3 example.
 SAATY_3 = np.array([[1, 3, 5], [1 / 3, 1, 3], [1 / 5, 1 / 3, 1]])
@@ -451,3 +452,77 @@ def test_results_are_frozen():
         result.weights = None
     with pytest.raises(dataclasses.FrozenInstanceError):
         consistency(SAATY_3).ratio = 0
+
+
+# --- AHP weightings (issue 16, finding 13) ---------------------------------------------------
+
+_SCALE = [1 / 9, 1 / 8, 1 / 7, 1 / 6, 1 / 5, 1 / 4, 1 / 3, 1 / 2, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+
+
+def _reciprocal(n: int, values: list[float]) -> np.ndarray:
+    matrix = np.ones((n, n))
+    rows, columns = np.triu_indices(n, k=1)
+    matrix[rows, columns] = values
+    matrix[columns, rows] = 1 / np.asarray(values)
+    return matrix
+
+
+@st.composite
+def reciprocal_stacks(draw):
+    n = draw(st.integers(min_value=2, max_value=9))
+    count = draw(st.integers(min_value=1, max_value=6))
+    pairs = n * (n - 1) // 2
+    return np.stack(
+        [_reciprocal(n, draw(st.lists(st.sampled_from(_SCALE), min_size=pairs, max_size=pairs))) for _ in range(count)]
+    )
+
+
+def _numpy_principal(matrix: np.ndarray) -> np.ndarray:
+    values, vectors = np.linalg.eig(matrix)
+    vector = np.abs(vectors[:, np.argmax(values.real)].real)
+    return vector / vector.sum()
+
+
+@settings(max_examples=200, deadline=None)
+@given(reciprocal_stacks())
+def test_the_eigenvector_weighting_agrees_with_numpys_principal_eigenvector(stack):
+    batched = ahp_weights(stack, "eigenvector")
+    for matrix, weights in zip(stack, batched, strict=True):
+        np.testing.assert_allclose(weights, _numpy_principal(matrix), rtol=0, atol=1e-12)
+    assert np.allclose(batched.sum(axis=-1), 1.0, rtol=0, atol=1e-15)
+
+
+@settings(max_examples=200, deadline=None)
+@given(reciprocal_stacks())
+def test_the_geometric_mean_weighting_is_the_normalised_row_geometric_mean(stack):
+    batched = ahp_weights(stack, "geometric_mean")
+    for matrix, weights in zip(stack, batched, strict=True):
+        n = len(matrix)
+        literal = [math.prod(row) ** (1 / n) for row in matrix.tolist()]
+        expected = [g / sum(literal) for g in literal]
+        np.testing.assert_allclose(weights, expected, rtol=1e-12, atol=0)
+
+
+def test_the_paper_method_is_the_default_and_the_three_agree_on_a_consistent_matrix():
+    assert AHP_WEIGHTING_DEFAULT == "column_means"
+    saaty = [[1, 3, 5], [1 / 3, 1, 3], [1 / 5, 1 / 3, 1]]
+    np.testing.assert_array_equal(ahp_weights(saaty), ahp_weights(saaty, "column_means"))
+    # published example values (Saaty's 3x3): column means vs eigenvector differ in the third digit
+    np.testing.assert_allclose(ahp_weights(saaty, "column_means"), [0.63335, 0.26050, 0.10616], atol=5e-6)
+    np.testing.assert_allclose(ahp_weights(saaty, "eigenvector"), [0.63699, 0.25828, 0.10473], atol=5e-6)
+    # for 3x3 the geometric mean is the eigenvector (a known identity)
+    np.testing.assert_allclose(ahp_weights(saaty, "geometric_mean"), ahp_weights(saaty, "eigenvector"), atol=1e-15)
+    consistent = np.outer([0.5, 0.3, 0.2], 1 / np.array([0.5, 0.3, 0.2]))
+    for weighting in AHP_WEIGHTINGS:
+        np.testing.assert_allclose(ahp_weights(consistent, weighting), [0.5, 0.3, 0.2], atol=1e-15)
+    with pytest.raises(ValueError, match="weighting must be one of column_means, eigenvector, geometric_mean"):
+        ahp_weights(saaty, "mean")
+
+
+def test_prioritise_uses_the_weighting_and_keeps_cr_by_the_principal_eigenvalue():
+    judgments = [(0, 1, 3), (0, 2, 5), (1, 2, 3)]
+    paper = prioritise("ahp", 3, judgments=judgments)
+    eigen = prioritise("ahp", 3, judgments=judgments, weighting="eigenvector")
+    assert paper.consistency_ratio == eigen.consistency_ratio  # CR: lambda_max of O, whatever the weighting
+    np.testing.assert_allclose(eigen.weights, principal_eigenvectors(np.array(pairwise_matrix(3, judgments))))
+    assert not np.allclose(paper.weights, eigen.weights, rtol=0, atol=1e-3)

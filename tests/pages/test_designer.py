@@ -954,3 +954,25 @@ def test_queries_of_the_new_study_and_invitation_pages(cast, make_study, django_
     # the session, the user, the invitation, whether the user is an expert already
     with django_assert_num_queries(4):
         assert charlie.get(path).status_code == 200
+
+
+# --- numbers on pages ----------------------------------------------------------------------------
+
+
+def test_measured_values_are_shown_rounded_and_exported_in_full(make_study, cast) -> None:
+    # issue 16, finding 9: 0.9019607843137255 was shown in full, widening the
+    # card on a phone; the page rounds to DISPLAY_SIGNIFICANT_DIGITS, the bundle keeps every digit.
+    from workspace.bundles import study_export_bundle
+
+    built = make_study(Phase.DRAFT)
+    study = built.study
+    candidate = study.candidates.order_by("pk").first()
+    metric = Metric.objects.filter(study=study).order_by("pk").first()
+    services.measurements_set(
+        study=study, measurements=[{"candidate": candidate.name, "metric": metric.name, "value": 0.9019607843137255}]
+    )
+    page = body(client_for(cast.bob).get(f"/studies/{study.pk}/measurements/"))
+    assert re.search(r"<td[^>]*>\s*0\.902\s*</td>", page)
+    assert "0.9019607843137255" not in page
+    bundle = json.dumps(study_export_bundle(study=study))
+    assert "0.9019607843137255" in bundle

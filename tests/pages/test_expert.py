@@ -20,12 +20,14 @@ from workspace import services
 from workspace.forms.expert import scale_point
 from workspace.models import (
     AcceptableRange,
+    AttributePrioritisation,
     Candidate,
     Measurement,
     Membership,
     Metric,
     Phase,
     QualityAttribute,
+    Study,
 )
 
 PAGES = ["votes", "priorities", "ranges", "peer-weights"]
@@ -701,3 +703,43 @@ def test_the_priorities_forms_default_button_is_disabled_so_enter_submits_nothin
     # The live wording only with JavaScript; without it the result is the one saved or checked.
     assert '<span class="muted small js-only">(updates as you answer)</span>' in form
     assert '<span class="muted small no-js-only">(as saved or checked)</span>' in form
+
+
+# --- the study's AHP weighting (issue 16, finding 13) ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("weighting", "sentence"),
+    [
+        ("column_means", "the row means of the column-normalised matrix (the paper's method"),
+        ("eigenvector", "the principal eigenvector (as AHP-OS, AHPy and Expert Choice do)"),
+        ("geometric_mean", "the normalised geometric means of the rows"),
+    ],
+)
+def test_the_priorities_page_names_the_weighting_and_saving_uses_it(make_study, client_of, cast, weighting, sentence):
+    built = make_study(Phase.ASSESSMENT)
+    # chosen while the design could change (the setup page refuses it now; set as the draft would have)
+    Study.objects.filter(pk=built.study.pk).update(ahp_weighting=weighting)
+    client = client_of(cast.bob)
+    page = html.unescape(body(client.get(url(built, "priorities"))))
+    assert f"Weights from your judgments are computed by {sentence}" in page
+    accuracy, success, auc = built.attributes["Accuracy"].pk, built.metrics["Success rate"].pk, built.metrics["AUC"].pk
+    data = {
+        "method": "ahp",
+        pair(built, "Accuracy", "Consistency"): "3",
+        pair(built, "Accuracy", "Efficiency"): "5",
+        pair(built, "Consistency", "Efficiency"): "1/2",
+        f"local-{accuracy}-method": "lpr",
+        f"local-{accuracy}-lpr-{success}-{auc}": "1/4",
+    }
+    assert client.post(url(built, "priorities"), data).status_code == 302
+    judgments = [(0, 1, 3), (0, 2, 5), (2, 1, 2)]
+    expected = prioritise("ahp", 3, judgments=judgments, weighting=weighting)
+    bob = Membership.objects.get(study=built.study, user=cast.bob, role=Membership.Role.EXPERT)
+    saved = AttributePrioritisation.objects.get(expert=bob).result_record
+    assert list(saved["weights"].values()) == pytest.approx(list(expected.weights), abs=1e-15)
+    assert saved["consistency_ratio"] == pytest.approx(expected.consistency_ratio)
+    # the live preview computes the same
+    preview = client.post(url(built, "priorities", preview=True), data, headers={"HX-Request": "true"})
+    assert preview.status_code == 200
+    assert preview.context["results"][0]["weights"][0]["percent"] == pytest.approx(100 * expected.weights[0])

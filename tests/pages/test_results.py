@@ -21,6 +21,7 @@ from tests.pages.test_studyhome import as_user, text_of
 from workspace import services
 from workspace.bundles import study_import_bundle
 from workspace.models import Membership, Phase, Study
+from workspace.templatetags.numbers import significant
 
 pytestmark = pytest.mark.django_db
 
@@ -60,11 +61,11 @@ def test_demo_ranking_jrip_j48_then_the_vetoed_with_sentences_naming_each_expert
     jrip, j48, ibk, forest = document["candidates"]
     vetoed_by_all = "For statistician, informatician, researcher and clinician the least acceptable"
     assert (
-        f"1 JRip {jrip['cef']:.4f} {jrip['weighted_score']:.4f} not vetoed "
-        f"2 J48 {j48['cef']:.4f} {j48['weighted_score']:.4f} not vetoed "
-        f"3 IBk 0.0000 {ibk['weighted_score']:.4f} Vetoed "
+        f"1 JRip {significant(jrip['cef'])} {significant(jrip['weighted_score'])} not vetoed "
+        f"2 J48 {significant(j48['cef'])} {significant(j48['weighted_score'])} not vetoed "
+        f"3 IBk 0 {significant(ibk['weighted_score'])} Vetoed "
         f"{vetoed_by_all} Comprehensibility rating is 6 (scale 1-10); IBk measured 0. "
-        f"3 RandomForest 0.0000 {forest['weighted_score']:.4f} Vetoed "
+        f"3 RandomForest 0 {significant(forest['weighted_score'])} Vetoed "
         f"{vetoed_by_all} Comprehensibility rating is 6 (scale 1-10); RandomForest measured 0."
     ) in page
     # every vetoing expert of the document is named in the sentence
@@ -83,16 +84,17 @@ def test_run_page_charts_weights_influence_and_convergence(client, demo):
     assert '<title id="chart-scores-title">CEF and weighted score per candidate</title>' in body
     # consensus weights, each expert's own, and influence with its meaning
     for name, weight in document["attribute_weights"].items():
-        assert name in page and f"{weight:.4f}" in page
+        assert name in page and significant(weight) in page
     influence = document["expert_influence"]
     assert "statistician carries the most, 36.8 %, and researcher the least, 17.2 %" in page
     for name, share in influence.items():
-        assert f"{name} {share:.4f}" in page
+        assert f"{name} {significant(share)}" in page
     # the disagreement measures stored with the run: consensus, spread, each expert's weights as dots
     consensus = document["disagreement"]["consensus"]["attribute_weights"]
-    assert f"Group consensus on the attribute weights: {consensus['value']:.2f} ({consensus['wording']})" in page
+    shown = significant(consensus["value"])  # DISPLAY_SIGNIFICANT_DIGITS (issue 16, finding 9)
+    assert f"Group consensus on the attribute weights: {shown} ({consensus['wording']})" in page
     spread = document["disagreement"]["attribute_weights"]
-    assert "Spread standard deviation " + " ".join(f"{s['stdev']:.4f}" for s in spread.values()) in page
+    assert "Spread standard deviation " + " ".join(significant(s["stdev"]) for s in spread.values()) in page
     assert body.count('<circle class="dot"') == 1 + len(EXPERTS) * len(document["attribute_weights"])
     assert f"Layers {document['iterations']}:" in page
     assert "Snapshot 4 experts, 3 metrics, 4 candidates, copied when the run was launched by designer" in page
@@ -119,11 +121,15 @@ def test_the_breakdown_shows_each_experts_score_and_how_the_cef_adds_up(client, 
     assert sum(row["contribution"] for row in contributions) == pytest.approx(ibk["weighted_score"], abs=1e-12)
     assert [row["measured"] for row in contributions] == [f"{value:g}" for value in measured(case_study, "IBk", run)]
     page = text_of(response)
-    assert "Why IBk scored 0.0000 Vetoed by statistician, informatician, researcher and clinician." in page
-    assert page.count("0.000 ✕ (veto)") == 4  # one vetoing cell per expert, marked in words too
+    assert "Why IBk scored 0 Vetoed by statistician, informatician, researcher and clinician." in page
+    assert page.count(" 0 ✕ (veto)") == 4  # one vetoing cell per expert, marked in words too
+    # every other cell with four significant digits, not floatformat's three decimals (issue 16, finding 9)
+    for row in breakdown["heat"]:
+        for cell in row["cells"]:
+            assert f"{significant(cell.score)}{' ✕' if cell.vetoed else ''}" in page
     # the share of experts vetoing, per metric, as stored with the run
     assert [row["veto_share"] for row in contributions] == list(ibk["veto_shares"].values()) == [0, 0, 1]
-    assert "Comprehensibility rating 0 0.2432 0.0000 0.0000 100 %" in page
+    assert "Comprehensibility rating 0 0.2432 0 0 100 %" in page
     # without a choice the page explains the best candidate
     assert client.get(f"/runs/{run.pk}/").context["results"]["breakdown"]["candidate"]["name"] == "JRip"
     # an unknown name falls back to the best too
@@ -398,3 +404,26 @@ def test_the_results_page_names_the_method_section_as_the_docs_do(client, demo):
     assert "docs/method.md, section 6.2 “Group scores, consensus weights and the CEF”" in page
     heading = "### 6.2 Group scores, consensus weights and the CEF"
     assert heading in (Path(__file__).resolve().parents[2] / "docs" / "method.md").read_text(encoding="utf-8")
+
+
+def test_comparison_moves_nobody_when_a_tie_forms_around_vetoed_candidates(client, demo):
+    # issue 16, finding 8: J48 is vetoed by the statistician's stricter range and
+    # joins IBk and RandomForest at CEF 0; their rank number goes 3 -> 2 but no
+    # candidate passed another.
+    study, first = demo
+    statistician = Membership.objects.get(study=study, user__username="statistician", role=Membership.Role.EXPERT)
+    ranges = {"Success rate": [0.86, 0.95]}
+    reopen_change_close(study, lambda: services.ranges_set(expert=statistician, ranges=ranges))
+    second = launch_and_execute(study)
+    response = as_user(client, study.designer).get(f"/runs/{first.pk}/compare/{second.pk}/")
+    page = text_of(response)
+    assert "0 candidates changed rank;" in page
+    moves = {m.name: (m.before_rank, m.after_rank, m.status) for m in response.context["comparison"].candidates}
+    assert moves == {
+        "JRip": (1, 1, "same"),
+        "J48": (2, 2, "same"),
+        "IBk": (3, 2, "same"),
+        "RandomForest": (3, 2, "same"),
+    }
+    assert "IBk Vetoed 3 → 2 = tie no move: a tie formed or broke around it" in page
+    assert "▲" not in page and "▼" not in page

@@ -16,6 +16,7 @@ from tests.workspace.conftest import complete_assessment
 from workspace import invitations, services
 from workspace.bundles import study_import_bundle
 from workspace.models import AttributePrioritisation, Invitation, Membership, PeerWeight, Phase, Study
+from workspace.templatetags.numbers import significant
 
 pytestmark = pytest.mark.django_db
 
@@ -575,16 +576,16 @@ def test_run_page_shows_the_stored_ranking_weights_and_influence(client, cast, v
     first, second, stump = document["candidates"]
     assert stump["name"] == "Stump" and stump["vetoed"] and not first["vetoed"]
     assert (
-        f"1 {first['name']} {first['cef']:.4f} {first['weighted_score']:.4f} not vetoed "
-        f"2 {second['name']} {second['cef']:.4f} {second['weighted_score']:.4f} not vetoed "
-        f"3 Stump {stump['cef']:.4f} {stump['weighted_score']:.4f} Vetoed "
+        f"1 {first['name']} {significant(first['cef'])} {significant(first['weighted_score'])} not vetoed "
+        f"2 {second['name']} {significant(second['cef'])} {significant(second['weighted_score'])} not vetoed "
+        f"3 Stump {significant(stump['cef'])} {significant(stump['weighted_score'])} Vetoed "
         "For bob the least acceptable Success rate is 0.8, for carol 0.82; Stump measured 0.5."
     ) in page
     for weights in (document["attribute_weights"], document["metric_weights"]):
-        consensus = " ".join(f"{weight:.4f}" for weight in weights.values())
+        consensus = " ".join(significant(weight) for weight in weights.values())
         assert f"{' '.join(weights)} Consensus {consensus}" in page
     influence = document["expert_influence"]
-    assert f"Expert Influence bob {influence['bob']:.4f} carol {influence['carol']:.4f}" in page
+    assert f"Expert Influence bob {significant(influence['bob'])} carol {significant(influence['carol'])}" in page
     assert f'href="/api/v1/runs/{run.pk}/results/"' in response.content.decode()
     assert f"after {document['iterations']} iteration" in page
     assert "hx-trigger" not in response.content.decode()

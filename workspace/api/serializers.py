@@ -11,7 +11,7 @@ from engine.disagreement import CONSENSUS_MEASURE, CONSENSUS_WORDING, WeightSpre
 from engine.models import Run
 from engine.rules import CONSISTENCY_THRESHOLD
 from workspace import limits, services
-from workspace.models import ApiToken, Candidate, Membership, Metric, Phase, QualityAttribute, Study
+from workspace.models import AhpWeighting, ApiToken, Candidate, Membership, Metric, Phase, QualityAttribute, Study
 from workspace.selectors.studies import StudyDetail
 
 
@@ -87,6 +87,7 @@ class StudySerializer(serializers.ModelSerializer):
             "phase",
             "attribute_threshold",
             "metric_threshold",
+            "ahp_weighting",
             "designer",
             "my_roles",
             "created_at",
@@ -129,6 +130,12 @@ class StudyWriteSerializer(WriteSerializer):
     )
     attribute_threshold = serializers.IntegerField(required=False, min_value=0, max_value=limits.MAX_THRESHOLD)
     metric_threshold = serializers.IntegerField(required=False, min_value=0, max_value=limits.MAX_THRESHOLD)
+    ahp_weighting = serializers.ChoiceField(
+        choices=AhpWeighting.choices,
+        required=False,
+        help_text="How AHP weights come from judgments (default column_means, the paper's method); "
+        "changes only in the draft phase",
+    )
 
 
 class TransitionSerializer(WriteSerializer):

@@ -10,6 +10,8 @@ from django import forms
 from django.contrib.auth.forms import UserCreationForm
 from django.contrib.auth.models import User
 
+from engine.rules import AHP_WEIGHTING_DEFAULT
+
 from .. import limits
 from ..catalogue import ATTRIBUTE_CATALOGUE
 from ..limits import (
@@ -22,7 +24,7 @@ from ..limits import (
     USERNAME_MAX_LENGTH,
 )
 from ..measurement_csv import number_parse
-from ..models import Direction, Membership, QualityAttribute
+from ..models import AhpWeighting, Direction, Membership, QualityAttribute
 
 
 class PrefixedIds:
@@ -64,15 +66,39 @@ class StudyForm(PrefixedIds, forms.Form):
         "Metric vote threshold", "A metric of a selected attribute is selected with at least this many votes."
     )
 
-    def __init__(self, *args, thresholds_locked: str | None = None, **kwargs) -> None:
-        """``thresholds_locked``: why the thresholds can no longer change
-        (shown, and the fields disabled), or None."""
+    ahp_weighting = forms.ChoiceField(
+        label="AHP weights computed by",
+        choices=AhpWeighting.choices,
+        help_text=(
+            "How an expert's AHP judgments become weights: the paper's column means (the default), the principal "
+            "eigenvector (as AHP-OS, AHPy and Expert Choice compute it) or the row geometric mean. The consistency "
+            "ratio is the same for all three."
+        ),
+    )
+
+    def __init__(
+        self, *args, thresholds_locked: str | None = None, weighting_locked: str | None = None, **kwargs
+    ) -> None:
+        """``thresholds_locked``, ``weighting_locked``: why the thresholds or
+        the AHP weighting can no longer change (shown, and the fields
+        disabled), or None."""
         super().__init__(*args, **kwargs)
         self.fields["title"].widget.attrs["autocomplete"] = "off"
         if thresholds_locked:
             for name in ("attribute_threshold", "metric_threshold"):
                 self.fields[name].disabled = True
                 self.fields[name].help_text = thresholds_locked
+        if self.is_bound and "ahp_weighting" not in self.data:
+            # the new-study page does not ask: the default (clean_ahp_weighting)
+            self.fields["ahp_weighting"].required = False
+        if weighting_locked:
+            self.fields["ahp_weighting"].disabled = True
+            self.fields["ahp_weighting"].help_text = weighting_locked
+
+    def clean_ahp_weighting(self) -> str:
+        """Not posted (the new-study page does not ask): the study's current
+        weighting, or the paper's method for a new study."""
+        return self.cleaned_data.get("ahp_weighting") or self.initial.get("ahp_weighting", AHP_WEIGHTING_DEFAULT)
 
 
 class BundleForm(forms.Form):

@@ -73,8 +73,10 @@ def run_comparable_list(*, run: Run) -> QuerySet[Run]:
 
 # What the results page reads of a run's snapshot: the metrics' units and
 # directions (for its sentences) and what a candidate's individual scores
-# are computed from. The weights and peer weights are left in the database.
-SCORE_INPUT_KEYS = ("experts", "metrics", "candidates", "lower", "upper", "measurements")
+# are computed from, and how its AHP weights were computed (absent, and so
+# None, in snapshots from before the setting). The weights and peer weights
+# are left in the database.
+SCORE_INPUT_KEYS = ("experts", "metrics", "candidates", "lower", "upper", "measurements", "ahp_weighting")
 
 
 def run_score_inputs(*, run_id: int) -> dict[str, Any]:

@@ -12,7 +12,15 @@ from django.db.models import Model
 
 from engine.core import sums_to_one
 from engine.prioritisation import Prioritisation, prioritise
-from engine.rules import MIN_DIRECT_SHARE, MIN_PEER_WEIGHT, direct_shares, on_input_scale, out_of_proportion, to_scale
+from engine.rules import (
+    AHP_WEIGHTING_DEFAULT,
+    MIN_DIRECT_SHARE,
+    MIN_PEER_WEIGHT,
+    direct_shares,
+    on_input_scale,
+    out_of_proportion,
+    to_scale,
+)
 
 from ..errors import InvalidInput
 from ..models import (
@@ -237,18 +245,21 @@ def _judgments(items: list[str], weights: Any, judgments: Any, method: str) -> l
 
 
 def _prioritised(
-    *, method: str, items: list[str], weights: Any, judgments: Any
+    *, method: str, items: list[str], weights: Any, judgments: Any, weighting: str
 ) -> tuple[Prioritisation, dict[str, float], list[Judgment]]:
-    """Validate one prioritisation over named ``items`` and compute it;
-    writes nothing. Returns ``(result, given, judgment_rows)``: the typed
-    direct weights by item name, and the judgments as given."""
+    """Validate one prioritisation over named ``items`` and compute it (AHP
+    weights by the study's ``weighting``, ``Study.ahp_weighting``); writes
+    nothing. Returns ``(result, given, judgment_rows)``: the typed direct
+    weights by item name, and the judgments as given."""
     _method(method)
     if method == Method.DIRECT:
         given = _direct_weights(items, weights, judgments)
         return prioritise("direct", len(items), weights=[given[name] for name in items]), given, []
     rows = _judgments(items, weights, judgments, method)
     index = {name: position for position, name in enumerate(items)}
-    result = prioritise(method, len(items), judgments=[(index[r], index[c], to_scale(v)) for r, c, v in rows])
+    result = prioritise(
+        method, len(items), judgments=[(index[r], index[c], to_scale(v)) for r, c, v in rows], weighting=weighting
+    )
     return result, {}, rows
 
 
@@ -271,12 +282,17 @@ def _result_record(result: Prioritisation, items: list[str]) -> dict[str, Any]:
 
 
 def prioritisation_preview(
-    *, method: str, items: list[str], weights: Any = None, judgments: Any = None
+    *,
+    method: str,
+    items: list[str],
+    weights: Any = None,
+    judgments: Any = None,
+    weighting: str = AHP_WEIGHTING_DEFAULT,
 ) -> dict[str, Any]:
     """The result saving this prioritisation of ``items`` would store (weights,
     consistency ratio, most inconsistent judgments), refused exactly as
     ``prioritisation_set`` refuses it. Writes nothing: the pages' live preview."""
-    result, _, _ = _prioritised(method=method, items=items, weights=weights, judgments=judgments)
+    result, _, _ = _prioritised(method=method, items=items, weights=weights, judgments=judgments, weighting=weighting)
     return _result_record(result, items)
 
 
@@ -292,11 +308,13 @@ class _Planned:
     judgments: list[Judgment]
 
 
-def _planned(*, method: Any, items: list[QualityAttribute] | list[Metric], weights: Any, judgments: Any) -> _Planned:
+def _planned(
+    *, method: Any, items: list[QualityAttribute] | list[Metric], weights: Any, judgments: Any, weighting: str
+) -> _Planned:
     """Check one prioritisation over ``items`` and compute it; writes nothing."""
     _method(method)
     result, given, judgment_rows = _prioritised(
-        method=method, items=[item.name for item in items], weights=weights, judgments=judgments
+        method=method, items=[item.name for item in items], weights=weights, judgments=judgments, weighting=weighting
     )
     return _Planned(method, items, result, given, judgment_rows)
 
@@ -342,7 +360,13 @@ def prioritisation_set(
     """
     study = locked(expert.study)
     require_phase(study, Action.PRIORITISE)
-    plan = _planned(method=method, items=list(selected_attributes(study)), weights=weights, judgments=judgments)
+    plan = _planned(
+        method=method,
+        items=list(selected_attributes(study)),
+        weights=weights,
+        judgments=judgments,
+        weighting=study.ahp_weighting,
+    )
     AttributePrioritisation.objects.filter(expert=expert).delete()
     return _store_prioritisations(
         AttributePrioritisation, [(AttributePrioritisation(expert=expert, method=method), plan)], "attribute"
@@ -375,7 +399,13 @@ def metric_prioritisation_set(
     if attribute.study_id != study.pk:
         raise InvalidInput({"attribute": f"{attribute.name!r} is not a selected attribute of this study"})
     metrics = list(Metric.objects.filter(attribute=attribute, is_selected=True).order_by("position", "id"))
-    plan = _planned(method=method, items=_local_items(attribute, metrics), weights=weights, judgments=judgments)
+    plan = _planned(
+        method=method,
+        items=_local_items(attribute, metrics),
+        weights=weights,
+        judgments=judgments,
+        weighting=study.ahp_weighting,
+    )
     MetricPrioritisation.objects.filter(expert=expert, attribute=attribute).delete()
     return _store_prioritisations(
         MetricPrioritisation,
@@ -391,6 +421,7 @@ class _Items:
     selected: list[QualityAttribute]
     attributes: dict[str, QualityAttribute]
     metrics: dict[int, list[Metric]]  # selected metrics by attribute id, in order
+    weighting: str  # the study's AHP weighting
 
     @classmethod
     def of(cls, study: Study) -> "_Items":
@@ -400,7 +431,7 @@ class _Items:
             metrics.setdefault(metric.attribute_id, []).append(metric)
         attributes = {a.name: a for a in QualityAttribute.objects.filter(study=study)}
         selected = sorted((a for a in attributes.values() if a.is_selected), key=lambda a: (a.position, a.pk))
-        return cls(selected, attributes, metrics)
+        return cls(selected, attributes, metrics, study.ahp_weighting)
 
 
 def _priorities_planned(
@@ -409,7 +440,9 @@ def _priorities_planned(
     """One expert's whole prioritisation checked and computed, as
     ``priorities_set`` takes it: the attributes', and each local one by
     attribute. Writes nothing."""
-    plan = _planned(method=method, items=items.selected, weights=weights, judgments=judgments)
+    plan = _planned(
+        method=method, items=items.selected, weights=weights, judgments=judgments, weighting=items.weighting
+    )
     metric_priorities = {} if metric_priorities is None else metric_priorities
     if not isinstance(metric_priorities, dict):
         raise InvalidInput({"metric_priorities": "must map attribute names to prioritisations"})
@@ -428,6 +461,7 @@ def _priorities_planned(
                 items=_local_items(attribute, items.metrics.get(attribute.pk, [])),
                 weights=entry.get("weights"),
                 judgments=entry.get("judgments"),
+                weighting=items.weighting,
             )
         except InvalidInput as error:
             raise error.within(field) from None

@@ -7,6 +7,8 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 
+from engine.rules import AHP_WEIGHTING_DEFAULT, AHP_WEIGHTINGS
+
 from ..errors import InvalidInput
 from ..limits import (
     ATTRIBUTE_THRESHOLD_DEFAULT,
@@ -42,12 +44,16 @@ def study_create(
     description: str = "",
     attribute_threshold: int = ATTRIBUTE_THRESHOLD_DEFAULT,
     metric_threshold: int = METRIC_THRESHOLD_DEFAULT,
+    ahp_weighting: str = AHP_WEIGHTING_DEFAULT,
 ) -> Study:
+    if ahp_weighting not in AHP_WEIGHTINGS:
+        raise InvalidInput({"ahp_weighting": f"must be one of {', '.join(AHP_WEIGHTINGS)}, got {ahp_weighting!r}"})
     study = Study.objects.create(
         title=text(title, "title", max_length=TITLE_MAX_LENGTH),
         description=text(description, "description", max_length=STUDY_DESCRIPTION_MAX_LENGTH, required=False),
         attribute_threshold=threshold(attribute_threshold, "attribute_threshold"),
         metric_threshold=threshold(metric_threshold, "metric_threshold"),
+        ahp_weighting=ahp_weighting,
         designer=designer,
     )
     Membership.objects.create(study=study, user=designer, role=Membership.Role.DESIGNER)
@@ -56,7 +62,9 @@ def study_create(
 
 @transaction.atomic
 def study_update(*, study: Study, **changes: Any) -> Study:
-    """Change title, description (any phase) or thresholds (until voting closes)."""
+    """Change title, description (any phase), thresholds (until voting
+    closes) or the AHP weighting (while the design may change: the phase
+    table's ``CHANGE_ATTRIBUTE``, before any expert has judged)."""
     study = locked(study)
 
     def vote_threshold(name: str) -> Callable[[Any], int]:
@@ -68,6 +76,13 @@ def study_update(*, study: Study, **changes: Any) -> Study:
 
         return clean
 
+    def weighting(value: Any) -> str:
+        if value not in AHP_WEIGHTINGS:
+            raise InvalidInput({"ahp_weighting": f"must be one of {', '.join(AHP_WEIGHTINGS)}, got {value!r}"})
+        if value != study.ahp_weighting:
+            require_phase(study, Action.CHANGE_ATTRIBUTE, "Changing the AHP weighting")
+        return value
+
     fields = apply_changes(
         study,
         changes,
@@ -78,6 +93,7 @@ def study_update(*, study: Study, **changes: Any) -> Study:
             ),
             "attribute_threshold": vote_threshold("attribute_threshold"),
             "metric_threshold": vote_threshold("metric_threshold"),
+            "ahp_weighting": weighting,
         },
     )
     study.save(update_fields=[*fields, "updated_at"])

@@ -201,6 +201,7 @@ def _locks(study: Study) -> dict[str, str | None]:
         "metrics": phase_refusal(study, Action.CHANGE_METRIC, "Changing metrics"),
         "default_range": phase_refusal(study, Action.CHANGE_DEFAULT_RANGE, "Changing a metric's default range"),
         "thresholds": phase_refusal(study, Action.CHANGE_THRESHOLD),
+        "weighting": phase_refusal(study, Action.CHANGE_ATTRIBUTE, "Changing the AHP weighting"),
     }
 
 
@@ -213,9 +214,12 @@ def _form_kwargs(kind: str, study: Study, attributes: list[QualityAttribute], lo
 
 
 def _study_form(study: Study, data: Any = None) -> f.StudyForm:
-    fields = ("title", "description", "attribute_threshold", "metric_threshold")
+    fields = ("title", "description", "attribute_threshold", "metric_threshold", "ahp_weighting")
     initial = {name: getattr(study, name) for name in fields}
-    return f.StudyForm(data, initial=initial, thresholds_locked=_locks(study)["thresholds"])
+    locks = _locks(study)
+    return f.StudyForm(
+        data, initial=initial, thresholds_locked=locks["thresholds"], weighting_locked=locks["weighting"]
+    )
 
 
 def _setup_page(request: HttpRequest, study: Study, **forms_given: forms.Form) -> HttpResponse:

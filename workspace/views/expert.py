@@ -23,7 +23,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from engine import core
-from engine.rules import CONSISTENCY_THRESHOLD, PERCENT_TOTAL, PERCENT_TOTAL_SLACK, is_consistent
+from engine.rules import AHP_WEIGHTINGS, CONSISTENCY_THRESHOLD, PERCENT_TOTAL, PERCENT_TOTAL_SLACK, is_consistent
 
 from .. import selectors, services
 from ..errors import InvalidInput, PhaseConflict
@@ -238,7 +238,7 @@ def consistency_statement(ratio: float) -> str:
     return f"inconsistent (CR {shown} > {CONSISTENCY_THRESHOLD:.2f})"
 
 
-def _section_result(form: PrioritiesForm, section: Section) -> dict[str, Any]:
+def _section_result(form: PrioritiesForm, section: Section, weighting: str) -> dict[str, Any]:
     """The live result of one prioritisation on the page: what the service
     would store for what is typed (services.prioritisation_preview, i.e.
     engine.prioritisation.prioritise and most_inconsistent), or how much is
@@ -249,7 +249,7 @@ def _section_result(form: PrioritiesForm, section: Section) -> dict[str, Any]:
     if payload is None:
         return entry
     try:
-        result = services.prioritisation_preview(items=section.names, **payload)
+        result = services.prioritisation_preview(items=section.names, weighting=weighting, **payload)
     except InvalidInput as error:
         entry["problems"] = [message for messages_ in error.errors.values() for message in messages_]
         return entry
@@ -300,7 +300,8 @@ def _priorities_form(request: HttpRequest, study: Study, expert: Membership, *, 
     )
 
 
-def _priority_results(form: PrioritiesForm) -> list[dict[str, Any]]:
+def _priority_results(form: PrioritiesForm, study: Study) -> list[dict[str, Any]]:
+    """Each section's live result, AHP weights by the study's weighting."""
     if form.is_bound:
         form.is_valid()
         checked = form
@@ -313,7 +314,7 @@ def _priority_results(form: PrioritiesForm) -> list[dict[str, Any]]:
             metrics=[m for s in form.locals for m in s.items],
         )
         checked.is_valid()
-    return [_section_result(checked, section) for section in checked.sections]
+    return [_section_result(checked, section, study.ahp_weighting) for section in checked.sections]
 
 
 def _pair_rows(form: PrioritiesForm, section: Section, method: str) -> list[dict[str, Any]]:
@@ -401,7 +402,8 @@ def priorities_page(request: HttpRequest, study_id: int) -> HttpResponse:
     context.update(
         form=form,
         sections=_sections_for_template(form),
-        results=_priority_results(form),
+        results=_priority_results(form, study),
+        ahp_weighting=AHP_WEIGHTINGS[study.ahp_weighting],
         previewed=request.method == "POST" and not _wants_save(request),
         off_scale=form.off_scale,
         threshold=CONSISTENCY_THRESHOLD,
@@ -417,7 +419,7 @@ def priorities_preview(request: HttpRequest, study_id: int) -> HttpResponse:
     weights, the consistency and the repair hints. Saves nothing."""
     study, expert = _expert_study(request, study_id, "prioritise")
     form = _priorities_form(request, study, expert, stored=False)
-    context = {"study": study, "results": _priority_results(form), "threshold": CONSISTENCY_THRESHOLD}
+    context = {"study": study, "results": _priority_results(form, study), "threshold": CONSISTENCY_THRESHOLD}
     return render(request, "expert/_priorities_result.html", context)
 
 

@@ -271,6 +271,7 @@ def results_context(run: Run, *, candidate: str | None = None, page: str | int |
         "weights": _weights(document, cast(dict, run.results)),  # a succeeded run has results
         "influence": _influence(document),
         "breakdown": candidate_breakdown(document, score_inputs, chosen, infos) if chosen else None,
+        "ahp_weighting": score_inputs["ahp_weighting"],
     }
 
 
