@@ -96,6 +96,9 @@ class Membership(models.Model):
         help_text="who imported this expert's inputs in their name (null: entered by the expert, or the command line)",
     )
     inputs_confirmed_at = models.DateTimeField(null=True, blank=True)
+    # When the expert last saved or confirmed their acceptable ranges (page,
+    # API or bundle). Null: the designer's default ranges are unconfirmed.
+    ranges_confirmed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     if TYPE_CHECKING:
         missing: list[str] | None  # set by the experts page (None outside the assessment)
@@ -278,6 +281,11 @@ class PrioritisationBase(models.Model):
     # Computed from the judgments when they are saved (AHP, LPR); shown as a
     # warning above engine.rules.CONSISTENCY_THRESHOLD, never a refusal.
     consistency_ratio = models.FloatField(null=True, blank=True)
+    # When the expert, on the priorities page, chose to keep judgments whose
+    # consistency ratio is above the threshold (METHOD.md 3, Decision: the
+    # expert acknowledged CR x at time t). Null: consistent, or saved without
+    # the page's confirmation (the API and bundles accept judgments as given).
+    inconsistency_acknowledged_at = models.DateTimeField(null=True, blank=True)
     # What reading the prioritisation shows, computed once when it is saved.
     # Set and read it through ``result_record``: the weights are stored as
     # [[item, weight], ...] because PostgreSQL's jsonb does not keep the order

@@ -32,13 +32,17 @@ class ReminderReport:
     failed: list[tuple[str, str]] = field(default_factory=list)
 
 
-def _body(study: Study, username: str, link: str, missing: list[str] | None, note: str) -> str:
+def _body(
+    study: Study, username: str, link: str, missing: list[str] | None, notes: dict[str, float] | None, note: str
+) -> str:
     lines = [f"Hello {username},", "", f"This is a reminder about the study “{study.title}”.", _WHAT_NOW[study.phase]]
     if study.phase == Phase.ASSESSMENT:
         if missing:
             lines += ["Still to give:", *(f"- {item}" for item in missing)]
         else:
             lines.append("You have given every input; you may still review them until the assessment closes.")
+        for key, value in (notes or {}).items():
+            lines.append(selectors.note_words(key, value, to_expert=True) + ".")
     if note:
         lines += ["", f"{study.designer.get_username()} adds:", note]
     lines += ["", f"Open the study: {link}", "", "approve"]
@@ -48,8 +52,12 @@ def _body(study: Study, username: str, link: str, missing: list[str] | None, not
 def reminders_send(*, study: Study, experts: list[Membership], link: str, note: str = "") -> ReminderReport:
     """E-mail each of ``experts`` (memberships with their users) a reminder
     with ``link`` (the study's home) and, during the assessment, what they
-    still have to give. Nothing is stored; the report says what was sent."""
-    missing = selectors.missing_input_list(study=study) if study.phase == Phase.ASSESSMENT else {}
+    still have to give and the notes on what they gave, each naming its step
+    ("Your priorities have a consistency ratio of 0.29 (at most 0.10):
+    please revise them"). Nothing is stored; the report says what was sent."""
+    assessment = study.phase == Phase.ASSESSMENT
+    missing = selectors.missing_input_list(study=study) if assessment else {}
+    notes = selectors.input_note_list(study=study) if assessment else {}
     report = ReminderReport()
     for expert in experts:
         username = expert.user.get_username()
@@ -57,7 +65,7 @@ def reminders_send(*, study: Study, experts: list[Membership], link: str, note: 
         if not address:
             report.no_address.append(username)
             continue
-        body = _body(study, username, link, missing.get(username), note)
+        body = _body(study, username, link, missing.get(username), notes.get(username), note)
         try:
             send_mail(f"Reminder: {study.title}", body, settings.DEFAULT_FROM_EMAIL, [address])
         except (smtplib.SMTPException, OSError) as error:

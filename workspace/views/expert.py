@@ -106,6 +106,18 @@ def readonly_reason(study: Study, step: Step) -> str | None:
     return f"The assessment has closed; your {step.noun} are shown as saved. Only the designer can reopen it."
 
 
+def _step_state(study: Study, step: Step, done: dict[str, bool]) -> str:
+    """later, missing, done, or "not confirmed" (the designer's default
+    ranges the expert has not saved or confirmed yet)."""
+    if _not_open_yet(study, step):
+        return "later"
+    if not done[step.key]:
+        return "missing"
+    if step.key == "ranges" and done["ranges_unconfirmed"]:
+        return "unconfirmed"
+    return "done"
+
+
 def _step_context(study: Study, expert: Membership, step: Step) -> dict[str, Any]:
     """The frame of a step: the step indicator (one query) and its state."""
     done = selectors.expert_steps_get(expert=expert)
@@ -121,7 +133,7 @@ def _step_context(study: Study, expert: Membership, step: Step) -> dict[str, Any
                 "current": s == step,
                 "url": _url(s, study),
                 # A step whose phase has not come yet is neither done nor missing.
-                "state": "later" if _not_open_yet(study, s) else ("done" if done[s.key] else "missing"),
+                "state": _step_state(study, s, done),
                 # Once voting has closed, a ballot without a vote is final, not missing.
                 "voted_nothing": s.key == "votes" and not done[s.key] and not services.phase_allows(study, s.action),
             }
