@@ -218,7 +218,7 @@ def input_notes(expert: ExpertProgress) -> list[str]:
 
 
 def consistency_words(ratio: float) -> str:
-    """"consistency ratio of 0.29 (at most 0.10)": the reminder's and the
+    """ "consistency ratio of 0.29 (at most 0.10)": the reminder's and the
     lists' wording (a third decimal when two would hide which side of the
     threshold the ratio is)."""
     shown = f"{ratio:.2f}"

@@ -397,6 +397,14 @@ def _sections_for_template(form: PrioritiesForm) -> list[dict[str, Any]]:
     return sections
 
 
+def _inconsistent_results(form: PrioritiesForm) -> list[dict[str, Any]]:
+    """The prioritisations of a valid posted form whose consistency ratio is
+    above the threshold (none when the form is invalid: its errors come first)."""
+    if not form.is_valid():
+        return []
+    return [result for result in _priority_results(form) if result.get("consistent") is False]
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def priorities_page(request: HttpRequest, study_id: int) -> HttpResponse:
@@ -405,13 +413,27 @@ def priorities_page(request: HttpRequest, study_id: int) -> HttpResponse:
     study, expert = _expert_study(request, study_id, "prioritise")
     step = STEP["priorities"]
     form = _priorities_form(request, study, expert, stored=True)
-    status = _submit(request, form, step, study, lambda: services.priorities_set(expert=expert, **form.payload()))
+    keep = request.method == "POST" and request.POST.get("keep_inconsistent") == "1"
+    inconsistent = _inconsistent_results(form) if _wants_save(request) and not keep else []
+    if inconsistent:
+        # METHOD.md 3 (Decision): inconsistent judgments are saved only once
+        # the expert chooses to keep them; nothing is written before.
+        status: HttpResponse | int = 200
+    else:
+        status = _submit(
+            request,
+            form,
+            step,
+            study,
+            lambda: services.priorities_set(expert=expert, **form.payload(), acknowledge_inconsistency=keep),
+        )
     if isinstance(status, HttpResponse):
         return status
     context = _step_context(study, expert, step)
     _freeze(form, context)
     context.update(
         form=form,
+        confirm_inconsistent=inconsistent,
         sections=_sections_for_template(form),
         results=_priority_results(form),
         previewed=request.method == "POST" and not _wants_save(request),
@@ -540,7 +562,8 @@ def ranges_page(request: HttpRequest, study_id: int) -> HttpResponse:
     outcomes = _range_outcomes(form, context["metrics"], study)
     context.update(_step_context(study, expert, step))
     _freeze(form, context)
-    context.update(rows=_range_rows(form, outcomes), vetoes=_veto_summary(outcomes))
+    unconfirmed = any(s["state"] == "unconfirmed" for s in context["steps"] if s["step"] == step)
+    context.update(rows=_range_rows(form, outcomes), vetoes=_veto_summary(outcomes), ranges_unconfirmed=unconfirmed)
     return _render_step(request, "ranges.html", context, status)
 
 

@@ -1,0 +1,165 @@
+"""Issue 16, findings 1 and 7: inconsistent AHP judgments are confirmed by
+the expert and flagged from the grid to the reminders; the designer's
+default ranges are "not confirmed" until the expert saves or confirms them.
+Neither blocks closing the assessment (METHOD.md 3 and 4, Decisions)."""
+
+import html
+
+import pytest
+from django.core import mail
+from django.test import Client
+
+from engine.prioritisation import prioritise
+from engine.rules import CONSISTENCY_THRESHOLD
+from workspace import selectors, services
+from workspace.models import AttributePrioritisation, Membership, Phase
+
+# Accuracy 9x Consistency, Efficiency 9x Accuracy, Consistency 9x Efficiency: a cycle.
+CYCLE = [["Accuracy", "Consistency", 9], ["Efficiency", "Accuracy", 9], ["Consistency", "Efficiency", 9]]
+CYCLE_CR = prioritise("ahp", 3, judgments=[(0, 1, 9), (2, 0, 9), (1, 2, 9)]).consistency_ratio
+
+
+def login(user):
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def body(response):
+    return html.unescape(response.content.decode())
+
+
+def pair(built, a, b):
+    return f"ahp-{built.attributes[a].pk}-{built.attributes[b].pk}"
+
+
+def cycle_post(built):
+    return {
+        f"local-{built.attributes['Accuracy'].pk}-method": "equal",
+        "method": "ahp",
+        pair(built, "Accuracy", "Consistency"): "9",
+        pair(built, "Accuracy", "Efficiency"): "1/9",
+        pair(built, "Consistency", "Efficiency"): "9",
+    }
+
+
+def test_the_cycle_is_inconsistent():
+    assert CYCLE_CR > CONSISTENCY_THRESHOLD
+
+
+def test_saving_inconsistent_judgments_asks_first_and_writes_nothing(make_study, cast):
+    built = make_study(Phase.ASSESSMENT)
+    url = f"/studies/{built.study.pk}/my/priorities/"
+    response = login(cast.bob).post(url, cycle_post(built))
+    page = body(response)
+    assert response.status_code == 200
+    assert "Not saved yet: your judgments are inconsistent." in page
+    assert f"Attributes: inconsistent (CR {CYCLE_CR:.2f} > 0.10)" in page
+    assert 'name="keep_inconsistent" value="1"' in page and "Keep my judgments as they are" in page
+    assert not AttributePrioritisation.objects.filter(expert=built.bob).exists()
+
+
+def test_keeping_inconsistent_judgments_saves_them_and_records_the_choice(make_study, cast):
+    built = make_study(Phase.ASSESSMENT)
+    url = f"/studies/{built.study.pk}/my/priorities/"
+    response = login(cast.bob).post(url, {**cycle_post(built), "keep_inconsistent": "1"})
+    assert response.status_code == 302
+    saved = AttributePrioritisation.objects.get(expert=built.bob)
+    assert saved.consistency_ratio == pytest.approx(CYCLE_CR)
+    assert saved.inconsistency_acknowledged_at is not None
+
+
+def test_consistent_judgments_save_at_once_without_an_acknowledgement(make_study, cast):
+    built = make_study(Phase.ASSESSMENT)
+    data = {
+        f"local-{built.attributes['Accuracy'].pk}-method": "equal",
+        "method": "ahp",
+        pair(built, "Accuracy", "Consistency"): "3",
+        pair(built, "Accuracy", "Efficiency"): "5",
+        pair(built, "Consistency", "Efficiency"): "2",
+    }
+    response = login(cast.bob).post(f"/studies/{built.study.pk}/my/priorities/", data)
+    assert response.status_code == 302
+    assert AttributePrioritisation.objects.get(expert=built.bob).inconsistency_acknowledged_at is None
+
+
+@pytest.fixture
+def inconsistent_bob(make_study):
+    """Every input given; bob's attribute judgments, through the service (as
+    the API and bundles give them), are the inconsistent cycle."""
+    built = make_study(Phase.ASSESSMENT, inputs=True)
+    services.prioritisation_set(expert=built.bob, method="ahp", judgments=CYCLE)
+    return built
+
+
+def test_the_grid_flags_the_inconsistent_expert_with_the_ratio(inconsistent_bob, cast):
+    built = inconsistent_bob
+    page = body(login(cast.alice).get(f"/studies/{built.study.pk}/"))
+    assert "Inconsistent" in page
+    assert f"Given (AHP); consistency ratio of {CYCLE_CR:.2f} (at most 0.10)." in page
+    assert "1 expert with inconsistent judgments" in page
+
+
+def test_the_close_confirmation_lists_the_inconsistent_expert_but_closing_is_allowed(inconsistent_bob, cast):
+    built = inconsistent_bob
+    client = login(cast.alice)
+    page = body(client.get(f"/studies/{built.study.pk}/phase/closed/"))
+    assert "Every expert has given every input." in page
+    assert f"bob:</strong> judgments inconsistent, consistency ratio of {CYCLE_CR:.2f} (at most 0.10)" in page
+    assert "carol:</strong> judgments" not in page
+    assert client.post(f"/studies/{built.study.pk}/phase/closed/").status_code == 302
+    built.study.refresh_from_db()
+    assert built.study.phase == Phase.CLOSED
+
+
+def test_a_reminder_asks_the_inconsistent_expert_to_revise(inconsistent_bob, cast):
+    built = inconsistent_bob
+    cast.bob.email, cast.carol.email = "bob@example.org", "carol@example.org"
+    cast.bob.save(), cast.carol.save()
+    login(cast.alice).post(f"/studies/{built.study.pk}/experts/remind/", {"experts": ["bob", "carol"], "note": ""})
+    bodies = {message.to[0]: message.body for message in mail.outbox}
+    assert (
+        f"Your priorities have a consistency ratio of {CYCLE_CR:.2f} (at most 0.10): please revise them."
+        in bodies["bob@example.org"]
+    )
+    assert "consistency ratio" not in bodies["carol@example.org"]
+
+
+# --- finding 7: default ranges -------------------------------------------------------------
+
+
+def test_default_ranges_are_not_confirmed_until_the_expert_saves_them(make_study, cast):
+    built = make_study(Phase.ASSESSMENT)
+    # Every metric without a default has a range: nothing is missing, the defaults are unconfirmed.
+    AUC = {"AUC": [0.7, 0.95]}
+    services.ranges_set(expert=built.carol, ranges=AUC)
+    Membership.objects.filter(pk=built.bob.pk).update(ranges_confirmed_at=None)
+    from workspace.models import AcceptableRange, Metric
+
+    AcceptableRange.objects.create(
+        expert=built.bob, metric=Metric.objects.get(study=built.study, name="AUC"), least_acceptable=0.7, desired=0.95
+    )
+    grid = body(login(cast.alice).get(f"/studies/{built.study.pk}/"))
+    assert "Default ranges (not confirmed)" in grid
+    assert "1 expert not yet confirmed the default ranges." in grid
+    steps = body(login(cast.bob).get(f"/studies/{built.study.pk}/my/ranges/"))
+    assert "default ranges (not confirmed)" in steps and "Confirm these ranges" in steps
+    home = body(login(cast.bob).get(f"/studies/{built.study.pk}/"))
+    assert "Default ranges (not confirmed)" in home
+    dashboard = body(login(cast.bob).get("/"))
+    assert "Acceptable ranges: the designer's defaults, not confirmed yet" in dashboard
+    assert not any("acceptable range" in gap for gap in selectors.missing_input_list(study=built.study)["bob"])
+    page = body(login(cast.alice).get(f"/studies/{built.study.pk}/phase/closed/"))
+    assert "bob:</strong> default ranges not confirmed (3 metrics)" in page
+    assert "carol:</strong> default" not in page  # saving through the service confirms
+
+    ranges = body(login(cast.bob).get(f"/studies/{built.study.pk}/my/ranges/"))
+    assert "Confirm these ranges" in ranges
+    posted = {}
+    for metric in Metric.objects.filter(study=built.study, is_selected=True):
+        pair = (0.7, 0.95) if metric.name == "AUC" else metric.default_range
+        posted[f"least-{metric.pk}"], posted[f"desired-{metric.pk}"] = pair
+    assert login(cast.bob).post(f"/studies/{built.study.pk}/my/ranges/", posted).status_code == 302
+    grid = body(login(cast.alice).get(f"/studies/{built.study.pk}/"))
+    assert "Default ranges (not confirmed)" not in grid
+    assert Membership.objects.get(pk=built.bob.pk).ranges_confirmed_at is not None
