@@ -222,6 +222,8 @@ def test_priorities_post_saves_what_the_api_saves(make_study, client_of, cast, a
         # The other methods' fields are on the page too; only the chosen one's are used.
         direct(built, "Accuracy"): "99",
         **local,
+        # These judgments are inconsistent (CR 0.14): saved once the expert keeps them.
+        "keep_inconsistent": "1",
     }
     response = client_of(cast.bob).post(url(built, "priorities"), data)
     assert response.status_code == 302
