@@ -163,3 +163,63 @@ def test_default_ranges_are_not_confirmed_until_the_expert_saves_them(make_study
     grid = body(login(cast.alice).get(f"/studies/{built.study.pk}/"))
     assert "Default ranges (not confirmed)" not in grid
     assert Membership.objects.get(pk=built.bob.pk).ranges_confirmed_at is not None
+
+
+# --- the run: recorded in the snapshot, stated on the run page and in the document --------------
+
+
+def test_the_run_records_each_ratio_and_flags_the_inconsistent_one(inconsistent_bob, cast):
+    from engine import selectors as engine_selectors
+    from engine import services as engine_services
+
+    built = inconsistent_bob
+    carol_cr = AttributePrioritisation.objects.get(expert=built.carol).consistency_ratio
+    services.study_close_assessment(study=built.study)
+    run = engine_services.run_launch(study=built.study, launched_by=cast.alice)
+    engine_services.run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    assert [(e["expert"], e["attribute"]) for e in run.snapshot["consistency"]] == [("bob", None), ("carol", None)]
+    # Changing live inputs after the launch does not change what the run states.
+    AttributePrioritisation.objects.filter(expert=built.bob).update(consistency_ratio=0.01)
+    document = engine_selectors.results_document(run=run)
+    assert document["consistency"] == {
+        "threshold": CONSISTENCY_THRESHOLD,
+        "prioritisations": [
+            {
+                "expert": "bob",
+                "attribute": None,
+                "method": "ahp",
+                "consistency_ratio": pytest.approx(CYCLE_CR),
+                "inconsistent": True,
+                "acknowledged_at": None,
+            },
+            {
+                "expert": "carol",
+                "attribute": None,
+                "method": "ahp",
+                "consistency_ratio": pytest.approx(carol_cr),
+                "inconsistent": False,
+                "acknowledged_at": None,
+            },
+        ],
+    }
+    assert list(document)[-2:] == ["consistency", "candidates"]
+    # The stored bytes say the same.
+    import json
+
+    assert json.loads(engine_selectors.results_json(run=run))["consistency"]["prioritisations"][0]["inconsistent"]
+    page = body(login(cast.alice).get(f"/runs/{run.pk}/"))
+    assert "Consistency of the judgments" in page
+    assert f"{CYCLE_CR:.3f}" in page and f"{carol_cr:.3f}" in page
+    assert page.count("badge--step-inconsistent") == 1
+
+
+def test_the_api_accepts_inconsistent_judgments_and_flags_them(make_study, cast, api):
+    built = make_study(Phase.ASSESSMENT)
+    response = api(cast.bob).put(
+        f"/api/v1/studies/{built.study.pk}/my/priorities/", {"method": "ahp", "judgments": CYCLE}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    saved = api(cast.bob).get(f"/api/v1/studies/{built.study.pk}/my/priorities/").json()
+    assert saved["result"]["consistency_ratio"] == pytest.approx(CYCLE_CR)
+    assert saved["result"]["inconsistent"] is True

@@ -87,6 +87,9 @@ def _run_context(request: HttpRequest, run: Run, study: Study) -> dict:
             run, candidate=request.GET.get("candidate"), page=request.GET.get("page")
         )
         context["comparable"] = list(selectors.run_comparable_list(run=run))
+        # The consistency ratios recorded in the run's snapshot (absent from
+        # runs launched before they were): never recomputed from live inputs.
+        context["consistency"] = cast(dict, run.results).get("consistency")
     return context
 
 
