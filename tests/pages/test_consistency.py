@@ -223,3 +223,27 @@ def test_the_api_accepts_inconsistent_judgments_and_flags_them(make_study, cast,
     saved = api(cast.bob).get(f"/api/v1/studies/{built.study.pk}/my/priorities/").json()
     assert saved["result"]["consistency_ratio"] == pytest.approx(CYCLE_CR)
     assert saved["result"]["inconsistent"] is True
+
+
+def test_ranges_in_a_bundle_count_as_confirmed_and_an_expert_without_stays_unconfirmed(case_study, db):
+    from workspace.bundles import study_import_bundle
+
+    experts = case_study["experts"]
+    metric = case_study["metrics"][0]
+    # In assessment, every expert but the first gives a range; the first keeps the defaults.
+    case_study["phase"] = "assessment"
+    case_study["ranges"] = {name: {metric["name"]: metric["default_range"]} for name in experts[1:]}
+    study = study_import_bundle(bundle=case_study)
+    confirmed = {m.user.username: m.ranges_confirmed_at is not None for m in selectors.expert_list(study=study)}
+    assert confirmed == {name: name != experts[0] for name in experts}
+    selected = selectors.selected_metrics(study).count()  # every metric of the demo has a default range
+    assert selectors.input_note_list(study=study) == {experts[0]: {"ranges_unconfirmed": float(selected)}}
+
+
+def test_a_closed_bundle_confirms_every_experts_ranges(case_study, db):
+    from workspace.bundles import study_import_bundle
+
+    assert case_study["phase"] == "closed" and case_study["ranges"] == {}  # the demo: defaults only
+    study = study_import_bundle(bundle=case_study)
+    assert all(m.ranges_confirmed_at is not None for m in selectors.expert_list(study=study))
+    assert selectors.input_note_list(study=study) == {}
