@@ -102,6 +102,7 @@ class Membership(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     if TYPE_CHECKING:
         missing: list[str] | None  # set by the experts page (None outside the assessment)
+        notes: list[str]  # set by the experts page: input_notes in words (issue 16)
 
     class Meta:
         ordering = ["study", "role", "id"]

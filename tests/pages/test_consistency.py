@@ -114,6 +114,9 @@ def test_the_close_confirmation_lists_the_inconsistent_expert_but_closing_is_all
 
 def test_a_reminder_asks_the_inconsistent_expert_to_revise(inconsistent_bob, cast):
     built = inconsistent_bob
+    experts = body(login(cast.alice).get(f"/studies/{built.study.pk}/experts/"))
+    assert f"To review: judgments inconsistent, consistency ratio of {CYCLE_CR:.2f} (at most 0.10)" in experts
+    assert experts.count("To review:") == 1
     cast.bob.email, cast.carol.email = "bob@example.org", "carol@example.org"
     cast.bob.save(), cast.carol.save()
     login(cast.alice).post(f"/studies/{built.study.pk}/experts/remind/", {"experts": ["bob", "carol"], "note": ""})
