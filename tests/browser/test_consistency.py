@@ -78,3 +78,30 @@ def test_default_ranges_are_confirmed_with_one_button(page: Page, assessment) ->
     expect(step).to_contain_text("done")
     assert Membership.objects.get(pk=assessment.bob.pk).ranges_confirmed_at is not None
     expect(page.get_by_role("button", name="Save my ranges")).to_be_visible()
+
+
+def test_the_close_confirmation_and_the_run_page_flag_inconsistent_judgments(page: Page, make_study) -> None:  # noqa: F811
+    from engine import services as engine_services
+    from workspace import services
+
+    built = make_study(Phase.ASSESSMENT, inputs=True)
+    cycle = [["Accuracy", "Consistency", 9], ["Efficiency", "Accuracy", 9], ["Consistency", "Efficiency", 9]]
+    services.prioritisation_set(expert=built.bob, method="ahp", judgments=cycle)
+    login(page, "alice", PASSWORD)
+    page.goto(f"/studies/{built.study.pk}/phase/closed/")
+    expect(page.locator(".notes-list")).to_contain_text("bob: judgments inconsistent, consistency ratio of")
+    screenshot(page, "consistency-close-confirm-1280")
+    assert_accessible(page)
+    with page.expect_navigation():
+        page.get_by_role("button", name=re.compile("Close")).first.click()
+    run = engine_services.run_launch(study=built.study, launched_by=built.study.designer)
+    engine_services.run_execute(run_id=run.pk)
+    page.goto(f"/runs/{run.pk}/")
+    section = page.locator(".run-consistency")
+    expect(section).to_contain_text("Consistency of the judgments")
+    expect(section.locator(".badge--step-inconsistent")).to_have_count(1)
+    section.scroll_into_view_if_needed()
+    screenshot(page, "consistency-run-1280")
+    assert_accessible(page)
+    page.set_viewport_size({"width": 390, "height": 844})
+    screenshot(page, "consistency-run-390")

@@ -215,6 +215,7 @@ def test_the_run_records_each_ratio_and_flags_the_inconsistent_one(inconsistent_
     assert "Consistency of the judgments" in page
     assert f"{CYCLE_CR:.3f}" in page and f"{carol_cr:.3f}" in page
     assert page.count("badge--step-inconsistent") == 1
+    assert "Inconsistent judgments:</strong> bob prioritised with a consistency ratio above 0.10" in page
 
 
 def test_the_api_accepts_inconsistent_judgments_and_flags_them(make_study, cast, api):
