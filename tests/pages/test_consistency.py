@@ -227,6 +227,10 @@ def test_the_api_accepts_inconsistent_judgments_and_flags_them(make_study, cast,
     saved = api(cast.bob).get(f"/api/v1/studies/{built.study.pk}/my/priorities/").json()
     assert saved["result"]["consistency_ratio"] == pytest.approx(CYCLE_CR)
     assert saved["result"]["inconsistent"] is True
+    # The designer reads the same ratio and flag with the expert's inputs.
+    read = api(cast.alice).get(f"/api/v1/studies/{built.study.pk}/inputs/bob/").json()
+    assert read["priorities"]["result"]["consistency_ratio"] == pytest.approx(CYCLE_CR)
+    assert read["priorities"]["result"]["inconsistent"] is True
 
 
 def test_ranges_in_a_bundle_count_as_confirmed_and_an_expert_without_stays_unconfirmed(case_study, db):

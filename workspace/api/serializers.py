@@ -483,7 +483,7 @@ RESULTS_SCHEMA = {
 
 class ExpertInputsSerializer(serializers.Serializer):
     votes = VotesSerializer()
-    priorities = PrioritiesSerializer(allow_null=True)
+    priorities = PrioritiesResponseSerializer(allow_null=True)
     ranges = serializers.DictField(child=serializers.ListField(child=serializers.FloatField()))
     peer_weights = serializers.DictField(child=serializers.FloatField())
 
