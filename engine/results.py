@@ -9,7 +9,7 @@ and builds nothing. No database access here.
 import numpy as np
 
 from . import core, disagreement
-from .rules import SCALE_MAX
+from .rules import CONSISTENCY_THRESHOLD, SCALE_MAX, is_consistent
 from .selectors import document_tail
 from .snapshot import RunInputError, snapshot_arrays, snapshot_matrix
 
@@ -101,6 +101,23 @@ def _disagreement_measures(snapshot: dict, metric_weights: np.ndarray) -> dict:
     }
 
 
+def _consistency_out(snapshot: dict) -> dict:
+    """The snapshot's consistency ratios, each flagged against
+    engine.rules.CONSISTENCY_THRESHOLD (the results document's optional
+    "consistency"); nothing for a snapshot taken before they were recorded."""
+    if "consistency" not in snapshot:
+        return {}
+    return {
+        "consistency": {
+            "threshold": CONSISTENCY_THRESHOLD,
+            "prioritisations": [
+                {**entry, "inconsistent": not is_consistent(entry["consistency_ratio"])}
+                for entry in snapshot["consistency"]
+            ],
+        }
+    }
+
+
 def evaluate_snapshot(snapshot: dict) -> dict:
     """Run the engine on a snapshot; returns the results to store."""
     weights, peer_weights, lower, upper, measurements = snapshot_arrays(snapshot)
@@ -148,6 +165,7 @@ def evaluate_snapshot(snapshot: dict) -> dict:
         "metric_weights": evaluation.metric_weights.tolist(),
         "expert_influence": evaluation.expert_influence.tolist(),
         **measures,
+        **_consistency_out(snapshot),
         "candidates": [
             {
                 "name": names[c],

@@ -91,6 +91,18 @@ def _disagreement_out(results: dict) -> dict:
     }
 
 
+CONSISTENCY_KEYS = ("expert", "attribute", "method", "consistency_ratio", "inconsistent", "acknowledged_at")
+
+
+def _consistency_out(stored: dict) -> dict:
+    """The document's optional "consistency" object (docs/formats.md), its
+    keys in the documented order (jsonb keeps none)."""
+    return {
+        "threshold": stored["threshold"],
+        "prioritisations": [{key: entry[key] for key in CONSISTENCY_KEYS} for entry in stored["prioritisations"]],
+    }
+
+
 def _document_body(results: dict) -> dict:
     """The computed results but the candidates, in FORMATS.md's order; the
     optional "disagreement" only when stored (results of layout 3)."""
@@ -105,6 +117,8 @@ def _document_body(results: dict) -> dict:
     }
     if "disagreement" in results:
         body["disagreement"] = _disagreement_out(results)
+    if "consistency" in results:
+        body["consistency"] = _consistency_out(results["consistency"])
     return body
 
 

@@ -13,11 +13,13 @@ import numpy as np
 
 from workspace.models import (
     AcceptableRange,
+    AttributePrioritisation,
     AttributeWeight,
     Candidate,
     Measurement,
     Membership,
     Metric,
+    MetricPrioritisation,
     MetricWeight,
     PeerWeight,
     QualityAttribute,
@@ -100,6 +102,40 @@ def _range_grids(
     return lower, upper
 
 
+def _iso(moment: Any) -> str | None:
+    return None if moment is None else moment.isoformat().replace("+00:00", "Z")
+
+
+def _consistency(study: Study, experts: list[Membership], attributes: list[QualityAttribute]) -> list[dict]:
+    """Each prioritisation from judgments (AHP, LPR) with its consistency
+    ratio as stored when it was saved, and when the expert chose to keep it
+    inconsistent (METHOD.md 3): experts in the order they joined, the
+    attributes' prioritisation (``attribute`` None) before the local ones,
+    in the attributes' order. A run never recomputes it from live inputs."""
+    rank = {e.pk: i for i, e in enumerate(experts)}
+    position = {a.pk: j for j, a in enumerate(attributes)}
+    names = {e.pk: e.user.get_username() for e in experts}
+    rows: list[tuple[tuple[int, int], str, str | None, AttributePrioritisation | MetricPrioritisation]] = []
+    for p in AttributePrioritisation.objects.filter(expert__study=study, consistency_ratio__isnull=False):
+        rows.append(((rank[p.expert_id], -1), names[p.expert_id], None, p))
+    local = MetricPrioritisation.objects.filter(
+        expert__study=study, consistency_ratio__isnull=False, attribute__is_selected=True
+    ).select_related("attribute")
+    for m in local:
+        rows.append(((rank[m.expert_id], position.get(m.attribute_id, -1)), names[m.expert_id], m.attribute.name, m))
+    rows.sort(key=lambda row: row[0])
+    return [
+        {
+            "expert": name,
+            "attribute": attribute,
+            "method": p.method,
+            "consistency_ratio": p.consistency_ratio,
+            "acknowledged_at": _iso(p.inconsistency_acknowledged_at),
+        }
+        for _, name, attribute, p in rows
+    ]
+
+
 def _peer_weight_grid(study: Study, expert_index: dict[int, int]) -> Grid:
     """Each expert's (row) weight of each expert (column)."""
     grid: Grid = [[None] * len(expert_index) for _ in expert_index]
@@ -167,6 +203,7 @@ def study_snapshot(*, study: Study, tolerance: float = core.DEFAULT_TOLERANCE) -
         "upper": upper,
         "candidates": [c.name for c in candidates],
         "measurements": _measurement_grid(study, candidates, metric_index),
+        "consistency": _consistency(study, experts, attributes),
     }
 
 

@@ -263,8 +263,13 @@ def _give_assessment_inputs(study: Study, bundle: dict, experts: dict[str, Membe
     time for every expert at once (the queries do not grow with them)."""
     priorities = _per_expert(bundle, "priorities", experts)
     services.priorities_set_many(study=study, priorities={experts[name]: p for name, p in priorities.items()})
-    ranges = _per_expert(bundle, "ranges", experts)
-    services.ranges_set_many(study=study, ranges={experts[name]: r for name, r in ranges.items()})
+    ranges = {experts[name]: r for name, r in _per_expert(bundle, "ranges", experts).items()}
+    if bundle.get("phase") == Phase.CLOSED:
+        # A closed study's inputs are final: the defaults an expert did not
+        # override were their ranges, confirmed (METHOD.md 4, Decision).
+        ranges = {**{expert: {} for expert in experts.values()}, **ranges}
+    # Ranges given in a bundle count as confirmed (services.ranges_set_many).
+    services.ranges_set_many(study=study, ranges=ranges)
     peer_weights = _per_expert(bundle, "peer_weights", experts)
     try:
         services.peer_weights_set_many(study=study, weights={experts[name]: w for name, w in peer_weights.items()})

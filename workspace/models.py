@@ -121,6 +121,9 @@ class Membership(models.Model):
         help_text="who imported this expert's inputs in their name (null: entered by the expert, or the command line)",
     )
     inputs_confirmed_at = models.DateTimeField(null=True, blank=True)
+    # When the expert last saved or confirmed their acceptable ranges (page,
+    # API or bundle). Null: the designer's default ranges are unconfirmed.
+    ranges_confirmed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     # The designer's last e-mail reminder to this expert (workspace.reminders):
     # when, and whether it reached them ("" when it did) or why not.
@@ -128,6 +131,7 @@ class Membership(models.Model):
     last_reminder_unreached = models.CharField(max_length=300, blank=True, default="")
     if TYPE_CHECKING:
         missing: list[str] | None  # set by the experts page (None outside the assessment)
+        notes: list[str]  # set by the experts page: input_notes in words (issue 16)
 
     class Meta:
         ordering = ["study", "role", "id"]
@@ -307,6 +311,11 @@ class PrioritisationBase(models.Model):
     # Computed from the judgments when they are saved (AHP, LPR); shown as a
     # warning above engine.rules.CONSISTENCY_THRESHOLD, never a refusal.
     consistency_ratio = models.FloatField(null=True, blank=True)
+    # When the expert, on the priorities page, chose to keep judgments whose
+    # consistency ratio is above the threshold (METHOD.md 3, Decision: the
+    # expert acknowledged CR x at time t). Null: consistent, or saved without
+    # the page's confirmation (the API and bundles accept judgments as given).
+    inconsistency_acknowledged_at = models.DateTimeField(null=True, blank=True)
     # What reading the prioritisation shows, computed once when it is saved.
     # Set and read it through ``result_record``: the weights are stored as
     # [[item, weight], ...] because PostgreSQL's jsonb does not keep the order

@@ -41,13 +41,17 @@ class ReminderReport:
         ]
 
 
-def _body(study: Study, username: str, link: str, missing: list[str] | None, note: str) -> str:
+def _body(
+    study: Study, username: str, link: str, missing: list[str] | None, notes: dict[str, float] | None, note: str
+) -> str:
     lines = [f"Hello {username},", "", f"This is a reminder about the study “{study.title}”.", _WHAT_NOW[study.phase]]
     if study.phase == Phase.ASSESSMENT:
         if missing:
             lines += ["Still to give:", *(f"- {item}" for item in missing)]
         else:
             lines.append("You have given every input; you may still review them until the assessment closes.")
+        for key, value in (notes or {}).items():
+            lines.append(selectors.note_words(key, value, to_expert=True) + ".")
     if note:
         lines += ["", f"{study.designer.get_username()} adds:", note]
     lines += ["", f"Open the study: {link}", "", "approve"]
@@ -57,10 +61,14 @@ def _body(study: Study, username: str, link: str, missing: list[str] | None, not
 def reminders_send(*, study: Study, experts: list[Membership], link: str, note: str = "") -> ReminderReport:
     """E-mail each of ``experts`` (memberships with their users) a reminder
     with ``link`` (the study's home) and, during the assessment, what they
-    still have to give. Each membership keeps when it was last reminded and
-    whether that reached them (the experts page shows it); the report says
-    what was sent."""
-    missing = selectors.missing_input_list(study=study) if study.phase == Phase.ASSESSMENT else {}
+    still have to give and the notes on what they gave, each naming its step
+    ("Your priorities have a consistency ratio of 0.29 (at most 0.10):
+    please revise them"). Each membership keeps when it was last reminded
+    and whether that reached them (the experts page shows it); the report
+    says what was sent."""
+    assessment = study.phase == Phase.ASSESSMENT
+    missing = selectors.missing_input_list(study=study) if assessment else {}
+    notes = selectors.input_note_list(study=study) if assessment else {}
     report = ReminderReport()
     now = timezone.now()
     for expert in experts:
@@ -71,7 +79,7 @@ def reminders_send(*, study: Study, experts: list[Membership], link: str, note: 
             report.no_address.append(username)
             expert.last_reminder_unreached = "no e-mail address"
             continue
-        body = _body(study, username, link, missing.get(username), note)
+        body = _body(study, username, link, missing.get(username), notes.get(username), note)
         try:
             send_mail(f"Reminder: {study.title}", body, settings.DEFAULT_FROM_EMAIL, [address])
         except (smtplib.SMTPException, OSError) as error:

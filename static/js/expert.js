@@ -56,6 +56,10 @@
     var form = event.target.form;
     if (!form) return;
     form.querySelectorAll("[data-total-prefix]").forEach(updateTotal);
+    // "Confirm these ranges" while the defaults are unchanged; once edited, saving.
+    form.querySelectorAll("[data-changed-label]").forEach(function (button) {
+      button.textContent = button.getAttribute("data-changed-label");
+    });
   });
 
   document.addEventListener("change", function (event) {

@@ -177,6 +177,8 @@ def test_case_study_1_through_the_api(people, case_study, quiet_on_commit):
         assert ok(people[username].get(base + "/my/ranges/")) == {}
 
     inputs = ok(designer.get(base + "/inputs/clinician/"))
+    # The priorities come with their result (issue 16: the consistency ratio and its flag).
+    assert inputs["priorities"].pop("result")["inconsistent"] is None  # direct weights: no ratio
     assert inputs == {
         "votes": {"attributes": [], "metrics": []},
         "priorities": case_study["priorities"]["clinician"],

@@ -357,7 +357,8 @@ def expert_gives_ranges(page: Page, study: Study, username: str, *, change: tupl
         check(page, "ranges-veto")
     else:
         check(page, "ranges-defaults")
-    saved(page, "Save my ranges", "Your acceptable ranges were saved.")
+    # Unchanged defaults are confirmed; a changed range is saved (issue 16, finding 7).
+    saved(page, "Save my ranges" if change else "Confirm these ranges", "Your acceptable ranges were saved.")
     stored = {
         r.metric.name: [r.least_acceptable, r.desired]
         for r in AcceptableRange.objects.filter(expert=expert(study, username)).select_related("metric")

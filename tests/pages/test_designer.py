@@ -916,7 +916,7 @@ PAGE_QUERIES = [
     ("designer", Phase.DRAFT, "experts/", 6),
     # ... and what each expert still has to give: experts with their
     # progress, the metrics needing a range, the ranges
-    ("designer", Phase.ASSESSMENT, "experts/", 9),
+    ("designer", Phase.ASSESSMENT, "experts/", 10),  # 9, and the notes on inputs (issue 16: selectors.input_note_list)
     # the expert; votes (2); priorities: prioritisations, weights, judgments,
     # local ones with their weights and judgments (6); ranges; peer weights
     ("designer", Phase.CLOSED, "inputs/bob/", 13),

@@ -224,6 +224,8 @@ def test_priorities_post_saves_what_the_api_saves(make_study, client_of, cast, a
         # The other methods' fields are on the page too; only the chosen one's are used.
         direct(built, "Accuracy"): "99",
         **local,
+        # These judgments are inconsistent (CR 0.14): saved once the expert keeps them.
+        "keep_inconsistent": "1",
     }
     response = client_of(cast.bob).post(url(built, "priorities"), data)
     assert response.status_code == 302
@@ -732,7 +734,9 @@ def test_the_priorities_page_names_the_weighting_and_saving_uses_it(make_study, 
         f"local-{accuracy}-method": "lpr",
         f"local-{accuracy}-lpr-{success}-{auc}": "1/4",
     }
-    assert client.post(url(built, "priorities"), data).status_code == 302
+    # These judgments are inconsistent (CR above 0.10): saving them asks first, then keeps them.
+    assert client.post(url(built, "priorities"), data).status_code == 200
+    assert client.post(url(built, "priorities"), {**data, "keep_inconsistent": "1"}).status_code == 302
     judgments = [(0, 1, 3), (0, 2, 5), (2, 1, 2)]
     expected = prioritise("ahp", 3, judgments=judgments, weighting=weighting)
     bob = Membership.objects.get(study=built.study, user=cast.bob, role=Membership.Role.EXPERT)

@@ -75,7 +75,14 @@ def test_every_view_of_missing_inputs_reads_the_same_gaps(make_study, cast):
     assert set(missing) == {name for name, owed in gaps.items() if owed}
     # the expert's steps
     steps = selectors.expert_steps_get(expert=built.carol)
-    assert steps == {"votes": False, "priorities": False, "ranges": True, "peer_weights": False}
+    assert steps == {
+        "votes": False,
+        "priorities": False,
+        "ranges": True,
+        "peer_weights": False,
+        "priorities_inconsistent": False,
+        "ranges_unconfirmed": False,
+    }
 
 
 def test_missing_inputs_read_in_three_queries_however_many_experts(make_study, django_assert_num_queries):

@@ -443,6 +443,46 @@ RESULTS_SCHEMA = {
                 },
             },
         },
+        "consistency": {
+            "type": "object",
+            "description": "optional (absent from runs stored before it existed): the consistency ratio of each "
+            "prioritisation from pairwise judgments (AHP, LPR) as the run's snapshot recorded it",
+            "required": ["threshold", "prioritisations"],
+            "properties": {
+                "threshold": {"type": "number", "description": "a ratio above it is inconsistent (a warning)"},
+                "prioritisations": {
+                    "type": "array",
+                    "description": "experts in the order they joined, the attributes' prioritisation first",
+                    "items": {
+                        "type": "object",
+                        "required": [
+                            "expert",
+                            "attribute",
+                            "method",
+                            "consistency_ratio",
+                            "inconsistent",
+                            "acknowledged_at",
+                        ],
+                        "properties": {
+                            "expert": {"type": "string"},
+                            "attribute": {
+                                "type": ["string", "null"],
+                                "description": "null: the prioritisation of the attributes; a name: of its metrics",
+                            },
+                            "method": {"type": "string", "enum": ["ahp", "lpr"]},
+                            "consistency_ratio": {"type": "number"},
+                            "inconsistent": {"type": "boolean", "description": "consistency_ratio above threshold"},
+                            "acknowledged_at": {
+                                "type": ["string", "null"],
+                                "format": "date-time",
+                                "description": "when the expert chose to keep inconsistent judgments on the "
+                                "priorities page; null otherwise (the API and bundles accept them as given)",
+                            },
+                        },
+                    },
+                },
+            },
+        },
         "candidates": {"type": "array", "description": "best first", "items": _RESULTS_CANDIDATE_SCHEMA},
     },
 }
@@ -450,7 +490,7 @@ RESULTS_SCHEMA = {
 
 class ExpertInputsSerializer(serializers.Serializer):
     votes = VotesSerializer()
-    priorities = PrioritiesSerializer(allow_null=True)
+    priorities = PrioritiesResponseSerializer(allow_null=True)
     ranges = serializers.DictField(child=serializers.ListField(child=serializers.FloatField()))
     peer_weights = serializers.DictField(child=serializers.FloatField())
 

@@ -563,10 +563,16 @@ class MyPeerWeightsView(MyInputView):
 class ExpertInputsView(StudyScoped, APIView):
     @extend_schema(responses=s.ExpertInputsSerializer)
     def get(self, request, study_id, username):
-        """One expert's votes, priorities, ranges and peer weights (designer only)."""
+        """One expert's votes, priorities (with their ``result``: weights,
+        consistency ratio, ``inconsistent``), ranges and peer weights
+        (designer only)."""
         self.require_designer("read other experts' inputs")
         expert = selectors.expert_get(study=self.study(), username=username)
-        return Response(selectors.expert_inputs_list(study=self.study(), experts=[expert])[username])
+        inputs = selectors.expert_inputs_list(study=self.study(), experts=[expert], with_results=True)[username]
+        if inputs["priorities"] is not None:
+            # With its result: the consistency ratio and the inconsistent flag (issue 16).
+            inputs["priorities"] = presenters.priorities_out(inputs["priorities"])
+        return Response(inputs)
 
 
 # --- runs ------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('workspace', '0008_measurement_study'),
+        ('workspace', '0009_consistency_and_confirmation'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

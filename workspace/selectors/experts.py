@@ -13,11 +13,15 @@ from typing import TYPE_CHECKING, TypedDict
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 from django_stubs_ext import WithAnnotations
 
+from engine.rules import CONSISTENCY_THRESHOLD, is_consistent
+
 from ..models import (
     AcceptableRange,
     AttributePrioritisation,
     AttributeVote,
     Membership,
+    Metric,
+    MetricPrioritisation,
     MetricVote,
     PeerWeight,
     Study,
@@ -96,8 +100,11 @@ class Progress(TypedDict):
     ranges_needed: int
     ranges_missing: int
     ranges_given: int
+    ranges_defaulted: int
     peers_rated: int
     experts_total: int
+    attribute_consistency: float | None
+    metric_consistency: float | None
 
 
 # An expert membership with its progress annotated (for the type checker:
@@ -118,14 +125,24 @@ def expert_progress_annotate(memberships: QuerySet[Membership]) -> QuerySet[Expe
       closing the assessment needs a range for); ``ranges_missing``: those
       the expert has no range for; ``ranges_given``: the expert's ranges on
       selected metrics;
+    - ``ranges_defaulted``: selected metrics with a default range the
+      expert has no range of their own for (unconfirmed while
+      ``ranges_confirmed_at`` is null);
     - ``peers_rated`` / ``experts_total``: peer weights given, and the
-      study's experts (complete when equal: one weight per expert).
+      study's experts (complete when equal: one weight per expert);
+    - ``attribute_consistency`` / ``metric_consistency``: the consistency
+      ratio of the attribute prioritisation and the highest of the local
+      (metric) prioritisations (null: none, or direct weights).
 
     ``input_gaps`` reads from these what the expert still owes.
     """
     needed = ranges_needed().filter(study=OuterRef("study_id"))
     ranged = AcceptableRange.objects.filter(expert=OuterRef(OuterRef("pk")), metric=OuterRef("pk"))
     prioritisation = AttributePrioritisation.objects.filter(expert=OuterRef("pk"))
+    local = MetricPrioritisation.objects.filter(expert=OuterRef("pk"), consistency_ratio__isnull=False)
+    defaulted = Metric.objects.filter(
+        study=OuterRef("study_id"), is_selected=True, default_least_acceptable__isnull=False
+    ).exclude(Exists(ranged))
     return memberships.annotate(
         votes_cast=count_of(AttributeVote.objects.filter(expert=OuterRef("pk")))
         + count_of(MetricVote.objects.filter(expert=OuterRef("pk"))),
@@ -134,6 +151,9 @@ def expert_progress_annotate(memberships: QuerySet[Membership]) -> QuerySet[Expe
         ranges_needed=count_of(needed),
         ranges_missing=count_of(needed.exclude(Exists(ranged))),
         ranges_given=count_of(AcceptableRange.objects.filter(expert=OuterRef("pk"), metric__is_selected=True)),
+        ranges_defaulted=count_of(defaulted),
+        attribute_consistency=Subquery(prioritisation.values("consistency_ratio")[:1]),
+        metric_consistency=Subquery(local.order_by("-consistency_ratio").values("consistency_ratio")[:1]),
         peers_rated=count_of(PeerWeight.objects.filter(rater=OuterRef("pk"))),
         experts_total=count_of(Membership.objects.filter(study=OuterRef("study_id"), role=Membership.Role.EXPERT)),
     )
@@ -167,6 +187,77 @@ def input_gaps(expert: ExpertProgress) -> list[str]:
     return [key for key in ASSESSMENT_INPUTS if missing[key]]
 
 
+# What does not block closing the assessment but is shown beside the gaps
+# (METHOD.md 3 and 4, Decisions): judgments above the consistency threshold
+# (kept as given), and default ranges the expert has not confirmed.
+INPUT_NOTES = ("priorities_inconsistent", "ranges_unconfirmed")
+
+
+def consistency_worst(expert: ExpertProgress) -> float | None:
+    """The highest consistency ratio of the expert's prioritisations
+    (attributes and local ones), or None without judgments."""
+    ratios = [r for r in (expert.attribute_consistency, expert.metric_consistency) if r is not None]
+    return max(ratios) if ratios else None
+
+
+def input_notes(expert: ExpertProgress) -> list[str]:
+    """The notes (``INPUT_NOTES``, in that order) on ``expert``'s inputs,
+    annotated by ``expert_progress_annotate``: a prioritisation with a
+    consistency ratio above engine.rules.CONSISTENCY_THRESHOLD; the
+    designer's default ranges, not yet saved or confirmed by the expert
+    (for metrics with a default, when no range is missing). Neither blocks
+    closing the assessment; ``input_gaps`` is what does."""
+    worst = consistency_worst(expert)
+    notes = {
+        "priorities_inconsistent": worst is not None and not is_consistent(worst),
+        "ranges_unconfirmed": expert.ranges_confirmed_at is None
+        and expert.ranges_defaulted > 0
+        and expert.ranges_missing == 0,
+    }
+    return [key for key in INPUT_NOTES if notes[key]]
+
+
+def consistency_words(ratio: float) -> str:
+    """ "consistency ratio of 0.29 (at most 0.10)": the reminder's and the
+    lists' wording (a third decimal when two would hide which side of the
+    threshold the ratio is)."""
+    shown = f"{ratio:.2f}"
+    if (float(shown) <= CONSISTENCY_THRESHOLD) != is_consistent(ratio):
+        shown = f"{ratio:.3f}"
+    return f"consistency ratio of {shown} (at most {CONSISTENCY_THRESHOLD:.2f})"
+
+
+def input_note_list(*, study: Study) -> dict[str, dict[str, float]]:
+    """The notes (``input_notes``) on each active expert's inputs, as the
+    close-assessment confirmation and the reminders give them:
+    ``{username: {"priorities_inconsistent": highest consistency ratio,
+    "ranges_unconfirmed": metrics on default ranges}}``, only experts with
+    notes, in the order they joined. One query."""
+    notes: dict[str, dict[str, float]] = {}
+    for expert in expert_progress_list(study=study).filter(status=Membership.Status.ACTIVE):
+        values = {
+            "priorities_inconsistent": consistency_worst(expert) or 0.0,
+            "ranges_unconfirmed": float(expert.ranges_defaulted),
+        }
+        found = {note: values[note] for note in input_notes(expert)}
+        if found:
+            notes[expert.user.get_username()] = found
+    return notes
+
+
+def note_words(note: str, value: float, *, to_expert: bool) -> str:
+    """One note of ``input_note_list`` in words, to the expert ("Your
+    priorities have ...": the reminder) or about them (the designer's lists)."""
+    if note == "priorities_inconsistent":
+        if to_expert:
+            return f"Your priorities have a {consistency_words(value)}: please revise them"
+        return f"judgments inconsistent, {consistency_words(value)}"
+    count = int(value)
+    if to_expert:
+        return "Your acceptable ranges are the designer's defaults, not confirmed: please confirm or change them"
+    return f"default ranges not confirmed ({count} metric{'' if count == 1 else 's'})"
+
+
 def missing_input_list(*, study: Study) -> dict[str, list[str]]:
     """What each expert still has to give before assessment can close:
     ``{username: [what is missing, ...]}``, only experts with gaps (a pending
@@ -196,7 +287,10 @@ def missing_input_list(*, study: Study) -> dict[str, list[str]]:
 
 def expert_steps_get(*, expert: Membership) -> dict[str, bool]:
     """Which of the expert's four steps hold an input (one query), from the
-    progress the study home shows (``expert_progress_annotate``).
+    progress the study home shows (``expert_progress_annotate``); the
+    ranges step is done with unconfirmed defaults too, and the notes of
+    ``input_notes`` are given beside the steps (``priorities_inconsistent``,
+    ``ranges_unconfirmed``).
 
     votes: at least one vote stored (a ballot with no vote leaves no row, so
     it reads as missing); the assessment's three steps: not among the
@@ -204,5 +298,9 @@ def expert_steps_get(*, expert: Membership) -> dict[str, bool]:
     rows only).
     """
     progress = expert_progress_annotate(Membership.objects.filter(pk=expert.pk)).get()
-    gaps = input_gaps(progress)
-    return {"votes": progress.votes_cast > 0, **{key: key not in gaps for key in ASSESSMENT_INPUTS}}
+    gaps, notes = input_gaps(progress), input_notes(progress)
+    return {
+        "votes": progress.votes_cast > 0,
+        **{key: key not in gaps for key in ASSESSMENT_INPUTS},
+        **{key: key in notes for key in INPUT_NOTES},
+    }

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from django.db import transaction
 from django.db.models import Model
+from django.utils import timezone
 
 from engine.core import sums_to_one
 from engine.prioritisation import Prioritisation, prioritise
@@ -17,6 +18,7 @@ from engine.rules import (
     MIN_DIRECT_SHARE,
     MIN_PEER_WEIGHT,
     direct_shares,
+    is_consistent,
     on_input_scale,
     out_of_proportion,
     to_scale,
@@ -319,11 +321,19 @@ def _planned(
     return _Planned(method, items, result, given, judgment_rows)
 
 
-def _store_prioritisations(model: type[P], rows: list[tuple[P, _Planned]], item_field: str) -> list[P]:
+def _store_prioritisations(
+    model: type[P], rows: list[tuple[P, _Planned]], item_field: str, *, acknowledged: bool = False
+) -> list[P]:
     """Insert the new prioritisation ``rows`` with their result, judgments and
-    weights: one INSERT per table, however many rows."""
+    weights: one INSERT per table, however many rows. ``acknowledged``: the
+    expert chose to keep inconsistent judgments (the priorities page's
+    confirmation), recorded with the time on each inconsistent row."""
+    now = timezone.now()
     for prioritisation, plan in rows:
         prioritisation.consistency_ratio = plan.result.consistency_ratio
+        ratio = plan.result.consistency_ratio
+        if acknowledged and ratio is not None and not is_consistent(ratio):
+            prioritisation.inconsistency_acknowledged_at = now
         prioritisation.result_record = _result_record(plan.result, [item.name for item in plan.items])
     saved = model.objects.bulk_create([prioritisation for prioritisation, _ in rows])
     judgment_model = model._meta.get_field("judgments").related_model
@@ -469,7 +479,7 @@ def _priorities_planned(
 
 
 def _priorities_store(
-    plans: dict[Membership, tuple[_Planned, dict[QualityAttribute, _Planned]]],
+    plans: dict[Membership, tuple[_Planned, dict[QualityAttribute, _Planned]]], *, acknowledged: bool = False
 ) -> list[AttributePrioritisation]:
     """Replace these experts' prioritisations (a local one not planned is
     cleared): a constant number of queries, however many experts."""
@@ -479,6 +489,7 @@ def _priorities_store(
         AttributePrioritisation,
         [(AttributePrioritisation(expert=expert, method=plan.method), plan) for expert, (plan, _) in plans.items()],
         "attribute",
+        acknowledged=acknowledged,
     )
     _store_prioritisations(
         MetricPrioritisation,
@@ -488,6 +499,7 @@ def _priorities_store(
             for attribute, plan in local.items()
         ],
         "metric",
+        acknowledged=acknowledged,
     )
     return saved
 
@@ -500,16 +512,21 @@ def priorities_set(
     weights: dict[str, float] | None = None,
     judgments: list | None = None,
     metric_priorities: dict[str, dict] | None = None,
+    acknowledge_inconsistency: bool = False,
 ) -> AttributePrioritisation:
     """Set an expert's whole prioritisation, as in their ``priorities``
     section of a bundle: the attributes, plus optional ``metric_priorities``
     ``{attribute: {"method", "weights" | "judgments"}}``. Local
-    prioritisations not given are cleared (equal split)."""
+    prioritisations not given are cleared (equal split).
+
+    Inconsistent judgments (CR above engine.rules.CONSISTENCY_THRESHOLD) are
+    stored as given; ``acknowledge_inconsistency`` records that the expert
+    chose to keep them (``inconsistency_acknowledged_at``, METHOD.md 3)."""
     items = _Items.of(locked(expert.study))
     plan = _priorities_planned(
         items, method=method, weights=weights, judgments=judgments, metric_priorities=metric_priorities
     )
-    return _priorities_store({expert: plan})[0]
+    return _priorities_store({expert: plan}, acknowledged=acknowledge_inconsistency)[0]
 
 
 @transaction.atomic
@@ -571,7 +588,10 @@ def _ranges_checked(ranges: Any, metrics: dict[str, Metric]) -> dict[Metric, tup
 
 
 def _ranges_store(ranges: dict[Membership, dict[Metric, tuple[float, float]]]) -> None:
+    """Replace these experts' ranges; saving ranges (page, API or bundle)
+    confirms the step, default ranges included (``ranges_confirmed_at``)."""
     AcceptableRange.objects.filter(expert__in=ranges).delete()
+    Membership.objects.filter(pk__in=[expert.pk for expert in ranges]).update(ranges_confirmed_at=timezone.now())
     AcceptableRange.objects.bulk_create(
         [
             AcceptableRange(expert=expert, metric=m, least_acceptable=lo, desired=hi)

@@ -561,6 +561,11 @@ def _experts_page(
     missing = selectors.missing_input_list(study=study) if study.phase == Phase.ASSESSMENT else None
     for expert in experts:
         expert.missing = None if missing is None else missing.get(expert.user.get_username(), [])
+    # What does not block closing but a reminder asks about (issue 16).
+    notes = selectors.input_note_list(study=study) if study.phase == Phase.ASSESSMENT else {}
+    for expert in experts:
+        found = notes.get(expert.user.get_username(), {})
+        expert.notes = [selectors.note_words(note, value, to_expert=False) for note, value in found.items()]
     context = {
         "study": study,
         "study_tab": "experts",

@@ -106,6 +106,18 @@ def readonly_reason(study: Study, step: Step) -> str | None:
     return f"The assessment has closed; your {step.noun} are shown as saved. Only the designer can reopen it."
 
 
+def _step_state(study: Study, step: Step, done: dict[str, bool]) -> str:
+    """later, missing, done, or "not confirmed" (the designer's default
+    ranges the expert has not saved or confirmed yet)."""
+    if _not_open_yet(study, step):
+        return "later"
+    if not done[step.key]:
+        return "missing"
+    if step.key == "ranges" and done["ranges_unconfirmed"]:
+        return "unconfirmed"
+    return "done"
+
+
 def _step_context(study: Study, expert: Membership, step: Step) -> dict[str, Any]:
     """The frame of a step: the step indicator (one query) and its state."""
     done = selectors.expert_steps_get(expert=expert)
@@ -121,7 +133,7 @@ def _step_context(study: Study, expert: Membership, step: Step) -> dict[str, Any
                 "current": s == step,
                 "url": _url(s, study),
                 # A step whose phase has not come yet is neither done nor missing.
-                "state": "later" if _not_open_yet(study, s) else ("done" if done[s.key] else "missing"),
+                "state": _step_state(study, s, done),
                 # Once voting has closed, a ballot without a vote is final, not missing.
                 "voted_nothing": s.key == "votes" and not done[s.key] and not services.phase_allows(study, s.action),
             }
@@ -386,6 +398,14 @@ def _sections_for_template(form: PrioritiesForm) -> list[dict[str, Any]]:
     return sections
 
 
+def _inconsistent_results(form: PrioritiesForm, study: Study) -> list[dict[str, Any]]:
+    """The prioritisations of a valid posted form whose consistency ratio is
+    above the threshold (none when the form is invalid: its errors come first)."""
+    if not form.is_valid():
+        return []
+    return [result for result in _priority_results(form, study) if result.get("consistent") is False]
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def priorities_page(request: HttpRequest, study_id: int) -> HttpResponse:
@@ -394,13 +414,27 @@ def priorities_page(request: HttpRequest, study_id: int) -> HttpResponse:
     study, expert = _expert_study(request, study_id, "prioritise")
     step = STEP["priorities"]
     form = _priorities_form(request, study, expert, stored=True)
-    status = _submit(request, form, step, study, lambda: services.priorities_set(expert=expert, **form.payload()))
+    keep = request.method == "POST" and request.POST.get("keep_inconsistent") == "1"
+    inconsistent = _inconsistent_results(form, study) if _wants_save(request) and not keep else []
+    if inconsistent:
+        # METHOD.md 3 (Decision): inconsistent judgments are saved only once
+        # the expert chooses to keep them; nothing is written before.
+        status: HttpResponse | int = 200
+    else:
+        status = _submit(
+            request,
+            form,
+            step,
+            study,
+            lambda: services.priorities_set(expert=expert, **form.payload(), acknowledge_inconsistency=keep),
+        )
     if isinstance(status, HttpResponse):
         return status
     context = _step_context(study, expert, step)
     _freeze(form, context)
     context.update(
         form=form,
+        confirm_inconsistent=inconsistent,
         sections=_sections_for_template(form),
         results=_priority_results(form, study),
         ahp_weighting=AHP_WEIGHTINGS[study.ahp_weighting],
@@ -530,7 +564,8 @@ def ranges_page(request: HttpRequest, study_id: int) -> HttpResponse:
     outcomes = _range_outcomes(form, context["metrics"], study)
     context.update(_step_context(study, expert, step))
     _freeze(form, context)
-    context.update(rows=_range_rows(form, outcomes), vetoes=_veto_summary(outcomes))
+    unconfirmed = any(s["state"] == "unconfirmed" for s in context["steps"] if s["step"] == step)
+    context.update(rows=_range_rows(form, outcomes), vetoes=_veto_summary(outcomes), ranges_unconfirmed=unconfirmed)
     return _render_step(request, "ranges.html", context, status)
 
 

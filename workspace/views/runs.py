@@ -87,6 +87,12 @@ def _run_context(request: HttpRequest, run: Run, study: Study) -> dict:
             run, candidate=request.GET.get("candidate"), page=request.GET.get("page")
         )
         context["comparable"] = list(selectors.run_comparable_list(run=run))
+        # The consistency ratios recorded in the run's snapshot (absent from
+        # runs launched before they were): never recomputed from live inputs.
+        consistency = cast(dict, run.results).get("consistency")
+        context["consistency"] = consistency
+        flagged = [p["expert"] for p in (consistency or {}).get("prioritisations", []) if p["inconsistent"]]
+        context["inconsistent_experts"] = list(dict.fromkeys(flagged))
     return context
 
 

@@ -12,6 +12,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from engine.rules import CONSISTENCY_THRESHOLD
+
 from .. import invitations, selectors, services
 from ..errors import InvalidInput, PhaseConflict
 from ..forms.studyhome import InvitationAcceptForm
@@ -111,13 +113,24 @@ def _actions(study: Study) -> list[dict]:
 class Step:
     key: str  # also the path under /studies/{id}/my/
     label: str
-    state: str  # done, missing, todo (open, nothing yet), none (closed, nothing given), later
+    # done, missing, todo (open, nothing yet), none (closed, nothing given), later,
+    # inconsistent (priorities above the consistency threshold), unconfirmed
+    # (the designer's default ranges, not saved or confirmed by the expert).
+    state: str
     text: str
     at: datetime | None = None
 
     @property
     def state_label(self) -> str:
-        return {"done": "Done", "missing": "Missing", "todo": "Not yet", "none": "None", "later": "Later"}[self.state]
+        return {
+            "done": "Done",
+            "missing": "Missing",
+            "todo": "Not yet",
+            "none": "None",
+            "later": "Later",
+            "inconsistent": "Inconsistent",
+            "unconfirmed": "Default ranges (not confirmed)",
+        }[self.state]
 
 
 def _plural(count: int, word: str) -> str:
@@ -147,10 +160,15 @@ def _assessment_steps(study: Study, expert: ExpertProgress) -> list[Step]:
             Step("ranges", "Acceptable ranges", "later", later),
             Step("peer-weights", "Peer weights", "later", later),
         ]
-    gaps = selectors.input_gaps(expert)
+    gaps, notes = selectors.input_gaps(expert), selectors.input_notes(expert)
     if "priorities" not in gaps:
         method = {"direct": "direct weights", "ahp": "AHP", "lpr": "LPR"}.get(expert.prioritisation_method or "", "")
-        priorities = Step("priorities", "Priorities", "done", f"Given ({method}).", expert.prioritised_at)
+        worst = selectors.consistency_worst(expert)
+        if "priorities_inconsistent" in notes and worst is not None:
+            text = f"Given ({method}); {selectors.consistency_words(worst)}."
+            priorities = Step("priorities", "Priorities", "inconsistent", text, expert.prioritised_at)
+        else:
+            priorities = Step("priorities", "Priorities", "done", f"Given ({method}).", expert.prioritised_at)
     else:
         priorities = Step("priorities", "Priorities", "missing", "The selected attributes are not prioritised yet.")
     if "ranges" in gaps:
@@ -159,6 +177,14 @@ def _assessment_steps(study: Study, expert: ExpertProgress) -> list[Step]:
             "Acceptable ranges",
             "missing",
             f"No range yet for {_plural(expert.ranges_missing, 'metric')} without a default range.",
+        )
+    elif "ranges_unconfirmed" in notes:
+        ranges = Step(
+            "ranges",
+            "Acceptable ranges",
+            "unconfirmed",
+            f"The designer's default ranges apply to {_plural(expert.ranges_defaulted, 'metric')}; "
+            "not yet saved or confirmed by the expert.",
         )
     elif expert.ranges_given:
         ranges = Step(
@@ -206,12 +232,22 @@ def expert_todo(study: Study, expert: ExpertProgress) -> list[str]:
         step = _votes_step(study, expert)
         return ["Voting: open. " + ("Your votes are cast." if step.state == "done" else "You have not voted yet.")]
     steps = _assessment_steps(study, expert)
-    done = sum(step.state == "done" for step in steps)
+    done = sum(step.state in GIVEN_STATES for step in steps)
     if study.phase == Phase.CLOSED:
         return [f"Closed: your inputs are frozen ({done} of 3 assessment steps were done)."]
-    missing = [step.label.lower() for step in steps if step.state != "done"]
+    missing = [step.label.lower() for step in steps if step.state not in GIVEN_STATES]
     line = f"{done} of 3 assessment steps done."
-    return [line + (f" Still to give: {', '.join(missing)}." if missing else " Nothing left to do.")]
+    lines = [line + (f" Still to give: {', '.join(missing)}." if missing else " Nothing left to do.")]
+    for step in steps:
+        if step.state == "unconfirmed":
+            lines.append("Acceptable ranges: the designer's defaults, not confirmed yet; confirm or change them.")
+        elif step.state == "inconsistent":
+            lines.append(f"Priorities: {step.text[0].lower()}{step.text[1:]} Please consider revising them.")
+    return lines
+
+
+# The states of a step that hold an input (the notes do not block closing).
+GIVEN_STATES = ("done", "inconsistent", "unconfirmed")
 
 
 class SetupCounts(TypedDict):
@@ -248,6 +284,14 @@ def _assessment_todo(counts: SetupCounts, experts: list[ExpertProgress], active:
         for key in selectors.ASSESSMENT_INPUTS
         if gaps[key]
     ]
+    notes = Counter(note for expert in active for note in selectors.input_notes(expert))
+    if notes["priorities_inconsistent"]:
+        lines.append(
+            f"{_plural(notes['priorities_inconsistent'], 'expert')} with inconsistent judgments (CR above "
+            f"{CONSISTENCY_THRESHOLD:.2f}): a reminder asks them to revise (Experts tab)."
+        )
+    if notes["ranges_unconfirmed"]:
+        lines.append(f"{_plural(notes['ranges_unconfirmed'], 'expert')} not yet confirmed the default ranges.")
     if not gaps and all(e.status == Membership.Status.ACTIVE for e in experts):
         lines.append("Ready to close: every expert has given every input.")
     return lines
@@ -383,7 +427,7 @@ def study_home(request: HttpRequest, study_id: int) -> HttpResponse:
         "setup": setup,
         "experts": experts,
         "my_steps": my_steps,
-        "next_step": next((step for step in my_steps or () if step.state in ("missing", "todo")), None),
+        "next_step": next((step for step in my_steps or () if step.state in ("missing", "todo", "unconfirmed")), None),
         "grid": [(expert, expert_steps(study, expert, for_designer=True)) for expert in experts]
         if study.is_designer
         else None,
@@ -427,7 +471,14 @@ def _phase_preview(study: Study, to: str) -> dict:
             "dropped_metrics": [m for m in setup["metrics"] if m.pk not in metric_ids],
         }
     if (study.phase, to) == (Phase.ASSESSMENT, Phase.CLOSED):
-        return {"gaps": selectors.missing_input_list(study=study)}
+        notes = selectors.input_note_list(study=study)
+        return {
+            "gaps": selectors.missing_input_list(study=study),
+            "notes": {
+                name: [selectors.note_words(note, value, to_expert=False) for note, value in found.items()]
+                for name, found in notes.items()
+            },
+        }
     return {"run_count": selectors.run_list(study=study).count()}
 
 
