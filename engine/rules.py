@@ -18,8 +18,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 __all__ = [
-    "AHP_WEIGHTING_DEFAULT",
     "AHP_WEIGHTINGS",
+    "AHP_WEIGHTING_DEFAULT",
     "CONSISTENCY_THRESHOLD",
     "DISPLAY_SIGNIFICANT_DIGITS",
     "MIN_DIRECT_SHARE",
@@ -33,6 +33,7 @@ __all__ = [
     "SCALE_MAX",
     "SCALE_MIN",
     "SCALE_POINTS",
+    "SCALE_POINT_SLACK",
     "SCALE_VALUES",
     "direct_shares",
     "is_consistent",
@@ -41,6 +42,7 @@ __all__ = [
     "out_of_proportion",
     "range_direction_problem",
     "range_width_invalid",
+    "scale_point_of",
     "to_scale",
 ]
 
@@ -130,6 +132,19 @@ def nearest_scale_point(value: float) -> Fraction:
     distances = np.abs(_LOG_SCALE_VALUES - math.log(value))
     # argmin takes the first of equal distances, and the points ascend.
     return SCALE_POINTS[int(np.argmin(distances))]
+
+
+#: How far, in log space, a stored judgment may lie from a point and still
+#: read as that point on the expert's page: judgments typed through the API
+#: with three decimals (0.143 for 1/7, log distance 0.00099) are points.
+SCALE_POINT_SLACK = 1e-3
+
+
+def scale_point_of(value: float) -> tuple[Fraction, bool]:
+    """The point nearest ``value`` (``nearest_scale_point``), and whether
+    ``value`` lies on it, within SCALE_POINT_SLACK in log space."""
+    nearest = nearest_scale_point(value)
+    return nearest, abs(math.log(nearest) - math.log(value)) < SCALE_POINT_SLACK
 
 
 def on_input_scale(value: float) -> bool:

@@ -61,6 +61,11 @@ RULES = [
         TEMPLATES,
     ),
     Rule(
+        "the percentage total: engine.rules.PERCENT_TOTAL (the live total's data-total)",
+        r"(?:[-+]\s*100(?![\w.])|be 100\b|to 100 when)",
+        JS,
+    ),
+    Rule(
         "a name's length: workspace.limits.NAME_MAX_LENGTH",
         r"max_length\s*=\s*100\b",
         PY,

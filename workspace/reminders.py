@@ -10,7 +10,7 @@ from django.conf import settings
 from django.core.mail import send_mail
 from django.utils import timezone
 
-from . import selectors
+from . import selectors, services
 from .models import Membership, Phase, Study
 
 logger = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ def _body(
     study: Study, username: str, link: str, missing: list[str] | None, notes: dict[str, float] | None, note: str
 ) -> str:
     lines = [f"Hello {username},", "", f"This is a reminder about the study “{study.title}”.", _WHAT_NOW[study.phase]]
-    if study.phase == Phase.ASSESSMENT:
+    if services.phase_allows(study, services.Action.PRIORITISE):
         if missing:
             lines += ["Still to give:", *(f"- {item}" for item in missing)]
         else:
@@ -66,7 +66,7 @@ def reminders_send(*, study: Study, experts: list[Membership], link: str, note: 
     please revise them"). Each membership keeps when it was last reminded
     and whether that reached them (the experts page shows it); the report
     says what was sent."""
-    assessment = study.phase == Phase.ASSESSMENT
+    assessment = services.phase_allows(study, services.Action.PRIORITISE)  # inputs are being given
     missing = selectors.missing_input_list(study=study) if assessment else {}
     notes = selectors.input_note_list(study=study) if assessment else {}
     report = ReminderReport()

@@ -29,14 +29,16 @@
     var note = total.querySelector(".live-total__note");
     var rounded = Math.round(sum * 100) / 100;
     output.textContent = complete ? String(rounded) : "–";
+    // The rule's numbers come from the server (engine.rules.PERCENT_TOTAL and PERCENT_TOTAL_SLACK).
+    var target = parseFloat(total.getAttribute("data-total"));
     var slack = parseFloat(total.getAttribute("data-total-slack")) || 0;
-    var off = complete && Math.abs(sum - 100) > slack;
+    var off = complete && Math.abs(sum - target) > slack;
     total.classList.toggle("live-total--off", off);
     total.classList.toggle("live-total--ok", complete && !off);
     if (!complete) note.textContent = "";
     else if (!off) note.textContent = " ✓";
-    else if (total.getAttribute("data-total-rule") === "exact") note.textContent = " (must be 100)";
-    else note.textContent = " (scaled to 100 when saved)";
+    else if (total.getAttribute("data-total-rule") === "exact") note.textContent = " (must be " + target + ")";
+    else note.textContent = " (scaled to " + target + " when saved)";
   }
 
   function showChosenPanels(section) {

@@ -13,7 +13,7 @@ from typing import Any, cast
 
 from django import forms
 
-from engine.rules import PERCENT_TOTAL, PERCENT_TOTAL_SLACK, nearest_scale_point
+from engine.rules import PERCENT_TOTAL, PERCENT_TOTAL_SLACK, scale_point_of
 from engine.rules import SCALE_POINTS as ENGINE_SCALE_POINTS
 
 from ..errors import InvalidInput
@@ -93,11 +93,10 @@ LOCAL_EQUAL = "equal"
 
 
 def scale_point(value: float) -> tuple[str, bool]:
-    """The scale point nearest ``value``, by the engine's rule (in log space,
-    a tie to the smaller point: engine.rules.nearest_scale_point), and
-    whether ``value`` lies on it (up to the input slack)."""
-    nearest = nearest_scale_point(value)
-    return str(nearest), abs(math.log(nearest) - math.log(value)) < 1e-3
+    """The scale point nearest ``value`` as the form's choice, and whether
+    ``value`` lies on it: the engine's rule (engine.rules.scale_point_of)."""
+    nearest, on_point = scale_point_of(value)
+    return str(nearest), on_point
 
 
 def point_label(method: str, left: str, right: str, point: str) -> str:

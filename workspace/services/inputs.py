@@ -38,7 +38,7 @@ from ..models import (
     QualityAttribute,
     Study,
 )
-from ..selectors import expert_list, selected_attributes
+from ..selectors import expert_list, selected_attributes, selected_metrics
 from ._checks import keys, locked, names, number, range_pair
 from .phases import Action, require_phase
 
@@ -408,7 +408,7 @@ def metric_prioritisation_set(
     require_phase(study, Action.PRIORITISE)
     if attribute.study_id != study.pk:
         raise InvalidInput({"attribute": f"{attribute.name!r} is not a selected attribute of this study"})
-    metrics = list(Metric.objects.filter(attribute=attribute, is_selected=True).order_by("position", "id"))
+    metrics = list(selected_metrics(study).filter(attribute=attribute))
     plan = _planned(
         method=method,
         items=_local_items(attribute, metrics),
@@ -437,7 +437,7 @@ class _Items:
     def of(cls, study: Study) -> "_Items":
         require_phase(study, Action.PRIORITISE)
         metrics: dict[int, list[Metric]] = {}
-        for metric in Metric.objects.filter(study=study, is_selected=True).order_by("position", "id"):
+        for metric in selected_metrics(study):
             metrics.setdefault(metric.attribute_id, []).append(metric)
         attributes = {a.name: a for a in QualityAttribute.objects.filter(study=study)}
         selected = sorted((a for a in attributes.values() if a.is_selected), key=lambda a: (a.position, a.pk))
@@ -565,7 +565,7 @@ def metric_prioritisation_clear(*, expert: Membership, attribute: QualityAttribu
 def _ranges_context(study: Study) -> dict[str, Metric]:
     """The study's selected metrics by name, in the assessment phase."""
     require_phase(study, Action.SET_RANGES)
-    return {m.name: m for m in Metric.objects.filter(study=study, is_selected=True)}
+    return {m.name: m for m in selected_metrics(study)}
 
 
 def _ranges_checked(ranges: Any, metrics: dict[str, Metric]) -> dict[Metric, tuple[float, float]]:

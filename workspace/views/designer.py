@@ -558,11 +558,12 @@ def _experts_page(
     members = list(selectors.member_list(study=study))
     experts = [m for m in members if m.role == Membership.Role.EXPERT]
     active = [m for m in experts if m.status == Membership.Status.ACTIVE]
-    missing = selectors.missing_input_list(study=study) if study.phase == Phase.ASSESSMENT else None
+    assessing = services.phase_allows(study, services.Action.PRIORITISE)  # inputs are being given
+    missing = selectors.missing_input_list(study=study) if assessing else None
     for expert in experts:
         expert.missing = None if missing is None else missing.get(expert.user.get_username(), [])
     # What does not block closing but a reminder asks about (issue 16).
-    notes = selectors.input_note_list(study=study) if study.phase == Phase.ASSESSMENT else {}
+    notes = selectors.input_note_list(study=study) if assessing else {}
     for expert in experts:
         found = notes.get(expert.user.get_username(), {})
         expert.notes = [selectors.note_words(note, value, to_expert=False) for note, value in found.items()]

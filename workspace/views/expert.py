@@ -441,6 +441,7 @@ def priorities_page(request: HttpRequest, study_id: int) -> HttpResponse:
         previewed=request.method == "POST" and not _wants_save(request),
         off_scale=form.off_scale,
         threshold=CONSISTENCY_THRESHOLD,
+        percent_total=PERCENT_TOTAL,
         total_slack=PERCENT_TOTAL_SLACK,
     )
     return _render_step(request, "priorities.html", context, status)

@@ -21,6 +21,7 @@ from ..models import Membership, Phase, Study
 from ..selectors import ExpertProgress
 from ..selectors.experts import Progress
 from ..selectors.studies import DashboardRow
+from ..services import Action
 from .common import form_add_service_errors, require_designer, study_for_member
 
 if TYPE_CHECKING:
@@ -138,10 +139,10 @@ def _plural(count: int, word: str) -> str:
 
 
 def _votes_step(study: Study, expert: ExpertProgress, *, for_designer: bool = False) -> Step:
-    if study.phase == Phase.DRAFT:
+    if not services.has_opened(study, Action.VOTE):
         return Step("votes", "Votes", "later", "Opens when the designer opens voting.")
     cast = expert.votes_cast
-    if study.phase == Phase.VOTING:
+    if services.phase_allows(study, Action.VOTE):
         if cast:
             who = "the expert" if for_designer else "you"
             text = f"{_plural(cast, 'vote')} cast; {who} can change them until voting closes."
@@ -153,7 +154,7 @@ def _votes_step(study: Study, expert: ExpertProgress, *, for_designer: bool = Fa
 
 
 def _assessment_steps(study: Study, expert: ExpertProgress) -> list[Step]:
-    if study.phase in (Phase.DRAFT, Phase.VOTING):
+    if not services.has_opened(study, Action.PRIORITISE):
         later = "Opens when the designer closes voting."
         return [
             Step("priorities", "Priorities", "later", later),
@@ -221,19 +222,19 @@ def next_step_key(study: Study, steps: list[Step]) -> str:
     step = next((step for step in steps if step.state in ("missing", "todo")), None)
     if step is not None:
         return step.key
-    return "votes" if study.phase in (Phase.DRAFT, Phase.VOTING) else "priorities"
+    return "priorities" if services.has_opened(study, Action.PRIORITISE) else "votes"
 
 
 def expert_todo(study: Study, expert: ExpertProgress) -> list[str]:
     """What the expert still has to do, in words (the dashboard)."""
-    if study.phase == Phase.DRAFT:
+    if not services.has_opened(study, Action.VOTE):
         return ["Waiting for the designer to open voting."]
-    if study.phase == Phase.VOTING:
+    if services.phase_allows(study, Action.VOTE):
         step = _votes_step(study, expert)
         return ["Voting: open. " + ("Your votes are cast." if step.state == "done" else "You have not voted yet.")]
     steps = _assessment_steps(study, expert)
     done = sum(step.state in GIVEN_STATES for step in steps)
-    if study.phase == Phase.CLOSED:
+    if not services.phase_allows(study, Action.PRIORITISE):
         return [f"Closed: your inputs are frozen ({done} of 3 assessment steps were done)."]
     missing = [step.label.lower() for step in steps if step.state not in GIVEN_STATES]
     line = f"{done} of 3 assessment steps done."
