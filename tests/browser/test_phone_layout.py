@@ -15,7 +15,7 @@ from pytest_django.live_server_helper import LiveServer
 from engine import services as engine_services
 from evaluation import services as evaluation_services
 from evaluation.models import PredictionSet
-from tests.browser.support import TIMEOUT_MS, assert_accessible, login, screenshot
+from tests.browser.support import TIMEOUT_MS, assert_accessible, axe_violations, describe_violations, login, screenshot
 from tests.workspace.conftest import PASSWORD
 from workspace.models import Metric
 
@@ -82,6 +82,10 @@ def overflowing(page: Page, paths: list[str], shoot: str) -> list[str]:
         measured = page.evaluate(MEASURE, PHONE["width"])
         if measured["width"] > PHONE["width"]:
             problems.append(f"{path}: {measured['width']} px wide; past the edge: {', '.join(measured['wide'])}")
+        # What a phone's layout adds (scrolling regions, wrapped tabs) must stay accessible too.
+        violations = axe_violations(page)
+        if violations:
+            problems.append(f"{path} at {PHONE['width']} px:\n" + describe_violations(violations))
         screenshot(page, f"phone-{shoot}-{number:02d}")
     return problems
 
@@ -129,18 +133,18 @@ def study_paths(demo, *, designer: bool) -> list[str]:
 def test_every_page_fits_a_phone_as_the_designer(phone: Page, full_demo) -> None:
     login(phone, full_demo.designer, PASSWORD)
     problems = overflowing(phone, study_paths(full_demo, designer=True), "designer")
-    assert not problems, "pages wider than 390 px:\n" + "\n".join(problems)
+    assert not problems, "pages wider than 390 px or not accessible there:\n" + "\n".join(problems)
 
 
 def test_every_page_fits_a_phone_as_an_expert(phone: Page, full_demo) -> None:
     login(phone, full_demo.experts[0], PASSWORD)
     problems = overflowing(phone, study_paths(full_demo, designer=False), "expert")
-    assert not problems, "pages wider than 390 px:\n" + "\n".join(problems)
+    assert not problems, "pages wider than 390 px or not accessible there:\n" + "\n".join(problems)
 
 
 def test_the_open_pages_fit_a_phone(phone: Page) -> None:
     problems = overflowing(phone, ["/accounts/login/", "/accounts/password/reset/", "/api/docs/"], "open")
-    assert not problems, "pages wider than 390 px:\n" + "\n".join(problems)
+    assert not problems, "pages wider than 390 px or not accessible there:\n" + "\n".join(problems)
 
 
 def test_the_study_tabs_wrap_and_each_can_be_tapped_on_a_phone(phone: Page, full_demo) -> None:
