@@ -462,7 +462,7 @@ def test_a_successful_login_clears_that_usernames_count(cast, settings):
 
 
 def test_the_lockout_fails_open_when_the_cache_is_down(cast, settings):
-    with mock.patch("workspace.views.accounts.cache") as broken:
+    with mock.patch("workspace.lockout.cache") as broken:
         broken.get_many.side_effect = ConnectionError("cache down")
         broken.add.side_effect = ConnectionError("cache down")
         broken.delete.side_effect = ConnectionError("cache down")

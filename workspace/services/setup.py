@@ -45,7 +45,9 @@ def study_create(
 ) -> Study:
     study = Study.objects.create(
         title=text(title, "title", max_length=TITLE_MAX_LENGTH),
-        description=text(description, "description", max_length=STUDY_DESCRIPTION_MAX_LENGTH, required=False),
+        description=text(
+            description, "description", max_length=STUDY_DESCRIPTION_MAX_LENGTH, required=False, multiline=True
+        ),
         attribute_threshold=threshold(attribute_threshold, "attribute_threshold"),
         metric_threshold=threshold(metric_threshold, "metric_threshold"),
         designer=designer,
@@ -74,7 +76,7 @@ def study_update(*, study: Study, **changes: Any) -> Study:
         {
             "title": lambda value: text(value, "title", max_length=TITLE_MAX_LENGTH),
             "description": lambda value: text(
-                value, "description", max_length=STUDY_DESCRIPTION_MAX_LENGTH, required=False
+                value, "description", max_length=STUDY_DESCRIPTION_MAX_LENGTH, required=False, multiline=True
             ),
             "attribute_threshold": vote_threshold("attribute_threshold"),
             "metric_threshold": vote_threshold("metric_threshold"),
@@ -164,7 +166,7 @@ def _item_name(
 
 
 def _description(value: Any) -> str:
-    return text(value, "description", max_length=ITEM_DESCRIPTION_MAX_LENGTH, required=False)
+    return text(value, "description", max_length=ITEM_DESCRIPTION_MAX_LENGTH, required=False, multiline=True)
 
 
 @transaction.atomic
