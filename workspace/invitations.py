@@ -34,7 +34,7 @@ from . import selectors, services
 from .errors import InvalidInput, PhaseConflict
 from .models import Invitation, Membership
 from .services import _checks
-from .services.accounts import email_clean, username_clean, usernames_taken
+from .services.accounts import USERNAME_TAKEN, email_clean, username_clean, usernames_taken
 
 User = get_user_model()
 EXPERT, PENDING, ACTIVE = Membership.Role.EXPERT, Membership.Status.PENDING, Membership.Status.ACTIVE
@@ -220,7 +220,7 @@ def invitation_accept_with_signup(*, key: object, username: object, password: st
     # Taken also by a look-alike (case, width: ``username_key``), which the
     # log-in would confuse with it.
     if usernames_taken(usernames=[username]):
-        raise InvalidInput({"username": "this username is taken: choose another, or log in if it is yours"})
+        raise InvalidInput({"username": USERNAME_TAKEN})
     user = User(username=username, email=email_clean(email=email))
     try:
         password_validation.validate_password(password, user)

@@ -27,6 +27,9 @@ from ._checks import text as _text
 logger = logging.getLogger(__name__)
 
 
+USERNAME_TAKEN = "this username is taken: choose another, or log in if it is yours"
+
+
 def username_key(username: str) -> str:
     """What two usernames must not share: the name as Django's
     authentication reads it (NFKC, ``AbstractBaseUser.normalize_username``,
