@@ -147,7 +147,9 @@ def reset_link(message):
     return match.group(1)
 
 
-def test_password_reset_mails_a_link_that_sets_the_password_and_revokes_tokens(cast, django_capture_on_commit_callbacks):
+def test_password_reset_mails_a_link_that_sets_the_password_and_revokes_tokens(
+    cast, django_capture_on_commit_callbacks
+):
     cast.alice.email = "alice@example.org"
     cast.alice.save()
     _, key = services.api_token_create(user=cast.alice, name="laptop")

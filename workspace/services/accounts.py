@@ -16,6 +16,7 @@ from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
 from django.core.validators import validate_email
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from ..errors import InvalidInput
@@ -63,14 +64,25 @@ def usernames_taken(*, usernames: Iterable[str]) -> dict[str, str]:
     """``{username: existing}`` for each of ``usernames`` whose
     ``username_key`` an account already has (``existing`` is that account's
     username, the same or a look-alike). Reads every username once (keys are
-    computed in Python: SQLite's case-insensitive comparisons know ASCII only)."""
+    computed in Python: SQLite's case-insensitive comparisons know ASCII only).
+    One query; for names whose key is ASCII it reads only their ASCII case
+    variants and the usernames with other characters (``ß`` folds to
+    ``ss``), otherwise every username."""
     wanted: dict[str, list[str]] = {}
     for username in usernames:
         wanted.setdefault(username_key(username), []).append(username)
     taken: dict[str, str] = {}
     if not wanted:
         return taken
-    for existing in User.objects.values_list("username", flat=True).iterator(chunk_size=2000):
+    rows = User.objects.values_list("username", flat=True)
+    if all(key.isascii() for key in wanted):
+        # An ASCII username has the key of its lower case; any other holds
+        # a character outside printable ASCII (usernames hold no controls).
+        near = Q(username__regex=r"[^ -~]")
+        for key in wanted:
+            near |= Q(username__iexact=key)
+        rows = rows.filter(near)
+    for existing in rows.iterator(chunk_size=2000):
         for username in wanted.get(username_key(existing), ()):
             # An exact match wins over a look-alike.
             if taken.get(username) != username:
