@@ -417,3 +417,34 @@ def test_a_reminder_for_an_old_title_with_a_line_break_is_sent_with_a_clean_subj
     assert message.subject == "Reminder: Trial Bcc: evil@example.org"
     assert message.to == ["bob@example.org"] and message.bcc == []
     assert "evil@example.org" not in message.message()["Bcc"] if message.message()["Bcc"] else True
+
+
+@pytest.mark.parametrize("name", ["ａｌｉｃｅ", "ALICE", "Alice"])
+def test_the_admin_refuses_a_look_alike_username(cast, name):
+    admin = User.objects.create_superuser(username="root", password=PASSWORD)
+    client = Client()
+    client.force_login(admin)
+    before = User.objects.count()
+    added = client.post(
+        "/admin/auth/user/add/",
+        {"username": name, "usable_password": "false", "password1": "", "password2": ""},
+    )
+    assert added.status_code == 200
+    assert "this username is taken" in added.context["adminform"].form.errors["username"][0]
+    assert User.objects.count() == before
+    page = client.get(f"/admin/auth/user/{cast.bob.pk}/change/")
+    data = {
+        key: value
+        for key, value in page.context["adminform"].form.initial.items()
+        if key in ("username", "first_name", "last_name", "email", "is_active")
+    }
+    data.update({"username": name, "date_joined_0": "2026-01-01", "date_joined_1": "00:00:00"})
+    renamed = client.post(f"/admin/auth/user/{cast.bob.pk}/change/", data)
+    assert renamed.status_code == 200
+    assert "this username is taken" in renamed.context["adminform"].form.errors["username"][0]
+    cast.bob.refresh_from_db()
+    assert cast.bob.username == "bob"
+    # Bob keeping his own name is no clash.
+    data["username"] = "bob"
+    kept = client.post(f"/admin/auth/user/{cast.bob.pk}/change/", data)
+    assert kept.status_code == 302, kept.context["adminform"].form.errors if kept.context else kept
