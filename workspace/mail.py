@@ -17,6 +17,7 @@ the log-in lock-out does.
 import hashlib
 import logging
 import smtplib
+import unicodedata
 from collections.abc import Iterator
 from typing import cast
 
@@ -60,7 +61,9 @@ def password_reset_allowed(*, request: HttpRequest, email: str) -> bool:
     """Whether this request may have a reset mail sent to ``email``: within
     the limits per address asked for and per client. Both are counted either
     way, and neither looks at accounts."""
-    per_email = _within(f"password-reset:email:{_digest(email.casefold())}", settings.PASSWORD_RESET_MAIL_LIMIT)
+    # Compared as Django's reset form compares addresses (NFKC, case folded).
+    folded = unicodedata.normalize("NFKC", email).casefold()
+    per_email = _within(f"password-reset:email:{_digest(folded)}", settings.PASSWORD_RESET_MAIL_LIMIT)
     per_client = _within(
         f"password-reset:client:{_digest(client_address(request))}", settings.PASSWORD_RESET_CLIENT_LIMIT
     )

@@ -77,7 +77,9 @@ def test_the_token_endpoint_counts_against_the_same_lock_out(cast, settings):
     assert login("alice", "guess").status_code == 200
     refused = api_token("alice", PASSWORD)
     assert refused.status_code == 429
-    assert refused.json()["detail"].startswith("Too many failed attempts for this username")
+    assert refused.json() == {
+        "detail": "Too many failed attempts for this username from your address. Try again in 5 minutes."
+    }
     assert int(refused["Retry-After"]) == settings.LOGIN_FAILURE_WINDOW
     assert api_token("ａｌｉｃｅ", PASSWORD).status_code == 429
     assert login("alice", PASSWORD).status_code == 429

@@ -115,6 +115,14 @@ def _study_detail(study_id, user, status_code=status.HTTP_200_OK):
 # --- tokens ------------------------------------------------------------------------
 
 
+class LockedOut(exceptions.Throttled):
+    """429 with the lock-out's own message, and Retry-After the window."""
+
+    def __init__(self, detail: str, wait: int) -> None:
+        super().__init__(detail=detail)  # without DRF's "Expected available in ..." suffix
+        self.wait = wait
+
+
 class TokenCreateView(APIView):
     """Exchange a username and password for a new API token (throttled)."""
 
@@ -134,7 +142,7 @@ class TokenCreateView(APIView):
         # cannot move to the API, nor to a look-alike of the username.
         refusal = lockout.login_refusal(request, data["username"])
         if refusal is not None:
-            raise exceptions.Throttled(wait=settings.LOGIN_FAILURE_WINDOW, detail=refusal)
+            raise LockedOut(refusal, settings.LOGIN_FAILURE_WINDOW)
         # NFKC, as the log-in form reads a username.
         username = User.normalize_username(data["username"])
         user = authenticate(request, username=username, password=data["password"])
