@@ -88,9 +88,11 @@ def _character(char: str) -> str:
 
 def text(value: Any, field: str, *, max_length: int, required: bool = True, multiline: bool = False) -> str:
     """Text for ``field``, stripped: at most ``max_length`` characters,
-    not empty when ``required``, storable (no NUL, no lone surrogate). A
-    single line unless ``multiline`` (descriptions, posts): see
-    ``single_line_text``."""
+    not empty when ``required``, storable (no NUL, no lone surrogate).
+    Unless ``multiline`` (a description, a post), one line of visible text:
+    none of ``invisible_characters`` anywhere in it, the refusal naming the
+    first. Every name, title, unit, username and label is checked here, so
+    the pages, the API and a bundle import refuse the same text."""
     if not isinstance(value, str):
         raise InvalidInput({field: f"must be text, got {type(value).__name__}"})
     value = value.strip()
