@@ -450,3 +450,12 @@ def test_the_admin_refuses_a_look_alike_username(cast, name):
     data["username"] = "bob"
     kept = client.post(f"/admin/auth/user/{cast.bob.pk}/change/", data)
     assert kept.status_code == 302, kept.context["adminform"].form.errors if kept.context else kept
+
+
+def test_a_worker_finds_the_reset_mail_task():
+    """Workers import the task's module (CELERY_IMPORTS): it is not in an
+    app's tasks.py, which Celery would find by itself."""
+    from approve_site.celery import app
+
+    app.loader.import_default_modules()
+    assert "workspace.mail.password_reset_mail_send" in app.tasks
