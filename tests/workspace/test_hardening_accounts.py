@@ -3,6 +3,9 @@ authentication reads (NFKC, case folded), look-alike usernames refused,
 password-reset mail throttled and sent by a task, and one-line names that
 refuse control, bidirectional and zero-width characters."""
 
+import os
+import subprocess
+import sys
 from unittest import mock
 
 import pytest
@@ -454,8 +457,13 @@ def test_the_admin_refuses_a_look_alike_username(cast, name):
 
 def test_a_worker_finds_the_reset_mail_task():
     """Workers import the task's module (CELERY_IMPORTS): it is not in an
-    app's tasks.py, which Celery would find by itself."""
-    from approve_site.celery import app
-
-    app.loader.import_default_modules()
-    assert "workspace.mail.password_reset_mail_send" in app.tasks
+    app's tasks.py, which Celery would find by itself. A fresh process, as a
+    worker starts."""
+    script = (
+        "import django; django.setup(); import sys; from approve_site.celery import app; "
+        "assert 'workspace.mail' not in sys.modules; app.loader.import_default_modules(); "
+        "print('workspace.mail.password_reset_mail_send' in app.tasks)"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "approve_site.settings"}
+    found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
+    assert found.stdout.strip() == "True", found.stderr
