@@ -380,6 +380,20 @@ if not 0 < LOGIN_FAILURE_LIMIT <= LOGIN_FAILURE_ADDRESS_LIMIT or LOGIN_FAILURE_W
     raise ImproperlyConfigured(
         "need 0 < LOGIN_FAILURE_LIMIT <= LOGIN_FAILURE_ADDRESS_LIMIT and LOGIN_FAILURE_WINDOW > 0"
     )
+# Password-reset mail (workspace.mail): at most PASSWORD_RESET_MAIL_LIMIT
+# mails per address asked for, and as many per account, and
+# PASSWORD_RESET_CLIENT_LIMIT requests per client address, each per
+# PASSWORD_RESET_MAIL_WINDOW seconds. Over a limit the page answers as usual
+# and nothing is sent. The mail is sent by a task (CELERY_IMPORTS below).
+PASSWORD_RESET_MAIL_LIMIT = env_int("PASSWORD_RESET_MAIL_LIMIT", 3)
+PASSWORD_RESET_CLIENT_LIMIT = env_int("PASSWORD_RESET_CLIENT_LIMIT", 20)
+PASSWORD_RESET_MAIL_WINDOW = env_int("PASSWORD_RESET_MAIL_WINDOW", 3600)
+if not 0 < PASSWORD_RESET_MAIL_LIMIT <= PASSWORD_RESET_CLIENT_LIMIT or PASSWORD_RESET_MAIL_WINDOW <= 0:
+    raise ImproperlyConfigured(
+        "need 0 < PASSWORD_RESET_MAIL_LIMIT <= PASSWORD_RESET_CLIENT_LIMIT and PASSWORD_RESET_MAIL_WINDOW > 0"
+    )
+# Task modules outside the apps' tasks.py (which Celery finds by itself).
+CELERY_IMPORTS = ["workspace.mail"]
 
 
 def email_from_url(url):

@@ -77,6 +77,12 @@ RULES = [
         homes=("workspace/limits.py",),
     ),
     Rule(
+        "a username's length: workspace.limits.USERNAME_MAX_LENGTH",
+        r"(?:max_length\s*=\s*150\b|>\s*150\b)",
+        PY,
+        homes=("workspace/limits.py",),
+    ),
+    Rule(
         "a metric unit's length: workspace.limits.UNIT_MAX_LENGTH",
         r"max_length\s*=\s*50\b",
         PY,

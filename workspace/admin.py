@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from django import forms
 from django.contrib import admin
+from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Q, QuerySet
 from django.forms.models import BaseInlineFormSet
@@ -41,6 +44,7 @@ from .models import (
     Study,
 )
 from .services import Action, phase_allows
+from .services.accounts import USERNAME_TAKEN, usernames_taken
 
 # --- shared helpers -------------------------------------------------------------
 
@@ -535,3 +539,38 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+# --- accounts ------------------------------------------------------------------------
+
+
+def _username_look_alike(form: forms.ModelForm) -> str:
+    """The username of ``form``, refused when another account's name reads
+    the same (``ａｌｉｃｅ``, ``Alice`` beside ``alice``: ``username_key``),
+    as the sign-up and the imports refuse it."""
+    username = form.cleaned_data.get("username") or ""
+    existing = usernames_taken(usernames=[username]).get(username) if username else None
+    if existing is not None and existing != getattr(form.instance, "username", None):
+        raise ValidationError(f"{USERNAME_TAKEN} (it reads as the existing account {existing!r})")
+    return username
+
+
+class LookAlikeSafeUserCreationForm(AdminUserCreationForm):
+    def clean_username(self) -> str:
+        return _username_look_alike(self)
+
+
+class LookAlikeSafeUserChangeForm(UserChangeForm):
+    def clean_username(self) -> str:
+        return _username_look_alike(self)
+
+
+admin.site.unregister(User)
+
+
+@admin.register(User)
+class AccountAdmin(UserAdmin):
+    """Django's user admin, whose forms refuse look-alike usernames."""
+
+    add_form = LookAlikeSafeUserCreationForm
+    form = LookAlikeSafeUserChangeForm

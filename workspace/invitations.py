@@ -34,7 +34,7 @@ from . import selectors, services
 from .errors import InvalidInput, PhaseConflict
 from .models import Invitation, Membership
 from .services import _checks
-from .services.accounts import email_clean, username_clean
+from .services.accounts import USERNAME_TAKEN, email_clean, username_clean, usernames_taken
 
 User = get_user_model()
 EXPERT, PENDING, ACTIVE = Membership.Role.EXPERT, Membership.Status.PENDING, Membership.Status.ACTIVE
@@ -217,8 +217,10 @@ def invitation_accept_with_signup(*, key: object, username: object, password: st
     account and a taken username uses no key. Refusals name ``username``,
     ``password``, ``email`` or ``key``."""
     username = username_clean(username=username)
-    if User.objects.filter(username__iexact=username).exists():
-        raise InvalidInput({"username": "this username is taken: choose another, or log in if it is yours"})
+    # Taken also by a look-alike (case, width: ``username_key``), which the
+    # log-in would confuse with it.
+    if usernames_taken(usernames=[username]):
+        raise InvalidInput({"username": USERNAME_TAKEN})
     user = User(username=username, email=email_clean(email=email))
     try:
         password_validation.validate_password(password, user)
@@ -329,7 +331,8 @@ def _import_experts_trusted(*, study, usernames: list[str], importer) -> dict[st
             break  # experts_add refuses it, before any later username is looked at
         seen.add(name)
     others = [name for name in names if name != me]
-    accounts = dict(zip(others, services.users_get_or_create(usernames=others), strict=True))
+    fields = [f"experts[{position}]" for position, name in enumerate(names) if name != me]
+    accounts = dict(zip(others, services.users_get_or_create(usernames=others, fields=fields), strict=True))
     if me is not None:
         accounts[me] = importer
     memberships = services.experts_add(study=study, users=[accounts[name] for name in names])

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from . import selectors, services
 from .models import Membership, Phase, Study
+from .services._checks import subject_line
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +82,7 @@ def reminders_send(*, study: Study, experts: list[Membership], link: str, note: 
             continue
         body = _body(study, username, link, missing.get(username), notes.get(username), note)
         try:
-            send_mail(f"Reminder: {study.title}", body, settings.DEFAULT_FROM_EMAIL, [address])
+            send_mail(subject_line(f"Reminder: {study.title}"), body, settings.DEFAULT_FROM_EMAIL, [address])
         except (smtplib.SMTPException, OSError) as error:
             logger.warning("reminder to %s not sent: %s", address, error)
             reason = str(error) or type(error).__name__

@@ -724,8 +724,9 @@ def test_an_unknown_key_is_404(db) -> None:
 @pytest.mark.parametrize(
     ("username", "password", "confirm", "field", "message"),
     [
-        ("bob", "a-fresh-passphrase-31", None, "username", "A user with that username already exists."),
-        ("BOB", "a-fresh-passphrase-31", None, "username", "already exists"),
+        ("bob", "a-fresh-passphrase-31", None, "username", "this username is taken: choose another"),
+        ("BOB", "a-fresh-passphrase-31", None, "username", "this username is taken"),
+        ("ｂｏｂ", "a-fresh-passphrase-31", None, "username", "this username is taken"),
         ("has space", "a-fresh-passphrase-31", None, "username", "Enter a valid username"),
         ("dana", "short", None, "password2", "too short"),
         ("dana", "12345678901", None, "password2", "entirely numeric"),

@@ -5,7 +5,7 @@ import cycle."""
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from workspace import invitations
+from workspace import invitations, limits
 from workspace.models import Invitation
 
 from . import serializers as s
@@ -67,7 +67,9 @@ class NewInvitationSerializer(InvitationSerializer):
 
 class InvitationWriteSerializer(serializers.Serializer):
     username = serializers.CharField(
-        max_length=150, required=False, help_text="whom to invite; leave out for a link invitation"
+        max_length=limits.USERNAME_MAX_LENGTH,
+        required=False,
+        help_text="whom to invite; leave out for a link invitation",
     )
 
 

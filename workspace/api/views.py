@@ -10,6 +10,7 @@ every input. An outsider never learns a study exists.
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
+from django.conf import settings
 from django.contrib.auth import authenticate
 from django.contrib.auth.models import User
 from django.db.models import QuerySet
@@ -26,7 +27,7 @@ from rest_framework.views import APIView
 from engine import selectors as engine_selectors
 from engine import services as engine_services
 from engine.models import Run
-from workspace import invitations, limits, selectors, services
+from workspace import invitations, limits, lockout, selectors, services
 from workspace.bundles import study_export_bundle, study_import_bundle
 from workspace.models import ApiToken, Candidate, Membership, Metric, QualityAttribute, Study
 from workspace.selectors.design import SetupItems, SetupModel
@@ -114,6 +115,14 @@ def _study_detail(study_id, user, status_code=status.HTTP_200_OK):
 # --- tokens ------------------------------------------------------------------------
 
 
+class LockedOut(exceptions.Throttled):
+    """429 with the lock-out's own message, and Retry-After the window."""
+
+    def __init__(self, detail: str, wait: int) -> None:
+        super().__init__(detail=detail)  # without DRF's "Expected available in ..." suffix
+        self.wait = wait
+
+
 class TokenCreateView(APIView):
     """Exchange a username and password for a new API token (throttled)."""
 
@@ -129,9 +138,18 @@ class TokenCreateView(APIView):
     )
     def post(self, request):
         data = validated(s.TokenRequestSerializer, request.data)
-        user = authenticate(request, username=data["username"], password=data["password"])
+        # The log-in page's lock-out, counted under the same key: guesses
+        # cannot move to the API, nor to a look-alike of the username.
+        refusal = lockout.login_refusal(request, data["username"])
+        if refusal is not None:
+            raise LockedOut(refusal, settings.LOGIN_FAILURE_WINDOW)
+        # NFKC, as the log-in form reads a username.
+        username = User.normalize_username(data["username"])
+        user = authenticate(request, username=username, password=data["password"])
         if user is None:
+            lockout.login_failed(request, data["username"])
             raise exceptions.ValidationError({"non_field_errors": ["Unable to log in with those credentials."]})
+        lockout.login_succeeded(request, data["username"])
         token, key = services.api_token_create(
             user=user, name=data.get("name", ""), expires_in_days=data.get("expires_in_days")
         )

@@ -25,6 +25,7 @@ from ..limits import (
 )
 from ..measurement_csv import number_parse
 from ..models import AhpWeighting, Direction, Membership, QualityAttribute
+from ..services.accounts import USERNAME_TAKEN, usernames_taken
 
 
 class PrefixedIds:
@@ -384,3 +385,12 @@ class SignupForm(UserCreationForm):
         self.fields["username"].widget.attrs.update({"autocomplete": "username", "autocapitalize": "none"})
         self.fields["password1"].widget.attrs["autocomplete"] = "new-password"
         self.fields["password2"].widget.attrs["autocomplete"] = "new-password"
+
+    def clean_username(self) -> str:
+        """Taken also by a look-alike of an existing name (``Alice``,
+        ``ａｌｉｃｅ`` beside ``alice``: ``username_key``), with the message the
+        service gives; Django's own check knows only ASCII case."""
+        username = self.cleaned_data.get("username") or ""
+        if username and usernames_taken(usernames=[username]):
+            raise forms.ValidationError(USERNAME_TAKEN)
+        return username

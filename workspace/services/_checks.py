@@ -3,6 +3,8 @@ field before anything is written (the phase a change needs is checked by
 ``phases.require_phase``)."""
 
 import math
+import re
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from numbers import Real
@@ -50,7 +52,47 @@ def keys(entry: Any, field: str, required: Sequence[str], optional: Sequence[str
         raise InvalidInput({f"{field}.{unknown[0]}": "is not a field of this object"})
 
 
-def text(value: Any, field: str, *, max_length: int, required: bool = True) -> str:
+# Characters a single line of text must not hold: controls (C0, DEL, C1: CR,
+# LF, NUL...), format characters (bidirectional overrides and isolates
+# U+202A-U+202E and U+2066-U+2069, marks, zero-width characters U+200B-U+200D,
+# U+2060, U+FEFF, soft hyphens, tags) and the line and paragraph separators.
+# They break mail headers (a CR/LF in a subject) or make two names look the
+# same (``J48`` and ``J48\u200b``), or one read backwards.
+_NOT_ON_A_LINE = frozenset({"Cc", "Cf", "Zl", "Zp"})
+
+
+def invisible_characters(value: str) -> list[str]:
+    """The characters of ``value`` a single line must not hold, in order."""
+    return [char for char in value if unicodedata.category(char) in _NOT_ON_A_LINE]
+
+
+def _character(char: str) -> str:
+    kind = {
+        "\r": "a carriage return",
+        "\n": "a line break",
+        "\t": "a tab",
+        "\x00": "a NUL character",
+    }.get(char)
+    if kind is None:
+        category = unicodedata.category(char)
+        if category in ("Zl", "Zp"):
+            kind = "a line break"
+        elif category == "Cc":
+            kind = "a control character"
+        elif unicodedata.bidirectional(char) in ("LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"):
+            kind = "a bidirectional control"
+        else:
+            kind = "an invisible character"
+    return f"{kind} (U+{ord(char):04X})"
+
+
+def text(value: Any, field: str, *, max_length: int, required: bool = True, multiline: bool = False) -> str:
+    """Text for ``field``, stripped: at most ``max_length`` characters,
+    not empty when ``required``, storable (no NUL, no lone surrogate).
+    Unless ``multiline`` (a description, a post), one line of visible text:
+    none of ``invisible_characters`` anywhere in it, the refusal naming the
+    first. Every name, title, unit, username and label is checked here, so
+    the pages, the API and a bundle import refuse the same text."""
     if not isinstance(value, str):
         raise InvalidInput({field: f"must be text, got {type(value).__name__}"})
     value = value.strip()
@@ -61,12 +103,38 @@ def text(value: Any, field: str, *, max_length: int, required: bool = True) -> s
     if "\x00" in value:
         # PostgreSQL cannot store it (and the query would fail, not refuse).
         raise InvalidInput({field: "must not contain NUL characters"})
+    if not multiline:
+        found = invisible_characters(value)
+        if found:
+            raise InvalidInput({field: f"must be a single line of visible text: it contains {_character(found[0])}"})
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
         # A lone surrogate (JSON allows "\ud800") is not text any database stores.
         raise InvalidInput({field: "must be valid Unicode text (it contains a lone surrogate)"}) from None
     return value
+
+
+# A subject longer than this is cut (with an ellipsis): mail clients show
+# less, and RFC 5322 advises lines under 78 characters once folded.
+SUBJECT_MAX_LENGTH = 150
+_SPACES = re.compile(r"\s+")
+
+
+def subject_line(text: str) -> str:
+    """``text`` as one line for a mail's Subject header: each line break or
+    control character and each run of whitespace becomes one space, each
+    bidirectional, zero-width or other format character goes (see
+    ``invisible_characters``), and the whole is cut to SUBJECT_MAX_LENGTH
+    characters. A study title from before titles were checked
+    (``"Trial\\r\\nBcc: ..."``) then makes a plain subject instead of a
+    BadHeaderError."""
+    for char in set(invisible_characters(text)):
+        text = text.replace(char, "" if unicodedata.category(char) == "Cf" else " ")
+    line = _SPACES.sub(" ", text).strip()
+    if len(line) > SUBJECT_MAX_LENGTH:
+        line = line[: SUBJECT_MAX_LENGTH - 1].rstrip() + "…"
+    return line
 
 
 def threshold(value: Any, field: str) -> int:

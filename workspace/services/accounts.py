@@ -4,46 +4,109 @@ import hashlib
 import logging
 import secrets
 import smtplib
+import unicodedata
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import User
 from django.core import signing
 from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
 from django.core.validators import validate_email
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from ..errors import InvalidInput
-from ..limits import NAME_MAX_LENGTH
+from ..limits import NAME_MAX_LENGTH, USERNAME_MAX_LENGTH
 from ..models import ApiToken, EmailConfirmation
+from ._checks import subject_line
 from ._checks import text as _text
 
 logger = logging.getLogger(__name__)
 
 
+USERNAME_TAKEN = "this username is taken: choose another, or log in if it is yours"
+
+
+def username_key(username: str) -> str:
+    """What two usernames must not share: the name as Django's
+    authentication reads it (NFKC, ``AbstractBaseUser.normalize_username``,
+    which the log-in form applies: ``ｖｉｃｔｉｍ`` signs in as ``victim``),
+    case-folded (``Victim``), normalised again. The log-in lock-out counts
+    failures under this key, and no account is created whose key another
+    account already has."""
+    normal = AbstractBaseUser.normalize_username(username.strip())
+    return unicodedata.normalize("NFKC", normal.casefold())
+
+
 def username_clean(*, username: object, field: str = "username") -> str:
-    """A well-formed username (stripped), or InvalidInput naming ``field``.
-    Says nothing about whether such an account exists."""
+    """A well-formed username, or InvalidInput naming ``field``: stripped, one
+    line of visible characters, in NFKC as Django's forms normalise it (a
+    full-width ``ｖｉｃｔｉｍ`` becomes ``victim``), letters, digits and
+    @.+-_ only. Says nothing about whether such an account exists."""
     if not isinstance(username, str) or not username.strip():
         raise InvalidInput({field: "must be a username"})
-    username = username.strip()
+    username = _text(username, field, max_length=USERNAME_MAX_LENGTH * 4)
+    username = AbstractBaseUser.normalize_username(username)
     try:
         User.username_validator(username)
     except Exception:
         raise InvalidInput({field: f"{username!r} is not a valid username (letters, digits and @.+-_ only)"}) from None
-    if len(username) > 150:
-        raise InvalidInput({field: "usernames are at most 150 characters"})
+    if len(username) > USERNAME_MAX_LENGTH:
+        raise InvalidInput({field: f"usernames are at most {USERNAME_MAX_LENGTH} characters"})
     return username
+
+
+def usernames_taken(*, usernames: Iterable[str]) -> dict[str, str]:
+    """``{username: existing}`` for each of ``usernames`` whose
+    ``username_key`` an account already has (``existing`` is that account's
+    username, the same or a look-alike). Reads every username once (keys are
+    computed in Python: SQLite's case-insensitive comparisons know ASCII only).
+    One query; for names whose key is ASCII it reads only their ASCII case
+    variants and the usernames with other characters (``ß`` folds to
+    ``ss``), otherwise every username."""
+    wanted: dict[str, list[str]] = {}
+    for username in usernames:
+        wanted.setdefault(username_key(username), []).append(username)
+    taken: dict[str, str] = {}
+    if not wanted:
+        return taken
+    rows = User.objects.values_list("username", flat=True)
+    if all(key.isascii() for key in wanted):
+        # An ASCII username has the key of its lower case; any other holds
+        # a character outside printable ASCII (usernames hold no controls).
+        near = Q(username__regex=r"[^ -~]")
+        for key in wanted:
+            near |= Q(username__iexact=key)
+        rows = rows.filter(near)
+    for existing in rows.iterator(chunk_size=2000):
+        for username in wanted.get(username_key(existing), ()):
+            # An exact match wins over a look-alike.
+            if taken.get(username) != username:
+                taken[username] = existing
+    return taken
+
+
+def _look_alike(username: str, existing: str, field: str) -> InvalidInput:
+    return InvalidInput(
+        {field: f"{username!r} is taken: it reads as the existing account {existing!r} (case and width aside)"}
+    )
 
 
 def user_get_or_create(*, username: str, field: str = "username") -> User:
     """The account for ``username``; a new one has no usable password (an
-    invitation or an administrator gives it one)."""
+    invitation or an administrator gives it one). A name that reads as
+    another account's (``Alice`` beside ``alice``) is refused, naming
+    ``field``: it would be a second account under a look-alike name."""
     username = username_clean(username=username, field=field)
     user = User.objects.filter(username=username).first()
     if user is None:
+        existing = usernames_taken(usernames=[username]).get(username)
+        if existing is not None:
+            raise _look_alike(username, existing, field)
         user = User(username=username)
         user.set_unusable_password()
         user.save()
@@ -144,23 +207,39 @@ def email_change_notify(*, user: User, old: str, account_link: str, confirm_link
         messages.append(("Your e-mail address on approve was changed", body, old))
     for subject, body, address in messages:
         try:
-            send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, [address])
+            send_mail(subject_line(subject), body, settings.DEFAULT_FROM_EMAIL, [address])
         except (smtplib.SMTPException, OSError) as error:
             logger.warning("e-mail change notice to %s not sent: %s", address, error)
             return str(error) or type(error).__name__
     return None
 
 
-def users_get_or_create(*, usernames: list[str]) -> list[User]:
+def users_get_or_create(*, usernames: list[str], fields: list[str] | None = None) -> list[User]:
     """``user_get_or_create`` for well-formed usernames (``username_clean``),
-    in two queries however many: the accounts, in this order."""
+    in two queries however many (and one read of the usernames when some are
+    new): the accounts, in this order. A new name that reads as an existing
+    account's is refused as ``user_get_or_create`` refuses it, naming
+    ``fields[i]`` (default ``usernames[i]``); then nothing is written."""
     users = {user.get_username(): user for user in User.objects.filter(username__in=usernames)}
+    missing = [username for username in dict.fromkeys(usernames) if username not in users]
+    if missing:
+        taken = usernames_taken(usernames=missing)
+        for position, username in enumerate(usernames):
+            if username in taken:
+                field = fields[position] if fields is not None else f"usernames[{position}]"
+                raise _look_alike(username, taken[username], field)
+        seen: dict[str, str] = {}
+        for position, username in enumerate(usernames):
+            if username in missing:
+                first = seen.setdefault(username_key(username), username)
+                if first != username:
+                    field = fields[position] if fields is not None else f"usernames[{position}]"
+                    raise _look_alike(username, first, field)
     new = []
-    for username in dict.fromkeys(usernames):
-        if username not in users:
-            users[username] = User(username=username)
-            users[username].set_unusable_password()
-            new.append(users[username])
+    for username in missing:
+        users[username] = User(username=username)
+        users[username].set_unusable_password()
+        new.append(users[username])
     User.objects.bulk_create(new)
     return [users[username] for username in usernames]
 

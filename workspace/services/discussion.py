@@ -22,7 +22,7 @@ HIDDEN_POST_FROZEN = "the designer has hidden this post: it can no longer be cha
 
 
 def _body(body: object) -> str:
-    return text(body, "body", max_length=DISCUSSION_POST_MAX_CHARS)
+    return text(body, "body", max_length=DISCUSSION_POST_MAX_CHARS, multiline=True)
 
 
 @transaction.atomic

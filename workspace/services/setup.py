@@ -50,7 +50,9 @@ def study_create(
         raise InvalidInput({"ahp_weighting": f"must be one of {', '.join(AHP_WEIGHTINGS)}, got {ahp_weighting!r}"})
     study = Study.objects.create(
         title=text(title, "title", max_length=TITLE_MAX_LENGTH),
-        description=text(description, "description", max_length=STUDY_DESCRIPTION_MAX_LENGTH, required=False),
+        description=text(
+            description, "description", max_length=STUDY_DESCRIPTION_MAX_LENGTH, required=False, multiline=True
+        ),
         attribute_threshold=threshold(attribute_threshold, "attribute_threshold"),
         metric_threshold=threshold(metric_threshold, "metric_threshold"),
         ahp_weighting=ahp_weighting,
@@ -89,7 +91,7 @@ def study_update(*, study: Study, **changes: Any) -> Study:
         {
             "title": lambda value: text(value, "title", max_length=TITLE_MAX_LENGTH),
             "description": lambda value: text(
-                value, "description", max_length=STUDY_DESCRIPTION_MAX_LENGTH, required=False
+                value, "description", max_length=STUDY_DESCRIPTION_MAX_LENGTH, required=False, multiline=True
             ),
             "attribute_threshold": vote_threshold("attribute_threshold"),
             "metric_threshold": vote_threshold("metric_threshold"),
@@ -180,7 +182,7 @@ def _item_name(
 
 
 def _description(value: Any) -> str:
-    return text(value, "description", max_length=ITEM_DESCRIPTION_MAX_LENGTH, required=False)
+    return text(value, "description", max_length=ITEM_DESCRIPTION_MAX_LENGTH, required=False, multiline=True)
 
 
 @transaction.atomic

@@ -1,7 +1,6 @@
 """Account pages: log-in with its lock-out, password change and reset, API tokens."""
 
-import hashlib
-from typing import cast
+import logging
 
 from django import forms
 from django.conf import settings
@@ -18,71 +17,38 @@ from django.contrib.auth.views import (
     PasswordResetDoneView,
     PasswordResetView,
 )
-from django.core.cache import cache
+from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
-from rest_framework.request import Request
-from rest_framework.throttling import BaseThrottle
 
-from .. import limits, selectors, services
-from ..api.throttling import CACHE_ERRORS, log_cache_unreachable
+from .. import limits, lockout, mail, selectors, services
 from ..errors import InvalidInput
 from ..forms.designer import EMAIL_MAX_LENGTH
 from ..models import ApiToken
 from .common import form_add_service_errors, signed_in_user
 
+logger = logging.getLogger(__name__)
+
 # --- Log-in and its lock-out ---------------------------------------------------------
 
 
 class ThrottledLoginView(LoginView):
-    """Django's login page with a lock-out against password guessing.
-
-    Failures are counted per (client address, username) and per address:
-    LOGIN_FAILURE_LIMIT failures for one username lock that username out at
-    that address, so the other people behind a shared address (an office NAT)
-    still log in; LOGIN_FAILURE_ADDRESS_LIMIT failures over all usernames lock
-    the address out (one client trying many usernames). Both last
-    LOGIN_FAILURE_WINDOW seconds from the first failure. The API's token
-    endpoint has its own throttle (``login`` scope).
-
-    With the cache unreachable the lock-out fails open (logged): it must not
-    turn a cache outage into nobody being able to log in.
-    """
+    """Django's login page with the lock-out against password guessing
+    (``workspace.lockout``: per address and per (address, username), the
+    username read as Django's authentication reads it). The API's token
+    endpoint counts against the same lock-out."""
 
     template_name = "registration/login.html"
     redirect_authenticated_user = True
 
-    def failure_keys(self) -> tuple[str, str]:
-        """Cache keys of the per-address and the per-(address, username)
-        counters. Hashed: both parts come from the client."""
-        # The client address as the API's throttles see it (NUM_PROXIES).
-        # get_ident reads only the request's META, which a Django request has.
-        address = BaseThrottle().get_ident(cast(Request, self.request)) or ""
-        username = self.request.POST.get("username", "").strip().casefold()
-        per_address = hashlib.sha256(address.encode()).hexdigest()
-        per_user = hashlib.sha256(f"{address}\x00{username}".encode()).hexdigest()
-        return f"login-failures:address:{per_address}", f"login-failures:user:{per_user}"
-
-    def lockout_message(self) -> str | None:
-        """Why this attempt is refused unseen, or None."""
-        address_key, user_key = self.failure_keys()
-        try:
-            counts = cache.get_many([address_key, user_key])
-        except CACHE_ERRORS as error:  # fail open, as the API's throttles do
-            log_cache_unreachable("log-in lock-out", error)
-            return None
-        minutes = max(1, settings.LOGIN_FAILURE_WINDOW // 60)
-        if counts.get(address_key, 0) >= settings.LOGIN_FAILURE_ADDRESS_LIMIT:
-            return f"Too many failed attempts from your address. Try again in {minutes} minutes."
-        if counts.get(user_key, 0) >= settings.LOGIN_FAILURE_LIMIT:
-            return f"Too many failed attempts for this username from your address. Try again in {minutes} minutes."
-        return None
+    def attempted_username(self) -> str:
+        return self.request.POST.get("username", "")
 
     def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        message = self.lockout_message()
+        message = lockout.login_refusal(request, self.attempted_username())
         if message is not None:
             form = self.get_form()
             form.add_error(None, message)
@@ -90,21 +56,11 @@ class ThrottledLoginView(LoginView):
         return super().post(request, *args, **kwargs)
 
     def form_invalid(self, form: AuthenticationForm) -> HttpResponse:
-        try:
-            for key in self.failure_keys():
-                cache.add(key, 0, timeout=settings.LOGIN_FAILURE_WINDOW)
-                cache.incr(key)
-        except CACHE_ERRORS as error:
-            log_cache_unreachable("log-in failure count", error)
+        lockout.login_failed(self.request, self.attempted_username())
         return super().form_invalid(form)
 
     def form_valid(self, form: AuthenticationForm) -> HttpResponse:
-        # Knowing the password ends that username's lock-out count; the
-        # address's count stays, or one's own account would reset it.
-        try:
-            cache.delete(self.failure_keys()[1])
-        except CACHE_ERRORS as error:
-            log_cache_unreachable("log-in failure reset", error)
+        lockout.login_succeeded(self.request, self.attempted_username())
         return super().form_valid(form)
 
 
@@ -127,16 +83,27 @@ class PasswordChangePage(PasswordChangeView):
 
 
 class PasswordResetPage(PasswordResetView):
-    """Ask for a reset link by e-mail. The answer is the same whether or not
-    an account has that address."""
+    """Ask for a reset link by e-mail. The answer, and the work behind it,
+    are the same whether or not an account has that address, and whether or
+    not a limit was reached: the request counts the throttle and enqueues the
+    mail (``workspace.mail``), after its transaction commits; a worker looks
+    the account up and sends it (at once, in-process, without a broker)."""
 
     template_name = "accounts/password_reset_form.html"
-    email_template_name = "accounts/password_reset_email.txt"
-    subject_template_name = "accounts/password_reset_subject.txt"
 
     def form_valid(self, form: PasswordResetForm) -> HttpResponse:
-        self.extra_email_context = {"valid_hours": max(1, settings.PASSWORD_RESET_TIMEOUT // 3600)}
-        return super().form_valid(form)
+        email = form.cleaned_data["email"]
+        if mail.password_reset_allowed(request=self.request, email=email):
+            domain, use_https = self.request.get_host(), self.request.is_secure()
+            transaction.on_commit(lambda: _password_reset_enqueue(email=email, domain=domain, use_https=use_https))
+        return HttpResponseRedirect(self.get_success_url())
+
+
+def _password_reset_enqueue(*, email: str, domain: str, use_https: bool) -> None:
+    try:
+        mail.password_reset_mail_send.delay(email=email, domain=domain, use_https=use_https)
+    except Exception as error:  # the broker is down: the person asks again, the page must not fail
+        logger.warning("password reset not enqueued: %s: %s", type(error).__name__, error)
 
 
 class PasswordResetDonePage(PasswordResetDoneView):
