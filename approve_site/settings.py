@@ -297,7 +297,11 @@ REST_FRAMEWORK = {
     # number of proxies in front of the app (NUM_PROXIES=1 behind one).
     "NUM_PROXIES": env_int("NUM_PROXIES", 0),
     # Password guessing: token requests per client address.
-    "DEFAULT_THROTTLE_RATES": {"login": os.environ.get("LOGIN_THROTTLE_RATE", "10/minute")},
+    "DEFAULT_THROTTLE_RATES": {
+        "login": os.environ.get("LOGIN_THROTTLE_RATE", "10/minute"),
+        # Study imports per user, the API and the page together (workspace.api.throttling).
+        "import": os.environ.get("IMPORT_THROTTLE_RATE", "20/hour"),
+    },
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "approve API",
