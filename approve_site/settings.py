@@ -290,7 +290,8 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "workspace.api.schema.ApproveAutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    # DRF's page numbers, with ?page= checked (400 for an empty or repeated one).
+    "DEFAULT_PAGINATION_CLASS": "workspace.api.pagination.StrictPageNumberPagination",
     "PAGE_SIZE": 50,
     # Throttles identify a client by its address. X-Forwarded-For is set by
     # the client unless a proxy rewrites it, so it is trusted only for the
