@@ -81,7 +81,7 @@ def test_the_page_and_the_api_share_the_counter(api, cast, three_an_hour):
     text = refused.content.decode()
     assert 'id="import-refused"' in text
     assert "Too many imports: each user may import at most 3 studies per hour" in text
-    assert "Try again in " in text
+    assert "Try again in 60 minutes." in text
     assert client.post(API + "/studies/import/", bundle("A2"), format="json").status_code == 429
     assert not Study.objects.filter(title__in=["P1", "A2"]).exists()
     # Creating a study by hand on the same page is not throttled.

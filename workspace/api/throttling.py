@@ -55,17 +55,19 @@ class _ImportScope:
 
 def import_refusal(wait: float | None = None) -> str:
     """Why an import is refused, for the API's 429 (to which DRF adds when
-    to try again) and, with ``wait``, the page's."""
+    to try again, in seconds) and, with ``wait``, the page's."""
     rate = ScopedRateThrottle.THROTTLE_RATES.get(IMPORT_SCOPE) or ""
     count, _, period = rate.partition("/")
+    studies = "study" if count == "1" else "studies"
     message = (
-        f"Too many imports: each user may import at most {count} studies per {period} "
+        f"Too many imports: each user may import at most {count} {studies} per {period} "
         "(the site's IMPORT_THROTTLE_RATE)."
     )
     if wait is None:
         return message
     seconds = max(1, math.ceil(wait))
-    return f"{message} Try again in {seconds} second{'s' if seconds != 1 else ''}."
+    later = f"{seconds} second{'s' if seconds != 1 else ''}" if seconds < 120 else f"{math.ceil(seconds / 60)} minutes"
+    return f"{message} Try again in {later}."
 
 
 def import_throttle_wait(request: Request | HttpRequest) -> float | None:
