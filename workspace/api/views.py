@@ -194,7 +194,9 @@ class StudyImportView(APIView):
         """Import an ``approve-study/1`` bundle; you become its designer.
         Your own inputs are yours; other experts are invited (listed in
         ``invitations``). Only a staff user may import their inputs: they
-        then await each expert's confirmation."""
+        then await each expert's confirmation. Each user may import
+        ``IMPORT_THROTTLE_RATE`` studies (20 an hour), with the page's
+        imports: beyond, 429 with ``Retry-After``."""
         bundle = _body(request, dict, "an approve-study/1 bundle (a JSON object)")
         designer = bundle.get("designer")
         if designer is not None and designer != request.user.get_username():
