@@ -290,14 +290,19 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "workspace.api.schema.ApproveAutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    # DRF's page numbers, with ?page= checked (400 for an empty or repeated one).
+    "DEFAULT_PAGINATION_CLASS": "workspace.api.pagination.StrictPageNumberPagination",
     "PAGE_SIZE": 50,
     # Throttles identify a client by its address. X-Forwarded-For is set by
     # the client unless a proxy rewrites it, so it is trusted only for the
     # number of proxies in front of the app (NUM_PROXIES=1 behind one).
     "NUM_PROXIES": env_int("NUM_PROXIES", 0),
     # Password guessing: token requests per client address.
-    "DEFAULT_THROTTLE_RATES": {"login": os.environ.get("LOGIN_THROTTLE_RATE", "10/minute")},
+    "DEFAULT_THROTTLE_RATES": {
+        "login": os.environ.get("LOGIN_THROTTLE_RATE", "10/minute"),
+        # Study imports per user, the API and the page together (workspace.api.throttling).
+        "import": os.environ.get("IMPORT_THROTTLE_RATE", "20/hour"),
+    },
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "approve API",

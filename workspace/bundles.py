@@ -22,6 +22,7 @@ from .limits import ATTRIBUTE_THRESHOLD_DEFAULT, METRIC_THRESHOLD_DEFAULT
 from .models import Measurement, Membership, Metric, Phase, QualityAttribute, Study
 from .selectors import expert_inputs_list, expert_list
 from .selectors import number_out as _number_out
+from .services import imports
 from .services._checks import expect as _expect
 from .services._checks import keys as _keys
 
@@ -165,44 +166,25 @@ def _create_study(bundle: dict, importer: User | None) -> Study:
 
 
 def _add_attributes(study: Study, entries: list) -> dict[str, QualityAttribute]:
-    attributes = {}
+    """Every attribute in one INSERT (``services.imports``)."""
     for position, entry in enumerate(entries):
-        field = f"attributes[{position}]"
-        _keys(entry, field, required=("name",), optional=("kind", "description"))
-        try:
-            attribute = services.attribute_add(
-                study=study,
-                name=entry["name"],
-                kind=entry.get("kind", "main"),
-                description=entry.get("description", ""),
-            )
-        except InvalidInput as error:
-            raise error.within(field) from None
-        attributes[attribute.name] = attribute
-    return attributes
+        _keys(entry, f"attributes[{position}]", required=("name",), optional=("kind", "description"))
+    added = imports.attributes_add_many(study=study, entries=entries)
+    return {attribute.name: attribute for attribute in added}
 
 
 def _add_metrics(study: Study, entries: list, attributes: dict[str, QualityAttribute]) -> dict[str, Metric]:
-    metrics = {}
+    """Every metric in one INSERT (``services.imports``)."""
+    rows = []
     for position, entry in enumerate(entries):
         field = f"metrics[{position}]"
         _keys(entry, field, required=("name", "attribute"), optional=("better", "unit", "default_range"))
         attribute = attributes.get(entry["attribute"]) if isinstance(entry["attribute"], str) else None
         if attribute is None:
             raise InvalidInput({f"{field}.attribute": f"no attribute named {entry['attribute']!r} in the bundle"})
-        try:
-            metric = services.metric_add(
-                study=study,
-                attribute=attribute,
-                name=entry["name"],
-                better=entry.get("better", "higher"),
-                unit=entry.get("unit", ""),
-                default_range=entry.get("default_range"),
-            )
-        except InvalidInput as error:
-            raise error.within(field) from None
-        metrics[metric.name] = metric
-    return metrics
+        rows.append({**entry, "attribute": attribute})
+    added = imports.metrics_add_many(study=study, entries=rows)
+    return {metric.name: metric for metric in added}
 
 
 def _add_candidates(study: Study, entries: list, metrics: dict[str, Metric]) -> None:
@@ -222,7 +204,7 @@ def _add_candidates(study: Study, entries: list, metrics: dict[str, Metric]) -> 
             measurements.append({"candidate": candidate.name, "metric": metric_name, "value": value})
             fields.append(f"candidates[{position}].measurements.{metric_name}")
     try:
-        services.measurements_set(study=study, measurements=measurements)
+        imports.measurements_add_new(study=study, measurements=measurements)
     except InvalidInput as error:
         # Map "measurements[i].value" back to the candidate that holds it.
         field = next(iter(error.errors))

@@ -35,6 +35,7 @@ from .errors import InvalidInput, PhaseConflict
 from .models import Invitation, Membership
 from .services import _checks
 from .services.accounts import USERNAME_TAKEN, email_clean, username_clean, usernames_taken
+from .services.imports import invitations_create_many
 
 User = get_user_model()
 EXPERT, PENDING, ACTIVE = Membership.Role.EXPERT, Membership.Status.PENDING, Membership.Status.ACTIVE
@@ -304,17 +305,10 @@ def import_experts(*, study, usernames: list[str], importer) -> dict[str, Member
     me = importer.get_username() if importer is not None else None
     if importer is None or importer.is_staff:
         return _import_experts_trusted(study=study, usernames=usernames, importer=importer)
-    experts = {}
-    for position, username in enumerate(usernames):
-        field = f"experts[{position}]"
-        if username == me:
-            experts[username] = services.expert_add(study=study, user=importer)
-        else:
-            try:
-                invitation_create(study=study, created_by=importer, username=username)
-            except InvalidInput as error:
-                raise error.prefixed(field) from None
-    return experts
+    # The others are invited in one INSERT, as invitation_create would one at a time.
+    others = {f"experts[{position}]": username for position, username in enumerate(usernames) if username != me}
+    invitations_create_many(study=study, created_by=importer, usernames=others)
+    return {me: services.expert_add(study=study, user=importer)} if me in usernames else {}
 
 
 def _import_experts_trusted(*, study, usernames: list[str], importer) -> dict[str, Membership]:

@@ -198,6 +198,37 @@ def test_lists_are_paginated_by_50(cast):
     }
 
 
+@pytest.mark.parametrize(
+    "query, message",
+    [
+        ("page=", "must not be empty: a page number from 1, or leave it out"),
+        ("page=1&page=2", "must be given once, got 2 values"),
+        ("page=2&page=", "must be given once, got 2 values"),
+        ("page=0", "must be a whole number from 1, got '0'"),
+        ("page=-1", "must be a whole number from 1, got '-1'"),
+        ("page=1.0", "must be a whole number from 1, got '1.0'"),
+        ("page=%D9%A3", "must be a whole number from 1, got '\u0663'"),  # an Arabic-Indic 3
+        ("page=two", "must be a whole number from 1, got 'two'"),
+    ],
+)
+@pytest.mark.parametrize("path", ["/studies/", "/auth/tokens/"])
+def test_a_malformed_page_is_a_400_naming_it(cast, path, query, message):
+    """Issue 17, finding 8: an empty page was page 1 and a repeated one its
+    last value, both 200."""
+    services.study_create(designer=cast.alice, title="Mine")
+    response = client_with_token(token_key(cast.alice)).get(f"{API}{path}?{query}")
+    assert response.status_code == 400
+    assert response.json() == {"page": [message]}
+
+
+def test_well_formed_pages_still_answer(cast):
+    services.study_create(designer=cast.alice, title="Mine")
+    client = client_with_token(token_key(cast.alice))
+    for query in ("", "?page=1", "?page=last", "?other=x"):
+        assert [s["title"] for s in client.get(f"{API}/studies/{query}").json()["results"]] == ["Mine"]
+    assert client.get(f"{API}/studies/?page=99999999999999999999").status_code == 404
+
+
 # --- query counts -----------------------------------------------------------------------
 
 

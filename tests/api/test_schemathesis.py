@@ -186,12 +186,15 @@ def _build_world(phase, cast, title):
 
 @pytest.fixture
 def world(cast, monkeypatch):
-    """The studies, a run and a second token of alice; the throttle of the
-    token endpoint raised, so generated logins are answered, not throttled.
+    """The studies, a run and a second token of alice; the throttles of the
+    token endpoint and of imports raised, so generated logins and imports
+    are answered, not throttled.
     DRF reads the throttle rates into a class attribute when it is imported,
     so that attribute is the one to change. Yields the auth header."""
     monkeypatch.setattr(
-        SimpleRateThrottle, "THROTTLE_RATES", {**SimpleRateThrottle.THROTTLE_RATES, "login": "100000/minute"}
+        SimpleRateThrottle,
+        "THROTTLE_RATES",
+        {**SimpleRateThrottle.THROTTLE_RATES, "login": "100000/minute", "import": "100000/minute"},
     )
     phases = (Phase.DRAFT, Phase.VOTING, Phase.ASSESSMENT, Phase.CLOSED)
     worlds = [_build_world(phase, cast, f"Fuzzed {phase} study") for phase in phases]

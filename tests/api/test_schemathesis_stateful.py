@@ -247,7 +247,8 @@ def realistic(cast, make_study) -> Iterator[None]:
 
 @pytest.mark.django_db
 def test_stateful(cast, realistic, in_process_requests, monkeypatch) -> None:  # noqa: F811
-    rates = {**SimpleRateThrottle.THROTTLE_RATES, "login": "100000/minute"}  # as in test_schemathesis.py
+    # As in test_schemathesis.py; the imports too, which start many chains.
+    rates = {**SimpleRateThrottle.THROTTLE_RATES, "login": "100000/minute", "import": "100000/minute"}
     monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", rates)
     headers = {"Authorization": f"Token {token_key(cast.alice, name='stateful')}"}
     answered = {}  # operation label -> status codes, of steps that followed a link

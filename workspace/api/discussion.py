@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 from workspace import limits, selectors, services
 from workspace.models import Membership, Metric, Post, QualityAttribute
 
-from .serializers import WriteSerializer
+from .serializers import StrictCharField, WriteSerializer
 from .views import StudyScoped, validated
 
 # --- payloads --------------------------------------------------------------------
@@ -31,14 +31,14 @@ class PostSerializer(serializers.Serializer):
     # context["designer"]: whether the requesting member designs the study.
 
     id = serializers.IntegerField()
-    author = serializers.CharField(source="author.username")
+    author = StrictCharField(source="author.username")
     author_is_designer = serializers.SerializerMethodField(help_text="the author designs the study")
     body = serializers.SerializerMethodField(help_text="null when the post is hidden and you are not the designer")
     created_at = serializers.DateTimeField()
     edited_at = serializers.DateTimeField(allow_null=True, help_text="when the author last changed it; null if never")
     hidden = serializers.BooleanField(source="is_hidden", help_text="hidden by the designer")
     hidden_at = serializers.DateTimeField(allow_null=True)
-    hidden_by = serializers.CharField(source="hidden_by.username", allow_null=True, default=None)
+    hidden_by = StrictCharField(source="hidden_by.username", allow_null=True, default=None)
 
     def get_author_is_designer(self, post: Post) -> bool:
         return post.author_id == post.study.designer_id
@@ -50,11 +50,11 @@ class PostSerializer(serializers.Serializer):
 
 
 class ThreadSerializer(serializers.Serializer):
-    kind = serializers.CharField(help_text="`attribute` or `metric`")
+    kind = StrictCharField(help_text="`attribute` or `metric`")
     id = serializers.IntegerField(source="item.pk", help_text="the attribute's or metric's id")
-    name = serializers.CharField(source="item.name")
+    name = StrictCharField(source="item.name")
     attribute = serializers.SerializerMethodField(help_text="a metric's attribute; null for an attribute's thread")
-    anchor = serializers.CharField(help_text="the thread's anchor on the page /studies/{id}/discussion/")
+    anchor = StrictCharField(help_text="the thread's anchor on the page /studies/{id}/discussion/")
     post_count = serializers.SerializerMethodField()
     posts = PostSerializer(many=True)
 
@@ -71,7 +71,7 @@ class DiscussionSerializer(serializers.Serializer):
 
 
 class PostWriteSerializer(WriteSerializer):
-    body = serializers.CharField(
+    body = StrictCharField(
         max_length=limits.DISCUSSION_POST_MAX_CHARS,
         help_text=f"the text, trimmed; at most {limits.DISCUSSION_POST_MAX_CHARS} characters",
     )

@@ -2,6 +2,8 @@
 of their own so the study views (members, import) use them too without an
 import cycle."""
 
+from collections.abc import Mapping
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -22,8 +24,8 @@ class InvitationSerializer(serializers.ModelSerializer):
 
     kind = serializers.SerializerMethodField()
     status = serializers.SerializerMethodField()
-    created_by = serializers.CharField(source="created_by.username", allow_null=True, default=None)
-    accepted_by = serializers.CharField(source="accepted_by.username", allow_null=True, default=None)
+    created_by = s.StrictCharField(source="created_by.username", allow_null=True, default=None)
+    accepted_by = s.StrictCharField(source="accepted_by.username", allow_null=True, default=None)
     inputs_imported = serializers.SerializerMethodField()
 
     class Meta:
@@ -56,7 +58,7 @@ class InvitationSerializer(serializers.ModelSerializer):
 
 
 class NewInvitationSerializer(InvitationSerializer):
-    key = serializers.CharField(
+    key = s.StrictCharField(
         allow_null=True, help_text="a link invitation's key: shown once (null for an invitation by username)"
     )
 
@@ -66,16 +68,49 @@ class NewInvitationSerializer(InvitationSerializer):
 
 
 class InvitationWriteSerializer(serializers.Serializer):
-    username = serializers.CharField(
+    """``{"username": ...}`` invites a username, ``{}`` or ``{"kind":
+    "link"}`` makes a link invitation. A form body sends every field, an
+    empty one included: an empty username is refused (it used to make a
+    link invitation), and a form body must name its ``kind`` when it gives
+    no username (issue 17, finding 8). ``context["form"]``: the body is a
+    form, not JSON."""
+
+    kind = serializers.ChoiceField(
+        choices=["username", "link"],
+        required=False,
+        help_text="`username` (the default when a username is given) or `link` (the default without one); "
+        "required in a form body without a username",
+    )
+    username = s.StrictCharField(
         max_length=limits.USERNAME_MAX_LENGTH,
         required=False,
         help_text="whom to invite; leave out for a link invitation",
     )
 
+    def to_internal_value(self, data):
+        # DRF drops an empty form field that is not required: refuse it instead.
+        if isinstance(data, Mapping) and "username" in data and data["username"] == "":
+            raise serializers.ValidationError(
+                {"username": ["must not be empty: give a username, or leave it out with kind=link for a link"]}
+            )
+        return super().to_internal_value(data)
+
+    def validate(self, attrs):
+        kind, has_username = attrs.get("kind"), "username" in attrs
+        if kind == "link" and has_username:
+            raise serializers.ValidationError({"username": ["a link invitation has no username: leave it out"]})
+        if kind == "username" and not has_username:
+            raise serializers.ValidationError({"username": ["is required for an invitation of kind username"]})
+        if kind is None and not has_username and self.context.get("form"):
+            raise serializers.ValidationError(
+                {"kind": ["is required in a form body without a username: send kind=link for a link invitation"]}
+            )
+        return {"kind": "username" if has_username else "link", **attrs}
+
 
 class MemberInvitedSerializer(serializers.Serializer):
     invitation = InvitationSerializer()
-    detail = serializers.CharField()
+    detail = s.StrictCharField()
 
 
 def member_invited(invitation: Invitation) -> dict:
@@ -101,19 +136,19 @@ class ImportedStudySerializer(s.StudyDetailSerializer):
 
 class StudyBriefSerializer(serializers.Serializer):
     id = serializers.IntegerField()
-    title = serializers.CharField()
-    designer = serializers.CharField(source="designer.username")
+    title = s.StrictCharField()
+    designer = s.StrictCharField(source="designer.username")
 
 
 class ImportedInputsSerializer(s.ExpertInputsSerializer):
-    imported_by = serializers.CharField(allow_null=True, help_text="who imported them in your name")
+    imported_by = s.StrictCharField(allow_null=True, help_text="who imported them in your name")
 
 
 class MyInvitationSerializer(serializers.ModelSerializer):
     """An invitation as the invited person sees it."""
 
     study = StudyBriefSerializer()
-    invited_by = serializers.CharField(source="created_by.username", allow_null=True, default=None)
+    invited_by = s.StrictCharField(source="created_by.username", allow_null=True, default=None)
     status = serializers.SerializerMethodField()
     inputs = serializers.SerializerMethodField()
 
@@ -139,11 +174,11 @@ class AcceptSerializer(serializers.Serializer):
 
 
 class AcceptLinkSerializer(serializers.Serializer):
-    key = serializers.CharField(max_length=200, help_text="the link invitation's key")
+    key = s.StrictCharField(max_length=200, help_text="the link invitation's key")
 
 
 class AcceptedSerializer(serializers.Serializer):
     study = serializers.IntegerField(source="study_id")
-    title = serializers.CharField(source="study.title")
-    role = serializers.CharField()
+    title = s.StrictCharField(source="study.title")
+    role = s.StrictCharField()
     inputs_confirmed_at = serializers.DateTimeField(allow_null=True)

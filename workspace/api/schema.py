@@ -82,8 +82,10 @@ class ApproveAutoSchema(AutoSchema):
             responses[403] = _detail("Authenticated, but this role may not do it (or CSRF failed).")
         if "{" in self.path:
             responses[404] = _detail("Not found, or not a member of the study (its existence is never revealed).")
-        elif self._get_paginator() is not None:
-            responses[404] = _detail("No such page of the list.")
+        if self._get_paginator() is not None:
+            # workspace.api.pagination: a malformed ?page= (empty, repeated, not a number from 1)
+            responses[400] = VALIDATION_ERROR
+            responses.setdefault(404, _detail("No such page of the list."))
         if writes:
             # Answered before the view runs: by limits.BodySizeLimitMiddleware,
             # and by DRF for a body that is not JSON, a form or multipart.

@@ -15,6 +15,20 @@ from workspace.models import AhpWeighting, ApiToken, Candidate, Membership, Metr
 from workspace.selectors.studies import StudyDetail
 
 
+class StrictCharField(serializers.CharField):
+    """Text, and only text: every string field of the API's payloads. DRF's
+    CharField turns a number into its digits (``"description": 0`` was
+    stored as ``"0"``); this one refuses anything but a string, naming the
+    type given (issue 17, finding 8). Form bodies hold strings only."""
+
+    default_error_messages = {"not_text": "must be text, got {type}"}
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("not_text", type=type(data).__name__)
+        return super().to_internal_value(data)
+
+
 class WriteSerializer(serializers.Serializer):
     """A request body: a field it does not know is refused (400 naming it),
     never silently ignored."""
@@ -34,13 +48,13 @@ class WriteSerializer(serializers.Serializer):
 
 
 class ErrorDetailSerializer(serializers.Serializer):
-    detail = serializers.CharField()
+    detail = StrictCharField()
 
 
 class TokenRequestSerializer(WriteSerializer):
-    username = serializers.CharField(max_length=limits.USERNAME_MAX_LENGTH)
-    password = serializers.CharField(max_length=4096, trim_whitespace=False, style={"input_type": "password"})
-    name = serializers.CharField(
+    username = StrictCharField(max_length=limits.USERNAME_MAX_LENGTH)
+    password = StrictCharField(max_length=4096, trim_whitespace=False, style={"input_type": "password"})
+    name = StrictCharField(
         max_length=limits.NAME_MAX_LENGTH, required=False, allow_blank=True, help_text="a label for the token"
     )
     expires_in_days = serializers.IntegerField(
@@ -60,7 +74,7 @@ class TokenSerializer(serializers.ModelSerializer):
 
 
 class NewTokenSerializer(TokenSerializer):
-    token = serializers.CharField(help_text="the key: shown once, send it as `Authorization: Token <key>`")
+    token = StrictCharField(help_text="the key: shown once, send it as `Authorization: Token <key>`")
 
     class Meta(TokenSerializer.Meta):
         fields = ["token", *TokenSerializer.Meta.fields]
@@ -70,12 +84,12 @@ class NewTokenSerializer(TokenSerializer):
 
 
 class SelectionSerializer(serializers.Serializer):
-    attributes = serializers.ListField(child=serializers.CharField())
-    metrics = serializers.ListField(child=serializers.CharField())
+    attributes = serializers.ListField(child=StrictCharField())
+    metrics = serializers.ListField(child=StrictCharField())
 
 
 class StudySerializer(serializers.ModelSerializer):
-    designer = serializers.CharField(source="designer.username", read_only=True)
+    designer = StrictCharField(source="designer.username", read_only=True)
     my_roles = serializers.SerializerMethodField()
 
     class Meta:
@@ -124,10 +138,8 @@ class StudyDetailSerializer(StudySerializer):
 
 
 class StudyWriteSerializer(WriteSerializer):
-    title = serializers.CharField(max_length=limits.TITLE_MAX_LENGTH)
-    description = serializers.CharField(
-        required=False, allow_blank=True, max_length=limits.STUDY_DESCRIPTION_MAX_LENGTH
-    )
+    title = StrictCharField(max_length=limits.TITLE_MAX_LENGTH)
+    description = StrictCharField(required=False, allow_blank=True, max_length=limits.STUDY_DESCRIPTION_MAX_LENGTH)
     attribute_threshold = serializers.IntegerField(required=False, min_value=0, max_value=limits.MAX_THRESHOLD)
     metric_threshold = serializers.IntegerField(required=False, min_value=0, max_value=limits.MAX_THRESHOLD)
     ahp_weighting = serializers.ChoiceField(
@@ -143,7 +155,7 @@ class TransitionSerializer(WriteSerializer):
 
 
 class MemberSerializer(serializers.ModelSerializer):
-    username = serializers.CharField(source="user.username")
+    username = StrictCharField(source="user.username")
 
     class Meta:
         model = Membership
@@ -151,7 +163,7 @@ class MemberSerializer(serializers.ModelSerializer):
 
 
 class MemberWriteSerializer(WriteSerializer):
-    username = serializers.CharField(max_length=limits.USERNAME_MAX_LENGTH)
+    username = StrictCharField(max_length=limits.USERNAME_MAX_LENGTH)
     role = serializers.ChoiceField(choices=[Membership.Role.EXPERT], default=Membership.Role.EXPERT)
 
 
@@ -175,13 +187,13 @@ class AttributeSerializer(serializers.ModelSerializer):
 
 
 class AttributeWriteSerializer(WriteSerializer):
-    name = serializers.CharField(max_length=limits.NAME_MAX_LENGTH)
+    name = StrictCharField(max_length=limits.NAME_MAX_LENGTH)
     kind = serializers.ChoiceField(choices=QualityAttribute.Kind.values, default=QualityAttribute.Kind.MAIN)
-    description = serializers.CharField(required=False, allow_blank=True, max_length=limits.ITEM_DESCRIPTION_MAX_LENGTH)
+    description = StrictCharField(required=False, allow_blank=True, max_length=limits.ITEM_DESCRIPTION_MAX_LENGTH)
 
 
 class MetricSerializer(serializers.ModelSerializer):
-    attribute = serializers.CharField(source="attribute.name")
+    attribute = StrictCharField(source="attribute.name")
     default_range = serializers.SerializerMethodField()
     selected = serializers.SerializerMethodField()
 
@@ -201,10 +213,10 @@ class MetricSerializer(serializers.ModelSerializer):
 
 
 class MetricWriteSerializer(WriteSerializer):
-    name = serializers.CharField(max_length=limits.NAME_MAX_LENGTH)
-    attribute = serializers.CharField(max_length=limits.NAME_MAX_LENGTH, help_text="the attribute's name")
+    name = StrictCharField(max_length=limits.NAME_MAX_LENGTH)
+    attribute = StrictCharField(max_length=limits.NAME_MAX_LENGTH, help_text="the attribute's name")
     better = serializers.ChoiceField(choices=["higher", "lower"], default="higher")
-    unit = serializers.CharField(required=False, allow_blank=True, max_length=limits.UNIT_MAX_LENGTH)
+    unit = StrictCharField(required=False, allow_blank=True, max_length=limits.UNIT_MAX_LENGTH)
     default_range = serializers.ListField(
         child=serializers.FloatField(),
         min_length=2,
@@ -223,21 +235,21 @@ class CandidateSerializer(serializers.ModelSerializer):
 
 
 class CandidateWriteSerializer(WriteSerializer):
-    name = serializers.CharField(max_length=limits.NAME_MAX_LENGTH)
-    description = serializers.CharField(required=False, allow_blank=True, max_length=limits.ITEM_DESCRIPTION_MAX_LENGTH)
+    name = StrictCharField(max_length=limits.NAME_MAX_LENGTH)
+    description = StrictCharField(required=False, allow_blank=True, max_length=limits.ITEM_DESCRIPTION_MAX_LENGTH)
 
 
 class MeasurementSerializer(serializers.Serializer):
-    candidate = serializers.CharField(max_length=limits.NAME_MAX_LENGTH)
-    metric = serializers.CharField(max_length=limits.NAME_MAX_LENGTH)
+    candidate = StrictCharField(max_length=limits.NAME_MAX_LENGTH)
+    metric = StrictCharField(max_length=limits.NAME_MAX_LENGTH)
     value = serializers.FloatField()
 
 
 class MeasurementRowSerializer(MeasurementSerializer):
     """A row of selectors.measurement_list."""
 
-    candidate = serializers.CharField(source="candidate__name")
-    metric = serializers.CharField(source="metric__name")
+    candidate = StrictCharField(source="candidate__name")
+    metric = StrictCharField(source="metric__name")
 
 
 # --- an expert's inputs (each exactly that expert's section of a bundle) ---------
@@ -259,13 +271,13 @@ class BoundedListField(serializers.ListField):
 
 class VotesSerializer(WriteSerializer):
     attributes = BoundedListField(
-        child=serializers.CharField(max_length=limits.NAME_MAX_LENGTH),
+        child=StrictCharField(max_length=limits.NAME_MAX_LENGTH),
         default=list,
         max_length=limits.MAX_ATTRIBUTES,
         noun="attributes voted for",
     )
     metrics = BoundedListField(
-        child=serializers.CharField(max_length=limits.NAME_MAX_LENGTH),
+        child=StrictCharField(max_length=limits.NAME_MAX_LENGTH),
         default=list,
         max_length=limits.MAX_METRICS,
         noun="metrics voted for",
@@ -273,8 +285,8 @@ class VotesSerializer(WriteSerializer):
 
 
 class InconsistentJudgmentSerializer(serializers.Serializer):
-    row = serializers.CharField()
-    column = serializers.CharField()
+    row = StrictCharField()
+    column = StrictCharField()
     value = serializers.FloatField()
     error = serializers.FloatField(help_text="max(ε, 1/ε) with ε = o_ij · w_j / w_i; 1 is perfectly consistent")
     suggested_value = serializers.FloatField(help_text="the scale value consistent with the current weights")
@@ -500,7 +512,7 @@ class ExpertInputsSerializer(serializers.Serializer):
 
 class RunSerializer(serializers.ModelSerializer):
     study = serializers.IntegerField(source="study_id")
-    launched_by = serializers.CharField(source="launched_by.username", allow_null=True, default=None)
+    launched_by = StrictCharField(source="launched_by.username", allow_null=True, default=None)
 
     class Meta:
         model = Run

@@ -5,8 +5,11 @@ the cache is down; refusing every log-in instead would turn a cache outage
 into an outage of the whole site."""
 
 import logging
+import math
+from typing import cast
 
 import redis
+from django.http import HttpRequest
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle, ScopedRateThrottle
 from rest_framework.views import APIView
@@ -35,3 +38,42 @@ class FailOpenMixin(BaseThrottle):
 
 class FailOpenScopedRateThrottle(FailOpenMixin, ScopedRateThrottle):
     pass
+
+
+# --- bundle imports ------------------------------------------------------------------
+# An import at every limit holds a web worker for about a second or two (issue
+# 17, finding 2; bench/import_bundle.py): each user may import a few studies an
+# hour, through the API and the page together (one counter, keyed on the user).
+IMPORT_SCOPE = "import"
+
+
+class _ImportScope:
+    """What a throttle reads of a view: its scope (the page has no DRF view)."""
+
+    throttle_scope = IMPORT_SCOPE
+
+
+def import_refusal(wait: float | None = None) -> str:
+    """Why an import is refused, for the API's 429 (to which DRF adds when
+    to try again, in seconds) and, with ``wait``, the page's."""
+    rate = ScopedRateThrottle.THROTTLE_RATES.get(IMPORT_SCOPE) or ""
+    count, _, period = rate.partition("/")
+    studies = "study" if count == "1" else "studies"
+    message = (
+        f"Too many imports: each user may import at most {count} {studies} per {period} "
+        "(the site's IMPORT_THROTTLE_RATE)."
+    )
+    if wait is None:
+        return message
+    seconds = max(1, math.ceil(wait))
+    later = f"{seconds} second{'s' if seconds != 1 else ''}" if seconds < 120 else f"{math.ceil(seconds / 60)} minutes"
+    return f"{message} Try again in {later}."
+
+
+def import_throttle_wait(request: Request | HttpRequest) -> float | None:
+    """Count an import by the request's user: None when it may go ahead,
+    else the seconds until it may (``Retry-After``)."""
+    throttle = FailOpenScopedRateThrottle()
+    if throttle.allow_request(cast(Request, request), cast(APIView, _ImportScope())):
+        return None
+    return max(1.0, throttle.wait() or 1.0)

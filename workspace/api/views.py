@@ -38,7 +38,7 @@ from . import presenters
 from . import serializers as s
 from .exceptions import Conflict
 from .schema import VALIDATION_ERROR, pagination_class
-from .throttling import FailOpenScopedRateThrottle
+from .throttling import IMPORT_SCOPE, FailOpenScopedRateThrottle, import_refusal
 
 # --- access ------------------------------------------------------------------------
 
@@ -197,16 +197,24 @@ class StudyListView(PaginatedListMixin, APIView):
 
 class StudyImportView(APIView):
     max_body_bytes = limits.IMPORT_BODY_MAX_BYTES  # a whole study (limits.BodySizeLimitMiddleware)
+    # A few imports an hour per user, with the page's (throttling.IMPORT_SCOPE).
+    throttle_classes = [FailOpenScopedRateThrottle]
+    throttle_scope = IMPORT_SCOPE
+
+    def throttled(self, request, wait):
+        raise exceptions.Throttled(wait=wait, detail=import_refusal())
 
     @extend_schema(
         request={"application/json": {"type": "object", "description": "an approve-study/1 bundle (FORMATS.md)"}},
-        responses={201: inv_s.ImportedStudySerializer},
+        responses={201: inv_s.ImportedStudySerializer, 429: s.ErrorDetailSerializer},
     )
     def post(self, request):
         """Import an ``approve-study/1`` bundle; you become its designer.
         Your own inputs are yours; other experts are invited (listed in
         ``invitations``). Only a staff user may import their inputs: they
-        then await each expert's confirmation."""
+        then await each expert's confirmation. Each user may import
+        ``IMPORT_THROTTLE_RATE`` studies (20 an hour), with the page's
+        imports: beyond, 429 with ``Retry-After``."""
         bundle = _body(request, dict, "an approve-study/1 bundle (a JSON object)")
         designer = bundle.get("designer")
         if designer is not None and designer != request.user.get_username():

@@ -18,7 +18,10 @@ the API and the pages call these same functions, as ``services.<name>``:
   through ``phase_allows``, ``phase_refusal`` and ``require_phase`` by
   services, pages and templates alike) and the transitions between phases;
 - ``accounts``: users and API tokens;
-- ``discussion``: posts in the thread of an attribute or a metric.
+- ``discussion``: posts in the thread of an attribute or a metric;
+- ``imports``: the bundle importer's bulk versions of the setup services
+  (attributes, metrics, invitations, a new study's measurements), called as
+  ``services.imports.<name>``.
 
 The argument checks every service shares (``expect``, ``number``, ``text``,
 and ``locked``, the study's row lock) are public here too, for the services

@@ -8,6 +8,7 @@ POST calls one service; a refusal is shown on the form it came from, with
 nothing written.
 """
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -27,6 +28,7 @@ from engine.rules import CONSISTENCY_THRESHOLD, is_consistent
 from evaluation import selectors as evaluation_selectors
 
 from .. import invitations, limits, reminders, selectors, services
+from ..api.throttling import import_refusal, import_throttle_wait
 from ..bundles import study_export_json, study_import_bundle
 from ..catalogue import ATTRIBUTE_CATALOGUE, catalogue_definition
 from ..errors import InvalidInput, ServiceError
@@ -70,8 +72,15 @@ class StudyNewPage(View):
     # A bundle holds a whole study (limits.BodySizeLimitMiddleware reads this).
     max_body_bytes = limits.IMPORT_BODY_MAX_BYTES
 
-    def render_page(self, create: forms.Form, upload: forms.Form, bundle_errors: Sequence[str] = ()) -> HttpResponse:
-        context = {"create_form": create, "bundle_form": upload, "bundle_errors": bundle_errors}
+    def render_page(
+        self, create: forms.Form, upload: forms.Form, bundle_errors: Sequence[str] = (), import_refused: str = ""
+    ) -> HttpResponse:
+        context = {
+            "create_form": create,
+            "bundle_form": upload,
+            "bundle_errors": bundle_errors,
+            "import_refused": import_refused,
+        }
         return render(self.request, "designer/study_new.html", context)
 
     def get(self, request: HttpRequest) -> HttpResponse:
@@ -94,6 +103,15 @@ class StudyNewPage(View):
         return self.render_page(form, f.BundleForm())
 
     def post_import(self, request: HttpRequest) -> HttpResponse:
+        # The API's import throttle, one counter per user for both.
+        wait = import_throttle_wait(request)
+        if wait is not None:
+            page = self.render_page(
+                f.StudyForm(initial=THRESHOLD_DEFAULTS), f.BundleForm(), import_refused=import_refusal(wait)
+            )
+            page.status_code = 429
+            page["Retry-After"] = str(math.ceil(wait))
+            return page
         form = f.BundleForm(request.POST, request.FILES, user=request.user)
         bundle_errors = []
         if form.is_valid():

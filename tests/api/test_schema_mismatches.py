@@ -1,0 +1,140 @@
+"""Issue 17, finding 8: payloads whose types do not match the schema are
+refused, not coerced (``"description": 0`` was stored as ``"0"``), and an
+empty username in a form body no longer makes a link invitation.
+Pagination's ``?page=`` is in test_csrf_tokens_pagination.py."""
+
+import pathlib
+import re
+
+import pytest
+
+from workspace.models import Candidate, Invitation, Phase, Study
+
+pytestmark = pytest.mark.django_db
+
+API = "/api/v1"
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("value, kind", [(0, "int"), (1.5, "float"), (True, "bool"), ({"a": 1}, "dict"), ([], "list")])
+def test_a_study_description_must_be_text(api, cast, value, kind):
+    client = api(cast.alice)
+    created = client.post(f"{API}/studies/", {"title": "T", "description": value}, format="json")
+    assert created.status_code == 400
+    assert created.json() == {"description": [f"must be text, got {kind}"]}
+    assert not Study.objects.exists()
+
+
+def test_every_text_field_refuses_numbers(api, cast, make_study):
+    built = make_study(Phase.DRAFT)
+    study = built.study
+    client = api(cast.alice)
+    answers = {
+        "title": client.post(f"{API}/studies/", {"title": 7}, format="json"),
+        "patch description": client.patch(f"{API}/studies/{study.pk}/", {"description": 0}, format="json"),
+        "candidate": client.post(f"{API}/studies/{study.pk}/candidates/", {"name": 12}, format="json"),
+        "attribute": client.post(
+            f"{API}/studies/{study.pk}/attributes/", {"name": "X", "description": 3}, format="json"
+        ),
+        "metric unit": client.post(
+            f"{API}/studies/{study.pk}/metrics/", {"name": "M", "attribute": "Accuracy", "unit": 1}, format="json"
+        ),
+        "member": client.post(f"{API}/studies/{study.pk}/members/", {"username": 5}, format="json"),
+        "invitation": client.post(f"{API}/studies/{study.pk}/invitations/", {"username": 5}, format="json"),
+        "token name": api(None).post(
+            f"{API}/auth/token/", {"username": "alice", "password": "x", "name": 1}, format="json"
+        ),
+    }
+    for label, response in answers.items():
+        assert response.status_code == 400, label
+        assert "must be text, got int" in str(response.json()), (label, response.json())
+    study.refresh_from_db()
+    assert study.description == built.study.description
+    assert not Candidate.objects.filter(study=study, name="12").exists()
+    assert not Invitation.objects.filter(study=study).exists()
+
+
+def test_votes_name_items_as_text(api, cast, make_study):
+    built = make_study(Phase.VOTING)
+    response = api(cast.bob).put(
+        f"{API}/studies/{built.study.pk}/my/votes/", {"attributes": [0], "metrics": []}, format="json"
+    )
+    assert response.status_code == 400
+    assert response.json() == {"attributes.0": ["must be text, got int"]}
+
+
+def test_text_still_passes(api, cast):
+    created = api(cast.alice).post(f"{API}/studies/", {"title": "T", "description": "0"}, format="json")
+    assert created.status_code == 201 and created.json()["description"] == "0"
+
+
+def test_the_api_has_one_text_field_class():
+    """Every string field of the API's serializers is StrictCharField."""
+    offenders = [
+        f"{path.name}:{number}"
+        for path in sorted((ROOT / "workspace" / "api").glob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(r"serializers\.CharField\(", line)
+    ]
+    assert offenders == []
+
+
+# --- invitations: an empty username in a form body --------------------------------------
+
+
+def test_an_empty_form_username_is_refused_not_a_link(clients, make_study):
+    study = make_study(Phase.DRAFT).study.pk
+    alice = clients["alice"]
+    response = alice.post(f"{API}/studies/{study}/invitations/", {"username": ""}, format="multipart")
+    assert response.status_code == 400
+    assert response.json() == {
+        "username": ["must not be empty: give a username, or leave it out with kind=link for a link"]
+    }
+    urlencoded = alice.post(
+        f"{API}/studies/{study}/invitations/", "username=", content_type="application/x-www-form-urlencoded"
+    )
+    assert urlencoded.status_code == 400 and list(urlencoded.json()) == ["username"]
+    assert not Invitation.objects.filter(study_id=study).exists()
+
+
+def test_a_form_body_names_its_kind(clients, make_study):
+    study = make_study(Phase.DRAFT).study.pk
+    alice = clients["alice"]
+    bare = alice.post(f"{API}/studies/{study}/invitations/", {}, format="multipart")
+    assert bare.status_code == 400
+    assert bare.json() == {
+        "kind": ["is required in a form body without a username: send kind=link for a link invitation"]
+    }
+    assert not Invitation.objects.filter(study_id=study).exists()
+    link = alice.post(f"{API}/studies/{study}/invitations/", {"kind": "link"}, format="multipart")
+    assert link.status_code == 201 and link.json()["kind"] == "link" and link.json()["key"]
+    named = alice.post(f"{API}/studies/{study}/invitations/", {"username": "dora"}, format="multipart")
+    assert named.status_code == 201 and named.json()["username"] == "dora"
+
+
+@pytest.mark.parametrize(
+    "body, status, expected",
+    [
+        ({}, 201, ("link", None)),
+        ({"kind": "link"}, 201, ("link", None)),
+        ({"username": "dora"}, 201, ("username", "dora")),
+        ({"kind": "username", "username": "dora"}, 201, ("username", "dora")),
+        (
+            {"username": ""},
+            400,
+            {"username": ["must not be empty: give a username, or leave it out with kind=link for a link"]},
+        ),
+        ({"kind": "link", "username": "dora"}, 400, {"username": ["a link invitation has no username: leave it out"]}),
+        ({"kind": "username"}, 400, {"username": ["is required for an invitation of kind username"]}),
+        ({"kind": "email"}, 400, {"kind": ['"email" is not a valid choice.']}),
+    ],
+)
+def test_json_clients_keep_working(clients, make_study, body, status, expected):
+    study = make_study(Phase.DRAFT).study.pk
+    response = clients["alice"].post(f"{API}/studies/{study}/invitations/", body, format="json")
+    assert response.status_code == status, response.content
+    if status == 201:
+        assert (response.json()["kind"], response.json()["username"]) == expected
+    else:
+        assert response.json() == expected
+        assert not Invitation.objects.filter(study_id=study).exists()
