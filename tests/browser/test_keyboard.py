@@ -89,8 +89,17 @@ def test_enter_on_a_judgment_does_not_submit_and_apply_comes_before_save(page: P
     tab_to(page, lambda e: e["text"].startswith("Save my priorities"))
     with page.expect_navigation():
         page.keyboard.press("Enter")
+    # One judgment applied, the other two still disagree: saving inconsistent
+    # judgments asks first (issue 16, finding 1), and the keyboard answers too.
+    expect(page.locator("#confirm-inconsistent")).to_be_visible()
+    assert not AttributePrioritisation.objects.filter(expert=assessment.bob).exists()
+    page.locator("#confirm-inconsistent").focus()
+    tab_to(page, lambda e: e["text"].startswith("Keep my judgments as they are"))
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
     expect(page.get_by_text("Your priorities were saved.")).to_be_visible()
-    assert AttributePrioritisation.objects.filter(expert=assessment.bob).exists()
+    saved = AttributePrioritisation.objects.get(expert=assessment.bob)
+    assert saved.inconsistency_acknowledged_at is not None
     assert not [e for e in errors if "sendAbort" in e or "htmx" in e], errors
 
 
