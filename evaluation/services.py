@@ -14,6 +14,11 @@ from (``MeasurementSource``). Computing happens when the designer asks for
 it, never when a set is uploaded or a mapping changed.
 """
 
+import dataclasses
+import hashlib
+import json
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from numbers import Real
 from typing import IO, Any
@@ -30,9 +35,9 @@ from workspace.services._checks import expect, locked, number, text
 
 from . import report
 from .arrays import arrays_pack
-from .models import CandidatePredictionArrays, MeasurementSource, MetricComputation, PredictionSet
+from .models import CandidatePredictionArrays, EvaluationCache, MeasurementSource, MetricComputation, PredictionSet
 from .predictions import PredictionFileError, read_predictions
-from .selectors import prediction_data_by_set
+from .selectors import evaluation_cached, prediction_data_by_set, prediction_data_get
 
 
 class _Counted:
@@ -70,13 +75,15 @@ def prediction_set_import(
     positive: str | None = None,
     max_bytes: int | None = limits.PREDICTIONS_MAX_BYTES,
     max_rows: int | None = limits.PREDICTIONS_MAX_ROWS,
+    max_classes: int = limits.PREDICTIONS_MAX_CLASSES,
 ) -> PredictionSet:
     """Read the predictions in ``stream`` (a binary file) and store them as a
     set of the study: all of it, or, with any error, nothing
     (``InvalidInput``: the file's errors under ``file``, each naming its
     line). ``candidate``: the file is that candidate's alone. ``positive``:
     the positive label of a binary set. ``max_bytes`` and ``max_rows``: the
-    web's limits by default; None lifts them (the operator's command)."""
+    web's limits by default; None lifts them (the operator's command).
+    ``max_classes``: the most distinct labels, which every upload keeps."""
     name = text(name, "name", max_length=200)
     candidate = _optional_text(candidate, "candidate", max_length=limits.NAME_MAX_LENGTH)
     positive = _optional_text(positive, "positive", max_length=1000)
@@ -86,7 +93,13 @@ def prediction_set_import(
     counted = _Counted(stream)
     try:
         data = read_predictions(
-            counted, candidate=candidate, positive=positive, candidates=names, max_bytes=max_bytes, max_rows=max_rows
+            counted,
+            candidate=candidate,
+            positive=positive,
+            candidates=names,
+            max_bytes=max_bytes,
+            max_rows=max_rows,
+            max_classes=max_classes,
         )
     except PredictionFileError as error:
         raise InvalidInput({"file": error.errors}) from None
@@ -131,6 +144,88 @@ def prediction_set_import(
 def prediction_set_delete(*, prediction_set: PredictionSet) -> None:
     locked(prediction_set.study)
     prediction_set.delete()
+
+
+# --- a set's evaluation, computed once and kept -----------------------------------------------
+
+# The evaluations kept per set (documents and reports, each for one choice of
+# options): the newest, so that varying the options cannot fill the table.
+EVALUATIONS_KEPT_PER_SET = 20
+
+
+def _evaluation_key(prediction_set: PredictionSet, kind: str, options: report.Options, candidate: str = "") -> str:
+    """What identifies a computation of the set: its kind, the candidate, the
+    options and the names of the set's candidates (a renamed one changes
+    the document), hashed."""
+    names = [row.candidate.name for row in prediction_set.candidate_arrays.all()]
+    text = json.dumps([kind, candidate, dataclasses.asdict(options), names], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _set_checked(prediction_set: PredictionSet) -> None:
+    """A set stored before its labels were limited is not evaluated: its
+    per-label structures would grow without bound."""
+    count = len(prediction_set.labels)
+    if count > limits.PREDICTIONS_MAX_CLASSES:
+        raise InvalidInput(
+            {
+                "labels": f"this set has {count:,} distinct labels; at most {limits.PREDICTIONS_MAX_CLASSES:,} "
+                "can be evaluated: upload its predictions again with fewer labels"
+            }
+        )
+
+
+def _evaluation(prediction_set: PredictionSet, kind: str, key: str, compute: Callable[[], dict]) -> dict:
+    """The value kept under ``key``, or computed now and kept (with the
+    newest ``EVALUATIONS_KEPT_PER_SET`` of the set)."""
+    kept = evaluation_cached(prediction_set=prediction_set, key=key)
+    if kept is not None:
+        return kept
+    _set_checked(prediction_set)
+    started = time.perf_counter()
+    value = compute()
+    seconds = time.perf_counter() - started
+    # Two requests may compute the same at once: the first kept wins, both
+    # answer the same. Kept only while the set exists (deleted meanwhile:
+    # nothing is kept, and the answer is still right for the request).
+    with transaction.atomic():
+        if PredictionSet.objects.filter(pk=prediction_set.pk).select_for_update().exists():
+            EvaluationCache.objects.bulk_create(
+                [EvaluationCache(prediction_set=prediction_set, key=key, kind=kind, value=value, seconds=seconds)],
+                ignore_conflicts=True,
+            )
+            older = EvaluationCache.objects.filter(prediction_set=prediction_set).values("pk")
+            EvaluationCache.objects.filter(pk__in=older[EVALUATIONS_KEPT_PER_SET:]).delete()
+    return value
+
+
+def prediction_set_evaluation(*, prediction_set: PredictionSet, options: report.Options | None = None) -> dict:
+    """The set's ``approve-evaluation/1`` document for ``options``: computed
+    the first time it is asked for, then kept until the set is deleted.
+    ``prediction_set`` as ``selectors.prediction_set_get`` gives it;
+    InvalidInput (``labels``) for a set of more labels than allowed."""
+    chosen = options or report.Options()
+    key = _evaluation_key(prediction_set, "document", chosen)
+
+    def compute() -> dict:
+        return report.evaluation_document(prediction_data_get(prediction_set=prediction_set), chosen)
+
+    return _evaluation(prediction_set, "document", key, compute)
+
+
+def candidate_report_summary(
+    *, prediction_set: PredictionSet, name: str, options: report.Options | None = None
+) -> dict:
+    """``report.candidate_summary`` of one candidate of the set, kept as the
+    document is (``prediction_set_evaluation``)."""
+    chosen = options or report.Options()
+    key = _evaluation_key(prediction_set, "report", chosen, name)
+
+    def compute() -> dict:
+        data = prediction_data_get(prediction_set=prediction_set, candidates=[name])
+        return report.candidate_summary(data, name, chosen)
+
+    return _evaluation(prediction_set, "report", key, compute)
 
 
 # --- study metrics computed from predictions -------------------------------------------------

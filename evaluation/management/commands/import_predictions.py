@@ -4,6 +4,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluation.services import prediction_set_import
+from workspace import limits
 from workspace.errors import InvalidInput
 from workspace.models import Study
 
@@ -13,7 +14,8 @@ class Command(BaseCommand):
         "Store an approve-predictions/1 CSV as a prediction set of the study (all or nothing) and print "
         "the set's id. Run by the operator with shell access, it applies neither limit of a web upload "
         "(20 MB, 1,000,000 rows): a file of millions of rows is read in chunks, and its arrays must fit in "
-        "memory (about 250 bytes a row at the peak: 2.3 GB for ten million rows). The set has no uploader."
+        "memory (about 250 bytes a row at the peak: 2.3 GB for ten million rows). The limit on distinct labels "
+        f"({limits.PREDICTIONS_MAX_CLASSES}) applies as on the web. The set has no uploader."
     )
 
     def add_arguments(self, parser):
