@@ -273,3 +273,16 @@ def test_a_set_stored_before_the_limit_is_not_evaluated(client, demo, api):  # n
 
 def test_prediction_file_error_is_the_base_of_the_refusal():
     assert issubclass(PredictionFileTooManyClasses, PredictionFileError)
+
+
+def test_the_predictions_page_lists_a_few_labels_of_a_wide_set(client, demo):  # noqa: F811
+    long = "x" * 500
+    rows = "".join(f"J48,{long}{i},{long}0\n" for i in range(LIMIT))
+    services.prediction_set_import(
+        study=demo, stream=io.BytesIO(("candidate,y_true,y_pred\n" + rows).encode()), name="wide", uploaded_by=None
+    )
+    as_user(client, demo.designer)
+    page = client.get(f"/studies/{demo.pk}/predictions/")
+    text = text_of(page)
+    assert f"{'x' * 59}…, {'x' * 59}…" in text and "and 90 more" in text
+    assert long not in page.content.decode()
