@@ -175,13 +175,31 @@ def _set_checked(prediction_set: PredictionSet) -> None:
         )
 
 
-def _evaluation(prediction_set: PredictionSet, kind: str, key: str, compute: Callable[[], dict]) -> dict:
+def _within_a_request(prediction_set: PredictionSet) -> None:
+    """A set larger than a web upload (the operator's ``import_predictions``
+    lifts the limits) is not computed within a request: the command keeps
+    its evaluation with the default options when it imports it."""
+    if prediction_set.row_count > limits.PREDICTIONS_MAX_ROWS:
+        raise InvalidInput(
+            {
+                "rows": f"this set has {prediction_set.row_count:,} rows, more than the "
+                f"{limits.PREDICTIONS_MAX_ROWS:,} evaluated while you wait: only its evaluation with the default "
+                "options, kept when it was imported, can be shown"
+            }
+        )
+
+
+def _evaluation(
+    prediction_set: PredictionSet, kind: str, key: str, compute: Callable[[], dict], *, in_request: bool
+) -> dict:
     """The value kept under ``key``, or computed now and kept (with the
     newest ``EVALUATIONS_KEPT_PER_SET`` of the set)."""
     kept = evaluation_cached(prediction_set=prediction_set, key=key)
     if kept is not None:
         return kept
     _set_checked(prediction_set)
+    if in_request:
+        _within_a_request(prediction_set)
     started = time.perf_counter()
     value = compute()
     seconds = time.perf_counter() - started
@@ -199,22 +217,26 @@ def _evaluation(prediction_set: PredictionSet, kind: str, key: str, compute: Cal
     return value
 
 
-def prediction_set_evaluation(*, prediction_set: PredictionSet, options: report.Options | None = None) -> dict:
+def prediction_set_evaluation(
+    *, prediction_set: PredictionSet, options: report.Options | None = None, in_request: bool = True
+) -> dict:
     """The set's ``approve-evaluation/1`` document for ``options``: computed
     the first time it is asked for, then kept until the set is deleted.
     ``prediction_set`` as ``selectors.prediction_set_get`` gives it;
-    InvalidInput (``labels``) for a set of more labels than allowed."""
+    InvalidInput (``labels``) for a set of more labels than allowed, and
+    (``rows``), ``in_request``, for one of more rows than a web upload's
+    that was not kept at import."""
     chosen = options or report.Options()
     key = _evaluation_key(prediction_set, "document", chosen)
 
     def compute() -> dict:
         return report.evaluation_document(prediction_data_get(prediction_set=prediction_set), chosen)
 
-    return _evaluation(prediction_set, "document", key, compute)
+    return _evaluation(prediction_set, "document", key, compute, in_request=in_request)
 
 
 def candidate_report_summary(
-    *, prediction_set: PredictionSet, name: str, options: report.Options | None = None
+    *, prediction_set: PredictionSet, name: str, options: report.Options | None = None, in_request: bool = True
 ) -> dict:
     """``report.candidate_summary`` of one candidate of the set, kept as the
     document is (``prediction_set_evaluation``)."""
@@ -225,7 +247,17 @@ def candidate_report_summary(
         data = prediction_data_get(prediction_set=prediction_set, candidates=[name])
         return report.candidate_summary(data, name, chosen)
 
-    return _evaluation(prediction_set, "report", key, compute)
+    return _evaluation(prediction_set, "report", key, compute, in_request=in_request)
+
+
+def prediction_set_evaluations_keep(*, prediction_set: PredictionSet) -> None:
+    """Compute and keep, outside any request, the set's document and each
+    candidate's report with the default options (``import_predictions``:
+    the pages and the API then read them, whatever the set's size).
+    ``prediction_set`` as ``selectors.prediction_set_get`` gives it."""
+    prediction_set_evaluation(prediction_set=prediction_set, in_request=False)
+    for row in prediction_set.candidate_arrays.all():
+        candidate_report_summary(prediction_set=prediction_set, name=row.candidate.name, in_request=False)
 
 
 # --- study metrics computed from predictions -------------------------------------------------

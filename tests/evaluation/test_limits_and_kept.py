@@ -286,3 +286,43 @@ def test_the_predictions_page_lists_a_few_labels_of_a_wide_set(client, demo):  #
     text = text_of(page)
     assert f"{'x' * 59}…, {'x' * 59}…" in text and "and 90 more" in text
     assert long not in page.content.decode()
+
+
+def test_a_set_past_the_web_limits_is_evaluated_at_import_and_not_in_a_request(
+    client,
+    demo,  # noqa: F811
+    api,
+    tmp_path,
+    monkeypatch,  # noqa: F811
+):
+    """``import_predictions`` lifts the size limits: it keeps the set's
+    evaluation with the default options, and a request computes nothing
+    for such a set (other options are refused, naming the rows)."""
+    monkeypatch.setattr(limits, "PREDICTIONS_MAX_ROWS", 100)  # the demo's 408 rows are past it
+    out = io.StringIO()
+    call_command("import_predictions", str(demo.pk), str(PREDICTIONS), "--positive", "tumour", stdout=out)
+    prediction_set = PredictionSet.objects.get()
+    assert out.getvalue() == f"{prediction_set.pk}\n"
+    kept = EvaluationCache.objects.filter(prediction_set=prediction_set)
+    assert sorted(kept.values_list("kind", flat=True)) == ["document"] + ["report"] * 4
+    url = f"{API}/studies/{demo.pk}/predictions/{prediction_set.pk}/evaluation/"
+    fresh = report.document_json(report.evaluation_document(read_predictions(PREDICTIONS, positive="tumour")))
+    computing = counted(report.evaluation_document)
+    summarising = counted(report.candidate_summary)
+    as_user(client, demo.designer)
+    page = f"/studies/{demo.pk}/predictions/{prediction_set.pk}/candidates/J48/"
+    with (
+        mock.patch.object(report, "evaluation_document", computing),
+        mock.patch.object(report, "candidate_summary", summarising),
+    ):
+        assert api(demo.designer).get(url).content.decode() == fresh
+        assert client.get(page).status_code == 200
+        other = api(demo.designer).get(url + "?threshold_value=0.7&use_threshold=true")
+        other_page = client.get(page + "?threshold_method=max_kappa")
+    assert computing.call_count == summarising.call_count == 0
+    reason = (
+        "this set has 408 rows, more than the 100 evaluated while you wait: only its evaluation with the default "
+        "options, kept when it was imported, can be shown"
+    )
+    assert other.status_code == 400 and other.json() == {"rows": [reason]}
+    assert other_page.status_code == 409 and "This set has 408 rows" in text_of(other_page)
