@@ -130,7 +130,9 @@ class EvaluationCache(models.Model):
     key = models.CharField(max_length=64)
     # "document" or "report" (what ``value`` holds), for people reading the table.
     kind = models.CharField(max_length=20)
-    value = models.JSONField()
+    # JSON text, not a JSON field: PostgreSQL's jsonb would reorder the keys,
+    # and the document's order (candidates, metrics) is its own.
+    value = models.TextField()
     computed_at = models.DateTimeField(default=timezone.now)
     # How long the computation took, in seconds.
     seconds = models.FloatField(default=0)

@@ -2,6 +2,7 @@
 resolved for the user (``workspace.selectors.study_get``: an outsider never
 gets that far)."""
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, TypedDict
@@ -56,8 +57,9 @@ def prediction_set_get(*, study: Study, prediction_set_id: int, contexts: bool =
 def evaluation_cached(*, prediction_set: PredictionSet, key: str) -> dict | None:
     """What was kept of the set's evaluation under ``key``
     (``evaluation.services``), or None: one query."""
-    kept = EvaluationCache.objects.filter(prediction_set=prediction_set, key=key)
-    return kept.values_list("value", flat=True).first()
+    kept = EvaluationCache.objects.filter(prediction_set=prediction_set, key=key).values_list("value", flat=True)
+    text = kept.first()
+    return None if text is None else json.loads(text)
 
 
 def prediction_set_candidate_count(*, prediction_set: PredictionSet) -> int:

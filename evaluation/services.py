@@ -209,7 +209,15 @@ def _evaluation(
     with transaction.atomic():
         if PredictionSet.objects.filter(pk=prediction_set.pk).select_for_update().exists():
             EvaluationCache.objects.bulk_create(
-                [EvaluationCache(prediction_set=prediction_set, key=key, kind=kind, value=value, seconds=seconds)],
+                [
+                    EvaluationCache(
+                        prediction_set=prediction_set,
+                        key=key,
+                        kind=kind,
+                        value=json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False),
+                        seconds=seconds,
+                    )
+                ],
                 ignore_conflicts=True,
             )
             older = EvaluationCache.objects.filter(prediction_set=prediction_set).values("pk")

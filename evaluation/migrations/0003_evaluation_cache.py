@@ -18,7 +18,7 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('key', models.CharField(max_length=64)),
                 ('kind', models.CharField(max_length=20)),
-                ('value', models.JSONField()),
+                ('value', models.TextField()),
                 ('computed_at', models.DateTimeField(default=django.utils.timezone.now)),
                 ('seconds', models.FloatField(default=0)),
                 ('prediction_set', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='evaluations', to='evaluation.predictionset')),
