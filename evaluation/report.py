@@ -727,6 +727,28 @@ def document_json(document: dict) -> str:
     return json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
+PAIRWISE = ("a3r", "arr")
+
+
+def pairwise_values(data: PredictionData, key: str, options: Options = Options()) -> dict[str, float | ValueError]:
+    """A3R or ARR (``key``) of every candidate of the set against the
+    others, computed once: ``{candidate: value}``, or the ValueError (a
+    ``NotApplicable`` when columns are missing) that ``metric_value`` would
+    raise for it."""
+    reports = [CandidateReport(data, candidate, options) for candidate in data.candidates]
+    try:
+        scores = pairwise_scores(reports, key, options)
+    except ValueError as error:
+        return dict.fromkeys(data.candidates, error)
+    values: dict[str, float | ValueError] = {}
+    for candidate, score in zip(data.candidates, scores.tolist(), strict=True):
+        try:
+            values[candidate] = _finite(score, COMPUTATIONS[key].name)
+        except ValueError as error:
+            values[candidate] = error
+    return values
+
+
 def metric_value(data: PredictionData, name: str, key: str, options: Options = Options()) -> float:
     """One metric of one candidate, for a study metric computed from a
     prediction set: ValueError (a ``NotApplicable`` when columns are

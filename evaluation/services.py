@@ -449,6 +449,12 @@ def _mapped_metrics(study: Study, names: Any) -> list[Metric]:
     return list(found.values())
 
 
+def _value_or_raise(value: float | ValueError) -> float:
+    if isinstance(value, ValueError):
+        raise value
+    return value
+
+
 def measurements_compute(*, study: Study, metrics: list[str] | None = None) -> ComputeOutcome:
     """Compute every mapped metric (or those named in ``metrics``, each of
     which must be mapped) for every candidate from the candidate's newest
@@ -474,13 +480,20 @@ def measurements_compute(*, study: Study, metrics: list[str] | None = None) -> C
     for mapping in mappings:
         # The mapping's parameters were checked when it was set; the defaults fill the rest.
         options = report.Options(**mapping.parameters)
+        # A3R and ARR compare every candidate of a set: computed once per set.
+        pairwise: dict[int, dict[str, float | ValueError]] = {}
         for candidate in candidates:
             if candidate.pk not in newest:
                 outcome.not_computed.append(NotComputed(mapping.metric.name, candidate.name, "no predictions"))
                 continue
             set_id = newest[candidate.pk]
             try:
-                value = report.metric_value(data[set_id], candidate.name, mapping.computation, options)
+                if mapping.computation in report.PAIRWISE:
+                    if set_id not in pairwise:
+                        pairwise[set_id] = report.pairwise_values(data[set_id], mapping.computation, options)
+                    value = _value_or_raise(pairwise[set_id][candidate.name])
+                else:
+                    value = report.metric_value(data[set_id], candidate.name, mapping.computation, options)
             except ValueError as error:
                 outcome.not_computed.append(NotComputed(mapping.metric.name, candidate.name, str(error)))
                 continue

@@ -326,3 +326,26 @@ def test_a_set_past_the_web_limits_is_evaluated_at_import_and_not_in_a_request(
     )
     assert other.status_code == 400 and other.json() == {"rows": [reason]}
     assert other_page.status_code == 409 and "This set has 408 rows" in text_of(other_page)
+
+
+def test_computing_a3r_for_every_candidate_compares_the_set_once(demo):  # noqa: F811
+    """A3R and ARR compare every candidate of a set: computing a study
+    metric from them works the comparison out once per set, not once per
+    candidate (at the limits, 10 candidates of a million rows: 1.6 s down
+    to 0.2 s), with the values ``metric_value`` gives each."""
+    from evaluation.models import MetricComputation
+    from workspace.models import Metric
+
+    prediction_set = stored_set(demo)
+    metric = Metric.objects.get(study=demo, name="Success rate")
+    services.metric_computation_set(metric=metric, computation="a3r")
+    comparing = counted(report.pairwise_scores)
+    with mock.patch.object(report, "pairwise_scores", comparing):
+        outcome = services.measurements_compute(study=demo)
+    assert comparing.call_count == 1
+    data = read_predictions(PREDICTIONS, positive="tumour")
+    assert {c.candidate: c.value for c in outcome.computed} == {
+        name: report.metric_value(data, name, "a3r") for name in data.candidates
+    }
+    assert {c.prediction_set for c in outcome.computed} == {prediction_set.name}
+    assert MetricComputation.objects.get(metric=metric).computation == "a3r"
