@@ -349,3 +349,20 @@ def test_computing_a3r_for_every_candidate_compares_the_set_once(demo):  # noqa:
     }
     assert {c.prediction_set for c in outcome.computed} == {prediction_set.name}
     assert MetricComputation.objects.get(metric=metric).computation == "a3r"
+
+
+def test_the_success_rates_per_fold_are_each_folds_accuracy():
+    """A3R's and ARR's success rate per fold, counted in one pass per
+    candidate, is the accuracy of the fold's instances."""
+    from evaluation import metrics
+
+    data = read_predictions(PREDICTIONS, positive="tumour")
+    reports = [report.CandidateReport(data, name) for name in data.candidates]
+    success, _ = report._success_and_time(reports)
+    folds = np.unique(reports[0].predictions.fold)
+    expected = [
+        [metrics.accuracy_score(r.y_true[r.predictions.fold == f], r.y_pred[r.predictions.fold == f]) for r in reports]
+        for f in folds
+    ]
+    assert success.shape == (len(folds), len(reports)) and len(folds) > 1
+    assert success.tolist() == expected
