@@ -32,6 +32,11 @@ rows; each chunk's columns are converted by NumPy in bulk and labels are
 mapped to codes through dicts, so no Python object per row outlives its
 chunk. Whole-file checks (undeclared labels, folds, duplicate instances) run
 on the concatenated arrays.
+
+Classes: with ``max_classes``, the distinct labels (y_true's, y_pred's and
+the declared ones) are counted after each chunk, and the reading stops at
+the chunk that passes the limit (a header declaring more is refused before
+any row): no label table holds more than the limit and one chunk.
 """
 
 import csv
