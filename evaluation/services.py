@@ -162,17 +162,22 @@ def _evaluation_key(prediction_set: PredictionSet, kind: str, options: report.Op
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _set_checked(prediction_set: PredictionSet) -> None:
-    """A set stored before its labels were limited is not evaluated: its
-    per-label structures would grow without bound."""
+def _too_many_labels(prediction_set: PredictionSet) -> str:
+    """Why a set stored before its labels were limited is not evaluated (its
+    per-label structures would grow without bound), or "" when it is."""
     count = len(prediction_set.labels)
-    if count > limits.PREDICTIONS_MAX_CLASSES:
-        raise InvalidInput(
-            {
-                "labels": f"this set has {count:,} distinct labels; at most {limits.PREDICTIONS_MAX_CLASSES:,} "
-                "can be evaluated: upload its predictions again with fewer labels"
-            }
-        )
+    if count <= limits.PREDICTIONS_MAX_CLASSES:
+        return ""
+    return (
+        f"this set has {count:,} distinct labels; at most {limits.PREDICTIONS_MAX_CLASSES:,} can be evaluated: "
+        "upload its predictions again with fewer labels"
+    )
+
+
+def _set_checked(prediction_set: PredictionSet) -> None:
+    reason = _too_many_labels(prediction_set)
+    if reason:
+        raise InvalidInput({"labels": reason})
 
 
 def _within_a_request(prediction_set: PredictionSet) -> None:
@@ -474,7 +479,10 @@ def measurements_compute(*, study: Study, metrics: list[str] | None = None) -> C
     candidates = list(Candidate.objects.filter(study=study).order_by("position", "id"))
     newest = _newest_sets(study)
     sets = PredictionSet.objects.in_bulk(set(newest.values()))
-    data = prediction_data_by_set(prediction_sets=list(sets.values()))
+    # A set of more labels than allowed (stored before the limit) is not
+    # evaluated, nor even read: its candidates are not computed, with the reason.
+    too_wide = {pk: reason for pk, s in sets.items() if (reason := _too_many_labels(s))}
+    data = prediction_data_by_set(prediction_sets=[s for pk, s in sets.items() if pk not in too_wide])
     outcome = ComputeOutcome()
     values: list[tuple[MetricComputation, Candidate, PredictionSet, float]] = []
     for mapping in mappings:
@@ -487,6 +495,9 @@ def measurements_compute(*, study: Study, metrics: list[str] | None = None) -> C
                 outcome.not_computed.append(NotComputed(mapping.metric.name, candidate.name, "no predictions"))
                 continue
             set_id = newest[candidate.pk]
+            if set_id in too_wide:
+                outcome.not_computed.append(NotComputed(mapping.metric.name, candidate.name, too_wide[set_id]))
+                continue
             try:
                 if mapping.computation in report.PAIRWISE:
                     if set_id not in pairwise:

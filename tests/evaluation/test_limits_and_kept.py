@@ -269,6 +269,15 @@ def test_a_set_stored_before_the_limit_is_not_evaluated(client, demo, api):  # n
             assert reason[0].upper() + reason[1:] + "." in text_of(refused)
     assert response.status_code == 400 and response.json() == {"labels": [reason]}
     assert computing.call_count == 0 and not EvaluationCache.objects.exists()
+    # Nor are measurements computed from it: each candidate is listed with the reason.
+    from workspace.models import Metric
+
+    services.metric_computation_set(metric=Metric.objects.get(study=demo, name="Success rate"), computation="accuracy")
+    outcome = services.measurements_compute(study=demo)
+    assert outcome.computed == []
+    assert {(n.candidate, n.reason) for n in outcome.not_computed} == {
+        (name, reason) for name in ("J48", "JRip", "RandomForest", "IBk")
+    }
 
 
 def test_prediction_file_error_is_the_base_of_the_refusal():
