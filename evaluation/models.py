@@ -115,3 +115,31 @@ class MeasurementSource(models.Model):
         """Whether the measurement, whose value is now ``current_value`` (None
         when removed), was typed over since it was computed."""
         return current_value != self.value
+
+
+class EvaluationCache(models.Model):
+    """A set's evaluation as computed once and kept: the ``approve-evaluation/1``
+    document, or the numbers of one candidate's report, for one choice of
+    options (``evaluation.services``). A set's arrays never change, so it
+    stays true until the set is deleted, and goes with it (CASCADE); its
+    ``key`` also holds the candidates' names, so a renamed candidate is
+    computed afresh. A few rows per set at most (the oldest make way)."""
+
+    prediction_set = models.ForeignKey(PredictionSet, on_delete=models.CASCADE, related_name="evaluations")
+    # A SHA-256 of what was computed: its kind, the candidate, the options, the names.
+    key = models.CharField(max_length=64)
+    # "document" or "report" (what ``value`` holds), for people reading the table.
+    kind = models.CharField(max_length=20)
+    # JSON text, not a JSON field: PostgreSQL's jsonb would reorder the keys,
+    # and the document's order (candidates, metrics) is its own.
+    value = models.TextField()
+    computed_at = models.DateTimeField(default=timezone.now)
+    # How long the computation took, in seconds.
+    seconds = models.FloatField(default=0)
+
+    class Meta:
+        ordering = ["prediction_set", "-computed_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["prediction_set", "key"], name="evaluation_cache_unique_key")]
+
+    def __str__(self):
+        return f"{self.kind} of {self.prediction_set}"

@@ -32,6 +32,11 @@ rows; each chunk's columns are converted by NumPy in bulk and labels are
 mapped to codes through dicts, so no Python object per row outlives its
 chunk. Whole-file checks (undeclared labels, folds, duplicate instances) run
 on the concatenated arrays.
+
+Classes: with ``max_classes``, the distinct labels (y_true's, y_pred's and
+the declared ones) are counted after each chunk, and the reading stops at
+the chunk that passes the limit (a header declaring more is refused before
+any row): no label table holds more than the limit and one chunk.
 """
 
 import csv
@@ -74,6 +79,25 @@ class PredictionFileError(ValueError):
 
 class PredictionFileTooLarge(PredictionFileError):
     """The file is over the size limit it was read with (``max_bytes``)."""
+
+
+class PredictionFileTooManyClasses(PredictionFileError):
+    """The file has more distinct labels than the limit it was read with
+    (``max_classes``)."""
+
+
+def _classes_error(count: int, limit: int, *, rows: int | None = None) -> PredictionFileTooManyClasses:
+    """``rows``: the file was not read to its end (the count is of its first ``rows`` rows)."""
+    if rows is None:
+        said = f"the file has {count:,} distinct labels"
+    else:
+        said = f"the file has more than {limit:,} distinct labels ({count:,} in its first {rows:,} rows)"
+    return PredictionFileTooManyClasses(
+        [
+            f"{said}; at most {limit:,} are allowed in a prediction set (labels of y_true and y_pred, "
+            "proba:<label> columns and the positive label, together)"
+        ]
+    )
 
 
 @dataclass
@@ -413,8 +437,20 @@ class _Chunks:
 
 
 class _Reader:
-    def __init__(self, layout: _Layout, *, candidate: str | None, candidates: set[str] | None, errors: _Errors) -> None:
+    def __init__(
+        self,
+        layout: _Layout,
+        *,
+        candidate: str | None,
+        candidates: set[str] | None,
+        errors: _Errors,
+        positive: str | None = None,
+        max_classes: int | None = None,
+    ) -> None:
         self.layout = layout
+        # The labels the header declares (proba:<label> columns, the positive label).
+        self.declared = {label for label, _ in layout.proba} | ({positive} if positive is not None else set())
+        self.max_classes = max_classes
         self.candidate = candidate
         self.candidates = candidates
         self.errors = errors
@@ -431,6 +467,18 @@ class _Reader:
         self.rows = 0
         if candidate is not None and "candidate" not in layout.fixed:
             self.candidate_codes[candidate]  # code 0: every row's
+        if max_classes is not None and len(self.declared) > max_classes:
+            raise _classes_error(len(self.declared), max_classes)
+
+    def class_count(self) -> int:
+        """The distinct labels so far: y_true's, y_pred's and the declared ones."""
+        return len(self.true_codes.keys() | self.pred_codes.keys() | self.declared)
+
+    def over_classes(self) -> bool:
+        """Whether the labels so far pass ``max_classes``: checked after each
+        chunk, so no per-label structure grows past the limit by more than
+        one chunk's rows."""
+        return self.max_classes is not None and self.class_count() > self.max_classes
 
     def rows_of(self, rows: list[list[str]], lines: np.ndarray) -> tuple[list[list[str]], np.ndarray]:
         """The rows of the header's width: blank lines are skipped, others
@@ -733,6 +781,7 @@ def read_predictions(
     candidates: Iterable[str] | None = None,
     max_bytes: int | None = None,
     max_rows: int | None = None,
+    max_classes: int | None = None,
 ) -> PredictionData:
     """Read an ``approve-predictions/1`` CSV (a path, or a binary or text
     stream) into arrays, or raise ``PredictionFileError`` listing why it is
@@ -743,6 +792,9 @@ def read_predictions(
     ``positive``: the positive label of a binary set (required by ``score``).
     ``candidates``: the names the file may use (None: any).
     ``max_bytes``, ``max_rows``: limits (None: none).
+    ``max_classes``: the most distinct labels (None: any number); the
+    reading stops at the end of the chunk that passes it
+    (``PredictionFileTooManyClasses``).
     """
     allowed = None if candidates is None else set(candidates)
     errors = _Errors()
@@ -754,7 +806,7 @@ def read_predictions(
     # would walk them again and again, and none of them holds a cycle.
     gc.disable()
     try:
-        return _read(_Text(stream, max_bytes), candidate, positive, allowed, max_rows, errors)
+        return _read(_Text(stream, max_bytes), candidate, positive, allowed, max_rows, max_classes, errors)
     finally:
         if collecting:
             gc.enable()
@@ -768,6 +820,7 @@ def _read(
     positive: str | None,
     allowed: set[str] | None,
     max_rows: int | None,
+    max_classes: int | None,
     errors: _Errors,
 ) -> PredictionData:
     lines = _lines(text)
@@ -785,7 +838,9 @@ def _read(
                 ]
             )
         layout = _header(header, reader.line_num, one_candidate=candidate is not None, positive=positive, errors=errors)
-        parsed = _Reader(layout, candidate=candidate, candidates=allowed, errors=errors)
+        parsed = _Reader(
+            layout, candidate=candidate, candidates=allowed, errors=errors, positive=positive, max_classes=max_classes
+        )
         while True:
             before = reader.line_num
             chunk = list(islice(reader, CHUNK_ROWS))
@@ -795,6 +850,10 @@ def _read(
             del chunk
             if max_rows is not None and parsed.rows > max_rows:
                 raise PredictionFileError([f"too many rows: more than {max_rows}, the limit for a prediction file"])
+            if max_classes is not None and parsed.over_classes():
+                # Read no further: the count is exact when the file ends here.
+                ended = not any(reader)  # (stops at the next row that is not blank)
+                raise _classes_error(parsed.class_count(), max_classes, rows=None if ended else parsed.rows)
     except csv.Error as error:
         raise PredictionFileError([f"line {reader.line_num}: not readable as CSV ({error})"]) from None
     if not parsed.rows:

@@ -485,11 +485,17 @@ class CandidateReport:
             if self.missing_class == "negative":
                 raise ValueError(f"specificity is undefined: {self.one_class_reason}")
             return metrics.specificity_score(self.y_true, self.y_pred, pos_label=positive)
-        values = [
-            metrics.specificity_score(self.y_true == code, self.y_pred == code, pos_label=True)
-            for code in np.unique(self.y_true)
-        ]
-        return float(np.mean(values))
+        present = np.unique(self.y_true)
+        if len(present) < 2:  # (the one class has no negative instance: the library says why)
+            return metrics.specificity_score(self.y_true == present[0], self.y_pred == present[0], pos_label=True)
+        # Each class against the rest, from the confusion matrix: one pass
+        # over the instances, not one per class.
+        counts = self.confusion_matrix()
+        right = np.diag(counts)
+        true_totals, predicted_totals = counts.sum(axis=1), counts.sum(axis=0)
+        negatives = len(self.y_true) - true_totals[present]
+        false_positives = predicted_totals[present] - right[present]
+        return float(np.mean((negatives - false_positives) / negatives))
 
     def roc_auc(self) -> float:
         p = self.predictions
@@ -552,7 +558,12 @@ class CandidateReport:
     # --- pictures ---------------------------------------------------------------------
 
     def confusion_matrix(self) -> np.ndarray:
-        """Counts, true labels down and predicted labels across, in label order."""
+        """Counts, true labels down and predicted labels across, in label
+        order: (labels, labels), bounded by the limit on a set's labels."""
+        return self._confusion_matrix
+
+    @cached_property
+    def _confusion_matrix(self) -> np.ndarray:
         return metrics.confusion_matrix(self.y_true, self.y_pred, labels=self.codes)
 
     def roc_points(self, *, limit: int = 400) -> tuple[np.ndarray, np.ndarray]:
@@ -593,15 +604,14 @@ def _success_and_time(reports: list[CandidateReport]) -> tuple[np.ndarray, np.nd
     folds = [r.predictions.fold for r in reports if r.predictions.fold is not None]
     if len(folds) == len(reports) and len({tuple(np.unique(f)) for f in folds}) == 1:
         fold_codes = np.unique(folds[0])
+        # Each fold's accuracy, the share of its instances predicted right:
+        # counted in one pass per candidate (not one call per fold).
         success = np.array(
             [
-                [
-                    metrics.accuracy_score(r.y_true[fold == f], r.y_pred[fold == f])
-                    for r, fold in zip(reports, folds, strict=True)
-                ]
-                for f in fold_codes
+                np.bincount(fold, weights=r.y_true == r.y_pred)[fold_codes] / np.bincount(fold)[fold_codes]
+                for r, fold in zip(reports, folds, strict=True)
             ]
-        )
+        ).T
         time = np.array([[t[fold == f].mean() for t, fold in zip(times, folds, strict=True)] for f in fold_codes])
         return success, time
     return np.array([r.accuracy() for r in reports]), np.array([t.mean() for t in times])
@@ -719,6 +729,28 @@ def document_json(document: dict) -> str:
     return json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
+PAIRWISE = ("a3r", "arr")
+
+
+def pairwise_values(data: PredictionData, key: str, options: Options = Options()) -> dict[str, float | ValueError]:
+    """A3R or ARR (``key``) of every candidate of the set against the
+    others, computed once: ``{candidate: value}``, or the ValueError (a
+    ``NotApplicable`` when columns are missing) that ``metric_value`` would
+    raise for it."""
+    reports = [CandidateReport(data, candidate, options) for candidate in data.candidates]
+    try:
+        scores = pairwise_scores(reports, key, options)
+    except ValueError as error:
+        return dict.fromkeys(data.candidates, error)
+    values: dict[str, float | ValueError] = {}
+    for candidate, score in zip(data.candidates, scores.tolist(), strict=True):
+        try:
+            values[candidate] = _finite(score, COMPUTATIONS[key].name)
+        except ValueError as error:
+            values[candidate] = error
+    return values
+
+
 def metric_value(data: PredictionData, name: str, key: str, options: Options = Options()) -> float:
     """One metric of one candidate, for a study metric computed from a
     prediction set: ValueError (a ``NotApplicable`` when columns are
@@ -731,3 +763,72 @@ def metric_value(data: PredictionData, name: str, key: str, options: Options = O
         return _finite(scores[list(data.candidates).index(name)], COMPUTATIONS[key].name)
     report = CandidateReport(data, name, options)
     return _finite(getattr(report, key)(), COMPUTATIONS[key].name)
+
+
+# --- one candidate's report, as numbers ----------------------------------------------------------
+
+
+def _report_values(candidate: CandidateReport) -> dict[str, dict]:
+    """Every computation with its value, why it is undefined, or what it needs."""
+    values: dict[str, dict] = {}
+    for key, computation in COMPUTATIONS.items():
+        row: dict = {"value": None, "reason": "", "needs": ""}
+        if key in ("a3r", "arr"):
+            row["needs"] = "the other candidates of the set: see the comparison"
+        else:
+            try:
+                row["value"], reason = _evaluate(getattr(candidate, key), computation.name)
+            except NotApplicable as missing:
+                row["needs"] = str(missing)
+            else:
+                row["reason"] = reason or ""
+        values[key] = row
+    return values
+
+
+def _report_curves(candidate: CandidateReport) -> dict:
+    """The ROC curve (thinned), and the gain and lift per tenth (binary,
+    with scores), or why they are not drawn."""
+    try:
+        auc = candidate.roc_auc()
+        fpr, tpr = candidate.roc_points()
+        fractions, gain, lift = candidate.lift_gain()
+    except ValueError as error:  # NotApplicable too: no scores, no positive label, one class
+        return {"reason": str(error)}
+    return {
+        "auc": float(auc),
+        "fpr": fpr.tolist(),
+        "tpr": tpr.tolist(),
+        "fractions": fractions.tolist(),
+        "gain": gain.tolist(),
+        "lift": lift.tolist(),
+    }
+
+
+def candidate_summary(data: PredictionData, name: str, options: Options = Options()) -> dict:
+    """What one candidate's report shows, as JSON-ready numbers: how its
+    labels were obtained, its confusion matrix (labels by labels, a size the
+    limit on a set's labels bounds), its curves (at most ``roc_points``'
+    points) and every value with its definition's reason. Kept once
+    computed (``evaluation.services``): the page draws from it."""
+    candidate = CandidateReport(data, name, options)
+    summary: dict = {
+        "instances": len(candidate.predictions),
+        "label_names": candidate.label_names,
+        "threshold_refusal": candidate.threshold_refusal,
+        "labels_shown": "",
+        "threshold_reason": "",
+        "threshold": None,
+    }
+    try:
+        summary["labels_shown"] = candidate.labels_shown()
+        summary["threshold"] = candidate.threshold
+    except ValueError as error:  # NotApplicable too: no labels at all
+        summary["threshold_reason"] = str(error)
+    try:
+        summary["confusion"] = candidate.confusion_matrix().tolist()
+    except ValueError:
+        summary["confusion"] = None
+    summary["curves"] = _report_curves(candidate)
+    summary["values"] = _report_values(candidate)
+    return summary

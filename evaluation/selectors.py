@@ -2,6 +2,7 @@
 resolved for the user (``workspace.selectors.study_get``: an outsider never
 gets that far)."""
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, TypedDict
@@ -10,7 +11,7 @@ from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
 
 from workspace.models import Candidate, Measurement, Metric, Study
 
-from .models import CandidatePredictionArrays, MeasurementSource, MetricComputation, PredictionSet
+from .models import CandidatePredictionArrays, EvaluationCache, MeasurementSource, MetricComputation, PredictionSet
 from .predictions import PredictionData
 
 
@@ -51,6 +52,14 @@ def prediction_set_get(*, study: Study, prediction_set_id: int, contexts: bool =
     if contexts:
         sets = sets.defer(None).select_related("uploaded_by")
     return sets.get(pk=prediction_set_id)
+
+
+def evaluation_cached(*, prediction_set: PredictionSet, key: str) -> dict | None:
+    """What was kept of the set's evaluation under ``key``
+    (``evaluation.services``), or None: one query."""
+    kept = EvaluationCache.objects.filter(prediction_set=prediction_set, key=key).values_list("value", flat=True)
+    text = kept.first()
+    return None if text is None else json.loads(text)
 
 
 def prediction_set_candidate_count(*, prediction_set: PredictionSet) -> int:

@@ -14,6 +14,11 @@ from (``MeasurementSource``). Computing happens when the designer asks for
 it, never when a set is uploaded or a mapping changed.
 """
 
+import dataclasses
+import hashlib
+import json
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from numbers import Real
 from typing import IO, Any
@@ -30,9 +35,9 @@ from workspace.services import expect, locked, number, text
 
 from . import report
 from .arrays import arrays_pack
-from .models import CandidatePredictionArrays, MeasurementSource, MetricComputation, PredictionSet
+from .models import CandidatePredictionArrays, EvaluationCache, MeasurementSource, MetricComputation, PredictionSet
 from .predictions import PredictionFileError, read_predictions
-from .selectors import prediction_data_by_set
+from .selectors import evaluation_cached, prediction_data_by_set, prediction_data_get
 
 
 class _Counted:
@@ -70,13 +75,15 @@ def prediction_set_import(
     positive: str | None = None,
     max_bytes: int | None = limits.PREDICTIONS_MAX_BYTES,
     max_rows: int | None = limits.PREDICTIONS_MAX_ROWS,
+    max_classes: int = limits.PREDICTIONS_MAX_CLASSES,
 ) -> PredictionSet:
     """Read the predictions in ``stream`` (a binary file) and store them as a
     set of the study: all of it, or, with any error, nothing
     (``InvalidInput``: the file's errors under ``file``, each naming its
     line). ``candidate``: the file is that candidate's alone. ``positive``:
     the positive label of a binary set. ``max_bytes`` and ``max_rows``: the
-    web's limits by default; None lifts them (the operator's command)."""
+    web's limits by default; None lifts them (the operator's command).
+    ``max_classes``: the most distinct labels, which every upload keeps."""
     name = text(name, "name", max_length=200)
     candidate = _optional_text(candidate, "candidate", max_length=limits.NAME_MAX_LENGTH)
     positive = _optional_text(positive, "positive", max_length=1000)
@@ -86,7 +93,13 @@ def prediction_set_import(
     counted = _Counted(stream)
     try:
         data = read_predictions(
-            counted, candidate=candidate, positive=positive, candidates=names, max_bytes=max_bytes, max_rows=max_rows
+            counted,
+            candidate=candidate,
+            positive=positive,
+            candidates=names,
+            max_bytes=max_bytes,
+            max_rows=max_rows,
+            max_classes=max_classes,
         )
     except PredictionFileError as error:
         raise InvalidInput({"file": error.errors}) from None
@@ -131,6 +144,133 @@ def prediction_set_import(
 def prediction_set_delete(*, prediction_set: PredictionSet) -> None:
     locked(prediction_set.study)
     prediction_set.delete()
+
+
+# --- a set's evaluation, computed once and kept -----------------------------------------------
+
+# The evaluations kept per set (documents and reports, each for one choice of
+# options): the newest, so that varying the options cannot fill the table.
+EVALUATIONS_KEPT_PER_SET = 20
+
+
+def _evaluation_key(prediction_set: PredictionSet, kind: str, options: report.Options, candidate: str = "") -> str:
+    """What identifies a computation of the set: its kind, the candidate, the
+    options and the names of the set's candidates (a renamed one changes
+    the document), hashed."""
+    names = [row.candidate.name for row in prediction_set.candidate_arrays.all()]
+    text = json.dumps([kind, candidate, dataclasses.asdict(options), names], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _too_many_labels(prediction_set: PredictionSet) -> str:
+    """Why a set stored before its labels were limited is not evaluated (its
+    per-label structures would grow without bound), or "" when it is."""
+    count = len(prediction_set.labels)
+    if count <= limits.PREDICTIONS_MAX_CLASSES:
+        return ""
+    return (
+        f"this set has {count:,} distinct labels; at most {limits.PREDICTIONS_MAX_CLASSES:,} can be evaluated: "
+        "upload its predictions again with fewer labels"
+    )
+
+
+def _set_checked(prediction_set: PredictionSet) -> None:
+    reason = _too_many_labels(prediction_set)
+    if reason:
+        raise InvalidInput({"labels": reason})
+
+
+def _within_a_request(prediction_set: PredictionSet) -> None:
+    """A set larger than a web upload (the operator's ``import_predictions``
+    lifts the limits) is not computed within a request: the command keeps
+    its evaluation with the default options when it imports it."""
+    if prediction_set.row_count > limits.PREDICTIONS_MAX_ROWS:
+        raise InvalidInput(
+            {
+                "rows": f"this set has {prediction_set.row_count:,} rows, more than the "
+                f"{limits.PREDICTIONS_MAX_ROWS:,} evaluated while you wait: only its evaluation with the default "
+                "options, kept when it was imported, can be shown"
+            }
+        )
+
+
+def _evaluation(
+    prediction_set: PredictionSet, kind: str, key: str, compute: Callable[[], dict], *, in_request: bool
+) -> dict:
+    """The value kept under ``key``, or computed now and kept (with the
+    newest ``EVALUATIONS_KEPT_PER_SET`` of the set)."""
+    kept = evaluation_cached(prediction_set=prediction_set, key=key)
+    if kept is not None:
+        return kept
+    _set_checked(prediction_set)
+    if in_request:
+        _within_a_request(prediction_set)
+    started = time.perf_counter()
+    value = compute()
+    seconds = time.perf_counter() - started
+    # Two requests may compute the same at once: the first kept wins, both
+    # answer the same. Kept only while the set exists (deleted meanwhile:
+    # nothing is kept, and the answer is still right for the request).
+    with transaction.atomic():
+        if PredictionSet.objects.filter(pk=prediction_set.pk).select_for_update().exists():
+            EvaluationCache.objects.bulk_create(
+                [
+                    EvaluationCache(
+                        prediction_set=prediction_set,
+                        key=key,
+                        kind=kind,
+                        value=json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False),
+                        seconds=seconds,
+                    )
+                ],
+                ignore_conflicts=True,
+            )
+            older = EvaluationCache.objects.filter(prediction_set=prediction_set).values("pk")
+            EvaluationCache.objects.filter(pk__in=older[EVALUATIONS_KEPT_PER_SET:]).delete()
+    return value
+
+
+def prediction_set_evaluation(
+    *, prediction_set: PredictionSet, options: report.Options | None = None, in_request: bool = True
+) -> dict:
+    """The set's ``approve-evaluation/1`` document for ``options``: computed
+    the first time it is asked for, then kept until the set is deleted.
+    ``prediction_set`` as ``selectors.prediction_set_get`` gives it;
+    InvalidInput (``labels``) for a set of more labels than allowed, and
+    (``rows``), ``in_request``, for one of more rows than a web upload's
+    that was not kept at import."""
+    chosen = options or report.Options()
+    key = _evaluation_key(prediction_set, "document", chosen)
+
+    def compute() -> dict:
+        return report.evaluation_document(prediction_data_get(prediction_set=prediction_set), chosen)
+
+    return _evaluation(prediction_set, "document", key, compute, in_request=in_request)
+
+
+def candidate_report_summary(
+    *, prediction_set: PredictionSet, name: str, options: report.Options | None = None, in_request: bool = True
+) -> dict:
+    """``report.candidate_summary`` of one candidate of the set, kept as the
+    document is (``prediction_set_evaluation``)."""
+    chosen = options or report.Options()
+    key = _evaluation_key(prediction_set, "report", chosen, name)
+
+    def compute() -> dict:
+        data = prediction_data_get(prediction_set=prediction_set, candidates=[name])
+        return report.candidate_summary(data, name, chosen)
+
+    return _evaluation(prediction_set, "report", key, compute, in_request=in_request)
+
+
+def prediction_set_evaluations_keep(*, prediction_set: PredictionSet) -> None:
+    """Compute and keep, outside any request, the set's document and each
+    candidate's report with the default options (``import_predictions``:
+    the pages and the API then read them, whatever the set's size).
+    ``prediction_set`` as ``selectors.prediction_set_get`` gives it."""
+    prediction_set_evaluation(prediction_set=prediction_set, in_request=False)
+    for row in prediction_set.candidate_arrays.all():
+        candidate_report_summary(prediction_set=prediction_set, name=row.candidate.name, in_request=False)
 
 
 # --- study metrics computed from predictions -------------------------------------------------
@@ -314,6 +454,12 @@ def _mapped_metrics(study: Study, names: Any) -> list[Metric]:
     return list(found.values())
 
 
+def _value_or_raise(value: float | ValueError) -> float:
+    if isinstance(value, ValueError):
+        raise value
+    return value
+
+
 def measurements_compute(*, study: Study, metrics: list[str] | None = None) -> ComputeOutcome:
     """Compute every mapped metric (or those named in ``metrics``, each of
     which must be mapped) for every candidate from the candidate's newest
@@ -333,19 +479,32 @@ def measurements_compute(*, study: Study, metrics: list[str] | None = None) -> C
     candidates = list(Candidate.objects.filter(study=study).order_by("position", "id"))
     newest = _newest_sets(study)
     sets = PredictionSet.objects.in_bulk(set(newest.values()))
-    data = prediction_data_by_set(prediction_sets=list(sets.values()))
+    # A set of more labels than allowed (stored before the limit) is not
+    # evaluated, nor even read: its candidates are not computed, with the reason.
+    too_wide = {pk: reason for pk, s in sets.items() if (reason := _too_many_labels(s))}
+    data = prediction_data_by_set(prediction_sets=[s for pk, s in sets.items() if pk not in too_wide])
     outcome = ComputeOutcome()
     values: list[tuple[MetricComputation, Candidate, PredictionSet, float]] = []
     for mapping in mappings:
         # The mapping's parameters were checked when it was set; the defaults fill the rest.
         options = report.Options(**mapping.parameters)
+        # A3R and ARR compare every candidate of a set: computed once per set.
+        pairwise: dict[int, dict[str, float | ValueError]] = {}
         for candidate in candidates:
             if candidate.pk not in newest:
                 outcome.not_computed.append(NotComputed(mapping.metric.name, candidate.name, "no predictions"))
                 continue
             set_id = newest[candidate.pk]
+            if set_id in too_wide:
+                outcome.not_computed.append(NotComputed(mapping.metric.name, candidate.name, too_wide[set_id]))
+                continue
             try:
-                value = report.metric_value(data[set_id], candidate.name, mapping.computation, options)
+                if mapping.computation in report.PAIRWISE:
+                    if set_id not in pairwise:
+                        pairwise[set_id] = report.pairwise_values(data[set_id], mapping.computation, options)
+                    value = _value_or_raise(pairwise[set_id][candidate.name])
+                else:
+                    value = report.metric_value(data[set_id], candidate.name, mapping.computation, options)
             except ValueError as error:
                 outcome.not_computed.append(NotComputed(mapping.metric.name, candidate.name, str(error)))
                 continue

@@ -8,7 +8,7 @@ numbers come from ``evaluation.report`` on the stored arrays, the pictures
 from ``workspace.charts``.
 """
 
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 from django.contrib import messages
@@ -84,6 +84,7 @@ def predictions_page(request: HttpRequest, study_id: int) -> HttpResponse:
         "metrics": selectors.metrics_with_computations(study=study),
         "max_megabytes": limits.PREDICTIONS_MAX_BYTES // limits.MB,
         "max_rows": limits.PREDICTIONS_MAX_ROWS,
+        "max_classes": limits.PREDICTIONS_MAX_CLASSES,
     }
     return render(request, "evaluation/predictions.html", context, status=400 if request.method == "POST" else 200)
 
@@ -195,6 +196,20 @@ def compute_page(request: HttpRequest, study_id: int) -> HttpResponse:
 # --- one candidate's report ------------------------------------------------------------------
 
 
+def _not_evaluated(
+    request: HttpRequest, study: Study, prediction_set: PredictionSet, error: InvalidInput
+) -> HttpResponse:
+    """A set that cannot be evaluated (more labels than allowed): the page says why."""
+    reason = " ".join(message for messages_ in error.errors.values() for message in messages_)
+    context = {
+        "study": study,
+        "study_tab": "predictions",
+        "prediction_set": prediction_set,
+        "reason": reason,
+    }
+    return render(request, "evaluation/not_evaluated.html", context, status=409)
+
+
 def _report_options(form: ReportOptionsForm) -> report.Options:
     """The options of a report page, checked by the service as the API's are;
     the defaults, with the errors on the form, when any is refused."""
@@ -205,49 +220,35 @@ def _report_options(form: ReportOptionsForm) -> report.Options:
         return report.Options()
 
 
-def _values(candidate: report.CandidateReport) -> list[dict]:
+def _values(summary: dict) -> list[dict]:
     """Every computation with its value, why it is undefined, or what it needs."""
-    rows = []
-    for key, computation in report.COMPUTATIONS.items():
-        row: dict[str, Any] = {"computation": computation, "value": None, "reason": "", "needs": ""}
-        if key in ("a3r", "arr"):
-            row["needs"] = "the other candidates of the set: see the comparison"
-        else:
-            try:
-                row["value"] = float(getattr(candidate, key)())
-            except report.NotApplicable as missing:
-                row["needs"] = str(missing)
-            except ValueError as error:
-                row["reason"] = str(error)
-        rows.append(row)
-    return rows
+    return [{"computation": computation, **summary["values"][key]} for key, computation in report.COMPUTATIONS.items()]
 
 
-def _confusion(candidate: report.CandidateReport, labels: list[str]) -> dict:
-    counts = candidate.confusion_matrix()
-    totals = counts.sum(axis=1)
+def _confusion(counts: list[list[int]], labels: list[str]) -> dict:
+    totals = [sum(row) for row in counts]
     rows = [
         {
             "label": label,
             "cells": [
-                {"count": int(count), "share": count / totals[i] if totals[i] else None, "diagonal": i == j}
+                {"count": count, "share": count / totals[i] if totals[i] else None, "diagonal": i == j}
                 for j, count in enumerate(counts[i])
             ],
-            "total": int(totals[i]),
+            "total": totals[i],
         }
         for i, label in enumerate(labels)
     ]
     return {"labels": labels, "rows": rows}
 
 
-def _curves(candidate: report.CandidateReport, name: str) -> dict:
-    """The ROC curve, and the lift and cumulative gain charts (binary, with scores)."""
-    try:
-        auc = candidate.roc_auc()
-        fpr, tpr = candidate.roc_points()
-        fractions, gain, lift = candidate.lift_gain()
-    except ValueError as error:  # NotApplicable too: no scores, no positive label, one class
-        return {"reason": str(error)}
+def _curves(numbers: dict, name: str) -> dict:
+    """The ROC curve, and the lift and cumulative gain charts (binary, with
+    scores), from the report's kept numbers (``report.candidate_summary``)."""
+    if "reason" in numbers:
+        return {"reason": numbers["reason"]}
+    auc = numbers["auc"]
+    fpr, tpr = np.array(numbers["fpr"]), np.array(numbers["tpr"])
+    fractions, gain, lift = (np.array(numbers[key]) for key in ("fractions", "gain", "lift"))
     roc = charts.line_chart(
         chart_id="chart-roc",
         title=f"ROC curve of {name} (AUC {auc:.3f})",
@@ -304,38 +305,31 @@ def _curves(candidate: report.CandidateReport, name: str) -> dict:
 @require_GET
 def candidate_report_page(request: HttpRequest, study_id: int, set_id: int, name: str) -> HttpResponse:
     study = _designer_study(request, study_id)
-    prediction_set = _set(study, set_id, contexts=True)
+    prediction_set = _set(study, set_id)
     if name not in {row.candidate.name for row in prediction_set.candidate_arrays.all()}:
         raise Http404("No such candidate in this set.")
-    data = selectors.prediction_data_get(prediction_set=prediction_set, candidates=[name])
     options_form = ReportOptionsForm(request.GET or None)
-    candidate = report.CandidateReport(data, name, _report_options(options_form))
-    refusal = candidate.threshold_refusal
-    if refusal:
-        options_form.add_error("threshold_method", f"No threshold can be applied: {refusal}.")
-    labels_shown, threshold_reason = "", ""
+    options = _report_options(options_form)
     try:
-        labels_shown = candidate.labels_shown()
-    except ValueError as error:  # NotApplicable too: no labels at all
-        threshold_reason = str(error)
-    try:
-        confusion = _confusion(candidate, candidate.label_names)
-    except ValueError:
-        confusion = None
+        # Computed the first time these options are asked for, then kept with the set.
+        summary = services.candidate_report_summary(prediction_set=prediction_set, name=name, options=options)
+    except InvalidInput as error:
+        return _not_evaluated(request, study, prediction_set, error)
+    if summary["threshold_refusal"]:
+        options_form.add_error("threshold_method", f"No threshold can be applied: {summary['threshold_refusal']}.")
     context = {
         "study": study,
         "study_tab": "predictions",
         "prediction_set": prediction_set,
         "name": name,
-        "data": data,
-        "instances": len(data.candidates[name]),
+        "instances": summary["instances"],
         "options_form": options_form,
-        "threshold": candidate.threshold if labels_shown else None,
-        "labels_shown": labels_shown,
-        "threshold_reason": threshold_reason,
-        "confusion": confusion,
-        "curves": _curves(candidate, name),
-        "values": _values(candidate),
+        "threshold": summary["threshold"],
+        "labels_shown": summary["labels_shown"],
+        "threshold_reason": summary["threshold_reason"],
+        "confusion": _confusion(summary["confusion"], summary["label_names"]) if summary["confusion"] else None,
+        "curves": _curves(summary["curves"], name),
+        "values": _values(summary),
     }
     return render(request, "evaluation/report.html", context)
 
@@ -400,15 +394,21 @@ COMPARED = ("accuracy", "efficiency", "a3r", "arr")
 @require_GET
 def set_compare_page(request: HttpRequest, study_id: int, set_id: int) -> HttpResponse:
     study = _designer_study(request, study_id)
-    prediction_set = _set(study, set_id, contexts=True)
-    data = selectors.prediction_data_get(prediction_set=prediction_set)
+    prediction_set = _set(study, set_id)
     options_form = ReportOptionsForm(request.GET or None)
     options = _report_options(options_form)
-    # Only what the page shows: the report's other metrics would be computed for nothing.
-    document = report.evaluation_document(data, options, keys=COMPARED)
-    names = list(data.candidates)
+    try:
+        # The whole document, kept with the set (the API's for the same options).
+        document = services.prediction_set_evaluation(prediction_set=prediction_set, options=options)
+    except InvalidInput as error:
+        return _not_evaluated(request, study, prediction_set, error)
+    names = list(document["candidates"])
     rows = [
-        {"name": name, "values": document["candidates"][name], "notes": document["notes"].get(name, {})}
+        {
+            "name": name,
+            "values": {key: value for key, value in document["candidates"][name].items() if key in COMPARED},
+            "notes": {key: note for key, note in document["notes"].get(name, {}).items() if key in COMPARED},
+        }
         for name in names
     ]
     context = {
@@ -420,16 +420,16 @@ def set_compare_page(request: HttpRequest, study_id: int, set_id: int) -> HttpRe
         "options": options,
     }
     success = [row["values"].get("accuracy") for row in rows]
-    times = [time for n in names if (time := data.candidates[n].time) is not None]
+    # The mean time per instance is the efficiency.
+    times = [row["values"]["efficiency"] for row in rows if row["values"].get("efficiency") is not None]
     has_times = len(names) > 1 and len(times) == len(names)
     if not has_times:
         context["a3r_reason"] = "A3R and ARR need a time column and two candidates or more."
     elif None in success:
         context["a3r_reason"] = "A3R needs every candidate's accuracy, and one is undefined here."
     else:
-        time = np.array([t.mean() for t in times])
         try:
-            context["a3r"] = _a3r_chart(names, np.array(success), time, options)
+            context["a3r"] = _a3r_chart(names, np.array(success), np.array(times), options)
         except ValueError as error:
             context["a3r_reason"] = str(error)
     return render(request, "evaluation/compare.html", context)

@@ -207,6 +207,19 @@ MAX_THRESHOLD = 10000
 # the operator runs without either limit.
 PREDICTIONS_MAX_BYTES = 20 * MB
 PREDICTIONS_MAX_ROWS = 1_000_000
+# The most distinct labels (classes) a prediction set may have, whoever
+# uploads it (the web, the API and ``import_predictions`` alike). Several of
+# a set's structures grow with the square of its classes (the confusion
+# matrix, one-vs-rest metrics, probabilities per class): unbounded, a file of
+# 20,000 labels took minutes and 16 GB to evaluate, and one of a million
+# could not be evaluated at all. 100 classes keep the confusion matrix at
+# 10,000 cells, a table a person can still scroll through, and the first
+# evaluation of the largest allowed set (a million rows, ten candidates)
+# under half a second of CPU and 30 MiB (bench/evaluation_limits.py; it is
+# then kept with the set); a classification task with more classes is not
+# what a group of experts validates candidate by candidate. The reader
+# stops at the block of rows that passes it.
+PREDICTIONS_MAX_CLASSES = 100
 
 # --- discussion ----------------------------------------------------------------------
 # One post in the thread of an attribute or a metric: a few paragraphs of

@@ -313,13 +313,14 @@ class PredictionSetEvaluationView(PredictionSetScoped, APIView):
         """Every metric the set's columns allow, per candidate: the
         ``approve-evaluation/1`` document, as compact JSON (the text
         ``evaluate_predictions --json`` prints for the same file). The
-        query's parameters are the report's options; any other is refused."""
+        query's parameters are the report's options; any other is refused.
+        Computed once for each choice of options, then kept until the set is
+        deleted: asking again reads what was kept."""
         self.study()
         options = services.report_options(
             {name: _query_value(name, text) for name, text in request.query_params.dict().items()}
         )
-        prediction_set = self.prediction_set(contexts=True)
-        data = selectors.prediction_data_get(prediction_set=prediction_set)
-        return HttpResponse(
-            report.document_json(report.evaluation_document(data, options)), content_type="application/json"
-        )
+        # Computed the first time these options are asked for, then kept with the set.
+        # (The set's contexts are read only when the document is computed.)
+        document = services.prediction_set_evaluation(prediction_set=self.prediction_set(), options=options)
+        return HttpResponse(report.document_json(document), content_type="application/json")

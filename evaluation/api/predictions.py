@@ -66,7 +66,7 @@ class PredictionUploadSerializer(WriteSerializer):
     file = serializers.FileField(
         allow_empty_file=True,  # refused by the reader, with the message of FORMATS.md
         help_text=f"an approve-predictions/1 CSV, UTF-8, at most {limits.PREDICTIONS_MAX_BYTES} bytes "
-        f"and {limits.PREDICTIONS_MAX_ROWS} rows",
+        f"and {limits.PREDICTIONS_MAX_ROWS} rows, with at most {limits.PREDICTIONS_MAX_CLASSES} distinct labels",
     )
     candidate = serializers.CharField(
         required=False, allow_blank=True, max_length=limits.NAME_MAX_LENGTH, help_text=FIELD_HELP["candidate"]
@@ -130,7 +130,8 @@ class PredictionSetListView(StudyScoped, PaginatedListMixin, APIView):
         """Upload candidates' predictions on a test set (designer, any phase):
         a multipart form with ``file``, or the CSV as a ``text/csv`` body. A
         refused file stores nothing: 400 with its errors under ``file``, each
-        naming its line."""
+        naming its line (or, for a file of more than the allowed distinct
+        labels, their count and the limit)."""
         self.require_designer("upload predictions")
         data = validated(PredictionUploadSerializer, _upload_fields(request))
         upload = data["file"]

@@ -5,6 +5,7 @@ assessment and launches a run that ranks by the computed values; a
 candidate's report and a set's comparison; a refused file. A screenshot and
 an axe scan of every page."""
 
+import io
 import re
 
 from playwright.sync_api import Page, expect
@@ -15,7 +16,7 @@ from engine.models import Run
 from evaluation.models import PredictionSet
 from evaluation.predictions import read_predictions
 from evaluation.report import metric_value
-from tests.browser.support import assert_accessible, login, screenshot
+from tests.browser.support import assert_accessible, login, screenshot, screenshot_dir
 from tests.browser.test_journey import change_phase, click_link, submit, tab
 from tests.workspace.conftest import PASSWORD
 from workspace.models import Measurement
@@ -128,3 +129,51 @@ def test_a_refused_file_lists_its_lines(page: Page, live_server, demo, tmp_path)
     expect(alert).to_contain_text("line 3, column time")
     assert not PredictionSet.objects.exists()
     check(page, "refused")
+
+
+def test_labels_past_the_limit_are_refused_and_a_wide_set_reads_at_both_widths(
+    page: Page, live_server, demo, tmp_path
+) -> None:
+    """Issue 17, finding 1: the count and the limit; a set at the limit
+    (100 labels) listed in brief and reported with its 100 x 100 confusion
+    matrix; a set stored before the limit says it is not evaluated."""
+    from evaluation import services
+    from workspace import limits
+
+    limit = limits.PREDICTIONS_MAX_CLASSES
+    wide = tmp_path / "wide.csv"
+    wide.write_text(
+        "candidate,y_true,y_pred\n" + "".join(f"J48,class {i % 2_000},class 0\n" for i in range(4_000)),
+        encoding="utf-8",
+    )
+    login(page, demo.designer, PASSWORD)
+    page.goto(f"/studies/{demo.study.pk}/predictions/")
+    page.get_by_label("Predictions file (CSV)").set_input_files(str(wide))
+    submit(page, "Upload")
+    alert = page.get_by_role("alert")
+    expect(alert).to_contain_text(f"the file has 2,000 distinct labels; at most {limit} are allowed")
+    assert not PredictionSet.objects.exists()
+    check(page, "refused-labels")
+
+    rows = "".join(f"J48,class {i % limit},class {(i * 7) % limit}\n" for i in range(3 * limit))
+    stored = services.prediction_set_import(
+        study=demo.study, stream=io.BytesIO(f"candidate,y_true,y_pred\n{rows}".encode()), name="wide", uploaded_by=None
+    )
+    page.goto(f"/studies/{demo.study.pk}/predictions/")
+    expect(page.get_by_text("and 90 more")).to_be_visible()
+    check(page, "wide-set-listed")
+    page.goto(f"/studies/{demo.study.pk}/predictions/{stored.pk}/candidates/J48/")
+    expect(page.locator("table.confusion tbody tr")).to_have_count(limit)
+    check(page, "report-100-classes")
+    for width, height in ((1280, 800), (390, 844)):
+        page.set_viewport_size({"width": width, "height": height})
+        page.locator("#confusion-title").scroll_into_view_if_needed()
+        # The viewport only: the whole page is 100 rows of the matrix long.
+        page.screenshot(path=str(screenshot_dir() / f"evaluation-report-100-classes-{width}.png"))
+    page.set_viewport_size({"width": 1280, "height": 800})
+
+    PredictionSet.objects.filter(pk=stored.pk).update(labels=[f"class {i}" for i in range(2 * limit)])
+    page.goto(f"/studies/{demo.study.pk}/predictions/{stored.pk}/compare/")
+    expect(page.get_by_role("heading", name="This set is not evaluated")).to_be_visible()
+    expect(page.get_by_role("alert")).to_contain_text(f"This set has 200 distinct labels; at most {limit} can be")
+    check(page, "not-evaluated")

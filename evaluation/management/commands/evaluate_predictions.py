@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from evaluation.predictions import PredictionFileError, read_predictions
 from evaluation.report import COMPUTATIONS, THRESHOLD_METHODS, Options, document_json, evaluation_document
+from workspace import limits
 
 
 def _positive_number(text: str) -> float:
@@ -20,7 +21,8 @@ def _positive_number(text: str) -> float:
 class Command(BaseCommand):
     help = (
         "Compute every metric an approve-predictions/1 CSV's columns allow, per candidate, without a study. "
-        "With --json, print the approve-evaluation/1 document."
+        "With --json, print the approve-evaluation/1 document. A file of more than "
+        f"{limits.PREDICTIONS_MAX_CLASSES} distinct labels is refused, as on the web."
     )
 
     def add_arguments(self, parser):
@@ -65,7 +67,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, file, positive=None, **options):
         try:
-            data = read_predictions(file, positive=positive)
+            data = read_predictions(file, positive=positive, max_classes=limits.PREDICTIONS_MAX_CLASSES)
         except OSError as error:
             raise CommandError(f"{file}: {error.strerror or error}") from None
         except PredictionFileError as error:

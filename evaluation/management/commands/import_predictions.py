@@ -3,7 +3,9 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from evaluation.services import prediction_set_import
+from evaluation.selectors import prediction_set_get
+from evaluation.services import prediction_set_evaluations_keep, prediction_set_import
+from workspace import limits
 from workspace.errors import InvalidInput
 from workspace.models import Study
 
@@ -13,7 +15,10 @@ class Command(BaseCommand):
         "Store an approve-predictions/1 CSV as a prediction set of the study (all or nothing) and print "
         "the set's id. Run by the operator with shell access, it applies neither limit of a web upload "
         "(20 MB, 1,000,000 rows): a file of millions of rows is read in chunks, and its arrays must fit in "
-        "memory (about 250 bytes a row at the peak: 2.3 GB for ten million rows). The set has no uploader."
+        "memory (about 250 bytes a row at the peak: 2.3 GB for ten million rows). The set's evaluation and each "
+        "candidate's report with the default options are computed and kept before the id is printed: the pages "
+        "and the API evaluate a set past the web's limits with those options only. The limit on distinct labels "
+        f"({limits.PREDICTIONS_MAX_CLASSES}) applies as on the web. The set has no uploader."
     )
 
     def add_arguments(self, parser):
@@ -54,4 +59,9 @@ class Command(BaseCommand):
         finally:
             if stream is not sys.stdin.buffer:
                 stream.close()
+        # Evaluated now, with the default options, and kept: a set past the web's
+        # limits is not evaluated within a request.
+        prediction_set_evaluations_keep(
+            prediction_set=prediction_set_get(study=study, prediction_set_id=prediction_set.pk)
+        )
         self.stdout.write(str(prediction_set.pk))
