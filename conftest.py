@@ -3,6 +3,10 @@
 import pytest
 from django.conf import settings
 
+# The shared fixtures (the cast alice, bob, carol and charlie, make_study, the
+# demo study...), registered once for every test directory.
+pytest_plugins = ["tests.fixtures"]
+
 
 def pytest_report_header(config):
     database = settings.DATABASES["default"]

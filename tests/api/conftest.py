@@ -23,7 +23,7 @@ from rest_framework.test import APIClient
 
 from engine import services as engine_services
 from engine.models import Run
-from tests.workspace.conftest import (  # noqa: F401  (fixtures re-exported for tests/api)
+from tests.fixtures import (  # noqa: F401  (fixtures re-exported for tests/api)
     CASE_STUDY_PATH,
     PASSWORD,
     Built,

@@ -53,7 +53,7 @@ from pytest_django.fixtures import Settings
 from pytest_django.live_server_helper import LiveServer
 
 from tests.browser import support
-from tests.workspace.conftest import CASE_STUDY_PATH, PASSWORD, cast  # noqa: F401  (fixture re-exported)
+from tests.fixtures import CASE_STUDY_PATH, PASSWORD, cast  # noqa: F401  (fixture re-exported)
 from workspace.bundles import study_import_bundle
 from workspace.models import Study
 

@@ -5,7 +5,7 @@ and without. Screenshots of each state, axe on each page."""
 from playwright.sync_api import Page, expect
 
 from tests.browser.support import assert_accessible, javascript_disabled, login, screenshot, submit_login
-from tests.workspace.conftest import PASSWORD
+from tests.fixtures import PASSWORD
 from workspace.models import ApiToken
 
 NEW_PASSWORD = "a-new-and-long-password-52"

@@ -12,7 +12,7 @@ from pytest_django.live_server_helper import LiveServer
 
 from tests.browser.conftest import _close_page, _open_page
 from tests.browser.support import assert_accessible, javascript_disabled, login, screenshot
-from tests.workspace.conftest import PASSWORD
+from tests.fixtures import PASSWORD
 from workspace.models import Invitation, Measurement, Membership, Study
 
 NEW_PASSWORD = "a-fresh-passphrase-for-dana-31"

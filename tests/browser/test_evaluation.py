@@ -18,7 +18,7 @@ from evaluation.predictions import read_predictions
 from evaluation.report import metric_value
 from tests.browser.support import assert_accessible, login, screenshot, screenshot_dir
 from tests.browser.test_journey import change_phase, click_link, submit, tab
-from tests.workspace.conftest import PASSWORD
+from tests.fixtures import PASSWORD
 from workspace.models import Measurement
 from workspace.templatetags.numbers import significant
 

@@ -9,7 +9,7 @@ from playwright.sync_api import Page
 from rest_framework.throttling import SimpleRateThrottle
 
 from tests.browser.support import assert_accessible, login, screenshot
-from tests.workspace.conftest import PASSWORD
+from tests.fixtures import PASSWORD
 from workspace.models import Study
 
 PHONE = {"width": 390, "height": 844}

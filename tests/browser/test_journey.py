@@ -31,7 +31,7 @@ from engine.models import Run
 from tests.browser.conftest import _close_page, _open_page
 from tests.browser.support import assert_accessible, screenshot
 from tests.browser.test_designer import add_metric, submit
-from tests.workspace.conftest import PASSWORD
+from tests.fixtures import PASSWORD
 from workspace import selectors
 from workspace.forms.expert import point_label
 from workspace.models import (

@@ -7,7 +7,7 @@ from playwright.sync_api import Page, expect
 
 from engine import services as engine_services
 from tests.browser.support import assert_accessible, login, screenshot
-from tests.workspace.conftest import PASSWORD
+from tests.fixtures import PASSWORD
 from workspace import services
 from workspace.models import Measurement, Membership, Study
 

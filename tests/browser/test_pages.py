@@ -4,7 +4,7 @@ login (with and without JavaScript) and the study list."""
 from playwright.sync_api import Page
 
 from tests.browser.support import assert_accessible, javascript_disabled, login, screenshot, submit_login
-from tests.workspace.conftest import PASSWORD
+from tests.fixtures import PASSWORD
 
 WRONG_LOGIN = "Please enter a correct username and password"
 

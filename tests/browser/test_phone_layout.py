@@ -16,7 +16,7 @@ from engine import services as engine_services
 from evaluation import services as evaluation_services
 from evaluation.models import PredictionSet
 from tests.browser.support import TIMEOUT_MS, assert_accessible, axe_violations, describe_violations, login, screenshot
-from tests.workspace.conftest import PASSWORD
+from tests.fixtures import PASSWORD
 from workspace.models import Metric
 
 PHONE = {"width": 390, "height": 844}

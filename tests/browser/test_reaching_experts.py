@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.support import assert_accessible, login, screenshot
-from tests.workspace.conftest import PASSWORD, make_study  # noqa: F401  (fixture)
+from tests.fixtures import PASSWORD, make_study  # noqa: F401  (fixture)
 from workspace.models import Phase
 
 WIDTHS = [1280, 390]

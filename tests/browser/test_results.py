@@ -16,7 +16,7 @@ from engine import services as engine_services
 from engine import snapshot as engine_snapshot
 from engine.models import Run
 from tests.browser.support import assert_accessible, login, screenshot
-from tests.workspace.conftest import PASSWORD
+from tests.fixtures import PASSWORD
 from workspace import services
 from workspace.models import Membership
 

@@ -15,7 +15,7 @@ from engine import services as engine_services
 from engine import snapshot as engine_snapshot
 from engine.models import Run
 from tests.browser.support import assert_accessible, login, screenshot
-from tests.workspace.conftest import CASE_STUDY_PATH, PASSWORD
+from tests.fixtures import CASE_STUDY_PATH, PASSWORD
 from workspace.bundles import study_import_bundle
 from workspace.models import Invitation, Membership, Phase, Study
 from workspace.templatetags.numbers import significant

@@ -2,7 +2,7 @@
 study factory, the ``unchanged`` check, the test host and fast hashing)."""
 
 from tests.api.conftest import api  # noqa: F401  (the API client, to compare pages with their API twins)
-from tests.workspace.conftest import (  # noqa: F401  (fixtures re-exported for tests/pages)
+from tests.fixtures import (  # noqa: F401  (fixtures re-exported for tests/pages)
     case_study,
     cast,
     fast_password_hashing,

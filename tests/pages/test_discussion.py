@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from tests.workspace.conftest import PASSWORD, db_snapshot
+from tests.fixtures import PASSWORD, db_snapshot
 from workspace import services
 from workspace.limits import DISCUSSION_POST_MAX_CHARS
 from workspace.models import Membership, Phase, Post

@@ -15,7 +15,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from engine.prioritisation import prioritise
-from tests.workspace.conftest import CAROL_JUDGMENTS
+from tests.fixtures import CAROL_JUDGMENTS
 from workspace import services
 from workspace.forms.expert import scale_point
 from workspace.models import (

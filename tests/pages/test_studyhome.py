@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from engine import selectors as engine_selectors
 from engine import services as engine_services
 from engine.models import Run
-from tests.workspace.conftest import complete_assessment
+from tests.fixtures import complete_assessment
 from workspace import invitations, services
 from workspace.bundles import study_import_bundle
 from workspace.models import AttributePrioritisation, Invitation, Membership, PeerWeight, Phase, Study

@@ -16,10 +16,9 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from approve_site.settings import email_from_url
+from tests.fixtures import PASSWORD
 from workspace import services
 from workspace.models import ApiToken
-
-from .conftest import PASSWORD
 
 API = "/api/v1"
 NEW_PASSWORD = "another-long-password-83"

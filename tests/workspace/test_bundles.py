@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.rules import SCALE_VALUES
+from tests.fixtures import CASE_STUDY_PATH, PASSWORD, db_snapshot
 from workspace import services
 from workspace.bundles import study_export_bundle, study_import_bundle
 from workspace.errors import InvalidInput
@@ -37,8 +38,6 @@ from workspace.models import (
     QualityAttribute,
     Study,
 )
-
-from .conftest import CASE_STUDY_PATH, PASSWORD, db_snapshot
 
 pytestmark = pytest.mark.django_db
 

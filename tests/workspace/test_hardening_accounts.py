@@ -17,6 +17,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from tests.fixtures import PASSWORD
 from workspace import invitations, services
 from workspace.bundles import study_import_bundle
 from workspace.errors import InvalidInput
@@ -24,8 +25,6 @@ from workspace.mail import password_reset_mail_send
 from workspace.models import Phase, Study
 from workspace.services._checks import subject_line
 from workspace.services.accounts import username_key
-
-from .conftest import PASSWORD
 
 User = get_user_model()
 API = "/api/v1"

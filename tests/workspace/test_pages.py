@@ -6,10 +6,9 @@ from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
+from tests.fixtures import PASSWORD
 from workspace import services
 from workspace.models import Phase
-
-from .conftest import PASSWORD
 
 
 def test_login_page_renders_a_form_with_csrf(client):

@@ -8,6 +8,7 @@ the phase forbids it), and the database is exactly as it was before the call
 import pytest
 
 from engine import prioritisation as engine
+from tests.fixtures import CAROL_JUDGMENTS, MEASUREMENTS, SELECTED_ATTRIBUTES, SELECTED_METRICS
 from workspace import selectors, services
 from workspace.errors import InvalidInput, PhaseConflict
 from workspace.models import (
@@ -28,8 +29,6 @@ from workspace.models import (
     QualityAttribute,
     Study,
 )
-
-from .conftest import CAROL_JUDGMENTS, MEASUREMENTS, SELECTED_ATTRIBUTES, SELECTED_METRICS
 
 pytestmark = pytest.mark.django_db
 

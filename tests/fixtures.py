@@ -1,4 +1,4 @@
-"""Fixtures for the workspace tests: the fixed cast and a study factory.
+"""The shared fixtures of every test directory (registered by the root conftest.py): the fixed cast and a study factory.
 
 The cast: a designer ``alice``, two experts ``bob`` and ``carol``, and an
 outsider ``charlie`` who belongs to no study. Every study the factory builds
@@ -38,7 +38,7 @@ from workspace.models import (
 
 PASSWORD = "a-long-test-password-47"
 # The example study of FORMATS.md, as the app ships it (the demo loads it too).
-CASE_STUDY_PATH = Path(__file__).resolve().parents[2] / "workspace" / "demo" / "case-study-1.json"
+CASE_STUDY_PATH = Path(__file__).resolve().parents[1] / "workspace" / "demo" / "case-study-1.json"
 
 # Every table a study writes to; ``db_snapshot`` counts them all.
 TABLES = [
