@@ -103,12 +103,29 @@ def run_awaits_broker(*, run: Run) -> bool:
     return run.status == Run.Status.QUEUED and run.lease_expires_at is None
 
 
+def _lock_for_launch(study: Study) -> Study:
+    """Re-read the study under a lock that keeps its inputs as they are until
+    the launch commits, without making launches wait for each other.
+
+    Every change to a study's inputs takes its row lock ``FOR UPDATE``
+    (``workspace.services._checks.locked``); a launch takes it ``FOR SHARE``
+    on PostgreSQL, which those changes wait for but other launches do not, so
+    many launches of one study read its inputs at the same time. (SQLite
+    locks the whole database for a write anyway.)"""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            table, key = Study._meta.db_table, Study._meta.pk.column
+            cursor.execute(f'SELECT 1 FROM "{table}" WHERE "{key}" = %s FOR SHARE', [study.pk])  # noqa: S608
+        return Study.objects.get(pk=study.pk)
+    return Study.objects.select_for_update().get(pk=study.pk)
+
+
 @transaction.atomic
 def run_launch(*, study: Study, launched_by: AbstractBaseUser | None, tolerance: float = core.DEFAULT_TOLERANCE) -> Run:
     """Snapshot a closed study into a new queued run and enqueue it after
     commit. Refused (``PhaseConflict``) unless the study is closed. The run is
     saved whether or not the broker can be reached (see ``_enqueue``)."""
-    study = Study.objects.select_for_update().get(pk=study.pk)
+    study = _lock_for_launch(study)
     if not phase_allows(study, Action.LAUNCH_RUN):
         raise PhaseConflict(
             f"Validation runs need a closed study; this one is in the {study.phase} phase. Close the assessment first."

@@ -1301,3 +1301,51 @@ def test_admin_run_list_leaves_the_json_fields_out(study, admin_client, settings
     assert run_queries and not any('"engine_run"."snapshot"' in q or '"engine_run"."results"' in q for q in run_queries)
     page = admin_client.get(f"/admin/engine/run/{run.pk}/change/")
     assert page.status_code == 200 and "Comprehensibility rating" in page.content.decode()
+
+
+def _other_connection():
+    """A second connection to the test database (not the test's own)."""
+    from django.db import connections
+
+    return connections.create_connection("default")
+
+
+@pytest.mark.skipif(
+    not __import__("django.conf").conf.settings.DATABASES["default"]["ENGINE"].endswith("postgresql"),
+    reason="row locks: PostgreSQL (SQLite locks the whole database for a write)",
+)
+@pytest.mark.django_db(transaction=True)
+def test_launches_of_one_study_do_not_wait_for_each_other_but_changes_wait_for_launches():
+    # Issue 17, item 6: twenty launches at once queued behind each other on
+    # the study's row lock. A launch now shares it with other launches (as
+    # if one were in progress on another connection) and still keeps out a
+    # change to the inputs until it commits.
+    from django.db import connection
+
+    study = study_import_bundle(bundle=case_study_bundle())
+    other = _other_connection()
+    try:
+        other.set_autocommit(False)
+        with other.cursor() as cursor:
+            cursor.execute('SELECT 1 FROM "workspace_study" WHERE "id" = %s FOR SHARE', [study.pk])
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '2s'")
+        started = time.monotonic()
+        run = run_launch(study=study, launched_by=study.designer)
+        assert time.monotonic() - started < 2
+        assert Run.objects.get(pk=run.pk).snapshot["candidates"] == CANDIDATES
+        other.rollback()
+
+        # A change (FOR UPDATE, as workspace.services._checks.locked takes it)
+        # waits for a launch in progress.
+        with transaction.atomic():
+            services._lock_for_launch(study)
+            with other.cursor() as cursor:
+                cursor.execute("SET lock_timeout = '500ms'")
+                with pytest.raises(Exception, match="lock timeout"):
+                    cursor.execute('SELECT 1 FROM "workspace_study" WHERE "id" = %s FOR UPDATE', [study.pk])
+        other.rollback()
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = 0")
+        other.close()
