@@ -25,7 +25,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import cast
+from typing import Any, cast
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
@@ -71,20 +71,27 @@ def _queue_lease(now: datetime) -> datetime:
     return now + timedelta(seconds=settings.ENGINE_QUEUE_RESEND_SECONDS)
 
 
-def _send(run_id: int) -> None:
+# Message priorities (Redis: 0 is served first). A run handed back by the
+# recovery sweep (its worker died, or its message was lost) goes ahead of
+# runs launched since, so a busy cluster takes it over next.
+LAUNCH_PRIORITY = 6
+RESEND_PRIORITY = 0
+
+
+def _send(run_id: int, priority: int = LAUNCH_PRIORITY) -> None:
     """Publish the run's task message: the one place that talks to the broker."""
     from .tasks import execute_run
 
-    execute_run.delay(run_id)
+    execute_run.apply_async((run_id,), priority=priority)
 
 
-def _enqueue(run_id: int) -> bool:
+def _enqueue(run_id: int, priority: int = LAUNCH_PRIORITY) -> bool:
     """Send a queued run's message. With the broker unreachable, log it and
     leave the run queued without a lease, so the next recovery sweep that
     reaches the broker sends it; the caller carries on (a launch still
     answers with its run). Returns whether the message went out."""
     try:
-        _send(run_id)
+        _send(run_id, priority)
     except BROKER_ERRORS as error:
         logger.warning(
             "run %s stays queued: the broker is unreachable (%s: %s); the recovery sweep will send it",
@@ -159,6 +166,8 @@ class Outcome:
 
     status: str
     retry_in: float | None = None
+    # Whether this delivery claimed the run (and so computed it or failed it).
+    claimed: bool = True
 
 
 def run_claim(*, run_id: int) -> int | None:
@@ -242,15 +251,15 @@ def run_execute(*, run_id: int) -> Outcome:
     if attempt is None:
         run = Run.objects.filter(pk=run_id).only("status", "lease_expires_at").first()
         if run is None or run.is_finished:
-            return Outcome(status=run.status if run else "missing")
+            return Outcome(status=run.status if run else "missing", claimed=False)
         if run.status == Run.Status.RUNNING:
             # Another delivery holds a live lease (e.g. the message came back
             # when a worker process was lost): look again once it may have
             # lapsed, seconds from now (the sweep would also hand it back).
             lease = run.lease_expires_at or timezone.now()  # always set while running
             wait = max((lease - timezone.now()).total_seconds(), 0) + 1
-            return Outcome(status=run.status, retry_in=wait)
-        return Outcome(status=run.status)
+            return Outcome(status=run.status, retry_in=wait, claimed=False)
+        return Outcome(status=run.status, claimed=False)
     if attempt > MAX_ATTEMPTS:
         _finish(
             run_id,
@@ -299,7 +308,25 @@ def _compute(run_id: int, attempt: int) -> Outcome:
         error="",
         duration_seconds=time.perf_counter() - started,
     )
-    return Outcome(status=Run.Status.SUCCEEDED if updated else "superseded")
+    if not updated:
+        return Outcome(status="superseded", claimed=False)
+    return Outcome(status=Run.Status.SUCCEEDED)
+
+
+def worker_database_options() -> None:
+    """Bound every wait of a worker on the database (called when a worker
+    starts, before its first connection): a statement longer than
+    ``ENGINE_WORKER_STATEMENT_TIMEOUT_SECONDS`` is cancelled by the server.
+    (Connecting is bounded for every process by the settings'
+    ``connect_timeout``, and a connection whose peer stopped answering by TCP
+    keepalives and ``tcp_user_timeout``.)"""
+    database: dict[str, Any] = settings.DATABASES["default"]
+    if not str(database["ENGINE"]).endswith("postgresql"):
+        return
+    options: dict[str, Any] = database.setdefault("OPTIONS", {})
+    timeout_ms = int(settings.ENGINE_WORKER_STATEMENT_TIMEOUT_SECONDS * 1000)
+    options["options"] = f"{options.get('options', '')} -c statement_timeout={timeout_ms}".strip()
+    connection.close()
 
 
 def run_fail_timeout(*, run_id: int, seconds: float) -> None:
@@ -331,5 +358,5 @@ def runs_recover_stale(*, now: datetime | None = None) -> list[int]:
         ids = list(Run.objects.select_for_update(skip_locked=True).filter(lapsed).values_list("pk", flat=True))
         Run.objects.filter(lapsed, pk__in=ids).update(status=Run.Status.QUEUED, lease_expires_at=_queue_lease(now))
     for run_id in ids:
-        _enqueue(run_id)
+        _enqueue(run_id, RESEND_PRIORITY)
     return ids
