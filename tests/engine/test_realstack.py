@@ -136,7 +136,7 @@ class Workers:
                 process.terminate()
         for process in self.processes:
             try:
-                process.wait(timeout=5)  # a worker in a slowed run would wait for it
+                process.wait(timeout=3)  # a worker in a slowed run would wait for it
             except subprocess.TimeoutExpired:
                 process.kill()
 
@@ -425,8 +425,8 @@ def test_a_worker_cut_off_from_the_database_is_taken_over_within_a_minute(worker
         for worker in behind:
             workers.wait_ready(worker)
         run = run_launch(study=closed_study, launched_by=closed_study.designer)
+        direct = workers.start()  # ready seconds after one behind the proxy took the run
         wait_for(run, {Run.Status.RUNNING}, 60, workers)
-        direct = workers.start()
         workers.wait_ready(direct)
 
         proxy.cut()
