@@ -75,7 +75,7 @@ def run(study_id, keep):
     from engine.snapshot import snapshot_arrays, study_snapshot
     from workspace.models import Study
 
-    services._send = lambda run_id: None  # measure the launch, not an eager run
+    services._send = lambda run_id, *priority: None  # measure the launch, not an eager run
     study = Study.objects.get(pk=study_id) if study_id else build_study()
     designer = study.designer
     before = set(Run.objects.filter(study=study).values_list("pk", flat=True))
