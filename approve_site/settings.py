@@ -84,7 +84,7 @@ def database_from_url(url):
                 "keepalives_idle": 10,
                 "keepalives_interval": 5,
                 "keepalives_count": 2,
-                "tcp_user_timeout": 20_000,
+                "tcp_user_timeout": 20 * 1000,  # milliseconds
             },
         }
     if parsed.scheme == "sqlite":
