@@ -6,7 +6,9 @@ which also proves it answers), each with a timeout of about a second. No
 Celery broadcast: each worker writes its own heartbeat into the broker every
 ``ENGINE_WORKER_HEARTBEAT_SECONDS`` from a background thread
 (``worker_heartbeat_start``, started when the worker is ready), and a worker
-counts as live while its last beat is at most three intervals old. Times are
+counts as live while its last beat is at most three intervals old. Each beat
+also checks the worker's database connection, and the report counts the live
+workers that cannot reach the database (they take no runs). Times are
 the broker's own clock on both sides, so skew between machines does not
 matter.
 

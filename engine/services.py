@@ -14,8 +14,9 @@ Who holds a run is recorded by its ``lease_expires_at``: while it is queued,
 its message holds it until then (null: no message could be sent, the broker
 was unreachable); while it is running, the worker that claimed it holds it,
 renewing the lease every few seconds from a heartbeat thread. The recovery
-sweep (``runs_recover_stale``, every ``ENGINE_RECOVERY_SWEEP_SECONDS``) hands
-every run whose lease has lapsed back to the queue and sends its message, so
+sweep (``runs_recover_stale``, every ``ENGINE_RECOVERY_SWEEP_SECONDS``, from a
+thread of every worker's main process) hands every run whose lease has lapsed
+back to the queue and sends its message ahead of new launches, so
 a run whose worker died is taken over within a minute, and a run launched
 while the broker was down starts once it is back.
 """
