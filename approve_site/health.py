@@ -13,8 +13,10 @@ nothing sensitive in the answer (see ``engine.health``). The answer is stable:
                     "workers": {"status": "unknown"}}}
 
 A part's status is ``ok``, ``unreachable`` (database, broker), ``none`` (no
-worker has beaten lately) or ``unknown`` (workers, when the broker cannot be
-asked). With the embedded defaults (tasks run in-process) broker and workers
+worker has beaten lately, or none of the live ones reaches the database),
+``degraded`` (workers: some live ones cannot reach the database; the report
+adds ``database_unreachable``, their number) or ``unknown`` (workers, when
+the broker cannot be asked). With the embedded defaults (tasks run in-process) broker and workers
 are ``{"status": "ok", "mode": "in-process"}``. Any part not ``ok`` makes the
 answer 503: pages still work without workers, but runs would not start, so a
 load balancer that should keep a web node while workers are away can read

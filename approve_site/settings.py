@@ -73,6 +73,19 @@ def database_from_url(url):
             # Reuse connections across requests; health checks drop dead ones.
             "CONN_MAX_AGE": 60,
             "CONN_HEALTH_CHECKS": True,
+            # An unreachable database fails a connection in seconds, not after
+            # the system's TCP timeout (minutes); a connection whose peer
+            # stopped answering is dropped in about 20 s (keepalives while
+            # idle, tcp_user_timeout while a query waits). Workers also bound
+            # each statement (engine.services.worker_database_options).
+            "OPTIONS": {
+                "connect_timeout": env_int("DATABASE_CONNECT_TIMEOUT", 5),
+                "keepalives": 1,
+                "keepalives_idle": 10,
+                "keepalives_interval": 5,
+                "keepalives_count": 2,
+                "tcp_user_timeout": 20 * 1000,  # milliseconds
+            },
         }
     if parsed.scheme == "sqlite":
         path = unquote(parsed.path)
@@ -209,16 +222,16 @@ else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 CELERY_BROKER_URL = REDIS_URL or "memory://localhost/"
-CELERY_RESULT_BACKEND = REDIS_URL or "cache+memory://"
+# No result backend: a run keeps its status and results in the database, and
+# nothing waits on a task's return value. (With Redis as result backend, a
+# broker outage made a worker computing a run exit, "Unrecoverable error:
+# ConnectionError".)
+CELERY_RESULT_BACKEND = None
 # Without a broker the embedded install runs tasks in-process, at once.
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
-CELERY_RESULT_SERIALIZER = "json"
-CELERY_RESULT_EXPIRES = 24 * 3600
-# A run keeps its own status and results in the database; Celery's copy of
-# a task's return value would only fill Redis.
 CELERY_TASK_IGNORE_RESULT = True
 # A validation run must survive a worker dying mid-task: acknowledge only when
 # the task has finished, and hand the message back if the worker is lost.
@@ -242,8 +255,13 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     # of the system's TCP timeout; the run stays queued for the sweep.
     "socket_connect_timeout": REDIS_TIMEOUT_SECONDS * 2,
 }
+# A worker outlives a broker outage: it reconnects for as long as it takes,
+# and a run it is computing carries on (its lease is in the database; the
+# message is acknowledged if possible, else redelivered later and the claim
+# makes that delivery a no-op). Cancelling it would only lose the work.
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 
 # --- Validation engine: leases, heartbeats and the recovery sweep -------------
 # A worker holds its run by a lease that a background thread renews every
@@ -260,11 +278,17 @@ ENGINE_RECOVERY_SWEEP_SECONDS = env_int("ENGINE_RECOVERY_SWEEP_SECONDS", 15)
 # whose message could not be sent at all (broker down at launch) is sent by the
 # first sweep that reaches the broker.
 ENGINE_QUEUE_RESEND_SECONDS = env_int("ENGINE_QUEUE_RESEND_SECONDS", 120)
+# A worker's database statements are cancelled by the server after this long
+# (a run's largest statement, reading its snapshot or storing its results,
+# takes well under a second); a stuck one must not outlive the run's lease.
+ENGINE_WORKER_STATEMENT_TIMEOUT_SECONDS = env_int("ENGINE_WORKER_STATEMENT_TIMEOUT_SECONDS", 30)
 # Each worker records that it is alive this often (read by /health/).
 ENGINE_WORKER_HEARTBEAT_SECONDS = env_int("ENGINE_WORKER_HEARTBEAT_SECONDS", 10)
 if not 0 < ENGINE_RUN_HEARTBEAT_SECONDS * 2 <= ENGINE_RUN_LEASE_SECONDS:
     raise ImproperlyConfigured("ENGINE_RUN_LEASE_SECONDS must be at least twice ENGINE_RUN_HEARTBEAT_SECONDS (> 0)")
-# The periodic sweep (needs one `celery beat`, whatever the number of workers).
+# The sweep runs in every worker's main process (engine.health.worker_sweep_start),
+# never behind runs in the queue. A `celery beat` may also send it as a task,
+# a backstop that is never needed for takeover.
 CELERY_BEAT_SCHEDULE = {
     "recover-stale-runs": {
         "task": "engine.tasks.recover_stale_runs",

@@ -6,7 +6,9 @@ which also proves it answers), each with a timeout of about a second. No
 Celery broadcast: each worker writes its own heartbeat into the broker every
 ``ENGINE_WORKER_HEARTBEAT_SECONDS`` from a background thread
 (``worker_heartbeat_start``, started when the worker is ready), and a worker
-counts as live while its last beat is at most three intervals old. Times are
+counts as live while its last beat is at most three intervals old. Each beat
+also checks the worker's database connection, and the report counts the live
+workers that cannot reach the database (they take no runs). Times are
 the broker's own clock on both sides, so skew between machines does not
 matter.
 
@@ -17,6 +19,7 @@ versions or error texts: it is served without authentication.
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import cast
 
 import redis
@@ -29,6 +32,8 @@ logger = logging.getLogger(__name__)
 
 # A sorted set in the broker's database: worker host name -> time of its last beat.
 WORKERS_KEY = "approve:workers"
+# The same for the workers whose last beat found the database unreachable.
+NO_DATABASE_KEY = "approve:workers:no-database"
 # Beats older than this are dropped when a worker writes its own.
 FORGET_AFTER_SECONDS = 3600
 TIMEOUT_SECONDS = 1.0
@@ -60,16 +65,26 @@ def _seconds(server_time: tuple[int, int]) -> float:
 
 
 def worker_heartbeat(*, hostname: str) -> None:
-    """Record that this worker is alive, at the broker's time."""
+    """Record that this worker is alive, at the broker's time, and whether it
+    reaches the database (a ``SELECT 1``, bounded by the connect and
+    statement timeouts of ``engine.services.worker_database_options``)."""
     client = _broker()
     if client is None:
         return
+    reaches_database = _database()["status"] == "ok"
     now = _seconds(cast(tuple[int, int], client.time()))  # redis types sync and async clients alike
     with client.pipeline() as pipe:
         pipe.zadd(WORKERS_KEY, {hostname: now})
-        pipe.zremrangebyscore(WORKERS_KEY, "-inf", now - FORGET_AFTER_SECONDS)
-        pipe.expire(WORKERS_KEY, FORGET_AFTER_SECONDS)
+        if reaches_database:
+            pipe.zrem(NO_DATABASE_KEY, hostname)
+        else:
+            pipe.zadd(NO_DATABASE_KEY, {hostname: now})
+        for key in (WORKERS_KEY, NO_DATABASE_KEY):
+            pipe.zremrangebyscore(key, "-inf", now - FORGET_AFTER_SECONDS)
+            pipe.expire(key, FORGET_AFTER_SECONDS)
         pipe.execute()
+    if not reaches_database:
+        logger.warning("worker %s: the database is unreachable", hostname)
 
 
 def worker_heartbeat_stop(*, hostname: str) -> None:
@@ -77,7 +92,10 @@ def worker_heartbeat_stop(*, hostname: str) -> None:
     client = _broker()
     if client is not None:
         try:
-            client.zrem(WORKERS_KEY, hostname)
+            with client.pipeline() as pipe:
+                pipe.zrem(WORKERS_KEY, hostname)
+                pipe.zrem(NO_DATABASE_KEY, hostname)
+                pipe.execute()
         except REDIS_ERRORS as error:
             logger.warning("worker %s: heartbeat not removed (%s)", hostname, type(error).__name__)
 
@@ -101,6 +119,31 @@ def worker_heartbeat_start(*, hostname: str) -> threading.Thread:
     return thread
 
 
+def worker_sweep_start(*, sweep: Callable[[], list[int]]) -> threading.Thread:
+    """Run the recovery sweep every ``ENGINE_RECOVERY_SWEEP_SECONDS`` from
+    the worker's main process, for the life of the process. Not a message:
+    it never waits behind runs in the queue, however busy the workers are,
+    and a worker cut from the database or the broker leaves the sweep to
+    the others. Sweeps of several workers at once are safe (locked rows are
+    skipped, the hand-back is a conditional update)."""
+
+    def loop() -> None:
+        while True:
+            time.sleep(settings.ENGINE_RECOVERY_SWEEP_SECONDS)
+            try:
+                handed_back = sweep()
+            except DatabaseError as error:
+                logger.warning("recovery sweep skipped: the database is unreachable (%s)", type(error).__name__)
+                connection.close()
+                continue
+            if handed_back:
+                logger.info("recovery sweep handed back runs %s", handed_back)
+
+    thread = threading.Thread(target=loop, name="approve-recovery-sweep", daemon=True)
+    thread.start()
+    return thread
+
+
 # --- the report -----------------------------------------------------------------
 
 
@@ -109,6 +152,7 @@ def _database() -> dict:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
     except DatabaseError:
+        connection.close()  # the next check connects afresh
         return {"status": "unreachable"}
     return {"status": "ok"}
 
@@ -124,14 +168,22 @@ def _broker_and_workers() -> tuple[dict, dict]:
         with client.pipeline(transaction=False) as pipe:
             pipe.time()
             pipe.zrange(WORKERS_KEY, 0, -1, withscores=True)
-            server_time, beats = pipe.execute()
+            pipe.zrange(NO_DATABASE_KEY, 0, -1)
+            server_time, beats, without_database = pipe.execute()
     except REDIS_ERRORS:
         return {"status": "unreachable"}, {"status": "unknown"}
     now = _seconds(server_time)
-    ages = [now - at for _, at in beats if now - at <= 3 * settings.ENGINE_WORKER_HEARTBEAT_SECONDS]
-    if not ages:
+    window = 3 * settings.ENGINE_WORKER_HEARTBEAT_SECONDS
+    live = {name: now - at for name, at in beats if now - at <= window}
+    if not live:
         return {"status": "ok"}, {"status": "none", "live": 0}
-    return {"status": "ok"}, {"status": "ok", "live": len(ages), "last_seen_seconds": round(max(min(ages), 0), 1)}
+    cut_off = len(set(live) & set(without_database))
+    report = {"live": len(live), "last_seen_seconds": round(max(min(live.values()), 0), 1)}
+    if cut_off:
+        # Alive but unable to reach the database: they take no runs.
+        status = "none" if cut_off == len(live) else "degraded"
+        return {"status": "ok"}, {"status": status, **report, "database_unreachable": cut_off}
+    return {"status": "ok"}, {"status": "ok", **report}
 
 
 def health_report() -> dict:

@@ -14,8 +14,9 @@ Who holds a run is recorded by its ``lease_expires_at``: while it is queued,
 its message holds it until then (null: no message could be sent, the broker
 was unreachable); while it is running, the worker that claimed it holds it,
 renewing the lease every few seconds from a heartbeat thread. The recovery
-sweep (``runs_recover_stale``, every ``ENGINE_RECOVERY_SWEEP_SECONDS``) hands
-every run whose lease has lapsed back to the queue and sends its message, so
+sweep (``runs_recover_stale``, every ``ENGINE_RECOVERY_SWEEP_SECONDS``, from a
+thread of every worker's main process) hands every run whose lease has lapsed
+back to the queue and sends its message ahead of new launches, so
 a run whose worker died is taken over within a minute, and a run launched
 while the broker was down starts once it is back.
 """
@@ -25,7 +26,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import cast
+from typing import Any, cast
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
@@ -71,20 +72,27 @@ def _queue_lease(now: datetime) -> datetime:
     return now + timedelta(seconds=settings.ENGINE_QUEUE_RESEND_SECONDS)
 
 
-def _send(run_id: int) -> None:
+# Message priorities (Redis: 0 is served first). A run handed back by the
+# recovery sweep (its worker died, or its message was lost) goes ahead of
+# runs launched since, so a busy cluster takes it over next.
+LAUNCH_PRIORITY = 6
+RESEND_PRIORITY = 0
+
+
+def _send(run_id: int, priority: int = LAUNCH_PRIORITY) -> None:
     """Publish the run's task message: the one place that talks to the broker."""
     from .tasks import execute_run
 
-    execute_run.delay(run_id)
+    execute_run.apply_async((run_id,), priority=priority)
 
 
-def _enqueue(run_id: int) -> bool:
+def _enqueue(run_id: int, priority: int = LAUNCH_PRIORITY) -> bool:
     """Send a queued run's message. With the broker unreachable, log it and
     leave the run queued without a lease, so the next recovery sweep that
     reaches the broker sends it; the caller carries on (a launch still
     answers with its run). Returns whether the message went out."""
     try:
-        _send(run_id)
+        _send(run_id, priority)
     except BROKER_ERRORS as error:
         logger.warning(
             "run %s stays queued: the broker is unreachable (%s: %s); the recovery sweep will send it",
@@ -103,12 +111,29 @@ def run_awaits_broker(*, run: Run) -> bool:
     return run.status == Run.Status.QUEUED and run.lease_expires_at is None
 
 
+def _lock_for_launch(study: Study) -> Study:
+    """Re-read the study under a lock that keeps its inputs as they are until
+    the launch commits, without making launches wait for each other.
+
+    Every change to a study's inputs takes its row lock ``FOR UPDATE``
+    (``workspace.services._checks.locked``); a launch takes it ``FOR SHARE``
+    on PostgreSQL, which those changes wait for but other launches do not, so
+    many launches of one study read its inputs at the same time. (SQLite
+    locks the whole database for a write anyway.)"""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            table, key = Study._meta.db_table, Study._meta.pk.column
+            cursor.execute(f'SELECT 1 FROM "{table}" WHERE "{key}" = %s FOR SHARE', [study.pk])  # noqa: S608
+        return Study.objects.get(pk=study.pk)
+    return Study.objects.select_for_update().get(pk=study.pk)
+
+
 @transaction.atomic
 def run_launch(*, study: Study, launched_by: AbstractBaseUser | None, tolerance: float = core.DEFAULT_TOLERANCE) -> Run:
     """Snapshot a closed study into a new queued run and enqueue it after
     commit. Refused (``PhaseConflict``) unless the study is closed. The run is
     saved whether or not the broker can be reached (see ``_enqueue``)."""
-    study = Study.objects.select_for_update().get(pk=study.pk)
+    study = _lock_for_launch(study)
     if not phase_allows(study, Action.LAUNCH_RUN):
         raise PhaseConflict(
             f"Validation runs need a closed study; this one is in the {study.phase} phase. Close the assessment first."
@@ -142,6 +167,8 @@ class Outcome:
 
     status: str
     retry_in: float | None = None
+    # Whether this delivery claimed the run (and so computed it or failed it).
+    claimed: bool = True
 
 
 def run_claim(*, run_id: int) -> int | None:
@@ -225,15 +252,15 @@ def run_execute(*, run_id: int) -> Outcome:
     if attempt is None:
         run = Run.objects.filter(pk=run_id).only("status", "lease_expires_at").first()
         if run is None or run.is_finished:
-            return Outcome(status=run.status if run else "missing")
+            return Outcome(status=run.status if run else "missing", claimed=False)
         if run.status == Run.Status.RUNNING:
             # Another delivery holds a live lease (e.g. the message came back
             # when a worker process was lost): look again once it may have
             # lapsed, seconds from now (the sweep would also hand it back).
             lease = run.lease_expires_at or timezone.now()  # always set while running
             wait = max((lease - timezone.now()).total_seconds(), 0) + 1
-            return Outcome(status=run.status, retry_in=wait)
-        return Outcome(status=run.status)
+            return Outcome(status=run.status, retry_in=wait, claimed=False)
+        return Outcome(status=run.status, claimed=False)
     if attempt > MAX_ATTEMPTS:
         _finish(
             run_id,
@@ -282,7 +309,25 @@ def _compute(run_id: int, attempt: int) -> Outcome:
         error="",
         duration_seconds=time.perf_counter() - started,
     )
-    return Outcome(status=Run.Status.SUCCEEDED if updated else "superseded")
+    if not updated:
+        return Outcome(status="superseded", claimed=False)
+    return Outcome(status=Run.Status.SUCCEEDED)
+
+
+def worker_database_options() -> None:
+    """Bound every wait of a worker on the database (called when a worker
+    starts, before its first connection): a statement longer than
+    ``ENGINE_WORKER_STATEMENT_TIMEOUT_SECONDS`` is cancelled by the server.
+    (Connecting is bounded for every process by the settings'
+    ``connect_timeout``, and a connection whose peer stopped answering by TCP
+    keepalives and ``tcp_user_timeout``.)"""
+    database: dict[str, Any] = settings.DATABASES["default"]
+    if not str(database["ENGINE"]).endswith("postgresql"):
+        return
+    options: dict[str, Any] = database.setdefault("OPTIONS", {})
+    timeout_ms = int(settings.ENGINE_WORKER_STATEMENT_TIMEOUT_SECONDS * 1000)
+    options["options"] = f"{options.get('options', '')} -c statement_timeout={timeout_ms}".strip()
+    connection.close()
 
 
 def run_fail_timeout(*, run_id: int, seconds: float) -> None:
@@ -314,5 +359,5 @@ def runs_recover_stale(*, now: datetime | None = None) -> list[int]:
         ids = list(Run.objects.select_for_update(skip_locked=True).filter(lapsed).values_list("pk", flat=True))
         Run.objects.filter(lapsed, pk__in=ids).update(status=Run.Status.QUEUED, lease_expires_at=_queue_lease(now))
     for run_id in ids:
-        _enqueue(run_id)
+        _enqueue(run_id, RESEND_PRIORITY)
     return ids

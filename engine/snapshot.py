@@ -49,11 +49,11 @@ Grid = list[list[Any]]
 def _attribute_weight_grid(study: Study, expert_index: dict[int, int], attribute_index: dict[int, int]) -> Grid:
     """Each expert's weight of each selected attribute (None where not given)."""
     grid: Grid = [[None] * len(attribute_index) for _ in expert_index]
-    for row in AttributeWeight.objects.filter(prioritisation__expert__study=study).values(
-        "prioritisation__expert_id", "attribute_id", "weight"
-    ):
-        if row["attribute_id"] in attribute_index:
-            grid[expert_index[row["prioritisation__expert_id"]]][attribute_index[row["attribute_id"]]] = row["weight"]
+    for expert_id, attribute_id, weight in AttributeWeight.objects.filter(
+        prioritisation__expert__study=study
+    ).values_list("prioritisation__expert_id", "attribute_id", "weight"):
+        if attribute_id in attribute_index:
+            grid[expert_index[expert_id]][attribute_index[attribute_id]] = weight
     return grid
 
 
@@ -67,11 +67,12 @@ def _metric_weight_grid(
     """Each expert's weight of each selected metric: the attribute's weight
     times the metric's local weight; without a local prioritisation the
     attribute's weight is split equally (METHOD.md section 3)."""
-    local = {}
-    for row in MetricWeight.objects.filter(prioritisation__expert__study=study).values(
-        "prioritisation__expert_id", "metric_id", "weight"
-    ):
-        local[(row["prioritisation__expert_id"], row["metric_id"])] = row["weight"]
+    local = {
+        (expert_id, metric_id): weight
+        for expert_id, metric_id, weight in MetricWeight.objects.filter(
+            prioritisation__expert__study=study
+        ).values_list("prioritisation__expert_id", "metric_id", "weight")
+    }
     metrics_per_attribute: dict[int, int] = {}
     for metric in metrics:
         metrics_per_attribute[metric.attribute_id] = metrics_per_attribute.get(metric.attribute_id, 0) + 1
@@ -93,12 +94,12 @@ def _range_grids(
     metric: the expert's range, else the metric's default (or None)."""
     lower: Grid = [[m.default_least_acceptable for m in metrics] for _ in expert_index]
     upper: Grid = [[m.default_desired for m in metrics] for _ in expert_index]
-    for row in AcceptableRange.objects.filter(expert__study=study).values(
-        "expert_id", "metric_id", "least_acceptable", "desired"
-    ):
-        if row["metric_id"] in metric_index:
-            i, j = expert_index[row["expert_id"]], metric_index[row["metric_id"]]
-            lower[i][j], upper[i][j] = row["least_acceptable"], row["desired"]
+    for expert_id, metric_id, least_acceptable, desired in AcceptableRange.objects.filter(
+        expert__study=study
+    ).values_list("expert_id", "metric_id", "least_acceptable", "desired"):
+        if metric_id in metric_index:
+            i, j = expert_index[expert_id], metric_index[metric_id]
+            lower[i][j], upper[i][j] = least_acceptable, desired
     return lower, upper
 
 
@@ -139,8 +140,10 @@ def _consistency(study: Study, experts: list[Membership], attributes: list[Quali
 def _peer_weight_grid(study: Study, expert_index: dict[int, int]) -> Grid:
     """Each expert's (row) weight of each expert (column)."""
     grid: Grid = [[None] * len(expert_index) for _ in expert_index]
-    for row in PeerWeight.objects.filter(rater__study=study).values("rater_id", "ratee_id", "weight"):
-        grid[expert_index[row["rater_id"]]][expert_index[row["ratee_id"]]] = row["weight"]
+    for rater_id, ratee_id, weight in PeerWeight.objects.filter(rater__study=study).values_list(
+        "rater_id", "ratee_id", "weight"
+    ):
+        grid[expert_index[rater_id]][expert_index[ratee_id]] = weight
     return grid
 
 
@@ -148,11 +151,13 @@ def _measurement_grid(study: Study, candidates: list[Candidate], metric_index: d
     """Each candidate's measured value of each selected metric."""
     candidate_index = {c.pk: c_i for c_i, c in enumerate(candidates)}
     grid: Grid = [[None] * len(metric_index) for _ in candidates]
-    for row in Measurement.objects.filter(study=study, metric__is_selected=True).values(
+    # Tuples, not dicts or model objects: this is the largest read of a launch
+    # (up to 1,000 candidates x 200 metrics), and a launch must answer quickly.
+    for candidate_id, metric_id, value in Measurement.objects.filter(study=study, metric__is_selected=True).values_list(
         "candidate_id", "metric_id", "value"
     ):
-        if row["candidate_id"] in candidate_index:
-            grid[candidate_index[row["candidate_id"]]][metric_index[row["metric_id"]]] = row["value"]
+        if candidate_id in candidate_index:
+            grid[candidate_index[candidate_id]][metric_index[metric_id]] = value
     return grid
 
 

@@ -1,41 +1,71 @@
 """Celery tasks: thin, take ids, safe to run twice (the claim in
 ``engine.services.run_execute`` makes a second delivery a no-op).
 
-Each worker process also writes a heartbeat into the broker while it lives
-(``engine.health``), which ``/health/`` reads."""
+Each worker's main process also runs two background threads for its whole
+life (``engine.health``): its heartbeat into the broker, with a database
+check, which ``/health/`` reads; and the recovery sweep, which is therefore
+never queued behind runs however busy the workers are."""
 
+import logging
 from typing import Any
 
 from celery import shared_task
-from celery.exceptions import SoftTimeLimitExceeded
-from celery.signals import worker_ready, worker_shutdown
+from celery.exceptions import Ignore, SoftTimeLimitExceeded
+from celery.signals import worker_init, worker_ready, worker_shutdown
 from django.conf import settings
+from django.db import DatabaseError, connection
 
 from . import health, services
 
+logger = logging.getLogger(__name__)
 
-@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None)
+
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None, ignore_result=True)
 def execute_run(self, run_id: int) -> str:
     try:
         outcome = services.run_execute(run_id=run_id)
     except SoftTimeLimitExceeded:
         services.run_fail_timeout(run_id=run_id, seconds=settings.CELERY_TASK_SOFT_TIME_LIMIT)
         return "failed"
+    except DatabaseError as error:
+        # This worker cannot reach the database (connecting and statements
+        # are bounded, engine.services.worker_database_options): it takes
+        # nothing, and the message goes back to the queue, ahead of new
+        # launches, for a worker that can. Whatever this attempt claimed, its
+        # lease lapses and the sweep hands the run back.
+        connection.close()
+        logger.warning(
+            "run %s not taken: the database is unreachable from this worker (%s); message sent back to the queue",
+            run_id,
+            type(error).__name__,
+        )
+        raise self.retry(countdown=0, priority=services.RESEND_PRIORITY) from None
     if outcome.retry_in is not None:
         raise self.retry(countdown=outcome.retry_in)
+    if not outcome.claimed:
+        # Not a success: Celery logs the delivery as ignored, not "succeeded".
+        logger.info("run %s: this delivery claimed nothing (the run is %s)", run_id, outcome.status)
+        raise Ignore()
     return outcome.status
 
 
-@shared_task
+@shared_task(ignore_result=True)
 def recover_stale_runs() -> list[int]:
-    """Periodic (``celery beat``, every ``ENGINE_RECOVERY_SWEEP_SECONDS``):
-    hand back runs whose lease lapsed and send messages the broker missed."""
+    """The recovery sweep as a task, for a ``celery beat`` (kept as a
+    backstop: every worker also sweeps from its own thread, see
+    ``health.worker_sweep_start``)."""
     return services.runs_recover_stale()
 
 
+@worker_init.connect
+def _bound_database_waits(**kwargs: object) -> None:
+    services.worker_database_options()
+
+
 @worker_ready.connect
-def _start_worker_heartbeat(sender: Any, **kwargs: object) -> None:  # the worker (Celery is untyped)
+def _start_worker_threads(sender: Any, **kwargs: object) -> None:  # the worker (Celery is untyped)
     health.worker_heartbeat_start(hostname=sender.hostname)
+    health.worker_sweep_start(sweep=services.runs_recover_stale)
 
 
 @worker_shutdown.connect

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from celery.exceptions import Retry, SoftTimeLimitExceeded
+from celery.exceptions import Ignore, Retry, SoftTimeLimitExceeded
 from django.core.management import CommandError, call_command
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -35,6 +35,7 @@ from engine import core, disagreement, services
 from engine import results as engine_results
 from engine import selectors as engine_selectors
 from engine import snapshot as engine_snapshot
+from engine import tasks as engine_tasks
 from engine.models import Run
 from engine.results import competition_ranks
 from engine.selectors import candidate_individual_scores, results_document, results_json
@@ -507,7 +508,10 @@ def test_task_executes_a_queued_run(study):
     assert execute_run(run.pk) == Run.Status.SUCCEEDED
     run.refresh_from_db()
     assert run.status == Run.Status.SUCCEEDED and run.attempts == 1
-    assert execute_run(run.pk) == Run.Status.SUCCEEDED  # a redelivery is a no-op
+    # A redelivery is a no-op, and not reported as a success (Celery logs it
+    # as ignored).
+    with pytest.raises(Ignore):
+        execute_run(run.pk)
     assert Run.objects.get(pk=run.pk).attempts == 1
 
 
@@ -1043,9 +1047,20 @@ def test_individual_scores_come_from_the_snapshot(study):
 # --- 9. recovery of runs left behind ---------------------------------------------
 
 
+def recorder(sent, priorities=None):
+    """A stand-in for ``services._send`` that records the run ids (and the priorities)."""
+
+    def send(run_id, priority=services.LAUNCH_PRIORITY):
+        sent.append(run_id)
+        if priorities is not None:
+            priorities.append(priority)
+
+    return send
+
+
 def test_runs_recover_stale(study, monkeypatch, settings):
-    sent = []
-    monkeypatch.setattr(services, "_send", sent.append)
+    sent, priorities = [], []
+    monkeypatch.setattr(services, "_send", recorder(sent, priorities))
     now = timezone.now()
     resend = timedelta(seconds=settings.ENGINE_QUEUE_RESEND_SECONDS)
     snapshot = launch(study).snapshot
@@ -1066,6 +1081,8 @@ def test_runs_recover_stale(study, monkeypatch, settings):
     ids = runs_recover_stale(now=now)
     assert sorted(ids) == sorted([running_lapsed, never_sent, message_lost])
     assert sorted(sent) == sorted(ids)
+    # Ahead of runs launched since: a busy cluster takes them over next.
+    assert priorities == [services.RESEND_PRIORITY] * 3 and services.RESEND_PRIORITY < services.LAUNCH_PRIORITY
     # Handed back to the queue, each held by its new message for a while.
     for run_id in ids:
         handed_back = Run.objects.get(pk=run_id)
@@ -1089,7 +1106,7 @@ def test_sweep_hands_back_only_lapsed_leases_and_cuts_off_the_stale_worker(study
     expire_lease(run.pk)
     sent = []
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(services, "_send", sent.append)
+        patch.setattr(services, "_send", recorder(sent))
         assert runs_recover_stale() == [run.pk]
     assert sent == [run.pk]
     # The worker that lost the lease (alive but cut off) can neither renew
@@ -1115,7 +1132,7 @@ def test_launch_with_the_broker_down_keeps_the_run_queued_for_the_sweep(
 ):
     from kombu.exceptions import OperationalError
 
-    def broker_down(run_id):
+    def broker_down(run_id, priority=None):
         raise OperationalError("Error 111 connecting to 127.0.0.1:1. Connection refused.")
 
     monkeypatch.setattr(services, "_send", broker_down)
@@ -1130,7 +1147,7 @@ def test_launch_with_the_broker_down_keeps_the_run_queued_for_the_sweep(
     assert Run.objects.get(pk=run.pk).lease_expires_at is None
     # ... the first one that reaches it sends the run.
     sent = []
-    monkeypatch.setattr(services, "_send", sent.append)
+    monkeypatch.setattr(services, "_send", recorder(sent))
     assert runs_recover_stale() == [run.pk] and sent == [run.pk]
     run.refresh_from_db()
     assert run.lease_expires_at is not None and not services.run_awaits_broker(run=run)
@@ -1138,7 +1155,7 @@ def test_launch_with_the_broker_down_keeps_the_run_queued_for_the_sweep(
 
 
 def test_an_error_that_is_not_the_broker_still_surfaces(study, monkeypatch, django_capture_on_commit_callbacks):
-    def bug(run_id):
+    def bug(run_id, priority=None):
         raise KeyError("not a connection problem")
 
     monkeypatch.setattr(services, "_send", bug)
@@ -1151,7 +1168,7 @@ def test_a_live_worker_renews_its_lease_while_the_run_computes(monkeypatch, sett
     settings.ENGINE_RUN_HEARTBEAT_SECONDS = 0.05
     settings.ENGINE_RUN_LEASE_SECONDS = 1
     study = study_import_bundle(bundle=case_study_bundle())
-    monkeypatch.setattr(services, "_send", lambda run_id: None)  # this test is the worker
+    monkeypatch.setattr(services, "_send", lambda run_id, priority=None: None)  # this test is the worker
     run = launch(study)
     evaluate, seen = core.evaluate, []
 
@@ -1309,3 +1326,113 @@ def test_admin_run_list_leaves_the_json_fields_out(study, admin_client, settings
     assert run_queries and not any('"engine_run"."snapshot"' in q or '"engine_run"."results"' in q for q in run_queries)
     page = admin_client.get(f"/admin/engine/run/{run.pk}/change/")
     assert page.status_code == 200 and "Comprehensibility rating" in page.content.decode()
+
+
+def _other_connection():
+    """A second connection to the test database (not the test's own)."""
+    from django.db import connections
+
+    return connections.create_connection("default")
+
+
+@pytest.mark.skipif(
+    not __import__("django.conf").conf.settings.DATABASES["default"]["ENGINE"].endswith("postgresql"),
+    reason="row locks: PostgreSQL (SQLite locks the whole database for a write)",
+)
+@pytest.mark.django_db(transaction=True)
+def test_launches_of_one_study_do_not_wait_for_each_other_but_changes_wait_for_launches():
+    # Issue 17, item 6: twenty launches at once queued behind each other on
+    # the study's row lock. A launch now shares it with other launches (as
+    # if one were in progress on another connection) and still keeps out a
+    # change to the inputs until it commits.
+    from django.db import connection
+
+    study = study_import_bundle(bundle=case_study_bundle())
+    other = _other_connection()
+    try:
+        other.set_autocommit(False)
+        with other.cursor() as cursor:
+            cursor.execute('SELECT 1 FROM "workspace_study" WHERE "id" = %s FOR SHARE', [study.pk])
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '2s'")
+        started = time.monotonic()
+        run = run_launch(study=study, launched_by=study.designer)
+        assert time.monotonic() - started < 2
+        assert Run.objects.get(pk=run.pk).snapshot["candidates"] == CANDIDATES
+        other.rollback()
+
+        # A change (FOR UPDATE, as workspace.services._checks.locked takes it)
+        # waits for a launch in progress.
+        with transaction.atomic():
+            services._lock_for_launch(study)
+            with other.cursor() as cursor:
+                cursor.execute("SET lock_timeout = '500ms'")
+                with pytest.raises(Exception, match="lock timeout"):
+                    cursor.execute('SELECT 1 FROM "workspace_study" WHERE "id" = %s FOR UPDATE', [study.pk])
+        other.rollback()
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = 0")
+        other.close()
+
+
+# --- issue 17, item 7: a worker cut off from the database, the broker away ------------
+
+
+def test_a_worker_that_cannot_reach_the_database_takes_nothing_and_sends_the_message_back(study, monkeypatch, caplog):
+    from django.db import OperationalError
+
+    run = launch(study)
+    stored = row(run.pk)
+
+    def cut_off(*, run_id):
+        raise OperationalError("connection to server at 127.0.0.1, port 5432 failed: timeout expired")
+
+    monkeypatch.setattr(services, "run_execute", cut_off)
+    closed = []
+    monkeypatch.setattr(engine_tasks, "connection", type("Connection", (), {"close": lambda self: closed.append(1)})())
+    with caplog.at_level("WARNING", logger="engine.tasks"), pytest.raises(Retry) as retried:
+        execute_run.apply(args=(run.pk,), throw=True)  # as a worker calls it (with a request to retry)
+    assert retried.value.when == 0  # at once, for another worker
+    assert f"run {run.pk} not taken: the database is unreachable from this worker (OperationalError)" in caplog.text
+    assert row(run.pk) == stored  # nothing claimed, nothing written
+    assert closed == [1]  # the next delivery connects afresh
+
+
+def test_a_redelivery_that_claims_nothing_is_logged_as_such_not_as_a_success(study, caplog):
+    run = launch(study)
+    assert run_execute(run_id=run.pk).status == Run.Status.SUCCEEDED
+    with caplog.at_level("INFO", logger="engine.tasks"):
+        result = execute_run.apply(args=(run.pk,))
+    assert result.state == "IGNORED"
+    assert f"run {run.pk}: this delivery claimed nothing (the run is succeeded)" in caplog.text
+
+
+def test_takeover_overtaken_by_another_worker_is_not_a_success(study, monkeypatch):
+    run = launch(study)
+    monkeypatch.setattr(services, "_finish", lambda run_id, attempt, **fields: 0)  # another attempt holds it
+    outcome = run_execute(run_id=run.pk)
+    assert outcome == services.Outcome(status="superseded", claimed=False)
+
+
+def test_worker_and_broker_settings_bound_every_wait(settings, monkeypatch):
+    from approve_site.settings import database_from_url
+
+    options = database_from_url("postgres://approve@db.example:5432/approve")["OPTIONS"]
+    assert options["connect_timeout"] == 5
+    assert options["tcp_user_timeout"] == 20_000 and options["keepalives"] == 1
+    # A worker also bounds each statement.
+    database = {"ENGINE": "django.db.backends.postgresql", "OPTIONS": dict(options)}
+    monkeypatch.setitem(settings.DATABASES, "default", database)
+    monkeypatch.setattr(services, "connection", type("Closed", (), {"close": lambda self: None})())
+    services.worker_database_options()
+    assert (
+        database["OPTIONS"]["options"]
+        == f"-c statement_timeout={settings.ENGINE_WORKER_STATEMENT_TIMEOUT_SECONDS * 1000}"
+    )
+    # Workers survive a broker outage: nothing is cancelled, no result backend to lose.
+    from approve_site.celery import app
+
+    assert app.conf.worker_cancel_long_running_tasks_on_connection_loss is False
+    assert app.conf.result_backend is None and execute_run.ignore_result
+    assert app.conf.broker_connection_max_retries is None
