@@ -740,12 +740,14 @@ def _group_scores_at(
             axis=-1,
         )  # (n, k + 1, 3)
 
-        # Counted "at or below": an expert whose start equals x is on its
-        # ramp, one whose end equals x has left it; g is continuous, so this
-        # only decides which sums carry the (equal) value. Starts and ends of
-        # every metric in one batched search.
-        counts = _counts_at_or_below(np.concatenate([sorted_starts, sorted_ends]), np.concatenate([measured, measured]))
-        started, ended = counts[:n], counts[n:]
+        started = np.empty(measured.shape, dtype=np.intp)
+        ended = np.empty(measured.shape, dtype=np.intp)
+        for metric in range(n):
+            # side="right": an expert whose start equals x is on its ramp, one
+            # whose end equals x has left it; g is continuous, so this only
+            # decides which sums carry the (equal) value.
+            started[metric] = np.searchsorted(sorted_starts[metric], measured[metric], side="right")
+            ended[metric] = np.searchsorted(sorted_ends[metric], measured[metric], side="right")
         metric_rows = np.arange(n)[:, None]
         at_start = by_started[metric_rows, started]  # (n, m, 3)
         at_end = by_ended[metric_rows, ended]
@@ -765,33 +767,6 @@ def _group_scores_at(
         group_scores[metric] = _group_scores_direct(influence, lower[metric], upper[metric], measurements[:, metric])
     # The exact g lies in [0, 1]; clipping only removes rounding overshoot.
     return np.clip(group_scores.T, 0.0, 1.0)
-
-
-def _counts_at_or_below(sorted_rows: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """For each row r and value x of ``values[r]``, how many entries of
-    ``sorted_rows[r]`` (ascending) are ``<= x``: ``np.searchsorted(...,
-    side="right")`` row by row, without a Python loop over the rows.
-
-    Binary lifting, all rows at once: the count is built bit by bit from the
-    highest power of two not above the row length, a bit kept when the entry
-    it would count up to is still ``<= x``; ``log2(k) + 1`` gathers of the
-    (rows, m) values in all. A NaN (only in a metric whose shifted bounds
-    overflowed, which is scored by the direct formula instead) counts as
-    below nothing.
-    """
-    rows, length = sorted_rows.shape
-    flat = sorted_rows.ravel()
-    # Index of the entry a count c reaches: row start + c - 1.
-    row_starts = (np.arange(rows) * length - 1)[:, None]
-    counts = np.zeros(values.shape, dtype=np.intp)
-    step = 1 << (length.bit_length() - 1) if length else 0
-    while step:
-        candidate = counts + step
-        reachable = candidate <= length
-        kept = reachable & (flat[np.minimum(candidate, length) + row_starts] <= values)
-        counts = np.where(kept, candidate, counts)
-        step >>= 1
-    return counts
 
 
 def _group_scores_direct(
