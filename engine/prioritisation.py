@@ -14,8 +14,9 @@ Three methods, each giving a weight vector that sums to 1:
 
 For AHP the consistency ratio ``CR = CI / RI(n)`` is reported, with
 ``CI = (lambda_max - n) / (n - 1)``, ``lambda_max`` always the principal
-eigenvalue of ``O`` (numpy's eigensolve), whichever weighting gives the
-weights: CR is a property of the judgments, not of the weighting. The
+eigenvalue of ``O`` (its Perron root, by the batched power iteration that
+also gives the eigenvector weighting, :func:`_perron`), whichever weighting
+gives the weights: CR is a property of the judgments, not of the weighting. The
 random index ``RI(n)`` is this edition of the table, which is neither
 AHPy's (Saaty 2005: 0.52 at n = 3) nor AHP-OS's (0.57 at n = 3):
 
@@ -41,6 +42,7 @@ Matrix functions accept one (n, n) matrix or, where stated, a stack
 in judgments and error messages are 0-based. No Django import here.
 """
 
+import functools
 import math
 import operator
 from collections.abc import Iterable
@@ -69,6 +71,7 @@ __all__ = [
     "Consistency",
     "InconsistentJudgment",
     "Prioritisation",
+    "ahp_priorities",
     "ahp_weights",
     "consistency",
     "consistency_ratios",
@@ -164,6 +167,9 @@ def _validated_matrices(given: ArrayLike, name: str = "matrix", *, stack: bool =
     if n == 0 or matrices.shape[-2] != n:
         raise ValueError(f"{name} must be square with n >= 1, got shape {matrices.shape}")
 
+    if _surely_valid(matrices):
+        return matrices
+
     def where(position: Iterable[Any]) -> str:
         return f"{name}[{', '.join(str(int(i)) for i in position)}]"
 
@@ -187,6 +193,33 @@ def _validated_matrices(given: ArrayLike, name: str = "matrix", *, stack: bool =
             f"multiply to {products[tuple(bad[0])]:.10g}, expected 1"
         )
     return matrices
+
+
+def _surely_valid(matrices: np.ndarray) -> bool:
+    """The checks of :func:`_validated_matrices` as a few whole-array
+    reductions: True exactly when they find nothing (NaN fails every
+    comparison), so only a defective stack pays for locating its first
+    defect. Each pair's product is formed once (``o_ij o_ji`` and ``o_ji
+    o_ij`` are the same product), the diagonal's too."""
+    n = matrices.shape[-1]
+    if not matrices.size:
+        return True
+    if not (matrices.min() > 0 and np.isfinite(matrices.max())):
+        return False
+    diagonal = np.diagonal(matrices, axis1=-2, axis2=-1)
+    if not np.abs(diagonal * diagonal - 1.0).max() <= _RECIPROCAL_TOLERANCE:
+        return False
+    if n == 1:
+        return True
+    rows, columns = _upper_pairs(n)
+    products = matrices[..., rows, columns] * matrices[..., columns, rows]
+    return bool(np.abs(products - 1.0).max() <= _RECIPROCAL_TOLERANCE)
+
+
+@functools.lru_cache(maxsize=64)
+def _upper_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row and column indices of the pairs ``i < j`` of an n x n matrix."""
+    return np.triu_indices(n, k=1)
 
 
 def _on_scale(value: float) -> bool:
@@ -292,39 +325,197 @@ def ahp_weights(matrix: ArrayLike, weighting: str = AHP_WEIGHTING_DEFAULT) -> np
     -------
     ndarray of shape (..., n), each vector summing to 1.
     """
+    _check_weighting(weighting)
+    return _ahp_arrays(_validated_matrices(matrix), weighting, with_ratios=False)[0]
+
+
+def ahp_priorities(matrices: ArrayLike, weighting: str = AHP_WEIGHTING_DEFAULT) -> tuple[np.ndarray, np.ndarray]:
+    """AHP weights and consistency ratios of a stack, in one pass.
+
+    What ``(ahp_weights(matrices, weighting), consistency_ratios(matrices))``
+    gives, validating once and running the Perron kernel once: the
+    eigenvector weighting's weights are the vectors whose roots give the
+    ratios.
+
+    Parameters
+    ----------
+    matrices : array-like of shape (..., n, n)
+    weighting : one of ``engine.rules.AHP_WEIGHTINGS``
+
+    Returns
+    -------
+    weights : ndarray of shape (..., n), each vector summing to 1
+    ratios : ndarray of shape (...)
+    """
+    _check_weighting(weighting)
+    weights, ratios = _ahp_arrays(_validated_matrices(matrices, "matrices"), weighting, with_ratios=True)
+    return weights, cast(np.ndarray, ratios)
+
+
+def _check_weighting(weighting: str) -> None:
     if weighting not in AHP_WEIGHTINGS:
         raise ValueError(f"weighting must be one of {', '.join(AHP_WEIGHTINGS)}, got {weighting!r}")
-    checked = _validated_matrices(matrix)
-    if weighting == "eigenvector":
-        return principal_eigenvectors(checked)
-    if weighting == "geometric_mean":
-        # exp of the mean log: the n-th root of the row product without
-        # overflowing (9^n) for large n.
-        weights = np.exp(np.log(checked).mean(axis=-1))
-    else:
-        weights = (checked / checked.sum(axis=-2, keepdims=True)).mean(axis=-1)
+
+
+def _ahp_arrays(checked: np.ndarray, weighting: str, *, with_ratios: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """Weights by ``weighting`` and, if asked, the consistency ratios, of validated matrices."""
+    n = checked.shape[-1]
+    flat = checked.reshape(-1, n, n)
+    # Geometric mean: exp of the mean log, the n-th root of the row product
+    # without overflowing (9^n) for large n.
+    weights = np.exp(np.log(flat).mean(axis=-1)) if weighting == "geometric_mean" else _column_means(flat)
+    roots = np.full(len(flat), float(n))  # lambda_max = n for n <= 2
+    if weighting == "eigenvector" or (with_ratios and n > 2):
+        vectors, roots = _perron(flat, weights, vectors=weighting == "eigenvector")
+        if weighting == "eigenvector":
+            weights = vectors
+    ratios = None
+    if with_ratios:
+        ratios = _consistency_of_roots(roots, n)[2] if n > 2 else np.zeros(len(flat))
     # The sum is 1 mathematically; dividing makes it 1 to the last bit too.
-    return weights / weights.sum(axis=-1, keepdims=True)
+    weights = weights / weights.sum(axis=-1, keepdims=True)
+    batch = checked.shape[:-2]
+    return weights.reshape(*batch, n), None if ratios is None else ratios.reshape(batch)
 
 
-#: Power iteration stops when no weight moves by more than this, or after
-#: _POWER_MAX_STEPS steps (then finished by an eigensolve, see below).
+#: The Perron kernel (:func:`_perron`). A weight vector has settled when
+#: its step moved it by at most _POWER_TOLERANCE (Euclidean norm, so no
+#: weight moved by more); a root is known when its Collatz-Wielandt bracket
+#: is within _ROOT_TOLERANCE of it (relative). A matrix not done within
+#: _POWER_MAX_STEPS steps is finished by an eigensolve. The iteration first
+#: steps with ``O^(2^_POWER_SQUARINGS)`` down to _POWER_COARSE_TOLERANCE.
 _POWER_TOLERANCE = 1e-15
+_ROOT_TOLERANCE = 1e-13
 _POWER_MAX_STEPS = 1000
+_POWER_SQUARINGS = 4
+_POWER_COARSE_TOLERANCE = 1e-13
+
+
+def _power_iteration(
+    matrices: np.ndarray, start: np.ndarray, *, tolerance: float | None, bracket: bool, max_steps: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``w <- M w / sum(M w)`` on a stack (m, n, n) at once, from ``start`` (m, n).
+
+    ``start`` sums to 1 per matrix, and so does every step. A matrix is done
+    when its step moved ``w`` by at most ``tolerance`` (Euclidean norm; not
+    asked if None) and, with ``bracket``, when the Collatz-Wielandt bracket
+    ``[min_i (M w)_i / w_i, max_i (M w)_i / w_i]``, which holds the Perron
+    root of a positive ``M`` for any positive ``w``, is narrower than
+    ``_ROOT_TOLERANCE`` times ``sum(M w)``, the root reported (a weighted
+    mean of those ratios; the bracket also bounds every weight's relative
+    move). The done leave the batch together, once they are a quarter of
+    it, so each step stays one batched ``matmul``; those kept a few steps
+    longer only move within rounding.
+
+    Returns the weights (where the iteration left them, ``start`` where a
+    product stopped being finite), the roots (NaN where not done) and the
+    indices of the matrices not done.
+    """
+    count, n = start.shape
+    ones = np.ones(n)
+    squared_tolerance = 0.0 if tolerance is None else tolerance * tolerance
+    weights = start.copy()
+    found = np.full(count, np.nan)
+    index = np.arange(count)
+    active_matrices, active, totals = matrices, start, np.full(count, np.nan)
+    done = np.zeros(count, dtype=bool)
+    broken = np.zeros(count, dtype=bool)
+    unfinished = [np.empty(0, dtype=np.intp)]
+    for _ in range(max_steps):
+        step = np.matmul(active_matrices, active[..., None])[..., 0]
+        totals = step @ ones
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            settled = np.isfinite(totals)
+            if bracket:
+                ratios = step / active
+                settled &= ratios.max(axis=-1) - ratios.min(axis=-1) <= _ROOT_TOLERANCE * totals
+            step /= totals[:, None]
+            moved = step - active
+            change = (moved * moved) @ ones
+        if tolerance is not None:
+            settled &= change <= squared_tolerance
+        done |= settled
+        broken = ~np.isfinite(change) & ~done  # an overflowing product
+        active = step
+        leaving = done | broken
+        if 4 * np.count_nonzero(leaving) >= len(leaving):
+            weights[index[done]] = active[done]
+            found[index[done]] = totals[done]
+            unfinished.append(index[broken])
+            index, active_matrices, active = index[~leaving], active_matrices[~leaving], active[~leaving]
+            totals, done, broken = totals[~leaving], done[~leaving], broken[~leaving]
+            if not len(index):
+                break
+    weights[index[done]] = active[done]
+    found[index[done]] = totals[done]
+    left = ~done & ~broken
+    weights[index[left]] = active[left]
+    unfinished.append(index[~done])
+    return weights, found, np.sort(np.concatenate(unfinished))
+
+
+def _perron(matrices: np.ndarray, start: np.ndarray, *, vectors: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Perron vectors (summing to 1) and Perron roots of positive matrices.
+
+    The one kernel behind the eigenvector weighting and every consistency
+    ratio. ``matrices`` (m, n, n) validated positive, ``start`` (m, n)
+    positive (the column-means weights). A positive matrix has a simple
+    dominant eigenvalue, real and positive, with a positive eigenvector
+    (Perron), so the power iteration ``w <- O w / sum(O w)`` converges for
+    every matrix, at the rate ``|lambda_2| / lambda_max``. It runs batched,
+    first on ``O^16`` (four squarings, one batched ``matmul`` each, scaled
+    so they cannot grow), which has ``O``'s eigenvectors and converges 16
+    times faster, to 1e-13; then on ``O`` itself, which gives the root
+    ``lambda_max = sum(O w)``, until the Collatz-Wielandt bracket pins the
+    root to 1e-13 (relative; one step, mostly) and, if ``vectors`` are
+    wanted, the weights settle (1e-15). A matrix still moving
+    after 1000 steps of either (a second eigenvalue nearly as large, never
+    met on the 1..9 scale) or whose products overflow (entries far off the
+    scale) is finished by ``numpy.linalg.eig``. Agrees with numpy's
+    eigensolve to 1e-12 in the weights and in ``lambda_max`` (tests).
+    Without ``vectors`` the returned weights are only as settled as the
+    root needed.
+    """
+    count, n = start.shape
+    start = start / start.sum(axis=-1, keepdims=True)
+    if count == 0:
+        return start, np.empty(0)
+    power = matrices
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        for _ in range(_POWER_SQUARINGS):
+            power = np.matmul(power, power)
+            # Any positive scale will do (only directions matter); a fresh
+            # array, not a view of power, keeps this one cheap pass.
+            power *= (1.0 / power[:, 0, 0])[:, None, None]
+    coarse, _, _ = _power_iteration(
+        power, start, tolerance=_POWER_COARSE_TOLERANCE, bracket=False, max_steps=_POWER_MAX_STEPS
+    )
+    weights, roots, unfinished = _power_iteration(
+        matrices, coarse, tolerance=_POWER_TOLERANCE if vectors else None, bracket=True, max_steps=_POWER_MAX_STEPS
+    )
+    for m in unfinished.tolist():
+        values, eigenvectors = np.linalg.eig(matrices[m])
+        principal = int(np.argmax(values.real))
+        vector = np.abs(eigenvectors[:, principal].real)
+        weights[m] = vector / vector.sum()
+        roots[m] = values.real[principal]
+    return weights / weights.sum(axis=-1, keepdims=True), roots
+
+
+def _column_means(matrices: np.ndarray) -> np.ndarray:
+    """Row averages of the column-normalised matrices (m, n, n), not yet
+    summing to 1 exactly: ``w_i = (1/n) sum_j o_ij / s_j`` with the column
+    sums ``s``, as two batched products (no (m, n, n) temporary)."""
+    n = matrices.shape[-1]
+    column_sums = np.matmul(np.ones(n), matrices)  # (m, n)
+    return np.matmul(matrices, (1.0 / column_sums)[..., None])[..., 0] / n
 
 
 def principal_eigenvectors(matrices: ArrayLike) -> np.ndarray:
     """The principal (Perron) eigenvectors of a stack of positive matrices,
-    normalised to sum 1, by a batched power iteration.
-
-    A positive matrix has a simple dominant eigenvalue with a positive
-    eigenvector (Perron), so iterating ``w <- O w / sum(O w)`` from the
-    column-means weights converges for every matrix. The stack is iterated
-    at once (one matrix product per step for all experts); a matrix whose
-    weights have converged (no change above 1e-15) stops counting. Matrices
-    still moving after 1000 steps (a second eigenvalue nearly as large,
-    never met on the 1..9 scale) are finished by ``numpy.linalg.eig``.
-    Agrees with numpy's principal eigenvector to 1e-12 (tests).
+    normalised to sum 1, by the batched power iteration of :func:`_perron`
+    (from the column-means weights). Agrees with numpy's principal
+    eigenvector to 1e-12 (tests).
 
     Parameters
     ----------
@@ -337,21 +528,7 @@ def principal_eigenvectors(matrices: ArrayLike) -> np.ndarray:
     stack = np.asarray(matrices, dtype=np.float64)
     n = stack.shape[-1]
     flat = stack.reshape(-1, n, n)
-    weights = (flat / flat.sum(axis=-2, keepdims=True)).mean(axis=-1)
-    moving = np.arange(len(flat))
-    for _ in range(_POWER_MAX_STEPS):
-        if not len(moving):
-            break
-        step = np.einsum("mij,mj->mi", flat[moving], weights[moving])
-        step /= step.sum(axis=-1, keepdims=True)
-        changed = np.abs(step - weights[moving]).max(axis=-1) > _POWER_TOLERANCE
-        weights[moving] = step
-        moving = moving[changed]
-    for m in moving:
-        values, vectors = np.linalg.eig(flat[m])
-        vector = np.abs(vectors[:, np.argmax(values.real)].real)
-        weights[m] = vector / vector.sum()
-    weights = weights / weights.sum(axis=-1, keepdims=True)
+    weights, _ = _perron(flat, _column_means(flat), vectors=True)
     return weights.reshape(stack.shape[:-1])
 
 
@@ -416,20 +593,27 @@ def random_index(n: object) -> float:
     return (mean_lambda_max - size) / (size - 1)
 
 
-def _consistency_arrays(matrices: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
-    n = matrices.shape[-1]
-    if n <= 2:
-        batch = matrices.shape[:-2]
-        lambda_max = np.full(batch, float(n))
-        return lambda_max, np.zeros(batch), 0.0, np.zeros(batch)
-    # The Perron root of a positive matrix is real and the largest in
-    # modulus; the largest real part picks it out of the complex spectrum.
-    lambda_max = np.linalg.eigvals(matrices).real.max(axis=-1)
+def _consistency_of_roots(lambda_max: np.ndarray, n: int) -> tuple[np.ndarray, float, np.ndarray]:
+    """``CI`` (clamped at 0), ``RI(n)`` and ``CR`` from the principal eigenvalues."""
     # lambda_max >= n for every positive reciprocal matrix (Saaty), so a
     # negative index can only be rounding of a consistent matrix.
     consistency_index = np.maximum((lambda_max - n) / (n - 1), 0.0)
     index = random_index(n)
-    return lambda_max, consistency_index, index, consistency_index / index
+    return consistency_index, index, consistency_index / index
+
+
+def _consistency_arrays(matrices: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
+    n = matrices.shape[-1]
+    batch = matrices.shape[:-2]
+    if n <= 2:
+        lambda_max = np.full(batch, float(n))
+        return lambda_max, np.zeros(batch), 0.0, np.zeros(batch)
+    # The Perron root of a positive matrix is its principal eigenvalue:
+    # real, simple and the largest in modulus (the kernel of _perron).
+    flat = matrices.reshape(-1, n, n)
+    _, lambda_max = _perron(flat, _column_means(flat), vectors=False)
+    consistency_index, index, ratio = _consistency_of_roots(lambda_max, n)
+    return lambda_max.reshape(batch), consistency_index.reshape(batch), index, ratio.reshape(batch)
 
 
 def consistency(matrix: ArrayLike) -> Consistency:
@@ -458,7 +642,7 @@ def consistency(matrix: ArrayLike) -> Consistency:
 
 
 def consistency_ratios(matrices: ArrayLike) -> np.ndarray:
-    """Consistency ratios of a stack of matrices, in one batched eigensolve.
+    """Consistency ratios of a stack of matrices, batched (no Python loop).
 
     Same definition as :func:`consistency`, for ``matrices`` of shape
     (..., n, n); returns an ndarray of shape (...) (0-d for one matrix).
@@ -610,9 +794,12 @@ def prioritise(
             raise ValueError(f"{method} prioritisation needs judgments")
         judgments = ()
     matrix = pairwise_matrix(size, judgments)
-    method_weights = ahp_weights(matrix, weighting) if method == "ahp" else lpr_weights(matrix)
+    if method == "ahp":
+        method_weights, ratio = ahp_priorities(matrix, weighting)
+    else:
+        method_weights, ratio = lpr_weights(matrix), consistency_ratios(matrix)
     return Prioritisation(
         weights=method_weights,
-        consistency_ratio=consistency(matrix).ratio,
+        consistency_ratio=float(ratio),
         most_inconsistent=most_inconsistent(matrix, method_weights, top=3),
     )

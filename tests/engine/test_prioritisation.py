@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from engine.prioritisation import (
     Consistency,
+    ahp_priorities,
     ahp_weights,
     consistency,
     consistency_ratios,
@@ -526,3 +527,112 @@ def test_prioritise_uses_the_weighting_and_keeps_cr_by_the_principal_eigenvalue(
     assert paper.consistency_ratio == eigen.consistency_ratio  # CR: lambda_max of O, whatever the weighting
     np.testing.assert_allclose(eigen.weights, principal_eigenvectors(np.array(pairwise_matrix(3, judgments))))
     assert not np.allclose(paper.weights, eigen.weights, rtol=0, atol=1e-3)
+
+
+# --- The Perron kernel (issue 19, finding 2) -------------------------------------------------
+# lambda_max, CR and the eigenvector weighting come from one batched power iteration
+# (engine.prioritisation._perron), not from an eigensolve of every matrix. The reference is
+# what the code did before: numpy's eigenvalues, the largest real part.
+
+
+def _eigensolve_ratio(matrix: np.ndarray) -> float:
+    n = len(matrix)
+    if n <= 2:
+        return 0.0
+    lambda_max = np.linalg.eigvals(matrix).real.max()
+    return max((lambda_max - n) / (n - 1), 0.0) / random_index(n)
+
+
+@st.composite
+def kernel_matrices(draw):
+    """Reciprocal matrices n = 3..15: on the scale, anywhere in [1/9, 9], nearly consistent
+    (w_i / w_j times a small slip), or as inconsistent as the scale allows (cyclic: every
+    attribute 9 times the next)."""
+    n = draw(st.integers(3, 15))
+    pairs = n * (n - 1) // 2
+    kind = draw(st.sampled_from(["scale", "continuous", "near_consistent", "cyclic"]))
+    if kind == "scale":
+        values = draw(st.lists(st.sampled_from(_SCALE), min_size=pairs, max_size=pairs))
+    elif kind == "continuous":
+        values = draw(st.lists(st.floats(1 / 9, 9), min_size=pairs, max_size=pairs))
+    elif kind == "near_consistent":
+        weights = np.array(draw(st.lists(st.floats(0.1, 1.0), min_size=n, max_size=n)))
+        slips = np.exp(np.array(draw(st.lists(st.floats(-1e-3, 1e-3), min_size=pairs, max_size=pairs))))
+        rows, columns = np.triu_indices(n, k=1)
+        values = list(weights[rows] / weights[columns] * slips)
+    else:
+        rows, columns = np.triu_indices(n, k=1)
+        values = [
+            9.0 if column == row + 1 else (1 / 9 if (row, column) == (0, n - 1) else 1.0)
+            for row, column in zip(rows.tolist(), columns.tolist(), strict=True)
+        ]
+    return _reciprocal(n, values)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(kernel_matrices(), min_size=1, max_size=4))
+def test_perron_kernel_agrees_with_the_eigensolve(matrices):
+    for matrix in matrices:
+        ratio = _eigensolve_ratio(matrix)
+        found = consistency(matrix)
+        assert abs(found.ratio - ratio) <= 1e-12
+        assert abs(found.lambda_max - np.linalg.eigvals(matrix).real.max()) <= 1e-12 * len(matrix)
+        np.testing.assert_allclose(ahp_weights(matrix, "eigenvector"), _numpy_principal(matrix), rtol=0, atol=1e-12)
+    same_size = [m for m in matrices if len(m) == len(matrices[0])]
+    stack = np.stack(same_size)
+    weights, ratios = ahp_priorities(stack, "eigenvector")
+    np.testing.assert_allclose(ratios, [_eigensolve_ratio(m) for m in same_size], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(weights, [_numpy_principal(m) for m in same_size], rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(consistency_ratios(stack), ratios)
+
+
+def test_perron_kernel_on_a_thousand_random_judges_of_nine_criteria():
+    rng = np.random.default_rng(19)
+    rows, columns = np.triu_indices(9, k=1)
+    stack = np.ones((1000, 9, 9))
+    values = rng.choice(_SCALE, size=(1000, len(rows)))
+    stack[:, rows, columns], stack[:, columns, rows] = values, 1 / values
+    weights, ratios = ahp_priorities(stack)
+    np.testing.assert_allclose(ratios, [_eigensolve_ratio(m) for m in stack], rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(weights, ahp_weights(stack))
+    eigen_weights, eigen_ratios = ahp_priorities(stack, "eigenvector")
+    np.testing.assert_array_equal(eigen_ratios, ratios)  # CR does not depend on the weighting
+    np.testing.assert_allclose(eigen_weights, [_numpy_principal(m) for m in stack], rtol=0, atol=1e-12)
+
+
+def test_perron_kernel_falls_back_to_the_eigensolve(monkeypatch):
+    import engine.prioritisation as prioritisation
+
+    rng = np.random.default_rng(5)
+    inconsistent = [_reciprocal(9, list(rng.choice(_SCALE, size=36))) for _ in range(2)]
+    stack = np.stack([*inconsistent, consistent_matrix(np.arange(1.0, 10.0))])
+    expected_ratios = [_eigensolve_ratio(m) for m in stack]
+    expected_weights = [_numpy_principal(m) for m in stack]
+    calls = []
+    real_eig = np.linalg.eig
+    monkeypatch.setattr(prioritisation.np.linalg, "eig", lambda m: calls.append(m) or real_eig(m))
+    # One step of each phase: only a matrix the start already fits (the consistent one)
+    # finishes by iterating; the others are finished by the eigensolve, as one that never
+    # settles would be.
+    monkeypatch.setattr(prioritisation, "_POWER_MAX_STEPS", 1)
+    weights, ratios = ahp_priorities(stack, "eigenvector")
+    assert len(calls) == 2
+    np.testing.assert_allclose(ratios, expected_ratios, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(weights, expected_weights, rtol=0, atol=1e-12)
+
+
+def test_perron_kernel_survives_products_that_overflow():
+    # Far off the scale (the functions accept any positive reciprocal matrix): O^16
+    # overflows, so the iteration on O itself, or the eigensolve, takes over.
+    matrix = _reciprocal(4, [1e120, 1e-60, 3.0, 1e90, 1e-100, 7.0])
+    lambda_max = np.linalg.eigvals(matrix).real.max()
+    found = consistency(matrix)
+    assert np.isfinite(found.lambda_max)
+    assert found.lambda_max == pytest.approx(lambda_max, rel=1e-9)
+    np.testing.assert_allclose(ahp_weights(matrix, "eigenvector"), _numpy_principal(matrix), rtol=1e-9, atol=1e-300)
+
+
+def test_an_empty_stack_gives_empty_results():
+    weights, ratios = ahp_priorities(np.ones((0, 4, 4)), "eigenvector")
+    assert weights.shape == (0, 4) and ratios.shape == (0,)
+    assert consistency_ratios(np.ones((0, 4, 4))).shape == (0,)
