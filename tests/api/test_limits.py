@@ -23,6 +23,13 @@ DEPTH_REFUSED = {
 }
 
 
+# What the timings below catch: the audit's refusals that took minutes (a
+# body parsed before its size or depth was checked). Not a speed target
+# (those are measured side by side in bench/): a loaded CI machine must not
+# fail them, so the bound is generous.
+PATHOLOGICAL_SECONDS = 5
+
+
 def timed(call, *args, **kwargs):
     """``call(*args, **kwargs)`` and the seconds it took."""
     start = time.perf_counter()
@@ -73,7 +80,7 @@ def test_deep_json_to_the_token_endpoint_is_a_400_naming_the_limit(depth, api, c
         response, seconds = post_raw(api(None), API + "/auth/token/", token_body(nested(depth)))
     assert response.status_code == 400, response.content
     assert response.json() == DEPTH_REFUSED
-    assert seconds < 1
+    assert seconds < PATHOLOGICAL_SECONDS
 
 
 @pytest.mark.parametrize("depth", [330, 10_000])
@@ -83,7 +90,7 @@ def test_deep_json_to_the_import_is_a_400_naming_the_limit(depth, api, cast, wri
         response, seconds = post_raw(client, API + "/studies/import/", bundle_body(nested(depth)))
     assert response.status_code == 400, response.content
     assert response.json() == DEPTH_REFUSED
-    assert seconds < 1
+    assert seconds < PATHOLOGICAL_SECONDS
 
 
 @pytest.mark.parametrize("depth", [330, 10_000])
@@ -92,7 +99,7 @@ def test_deep_json_to_the_import_anonymously_is_a_401_without_parsing(depth, api
         response, seconds = post_raw(api(None), API + "/studies/import/", bundle_body(nested(depth)))
     assert response.status_code == 401
     assert response.json() == {"detail": "Authentication credentials were not provided."}
-    assert seconds < 1
+    assert seconds < PATHOLOGICAL_SECONDS
 
 
 def test_the_deepest_json_allowed_is_parsed_and_one_level_more_is_refused(api, cast):
@@ -112,7 +119,7 @@ def test_brackets_inside_strings_are_not_nesting(api, cast):
     response, seconds = post_raw(api(None), API + "/auth/token/", token_body(name))
     assert response.status_code == 400
     assert response.json() == {"name": ["Ensure this field has no more than 100 characters."]}
-    assert seconds < 1
+    assert seconds < PATHOLOGICAL_SECONDS
 
 
 def test_normal_json_still_logs_in(api, cast):
@@ -153,9 +160,9 @@ def test_json_depth_is_linear_even_for_unterminated_strings():
     quote would take minutes on this megabyte."""
     text = '"' + '\\"' * 500_000
     _, seconds = timed(limits.json_depth, text)
-    assert seconds < 1
+    assert seconds < PATHOLOGICAL_SECONDS
     _, seconds = timed(limits.json_depth, "[" * 1_000_000)
-    assert seconds < 1
+    assert seconds < PATHOLOGICAL_SECONDS
 
 
 # --- body size: the audit's 50 MB ---------------------------------------------------------
@@ -175,7 +182,7 @@ def test_a_50_mb_body_to_the_token_endpoint_is_a_413_naming_the_limit(api, cast,
     assert response.json() == {
         "detail": f"The request body is {len(body)} bytes; the limit is {limits.BODY_MAX_BYTES} bytes (1 MB)."
     }
-    assert seconds < 1
+    assert seconds < PATHOLOGICAL_SECONDS
 
 
 def test_a_50_mb_bundle_is_a_413_naming_the_import_limit(api, cast, written):
@@ -186,7 +193,7 @@ def test_a_50_mb_bundle_is_a_413_naming_the_import_limit(api, cast, written):
     assert response.json() == {
         "detail": f"The request body is {len(body)} bytes; the limit is {limits.IMPORT_BODY_MAX_BYTES} bytes (10 MB)."
     }
-    assert seconds < 1
+    assert seconds < PATHOLOGICAL_SECONDS
 
 
 def test_a_50_mb_form_to_the_login_page_is_a_413(client, cast, written):
@@ -195,7 +202,7 @@ def test_a_50_mb_form_to_the_login_page_is_a_413(client, cast, written):
         response, seconds = post_raw(client, "/accounts/login/", body, content_type="application/x-www-form-urlencoded")
     assert response.status_code == 413
     assert f"the limit is {limits.BODY_MAX_BYTES} bytes" in response.json()["detail"]
-    assert seconds < 1
+    assert seconds < PATHOLOGICAL_SECONDS
 
 
 def test_a_bundle_between_the_two_limits_is_imported(api, cast, case_study):
@@ -230,7 +237,7 @@ def test_40000_vote_names_are_a_400_naming_the_limit(make_study, api, cast, writ
         "attributes": [f"too many attributes voted for: 40000 given, the limit is {limits.MAX_ATTRIBUTES}"],
         "metrics": [f"too many metrics voted for: 40000 given, the limit is {limits.MAX_METRICS}"],
     }
-    assert seconds < 1
+    assert seconds < PATHOLOGICAL_SECONDS
     # Votes within the limits still count.
     ok = client.put(path, {"attributes": ["Flexibility"]}, format="json")
     assert ok.status_code == 200
@@ -247,7 +254,7 @@ def test_an_import_of_60001_experts_is_a_400_naming_the_limit(api, cast, written
         response, seconds = post_raw(client, API + "/studies/import/", body)
     assert response.status_code == 400
     assert response.json() == {"experts": [f"too many experts: 60001 given, the limit is {limits.MAX_EXPERTS}"]}
-    assert seconds < 1
+    assert seconds < PATHOLOGICAL_SECONDS
 
 
 def test_the_import_command_refuses_60001_experts(tmp_path, cast, written):
@@ -256,7 +263,7 @@ def test_the_import_command_refuses_60001_experts(tmp_path, cast, written):
     start = time.perf_counter()
     with written(), pytest.raises(CommandError) as refused:
         call_command("import_study", str(path), "--designer", "alice")
-    assert time.perf_counter() - start < 1
+    assert time.perf_counter() - start < PATHOLOGICAL_SECONDS
     assert f"experts: too many experts: 60001 given, the limit is {limits.MAX_EXPERTS}" in str(refused.value)
 
 
@@ -323,7 +330,7 @@ def test_list_inputs_over_their_limit_are_400_naming_the_field(
         response, seconds = timed(client.put, f"{API}/studies/{built.study.pk}/{path}", body, format="json")
     assert response.status_code == 400, response.content
     assert response.json() == errors
-    assert seconds < 1
+    assert seconds < PATHOLOGICAL_SECONDS
 
 
 # --- bundle limits ------------------------------------------------------------------------------
@@ -410,7 +417,7 @@ def test_bundles_over_a_limit_are_refused_naming_the_field(bundle, errors, api, 
         response, seconds = timed(client.post, API + "/studies/import/", bundle, format="json")
     assert response.status_code == 400, response.content
     assert response.json() == errors
-    assert seconds < 1
+    assert seconds < PATHOLOGICAL_SECONDS
 
 
 def test_bundles_at_every_limit_pass_the_check():

@@ -177,7 +177,7 @@ def test_repeated_vote_names_at_the_list_limit_get_a_400_naming_them(make_study,
     elapsed = time.perf_counter() - started
     assert response.status_code == 400
     assert response.json()["metrics"][0].startswith("names given twice: metric 0, metric 1, metric 10,")
-    assert elapsed < 1.0
+    assert elapsed < 5  # the quadratic check took minutes; a loaded CI machine must not fail this
 
 
 # --- query counts -------------------------------------------------------------------------------------
