@@ -147,7 +147,7 @@ def reset_link(message):
 
 
 def test_password_reset_mails_a_link_that_sets_the_password_and_revokes_tokens(
-    cast, django_capture_on_commit_callbacks
+    cast, django_capture_on_commit_callbacks, eager_celery
 ):
     cast.alice.email = "alice@example.org"
     cast.alice.save()
@@ -197,7 +197,9 @@ def test_password_reset_answers_the_same_for_an_unknown_address(client, cast, dj
     assert mail.outbox == []
 
 
-def test_password_reset_form_errors_name_the_field_and_change_nothing(cast, django_capture_on_commit_callbacks):
+def test_password_reset_form_errors_name_the_field_and_change_nothing(
+    cast, django_capture_on_commit_callbacks, eager_celery
+):
     cast.alice.email = "alice@example.org"
     cast.alice.save()
     services.api_token_create(user=cast.alice)

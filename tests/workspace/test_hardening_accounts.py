@@ -186,7 +186,9 @@ def reset(email, address=ADDRESS):
 
 
 @pytest.fixture
-def alice_mail(cast):
+def alice_mail(cast, eager_celery):
+    """Alice with an address; the reset mail's task runs in-process (with or
+    without a broker configured: no worker runs in the tests)."""
     cast.alice.email = "alice@example.org"
     cast.alice.save()
     return cast.alice
