@@ -31,10 +31,11 @@ def executed(run: Run) -> Run:
 def test_a_launched_run_turns_from_queued_to_its_ranking(page: Page, live_server, demo, monkeypatch) -> None:
     # No worker takes the run: its message is dropped, so the page shows it
     # queued until the test executes it (as a worker would).
-    monkeypatch.setattr(engine_services, "_send", lambda run_id: None)
+    monkeypatch.setattr(engine_services, "_send", lambda run_id, priority=None: None)
     login(page, demo.designer, PASSWORD)
     page.goto(f"/studies/{demo.study.pk}/runs/")
     page.get_by_role("button", name="Launch a validation run").click()
+    page.wait_for_url(f"{live_server.url}/runs/*/")  # the launch answers with the run's page
     run = Run.objects.get(study=demo.study)
     assert page.url == f"{live_server.url}/runs/{run.pk}/"
     expect(page.get_by_role("heading", name="Status: Queued")).to_be_visible()
