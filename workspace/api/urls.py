@@ -66,6 +66,8 @@ urlpatterns = [
     path("invitations/<int:invitation_id>/decline/", inv.MyInvitationDeclineView.as_view(), name="invitation-decline"),
     path("runs/<int:run_id>/", views.RunDetailView.as_view(), name="run-detail"),
     path("runs/<int:run_id>/results/", views.RunResultsView.as_view(), name="run-results"),
+    path("runs/<int:run_id>/results.csv", views.RunResultsCsvView.as_view(), name="run-results-csv"),
+    path("runs/<int:run_id>/compare/<int:other_id>/", views.RunCompareView.as_view(), name="run-compare"),
     path(
         "runs/<int:run_id>/candidates/<str:name>/scores/", views.CandidateScoresView.as_view(), name="candidate-scores"
     ),

@@ -18,6 +18,7 @@ from django.http import HttpResponse
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, generics, status
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -27,9 +28,10 @@ from rest_framework.views import APIView
 from engine import selectors as engine_selectors
 from engine import services as engine_services
 from engine.models import Run
-from workspace import invitations, limits, lockout, selectors, services
+from workspace import invitations, limits, lockout, results_export, selectors, services
 from workspace.bundles import study_export_bundle, study_import_bundle
 from workspace.models import ApiToken, Candidate, Membership, Metric, QualityAttribute, Study
+from workspace.results_export import RESULTS_CSV_CONTENT_TYPE
 from workspace.selectors.design import SetupItems, SetupModel
 from workspace.selectors.studies import StudyWithRoles
 
@@ -699,3 +701,88 @@ class CandidateScoresView(RunScoped, APIView):
         if scores is None:
             raise exceptions.NotFound(f"No candidate named {name!r} in this run.")
         return Response(scores)
+
+
+class _IgnoreAccept(DefaultContentNegotiation):
+    """Answers in JSON whatever ``Accept`` asks for (the CSV itself is
+    written by the view): ``Accept: text/csv`` is not refused with 406, and
+    an error is still the JSON the schema documents."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
+class RunResultsCsvView(RunScoped, APIView):
+    content_negotiation_class = _IgnoreAccept
+
+    @extend_schema(
+        responses={
+            (200, "text/csv"): OpenApiResponse(
+                response={"type": "string"},
+                description="One row per candidate in rank order (the page's download, byte for byte: a UTF-8 "
+                "byte-order mark, then rank, name, cef, weighted_score, vetoed, veto_reasons and each metric's "
+                'group score); `Content-Disposition: attachment; filename="approve-run-{id}-results.csv"`',
+            ),
+            409: OpenApiResponse(
+                response=s.ErrorDetailSerializer, description="The run has not succeeded (yet); the detail says why."
+            ),
+        },
+    )
+    def get(self, request, run_id):
+        """The results as CSV: the same bytes as the run page's download
+        ``/runs/{run}/results.csv`` (409 until the run has succeeded)."""
+        run = self.succeeded_run(fields=("document",))
+        response = HttpResponse(results_export.results_csv_bytes(run=run), content_type=RESULTS_CSV_CONTENT_TYPE)
+        response["Content-Disposition"] = f'attachment; filename="{results_export.results_csv_filename(run)}"'
+        return response
+
+
+class RunCompareView(APIView):
+    @extend_schema(
+        responses={
+            200: s.RunComparisonSerializer,
+            400: OpenApiResponse(
+                response=VALIDATION_ERROR.response,
+                description="The two runs belong to different studies (`other_id`: the reason).",
+            ),
+            409: OpenApiResponse(
+                response=s.ErrorDetailSerializer,
+                description="A run compared with itself, or one of the two has no results (not succeeded).",
+            ),
+        },
+    )
+    def get(self, request, run_id, other_id):
+        """Two runs of one study compared, as the page
+        ``/runs/{run}/compare/{other}/`` shows them: the earlier run is
+        always ``before``, whichever order the two are given in. Each
+        candidate's rank move (by the candidates it passed), CEF and
+        weighted-score deltas, the weights' and influences' deltas, and the
+        inputs that changed between the two snapshots, grouped by expert.
+        404 unless you are a member of both runs' studies."""
+        try:
+            first, second = selectors.run_pair_get(run_id=run_id, other_id=other_id, user=request.user)
+        except Run.DoesNotExist:
+            raise exceptions.NotFound("No such run.") from None
+        try:
+            compared = results_export.run_comparison(first, second)
+        except results_export.ComparisonRefused as refusal:
+            if refusal.status == status.HTTP_400_BAD_REQUEST:
+                raise exceptions.ValidationError({"other_id": [refusal.message]}) from None
+            raise Conflict(refusal.message) from None
+        comparison = compared.comparison
+        groups: dict[str | None, list] = {}
+        for change in comparison.changes:
+            groups.setdefault(change.who, []).append(change)
+        body = {
+            "before": compared.before,
+            "after": compared.after,
+            "moved": comparison.moved,
+            "metrics_are_attributes": comparison.metrics_are_attributes,
+            "candidates": comparison.candidates,
+            "attribute_weights": comparison.attribute_weights,
+            "metric_weights": comparison.metric_weights,
+            "expert_influence": comparison.expert_influence,
+            "changes": [{"expert": who, "changes": changes} for who, changes in groups.items()],
+            "changes_total": len(comparison.changes),
+        }
+        return Response(s.RunComparisonSerializer(body).data)

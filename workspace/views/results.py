@@ -8,36 +8,39 @@ individual scores are worked out for the one candidate shown, from its
 snapshot, exactly as the API's scores endpoint does.
 """
 
-import csv
-import io
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import wraps
 from typing import Any, cast
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from engine import selectors as engine_selectors
 from engine import snapshot as engine_snapshot
-from engine.compare import compare_runs
 from engine.explain import MetricInfo, influence_sentence, join_names, percent, quantity, veto_sentences
 from engine.models import Run
 
 from .. import charts, selectors
 from ..models import Study
+from ..results_export import (
+    RESULTS_CSV_CONTENT_TYPE,
+    ComparisonRefused,
+    metric_infos,
+    results_csv_bytes,
+    results_csv_filename,
+    run_comparison,
+)
 from .common import run_for_member, study_for_member
 
 # Candidates per page of the ranking (and bars in its chart).
 RANKING_PAGE_SIZE = 25
 
 SCORE_SERIES = (charts.Series("CEF", "solid"), charts.Series("Weighted score without the veto", "hatched"))
-
-
-def metric_infos(score_inputs: dict) -> dict[str, MetricInfo]:
-    return {m["name"]: MetricInfo(unit=m["unit"], better=m["better"]) for m in score_inputs["metrics"]}
 
 
 # --- the ranking -------------------------------------------------------------------------
@@ -275,6 +278,30 @@ def results_context(run: Run, *, candidate: str | None = None, page: str | int |
     }
 
 
+# --- token clients -----------------------------------------------------------------------------
+
+
+def token_clients_to_api(api_name: str) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
+    """A page whose data the API also offers sends a request that carries an
+    API token (``Authorization: Token <key>``) and no session on to that
+    API URL (``api:<api_name>``, the same URL arguments) with 307, so a
+    script given a page's address gets the data, authenticated by its token,
+    instead of the log-in page."""
+
+    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @wraps(view)
+        def wrapped(request: HttpRequest, **kwargs: Any) -> HttpResponse:
+            authorization = request.headers.get("Authorization", "")
+            if not request.user.is_authenticated and authorization.startswith("Token "):
+                location = reverse(f"api:{api_name}", kwargs=kwargs)
+                return HttpResponseRedirect(location, status=307)
+            return view(request, **kwargs)
+
+        return wrapped
+
+    return decorate
+
+
 # --- views -----------------------------------------------------------------------------------
 
 
@@ -311,6 +338,7 @@ def _download(content: bytes, content_type: str, filename: str) -> HttpResponse:
     return response
 
 
+@token_clients_to_api("run-results")
 @login_required
 @require_GET
 def results_json_download(request: HttpRequest, run_id: int) -> HttpResponse:
@@ -325,51 +353,14 @@ def results_json_download(request: HttpRequest, run_id: int) -> HttpResponse:
     return _download(engine_selectors.results_json(run=run), "application/json", f"approve-run-{run.pk}-results.json")
 
 
-# A spreadsheet runs a cell that starts with one of these as a formula; text
-# cells that do are written with a leading apostrophe (OWASP's advice on CSV
-# injection). Numbers are written as numbers.
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def _text_cell(text: str) -> str:
-    return f"'{text}" if text.startswith(FORMULA_START) else text
-
-
-def results_csv(document: dict, infos: dict[str, MetricInfo]) -> str:
-    """One row per candidate in rank order: rank, name, cef, weighted_score,
-    vetoed, veto reasons (the page's sentences), then each metric's group
-    score. Numbers at full precision, as in the JSON document."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\r\n")
-    metrics = document["metrics"]
-    writer.writerow(
-        ["rank", "name", "cef", "weighted_score", "vetoed", "veto_reasons", *(_text_cell(m) for m in metrics)]
-    )
-    for candidate in document["candidates"]:
-        writer.writerow(
-            [
-                candidate["rank"],
-                _text_cell(candidate["name"]),
-                repr(candidate["cef"]),
-                repr(candidate["weighted_score"]),
-                "true" if candidate["vetoed"] else "false",
-                _text_cell(" ".join(veto_sentences(candidate["name"], candidate["vetoes"], infos))),
-                *(repr(candidate["group_scores"][metric]) for metric in metrics),
-            ]
-        )
-    return out.getvalue()
-
-
+@token_clients_to_api("run-results-csv")
 @login_required
 @require_GET
 def results_csv_download(request: HttpRequest, run_id: int) -> HttpResponse:
     run, study = run_for_member(request, run_id)
     if run.status != Run.Status.SUCCEEDED:
         return _not_succeeded(request, run, study, "results")
-    infos = metric_infos(selectors.run_score_inputs(run_id=run.pk))
-    content = results_csv(engine_selectors.results_document(run=run), infos).encode()
-    # A byte-order mark, so spreadsheet programs read the names as UTF-8.
-    return _download(b"\xef\xbb\xbf" + content, "text/csv; charset=utf-8", f"approve-run-{run.pk}-results.csv")
+    return _download(results_csv_bytes(run=run), RESULTS_CSV_CONTENT_TYPE, results_csv_filename(run))
 
 
 # --- comparison -------------------------------------------------------------------------------
@@ -386,6 +377,7 @@ def compare_choose(request: HttpRequest, run_id: int) -> HttpResponse:
     return redirect("run_compare", run_id=run.pk, other_id=int(other))
 
 
+@token_clients_to_api("run-compare")
 @login_required
 @require_GET
 def compare_page(request: HttpRequest, run_id: int, other_id: int) -> HttpResponse:
@@ -396,32 +388,12 @@ def compare_page(request: HttpRequest, run_id: int, other_id: int) -> HttpRespon
         raise Http404("No such run.") from None
     study = study_for_member(request, first.study_id)
     context = {"study": study, "study_tab": "runs", "first": first, "second": second}
-    if first.pk == second.pk:
-        context["refusal"] = f"Run {first.pk} compared with itself changes nothing: choose another run of the study."
-    elif first.study_id != second.study_id:
-        context["refusal"] = (
-            f"Run {first.pk} belongs to the study {first.study.title!r} and run {second.pk} to {second.study.title!r}: "
-            "only runs of the same study can be compared."
-        )
-    else:
-        unfinished = [run for run in (first, second) if run.status != Run.Status.SUCCEEDED]
-        if unfinished:
-            context["refusal"] = " ".join(
-                f"Run {run.pk} has not succeeded (it is {run.get_status_display().lower()}), so it has no results "
-                "to compare yet."
-                for run in unfinished
-            )
-    if "refusal" in context:
-        return render(
-            request, "results/compare.html", context, status=409 if first.study_id == second.study_id else 400
-        )
-    before, after = sorted((first, second), key=lambda run: (run.launched_at, run.pk))
-    comparison = compare_runs(
-        engine_selectors.results_document(run=before),
-        engine_selectors.results_document(run=after),
-        before.snapshot,
-        after.snapshot,
-    )
+    try:
+        compared = run_comparison(first, second)
+    except ComparisonRefused as refusal:
+        context["refusal"] = refusal.message
+        return render(request, "results/compare.html", context, status=refusal.status)
+    before, after, comparison = compared.before, compared.after, compared.comparison
     context.update(before=before, after=after, comparison=comparison, changes=_changes_by_who(comparison.changes))
     return render(request, "results/compare.html", context)
 

@@ -1,0 +1,129 @@
+"""What a succeeded run's results are offered as beyond its JSON document,
+the same for the pages and the API: the results CSV (one function, so the
+page's download and ``GET /api/v1/runs/{run}/results.csv`` are the same
+bytes) and two runs compared (``engine.compare`` over the stored
+documents and snapshots, the earlier run always "before")."""
+
+import csv
+import io
+from dataclasses import dataclass
+
+from engine import selectors as engine_selectors
+from engine.compare import Comparison, compare_runs
+from engine.explain import MetricInfo, veto_sentences
+from engine.models import Run
+
+from . import selectors
+
+
+def metric_infos(score_inputs: dict) -> dict[str, MetricInfo]:
+    return {m["name"]: MetricInfo(unit=m["unit"], better=m["better"]) for m in score_inputs["metrics"]}
+
+
+# A spreadsheet runs a cell that starts with one of these as a formula; text
+# cells that do are written with a leading apostrophe (OWASP's advice on CSV
+# injection). Numbers are written as numbers.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+RESULTS_CSV_CONTENT_TYPE = "text/csv; charset=utf-8"
+
+
+def _text_cell(text: str) -> str:
+    return f"'{text}" if text.startswith(FORMULA_START) else text
+
+
+def results_csv(document: dict, infos: dict[str, MetricInfo]) -> str:
+    """One row per candidate in rank order: rank, name, cef, weighted_score,
+    vetoed, veto reasons (the page's sentences), then each metric's group
+    score. Numbers at full precision, as in the JSON document."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    metrics = document["metrics"]
+    writer.writerow(
+        ["rank", "name", "cef", "weighted_score", "vetoed", "veto_reasons", *(_text_cell(m) for m in metrics)]
+    )
+    for candidate in document["candidates"]:
+        writer.writerow(
+            [
+                candidate["rank"],
+                _text_cell(candidate["name"]),
+                repr(candidate["cef"]),
+                repr(candidate["weighted_score"]),
+                "true" if candidate["vetoed"] else "false",
+                _text_cell(" ".join(veto_sentences(candidate["name"], candidate["vetoes"], infos))),
+                *(repr(candidate["group_scores"][metric]) for metric in metrics),
+            ]
+        )
+    return out.getvalue()
+
+
+def results_csv_bytes(*, run: Run) -> bytes:
+    """The CSV download of a succeeded run, with a byte-order mark so
+    spreadsheet programs read the names as UTF-8."""
+    infos = metric_infos(selectors.run_score_inputs(run_id=run.pk))
+    return b"\xef\xbb\xbf" + results_csv(engine_selectors.results_document(run=run), infos).encode()
+
+
+def results_csv_filename(run: Run) -> str:
+    return f"approve-run-{run.pk}-results.csv"
+
+
+# --- two runs compared ---------------------------------------------------------------------
+
+
+class ComparisonRefused(Exception):
+    """Two runs that cannot be compared; ``status`` is 400 for runs of
+    different studies, 409 for a run with itself or one without results."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    before: Run
+    after: Run
+    comparison: Comparison
+
+
+def comparison_refusal(first: Run, second: Run) -> ComparisonRefused | None:
+    """Why ``first`` and ``second`` cannot be compared, or None."""
+    if first.pk == second.pk:
+        return ComparisonRefused(
+            f"Run {first.pk} compared with itself changes nothing: choose another run of the study.", 409
+        )
+    if first.study_id != second.study_id:
+        return ComparisonRefused(
+            f"Run {first.pk} belongs to the study {first.study.title!r} and run {second.pk} to "
+            f"{second.study.title!r}: only runs of the same study can be compared.",
+            400,
+        )
+    unfinished = [run for run in (first, second) if run.status != Run.Status.SUCCEEDED]
+    if unfinished:
+        return ComparisonRefused(
+            " ".join(
+                f"Run {run.pk} has not succeeded (it is {run.get_status_display().lower()}), so it has no results "
+                "to compare yet."
+                for run in unfinished
+            ),
+            409,
+        )
+    return None
+
+
+def run_comparison(first: Run, second: Run) -> RunComparison:
+    """The two runs (from ``selectors.run_pair_get``) compared, the earlier
+    as "before" (``ComparisonRefused`` if they cannot be)."""
+    refusal = comparison_refusal(first, second)
+    if refusal is not None:
+        raise refusal
+    before, after = sorted((first, second), key=lambda run: (run.launched_at, run.pk))
+    comparison = compare_runs(
+        engine_selectors.results_document(run=before),
+        engine_selectors.results_document(run=after),
+        before.snapshot,
+        after.snapshot,
+    )
+    return RunComparison(before=before, after=after, comparison=comparison)
