@@ -268,9 +268,10 @@ def _inputs_of(username):
 def _runs(response, world):
     body = response.json()
     if world.phase == Phase.CLOSED:
-        assert body["count"] == 1
-        assert body["results"][0]["id"] == world.run.pk
-        assert body["results"][0]["status"] == "succeeded"
+        # newest first: the second run (to compare with), then world.run
+        assert body["count"] == 2
+        assert [r["id"] for r in body["results"]] == [world.ids["other_run"], world.run.pk]
+        assert body["results"][1]["status"] == "succeeded"
     else:
         assert body == {"count": 0, "next": None, "previous": None, "results": []}
 
@@ -291,6 +292,23 @@ def _results(response, world):
     assert document["format"] == "approve-results/1"
     assert document["run"] == world.run.pk
     assert {c["name"] for c in document["candidates"]} == {"J48", "JRip"}
+
+
+def _results_csv(response, world):
+    assert response["Content-Type"] == "text/csv; charset=utf-8"
+    assert response["Content-Disposition"] == f'attachment; filename="approve-run-{world.run.pk}-results.csv"'
+    lines = response.content.decode("utf-8-sig").splitlines()
+    assert lines[0].startswith("rank,name,cef,weighted_score,vetoed,veto_reasons,")
+    assert {line.split(",")[1] for line in lines[1:]} == {"J48", "JRip"}
+
+
+def _compared(response, world):
+    body = response.json()
+    # the earlier run is "before"
+    assert (body["before"]["id"], body["after"]["id"]) == (world.run.pk, world.ids["other_run"])
+    assert {m["name"] for m in body["candidates"]} == {"J48", "JRip"}
+    assert all(m["status"] == "same" and m["cef_delta"] == 0 for m in body["candidates"])
+    assert (body["moved"], body["changes"], body["changes_total"]) == (0, [], 0)
 
 
 def _scores(response, world):
@@ -625,6 +643,18 @@ ROWS = [
     Row(
         "run-scores", "get", API + "/runs/{run}/candidates/J48/scores/", 200, 200, phases=(Phase.CLOSED,), check=_scores
     ),
+    Row(
+        "run-results-csv", "get", API + "/runs/{run}/results.csv", 200, 200, phases=(Phase.CLOSED,), check=_results_csv
+    ),
+    Row(
+        "run-compare",
+        "get",
+        API + "/runs/{run}/compare/{other_run}/",
+        200,
+        200,
+        phases=(Phase.CLOSED,),
+        check=_compared,
+    ),
 ]
 CASES = [pytest.param(row, phase, id=f"{row.id}-{phase}") for row in ROWS for phase in row.phases]
 
@@ -651,6 +681,8 @@ def world(make_study, cast):
     def build(phase):
         built = make_study(phase)
         run = launch_and_finish(built, cast.alice) if phase == Phase.CLOSED else None
+        # a second run of the same inputs, to compare the first with
+        other_run = launch_and_finish(built, cast.alice) if phase == Phase.CLOSED else None
         prediction_set = predictions_add(built.study)
         evaluation_services.metric_computation_set(
             metric=built.metrics["Success rate"], computation="accuracy", parameters={"threshold_method": "max_kappa"}
@@ -664,6 +696,7 @@ def world(make_study, cast):
             "unvoted_metric": built.metrics["Flexibility score"].pk,
             "candidate": built.candidates["J48"].pk,
             "run": run.pk if run else 0,
+            "other_run": other_run.pk if other_run else 0,
             "prediction_set": prediction_set.pk,
         }
         return World(phase=phase, study=built.study, built=built, run=run, prediction_set=prediction_set, ids=ids)
@@ -812,6 +845,7 @@ def test_non_member_expert_and_outsider_get_404_on_every_endpoint_of_a_study(sec
         "unvoted_metric": draft.metrics["Flexibility score"].pk,
         "candidate": draft.candidates["J48"].pk,
         "run": run.pk,
+        "other_run": run.pk,
         "prediction_set": predictions_add(draft.study).pk,
     }
     before = db_snapshot()
@@ -840,6 +874,8 @@ def test_404_for_an_outsider_is_the_same_as_for_a_study_that_does_not_exist(secr
         (f"/studies/{closed.pk}/my/votes/", f"/studies/{missing_study}/my/votes/"),
         (f"/runs/{run.pk}/results/", f"/runs/{missing_run}/results/"),
         (f"/runs/{run.pk}/candidates/J48/scores/", f"/runs/{missing_run}/candidates/J48/scores/"),
+        (f"/runs/{run.pk}/results.csv", f"/runs/{missing_run}/results.csv"),
+        (f"/runs/{run.pk}/compare/{run.pk}/", f"/runs/{missing_run}/compare/{run.pk}/"),
     ]:
         a, b = charlie.get(API + existing), charlie.get(API + missing)
         assert (a.status_code, a.json()) == (b.status_code, b.json()) == (404, b.json())
