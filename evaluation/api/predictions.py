@@ -23,7 +23,7 @@ from evaluation import selectors, services
 from evaluation.models import PredictionSet
 from workspace import limits
 from workspace.api.serializers import WriteSerializer
-from workspace.api.views import PaginatedListMixin, StudyScoped, validated
+from workspace.api.views import PaginatedListMixin, StudyScoped, location, validated
 
 # --- payloads --------------------------------------------------------------------
 
@@ -144,7 +144,11 @@ class PredictionSetListView(StudyScoped, PaginatedListMixin, APIView):
             positive=data.get("positive"),
         )
         prediction_set = selectors.prediction_set_get(study=self.study(), prediction_set_id=prediction_set.pk)
-        return Response(PredictionSetSerializer(prediction_set).data, status=status.HTTP_201_CREATED)
+        return Response(
+            PredictionSetSerializer(prediction_set).data,
+            status=status.HTTP_201_CREATED,
+            headers=location(request, "prediction-set-detail", study_id=study_id, pk=prediction_set.pk),
+        )
 
 
 class PredictionSetScoped(StudyScoped):

@@ -129,6 +129,17 @@ def _member_invited(response, world):
     assert world.study.invitations.filter(username="charlie", status="pending").count() == 1
 
 
+def _member_bob(response, world):
+    assert response.json() == {"username": "bob", "role": "expert", "status": "active"}
+
+
+def _one_item(name):
+    def check(response, world):
+        assert response.json()["name"] == name
+
+    return check
+
+
 def _member_removed(response, world):
     assert not world.study.memberships.filter(user__username="carol").exists()
 
@@ -477,6 +488,10 @@ ROWS = [
         body={"username": "charlie"},
         check=_member_invited,
     ),
+    Row("member-get", "get", S + "/members/bob/", 200, 200, check=_member_bob),
+    Row("attribute-get", "get", S + "/attributes/{attribute}/", 200, 200, check=_one_item("Flexibility")),
+    Row("metric-get", "get", S + "/metrics/{metric}/", 200, 200, check=_one_item("Success rate")),
+    Row("candidate-get", "get", S + "/candidates/{candidate}/", 200, 200, check=_one_item("J48")),
     Row("member-delete", "delete", S + "/members/carol/", 403, only([Phase.DRAFT], 204), check=_member_removed),
     Row("attributes-get", "get", S + "/attributes/", 200, 200, check=_attributes),
     Row(

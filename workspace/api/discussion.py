@@ -19,7 +19,7 @@ from workspace import limits, selectors, services
 from workspace.models import Membership, Metric, Post, QualityAttribute
 
 from .serializers import StrictCharField, WriteSerializer
-from .views import StudyScoped, validated
+from .views import StudyScoped, location, validated
 
 # --- payloads --------------------------------------------------------------------
 
@@ -141,7 +141,11 @@ class ThreadView(DiscussionScoped, APIView):
             attribute=item if isinstance(item, QualityAttribute) else None,
             metric=item if isinstance(item, Metric) else None,
         )
-        return Response(self.post_data(post), status=status.HTTP_201_CREATED)
+        return Response(
+            self.post_data(post),
+            status=status.HTTP_201_CREATED,
+            headers=location(request, "discussion-post", study_id=study_id, pk=post.pk),
+        )
 
 
 def thread_schema(kind: str, article: str) -> Callable[[type[ThreadView]], type[ThreadView]]:
@@ -171,6 +175,12 @@ class MetricThreadView(ThreadView):
 
 
 class PostDetailView(DiscussionScoped, APIView):
+    @extend_schema(responses=PostSerializer)
+    def get(self, request: Request, study_id: int, pk: int) -> Response:
+        """One post of the study's discussion (a hidden post's ``body`` is
+        null for everyone but the designer)."""
+        return Response(self.post_data(self.post_obj()))
+
     @extend_schema(request=PostWriteSerializer, responses=PostSerializer)
     def put(self, request: Request, study_id: int, pk: int) -> Response:
         """Replace the body of your own post; it is then marked edited. A post

@@ -20,7 +20,7 @@ from workspace.models import Invitation
 
 from . import invitation_serializers as inv
 from .schema import _detail
-from .views import PaginatedListMixin, StudyScoped, validated
+from .views import PaginatedListMixin, StudyScoped, location, validated
 
 CONFLICT = _detail(
     "The invitation can no longer be answered, or the study's phase does not allow it; the detail says why."
@@ -56,10 +56,24 @@ class StudyInvitationListView(StudyScoped, PaginatedListMixin, APIView):
         invitation, key = invitations.invitation_create(
             study=self.study(), created_by=request.user, username=data.get("username")
         )
-        return Response({"key": key, **inv.InvitationSerializer(invitation).data}, status=status.HTTP_201_CREATED)
+        return Response(
+            {"key": key, **inv.InvitationSerializer(invitation).data},
+            status=status.HTTP_201_CREATED,
+            headers=location(request, "study-invitation-detail", study_id=study_id, pk=invitation.pk),
+        )
 
 
 class StudyInvitationDetailView(StudyScoped, APIView):
+    @extend_schema(responses=inv.InvitationSerializer)
+    def get(self, request, study_id, pk):
+        """One of the study's invitations and its status (designer; a link
+        invitation's key is never shown again)."""
+        self.require_designer("see the invitations")
+        invitation = invitations.invitation_list(study=self.study()).filter(pk=pk).first()
+        if invitation is None:
+            raise exceptions.NotFound("No such invitation.")
+        return Response(inv.InvitationSerializer(invitation).data)
+
     @extend_schema(responses={204: None})
     def delete(self, request, study_id, pk):
         """Revoke a pending invitation (designer, any phase); a pending

@@ -108,10 +108,16 @@ def _body(request, kind, description):
     return request.data
 
 
-def _study_detail(study_id, user, status_code=status.HTTP_200_OK):
+def location(request: Request, name: str, **kwargs: Any) -> dict[str, str]:
+    """The ``Location`` header of a 201 (or 202): the API URL of what was
+    made (``api:<name>``), absolute, where a GET answers it."""
+    return {"Location": request.build_absolute_uri(reverse(f"api:{name}", kwargs=kwargs))}
+
+
+def _study_detail(study_id, user, status_code=status.HTTP_200_OK, headers=None):
     """The study detail response (raises ``Study.DoesNotExist``, a 404)."""
     study = selectors.study_detail_get(study_id=study_id, user=user)
-    return Response(s.StudyDetailSerializer(study).data, status=status_code)
+    return Response(s.StudyDetailSerializer(study).data, status=status_code, headers=headers)
 
 
 # --- tokens ------------------------------------------------------------------------
@@ -155,7 +161,11 @@ class TokenCreateView(APIView):
         token, key = services.api_token_create(
             user=user, name=data.get("name", ""), expires_in_days=data.get("expires_in_days")
         )
-        return Response({"token": key, **s.TokenSerializer(token).data}, status=status.HTTP_201_CREATED)
+        return Response(
+            {"token": key, **s.TokenSerializer(token).data},
+            status=status.HTTP_201_CREATED,
+            headers=location(request, "token-detail", token_id=token.pk),
+        )
 
 
 class TokenListView(generics.ListAPIView):
@@ -169,14 +179,21 @@ class TokenListView(generics.ListAPIView):
 
 
 class TokenDetailView(APIView):
+    def token(self) -> ApiToken:
+        try:
+            return selectors.api_token_get(user=self.request.user, token_id=self.kwargs["token_id"])
+        except ApiToken.DoesNotExist:
+            raise exceptions.NotFound("No such token.") from None
+
+    @extend_schema(responses=s.TokenSerializer)
+    def get(self, request, token_id):
+        """One of your tokens (its key is never shown again)."""
+        return Response(s.TokenSerializer(self.token()).data)
+
     @extend_schema(responses={204: None})
     def delete(self, request, token_id):
         """Revoke one of your tokens."""
-        try:
-            token = selectors.api_token_get(user=request.user, token_id=token_id)
-        except ApiToken.DoesNotExist:
-            raise exceptions.NotFound("No such token.") from None
-        services.api_token_revoke(token=token)
+        services.api_token_revoke(token=self.token())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -194,7 +211,9 @@ class StudyListView(PaginatedListMixin, APIView):
         """Create a study; you become its designer."""
         data = validated(s.StudyWriteSerializer, request.data)
         study = services.study_create(designer=request.user, **data)
-        return _study_detail(study.pk, request.user, status.HTTP_201_CREATED)
+        return _study_detail(
+            study.pk, request.user, status.HTTP_201_CREATED, location(request, "study-detail", study_id=study.pk)
+        )
 
 
 class StudyImportView(APIView):
@@ -224,7 +243,11 @@ class StudyImportView(APIView):
         limits.bundle_check_limits(bundle)
         study = study_import_bundle(bundle=bundle, importer=request.user)
         study = selectors.study_detail_get(study_id=study.pk, user=request.user)
-        return Response(inv_s.ImportedStudySerializer(study).data, status=status.HTTP_201_CREATED)
+        return Response(
+            inv_s.ImportedStudySerializer(study).data,
+            status=status.HTTP_201_CREATED,
+            headers=location(request, "study-detail", study_id=study.pk),
+        )
 
 
 class StudyDetailView(StudyScoped, APIView):
@@ -293,11 +316,29 @@ class MemberListView(StudyScoped, PaginatedListMixin, APIView):
         data = validated(s.MemberWriteSerializer, request.data)
         added = invitations.member_add(study=self.study(), added_by=request.user, username=data["username"])
         if isinstance(added, Membership):
-            return Response(s.MemberSerializer(added).data, status=status.HTTP_201_CREATED)
-        return Response(inv_s.member_invited(added), status=status.HTTP_202_ACCEPTED)
+            return Response(
+                s.MemberSerializer(added).data,
+                status=status.HTTP_201_CREATED,
+                headers=location(request, "member-detail", study_id=study_id, username=added.user.get_username()),
+            )
+        return Response(
+            inv_s.member_invited(added),
+            status=status.HTTP_202_ACCEPTED,
+            headers=location(request, "study-invitation-detail", study_id=study_id, pk=added.pk),
+        )
 
 
 class MemberDetailView(StudyScoped, APIView):
+    @extend_schema(responses=s.MemberSerializer)
+    def get(self, request, study_id, username):
+        """One expert of the study: their role and status (``pending``
+        until they confirm inputs imported in their name)."""
+        try:
+            membership = selectors.expert_get(study=self.study(), username=username)
+        except Membership.DoesNotExist:
+            raise exceptions.NotFound("No such expert in this study.") from None
+        return Response(s.MemberSerializer(membership).data)
+
     @extend_schema(responses={204: None})
     def delete(self, request, study_id, username):
         """Remove an expert, with all their inputs (draft phase)."""
@@ -319,6 +360,11 @@ class SetupScoped(StudyScoped):
     write_serializer: type[BaseSerializer]
     noun = ""
 
+    @property
+    def detail_name(self) -> str:
+        """The URL name of one item (``attribute-detail``...)."""
+        return f"{self.noun}-detail"
+
 
 class SetupListView(SetupScoped, PaginatedListMixin, APIView):
     """Members list the items; the designer adds them."""
@@ -337,7 +383,11 @@ class SetupListView(SetupScoped, PaginatedListMixin, APIView):
         data = validated(self.write_serializer, request.data)
         item = self.create(data)
         item.study = self.study()
-        return Response(self.read_serializer(item).data, status=status.HTTP_201_CREATED)
+        return Response(
+            self.read_serializer(item).data,
+            status=status.HTTP_201_CREATED,
+            headers=location(request, self.detail_name, study_id=study_id, pk=item.pk),
+        )
 
 
 class SetupDetailView(SetupScoped, APIView):
@@ -355,6 +405,9 @@ class SetupDetailView(SetupScoped, APIView):
         except self.model.DoesNotExist:
             # get_object_or_404's message, as before
             raise exceptions.NotFound(f"No {self.model._meta.object_name} matches the given query.") from None
+
+    def get(self, request, study_id, pk):
+        return Response(self.read_serializer(self.item()).data)
 
     def patch(self, request, study_id, pk):
         self.require_designer(f"change {self.noun}s")
@@ -378,6 +431,7 @@ def setup_list_schema(read, write, noun):
 
 def setup_detail_schema(read, write, noun):
     return extend_schema_view(
+        get=extend_schema(responses=read, summary=f"One {noun} of the study"),
         patch=extend_schema(request=write(partial=True), responses=read, summary=f"Change a {noun} (designer)"),
         delete=extend_schema(responses={204: None}, summary=f"Remove a {noun} (designer)"),
     )
