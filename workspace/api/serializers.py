@@ -538,7 +538,7 @@ class RunSerializer(serializers.ModelSerializer):
 class RankMoveSerializer(serializers.Serializer):
     """One candidate's place and scores in both runs (null where absent)."""
 
-    name = serializers.CharField()
+    name = StrictCharField()
     status = serializers.ChoiceField(
         choices=["up", "down", "same", "new", "gone"],
         help_text="up or down: it passed or was passed by other candidates (by CEF); same: neither (a tie "
@@ -562,7 +562,7 @@ class RankMoveSerializer(serializers.Serializer):
 class FigureDeltaSerializer(serializers.Serializer):
     """A weight or an expert's influence in both runs (null where absent)."""
 
-    name = serializers.CharField()
+    name = StrictCharField()
     before = serializers.FloatField(allow_null=True)
     after = serializers.FloatField(allow_null=True)
     delta = serializers.FloatField(allow_null=True, help_text="after - before; null when either is absent")
@@ -570,13 +570,13 @@ class FigureDeltaSerializer(serializers.Serializer):
 
 
 class InputChangeSerializer(serializers.Serializer):
-    what = serializers.CharField(help_text="the input, in words")
-    before = serializers.CharField()
-    after = serializers.CharField()
+    what = StrictCharField(help_text="the input, in words")
+    before = StrictCharField()
+    after = StrictCharField()
 
 
 class InputChangeGroupSerializer(serializers.Serializer):
-    expert = serializers.CharField(
+    expert = StrictCharField(
         allow_null=True, help_text="whose input changed; null for the study's design (the designer's)"
     )
     changes = InputChangeSerializer(many=True)
