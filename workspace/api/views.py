@@ -770,6 +770,8 @@ class RunResultsCsvView(RunScoped, APIView):
     content_negotiation_class = _IgnoreAccept
 
     @extend_schema(
+        # the path's ".csv" would put a dot in the generated name
+        operation_id="v1_runs_results_csv_retrieve",
         responses={
             (200, "text/csv"): OpenApiResponse(
                 response={"type": "string"},
@@ -794,7 +796,9 @@ class RunResultsCsvView(RunScoped, APIView):
 class RunCompareView(APIView):
     @extend_schema(
         responses={
-            200: s.RunComparisonSerializer,
+            200: OpenApiResponse(
+                response=s.RunComparisonSerializer, description="the two runs compared, the earlier as before"
+            ),
             400: OpenApiResponse(
                 response=VALIDATION_ERROR.response,
                 description="The two runs belong to different studies (`other_id`: the reason).",
