@@ -7,7 +7,6 @@ import re
 from dataclasses import dataclass
 from typing import cast
 
-from django.conf import settings
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import force_instance
 from drf_spectacular.utils import OpenApiResponse
@@ -51,9 +50,9 @@ CLOSED_REQUESTS = (
 API = "/api/v1"
 
 # --- tags and summaries -------------------------------------------------------------
-# One tag per area, so that generated clients split into modules; declared at
-# the top level with their descriptions (settings.SPECTACULAR_SETTINGS["TAGS"]).
-TAG_NAMES = tuple(tag["name"] for tag in settings.SPECTACULAR_SETTINGS["TAGS"])
+# One tag per area, so that generated clients split into modules; the tags
+# are declared at the top level with their descriptions
+# (settings.SPECTACULAR_SETTINGS["TAGS"]).
 
 # The first rule whose pattern matches the path after /api/v1 gives the tag.
 TAG_RULES = (
