@@ -5,6 +5,7 @@ a summary and exactly one declared tag per operation, ``servers``,
 201/202, ``WWW-Authenticate`` on 401, ``Retry-After`` on 429)."""
 
 import pytest
+from drf_spectacular.validation import validate_schema
 
 from workspace.api.schema import first_sentence, operation_tag
 
@@ -157,3 +158,17 @@ def test_the_headers_declared_are_sent(client, db, cast):
     response = client.get("/api/v1/studies/")
     assert response.status_code == 401
     assert response["WWW-Authenticate"] == "Token"
+
+
+def test_the_schema_is_valid_openapi_3_0(schema):
+    """Against the OpenAPI 3.0 meta-schema (drf-spectacular's copy): no
+    3.1-style ``"type": [X, "null"]`` is left (the results document's
+    ``attribute`` and ``acknowledged_at`` had them)."""
+    validate_schema(schema)
+    assert not [where for where, node in _walk(schema) if isinstance(node.get("type"), list)]
+    results = schema["paths"]["/api/v1/runs/{run_id}/results/"]["get"]["responses"]["200"]["content"]
+    consistency = results["application/json"]["schema"]["properties"]["consistency"]
+    prioritisation = consistency["properties"]["prioritisations"]["items"]["properties"]
+    assert prioritisation["acknowledged_at"]["type"] == "string"
+    assert prioritisation["acknowledged_at"]["nullable"] is True
+    assert prioritisation["attribute"]["type"] == "string" and prioritisation["attribute"]["nullable"] is True
