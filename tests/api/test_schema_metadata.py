@@ -169,6 +169,6 @@ def test_the_schema_is_valid_openapi_3_0(schema):
     results = schema["paths"]["/api/v1/runs/{run_id}/results/"]["get"]["responses"]["200"]["content"]
     consistency = results["application/json"]["schema"]["properties"]["consistency"]
     prioritisation = consistency["properties"]["prioritisations"]["items"]["properties"]
-    assert prioritisation["acknowledged_at"]["type"] == "string"
-    assert prioritisation["acknowledged_at"]["nullable"] is True
-    assert prioritisation["attribute"]["type"] == "string" and prioritisation["attribute"]["nullable"] is True
+    assert prioritisation["acknowledged_at"]["anyOf"] == [{"type": "string", "format": "date-time"}, {"enum": [None]}]
+    assert prioritisation["attribute"]["anyOf"] == [{"type": "string"}, {"enum": [None]}]
+    assert prioritisation["attribute"]["description"].startswith("null: the prioritisation of the attributes")

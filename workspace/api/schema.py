@@ -412,13 +412,16 @@ def _nullable_types(schema: dict, components: dict) -> set[str | None]:
 def _fix_nullable(node: object, components: dict) -> None:
     """OpenAPI 3.0 wants a ``type`` beside ``nullable``: give a nullable
     reference (``allOf``/``oneOf`` of components) the type of what it refers
-    to; and it has no list of types: ``[X, "null"]`` becomes X, nullable."""
+    to; and it has no list of types: ``[X, "null"]`` becomes X or null."""
     if isinstance(node, dict):
         kinds = node.get("type")
         if isinstance(kinds, list) and "null" in kinds and len(kinds) == 2:
-            # OpenAPI 3.1's ["string", "null"] (inline schemas): 3.0's form.
-            node["type"] = next(kind for kind in kinds if kind != "null")
-            node["nullable"] = True
+            # OpenAPI 3.1's ["string", "null"] (inline schemas): in 3.0, the
+            # value's schema or null (as drf-spectacular's NullEnum says it),
+            # which plain JSON Schema validators read the same way.
+            value = {key: node.pop(key) for key in list(node) if key not in ("description", "readOnly")}
+            value["type"] = next(kind for kind in kinds if kind != "null")
+            node["anyOf"] = [value, {"enum": [None]}]
         if node.get("nullable") and "type" not in node:
             types = _nullable_types(node, components)
             if len(types) == 1 and None not in types:
