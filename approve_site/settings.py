@@ -337,6 +337,30 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # The paths are absolute (/api/v1/...): the server is the host the schema
+    # was fetched from (docs/api.md, "The schema for generated clients").
+    "SERVERS": [{"url": "/", "description": "this server (the host the schema was fetched from)"}],
+    # One tag per area, so that generated clients split into modules; each
+    # operation has one (workspace.api.schema.TAG_RULES).
+    "TAGS": [
+        {
+            "name": "studies",
+            "description": "Studies: create, read, change, delete, move between phases, export and import.",
+        },
+        {"name": "setup", "description": "A study's setup: attributes, metrics, candidates and members (designer)."},
+        {
+            "name": "inputs",
+            "description": "Experts' inputs (votes, ranges, priorities, peer weights) and measurements.",
+        },
+        {"name": "runs", "description": "Validation runs: launch, status, results and a candidate's scores."},
+        {
+            "name": "evaluation",
+            "description": "Prediction sets, their evaluation, and metrics computed from predictions.",
+        },
+        {"name": "discussion", "description": "The threads of a study's attributes and metrics, and their posts."},
+        {"name": "invitations", "description": "Invitations to be an expert: sent by designers, accepted or declined."},
+        {"name": "accounts", "description": "API tokens: create one with a password, list and revoke them."},
+    ],
     # Several models have a "kind" or a "status": each enum gets its own name.
     "ENUM_NAME_OVERRIDES": {
         "AttributeKindEnum": "workspace.models.QualityAttribute.Kind",
@@ -356,6 +380,8 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "workspace.api.schema.postprocess_links",
+        # nullable with a type, response headers, security: [] (workspace/api/schema.py)
+        "workspace.api.schema.postprocess_metadata",
     ],
 }
 

@@ -1,5 +1,7 @@
 """OpenAPI: every operation documents the errors it can answer with, and
-every create answer links to the operations on what it made."""
+every create answer links to the operations on what it made; every operation
+has a summary and one tag (its area), and the headers the server sends are
+declared."""
 
 import re
 from dataclasses import dataclass
@@ -45,7 +47,132 @@ CLOSED_REQUESTS = (
 )
 
 
+API = "/api/v1"
+
+# --- tags and summaries -------------------------------------------------------------
+# One tag per area, so that generated clients split into modules; the tags
+# are declared at the top level with their descriptions
+# (settings.SPECTACULAR_SETTINGS["TAGS"]).
+
+# The first rule whose pattern matches the path after /api/v1 gives the tag.
+TAG_RULES = (
+    (r"^/auth/", "accounts"),
+    (r"^/invitations/|^/studies/{[^}]+}/invitations/", "invitations"),
+    (r"^/runs/|^/studies/{[^}]+}/runs/", "runs"),
+    (r"^/studies/{[^}]+}/discussion/", "discussion"),
+    (
+        r"^/studies/{[^}]+}/(predictions|computations)/|^/studies/{[^}]+}/metrics/{[^}]+}/computation/"
+        r"|^/studies/{[^}]+}/measurements/(compute|sources)/",
+        "evaluation",
+    ),
+    (r"^/studies/{[^}]+}/(my|inputs|measurements)/", "inputs"),
+    (r"^/studies/{[^}]+}/(attributes|metrics|candidates|members)/", "setup"),
+    (r"^/studies/", "studies"),
+)
+
+
+def operation_tag(path: str) -> str:
+    """The area (tag) of the operation at ``path``."""
+    rest = path.removeprefix(API)
+    for pattern, tag in TAG_RULES:
+        if re.search(pattern, rest):
+            return tag
+    return "studies"
+
+
+# A short sentence per operation; an operation missing here (a new view) gets
+# its docstring's first sentence.
+SUMMARIES = {
+    "v1_auth_token_create": "Create an API token with a username and password",
+    "v1_auth_tokens_list": "List your API tokens",
+    "v1_auth_tokens_destroy": "Revoke one of your tokens",
+    "v1_invitations_list": "List the invitations addressed to you",
+    "v1_invitations_accept_create": "Accept an invitation",
+    "v1_invitations_decline_create": "Decline an invitation",
+    "v1_invitations_accept_link": "Accept a link invitation with its key",
+    "v1_runs_retrieve": "Get a run's status, timings and error",
+    "v1_runs_candidates_scores_retrieve": "Get one candidate's individual scores in a run",
+    "v1_runs_results_retrieve": "Get a run's results document",
+    "v1_studies_list": "List your studies",
+    "v1_studies_create": "Create a study",
+    "v1_studies_retrieve": "Get a study",
+    "v1_studies_partial_update": "Change a study's title, description or thresholds",
+    "v1_studies_destroy": "Delete a study with everything in it",
+    "v1_studies_attributes_list": "List the study's attributes",
+    "v1_studies_attributes_create": "Add an attribute",
+    "v1_studies_attributes_partial_update": "Change an attribute",
+    "v1_studies_attributes_destroy": "Remove an attribute",
+    "v1_studies_candidates_list": "List the study's candidates",
+    "v1_studies_candidates_create": "Add a candidate",
+    "v1_studies_candidates_partial_update": "Change a candidate",
+    "v1_studies_candidates_destroy": "Remove a candidate",
+    "v1_studies_computations_list": "List the computations a metric can take from predictions",
+    "v1_studies_discussion_retrieve": "List the study's discussion threads",
+    "v1_studies_discussion_attributes_retrieve": "Get the thread of an attribute",
+    "v1_studies_discussion_attributes_create": "Post in the thread of an attribute",
+    "v1_studies_discussion_metrics_retrieve": "Get the thread of a metric",
+    "v1_studies_discussion_metrics_create": "Post in the thread of a metric",
+    "v1_studies_discussion_posts_update": "Edit your own post",
+    "v1_studies_discussion_posts_hide_create": "Hide a post",
+    "v1_studies_discussion_posts_unhide_create": "Show a hidden post again",
+    "v1_studies_export_retrieve": "Export the study as a bundle",
+    "v1_studies_inputs_retrieve": "Get one expert's inputs",
+    "v1_studies_invitations_list": "List the study's invitations",
+    "v1_studies_invitations_create": "Invite an expert",
+    "v1_studies_invitations_destroy": "Revoke a pending invitation",
+    "v1_studies_measurements_list": "List the measured values",
+    "v1_studies_measurements_update": "Set measured values",
+    "v1_studies_measurements_compute_create": "Compute the measurements from predictions",
+    "v1_studies_measurements_sources_list": "List where each computed measurement came from",
+    "v1_studies_members_list": "List the study's members",
+    "v1_studies_members_create": "Take the expert role, or invite an expert",
+    "v1_studies_members_destroy": "Remove an expert",
+    "v1_studies_metrics_list": "List the study's metrics",
+    "v1_studies_metrics_create": "Add a metric",
+    "v1_studies_metrics_partial_update": "Change a metric",
+    "v1_studies_metrics_destroy": "Remove a metric",
+    "v1_studies_metrics_computation_retrieve": "Get a metric's computation from predictions",
+    "v1_studies_metrics_computation_update": "Compute a metric from predictions",
+    "v1_studies_metrics_computation_destroy": "Stop computing a metric from predictions",
+    "v1_studies_my_peer_weights_retrieve": "Get your peer weights",
+    "v1_studies_my_peer_weights_update": "Set your peer weights",
+    "v1_studies_my_priorities_retrieve": "Get your prioritisation",
+    "v1_studies_my_priorities_update": "Set your prioritisation",
+    "v1_studies_my_ranges_retrieve": "Get your acceptable ranges",
+    "v1_studies_my_ranges_update": "Set your acceptable ranges",
+    "v1_studies_my_votes_retrieve": "Get your votes",
+    "v1_studies_my_votes_update": "Set your votes",
+    "v1_studies_predictions_list": "List the study's prediction sets",
+    "v1_studies_predictions_create": "Upload a prediction set",
+    "v1_studies_predictions_retrieve": "Get a prediction set",
+    "v1_studies_predictions_destroy": "Delete a prediction set",
+    "v1_studies_predictions_evaluation_retrieve": "Evaluate a prediction set",
+    "v1_studies_runs_list": "List the study's runs",
+    "v1_studies_runs_create": "Launch a validation run",
+    "v1_studies_transitions_create": "Move the study to another phase",
+    "v1_studies_import_create": "Import a study bundle",
+}
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of a docstring, on one line, without its full stop."""
+    line = " ".join(text.split())
+    match = re.match(r"(.+?[.:;])(\s|$)", line)
+    return (match.group(1) if match else line).rstrip(".:;")
+
+
 class ApproveAutoSchema(AutoSchema):
+    def get_tags(self) -> list[str]:
+        return [operation_tag(self.path)]
+
+    def get_summary(self) -> str | None:
+        # (SUMMARIES overrides @extend_schema's summaries in postprocess_metadata.)
+        summary = SUMMARIES.get(self.get_operation_id()) or super().get_summary()
+        if summary:
+            return summary
+        description = self.get_description()
+        return first_sentence(description) if description else None
+
     def _map_serializer(self, serializer: object, direction: str, bypass_extensions: bool = False) -> dict:
         schema = super()._map_serializer(serializer, direction, bypass_extensions)
         closed = isinstance(force_instance(serializer), CLOSED_REQUESTS)
@@ -106,8 +233,6 @@ class ApproveAutoSchema(AutoSchema):
 # collection in the target's path (``studies/{study_id}/...`` after
 # ``studies/``), and the parameters the create's own path shares with the
 # target are passed on as they were (``$request.path.study_id``).
-
-API = "/api/v1"
 
 
 @dataclass(frozen=True)
@@ -257,4 +382,74 @@ def postprocess_links(result: dict, generator: object, request: object, public: 
                 }
             if links:
                 response["links"] = links
+    return result
+
+
+# --- what generators and linters need beyond drf-spectacular's output ---------------
+
+# The headers the server sends, per status code: (name, required, description).
+# Location: required once every create sends it (issue 18, item 4).
+RESPONSE_HEADERS = {
+    "201": [("Location", False, "The URL of what was created.")],
+    "202": [("Location", False, "The URL of what was started (the run) or sent (the invitation).")],
+    "401": [("WWW-Authenticate", True, "The scheme to authenticate with: `Token`.")],
+    "429": [("Retry-After", True, "The seconds to wait before trying again.")],
+}
+
+
+def _nullable_types(schema: dict, components: dict) -> set[str | None]:
+    """The types of the schemas that a nullable ``allOf`` or ``oneOf`` refers to
+    (None for one without a type, such as drf-spectacular's NullEnum)."""
+    types = set()
+    for sub in schema.get("allOf", []) + schema.get("oneOf", []):
+        resolved = _resolved(sub, components)
+        if resolved.get("enum") == [None]:
+            continue  # NullEnum: null, which `nullable` allows anyway
+        types.add(resolved.get("type"))
+    return types
+
+
+def _fix_nullable(node: object, components: dict) -> None:
+    """OpenAPI 3.0 wants a ``type`` beside ``nullable``: give a nullable
+    reference (``allOf``/``oneOf`` of components) the type of what it refers
+    to; and it has no list of types: ``[X, "null"]`` becomes X or null."""
+    if isinstance(node, dict):
+        kinds = node.get("type")
+        if isinstance(kinds, list) and "null" in kinds and len(kinds) == 2:
+            # OpenAPI 3.1's ["string", "null"] (inline schemas): in 3.0, the
+            # value's schema or null (as drf-spectacular's NullEnum says it),
+            # which plain JSON Schema validators read the same way.
+            value = {key: node.pop(key) for key in list(node) if key not in ("description", "readOnly")}
+            value["type"] = next(kind for kind in kinds if kind != "null")
+            node["anyOf"] = [value, {"enum": [None]}]
+        if node.get("nullable") and "type" not in node:
+            types = _nullable_types(node, components)
+            if len(types) == 1 and None not in types:
+                node["type"] = types.pop()
+        for value in node.values():
+            _fix_nullable(value, components)
+    elif isinstance(node, list):
+        for value in node:
+            _fix_nullable(value, components)
+
+
+def postprocess_metadata(result: dict, generator: object, request: object, public: bool) -> dict:
+    """drf-spectacular postprocessing hook: a type beside every ``nullable``,
+    the response headers the server sends, and ``security: []`` on the
+    operations that need no credentials (the token request)."""
+    components = result.get("components", {}).get("schemas", {})
+    _fix_nullable(components, components)
+    for _path, _method, operation in _operations(result.get("paths", {})):
+        _fix_nullable(operation, components)
+        operation["summary"] = SUMMARIES.get(operation["operationId"]) or operation.get("summary")
+        operation.setdefault("security", [])
+        for status, response in operation.get("responses", {}).items():
+            if status == "429" and not response.get("description"):
+                response["description"] = "Too many requests: try again after `Retry-After` seconds."
+            for name, required, description in RESPONSE_HEADERS.get(status, ()):
+                response.setdefault("headers", {})[name] = {
+                    "description": description,
+                    "required": required,
+                    "schema": {"type": "integer" if name == "Retry-After" else "string"},
+                }
     return result
