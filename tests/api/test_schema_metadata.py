@@ -131,8 +131,8 @@ def test_every_nullable_has_a_type(schema):
 def test_response_headers_are_declared(schema):
     seen = {"201": 0, "202": 0, "401": 0, "429": 0}
     expected = {
-        "201": ("Location", False, "string"),
-        "202": ("Location", False, "string"),
+        "201": ("Location", True, "string"),
+        "202": ("Location", True, "string"),
         "401": ("WWW-Authenticate", True, "string"),
         "429": ("Retry-After", True, "integer"),
     }

@@ -83,6 +83,15 @@ def operation_tag(path: str) -> str:
 # A short sentence per operation; an operation missing here (a new view) gets
 # its docstring's first sentence.
 SUMMARIES = {
+    "v1_auth_tokens_retrieve": "Get one of your tokens (its key is never shown again)",
+    "v1_runs_compare_retrieve": "Compare two runs of one study (rank moves, deltas, changed inputs)",
+    "v1_runs_results_csv_retrieve": "Download a run's results as CSV",
+    "v1_studies_attributes_retrieve": "Get one attribute of the study",
+    "v1_studies_candidates_retrieve": "Get one candidate of the study",
+    "v1_studies_discussion_posts_retrieve": "Get one post of the study's discussion",
+    "v1_studies_invitations_retrieve": "Get one of the study's invitations and its status (designer)",
+    "v1_studies_members_retrieve": "Get one expert of the study",
+    "v1_studies_metrics_retrieve": "Get one metric of the study",
     "v1_auth_token_create": "Create an API token with a username and password",
     "v1_auth_tokens_list": "List your API tokens",
     "v1_auth_tokens_destroy": "Revoke one of your tokens",
@@ -390,8 +399,8 @@ def postprocess_links(result: dict, generator: object, request: object, public: 
 # The headers the server sends, per status code: (name, required, description).
 # Location: required once every create sends it (issue 18, item 4).
 RESPONSE_HEADERS = {
-    "201": [("Location", False, "The URL of what was created.")],
-    "202": [("Location", False, "The URL of what was started (the run) or sent (the invitation).")],
+    "201": [("Location", True, "The URL of what was created.")],
+    "202": [("Location", True, "The URL of what was started (the run) or sent (the invitation).")],
     "401": [("WWW-Authenticate", True, "The scheme to authenticate with: `Token`.")],
     "429": [("Retry-After", True, "The seconds to wait before trying again.")],
 }
