@@ -7,6 +7,7 @@ and changes only their own inputs; the designer manages the study and reads
 every input. An outsider never learns a study exists.
 """
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
@@ -366,11 +367,12 @@ class SetupScoped(StudyScoped):
         return f"{self.noun}-detail"
 
 
-class SetupListView(SetupScoped, PaginatedListMixin, APIView):
-    """Members list the items; the designer adds them."""
+class SetupListView(SetupScoped, PaginatedListMixin, APIView, ABC):
+    """Members list the items; the designer adds them (each kind's ``create``)."""
 
+    @abstractmethod
     def create(self, data: dict[str, Any]) -> QualityAttribute | Metric | Candidate:
-        raise NotImplementedError
+        """Add the item through its service."""
 
     def queryset(self) -> SetupItems:
         return selectors.setup_item_list(study=self.study(), model=self.model)
@@ -390,14 +392,18 @@ class SetupListView(SetupScoped, PaginatedListMixin, APIView):
         )
 
 
-class SetupDetailView(SetupScoped, APIView):
+class SetupDetailView(SetupScoped, APIView, ABC):
+    """One item: members read it; the designer changes or removes it (each kind's ``update`` and ``remove``)."""
+
+    @abstractmethod
     def update(
         self, item: QualityAttribute | Metric | Candidate, data: dict[str, Any]
     ) -> QualityAttribute | Metric | Candidate:
-        raise NotImplementedError
+        """Change the item through its service."""
 
+    @abstractmethod
     def remove(self, item: QualityAttribute | Metric | Candidate) -> None:
-        raise NotImplementedError
+        """Remove the item through its service."""
 
     def item(self) -> QualityAttribute | Metric | Candidate:
         try:
