@@ -293,3 +293,10 @@ def make_study(cast):
 def case_study():
     """A fresh copy of the example study (workspace/demo/case-study-1.json)."""
     return json.loads(CASE_STUDY_PATH.read_text(encoding="utf-8"))
+
+
+def error_fields(response) -> dict:
+    """The per-field messages of an API error answer, whatever the error body's shape
+    (``{"field": [...]}`` or an envelope with ``"fields"``)."""
+    body = response.json()
+    return body["fields"] if isinstance(body, dict) and "fields" in body else body
