@@ -33,7 +33,8 @@ from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import User
 from django.db import DatabaseError, connection, transaction
-from django.db.models import F, Q, QuerySet, Subquery
+from django.db.models import F, Q, QuerySet
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
@@ -155,15 +156,19 @@ def _launch_copying(study: Study, launched_by: User | None, tolerance: float) ->
     )
     if source is None:
         return None
+    # One INSERT whose snapshot is a subquery: the database copies the
+    # stored value without sending it to Python and back.
+    table, key = Run._meta.db_table, Run._meta.pk.column
+    column = Run._meta.get_field("snapshot").column
+    copied = RawSQL(f'(SELECT "{column}" FROM "{table}" WHERE "{key}" = %s)', [source])  # noqa: S608
     run = Run.objects.create(
         study=study,
         launched_by=launched_by,
         tolerance=tolerance,
-        snapshot={},  # replaced before commit by the source's, below
+        snapshot=copied,
         input_version=study.input_version,
         lease_expires_at=_queue_lease(timezone.now()),
     )
-    Run.objects.filter(pk=run.pk).update(snapshot=Subquery(Run.objects.filter(pk=source).values("snapshot")[:1]))
     del run.snapshot  # read from the database if asked for
     return run
 
