@@ -5,7 +5,8 @@ its results in ``engine.results``, the results document in
 ``engine.selectors``.
 
 The path of a run (ARCHITECTURE.md): ``run_launch`` copies every input into
-the run and enqueues the task after commit; the task calls ``run_execute``,
+the run (or, when nothing changed since an earlier run, that run's snapshot,
+in the database) and enqueues the task after commit; the task calls ``run_execute``,
 which claims the run with a conditional UPDATE (so a redelivered message never
 runs it twice or overwrites a finished run), computes with ``engine.core``
 (``engine.results.evaluate_snapshot``) and stores the results and the status in one write.
@@ -116,8 +117,9 @@ def _lock_for_launch(study: Study) -> Study:
     """Re-read the study under a lock that keeps its inputs as they are until
     the launch commits, without making launches wait for each other.
 
-    Every change to a study's inputs takes its row lock ``FOR UPDATE``
-    (``workspace.services._checks.locked``); a launch takes it ``FOR SHARE``
+    Every change to a study's inputs takes its row lock with the UPDATE that
+    bumps its ``input_version`` (``workspace.services._checks.locked``); a
+    launch takes it ``FOR SHARE``
     on PostgreSQL, which those changes wait for but other launches do not, so
     many launches of one study read its inputs at the same time. (SQLite
     locks the whole database for a write anyway.)"""
