@@ -124,6 +124,7 @@ PURE_MODULES = (
     "engine.explain",
     "engine.compare",
     "engine.arguments",
+    "engine.robustness",
     "evaluation.metrics",
     "evaluation.elicitation",
     "evaluation.report",
