@@ -31,15 +31,20 @@ from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.stats import kendalltau
+
+from . import core
 
 __all__ = [
     "Crossing",
+    "LeaveOneOut",
     "SensitivityLines",
     "WeightStability",
     "WhatIf",
     "competition_ranks",
     "crossings",
     "fragility",
+    "leave_one_out",
     "metric_shares",
     "metric_weights_from_attributes",
     "most_fragile",
@@ -562,3 +567,120 @@ def pairwise_winning(cef: ArrayLike) -> np.ndarray:
     """
     values = _samples(cef)
     return pairwise_counts(competition_ranks(values)) / len(values)
+
+
+# --------------------------------------------------------------------------
+# Leave one expert out
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class LeaveOneOut:
+    """Result of :func:`leave_one_out`; row ``i`` of each (k, ...) array is
+    the run without expert ``i``.
+
+    Attributes
+    ----------
+    full_cef, full_ranks : ndarray (m,)
+        The CEFs and competition ranks with every expert.
+    cef, ranks : ndarray (k, m)
+        The same without each expert.
+    order : ndarray (k, m)
+        Candidates best first without each expert (ties by the higher
+        weighted score, then index, as the results list them): ``order[i,
+        0]`` is the winner and ``order[i, :3]`` the top three.
+    winner_changed : ndarray of bool (k,)
+        The set of first-ranked candidates differs from the full run's.
+    kendall_tau : ndarray (k,)
+        Kendall's tau-b between the full CEFs and the CEFs without the
+        expert (ties counted as tau-b counts them); 1.0 when the two
+        rankings are identical, NaN when undefined otherwise (a ranking in
+        which every candidate ties).
+    """
+
+    full_cef: np.ndarray
+    full_ranks: np.ndarray
+    cef: np.ndarray
+    ranks: np.ndarray
+    order: np.ndarray
+    winner_changed: np.ndarray
+    kendall_tau: np.ndarray
+
+
+def without_expert(
+    expert: int, weights: np.ndarray, peer_weights: np.ndarray, lower: np.ndarray, upper: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(W, V, L, U)`` without expert ``expert``: their row of ``W``, ``L``
+    and ``U`` removed, their row and column of ``V`` removed and every
+    remaining row of ``V`` divided by its sum (METHOD.md: a row that must
+    sum to 1 is renormalised exactly)."""
+    keep = np.arange(len(weights)) != expert
+    reduced = peer_weights[np.ix_(keep, keep)]
+    return weights[keep], reduced / reduced.sum(axis=1, keepdims=True), lower[keep], upper[keep]
+
+
+def leave_one_out(
+    *,
+    weights: ArrayLike,
+    peer_weights: ArrayLike,
+    lower: ArrayLike,
+    upper: ArrayLike,
+    measurements: ArrayLike,
+    tolerance: float = core.DEFAULT_TOLERANCE,
+) -> LeaveOneOut:
+    """The ranking without each expert in turn (docs/method.md, "Robustness").
+
+    Same arguments as ``engine.core.evaluate`` (the arrays of
+    ``engine.snapshot.snapshot_arrays``). For each expert ``i`` the engine
+    runs on the study without them (:func:`without_expert`): their weights
+    and ranges dropped, their row and column of the peer weights removed
+    and the other rows renormalised, so their influence is shared out as
+    the method shares it (the stationary distribution of the reduced
+    ``V``); their vetoes go with them. Cost: ``k`` evaluations. Needs at
+    least two experts.
+    """
+    W = np.asarray(weights, dtype=np.float64)
+    V = np.asarray(peer_weights, dtype=np.float64)
+    L = np.asarray(lower, dtype=np.float64)
+    U = np.asarray(upper, dtype=np.float64)
+    M = np.asarray(measurements, dtype=np.float64)
+    full = core.evaluate(weights=W, peer_weights=V, lower=L, upper=U, measurements=M, tolerance=tolerance)
+    k = W.shape[0]
+    if k < 2:
+        raise ValueError("leave-one-out needs at least two experts (weights has one row)")
+    m = len(full.cef)
+    full_ranks = competition_ranks(full.cef)
+    full_top = full_ranks == 1
+    cef = np.empty((k, m))
+    ranks = np.empty((k, m), dtype=np.int64)
+    order = np.empty((k, m), dtype=np.intp)
+    changed = np.zeros(k, dtype=bool)
+    tau = np.full(k, np.nan)
+    # The same checks evaluate makes, once, before rows are dropped.
+    V = core._validated_peer_weights(V, expected_experts=k)
+    for expert in range(k):
+        W_i, V_i, L_i, U_i = without_expert(expert, W, V, L, U)
+        result = core.evaluate(weights=W_i, peer_weights=V_i, lower=L_i, upper=U_i, measurements=M, tolerance=tolerance)
+        cef[expert] = result.cef
+        ranks[expert] = competition_ranks(result.cef)
+        order[expert] = np.lexsort((np.arange(m), -result.weighted_scores, -result.cef))
+        changed[expert] = bool((ranks[expert] == 1).tolist() != full_top.tolist())
+        if np.array_equal(ranks[expert], full_ranks):
+            tau[expert] = 1.0
+        elif m >= 2:
+            tau[expert] = _kendall_tau_b(full.cef, result.cef)
+    return LeaveOneOut(
+        full_cef=np.asarray(full.cef),
+        full_ranks=full_ranks,
+        cef=cef,
+        ranks=ranks,
+        order=order,
+        winner_changed=changed,
+        kendall_tau=tau,
+    )
+
+
+def _kendall_tau_b(first: np.ndarray, second: np.ndarray) -> float:
+    if np.ptp(first) == 0 or np.ptp(second) == 0:
+        return float("nan")  # a ranking where every candidate ties: undefined
+    return float(kendalltau(first, second).statistic)
