@@ -36,8 +36,16 @@ from scipy.stats import kendalltau
 from . import core
 
 __all__ = [
+    "CENTRAL_WEIGHT_BITS",
+    "PAIRWISE_ALL",
+    "PAIRWISE_TOP",
+    "SAMPLE_BLOCK",
+    "Counts",
     "Crossing",
     "LeaveOneOut",
+    "MonteCarloInputs",
+    "SamplingSpec",
+    "Summary",
     "SensitivityLines",
     "WeightStability",
     "WhatIf",
@@ -45,14 +53,20 @@ __all__ = [
     "crossings",
     "fragility",
     "leave_one_out",
+    "merge",
+    "monte_carlo_chunk",
+    "pairwise_counts",
+    "rank_counts",
     "metric_shares",
     "metric_weights_from_attributes",
     "most_fragile",
     "pairwise_winning",
     "rank_acceptability",
     "sensitivity_lines",
+    "summary",
     "weight_stability",
     "what_if",
+    "without_expert",
 ]
 
 # Two lines tied at a group's current weight count as identical (the same
@@ -684,3 +698,507 @@ def _kendall_tau_b(first: np.ndarray, second: np.ndarray) -> float:
     if np.ptp(first) == 0 or np.ptp(second) == 0:
         return float("nan")  # a ranking where every candidate ties: undefined
     return float(kendalltau(first, second).statistic)
+
+
+# --------------------------------------------------------------------------
+# Monte Carlo rank probabilities (SMAA-2 style)
+# --------------------------------------------------------------------------
+
+#: Samples are drawn in blocks of this many: block ``b`` (samples
+#: ``b * SAMPLE_BLOCK`` ...) draws from generators seeded by
+#: ``(seed, b, part)``, so a sample's values never depend on how the
+#: samples are split into chunks (a chunk that starts inside a block draws
+#: the whole block and keeps its part).
+SAMPLE_BLOCK = 64
+
+#: Central weights are summed as integers in units of 2**-CENTRAL_WEIGHT_BITS,
+#: so merged chunks add exactly whatever their order (float sums would not).
+CENTRAL_WEIGHT_BITS = 40
+
+#: Without a ``SamplingSpec.pairwise`` list, pairwise wins are counted among
+#: all candidates up to this many, else among the run's PAIRWISE_TOP best.
+PAIRWISE_ALL = 100
+PAIRWISE_TOP = 20
+
+# Independent streams per block, one per sampled input, so switching one
+# input's sampling on or off never changes another's draws.
+_JUDGMENTS, _DIRICHLET, _PEERS, _RANGES, _MEASUREMENTS = range(5)
+
+# A Dirichlet draw whose entry underflows to 0 is lifted to this before the
+# row is renormalised: peer weights must stay positive (METHOD.md 5).
+_TINY = 1e-300
+
+
+@dataclass(frozen=True)
+class SamplingSpec:
+    """What a Monte Carlo analysis samples (recorded with it; docs/method.md,
+    "Robustness"). Everything off samples nothing: every sample is the run.
+
+    Attributes
+    ----------
+    judgments : bool
+        Experts' attribute prioritisations: each AHP judgment moved by -1, 0
+        or +1 step of Saaty's 17-point scale (1/9, ..., 1/2, 1, 2, ..., 9),
+        each with probability 1/3, independently, clipped at 1/9 and 9; direct
+        and LPR weights drawn from ``Dirichlet(weight_concentration * w)``,
+        ``w`` the expert's attribute weights. Each metric keeps its share of
+        its attribute.
+    weight_concentration : float
+        The Dirichlet concentration ``kappa`` of direct and LPR weights:
+        mean ``w``, variance ``w (1 - w) / (kappa + 1)``.
+    peer_weights : bool
+        Each expert's row of peer weights from ``Dirichlet(peer_concentration * v_i)``.
+    peer_concentration : float
+    range_fraction : float
+        ``p`` in [0, 0.5): each bound of each acceptable range moved by
+        ``u p |b^u - b^l|``, ``u`` uniform on [-1, 1], independently (the
+        bounds cannot meet below 0.5). 0: ranges fixed.
+    measurements : bool
+        Typed measurements drawn from ``Normal(value, standard error)`` where
+        a standard error is given (``MonteCarloInputs.standard_errors``).
+    pairwise : tuple of int, optional
+        The candidates whose pairwise wins are counted. None: all of them up
+        to ``PAIRWISE_ALL`` (100) candidates, else the run's ``PAIRWISE_TOP``
+        (20) best (``m`` candidates need ``m^2`` counts per sample).
+    """
+
+    judgments: bool = False
+    weight_concentration: float = 100.0
+    peer_weights: bool = False
+    peer_concentration: float = 100.0
+    range_fraction: float = 0.0
+    measurements: bool = False
+    pairwise: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("weight_concentration", "peer_concentration"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and np.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a positive number, got {value!r}")
+        if not (isinstance(self.range_fraction, int | float) and 0 <= self.range_fraction < 0.5):
+            raise ValueError(f"range_fraction must lie in [0, 0.5), got {self.range_fraction!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class MonteCarloInputs:
+    """A run's inputs for :func:`monte_carlo_chunk`.
+
+    Attributes
+    ----------
+    weights, peer_weights, lower, upper, measurements
+        As ``engine.core.evaluate`` takes them (``snapshot_arrays``).
+    attribute_of : ndarray of int (n,), optional
+        Each metric's attribute (default: each metric its own attribute).
+        An expert's attribute weight is the sum of their weights of its
+        metrics; each metric keeps its share of it when weights are sampled.
+    ahp_matrices : ndarray (k, A, A), optional
+        Each expert's pairwise comparison matrix of the attributes; only the
+        rows of ``ahp_experts`` are read.
+    ahp_experts : ndarray of bool (k,), optional
+        The experts who prioritised the attributes by AHP (default none:
+        every expert's weights are sampled from the Dirichlet).
+    ahp_weighting : str
+        How AHP weights come from a matrix (``engine.rules.AHP_WEIGHTINGS``),
+        the study's setting.
+    standard_errors : ndarray (m, n), optional
+        Each typed measurement's standard error; 0 or NaN: fixed.
+    """
+
+    weights: ArrayLike
+    peer_weights: ArrayLike
+    lower: ArrayLike
+    upper: ArrayLike
+    measurements: ArrayLike
+    attribute_of: ArrayLike | None = None
+    ahp_matrices: ArrayLike | None = None
+    ahp_experts: ArrayLike | None = None
+    ahp_weighting: str = "column_means"
+    standard_errors: ArrayLike | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Counts:
+    """What a chunk of samples leaves (all integers, so merging is exact).
+
+    Attributes
+    ----------
+    samples : int
+    ranks : ndarray of int64 (m, m)
+        [c, r]: samples in which candidate c has competition rank r + 1.
+    pairwise : ndarray of int64 (p, p)
+        [c, d]: samples with CEF_c > CEF_d, among ``pairwise_candidates``.
+    pairwise_candidates : ndarray of int (p,)
+    central_weights : ndarray of int64 (m, n)
+        Sum of the consensus metric weights of the samples in which c is
+        ranked first, in units of ``2**-CENTRAL_WEIGHT_BITS``.
+    """
+
+    samples: int
+    ranks: np.ndarray
+    pairwise: np.ndarray
+    pairwise_candidates: np.ndarray
+    central_weights: np.ndarray
+
+    @property
+    def best(self) -> np.ndarray:
+        """Samples in which each candidate is ranked first (ties included)."""
+        return self.ranks[:, 0]
+
+    def to_dict(self) -> dict:
+        """Plain JSON (lists of ints), what a task returns and a run stores."""
+        return {
+            "samples": int(self.samples),
+            "ranks": self.ranks.tolist(),
+            "pairwise": self.pairwise.tolist(),
+            "pairwise_candidates": self.pairwise_candidates.tolist(),
+            "central_weights": self.central_weights.tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Counts":
+        m = len(data["ranks"])
+        p = len(data["pairwise_candidates"])
+        return cls(
+            samples=int(data["samples"]),
+            ranks=np.array(data["ranks"], dtype=np.int64).reshape(m, m),
+            pairwise=np.array(data["pairwise"], dtype=np.int64).reshape(p, p),
+            pairwise_candidates=np.array(data["pairwise_candidates"], dtype=np.intp),
+            central_weights=np.array(data["central_weights"], dtype=np.int64).reshape(m, -1),
+        )
+
+
+class _Prepared:
+    """Validated inputs and what every block reuses."""
+
+    def __init__(self, inputs: MonteCarloInputs, spec: SamplingSpec):
+        from .prioritisation import _validated_matrices
+        from .rules import AHP_WEIGHTINGS, SCALE_VALUES
+
+        base = core.evaluate(
+            weights=inputs.weights,
+            peer_weights=inputs.peer_weights,
+            lower=inputs.lower,
+            upper=inputs.upper,
+            measurements=inputs.measurements,
+        )
+        self.spec = spec
+        self.base = base
+        W = core._validated_weights(inputs.weights)
+        k, n = W.shape
+        self.weights = W
+        self.peer_weights = core._validated_peer_weights(inputs.peer_weights, expected_experts=k)
+        self.lower = np.asarray(inputs.lower, dtype=np.float64)
+        self.upper = np.asarray(inputs.upper, dtype=np.float64)
+        self.measurements = np.asarray(inputs.measurements, dtype=np.float64)
+        m = len(self.measurements)
+        attribute_of = np.arange(n) if inputs.attribute_of is None else inputs.attribute_of
+        self.attribute_of = _attribute_index(attribute_of, n)
+        attributes = int(self.attribute_of.max()) + 1 if n else 0
+        if set(self.attribute_of.tolist()) != set(range(attributes)):
+            raise ValueError("attribute_of must number the attributes 0..A-1 with every attribute used")
+        self.attribute_weights = np.stack([np.bincount(self.attribute_of, row, attributes) for row in W])
+        self.shares = W / self.attribute_weights[:, self.attribute_of]
+        ahp = np.zeros(k, dtype=bool) if inputs.ahp_experts is None else np.asarray(inputs.ahp_experts, dtype=bool)
+        if ahp.shape != (k,):
+            raise ValueError(f"ahp_experts must have shape ({k},) (one flag per expert), got {ahp.shape}")
+        self.ahp_experts = np.flatnonzero(ahp)
+        self.dirichlet_experts = np.flatnonzero(~ahp)
+        if inputs.ahp_weighting not in AHP_WEIGHTINGS:
+            raise ValueError(f"ahp_weighting must be one of {', '.join(AHP_WEIGHTINGS)}")
+        self.ahp_weighting = inputs.ahp_weighting
+        self.pairs = np.triu_indices(attributes, k=1)
+        if len(self.ahp_experts):
+            if inputs.ahp_matrices is None:
+                raise ValueError("ahp_matrices are needed for the experts in ahp_experts")
+            matrices = _validated_matrices(inputs.ahp_matrices, "ahp_matrices")
+            if matrices.shape != (k, attributes, attributes):
+                raise ValueError(
+                    f"ahp_matrices must have shape ({k}, {attributes}, {attributes}) (an attribute matrix "
+                    f"per expert), got {matrices.shape}"
+                )
+            upper_values = matrices[self.ahp_experts][:, self.pairs[0], self.pairs[1]]
+            distance = np.abs(np.log(upper_values)[..., None] - np.log(SCALE_VALUES))
+            self.judgment_points = np.argmin(distance, axis=-1)  # (k_ahp, pairs) index into the scale
+        self.scale_values = SCALE_VALUES
+        self.standard_errors = np.zeros((m, n))
+        if inputs.standard_errors is not None:
+            errors = np.asarray(inputs.standard_errors, dtype=np.float64)
+            if errors.shape != (m, n):
+                raise ValueError(f"standard_errors must have shape ({m}, {n}) (one per measurement)")
+            errors = np.where(np.isnan(errors), 0.0, errors)
+            if not np.isfinite(errors).all() or errors.min() < 0:
+                raise ValueError("standard_errors must be non-negative and finite (or NaN for none)")
+            self.standard_errors = errors
+        if spec.pairwise is None:
+            # All candidates up to PAIRWISE_ALL; beyond, the run's best
+            # PAIRWISE_TOP (m^2 counts per sample would dominate the cost).
+            best_first = np.lexsort((np.arange(m), -np.asarray(base.weighted_scores), -np.asarray(base.cef)))
+            self.pairwise_candidates = np.arange(m) if m <= PAIRWISE_ALL else np.sort(best_first[:PAIRWISE_TOP])
+        else:
+            chosen = np.asarray(spec.pairwise, dtype=np.intp)
+            if len(chosen) and (chosen.min() < 0 or chosen.max() >= m or len(np.unique(chosen)) != len(chosen)):
+                raise ValueError(f"pairwise must list distinct candidate indices in 0..{m - 1}")
+            self.pairwise_candidates = chosen
+        self.scores_vary = spec.range_fraction > 0 or (spec.measurements and bool(self.standard_errors.any()))
+        self.influence = np.asarray(base.expert_influence)
+        if not self.scores_vary:
+            # Fixed individual scores: g = pi Mbar is one product per sample.
+            self.vetoed = np.asarray(base.vetoed)
+            if spec.peer_weights:
+                position = (self.measurements[:, None, :] - self.lower) / (self.upper - self.lower)
+                self.individual = np.ascontiguousarray(np.clip(position, 0.0, 1.0).transpose(1, 0, 2)).reshape(k, -1)
+
+    # --- one block of samples ---------------------------------------------------
+
+    def metric_weights(self, seed: int, block: int, size: int) -> np.ndarray:
+        """(size, k, n) each expert's metric weights per sample."""
+        W = self.weights
+        if not self.spec.judgments:
+            return np.broadcast_to(W, (size, *W.shape))
+        from .prioritisation import ahp_weights
+
+        attribute = np.broadcast_to(self.attribute_weights, (size, *self.attribute_weights.shape)).copy()
+        if len(self.dirichlet_experts):
+            rng = np.random.default_rng([seed, block, _DIRICHLET])
+            alpha = self.spec.weight_concentration * self.attribute_weights[self.dirichlet_experts]
+            attribute[:, self.dirichlet_experts] = _dirichlet_rows(rng, alpha, size)
+        if len(self.ahp_experts) and len(self.pairs[0]):
+            rng = np.random.default_rng([seed, block, _JUDGMENTS])
+            steps = rng.integers(-1, 2, size=(size, *self.judgment_points.shape))
+            points = np.clip(self.judgment_points + steps, 0, len(self.scale_values) - 1)
+            values = self.scale_values[points]  # (size, k_ahp, pairs)
+            a_count = self.attribute_weights.shape[1]
+            matrices = np.ones((size, len(self.ahp_experts), a_count, a_count))
+            rows, columns = self.pairs
+            matrices[..., rows, columns] = values
+            matrices[..., columns, rows] = 1.0 / values
+            attribute[:, self.ahp_experts] = ahp_weights(matrices, self.ahp_weighting)
+        return attribute[..., self.attribute_of] * self.shares
+
+    def influence_of(self, seed: int, block: int, size: int) -> np.ndarray:
+        """(size, k) stationary distributions of the sampled peer weights."""
+        k = len(self.peer_weights)
+        if not self.spec.peer_weights or k == 1:
+            return np.broadcast_to(self.influence, (size, k))
+        rng = np.random.default_rng([seed, block, _PEERS])
+        alpha = self.spec.peer_concentration * self.peer_weights
+        return _stationary_batch(_dirichlet_rows(rng, alpha, size), self.influence)
+
+    def cef(self, seed: int, block: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """(CEF (size, m), consensus metric weights (size, n)) of a block."""
+        W = self.metric_weights(seed, block, size)
+        influence = self.influence_of(seed, block, size)
+        a = np.einsum("sk,skn->sn", influence, W)
+        a /= a.sum(axis=-1, keepdims=True)
+        m, n = self.measurements.shape
+        if not self.scores_vary:
+            if self.spec.peer_weights:
+                g = (influence @ self.individual).reshape(size, m, n)
+                weighted = np.einsum("smn,sn->sm", g, a)
+            else:
+                weighted = a @ np.asarray(self.base.group_scores).T
+            return np.where(self.vetoed, 0.0, weighted), a
+        lower = np.broadcast_to(self.lower, (size, *self.lower.shape))
+        upper = np.broadcast_to(self.upper, (size, *self.upper.shape))
+        if self.spec.range_fraction > 0:
+            rng = np.random.default_rng([seed, block, _RANGES])
+            width = np.abs(self.upper - self.lower) * self.spec.range_fraction
+            moves = rng.uniform(-1.0, 1.0, size=(2, size, *self.lower.shape))
+            lower = self.lower + moves[0] * width
+            upper = self.upper + moves[1] * width
+        measured = np.broadcast_to(self.measurements, (size, m, n))
+        if self.spec.measurements and self.standard_errors.any():
+            rng = np.random.default_rng([seed, block, _MEASUREMENTS])
+            measured = self.measurements + self.standard_errors * rng.standard_normal((size, m, n))
+        cef = np.empty((size, m))
+        for s in range(size):
+            g = core._group_scores(influence[s], lower[s], upper[s], measured[s])
+            vetoed = core._vetoed(lower[s], upper[s], measured[s])
+            cef[s] = np.where(vetoed, 0.0, (g * a[s]).sum(axis=1))
+        return cef, a
+
+
+def _dirichlet_rows(rng: np.random.Generator, alpha: np.ndarray, size: int) -> np.ndarray:
+    """``size`` draws (size, *alpha.shape) of a Dirichlet per row of ``alpha``
+    (normalised Gamma(alpha) draws, each entry kept positive). One sample
+    at a time: numpy draws gammas of different shapes one by one anyway,
+    and a sample's draws then stay in cache."""
+    draws = np.stack([rng.standard_gamma(alpha) for _ in range(size)])
+    draws = np.maximum(draws, _TINY)
+    return draws / draws.sum(axis=-1, keepdims=True)
+
+
+#: Power steps tried per block before the samples not yet converged are solved.
+_POWER_STEPS = 64
+
+
+def _stationary_batch(chains: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Stationary distributions (S, k) of row-stochastic positive (S, k, k).
+
+    Power iteration from ``start`` (the run's ``pi``, close to every
+    sample's), batched, on the lazy chains ``(V - alpha I) / (1 - alpha)``
+    (``alpha`` each chain's smallest diagonal entry: the same ``pi``, faster
+    mixing), until a step moves no entry by more than 1e-15; a chain not
+    there within ``_POWER_STEPS`` steps is solved directly, as
+    ``engine.core`` solves ``pi V = pi``, ``sum pi = 1``."""
+    size, k, _ = chains.shape
+    diagonal = np.arange(k)
+    alpha = chains[:, diagonal, diagonal].min(axis=-1)
+    lazy = chains.copy()
+    lazy[:, diagonal, diagonal] -= alpha[:, None]
+    lazy /= (1.0 - alpha)[:, None, None]
+    influence = np.broadcast_to(start, (size, k)).copy()[:, None, :]
+    done = np.zeros(size, dtype=bool)
+    for _ in range(_POWER_STEPS):
+        following = np.matmul(influence, lazy)
+        following /= following.sum(axis=-1, keepdims=True)
+        done = np.abs(following - influence).max(axis=(1, 2)) <= 1e-15
+        influence = following
+        if done.all():
+            break
+    influence = influence[:, 0, :]
+    slow = np.flatnonzero(~done)
+    if len(slow):
+        system = np.swapaxes(chains[slow], -1, -2).copy()
+        system[:, diagonal, diagonal] -= 1.0
+        system[:, -1, :] = 1.0
+        right = np.zeros((len(slow), k, 1))
+        right[:, -1, 0] = 1.0
+        influence[slow] = np.linalg.solve(system, right)[..., 0]
+    influence = np.clip(influence, 0.0, None)
+    return influence / influence.sum(axis=-1, keepdims=True)
+
+
+def _check_seed(seed: object) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+def monte_carlo_chunk(inputs: MonteCarloInputs, spec: SamplingSpec, seed: int, start: int, count: int) -> Counts:
+    """Samples ``start .. start + count - 1`` of a seeded Monte Carlo
+    analysis, counted (docs/method.md, "Robustness"; SMAA-2, Lahdelma &
+    Salminen 2001).
+
+    Each sample draws the inputs ``spec`` names, evaluates every candidate
+    (vectorised over the samples of a block: one batched solve for the
+    peer weights' stationary distributions, one product for the group
+    scores when ranges and measurements are fixed) and counts each
+    candidate's competition rank, the pairwise wins and, where it ranks
+    first, the consensus weights. Sample ``i`` draws from generators seeded
+    by ``(seed, i // SAMPLE_BLOCK, part)``, so the counts of any split into
+    chunks, merged (:func:`merge`), equal those of one chunk, to the bit.
+    """
+    seed = _check_seed(seed)
+    if isinstance(start, bool) or not isinstance(start, int | np.integer) or start < 0:
+        raise ValueError(f"start must be a non-negative integer, got {start!r}")
+    if isinstance(count, bool) or not isinstance(count, int | np.integer) or count < 0:
+        raise ValueError(f"count must be a non-negative integer, got {count!r}")
+    prepared = _Prepared(inputs, spec)
+    m, n = prepared.measurements.shape
+    chosen = prepared.pairwise_candidates
+    ranks_total = np.zeros((m, m), dtype=np.int64)
+    pairwise_total = np.zeros((len(chosen), len(chosen)), dtype=np.int64)
+    central_total = np.zeros((m, n), dtype=np.int64)
+    end = start + count
+    for block in range(start // SAMPLE_BLOCK, (end + SAMPLE_BLOCK - 1) // SAMPLE_BLOCK if count else 0):
+        first = block * SAMPLE_BLOCK
+        cef, a = prepared.cef(seed, block, SAMPLE_BLOCK)
+        keep = slice(max(start, first) - first, min(end, first + SAMPLE_BLOCK) - first)
+        cef, a = cef[keep], a[keep]
+        ranks = competition_ranks(cef)
+        ranks_total += rank_counts(ranks)
+        if len(chosen):
+            pairwise_total += pairwise_counts(ranks[:, chosen])
+        fixed = np.rint(np.ldexp(a, CENTRAL_WEIGHT_BITS)).astype(np.int64)
+        central_total += (ranks == 1).T.astype(np.int64) @ fixed
+    return Counts(
+        samples=int(count),
+        ranks=ranks_total,
+        pairwise=pairwise_total,
+        pairwise_candidates=chosen.copy(),
+        central_weights=central_total,
+    )
+
+
+def merge(counts_list: list[Counts]) -> Counts:
+    """The counts of several chunks of one analysis, added (exact)."""
+    if not counts_list:
+        raise ValueError("merge needs at least one Counts")
+    first = counts_list[0]
+    for other in counts_list[1:]:
+        if (
+            other.ranks.shape != first.ranks.shape
+            or other.central_weights.shape != first.central_weights.shape
+            or not np.array_equal(other.pairwise_candidates, first.pairwise_candidates)
+        ):
+            raise ValueError("merge needs counts of the same analysis (same candidates, metrics and pairwise set)")
+    return Counts(
+        samples=sum(c.samples for c in counts_list),
+        ranks=np.asarray(np.sum([c.ranks for c in counts_list], axis=0, dtype=np.int64)),
+        pairwise=np.asarray(np.sum([c.pairwise for c in counts_list], axis=0, dtype=np.int64)),
+        pairwise_candidates=first.pairwise_candidates.copy(),
+        central_weights=np.asarray(np.sum([c.central_weights for c in counts_list], axis=0, dtype=np.int64)),
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class Summary:
+    """Probabilities from merged counts, each with its Monte Carlo standard
+    error ``sqrt(p (1 - p) / S)`` (binomial).
+
+    Attributes
+    ----------
+    samples : int
+    rank_acceptability, rank_acceptability_se : ndarray (m, m)
+        [c, r]: the probability that candidate c has rank r + 1.
+    best, best_se : ndarray (m,)
+        The probability that c is ranked first (column 0 of the above).
+    pairwise, pairwise_se : ndarray (p, p)
+        [c, d]: the probability that ``CEF_c > CEF_d`` among
+        ``pairwise_candidates``.
+    pairwise_candidates : ndarray (p,)
+    central_weights : ndarray (m, n)
+        The mean consensus metric weights over the samples in which c is
+        ranked first (SMAA-2's central weight vector); NaN rows for a
+        candidate never first.
+    """
+
+    samples: int
+    rank_acceptability: np.ndarray
+    rank_acceptability_se: np.ndarray
+    best: np.ndarray
+    best_se: np.ndarray
+    pairwise: np.ndarray
+    pairwise_se: np.ndarray
+    pairwise_candidates: np.ndarray
+    central_weights: np.ndarray
+
+
+def _binomial_se(probability: np.ndarray, samples: int) -> np.ndarray:
+    return np.sqrt(probability * (1.0 - probability) / samples)
+
+
+def summary(counts: Counts) -> Summary:
+    """Rank acceptability indices, probability of being best, pairwise
+    winning indices and central weights, with standard errors."""
+    if counts.samples < 1:
+        raise ValueError("summary needs at least one sample")
+    S = counts.samples
+    acceptability = counts.ranks / S
+    pairwise = counts.pairwise / S
+    best = counts.best
+    with np.errstate(invalid="ignore", divide="ignore"):
+        central = np.ldexp(counts.central_weights.astype(np.float64), -CENTRAL_WEIGHT_BITS) / best[:, None]
+    central = np.where(best[:, None] > 0, central, np.nan)
+    return Summary(
+        samples=S,
+        rank_acceptability=acceptability,
+        rank_acceptability_se=_binomial_se(acceptability, S),
+        best=acceptability[:, 0],
+        best_se=_binomial_se(acceptability[:, 0], S),
+        pairwise=pairwise,
+        pairwise_se=_binomial_se(pairwise, S),
+        pairwise_candidates=counts.pairwise_candidates.copy(),
+        central_weights=central,
+    )
