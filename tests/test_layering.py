@@ -126,6 +126,7 @@ PURE_MODULES = (
     "engine.arguments",
     "engine.robustness",
     "evaluation.metrics",
+    "evaluation.bootstrap",
     "evaluation.elicitation",
     "evaluation.report",
     "evaluation.predictions",
