@@ -34,6 +34,7 @@ from numpy.typing import ArrayLike
 from scipy.stats import kendalltau
 
 from . import core
+from .prioritisation import _ahp_arrays
 
 __all__ = [
     "CENTRAL_WEIGHT_BITS",
@@ -920,6 +921,7 @@ class _Prepared:
             distance = np.abs(np.log(upper_values)[..., None] - np.log(SCALE_VALUES))
             self.judgment_points = np.argmin(distance, axis=-1)  # (k_ahp, pairs) index into the scale
         self.scale_values = SCALE_VALUES
+        self._matrix_buffer: np.ndarray | None = None
         self.standard_errors = np.zeros((m, n))
         if inputs.standard_errors is not None:
             errors = np.asarray(inputs.standard_errors, dtype=np.float64)
@@ -950,13 +952,18 @@ class _Prepared:
 
     # --- one block of samples ---------------------------------------------------
 
+    def _matrices(self, size: int) -> np.ndarray:
+        """A reused (size, k_ahp, A, A) buffer with ones on the diagonal."""
+        if self._matrix_buffer is None or len(self._matrix_buffer) != size:
+            count = self.attribute_weights.shape[1]
+            self._matrix_buffer = np.ones((size, len(self.ahp_experts), count, count))
+        return self._matrix_buffer
+
     def metric_weights(self, seed: int, block: int, size: int) -> np.ndarray:
         """(size, k, n) each expert's metric weights per sample."""
         W = self.weights
         if not self.spec.judgments:
             return np.broadcast_to(W, (size, *W.shape))
-        from .prioritisation import ahp_weights
-
         attribute = np.broadcast_to(self.attribute_weights, (size, *self.attribute_weights.shape)).copy()
         if len(self.dirichlet_experts):
             rng = np.random.default_rng([seed, block, _DIRICHLET])
@@ -964,15 +971,15 @@ class _Prepared:
             attribute[:, self.dirichlet_experts] = _dirichlet_rows(rng, alpha, size)
         if len(self.ahp_experts) and len(self.pairs[0]):
             rng = np.random.default_rng([seed, block, _JUDGMENTS])
-            steps = rng.integers(-1, 2, size=(size, *self.judgment_points.shape))
+            steps = rng.integers(-1, 2, size=(size, *self.judgment_points.shape), dtype=np.int8)
             points = np.clip(self.judgment_points + steps, 0, len(self.scale_values) - 1)
-            values = self.scale_values[points]  # (size, k_ahp, pairs)
-            a_count = self.attribute_weights.shape[1]
-            matrices = np.ones((size, len(self.ahp_experts), a_count, a_count))
+            matrices = self._matrices(size)
             rows, columns = self.pairs
-            matrices[..., rows, columns] = values
-            matrices[..., columns, rows] = 1.0 / values
-            attribute[:, self.ahp_experts] = ahp_weights(matrices, self.ahp_weighting)
+            matrices[..., rows, columns] = self.scale_values[points]  # (size, k_ahp, pairs)
+            matrices[..., columns, rows] = self.scale_values[::-1][points]  # the reciprocals, exactly as stored
+            # Built reciprocal and on the scale: no validation needed.
+            weights, _ = _ahp_arrays(matrices, self.ahp_weighting, with_ratios=False)
+            attribute[:, self.ahp_experts] = weights
         return attribute[..., self.attribute_of] * self.shares
 
     def influence_of(self, seed: int, block: int, size: int) -> np.ndarray:
