@@ -37,10 +37,12 @@ from . import core
 from .prioritisation import _ahp_arrays
 
 __all__ = [
+    "BOOTSTRAP_KINDS",
     "CENTRAL_WEIGHT_BITS",
     "PAIRWISE_ALL",
     "PAIRWISE_TOP",
     "SAMPLE_BLOCK",
+    "BootstrapColumn",
     "Counts",
     "Crossing",
     "LeaveOneOut",
@@ -50,6 +52,7 @@ __all__ = [
     "SensitivityLines",
     "WeightStability",
     "WhatIf",
+    "bootstrap_seed",
     "competition_ranks",
     "crossings",
     "fragility",
@@ -757,6 +760,11 @@ class SamplingSpec:
     measurements : bool
         Typed measurements drawn from ``Normal(value, standard error)`` where
         a standard error is given (``MonteCarloInputs.standard_errors``).
+    bootstrap : bool
+        Metrics computed from prediction sets (``MonteCarloInputs.bootstrap``)
+        recomputed on a paired bootstrap replicate of their set in every
+        sample: sample ``i`` uses replicate ``i`` of
+        ``evaluation.bootstrap`` seeded :func:`bootstrap_seed` ``(seed, set)``.
     pairwise : tuple of int, optional
         The candidates whose pairwise wins are counted. None: all of them up
         to ``PAIRWISE_ALL`` (100) candidates, else the run's ``PAIRWISE_TOP``
@@ -769,6 +777,7 @@ class SamplingSpec:
     peer_concentration: float = 100.0
     range_fraction: float = 0.0
     measurements: bool = False
+    bootstrap: bool = False
     pairwise: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
@@ -803,6 +812,8 @@ class MonteCarloInputs:
         the study's setting.
     standard_errors : ndarray (m, n), optional
         Each typed measurement's standard error; 0 or NaN: fixed.
+    bootstrap : tuple of BootstrapColumn
+        The metrics computed from prediction sets, to resample.
     """
 
     weights: ArrayLike
@@ -815,6 +826,46 @@ class MonteCarloInputs:
     ahp_experts: ArrayLike | None = None
     ahp_weighting: str = "column_means"
     standard_errors: ArrayLike | None = None
+    bootstrap: tuple["BootstrapColumn", ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
+class BootstrapColumn:
+    """A metric column computed from a prediction set (docs/method.md 8.4).
+
+    Attributes
+    ----------
+    metric : int
+        The column of ``measurements`` it fills.
+    kind : {"accuracy", "roc_auc"}
+    y_true : array-like (N,)
+        The set's true labels.
+    predictions : array-like (m, N)
+        Every candidate's predicted labels ("accuracy") or scores of the
+        positive class ("roc_auc"), in the order of the candidates.
+    prediction_set : int
+        Which set: columns of one set resample the same instances; different
+        sets resample independently.
+    pos_label : object
+        The positive class, for "roc_auc".
+    """
+
+    metric: int
+    kind: str
+    y_true: ArrayLike
+    predictions: ArrayLike
+    prediction_set: int = 0
+    pos_label: object = 1
+
+
+#: The kinds of metric a BootstrapColumn may hold.
+BOOTSTRAP_KINDS = ("accuracy", "roc_auc")
+
+
+def bootstrap_seed(seed: int, prediction_set: int) -> int:
+    """The ``evaluation.bootstrap`` seed of a prediction set's replicates in
+    the Monte Carlo analysis seeded ``seed``: sample ``i`` uses replicate ``i``."""
+    return int(np.random.SeedSequence([seed, 0xB007, prediction_set]).generate_state(1, np.uint64)[0] >> 1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -941,7 +992,10 @@ class _Prepared:
             if len(chosen) and (chosen.min() < 0 or chosen.max() >= m or len(np.unique(chosen)) != len(chosen)):
                 raise ValueError(f"pairwise must list distinct candidate indices in 0..{m - 1}")
             self.pairwise_candidates = chosen
-        self.scores_vary = spec.range_fraction > 0 or (spec.measurements and bool(self.standard_errors.any()))
+        self.bootstrap = self._bootstrap_columns(inputs.bootstrap, m, n) if spec.bootstrap else []
+        self.scores_vary = (
+            spec.range_fraction > 0 or (spec.measurements and bool(self.standard_errors.any())) or bool(self.bootstrap)
+        )
         self.influence = np.asarray(base.expert_influence)
         if not self.scores_vary:
             # Fixed individual scores: g = pi Mbar is one product per sample.
@@ -951,6 +1005,58 @@ class _Prepared:
                 self.individual = np.ascontiguousarray(np.clip(position, 0.0, 1.0).transpose(1, 0, 2)).reshape(k, -1)
 
     # --- one block of samples ---------------------------------------------------
+
+    @staticmethod
+    def _bootstrap_columns(columns: tuple[BootstrapColumn, ...], m: int, n: int) -> list[tuple]:
+        """(metric, kind, truth, predictions, set, pos_label), validated."""
+        checked = []
+        sizes: dict[int, int] = {}
+        for position, column in enumerate(columns):
+            where = f"bootstrap[{position}]"
+            if column.kind not in BOOTSTRAP_KINDS:
+                raise ValueError(f"{where}.kind must be one of {', '.join(BOOTSTRAP_KINDS)}, got {column.kind!r}")
+            if not (isinstance(column.metric, int | np.integer) and 0 <= column.metric < n):
+                raise ValueError(f"{where}.metric must be a metric index in 0..{n - 1}")
+            truth = np.asarray(column.y_true)
+            predictions = np.asarray(column.predictions)
+            if truth.ndim != 1 or not len(truth) or predictions.shape != (m, len(truth)):
+                raise ValueError(
+                    f"{where} needs y_true (N,) and predictions ({m}, N), one row per candidate; "
+                    f"got {truth.shape} and {predictions.shape}"
+                )
+            if sizes.setdefault(column.prediction_set, len(truth)) != len(truth):
+                raise ValueError(f"{where}: the columns of prediction set {column.prediction_set} differ in size")
+            if column.kind == "roc_auc":
+                positive = truth == column.pos_label
+                if positive.all() or not positive.any():
+                    raise ValueError(f"{where}: y_true must hold the positive class and another")
+            checked.append(
+                (int(column.metric), column.kind, truth, predictions, column.prediction_set, column.pos_label)
+            )
+        if len({c[0] for c in checked}) != len(checked):
+            raise ValueError("bootstrap: each metric may be filled by one column only")
+        return checked
+
+    def bootstrapped(self, seed: int, block: int, size: int, measured: np.ndarray) -> np.ndarray:
+        """``measured`` (size, m, n) with the bootstrapped columns replaced by
+        their values on the block's replicates (the run's value where a
+        replicate leaves a metric undefined, e.g. an AUC with one class)."""
+        from evaluation.bootstrap import bootstrap_counts, weighted_accuracy, weighted_roc_auc
+
+        measured = np.array(measured, dtype=np.float64)
+        counts_of: dict[int, np.ndarray] = {}
+        for metric, kind, truth, predictions, prediction_set, pos_label in self.bootstrap:
+            if prediction_set not in counts_of:
+                counts_of[prediction_set] = bootstrap_counts(
+                    len(truth), bootstrap_seed(seed, prediction_set), block * SAMPLE_BLOCK, size
+                )
+            counts = counts_of[prediction_set]
+            if kind == "accuracy":
+                values = weighted_accuracy(truth, predictions, counts)
+            else:
+                values = weighted_roc_auc(truth, predictions, counts, pos_label=pos_label)
+            measured[:, :, metric] = np.where(np.isfinite(values), values, self.measurements[:, metric])
+        return measured
 
     def _matrices(self, size: int) -> np.ndarray:
         """A reused (size, k_ahp, A, A) buffer with ones on the diagonal."""
@@ -1017,6 +1123,8 @@ class _Prepared:
         if self.spec.measurements and self.standard_errors.any():
             rng = np.random.default_rng([seed, block, _MEASUREMENTS])
             measured = self.measurements + self.standard_errors * rng.standard_normal((size, m, n))
+        if self.bootstrap:
+            measured = self.bootstrapped(seed, block, size, measured)
         cef = np.empty((size, m))
         for s in range(size):
             g = core._group_scores(influence[s], lower[s], upper[s], measured[s])

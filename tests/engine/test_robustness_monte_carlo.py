@@ -291,3 +291,65 @@ def test_pairwise_defaults_to_the_runs_best_twenty_beyond_a_hundred_candidates()
     best = np.lexsort((np.arange(120), -run.weighted_scores, -run.cef))[:20]
     assert counts.pairwise_candidates.tolist() == sorted(best.tolist())
     assert counts.pairwise.shape == (20, 20)
+
+
+def bootstrap_study(m: int = 3, n_instances: int = 200) -> tuple[MonteCarloInputs, np.ndarray, np.ndarray]:
+    """One expert, one metric (accuracy) whose range [-1, 1] never vetoes and
+    scores it linearly: the ranking of a sample is the ranking of the
+    candidates' accuracies on its bootstrap replicate."""
+    rng = np.random.default_rng(0)
+    truth = rng.integers(0, 2, size=n_instances)
+    # Candidates right about 80 %, 79 % and 60 % of the instances.
+    labels = np.array([np.where(rng.random(n_instances) < rate, truth, 1 - truth) for rate in (0.8, 0.79, 0.6)])[:m]
+    accuracy = (labels == truth).mean(axis=1)
+    inputs = MonteCarloInputs(
+        weights=[[1.0]],
+        peer_weights=[[1.0]],
+        lower=[[-1.0]],
+        upper=[[1.0]],
+        measurements=accuracy[:, None],
+        bootstrap=(robustness.BootstrapColumn(metric=0, kind="accuracy", y_true=truth, predictions=labels),),
+    )
+    return inputs, truth, labels
+
+
+def test_bootstrap_samples_rank_the_candidates_by_their_replicate_accuracy() -> None:
+    from evaluation.bootstrap import bootstrap_metrics
+
+    inputs, truth, labels = bootstrap_study()
+    counts = monte_carlo_chunk(inputs, SamplingSpec(bootstrap=True), seed=4, start=0, count=150)
+    replicates = bootstrap_metrics(truth, y_pred=labels, seed=robustness.bootstrap_seed(4, 0), replicates=150)
+    expected = robustness.rank_counts(robustness.competition_ranks(replicates.accuracy))
+    assert counts.ranks.tolist() == expected.tolist()
+    # Candidate 2 (about 60 %) never wins; the two close ones share the wins,
+    # the more accurate on the whole set more often.
+    result = summary(counts)
+    accuracy = np.asarray(inputs.measurements)[:, 0]
+    assert result.best[2] == 0.0 and min(result.best[0], result.best[1]) > 0
+    assert (result.best[0] > result.best[1]) == (accuracy[0] > accuracy[1])
+
+
+def test_bootstrap_chunks_merge_exactly_and_the_spec_switches_it() -> None:
+    inputs, _, _ = bootstrap_study()
+    spec = SamplingSpec(bootstrap=True, judgments=True)
+    whole = monte_carlo_chunk(inputs, spec, seed=2, start=0, count=100)
+    parts = [monte_carlo_chunk(inputs, spec, seed=2, start=s, count=c) for s, c in ((0, 30), (30, 45), (75, 25))]
+    assert same(merge(parts), whole)
+    # Without bootstrap (or anything else) sampled, the run's winner wins every time.
+    fixed = monte_carlo_chunk(inputs, SamplingSpec(), seed=2, start=0, count=10)
+    winner = int(np.argmax(np.asarray(inputs.measurements)[:, 0]))
+    assert fixed.best.tolist() == [10 if c == winner else 0 for c in range(3)]
+
+
+def test_bad_bootstrap_columns_are_refused() -> None:
+    inputs, truth, labels = bootstrap_study()
+    column = robustness.BootstrapColumn(metric=0, kind="f1", y_true=truth, predictions=labels)
+    with pytest.raises(ValueError, match="kind"):
+        monte_carlo_chunk(
+            MonteCarloInputs(**{**inputs.__dict__, "bootstrap": (column,)}), SamplingSpec(bootstrap=True), 1, 0, 1
+        )
+    column = robustness.BootstrapColumn(metric=0, kind="accuracy", y_true=truth, predictions=labels[:2])
+    with pytest.raises(ValueError, match="one row per candidate"):
+        monte_carlo_chunk(
+            MonteCarloInputs(**{**inputs.__dict__, "bootstrap": (column,)}), SamplingSpec(bootstrap=True), 1, 0, 1
+        )
