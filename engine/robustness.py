@@ -324,18 +324,13 @@ def weight_stability(a: ArrayLike, g: ArrayLike, vetoed: ArrayLike, *, groups: o
     lead = sorted_cef[:-1] - sorted_cef[1:]  # >= 0
     slope_gap = slope[:, order[:-1]] - slope[:, order[1:]]  # (G, m - 1)
     ranking_low, ranking_high = _bounds(lead, slope_gap, share, ~_same_slope(slope_gap, slope))
-    # Winner: each first-ranked candidate against every other candidate.
+    # Winner: a first-ranked candidate against every other candidate. Tied
+    # winners whose lines differ pin the interval; identical ones are one line.
     top = np.flatnonzero(cef == cef.max())
-    winner_lead = cef[top[0]] - cef  # (m,), the same for every tied winner
-    winner_low, winner_high = share.copy(), share.copy()
-    first = True
-    for best in top:
-        others = np.arange(m) != best
-        gap = slope[:, [best]] - slope[:, others]
-        low, high = _bounds(winner_lead[others], gap, share, ~_same_slope(gap, slope))
-        winner_low = low if first else np.maximum(winner_low, low)
-        winner_high = high if first else np.minimum(winner_high, high)
-        first = False
+    best = top[0]
+    others = np.arange(m) != best
+    gap = slope[:, [best]] - slope[:, others]
+    winner_low, winner_high = _bounds(cef[best] - cef[others], gap, share, ~_same_slope(gap, slope))
     return WeightStability(
         share=share,
         ranking_low=ranking_low,

@@ -353,3 +353,18 @@ def test_bad_bootstrap_columns_are_refused() -> None:
         monte_carlo_chunk(
             MonteCarloInputs(**{**inputs.__dict__, "bootstrap": (column,)}), SamplingSpec(bootstrap=True), 1, 0, 1
         )
+
+
+@pytest.mark.parametrize(
+    "spec", [EVERYTHING, SamplingSpec(judgments=True, peer_weights=True), SamplingSpec(judgments=True)]
+)
+def test_identical_candidates_tie_in_every_sample(spec: SamplingSpec) -> None:
+    inputs = study(9, m=70)  # several BLAS panels wide
+    measured = np.array(inputs.measurements)
+    measured[61] = measured[2]
+    errors = np.array(inputs.standard_errors)
+    errors[[2, 61]] = 0.0  # a measurement drawn per candidate would differ
+    twins = MonteCarloInputs(**{**inputs.__dict__, "measurements": measured, "standard_errors": errors})
+    counts = monte_carlo_chunk(twins, spec, seed=1, start=0, count=80)
+    assert counts.ranks[2].tolist() == counts.ranks[61].tolist()
+    assert counts.pairwise[2, 61] == 0 and counts.pairwise[61, 2] == 0
