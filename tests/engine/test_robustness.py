@@ -365,3 +365,27 @@ def test_rank_probabilities_refuse_bad_samples() -> None:
         rank_acceptability([0.1, 0.2])
     with pytest.raises(ValueError, match="at least one sample"):
         pairwise_winning(np.empty((0, 3)))
+
+
+def test_what_if_at_the_runs_weights_is_the_run_to_the_bit() -> None:
+    from engine.core import evaluate
+
+    rng = np.random.default_rng(5)
+    k, n, m = 4, 3, 30
+    weights = rng.uniform(0.1, 1, (k, n))
+    peer = rng.uniform(0.1, 1, (k, k))
+    run = evaluate(
+        weights=weights / weights.sum(axis=1, keepdims=True),
+        peer_weights=peer / peer.sum(axis=1, keepdims=True),
+        lower=rng.uniform(0, 0.3, (k, n)),
+        upper=rng.uniform(0.7, 1, (k, n)),
+        measurements=rng.uniform(0.1, 1, (m, n)),
+    )
+    result = what_if(run.metric_weights, run.group_scores, run.vetoed)
+    assert result.cef.tobytes() == run.cef.tobytes()
+    assert result.weighted_scores.tobytes() == run.weighted_scores.tobytes()
+    lines = sensitivity_lines(run.metric_weights, run.group_scores, run.vetoed)
+    assert lines.cef.tobytes() == run.cef.tobytes()
+    # Every line passes through the run's CEF at the run's weight.
+    at_share = lines.intercept + lines.slope * lines.share[:, None]
+    assert np.allclose(at_share, run.cef[None, :], atol=1e-12)
