@@ -12,7 +12,8 @@ metrics x 1,000 candidates, half the experts prioritising by AHP with a
 
 1. sensitivity: weight_stability + sensitivity_lines for every metric, and
    a what-if, against one evaluate() (goal: <= 2);
-2. montecarlo: per sample, against one evaluate() (best of several runs):
+2. montecarlo: per sample, against one evaluate() timed back to back with it
+   (the median of three rounds' ratios, so that both see the same load):
    judgments and peer weights sampled (goal: <= 0.25), and with ranges
    (+-5 %) and measurements (standard errors) too (goal: <= 1);
 3. throughput: the wall time of 10,000 samples of the experts' side in one
@@ -82,7 +83,7 @@ def study():
     return arrays, inputs
 
 
-def bench_sensitivity(arrays, evaluate_time):
+def bench_sensitivity(arrays):
     section("1. Weight sensitivity for every weight (goal: <= 2 x one evaluate)")
     run = evaluate(**arrays)
     a, g, vetoed = run.metric_weights, run.group_scores, run.vetoed
@@ -91,35 +92,53 @@ def bench_sensitivity(arrays, evaluate_time):
         robustness.weight_stability(a, g, vetoed)
         robustness.sensitivity_lines(a, g, vetoed)
 
-    took = best_time(lambda: [every_weight() for _ in range(50)], 3) / 50
-    what_if = best_time(lambda: [robustness.what_if(a, g, vetoed) for _ in range(50)], 3) / 50
+    def loop(function, calls=50):
+        started = time.perf_counter()
+        for _ in range(calls):
+            function()
+        return (time.perf_counter() - started) / calls
+
+    ratio, took, evaluate_time = paired_ratio(lambda: loop(every_weight), lambda: evaluate_per_call(arrays, 50))
+    what_if_ratio, what_if, _ = paired_ratio(
+        lambda: loop(lambda: robustness.what_if(a, g, vetoed)), lambda: evaluate_per_call(arrays, 50)
+    )
     print(f"evaluate                      {evaluate_time * 1e3:8.2f} ms")
-    print(f"stability + lines, {N} weights {took * 1e3:8.2f} ms   ratio {took / evaluate_time:.2f}")
-    print(f"what_if (one slider change)   {what_if * 1e3:8.2f} ms   ratio {what_if / evaluate_time:.3f}")
+    print(f"stability + lines, {N} weights {took * 1e3:8.2f} ms   ratio {ratio:.2f}")
+    print(f"what_if (one slider change)   {what_if * 1e3:8.2f} ms   ratio {what_if_ratio:.3f}")
 
 
-def per_sample(inputs, spec, samples):
-    def chunk():
-        robustness.monte_carlo_chunk(inputs, spec, SEED, 0, samples)
-
-    return best_time(chunk, 3) / samples
+def paired_ratio(measured, reference, rounds=3):
+    """(median ratio, measured time, reference time): each round times
+    ``measured()`` and ``reference()`` back to back, each returning its time
+    per unit, so both see the same load on a shared machine; the median of
+    the rounds' ratios is reported (a best single evaluate on a busy machine
+    is a lucky moment, a long Monte Carlo run is not)."""
+    ratios, pairs = [], []
+    for _ in range(rounds):
+        reference_time = reference()
+        measured_time = measured()
+        ratios.append(measured_time / reference_time)
+        pairs.append((measured_time, reference_time))
+    middle = int(np.argsort(ratios)[len(ratios) // 2])
+    return ratios[middle], *pairs[middle]
 
 
 def evaluate_per_call(arrays, calls):
-    """One evaluate's time, from loops of ``calls`` calls (best of 3): runs
-    as long as the Monte Carlo runs they are compared with, so that both
-    see the same machine (a best single call on a busy machine is a lucky
-    moment, a long run is not)."""
+    """One evaluate's time, from a loop of ``calls`` calls."""
+    started = time.perf_counter()
+    for _ in range(calls):
+        evaluate(**arrays)
+    return (time.perf_counter() - started) / calls
 
-    def loop():
-        for _ in range(calls):
-            evaluate(**arrays)
 
-    return best_time(loop, 3) / calls
+def per_sample(inputs, spec, samples):
+    started = time.perf_counter()
+    robustness.monte_carlo_chunk(inputs, spec, SEED, 0, samples)
+    return (time.perf_counter() - started) / samples
 
 
 def bench_monte_carlo(arrays, inputs, samples):
-    section(f"2. Monte Carlo per sample ({samples} samples a run, best of 3) against one evaluate")
+    section(f"2. Monte Carlo per sample ({samples} samples a run) against one evaluate, median of 3 paired rounds")
     top = tuple(range(robustness.PAIRWISE_TOP))
     cases = [
         ("judgments + peer weights (goal <= 0.25)", robustness.SamplingSpec(judgments=True, peer_weights=True)),
@@ -135,12 +154,11 @@ def bench_monte_carlo(arrays, inputs, samples):
         ),
     ]
     for name, spec in cases:
-        # Each case beside its own evaluate loop: the machine's load changes.
-        evaluate_time = evaluate_per_call(arrays, max(20, samples // 4))
-        took = per_sample(inputs, spec, samples)
-        print(
-            f"{name:42s}{took * 1e3:8.3f} ms  evaluate {evaluate_time * 1e3:6.3f} ms  ratio {took / evaluate_time:.3f}"
+        ratio, took, evaluate_time = paired_ratio(
+            lambda spec=spec: per_sample(inputs, spec, samples),
+            lambda: evaluate_per_call(arrays, max(20, samples // 4)),
         )
+        print(f"{name:42s}{took * 1e3:8.3f} ms  evaluate {evaluate_time * 1e3:6.3f} ms  ratio {ratio:.3f}")
 
 
 def bench_throughput(inputs, samples):
@@ -166,10 +184,20 @@ def bench_bootstrap(replicates):
     truth = rng.integers(0, 2, size=n)
     scores = np.round(truth * 0.3 + rng.uniform(0, 1, size=(candidates, n)), 3)
     labels = (scores >= 0.65).astype(int)
-    single = best_time(lambda: roc_auc_score(truth, scores[0]), 5)
+
+    def sklearn_call():
+        started = time.perf_counter()
+        for c in range(5):
+            roc_auc_score(truth, scores[c])
+        return (time.perf_counter() - started) / 5
+
+    # sklearn's single call is timed just before and just after the long run
+    # and averaged, so that both see the same load on a shared machine.
+    before = sklearn_call()
     started = time.perf_counter()
     result = bootstrap_metrics(truth, y_pred=labels, y_score=scores, seed=SEED, replicates=replicates)
     took = (time.perf_counter() - started) / replicates
+    single = (before + sklearn_call()) / 2
     print(f"sklearn roc_auc_score, one call       {single * 1e3:8.2f} ms")
     print(f"ours, per replicate (10 candidates)   {took * 1e3:8.2f} ms   ratio {took / single:.2f}")
     print("(a loop of sklearn would take 10 calls per replicate: ratio 10 plus resampling)")
@@ -187,7 +215,7 @@ def main():
     print(_blas.threadpool_state())
     arrays, inputs = study()
     if "sensitivity" in options.sections:
-        bench_sensitivity(arrays, evaluate_per_call(arrays, 50))
+        bench_sensitivity(arrays)
     if "montecarlo" in options.sections:
         bench_monte_carlo(arrays, inputs, options.samples)
     if "throughput" in options.sections:
