@@ -25,10 +25,12 @@ def attribute_list(*, study: Study) -> QuerySet[QualityAttribute]:
     return QualityAttribute.objects.filter(study=study).order_by("position", "id")
 
 
-def metric_list(*, study: Study) -> QuerySet[Metric]:
+def metric_list(*, study: Study, measured: bool = False) -> QuerySet[Metric]:
     """The study's metrics with their attributes, grouped by attribute in
-    the study's order (one query)."""
-    return Metric.objects.filter(study=study).select_related("attribute").order_by(*METRIC_ORDER)
+    the study's order (one query); ``measured`` adds ``measured_count``, how
+    many candidates are measured on each."""
+    metrics = Metric.objects.filter(study=study).select_related("attribute").order_by(*METRIC_ORDER)
+    return metrics.annotate(measured_count=Count("measurements")) if measured else metrics
 
 
 def candidate_list(*, study: Study) -> QuerySet[Candidate]:
@@ -67,12 +69,13 @@ def measurement_list(*, study: Study) -> QuerySet:
 
 
 def selected_measurement_list(*, study: Study) -> QuerySet:
-    """The measurements of the study's selected metrics as ``{metric_id,
-    candidate__name, value}`` rows, by candidate (one query)."""
+    """The measurements of the study's selected metrics as ``(metric id,
+    candidate name, value)`` rows, by candidate (one query; tuples, not
+    dicts: the ranges step reads 20,000 of them at the documented limits)."""
     return (
         Measurement.objects.filter(study=study, metric__is_selected=True)
         .order_by("candidate__position", "candidate_id")
-        .values("metric_id", "candidate__name", "value")
+        .values_list("metric_id", "candidate__name", "value")
     )
 
 
