@@ -566,9 +566,7 @@ def veto_preview(least_acceptable: float, desired: float, measured: ArrayLike) -
     return [RangeOutcome(float(score), bool(veto)) for score, veto in zip(scores, vetoing, strict=True)]
 
 
-def veto_preview_arrays(
-    least_acceptable: float, desired: float, measured: ArrayLike
-) -> tuple[np.ndarray, np.ndarray]:
+def veto_preview_arrays(least_acceptable: float, desired: float, measured: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """:func:`veto_preview` as two arrays of shape (c,): the individual
     scores (float) and the vetoes (bool), for the ranges step of a study of
     a thousand candidates, where one object per candidate would cost more

@@ -148,7 +148,10 @@ def measurement_values_shown(*, study: Study, candidate_ids: list[int]) -> dict[
         study=study, candidate_id=OuterRef("candidate_id"), metric_id=OuterRef("metric_id")
     )
     rows = Measurement.objects.filter(study=study).filter(Q(candidate_id__in=candidate_ids) | Exists(computed))
-    return {(candidate, metric): value for candidate, metric, value in rows.values_list("candidate_id", "metric_id", "value")}
+    return {
+        (candidate, metric): value
+        for candidate, metric, value in rows.values_list("candidate_id", "metric_id", "value")
+    }
 
 
 def source_summaries(

@@ -543,7 +543,7 @@ class StripBin:
 
 
 def strip_bin_counts(
-    values: Sequence[float], vetoed: Sequence[bool], low: float, high: float, bins: int
+    values: Sequence[float] | np.ndarray, vetoed: Sequence[bool] | np.ndarray, low: float, high: float, bins: int
 ) -> tuple[list[int], list[int]]:
     """How many of ``values`` fall in each of ``bins`` equal bins of ``[low,
     high]``, and how many of those are ``vetoed``: a value ``v`` goes to bin
@@ -560,8 +560,8 @@ def range_strip(
     *,
     least: float,
     desired: float,
-    values: Sequence[float],
-    vetoed: Sequence[bool],
+    values: Sequence[float] | np.ndarray,
+    vetoed: Sequence[bool] | np.ndarray,
     names: Sequence[str] | None,
     bins: int,
 ) -> dict:

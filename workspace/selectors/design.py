@@ -70,12 +70,13 @@ def measurement_list(*, study: Study) -> QuerySet:
 
 def selected_measurement_list(*, study: Study) -> QuerySet:
     """The measurements of the study's selected metrics as ``(metric id,
-    candidate name, value)`` rows, by candidate (one query; tuples, not
-    dicts: the ranges step reads 20,000 of them at the documented limits)."""
+    candidate id, value, candidate name)`` rows, by candidate (one query;
+    tuples, not dicts: the ranges step reads 20,000 of them at the
+    documented limits)."""
     return (
         Measurement.objects.filter(study=study, metric__is_selected=True)
         .order_by("candidate__position", "candidate_id")
-        .values_list("metric_id", "candidate__name", "value")
+        .values_list("metric_id", "candidate_id", "value", "candidate__name")
     )
 
 

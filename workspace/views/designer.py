@@ -447,7 +447,7 @@ class MeasurementPage:
     sources: dict
 
     @classmethod
-    def read(cls, study: Study, number: object) -> "MeasurementPage":
+    def read(cls, study: Study, number: str | None) -> "MeasurementPage":
         candidates = list(selectors.candidate_list(study=study))
         metrics = list(selectors.metric_list(study=study, measured=True))
         page = Paginator(candidates, limits.CANDIDATES_PER_PAGE).get_page(number)
@@ -489,15 +489,29 @@ def _measurement_page(
     if editable and table is None:
         table = read.table_form()
 
+    errors = table.errors if editable and table is not None else {}
+    posted = table.data if editable and table is not None and table.is_bound else None
+
     def cell(candidate: Candidate, metric: Metric) -> dict:
-        field = table[f.cell_name(candidate.pk, metric.pk)] if editable and table is not None else None
+        """A cell, and when editable its input as plain data: the template
+        writes 500 inputs a page, which Django's widget rendering would
+        make the page's main cost."""
         value = values.get((candidate.pk, metric.pk))
         source = sources.get((candidate.pk, metric.pk))
         computed = source if source is not None and not source.edited_since(value) else None
-        return {"metric": metric, "value": value, "field": field, "computed": computed}
+        entry = {"metric": metric, "value": value, "computed": computed, "input": None}
+        if editable:
+            name = f.cell_name(candidate.pk, metric.pk)
+            entry["input"] = {
+                "name": name,
+                "label": f"{metric.name} of {candidate.name}",
+                "text": posted.get(name, "") if posted is not None else f.number_text(value),
+                "errors": errors.get(name),
+            }
+        return entry
 
     rows = [{"candidate": c, "cells": [cell(c, m) for m in metrics]} for c in read.shown]
-    measured = sum(m.measured_count for m in metrics)
+    measured = sum(cast(Any, m).measured_count for m in metrics)  # metric_list(measured=True)
     context = {
         "study": study,
         "study_tab": "measurements",
@@ -507,6 +521,7 @@ def _measurement_page(
         "page": read.page,
         "page_url": read.url,
         "table_form": table if editable else None,
+        "cell_max_length": limits.UNIT_MAX_LENGTH,
         "too_big": study.is_designer and too_big,
         "cells": cells,
         "measured": measured,
