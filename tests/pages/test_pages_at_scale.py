@@ -219,3 +219,15 @@ def test_a_page_of_the_table_saves_its_own_cells(crowded, cast):
     assert Measurement.objects.get(candidate=target, metric=success).value == 0.5
     # Cells of other pages are not in the form: nothing else changed.
     assert Measurement.objects.get(candidate__name="Extra 00", metric=success).value == 0.40
+
+
+def test_the_setup_pages_its_candidates(crowded, cast):
+    client = login(cast.alice)
+    names = [c.name for c in Candidate.objects.filter(study=crowded.study).order_by("position", "id")]
+    listed = lambda page: re.findall(r'<span class="table__title">([^<]+)</span>', page.split('id="candidates"')[1])  # noqa: E731
+    first = body(client.get(f"/studies/{crowded.study.pk}/setup/"))
+    second = body(client.get(f"/studies/{crowded.study.pk}/setup/?page=2"))
+    assert listed(first) == names[: limits.CANDIDATES_PER_PAGE]
+    assert listed(second) == names[limits.CANDIDATES_PER_PAGE : 2 * limits.CANDIDATES_PER_PAGE]
+    assert f"Candidates ({len(names)})" in first and f"Candidates 26–50 of {len(names)}" in second
+    assert 'href="?page=3#candidates">Next' in second

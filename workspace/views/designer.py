@@ -264,6 +264,9 @@ def _setup_page(request: HttpRequest, study: Study, **forms_given: forms.Form) -
         "attributes": attributes,
         "metrics": metrics,
         "candidates": candidates,
+        # A thousand candidates' rows, each with its actions, would be most of
+        # the page: limits.CANDIDATES_PER_PAGE of them a page (?page=).
+        "candidate_page": Paginator(candidates, limits.CANDIDATES_PER_PAGE).get_page(request.GET.get("page")),
         "catalogue": [entry for entry in ATTRIBUTE_CATALOGUE if entry.name not in taken],
         "catalogue_all": ATTRIBUTE_CATALOGUE,
     }
