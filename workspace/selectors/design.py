@@ -1,6 +1,7 @@
 """The study's design: attributes, metrics, candidates, measurements, the
 ballots and the selection the vote fixes."""
 
+from django.db import connection
 from django.db.models import Count, Prefetch, QuerySet
 
 from ..models import Candidate, Measurement, Metric, QualityAttribute, Study
@@ -68,16 +69,21 @@ def measurement_list(*, study: Study) -> QuerySet:
     )
 
 
-def selected_measurement_list(*, study: Study) -> QuerySet:
+def selected_measurement_list(*, study: Study) -> list[tuple[int, int, float, str]]:
     """The measurements of the study's selected metrics as ``(metric id,
-    candidate id, value, candidate name)`` rows, by candidate (one query;
-    tuples, not dicts: the ranges step reads 20,000 of them at the
-    documented limits)."""
-    return (
+    candidate id, value, candidate name)`` rows, by candidate (one query).
+    The ranges step reads 20,000 of them at the documented limits: the
+    queryset's SQL is fetched in one go, without Django's row-by-row
+    iteration (a third of the time)."""
+    rows = (
         Measurement.objects.filter(study=study, metric__is_selected=True)
         .order_by("candidate__position", "candidate_id")
         .values_list("metric_id", "candidate_id", "value", "candidate__name")
     )
+    sql, params = rows.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
 
 
 def measurement_values(*, study: Study) -> dict[tuple[int, int], float]:
