@@ -562,15 +562,24 @@ def veto_preview(least_acceptable: float, desired: float, measured: ArrayLike) -
     -------
     list of RangeOutcome(score, vetoed), one per value, in order.
     """
+    scores, vetoing = veto_preview_arrays(least_acceptable, desired, measured)
+    return [RangeOutcome(float(score), bool(veto)) for score, veto in zip(scores, vetoing, strict=True)]
+
+
+def veto_preview_arrays(least_acceptable: float, desired: float, measured: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`veto_preview` as two arrays of shape (c,): the individual
+    scores (float) and the vetoes (bool), for the ranges step of a study of
+    a thousand candidates, where one object per candidate would cost more
+    than the mathematics."""
     measured = _as_finite_array(measured, "measured", 1)
     if measured.size == 0:
-        return []
+        return np.zeros(0), np.zeros(0, dtype=bool)
     lower = np.full((1, measured.size), least_acceptable, dtype=np.float64)
     upper = np.full((1, measured.size), desired, dtype=np.float64)
     lower, upper, measured = _validated_candidate(lower, upper, measured)
     scores = _individual_scores(lower, upper, measured[None, :])[0]
     vetoing = _vetoing_mask(lower, upper, measured[None, :])[0]
-    return [RangeOutcome(float(score), bool(veto)) for score, veto in zip(scores, vetoing, strict=True)]
+    return scores, vetoing
 
 
 #: Candidates whose (k, n) veto masks are built at once by vetoing_judgments

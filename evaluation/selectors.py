@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, TypedDict
 
-from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
+from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet, Subquery
 
 from workspace.models import Candidate, Measurement, Metric, Study
 
@@ -137,6 +137,21 @@ def measurement_sources(*, study: Study) -> dict[tuple[int, int], MeasurementSou
     """Where each computed measurement of the study came from, by
     (candidate id, metric id): one query."""
     return {(s.candidate_id, s.metric_id): s for s in MeasurementSource.objects.filter(study=study)}
+
+
+def measurement_values_shown(*, study: Study, candidate_ids: list[int]) -> dict[tuple[int, int], float]:
+    """``{(candidate id, metric id): value}`` of the measurements a page of
+    the measurements table shows: those of ``candidate_ids``, and every one
+    computed from predictions (whose provenance the page summarises, typed
+    over or not, for every candidate). One query of plain values."""
+    computed = MeasurementSource.objects.filter(
+        study=study, candidate_id=OuterRef("candidate_id"), metric_id=OuterRef("metric_id")
+    )
+    rows = Measurement.objects.filter(study=study).filter(Q(candidate_id__in=candidate_ids) | Exists(computed))
+    return {
+        (candidate, metric): value
+        for candidate, metric, value in rows.values_list("candidate_id", "metric_id", "value")
+    }
 
 
 def source_summaries(

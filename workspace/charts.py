@@ -18,6 +18,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 WIDTH = 640
 FONT_WIDTH = 6.6  # mean advance of a 12-unit sans-serif character, for label space
 LABEL_MIN, LABEL_MAX = 72, 200
@@ -512,3 +514,115 @@ def heat_step(score: float) -> int:
     stylesheet, a single-hue scale whose lightness falls with the score so
     it reads in grey-scale too. The number is always printed in the cell."""
     return min(max(round(score * HEAT_STEPS), 0), HEAT_STEPS)
+
+
+# --- the ranges step's strip ----------------------------------------------------------
+
+STRIP_WIDTH, STRIP_PAD = 520, 40
+STRIP_BAR_TOP, STRIP_BAR_BOTTOM = 18, 50  # the binned strip's bars stand on y = 50
+
+
+@dataclass(frozen=True)
+class StripBin:
+    """One bin of the binned strip: the candidates measured in ``[low,
+    high)`` (the last bin includes its high end), ``vetoed`` of them vetoed;
+    the bar drawn from ``y`` down to the baseline, its vetoed part on top
+    (``vetoed_height`` from ``y``), the accepted part under it (from
+    ``accepted_y``, ``accepted_height``)."""
+
+    x: float
+    width: float
+    low: float
+    high: float
+    count: int
+    vetoed: int
+    y: float
+    vetoed_height: float
+    accepted_y: float
+    accepted_height: float
+
+
+def strip_bin_counts(
+    values: Sequence[float] | np.ndarray, vetoed: Sequence[bool] | np.ndarray, low: float, high: float, bins: int
+) -> tuple[list[int], list[int]]:
+    """How many of ``values`` fall in each of ``bins`` equal bins of ``[low,
+    high]``, and how many of those are ``vetoed``: a value ``v`` goes to bin
+    ``floor((v - low) / (high - low) * bins)``, the high end to the last."""
+    span = (high - low) or 1.0
+    measured = np.asarray(values, dtype=np.float64)
+    index = np.clip(np.floor((measured - low) / span * bins), 0, bins - 1).astype(np.intp)
+    counts = np.bincount(index, minlength=bins)
+    vetoes = np.bincount(index[np.asarray(vetoed, dtype=bool)], minlength=bins)
+    return counts.tolist(), vetoes.tolist()
+
+
+def range_strip(
+    *,
+    least: float,
+    desired: float,
+    values: Sequence[float] | np.ndarray,
+    vetoed: Sequence[bool] | np.ndarray,
+    names: Sequence[str] | None,
+    bins: int,
+) -> dict:
+    """The geometry of the ranges step's SVG strip: the acceptable band
+    between the two bounds on one axis from the smallest to the largest of
+    them and the measured values; with ``names``, a mark per candidate
+    (a cross when vetoed), without, ``bins`` bars of the candidates' counts,
+    their vetoed part apart (the page's choice: limits.STRIP_MARKS_MAX)."""
+    every = [least, desired, *values]
+    low, high = min(every), max(every)
+    span = (high - low) or 1.0
+    inner = STRIP_WIDTH - 2 * STRIP_PAD
+
+    def x(value: float) -> float:
+        return round(STRIP_PAD + (value - low) / span * inner, 1)
+
+    band = sorted((x(least), x(desired)))
+    strip: dict = {
+        "width": STRIP_WIDTH,
+        "band_x": band[0],
+        "band_width": max(band[1] - band[0], 1),
+        "least_x": x(least),
+        "desired_x": x(desired),
+        "least": f"{least:g}",
+        "desired": f"{desired:g}",
+        "pad": STRIP_PAD,
+        "axis_end": STRIP_WIDTH - STRIP_PAD,
+        "low": f"{low:g}",
+        "high": f"{high:g}",
+        "binned": names is None,
+        "marks": [],
+        "bins": [],
+    }
+    if names is not None:
+        strip["marks"] = [
+            {"x": x(value), "vetoed": bool(veto), "name": name}
+            for name, value, veto in zip(names, values, vetoed, strict=True)
+        ]
+        return strip
+    counts, vetoes = strip_bin_counts(values, vetoed, low, high, bins)
+    tallest = max(counts, default=0) or 1
+    width = inner / bins
+    scale = (STRIP_BAR_BOTTOM - STRIP_BAR_TOP) / tallest
+    for i, (count, veto) in enumerate(zip(counts, vetoes, strict=True)):
+        if not count:
+            continue
+        top = round(STRIP_BAR_BOTTOM - count * scale, 1)
+        strip["bins"].append(
+            StripBin(
+                x=round(STRIP_PAD + i * width, 1),
+                width=round(max(width - 1, 1), 1),
+                low=low + i * span / bins,
+                high=low + (i + 1) * span / bins,
+                count=count,
+                vetoed=veto,
+                y=top,
+                vetoed_height=round(veto * scale, 1),
+                accepted_y=round(top + veto * scale, 1),
+                accepted_height=round((count - veto) * scale, 1),
+            )
+        )
+    strip["bin_count"] = bins
+    strip["bar_bottom"] = STRIP_BAR_BOTTOM
+    return strip

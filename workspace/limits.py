@@ -64,6 +64,18 @@ BUNDLE_MAX_ENTRIES = 50_000
 # several requests).
 MEASUREMENTS_PER_PUT_MAX = 10_000
 
+# --- pages whose size must not grow with the study (issue 19) ------------------------
+# Candidates per page wherever a page lists candidates: the measurements
+# table (all of them in its CSV download) and the candidates a range would
+# newly veto on the ranges step.
+CANDIDATES_PER_PAGE = 25
+# The ranges step's strip draws one mark per candidate, with a table of every
+# candidate under it, up to this many candidates; beyond, the marks are
+# binned (STRIP_BINS bins across the strip, each a bar of its candidates,
+# the vetoed ones apart) and only the candidates a range newly vetoes are named.
+STRIP_MARKS_MAX = 50
+STRIP_BINS = 40
+
 
 def judgments_max(items: int) -> int:
     """Pairwise judgments over ``items`` items: one per pair, the reciprocal

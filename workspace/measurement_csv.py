@@ -11,13 +11,15 @@ Two layouts, told apart by the header row:
 Commas separate the columns; a header with tabs (a paste from a spreadsheet)
 or with semicolons and no comma switches to that separator. Pure: no
 database, the study's names are given; the caller writes nothing unless
-the whole text parses.
+the whole text parses. ``measurements_csv_text`` writes the wide layout
+back: the measurements page's download of every value.
 """
 
 import csv
+import io
 import math
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, NamedTuple
 
 LONG_HEADER = ["candidate", "metric", "value"]
@@ -199,3 +201,27 @@ def _rows(
 def rows_as_measurements(rows: list[Row]) -> list[dict]:
     """The rows as ``services.measurements_set`` takes them."""
     return [{"candidate": row.candidate, "metric": row.metric, "value": row.value} for row in rows]
+
+
+def measurements_csv_text(*, candidates: list[str], metrics: list[str], rows: Iterable[Mapping[str, Any]]) -> str:
+    """Every measurement in the wide layout the parser reads: a header
+    ``candidate`` then one column per metric, one row per candidate (every
+    candidate, in the order given), an empty cell where a value is not
+    measured, numbers at full precision (``repr``). ``rows`` are
+    ``{candidate__name, metric__name, value}``. A name a spreadsheet would
+    run as a formula is written with a leading ``'``, as in the results CSV
+    (results_export.FORMULA_START)."""
+    from .results_export import FORMULA_START  # the results CSV's rule, defined once there
+
+    def cell(text: str) -> str:
+        return f"'{text}" if text.startswith(FORMULA_START) else text
+
+    column = {name: i for i, name in enumerate(metrics)}
+    table: dict[str, list[str]] = {name: [""] * len(metrics) for name in candidates}
+    for row in rows:
+        table[row["candidate__name"]][column[row["metric__name"]]] = repr(row["value"])
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(["candidate", *(cell(m) for m in metrics)])
+    writer.writerows([cell(name), *values] for name, values in table.items())
+    return out.getvalue()

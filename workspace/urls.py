@@ -70,6 +70,11 @@ urlpatterns = [
     ),
     path("studies/<int:study_id>/measurements/", designer.measurements_page, name="study_measurements"),
     path("studies/<int:study_id>/measurements/csv/", designer.measurements_csv, name="measurements_csv"),
+    path(
+        "studies/<int:study_id>/measurements.csv",
+        designer.measurements_csv_download,
+        name="measurements_csv_download",
+    ),
     path("studies/<int:study_id>/bundle.json", designer.study_bundle_download, name="study_bundle_download"),
     path("studies/<int:study_id>/experts/", designer.experts_page, name="study_experts"),
     path("studies/<int:study_id>/experts/invite/", designer.expert_invite, name="expert_invite"),

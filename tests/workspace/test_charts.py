@@ -156,3 +156,49 @@ def test_line_chart_points_shade_and_diagonal():
     svg = render_to_string("charts/lines.html", {"chart": drawn})
     assert "<polyline" in svg and "False positive rate" in svg and "style=" not in svg
     assert svg.count("<circle") == 3 and 'class="chart__diagonal"' in svg
+
+
+# --- the ranges step's binned strip -------------------------------------------------------
+
+
+def test_strip_bins_count_each_value_in_its_bin_the_high_end_in_the_last():
+    values = [0.0, 0.05, 0.1, 0.5, 0.99, 1.0]
+    vetoed = [True, True, False, False, False, True]
+    counts, vetoes = charts.strip_bin_counts(values, vetoed, 0.0, 1.0, 10)
+    # floor(v * 10): 0, 0, 1, 5, 9, and 1.0 (the high end) in the last bin
+    assert counts == [2, 1, 0, 0, 0, 1, 0, 0, 0, 2]
+    assert vetoes == [2, 0, 0, 0, 0, 0, 0, 0, 0, 1]
+
+
+@given(st.lists(st.floats(-50, 50), min_size=1, max_size=200), st.integers(1, 60))
+def test_strip_bins_equal_a_literal_count(values, bins):
+    vetoed = [i % 3 == 0 for i in range(len(values))]
+    low, high = min(values), max(values)
+    counts, vetoes = charts.strip_bin_counts(values, vetoed, low, high, bins)
+    span = (high - low) or 1.0
+    literal, literal_vetoes = [0] * bins, [0] * bins
+    for value, veto in zip(values, vetoed, strict=True):
+        index = min(max(math.floor((value - low) / span * bins), 0), bins - 1)
+        literal[index] += 1
+        literal_vetoes[index] += veto
+    assert counts == literal and vetoes == literal_vetoes
+    assert sum(counts) == len(values)
+
+
+def test_range_strip_marks_each_candidate_or_bins_them():
+    values, vetoed = [0.2, 0.5, 0.9], [True, False, False]
+    marked = charts.range_strip(least=0.3, desired=0.8, values=values, vetoed=vetoed, names=["a", "b", "c"], bins=4)
+    assert not marked["binned"] and [(m["name"], m["vetoed"]) for m in marked["marks"]] == [
+        ("a", True),
+        ("b", False),
+        ("c", False),
+    ]
+    assert marked["least_x"] < marked["desired_x"]
+    binned = charts.range_strip(least=0.3, desired=0.8, values=values, vetoed=vetoed, names=None, bins=4)
+    assert binned["binned"] and binned["marks"] == []
+    # axis from 0.2 to 0.9 in 4 bins of 0.175: 0.2 -> 0, 0.5 -> 1, 0.9 -> 3 (the high end)
+    assert [(b.count, b.vetoed) for b in binned["bins"]] == [(1, 1), (1, 0), (1, 0)]
+    assert [round(b.low, 3) for b in binned["bins"]] == [0.2, 0.375, 0.725]
+    tallest = binned["bins"][0]
+    assert tallest.y == charts.STRIP_BAR_TOP and tallest.accepted_height == 0
+    assert tallest.vetoed_height == charts.STRIP_BAR_BOTTOM - charts.STRIP_BAR_TOP

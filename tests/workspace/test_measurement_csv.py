@@ -7,6 +7,7 @@ from workspace.measurement_csv import (
     MAX_ERRORS_SHOWN,
     CsvRefused,
     Row,
+    measurements_csv_text,
     measurements_parse,
     number_parse,
     rows_as_measurements,
@@ -135,3 +136,22 @@ def test_uploads_must_be_utf8() -> None:
     with pytest.raises(CsvRefused) as refused:
         text_decode(b"candidate,AUC\nJ\xe448,1\n")
     assert refused.value.errors == ["the file is not UTF-8 text (byte 16 is not valid UTF-8)"]
+
+
+def test_the_written_wide_csv_reads_back_to_the_same_values() -> None:
+    rows = [
+        {"candidate__name": "J48", "metric__name": "AUC", "value": 0.9019607843137255},
+        {"candidate__name": "J48", "metric__name": "Time", "value": 4.0},
+        {"candidate__name": "JRip", "metric__name": "Time", "value": 1e-7},
+    ]
+    text = measurements_csv_text(candidates=["J48", "JRip", "IBk"], metrics=["AUC", "Time"], rows=rows)
+    assert text.splitlines() == ["candidate,AUC,Time", "J48,0.9019607843137255,4.0", "JRip,,1e-07", "IBk,,"]
+    parsed = measurements_parse(text, candidates={"J48", "JRip", "IBk"}, metrics={"AUC", "Time"}, max_rows=10)
+    assert {(r.candidate, r.metric): r.value for r in parsed} == {
+        (r["candidate__name"], r["metric__name"]): r["value"] for r in rows
+    }
+
+
+def test_the_written_csv_disarms_names_a_spreadsheet_would_run() -> None:
+    text = measurements_csv_text(candidates=["=cmd()"], metrics=["@AUC"], rows=[])
+    assert text.splitlines() == ["candidate,'@AUC", "'=cmd(),"]

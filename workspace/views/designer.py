@@ -18,6 +18,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
+from django.core.paginator import Page, Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.decorators import method_decorator
@@ -33,7 +34,7 @@ from ..bundles import study_export_json, study_import_bundle
 from ..catalogue import ATTRIBUTE_CATALOGUE, catalogue_definition
 from ..errors import InvalidInput, ServiceError
 from ..forms import designer as f
-from ..measurement_csv import CsvRefused, measurements_parse, rows_as_measurements, text_decode
+from ..measurement_csv import CsvRefused, measurements_csv_text, measurements_parse, rows_as_measurements, text_decode
 from ..models import Candidate, Membership, Metric, Phase, QualityAttribute, Study
 from ..services import Action, phase_refusal
 from .common import form_add_service_errors, require_designer, study_for_member
@@ -263,6 +264,9 @@ def _setup_page(request: HttpRequest, study: Study, **forms_given: forms.Form) -
         "attributes": attributes,
         "metrics": metrics,
         "candidates": candidates,
+        # A thousand candidates' rows, each with its actions, would be most of
+        # the page: limits.CANDIDATES_PER_PAGE of them a page (?page=).
+        "candidate_page": Paginator(candidates, limits.CANDIDATES_PER_PAGE).get_page(request.GET.get("page")),
         "catalogue": [entry for entry in ATTRIBUTE_CATALOGUE if entry.name not in taken],
         "catalogue_all": ATTRIBUTE_CATALOGUE,
     }
@@ -431,43 +435,96 @@ def setup_item_remove(request: HttpRequest, study_id: int, kind: str, pk: int) -
 # --- /studies/{id}/measurements/ ------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class MeasurementPage:
+    """One page of the measurements table (limits.CANDIDATES_PER_PAGE
+    candidates): the study's candidates and metrics, the page, and the values
+    it shows. Four queries: candidates, metrics with how many are measured,
+    the values shown (evaluation.selectors.measurement_values_shown), where
+    computed values came from."""
+
+    candidates: list[Candidate]
+    metrics: list[Metric]
+    page: Page
+    values: dict[tuple[int, int], float]
+    sources: dict
+
+    @classmethod
+    def read(cls, study: Study, number: str | None) -> "MeasurementPage":
+        candidates = list(selectors.candidate_list(study=study))
+        metrics = list(selectors.metric_list(study=study, measured=True))
+        page = Paginator(candidates, limits.CANDIDATES_PER_PAGE).get_page(number)
+        ids = [c.pk for c in page.object_list]
+        values = evaluation_selectors.measurement_values_shown(study=study, candidate_ids=ids)
+        return cls(candidates, metrics, page, values, evaluation_selectors.measurement_sources(study=study))
+
+    @property
+    def shown(self) -> list[Candidate]:
+        return list(self.page.object_list)
+
+    def table_form(self, data: Any = None) -> f.MeasurementTableForm:
+        """The cells of this page's candidates, one field each."""
+        return f.MeasurementTableForm(data, candidates=self.shown, metrics=self.metrics, values=self.values)
+
+    @property
+    def url(self) -> str:
+        return f"?page={self.page.number}" if self.page.number > 1 else ""
+
+
 def _measurement_page(
     request: HttpRequest,
     study: Study,
     *,
+    read: MeasurementPage | None = None,
     table: forms.Form | None = None,
     upload: forms.Form | None = None,
     csv_errors: Sequence[str] = (),
 ) -> HttpResponse:
-    candidates = list(selectors.candidate_list(study=study))
-    metrics = list(selectors.metric_list(study=study))
-    values = selectors.measurement_values(study=study)
+    read = read or MeasurementPage.read(study, request.GET.get("page"))
+    candidates, metrics, values, sources = read.candidates, read.metrics, read.values, read.sources
     cells = len(candidates) * len(metrics)
+    shown_cells = len(read.shown) * len(metrics)
     # A form body holds at most limits.FORM_MAX_FIELDS fields (Django's own
-    # limit, the CSRF token included); a larger table is edited through CSV.
-    too_big = cells >= limits.FORM_MAX_FIELDS - 10
-    editable = study.is_designer and cells > 0 and not too_big
+    # limit, the CSRF token included); a page wider than that is edited
+    # through CSV.
+    too_big = shown_cells >= limits.FORM_MAX_FIELDS - 10
+    editable = study.is_designer and shown_cells > 0 and not too_big
     if editable and table is None:
-        table = f.MeasurementTableForm(candidates=candidates, metrics=metrics, values=values)
+        table = read.table_form()
 
-    sources = evaluation_selectors.measurement_sources(study=study)
+    errors = table.errors if editable and table is not None else {}
+    posted = table.data if editable and table is not None and table.is_bound else None
 
     def cell(candidate: Candidate, metric: Metric) -> dict:
-        field = table[f.cell_name(candidate.pk, metric.pk)] if editable and table is not None else None
+        """A cell, and when editable its input as plain data: the template
+        writes 500 inputs a page, which Django's widget rendering would
+        make the page's main cost."""
         value = values.get((candidate.pk, metric.pk))
         source = sources.get((candidate.pk, metric.pk))
         computed = source if source is not None and not source.edited_since(value) else None
-        return {"metric": metric, "value": value, "field": field, "computed": computed}
+        entry = {"metric": metric, "value": value, "computed": computed, "input": None}
+        if editable:
+            name = f.cell_name(candidate.pk, metric.pk)
+            entry["input"] = {
+                "name": name,
+                "label": f"{metric.name} of {candidate.name}",
+                "text": posted.get(name, "") if posted is not None else f.number_text(value),
+                "errors": errors.get(name),
+            }
+        return entry
 
-    rows = [{"candidate": c, "cells": [cell(c, m) for m in metrics]} for c in candidates]
-    measured = len(values)
+    rows = [{"candidate": c, "cells": [cell(c, m) for m in metrics]} for c in read.shown]
+    measured = sum(cast(Any, m).measured_count for m in metrics)  # metric_list(measured=True)
     context = {
         "study": study,
         "study_tab": "measurements",
         "candidates": candidates,
         "metrics": metrics,
         "rows": rows,
+        "page": read.page,
+        "page_url": read.url,
         "table_form": table if editable else None,
+        "cell_max_length": limits.UNIT_MAX_LENGTH,
         "too_big": study.is_designer and too_big,
         "cells": cells,
         "measured": measured,
@@ -492,15 +549,15 @@ def _measurement_page(
 @login_required
 @require_http_methods(["GET", "POST"])
 def measurements_page(request: HttpRequest, study_id: int) -> HttpResponse:
-    """The candidate × metric table; a POST saves the edited cells, all or nothing."""
+    """The candidate × metric table, limits.CANDIDATES_PER_PAGE candidates a
+    page (``?page=``; all of them in ``measurements.csv``); a POST saves the
+    edited cells of its page, all or nothing."""
     study = study_for_member(request, study_id)
     if request.method == "GET":
         return _measurement_page(request, study)
     require_designer(study, "change measurements")
-    candidates = list(selectors.candidate_list(study=study))
-    metrics = list(selectors.metric_list(study=study))
-    values = selectors.measurement_values(study=study)
-    form = f.MeasurementTableForm(request.POST, candidates=candidates, metrics=metrics, values=values)
+    read = MeasurementPage.read(study, request.GET.get("page"))
+    form = read.table_form(request.POST)
     if form.is_valid():
         changed = form.cleaned_data["measurements"]
         try:
@@ -509,8 +566,25 @@ def measurements_page(request: HttpRequest, study_id: int) -> HttpResponse:
             service_errors(form, error)
         else:
             messages.success(request, f"{_plural(len(changed), 'value')} saved." if changed else "Nothing changed.")
-            return redirect(f"/studies/{study.pk}/measurements/")
-    return _measurement_page(request, study, table=form)
+            return redirect(f"/studies/{study.pk}/measurements/{read.url}")
+    return _measurement_page(request, study, read=read, table=form)
+
+
+@login_required
+@require_GET
+def measurements_csv_download(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Every measurement of the study as the wide CSV the upload reads back
+    (one row per candidate, one column per metric, numbers at full
+    precision): the measurements page's *Show all*."""
+    study = study_for_member(request, study_id)
+    text = measurements_csv_text(
+        candidates=[c.name for c in selectors.candidate_list(study=study)],
+        metrics=[m.name for m in selectors.metric_list(study=study)],
+        rows=selectors.measurement_list(study=study),
+    )
+    response = HttpResponse(text, content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="approve-study-{study.pk}-measurements.csv"'
+    return response
 
 
 @login_required
@@ -809,6 +883,7 @@ __all__ = [
     "invitation_link_create",
     "invitation_revoke",
     "measurements_csv",
+    "measurements_csv_download",
     "measurements_page",
     "reminders_send",
     "setup_item_add",
