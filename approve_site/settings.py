@@ -373,6 +373,9 @@ SPECTACULAR_SETTINGS = {
         "InvitationStatusEnum": "workspace.api.invitation_serializers.STATUSES",
         "InvitationKindEnum": ["username", "link"],
         "RunStatusEnum": "engine.models.Run.Status",
+        "AnalysisKindEnum": "engine.models.Analysis.Kind",
+        "AnalysisStatusEnum": "engine.models.Analysis.Status",
+        "WeightKindEnum": ["attribute", "metric"],
         # A metric's direction, and a computation's (the catalogue's): the
         # model's choices; a new metric's (MetricWriteSerializer): plain values.
         "MetricBetterEnum": "workspace.models.Direction",

@@ -19,11 +19,14 @@ __all__ = [
     "Crossing",
     "StoredRanking",
     "WeightReport",
+    "WhatIfRow",
     "attribute_weights_to_metric_weights",
+    "fragility_sentence",
     "most_fragile",
     "ranking_at",
     "stored_ranking",
     "weight_reports",
+    "what_if",
 ]
 
 
@@ -175,3 +178,39 @@ def most_fragile(reports: Sequence[WeightReport]) -> WeightReport | None:
     weight from 0 to 1 changes it."""
     finite = [report for report in reports if report.fragility != float("inf")]
     return min(finite, key=lambda report: report.fragility) if finite else None
+
+
+def fragility_sentence(reports: Sequence[WeightReport], leader: str) -> str:
+    """One sentence on the most fragile weight, naming who would overtake
+    the run's winner ``leader`` beyond its interval."""
+    report = most_fragile(reports)
+    if report is None:
+        return f"No single weight changes the winner: {leader} stays first whatever any weight is, from 0 to 1."
+    parts = []
+    if report.below:
+        parts.append(f"fell below {report.below.at:.3f}, {report.below.overtaker} would overtake {leader}")
+    if report.above:
+        parts.append(f"rose above {report.above.at:.3f}, {report.above.overtaker} would overtake {leader}")
+    return f"The most fragile weight is {report.name}'s ({report.share:.3f}): if it " + "; if it ".join(parts) + "."
+
+
+@dataclass(frozen=True)
+class WhatIfRow:
+    name: str
+    rank: int
+    run_rank: int
+    cef: float
+    vetoed: bool
+
+
+def what_if(stored: StoredRanking, attribute_weights: Sequence[float]) -> list[WhatIfRow]:
+    """Every candidate's rank and CEF at the given attribute weights (any
+    non-negative numbers, taken relative to each other), best first, beside
+    its rank in the run."""
+    cef, ranks = ranking_at(stored, attribute_weights_to_metric_weights(stored, attribute_weights))
+    run_ranks = ranking_at(stored, stored.weights)[1]
+    order = sorted(range(len(cef)), key=lambda c: (ranks[c], run_ranks[c], c))
+    return [
+        WhatIfRow(stored.candidates[c], int(ranks[c]), int(run_ranks[c]), float(cef[c]), bool(stored.vetoed[c]))
+        for c in order
+    ]

@@ -18,10 +18,11 @@ def run_snapshot_parts(*, run_id: int, keys: tuple[str, ...]) -> dict[str, Any]:
     return {key: row[f"snapshot__{key}"] for key in keys}
 
 
-def analysis_list(*, run: Run) -> QuerySet[Analysis]:
-    """The run's analyses, newest first, with who launched them and without
-    their results."""
-    return Analysis.objects.filter(run=run).select_related("launched_by").defer("result")
+def analysis_list(*, run: Run, with_result: bool = False) -> QuerySet[Analysis]:
+    """The run's analyses, newest first, with who launched them and (unless
+    ``with_result``) without their results."""
+    analyses = Analysis.objects.filter(run=run).select_related("launched_by")
+    return analyses if with_result else analyses.defer("result")
 
 
 def analysis_latest(*, run: Run, kind: str) -> Analysis | None:

@@ -7,8 +7,6 @@ polled while they run.
 Everything is computed from what the run stored (``engine.sensitivity``),
 never from the live inputs; the what-if writes nothing."""
 
-import csv
-import io
 from typing import Any, cast
 
 from django import forms
@@ -23,7 +21,7 @@ from engine import analyses as engine_analyses
 from engine import sensitivity
 from engine.models import Analysis, Run
 
-from .. import charts, selectors
+from .. import analysis_export, charts, selectors
 from ..errors import InvalidInput, PhaseConflict
 from ..limits import ANALYSIS_SAMPLES_DEFAULT, ANALYSIS_SAMPLES_MAX
 from .common import form_add_service_errors, require_designer, run_for_member, signed_in_user, study_for_member
@@ -118,17 +116,6 @@ def _weight_chart(stored: sensitivity.StoredRanking, report: sensitivity.WeightR
     )
 
 
-def _sentence(report: sensitivity.WeightReport | None, leader: str) -> str:
-    if report is None:
-        return f"No single weight changes the winner: {leader} stays first whatever any weight is, from 0 to 1."
-    parts = []
-    if report.below:
-        parts.append(f"fell below {report.below.at:.3f}, {report.below.overtaker} would overtake {leader}")
-    if report.above:
-        parts.append(f"rose above {report.above.at:.3f}, {report.above.overtaker} would overtake {leader}")
-    return f"The most fragile weight is {report.name}'s ({report.share:.3f}): if it " + "; if it ".join(parts) + "."
-
-
 def _weights_context(stored: sensitivity.StoredRanking) -> dict:
     reports = sensitivity.weight_reports(stored)
     leader = stored.candidates[0] if stored.candidates else ""
@@ -136,7 +123,7 @@ def _weights_context(stored: sensitivity.StoredRanking) -> dict:
     return {
         "attributes": [(report, _weight_chart(stored, report, i)) for i, report in enumerate(attributes)],
         "metrics": [r for r in reports if r.kind == "metric"],
-        "sentence": _sentence(sensitivity.most_fragile(reports), leader),
+        "sentence": sensitivity.fragility_sentence(reports, leader),
         "leader": leader,
     }
 
@@ -166,22 +153,7 @@ def _what_if_weights(request: HttpRequest, stored: sensitivity.StoredRanking) ->
 
 def _what_if_context(request: HttpRequest, run: Run, stored: sensitivity.StoredRanking) -> dict:
     wanted, errors = _what_if_weights(request, stored)
-    rows: list[dict] = []
-    if not errors:
-        weights = sensitivity.attribute_weights_to_metric_weights(stored, wanted)
-        cef, ranks = sensitivity.ranking_at(stored, weights)
-        run_ranks = sensitivity.ranking_at(stored, stored.weights)[1]
-        order = sorted(range(len(cef)), key=lambda c: (ranks[c], c))[:WHAT_IF_ROWS]
-        rows = [
-            {
-                "name": stored.candidates[c],
-                "rank": int(ranks[c]),
-                "run_rank": int(run_ranks[c]),
-                "cef": float(cef[c]),
-                "vetoed": bool(stored.vetoed[c]),
-            }
-            for c in order
-        ]
+    rows = sensitivity.what_if(stored, wanted)[:WHAT_IF_ROWS] if not errors else []
     total = sum(wanted) or 1.0
     return {
         "run": run,
@@ -334,38 +306,16 @@ def analysis_cancel(request: HttpRequest, run_id: int, analysis_id: int) -> Http
     return redirect(reverse("run_robustness", args=[run_id]) + f"#analysis-{analysis.kind}")
 
 
-def analysis_csv_rows(analysis: Analysis) -> list[list[object]]:
-    """An analysis's summary as CSV rows, header first."""
-    summary = cast(dict, analysis.result)["summary"]
-    if analysis.kind == Analysis.Kind.LEAVE_ONE_OUT:
-        header: list[object] = ["expert_left_out", "winner", "top_three", "kendall_tau", "changes_winner"]
-        return [header] + [
-            [row["expert"], " | ".join(row["winner"]), " | ".join(row["top_three"]), row["tau"], row["changes_winner"]]
-            for row in summary["rows"]
-        ]
-    ranks = len(summary["candidates"][0]["ranks"]) if summary["candidates"] else 0
-    header = ["candidate", "p_best", "se_best", *(f"p_rank_{r + 1}" for r in range(ranks))]
-    header += [f"central_weight:{name}" for name in summary["attributes"]]
-    return [header] + [
-        [
-            row["name"],
-            row["p_best"],
-            row["se_best"],
-            *row["ranks"],
-            *(row["central_weights"] or [""] * len(summary["attributes"])),
-        ]
-        for row in summary["candidates"]
-    ]
-
-
 @login_required
 @require_GET
 def analysis_csv(request: HttpRequest, run_id: int, analysis_id: int) -> HttpResponse:
     analysis, _ = _analysis_for_member(request, run_id, analysis_id)
     if analysis.status != Analysis.Status.SUCCEEDED:
         raise Http404("This analysis has no result yet.")
-    out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerows(analysis_csv_rows(analysis))
-    response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="run-{run_id}-{analysis.kind}-{analysis.pk}.csv"'
+    response = HttpResponse(
+        analysis_export.analysis_csv(analysis), content_type=analysis_export.ANALYSIS_CSV_CONTENT_TYPE
+    )
+    response["Content-Disposition"] = (
+        f'attachment; filename="{analysis_export.analysis_csv_filename(run_id, analysis)}"'
+    )
     return response
