@@ -1,7 +1,7 @@
 """Benchmark of engine.core and engine.prioritisation (not a test).
 
 Run from the repository root:  .venv/bin/python bench/engine.py [section ...]
-(sections: dense, growth, literal, ahp, layers; all by default)
+(sections: dense, growth, literal, ahp, layers, kernels; all by default)
 
 Prints, measured side by side in one run with a fixed seed (best of several
 runs each, BLAS single-threaded, see bench/_blas.py):
@@ -26,7 +26,14 @@ runs each, BLAS single-threaded, see bench/_blas.py):
    `pip install ahpy==2.1` into the venv that runs this script;
 5. the share of evaluate's CPU time spent counting layers (only reported as
    ``iterations``) at 100 experts x 20 metrics x 1,000 candidates with
-   slowly mixing peer weights, and at k=1000, n=50.
+   slowly mixing peer weights, and at k=1000, n=50;
+6. ``core._group_scores_at``'s binary searches (issue 19, item 4): its loop
+   over metrics (one ``np.searchsorted`` per metric for the starts and one
+   for the ends) against the same positions found for every metric at once
+   by one stable ``argsort`` of the breakpoints and the candidates' values
+   merged per metric, at 100 x 20 x 1,000 and at 1,000 x 50 x 1,000, with the
+   loop's Python overhead alone (the same calls on one candidate): what
+   any vectorisation of the loop could save at most.
 """
 
 import os
@@ -387,12 +394,68 @@ def bench_layer_share(rng):
         )
 
 
+def _positions_loop(sorted_bounds, measured):
+    """As ``core._group_scores_at`` finds them: one searchsorted per metric."""
+    found = np.empty(measured.shape, dtype=np.intp)
+    for metric in range(len(sorted_bounds)):
+        found[metric] = np.searchsorted(sorted_bounds[metric], measured[metric], side="right")
+    return found
+
+
+def _positions_merged(sorted_bounds, measured):
+    """The same positions for every metric at once: a stable argsort of each
+    metric's bounds followed by its values puts a bound before an equal value
+    (side="right"); a value's position is the number of bounds before it."""
+    k = sorted_bounds.shape[1]
+    order = np.argsort(np.concatenate([sorted_bounds, measured], axis=1), axis=1, kind="stable")
+    is_value = order >= k
+    bounds_before = np.cumsum(~is_value, axis=1)
+    found = np.empty(measured.shape, dtype=np.intp)
+    rows = np.nonzero(is_value)[0]
+    found[rows, order[is_value] - k] = bounds_before[is_value]
+    return found
+
+
+def _kernel_case(rng, k, n, m):
+    study = random_study(rng, k, n, m)
+    lower, upper, measurements = study["lower"], study["upper"], study["measurements"]
+    influence = np.full(k, 1 / k)
+    sorted_starts = np.sort(np.minimum(lower, upper).T, axis=1)
+    measured = np.ascontiguousarray(measurements.T)
+    assert np.array_equal(_positions_loop(sorted_starts, measured), _positions_merged(sorted_starts, measured))
+    # Ties: values equal to bounds are placed after them by both.
+    tied = sorted_starts[:, : min(k, m)].copy()
+    assert np.array_equal(_positions_loop(sorted_starts, tied), _positions_merged(sorted_starts, tied))
+    repeats = 20 if k <= 100 else 5
+    whole = best_cpu_time(lambda: core._group_scores_at(influence, lower, upper, measurements), repeats)
+    # Both searches (starts and ends) of _group_scores_at.
+    old = 2 * best_cpu_time(lambda: _positions_loop(sorted_starts, measured), repeats)
+    new = 2 * best_cpu_time(lambda: _positions_merged(sorted_starts, measured), repeats)
+    one = measured[:, :1]
+    overhead = 2 * best_cpu_time(lambda: _positions_loop(sorted_starts, one), repeats)
+    return whole, old, new, overhead
+
+
+def bench_kernels(rng):
+    section("6. _group_scores_at's binary searches: the loop over metrics against one merged argsort")
+    print(f"   {'k x n x m':18s} {'whole':>9s} {'loop':>9s} {'merged':>9s} {'old/new':>8s} {'overhead':>9s}")
+    for k, n, m in ((100, 20, 1000), (1000, 50, 1000)):
+        whole, old, new, overhead = _kernel_case(rng, k, n, m)
+        print(
+            f"   {k} x {n} x {m:<8} {whole * 1e3:6.2f} ms {old * 1e3:6.2f} ms {new * 1e3:6.2f} ms "
+            f"{old / new:8.2f} {overhead * 1e3:6.3f} ms"
+        )
+    print("   (whole: _group_scores_at; loop and merged: its two searches; overhead: the loop's calls on one")
+    print("   candidate, the most a vectorised loop could save)")
+
+
 SECTIONS = {
     "dense": bench_dense,
     "growth": bench_growth,
     "literal": bench_literal,
     "ahp": bench_ahp,
     "layers": bench_layer_share,
+    "kernels": bench_kernels,
 }
 
 

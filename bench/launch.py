@@ -9,9 +9,14 @@ and measures on the PostgreSQL database named by ``DATABASE_URL``:
   whole ``run_launch`` (best of 5, each committed);
 * ``CONCURRENT`` launches of that study at once, from as many processes
   (each with its own database connection, as gunicorn's workers have; threads
-  would measure Python's GIL): the time each took to return, median and
-  maximum (issue 17: 20 at once answered
-  after up to 14.4 s, median 6.2 s; the goal is well under a second each).
+  would measure Python's GIL): the time each took to return (wall) and the
+  CPU time its process spent in it, median and maximum, in three rounds side
+  by side: every launch building its snapshot (the path before issue 17's
+  finding 6, forced by disabling the copy), right after a change of the
+  inputs (one launch builds, the others wait for it and copy its snapshot in
+  the database), and with no change since the last launch (all copy).
+  Issue 17: 20 at once answered after up to 14.4 s, median 6.2 s; the goal
+  is well under a second each.
 
 Celery is eager without ``REDIS_URL``: the launch would then compute the run
 in this process, so the task is not sent (``engine.services._send`` is
@@ -67,9 +72,68 @@ def best_of(function, repeats=5):
     return best
 
 
-def run(study_id, keep):
-    from django.db import connection
+def launch(study, designer):
+    from engine import services
 
+    return services.run_launch(study=study, launched_by=designer)
+
+
+def forced_build(function):
+    """``function`` with the copy of an earlier run's snapshot disabled, and
+    the builds' advisory lock with it: every launch reads, checks and stores
+    its own, side by side (the path before the copy)."""
+    from engine import services
+
+    copying, serialising = services._launch_copying, services._serialise_builds
+    services._launch_copying, services._serialise_builds = (lambda *args: None), (lambda study: None)
+    try:
+        return function()
+    finally:
+        services._launch_copying, services._serialise_builds = copying, serialising
+
+
+def concurrent(study, designer, *, build, change):
+    """``CONCURRENT`` launches at once from as many processes: each one's wall
+    and CPU seconds, and the errors. ``change`` bumps the study's input
+    version first (as any change of its inputs does), so no run can be copied
+    until one launch has built a snapshot; ``build`` forces every launch to
+    build its own."""
+    from django.db import connection, transaction
+
+    from workspace.services import inputs_changed
+
+    if change:
+        with transaction.atomic():
+            inputs_changed(studies=[study.pk])
+    connection.close()  # each forked process opens its own
+    context = multiprocessing.get_context("fork")
+    barrier, results = context.Barrier(CONCURRENT), context.Queue()
+
+    def one():
+        try:
+            barrier.wait()
+            started, cpu = time.perf_counter(), time.process_time()
+            if build:
+                forced_build(lambda: launch(study, designer))
+            else:
+                launch(study, designer)
+            results.put((time.perf_counter() - started, time.process_time() - cpu))
+        except Exception as error:  # reported below
+            results.put(repr(error))
+        finally:
+            connection.close()
+
+    processes = [context.Process(target=one) for _ in range(CONCURRENT)]
+    for process in processes:
+        process.start()
+    answers = [results.get(timeout=600) for _ in processes]
+    for process in processes:
+        process.join()
+    times = [a for a in answers if isinstance(a, tuple)]
+    return [t[0] for t in times], [t[1] for t in times], [a for a in answers if not isinstance(a, tuple)]
+
+
+def run(study_id, keep):
     from engine import services
     from engine.models import Run
     from engine.snapshot import snapshot_arrays, study_snapshot
@@ -85,32 +149,15 @@ def run(study_id, keep):
             "study_snapshot": best_of(lambda: study_snapshot(study=study)),
             "snapshot_arrays": best_of(lambda: snapshot_arrays(snapshot)),
             "json.dumps": best_of(lambda: json.dumps(snapshot)),
-            "run_launch": best_of(lambda: services.run_launch(study=study, launched_by=designer)),
+            "run_launch (build)": best_of(lambda: forced_build(lambda: launch(study, designer))),
+            "run_launch (copy)": best_of(lambda: launch(study, designer)),
         }
         size = len(json.dumps(snapshot))
-        connection.close()  # each forked process opens its own
-        context = multiprocessing.get_context("fork")
-        barrier, results = context.Barrier(CONCURRENT), context.Queue()
-
-        def launch():
-            try:
-                barrier.wait()
-                started = time.perf_counter()
-                services.run_launch(study=study, launched_by=designer)
-                results.put(time.perf_counter() - started)
-            except Exception as error:  # reported below
-                results.put(repr(error))
-            finally:
-                connection.close()
-
-        processes = [context.Process(target=launch) for _ in range(CONCURRENT)]
-        for process in processes:
-            process.start()
-        answers = [results.get(timeout=600) for _ in processes]
-        for process in processes:
-            process.join()
-        times = [a for a in answers if isinstance(a, float)]
-        errors = [a for a in answers if not isinstance(a, float)]
+        rounds = {
+            "building each (before)": concurrent(study, designer, build=True, change=True),
+            "after a change": concurrent(study, designer, build=False, change=True),
+            "no change since": concurrent(study, designer, build=False, change=False),
+        }
     finally:
         Run.objects.filter(study=study).exclude(pk__in=before).delete()
         if not keep and not study_id:
@@ -122,13 +169,18 @@ def run(study_id, keep):
     print(f"snapshot: {size / 1e6:.2f} MB of JSON; load average {load}; {os.cpu_count()} cores")
     for label, seconds in rows.items():
         print(f"  {label:<18} {seconds * 1000:8.0f} ms  (best of 5)")
-    if errors:
-        print(f"  {len(errors)} concurrent launches failed: {errors[0]}")
-    times.sort()
-    print(
-        f"  {CONCURRENT} at once: median {statistics.median(times) * 1000:.0f} ms, "
-        f"max {times[-1] * 1000:.0f} ms, min {times[0] * 1000:.0f} ms"
-    )
+    building = rounds["building each (before)"][0]
+    for label, (wall, cpu, errors) in rounds.items():
+        ratio = statistics.median(building) / statistics.median(wall) if wall else float("nan")
+        if errors:
+            print(f"  {len(errors)} concurrent launches failed: {errors[0]}")
+            continue
+        print(
+            f"  {CONCURRENT} at once, {label:<23} wall median {statistics.median(wall) * 1000:6.0f} ms, "
+            f"max {max(wall) * 1000:6.0f} ms; CPU median {statistics.median(cpu) * 1000:5.0f} ms, "
+            f"max {max(cpu) * 1000:5.0f} ms; before/this: median {ratio:5.1f}x, "
+            f"max {max(building) / max(wall):5.1f}x"
+        )
 
 
 def main():

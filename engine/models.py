@@ -27,6 +27,10 @@ class Run(models.Model):
     tolerance = models.FloatField(default=DEFAULT_TOLERANCE)
     # Every input the run uses, copied at launch (see engine.snapshot.study_snapshot).
     snapshot = models.JSONField()
+    # The study's input_version when the snapshot was taken: a later launch at
+    # the same version (and tolerance) copies this snapshot in the database
+    # instead of reading the inputs again. Null before versions were kept.
+    input_version = models.PositiveBigIntegerField(null=True, blank=True, editable=False)
     # Filled in one write together with status "succeeded"; null otherwise.
     results = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
@@ -43,7 +47,10 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-launched_at", "-id"]
-        indexes = [models.Index(fields=["status", "lease_expires_at"], name="run_status_lease")]
+        indexes = [
+            models.Index(fields=["status", "lease_expires_at"], name="run_status_lease"),
+            models.Index(fields=["study", "input_version"], name="run_study_input_version"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(status__in=["queued", "running", "succeeded", "failed"]), name="run_status_valid"

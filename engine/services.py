@@ -5,7 +5,8 @@ its results in ``engine.results``, the results document in
 ``engine.selectors``.
 
 The path of a run (ARCHITECTURE.md): ``run_launch`` copies every input into
-the run and enqueues the task after commit; the task calls ``run_execute``,
+the run (or, when nothing changed since an earlier run, that run's snapshot,
+in the database) and enqueues the task after commit; the task calls ``run_execute``,
 which claims the run with a conditional UPDATE (so a redelivered message never
 runs it twice or overwrites a finished run), computes with ``engine.core``
 (``engine.results.evaluate_snapshot``) and stores the results and the status in one write.
@@ -35,6 +36,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import User
 from django.db import DatabaseError, connection, transaction
 from django.db.models import F, Q, QuerySet
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
@@ -116,8 +118,9 @@ def _lock_for_launch(study: Study) -> Study:
     """Re-read the study under a lock that keeps its inputs as they are until
     the launch commits, without making launches wait for each other.
 
-    Every change to a study's inputs takes its row lock ``FOR UPDATE``
-    (``workspace.services._checks.locked``); a launch takes it ``FOR SHARE``
+    Every change to a study's inputs takes its row lock with the UPDATE that
+    bumps its ``input_version`` (``workspace.services._checks.locked``); a
+    launch takes it ``FOR SHARE``
     on PostgreSQL, which those changes wait for but other launches do not, so
     many launches of one study read its inputs at the same time. (SQLite
     locks the whole database for a write anyway.)"""
@@ -129,11 +132,62 @@ def _lock_for_launch(study: Study) -> Study:
     return Study.objects.select_for_update().get(pk=study.pk)
 
 
+# The first key of the launches' advisory locks (pg_advisory_xact_lock(key, study)):
+# the second is the study's id.
+_BUILD_LOCK_KEY = 17_06
+
+
+def _serialise_builds(study: Study) -> None:
+    """Make launches of ``study`` that find no snapshot to copy build one at
+    a time, until this transaction ends: the next finds the first's run and
+    copies it. PostgreSQL only (SQLite serialises writers anyway)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_BUILD_LOCK_KEY, study.pk])
+
+
+def _launch_copying(study: Study, launched_by: User | None, tolerance: float) -> Run | None:
+    """A new run with the snapshot of a run of ``study`` taken at its current
+    ``input_version`` and ``tolerance``, copied inside the database (never
+    decoded here); None when there is none. Same inputs, so the same
+    snapshot, already checked when that run was launched."""
+    source = (
+        Run.objects.filter(study=study, input_version=study.input_version, tolerance=tolerance)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if source is None:
+        return None
+    # One INSERT whose snapshot is a subquery: the database copies the
+    # stored value without sending it to Python and back.
+    table, key = Run._meta.db_table, Run._meta.pk.column
+    column = Run._meta.get_field("snapshot").column
+    copied = RawSQL(f'(SELECT "{column}" FROM "{table}" WHERE "{key}" = %s)', [source])  # noqa: S608
+    run = Run.objects.create(
+        study=study,
+        launched_by=launched_by,
+        tolerance=tolerance,
+        snapshot=copied,
+        input_version=study.input_version,
+        lease_expires_at=_queue_lease(timezone.now()),
+    )
+    del run.snapshot  # read from the database if asked for
+    return run
+
+
 @transaction.atomic
 def run_launch(*, study: Study, launched_by: AbstractBaseUser | None, tolerance: float = core.DEFAULT_TOLERANCE) -> Run:
     """Snapshot a closed study into a new queued run and enqueue it after
     commit. Refused (``PhaseConflict``) unless the study is closed. The run is
-    saved whether or not the broker can be reached (see ``_enqueue``)."""
+    saved whether or not the broker can be reached (see ``_enqueue``).
+
+    The snapshot is the inputs at launch: the study's row lock keeps them as
+    they are until commit, and its ``input_version`` says whether they are
+    those of an earlier run (no change since), whose snapshot is then copied
+    in the database rather than read and checked again. Otherwise launches
+    build one at a time (``_serialise_builds``), so twenty at once build one
+    snapshot and copy it nineteen times."""
     study = _lock_for_launch(study)
     if not phase_allows(study, Action.LAUNCH_RUN):
         raise PhaseConflict(
@@ -141,22 +195,33 @@ def run_launch(*, study: Study, launched_by: AbstractBaseUser | None, tolerance:
         )
     if not (isinstance(tolerance, float) and 0 < tolerance < 1):
         raise ValueError("tolerance must be a float in (0, 1)")
+    # A ForeignKey to AUTH_USER_MODEL, which django-stubs types as auth.User.
+    user = cast("User | None", launched_by)
+    run = _launch_copying(study, user, tolerance)
+    if run is None:
+        _serialise_builds(study)
+        # Another launch may have built it while this one waited.
+        run = _launch_copying(study, user, tolerance) or _launch_building(study, user, tolerance)
+    transaction.on_commit(lambda: _enqueue(run.pk))
+    return run
+
+
+def _launch_building(study: Study, launched_by: User | None, tolerance: float) -> Run:
+    """A new run with a snapshot read from the study's inputs, checked first."""
     snapshot = study_snapshot(study=study, tolerance=tolerance)
     try:
         snapshot_arrays(snapshot)
     except RunInputError as error:
         # Missing or invalid inputs are reported now rather than as a failed run.
         raise PhaseConflict(f"The run cannot start: {error}.") from None
-    run = Run.objects.create(
+    return Run.objects.create(
         study=study,
-        # A ForeignKey to AUTH_USER_MODEL, which django-stubs types as auth.User.
-        launched_by=cast("User | None", launched_by),
+        launched_by=launched_by,
         tolerance=tolerance,
         snapshot=snapshot,
+        input_version=study.input_version,
         lease_expires_at=_queue_lease(timezone.now()),
     )
-    transaction.on_commit(lambda: _enqueue(run.pk))
-    return run
 
 
 # --- execute -------------------------------------------------------------------

@@ -38,6 +38,9 @@ __all__ = [
     "study_snapshot",
 ]
 
+# A launch copies the snapshot of a run taken at the study's same
+# input_version (engine.services): a new layout needs a migration bumping
+# every study's input_version, so no run copies a snapshot of the old one.
 SNAPSHOT_VERSION = 1
 
 Grid = list[list[Any]]

@@ -21,6 +21,7 @@ from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.db.models import Count, Q, QuerySet
 from django.forms.models import BaseInlineFormSet
 
@@ -43,7 +44,7 @@ from .models import (
     QualityAttribute,
     Study,
 )
-from .services import Action, phase_allows
+from .services import Action, inputs_changed, phase_allows
 from .services.accounts import USERNAME_TAKEN, usernames_taken
 
 # --- shared helpers -------------------------------------------------------------
@@ -99,6 +100,55 @@ class StudyScopedInline(MembershipChoicesMixin, admin.TabularInline):
         return formfield
 
 
+# --- what a run's snapshot reads --------------------------------------------------
+
+
+class InputsAdmin(_AdminBase):
+    """The admin of a model a run's snapshot may read (engine.snapshot): every
+    save, deletion and inline change here bumps the ``input_version`` of the
+    studies it touches (``services.inputs_changed``), as the services do
+    through their row lock, so the next launch takes a new snapshot.
+    ``study_path`` leads from the model to its study (its id).
+
+    The studies are bumped before the write too: the bump locks their rows,
+    so no service nor launch interleaves until the admin's change commits, and
+    a study saved here whole writes the version it has just read."""
+
+    study_path: ClassVar[str] = "study"
+
+    def studies_of(self, pks: list[Any]) -> list[int]:
+        pks = [pk for pk in pks if pk is not None]
+        if not pks:
+            return []
+        found = self.model._default_manager.filter(pk__in=pks).values_list(self.study_path, flat=True)
+        return [pk for pk in found if pk is not None]
+
+    def _bump(self, pks: list[Any]) -> None:
+        studies = self.studies_of(pks)
+        if studies:
+            inputs_changed(studies=studies)
+
+    def save_model(self, request, obj, form, change):
+        self._bump([obj.pk])
+        if isinstance(obj, Study) and obj.pk is not None:
+            obj.input_version = Study.objects.values_list("input_version", flat=True).get(pk=obj.pk)
+        super().save_model(request, obj, form, change)  # type: ignore[misc]  # a ModelAdmin's at run time
+        self._bump([obj.pk])
+
+    def delete_model(self, request, obj):
+        self._bump([obj.pk])
+        super().delete_model(request, obj)  # type: ignore[misc]
+
+    def delete_queryset(self, request, queryset):
+        with transaction.atomic():
+            self._bump(list(queryset.values_list("pk", flat=True)))
+            super().delete_queryset(request, queryset)  # type: ignore[misc]
+
+    def save_formset(self, request, form, formset, change):
+        self._bump([form.instance.pk])
+        super().save_formset(request, form, formset, change)  # type: ignore[misc]
+
+
 # --- the study ------------------------------------------------------------------
 
 
@@ -128,7 +178,8 @@ class CandidateInline(admin.TabularInline):
 
 
 @admin.register(Study)
-class StudyAdmin(admin.ModelAdmin):
+class StudyAdmin(InputsAdmin, admin.ModelAdmin):
+    study_path = "pk"
     list_display = ("title", "phase", "designer", "expert_count", "created_at", "updated_at")
     list_filter = ("phase", "created_at")
     list_select_related = ("designer",)
@@ -176,7 +227,7 @@ class StudyAdmin(admin.ModelAdmin):
 
 
 @admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(InputsAdmin, admin.ModelAdmin):
     list_display = ("user", "role", "study", "study_phase", "created_at")
     list_filter = ("role", "study__phase")
     list_select_related = ("user", "study")
@@ -259,7 +310,7 @@ class MetricInline(admin.TabularInline):
 
 
 @admin.register(QualityAttribute)
-class QualityAttributeAdmin(admin.ModelAdmin):
+class QualityAttributeAdmin(InputsAdmin, admin.ModelAdmin):
     list_display = ("name", "study", "kind", "is_selected", "metric_count", "position")
     list_filter = ("kind", "is_selected", "study__phase")
     list_select_related = ("study",)
@@ -280,7 +331,7 @@ class QualityAttributeAdmin(admin.ModelAdmin):
 
 
 @admin.register(Metric)
-class MetricAdmin(admin.ModelAdmin):
+class MetricAdmin(InputsAdmin, admin.ModelAdmin):
     list_display = (
         "name",
         "attribute",
@@ -306,7 +357,7 @@ class MeasurementInline(StudyScopedInline):
 
 
 @admin.register(Candidate)
-class CandidateAdmin(admin.ModelAdmin):
+class CandidateAdmin(InputsAdmin, admin.ModelAdmin):
     list_display = ("name", "study", "measurement_count", "position")
     list_filter = ("study__phase",)
     list_select_related = ("study",)
@@ -329,7 +380,7 @@ class CandidateAdmin(admin.ModelAdmin):
 
 
 @admin.register(Measurement)
-class MeasurementAdmin(admin.ModelAdmin):
+class MeasurementAdmin(InputsAdmin, admin.ModelAdmin):
     list_display = ("candidate", "metric", "value", "study")
     list_filter = ("candidate__study__phase",)
     list_select_related = ("candidate__study", "metric")
@@ -346,8 +397,10 @@ class MeasurementAdmin(admin.ModelAdmin):
 # --- votes ------------------------------------------------------------------------
 
 
-class ExpertInputAdmin(MembershipChoicesMixin, admin.ModelAdmin):
+class ExpertInputAdmin(InputsAdmin, MembershipChoicesMixin, admin.ModelAdmin):
     """Rows that belong to one expert's membership."""
+
+    study_path = "expert__study"
 
     autocomplete_fields: ClassVar[tuple[str, ...]] = ("expert",)
 
@@ -440,10 +493,11 @@ class MetricPrioritisationAdmin(ExpertInputAdmin):
         return (MetricJudgmentInline, MetricWeightInline) if obj is not None else ()
 
 
-class PrioritisationRowAdmin(admin.ModelAdmin):
+class PrioritisationRowAdmin(InputsAdmin, admin.ModelAdmin):
     """Judgments and weights, listed with the expert and study they belong
     to. Subclasses name the row's own fields; the rest follows from them."""
 
+    study_path = "prioritisation__expert__study"
     item_fields: tuple[str, ...] = ()  # the foreign keys to attributes or metrics
     value_fields: tuple[str, ...] = ()
     list_filter = ("prioritisation__method", "prioritisation__expert__study__phase")
@@ -497,7 +551,8 @@ class AcceptableRangeAdmin(ExpertInputAdmin):
 
 
 @admin.register(PeerWeight)
-class PeerWeightAdmin(MembershipChoicesMixin, admin.ModelAdmin):
+class PeerWeightAdmin(InputsAdmin, MembershipChoicesMixin, admin.ModelAdmin):
+    study_path = "rater__study"
     list_display = ("rater_user", "ratee_user", "weight", "study")
     list_filter = ("rater__study__phase",)
     list_select_related = ("rater__user", "rater__study", "ratee__user")
@@ -569,8 +624,11 @@ admin.site.unregister(User)
 
 
 @admin.register(User)
-class AccountAdmin(UserAdmin):
-    """Django's user admin, whose forms refuse look-alike usernames."""
+class AccountAdmin(InputsAdmin, UserAdmin):
+    """Django's user admin, whose forms refuse look-alike usernames. A
+    username is in the snapshots of its studies (``InputsAdmin``)."""
+
+    study_path = "memberships__study"
 
     add_form = LookAlikeSafeUserCreationForm
     form = LookAlikeSafeUserChangeForm

@@ -67,6 +67,11 @@ class Study(models.Model):
     # while the design may change.
     ahp_weighting = models.CharField(max_length=20, choices=AhpWeighting.choices, default=AHP_WEIGHTING_DEFAULT)
     designer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="designed_studies")
+    # Counts the changes that may alter a run's snapshot (engine.snapshot):
+    # every one bumps it in its own transaction (workspace.services._checks:
+    # ``locked`` and ``inputs_changed``), so two launches at the same version
+    # have the same inputs and the second copies the first's snapshot.
+    input_version = models.PositiveBigIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

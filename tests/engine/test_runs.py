@@ -1361,14 +1361,17 @@ def test_launches_of_one_study_do_not_wait_for_each_other_but_changes_wait_for_l
         assert Run.objects.get(pk=run.pk).snapshot["candidates"] == CANDIDATES
         other.rollback()
 
-        # A change (FOR UPDATE, as workspace.services._checks.locked takes it)
-        # waits for a launch in progress.
+        # A change (the UPDATE of workspace.services._checks.locked, which
+        # bumps the input version) waits for a launch in progress.
         with transaction.atomic():
             services._lock_for_launch(study)
             with other.cursor() as cursor:
                 cursor.execute("SET lock_timeout = '500ms'")
                 with pytest.raises(Exception, match="lock timeout"):
-                    cursor.execute('SELECT 1 FROM "workspace_study" WHERE "id" = %s FOR UPDATE', [study.pk])
+                    cursor.execute(
+                        'UPDATE "workspace_study" SET "input_version" = "input_version" + 1 WHERE "id" = %s',
+                        [study.pk],
+                    )
         other.rollback()
     finally:
         with connection.cursor() as cursor:

@@ -28,7 +28,7 @@ and ``locked``, the study's row lock) are public here too, for the services
 of other apps (``evaluation.services``).
 """
 
-from ._checks import expect, locked, number, text
+from ._checks import expect, inputs_changed, locked, number, text
 from .accounts import (
     api_token_create,
     api_token_record_use,
@@ -95,6 +95,7 @@ from .setup import (
 
 __all__ = [
     "expect",
+    "inputs_changed",
     "locked",
     "number",
     "text",

@@ -10,7 +10,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from numbers import Real
 from typing import Any
 
-from django.db.models import Max, Model, QuerySet
+from django.db import router
+from django.db.models import F, Max, Model, QuerySet
 from django.db.models.manager import BaseManager
 
 from engine.rules import range_direction_problem, range_width_invalid
@@ -175,8 +176,28 @@ def range_pair(value: Any, field: str, better: str) -> tuple[float, float]:
 
 def locked(study: Study) -> Study:
     """Re-read the study under a row lock so concurrent transitions and
-    inputs serialise on it."""
-    return Study.objects.select_for_update().get(pk=study.pk)
+    inputs serialise on it, and bump its ``input_version``: whoever takes
+    the lock may change what a run's snapshot holds, so a launch after it
+    takes a new snapshot rather than copying an earlier run's (a refused
+    change rolls its bump back with the rest).
+
+    One statement: the UPDATE locks the row (against other changes and
+    against launches, which hold it ``FOR SHARE``) and returns it."""
+    table, key, version = Study._meta.db_table, Study._meta.pk.column, Study._meta.get_field("input_version").column
+    columns = ", ".join(f'"{field.column}"' for field in Study._meta.concrete_fields)
+    sql = f'UPDATE "{table}" SET "{version}" = "{version}" + 1 WHERE "{key}" = %s RETURNING {columns}'  # noqa: S608
+    found = list(Study.objects.db_manager(router.db_for_write(Study)).raw(sql, [study.pk]))
+    if not found:
+        raise Study.DoesNotExist("Study matching query does not exist.")
+    return found[0]
+
+
+def inputs_changed(*, studies: Iterable[int]) -> None:
+    """Bump the ``input_version`` of the studies whose ids are given: the one
+    call for a writer of a snapshot's inputs that does not go through
+    ``locked`` (the admin, an account's username). Call it in the change's
+    transaction."""
+    Study.objects.filter(pk__in=set(studies)).update(input_version=F("input_version") + 1)
 
 
 def next_position(queryset: QuerySet[Any] | BaseManager[Any]) -> int:

@@ -1,0 +1,1314 @@
+"""How sure is a ranking? Weight sensitivity, what-if, leave-one-expert-out
+and rank probabilities (METHOD.md section 8; docs/method.md, "Robustness").
+
+Everything here is pure NumPy (no Django) and works on arrays a run's
+snapshot gives (``engine.snapshot.snapshot_arrays``) or on the results'
+consensus weights ``a`` (n,), group scores ``g`` (m, n) and veto mask
+``vetoed`` (m,). A candidate's CEF is ``0`` when vetoed, else
+``sum_j a_j g_cj``; ranks are competition ranks, ``1 + #{d : CEF_d > CEF_c}``
+(equal scores share a rank).
+
+The three functions METHOD.md 8 binds, exactly as defined there:
+
+* :func:`weight_stability` - per group of metrics (default: each metric),
+  the closed intervals of its weight ``t`` in [0, 1] (the others rescaled
+  proportionally) on which the ranking, and separately the winner, stays;
+* :func:`rank_acceptability` - from sampled CEFs (S, m), the share of
+  samples in which each candidate takes each rank (SMAA-2's rank
+  acceptability indices);
+* :func:`pairwise_winning` - the share of samples in which candidate ``c``
+  scores strictly above ``d``.
+
+Around them, for the pages: :func:`sensitivity_lines` (each CEF as an affine
+function of a group's weight), :func:`crossings` (where two lines cross,
+who overtakes whom), :func:`fragility` and :func:`most_fragile`,
+:func:`what_if` (the ranking for given weights) with
+:func:`metric_weights_from_attributes` and :func:`metric_shares`.
+"""
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.stats import kendalltau
+
+from . import core
+from .prioritisation import _ahp_arrays
+
+__all__ = [
+    "BOOTSTRAP_KINDS",
+    "CENTRAL_WEIGHT_BITS",
+    "PAIRWISE_ALL",
+    "PAIRWISE_TOP",
+    "SAMPLE_BLOCK",
+    "BootstrapColumn",
+    "Counts",
+    "Crossing",
+    "LeaveOneOut",
+    "MonteCarloInputs",
+    "SamplingSpec",
+    "Summary",
+    "SensitivityLines",
+    "WeightStability",
+    "WhatIf",
+    "bootstrap_seed",
+    "competition_ranks",
+    "crossings",
+    "fragility",
+    "leave_one_out",
+    "merge",
+    "monte_carlo_chunk",
+    "pairwise_counts",
+    "rank_counts",
+    "metric_shares",
+    "metric_weights_from_attributes",
+    "most_fragile",
+    "pairwise_winning",
+    "rank_acceptability",
+    "sensitivity_lines",
+    "summary",
+    "weight_stability",
+    "what_if",
+    "without_expert",
+]
+
+# Two lines tied at a group's current weight count as identical (the same
+# line, so never untied) when their slopes differ by at most this, relative
+# to the largest slope: below it the difference is the rounding of the sums.
+_SAME_SLOPE = 1e-12
+
+# A consensus weight vector must sum to 1 within this before it is
+# renormalised exactly (METHOD.md intro; engine.core.ROW_SUM_TOLERANCE).
+_SUM_TOLERANCE = 1e-6
+
+
+# --------------------------------------------------------------------------
+# Arguments
+# --------------------------------------------------------------------------
+
+
+def _float_array(value: ArrayLike, name: str, ndim: int) -> np.ndarray:
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a {ndim}-D array of numbers: {exc}") from None
+    if array.ndim != ndim:
+        raise ValueError(f"{name} must be a {ndim}-D array, got shape {array.shape}")
+    if not np.isfinite(array).all():
+        raise ValueError(
+            f"{name} contains NaN or infinity at {tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])}"
+        )
+    return array
+
+
+def _weights(a: ArrayLike, name: str = "a") -> np.ndarray:
+    """Non-negative weights summing to 1 within 1e-6, renormalised exactly."""
+    weights = _float_array(a, name, 1)
+    if not len(weights):
+        raise ValueError(f"{name} must have at least one weight")
+    if weights.min() < 0:
+        raise ValueError(f"{name} must be non-negative; {name}[{int(np.argmin(weights))}] is {weights.min():.10g}")
+    total = weights.sum()
+    if abs(total - 1.0) > _SUM_TOLERANCE + 1e-12:
+        raise ValueError(f"{name} must sum to 1 within {_SUM_TOLERANCE:g}, got {total:.10g}")
+    return weights / total
+
+
+def _problem(a: ArrayLike, g: ArrayLike, vetoed: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    weights = _weights(a)
+    scores = _float_array(g, "g", 2)
+    if scores.shape[1] != len(weights):
+        raise ValueError(f"g must have shape (m, {len(weights)}) (one column per metric, as in a), got {scores.shape}")
+    mask = np.asarray(vetoed)
+    if mask.shape != (scores.shape[0],):
+        raise ValueError(f"vetoed must have shape ({scores.shape[0]},) (one flag per candidate), got {mask.shape}")
+    if mask.dtype != np.bool_:
+        if not np.isin(mask, (0, 1)).all():
+            raise ValueError("vetoed must hold booleans (or 0 and 1)")
+        mask = mask.astype(bool)
+    return weights, scores, mask
+
+
+def _groups(groups: object, n: int) -> list[np.ndarray]:
+    """Index arrays partitioning range(n); default each metric alone."""
+    if groups is None:
+        return [np.array([j]) for j in range(n)]
+    try:
+        listed = [np.asarray(group) for group in groups]  # type: ignore[attr-defined]
+    except TypeError:
+        raise ValueError("groups must be a sequence of index arrays") from None
+    seen = np.zeros(n, dtype=np.int64)
+    for position, group in enumerate(listed):
+        if group.ndim != 1 or not len(group) or not np.issubdtype(group.dtype, np.integer):
+            raise ValueError(f"groups[{position}] must be a non-empty 1-D array of metric indices")
+        if group.min() < 0 or group.max() >= n:
+            raise ValueError(f"groups[{position}] has an index outside 0..{n - 1}")
+        np.add.at(seen, group, 1)
+    if (seen != 1).any():
+        bad = int(np.flatnonzero(seen != 1)[0])
+        raise ValueError(
+            f"groups must partition the {n} metrics (each index in exactly one group); "
+            f"metric {bad} is in {int(seen[bad])}"
+        )
+    return [group.astype(np.intp) for group in listed]
+
+
+def _cef(weights: np.ndarray, scores: np.ndarray, vetoed: np.ndarray) -> np.ndarray:
+    # A row-wise sum, as engine.core.evaluate computes the weighted scores,
+    # so a run's CEFs and these agree to the last bit.
+    return np.where(vetoed, 0.0, (scores * weights).sum(axis=1))
+
+
+# --------------------------------------------------------------------------
+# Weight sensitivity (METHOD.md 8)
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class WeightStability:
+    """Result of :func:`weight_stability`: arrays of len(groups).
+
+    Attributes
+    ----------
+    share : ndarray
+        ``s_k``, the group's current share of the weight.
+    ranking_low, ranking_high : ndarray
+        The closed interval of ``t`` around ``s_k`` on which the ranking
+        stays (METHOD.md 8); ``[s_k, s_k]`` when two candidates tied at
+        ``s_k`` would be untied by any change.
+    winner_low, winner_high : ndarray
+        The closed interval of ``t`` around ``s_k`` on which every candidate
+        ranked first at ``s_k`` keeps a CEF at least every other's.
+    """
+
+    share: np.ndarray
+    ranking_low: np.ndarray
+    ranking_high: np.ndarray
+    winner_low: np.ndarray
+    winner_high: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class SensitivityLines:
+    """Every candidate's CEF as an affine function of each group's weight
+    ``t``: ``CEF_c(t) = intercept[k, c] + slope[k, c] * t`` (arrays of
+    shape (len(groups), m)); vetoed candidates have both 0. ``share`` is
+    each group's current weight ``s_k`` (where the lines meet the run's
+    CEFs) and ``cef`` the CEFs at the current weights (m,)."""
+
+    share: np.ndarray
+    intercept: np.ndarray
+    slope: np.ndarray
+    cef: np.ndarray
+
+
+def _lines(
+    weights: np.ndarray, scores: np.ndarray, vetoed: np.ndarray, groups: list[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(share (G,), intercept (G, m), slope (G, m)) of METHOD.md 8's
+    reweighting: in-group weights ``a_j t / s_k``, the others
+    ``a_j (1 - t) / (1 - s_k)`` (equal splits when ``s_k`` is 0 or 1)."""
+    n = len(weights)
+    members = np.zeros((len(groups), n))
+    for k, group in enumerate(groups):
+        members[k, group] = 1.0
+    share = members @ weights
+    inside = scores @ (members * weights).T  # (m, G): sum_{j in S_k} a_j g_cj
+    outside = scores @ ((1.0 - members) * weights).T
+    size_inside = members.sum(axis=1)
+    size_outside = n - size_inside
+    mean_inside = scores @ members.T / size_inside
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean_outside = np.where(size_outside > 0, scores @ (1.0 - members).T / np.maximum(size_outside, 1), 0.0)
+        per_unit_inside = np.where(share > 0, inside / share, mean_inside)  # CEF at t = 1
+        per_unit_outside = np.where((share < 1) & (size_outside > 0), outside / (1.0 - share), mean_outside)  # t = 0
+    intercept = np.where(vetoed[:, None], 0.0, per_unit_outside).T
+    slope = np.where(vetoed[:, None], 0.0, per_unit_inside - per_unit_outside).T
+    return share, intercept, slope
+
+
+def sensitivity_lines(a: ArrayLike, g: ArrayLike, vetoed: ArrayLike, *, groups: object = None) -> SensitivityLines:
+    """Each candidate's CEF as an affine function of each group's weight.
+
+    Same arguments and reweighting as :func:`weight_stability`: for group
+    ``k`` at weight ``t``, ``CEF_c(t) = intercept[k, c] + slope[k, c] t``
+    (0 for a vetoed candidate: vetoes do not depend on weights). The line
+    chart of a weight draws these over ``t`` in [0, 1] with the current
+    weight ``share[k]`` marked.
+    """
+    weights, scores, mask = _problem(a, g, vetoed)
+    share, intercept, slope = _lines(weights, scores, mask, _groups(groups, len(weights)))
+    return SensitivityLines(share=share, intercept=intercept, slope=slope, cef=_cef(weights, scores, mask))
+
+
+def _same_slope(difference: np.ndarray, slope: np.ndarray) -> np.ndarray:
+    scale = np.abs(slope).max(axis=-1, keepdims=True) if slope.size else np.zeros(1)
+    return np.abs(difference) <= _SAME_SLOPE * np.maximum(scale, 1.0)
+
+
+def _bounds(
+    lead: np.ndarray, slope_gap: np.ndarray, share: np.ndarray, moving: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The interval of t around s on which ``lead + slope_gap (t - s) >= 0``
+    for every pair (last axis), intersected with [0, 1].
+
+    ``lead`` (>= 0) is each pair's CEF difference at s and ``moving``
+    marks the pairs whose lines differ in slope (the others never cross).
+    A tied pair whose lines differ is untied on both sides of s, which pins
+    the interval to ``[s, s]``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # Measured from s, so a crossing is never placed on the wrong side.
+        distance = lead / np.abs(slope_gap)
+    falling = (slope_gap < 0) & moving
+    rising = (slope_gap > 0) & moving
+    share = np.asarray(share)
+    high = np.minimum(1.0, share + np.where(falling, distance, np.inf).min(axis=-1, initial=np.inf))
+    low = np.maximum(0.0, share - np.where(rising, distance, np.inf).min(axis=-1, initial=np.inf))
+    pinned = ((lead == 0) & moving).any(axis=-1)
+    high = np.where(pinned, share, np.maximum(high, share))
+    low = np.where(pinned, share, np.minimum(low, share))
+    return low, high
+
+
+def weight_stability(a: ArrayLike, g: ArrayLike, vetoed: ArrayLike, *, groups: object = None) -> WeightStability:
+    """Stability intervals of each group's weight (METHOD.md 8, binding).
+
+    For group ``k`` with share ``s_k = sum_{j in S_k} a_j`` the weights at
+    ``t`` in [0, 1] are ``a_j t / s_k`` inside the group (an equal split if
+    ``s_k = 0``) and ``a_j (1 - t) / (1 - s_k)`` outside it (an equal split
+    if ``s_k = 1``), so each unvetoed CEF is affine in ``t``
+    (:func:`sensitivity_lines`) and a vetoed one stays 0.
+
+    * ranking interval: the closed interval around ``s_k`` on which no pair
+      ordered ``CEF_c > CEF_d`` at ``s_k`` reverses, and no pair tied at
+      ``s_k`` whose lines differ is untied (then it is ``[s_k, s_k]``);
+      pairs may tie at its ends. By continuity the first pair to cross
+      going away from ``s_k`` is adjacent in the order at ``s_k``, so only
+      adjacent pairs are checked: ``O(m log m + G m)`` after the
+      ``O(G m n)`` lines.
+    * winner interval: the same for every candidate ranked first at ``s_k``
+      against every other candidate.
+
+    Ties are exact equality of the CEFs computed as ``engine.core`` computes
+    them (so they match the run's competition ranks); two tied lines are
+    the same line when their slopes differ by at most 1e-12 (relative).
+
+    Parameters
+    ----------
+    a : array-like (n,)
+        Final per-metric consensus weights, non-negative, summing to 1
+        (within 1e-6; renormalised).
+    g : array-like (m, n)
+        Group metric scores.
+    vetoed : array-like of bool (m,)
+    groups : sequence of integer index arrays, optional
+        A partition of range(n) (e.g. an attribute's metrics); default each
+        metric alone.
+
+    Returns
+    -------
+    WeightStability
+    """
+    weights, scores, mask = _problem(a, g, vetoed)
+    share, _, slope = _lines(weights, scores, mask, _groups(groups, len(weights)))
+    cef = _cef(weights, scores, mask)
+    m = len(cef)
+    if m < 2:
+        whole = (np.zeros_like(share), np.ones_like(share))
+        return WeightStability(share, *whole, *whole)
+    # Ranking: adjacent pairs of the order at s (ties broken by slope, so a
+    # tie's lines sit next to each other whatever their indices).
+    order = np.lexsort((slope[0], -cef))
+    sorted_cef = cef[order]
+    lead = sorted_cef[:-1] - sorted_cef[1:]  # >= 0
+    slope_gap = slope[:, order[:-1]] - slope[:, order[1:]]  # (G, m - 1)
+    ranking_low, ranking_high = _bounds(lead, slope_gap, share, ~_same_slope(slope_gap, slope))
+    # Winner: a first-ranked candidate against every other candidate. Tied
+    # winners whose lines differ pin the interval; identical ones are one line.
+    top = np.flatnonzero(cef == cef.max())
+    best = top[0]
+    others = np.arange(m) != best
+    gap = slope[:, [best]] - slope[:, others]
+    winner_low, winner_high = _bounds(cef[best] - cef[others], gap, share, ~_same_slope(gap, slope))
+    return WeightStability(
+        share=share,
+        ranking_low=ranking_low,
+        ranking_high=ranking_high,
+        winner_low=winner_low,
+        winner_high=winner_high,
+    )
+
+
+class Crossing(NamedTuple):
+    """Two candidates' CEF lines crossing at weight ``t`` of a group.
+
+    ``overtaking`` ranks below ``overtaken`` at the group's current weight
+    ``s`` and above it beyond ``t`` going away from ``s``: "if the weight
+    fell below t" when ``t < s``, "rose above t" when ``t > s``. For a pair
+    tied at ``s`` (``t == s``) ``overtaking`` is the one ahead above ``s``.
+    """
+
+    t: float
+    overtaking: int
+    overtaken: int
+
+
+def crossings(
+    a: ArrayLike, g: ArrayLike, vetoed: ArrayLike, *, groups: object = None, candidates: ArrayLike | None = None
+) -> list[list[Crossing]]:
+    """Every crossing of two CEF lines inside [0, 1], per group, ordered by
+    ``t`` (then by the candidates' indices).
+
+    ``candidates`` (indices) limits the pairs to those among them, e.g. the
+    top ten of the run, since ``m`` candidates have up to ``m (m - 1) / 2``
+    crossings per group; default all. Identical lines (the same intercept
+    and slope, e.g. two vetoed candidates) never cross; lines tied at the
+    current weight with different slopes cross there.
+    """
+    weights, scores, mask = _problem(a, g, vetoed)
+    share, intercept, slope = _lines(weights, scores, mask, _groups(groups, len(weights)))
+    cef = _cef(weights, scores, mask)
+    chosen = np.arange(len(cef)) if candidates is None else np.unique(np.asarray(candidates, dtype=np.intp))
+    if len(chosen) and (chosen.min() < 0 or chosen.max() >= len(cef)):
+        raise ValueError(f"candidates must be indices in 0..{len(cef) - 1}")
+    first, second = np.triu_indices(len(chosen), k=1)
+    c, d = chosen[first], chosen[second]
+    lead = cef[c] - cef[d]  # difference at s
+    result: list[list[Crossing]] = []
+    for k in range(len(share)):
+        slope_gap = slope[k, c] - slope[k, d]
+        moving = ~_same_slope(slope_gap, slope[k])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = share[k] - lead / slope_gap
+        inside = moving & (t >= 0.0) & (t <= 1.0)
+        found = []
+        for t_cross, c_index, d_index, gap in zip(
+            t[inside].tolist(), c[inside].tolist(), d[inside].tolist(), slope_gap[inside].tolist(), strict=True
+        ):
+            # Beyond the crossing (away from s) c leads when its slope is the
+            # larger going up, the smaller going down.
+            c_ahead_after = gap > 0 if t_cross >= share[k] else gap < 0
+            winner, loser = (c_index, d_index) if c_ahead_after else (d_index, c_index)
+            found.append(Crossing(float(t_cross), winner, loser))
+        found.sort()
+        result.append(found)
+    return result
+
+
+def fragility(stability: WeightStability) -> np.ndarray:
+    """Per group, the distance from its weight ``s_k`` to the nearest end
+    of its ranking or winner interval where something changes; an end at
+    0 or 1 is the end of the scan, not a change, and does not count.
+    ``inf`` where the ranking holds over all of [0, 1]."""
+    share = stability.share
+    distances = []
+    for low, high in (
+        (stability.ranking_low, stability.ranking_high),
+        (stability.winner_low, stability.winner_high),
+    ):
+        distances.append(np.where(low > 0.0, share - low, np.inf))
+        distances.append(np.where(high < 1.0, high - share, np.inf))
+    return np.min(distances, axis=0)
+
+
+def most_fragile(stability: WeightStability) -> int | None:
+    """The group whose weight is closest to changing the ranking or the
+    winner (:func:`fragility`; the first on a tie), or None when no weight
+    changes anything anywhere in [0, 1]."""
+    distances = fragility(stability)
+    if not len(distances) or not np.isfinite(distances).any():
+        return None
+    return int(np.argmin(distances))
+
+
+# --------------------------------------------------------------------------
+# What-if
+# --------------------------------------------------------------------------
+
+
+def competition_ranks(cef: ArrayLike) -> np.ndarray:
+    """Competition ranks ``1 + #{d : CEF_d > CEF_c}`` of one CEF vector
+    (m,) or of each row of a stack (S, m), vectorised."""
+    values = np.asarray(cef, dtype=np.float64)
+    stack = np.atleast_2d(values)
+    samples, m = stack.shape
+    order = np.argsort(-stack, axis=1, kind="stable")
+    ordered = np.take_along_axis(stack, order, axis=1)
+    positions = np.broadcast_to(np.arange(m), (samples, m))
+    starts = np.ones((samples, m), dtype=bool)
+    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    first_of_tie = np.maximum.accumulate(np.where(starts, positions, 0), axis=1)
+    ranks = np.empty((samples, m), dtype=np.int64)
+    np.put_along_axis(ranks, order, first_of_tie + 1, axis=1)
+    return ranks if values.ndim == 2 else ranks[0]
+
+
+@dataclass(frozen=True, eq=False)
+class WhatIf:
+    """Result of :func:`what_if`: ``weights`` (n,) as used (renormalised),
+    ``cef`` and ``weighted_scores`` (m,), competition ``ranks`` (m,) and
+    ``order`` (m,), candidates best first (ties by the higher weighted
+    score, then index, as ``engine.results.competition_ranks`` lists them)."""
+
+    weights: np.ndarray
+    weighted_scores: np.ndarray
+    cef: np.ndarray
+    ranks: np.ndarray
+    order: np.ndarray
+
+
+def what_if(a: ArrayLike, g: ArrayLike, vetoed: ArrayLike) -> WhatIf:
+    """The ranking for given per-metric weights ``a`` (non-negative, summing
+    to 1 within 1e-6), with the run's group scores and vetoes (which do not
+    depend on weights). ``O(m n + m log m)``: no engine run, no database."""
+    weights, scores, mask = _problem(a, g, vetoed)
+    weighted = (scores * weights).sum(axis=1)
+    cef = np.where(mask, 0.0, weighted)
+    order = np.lexsort((np.arange(len(cef)), -weighted, -cef))
+    return WhatIf(weights=weights, weighted_scores=weighted, cef=cef, ranks=competition_ranks(cef), order=order)
+
+
+def _attribute_index(attribute_of: ArrayLike, n: int, attributes: int | None = None) -> np.ndarray:
+    index = np.asarray(attribute_of)
+    if index.shape != (n,) or not np.issubdtype(index.dtype, np.integer):
+        raise ValueError(f"attribute_of must be {n} integer attribute indices, one per metric")
+    if n and index.min() < 0:
+        raise ValueError("attribute_of must hold non-negative attribute indices")
+    if attributes is not None and n and index.max() >= attributes:
+        raise ValueError(f"attribute_of has index {int(index.max())}, but there are {attributes} attribute weights")
+    return index.astype(np.intp)
+
+
+def metric_shares(a: ArrayLike, attribute_of: ArrayLike) -> np.ndarray:
+    """Each metric's share of its attribute's weight, ``a_j / sum_{l in
+    attribute(j)} a_l`` (an equal split inside an attribute of weight 0):
+    with :func:`metric_weights_from_attributes` it turns a run's metric
+    weights into attribute sliders and back."""
+    weights = _float_array(a, "a", 1)
+    index = _attribute_index(attribute_of, len(weights))
+    totals = np.bincount(index, weights=weights)
+    sizes = np.bincount(index)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(totals[index] > 0, weights / totals[index], 1.0 / sizes[index])
+
+
+def metric_weights_from_attributes(
+    attribute_weights: ArrayLike, shares: ArrayLike, attribute_of: ArrayLike
+) -> np.ndarray:
+    """Per-metric weights ``a_j = w_attribute(j) * share_j`` (METHOD.md 3),
+    normalised to sum 1.
+
+    Parameters
+    ----------
+    attribute_weights : array-like (A,)
+        Non-negative, not all 0, in any unit (e.g. slider positions).
+    shares : array-like (n,)
+        Each metric's share of its attribute (:func:`metric_shares`); the
+        shares of an attribute are normalised to sum 1.
+    attribute_of : array-like of int (n,)
+        Each metric's attribute index.
+    """
+    attribute = _float_array(attribute_weights, "attribute_weights", 1)
+    if len(attribute) and attribute.min() < 0:
+        raise ValueError(f"attribute_weights must be non-negative; entry {int(np.argmin(attribute))} is not")
+    share = _float_array(shares, "shares", 1)
+    if len(share) and share.min() < 0:
+        raise ValueError(f"shares must be non-negative; entry {int(np.argmin(share))} is not")
+    index = _attribute_index(attribute_of, len(share), len(attribute))
+    share_totals = np.bincount(index, weights=share, minlength=len(attribute))
+    if (share_totals[index] <= 0).any():
+        raise ValueError("every attribute's metric shares must have a positive sum")
+    weights = attribute[index] * share / share_totals[index]
+    total = weights.sum()
+    if not total > 0:
+        raise ValueError("the attribute weights of the metrics' attributes must not all be 0")
+    return weights / total
+
+
+# --------------------------------------------------------------------------
+# Rank probabilities from samples (METHOD.md 8)
+# --------------------------------------------------------------------------
+
+
+def _samples(cef: ArrayLike) -> np.ndarray:
+    values = _float_array(cef, "cef", 2)
+    if values.shape[0] == 0:
+        raise ValueError("cef must hold at least one sample (row)")
+    return values
+
+
+def rank_counts(ranks: np.ndarray) -> np.ndarray:
+    """(m, m) integer counts: entry [c, r] the number of rows of ``ranks``
+    (S, m) in which candidate c has rank r + 1."""
+    samples, m = ranks.shape
+    flat = (np.arange(m) * m)[None, :] + (ranks - 1)
+    return np.bincount(flat.ravel(), minlength=m * m).reshape(m, m)
+
+
+def pairwise_counts(ranks: np.ndarray, *, block: int = 1 << 22) -> np.ndarray:
+    """(m, m) integer counts: entry [c, d] the number of rows of ``ranks``
+    (S, m) with rank_c < rank_d, i.e. CEF_c > CEF_d (competition ranks)."""
+    samples, m = ranks.shape
+    counts = np.zeros((m, m), dtype=np.int64)
+    step = max(1, block // max(m * m, 1))
+    small = ranks.astype(np.int32)
+    for first in range(0, samples, step):
+        part = small[first : first + step]
+        counts += (part[:, :, None] < part[:, None, :]).sum(axis=0, dtype=np.int64)
+    return counts
+
+
+def rank_acceptability(cef: ArrayLike) -> np.ndarray:
+    """Rank acceptability indices (METHOD.md 8, binding; SMAA-2).
+
+    ``cef``: (S, m) sampled CEFs. Entry [c, r] is the share of samples in
+    which candidate c has competition rank r + 1; rows sum to 1 (columns
+    too when no sample has a tie: a tie gives several candidates the same
+    rank and leaves the next ranks empty).
+    """
+    values = _samples(cef)
+    return rank_counts(competition_ranks(values)) / len(values)
+
+
+def pairwise_winning(cef: ArrayLike) -> np.ndarray:
+    """Pairwise winning indices (METHOD.md 8, binding).
+
+    ``cef``: (S, m) sampled CEFs. Entry [c, d] is the share of samples with
+    ``CEF_c > CEF_d`` (strictly; diagonal 0), so ``p[c, d] + p[d, c]`` plus
+    the share of ties is 1.
+    """
+    values = _samples(cef)
+    return pairwise_counts(competition_ranks(values)) / len(values)
+
+
+# --------------------------------------------------------------------------
+# Leave one expert out
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class LeaveOneOut:
+    """Result of :func:`leave_one_out`; row ``i`` of each (k, ...) array is
+    the run without expert ``i``.
+
+    Attributes
+    ----------
+    full_cef, full_ranks : ndarray (m,)
+        The CEFs and competition ranks with every expert.
+    cef, ranks : ndarray (k, m)
+        The same without each expert.
+    order : ndarray (k, m)
+        Candidates best first without each expert (ties by the higher
+        weighted score, then index, as the results list them): ``order[i,
+        0]`` is the winner and ``order[i, :3]`` the top three.
+    winner_changed : ndarray of bool (k,)
+        The set of first-ranked candidates differs from the full run's.
+    kendall_tau : ndarray (k,)
+        Kendall's tau-b between the full CEFs and the CEFs without the
+        expert (ties counted as tau-b counts them); 1.0 when the two
+        rankings are identical, NaN when undefined otherwise (a ranking in
+        which every candidate ties).
+    """
+
+    full_cef: np.ndarray
+    full_ranks: np.ndarray
+    cef: np.ndarray
+    ranks: np.ndarray
+    order: np.ndarray
+    winner_changed: np.ndarray
+    kendall_tau: np.ndarray
+
+
+def without_expert(
+    expert: int, weights: np.ndarray, peer_weights: np.ndarray, lower: np.ndarray, upper: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(W, V, L, U)`` without expert ``expert``: their row of ``W``, ``L``
+    and ``U`` removed, their row and column of ``V`` removed and every
+    remaining row of ``V`` divided by its sum (METHOD.md: a row that must
+    sum to 1 is renormalised exactly)."""
+    keep = np.arange(len(weights)) != expert
+    reduced = peer_weights[np.ix_(keep, keep)]
+    return weights[keep], reduced / reduced.sum(axis=1, keepdims=True), lower[keep], upper[keep]
+
+
+def leave_one_out(
+    *,
+    weights: ArrayLike,
+    peer_weights: ArrayLike,
+    lower: ArrayLike,
+    upper: ArrayLike,
+    measurements: ArrayLike,
+    tolerance: float = core.DEFAULT_TOLERANCE,
+) -> LeaveOneOut:
+    """The ranking without each expert in turn (docs/method.md, "Robustness").
+
+    Same arguments as ``engine.core.evaluate`` (the arrays of
+    ``engine.snapshot.snapshot_arrays``). For each expert ``i`` the engine
+    runs on the study without them (:func:`without_expert`): their weights
+    and ranges dropped, their row and column of the peer weights removed
+    and the other rows renormalised, so their influence is shared out as
+    the method shares it (the stationary distribution of the reduced
+    ``V``); their vetoes go with them. Cost: ``k`` evaluations. Needs at
+    least two experts.
+    """
+    W = np.asarray(weights, dtype=np.float64)
+    V = np.asarray(peer_weights, dtype=np.float64)
+    L = np.asarray(lower, dtype=np.float64)
+    U = np.asarray(upper, dtype=np.float64)
+    M = np.asarray(measurements, dtype=np.float64)
+    full = core.evaluate(weights=W, peer_weights=V, lower=L, upper=U, measurements=M, tolerance=tolerance)
+    k = W.shape[0]
+    if k < 2:
+        raise ValueError("leave-one-out needs at least two experts (weights has one row)")
+    m = len(full.cef)
+    full_ranks = competition_ranks(full.cef)
+    full_top = full_ranks == 1
+    cef = np.empty((k, m))
+    ranks = np.empty((k, m), dtype=np.int64)
+    order = np.empty((k, m), dtype=np.intp)
+    changed = np.zeros(k, dtype=bool)
+    tau = np.full(k, np.nan)
+    # The same checks evaluate makes, once, before rows are dropped.
+    V = core._validated_peer_weights(V, expected_experts=k)
+    for expert in range(k):
+        W_i, V_i, L_i, U_i = without_expert(expert, W, V, L, U)
+        result = core.evaluate(weights=W_i, peer_weights=V_i, lower=L_i, upper=U_i, measurements=M, tolerance=tolerance)
+        cef[expert] = result.cef
+        ranks[expert] = competition_ranks(result.cef)
+        order[expert] = np.lexsort((np.arange(m), -result.weighted_scores, -result.cef))
+        changed[expert] = bool((ranks[expert] == 1).tolist() != full_top.tolist())
+        if np.array_equal(ranks[expert], full_ranks):
+            tau[expert] = 1.0
+        elif m >= 2:
+            tau[expert] = _kendall_tau_b(full.cef, result.cef)
+    return LeaveOneOut(
+        full_cef=np.asarray(full.cef),
+        full_ranks=full_ranks,
+        cef=cef,
+        ranks=ranks,
+        order=order,
+        winner_changed=changed,
+        kendall_tau=tau,
+    )
+
+
+def _kendall_tau_b(first: np.ndarray, second: np.ndarray) -> float:
+    if np.ptp(first) == 0 or np.ptp(second) == 0:
+        return float("nan")  # a ranking where every candidate ties: undefined
+    return float(kendalltau(first, second).statistic)
+
+
+# --------------------------------------------------------------------------
+# Monte Carlo rank probabilities (SMAA-2 style)
+# --------------------------------------------------------------------------
+
+#: Samples are drawn in blocks of this many: block ``b`` (samples
+#: ``b * SAMPLE_BLOCK`` ...) draws from generators seeded by
+#: ``(seed, b, part)``, so a sample's values never depend on how the
+#: samples are split into chunks (a chunk that starts inside a block draws
+#: the whole block and keeps its part).
+SAMPLE_BLOCK = 64
+
+#: Central weights are summed as integers in units of 2**-CENTRAL_WEIGHT_BITS,
+#: so merged chunks add exactly whatever their order (float sums would not).
+CENTRAL_WEIGHT_BITS = 40
+
+#: Without a ``SamplingSpec.pairwise`` list, pairwise wins are counted among
+#: all candidates up to this many, else among the run's PAIRWISE_TOP best.
+PAIRWISE_ALL = 100
+PAIRWISE_TOP = 20
+
+# Independent streams per block, one per sampled input, so switching one
+# input's sampling on or off never changes another's draws.
+_JUDGMENTS, _DIRICHLET, _PEERS, _RANGES, _MEASUREMENTS = range(5)
+
+# A Dirichlet draw whose entry underflows to 0 is lifted to this before the
+# row is renormalised: peer weights must stay positive (METHOD.md 5).
+_TINY = 1e-300
+
+
+@dataclass(frozen=True)
+class SamplingSpec:
+    """What a Monte Carlo analysis samples (recorded with it; docs/method.md,
+    "Robustness"). Everything off samples nothing: every sample is the run.
+
+    Attributes
+    ----------
+    judgments : bool
+        Experts' attribute prioritisations: each AHP judgment moved by -1, 0
+        or +1 step of Saaty's 17-point scale (1/9, ..., 1/2, 1, 2, ..., 9),
+        each with probability 1/3, independently, clipped at 1/9 and 9; direct
+        and LPR weights drawn from ``Dirichlet(weight_concentration * w)``,
+        ``w`` the expert's attribute weights. Each metric keeps its share of
+        its attribute.
+    weight_concentration : float
+        The Dirichlet concentration ``kappa`` of direct and LPR weights:
+        mean ``w``, variance ``w (1 - w) / (kappa + 1)``.
+    peer_weights : bool
+        Each expert's row of peer weights from ``Dirichlet(peer_concentration * v_i)``.
+    peer_concentration : float
+    range_fraction : float
+        ``p`` in [0, 0.5): each bound of each acceptable range moved by
+        ``u p |b^u - b^l|``, ``u`` uniform on [-1, 1], independently (the
+        bounds cannot meet below 0.5). 0: ranges fixed.
+    measurements : bool
+        Typed measurements drawn from ``Normal(value, standard error)`` where
+        a standard error is given (``MonteCarloInputs.standard_errors``).
+    bootstrap : bool
+        Metrics computed from prediction sets (``MonteCarloInputs.bootstrap``)
+        recomputed on a paired bootstrap replicate of their set in every
+        sample: sample ``i`` uses replicate ``i`` of
+        ``evaluation.bootstrap`` seeded :func:`bootstrap_seed` ``(seed, set)``.
+    pairwise : tuple of int, optional
+        The candidates whose pairwise wins are counted. None: all of them up
+        to ``PAIRWISE_ALL`` (100) candidates, else the run's ``PAIRWISE_TOP``
+        (20) best (``m`` candidates need ``m^2`` counts per sample).
+    """
+
+    judgments: bool = False
+    weight_concentration: float = 100.0
+    peer_weights: bool = False
+    peer_concentration: float = 100.0
+    range_fraction: float = 0.0
+    measurements: bool = False
+    bootstrap: bool = False
+    pairwise: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("weight_concentration", "peer_concentration"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and np.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a positive number, got {value!r}")
+        if not (isinstance(self.range_fraction, int | float) and 0 <= self.range_fraction < 0.5):
+            raise ValueError(f"range_fraction must lie in [0, 0.5), got {self.range_fraction!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class MonteCarloInputs:
+    """A run's inputs for :func:`monte_carlo_chunk`.
+
+    Attributes
+    ----------
+    weights, peer_weights, lower, upper, measurements
+        As ``engine.core.evaluate`` takes them (``snapshot_arrays``).
+    attribute_of : ndarray of int (n,), optional
+        Each metric's attribute (default: each metric its own attribute).
+        An expert's attribute weight is the sum of their weights of its
+        metrics; each metric keeps its share of it when weights are sampled.
+    ahp_matrices : ndarray (k, A, A), optional
+        Each expert's pairwise comparison matrix of the attributes; only the
+        rows of ``ahp_experts`` are read.
+    ahp_experts : ndarray of bool (k,), optional
+        The experts who prioritised the attributes by AHP (default none:
+        every expert's weights are sampled from the Dirichlet).
+    ahp_weighting : str
+        How AHP weights come from a matrix (``engine.rules.AHP_WEIGHTINGS``),
+        the study's setting.
+    standard_errors : ndarray (m, n), optional
+        Each typed measurement's standard error; 0 or NaN: fixed.
+    bootstrap : tuple of BootstrapColumn
+        The metrics computed from prediction sets, to resample.
+    """
+
+    weights: ArrayLike
+    peer_weights: ArrayLike
+    lower: ArrayLike
+    upper: ArrayLike
+    measurements: ArrayLike
+    attribute_of: ArrayLike | None = None
+    ahp_matrices: ArrayLike | None = None
+    ahp_experts: ArrayLike | None = None
+    ahp_weighting: str = "column_means"
+    standard_errors: ArrayLike | None = None
+    bootstrap: tuple["BootstrapColumn", ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
+class BootstrapColumn:
+    """A metric column computed from a prediction set (docs/method.md 8.4).
+
+    Attributes
+    ----------
+    metric : int
+        The column of ``measurements`` it fills.
+    kind : {"accuracy", "roc_auc"}
+    y_true : array-like (N,)
+        The set's true labels.
+    predictions : array-like (m, N)
+        Every candidate's predicted labels ("accuracy") or scores of the
+        positive class ("roc_auc"), in the order of the candidates.
+    prediction_set : int
+        Which set: columns of one set resample the same instances; different
+        sets resample independently.
+    pos_label : object
+        The positive class, for "roc_auc".
+    """
+
+    metric: int
+    kind: str
+    y_true: ArrayLike
+    predictions: ArrayLike
+    prediction_set: int = 0
+    pos_label: object = 1
+
+
+#: The kinds of metric a BootstrapColumn may hold.
+BOOTSTRAP_KINDS = ("accuracy", "roc_auc")
+
+
+def bootstrap_seed(seed: int, prediction_set: int) -> int:
+    """The ``evaluation.bootstrap`` seed of a prediction set's replicates in
+    the Monte Carlo analysis seeded ``seed``: sample ``i`` uses replicate ``i``."""
+    return int(np.random.SeedSequence([seed, 0xB007, prediction_set]).generate_state(1, np.uint64)[0] >> 1)
+
+
+@dataclass(frozen=True, eq=False)
+class Counts:
+    """What a chunk of samples leaves (all integers, so merging is exact).
+
+    Attributes
+    ----------
+    samples : int
+    ranks : ndarray of int64 (m, m)
+        [c, r]: samples in which candidate c has competition rank r + 1.
+    pairwise : ndarray of int64 (p, p)
+        [c, d]: samples with CEF_c > CEF_d, among ``pairwise_candidates``.
+    pairwise_candidates : ndarray of int (p,)
+    central_weights : ndarray of int64 (m, n)
+        Sum of the consensus metric weights of the samples in which c is
+        ranked first, in units of ``2**-CENTRAL_WEIGHT_BITS``.
+    """
+
+    samples: int
+    ranks: np.ndarray
+    pairwise: np.ndarray
+    pairwise_candidates: np.ndarray
+    central_weights: np.ndarray
+
+    @property
+    def best(self) -> np.ndarray:
+        """Samples in which each candidate is ranked first (ties included)."""
+        return self.ranks[:, 0]
+
+    def to_dict(self) -> dict:
+        """Plain JSON (lists of ints), what a task returns and a run stores."""
+        return {
+            "samples": int(self.samples),
+            "ranks": self.ranks.tolist(),
+            "pairwise": self.pairwise.tolist(),
+            "pairwise_candidates": self.pairwise_candidates.tolist(),
+            "central_weights": self.central_weights.tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Counts":
+        m = len(data["ranks"])
+        p = len(data["pairwise_candidates"])
+        return cls(
+            samples=int(data["samples"]),
+            ranks=np.array(data["ranks"], dtype=np.int64).reshape(m, m),
+            pairwise=np.array(data["pairwise"], dtype=np.int64).reshape(p, p),
+            pairwise_candidates=np.array(data["pairwise_candidates"], dtype=np.intp),
+            central_weights=np.array(data["central_weights"], dtype=np.int64).reshape(m, -1),
+        )
+
+
+class _Prepared:
+    """Validated inputs and what every block reuses."""
+
+    def __init__(self, inputs: MonteCarloInputs, spec: SamplingSpec):
+        from .prioritisation import _validated_matrices
+        from .rules import AHP_WEIGHTINGS, SCALE_VALUES
+
+        base = core.evaluate(
+            weights=inputs.weights,
+            peer_weights=inputs.peer_weights,
+            lower=inputs.lower,
+            upper=inputs.upper,
+            measurements=inputs.measurements,
+        )
+        self.spec = spec
+        self.base = base
+        W = core._validated_weights(inputs.weights)
+        k, n = W.shape
+        self.weights = W
+        self.peer_weights = core._validated_peer_weights(inputs.peer_weights, expected_experts=k)
+        self.lower = np.asarray(inputs.lower, dtype=np.float64)
+        self.upper = np.asarray(inputs.upper, dtype=np.float64)
+        self.measurements = np.asarray(inputs.measurements, dtype=np.float64)
+        m = len(self.measurements)
+        attribute_of = np.arange(n) if inputs.attribute_of is None else inputs.attribute_of
+        self.attribute_of = _attribute_index(attribute_of, n)
+        attributes = int(self.attribute_of.max()) + 1 if n else 0
+        if set(self.attribute_of.tolist()) != set(range(attributes)):
+            raise ValueError("attribute_of must number the attributes 0..A-1 with every attribute used")
+        self.attribute_weights = np.stack([np.bincount(self.attribute_of, row, attributes) for row in W])
+        self.shares = W / self.attribute_weights[:, self.attribute_of]
+        ahp = np.zeros(k, dtype=bool) if inputs.ahp_experts is None else np.asarray(inputs.ahp_experts, dtype=bool)
+        if ahp.shape != (k,):
+            raise ValueError(f"ahp_experts must have shape ({k},) (one flag per expert), got {ahp.shape}")
+        self.ahp_experts = np.flatnonzero(ahp)
+        self.dirichlet_experts = np.flatnonzero(~ahp)
+        if inputs.ahp_weighting not in AHP_WEIGHTINGS:
+            raise ValueError(f"ahp_weighting must be one of {', '.join(AHP_WEIGHTINGS)}")
+        self.ahp_weighting = inputs.ahp_weighting
+        self.pairs = np.triu_indices(attributes, k=1)
+        if len(self.ahp_experts):
+            if inputs.ahp_matrices is None:
+                raise ValueError("ahp_matrices are needed for the experts in ahp_experts")
+            matrices = _validated_matrices(inputs.ahp_matrices, "ahp_matrices")
+            if matrices.shape != (k, attributes, attributes):
+                raise ValueError(
+                    f"ahp_matrices must have shape ({k}, {attributes}, {attributes}) (an attribute matrix "
+                    f"per expert), got {matrices.shape}"
+                )
+            upper_values = matrices[self.ahp_experts][:, self.pairs[0], self.pairs[1]]
+            distance = np.abs(np.log(upper_values)[..., None] - np.log(SCALE_VALUES))
+            self.judgment_points = np.argmin(distance, axis=-1)  # (k_ahp, pairs) index into the scale
+        self.scale_values = SCALE_VALUES
+        self._matrix_buffer: np.ndarray | None = None
+        self.standard_errors = np.zeros((m, n))
+        if inputs.standard_errors is not None:
+            errors = np.asarray(inputs.standard_errors, dtype=np.float64)
+            if errors.shape != (m, n):
+                raise ValueError(f"standard_errors must have shape ({m}, {n}) (one per measurement)")
+            errors = np.where(np.isnan(errors), 0.0, errors)
+            if not np.isfinite(errors).all() or errors.min() < 0:
+                raise ValueError("standard_errors must be non-negative and finite (or NaN for none)")
+            self.standard_errors = errors
+        if spec.pairwise is None:
+            # All candidates up to PAIRWISE_ALL; beyond, the run's best
+            # PAIRWISE_TOP (m^2 counts per sample would dominate the cost).
+            best_first = np.lexsort((np.arange(m), -np.asarray(base.weighted_scores), -np.asarray(base.cef)))
+            self.pairwise_candidates = np.arange(m) if m <= PAIRWISE_ALL else np.sort(best_first[:PAIRWISE_TOP])
+        else:
+            chosen = np.asarray(spec.pairwise, dtype=np.intp)
+            if len(chosen) and (chosen.min() < 0 or chosen.max() >= m or len(np.unique(chosen)) != len(chosen)):
+                raise ValueError(f"pairwise must list distinct candidate indices in 0..{m - 1}")
+            self.pairwise_candidates = chosen
+        self.bootstrap = self._bootstrap_columns(inputs.bootstrap, m, n) if spec.bootstrap else []
+        self.scores_vary = (
+            spec.range_fraction > 0 or (spec.measurements and bool(self.standard_errors.any())) or bool(self.bootstrap)
+        )
+        self.influence = np.asarray(base.expert_influence)
+        if not self.scores_vary:
+            # Fixed individual scores: g = pi Mbar is one product per sample.
+            self.vetoed = np.asarray(base.vetoed)
+            if spec.peer_weights:
+                position = (self.measurements[:, None, :] - self.lower) / (self.upper - self.lower)
+                self.individual = np.ascontiguousarray(np.clip(position, 0.0, 1.0).transpose(1, 0, 2)).reshape(k, -1)
+
+    # --- one block of samples ---------------------------------------------------
+
+    @staticmethod
+    def _bootstrap_columns(columns: tuple[BootstrapColumn, ...], m: int, n: int) -> list[tuple]:
+        """(metric, kind, truth, predictions, set, pos_label), validated."""
+        checked = []
+        sizes: dict[int, int] = {}
+        for position, column in enumerate(columns):
+            where = f"bootstrap[{position}]"
+            if column.kind not in BOOTSTRAP_KINDS:
+                raise ValueError(f"{where}.kind must be one of {', '.join(BOOTSTRAP_KINDS)}, got {column.kind!r}")
+            if not (isinstance(column.metric, int | np.integer) and 0 <= column.metric < n):
+                raise ValueError(f"{where}.metric must be a metric index in 0..{n - 1}")
+            truth = np.asarray(column.y_true)
+            predictions = np.asarray(column.predictions)
+            if truth.ndim != 1 or not len(truth) or predictions.shape != (m, len(truth)):
+                raise ValueError(
+                    f"{where} needs y_true (N,) and predictions ({m}, N), one row per candidate; "
+                    f"got {truth.shape} and {predictions.shape}"
+                )
+            if sizes.setdefault(column.prediction_set, len(truth)) != len(truth):
+                raise ValueError(f"{where}: the columns of prediction set {column.prediction_set} differ in size")
+            if column.kind == "roc_auc":
+                positive = truth == column.pos_label
+                if positive.all() or not positive.any():
+                    raise ValueError(f"{where}: y_true must hold the positive class and another")
+            checked.append(
+                (int(column.metric), column.kind, truth, predictions, column.prediction_set, column.pos_label)
+            )
+        if len({c[0] for c in checked}) != len(checked):
+            raise ValueError("bootstrap: each metric may be filled by one column only")
+        return checked
+
+    def bootstrapped(self, seed: int, block: int, size: int, measured: np.ndarray) -> np.ndarray:
+        """``measured`` (size, m, n) with the bootstrapped columns replaced by
+        their values on the block's replicates (the run's value where a
+        replicate leaves a metric undefined, e.g. an AUC with one class)."""
+        from evaluation.bootstrap import bootstrap_counts, weighted_accuracy, weighted_roc_auc
+
+        measured = np.array(measured, dtype=np.float64)
+        counts_of: dict[int, np.ndarray] = {}
+        for metric, kind, truth, predictions, prediction_set, pos_label in self.bootstrap:
+            if prediction_set not in counts_of:
+                counts_of[prediction_set] = bootstrap_counts(
+                    len(truth), bootstrap_seed(seed, prediction_set), block * SAMPLE_BLOCK, size
+                )
+            counts = counts_of[prediction_set]
+            if kind == "accuracy":
+                values = weighted_accuracy(truth, predictions, counts)
+            else:
+                values = weighted_roc_auc(truth, predictions, counts, pos_label=pos_label)
+            measured[:, :, metric] = np.where(np.isfinite(values), values, self.measurements[:, metric])
+        return measured
+
+    def _matrices(self, size: int) -> np.ndarray:
+        """A reused (size, k_ahp, A, A) buffer with ones on the diagonal."""
+        if self._matrix_buffer is None or len(self._matrix_buffer) != size:
+            count = self.attribute_weights.shape[1]
+            self._matrix_buffer = np.ones((size, len(self.ahp_experts), count, count))
+        return self._matrix_buffer
+
+    def metric_weights(self, seed: int, block: int, size: int) -> np.ndarray:
+        """(size, k, n) each expert's metric weights per sample."""
+        W = self.weights
+        if not self.spec.judgments:
+            return np.broadcast_to(W, (size, *W.shape))
+        attribute = np.broadcast_to(self.attribute_weights, (size, *self.attribute_weights.shape)).copy()
+        if len(self.dirichlet_experts):
+            rng = np.random.default_rng([seed, block, _DIRICHLET])
+            alpha = self.spec.weight_concentration * self.attribute_weights[self.dirichlet_experts]
+            attribute[:, self.dirichlet_experts] = _dirichlet_rows(rng, alpha, size)
+        if len(self.ahp_experts) and len(self.pairs[0]):
+            rng = np.random.default_rng([seed, block, _JUDGMENTS])
+            steps = rng.integers(-1, 2, size=(size, *self.judgment_points.shape), dtype=np.int8)
+            points = np.clip(self.judgment_points + steps, 0, len(self.scale_values) - 1)
+            matrices = self._matrices(size)
+            rows, columns = self.pairs
+            matrices[..., rows, columns] = self.scale_values[points]  # (size, k_ahp, pairs)
+            matrices[..., columns, rows] = self.scale_values[::-1][points]  # the reciprocals, exactly as stored
+            # Built reciprocal and on the scale: no validation needed.
+            weights, _ = _ahp_arrays(matrices, self.ahp_weighting, with_ratios=False)
+            attribute[:, self.ahp_experts] = weights
+        return attribute[..., self.attribute_of] * self.shares
+
+    def influence_of(self, seed: int, block: int, size: int) -> np.ndarray:
+        """(size, k) stationary distributions of the sampled peer weights."""
+        k = len(self.peer_weights)
+        if not self.spec.peer_weights or k == 1:
+            return np.broadcast_to(self.influence, (size, k))
+        rng = np.random.default_rng([seed, block, _PEERS])
+        alpha = self.spec.peer_concentration * self.peer_weights
+        return _stationary_batch(_dirichlet_rows(rng, alpha, size), self.influence)
+
+    def cef(self, seed: int, block: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """(CEF (size, m), consensus metric weights (size, n)) of a block."""
+        W = self.metric_weights(seed, block, size)
+        influence = self.influence_of(seed, block, size)
+        a = np.einsum("sk,skn->sn", influence, W)
+        a /= a.sum(axis=-1, keepdims=True)
+        m, n = self.measurements.shape
+        if not self.scores_vary:
+            if self.spec.peer_weights:
+                g = (influence @ self.individual).reshape(size, m, n)
+                weighted = np.einsum("smn,sn->sm", g, a)
+            else:
+                weighted = a @ np.asarray(self.base.group_scores).T
+            return np.where(self.vetoed, 0.0, weighted), a
+        lower = np.broadcast_to(self.lower, (size, *self.lower.shape))
+        upper = np.broadcast_to(self.upper, (size, *self.upper.shape))
+        if self.spec.range_fraction > 0:
+            rng = np.random.default_rng([seed, block, _RANGES])
+            width = np.abs(self.upper - self.lower) * self.spec.range_fraction
+            moves = rng.uniform(-1.0, 1.0, size=(2, size, *self.lower.shape))
+            lower = self.lower + moves[0] * width
+            upper = self.upper + moves[1] * width
+        measured = np.broadcast_to(self.measurements, (size, m, n))
+        if self.spec.measurements and self.standard_errors.any():
+            rng = np.random.default_rng([seed, block, _MEASUREMENTS])
+            measured = self.measurements + self.standard_errors * rng.standard_normal((size, m, n))
+        if self.bootstrap:
+            measured = self.bootstrapped(seed, block, size, measured)
+        cef = np.empty((size, m))
+        for s in range(size):
+            g = core._group_scores(influence[s], lower[s], upper[s], measured[s])
+            vetoed = core._vetoed(lower[s], upper[s], measured[s])
+            cef[s] = np.where(vetoed, 0.0, (g * a[s]).sum(axis=1))
+        return cef, a
+
+
+def _dirichlet_rows(rng: np.random.Generator, alpha: np.ndarray, size: int) -> np.ndarray:
+    """``size`` draws (size, *alpha.shape) of a Dirichlet per row of ``alpha``
+    (normalised Gamma(alpha) draws, each entry kept positive). One sample
+    at a time: numpy draws gammas of different shapes one by one anyway,
+    and a sample's draws then stay in cache."""
+    draws = np.stack([rng.standard_gamma(alpha) for _ in range(size)])
+    draws = np.maximum(draws, _TINY)
+    return draws / draws.sum(axis=-1, keepdims=True)
+
+
+#: Power steps tried per block before the samples not yet converged are solved.
+_POWER_STEPS = 64
+
+
+def _stationary_batch(chains: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Stationary distributions (S, k) of row-stochastic positive (S, k, k).
+
+    Power iteration from ``start`` (the run's ``pi``, close to every
+    sample's), batched, on the lazy chains ``(V - alpha I) / (1 - alpha)``
+    (``alpha`` each chain's smallest diagonal entry: the same ``pi``, faster
+    mixing), until a step moves no entry by more than 1e-15; a chain not
+    there within ``_POWER_STEPS`` steps is solved directly, as
+    ``engine.core`` solves ``pi V = pi``, ``sum pi = 1``."""
+    size, k, _ = chains.shape
+    diagonal = np.arange(k)
+    alpha = chains[:, diagonal, diagonal].min(axis=-1)
+    lazy = chains.copy()
+    lazy[:, diagonal, diagonal] -= alpha[:, None]
+    lazy /= (1.0 - alpha)[:, None, None]
+    influence = np.broadcast_to(start, (size, k)).copy()[:, None, :]
+    done = np.zeros(size, dtype=bool)
+    for _ in range(_POWER_STEPS):
+        following = np.matmul(influence, lazy)
+        following /= following.sum(axis=-1, keepdims=True)
+        done = np.abs(following - influence).max(axis=(1, 2)) <= 1e-15
+        influence = following
+        if done.all():
+            break
+    influence = influence[:, 0, :]
+    slow = np.flatnonzero(~done)
+    if len(slow):
+        system = np.swapaxes(chains[slow], -1, -2).copy()
+        system[:, diagonal, diagonal] -= 1.0
+        system[:, -1, :] = 1.0
+        right = np.zeros((len(slow), k, 1))
+        right[:, -1, 0] = 1.0
+        influence[slow] = np.linalg.solve(system, right)[..., 0]
+    influence = np.clip(influence, 0.0, None)
+    return influence / influence.sum(axis=-1, keepdims=True)
+
+
+def _check_seed(seed: object) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+def monte_carlo_chunk(inputs: MonteCarloInputs, spec: SamplingSpec, seed: int, start: int, count: int) -> Counts:
+    """Samples ``start .. start + count - 1`` of a seeded Monte Carlo
+    analysis, counted (docs/method.md, "Robustness"; SMAA-2, Lahdelma &
+    Salminen 2001).
+
+    Each sample draws the inputs ``spec`` names, evaluates every candidate
+    (vectorised over the samples of a block: one batched solve for the
+    peer weights' stationary distributions, one product for the group
+    scores when ranges and measurements are fixed) and counts each
+    candidate's competition rank, the pairwise wins and, where it ranks
+    first, the consensus weights. Sample ``i`` draws from generators seeded
+    by ``(seed, i // SAMPLE_BLOCK, part)``, so the counts of any split into
+    chunks, merged (:func:`merge`), equal those of one chunk, to the bit.
+    """
+    seed = _check_seed(seed)
+    if isinstance(start, bool) or not isinstance(start, int | np.integer) or start < 0:
+        raise ValueError(f"start must be a non-negative integer, got {start!r}")
+    if isinstance(count, bool) or not isinstance(count, int | np.integer) or count < 0:
+        raise ValueError(f"count must be a non-negative integer, got {count!r}")
+    prepared = _Prepared(inputs, spec)
+    m, n = prepared.measurements.shape
+    chosen = prepared.pairwise_candidates
+    ranks_total = np.zeros((m, m), dtype=np.int64)
+    pairwise_total = np.zeros((len(chosen), len(chosen)), dtype=np.int64)
+    central_total = np.zeros((m, n), dtype=np.int64)
+    end = start + count
+    for block in range(start // SAMPLE_BLOCK, (end + SAMPLE_BLOCK - 1) // SAMPLE_BLOCK if count else 0):
+        first = block * SAMPLE_BLOCK
+        cef, a = prepared.cef(seed, block, SAMPLE_BLOCK)
+        keep = slice(max(start, first) - first, min(end, first + SAMPLE_BLOCK) - first)
+        cef, a = cef[keep], a[keep]
+        ranks = competition_ranks(cef)
+        ranks_total += rank_counts(ranks)
+        if len(chosen):
+            pairwise_total += pairwise_counts(ranks[:, chosen])
+        fixed = np.rint(np.ldexp(a, CENTRAL_WEIGHT_BITS)).astype(np.int64)
+        central_total += (ranks == 1).T.astype(np.int64) @ fixed
+    return Counts(
+        samples=int(count),
+        ranks=ranks_total,
+        pairwise=pairwise_total,
+        pairwise_candidates=chosen.copy(),
+        central_weights=central_total,
+    )
+
+
+def merge(counts_list: list[Counts]) -> Counts:
+    """The counts of several chunks of one analysis, added (exact)."""
+    if not counts_list:
+        raise ValueError("merge needs at least one Counts")
+    first = counts_list[0]
+    for other in counts_list[1:]:
+        if (
+            other.ranks.shape != first.ranks.shape
+            or other.central_weights.shape != first.central_weights.shape
+            or not np.array_equal(other.pairwise_candidates, first.pairwise_candidates)
+        ):
+            raise ValueError("merge needs counts of the same analysis (same candidates, metrics and pairwise set)")
+    return Counts(
+        samples=sum(c.samples for c in counts_list),
+        ranks=np.asarray(np.sum([c.ranks for c in counts_list], axis=0, dtype=np.int64)),
+        pairwise=np.asarray(np.sum([c.pairwise for c in counts_list], axis=0, dtype=np.int64)),
+        pairwise_candidates=first.pairwise_candidates.copy(),
+        central_weights=np.asarray(np.sum([c.central_weights for c in counts_list], axis=0, dtype=np.int64)),
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class Summary:
+    """Probabilities from merged counts, each with its Monte Carlo standard
+    error ``sqrt(p (1 - p) / S)`` (binomial).
+
+    Attributes
+    ----------
+    samples : int
+    rank_acceptability, rank_acceptability_se : ndarray (m, m)
+        [c, r]: the probability that candidate c has rank r + 1.
+    best, best_se : ndarray (m,)
+        The probability that c is ranked first (column 0 of the above).
+    pairwise, pairwise_se : ndarray (p, p)
+        [c, d]: the probability that ``CEF_c > CEF_d`` among
+        ``pairwise_candidates``.
+    pairwise_candidates : ndarray (p,)
+    central_weights : ndarray (m, n)
+        The mean consensus metric weights over the samples in which c is
+        ranked first (SMAA-2's central weight vector); NaN rows for a
+        candidate never first.
+    """
+
+    samples: int
+    rank_acceptability: np.ndarray
+    rank_acceptability_se: np.ndarray
+    best: np.ndarray
+    best_se: np.ndarray
+    pairwise: np.ndarray
+    pairwise_se: np.ndarray
+    pairwise_candidates: np.ndarray
+    central_weights: np.ndarray
+
+
+def _binomial_se(probability: np.ndarray, samples: int) -> np.ndarray:
+    return np.sqrt(probability * (1.0 - probability) / samples)
+
+
+def summary(counts: Counts) -> Summary:
+    """Rank acceptability indices, probability of being best, pairwise
+    winning indices and central weights, with standard errors."""
+    if counts.samples < 1:
+        raise ValueError("summary needs at least one sample")
+    S = counts.samples
+    acceptability = counts.ranks / S
+    pairwise = counts.pairwise / S
+    best = counts.best
+    with np.errstate(invalid="ignore", divide="ignore"):
+        central = np.ldexp(counts.central_weights.astype(np.float64), -CENTRAL_WEIGHT_BITS) / best[:, None]
+    central = np.where(best[:, None] > 0, central, np.nan)
+    return Summary(
+        samples=S,
+        rank_acceptability=acceptability,
+        rank_acceptability_se=_binomial_se(acceptability, S),
+        best=acceptability[:, 0],
+        best_se=_binomial_se(acceptability[:, 0], S),
+        pairwise=pairwise,
+        pairwise_se=_binomial_se(pairwise, S),
+        pairwise_candidates=counts.pairwise_candidates.copy(),
+        central_weights=central,
+    )
