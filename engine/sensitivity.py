@@ -66,24 +66,16 @@ def stored_ranking(results: Mapping, metrics: Sequence[Mapping]) -> StoredRankin
 
 def ranking_at(stored: StoredRanking, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """CEFs and competition ranks (METHOD.md 8) at per-metric ``weights``."""
-    cef = np.where(stored.vetoed, 0.0, (stored.scores * weights).sum(axis=1))
-    ranks = 1 + (cef[None, :] > cef[:, None]).sum(axis=1)
-    return cef, ranks
+    result = robustness.what_if(weights, stored.scores, stored.vetoed)
+    return result.cef, result.ranks
 
 
 def attribute_weights_to_metric_weights(stored: StoredRanking, attribute_weights: Sequence[float]) -> np.ndarray:
-    """Per-metric weights for the given attribute weights (normalised to sum
-    to 1), each attribute's metrics keeping their shares of it."""
-    wanted = np.asarray(attribute_weights, dtype=float)
-    if wanted.shape != (len(stored.attributes),) or not np.isfinite(wanted).all() or (wanted < 0).any():
-        raise ValueError("one non-negative weight per selected attribute")
-    if wanted.sum() <= 0:
-        raise ValueError("at least one attribute weight must be above 0")
-    wanted = wanted / wanted.sum()
-    totals = stored.attribute_weights[stored.metric_attribute]
-    counts = np.bincount(stored.metric_attribute, minlength=len(stored.attributes))[stored.metric_attribute]
-    shares = np.divide(stored.weights, totals, out=1.0 / counts, where=totals > 0)
-    return wanted[stored.metric_attribute] * shares
+    """Per-metric weights for the given attribute weights (any non-negative
+    numbers, not all 0, taken relative to each other), each attribute's
+    metrics keeping their shares of it."""
+    shares = robustness.metric_shares(stored.weights, stored.metric_attribute)
+    return robustness.metric_weights_from_attributes(attribute_weights, shares, stored.metric_attribute)
 
 
 @dataclass(frozen=True)
@@ -109,89 +101,126 @@ class WeightReport:
     above: Crossing | None
     intercepts: np.ndarray
     slopes: np.ndarray
-
-    @property
-    def fragility(self) -> float:
-        """How far the weight can move before the winner changes (infinity
-        when no value from 0 to 1 changes it)."""
-        distances = [self.share - self.winner[0]] if self.below else []
-        distances += [self.winner[1] - self.share] if self.above else []
-        return min(distances, default=float("inf"))
+    # How far the weight can move before the ranking or the winner changes
+    # (engine.robustness.fragility; infinity when nothing changes from 0 to 1).
+    fragility: float
+    # The first change that far away: who overtakes whom, and where.
+    first_change: Crossing | None
 
 
-def _lines(stored: StoredRanking, group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each candidate's CEF at weight ``t`` of ``group``, METHOD.md 8's
-    rescaling, as intercept and slope."""
-    a, n = stored.weights, len(stored.weights)
-    inside = np.zeros(n, dtype=bool)
-    inside[group] = True
-    share = a[inside].sum()
-    in_weights = a * inside / share if share > 0 else inside / inside.sum()
-    outside = ~inside
-    out_weights = a * outside / (1 - share) if share < 1 else outside / max(outside.sum(), 1)
-    at_one = stored.scores @ in_weights
-    at_zero = stored.scores @ out_weights
-    intercepts = np.where(stored.vetoed, 0.0, at_zero)
-    slopes = np.where(stored.vetoed, 0.0, at_one - at_zero)
-    return intercepts, slopes
-
-
-def _report(
-    stored: StoredRanking, kind: str, name: str, group: np.ndarray, stability: robustness.WeightStability, k: int
-) -> WeightReport:
-    intercepts, slopes = _lines(stored, group)
-    share = float(stability.share[k])
-    ranking = (float(stability.ranking_low[k]), float(stability.ranking_high[k]))
-    winner = (float(stability.winner_low[k]), float(stability.winner_high[k]))
-    leader = stored.candidates[int(np.argmax(intercepts + slopes * share))]
-
-    def first_beyond(t: float) -> str:
-        return stored.candidates[int(np.argmax(intercepts + slopes * min(max(t, 0.0), 1.0)))]
-
-    # Just beyond an end of the winner's interval, another candidate is first.
-    below = Crossing(winner[0], first_beyond(winner[0] - _BEYOND), leader) if winner[0] > 0 else None
-    above = Crossing(winner[1], first_beyond(winner[1] + _BEYOND), leader) if winner[1] < 1 else None
-    return WeightReport(kind, name, share, ranking, winner, below, above, intercepts, slopes)
+def _first_beyond(stored: StoredRanking, intercepts: np.ndarray, slopes: np.ndarray, t: float) -> str:
+    """Who is first just beyond ``t`` (past an end of the winner's interval)."""
+    t = min(max(t, 0.0), 1.0)
+    return stored.candidates[int(np.argmax(intercepts + slopes * t))]
 
 
 # How far past an interval's end the overtaker is looked for: well below any
 # weight a page shows, well above the CEFs' rounding.
 _BEYOND = 1e-9
+# An interval end this close to 0 or 1 is the end of the scan, reached by rounding.
+_EDGE = 1e-12
 
 
-def weight_reports(stored: StoredRanking) -> list[WeightReport]:
-    """Every attribute weight, then every metric weight (each alone)."""
+def _first_change(
+    stored: StoredRanking, group: np.ndarray, share: float, at: float, intercepts: np.ndarray, slopes: np.ndarray
+) -> Crossing | None:
+    """The crossing of two candidates' lines at ``at`` (an end of the
+    ranking's or the winner's interval). The first pair to cross as the
+    weight moves is adjacent in the ranking at the current weight, so only
+    adjacent pairs, and the leader with whoever is first just beyond, are
+    handed to ``engine.robustness.crossings``: O(m), not O(m^2)."""
+    cef = intercepts + slopes * share
+    order = np.argsort(-cef, kind="stable")
+    ahead, behind = order[:-1], order[1:]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = share - (cef[ahead] - cef[behind]) / (slopes[ahead] - slopes[behind])
+    distance = np.where(np.isfinite(t), np.abs(t - at), np.inf)
+    chosen = {int(order[0]), int(np.argmax(intercepts + slopes * min(max(at + np.sign(at - share) * _BEYOND, 0), 1)))}
+    if len(distance) and np.isfinite(distance.min()):
+        pair = int(np.argmin(distance))
+        chosen |= {int(ahead[pair]), int(behind[pair])}
+    rest = np.setdiff1d(np.arange(len(stored.weights)), group)
+    partition = [group, rest] if len(rest) else [group]  # crossings take groups that partition the metrics
+    found = robustness.crossings(
+        stored.weights, stored.scores, stored.vetoed, groups=partition, candidates=sorted(chosen)
+    )[0]
+    if not found:
+        return None
+    crossing = min(found, key=lambda c: (abs(c.t - at), abs(c.t - share)))
+    return Crossing(crossing.t, stored.candidates[crossing.overtaking], stored.candidates[crossing.overtaken])
+
+
+def _reports(stored: StoredRanking, kind: str, names: list[str], groups: list[np.ndarray]) -> list[WeightReport]:
+    stability = robustness.weight_stability(stored.weights, stored.scores, stored.vetoed, groups=groups)
+    lines = robustness.sensitivity_lines(stored.weights, stored.scores, stored.vetoed, groups=groups)
+    fragility = robustness.fragility(stability)
     reports = []
-    attribute_groups = [np.flatnonzero(stored.metric_attribute == i) for i in range(len(stored.attributes))]
-    stability = robustness.weight_stability(stored.weights, stored.scores, stored.vetoed, groups=attribute_groups)
-    for k, name in enumerate(stored.attributes):
-        reports.append(_report(stored, "attribute", name, attribute_groups[k], stability, k))
-    metric_groups = [np.array([j]) for j in range(len(stored.metrics))]
-    stability = robustness.weight_stability(stored.weights, stored.scores, stored.vetoed, groups=metric_groups)
-    for j, name in enumerate(stored.metrics):
-        reports.append(_report(stored, "metric", name, metric_groups[j], stability, j))
+    for k, name in enumerate(names):
+        share, intercepts, slopes = float(stability.share[k]), lines.intercept[k], lines.slope[k]
+        ranking = (float(stability.ranking_low[k]), float(stability.ranking_high[k]))
+        winner = (float(stability.winner_low[k]), float(stability.winner_high[k]))
+        leader = stored.candidates[int(np.argmax(intercepts + slopes * share))]
+        below = Crossing(winner[0], _first_beyond(stored, intercepts, slopes, winner[0] - _BEYOND), leader)
+        above = Crossing(winner[1], _first_beyond(stored, intercepts, slopes, winner[1] + _BEYOND), leader)
+        nearest = float(fragility[k])
+        # the interval end that far away (an end at 0 or 1 is no change)
+        ends = [end for end in (*ranking, *winner) if 0.0 < end < 1.0 or end == share]
+        at = min(ends, key=lambda end: abs(abs(end - share) - nearest), default=share)
+        if min(at, 1.0 - at) < _EDGE and at != share:
+            # a tie reached at the very end of the scan, within rounding: no change inside [0, 1]
+            nearest = float("inf")
+        reports.append(
+            WeightReport(
+                kind=kind,
+                name=name,
+                share=share,
+                ranking=ranking,
+                winner=winner,
+                below=below if winner[0] > 0 else None,
+                above=above if winner[1] < 1 else None,
+                intercepts=intercepts,
+                slopes=slopes,
+                fragility=nearest,
+                first_change=(
+                    _first_change(stored, groups[k], share, at, intercepts, slopes) if np.isfinite(nearest) else None
+                ),
+            )
+        )
     return reports
 
 
+def weight_reports(stored: StoredRanking) -> list[WeightReport]:
+    """Every attribute weight (its metrics together), then every metric
+    weight (each alone)."""
+    attribute_groups = [np.flatnonzero(stored.metric_attribute == i) for i in range(len(stored.attributes))]
+    metric_groups = [np.array([j]) for j in range(len(stored.metrics))]
+    return _reports(stored, "attribute", stored.attributes, attribute_groups) + _reports(
+        stored, "metric", stored.metrics, metric_groups
+    )
+
+
 def most_fragile(reports: Sequence[WeightReport]) -> WeightReport | None:
-    """The weight whose smallest move changes the winner; None when no
-    weight from 0 to 1 changes it."""
-    finite = [report for report in reports if report.fragility != float("inf")]
+    """The weight whose smallest move changes the ranking or the winner
+    (the first on a tie); None when no weight from 0 to 1 changes either."""
+    finite = [report for report in reports if np.isfinite(report.fragility)]
     return min(finite, key=lambda report: report.fragility) if finite else None
 
 
 def fragility_sentence(reports: Sequence[WeightReport], leader: str) -> str:
-    """One sentence on the most fragile weight, naming who would overtake
-    the run's winner ``leader`` beyond its interval."""
+    """One sentence on the most fragile weight: how far it can move and
+    who would overtake whom first ("if Accuracy's weight fell below 0.310,
+    J48 would overtake JRip")."""
     report = most_fragile(reports)
-    if report is None:
-        return f"No single weight changes the winner: {leader} stays first whatever any weight is, from 0 to 1."
-    parts = []
-    if report.below:
-        parts.append(f"fell below {report.below.at:.3f}, {report.below.overtaker} would overtake {leader}")
-    if report.above:
-        parts.append(f"rose above {report.above.at:.3f}, {report.above.overtaker} would overtake {leader}")
-    return f"The most fragile weight is {report.name}'s ({report.share:.3f}): if it " + "; if it ".join(parts) + "."
+    if report is None or report.first_change is None:
+        return f"No single weight changes the ranking: {leader} stays first whatever any weight is, from 0 to 1."
+    change = report.first_change
+    moved = f"fell below {change.at:.3f}" if change.at < report.share else f"rose above {change.at:.3f}"
+    if change.at == report.share:
+        moved = f"moved at all from {report.share:.3f}"
+    return (
+        f"The most fragile weight is {report.name}'s ({report.share:.3f}): if it {moved}, "
+        f"{change.overtaker} would overtake {change.overtaken}."
+    )
 
 
 @dataclass(frozen=True)
@@ -207,10 +236,13 @@ def what_if(stored: StoredRanking, attribute_weights: Sequence[float]) -> list[W
     """Every candidate's rank and CEF at the given attribute weights (any
     non-negative numbers, taken relative to each other), best first, beside
     its rank in the run."""
-    cef, ranks = ranking_at(stored, attribute_weights_to_metric_weights(stored, attribute_weights))
-    run_ranks = ranking_at(stored, stored.weights)[1]
-    order = sorted(range(len(cef)), key=lambda c: (ranks[c], run_ranks[c], c))
+    result = robustness.what_if(
+        attribute_weights_to_metric_weights(stored, attribute_weights), stored.scores, stored.vetoed
+    )
+    run_ranks = robustness.competition_ranks(np.where(stored.vetoed, 0.0, stored.scores @ stored.weights))
     return [
-        WhatIfRow(stored.candidates[c], int(ranks[c]), int(run_ranks[c]), float(cef[c]), bool(stored.vetoed[c]))
-        for c in order
+        WhatIfRow(
+            stored.candidates[c], int(result.ranks[c]), int(run_ranks[c]), float(result.cef[c]), bool(stored.vetoed[c])
+        )
+        for c in result.order.tolist()
     ]

@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 from django.utils.html import escape
 
-from engine import analyses, core, services
+from engine import analyses, core, sensitivity, services
 from engine.models import Analysis
 from engine.snapshot import snapshot_arrays
 from workspace.bundles import study_import_bundle
@@ -47,7 +47,12 @@ def test_page_shows_each_attribute_weights_stability(client, run):
     assert "How far each weight can move" in html
     for attribute in run.results["selected_attributes"]:
         assert attribute in html
-    assert "most fragile weight" in html or "No single weight changes the winner" in html
+    stored = sensitivity.stored_ranking(run.results, run.snapshot["metrics"])
+    reports = sensitivity.weight_reports(stored)
+    assert escape(sensitivity.fragility_sentence(reports, "JRip")) in html
+    # each attribute's row: its weight and its intervals, as the engine gives them
+    for report in reports[: len(run.results["selected_attributes"])]:
+        assert f"{report.ranking[0]:.3f} – {report.ranking[1]:.3f}" in html
 
 
 def test_leave_one_out_through_the_page(client, run, django_capture_on_commit_callbacks):

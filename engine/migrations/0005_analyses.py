@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('engine', '0003_results_disagreement'),
+        ('engine', '0004_input_version'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
