@@ -284,6 +284,11 @@ ENGINE_QUEUE_RESEND_SECONDS = env_int("ENGINE_QUEUE_RESEND_SECONDS", 120)
 ENGINE_WORKER_STATEMENT_TIMEOUT_SECONDS = env_int("ENGINE_WORKER_STATEMENT_TIMEOUT_SECONDS", 30)
 # Each worker records that it is alive this often (read by /health/).
 ENGINE_WORKER_HEARTBEAT_SECONDS = env_int("ENGINE_WORKER_HEARTBEAT_SECONDS", 10)
+# A robustness analysis (engine.analyses) is split into chunks of this many
+# Monte Carlo samples, or left-out experts, which the workers share; each
+# chunk is claimed and leased like a run.
+ENGINE_ANALYSIS_CHUNK_SAMPLES = env_int("ENGINE_ANALYSIS_CHUNK_SAMPLES", 500)
+ENGINE_ANALYSIS_CHUNK_EXPERTS = env_int("ENGINE_ANALYSIS_CHUNK_EXPERTS", 5)
 if not 0 < ENGINE_RUN_HEARTBEAT_SECONDS * 2 <= ENGINE_RUN_LEASE_SECONDS:
     raise ImproperlyConfigured("ENGINE_RUN_LEASE_SECONDS must be at least twice ENGINE_RUN_HEARTBEAT_SECONDS (> 0)")
 # The sweep runs in every worker's main process (engine.health.worker_sweep_start),
@@ -368,6 +373,9 @@ SPECTACULAR_SETTINGS = {
         "InvitationStatusEnum": "workspace.api.invitation_serializers.STATUSES",
         "InvitationKindEnum": ["username", "link"],
         "RunStatusEnum": "engine.models.Run.Status",
+        "AnalysisKindEnum": "engine.models.Analysis.Kind",
+        "AnalysisStatusEnum": "engine.models.Analysis.Status",
+        "WeightKindEnum": ["attribute", "metric"],
         # A metric's direction, and a computation's (the catalogue's): the
         # model's choices; a new metric's (MetricWriteSerializer): plain values.
         "MetricBetterEnum": "workspace.models.Direction",

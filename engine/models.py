@@ -67,3 +67,91 @@ class Run(models.Model):
     @property
     def is_finished(self):
         return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)
+
+
+class Analysis(models.Model):
+    """A robustness analysis of a succeeded run (``engine.analyses``): Monte
+    Carlo rank acceptability or leave-one-expert-out. Its work is split into
+    chunks (``AnalysisChunk``) that any worker executes; the merged result
+    is stored compactly (counts, never samples) when the last chunk is done."""
+
+    class Kind(models.TextChoices):
+        MONTE_CARLO = "monte_carlo", "Monte Carlo rank acceptability"
+        LEAVE_ONE_OUT = "leave_one_out", "Leave one expert out"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="analyses")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    launched_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="launched_analyses"
+    )
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
+    # What is sampled and how (engine.analyses.Spec, as JSON), recorded so the analysis can be repeated.
+    spec = models.JSONField(default=dict)
+    seed = models.BigIntegerField(default=0)
+    # Units of work: samples (Monte Carlo) or experts (leave one out).
+    units = models.PositiveIntegerField()
+    units_done = models.PositiveIntegerField(default=0)
+    # The merged counts and their summary, filled together with "succeeded".
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    launched_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-launched_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["queued", "running", "succeeded", "failed", "cancelled"]),
+                name="analysis_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="succeeded") | Q(result__isnull=False), name="analysis_succeeded_has_result"
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.get_kind_display()} {self.pk} of run {self.run_id} ({self.status})"
+
+    @property
+    def is_finished(self):
+        return self.status in (self.Status.SUCCEEDED, self.Status.FAILED, self.Status.CANCELLED)
+
+
+class AnalysisChunk(models.Model):
+    """Units ``[start, start + count)`` of an analysis, claimed and leased by
+    one worker at a time like a run (``engine.analyses``)."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+
+    analysis = models.ForeignKey(Analysis, on_delete=models.CASCADE, related_name="chunks")
+    index = models.PositiveIntegerField()
+    start = models.PositiveIntegerField()
+    count = models.PositiveIntegerField()
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
+    attempts = models.PositiveIntegerField(default=0)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # The chunk's counts (engine.analyses), null until done.
+    counts = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["analysis", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["analysis", "index"], name="analysis_chunk_unique"),
+            models.CheckConstraint(
+                condition=Q(status__in=["queued", "running", "done"]), name="analysis_chunk_status_valid"
+            ),
+        ]
+        indexes = [models.Index(fields=["status", "lease_expires_at"], name="analysis_chunk_status_lease")]
+
+    def __str__(self):
+        return f"chunk {self.index} of analysis {self.analysis_id}"

@@ -25,6 +25,7 @@ while the broker was down starts once it is back.
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -271,22 +272,24 @@ def _renew_lease(run_id: int, attempt: int) -> bool:
     return bool(_held(run_id, attempt).update(lease_expires_at=timezone.now() + timedelta(seconds=_lease_seconds())))
 
 
-class _LeaseHeartbeat:
-    """While a run computes, a daemon thread renews its lease every
-    ``ENGINE_RUN_HEARTBEAT_SECONDS``; when the worker dies, the renewals stop
-    and the lease lapses within ``ENGINE_RUN_LEASE_SECONDS``.
+class LeaseHeartbeat:
+    """While a run (or an analysis chunk, ``engine.analyses``) computes, a
+    daemon thread calls ``renew`` every ``ENGINE_RUN_HEARTBEAT_SECONDS``;
+    when the worker dies, the renewals stop and the lease lapses within
+    ``ENGINE_RUN_LEASE_SECONDS``. ``renew`` returns False once the work is no
+    longer held by this attempt, which ends the beats.
 
     The engine's numpy work releases the GIL or yields it every few
-    milliseconds, so the thread keeps time while the run computes.
+    milliseconds, so the thread keeps time while the work computes.
     """
 
-    def __init__(self, run_id: int, attempt: int) -> None:
-        self.run_id, self.attempt = run_id, attempt
+    def __init__(self, name: str, renew: Callable[[], bool]) -> None:
+        self.name, self.renew = name, renew
         self.renewals = 0
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name=f"run-{run_id}-lease", daemon=True)
+        self._thread = threading.Thread(target=self._beat, name=f"{name.replace(' ', '-')}-lease", daemon=True)
 
-    def __enter__(self) -> "_LeaseHeartbeat":
+    def __enter__(self) -> "LeaseHeartbeat":
         self._thread.start()
         return self
 
@@ -298,13 +301,13 @@ class _LeaseHeartbeat:
         try:
             while not self._stop.wait(settings.ENGINE_RUN_HEARTBEAT_SECONDS):
                 try:
-                    held = _renew_lease(self.run_id, self.attempt)
+                    held = self.renew()
                 except DatabaseError as error:
                     # The lease outlasts several missed beats; try again.
-                    logger.warning("run %s: lease not renewed (%s); retrying", self.run_id, error)
+                    logger.warning("%s: lease not renewed (%s); retrying", self.name, error)
                     continue
                 if not held:
-                    logger.warning("run %s: attempt %s no longer holds the run", self.run_id, self.attempt)
+                    logger.warning("%s: this attempt no longer holds it", self.name)
                     return
                 self.renewals += 1
         finally:
@@ -334,7 +337,7 @@ def run_execute(*, run_id: int) -> Outcome:
             error=f"workers were lost {attempt - 1} times while running it; launch it again",
         )
         return Outcome(status=Run.Status.FAILED)
-    with _LeaseHeartbeat(run_id, attempt):
+    with LeaseHeartbeat(f"run {run_id}", lambda: _renew_lease(run_id, attempt)):
         return _compute(run_id, attempt)
 
 

@@ -15,7 +15,7 @@ from celery.signals import worker_init, worker_ready, worker_shutdown
 from django.conf import settings
 from django.db import DatabaseError, connection
 
-from . import health, services
+from . import analyses, health, services
 
 logger = logging.getLogger(__name__)
 
@@ -49,12 +49,42 @@ def execute_run(self, run_id: int) -> str:
     return outcome.status
 
 
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None, ignore_result=True)
+def execute_analysis_chunk(self, chunk_id: int) -> str:
+    """One chunk of a robustness analysis (``engine.analyses``): claimed,
+    leased and recovered like a run."""
+    try:
+        outcome = analyses.chunk_execute(chunk_id=chunk_id)
+    except DatabaseError as error:
+        connection.close()
+        logger.warning(
+            "analysis chunk %s not taken: the database is unreachable from this worker (%s); sent back to the queue",
+            chunk_id,
+            type(error).__name__,
+        )
+        raise self.retry(countdown=0, priority=services.RESEND_PRIORITY) from None
+    if outcome == "not claimed":
+        logger.info("analysis chunk %s: this delivery claimed nothing", chunk_id)
+        raise Ignore()
+    return outcome
+
+
+def sweep() -> list[int]:
+    """The recovery sweep: runs, then analysis chunks, whose lease lapsed.
+    Returns the runs handed back (the chunks handed back are logged)."""
+    runs = services.runs_recover_stale()
+    chunks = analyses.analyses_recover_stale()
+    if chunks:
+        logger.info("recovery sweep handed back analysis chunks %s", chunks)
+    return runs
+
+
 @shared_task(ignore_result=True)
 def recover_stale_runs() -> list[int]:
     """The recovery sweep as a task, for a ``celery beat`` (kept as a
     backstop: every worker also sweeps from its own thread, see
     ``health.worker_sweep_start``)."""
-    return services.runs_recover_stale()
+    return sweep()
 
 
 @worker_init.connect
@@ -65,7 +95,7 @@ def _bound_database_waits(**kwargs: object) -> None:
 @worker_ready.connect
 def _start_worker_threads(sender: Any, **kwargs: object) -> None:  # the worker (Celery is untyped)
     health.worker_heartbeat_start(hostname=sender.hostname)
-    health.worker_sweep_start(sweep=services.runs_recover_stale)
+    health.worker_sweep_start(sweep=sweep)
 
 
 @worker_shutdown.connect

@@ -125,6 +125,7 @@ PURE_MODULES = (
     "engine.compare",
     "engine.arguments",
     "engine.robustness",
+    "engine.sensitivity",
     "evaluation.metrics",
     "evaluation.bootstrap",
     "evaluation.elicitation",

@@ -626,3 +626,80 @@ def range_strip(
     strip["bin_count"] = bins
     strip["bar_bottom"] = STRIP_BAR_BOTTOM
     return strip
+
+
+# --- stacked bars ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Segment:
+    part: int  # which part (its shade: ``stack--<part>``, darkest first)
+    x: float
+    width: float
+    label: str  # "<part>: <percent>", the segment's <title>
+
+
+@dataclass(frozen=True)
+class StackedRow:
+    label: str
+    short_label: str
+    y: float  # the bar's top
+    text_y: float  # the label's baseline
+    segments: list[Segment]
+
+
+@dataclass
+class StackedBarChart:
+    frame: Frame
+    rows: list[StackedRow]
+    legend: list[LegendItem]
+    bar_height: float = BAR_HEIGHT * 1.5
+
+
+def stacked_bar_chart(
+    *,
+    chart_id: str,
+    title: str,
+    description: str,
+    labels: Sequence[str],
+    parts: Sequence[str],
+    values: Sequence[Sequence[float]],
+    rest_label: str,
+) -> StackedBarChart:
+    """One horizontal bar per label, from 0 to 1, split into ``parts``
+    (``values[r][p]``, shares) and the rest (``rest_label``). Parts are
+    shades of one hue from dark to light, with a thin white edge between
+    them, so the order reads in grey-scale; every segment's share is in its
+    title and the page's table."""
+    left = label_space(labels)
+    plot_right = WIDTH - 24
+    scale = LinearScale(0.0, 1.0, left, plot_right)
+    height = BAR_HEIGHT * 1.5
+    rows = []
+    for r, label in enumerate(labels):
+        top = TOP + r * (height + ROW_GAP)
+        segments, start = [], 0.0
+        shares = [*values[r], max(1.0 - sum(values[r]), 0.0)]
+        names = [*parts, rest_label]
+        for p, share in enumerate(shares):
+            if share <= 0:
+                start += share
+                continue
+            x0, x1 = scale(start), scale(start + share)
+            segments.append(Segment(p, x0, round(max(x1 - x0, 0.0), 2), f"{names[p]}: {share * 100:.1f} %"))
+            start += share
+        rows.append(StackedRow(label, shorten(label), round(top, 2), round(top + height / 2 + 4, 2), segments))
+    bottom = TOP + len(labels) * (height + ROW_GAP) - ROW_GAP + 6
+    frame = Frame(
+        chart_id=chart_id,
+        title=title,
+        description=description,
+        height=bottom + AXIS_SPACE,
+        plot_left=left,
+        plot_right=plot_right,
+        plot_top=TOP - 6,
+        plot_bottom=bottom,
+        ticks=scale.ticks(percent=True),
+    )
+    legend = legend_items([Series(name, f"stack-{p}") for p, name in enumerate([*parts, rest_label])], left)
+    return StackedBarChart(frame=frame, rows=rows, legend=legend, bar_height=height)

@@ -238,6 +238,12 @@ PREDICTIONS_MAX_CLASSES = 100
 # argument, not a document (the database holds the same bound).
 DISCUSSION_POST_MAX_CHARS = 5000
 
+# Monte Carlo robustness analyses (engine.analyses): samples asked for by
+# default and at most; each sample costs about a quarter of a run's
+# evaluation, and the samples are spread over every worker in chunks.
+ANALYSIS_SAMPLES_DEFAULT = 2000
+ANALYSIS_SAMPLES_MAX = 100_000
+
 
 # --- JSON nesting ------------------------------------------------------------------
 # A JSON string, closing quote optional: an unterminated string then runs to

@@ -4,7 +4,7 @@ link to them. Grouped by the area of the pages (workspace/views/)."""
 from django.urls import path
 
 from . import views
-from .views import designer, expert, invitations, results, runs, studies
+from .views import designer, expert, invitations, results, robustness, runs, studies
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -23,6 +23,23 @@ urlpatterns = [
     path("runs/<int:run_id>/candidates/<path:name>/", results.candidate_page, name="run_candidate"),
     path("runs/<int:run_id>/compare/", results.compare_choose, name="run_compare_choose"),
     path("runs/<int:run_id>/compare/<int:other_id>/", results.compare_page, name="run_compare"),
+    path("runs/<int:run_id>/robustness/", robustness.robustness_page, name="run_robustness"),
+    path("runs/<int:run_id>/robustness/what-if/", robustness.robustness_what_if, name="run_robustness_what_if"),
+    path(
+        "runs/<int:run_id>/robustness/analyses/<int:analysis_id>/status/",
+        robustness.analysis_status,
+        name="run_analysis_status",
+    ),
+    path(
+        "runs/<int:run_id>/robustness/analyses/<int:analysis_id>/cancel/",
+        robustness.analysis_cancel,
+        name="run_analysis_cancel",
+    ),
+    path(
+        "runs/<int:run_id>/robustness/analyses/<int:analysis_id>.csv",
+        robustness.analysis_csv,
+        name="run_analysis_csv",
+    ),
     # --- discussion: the page, and where its forms post ---
     path("studies/<int:study_id>/discussion/", views.discussion_page, name="discussion"),
     path(

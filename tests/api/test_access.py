@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from engine import analyses as engine_analyses
 from engine import services as engine_services
-from engine.models import Run
+from engine.models import Analysis, Run
 from evaluation import report
 from evaluation import services as evaluation_services
 from evaluation.models import MetricComputation, PredictionSet
@@ -461,6 +462,60 @@ def _evaluation(response, world):
     assert response.json() == report.evaluation_document(read_predictions(io.BytesIO(PREDICTIONS), positive="spam"))
 
 
+def _robustness(response, world):
+    body = response.json()
+    document = world.run.results
+    assert body["winner"] == document["candidates"][0]["name"]
+    kinds = [(w["kind"], w["name"]) for w in body["weights"]]
+    assert kinds == [("attribute", a) for a in document["selected_attributes"]] + [
+        ("metric", m) for m in document["metrics"]
+    ]
+    for weight in body["weights"]:
+        assert weight["ranking"][0] <= weight["share"] <= weight["ranking"][1]
+        assert weight["winner"][0] <= weight["share"] <= weight["winner"][1]
+
+
+def _what_if(response, world):
+    body = response.json()
+    # Accuracy's weight set to 2, the others kept as in the run, then normalised
+    stored = dict(zip(world.run.results["selected_attributes"], world.run.results["attribute_weights"], strict=True))
+    others = sum(w for name, w in stored.items() if name != "Accuracy")
+    assert body["attribute_weights"] == pytest.approx(
+        {name: (2 if name == "Accuracy" else w) / (2 + others) for name, w in stored.items()}
+    )
+    assert {c["name"] for c in body["candidates"]} == {"J48", "JRip"}
+    assert [c["rank"] for c in body["candidates"]] in ([1, 2], [1, 1])
+
+
+def _analyses(response, world):
+    body = response.json()
+    assert [a["id"] for a in body["results"]] == [world.analysis.pk]
+    assert body["results"][0]["summary"]["rows"][0]["expert"] in ("bob", "carol")
+
+
+def _analysis_launched(response, world):
+    body = response.json()
+    assert (body["kind"], body["status"], body["launched_by"]) == ("leave_one_out", "queued", "alice")
+    assert response["Location"].endswith(f"/api/v1/analyses/{body['id']}/")
+
+
+def _analysis(response, world):
+    body = response.json()
+    assert (body["id"], body["run"], body["status"]) == (world.analysis.pk, world.run.pk, "succeeded")
+    assert [row["expert"] for row in body["summary"]["rows"]] == ["bob", "carol"]
+
+
+def _analysis_cancel_refused(response, world):
+    raise AssertionError("a finished analysis cannot be cancelled")
+
+
+def _analysis_csv(response, world):
+    assert response["Content-Type"] == "text/csv; charset=utf-8"
+    lines = response.content.decode().splitlines()
+    assert lines[0] == "expert_left_out,winner,top_three,kendall_tau,changes_winner"
+    assert [line.split(",")[0] for line in lines[1:]] == ["bob", "carol"]
+
+
 S = API + "/studies/{study}"
 ROWS = [
     Row("study-get", "get", S + "/", 200, 200, check=_title),
@@ -670,8 +725,59 @@ ROWS = [
         phases=(Phase.CLOSED,),
         check=_compared,
     ),
+    Row("run-robustness", "get", API + "/runs/{run}/robustness/", 200, 200, phases=(Phase.CLOSED,), check=_robustness),
+    Row(
+        "run-what-if",
+        "post",
+        API + "/runs/{run}/robustness/what-if/",
+        200,
+        200,
+        body={"attribute_weights": {"Accuracy": 2}},
+        phases=(Phase.CLOSED,),
+        check=_what_if,
+    ),
+    Row("run-analyses", "get", API + "/runs/{run}/analyses/", 200, 200, phases=(Phase.CLOSED,), check=_analyses),
+    Row(
+        "run-analyses-post",
+        "post",
+        API + "/runs/{run}/analyses/",
+        403,
+        202,
+        body={"kind": "leave_one_out"},
+        phases=(Phase.CLOSED,),
+        check=_analysis_launched,
+    ),
+    Row("analysis-get", "get", API + "/analyses/{analysis}/", 200, 200, phases=(Phase.CLOSED,), check=_analysis),
+    Row(
+        "analysis-cancel",
+        "post",
+        API + "/analyses/{analysis}/cancel/",
+        403,
+        409,
+        phases=(Phase.CLOSED,),
+        check=_analysis_cancel_refused,
+    ),
+    Row(
+        "analysis-csv",
+        "get",
+        API + "/analyses/{analysis}/result.csv",
+        200,
+        200,
+        phases=(Phase.CLOSED,),
+        check=_analysis_csv,
+    ),
 ]
 CASES = [pytest.param(row, phase, id=f"{row.id}-{phase}") for row in ROWS for phase in row.phases]
+
+
+def leave_one_out(run, user):
+    """A finished leave-one-expert-out analysis of the run."""
+    analysis = engine_analyses.analysis_launch(run=run, kind=Analysis.Kind.LEAVE_ONE_OUT, launched_by=user)
+    for chunk_id in analysis.chunks.values_list("pk", flat=True):
+        engine_analyses.chunk_execute(chunk_id=chunk_id)
+    analysis.refresh_from_db()
+    assert analysis.status == Analysis.Status.SUCCEEDED
+    return analysis
 
 
 @dataclass
@@ -684,6 +790,7 @@ class World:
     study: Study
     built: object
     run: Run | None = None
+    analysis: Analysis | None = None
     prediction_set: PredictionSet | None = None
     ids: dict = field(default_factory=dict)
 
@@ -698,6 +805,7 @@ def world(make_study, cast):
         run = launch_and_finish(built, cast.alice) if phase == Phase.CLOSED else None
         # a second run of the same inputs, to compare the first with
         other_run = launch_and_finish(built, cast.alice) if phase == Phase.CLOSED else None
+        analysis = leave_one_out(run, cast.alice) if run else None
         prediction_set = predictions_add(built.study)
         evaluation_services.metric_computation_set(
             metric=built.metrics["Success rate"], computation="accuracy", parameters={"threshold_method": "max_kappa"}
@@ -713,8 +821,17 @@ def world(make_study, cast):
             "run": run.pk if run else 0,
             "other_run": other_run.pk if other_run else 0,
             "prediction_set": prediction_set.pk,
+            "analysis": analysis.pk if analysis else 0,
         }
-        return World(phase=phase, study=built.study, built=built, run=run, prediction_set=prediction_set, ids=ids)
+        return World(
+            phase=phase,
+            study=built.study,
+            built=built,
+            run=run,
+            analysis=analysis,
+            prediction_set=prediction_set,
+            ids=ids,
+        )
 
     return build
 
@@ -735,9 +852,17 @@ def assert_refusal(response, status, row, phase):
         assert response["WWW-Authenticate"] == "Token"
         assert detail == "Authentication credentials were not provided."
     elif status == 404:
-        assert detail == ("No such run." if "/runs/{run}" in row.path else "No such study.")
+        assert detail == (
+            "No such run."
+            if "/runs/{run}" in row.path
+            else "No such analysis."
+            if "/analyses/{analysis}" in row.path
+            else "No such study."
+        )
     elif status == 403:
         assert "designer" in detail or "not an expert" in detail, detail
+    elif status == 409 and row.id == "analysis-cancel":
+        assert detail.startswith("Analysis ") and detail.endswith(" has already succeeded."), detail
     elif status == 409 and row.id == "transition":
         # The body says why: what is missing.
         assert detail.startswith("Assessment cannot close, inputs are missing: bob: prioritisation"), detail
@@ -862,6 +987,7 @@ def test_non_member_expert_and_outsider_get_404_on_every_endpoint_of_a_study(sec
         "run": run.pk,
         "other_run": run.pk,
         "prediction_set": predictions_add(draft.study).pk,
+        "analysis": leave_one_out(run, run.study.designer).pk,
     }
     before = db_snapshot()
     for row in ROWS:

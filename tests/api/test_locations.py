@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from engine import services as engine_services
 from workspace import invitations, services
 from workspace.models import Phase
 
@@ -55,6 +56,7 @@ CREATES = [
     Create("/api/v1/studies/{study_id}/discussion/metrics/{id}/", Phase.VOTING, {"body": "And this?"}, 201),
     Create("/api/v1/studies/{study_id}/predictions/", Phase.DRAFT, "<upload>", 201, fmt="multipart"),
     Create("/api/v1/studies/{study_id}/runs/", Phase.CLOSED, None, 202),
+    Create("/api/v1/runs/{run_id}/analyses/", Phase.CLOSED, {"kind": "leave_one_out"}, 202),
 ]
 
 
@@ -79,6 +81,10 @@ def test_every_create_answers_with_the_location_of_what_it_made(create, api, cas
         ids["id"] = built.attributes["Accuracy"].pk
     elif "discussion/metrics" in create.path:
         ids["id"] = built.metrics["AUC"].pk
+    elif "{run_id}" in create.path:
+        run = engine_services.run_launch(study=built.study, launched_by=cast.alice)
+        engine_services.run_execute(run_id=run.pk)
+        ids["run_id"] = run.pk
     url = create.path.format(**ids)
     alice = api(cast.alice)
     body = create.body

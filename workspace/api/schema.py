@@ -58,7 +58,7 @@ API = "/api/v1"
 TAG_RULES = (
     (r"^/auth/", "accounts"),
     (r"^/invitations/|^/studies/{[^}]+}/invitations/", "invitations"),
-    (r"^/runs/|^/studies/{[^}]+}/runs/", "runs"),
+    (r"^/runs/|^/studies/{[^}]+}/runs/|^/analyses/", "runs"),
     (r"^/studies/{[^}]+}/discussion/", "discussion"),
     (
         r"^/studies/{[^}]+}/(predictions|computations)/|^/studies/{[^}]+}/metrics/{[^}]+}/computation/"

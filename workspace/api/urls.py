@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import discussion, views
+from . import discussion, robustness, views
 from . import invitations as inv
 
 urlpatterns = [
@@ -71,4 +71,10 @@ urlpatterns = [
     path(
         "runs/<int:run_id>/candidates/<str:name>/scores/", views.CandidateScoresView.as_view(), name="candidate-scores"
     ),
+    path("runs/<int:run_id>/robustness/", robustness.RunRobustnessView.as_view(), name="run-robustness"),
+    path("runs/<int:run_id>/robustness/what-if/", robustness.RunWhatIfView.as_view(), name="run-what-if"),
+    path("runs/<int:run_id>/analyses/", robustness.RunAnalysesView.as_view(), name="run-analyses"),
+    path("analyses/<int:analysis_id>/", robustness.AnalysisDetailView.as_view(), name="analysis-detail"),
+    path("analyses/<int:analysis_id>/cancel/", robustness.AnalysisCancelView.as_view(), name="analysis-cancel"),
+    path("analyses/<int:analysis_id>/result.csv", robustness.AnalysisCsvView.as_view(), name="analysis-csv"),
 ]

@@ -14,11 +14,13 @@ surface, so callers write ``selectors.study_get(...)``:
 - ``design``: attributes, metrics, candidates, measurements, ballots and
   the vote's selection;
 - ``runs``: validation runs (``fields`` names the JSON a read loads);
+- ``analyses``: robustness analyses of runs;
 - ``discussion``: threads and posts;
 - ``accounts``: API tokens.
 """
 
 from .accounts import api_token_by_digest, api_token_get, api_token_list, email_confirmation_get
+from .analyses import analysis_get, analysis_latest, analysis_list, run_snapshot_parts
 from .design import (
     attribute_get,
     attribute_list,
@@ -80,6 +82,10 @@ from .studies import (
 )
 
 __all__ = [
+    "analysis_get",
+    "analysis_latest",
+    "analysis_list",
+    "run_snapshot_parts",
     "email_confirmation_get",
     "ASSESSMENT_INPUTS",
     "INPUT_SECTIONS",

@@ -76,3 +76,12 @@ def ahp_weighting(key: object) -> str:
     if not isinstance(key, str):
         key = AHP_WEIGHTING_DEFAULT
     return AHP_WEIGHTINGS.get(key, key)
+
+
+@register.filter
+def percent(value: object) -> str:
+    """A share in [0, 1] as a percentage with one decimal ("71.2 %"); "" for
+    anything that is not a number."""
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+        return ""
+    return f"{100 * float(value):.1f} %"

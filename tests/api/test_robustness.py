@@ -1,0 +1,96 @@
+"""The robustness API (``/api/v1/runs/{run}/robustness/``, ``…/analyses/``,
+``/api/v1/analyses/{id}/``): values, refusals that name the field and write
+nothing, and the page's numbers. Access is in test_access.py's matrix."""
+
+import pytest
+
+from engine import analyses as engine_analyses
+from engine import sensitivity
+from engine.models import Analysis
+from tests.fixtures import error_fields
+from workspace.models import Phase
+
+from .conftest import launch_and_finish
+
+pytestmark = pytest.mark.django_db
+API = "/api/v1"
+
+
+@pytest.fixture
+def run(make_study, cast):
+    return launch_and_finish(make_study(Phase.CLOSED), cast.alice)
+
+
+def test_stability_equals_the_engine_on_the_stored_scores(api, cast, run):
+    body = api(cast.bob).get(f"{API}/runs/{run.pk}/robustness/").json()
+    stored = sensitivity.stored_ranking(run.results, run.snapshot["metrics"])
+    reports = sensitivity.weight_reports(stored)
+    assert [w["name"] for w in body["weights"]] == [r.name for r in reports]
+    for weight, report in zip(body["weights"], reports, strict=True):
+        assert weight["share"] == pytest.approx(report.share)
+        assert weight["ranking"] == pytest.approx(list(report.ranking))
+        assert weight["winner"] == pytest.approx(list(report.winner))
+    assert body["sentence"] == sensitivity.fragility_sentence(reports, stored.candidates[0])
+
+
+def test_what_if_refuses_an_unknown_attribute_and_a_negative_weight(api, cast, run):
+    client = api(cast.bob)
+    url = f"{API}/runs/{run.pk}/robustness/what-if/"
+    unknown = client.post(url, {"attribute_weights": {"Speed of light": 1}}, format="json")
+    assert unknown.status_code == 400
+    assert error_fields(unknown) == {"attribute_weights.Speed of light": ["not a selected attribute of this run"]}
+    negative = client.post(url, {"attribute_weights": {"Accuracy": -1}}, format="json")
+    assert negative.status_code == 400
+    assert list(error_fields(negative)) == ["attribute_weights.Accuracy"]
+    zero = client.post(url, {"attribute_weights": dict.fromkeys(run.results["selected_attributes"], 0)}, format="json")
+    assert zero.status_code == 400
+    assert error_fields(zero) == {"attribute_weights": ["at least one attribute weight must be above 0"]}
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"kind": "monte_carlo", "samples": 0}, "samples"),
+        ({"kind": "monte_carlo", "samples": 100_001}, "samples"),
+        ({"kind": "monte_carlo", "seed": -1}, "seed"),
+        ({"kind": "leave_one_out", "samples": 10}, "samples"),
+        ({"kind": "sideways"}, "kind"),
+        ({}, "kind"),
+    ],
+)
+def test_launch_refusals_name_the_field_and_write_nothing(api, cast, run, body, field):
+    response = api(cast.alice).post(f"{API}/runs/{run.pk}/analyses/", body, format="json")
+    assert response.status_code == 400
+    assert list(error_fields(response)) == [field]
+    assert not Analysis.objects.exists()
+
+
+def test_launch_poll_and_cancel(api, cast, run, settings):
+    settings.ENGINE_ANALYSIS_CHUNK_EXPERTS = 1
+    client = api(cast.alice)
+    launched = client.post(f"{API}/runs/{run.pk}/analyses/", {"kind": "leave_one_out"}, format="json")
+    assert launched.status_code == 202
+    body = launched.json()
+    assert (body["units"], body["units_done"], body["summary"]) == (2, 0, None)
+    engine_analyses.chunk_execute(chunk_id=Analysis.objects.get().chunks.order_by("index").first().pk)
+    polled = client.get(launched["Location"]).json()
+    assert (polled["status"], polled["units_done"]) == ("running", 1)
+    cancelled = client.post(f"{API}/analyses/{body['id']}/cancel/")
+    assert (cancelled.status_code, cancelled.json()["status"]) == (200, "cancelled")
+    again = client.post(f"{API}/analyses/{body['id']}/cancel/")
+    assert again.status_code == 409
+    assert client.get(f"{API}/analyses/{body['id']}/result.csv").status_code == 409
+
+
+def test_analyses_of_an_unfinished_run_are_refused(api, cast, make_study):
+    from engine import services as engine_services
+
+    built = make_study(Phase.CLOSED)
+    queued = engine_services.run_launch(study=built.study, launched_by=cast.alice)
+    client = api(cast.alice)
+    for response in (
+        client.get(f"{API}/runs/{queued.pk}/robustness/"),
+        client.post(f"{API}/runs/{queued.pk}/analyses/", {"kind": "leave_one_out"}, format="json"),
+    ):
+        assert response.status_code == 409, response.content
+    assert not Analysis.objects.exists()

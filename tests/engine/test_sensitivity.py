@@ -1,0 +1,106 @@
+"""engine.sensitivity: what the robustness page and API say of a run's
+weights, checked on METHOD.md 8's reference case and against a literal
+scan of the weight."""
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine import sensitivity
+
+
+def stored(g, a, vetoed=None, attribute_of=None):
+    g = np.asarray(g, dtype=float)
+    n = g.shape[1]
+    attribute_of = list(range(n)) if attribute_of is None else attribute_of
+    vetoed = [False] * len(g) if vetoed is None else vetoed
+    cef = [0.0 if v else float(np.dot(row, a)) for row, v in zip(g, vetoed, strict=True)]
+    order = sorted(range(len(g)), key=lambda c: -cef[c])
+    results = {
+        "selected_attributes": [f"A{i}" for i in range(max(attribute_of) + 1)],
+        "metrics": [f"m{j}" for j in range(n)],
+        "metric_weights": list(a),
+        "candidates": [{"name": f"c{c}", "group_scores": list(g[c]), "vetoed": vetoed[c], "rank": 0} for c in order],
+    }
+    metrics = [{"name": f"m{j}", "attribute": f"A{attribute_of[j]}"} for j in range(n)]
+    return sensitivity.stored_ranking(results, metrics)
+
+
+def test_reference_case_sentence_names_the_first_overtaking():
+    # METHOD.md 8: CEFs 0.5, 0.4, 0.35 at a = [0.5, 0.5]; candidate 1
+    # overtakes 0 below 5/12 of metric 0's weight.
+    ranking = stored([[0.9, 0.1], [0.2, 0.6], [0.3, 0.4]], [0.5, 0.5])
+    reports = sensitivity.weight_reports(ranking)
+    first = reports[0]
+    assert first.ranking == pytest.approx((5 / 12, 2 / 3))
+    assert first.winner == pytest.approx((5 / 12, 1.0))
+    assert first.below.overtaker == "c1" and first.below.at == pytest.approx(5 / 12)
+    assert first.above is None
+    assert first.fragility == pytest.approx(float(Fraction(1, 2) - Fraction(5, 12)))
+    # A0 falling below 5/12 is A1 rising above 7/12: the same change, equally near
+    assert sensitivity.fragility_sentence(reports, "c0") in (
+        "The most fragile weight is A0's (0.500): if it fell below 0.417, c1 would overtake c0.",
+        "The most fragile weight is A1's (0.500): if it rose above 0.583, c1 would overtake c0.",
+    )
+
+
+def test_no_change_anywhere_says_so():
+    ranking = stored([[0.9, 0.9], [0.1, 0.1]], [0.5, 0.5])
+    reports = sensitivity.weight_reports(ranking)
+    assert sensitivity.most_fragile(reports) is None
+    assert sensitivity.fragility_sentence(reports, "c0").startswith("No single weight changes the ranking")
+
+
+def literal_first_change(g, a, group, vetoed):
+    """Scan the group's weight over [0, 1] in steps of 1e-5 and return the
+    t nearest to its value where the ranking changes as METHOD.md 8 says:
+    a pair ordered at its value in reverse order, or a pair tied at its
+    value untied (None when that never happens)."""
+    g, a = np.asarray(g), np.asarray(a)
+    inside = np.zeros(len(a), dtype=bool)
+    inside[group] = True
+    s = a[inside].sum()
+    t = np.linspace(0.0, 1.0, 100_001)[:, None]
+    weights = np.where(inside, a * t / s, a * (1 - t) / (1 - s))  # (T, n)
+    cef = np.where(vetoed, 0.0, weights @ g.T)  # (T, m)
+    at_s = np.where(vetoed, 0.0, g @ a)
+    base = np.sign(at_s[:, None] - at_s[None, :])
+    now = np.sign(cef[:, :, None] - cef[:, None, :])
+    changed = ((base != 0) & (now == -base) | (base == 0) & (now != 0)).any(axis=(1, 2))
+    if not changed.any():
+        return None
+    ts = t[changed, 0]
+    return float(ts[np.argmin(np.abs(ts - s))])
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.integers(min_value=2, max_value=6).flatmap(
+        lambda m: st.tuples(
+            st.lists(
+                st.lists(st.floats(min_value=0.05, max_value=0.95), min_size=3, max_size=3), min_size=m, max_size=m
+            ),
+            st.lists(st.floats(min_value=0.1, max_value=1.0), min_size=3, max_size=3),
+        )
+    )
+)
+def test_the_most_fragile_weight_is_where_a_literal_scan_first_sees_the_ranking_change(case):
+    g, raw = case
+    a = np.asarray(raw) / sum(raw)
+    vetoed = [False] * len(g)
+    ranking = stored(g, a, vetoed)
+    reports = sensitivity.weight_reports(ranking)[len(a) :]  # each metric alone
+    for j, report in enumerate(reports):
+        literal = literal_first_change(g, a, [j], np.asarray(vetoed))
+        if literal is None:
+            assert (
+                report.fragility == float("inf")
+                or report.first_change is None
+                or abs(report.first_change.at - report.share) < 1e-5
+            )
+        else:
+            assert report.first_change is not None
+            assert report.first_change.at == pytest.approx(literal, abs=2e-5)

@@ -1,0 +1,45 @@
+"""A robustness analysis's summary as CSV: one builder for the page's
+download and the API's (``engine.analyses`` stores the summary)."""
+
+import csv
+import io
+from typing import cast
+
+from engine.models import Analysis
+
+ANALYSIS_CSV_CONTENT_TYPE = "text/csv; charset=utf-8"
+
+
+def analysis_csv_rows(analysis: Analysis) -> list[list[object]]:
+    """The summary as rows, header first: Monte Carlo, one row per
+    candidate (most often best first); leave-one-out, one row per expert."""
+    summary = cast(dict, analysis.result)["summary"]
+    if analysis.kind == Analysis.Kind.LEAVE_ONE_OUT:
+        header: list[object] = ["expert_left_out", "winner", "top_three", "kendall_tau", "changes_winner"]
+        return [header] + [
+            [row["expert"], " | ".join(row["winner"]), " | ".join(row["top_three"]), row["tau"], row["changes_winner"]]
+            for row in summary["rows"]
+        ]
+    ranks = len(summary["candidates"][0]["ranks"]) if summary["candidates"] else 0
+    header = ["candidate", "p_best", "se_best", *(f"p_rank_{r + 1}" for r in range(ranks))]
+    header += [f"central_weight:{name}" for name in summary["attributes"]]
+    return [header] + [
+        [
+            row["name"],
+            row["p_best"],
+            row["se_best"],
+            *row["ranks"],
+            *(row["central_weights"] or [""] * len(summary["attributes"])),
+        ]
+        for row in summary["candidates"]
+    ]
+
+
+def analysis_csv(analysis: Analysis) -> str:
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(analysis_csv_rows(analysis))
+    return out.getvalue()
+
+
+def analysis_csv_filename(run_id: int, analysis: Analysis) -> str:
+    return f"run-{run_id}-{analysis.kind}-{analysis.pk}.csv"

@@ -1,0 +1,311 @@
+"""REST API for how sure a run's ranking is (the page is
+``/runs/{run}/robustness/``): the weights' stability, the what-if ranking,
+and the run's robustness analyses (launch, status, cancel, CSV).
+
+Members of the run's study read everything; only its designer launches and
+cancels analyses. All of it is computed from what the run stored, never
+from the live inputs, and the what-if writes nothing."""
+
+from typing import Any, cast
+
+from django.http import HttpResponse
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import exceptions, serializers, status
+from rest_framework.response import Response
+
+from engine import analyses as engine_analyses
+from engine import sensitivity
+from engine.models import Analysis, Run
+from workspace import selectors
+from workspace.analysis_export import ANALYSIS_CSV_CONTENT_TYPE, analysis_csv, analysis_csv_filename
+from workspace.errors import InvalidInput
+from workspace.limits import ANALYSIS_SAMPLES_MAX
+from workspace.models import Membership, Study
+from workspace.selectors.studies import StudyWithRoles
+
+from .exceptions import Conflict
+from .serializers import StrictCharField
+from .views import PaginatedListMixin, RunScoped
+
+# --- serializers -------------------------------------------------------------------
+
+
+class CrossingSerializer(serializers.Serializer):
+    at = serializers.FloatField(help_text="the weight at which the overtaker passes the run's winner")
+    overtaker = StrictCharField()
+    overtaken = StrictCharField()
+
+
+class WeightStabilitySerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["attribute", "metric"])
+    name = StrictCharField()
+    share = serializers.FloatField(help_text="the weight in the run")
+    ranking = serializers.ListField(
+        child=serializers.FloatField(),
+        min_length=2,
+        max_length=2,
+        help_text="[low, high]: the closed interval of the weight on which the whole ranking stays as it is",
+    )
+    winner = serializers.ListField(
+        child=serializers.FloatField(),
+        min_length=2,
+        max_length=2,
+        help_text="[low, high]: the closed interval on which the winner stays first",
+    )
+    below = CrossingSerializer(allow_null=True, help_text="who is first just below winner[0]; null when it is 0")
+    above = CrossingSerializer(allow_null=True, help_text="who is first just above winner[1]; null when it is 1")
+
+
+class RobustnessSerializer(serializers.Serializer):
+    winner = StrictCharField(help_text="the run's first candidate")
+    sentence = StrictCharField(help_text="the most fragile weight, in words")
+    most_fragile = StrictCharField(allow_null=True, help_text="its name; null when no weight changes the winner")
+    weights = WeightStabilitySerializer(many=True, help_text="every attribute weight, then every metric weight")
+
+
+class WhatIfRequestSerializer(serializers.Serializer):
+    attribute_weights = serializers.DictField(
+        child=serializers.FloatField(min_value=0),
+        help_text="weights of selected attributes by name, non-negative, taken relative to each other; "
+        "an attribute left out keeps its weight in the run",
+    )
+
+
+class WhatIfRowSerializer(serializers.Serializer):
+    name = StrictCharField()
+    rank = serializers.IntegerField()
+    run_rank = serializers.IntegerField(help_text="its rank in the run")
+    cef = serializers.FloatField()
+    vetoed = serializers.BooleanField()
+
+
+class WhatIfSerializer(serializers.Serializer):
+    attribute_weights = serializers.DictField(
+        child=serializers.FloatField(), help_text="the weights used, summing to 1"
+    )
+    candidates = WhatIfRowSerializer(many=True, help_text="best first")
+
+
+class AnalysisLaunchSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=Analysis.Kind.choices)
+    samples = serializers.IntegerField(
+        required=False, min_value=1, max_value=ANALYSIS_SAMPLES_MAX, help_text="Monte Carlo only; default 2000"
+    )
+    seed = serializers.IntegerField(
+        required=False, min_value=0, max_value=2**63 - 1, help_text="Monte Carlo only; a random one when absent"
+    )
+    judgments = serializers.BooleanField(required=False, help_text="Monte Carlo: sample the experts' judgments")
+    peer_weights = serializers.BooleanField(required=False, help_text="Monte Carlo: sample the peer weights")
+    ranges_percent = serializers.FloatField(
+        required=False, min_value=0, max_value=100, help_text="Monte Carlo: move each range bound by up to ± this %"
+    )
+    measurements = serializers.BooleanField(required=False, help_text="Monte Carlo: sample the measurements")
+
+
+class AnalysisSerializer(serializers.ModelSerializer):
+    run = serializers.IntegerField(source="run_id")
+    launched_by = StrictCharField(source="launched_by.username", allow_null=True, default=None)
+    summary = serializers.SerializerMethodField(help_text="the result, once succeeded; null before")
+
+    class Meta:
+        model = Analysis
+        fields = [
+            "id",
+            "run",
+            "kind",
+            "status",
+            "spec",
+            "seed",
+            "units",
+            "units_done",
+            "launched_by",
+            "launched_at",
+            "finished_at",
+            "error",
+            "summary",
+        ]
+        read_only_fields = fields
+
+    def get_summary(self, analysis: Analysis) -> dict[str, Any] | None:
+        return cast(dict, analysis.result)["summary"] if analysis.status == Analysis.Status.SUCCEEDED else None
+
+
+# --- views ---------------------------------------------------------------------------
+
+
+def _stored(run: Run) -> sensitivity.StoredRanking:
+    metrics = selectors.run_snapshot_parts(run_id=run.pk, keys=("metrics",))["metrics"]
+    return sensitivity.stored_ranking(cast(dict, run.results), metrics)
+
+
+def _pair(interval: tuple[float, float]) -> list[float]:
+    return [interval[0], interval[1]]
+
+
+def _crossing(crossing: sensitivity.Crossing | None) -> dict | None:
+    return None if crossing is None else vars(crossing)
+
+
+class RunRobustnessView(RunScoped):
+    @extend_schema(
+        summary="How far each weight of a run can move before its ranking changes", responses=RobustnessSerializer
+    )
+    def get(self, request, run_id):
+        """Each weight's stability intervals (METHOD.md 8,
+        ``engine.robustness.weight_stability``): attribute weights, then
+        metric weights, with who overtakes the winner beyond each end."""
+        stored = _stored(self.succeeded_run(fields=("results",)))
+        reports = sensitivity.weight_reports(stored)
+        fragile = sensitivity.most_fragile(reports)
+        leader = stored.candidates[0] if stored.candidates else ""
+        body = {
+            "winner": leader,
+            "sentence": sensitivity.fragility_sentence(reports, leader),
+            "most_fragile": fragile.name if fragile else None,
+            "weights": [
+                {
+                    "kind": report.kind,
+                    "name": report.name,
+                    "share": report.share,
+                    "ranking": _pair(report.ranking),
+                    "winner": _pair(report.winner),
+                    "below": _crossing(report.below),
+                    "above": _crossing(report.above),
+                }
+                for report in reports
+            ],
+        }
+        return Response(RobustnessSerializer(body).data)
+
+
+class RunWhatIfView(RunScoped):
+    @extend_schema(
+        summary="Rank a run's candidates at other attribute weights (writes nothing)",
+        request=WhatIfRequestSerializer,
+        responses={200: WhatIfSerializer},
+    )
+    def post(self, request, run_id):
+        """The ranking at other attribute weights, from the run's stored
+        scores: every candidate best first. Writes nothing."""
+        stored = _stored(self.succeeded_run(fields=("results",)))
+        serializer = WhatIfRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        wanted = serializer.validated_data["attribute_weights"]
+        unknown = sorted(set(wanted) - set(stored.attributes))
+        if unknown:
+            raise InvalidInput(
+                {f"attribute_weights.{name}": "not a selected attribute of this run" for name in unknown}
+            )
+        weights = [
+            wanted.get(name, float(current))
+            for name, current in zip(stored.attributes, stored.attribute_weights, strict=True)
+        ]
+        if sum(weights) <= 0:
+            raise InvalidInput({"attribute_weights": "at least one attribute weight must be above 0"})
+        total = sum(weights)
+        rows = sensitivity.what_if(stored, weights)
+        body = {
+            "attribute_weights": {name: w / total for name, w in zip(stored.attributes, weights, strict=True)},
+            "candidates": [vars(row) for row in rows],
+        }
+        return Response(WhatIfSerializer(body).data)
+
+
+class RunStudyScoped(RunScoped):
+    """A run's view that also needs the requester's roles in its study."""
+
+    def study_of_run(self) -> StudyWithRoles:
+        try:
+            return selectors.study_get(study_id=self.run().study_id, user=self.request.user)
+        except Study.DoesNotExist:
+            raise exceptions.NotFound("No such run.") from None
+
+    def require_designer(self, study: StudyWithRoles, action: str) -> None:
+        if Membership.Role.DESIGNER not in {m.role for m in study.my_memberships}:
+            raise exceptions.PermissionDenied(f"Only the study's designer can {action}.")
+
+
+class RunAnalysesView(RunStudyScoped, PaginatedListMixin):
+    @extend_schema(summary="List a run's robustness analyses", responses=AnalysisSerializer(many=True))
+    def get(self, request, run_id):
+        """The run's robustness analyses, newest first (each with its
+        summary once succeeded)."""
+        run = self.run()
+        return self.paginated(selectors.analysis_list(run=run, with_result=True), AnalysisSerializer)
+
+    @extend_schema(
+        summary="Launch a robustness analysis of a run (designer)",
+        request=AnalysisLaunchSerializer,
+        responses={202: AnalysisSerializer},
+    )
+    def post(self, request, run_id):
+        """Launch a robustness analysis of the succeeded run (the designer):
+        ``leave_one_out``, or ``monte_carlo`` with what to sample. 202 with
+        its ``Location``; poll it until ``succeeded``, ``failed`` or
+        ``cancelled``."""
+        self.require_designer(self.study_of_run(), "launch robustness analyses")
+        serializer = AnalysisLaunchSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = dict(serializer.validated_data)
+        kind = data.pop("kind")
+        samples, seed = data.pop("samples", None), data.pop("seed", None)
+        run = self.succeeded_run(fields=("results",))
+        analysis = engine_analyses.analysis_launch(
+            run=run, kind=kind, launched_by=request.user, spec=data, samples=samples, seed=seed
+        )
+        analysis = selectors.analysis_get(analysis_id=analysis.pk, user=request.user)
+        location = request.build_absolute_uri(reverse("api:analysis-detail", kwargs={"analysis_id": analysis.pk}))
+        return Response(
+            AnalysisSerializer(analysis).data, status=status.HTTP_202_ACCEPTED, headers={"Location": location}
+        )
+
+
+class AnalysisScoped(RunStudyScoped):
+    _analysis: Analysis
+
+    def analysis(self) -> Analysis:
+        if not hasattr(self, "_analysis"):
+            try:
+                self._analysis = selectors.analysis_get(analysis_id=self.kwargs["analysis_id"], user=self.request.user)
+            except Analysis.DoesNotExist:
+                raise exceptions.NotFound("No such analysis.") from None
+            self.kwargs["run_id"] = self._analysis.run_id
+        return self._analysis
+
+
+class AnalysisDetailView(AnalysisScoped):
+    @extend_schema(summary="Get a robustness analysis: status, progress, summary", responses=AnalysisSerializer)
+    def get(self, request, analysis_id):
+        """An analysis's status, progress (``units_done`` of ``units``) and,
+        once succeeded, its summary."""
+        return Response(AnalysisSerializer(self.analysis()).data)
+
+
+class AnalysisCancelView(AnalysisScoped):
+    @extend_schema(summary="Cancel a robustness analysis (designer)", request=None, responses={200: AnalysisSerializer})
+    def post(self, request, analysis_id):
+        """Cancel an unfinished analysis (the designer): chunks not yet
+        started never run. 409 when it has already finished."""
+        analysis = self.analysis()
+        self.require_designer(self.study_of_run(), "cancel robustness analyses")
+        if not engine_analyses.analysis_cancel(analysis=analysis):
+            raise Conflict(f"Analysis {analysis.pk} has already {analysis.status}.")
+        return Response(AnalysisSerializer(selectors.analysis_get(analysis_id=analysis.pk, user=request.user)).data)
+
+
+class AnalysisCsvView(AnalysisScoped):
+    @extend_schema(
+        summary="Download a robustness analysis's summary as CSV",
+        responses={(200, "text/csv"): OpenApiResponse(description="the summary, one row per candidate or expert")},
+    )
+    def get(self, request, analysis_id):
+        """A succeeded analysis's summary as CSV: Monte Carlo, one row per
+        candidate (probability of being best with its standard error, of
+        each rank, central weights); leave-one-out, one row per expert."""
+        analysis = self.analysis()
+        if analysis.status != Analysis.Status.SUCCEEDED:
+            raise Conflict(f"Analysis {analysis.pk} is {analysis.status}; its CSV exists once it has succeeded.")
+        response = HttpResponse(analysis_csv(analysis), content_type=ANALYSIS_CSV_CONTENT_TYPE)
+        response["Content-Disposition"] = f'attachment; filename="{analysis_csv_filename(analysis.run_id, analysis)}"'
+        return response

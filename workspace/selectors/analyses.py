@@ -1,0 +1,40 @@
+"""Robustness analyses of runs, each read only through a study the user is a
+member of (``engine.analyses`` writes them)."""
+
+from typing import Any
+
+from django.db.models import QuerySet
+
+from engine.models import Analysis, Run
+
+from ._queries import User
+from .studies import studies_visible_to
+
+
+def run_snapshot_parts(*, run_id: int, keys: tuple[str, ...]) -> dict[str, Any]:
+    """Those top-level parts of a run's snapshot, extracted by the database:
+    one query."""
+    row = Run.objects.filter(pk=run_id).values(*(f"snapshot__{key}" for key in keys)).get()
+    return {key: row[f"snapshot__{key}"] for key in keys}
+
+
+def analysis_list(*, run: Run, with_result: bool = False) -> QuerySet[Analysis]:
+    """The run's analyses, newest first, with who launched them and (unless
+    ``with_result``) without their results."""
+    analyses = Analysis.objects.filter(run=run).select_related("launched_by")
+    return analyses if with_result else analyses.defer("result")
+
+
+def analysis_latest(*, run: Run, kind: str) -> Analysis | None:
+    """The run's newest analysis of ``kind``, with its result."""
+    return Analysis.objects.filter(run=run, kind=kind).select_related("launched_by").first()
+
+
+def analysis_get(*, analysis_id: int, user: User, run_id: int | None = None) -> Analysis:
+    """One analysis of a run of a study the user is a member of
+    (``Analysis.DoesNotExist`` otherwise; of that run when ``run_id`` is
+    given), with its run (without the run's JSON): one query."""
+    analyses = Analysis.objects.select_related("launched_by", "run").defer("run__snapshot", "run__results")
+    if run_id is not None:
+        analyses = analyses.filter(run_id=run_id)
+    return analyses.get(pk=analysis_id, run__study__in=studies_visible_to(user))
