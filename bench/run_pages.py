@@ -62,7 +62,9 @@ def _study(size: dict):
     study = Study.objects.select_related("designer").get(pk=int(out.getvalue()))
     for _ in range(2):
         call_command("run_validation", str(study.pk), "--json", stdout=io.StringIO())
-    runs = list(Run.objects.filter(study=study, status=Run.Status.SUCCEEDED).order_by("pk").values_list("pk", flat=True))
+    runs = list(
+        Run.objects.filter(study=study, status=Run.Status.SUCCEEDED).order_by("pk").values_list("pk", flat=True)
+    )
     return study, runs
 
 
@@ -105,12 +107,11 @@ def main() -> None:
     scale.setup_django(pathlib.Path(args.root))
     import warnings
 
+    from django.conf import settings
     from django.test import Client
     from django.test.utils import setup_test_environment
 
     from workspace.models import Study
-
-    from django.conf import settings
 
     warnings.filterwarnings("ignore", message="No directory at")
     setup_test_environment()
@@ -131,11 +132,16 @@ def main() -> None:
             client = Client()
             client.force_login(study.designer)
             client.get(next(iter(pages.values()))[0], secure=True)  # warm
-            figures[label] = {page: _measure(client, url, headers, args.repeat) for page, (url, headers) in pages.items()}
+            figures[label] = {
+                page: _measure(client, url, headers, args.repeat) for page, (url, headers) in pages.items()
+            }
     finally:
         Study.objects.filter(pk__in=made).delete()
     print(f"root {args.root}; load {' '.join(f'{v:.1f}' for v in os.getloadavg())}; best CPU of {args.repeat}")
-    print(f"{'page':36} {'4x4 KB':>8} {'q':>3} {'CPU ms':>7} | {'large KB':>9} {'q':>3} {'CPU ms':>7} | {'CPU x':>6}  goals")
+    print(
+        f"{'page':36} {'4x4 KB':>8} {'q':>3} {'CPU ms':>7} | "
+        f"{'large KB':>9} {'q':>3} {'CPU ms':>7} | {'CPU x':>6}  goals"
+    )
     for page in small_pages:
         a, b = figures["4x4"][page], figures["100x20x1000"][page]
         if a is None or b is None:

@@ -142,8 +142,11 @@ def test_a_candidates_breakdown_alone_for_htmx(client, demo):
     partial = client.get(f"/runs/{run.pk}/candidates/J48/", headers={"HX-Request": "true"})
     assert partial.status_code == 200 and "<html" not in partial.content.decode()
     assert text_of(partial).startswith("Why J48 scored")
+    # without JavaScript (issue 19): the section as a page of its own, back to the run
     plain = client.get(f"/runs/{run.pk}/candidates/J48/")
-    assert plain.status_code == 302 and plain["Location"] == f"/runs/{run.pk}/?candidate=J48#candidate"
+    assert plain.status_code == 200 and "<html" in plain.content.decode()
+    assert f"Run {run.pk}: Why J48 scored as it did Back to run {run.pk}" in text_of(plain)
+    assert text_of(partial) in text_of(plain)
     assert client.get(f"/runs/{run.pk}/candidates/C4.5/", headers={"HX-Request": "true"}).status_code == 404
 
 
@@ -316,15 +319,20 @@ RESULTS_QUERIES = {
     # 6. the parts of the snapshot the sentences and the breakdown need,
     # 7. the study's other succeeded runs (to compare with)
     "/runs/{run}/": RUN_PAGE + 2,
-    "/runs/{run}/status/": RUN_PAGE + 2,
+    # the run without its JSON: the status alone (issue 19; was RUN_PAGE + 2)
+    "/runs/{run}/status/": RUN_PAGE,
     # 6. the snapshot's parts (one candidate's individual scores)
     "/runs/{run}/candidates/Candidate 1/": RUN_PAGE + 1,
+    "/runs/{run}/candidates/Candidate 1/scores.csv": RUN_PAGE + 1,
+    # the section read from the run's stored results
+    "/runs/{run}/weights/": RUN_PAGE,
     # the run with its stored document's text extracted (no study, no roles)
     "/runs/{run}/results.json": 2 + 1,
     # 6. the metrics' units and directions, for the veto sentences
     "/runs/{run}/results.csv": RUN_PAGE + 1,
     # 3. both runs with their studies, snapshots and results, 4.-5. the study and my roles
     "/runs/{run}/compare/{other}/": RUN_PAGE,
+    "/runs/{run}/compare/{other}/compared.csv": RUN_PAGE,
 }
 
 
@@ -338,12 +346,15 @@ def test_results_pages_query_counts_do_not_grow_with_experts_candidates_or_runs(
         study = sized_study(size, cast.alice)
         first, second = Run.objects.filter(study=study).order_by("pk")[:2]
         url = path.format(run=first.pk, other=second.pk)
-        headers = {"HX-Request": "true"} if "/candidates/" in path else {}
+        headers = {"HX-Request": "true"} if "/candidates/" in path or "/weights/" in path else {}
         with django_assert_num_queries(RESULTS_QUERIES[path]):
             response = client.get(url, headers=headers)
         assert response.status_code == 200, url
         sizes[size] = len(response.content)
-    assert sizes[12] > sizes[2]  # the bigger study's page shows more, with the same queries
+    if path.endswith("/status/"):
+        assert abs(sizes[12] - sizes[2]) < 16  # the status alone, whatever the study's size
+    else:
+        assert sizes[12] > sizes[2]  # the bigger study's page shows more, with the same queries
 
 
 def test_page_views_never_rerun_the_evaluation(client, demo, case_study, monkeypatch):
