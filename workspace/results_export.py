@@ -70,7 +70,7 @@ def _csv_bytes(rows: Iterable[list]) -> bytes:
 def results_csv_bytes(*, run: Run) -> bytes:
     """The CSV download of a succeeded run, with a byte-order mark (as
     ``_csv_bytes``)."""
-    infos = metric_infos(selectors.run_score_inputs(run_id=run.pk))
+    infos = metric_infos(selectors.run_score_inputs(run_id=run.pk, keys=selectors.METRIC_INPUT_KEYS))
     return b"\xef\xbb\xbf" + results_csv(engine_selectors.results_document(run=run), infos).encode()
 
 

@@ -79,8 +79,14 @@ def run_comparable_list(*, run: Run) -> QuerySet[Run]:
 SCORE_INPUT_KEYS = ("experts", "metrics", "candidates", "lower", "upper", "measurements", "ahp_weighting")
 
 
-def run_score_inputs(*, run_id: int) -> dict[str, Any]:
-    """Those parts of a run's snapshot (``SCORE_INPUT_KEYS``), extracted by
+# Of those, what the sentences need (no bounds, no measurements).
+METRIC_INPUT_KEYS = ("metrics", "ahp_weighting")
+
+
+def run_score_inputs(*, run_id: int, keys: Iterable[str] = SCORE_INPUT_KEYS) -> dict[str, Any]:
+    """Those parts of a run's snapshot (``SCORE_INPUT_KEYS``, or some of
+    them: ``METRIC_INPUT_KEYS`` when no candidate is scored), extracted by
     the database: one query."""
-    row = Run.objects.filter(pk=run_id).values(*(f"snapshot__{key}" for key in SCORE_INPUT_KEYS)).get()
-    return {key: row[f"snapshot__{key}"] for key in SCORE_INPUT_KEYS}
+    keys = tuple(keys)
+    row = Run.objects.filter(pk=run_id).values(*(f"snapshot__{key}" for key in keys)).get()
+    return {key: row[f"snapshot__{key}"] for key in keys}

@@ -50,13 +50,17 @@ SCORE_SERIES = (charts.Series("CEF", "solid"), charts.Series("Weighted score wit
 # --- the ranking -------------------------------------------------------------------------
 
 
-def _ranking(document: dict, infos: dict[str, MetricInfo], page_number: str | int | None) -> dict:
-    candidates = document["candidates"]
+def _ranking(stored: list[dict], document: dict, infos: dict[str, MetricInfo], page_number: str | int | None) -> dict:
+    """The ranking's page ``page_number``: ``stored`` is every candidate as
+    the run stored them (rank order), ``document`` the results document with
+    at least the candidates of that page."""
+    candidates = stored
     page = Paginator(candidates, RANKING_PAGE_SIZE).get_page(page_number)
     # Sentences for the page shown only: a ranking may hold a thousand candidates.
+    of = {candidate["name"]: candidate for candidate in document["candidates"]}
     shown = [
-        {**candidate, "veto_sentences": veto_sentences(candidate["name"], candidate["vetoes"], infos)}
-        for candidate in page.object_list
+        {**of[entry["name"]], "veto_sentences": veto_sentences(entry["name"], of[entry["name"]]["vetoes"], infos)}
+        for entry in page.object_list
     ]
     vetoed = sum(1 for candidate in candidates if candidate["vetoed"])
     best = candidates[0] if candidates else None
@@ -274,45 +278,36 @@ def candidate_breakdown(
 ON_DEMAND_CELLS = 400
 
 
-def _weights_cells(document: dict) -> int:
-    experts = len(document["expert_influence"])
-    return experts * (len(document["attribute_weights"]) + len(document["metric_weights"]))
-
-
 def results_context(run: Run, *, candidate: str | None = None, page: str | int | None = None) -> dict:
     """Everything the run page shows of a succeeded run: two queries' worth
     (the run's results, already loaded, and the parts of its snapshot read
-    by ``selectors.run_score_inputs``). The weights and the breakdown are
-    left out (None) when large (``ON_DEMAND_CELLS``): the page then names
-    what it will load (``weights_on_demand``, ``breakdown_on_demand``)."""
-    document = engine_selectors.results_document(run=run)
-    score_inputs = selectors.run_score_inputs(run_id=run.pk)
-    infos = metric_infos(score_inputs)
-    ranking = _ranking(document, infos, page)
-    names = [c["name"] for c in document["candidates"]]
+    by ``selectors.run_score_inputs``). Only the candidates shown are put in
+    the document's shape. The weights and the breakdown are left out (None)
+    when large (``ON_DEMAND_CELLS``): the page then names what it will load
+    (``weights_on_demand``, ``breakdown_on_demand``)."""
+    results = cast(dict, run.results)  # a succeeded run has results
+    stored = results["candidates"]  # in rank order
+    experts, metrics = len(results["experts"]), len(results["metrics"])
+    weights_on_demand = experts * (len(results["selected_attributes"]) + metrics) > ON_DEMAND_CELLS
+    breakdown_on_demand = experts * metrics > ON_DEMAND_CELLS
+    names = [c["name"] for c in stored]
     chosen = candidate if candidate in names else (names[0] if names else None)
-    experts = len(document["expert_influence"])
-    weights_on_demand = _weights_cells(document) > ON_DEMAND_CELLS
-    breakdown_on_demand = experts * len(document["metrics"]) > ON_DEMAND_CELLS
-    breakdown = None
-    if chosen and not breakdown_on_demand:
-        breakdown = candidate_breakdown(document, score_inputs, chosen, infos)
+    shown = {c["name"] for c in Paginator(stored, RANKING_PAGE_SIZE).get_page(page).object_list}
+    document = engine_selectors.results_document(run=run, candidates=shown | ({chosen} if chosen else set()))
+    scored = chosen is not None and not breakdown_on_demand
+    score_inputs = selectors.run_score_inputs(
+        run_id=run.pk, keys=selectors.SCORE_INPUT_KEYS if scored else selectors.METRIC_INPUT_KEYS
+    )
+    infos = metric_infos(score_inputs)
     return {
         "iterations": document["iterations"],
-        "size": {
-            "experts": experts,
-            "metrics": len(document["metrics"]),
-            "candidates": len(names),
-        },
-        "ranking": ranking,
-        # a succeeded run has results
-        "weights": None if weights_on_demand else _weights(document, cast(dict, run.results)),
+        "size": {"experts": experts, "metrics": metrics, "candidates": len(names)},
+        "ranking": _ranking(stored, document, infos, page),
+        "weights": None if weights_on_demand else _weights(document, results),
         "weights_on_demand": weights_on_demand,
         "influence": _influence(document),
-        "breakdown": breakdown,
-        "breakdown_on_demand": next(c for c in document["candidates"] if c["name"] == chosen)
-        if chosen and breakdown_on_demand
-        else None,
+        "breakdown": candidate_breakdown(document, score_inputs, chosen, infos) if scored and chosen else None,
+        "breakdown_on_demand": stored[names.index(chosen)] if chosen and breakdown_on_demand else None,
         "ahp_weighting": score_inputs["ahp_weighting"],
     }
 
@@ -369,7 +364,7 @@ def candidate_page(request: HttpRequest, run_id: int, name: str) -> HttpResponse
     run, study = run_for_member(request, run_id)
     if run.status != Run.Status.SUCCEEDED:
         return _not_succeeded(request, run, study, "candidate scores")
-    document = engine_selectors.results_document(run=run)
+    document = engine_selectors.results_document(run=run, candidates={name})  # the one shown
     score_inputs = selectors.run_score_inputs(run_id=run.pk)
     breakdown = candidate_breakdown(
         document, score_inputs, name, metric_infos(score_inputs), page=request.GET.get("page")
@@ -401,7 +396,7 @@ def weights_section(request: HttpRequest, run_id: int) -> HttpResponse:
     run, study = run_for_member(request, run_id)
     if run.status != Run.Status.SUCCEEDED:
         return _not_succeeded(request, run, study, "weights")
-    weights = _weights(engine_selectors.results_document(run=run), cast(dict, run.results))
+    weights = _weights(engine_selectors.results_document(run=run, candidates=()), cast(dict, run.results))
     context = {"run": run, "study": study, "weights": weights, "section_title": "What the experts weighed"}
     return _section(request, "results/_weights_section.html", context)
 
