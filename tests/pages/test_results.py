@@ -593,3 +593,16 @@ def test_the_comparison_is_paged_and_its_csv_has_every_candidate(client, wide):
     assert any(row["move"] in ("up", "down") for row in rows)  # the change moved someone
     # refused in words as the page is
     assert client.get(f"/runs/{first.pk}/compare/{first.pk}/compared.csv").status_code == 409
+
+
+def test_the_pages_read_the_results_without_their_stored_document_text(client, demo):
+    """Issue 19: the stored document text is most of a large run's results;
+    the pages never serve it, so the database leaves it out."""
+    study, run = demo
+    as_user(client, study.designer)
+    assert "document" in Run.objects.get(pk=run.pk).results
+    shown = client.get(f"/runs/{run.pk}/").context["run"].results
+    assert "document" not in shown and shown == {k: v for k, v in run.results.items() if k != "document"}
+    other = launch_and_execute(study)
+    compared = client.get(f"/runs/{other.pk}/compare/{run.pk}/").context
+    assert "document" not in compared["before"].results and "document" not in compared["after"].results
