@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db.models import F, Func, JSONField, QuerySet
+from django.db.models.fields.json import KeyTransform
 
 from engine.models import Run
 
@@ -21,7 +22,25 @@ RUN_JSON_FIELDS = ("snapshot", "results")
 # out by the database for ``engine.selectors.results_json``. "results_core":
 # the results without that text (its larger part: 1.7 of 2.9 MB at 100 x 20 x
 # 1,000), removed by the database, for the pages, which never serve it.
-RUN_FIELDS = (*RUN_JSON_FIELDS, "document", "results_core")
+RUN_FIELDS = (*RUN_JSON_FIELDS, "document", "results_core", "results_weights")
+
+# "results_weights": of the results only what the weights are read from (no
+# candidates: ``results["candidates"]`` is empty), each key extracted by the
+# database, for the section of the run page that shows them.
+RESULTS_WEIGHTS_KEYS = (
+    "study",
+    "iterations",
+    "experts",
+    "selected_attributes",
+    "metrics",
+    "attribute_weights",
+    "metric_weights",
+    "expert_influence",
+    "expert_attribute_weights",
+    "expert_metric_weights",
+    "disagreement",
+    "consistency",
+)
 
 
 class _WithoutDocument(Func):
@@ -48,11 +67,13 @@ def _runs(fields: Iterable[str]) -> QuerySet[Run]:
     fields = set(fields)
     if not fields <= set(RUN_FIELDS) or ("document" in fields and len(fields) > 1):
         raise ValueError(f"fields must be some of {RUN_FIELDS[:2]}, or 'document' alone: got {sorted(fields)}")
-    if {"results", "results_core"} <= fields:
-        raise ValueError("fields name 'results' or 'results_core', not both")
+    if len(fields & {"results", "results_core", "results_weights"}) > 1:
+        raise ValueError("fields name one of 'results', 'results_core' and 'results_weights'")
     runs = Run.objects.select_related("launched_by")
     if "results_core" in fields:
         runs = runs.annotate(results_core=_WithoutDocument())
+    if "results_weights" in fields:
+        runs = runs.annotate(**{f"results_{key}": KeyTransform(key, "results") for key in RESULTS_WEIGHTS_KEYS})
     if "document" in fields:
         # engine.selectors reads workspace.selectors (through engine.snapshot): imported when used.
         from engine.selectors import runs_with_document
@@ -71,10 +92,15 @@ def run_get(*, run_id: int, user: User, fields: Iterable[str] = ("results",)) ->
     """One run of a study the user is a member of (``Run.DoesNotExist``
     otherwise), with who launched it and ``fields`` (default its results,
     not its snapshot; with "results_core" those results, without the stored
-    document text, as ``run.results``): one query."""
+    document text, as ``run.results``; with "results_weights" only their
+    ``RESULTS_WEIGHTS_KEYS``, no candidates): one query."""
+    fields = set(fields)
     run = _runs(fields).get(pk=run_id, study__in=studies_visible_to(user))
-    if "results_core" in set(fields):
+    if "results_core" in fields:
         _results_core([run])
+    if "results_weights" in fields and run.status == Run.Status.SUCCEEDED:
+        parts = {key: getattr(run, f"results_{key}") for key in RESULTS_WEIGHTS_KEYS}
+        run.results = {**{key: value for key, value in parts.items() if value is not None}, "candidates": []}
     return run
 
 

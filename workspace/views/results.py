@@ -393,7 +393,7 @@ def candidate_scores_csv(request: HttpRequest, run_id: int, name: str) -> HttpRe
 def weights_section(request: HttpRequest, run_id: int) -> HttpResponse:
     """What the experts weighed: the consensus weights beside each expert's
     own (the section the run page loads on demand when it is large)."""
-    run, study = run_for_member(request, run_id)
+    run, study = run_for_member(request, run_id, results="results_weights")  # no candidates
     if run.status != Run.Status.SUCCEEDED:
         return _not_succeeded(request, run, study, "weights")
     weights = _weights(engine_selectors.results_document(run=run, candidates=()), cast(dict, run.results))
