@@ -521,6 +521,7 @@ def test_a_large_studys_heavy_sections_load_on_demand(client, wide):
     section = client.get(weights_url, headers={"HX-Request": "true"})
     body = section.content.decode()
     assert "<html" not in body and body.count('<tr><th scope="row">expert') == 2 * 30
+    assert section.context["run"].results["candidates"] == []  # the section reads no candidate
     breakdown = client.get(candidate_url, headers={"HX-Request": "true"})
     assert "<html" not in breakdown.content.decode()
     assert len(breakdown.context["breakdown"]["heat"]) == 25
