@@ -8,7 +8,7 @@ when a run finishes.
 """
 
 import json
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 from django.db.models import Manager, QuerySet
 from django.db.models.fields.json import KT
@@ -155,16 +155,21 @@ def _results(run: Run) -> dict:
     return run.results
 
 
-def results_document(*, run: Run, individual: bool = False) -> dict:
+def results_document(*, run: Run, individual: bool = False, candidates: Collection[str] | None = None) -> dict:
     """The ``approve-results/1`` document of a succeeded run (FORMATS.md),
     built from its stored results in one pass. ``individual`` adds every
     candidate's k x n individual scores, computed from the snapshot (the
-    document then grows with experts; FORMATS.md "Size")."""
+    document then grows with experts; FORMATS.md "Size"). ``candidates``
+    keeps only the candidates of those names (a page about one candidate
+    of a thousand builds one)."""
     results = _results(run)
+    stored = results
+    if candidates is not None:
+        stored = {**results, "candidates": [c for c in results["candidates"] if c["name"] in candidates]}
     return {
         **_document_start(run, results["study"]),
         **_document_body(results),
-        "candidates": list(_candidates_out(results, run.snapshot if individual else None)),
+        "candidates": list(_candidates_out(stored, run.snapshot if individual else None)),
     }
 
 

@@ -9,7 +9,8 @@ judgments as given, only the ranges an expert set), so export → import →
 export is the identity.
 """
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -291,30 +292,34 @@ def study_import_bundle(*, bundle: dict, importer: User | None = None) -> Study:
     return study
 
 
-def _measurements_out(study: Study, metrics: list[Metric]) -> dict[int, dict]:
+def _measurements_out(study: Study, metrics: Sequence[Mapping[str, Any]]) -> dict[int, dict]:
     """``{candidate id: {metric name: value}}`` in metric position order,
     from one query of plain values (no model instances)."""
-    metric_of = {m.pk: m for m in metrics}
+    metric_of = {m["pk"]: m for m in metrics}
     rows = sorted(
         Measurement.objects.filter(study=study).values_list("candidate_id", "metric_id", "value"),
-        key=lambda row: (row[0], metric_of[row[1]].position, row[1]),
+        key=lambda row: (row[0], metric_of[row[1]]["position"], row[1]),
     )
     measurements: dict[int, dict[str, Any]] = {}
     for candidate_id, metric_id, value in rows:
-        measurements.setdefault(candidate_id, {})[metric_of[metric_id].name] = _number_out(value)
+        measurements.setdefault(candidate_id, {})[metric_of[metric_id]["name"]] = _number_out(value)
     return measurements
 
 
 def study_export_bundle(*, study: Study) -> dict:
-    """The study as an ``approve-study/1`` document."""
+    """The study as an ``approve-study/1`` document, read as plain values
+    (issue 19: no model instance per attribute, metric, candidate or input
+    row; only the experts' memberships are instances)."""
     experts = list(expert_list(study=study))
-    attributes = list(QualityAttribute.objects.filter(study=study).order_by("position", "id"))
+    attributes = QualityAttribute.objects.filter(study=study).order_by("position", "id")
     metrics = list(
         Metric.objects.filter(study=study)
-        .select_related("attribute")
         .order_by("attribute__position", "attribute__id", "position", "id")
+        .values(
+            "pk", "name", "attribute__name", "better", "unit", "default_least_acceptable", "default_desired", "position"
+        )
     )
-    candidates = list(study.candidates.order_by("position", "id"))
+    candidates = study.candidates.order_by("position", "id").values_list("pk", "name", "description")
     measurements = _measurements_out(study, metrics)
     sections = expert_inputs_list(study=study, experts=experts)
 
@@ -332,24 +337,22 @@ def study_export_bundle(*, study: Study) -> dict:
         **weighting,
         "designer": study.designer.get_username(),
         "experts": list(sections),
-        "attributes": [{"name": a.name, "kind": a.kind, "description": a.description} for a in attributes],
+        "attributes": list(attributes.values("name", "kind", "description")),
         "metrics": [
             {
-                "name": m.name,
-                "attribute": m.attribute.name,
-                "better": m.better,
-                "unit": m.unit,
-                "default_range": [_number_out(v) for v in m.default_range] if m.default_range else None,
+                "name": m["name"],
+                "attribute": m["attribute__name"],
+                "better": m["better"],
+                "unit": m["unit"],
+                "default_range": None
+                if m["default_least_acceptable"] is None
+                else [_number_out(m["default_least_acceptable"]), _number_out(cast(float, m["default_desired"]))],
             }
             for m in metrics
         ],
         "candidates": [
-            {
-                "name": c.name,
-                "description": c.description,
-                "measurements": measurements.get(c.pk, {}),
-            }
-            for c in candidates
+            {"name": name, "description": description, "measurements": measurements.get(pk, {})}
+            for pk, name, description in candidates
         ],
         # Before voting opens nobody has voted: the votes are empty, not "no" votes.
         "votes": {

@@ -336,16 +336,22 @@ class PrioritisationBase(models.Model):
         """``{"weights": {item: weight} (in the items' order),
         "consistency_ratio", "most_inconsistent": [{"row", "column", "value",
         "error", "suggested_value"}]}``, or None."""
-        if self.result is None:
-            return None
-        weights = self.result["weights"]
-        # Rows stored before the pairs were introduced hold an object.
-        pairs = weights.items() if isinstance(weights, dict) else weights
-        return {**self.result, "weights": dict(pairs)}
+        return result_record_of(self.result)
 
     @result_record.setter
     def result_record(self, record: dict) -> None:
         self.result = {**record, "weights": [[item, weight] for item, weight in record["weights"].items()]}
+
+
+def result_record_of(result: dict | None) -> dict | None:
+    """A prioritisation's stored ``result`` as ``result_record`` gives it
+    (for reads of plain values, without the model instance)."""
+    if result is None:
+        return None
+    weights = result["weights"]
+    # Rows stored before the pairs were introduced hold an object.
+    pairs = weights.items() if isinstance(weights, dict) else weights
+    return {**result, "weights": dict(pairs)}
 
 
 class JudgmentBase(models.Model):

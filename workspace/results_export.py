@@ -6,9 +6,11 @@ documents and snapshots, the earlier run always "before")."""
 
 import csv
 import io
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from engine import selectors as engine_selectors
+from engine import snapshot as engine_snapshot
 from engine.compare import Comparison, compare_runs
 from engine.explain import MetricInfo, veto_sentences
 from engine.models import Run
@@ -57,11 +59,94 @@ def results_csv(document: dict, infos: dict[str, MetricInfo]) -> str:
     return out.getvalue()
 
 
-def results_csv_bytes(*, run: Run) -> bytes:
-    """The CSV download of a succeeded run, with a byte-order mark so
+def _csv_bytes(rows: Iterable[list]) -> bytes:
+    """Rows as a CSV download: CRLF lines, with a byte-order mark so
     spreadsheet programs read the names as UTF-8."""
-    infos = metric_infos(selectors.run_score_inputs(run_id=run.pk))
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\r\n").writerows(rows)
+    return b"\xef\xbb\xbf" + out.getvalue().encode()
+
+
+def results_csv_bytes(*, run: Run) -> bytes:
+    """The CSV download of a succeeded run, with a byte-order mark (as
+    ``_csv_bytes``)."""
+    infos = metric_infos(selectors.run_score_inputs(run_id=run.pk, keys=selectors.METRIC_INPUT_KEYS))
     return b"\xef\xbb\xbf" + results_csv(engine_selectors.results_document(run=run), infos).encode()
+
+
+def _number(value: float | None) -> str:
+    """A number at full precision, an empty cell where there is none."""
+    return "" if value is None else repr(value)
+
+
+def candidate_scores_csv_bytes(score_inputs: dict, name: str) -> bytes | None:
+    """Every expert's individual score of one candidate (the run page's heat
+    table, all of it): a row per expert, a column per metric, numbers at
+    full precision. None if the run has no such candidate."""
+    inputs = engine_snapshot.ScoreInputs(score_inputs)
+    if name not in inputs.index:
+        return None
+    scores = inputs.score_matrix(name).tolist()
+    rows: list[list] = [["expert", *(_text_cell(metric) for metric in inputs.metrics)]]
+    rows += [[_text_cell(expert), *map(repr, row)] for expert, row in zip(inputs.experts, scores, strict=True)]
+    return _csv_bytes(rows)
+
+
+def candidate_scores_csv_filename(run: Run, name: str) -> str:
+    safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in name)
+    return f"approve-run-{run.pk}-scores-{safe}.csv"
+
+
+COMPARISON_CSV_COLUMNS = [
+    "name",
+    "before_rank",
+    "after_rank",
+    "move",
+    "places",
+    "before_cef",
+    "after_cef",
+    "cef_change",
+    "before_weighted_score",
+    "after_weighted_score",
+    "weighted_score_change",
+    "before_vetoed",
+    "after_vetoed",
+]
+
+
+def _flag(value: bool | None) -> str:
+    return "" if value is None else ("true" if value else "false")
+
+
+def comparison_csv_bytes(compared: "RunComparison") -> bytes:
+    """Every candidate of two runs compared (the comparison page's table, all
+    of it), in the order of the later run: ranks, move (up, down, same, new,
+    gone) and places, CEF and weighted score before, after and their change;
+    an empty cell where a run has no such candidate."""
+    rows: list[list] = [COMPARISON_CSV_COLUMNS]
+    rows += [
+        [
+            _text_cell(move.name),
+            "" if move.before_rank is None else move.before_rank,
+            "" if move.after_rank is None else move.after_rank,
+            move.status,
+            move.places,
+            _number(move.before_cef),
+            _number(move.after_cef),
+            _number(move.cef_delta),
+            _number(move.before_weighted),
+            _number(move.after_weighted),
+            _number(move.weighted_delta),
+            _flag(move.before_vetoed),
+            _flag(move.after_vetoed),
+        ]
+        for move in compared.comparison.candidates
+    ]
+    return _csv_bytes(rows)
+
+
+def comparison_csv_filename(compared: "RunComparison") -> str:
+    return f"approve-runs-{compared.before.pk}-{compared.after.pk}-compared.csv"
 
 
 def results_csv_filename(run: Run) -> str:

@@ -20,9 +20,16 @@ urlpatterns = [
     path("runs/<int:run_id>/status/", runs.run_status, name="run_status"),
     path("runs/<int:run_id>/results.json", results.results_json_download, name="run_results_json"),
     path("runs/<int:run_id>/results.csv", results.results_csv_download, name="run_results_csv"),
+    path("runs/<int:run_id>/weights/", results.weights_section, name="run_weights"),
+    path(
+        "runs/<int:run_id>/candidates/<path:name>/scores.csv",
+        results.candidate_scores_csv,
+        name="run_candidate_scores_csv",
+    ),
     path("runs/<int:run_id>/candidates/<path:name>/", results.candidate_page, name="run_candidate"),
     path("runs/<int:run_id>/compare/", results.compare_choose, name="run_compare_choose"),
     path("runs/<int:run_id>/compare/<int:other_id>/", results.compare_page, name="run_compare"),
+    path("runs/<int:run_id>/compare/<int:other_id>/compared.csv", results.compare_csv, name="run_compare_csv"),
     path("runs/<int:run_id>/robustness/", robustness.robustness_page, name="run_robustness"),
     path("runs/<int:run_id>/robustness/what-if/", robustness.robustness_what_if, name="run_robustness_what_if"),
     path(

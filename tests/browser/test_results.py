@@ -4,6 +4,7 @@ by a click; the CSV is downloaded; two runs before and after an expert's
 change are compared; the print layout drops the navigation. A screenshot and
 an axe scan of every results page."""
 
+import copy
 import csv
 import io
 from pathlib import Path
@@ -17,7 +18,9 @@ from engine import snapshot as engine_snapshot
 from engine.models import Run
 from tests.browser.support import assert_accessible, login, screenshot
 from tests.fixtures import PASSWORD
+from tests.pages.test_results import reopen_change_close, wide_bundle
 from workspace import services
+from workspace.bundles import study_import_bundle
 from workspace.models import Membership
 
 
@@ -158,3 +161,82 @@ def test_the_print_layout_drops_the_navigation(page: Page, live_server, demo, me
     expect(page.get_by_role("img", name="CEF and weighted score per candidate")).to_be_visible()
     expect(page.locator("table.ranking")).to_be_visible()
     screenshot(page, "results-run-print")
+
+
+# --- issue 19: a large study's run page ---------------------------------------------------------
+
+
+@pytest.fixture
+def wide(transactional_db):
+    """tests/pages/test_results.py's wide study (30 experts x 15 metrics x 30
+    candidates, past the on-demand threshold) with two runs, its designer's
+    password PASSWORD."""
+    bundle = wide_bundle()
+    study = study_import_bundle(bundle=copy.deepcopy(bundle))
+    study.designer.set_password(PASSWORD)
+    study.designer.save(update_fields=["password"])
+    first = executed(engine_services.run_launch(study=study, launched_by=study.designer))
+    expert = Membership.objects.get(study=study, user__username="expert00")
+    stricter = {**bundle["ranges"]["expert00"], "metric 0.0": [0.5, 0.9]}
+    reopen_change_close(study, lambda: services.ranges_set(expert=expert, ranges=stricter))
+    return study, first, executed(engine_services.run_launch(study=study, launched_by=study.designer))
+
+
+@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 800}, {"width": 390, "height": 844}])
+def test_a_large_studys_sections_load_when_reached_and_page(page: Page, live_server, wide, viewport) -> None:
+    study, first, run = wide
+    page.set_viewport_size(viewport)
+    login(page, study.designer.username, PASSWORD)
+    page.goto(f"/runs/{run.pk}/")
+    expect(page.locator(".weights-table")).to_have_count(0)  # not with the page
+    best = run.results["candidates"][0]["name"]
+    # scrolled into view, each section loads in place
+    with page.expect_response(f"{live_server.url}/runs/{run.pk}/weights/"):
+        page.get_by_role("heading", name="What the experts weighed").scroll_into_view_if_needed()
+    expect(page.locator(".weights-table")).to_have_count(2)
+    expect(page.locator(".weights-table").first.locator("tbody tr")).to_have_count(3 + 30)
+    page.get_by_role("heading", name=f"Why {best} scored").scroll_into_view_if_needed()
+    heat = page.locator(".heat-table tbody tr")
+    expect(heat).to_have_count(25)
+    expect(page.get_by_text("Experts 1–25 of 30")).to_be_visible()
+    # the heat table pages in place
+    page.get_by_role("navigation", name="Pages of the experts' scores").get_by_role("link", name="Next").click()
+    expect(page.get_by_text("Experts 26–30 of 30")).to_be_visible()
+    expect(heat).to_have_count(5)
+    assert page.url == f"{live_server.url}/runs/{run.pk}/"
+    name = "1280" if viewport["width"] == 1280 else "390"
+    screenshot(page, f"results-large-run-{name}")
+    assert_accessible(page)
+
+    page.goto(f"/runs/{run.pk}/compare/{first.pk}/")
+    expect(page.locator(".compare-table tbody tr")).to_have_count(25)
+    page.get_by_role("navigation", name="Pages of the comparison").get_by_role("link", name="Next").click()
+    expect(page.locator(".compare-table tbody tr")).to_have_count(5)
+    with page.expect_download() as download_info:
+        page.get_by_role("link", name="Download every candidate (CSV)").click()
+    rows = list(csv.DictReader(io.StringIO(Path(download_info.value.path()).read_text(encoding="utf-8-sig"))))
+    assert len(rows) == 30
+    screenshot(page, f"results-large-compare-{name}")
+    assert_accessible(page)
+    # a section as a page of its own (the no-JavaScript link's)
+    page.goto(f"/runs/{run.pk}/weights/")
+    expect(page.get_by_role("heading", name=f"Run {run.pk}: What the experts weighed")).to_be_visible()
+    screenshot(page, f"results-large-weights-{name}")
+    assert_accessible(page)
+
+
+def test_a_large_studys_sections_without_javascript(page_nojs: Page, live_server, wide) -> None:
+    study, _, run = wide
+    login(page_nojs, study.designer.username, PASSWORD)
+    page_nojs.goto(f"/runs/{run.pk}/")
+    page_nojs.get_by_role("link", name="Show what the experts weighed").click()
+    assert page_nojs.url == f"{live_server.url}/runs/{run.pk}/weights/"
+    expect(page_nojs.locator(".weights-table")).to_have_count(2)
+    page_nojs.get_by_role("link", name=f"Back to run {run.pk}").click()
+    best = run.results["candidates"][0]["name"]
+    page_nojs.get_by_role("link", name=f"Show why {best} scored as it did").click()
+    expect(page_nojs.locator(".heat-table tbody tr")).to_have_count(25)
+    page_nojs.get_by_role("link", name="Next").click()
+    expect(page_nojs.locator(".heat-table tbody tr")).to_have_count(5)
+    expect(page_nojs.get_by_text("Experts 26–30 of 30")).to_be_visible()
+    screenshot(page_nojs, "results-large-breakdown-nojs")

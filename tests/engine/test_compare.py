@@ -3,11 +3,20 @@ weights and influence, and every kind of input change named with who made
 it."""
 
 import copy
+import random
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.compare import Delta, InputChange, compare_results, compare_runs, snapshot_changes
+from engine.compare import (
+    Delta,
+    InputChange,
+    all_net_passes,
+    compare_results,
+    compare_runs,
+    net_passes,
+    snapshot_changes,
+)
 
 
 def snapshot(**changes):
@@ -222,3 +231,28 @@ def test_a_change_of_ahp_weighting_is_named_and_old_snapshots_used_the_papers_me
     eigen = snapshot(ahp_weighting="eigenvector")
     assert snapshot_changes(old, eigen) == [InputChange(None, "AHP weighting", "column means", "eigenvector")]
     assert snapshot_changes(old, snapshot(ahp_weighting="column_means")) == []
+
+
+# --- issue 19: every candidate's net passes at once -------------------------------------------
+
+CEFS = st.dictionaries(
+    st.sampled_from([f"c{i}" for i in range(40)]),
+    st.sampled_from([0.0, 0.1, 0.25, 0.5, 0.75, 0.9]),  # few values: many ties
+    max_size=40,
+)
+
+
+@given(CEFS, CEFS)
+def test_all_net_passes_counts_as_net_passes_for_each_candidate(before, after):
+    expected = {name: net_passes(name, before, after) for name in after if name in before}
+    assert all_net_passes(before, after) == expected
+
+
+def test_all_net_passes_beyond_one_block_of_rows():
+    rng = random.Random(19)
+    names = [f"c{i}" for i in range(600)]  # more rows than one block of comparisons
+    before = {name: rng.choice([0.0, rng.random()]) for name in names[:550]}
+    after = {name: rng.choice([0.0, rng.random()]) for name in names[50:]}
+    expected = {name: net_passes(name, before, after) for name in after if name in before}
+    got = all_net_passes(before, after)
+    assert got == expected and len(got) == 500 and any(got.values())

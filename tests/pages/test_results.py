@@ -3,15 +3,18 @@ breakdown, the JSON and CSV downloads, and two runs compared, through
 Django's test client. The demo study (case study 1) is the reference:
 JRip, J48, then IBk and RandomForest, vetoed by all four experts."""
 
+import copy
 import csv
 import io
 import json
+import random
 from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.urls import reverse
 
 from engine import selectors as engine_selectors
 from engine import services as engine_services
@@ -142,8 +145,11 @@ def test_a_candidates_breakdown_alone_for_htmx(client, demo):
     partial = client.get(f"/runs/{run.pk}/candidates/J48/", headers={"HX-Request": "true"})
     assert partial.status_code == 200 and "<html" not in partial.content.decode()
     assert text_of(partial).startswith("Why J48 scored")
+    # without JavaScript (issue 19): the section as a page of its own, back to the run
     plain = client.get(f"/runs/{run.pk}/candidates/J48/")
-    assert plain.status_code == 302 and plain["Location"] == f"/runs/{run.pk}/?candidate=J48#candidate"
+    assert plain.status_code == 200 and "<html" in plain.content.decode()
+    assert f"Run {run.pk}: Why J48 scored as it did Back to run {run.pk}" in text_of(plain)
+    assert text_of(partial) in text_of(plain)
     assert client.get(f"/runs/{run.pk}/candidates/C4.5/", headers={"HX-Request": "true"}).status_code == 404
 
 
@@ -316,15 +322,20 @@ RESULTS_QUERIES = {
     # 6. the parts of the snapshot the sentences and the breakdown need,
     # 7. the study's other succeeded runs (to compare with)
     "/runs/{run}/": RUN_PAGE + 2,
-    "/runs/{run}/status/": RUN_PAGE + 2,
+    # the run without its JSON: the status alone (issue 19; was RUN_PAGE + 2)
+    "/runs/{run}/status/": RUN_PAGE,
     # 6. the snapshot's parts (one candidate's individual scores)
     "/runs/{run}/candidates/Candidate 1/": RUN_PAGE + 1,
+    "/runs/{run}/candidates/Candidate 1/scores.csv": RUN_PAGE + 1,
+    # the section read from the run's stored results
+    "/runs/{run}/weights/": RUN_PAGE,
     # the run with its stored document's text extracted (no study, no roles)
     "/runs/{run}/results.json": 2 + 1,
     # 6. the metrics' units and directions, for the veto sentences
     "/runs/{run}/results.csv": RUN_PAGE + 1,
     # 3. both runs with their studies, snapshots and results, 4.-5. the study and my roles
     "/runs/{run}/compare/{other}/": RUN_PAGE,
+    "/runs/{run}/compare/{other}/compared.csv": RUN_PAGE,
 }
 
 
@@ -338,12 +349,15 @@ def test_results_pages_query_counts_do_not_grow_with_experts_candidates_or_runs(
         study = sized_study(size, cast.alice)
         first, second = Run.objects.filter(study=study).order_by("pk")[:2]
         url = path.format(run=first.pk, other=second.pk)
-        headers = {"HX-Request": "true"} if "/candidates/" in path else {}
+        headers = {"HX-Request": "true"} if "/candidates/" in path or "/weights/" in path else {}
         with django_assert_num_queries(RESULTS_QUERIES[path]):
             response = client.get(url, headers=headers)
         assert response.status_code == 200, url
         sizes[size] = len(response.content)
-    assert sizes[12] > sizes[2]  # the bigger study's page shows more, with the same queries
+    if path.endswith("/status/"):
+        assert abs(sizes[12] - sizes[2]) < 16  # the status alone, whatever the study's size
+    else:
+        assert sizes[12] > sizes[2]  # the bigger study's page shows more, with the same queries
 
 
 def test_page_views_never_rerun_the_evaluation(client, demo, case_study, monkeypatch):
@@ -427,3 +441,169 @@ def test_comparison_moves_nobody_when_a_tie_forms_around_vetoed_candidates(clien
     }
     assert "IBk Vetoed 3 → 2 = tie no move: a tie formed or broke around it" in page
     assert "▲" not in page and "▼" not in page
+
+
+# --- issue 19: pages whose cost does not grow with the study -------------------------------------
+
+
+def wide_bundle(experts=30, attributes=3, metrics_per_attribute=5, candidates=30, seed=19):
+    """A closed study past the on-demand threshold: 30 experts x 15 metrics
+    (450 heat cells, 540 weights) and 30 candidates, about a third vetoed."""
+    rng = random.Random(seed)
+    names = [f"expert{i:02d}" for i in range(experts)]
+    attribute_names = [f"Attribute {a}" for a in range(attributes)]
+    metrics = [
+        {"name": f"metric {a}.{j}", "attribute": attribute, "better": "higher", "unit": "", "default_range": None}
+        for a, attribute in enumerate(attribute_names)
+        for j in range(metrics_per_attribute)
+    ]
+
+    def shares(items):
+        raw = [rng.uniform(0.2, 1.0) for _ in items]
+        return {item: value / sum(raw) for item, value in zip(items, raw, strict=True)}
+
+    return {
+        "format": "approve-study/1",
+        "title": "Wide",
+        "description": "",
+        "phase": "closed",
+        "attribute_threshold": 1,
+        "metric_threshold": 0,
+        "designer": "wide-designer",
+        "experts": names,
+        "attributes": [{"name": name, "kind": "main", "description": ""} for name in attribute_names],
+        "metrics": metrics,
+        "candidates": [
+            {
+                "name": f"candidate {c:02d}",
+                "description": "",
+                "measurements": {m["name"]: rng.uniform(0.03, 1.0) for m in metrics},
+            }
+            for c in range(candidates)
+        ],
+        "votes": {"attributes": {}, "metrics": {}},
+        "priorities": {e: {"method": "direct", "weights": shares(attribute_names)} for e in names},
+        "ranges": {e: {m["name"]: [rng.uniform(0.0, 0.06), rng.uniform(0.8, 1.0)] for m in metrics} for e in names},
+        "peer_weights": {e: shares(names) for e in names},
+    }
+
+
+@pytest.fixture
+def wide():
+    """The wide study with two runs (its ranges changed in between)."""
+    bundle = wide_bundle()
+    study = study_import_bundle(bundle=copy.deepcopy(bundle))
+    first = launch_and_execute(study)
+    expert = Membership.objects.get(study=study, user__username="expert00")
+    stricter = {**bundle["ranges"]["expert00"], "metric 0.0": [0.5, 0.9]}
+    reopen_change_close(study, lambda: services.ranges_set(expert=expert, ranges=stricter))
+    return study, first, launch_and_execute(study)
+
+
+def test_a_large_studys_heavy_sections_load_on_demand(client, wide):
+    study, _, run = wide
+    as_user(client, study.designer)
+    response = client.get(f"/runs/{run.pk}/")
+    raw, results = response.content.decode(), response.context["results"]
+    assert results["weights"] is None and results["breakdown"] is None
+    best = run.results["candidates"][0]["name"]
+    weights_url, candidate_url = f"/runs/{run.pk}/weights/", reverse("run_candidate", args=[run.pk, best])
+    assert candidate_url == f"/runs/{run.pk}/candidates/{best.replace(' ', '%20')}/"
+    # each section's heading stands in its place, loaded when revealed, with a plain link
+    assert f'hx-get="{weights_url}" hx-trigger="revealed" hx-swap="outerHTML"' in raw
+    assert f'<a href="{weights_url}">Show what the experts weighed</a>' in raw
+    assert f'hx-get="{candidate_url}" hx-trigger="revealed" hx-swap="outerHTML"' in raw
+    assert f'<a href="{candidate_url}">Show why {best} scored as it did</a>' in raw
+    assert "weights-table" not in raw and "heat-table" not in raw
+    page = text_of(response)
+    assert "What the experts weighed The consensus weights beside each of the 30 experts' own load" in page
+    # what htmx loads: the sections alone, each expert's weights and the first 25 experts' scores
+    section = client.get(weights_url, headers={"HX-Request": "true"})
+    body = section.content.decode()
+    assert "<html" not in body and body.count('<tr><th scope="row">expert') == 2 * 30
+    assert section.context["run"].results["candidates"] == []  # the section reads no candidate
+    breakdown = client.get(candidate_url, headers={"HX-Request": "true"})
+    assert "<html" not in breakdown.content.decode()
+    assert len(breakdown.context["breakdown"]["heat"]) == 25
+    # without JavaScript: the same sections as pages of their own
+    alone = client.get(weights_url)
+    assert f"Run {run.pk}: What the experts weighed Back to run {run.pk}" in text_of(alone)
+    assert text_of(section) in text_of(alone)
+
+
+def test_a_small_studys_sections_stay_on_the_page(client, demo):
+    study, run = demo
+    results = as_user(client, study.designer).get(f"/runs/{run.pk}/").context["results"]
+    assert results["weights"] is not None and results["breakdown"] is not None
+    assert not results["weights_on_demand"] and results["breakdown_on_demand"] is None
+
+
+def test_the_heat_table_is_paged_and_its_csv_has_every_expert(client, wide):
+    study, _, run = wide
+    as_user(client, study.designer)
+    name = "candidate 07"
+    url = reverse("run_candidate", args=[run.pk, name])
+    first = client.get(url, headers={"HX-Request": "true"})
+    second = client.get(f"{url}?page=2", headers={"HX-Request": "true"})
+    experts = run.snapshot["experts"]
+    assert [row["expert"] for row in first.context["breakdown"]["heat"]] == experts[:25]
+    assert [row["expert"] for row in second.context["breakdown"]["heat"]] == experts[25:]
+    assert "Experts 26–30 of 30" in text_of(second)
+    assert f'hx-get="{url}?page=1" hx-target="#candidate"' in second.content.decode()
+    # without JavaScript the pager opens the section's page
+    assert "Experts 26–30 of 30" in text_of(client.get(f"{url}?page=2"))
+
+    download = client.get(f"{url}scores.csv")
+    assert download.status_code == 200 and download["Content-Type"] == "text/csv; charset=utf-8"
+    assert download["Content-Disposition"] == f'attachment; filename="approve-run-{run.pk}-scores-candidate-07.csv"'
+    assert download.content.startswith(b"\xef\xbb\xbf")
+    rows = list(csv.reader(io.StringIO(download.content.decode("utf-8-sig"))))
+    metrics = [m["name"] for m in run.snapshot["metrics"]]
+    assert rows[0] == ["expert", *metrics]
+    scores = engine_selectors.candidate_individual_scores(run=run, candidate_name=name)
+    assert [row[0] for row in rows[1:]] == experts
+    for row in rows[1:]:
+        assert [float(v) for v in row[1:]] == [scores[row[0]][m] for m in metrics]
+    assert any(float(v) == 0 for row in rows[1:] for v in row[1:])  # a veto among them
+    assert client.get(f"/runs/{run.pk}/candidates/nobody/scores.csv").status_code == 404
+
+
+def test_the_comparison_is_paged_and_its_csv_has_every_candidate(client, wide):
+    study, first, second = wide
+    as_user(client, study.designer)
+    url = f"/runs/{second.pk}/compare/{first.pk}/"
+    page_one, page_two = client.get(url), client.get(f"{url}?page=2")
+    comparison = page_one.context["comparison"]
+    assert [m.name for m in page_one.context["moves"]] == [m.name for m in comparison.candidates[:25]]
+    assert [m.name for m in page_two.context["moves"]] == [m.name for m in comparison.candidates[25:]]
+    assert "Candidates 26–30 of 30" in text_of(page_two)
+    assert page_one.content.decode().count('<tr>\n            <th scope="row">candidate') == 25
+
+    download = client.get(f"{url}compared.csv")
+    assert download.status_code == 200
+    assert download["Content-Disposition"] == (
+        f'attachment; filename="approve-runs-{first.pk}-{second.pk}-compared.csv"'
+    )
+    rows = list(csv.DictReader(io.StringIO(download.content.decode("utf-8-sig"))))
+    assert len(rows) == 30
+    for row, move in zip(rows, comparison.candidates, strict=True):
+        assert row["name"] == move.name and row["move"] == move.status and int(row["places"]) == move.places
+        assert (int(row["before_rank"]), int(row["after_rank"])) == (move.before_rank, move.after_rank)
+        assert float(row["after_cef"]) == move.after_cef and float(row["cef_change"]) == move.cef_delta
+        assert row["after_vetoed"] == ("true" if move.after_vetoed else "false")
+    assert any(row["move"] in ("up", "down") for row in rows)  # the change moved someone
+    # refused in words as the page is
+    assert client.get(f"/runs/{first.pk}/compare/{first.pk}/compared.csv").status_code == 409
+
+
+def test_the_pages_read_the_results_without_their_stored_document_text(client, demo):
+    """Issue 19: the stored document text is most of a large run's results;
+    the pages never serve it, so the database leaves it out."""
+    study, run = demo
+    as_user(client, study.designer)
+    assert "document" in Run.objects.get(pk=run.pk).results
+    shown = client.get(f"/runs/{run.pk}/").context["run"].results
+    assert "document" not in shown and shown == {k: v for k, v in run.results.items() if k != "document"}
+    other = launch_and_execute(study)
+    compared = client.get(f"/runs/{other.pk}/compare/{run.pk}/").context
+    assert "document" not in compared["before"].results and "document" not in compared["after"].results

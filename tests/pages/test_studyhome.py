@@ -5,6 +5,7 @@ cast: designer alice, experts bob and carol, outsider charlie."""
 
 import html
 import re
+from types import SimpleNamespace
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -606,14 +607,28 @@ def test_run_page_while_queued_polls_and_when_failed_says_why(client, cast, make
     assert "The run failed. The inputs cannot be evaluated: boom." in text_of(failed)
 
 
-def test_run_page_partial_carries_the_ranking_once_succeeded(client, cast, make_study):
+def test_run_page_partial_loads_the_ranking_once_succeeded(client, cast, make_study):
+    """Issue 19: the polled partial is the status alone, results never read;
+    once the run has succeeded it loads the run page's live part (results
+    and all) once, with a link for when it cannot."""
     built = make_study(Phase.CLOSED)
     run = launch(built, cast.alice)
     as_user(client, cast.alice)
     assert "Ranking" not in text_of(client.get(f"/runs/{run.pk}/status/"))
     engine_services.run_execute(run_id=run.pk)
-    partial = text_of(client.get(f"/runs/{run.pk}/status/"))
-    assert "Status: Succeeded" in partial and "Ranking Candidates best first; equal CEFs share a rank. Rank" in partial
+    response = client.get(f"/runs/{run.pk}/status/")
+    partial, raw = text_of(response), response.content.decode()
+    assert "Status: Succeeded" in partial and "Ranking" not in partial
+    assert "results" not in response.context and "every 2s" not in raw
+    assert (
+        f'<div id="run-live" class="run-live" hx-get="/runs/{run.pk}/" hx-select="#run-live" hx-trigger="load" '
+        'hx-swap="outerHTML">'
+    ) in raw
+    assert f'Loading the results… <a href="/runs/{run.pk}/">Show the results</a>' in raw
+    # what it loads: the page's live part, with the ranking
+    page = client.get(f"/runs/{run.pk}/")
+    live = SimpleNamespace(content=page.content[page.content.index(b'<div id="run-live"') :])
+    assert "Ranking Candidates best first; equal CEFs share a rank. Rank" in text_of(live)
 
 
 # The results pages' query counts and the never-recompute rule: tests/pages/test_results.py.

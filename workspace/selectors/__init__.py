@@ -63,6 +63,7 @@ from .experts import (
 )
 from .inputs import INPUT_SECTIONS, expert_inputs_list, number_out
 from .runs import (
+    METRIC_INPUT_KEYS,
     RUN_FIELDS,
     RUN_JSON_FIELDS,
     SCORE_INPUT_KEYS,
@@ -92,6 +93,7 @@ __all__ = [
     "RUN_FIELDS",
     "RUN_JSON_FIELDS",
     "SCORE_INPUT_KEYS",
+    "METRIC_INPUT_KEYS",
     "THREAD_KINDS",
     "ExpertProgress",
     "Thread",

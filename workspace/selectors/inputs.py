@@ -1,10 +1,11 @@
 """What experts entered, in the shape of a study bundle's expert sections
 (FORMATS.md): the API's inputs, the bundle export and the expert pages."""
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, cast
 
-from django.db.models import Model, Prefetch, QuerySet
+from django.contrib.auth.models import User
+from django.db.models import Model
 
 from ..models import (
     AcceptableRange,
@@ -19,6 +20,7 @@ from ..models import (
     MetricWeight,
     PeerWeight,
     Study,
+    result_record_of,
 )
 from .experts import expert_list
 
@@ -30,50 +32,73 @@ def number_out(value: float) -> int | float:
     return int(value) if float(value).is_integer() and abs(value) < 2**53 else value
 
 
-def _prioritisation_out(prioritisation: AttributePrioritisation | MetricPrioritisation, item_field: str) -> dict:
-    # Rows were written in the order given (weights in item order), so sorting
-    # by id keeps the export independent of the order the database returns.
-    if prioritisation.method == "direct":
-        weights = sorted(prioritisation.weights.all(), key=lambda w: w.pk)
+def _prioritisation_out(method: str, weights: list[tuple[str, float | None]], judgments: list[tuple]) -> dict:
+    # Rows were written in the order given (weights in item order), so they
+    # are read by id, which keeps the export independent of the database's order.
+    if method == "direct":
         # direct weights are what the expert gave (null only for AHP and LPR)
-        given = {getattr(w, item_field).name: number_out(cast(float, w.given)) for w in weights}
-        return {"method": "direct", "weights": given}
-    judgments = cast(
-        "list[AttributeJudgment | MetricJudgment]", sorted(prioritisation.judgments.all(), key=lambda j: j.pk)
-    )
-    triples = [[j.row.name, j.column.name, number_out(j.value)] for j in judgments]
-    return {"method": prioritisation.method, "judgments": triples}
+        return {"method": "direct", "weights": {name: number_out(cast(float, given)) for name, given in weights}}
+    triples = [[row, column, number_out(value)] for row, column, value in judgments]
+    return {"method": method, "judgments": triples}
+
+
+def _by_prioritisation(rows: Iterable[tuple]) -> dict[int, list[tuple]]:
+    grouped: dict[int, list[tuple]] = {}
+    for prioritisation_id, *rest in rows:
+        grouped.setdefault(prioritisation_id, []).append(tuple(rest))
+    return grouped
 
 
 def _prioritisations(
-    model: type[Model], weight_model: type[Model], judgment_model: type[Model], item_field: str, ids: list[int]
-) -> QuerySet[Any]:
-    """Prioritisations of these experts with their weights and judgments:
-    three queries."""
-    return model._default_manager.filter(expert_id__in=ids).prefetch_related(
-        Prefetch("weights", queryset=weight_model._default_manager.select_related(item_field)),
-        Prefetch("judgments", queryset=judgment_model._default_manager.select_related("row", "column")),
+    model: type[Model],
+    weight_model: type[Model],
+    judgment_model: type[Model],
+    item_field: str,
+    ids: list[int],
+    extra: tuple[str, ...] = (),
+) -> Iterator[tuple[tuple, dict]]:
+    """Prioritisations of these experts (``pk``, ``expert_id``, ``method``,
+    ``result`` and the ``extra`` fields), each with its section
+    (``_prioritisation_out``), read as plain values (no model instances):
+    three queries, one when there are none."""
+    rows = list(
+        model._default_manager.filter(expert_id__in=ids)
+        .order_by(*(["attribute__position", "attribute_id"] if extra else ["pk"]))
+        .values_list("pk", "expert_id", "method", "result", *extra)
     )
+    if not rows:
+        return
+    of_these = {"prioritisation__expert_id__in": ids}
+    weights = _by_prioritisation(
+        weight_model._default_manager.filter(**of_these)
+        .order_by("pk")
+        .values_list("prioritisation_id", f"{item_field}__name", "given")
+    )
+    judgments = _by_prioritisation(
+        judgment_model._default_manager.filter(**of_these)
+        .order_by("pk")
+        .values_list("prioritisation_id", "row__name", "column__name", "value")
+    )
+    for row in rows:
+        yield row, _prioritisation_out(row[2], weights.get(row[0], []), judgments.get(row[0], []))
 
 
 def _priorities_into(sections: dict, username: dict[int, str], with_results: bool) -> None:
     ids = list(username)
     attribute_level = _prioritisations(AttributePrioritisation, AttributeWeight, AttributeJudgment, "attribute", ids)
-    for prioritisation in attribute_level:
-        section = _prioritisation_out(prioritisation, "attribute")
+    for (_, expert_id, _, result), section in attribute_level:
         if with_results:
-            section["result"] = prioritisation.result_record
-        sections[username[prioritisation.expert_id]]["priorities"] = section
-    local = _prioritisations(MetricPrioritisation, MetricWeight, MetricJudgment, "metric", ids)
-    local = local.select_related("attribute")
-    for prioritisation in sorted(local, key=lambda p: (p.attribute.position, p.attribute_id)):
-        section = sections[username[prioritisation.expert_id]]["priorities"]
-        if section is None:
+            section["result"] = result_record_of(result)
+        sections[username[expert_id]]["priorities"] = section
+    # in the order of the attributes
+    local = _prioritisations(MetricPrioritisation, MetricWeight, MetricJudgment, "metric", ids, ("attribute__name",))
+    for (_, expert_id, _, result, name), section in local:
+        priorities = sections[username[expert_id]]["priorities"]
+        if priorities is None:
             continue
-        name = prioritisation.attribute.name
-        section.setdefault("metric_priorities", {})[name] = _prioritisation_out(prioritisation, "metric")
+        priorities.setdefault("metric_priorities", {})[name] = section
         if with_results:
-            section.setdefault("metric_results", {})[name] = prioritisation.result_record
+            priorities.setdefault("metric_results", {})[name] = result_record_of(result)
 
 
 def _empty_inputs(sections: set[str]) -> dict[str, Any]:
@@ -108,24 +133,28 @@ def expert_inputs_list(
     inputs = {name: _empty_inputs(sections) for name in username.values()}
     ids = list(username)
 
+    # Plain values throughout (issue 19): a study of 100 experts has 10,000
+    # peer weights, which are not worth a model instance each.
     if "votes" in sections:
-        attribute_votes = AttributeVote.objects.filter(expert_id__in=ids).select_related("attribute")
-        for attribute_vote in attribute_votes.order_by("attribute__position", "attribute__id"):
-            inputs[username[attribute_vote.expert_id]]["votes"]["attributes"].append(attribute_vote.attribute.name)
-        metric_votes = MetricVote.objects.filter(expert_id__in=ids).select_related("metric")
-        for vote in metric_votes.order_by("metric__position", "metric__id"):
-            inputs[username[vote.expert_id]]["votes"]["metrics"].append(vote.metric.name)
+        attribute_votes = AttributeVote.objects.filter(expert_id__in=ids).order_by(
+            "attribute__position", "attribute__id"
+        )
+        for expert_id, name in attribute_votes.values_list("expert_id", "attribute__name"):
+            inputs[username[expert_id]]["votes"]["attributes"].append(name)
+        metric_votes = MetricVote.objects.filter(expert_id__in=ids).order_by("metric__position", "metric__id")
+        for expert_id, name in metric_votes.values_list("expert_id", "metric__name"):
+            inputs[username[expert_id]]["votes"]["metrics"].append(name)
     if "priorities" in sections:
         _priorities_into(inputs, username, with_results)
     if "ranges" in sections:
-        ranges = AcceptableRange.objects.filter(expert_id__in=ids).select_related("metric")
+        ranges = AcceptableRange.objects.filter(expert_id__in=ids)
         ranges = ranges.order_by("metric__attribute__position", "metric__attribute_id", "metric__position", "metric_id")
-        for acceptable in ranges:
-            inputs[username[acceptable.expert_id]]["ranges"][acceptable.metric.name] = [
-                number_out(acceptable.least_acceptable),
-                number_out(acceptable.desired),
-            ]
+        for expert_id, name, least, desired in ranges.values_list(
+            "expert_id", "metric__name", "least_acceptable", "desired"
+        ):
+            inputs[username[expert_id]]["ranges"][name] = [number_out(least), number_out(desired)]
     if "peer_weights" in sections:
-        for peer in PeerWeight.objects.filter(rater_id__in=ids).select_related("ratee__user").order_by("ratee_id"):
-            inputs[username[peer.rater_id]]["peer_weights"][peer.ratee.user.get_username()] = peer.weight
+        peers = PeerWeight.objects.filter(rater_id__in=ids).order_by("ratee_id")
+        for rater_id, ratee, weight in peers.values_list("rater_id", f"ratee__user__{User.USERNAME_FIELD}", "weight"):
+            inputs[username[rater_id]]["peer_weights"][ratee] = weight
     return inputs

@@ -8,7 +8,8 @@ polling needs neither.
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import F, Func, JSONField, QuerySet
+from django.db.models.fields.json import KeyTransform
 
 from engine.models import Run
 
@@ -18,16 +19,61 @@ from .studies import studies_visible_to
 
 RUN_JSON_FIELDS = ("snapshot", "results")
 # "document": instead of the JSON, the results document's stored text, read
-# out by the database for ``engine.selectors.results_json``.
-RUN_FIELDS = (*RUN_JSON_FIELDS, "document")
+# out by the database for ``engine.selectors.results_json``. "results_core":
+# the results without that text (its larger part: 1.7 of 2.9 MB at 100 x 20 x
+# 1,000), removed by the database, for the pages, which never serve it.
+RUN_FIELDS = (*RUN_JSON_FIELDS, "document", "results_core", "results_weights")
+
+# "results_weights": of the results only what the weights are read from (no
+# candidates: ``results["candidates"]`` is empty), each key extracted by the
+# database, for the section of the run page that shows them.
+RESULTS_WEIGHTS_KEYS = (
+    "study",
+    "iterations",
+    "experts",
+    "selected_attributes",
+    "metrics",
+    "attribute_weights",
+    "metric_weights",
+    "expert_influence",
+    "expert_attribute_weights",
+    "expert_metric_weights",
+    "disagreement",
+    "consistency",
+)
+
+
+class _WithoutDocument(Func):
+    """A run's results without their stored document text, by the database."""
+
+    output_field = JSONField()
+
+    def __init__(self) -> None:
+        super().__init__(F("results"))
+
+    template = "json_remove(%(expressions)s, '$.document')"  # SQLite
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        return self.as_sql(compiler, connection, template="(%(expressions)s - 'document')", **extra)
+
+
+def _results_core(runs: Iterable[Run]) -> None:
+    for run in runs:
+        run.results = run.results_core  # type: ignore[attr-defined]  # annotated by _runs
 
 
 def _runs(fields: Iterable[str]) -> QuerySet[Run]:
     """Runs with who launched them and, of their JSON, only ``fields``."""
     fields = set(fields)
     if not fields <= set(RUN_FIELDS) or ("document" in fields and len(fields) > 1):
-        raise ValueError(f"fields must be some of {RUN_JSON_FIELDS}, or 'document' alone: got {sorted(fields)}")
+        raise ValueError(f"fields must be some of {RUN_FIELDS[:2]}, or 'document' alone: got {sorted(fields)}")
+    if len(fields & {"results", "results_core", "results_weights"}) > 1:
+        raise ValueError("fields name one of 'results', 'results_core' and 'results_weights'")
     runs = Run.objects.select_related("launched_by")
+    if "results_core" in fields:
+        runs = runs.annotate(results_core=_WithoutDocument())
+    if "results_weights" in fields:
+        runs = runs.annotate(**{f"results_{key}": KeyTransform(key, "results") for key in RESULTS_WEIGHTS_KEYS})
     if "document" in fields:
         # engine.selectors reads workspace.selectors (through engine.snapshot): imported when used.
         from engine.selectors import runs_with_document
@@ -45,8 +91,17 @@ def run_list(*, study: Study, fields: Iterable[str] = ()) -> QuerySet[Run]:
 def run_get(*, run_id: int, user: User, fields: Iterable[str] = ("results",)) -> Run:
     """One run of a study the user is a member of (``Run.DoesNotExist``
     otherwise), with who launched it and ``fields`` (default its results,
-    not its snapshot): one query."""
-    return _runs(fields).get(pk=run_id, study__in=studies_visible_to(user))
+    not its snapshot; with "results_core" those results, without the stored
+    document text, as ``run.results``; with "results_weights" only their
+    ``RESULTS_WEIGHTS_KEYS``, no candidates): one query."""
+    fields = set(fields)
+    run = _runs(fields).get(pk=run_id, study__in=studies_visible_to(user))
+    if "results_core" in fields:
+        _results_core([run])
+    if "results_weights" in fields and run.status == Run.Status.SUCCEEDED:
+        parts = {key: getattr(run, f"results_{key}") for key in RESULTS_WEIGHTS_KEYS}
+        run.results = {**{key: value for key, value in parts.items() if value is not None}, "candidates": []}
+    return run
 
 
 def run_pair_get(*, run_id: int, other_id: int, user: User) -> tuple[Run, Run]:
@@ -54,7 +109,10 @@ def run_pair_get(*, run_id: int, other_id: int, user: User) -> tuple[Run, Run]:
     snapshots, results and studies (``Run.DoesNotExist`` if either is not):
     one query."""
     visible = studies_visible_to(user)
-    pair = Run.objects.select_related("launched_by", "study").filter(pk__in={run_id, other_id}, study__in=visible)
+    pair = list(
+        _runs(("snapshot", "results_core")).select_related("study").filter(pk__in={run_id, other_id}, study__in=visible)
+    )
+    _results_core(pair)  # the stored document text is not compared
     runs = {run.pk: run for run in pair}
     if run_id not in runs or other_id not in runs:
         raise Run.DoesNotExist
@@ -79,8 +137,14 @@ def run_comparable_list(*, run: Run) -> QuerySet[Run]:
 SCORE_INPUT_KEYS = ("experts", "metrics", "candidates", "lower", "upper", "measurements", "ahp_weighting")
 
 
-def run_score_inputs(*, run_id: int) -> dict[str, Any]:
-    """Those parts of a run's snapshot (``SCORE_INPUT_KEYS``), extracted by
+# Of those, what the sentences need (no bounds, no measurements).
+METRIC_INPUT_KEYS = ("metrics", "ahp_weighting")
+
+
+def run_score_inputs(*, run_id: int, keys: Iterable[str] = SCORE_INPUT_KEYS) -> dict[str, Any]:
+    """Those parts of a run's snapshot (``SCORE_INPUT_KEYS``, or some of
+    them: ``METRIC_INPUT_KEYS`` when no candidate is scored), extracted by
     the database: one query."""
-    row = Run.objects.filter(pk=run_id).values(*(f"snapshot__{key}" for key in SCORE_INPUT_KEYS)).get()
-    return {key: row[f"snapshot__{key}"] for key in SCORE_INPUT_KEYS}
+    keys = tuple(keys)
+    row = Run.objects.filter(pk=run_id).values(*(f"snapshot__{key}" for key in keys)).get()
+    return {key: row[f"snapshot__{key}"] for key in keys}

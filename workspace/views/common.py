@@ -50,12 +50,14 @@ def study_for_member(request: HttpRequest, study_id: int) -> "MemberStudy":
     return study
 
 
-def run_for_member(request: HttpRequest, run_id: int) -> tuple[Run, "MemberStudy"]:
-    """A run of a study the user is a member of, with its results but not its
-    snapshot, and that study as ``study_for_member`` gives it; 404 for anyone
-    else. Three queries."""
+def run_for_member(request: HttpRequest, run_id: int, results: str = "results_core") -> tuple[Run, "MemberStudy"]:
+    """A run of a study the user is a member of, with its results (without
+    their stored document text; ``results`` names how much of them, a field
+    of ``selectors.run_get``) but not its snapshot, and that study as
+    ``study_for_member`` gives it; 404 for anyone else. Three queries."""
     try:
-        run = selectors.run_get(run_id=run_id, user=request.user)
+        # the pages never serve the stored document text: not read
+        run = selectors.run_get(run_id=run_id, user=request.user, fields=(results,))
     except Run.DoesNotExist:
         raise Http404("No such run.") from None
     return run, study_for_member(request, run.study_id)

@@ -30,6 +30,10 @@ from ..models import Study
 from ..results_export import (
     RESULTS_CSV_CONTENT_TYPE,
     ComparisonRefused,
+    candidate_scores_csv_bytes,
+    candidate_scores_csv_filename,
+    comparison_csv_bytes,
+    comparison_csv_filename,
     metric_infos,
     results_csv_bytes,
     results_csv_filename,
@@ -46,13 +50,17 @@ SCORE_SERIES = (charts.Series("CEF", "solid"), charts.Series("Weighted score wit
 # --- the ranking -------------------------------------------------------------------------
 
 
-def _ranking(document: dict, infos: dict[str, MetricInfo], page_number: str | int | None) -> dict:
-    candidates = document["candidates"]
+def _ranking(stored: list[dict], document: dict, infos: dict[str, MetricInfo], page_number: str | int | None) -> dict:
+    """The ranking's page ``page_number``: ``stored`` is every candidate as
+    the run stored them (rank order), ``document`` the results document with
+    at least the candidates of that page."""
+    candidates = stored
     page = Paginator(candidates, RANKING_PAGE_SIZE).get_page(page_number)
     # Sentences for the page shown only: a ranking may hold a thousand candidates.
+    of = {candidate["name"]: candidate for candidate in document["candidates"]}
     shown = [
-        {**candidate, "veto_sentences": veto_sentences(candidate["name"], candidate["vetoes"], infos)}
-        for candidate in page.object_list
+        {**of[entry["name"]], "veto_sentences": veto_sentences(entry["name"], of[entry["name"]]["vetoes"], infos)}
+        for entry in page.object_list
     ]
     vetoed = sum(1 for candidate in candidates if candidate["vetoed"])
     best = candidates[0] if candidates else None
@@ -188,6 +196,10 @@ def _influence(document: dict) -> dict:
 # --- one candidate ---------------------------------------------------------------------------
 
 
+# Experts per page of a candidate's heat table (its CSV download has them all).
+HEAT_PAGE_SIZE = 25
+
+
 @dataclass(frozen=True)
 class HeatCell:
     score: float
@@ -196,12 +208,15 @@ class HeatCell:
     range_text: str
 
 
-def candidate_breakdown(document: dict, score_inputs: dict, name: str, infos: dict[str, MetricInfo]) -> dict | None:
+def candidate_breakdown(
+    document: dict, score_inputs: dict, name: str, infos: dict[str, MetricInfo], page: str | int | None = None
+) -> dict | None:
     """Why one candidate scored as it did: per metric its measured value, the
     consensus weight, the group score, the contribution to the weighted
     score and the share of experts vetoing; and each expert's individual
     score (METHOD.md 4), computed from the run's snapshot for this candidate
-    only. None if the run has no such candidate."""
+    only, ``HEAT_PAGE_SIZE`` experts a page (``page``). None if the run has
+    no such candidate."""
     entry = next((c for c in document["candidates"] if c["name"] == name), None)
     if entry is None:
         return None
@@ -224,9 +239,10 @@ def candidate_breakdown(document: dict, score_inputs: dict, name: str, infos: di
         for j, metric in enumerate(metrics)
     ]
     experts = inputs.experts
+    heat_page = Paginator(range(len(experts)), HEAT_PAGE_SIZE).get_page(page)
     heat = [
         {
-            "expert": expert,
+            "expert": experts[i],
             "cells": [
                 HeatCell(
                     score=float(scores[i, j]),
@@ -237,7 +253,7 @@ def candidate_breakdown(document: dict, score_inputs: dict, name: str, infos: di
                 for j in range(len(metrics))
             ],
         }
-        for i, expert in enumerate(experts)
+        for i in heat_page.object_list
     ]
     vetoing = sorted({veto["expert"] for veto in entry["vetoes"]}, key=experts.index)
     return {
@@ -245,6 +261,8 @@ def candidate_breakdown(document: dict, score_inputs: dict, name: str, infos: di
         "metrics": metrics,
         "contributions": contributions,
         "heat": heat,
+        "heat_page": heat_page,
+        "experts": len(experts),
         "veto_sentences": veto_sentences(name, entry["vetoes"], infos),
         "vetoing_experts": join_names(vetoing),
     }
@@ -253,27 +271,43 @@ def candidate_breakdown(document: dict, score_inputs: dict, name: str, infos: di
 # --- the page's whole results context -------------------------------------------------------
 
 
+# A section of the run page whose table has more cells than this (experts
+# times weights, or experts times metrics) is not rendered with the page: a
+# placeholder loads it when scrolled into view (htmx), or opens it as a page
+# of its own without JavaScript.
+ON_DEMAND_CELLS = 400
+
+
 def results_context(run: Run, *, candidate: str | None = None, page: str | int | None = None) -> dict:
     """Everything the run page shows of a succeeded run: two queries' worth
     (the run's results, already loaded, and the parts of its snapshot read
-    by ``selectors.run_score_inputs``)."""
-    document = engine_selectors.results_document(run=run)
-    score_inputs = selectors.run_score_inputs(run_id=run.pk)
-    infos = metric_infos(score_inputs)
-    ranking = _ranking(document, infos, page)
-    names = [c["name"] for c in document["candidates"]]
+    by ``selectors.run_score_inputs``). Only the candidates shown are put in
+    the document's shape. The weights and the breakdown are left out (None)
+    when large (``ON_DEMAND_CELLS``): the page then names what it will load
+    (``weights_on_demand``, ``breakdown_on_demand``)."""
+    results = cast(dict, run.results)  # a succeeded run has results
+    stored = results["candidates"]  # in rank order
+    experts, metrics = len(results["experts"]), len(results["metrics"])
+    weights_on_demand = experts * (len(results["selected_attributes"]) + metrics) > ON_DEMAND_CELLS
+    breakdown_on_demand = experts * metrics > ON_DEMAND_CELLS
+    names = [c["name"] for c in stored]
     chosen = candidate if candidate in names else (names[0] if names else None)
+    shown = {c["name"] for c in Paginator(stored, RANKING_PAGE_SIZE).get_page(page).object_list}
+    document = engine_selectors.results_document(run=run, candidates=shown | ({chosen} if chosen else set()))
+    scored = chosen is not None and not breakdown_on_demand
+    score_inputs = selectors.run_score_inputs(
+        run_id=run.pk, keys=selectors.SCORE_INPUT_KEYS if scored else selectors.METRIC_INPUT_KEYS
+    )
+    infos = metric_infos(score_inputs)
     return {
         "iterations": document["iterations"],
-        "size": {
-            "experts": len(document["expert_influence"]),
-            "metrics": len(document["metrics"]),
-            "candidates": len(names),
-        },
-        "ranking": ranking,
-        "weights": _weights(document, cast(dict, run.results)),  # a succeeded run has results
+        "size": {"experts": experts, "metrics": metrics, "candidates": len(names)},
+        "ranking": _ranking(stored, document, infos, page),
+        "weights": None if weights_on_demand else _weights(document, results),
+        "weights_on_demand": weights_on_demand,
         "influence": _influence(document),
-        "breakdown": candidate_breakdown(document, score_inputs, chosen, infos) if chosen else None,
+        "breakdown": candidate_breakdown(document, score_inputs, chosen, infos) if scored and chosen else None,
+        "breakdown_on_demand": stored[names.index(chosen)] if chosen and breakdown_on_demand else None,
         "ahp_weighting": score_inputs["ahp_weighting"],
     }
 
@@ -314,22 +348,57 @@ def _not_succeeded(request: HttpRequest, run: Run, study: Study, what: str) -> H
     )
 
 
+def _section(request: HttpRequest, template: str, context: dict) -> HttpResponse:
+    """A section of the run page: alone when htmx asks for it, otherwise as
+    a page of its own (the no-JavaScript link's)."""
+    if request.headers.get("HX-Request"):
+        return render(request, template, context)
+    return render(request, "results/section_page.html", {**context, "section_template": template, "study_tab": "runs"})
+
+
 @login_required
 @require_GET
 def candidate_page(request: HttpRequest, run_id: int, name: str) -> HttpResponse:
-    """One candidate's breakdown: the section of the run page alone when htmx
-    asks for it, otherwise the run page showing that candidate."""
+    """One candidate's breakdown, its heat table paged (``?page=``): the
+    section alone for htmx, otherwise as a page of its own."""
     run, study = run_for_member(request, run_id)
     if run.status != Run.Status.SUCCEEDED:
         return _not_succeeded(request, run, study, "candidate scores")
-    if not request.headers.get("HX-Request"):
-        return redirect(f"{reverse('run_page', args=[run.pk])}?candidate={name}#candidate")
-    document = engine_selectors.results_document(run=run)
+    document = engine_selectors.results_document(run=run, candidates={name})  # the one shown
     score_inputs = selectors.run_score_inputs(run_id=run.pk)
-    breakdown = candidate_breakdown(document, score_inputs, name, metric_infos(score_inputs))
+    breakdown = candidate_breakdown(
+        document, score_inputs, name, metric_infos(score_inputs), page=request.GET.get("page")
+    )
     if breakdown is None:
         raise Http404("No such candidate in this run.")
-    return render(request, "results/_candidate.html", {"run": run, "breakdown": breakdown})
+    context = {"run": run, "study": study, "breakdown": breakdown, "section_title": f"Why {name} scored as it did"}
+    return _section(request, "results/_candidate.html", context)
+
+
+@login_required
+@require_GET
+def candidate_scores_csv(request: HttpRequest, run_id: int, name: str) -> HttpResponse:
+    """Every expert's score of one candidate (its heat table, all pages)."""
+    run, study = run_for_member(request, run_id)
+    if run.status != Run.Status.SUCCEEDED:
+        return _not_succeeded(request, run, study, "candidate scores")
+    content = candidate_scores_csv_bytes(selectors.run_score_inputs(run_id=run.pk), name)
+    if content is None:
+        raise Http404("No such candidate in this run.")
+    return _download(content, RESULTS_CSV_CONTENT_TYPE, candidate_scores_csv_filename(run, name))
+
+
+@login_required
+@require_GET
+def weights_section(request: HttpRequest, run_id: int) -> HttpResponse:
+    """What the experts weighed: the consensus weights beside each expert's
+    own (the section the run page loads on demand when it is large)."""
+    run, study = run_for_member(request, run_id, results="results_weights")  # no candidates
+    if run.status != Run.Status.SUCCEEDED:
+        return _not_succeeded(request, run, study, "weights")
+    weights = _weights(engine_selectors.results_document(run=run, candidates=()), cast(dict, run.results))
+    context = {"run": run, "study": study, "weights": weights, "section_title": "What the experts weighed"}
+    return _section(request, "results/_weights_section.html", context)
 
 
 def _download(content: bytes, content_type: str, filename: str) -> HttpResponse:
@@ -366,6 +435,10 @@ def results_csv_download(request: HttpRequest, run_id: int) -> HttpResponse:
 # --- comparison -------------------------------------------------------------------------------
 
 
+# Candidates per page of a comparison's table (its CSV download has them all).
+COMPARISON_PAGE_SIZE = 25
+
+
 @login_required
 @require_GET
 def compare_choose(request: HttpRequest, run_id: int) -> HttpResponse:
@@ -394,8 +467,33 @@ def compare_page(request: HttpRequest, run_id: int, other_id: int) -> HttpRespon
         context["refusal"] = refusal.message
         return render(request, "results/compare.html", context, status=refusal.status)
     before, after, comparison = compared.before, compared.after, compared.comparison
-    context.update(before=before, after=after, comparison=comparison, changes=_changes_by_who(comparison.changes))
+    moves = Paginator(comparison.candidates, COMPARISON_PAGE_SIZE).get_page(request.GET.get("page"))
+    context.update(
+        before=before,
+        after=after,
+        comparison=comparison,
+        moves=moves,
+        changes=_changes_by_who(comparison.changes),
+    )
     return render(request, "results/compare.html", context)
+
+
+@login_required
+@require_GET
+def compare_csv(request: HttpRequest, run_id: int, other_id: int) -> HttpResponse:
+    """Every candidate of two runs compared (the comparison's table, all
+    pages), as CSV."""
+    try:
+        first, second = selectors.run_pair_get(run_id=run_id, other_id=other_id, user=request.user)
+    except Run.DoesNotExist:
+        raise Http404("No such run.") from None
+    study = study_for_member(request, first.study_id)
+    try:
+        compared = run_comparison(first, second)
+    except ComparisonRefused as refusal:
+        context = {"study": study, "study_tab": "runs", "first": first, "second": second, "refusal": refusal.message}
+        return render(request, "results/compare.html", context, status=refusal.status)
+    return _download(comparison_csv_bytes(compared), RESULTS_CSV_CONTENT_TYPE, comparison_csv_filename(compared))
 
 
 # A comparison lists at most this many input changes (a study of 100 experts

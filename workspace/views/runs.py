@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, TypedDict, cast
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -108,8 +108,13 @@ def run_page(request: HttpRequest, run_id: int) -> HttpResponse:
 @login_required
 @require_GET
 def run_status(request: HttpRequest, run_id: int) -> HttpResponse:
-    """The run's live part alone, polled while it is queued or running; it
-    carries the results once the run has succeeded."""
-    # Its results are null until it succeeds: polling reads no megabytes.
-    run, study = run_for_member(request, run_id)
-    return render(request, "studyhome/_run_live.html", _run_context(request, run, study))
+    """The run's status alone, polled while it is queued or running: never
+    its results (not even read). Once the run has succeeded the answer loads
+    the run page's live part, results and all, once (htmx)."""
+    try:
+        run = selectors.run_get(run_id=run_id, user=request.user, fields=())
+    except Run.DoesNotExist:
+        raise Http404("No such run.") from None
+    study = study_for_member(request, run.study_id)
+    context = {"run": run, "study": study, "polling": run.status in ACTIVE, "status_only": True}
+    return render(request, "studyhome/_run_live.html", context)
