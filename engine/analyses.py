@@ -55,6 +55,8 @@ class Kernel(Protocol):
 
     def check(self, spec: dict) -> dict: ...  # the spec, normalised; InvalidInput naming a field otherwise
 
+    def prepare(self, run_id: int, spec: dict) -> dict: ...  # at launch: what the run's data adds to the spec
+
     def compute(self, run: "RunInputs", spec: dict, seed: int, start: int, count: int) -> dict: ...
 
     def merge(self, counts: list[dict]) -> dict: ...
@@ -137,6 +139,7 @@ def analysis_launch(
         raise InvalidInput({"samples": "only a Monte Carlo analysis takes a number of samples"})
     else:
         units = len(cast(dict, run.results)["experts"])
+    spec = chosen.prepare(run.pk, spec)
     analysis = Analysis.objects.create(
         run=run,
         kind=kind,

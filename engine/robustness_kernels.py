@@ -12,7 +12,7 @@ from scipy.stats import kendalltau
 
 from workspace.errors import InvalidInput
 
-from . import core
+from . import core, robustness
 from .analyses import KERNELS, RunInputs
 from .models import Analysis
 from .results import competition_ranks
@@ -55,6 +55,9 @@ class LeaveOneOut:
         if spec:
             raise InvalidInput({"spec": "leaving one expert out takes no options"})
         return {}
+
+    def prepare(self, run_id: int, spec: dict) -> dict:
+        return spec
 
     def compute(self, run: RunInputs, spec: dict, seed: int, start: int, count: int) -> dict:
         snapshot = run.snapshot
@@ -104,3 +107,179 @@ def _all(arrays: tuple[np.ndarray, ...]) -> dict[str, np.ndarray]:
 
 
 KERNELS[Analysis.Kind.LEAVE_ONE_OUT] = LeaveOneOut()
+
+
+# --- Monte Carlo (SMAA-2 rank acceptability) ---------------------------------------------
+
+# The ranks each candidate's row of the summary lists (the counts keep every rank).
+SUMMARY_RANKS = 10
+# What a Monte Carlo spec holds, with its type: the page's and the API's choices.
+MONTE_CARLO_OPTIONS = {"judgments": bool, "peer_weights": bool, "ranges_percent": float, "measurements": bool}
+# Range bounds move by less than half the range's width (engine.robustness.SamplingSpec).
+RANGES_PERCENT_MAX = 50
+
+
+def _pack(counts: robustness.Counts) -> dict:
+    """Counts as JSON, the rank counts as ``[candidate, rank, count]``
+    triples of the non-zero entries (most of a large study's m × m are 0)."""
+    nonzero = np.argwhere(counts.ranks > 0)
+    return {
+        "samples": int(counts.samples),
+        "m": int(counts.ranks.shape[0]),
+        "ranks": [[int(c), int(r), int(counts.ranks[c, r])] for c, r in nonzero],
+        "pairwise": counts.pairwise.tolist(),
+        "pairwise_candidates": counts.pairwise_candidates.tolist(),
+        "central_weights": counts.central_weights.tolist(),
+    }
+
+
+def _unpack(data: dict) -> robustness.Counts:
+    m = data["m"]
+    ranks = np.zeros((m, m), dtype=np.int64)
+    for c, r, n in data["ranks"]:
+        ranks[c, r] = n
+    p = len(data["pairwise_candidates"])
+    return robustness.Counts(
+        samples=data["samples"],
+        ranks=ranks,
+        pairwise=np.array(data["pairwise"], dtype=np.int64).reshape(p, p),
+        pairwise_candidates=np.array(data["pairwise_candidates"], dtype=np.intp),
+        central_weights=np.array(data["central_weights"], dtype=np.int64).reshape(m, -1),
+    )
+
+
+def _sampled_words(spec: dict) -> str:
+    parts = []
+    if spec["judgments"]:
+        parts.append("the experts' weights and judgments")
+    if spec["peer_weights"]:
+        parts.append("the peer weights")
+    if spec["ranges_percent"]:
+        parts.append(f"the acceptable ranges (± {spec['ranges_percent']:g} % of their width)")
+    if spec["measurements"]:
+        bootstrapped = [column["metric"] for column in spec.get("bootstrap", [])]
+        parts.append(
+            "the measurements ("
+            + (f"bootstrap of {', '.join(bootstrapped)}" if bootstrapped else "none could be")
+            + ")"
+        )
+    return ", ".join(parts)
+
+
+class MonteCarlo:
+    """Units are samples; each unit's outcome depends on (seed, index) only
+    (``engine.robustness.monte_carlo_chunk``)."""
+
+    def check(self, spec: dict) -> dict:
+        unknown = sorted(set(spec) - set(MONTE_CARLO_OPTIONS))
+        if unknown:
+            raise InvalidInput(dict.fromkeys(unknown, "not an option of a Monte Carlo analysis"))
+        checked: dict = {}
+        for name, kind in MONTE_CARLO_OPTIONS.items():
+            value = spec.get(name, kind())
+            if kind is float and isinstance(value, int) and not isinstance(value, bool):
+                value = float(value)
+            if not isinstance(value, kind) or (kind is float and not np.isfinite(value)):
+                raise InvalidInput({name: "true or false" if kind is bool else "a number"})
+            checked[name] = value
+        if not 0 <= checked["ranges_percent"] < RANGES_PERCENT_MAX:
+            raise InvalidInput({"ranges_percent": f"a percentage from 0 to below {RANGES_PERCENT_MAX}"})
+        if not (
+            checked["judgments"] or checked["peer_weights"] or checked["ranges_percent"] or checked["measurements"]
+        ):
+            raise InvalidInput({"spec": "choose at least one input to sample"})
+        return checked
+
+    def prepare(self, run_id: int, spec: dict) -> dict:
+        """At launch: which metrics the bootstrap resamples, and why the
+        others stay fixed (recorded in the spec)."""
+        if not spec["measurements"]:
+            return spec
+        from .analyses import run_inputs
+        from .bootstrap_sources import bootstrap_plan
+
+        columns, fixed = bootstrap_plan(run_inputs(run_id).snapshot)
+        return {**spec, "bootstrap": columns, "fixed": fixed}
+
+    def _inputs(self, run: RunInputs, spec: dict) -> robustness.MonteCarloInputs:
+        snapshot = run.snapshot
+        weights, peer, lower, upper, measurements = snapshot_arrays(snapshot)
+        attributes = {name: i for i, name in enumerate(snapshot["attributes"])}
+        columns: tuple[robustness.BootstrapColumn, ...] = ()
+        if spec.get("bootstrap"):
+            from .bootstrap_sources import bootstrap_columns
+
+            columns = bootstrap_columns(snapshot, spec["bootstrap"])
+        return robustness.MonteCarloInputs(
+            weights=weights,
+            peer_weights=peer,
+            lower=lower,
+            upper=upper,
+            measurements=measurements,
+            attribute_of=np.array([attributes[m["attribute"]] for m in snapshot["metrics"]], dtype=np.intp),
+            ahp_weighting=snapshot.get("ahp_weighting") or "column_means",
+            bootstrap=columns,
+        )
+
+    @staticmethod
+    def _sampling(spec: dict) -> robustness.SamplingSpec:
+        return robustness.SamplingSpec(
+            judgments=spec["judgments"],
+            peer_weights=spec["peer_weights"],
+            range_fraction=spec["ranges_percent"] / 100,
+            bootstrap=bool(spec.get("bootstrap")),
+        )
+
+    def compute(self, run: RunInputs, spec: dict, seed: int, start: int, count: int) -> dict:
+        counts = robustness.monte_carlo_chunk(self._inputs(run, spec), self._sampling(spec), seed, start, count)
+        return _pack(counts)
+
+    def merge(self, counts: list[dict]) -> dict:
+        return _pack(robustness.merge([_unpack(chunk) for chunk in counts]))
+
+    def summary(self, run: RunInputs, spec: dict, merged: dict) -> dict:
+        result = robustness.summary(_unpack(merged))
+        snapshot = run.snapshot
+        names = snapshot["candidates"]
+        attributes = snapshot["attributes"]
+        attribute_of = [attributes.index(m["attribute"]) for m in snapshot["metrics"]]
+        order = sorted(
+            range(len(names)), key=lambda c: (-result.best[c], -result.rank_acceptability[c, :SUMMARY_RANKS].sum(), c)
+        )
+
+        def central(c: int) -> list[float] | None:
+            if not result.best[c] > 0:
+                return None
+            return np.bincount(attribute_of, weights=result.central_weights[c], minlength=len(attributes)).tolist()
+
+        rows = [
+            {
+                "name": names[c],
+                "p_best": float(result.best[c]),
+                "se_best": float(result.best_se[c]),
+                "ranks": result.rank_acceptability[c, :SUMMARY_RANKS].tolist(),
+                "central_weights": central(c),
+            }
+            for c in order
+        ]
+        leaders = [row for row in rows if row["p_best"] > 0][:2]
+        parts = [
+            f"{row['name']} is best in {100 * row['p_best']:.0f} % ± {100 * row['se_best']:.0f} % of samples"
+            for row in leaders[:1]
+        ]
+        parts += [f"{row['name']} in {100 * row['p_best']:.0f} %" for row in leaders[1:]]
+        return {
+            "samples": result.samples,
+            "sampled": _sampled_words(spec),
+            "attributes": attributes,
+            "candidates": rows,
+            "pairwise": {
+                "candidates": [names[c] for c in result.pairwise_candidates.tolist()],
+                "probabilities": result.pairwise.tolist(),
+            },
+            "sentence": "; ".join(parts) + ".",
+            "fixed": spec.get("fixed", []),
+        }
+
+
+KERNELS[Analysis.Kind.MONTE_CARLO] = MonteCarlo()

@@ -40,6 +40,9 @@ class SumKernel:
             raise InvalidInput({"bad": "not accepted"})
         return spec
 
+    def prepare(self, run_id, spec):
+        return spec
+
     def compute(self, run, spec, seed, start, count):
         self.calls.append((start, count))
         return {"n": count, "sum": sum(unit_value(seed, i) for i in range(start, start + count))}

@@ -3,6 +3,7 @@ the what-if, and the analyses launched, polled, cancelled and downloaded."""
 
 import csv
 import io
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -245,3 +246,94 @@ def test_page_queries_do_not_grow_with_analyses(client, run, django_assert_num_q
         execute_all(analyses.analysis_launch(run=run, kind="leave_one_out", launched_by=None))
     with django_assert_num_queries(9):
         assert client.get(url).status_code == 200
+
+
+DEMO_PREDICTIONS = Path(__file__).resolve().parents[2] / "workspace" / "demo" / "case-study-1-predictions.csv"
+
+
+@pytest.fixture
+def computed_run(run):
+    """The case study with Success rate computed as accuracy from the
+    shipped predictions, and a run of it."""
+    from evaluation import services as evaluation_services
+    from workspace.models import Metric
+
+    study = run.study
+    with DEMO_PREDICTIONS.open("rb") as stream:
+        evaluation_services.prediction_set_import(
+            study=study, stream=stream, name="holdout.csv", uploaded_by=study.designer, positive="tumour"
+        )
+    evaluation_services.metric_computation_set(
+        metric=Metric.objects.get(study=study, name="Success rate"), computation="accuracy"
+    )
+    evaluation_services.measurements_compute(study=study)
+    computed = services.run_launch(study=study, launched_by=study.designer)
+    services.run_execute(run_id=computed.pk)
+    computed.refresh_from_db()
+    return computed
+
+
+def test_monte_carlo_with_bootstrap_through_the_page(client, computed_run, settings):
+    settings.ENGINE_ANALYSIS_CHUNK_SAMPLES = 150
+    run = computed_run
+    login(client, run)
+    response = client.post(
+        reverse("run_robustness", args=[run.pk]),
+        {
+            "kind": "monte_carlo",
+            "samples": "400",
+            "seed": "7",
+            "judgments": "on",
+            "peer_weights": "on",
+            "ranges_percent": "5",
+            "measurements": "on",
+        },
+    )
+    assert response.status_code == 302
+    analysis = Analysis.objects.get()
+    assert analysis.spec["bootstrap"] == [
+        {
+            "metric": "Success rate",
+            "kind": "accuracy",
+            "prediction_set": analysis.spec["bootstrap"][0]["prediction_set"],
+            "parameters": {},
+        }
+    ]
+    assert [item["metric"] for item in analysis.spec["fixed"]] == ["Fold accuracy stdev", "Comprehensibility rating"]
+    assert analysis.chunks.count() == 3
+    execute_all(analysis)
+    summary = analysis.result["summary"]
+    assert summary["samples"] == 400
+    rows = {row["name"]: row for row in summary["candidates"]}
+    assert sum(row["p_best"] for row in rows.values()) >= 1.0  # ties share first place
+    for row in rows.values():
+        assert row["se_best"] == pytest.approx((row["p_best"] * (1 - row["p_best"]) / 400) ** 0.5)
+    html = client.get(reverse("run_robustness", args=[run.pk])).content.decode()
+    assert escape(summary["sentence"]) in html
+    assert "Measurements held fixed (2)" in html
+    # the same analysis in one chunk gives the same counts
+    settings.ENGINE_ANALYSIS_CHUNK_SAMPLES = 1000
+    again = execute_all(
+        analyses.analysis_launch(
+            run=run,
+            kind="monte_carlo",
+            launched_by=None,
+            samples=400,
+            seed=7,
+            spec={"judgments": True, "peer_weights": True, "ranges_percent": 5, "measurements": True},
+        )
+    )
+    assert again.chunks.count() == 1
+    assert again.result == analysis.result
+
+
+def test_monte_carlo_refuses_an_empty_choice_and_a_range_beyond_half(client, run):
+    login(client, run)
+    url = reverse("run_robustness", args=[run.pk])
+    nothing = client.post(url, {"kind": "monte_carlo", "samples": "10"})
+    assert nothing.status_code == 400
+    assert nothing.context["form"].non_field_errors() == ["choose at least one input to sample"]
+    wide = client.post(url, {"kind": "monte_carlo", "samples": "10", "ranges_percent": "60"})
+    assert wide.status_code == 400
+    assert "ranges_percent" in wide.context["form"].errors
+    assert not Analysis.objects.exists()
