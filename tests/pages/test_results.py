@@ -320,8 +320,8 @@ def test_comparison_is_refused_in_words(client, cast, make_study, case_study):
 RUN_PAGE = 5
 RESULTS_QUERIES = {
     # 6. the parts of the snapshot the sentences and the breakdown need,
-    # 7. the study's other succeeded runs (to compare with)
-    "/runs/{run}/": RUN_PAGE + 2,
+    # 7. the study's other succeeded runs (to compare with), 8. its robustness analyses' sentences
+    "/runs/{run}/": RUN_PAGE + 3,
     # the run without its JSON: the status alone (issue 19; was RUN_PAGE + 2)
     "/runs/{run}/status/": RUN_PAGE,
     # 6. the snapshot's parts (one candidate's individual scores)

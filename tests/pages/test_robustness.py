@@ -337,3 +337,17 @@ def test_monte_carlo_refuses_an_empty_choice_and_a_range_beyond_half(client, run
     assert wide.status_code == 400
     assert "ranges_percent" in wide.context["form"].errors
     assert not Analysis.objects.exists()
+
+
+def test_the_run_page_says_how_sure_and_links_here(client, run):
+    login(client, run, "expert")
+    page = client.get(reverse("run_page", args=[run.pk])).content.decode()
+    assert f'href="{reverse("run_robustness", args=[run.pk])}"' in page
+    assert "How sure is this ranking?" in page
+    analysis = execute_all(
+        analyses.analysis_launch(
+            run=run, kind="monte_carlo", launched_by=None, samples=50, seed=3, spec={"peer_weights": True}
+        )
+    )
+    page = client.get(reverse("run_page", args=[run.pk])).content.decode()
+    assert escape(analysis.result["summary"]["sentence"]) in page

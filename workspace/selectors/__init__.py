@@ -20,7 +20,7 @@ surface, so callers write ``selectors.study_get(...)``:
 """
 
 from .accounts import api_token_by_digest, api_token_get, api_token_list, email_confirmation_get
-from .analyses import analysis_get, analysis_latest, analysis_list, run_snapshot_parts
+from .analyses import analysis_get, analysis_latest, analysis_list, analysis_sentences, run_snapshot_parts
 from .design import (
     attribute_get,
     attribute_list,
@@ -86,6 +86,7 @@ __all__ = [
     "analysis_get",
     "analysis_latest",
     "analysis_list",
+    "analysis_sentences",
     "run_snapshot_parts",
     "email_confirmation_get",
     "ASSESSMENT_INPUTS",

@@ -38,3 +38,18 @@ def analysis_get(*, analysis_id: int, user: User, run_id: int | None = None) -> 
     if run_id is not None:
         analyses = analyses.filter(run_id=run_id)
     return analyses.get(pk=analysis_id, run__study__in=studies_visible_to(user))
+
+
+def analysis_sentences(*, run: Run) -> dict[str, str]:
+    """The newest succeeded analysis of each kind's one-sentence summary,
+    ``{kind: sentence}``, extracted by the database (not the counts): one
+    query."""
+    rows = (
+        Analysis.objects.filter(run=run, status=Analysis.Status.SUCCEEDED)
+        .order_by("-launched_at", "-id")
+        .values_list("kind", "result__summary__sentence")
+    )
+    sentences: dict[str, str] = {}
+    for kind, sentence in rows:
+        sentences.setdefault(kind, sentence)
+    return sentences

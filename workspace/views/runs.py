@@ -87,6 +87,8 @@ def _run_context(request: HttpRequest, run: Run, study: Study) -> dict:
             run, candidate=request.GET.get("candidate"), page=request.GET.get("page")
         )
         context["comparable"] = list(selectors.run_comparable_list(run=run))
+        # The robustness analyses' sentences, if any ran (the page /runs/{run}/robustness/ has the rest).
+        context["robustness"] = selectors.analysis_sentences(run=run)
         # The consistency ratios recorded in the run's snapshot (absent from
         # runs launched before they were): never recomputed from live inputs.
         consistency = cast(dict, run.results).get("consistency")
