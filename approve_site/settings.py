@@ -307,11 +307,14 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "EXCEPTION_HANDLER": "workspace.api.exceptions.exception_handler",
-    "DEFAULT_PARSER_CLASSES": [
-        "workspace.api.parsers.StrictJSONParser",
-        "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
-    ],
+    # JSON only: a form or multipart body is refused with 415 naming the
+    # media types the operation reads. The uploads declare their own parsers
+    # (prediction sets: multipart and text/csv).
+    "DEFAULT_PARSER_CLASSES": ["workspace.api.parsers.StrictJSONParser"],
+    # A 415 names what the operation reads (workspace/api/parsers.py).
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "workspace.api.parsers.JSONOnlyNegotiation",
+    # The test client's bodies are JSON, as the API reads them.
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "workspace.api.schema.ApproveAutoSchema",
     # DRF's page numbers, with ?page= checked (400 for an empty or repeated one).
@@ -332,6 +335,8 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "approve API",
     "DESCRIPTION": "Multi-expert, multi-criteria evaluation of learning algorithms (APPrOVE).",
     "VERSION": "1",
+    # The repository has no licence file yet: this changes when the project chooses one (docs/api.md).
+    "LICENSE": {"name": "Proprietary: all rights reserved"},
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
