@@ -384,6 +384,8 @@ SPECTACULAR_SETTINGS = {
     # operations on what it made (workspace/api/schema.py).
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
+        # the components given as JSON Schema: documents, the bundle, errors (workspace/api/schema.py)
+        "workspace.api.schema.postprocess_components",
         "workspace.api.schema.postprocess_links",
         # nullable with a type, response headers, security: [] (workspace/api/schema.py)
         "workspace.api.schema.postprocess_metadata",

@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 from evaluation import report, selectors, services
 from evaluation.models import MetricComputation
 from workspace import limits
-from workspace.api.schema import VALIDATION_ERROR
+from workspace.api.schema import VALIDATION_ERROR, ref
 from workspace.api.serializers import BoundedListField, WriteSerializer
 from workspace.api.views import PaginatedListMixin, StudyScoped, validated
 from workspace.models import Direction, Metric
@@ -305,7 +305,7 @@ class PredictionSetEvaluationView(PredictionSetScoped, APIView):
     @extend_schema(
         parameters=REPORT_QUERY,
         responses={
-            200: OpenApiResponse(response=EVALUATION_SCHEMA, description="an approve-evaluation/1 document"),
+            200: OpenApiResponse(response=ref("EvaluationDocument"), description="an approve-evaluation/1 document"),
             400: VALIDATION_ERROR,
         },
     )

@@ -3,6 +3,7 @@ every create answer links to the operations on what it made; every operation
 has a summary and one tag (its area), and the headers the server sends are
 declared."""
 
+import copy
 import re
 from dataclasses import dataclass
 from typing import cast
@@ -14,25 +15,101 @@ from rest_framework.pagination import BasePagination
 from rest_framework.settings import api_settings
 
 from . import invitation_serializers as inv
-from .serializers import ErrorDetailSerializer, PrioritiesSerializer, WriteSerializer
+from .serializers import PrioritiesSerializer, WriteSerializer
 
 # The lists' paginator: api_settings imports the class its setting names
 # (the stubs type the setting as that name).
 pagination_class = cast(type[BasePagination], api_settings.DEFAULT_PAGINATION_CLASS)
 
-VALIDATION_ERROR = OpenApiResponse(
-    response={
-        "type": "object",
-        "additionalProperties": {"type": "array", "items": {"type": "string"}},
-        "description": "errors per field: a dotted path (e.g. `weights.Accuracy`) → messages",
-        "example": {"peer_weights.clinician": ["row sums to 0.9, must be 1"]},
+# --- named components ---------------------------------------------------------------
+# Schemas given as JSON Schema (documents, maps keyed by names, the error
+# bodies) are components of their own, referred to by name: generated clients
+# get one class each, with a name of its meaning, instead of one per
+# operation named after the operation.
+
+
+def ref(name: str) -> dict[str, str]:
+    """A reference to the component ``name`` (components/schemas)."""
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+_FIELDS = {
+    "type": "object",
+    "description": "errors per field: a dotted path (e.g. `weights.Accuracy`, `judgments[2]`) → messages",
+    "additionalProperties": {"type": "array", "items": {"type": "string"}},
+}
+# The error envelope (docs/api.md, "Errors"): `fields` only in a 400's.
+ERROR_BODY = {
+    "type": "object",
+    "description": "An error: a machine-readable code and the message.",
+    "required": ["code", "detail"],
+    "properties": {
+        "code": {"type": "string", "description": "machine-readable, e.g. `not_found`, `phase_conflict`"},
+        "detail": {"type": "string", "description": "the message, in words"},
+        "fields": {**_FIELDS, "description": "absent (or empty) outside a 400"},
     },
-    description="Invalid input: errors per field. Nothing was written.",
+    "example": {"code": "phase_conflict", "detail": "The study is in the draft phase; votes open in voting."},
+}
+VALIDATION_ERROR_BODY = {
+    "type": "object",
+    "description": "Invalid input: the messages per field. Nothing was written.",
+    "required": ["code", "detail", "fields"],
+    "properties": {
+        "code": {"type": "string", "description": "machine-readable: `invalid`"},
+        "detail": {"type": "string", "description": "a summary in words"},
+        "fields": _FIELDS,
+    },
+    "example": {
+        "code": "invalid",
+        "detail": "Invalid input.",
+        "fields": {"peer_weights.clinician": ["row sums to 0.9, must be 1"]},
+    },
+}
+
+VALIDATION_ERROR = OpenApiResponse(
+    response=ref("ValidationError"), description="Invalid input: errors per field. Nothing was written."
 )
 
 
 def _detail(description):
-    return OpenApiResponse(response=ErrorDetailSerializer, description=description)
+    return OpenApiResponse(response=ref("ErrorBody"), description=description)
+
+
+def error(description: str) -> OpenApiResponse:
+    """An error answer other than a 400, in the shared ``ErrorBody``."""
+    return _detail(description)
+
+
+def components() -> dict[str, dict]:
+    """The components given as JSON Schema, by name (added to the schema by
+    ``postprocess_components``)."""
+    from evaluation.api.computations import EVALUATION_SCHEMA  # (it imports the views, which import this)
+
+    from . import serializers as s
+
+    return {
+        "ErrorBody": ERROR_BODY,
+        "ValidationError": VALIDATION_ERROR_BODY,
+        "ResultsDocument": s.RESULTS_SCHEMA,
+        "EvaluationDocument": EVALUATION_SCHEMA,
+        "StudyBundle": s.BUNDLE_SCHEMA,
+        "CandidateScores": s.SCORES_SCHEMA,
+        "Ranges": s.RANGES_SCHEMA,
+        "PeerWeights": s.PEER_WEIGHTS_SCHEMA,
+        "Judgment": s.JUDGMENT_SCHEMA,
+        "JudgmentObject": s.JUDGMENT_OBJECT_SCHEMA,
+    }
+
+
+def postprocess_components(result: dict, generator: object, request: object, public: bool) -> dict:
+    """drf-spectacular postprocessing hook: add the components given as JSON
+    Schema (``components()``), which operations refer to with ``ref``."""
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    for name, schema in components().items():
+        assert name not in schemas, f"component {name} is also made by drf-spectacular"
+        schemas[name] = copy.deepcopy(schema)
+    result["components"]["schemas"] = dict(sorted(schemas.items()))
+    return result
 
 
 # Request bodies whose views refuse a field they do not know (besides every
@@ -48,6 +125,12 @@ CLOSED_REQUESTS = (
 
 
 API = "/api/v1"
+
+# Operations whose body may be left out: a link invitation (no username),
+# accepting without importing inputs, computing every mapped metric.
+OPTIONAL_BODIES = frozenset(
+    {"v1_studies_invitations_create", "v1_invitations_accept_create", "v1_studies_measurements_compute_create"}
+)
 
 # --- tags and summaries -------------------------------------------------------------
 # One tag per area, so that generated clients split into modules; the tags
@@ -181,6 +264,17 @@ class ApproveAutoSchema(AutoSchema):
             return summary
         description = self.get_description()
         return first_sentence(description) if description else None
+
+    def _get_request_body(self, direction="request"):
+        # A POST or PUT needs its body (drf-spectacular marks one required
+        # only when its serializer has a required field, never a body given
+        # as a schema: the bundle, the ranges, the peer weights), except where
+        # leaving it out means something (OPTIONAL_BODIES). A PATCH's fields
+        # are all optional.
+        body = super()._get_request_body(direction)
+        if body is not None and self.method in ("POST", "PUT") and self.get_operation_id() not in OPTIONAL_BODIES:
+            body["required"] = True
+        return body
 
     def _map_serializer(self, serializer: object, direction: str, bypass_extensions: bool = False) -> dict:
         schema = super()._map_serializer(serializer, direction, bypass_extensions)

@@ -10,7 +10,7 @@ from rest_framework import serializers
 from engine.disagreement import CONSENSUS_MEASURE, CONSENSUS_WORDING, WeightSpread
 from engine.models import Run
 from engine.rules import CONSISTENCY_THRESHOLD
-from workspace import limits, services
+from workspace import bundles, limits, services
 from workspace.models import AhpWeighting, ApiToken, Candidate, Membership, Metric, Phase, QualityAttribute, Study
 from workspace.selectors.studies import StudyDetail
 
@@ -45,10 +45,6 @@ class WriteSerializer(serializers.Serializer):
                     {name: [f"is not a field of this request (the fields are {known})"] for name in unknown}
                 )
         return super().to_internal_value(data)
-
-
-class ErrorDetailSerializer(serializers.Serializer):
-    detail = StrictCharField()
 
 
 class TokenRequestSerializer(WriteSerializer):
@@ -302,23 +298,73 @@ class PrioritisationResultSerializer(serializers.Serializer):
     most_inconsistent = InconsistentJudgmentSerializer(many=True)
 
 
+# A pairwise judgment: ``[row, column, value]`` (OpenAPI 3.0 has no
+# prefixItems: three items, each a name or a number), or the same as an
+# object, which the services read alike (workspace.services.inputs).
+JUDGMENT_SCHEMA = {
+    "type": "array",
+    "description": "[row, column, value]: how much more important row is than column, value in 1/9..9 (the "
+    "reciprocal is implied); row and column name items to prioritise",
+    "minItems": 3,
+    "maxItems": 3,
+    "items": {"oneOf": [{"type": "string"}, {"type": "number"}]},
+    "example": ["Accuracy", "Efficiency", 3],
+}
+JUDGMENT_OBJECT_SCHEMA = {
+    "type": "object",
+    "description": "a judgment as an object, the same as [row, column, value]",
+    "required": ["row", "column", "value"],
+    "properties": {"row": {"type": "string"}, "column": {"type": "string"}, "value": {"type": "number"}},
+    "additionalProperties": False,
+}
+JUDGMENT_INPUT = {"oneOf": [{"$ref": "#/components/schemas/Judgment"}, {"$ref": "#/components/schemas/JudgmentObject"}]}
+
+
+@extend_schema_field(
+    {
+        "type": "array",
+        "description": "every pair of items once, each as [row, column, value] or {row, column, value}",
+        "items": JUDGMENT_INPUT,
+    }
+)
+class JudgmentsInField(serializers.ListField):
+    """Judgments as a request gives them (the services check them)."""
+
+    child = serializers.JSONField()
+
+
+@extend_schema_field(
+    {"type": "array", "description": "as stored: [row, column, value]", "items": {"$ref": "#/components/schemas/Judgment"}}
+)
+class JudgmentsOutField(serializers.ListField):
+    """Judgments as stored: ``[row, column, value]``."""
+
+    child = serializers.JSONField()
+
+
 class LocalPrioritySerializer(serializers.Serializer):
     method = serializers.ChoiceField(choices=["direct", "ahp", "lpr"])
     weights = serializers.DictField(child=serializers.FloatField(), required=False)
-    judgments = serializers.ListField(
-        child=serializers.JSONField(), required=False, help_text="[[row, column, value], ...]"
-    )
+    judgments = JudgmentsInField(required=False)
 
 
 class PrioritiesSerializer(LocalPrioritySerializer):
     metric_priorities = serializers.DictField(child=LocalPrioritySerializer(), required=False)
 
 
+class LocalPriorityResponseSerializer(serializers.Serializer):
+    """A prioritisation as stored (judgments as triples)."""
+
+    method = serializers.ChoiceField(choices=["direct", "ahp", "lpr"])
+    weights = serializers.DictField(child=serializers.FloatField(), required=False)
+    judgments = JudgmentsOutField(required=False)
+
+
 class PrioritiesResponseSerializer(serializers.Serializer):
     method = serializers.ChoiceField(choices=["direct", "ahp", "lpr"], allow_null=True)
     weights = serializers.DictField(child=serializers.FloatField(), required=False)
-    judgments = serializers.ListField(child=serializers.JSONField(), required=False)
-    metric_priorities = serializers.DictField(child=LocalPrioritySerializer(), required=False)
+    judgments = JudgmentsOutField(required=False)
+    metric_priorities = serializers.DictField(child=LocalPriorityResponseSerializer(), required=False)
     result = PrioritisationResultSerializer(allow_null=True)
     metric_results = serializers.DictField(child=PrioritisationResultSerializer(), required=False)
 
@@ -496,6 +542,111 @@ RESULTS_SCHEMA = {
             },
         },
         "candidates": {"type": "array", "description": "best first", "items": _RESULTS_CANDIDATE_SCHEMA},
+    },
+}
+
+
+def _by_expert(description: str, value: dict) -> dict:
+    return {"type": "object", "description": description, "additionalProperties": value}
+
+
+_NAMES = {"type": "array", "items": {"type": "string"}}
+_LOCAL_PRIORITY_SCHEMA = {
+    "type": "object",
+    "description": "`direct` with `weights` (positive numbers in any unit, normalised), or `ahp`/`lpr` with "
+    "`judgments` (every pair of items once)",
+    "required": ["method"],
+    "properties": {
+        "method": {"type": "string", "enum": ["direct", "ahp", "lpr"]},
+        "weights": _numbers_by_name("{item: weight}"),
+        "judgments": {"type": "array", "items": JUDGMENT_INPUT},
+    },
+}
+# The approve-study/1 bundle (docs/formats.md): what export writes and import
+# reads. The importer checks every rule and names the field it refuses; the
+# schema gives the shape.
+BUNDLE_SCHEMA = {
+    "type": "object",
+    "description": "An approve-study/1 bundle (docs/formats.md): a study's setup and every expert's inputs, "
+    "by name. Import refuses a field not listed here.",
+    "required": ["format", "title"],
+    "additionalProperties": False,
+    "properties": {
+        "format": {"type": "string", "enum": [bundles.FORMAT]},
+        "title": {"type": "string"},
+        "description": {"type": "string"},
+        "phase": {"type": "string", "enum": list(Phase.values), "description": "default draft"},
+        "attribute_threshold": {"type": "integer", "minimum": 0, "description": "default 1"},
+        "metric_threshold": {"type": "integer", "minimum": 0, "description": "default 0"},
+        "ahp_weighting": {"type": "string", "enum": list(AhpWeighting.values), "description": "default column_means"},
+        "designer": {"type": "string", "description": "a username; through the API, your own or left out"},
+        "experts": {**_NAMES, "description": "distinct usernames"},
+        "attributes": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "kind": {"type": "string", "enum": list(QualityAttribute.Kind.values)},
+                    "description": {"type": "string"},
+                },
+            },
+        },
+        "metrics": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name", "attribute"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "attribute": {"type": "string", "description": "the attribute's name"},
+                    "better": {"type": "string", "enum": ["higher", "lower"]},
+                    "unit": {"type": "string"},
+                    "default_range": {
+                        "type": "array",
+                        "nullable": True,
+                        "description": "[least acceptable, desired], or null",
+                        "items": {"type": "number"},
+                        "minItems": 2,
+                        "maxItems": 2,
+                    },
+                },
+            },
+        },
+        "candidates": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "description": {"type": "string"},
+                    "measurements": _numbers_by_name("{metric: measured value}"),
+                },
+            },
+        },
+        "votes": {
+            "type": "object",
+            "properties": {
+                "attributes": _by_expert("{expert: the attributes voted for}", _NAMES),
+                "metrics": _by_expert("{expert: the metrics voted for}", _NAMES),
+            },
+        },
+        "priorities": _by_expert(
+            "{expert: prioritisation of the selected attributes}",
+            {
+                **_LOCAL_PRIORITY_SCHEMA,
+                "properties": {
+                    **_LOCAL_PRIORITY_SCHEMA["properties"],
+                    "metric_priorities": _by_expert(
+                        "{attribute: prioritisation of its selected metrics}", _LOCAL_PRIORITY_SCHEMA
+                    ),
+                },
+            },
+        ),
+        "ranges": _by_expert("{expert: {metric: [least acceptable, desired]}}", {"$ref": "#/components/schemas/Ranges"}),
+        "peer_weights": _by_expert("{expert: {expert: weight}}", _numbers_by_name("{expert: weight}")),
     },
 }
 
