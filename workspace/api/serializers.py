@@ -334,7 +334,11 @@ class JudgmentsInField(serializers.ListField):
 
 
 @extend_schema_field(
-    {"type": "array", "description": "as stored: [row, column, value]", "items": {"$ref": "#/components/schemas/Judgment"}}
+    {
+        "type": "array",
+        "description": "as stored: [row, column, value]",
+        "items": {"$ref": "#/components/schemas/Judgment"},
+    }
 )
 class JudgmentsOutField(serializers.ListField):
     """Judgments as stored: ``[row, column, value]``."""
@@ -645,7 +649,9 @@ BUNDLE_SCHEMA = {
                 },
             },
         ),
-        "ranges": _by_expert("{expert: {metric: [least acceptable, desired]}}", {"$ref": "#/components/schemas/Ranges"}),
+        "ranges": _by_expert(
+            "{expert: {metric: [least acceptable, desired]}}", {"$ref": "#/components/schemas/Ranges"}
+        ),
         "peer_weights": _by_expert("{expert: {expert: weight}}", _numbers_by_name("{expert: weight}")),
     },
 }
