@@ -73,7 +73,7 @@ class JSONOnlyNegotiation(DefaultContentNegotiation):
     def select_parser(self, request: Any, parsers: Sequence[BaseParser]) -> BaseParser | None:
         parser = super().select_parser(request, parsers)
         if parser is None:
-            media_type = request.content_type
+            media_type = request.content_type.partition(";")[0].strip()  # without a boundary or charset
             reads = " or ".join(parser.media_type for parser in parsers)
             raise UnsupportedMediaType(
                 media_type,
