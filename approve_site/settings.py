@@ -379,6 +379,10 @@ SPECTACULAR_SETTINGS = {
         "MetricWriteBetterEnum": ["higher", "lower"],
         # The catalogue's keys, which a computation's and a source's name too.
         "ComputationEnum": "evaluation.report.COMPUTATIONS",
+        # A study's phase, wherever it is (a transition's `to` too), and a
+        # prioritisation's method (the bundle's refers to it by name).
+        "PhaseEnum": "workspace.models.Phase",
+        "PrioritisationMethodEnum": "workspace.api.serializers.PRIORITISATION_METHODS",
     },
     # The default enum hook, then the links from each create answer to the
     # operations on what it made (workspace/api/schema.py).

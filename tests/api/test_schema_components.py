@@ -184,10 +184,17 @@ def test_named_components_are_used_by_their_operations(schema, path, method, whe
 
 def test_the_named_components_say_what_they_hold(schema):
     components = schema["components"]["schemas"]
-    assert components["ResultsDocument"]["properties"]["format"]["enum"] == ["approve-results/1"]
-    assert components["EvaluationDocument"]["properties"]["format"]["enum"] == ["approve-evaluation/1"]
+    formats = {
+        "ResultsDocument": "ResultsFormat",
+        "EvaluationDocument": "EvaluationFormat",
+        "StudyBundle": "BundleFormat",
+    }
+    for document, name in formats.items():
+        assert components[document]["properties"]["format"] == _ref(name)
+    assert components["ResultsFormat"]["enum"] == ["approve-results/1"]
+    assert components["EvaluationFormat"]["enum"] == ["approve-evaluation/1"]
+    assert components["BundleFormat"]["enum"] == ["approve-study/1"]
     bundle = components["StudyBundle"]
-    assert bundle["properties"]["format"]["enum"] == ["approve-study/1"]
     assert bundle["required"] == ["format", "title"] and bundle["additionalProperties"] is False
     # Every top-level field the importer reads, no other.
     from workspace.bundles import TOP_LEVEL
@@ -209,6 +216,45 @@ def test_no_component_name_ends_in_a_digit_and_none_repeats_another(schema):
         bodies[key] = name
     # No component is named after an operation (generators' long names).
     assert not [name for name in components if name.startswith(("V1", "Api"))]
+
+
+def test_nested_objects_of_the_documents_are_named_components(schema):
+    """datamodel-code-generator names a nested object after its property and
+    numbers repeats (the study's Metric model was ``Metric1``, ``Metric``
+    taken by a list of metric names): the documents' nested objects and the
+    lists of names are components."""
+    components = schema["components"]["schemas"]
+    results = components["ResultsDocument"]["properties"]
+    assert results["candidates"]["items"] == _ref("ResultsCandidate")
+    assert components["ResultsCandidate"]["properties"]["vetoes"]["items"] == _ref("Veto")
+    assert results["disagreement"] == _ref("Disagreement")
+    bundle = components["StudyBundle"]["properties"]
+    for section, name in (
+        ("attributes", "BundleAttribute"),
+        ("metrics", "BundleMetric"),
+        ("candidates", "BundleCandidate"),
+    ):
+        assert bundle[section]["items"] == _ref(name)
+    assert bundle["votes"] == _ref("BundleVotes")
+    assert components["VotesRequest"]["properties"]["metrics"]["items"] == _ref("Name")
+    assert components["Name"] == {"type": "string", "maxLength": 100, "description": "a name in the study"}
+    for name in ("Computation", "ComputationWriteRequest", "CatalogueEntry", "MeasurementSource"):
+        assert components[name]["properties"]["parameters"] == _ref("ComputationParameters"), name
+    # No nested object without a name, in any component.
+    for name, component in components.items():
+        for where, node in _walk(component):
+            if where and node.get("type") == "object" and node.get("properties"):
+                raise AssertionError(f"{name}{where}: a nested object without a component")
+
+
+def _walk(node, where=""):
+    if isinstance(node, dict):
+        yield where, node
+        for key, value in node.items():
+            yield from _walk(value, f"{where}/{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _walk(value, f"{where}/{index}")
 
 
 def test_no_operation_has_an_inline_object_body(schema):
@@ -240,8 +286,11 @@ def test_judgments_are_triples_or_objects(schema):
     # Answers give them as stored: triples.
     assert components["PrioritiesResponse"]["properties"]["judgments"]["items"] == _ref("Judgment")
     assert components["LocalPriorityResponse"]["properties"]["judgments"]["items"] == _ref("Judgment")
-    local = components["StudyBundle"]["properties"]["priorities"]["additionalProperties"]
-    assert local["properties"]["judgments"]["items"] == taken
+    assert components["StudyBundle"]["properties"]["priorities"]["additionalProperties"] == _ref("BundlePrioritisation")
+    for name in ("BundlePrioritisation", "BundleLocalPrioritisation"):
+        assert components[name]["properties"]["judgments"]["items"] == taken
+        assert components[name]["properties"]["method"] == _ref("PrioritisationMethodEnum")
+    assert components["PrioritisationMethodEnum"]["enum"] == ["direct", "ahp", "lpr"]
 
 
 def test_the_licence_is_in_info(schema):

@@ -1,4 +1,4 @@
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
 from django.conf import settings
@@ -70,7 +70,8 @@ class JSONOnlyNegotiation(DefaultContentNegotiation):
     form or multipart body sent to a JSON endpoint is told to send JSON
     (DRF's own message names only the media type it refused)."""
 
-    def select_parser(self, request: Any, parsers: Sequence[BaseParser]) -> BaseParser | None:
+    def select_parser(self, request: Any, parsers: Iterable[BaseParser]) -> BaseParser | None:
+        parsers = list(parsers)
         parser = super().select_parser(request, parsers)
         if parser is None:
             media_type = request.content_type.partition(";")[0].strip()  # without a boundary or charset

@@ -14,6 +14,8 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework.pagination import BasePagination
 from rest_framework.settings import api_settings
 
+from workspace import limits
+
 from . import invitation_serializers as inv
 from .serializers import PrioritiesSerializer, WriteSerializer
 
@@ -101,13 +103,58 @@ def components() -> dict[str, dict]:
     }
 
 
+HOIST = "x-component"
+# The names of attributes, metrics, candidates... in lists (votes, the metrics
+# to compute): one component, instead of a class per list named after its
+# items (datamodel-code-generator made the study's Metric model ``Metric1``,
+# the name ``Metric`` taken by the strings of a list of metrics).
+NAME_SCHEMA = {"type": "string", "maxLength": limits.NAME_MAX_LENGTH, "description": "a name in the study"}
+
+
+def _is_name(node: object) -> bool:
+    return (
+        isinstance(node, dict)
+        and node.get("type") == "string"
+        and node.get("maxLength") == limits.NAME_MAX_LENGTH
+        and set(node) <= {"type", "maxLength", "minLength"}
+    )
+
+
+def _hoisted(node: object, schemas: dict) -> object:
+    """``node`` with every nested schema marked ``x-component`` moved to
+    the components (by that name) and referred to, and every list of names
+    referring to ``Name``. A description or ``readOnly`` at the place of use
+    is dropped (a reference has no siblings in OpenAPI 3.0): the component
+    has its own description."""
+    if isinstance(node, list):
+        return [_hoisted(value, schemas) for value in node]
+    if not isinstance(node, dict):
+        return node
+    if HOIST in node:
+        name = node[HOIST]
+        body = {key: _hoisted(value, schemas) for key, value in node.items() if key not in (HOIST, "readOnly")}
+        known = schemas.setdefault(name, body)
+        same = {key: value for key, value in known.items() if key != "description"}
+        assert same == {key: value for key, value in body.items() if key != "description"}, f"two {name}"
+        return ref(name)
+    hoisted = {key: _hoisted(value, schemas) for key, value in node.items()}
+    if hoisted.get("type") == "array" and _is_name(hoisted.get("items")):
+        hoisted["items"] = ref("Name")
+    return hoisted
+
+
 def postprocess_components(result: dict, generator: object, request: object, public: bool) -> dict:
     """drf-spectacular postprocessing hook: add the components given as JSON
-    Schema (``components()``), which operations refer to with ``ref``."""
+    Schema (``components()``), which operations refer to with ``ref``, and
+    those nested schemas name (``x-component``)."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     for name, schema in components().items():
         assert name not in schemas, f"component {name} is also made by drf-spectacular"
         schemas[name] = copy.deepcopy(schema)
+    schemas["Name"] = dict(NAME_SCHEMA)
+    result["paths"] = _hoisted(result.get("paths", {}), schemas)
+    for name in list(schemas):
+        schemas[name] = _hoisted(schemas[name], schemas)
     result["components"]["schemas"] = dict(sorted(schemas.items()))
     return result
 
@@ -524,7 +571,7 @@ def _fix_nullable(node: object, components: dict) -> None:
             # which plain JSON Schema validators read the same way.
             value = {key: node.pop(key) for key in list(node) if key not in ("description", "readOnly")}
             value["type"] = next(kind for kind in kinds if kind != "null")
-            node["anyOf"] = [value, {"enum": [None]}]
+            node["anyOf"] = [value, ref("NullEnum")]
         if node.get("nullable") and "type" not in node:
             types = _nullable_types(node, components)
             if len(types) == 1 and None not in types:
@@ -541,6 +588,7 @@ def postprocess_metadata(result: dict, generator: object, request: object, publi
     the response headers the server sends, and ``security: []`` on the
     operations that need no credentials (the token request)."""
     components = result.get("components", {}).get("schemas", {})
+    components.setdefault("NullEnum", {"enum": [None]})  # (drf-spectacular's, for null in anyOf)
     _fix_nullable(components, components)
     for _path, _method, operation in _operations(result.get("paths", {})):
         _fix_nullable(operation, components)

@@ -298,6 +298,8 @@ class PrioritisationResultSerializer(serializers.Serializer):
     most_inconsistent = InconsistentJudgmentSerializer(many=True)
 
 
+PRIORITISATION_METHODS = ["direct", "ahp", "lpr"]
+
 # A pairwise judgment: ``[row, column, value]`` (OpenAPI 3.0 has no
 # prefixItems: three items, each a name or a number), or the same as an
 # object, which the services read alike (workspace.services.inputs).
@@ -347,7 +349,7 @@ class JudgmentsOutField(serializers.ListField):
 
 
 class LocalPrioritySerializer(serializers.Serializer):
-    method = serializers.ChoiceField(choices=["direct", "ahp", "lpr"])
+    method = serializers.ChoiceField(choices=PRIORITISATION_METHODS)
     weights = serializers.DictField(child=serializers.FloatField(), required=False)
     judgments = JudgmentsInField(required=False)
 
@@ -359,13 +361,13 @@ class PrioritiesSerializer(LocalPrioritySerializer):
 class LocalPriorityResponseSerializer(serializers.Serializer):
     """A prioritisation as stored (judgments as triples)."""
 
-    method = serializers.ChoiceField(choices=["direct", "ahp", "lpr"])
+    method = serializers.ChoiceField(choices=PRIORITISATION_METHODS)
     weights = serializers.DictField(child=serializers.FloatField(), required=False)
     judgments = JudgmentsOutField(required=False)
 
 
 class PrioritiesResponseSerializer(serializers.Serializer):
-    method = serializers.ChoiceField(choices=["direct", "ahp", "lpr"], allow_null=True)
+    method = serializers.ChoiceField(choices=PRIORITISATION_METHODS, allow_null=True)
     weights = serializers.DictField(child=serializers.FloatField(), required=False)
     judgments = JudgmentsOutField(required=False)
     metric_priorities = serializers.DictField(child=LocalPriorityResponseSerializer(), required=False)
@@ -399,16 +401,22 @@ def _strings(description: str) -> dict:
     return {"type": "array", "description": description, "items": {"type": "string"}}
 
 
+# "x-component": the name of the component a nested schema becomes (hoisted by
+# workspace.api.schema.postprocess_components), so that generated clients name
+# its class after it rather than after where it is.
 _WEIGHT_SPREAD_SCHEMA = {
+    "x-component": "WeightSpreads",
     "type": "object",
     "description": "{name: the experts' weights of it}: lowest, highest, mean and population standard deviation",
     "additionalProperties": {
+        "x-component": "WeightSpread",
         "type": "object",
         "required": list(WeightSpread._fields),
         "properties": {field: {"type": "number"} for field in WeightSpread._fields},
     },
 }
 _CONSENSUS_SCHEMA = {
+    "x-component": "Consensus",
     "type": "object",
     "required": ["value", "wording"],
     "properties": {
@@ -417,6 +425,7 @@ _CONSENSUS_SCHEMA = {
     },
 }
 _VETO_SCHEMA = {
+    "x-component": "Veto",
     "type": "object",
     "required": ["expert", "metric", "value", "range"],
     "properties": {
@@ -433,6 +442,7 @@ _VETO_SCHEMA = {
     },
 }
 _RESULTS_CANDIDATE_SCHEMA = {
+    "x-component": "ResultsCandidate",
     "type": "object",
     "required": ["name", "rank", "cef", "weighted_score", "vetoed", "vetoes", "group_scores"],
     "properties": {
@@ -472,7 +482,7 @@ RESULTS_SCHEMA = {
         "candidates",
     ],
     "properties": {
-        "format": {"type": "string", "enum": ["approve-results/1"]},
+        "format": {"x-component": "ResultsFormat", "type": "string", "enum": ["approve-results/1"]},
         "study": {"type": "string", "description": "the study's title"},
         "run": {"type": "integer"},
         "launched_at": {"type": "string", "format": "date-time"},
@@ -484,6 +494,7 @@ RESULTS_SCHEMA = {
         "metric_weights": _numbers_by_name("{metric: consensus weight a_j}"),
         "expert_influence": _numbers_by_name("{expert: influence pi_i}"),
         "disagreement": {
+            "x-component": "Disagreement",
             "type": "object",
             "description": "optional (absent from runs stored before it existed): how far the experts' weights "
             "lie apart",
@@ -492,6 +503,7 @@ RESULTS_SCHEMA = {
                 "attribute_weights": _WEIGHT_SPREAD_SCHEMA,
                 "metric_weights": _WEIGHT_SPREAD_SCHEMA,
                 "consensus": {
+                    "x-component": "GroupConsensus",
                     "type": "object",
                     "description": "the AHP-OS group consensus S* (Goepel 2018) of the experts' attribute and "
                     "metric weights, 0 (none) to 1 (full), with BPMSG's wording",
@@ -506,6 +518,7 @@ RESULTS_SCHEMA = {
             },
         },
         "consistency": {
+            "x-component": "ConsistencyReport",
             "type": "object",
             "description": "optional (absent from runs stored before it existed): the consistency ratio of each "
             "prioritisation from pairwise judgments (AHP, LPR) as the run's snapshot recorded it",
@@ -516,6 +529,7 @@ RESULTS_SCHEMA = {
                     "type": "array",
                     "description": "experts in the order they joined, the attributes' prioritisation first",
                     "items": {
+                        "x-component": "PrioritisationConsistency",
                         "type": "object",
                         "required": [
                             "expert",
@@ -531,7 +545,7 @@ RESULTS_SCHEMA = {
                                 "type": ["string", "null"],
                                 "description": "null: the prioritisation of the attributes; a name: of its metrics",
                             },
-                            "method": {"type": "string", "enum": ["ahp", "lpr"]},
+                            "method": {"x-component": "PairwiseMethodEnum", "type": "string", "enum": ["ahp", "lpr"]},
                             "consistency_ratio": {"type": "number"},
                             "inconsistent": {"type": "boolean", "description": "consistency_ratio above threshold"},
                             "acknowledged_at": {
@@ -555,13 +569,14 @@ def _by_expert(description: str, value: dict) -> dict:
 
 
 _NAMES = {"type": "array", "items": {"type": "string"}}
-_LOCAL_PRIORITY_SCHEMA = {
+_LOCAL_PRIORITY_SCHEMA: dict[str, Any] = {
+    "x-component": "BundleLocalPrioritisation",
     "type": "object",
     "description": "`direct` with `weights` (positive numbers in any unit, normalised), or `ahp`/`lpr` with "
     "`judgments` (every pair of items once)",
     "required": ["method"],
     "properties": {
-        "method": {"type": "string", "enum": ["direct", "ahp", "lpr"]},
+        "method": {"$ref": "#/components/schemas/PrioritisationMethodEnum"},
         "weights": _numbers_by_name("{item: weight}"),
         "judgments": {"type": "array", "items": JUDGMENT_INPUT},
     },
@@ -576,23 +591,24 @@ BUNDLE_SCHEMA = {
     "required": ["format", "title"],
     "additionalProperties": False,
     "properties": {
-        "format": {"type": "string", "enum": [bundles.FORMAT]},
+        "format": {"x-component": "BundleFormat", "type": "string", "enum": [bundles.FORMAT]},
         "title": {"type": "string"},
         "description": {"type": "string"},
-        "phase": {"type": "string", "enum": list(Phase.values), "description": "default draft"},
+        "phase": {"$ref": "#/components/schemas/PhaseEnum"},
         "attribute_threshold": {"type": "integer", "minimum": 0, "description": "default 1"},
         "metric_threshold": {"type": "integer", "minimum": 0, "description": "default 0"},
-        "ahp_weighting": {"type": "string", "enum": list(AhpWeighting.values), "description": "default column_means"},
+        "ahp_weighting": {"$ref": "#/components/schemas/AhpWeightingEnum"},
         "designer": {"type": "string", "description": "a username; through the API, your own or left out"},
         "experts": {**_NAMES, "description": "distinct usernames"},
         "attributes": {
             "type": "array",
             "items": {
+                "x-component": "BundleAttribute",
                 "type": "object",
                 "required": ["name"],
                 "properties": {
                     "name": {"type": "string"},
-                    "kind": {"type": "string", "enum": list(QualityAttribute.Kind.values)},
+                    "kind": {"$ref": "#/components/schemas/AttributeKindEnum"},
                     "description": {"type": "string"},
                 },
             },
@@ -600,12 +616,13 @@ BUNDLE_SCHEMA = {
         "metrics": {
             "type": "array",
             "items": {
+                "x-component": "BundleMetric",
                 "type": "object",
                 "required": ["name", "attribute"],
                 "properties": {
                     "name": {"type": "string"},
                     "attribute": {"type": "string", "description": "the attribute's name"},
-                    "better": {"type": "string", "enum": ["higher", "lower"]},
+                    "better": {"$ref": "#/components/schemas/MetricWriteBetterEnum"},
                     "unit": {"type": "string"},
                     "default_range": {
                         "type": "array",
@@ -621,6 +638,7 @@ BUNDLE_SCHEMA = {
         "candidates": {
             "type": "array",
             "items": {
+                "x-component": "BundleCandidate",
                 "type": "object",
                 "required": ["name"],
                 "properties": {
@@ -631,6 +649,7 @@ BUNDLE_SCHEMA = {
             },
         },
         "votes": {
+            "x-component": "BundleVotes",
             "type": "object",
             "properties": {
                 "attributes": _by_expert("{expert: the attributes voted for}", _NAMES),
@@ -641,6 +660,7 @@ BUNDLE_SCHEMA = {
             "{expert: prioritisation of the selected attributes}",
             {
                 **_LOCAL_PRIORITY_SCHEMA,
+                "x-component": "BundlePrioritisation",
                 "properties": {
                     **_LOCAL_PRIORITY_SCHEMA["properties"],
                     "metric_priorities": _by_expert(
