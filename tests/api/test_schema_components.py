@@ -356,3 +356,20 @@ def test_an_export_is_a_study_bundle_and_imports_as_one(api, cast, make_study, s
 
 def test_the_case_study_is_a_study_bundle(schema, case_study):
     jsonschema.validate(case_study, _json_schema(schema, "StudyBundle"))
+
+
+def test_a_bundle_takes_judgments_as_objects_too(make_study):
+    """The bundle's judgments go through the same services as the API's:
+    written as objects, they import as the triples do (the command line's
+    import, trusted with every expert's inputs)."""
+    from workspace.bundles import study_export_bundle, study_import_bundle
+
+    bundle = study_export_bundle(study=make_study(Phase.CLOSED).study)
+    as_objects = copy.deepcopy(bundle)
+    judgments = as_objects["priorities"]["carol"]["judgments"]
+    as_objects["priorities"]["carol"]["judgments"] = [{"row": r, "column": c, "value": v} for r, c, v in judgments]
+    assert len(judgments) == 3
+    first = study_export_bundle(study=study_import_bundle(bundle=bundle))
+    second = study_export_bundle(study=study_import_bundle(bundle=as_objects))
+    assert second == first
+    assert second["priorities"]["carol"]["judgments"] == judgments
