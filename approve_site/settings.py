@@ -373,10 +373,8 @@ SPECTACULAR_SETTINGS = {
         "InvitationStatusEnum": "workspace.api.invitation_serializers.STATUSES",
         "InvitationKindEnum": ["username", "link"],
         "RunStatusEnum": "engine.models.Run.Status",
-        # A metric's direction, and a computation's (the catalogue's): the
-        # model's choices; a new metric's (MetricWriteSerializer): plain values.
+        # A metric's direction, a new metric's, and a computation's (the catalogue's).
         "MetricBetterEnum": "workspace.models.Direction",
-        "MetricWriteBetterEnum": ["higher", "lower"],
         # The catalogue's keys, which a computation's and a source's name too.
         "ComputationEnum": "evaluation.report.COMPUTATIONS",
         # A study's phase, wherever it is (a transition's `to` too), and a

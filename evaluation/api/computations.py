@@ -33,6 +33,7 @@ _POSITIVE = {"type": "number", "minimum": 0, "exclusiveMinimum": True}
 # catalogue lists them).
 PARAMETER_SCHEMAS: dict[str, dict[str, Any]] = {
     "threshold_method": {
+        "x-component": "ThresholdMethodEnum",  # (one enum wherever it is: workspace.api.schema)
         "type": "string",
         "enum": list(report.THRESHOLD_METHODS),
         "description": "how a binary candidate's scores become labels when it has no y_pred column "
@@ -197,8 +198,10 @@ EVALUATION_SCHEMA = {
 REPORT_QUERY = [
     OpenApiParameter(
         name,
-        {"string": str, "boolean": bool}.get(PARAMETER_SCHEMAS[name]["type"], float),
-        enum=PARAMETER_SCHEMAS[name].get("enum"),
+        # an enum: its component's schema; otherwise the plain type
+        PARAMETER_SCHEMAS[name]
+        if "enum" in PARAMETER_SCHEMAS[name]
+        else {"string": str, "boolean": bool}.get(PARAMETER_SCHEMAS[name]["type"], float),
         description=PARAMETER_SCHEMAS[name]["description"],
     )
     for name in services.REPORT_PARAMETERS

@@ -373,3 +373,23 @@ def test_a_bundle_takes_judgments_as_objects_too(make_study):
     second = study_export_bundle(study=study_import_bundle(bundle=as_objects))
     assert second == first
     assert second["priorities"]["carol"]["judgments"] == judgments
+
+
+def test_each_set_of_choices_is_one_enum_named_after_its_meaning(schema):
+    components = schema["components"]["schemas"]
+    enums = {name: component["enum"] for name, component in components.items() if "enum" in component}
+    by_values = {}
+    for name, values in enums.items():
+        assert tuple(values) not in by_values, f"{name} repeats {by_values.get(tuple(values))}"
+        by_values[tuple(values)] = name
+    # A transition's `to` is a phase; a new attribute's kind is an attribute's kind.
+    assert components["TransitionRequest"]["properties"]["to"] == {"$ref": REF + "PhaseEnum"}
+    assert components["AttributeWriteRequest"]["properties"]["kind"]["allOf"] == [{"$ref": REF + "AttributeKindEnum"}]
+    # A query parameter's enum is a component too (not a class named after its operation).
+    evaluation = schema["paths"]["/api/v1/studies/{study_id}/predictions/{id}/evaluation/"]["get"]
+    threshold = next(p for p in evaluation["parameters"] if p["name"] == "threshold_method")
+    assert threshold["schema"] == _ref("ThresholdMethodEnum")
+    assert "fixed" in components["ThresholdMethodEnum"]["enum"]
+    for path, method, operation in _operations(schema):
+        for parameter in operation.get("parameters", []):
+            assert "enum" not in parameter["schema"], f"{method} {path} {parameter['name']}"

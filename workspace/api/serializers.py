@@ -11,7 +11,17 @@ from engine.disagreement import CONSENSUS_MEASURE, CONSENSUS_WORDING, WeightSpre
 from engine.models import Run
 from engine.rules import CONSISTENCY_THRESHOLD
 from workspace import bundles, limits, services
-from workspace.models import AhpWeighting, ApiToken, Candidate, Membership, Metric, Phase, QualityAttribute, Study
+from workspace.models import (
+    AhpWeighting,
+    ApiToken,
+    Candidate,
+    Direction,
+    Membership,
+    Metric,
+    Phase,
+    QualityAttribute,
+    Study,
+)
 from workspace.selectors.studies import StudyDetail
 
 
@@ -147,7 +157,7 @@ class StudyWriteSerializer(WriteSerializer):
 
 
 class TransitionSerializer(WriteSerializer):
-    to = serializers.ChoiceField(choices=Phase.values)
+    to = serializers.ChoiceField(choices=Phase.choices)
 
 
 class MemberSerializer(serializers.ModelSerializer):
@@ -184,7 +194,7 @@ class AttributeSerializer(serializers.ModelSerializer):
 
 class AttributeWriteSerializer(WriteSerializer):
     name = StrictCharField(max_length=limits.NAME_MAX_LENGTH)
-    kind = serializers.ChoiceField(choices=QualityAttribute.Kind.values, default=QualityAttribute.Kind.MAIN)
+    kind = serializers.ChoiceField(choices=QualityAttribute.Kind.choices, default=QualityAttribute.Kind.MAIN)
     description = StrictCharField(required=False, allow_blank=True, max_length=limits.ITEM_DESCRIPTION_MAX_LENGTH)
 
 
@@ -211,7 +221,7 @@ class MetricSerializer(serializers.ModelSerializer):
 class MetricWriteSerializer(WriteSerializer):
     name = StrictCharField(max_length=limits.NAME_MAX_LENGTH)
     attribute = StrictCharField(max_length=limits.NAME_MAX_LENGTH, help_text="the attribute's name")
-    better = serializers.ChoiceField(choices=["higher", "lower"], default="higher")
+    better = serializers.ChoiceField(choices=Direction.choices, default=Direction.HIGHER)
     unit = StrictCharField(required=False, allow_blank=True, max_length=limits.UNIT_MAX_LENGTH)
     default_range = serializers.ListField(
         child=serializers.FloatField(),
@@ -622,7 +632,7 @@ BUNDLE_SCHEMA = {
                 "properties": {
                     "name": {"type": "string"},
                     "attribute": {"type": "string", "description": "the attribute's name"},
-                    "better": {"$ref": "#/components/schemas/MetricWriteBetterEnum"},
+                    "better": {"$ref": "#/components/schemas/MetricBetterEnum"},
                     "unit": {"type": "string"},
                     "default_range": {
                         "type": "array",
