@@ -19,10 +19,10 @@ from workspace import invitations
 from workspace.models import Invitation
 
 from . import invitation_serializers as inv
-from .schema import _detail
+from .schema import error
 from .views import PaginatedListMixin, StudyScoped, location, validated
 
-CONFLICT = _detail(
+CONFLICT = error(
     "The invitation can no longer be answered, or the study's phase does not allow it; the detail says why."
 )
 

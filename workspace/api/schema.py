@@ -73,13 +73,9 @@ VALIDATION_ERROR = OpenApiResponse(
 )
 
 
-def _detail(description):
-    return OpenApiResponse(response=ref("ErrorBody"), description=description)
-
-
 def error(description: str) -> OpenApiResponse:
     """An error answer other than a 400, in the shared ``ErrorBody``."""
-    return _detail(description)
+    return OpenApiResponse(response=ref("ErrorBody"), description=description)
 
 
 def components() -> dict[str, dict]:
@@ -355,24 +351,24 @@ class ApproveAutoSchema(AutoSchema):
         if writes:
             responses[400] = VALIDATION_ERROR
         if self.get_auth():
-            responses[401] = _detail("Not authenticated.")
-            responses[403] = _detail("Authenticated, but this role may not do it (or CSRF failed).")
+            responses[401] = error("Not authenticated.")
+            responses[403] = error("Authenticated, but this role may not do it (or CSRF failed).")
         if "{" in self.path:
-            responses[404] = _detail("Not found, or not a member of the study (its existence is never revealed).")
+            responses[404] = error("Not found, or not a member of the study (its existence is never revealed).")
         if self._get_paginator() is not None:
             # workspace.api.pagination: a malformed ?page= (empty, repeated, not a number from 1)
             responses[400] = VALIDATION_ERROR
-            responses.setdefault(404, _detail("No such page of the list."))
+            responses.setdefault(404, error("No such page of the list."))
         if writes:
             # Answered before the view runs: by limits.BodySizeLimitMiddleware,
             # and by DRF for a body that is not JSON, a form or multipart.
-            responses[413] = _detail("The request body is over this operation's size limit; the detail gives both.")
+            responses[413] = error("The request body is over this operation's size limit; the detail gives both.")
             if self.method != "DELETE":
                 reads = ", ".join(parser.media_type for parser in self.view.get_parsers())
-                responses[415] = _detail(f"The body's Content-Type is not one this operation reads ({reads}).")
+                responses[415] = error(f"The body's Content-Type is not one this operation reads ({reads}).")
         # Phases belong to studies (an import's phase problems are 400s).
         if (writes and "{study_id}" in self.path) or self.path.endswith(("/results/", "/scores/")):
-            responses[409] = _detail("The study's phase (or the run's status) does not allow it; the detail says why.")
+            responses[409] = error("The study's phase (or the run's status) does not allow it; the detail says why.")
         return dict(sorted(responses.items()))
 
 
