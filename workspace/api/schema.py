@@ -57,13 +57,16 @@ VALIDATION_ERROR_BODY = {
     "description": "Invalid input: the messages per field. Nothing was written.",
     "required": ["code", "detail", "fields"],
     "properties": {
-        "code": {"type": "string", "description": "machine-readable: `invalid`"},
+        "code": {
+            "type": "string",
+            "description": "machine-readable: `invalid_input` (`parse_error` for a body that is not JSON)",
+        },
         "detail": {"type": "string", "description": "a summary in words"},
         "fields": _FIELDS,
     },
     "example": {
-        "code": "invalid",
-        "detail": "Invalid input.",
+        "code": "invalid_input",
+        "detail": "peer_weights.clinician: row sums to 0.9, must be 1",
         "fields": {"peer_weights.clinician": ["row sums to 0.9, must be 1"]},
     },
 }
