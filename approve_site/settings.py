@@ -312,11 +312,14 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "EXCEPTION_HANDLER": "workspace.api.exceptions.exception_handler",
-    "DEFAULT_PARSER_CLASSES": [
-        "workspace.api.parsers.StrictJSONParser",
-        "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
-    ],
+    # JSON only: a form or multipart body is refused with 415 naming the
+    # media types the operation reads. The uploads declare their own parsers
+    # (prediction sets: multipart and text/csv).
+    "DEFAULT_PARSER_CLASSES": ["workspace.api.parsers.StrictJSONParser"],
+    # A 415 names what the operation reads (workspace/api/parsers.py).
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "workspace.api.parsers.JSONOnlyNegotiation",
+    # The test client's bodies are JSON, as the API reads them.
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "workspace.api.schema.ApproveAutoSchema",
     # DRF's page numbers, with ?page= checked (400 for an empty or repeated one).
@@ -337,6 +340,8 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "approve API",
     "DESCRIPTION": "Multi-expert, multi-criteria evaluation of learning algorithms (APPrOVE).",
     "VERSION": "1",
+    # The repository has no licence file yet: this changes when the project chooses one (docs/api.md).
+    "LICENSE": {"name": "Proprietary: all rights reserved"},
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
@@ -376,17 +381,21 @@ SPECTACULAR_SETTINGS = {
         "AnalysisKindEnum": "engine.models.Analysis.Kind",
         "AnalysisStatusEnum": "engine.models.Analysis.Status",
         "WeightKindEnum": ["attribute", "metric"],
-        # A metric's direction, and a computation's (the catalogue's): the
-        # model's choices; a new metric's (MetricWriteSerializer): plain values.
+        # A metric's direction, a new metric's, and a computation's (the catalogue's).
         "MetricBetterEnum": "workspace.models.Direction",
-        "MetricWriteBetterEnum": ["higher", "lower"],
         # The catalogue's keys, which a computation's and a source's name too.
         "ComputationEnum": "evaluation.report.COMPUTATIONS",
+        # A study's phase, wherever it is (a transition's `to` too), and a
+        # prioritisation's method (the bundle's refers to it by name).
+        "PhaseEnum": "workspace.models.Phase",
+        "PrioritisationMethodEnum": "workspace.api.serializers.PRIORITISATION_METHODS",
     },
     # The default enum hook, then the links from each create answer to the
     # operations on what it made (workspace/api/schema.py).
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
+        # the components given as JSON Schema: documents, the bundle, errors (workspace/api/schema.py)
+        "workspace.api.schema.postprocess_components",
         "workspace.api.schema.postprocess_links",
         # nullable with a type, response headers, security: [] (workspace/api/schema.py)
         "workspace.api.schema.postprocess_metadata",

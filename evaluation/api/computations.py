@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 from evaluation import report, selectors, services
 from evaluation.models import MetricComputation
 from workspace import limits
-from workspace.api.schema import VALIDATION_ERROR
+from workspace.api.schema import VALIDATION_ERROR, ref
 from workspace.api.serializers import BoundedListField, WriteSerializer
 from workspace.api.views import PaginatedListMixin, StudyScoped, validated
 from workspace.models import Direction, Metric
@@ -33,6 +33,7 @@ _POSITIVE = {"type": "number", "minimum": 0, "exclusiveMinimum": True}
 # catalogue lists them).
 PARAMETER_SCHEMAS: dict[str, dict[str, Any]] = {
     "threshold_method": {
+        "x-component": "ThresholdMethodEnum",  # (one enum wherever it is: workspace.api.schema)
         "type": "string",
         "enum": list(report.THRESHOLD_METHODS),
         "description": "how a binary candidate's scores become labels when it has no y_pred column "
@@ -63,14 +64,17 @@ PARAMETER_SCHEMAS: dict[str, dict[str, Any]] = {
 assert set(PARAMETER_SCHEMAS) == {name for names in services.PARAMETER_FIELDS.values() for name in names}
 
 
-@extend_schema_field(
-    {
-        "type": "object",
-        "description": "the computation's parameters by name: only those it takes; the defaults for those left out",
-        "properties": PARAMETER_SCHEMAS,
-        "additionalProperties": False,
-    }
-)
+# One component (workspace.api.schema.postprocess_components) for every use.
+PARAMETERS_SCHEMA = {
+    "x-component": "ComputationParameters",
+    "type": "object",
+    "description": "a computation's parameters by name: only those it takes (a default for each left out)",
+    "properties": PARAMETER_SCHEMAS,
+    "additionalProperties": False,
+}
+
+
+@extend_schema_field(PARAMETERS_SCHEMA)
 class ParametersField(serializers.JSONField):
     """Any JSON: the service checks it and names the parameter it refuses
     (``parameters.threshold_sensitivity``)."""
@@ -112,14 +116,7 @@ class CatalogueEntrySerializer(serializers.Serializer):
     needs = serializers.CharField(help_text="the columns of the predictions it needs")
     parameters = serializers.SerializerMethodField()
 
-    @extend_schema_field(
-        {
-            "type": "object",
-            "description": "the parameters it takes, each with its default",
-            "properties": PARAMETER_SCHEMAS,
-            "additionalProperties": False,
-        }
-    )
+    @extend_schema_field(PARAMETERS_SCHEMA)
     def get_parameters(self, computation: report.Computation) -> dict[str, Any]:
         return {name: getattr(DEFAULTS, name) for name in services.computation_parameter_names(computation.key)}
 
@@ -176,12 +173,18 @@ EVALUATION_SCHEMA = {
     "description": "An approve-evaluation/1 document (docs/formats.md), compact JSON.",
     "required": ["format", "positive", "candidates", "notes"],
     "properties": {
-        "format": {"type": "string", "enum": [report.FORMAT]},
+        "format": {"x-component": "EvaluationFormat", "type": "string", "enum": [report.FORMAT]},
         "positive": {"type": "string", "nullable": True, "description": "the set's positive label, or null"},
         "candidates": {
             "type": "object",
             "description": "{candidate: {metric: value}}: every metric its columns allow; null where one is undefined",
-            "additionalProperties": {"type": "object", "properties": _DOCUMENT_VALUES, "additionalProperties": False},
+            "additionalProperties": {
+                "x-component": "EvaluationMetrics",
+                "type": "object",
+                "description": "{metric: value}: every metric the candidate's columns allow; null where undefined",
+                "properties": _DOCUMENT_VALUES,
+                "additionalProperties": False,
+            },
         },
         "notes": {
             "type": "object",
@@ -195,8 +198,10 @@ EVALUATION_SCHEMA = {
 REPORT_QUERY = [
     OpenApiParameter(
         name,
-        {"string": str, "boolean": bool}.get(PARAMETER_SCHEMAS[name]["type"], float),
-        enum=PARAMETER_SCHEMAS[name].get("enum"),
+        # an enum: its component's schema; otherwise the plain type
+        PARAMETER_SCHEMAS[name]
+        if "enum" in PARAMETER_SCHEMAS[name]
+        else {"string": str, "boolean": bool}.get(PARAMETER_SCHEMAS[name]["type"], float),
         description=PARAMETER_SCHEMAS[name]["description"],
     )
     for name in services.REPORT_PARAMETERS
@@ -305,7 +310,7 @@ class PredictionSetEvaluationView(PredictionSetScoped, APIView):
     @extend_schema(
         parameters=REPORT_QUERY,
         responses={
-            200: OpenApiResponse(response=EVALUATION_SCHEMA, description="an approve-evaluation/1 document"),
+            200: OpenApiResponse(response=ref("EvaluationDocument"), description="an approve-evaluation/1 document"),
             400: VALIDATION_ERROR,
         },
     )

@@ -124,19 +124,30 @@ def test_results_carry_the_disagreement_measures(closed_run, api, cast):
 
 
 def _results_schema(client):
+    """The document's schema (the ResultsDocument component), with the
+    components beside it so that its references resolve."""
     schema = client.get("/api/schema/?format=json").json()
     operation = schema["paths"]["/api/v1/runs/{run_id}/results/"]["get"]
-    return operation["responses"]["200"]["content"]["application/json"]["schema"]
+    answer = operation["responses"]["200"]["content"]["application/json"]["schema"]
+    assert answer == {"$ref": "#/components/schemas/ResultsDocument"}
+    return {**schema["components"]["schemas"]["ResultsDocument"], "components": schema["components"]}
+
+
+def _resolved(schema, node):
+    """A node of the schema, its reference followed."""
+    ref = node.get("$ref", "")
+    return schema["components"]["schemas"][ref.rpartition("/")[2]] if ref else node
 
 
 def test_the_schema_describes_the_document_and_its_optional_fields(closed_run, api, cast):
     client = api(cast.bob)
     schema = _results_schema(client)
-    candidate = schema["properties"]["candidates"]["items"]
+    candidate = _resolved(schema, schema["properties"]["candidates"]["items"])
     assert "disagreement" in schema["properties"] and "disagreement" not in schema["required"]
     assert "veto_shares" in candidate["properties"] and "veto_shares" not in candidate["required"]
     assert "individual_scores" in candidate["properties"] and "individual_scores" not in candidate["required"]
-    consensus = schema["properties"]["disagreement"]["properties"]["consensus"]
+    disagreement = _resolved(schema, schema["properties"]["disagreement"])
+    consensus = _resolved(schema, disagreement["properties"]["consensus"])
     assert consensus["properties"]["measure"]["enum"] == ["ahp_os_s_star"]
     document = client.get(f"{API}/runs/{closed_run.pk}/results/").json()
     jsonschema.validate(document, schema)

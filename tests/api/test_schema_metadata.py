@@ -166,9 +166,16 @@ def test_the_schema_is_valid_openapi_3_0(schema):
     ``attribute`` and ``acknowledged_at`` had them)."""
     validate_schema(schema)
     assert not [where for where, node in _walk(schema) if isinstance(node.get("type"), list)]
-    results = schema["paths"]["/api/v1/runs/{run_id}/results/"]["get"]["responses"]["200"]["content"]
-    consistency = results["application/json"]["schema"]["properties"]["consistency"]
-    prioritisation = consistency["properties"]["prioritisations"]["items"]["properties"]
-    assert prioritisation["acknowledged_at"]["anyOf"] == [{"type": "string", "format": "date-time"}, {"enum": [None]}]
-    assert prioritisation["attribute"]["anyOf"] == [{"type": "string"}, {"enum": [None]}]
+    components = schema["components"]["schemas"]
+    consistency = components["ConsistencyReport"]
+    assert components["ResultsDocument"]["properties"]["consistency"] == {
+        "$ref": "#/components/schemas/ConsistencyReport"
+    }
+    items = consistency["properties"]["prioritisations"]["items"]
+    assert items == {"$ref": "#/components/schemas/PrioritisationConsistency"}
+    prioritisation = components["PrioritisationConsistency"]["properties"]
+    null = {"$ref": "#/components/schemas/NullEnum"}
+    assert components["NullEnum"] == {"enum": [None]}
+    assert prioritisation["acknowledged_at"]["anyOf"] == [{"type": "string", "format": "date-time"}, null]
+    assert prioritisation["attribute"]["anyOf"] == [{"type": "string"}, null]
     assert prioritisation["attribute"]["description"].startswith("null: the prioritisation of the attributes")

@@ -305,11 +305,14 @@ def test_a_body_of_an_unknown_content_type_is_a_documented_415(api, cast, docume
     Content-Type was answered 415, which no operation documented."""
     response = api(cast.alice).generic("POST", "/api/v1/studies/", "title=x", content_type="text/plain")
     assert response.status_code == 415
-    assert response.json() == {"detail": 'Unsupported media type "text/plain" in request.'}
+    assert response.json()["detail"] == (
+        'Unsupported media type "text/plain": this operation reads application/json only '
+        "(send the body with that Content-Type)."
+    )
     for path, method in [("/api/v1/studies/", "post"), ("/api/v1/studies/{study_id}/my/votes/", "put")]:
         responses = document["paths"][path][method]["responses"]
         assert {"413", "415"} <= set(responses), (path, sorted(responses))
-        assert responses["415"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ErrorDetail"}
+        assert responses["415"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ErrorBody"}
     assert "415" not in document["paths"]["/api/v1/studies/{study_id}/"]["delete"]["responses"]
 
 

@@ -125,7 +125,10 @@ def test_a_form_without_a_file_and_a_json_body_are_refused(study, clients, nothi
         as_json = clients["alice"].post(url, {"file": HOLDOUT}, format="json")
     assert (no_file.status_code, no_file.json()) == (400, {"file": ["No file was submitted."]})
     assert as_json.status_code == 415
-    assert as_json.json() == {"detail": 'Unsupported media type "application/json" in request.'}
+    assert as_json.json()["detail"] == (
+        'Unsupported media type "application/json": this operation reads multipart/form-data or text/csv only '
+        "(send the body with that Content-Type)."
+    )
 
 
 def test_the_upload_takes_up_to_its_own_size_limit_and_answers_413_past_it(study, clients, nothing_stored):

@@ -809,11 +809,18 @@ def _with(position, judgment):
         (_with(1, ["Accuracy", "Efficiency"]), "judgments[1]", "must be [row, column, value]"),
         (_with(1, ["Accuracy", "Efficiency", 5, 1]), "judgments[1]", "must be [row, column, value]"),
         (_with(1, "Accuracy>Efficiency"), "judgments[1]", "must be [row, column, value]"),
+        # An object is read as [row, column, value] (issue 18) when it has exactly those keys.
         (
-            _with(1, {"row": "Accuracy", "column": "Efficiency", "value": 5}),
+            _with(1, {"row": "Accuracy", "column": "Efficiency", "weight": 5}),
             "judgments[1]",
-            "must be [row, column, value]",
+            "must be [row, column, value] or an object with exactly row, column and value",
         ),
+        (
+            _with(1, {"row": "Accuracy", "column": "Efficiency", "value": 5, "note": ""}),
+            "judgments[1]",
+            "an object with exactly row, column and value",
+        ),
+        (_with(1, {"row": "Accuracy", "column": "Efficiency", "value": "5"}), "judgments[1]", "number"),
         (_with(1, [["Accuracy"], "Efficiency", 5]), "judgments[1]", ""),
         (_with(1, [0, 2, 5]), "judgments[1]", ""),
         ({"Accuracy": {"Consistency": 3}}, "judgments", "must be a list"),

@@ -69,17 +69,14 @@ class NewInvitationSerializer(InvitationSerializer):
 
 class InvitationWriteSerializer(serializers.Serializer):
     """``{"username": ...}`` invites a username, ``{}`` or ``{"kind":
-    "link"}`` makes a link invitation. A form body sends every field, an
-    empty one included: an empty username is refused (it used to make a
-    link invitation), and a form body must name its ``kind`` when it gives
-    no username (issue 17, finding 8). ``context["form"]``: the body is a
-    form, not JSON."""
+    "link"}`` makes a link invitation. An empty username is refused (it used
+    to make a link invitation; issue 17, finding 8). The API reads JSON only,
+    so the form-body cases of that finding now answer 415."""
 
     kind = serializers.ChoiceField(
         choices=["username", "link"],
         required=False,
-        help_text="`username` (the default when a username is given) or `link` (the default without one); "
-        "required in a form body without a username",
+        help_text="`username` (the default when a username is given) or `link` (the default without one)",
     )
     username = s.StrictCharField(
         max_length=limits.USERNAME_MAX_LENGTH,
@@ -88,7 +85,7 @@ class InvitationWriteSerializer(serializers.Serializer):
     )
 
     def to_internal_value(self, data):
-        # DRF drops an empty form field that is not required: refuse it instead.
+        # An empty username is not a link invitation: refused, with what to do instead.
         if isinstance(data, Mapping) and "username" in data and data["username"] == "":
             raise serializers.ValidationError(
                 {"username": ["must not be empty: give a username, or leave it out with kind=link for a link"]}
@@ -101,10 +98,6 @@ class InvitationWriteSerializer(serializers.Serializer):
             raise serializers.ValidationError({"username": ["a link invitation has no username: leave it out"]})
         if kind == "username" and not has_username:
             raise serializers.ValidationError({"username": ["is required for an invitation of kind username"]})
-        if kind is None and not has_username and self.context.get("form"):
-            raise serializers.ValidationError(
-                {"kind": ["is required in a form body without a username: send kind=link for a link invitation"]}
-            )
         return {"kind": "username" if has_username else "link", **attrs}
 
 

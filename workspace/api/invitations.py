@@ -19,10 +19,10 @@ from workspace import invitations
 from workspace.models import Invitation
 
 from . import invitation_serializers as inv
-from .schema import _detail
+from .schema import error
 from .views import PaginatedListMixin, StudyScoped, location, validated
 
-CONFLICT = _detail(
+CONFLICT = error(
     "The invitation can no longer be answered, or the study's phase does not allow it; the detail says why."
 )
 
@@ -46,13 +46,11 @@ class StudyInvitationListView(StudyScoped, PaginatedListMixin, APIView):
     def post(self, request, study_id):
         """Invite a username, or, with ``{}`` (or ``{"kind": "link"}``), create
         a link invitation whose ``key`` is shown in this answer only (draft
-        phase). An empty username is refused; a form body without a username
-        must send ``kind=link``. The answer is the same whether or not an
-        account of that name exists."""
+        phase). An empty username is refused. The answer is the same whether
+        or not an account of that name exists."""
         self.require_designer("invite experts")
         _only(request, {"username", "kind"})
-        is_form = (request.content_type or "").startswith(("application/x-www-form-urlencoded", "multipart/form-data"))
-        data = validated(inv.InvitationWriteSerializer, request.data, context={"form": is_form})
+        data = validated(inv.InvitationWriteSerializer, request.data)
         invitation, key = invitations.invitation_create(
             study=self.study(), created_by=request.user, username=data.get("username")
         )

@@ -1,9 +1,10 @@
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
 from django.conf import settings
-from rest_framework.exceptions import ParseError
-from rest_framework.parsers import JSONParser
+from rest_framework.exceptions import ParseError, UnsupportedMediaType
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.parsers import BaseParser, JSONParser
 from rest_framework.utils import json
 
 from workspace import limits
@@ -62,3 +63,22 @@ class StrictJSONParser(JSONParser):
                 "JSON parse error - the body contains a lone surrogate (\\ud800-\\udfff), which is not text"
             )
         return data
+
+
+class JSONOnlyNegotiation(DefaultContentNegotiation):
+    """DRF's negotiation, with a 415 that says what the operation reads: a
+    form or multipart body sent to a JSON endpoint is told to send JSON
+    (DRF's own message names only the media type it refused)."""
+
+    def select_parser(self, request: Any, parsers: Iterable[BaseParser]) -> BaseParser | None:
+        parsers = list(parsers)
+        parser = super().select_parser(request, parsers)
+        if parser is None:
+            media_type = request.content_type.partition(";")[0].strip()  # without a boundary or charset
+            reads = " or ".join(parser.media_type for parser in parsers)
+            raise UnsupportedMediaType(
+                media_type,
+                detail=f'Unsupported media type "{media_type}": this operation reads {reads} only '
+                "(send the body with that Content-Type).",
+            )
+        return parser

@@ -3,6 +3,7 @@ every create answer links to the operations on what it made; every operation
 has a summary and one tag (its area), and the headers the server sends are
 declared."""
 
+import copy
 import re
 from dataclasses import dataclass
 from typing import cast
@@ -13,26 +14,148 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework.pagination import BasePagination
 from rest_framework.settings import api_settings
 
+from workspace import limits
+
 from . import invitation_serializers as inv
-from .serializers import ErrorDetailSerializer, PrioritiesSerializer, WriteSerializer
+from .serializers import PrioritiesSerializer, WriteSerializer
 
 # The lists' paginator: api_settings imports the class its setting names
 # (the stubs type the setting as that name).
 pagination_class = cast(type[BasePagination], api_settings.DEFAULT_PAGINATION_CLASS)
 
-VALIDATION_ERROR = OpenApiResponse(
-    response={
-        "type": "object",
-        "additionalProperties": {"type": "array", "items": {"type": "string"}},
-        "description": "errors per field: a dotted path (e.g. `weights.Accuracy`) → messages",
-        "example": {"peer_weights.clinician": ["row sums to 0.9, must be 1"]},
+# --- named components ---------------------------------------------------------------
+# Schemas given as JSON Schema (documents, maps keyed by names, the error
+# bodies) are components of their own, referred to by name: generated clients
+# get one class each, with a name of its meaning, instead of one per
+# operation named after the operation.
+
+
+def ref(name: str) -> dict[str, str]:
+    """A reference to the component ``name`` (components/schemas)."""
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+_FIELDS = {
+    "type": "object",
+    "description": "errors per field: a dotted path (e.g. `weights.Accuracy`, `judgments[2]`) → messages",
+    "additionalProperties": {"type": "array", "items": {"type": "string"}},
+}
+# The error envelope (docs/api.md, "Errors"): `fields` only in a 400's.
+ERROR_BODY = {
+    "type": "object",
+    "description": "An error: a machine-readable code and the message.",
+    "required": ["code", "detail"],
+    "properties": {
+        "code": {"type": "string", "description": "machine-readable, e.g. `not_found`, `phase_conflict`"},
+        "detail": {"type": "string", "description": "the message, in words"},
+        "fields": {**_FIELDS, "description": "absent (or empty) outside a 400"},
     },
-    description="Invalid input: errors per field. Nothing was written.",
+    "example": {"code": "phase_conflict", "detail": "The study is in the draft phase; votes open in voting."},
+}
+VALIDATION_ERROR_BODY = {
+    "type": "object",
+    "description": "Invalid input: the messages per field. Nothing was written.",
+    "required": ["code", "detail", "fields"],
+    "properties": {
+        "code": {
+            "type": "string",
+            "description": "machine-readable: `invalid_input` (`parse_error` for a body that is not JSON)",
+        },
+        "detail": {"type": "string", "description": "a summary in words"},
+        "fields": _FIELDS,
+    },
+    "example": {
+        "code": "invalid_input",
+        "detail": "peer_weights.clinician: row sums to 0.9, must be 1",
+        "fields": {"peer_weights.clinician": ["row sums to 0.9, must be 1"]},
+    },
+}
+
+VALIDATION_ERROR = OpenApiResponse(
+    response=ref("ValidationError"), description="Invalid input: errors per field. Nothing was written."
 )
 
 
-def _detail(description):
-    return OpenApiResponse(response=ErrorDetailSerializer, description=description)
+def error(description: str) -> OpenApiResponse:
+    """An error answer other than a 400, in the shared ``ErrorBody``."""
+    return OpenApiResponse(response=ref("ErrorBody"), description=description)
+
+
+def components() -> dict[str, dict]:
+    """The components given as JSON Schema, by name (added to the schema by
+    ``postprocess_components``)."""
+    from evaluation.api.computations import EVALUATION_SCHEMA  # (it imports the views, which import this)
+
+    from . import serializers as s
+
+    return {
+        "ErrorBody": ERROR_BODY,
+        "ValidationError": VALIDATION_ERROR_BODY,
+        "ResultsDocument": s.RESULTS_SCHEMA,
+        "EvaluationDocument": EVALUATION_SCHEMA,
+        "StudyBundle": s.BUNDLE_SCHEMA,
+        "CandidateScores": s.SCORES_SCHEMA,
+        "Ranges": s.RANGES_SCHEMA,
+        "PeerWeights": s.PEER_WEIGHTS_SCHEMA,
+        "Judgment": s.JUDGMENT_SCHEMA,
+        "JudgmentObject": s.JUDGMENT_OBJECT_SCHEMA,
+    }
+
+
+HOIST = "x-component"
+# The names of attributes, metrics, candidates... in lists (votes, the metrics
+# to compute): one component, instead of a class per list named after its
+# items (datamodel-code-generator made the study's Metric model ``Metric1``,
+# the name ``Metric`` taken by the strings of a list of metrics).
+NAME_SCHEMA = {"type": "string", "maxLength": limits.NAME_MAX_LENGTH, "description": "a name in the study"}
+
+
+def _is_name(node: object) -> bool:
+    return (
+        isinstance(node, dict)
+        and node.get("type") == "string"
+        and node.get("maxLength") == limits.NAME_MAX_LENGTH
+        and set(node) <= {"type", "maxLength", "minLength"}
+    )
+
+
+def _hoisted(node: object, schemas: dict) -> object:
+    """``node`` with every nested schema marked ``x-component`` moved to
+    the components (by that name) and referred to, and every list of names
+    referring to ``Name``. A description or ``readOnly`` at the place of use
+    is dropped (a reference has no siblings in OpenAPI 3.0): the component
+    has its own description."""
+    if isinstance(node, list):
+        return [_hoisted(value, schemas) for value in node]
+    if not isinstance(node, dict):
+        return node
+    if HOIST in node:
+        name = node[HOIST]
+        body = {key: _hoisted(value, schemas) for key, value in node.items() if key not in (HOIST, "readOnly")}
+        known = schemas.setdefault(name, body)
+        same = {key: value for key, value in known.items() if key != "description"}
+        assert same == {key: value for key, value in body.items() if key != "description"}, f"two {name}"
+        return ref(name)
+    hoisted = {key: _hoisted(value, schemas) for key, value in node.items()}
+    if hoisted.get("type") == "array" and _is_name(hoisted.get("items")):
+        hoisted["items"] = ref("Name")
+    return hoisted
+
+
+def postprocess_components(result: dict, generator: object, request: object, public: bool) -> dict:
+    """drf-spectacular postprocessing hook: add the components given as JSON
+    Schema (``components()``), which operations refer to with ``ref``, and
+    those nested schemas name (``x-component``)."""
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    for name, schema in components().items():
+        assert name not in schemas, f"component {name} is also made by drf-spectacular"
+        schemas[name] = copy.deepcopy(schema)
+    schemas["Name"] = dict(NAME_SCHEMA)
+    result["paths"] = _hoisted(result.get("paths", {}), schemas)
+    for name in list(schemas):
+        schemas[name] = _hoisted(schemas[name], schemas)
+    result["components"]["schemas"] = dict(sorted(schemas.items()))
+    return result
 
 
 # Request bodies whose views refuse a field they do not know (besides every
@@ -48,6 +171,12 @@ CLOSED_REQUESTS = (
 
 
 API = "/api/v1"
+
+# Operations whose body may be left out: a link invitation (no username),
+# accepting without importing inputs, computing every mapped metric.
+OPTIONAL_BODIES = frozenset(
+    {"v1_studies_invitations_create", "v1_invitations_accept_create", "v1_studies_measurements_compute_create"}
+)
 
 # --- tags and summaries -------------------------------------------------------------
 # One tag per area, so that generated clients split into modules; the tags
@@ -182,6 +311,17 @@ class ApproveAutoSchema(AutoSchema):
         description = self.get_description()
         return first_sentence(description) if description else None
 
+    def _get_request_body(self, direction="request"):
+        # A POST or PUT needs its body (drf-spectacular marks one required
+        # only when its serializer has a required field, never a body given
+        # as a schema: the bundle, the ranges, the peer weights), except where
+        # leaving it out means something (OPTIONAL_BODIES). A PATCH's fields
+        # are all optional.
+        body = super()._get_request_body(direction)
+        if body is not None and self.method in ("POST", "PUT") and self.get_operation_id() not in OPTIONAL_BODIES:
+            body["required"] = True
+        return body
+
     def _map_serializer(self, serializer: object, direction: str, bypass_extensions: bool = False) -> dict:
         schema = super()._map_serializer(serializer, direction, bypass_extensions)
         closed = isinstance(force_instance(serializer), CLOSED_REQUESTS)
@@ -214,24 +354,24 @@ class ApproveAutoSchema(AutoSchema):
         if writes:
             responses[400] = VALIDATION_ERROR
         if self.get_auth():
-            responses[401] = _detail("Not authenticated.")
-            responses[403] = _detail("Authenticated, but this role may not do it (or CSRF failed).")
+            responses[401] = error("Not authenticated.")
+            responses[403] = error("Authenticated, but this role may not do it (or CSRF failed).")
         if "{" in self.path:
-            responses[404] = _detail("Not found, or not a member of the study (its existence is never revealed).")
+            responses[404] = error("Not found, or not a member of the study (its existence is never revealed).")
         if self._get_paginator() is not None:
             # workspace.api.pagination: a malformed ?page= (empty, repeated, not a number from 1)
             responses[400] = VALIDATION_ERROR
-            responses.setdefault(404, _detail("No such page of the list."))
+            responses.setdefault(404, error("No such page of the list."))
         if writes:
             # Answered before the view runs: by limits.BodySizeLimitMiddleware,
             # and by DRF for a body that is not JSON, a form or multipart.
-            responses[413] = _detail("The request body is over this operation's size limit; the detail gives both.")
+            responses[413] = error("The request body is over this operation's size limit; the detail gives both.")
             if self.method != "DELETE":
                 reads = ", ".join(parser.media_type for parser in self.view.get_parsers())
-                responses[415] = _detail(f"The body's Content-Type is not one this operation reads ({reads}).")
+                responses[415] = error(f"The body's Content-Type is not one this operation reads ({reads}).")
         # Phases belong to studies (an import's phase problems are 400s).
         if (writes and "{study_id}" in self.path) or self.path.endswith(("/results/", "/scores/")):
-            responses[409] = _detail("The study's phase (or the run's status) does not allow it; the detail says why.")
+            responses[409] = error("The study's phase (or the run's status) does not allow it; the detail says why.")
         return dict(sorted(responses.items()))
 
 
@@ -430,7 +570,7 @@ def _fix_nullable(node: object, components: dict) -> None:
             # which plain JSON Schema validators read the same way.
             value = {key: node.pop(key) for key in list(node) if key not in ("description", "readOnly")}
             value["type"] = next(kind for kind in kinds if kind != "null")
-            node["anyOf"] = [value, {"enum": [None]}]
+            node["anyOf"] = [value, ref("NullEnum")]
         if node.get("nullable") and "type" not in node:
             types = _nullable_types(node, components)
             if len(types) == 1 and None not in types:
@@ -447,6 +587,7 @@ def postprocess_metadata(result: dict, generator: object, request: object, publi
     the response headers the server sends, and ``security: []`` on the
     operations that need no credentials (the token request)."""
     components = result.get("components", {}).get("schemas", {})
+    components.setdefault("NullEnum", {"enum": [None]})  # (drf-spectacular's, for null in anyOf)
     _fix_nullable(components, components)
     for _path, _method, operation in _operations(result.get("paths", {})):
         _fix_nullable(operation, components)

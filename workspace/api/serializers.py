@@ -10,8 +10,18 @@ from rest_framework import serializers
 from engine.disagreement import CONSENSUS_MEASURE, CONSENSUS_WORDING, WeightSpread
 from engine.models import Run
 from engine.rules import CONSISTENCY_THRESHOLD
-from workspace import limits, services
-from workspace.models import AhpWeighting, ApiToken, Candidate, Membership, Metric, Phase, QualityAttribute, Study
+from workspace import bundles, limits, services
+from workspace.models import (
+    AhpWeighting,
+    ApiToken,
+    Candidate,
+    Direction,
+    Membership,
+    Metric,
+    Phase,
+    QualityAttribute,
+    Study,
+)
 from workspace.selectors.studies import StudyDetail
 
 
@@ -45,10 +55,6 @@ class WriteSerializer(serializers.Serializer):
                     {name: [f"is not a field of this request (the fields are {known})"] for name in unknown}
                 )
         return super().to_internal_value(data)
-
-
-class ErrorDetailSerializer(serializers.Serializer):
-    detail = StrictCharField()
 
 
 class TokenRequestSerializer(WriteSerializer):
@@ -151,7 +157,7 @@ class StudyWriteSerializer(WriteSerializer):
 
 
 class TransitionSerializer(WriteSerializer):
-    to = serializers.ChoiceField(choices=Phase.values)
+    to = serializers.ChoiceField(choices=Phase.choices)
 
 
 class MemberSerializer(serializers.ModelSerializer):
@@ -188,7 +194,7 @@ class AttributeSerializer(serializers.ModelSerializer):
 
 class AttributeWriteSerializer(WriteSerializer):
     name = StrictCharField(max_length=limits.NAME_MAX_LENGTH)
-    kind = serializers.ChoiceField(choices=QualityAttribute.Kind.values, default=QualityAttribute.Kind.MAIN)
+    kind = serializers.ChoiceField(choices=QualityAttribute.Kind.choices, default=QualityAttribute.Kind.MAIN)
     description = StrictCharField(required=False, allow_blank=True, max_length=limits.ITEM_DESCRIPTION_MAX_LENGTH)
 
 
@@ -215,7 +221,7 @@ class MetricSerializer(serializers.ModelSerializer):
 class MetricWriteSerializer(WriteSerializer):
     name = StrictCharField(max_length=limits.NAME_MAX_LENGTH)
     attribute = StrictCharField(max_length=limits.NAME_MAX_LENGTH, help_text="the attribute's name")
-    better = serializers.ChoiceField(choices=["higher", "lower"], default="higher")
+    better = serializers.ChoiceField(choices=Direction.choices, default=Direction.HIGHER)
     unit = StrictCharField(required=False, allow_blank=True, max_length=limits.UNIT_MAX_LENGTH)
     default_range = serializers.ListField(
         child=serializers.FloatField(),
@@ -302,23 +308,79 @@ class PrioritisationResultSerializer(serializers.Serializer):
     most_inconsistent = InconsistentJudgmentSerializer(many=True)
 
 
+PRIORITISATION_METHODS = ["direct", "ahp", "lpr"]
+
+# A pairwise judgment: ``[row, column, value]`` (OpenAPI 3.0 has no
+# prefixItems: three items, each a name or a number), or the same as an
+# object, which the services read alike (workspace.services.inputs).
+JUDGMENT_SCHEMA = {
+    "type": "array",
+    "description": "[row, column, value]: how much more important row is than column, value in 1/9..9 (the "
+    "reciprocal is implied); row and column name items to prioritise",
+    "minItems": 3,
+    "maxItems": 3,
+    "items": {"oneOf": [{"type": "string"}, {"type": "number"}]},
+    "example": ["Accuracy", "Efficiency", 3],
+}
+JUDGMENT_OBJECT_SCHEMA = {
+    "type": "object",
+    "description": "a judgment as an object, the same as [row, column, value]",
+    "required": ["row", "column", "value"],
+    "properties": {"row": {"type": "string"}, "column": {"type": "string"}, "value": {"type": "number"}},
+    "additionalProperties": False,
+}
+JUDGMENT_INPUT = {"oneOf": [{"$ref": "#/components/schemas/Judgment"}, {"$ref": "#/components/schemas/JudgmentObject"}]}
+
+
+@extend_schema_field(
+    {
+        "type": "array",
+        "description": "every pair of items once, each as [row, column, value] or {row, column, value}",
+        "items": JUDGMENT_INPUT,
+    }
+)
+class JudgmentsInField(serializers.ListField):
+    """Judgments as a request gives them (the services check them)."""
+
+    child = serializers.JSONField()
+
+
+@extend_schema_field(
+    {
+        "type": "array",
+        "description": "as stored: [row, column, value]",
+        "items": {"$ref": "#/components/schemas/Judgment"},
+    }
+)
+class JudgmentsOutField(serializers.ListField):
+    """Judgments as stored: ``[row, column, value]``."""
+
+    child = serializers.JSONField()
+
+
 class LocalPrioritySerializer(serializers.Serializer):
-    method = serializers.ChoiceField(choices=["direct", "ahp", "lpr"])
+    method = serializers.ChoiceField(choices=PRIORITISATION_METHODS)
     weights = serializers.DictField(child=serializers.FloatField(), required=False)
-    judgments = serializers.ListField(
-        child=serializers.JSONField(), required=False, help_text="[[row, column, value], ...]"
-    )
+    judgments = JudgmentsInField(required=False)
 
 
 class PrioritiesSerializer(LocalPrioritySerializer):
     metric_priorities = serializers.DictField(child=LocalPrioritySerializer(), required=False)
 
 
-class PrioritiesResponseSerializer(serializers.Serializer):
-    method = serializers.ChoiceField(choices=["direct", "ahp", "lpr"], allow_null=True)
+class LocalPriorityResponseSerializer(serializers.Serializer):
+    """A prioritisation as stored (judgments as triples)."""
+
+    method = serializers.ChoiceField(choices=PRIORITISATION_METHODS)
     weights = serializers.DictField(child=serializers.FloatField(), required=False)
-    judgments = serializers.ListField(child=serializers.JSONField(), required=False)
-    metric_priorities = serializers.DictField(child=LocalPrioritySerializer(), required=False)
+    judgments = JudgmentsOutField(required=False)
+
+
+class PrioritiesResponseSerializer(serializers.Serializer):
+    method = serializers.ChoiceField(choices=PRIORITISATION_METHODS, allow_null=True)
+    weights = serializers.DictField(child=serializers.FloatField(), required=False)
+    judgments = JudgmentsOutField(required=False)
+    metric_priorities = serializers.DictField(child=LocalPriorityResponseSerializer(), required=False)
     result = PrioritisationResultSerializer(allow_null=True)
     metric_results = serializers.DictField(child=PrioritisationResultSerializer(), required=False)
 
@@ -349,16 +411,22 @@ def _strings(description: str) -> dict:
     return {"type": "array", "description": description, "items": {"type": "string"}}
 
 
+# "x-component": the name of the component a nested schema becomes (hoisted by
+# workspace.api.schema.postprocess_components), so that generated clients name
+# its class after it rather than after where it is.
 _WEIGHT_SPREAD_SCHEMA = {
+    "x-component": "WeightSpreads",
     "type": "object",
     "description": "{name: the experts' weights of it}: lowest, highest, mean and population standard deviation",
     "additionalProperties": {
+        "x-component": "WeightSpread",
         "type": "object",
         "required": list(WeightSpread._fields),
         "properties": {field: {"type": "number"} for field in WeightSpread._fields},
     },
 }
 _CONSENSUS_SCHEMA = {
+    "x-component": "Consensus",
     "type": "object",
     "required": ["value", "wording"],
     "properties": {
@@ -367,6 +435,7 @@ _CONSENSUS_SCHEMA = {
     },
 }
 _VETO_SCHEMA = {
+    "x-component": "Veto",
     "type": "object",
     "required": ["expert", "metric", "value", "range"],
     "properties": {
@@ -383,6 +452,7 @@ _VETO_SCHEMA = {
     },
 }
 _RESULTS_CANDIDATE_SCHEMA = {
+    "x-component": "ResultsCandidate",
     "type": "object",
     "required": ["name", "rank", "cef", "weighted_score", "vetoed", "vetoes", "group_scores"],
     "properties": {
@@ -422,7 +492,7 @@ RESULTS_SCHEMA = {
         "candidates",
     ],
     "properties": {
-        "format": {"type": "string", "enum": ["approve-results/1"]},
+        "format": {"x-component": "ResultsFormat", "type": "string", "enum": ["approve-results/1"]},
         "study": {"type": "string", "description": "the study's title"},
         "run": {"type": "integer"},
         "launched_at": {"type": "string", "format": "date-time"},
@@ -434,6 +504,7 @@ RESULTS_SCHEMA = {
         "metric_weights": _numbers_by_name("{metric: consensus weight a_j}"),
         "expert_influence": _numbers_by_name("{expert: influence pi_i}"),
         "disagreement": {
+            "x-component": "Disagreement",
             "type": "object",
             "description": "optional (absent from runs stored before it existed): how far the experts' weights "
             "lie apart",
@@ -442,6 +513,7 @@ RESULTS_SCHEMA = {
                 "attribute_weights": _WEIGHT_SPREAD_SCHEMA,
                 "metric_weights": _WEIGHT_SPREAD_SCHEMA,
                 "consensus": {
+                    "x-component": "GroupConsensus",
                     "type": "object",
                     "description": "the AHP-OS group consensus S* (Goepel 2018) of the experts' attribute and "
                     "metric weights, 0 (none) to 1 (full), with BPMSG's wording",
@@ -456,6 +528,7 @@ RESULTS_SCHEMA = {
             },
         },
         "consistency": {
+            "x-component": "ConsistencyReport",
             "type": "object",
             "description": "optional (absent from runs stored before it existed): the consistency ratio of each "
             "prioritisation from pairwise judgments (AHP, LPR) as the run's snapshot recorded it",
@@ -466,6 +539,7 @@ RESULTS_SCHEMA = {
                     "type": "array",
                     "description": "experts in the order they joined, the attributes' prioritisation first",
                     "items": {
+                        "x-component": "PrioritisationConsistency",
                         "type": "object",
                         "required": [
                             "expert",
@@ -481,7 +555,7 @@ RESULTS_SCHEMA = {
                                 "type": ["string", "null"],
                                 "description": "null: the prioritisation of the attributes; a name: of its metrics",
                             },
-                            "method": {"type": "string", "enum": ["ahp", "lpr"]},
+                            "method": {"x-component": "PairwiseMethodEnum", "type": "string", "enum": ["ahp", "lpr"]},
                             "consistency_ratio": {"type": "number"},
                             "inconsistent": {"type": "boolean", "description": "consistency_ratio above threshold"},
                             "acknowledged_at": {
@@ -496,6 +570,119 @@ RESULTS_SCHEMA = {
             },
         },
         "candidates": {"type": "array", "description": "best first", "items": _RESULTS_CANDIDATE_SCHEMA},
+    },
+}
+
+
+def _by_expert(description: str, value: dict) -> dict:
+    return {"type": "object", "description": description, "additionalProperties": value}
+
+
+_NAMES = {"type": "array", "items": {"type": "string"}}
+_LOCAL_PRIORITY_SCHEMA: dict[str, Any] = {
+    "x-component": "BundleLocalPrioritisation",
+    "type": "object",
+    "description": "`direct` with `weights` (positive numbers in any unit, normalised), or `ahp`/`lpr` with "
+    "`judgments` (every pair of items once)",
+    "required": ["method"],
+    "properties": {
+        "method": {"$ref": "#/components/schemas/PrioritisationMethodEnum"},
+        "weights": _numbers_by_name("{item: weight}"),
+        "judgments": {"type": "array", "items": JUDGMENT_INPUT},
+    },
+}
+# The approve-study/1 bundle (docs/formats.md): what export writes and import
+# reads. The importer checks every rule and names the field it refuses; the
+# schema gives the shape.
+BUNDLE_SCHEMA = {
+    "type": "object",
+    "description": "An approve-study/1 bundle (docs/formats.md): a study's setup and every expert's inputs, "
+    "by name. Import refuses a field not listed here.",
+    "required": ["format", "title"],
+    "additionalProperties": False,
+    "properties": {
+        "format": {"x-component": "BundleFormat", "type": "string", "enum": [bundles.FORMAT]},
+        "title": {"type": "string"},
+        "description": {"type": "string"},
+        "phase": {"$ref": "#/components/schemas/PhaseEnum"},
+        "attribute_threshold": {"type": "integer", "minimum": 0, "description": "default 1"},
+        "metric_threshold": {"type": "integer", "minimum": 0, "description": "default 0"},
+        "ahp_weighting": {"$ref": "#/components/schemas/AhpWeightingEnum"},
+        "designer": {"type": "string", "description": "a username; through the API, your own or left out"},
+        "experts": {**_NAMES, "description": "distinct usernames"},
+        "attributes": {
+            "type": "array",
+            "items": {
+                "x-component": "BundleAttribute",
+                "type": "object",
+                "required": ["name"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "kind": {"$ref": "#/components/schemas/AttributeKindEnum"},
+                    "description": {"type": "string"},
+                },
+            },
+        },
+        "metrics": {
+            "type": "array",
+            "items": {
+                "x-component": "BundleMetric",
+                "type": "object",
+                "required": ["name", "attribute"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "attribute": {"type": "string", "description": "the attribute's name"},
+                    "better": {"$ref": "#/components/schemas/MetricBetterEnum"},
+                    "unit": {"type": "string"},
+                    "default_range": {
+                        "type": "array",
+                        "nullable": True,
+                        "description": "[least acceptable, desired], or null",
+                        "items": {"type": "number"},
+                        "minItems": 2,
+                        "maxItems": 2,
+                    },
+                },
+            },
+        },
+        "candidates": {
+            "type": "array",
+            "items": {
+                "x-component": "BundleCandidate",
+                "type": "object",
+                "required": ["name"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "description": {"type": "string"},
+                    "measurements": _numbers_by_name("{metric: measured value}"),
+                },
+            },
+        },
+        "votes": {
+            "x-component": "BundleVotes",
+            "type": "object",
+            "properties": {
+                "attributes": _by_expert("{expert: the attributes voted for}", _NAMES),
+                "metrics": _by_expert("{expert: the metrics voted for}", _NAMES),
+            },
+        },
+        "priorities": _by_expert(
+            "{expert: prioritisation of the selected attributes}",
+            {
+                **_LOCAL_PRIORITY_SCHEMA,
+                "x-component": "BundlePrioritisation",
+                "properties": {
+                    **_LOCAL_PRIORITY_SCHEMA["properties"],
+                    "metric_priorities": _by_expert(
+                        "{attribute: prioritisation of its selected metrics}", _LOCAL_PRIORITY_SCHEMA
+                    ),
+                },
+            },
+        ),
+        "ranges": _by_expert(
+            "{expert: {metric: [least acceptable, desired]}}", {"$ref": "#/components/schemas/Ranges"}
+        ),
+        "peer_weights": _by_expert("{expert: {expert: weight}}", _numbers_by_name("{expert: weight}")),
     },
 }
 

@@ -40,7 +40,7 @@ from . import invitation_serializers as inv_s
 from . import presenters
 from . import serializers as s
 from .exceptions import Conflict
-from .schema import VALIDATION_ERROR, pagination_class
+from .schema import VALIDATION_ERROR, error, pagination_class, ref
 from .throttling import IMPORT_SCOPE, FailOpenScopedRateThrottle, import_refusal
 
 # --- access ------------------------------------------------------------------------
@@ -142,7 +142,7 @@ class TokenCreateView(APIView):
 
     @extend_schema(
         request=s.TokenRequestSerializer,
-        responses={201: s.NewTokenSerializer, 429: s.ErrorDetailSerializer},
+        responses={201: s.NewTokenSerializer, 429: error("Too many attempts: try again after `Retry-After` seconds.")},
         auth=[],
     )
     def post(self, request):
@@ -227,8 +227,11 @@ class StudyImportView(APIView):
         raise exceptions.Throttled(wait=wait, detail=import_refusal())
 
     @extend_schema(
-        request={"application/json": {"type": "object", "description": "an approve-study/1 bundle (FORMATS.md)"}},
-        responses={201: inv_s.ImportedStudySerializer, 429: s.ErrorDetailSerializer},
+        request={"application/json": ref("StudyBundle")},
+        responses={
+            201: inv_s.ImportedStudySerializer,
+            429: error("Too many imports: try again after `Retry-After` seconds."),
+        },
     )
     def post(self, request):
         """Import an ``approve-study/1`` bundle; you become its designer.
@@ -278,7 +281,7 @@ class StudyDetailView(StudyScoped, APIView):
 
 class StudyExportView(StudyScoped, APIView):
     @extend_schema(
-        responses={200: OpenApiResponse(response={"type": "object"}, description="an approve-study/1 bundle")}
+        responses={200: OpenApiResponse(response=ref("StudyBundle"), description="an approve-study/1 bundle")}
     )
     def get(self, request, study_id):
         """The whole study as an ``approve-study/1`` bundle."""
@@ -608,14 +611,14 @@ class MyPrioritiesView(MyInputView):
 class MyRangesView(MyInputView):
     section = "ranges"
 
-    @extend_schema(responses={200: OpenApiResponse(response=s.RANGES_SCHEMA)})
+    @extend_schema(responses={200: OpenApiResponse(response=ref("Ranges"))})
     def get(self, request, study_id):
         """Your acceptable ranges ``{metric: [least acceptable, desired]}``;
         a metric left out uses its default range."""
         return Response(self.current())
 
     @extend_schema(
-        request={"application/json": s.RANGES_SCHEMA}, responses={200: OpenApiResponse(response=s.RANGES_SCHEMA)}
+        request={"application/json": ref("Ranges")}, responses={200: OpenApiResponse(response=ref("Ranges"))}
     )
     def put(self, request, study_id):
         """Replace your acceptable ranges (assessment phase)."""
@@ -629,14 +632,14 @@ class MyRangesView(MyInputView):
 class MyPeerWeightsView(MyInputView):
     section = "peer_weights"
 
-    @extend_schema(responses={200: OpenApiResponse(response=s.PEER_WEIGHTS_SCHEMA)})
+    @extend_schema(responses={200: OpenApiResponse(response=ref("PeerWeights"))})
     def get(self, request, study_id):
         """Your weights for every expert, yourself included."""
         return Response(self.current())
 
     @extend_schema(
-        request={"application/json": s.PEER_WEIGHTS_SCHEMA},
-        responses={200: OpenApiResponse(response=s.PEER_WEIGHTS_SCHEMA)},
+        request={"application/json": ref("PeerWeights")},
+        responses={200: OpenApiResponse(response=ref("PeerWeights"))},
     )
     def put(self, request, study_id):
         """Set your row of peer weights (assessment phase): every expert, each
@@ -735,7 +738,7 @@ class RunResultsView(RunScoped, APIView):
             )
         ],
         responses={
-            200: OpenApiResponse(response=s.RESULTS_SCHEMA, description="an approve-results/1 document"),
+            200: OpenApiResponse(response=ref("ResultsDocument"), description="an approve-results/1 document"),
             400: VALIDATION_ERROR,
         },
     )
@@ -752,7 +755,7 @@ class RunResultsView(RunScoped, APIView):
 
 
 class CandidateScoresView(RunScoped, APIView):
-    @extend_schema(responses={200: OpenApiResponse(response=s.SCORES_SCHEMA)})
+    @extend_schema(responses={200: OpenApiResponse(response=ref("CandidateScores"))})
     def get(self, request, run_id, name):
         """One candidate's individual scores, ``{expert: {metric: score}}``,
         computed from the run's snapshot for that candidate only."""
@@ -785,9 +788,7 @@ class RunResultsCsvView(RunScoped, APIView):
                 "byte-order mark, then rank, name, cef, weighted_score, vetoed, veto_reasons and each metric's "
                 'group score); `Content-Disposition: attachment; filename="approve-run-{id}-results.csv"`',
             ),
-            409: OpenApiResponse(
-                response=s.ErrorDetailSerializer, description="The run has not succeeded (yet); the detail says why."
-            ),
+            409: error("The run has not succeeded (yet); the detail says why."),
         },
     )
     def get(self, request, run_id):
@@ -809,10 +810,7 @@ class RunCompareView(APIView):
                 response=VALIDATION_ERROR.response,
                 description="The two runs belong to different studies (`other_id`: the reason).",
             ),
-            409: OpenApiResponse(
-                response=s.ErrorDetailSerializer,
-                description="A run compared with itself, or one of the two has no results (not succeeded).",
-            ),
+            409: error("A run compared with itself, or one of the two has no results (not succeeded)."),
         },
     )
     def get(self, request, run_id, other_id):

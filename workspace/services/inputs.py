@@ -189,9 +189,17 @@ def _direct_weights(items: list[str], weights: Any, judgments: Any) -> dict[str,
     return given
 
 
+JUDGMENT_KEYS = frozenset({"row", "column", "value"})
+
+
 def _judgment(position: int, judgment: Any, items: list[str]) -> tuple[Judgment | None, list[str]]:
-    """One ``[row, column, value]`` checked on its own: the judgment, or
-    the messages that refuse it."""
+    """One ``[row, column, value]`` (or ``{"row", "column", "value"}``, the
+    same as an object) checked on its own: the judgment, or the messages
+    that refuse it."""
+    if isinstance(judgment, Mapping):
+        if set(judgment) != JUDGMENT_KEYS:
+            return None, ["must be [row, column, value] or an object with exactly row, column and value"]
+        judgment = [judgment["row"], judgment["column"], judgment["value"]]
     if not isinstance(judgment, (list, tuple)) or len(judgment) != 3:
         return None, ["must be [row, column, value]"]
     row, column, value = judgment
