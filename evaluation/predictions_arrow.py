@@ -1,0 +1,491 @@
+"""approve-predictions/1 read at Arrow speed: a CSV through pyarrow's
+multithreaded CSV reader, and the same columns in a Parquet file.
+
+Pure: pyarrow and NumPy, no Django; ``predictions.read_predictions`` calls
+``read_arrow`` first and reads the file itself when it answers None.
+
+The fast path reads the file with strict types (labels, folds, contexts,
+instance ids and candidates as text, dictionary-encoded; score, time and
+probabilities as float64, with no null values) and checks every rule of
+``predictions`` over whole arrays. It only accepts: anything it does not
+take as ordinary, any pyarrow error and any value a rule refuses make it
+give up (``_Slow``), and the precise reader then reads the file again, row
+by row, for the refusal's exact messages and lines. A refused file is
+therefore read twice; an accepted one once.
+
+What the CSV fast path takes as ordinary: a seekable binary stream (a path,
+an uploaded file, an open file), a header on the first line without quotes,
+and rows without line breaks inside quoted cells (pyarrow refuses those, and
+the precise reader reads them). pyarrow's reader runs on its CPU thread pool
+(``pyarrow.cpu_count()``, the machine's cores; ``pyarrow.set_cpu_count`` or
+the ``OMP_NUM_THREADS`` variable at start-up lower it): the one place where
+approve parses with threads, BLAS staying single-threaded.
+
+A Parquet file (it starts with the bytes ``PAR1``) has the same columns,
+named by its schema: labels, folds, contexts, instance ids and candidates
+as text (string, large string or dictionary of strings) or integers (read
+as their decimal text, as a CSV writes them); score, time and probabilities
+as floating-point or integer numbers. Any other type refuses the column.
+Its errors name the row (from 1) instead of the line: a Parquet file that
+a rule refuses is read again batch by batch, its cells as the text a CSV
+would hold (a null is an empty cell), through the same checks.
+"""
+
+from collections.abc import Iterator
+from typing import IO, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+
+from engine.core import ROW_SUM_TOLERANCE
+
+from .predictions import (
+    BLOCK_BYTES,
+    CHUNK_ROWS,
+    PROBA,
+    PredictionData,
+    PredictionFileError,
+    _assemble,
+    _classes_error,
+    _Codes,
+    _Errors,
+    _header,
+    _Layout,
+    _Reader,
+    _size_error,
+    known_size,
+)
+
+PARQUET_MAGIC = b"PAR1"
+PARQUET_MEDIA_TYPE = "application/vnd.apache.parquet"
+PARQUET_EXTENSIONS = (".parquet", ".pq")
+BOM = b"\xef\xbb\xbf"
+NUMBER_COLUMNS = ("score", "time")
+
+
+class _Slow(Exception):
+    """The fast path gives up: the precise reader reads the file."""
+
+
+def is_parquet_name(name: str | None) -> bool:
+    return bool(name) and str(name).lower().endswith(PARQUET_EXTENSIONS)
+
+
+def read_arrow(
+    stream: IO,
+    *,
+    name: str | None,
+    candidate: str | None,
+    positive: str | None,
+    allowed: set[str] | None,
+    max_bytes: int | None,
+    max_rows: int | None,
+    max_classes: int | None,
+) -> PredictionData | None:
+    """The file's data read by pyarrow; None when the precise reader is to
+    read it (the stream then back where it was). A Parquet file is always
+    read here, refusals included."""
+    options = {
+        "candidate": candidate,
+        "positive": positive,
+        "allowed": allowed,
+        "max_rows": max_rows,
+        "max_classes": max_classes,
+    }
+    try:
+        start = stream.tell()
+        head = stream.read(len(PARQUET_MAGIC))
+        stream.seek(start)
+    except (AttributeError, OSError, ValueError):
+        return None  # not seekable: read by the precise reader
+    if isinstance(head, str):
+        return None  # a text stream
+    if head == PARQUET_MAGIC:
+        return _read_parquet(stream, max_bytes=max_bytes, **options)
+    if is_parquet_name(name):
+        raise PredictionFileError(
+            [f"the file is named {name!r} but is not a Parquet file (a Parquet file starts with the bytes PAR1)"]
+        )
+    if max_bytes is not None:
+        size = known_size(stream)
+        if size is None or size > max_bytes:
+            return None  # the precise reader refuses it, or counts its bytes
+    try:
+        return _read_csv(stream, start, **options)
+    except (_Slow, PredictionFileError, pa.ArrowException, UnicodeDecodeError):
+        stream.seek(start)
+        return None
+
+
+# --- CSV ------------------------------------------------------------------------------------
+
+
+def _csv_header(stream: IO) -> tuple[list[str], str, int]:
+    """The header's cells, the delimiter and the header's length in bytes
+    (with its line break), for a header on the first line without quotes."""
+    head = stream.read(BLOCK_BYTES)
+    cut = head.find(b"\n")
+    if cut < 0:
+        raise _Slow
+    line = head[:cut].removeprefix(BOM).removesuffix(b"\r")
+    if b'"' in line or b"\r" in line or b"\x00" in line:
+        raise _Slow
+    text = line.decode("utf-8")
+    if not text.strip():
+        raise _Slow
+    delimiter = "\t" if "\t" in text and "," not in text else ","
+    return text.split(delimiter), delimiter, cut + 1
+
+
+def _read_csv(
+    stream: IO,
+    start: int,
+    *,
+    candidate: str | None,
+    positive: str | None,
+    allowed: set[str] | None,
+    max_rows: int | None,
+    max_classes: int | None,
+) -> PredictionData:
+    cells, delimiter, length = _csv_header(stream)
+    errors = _Errors()
+    layout = _header(cells, 1, one_candidate=candidate is not None, positive=positive, errors=errors)
+    reader = _Reader(
+        layout, candidate=candidate, candidates=allowed, errors=errors, positive=positive, max_classes=max_classes
+    )
+    numbers = _number_positions(layout)
+    text = pa.dictionary(pa.int32(), pa.string())
+    names = [f"c{position}" for position in range(layout.width)]
+    stream.seek(start + length)
+    table = pa_csv.read_csv(
+        stream,
+        read_options=pa_csv.ReadOptions(column_names=names, use_threads=True),
+        parse_options=pa_csv.ParseOptions(delimiter=delimiter, newlines_in_values=False),
+        convert_options=pa_csv.ConvertOptions(
+            column_types={name: pa.float64() if position in numbers else text for position, name in enumerate(names)},
+            null_values=[],
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+            check_utf8=True,
+        ),
+    )
+    columns = [table.column(position) for position in range(layout.width)]
+    del table
+    return _from_columns(columns, reader, positive=positive, max_rows=max_rows)
+
+
+def _number_positions(layout: _Layout) -> set[int]:
+    return {layout.fixed[name] for name in NUMBER_COLUMNS if name in layout.fixed} | {
+        position for _, position in layout.proba
+    }
+
+
+# --- from columns to arrays ------------------------------------------------------------------
+
+
+def _first_order(codes: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """The codes renumbered in order of first appearance, and the old code
+    of each new one. Linear when they are so already (a dictionary built
+    in file order)."""
+    if not len(codes):
+        return codes, np.arange(0)
+    running = np.maximum.accumulate(codes)
+    if running[0] == 0 and running[-1] == count - 1 and not (np.diff(running) > 1).any():
+        return codes, np.arange(count)
+    found, first = np.unique(codes, return_index=True)
+    order = found[np.argsort(first)]
+    renumber = np.full(count, -1, dtype=np.int32)
+    renumber[order] = np.arange(len(order), dtype=np.int32)
+    return renumber[codes], order
+
+
+def _text_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+    """A text column's int32 codes in order of first appearance and its
+    values; an empty value or a NUL character gives up (the precise
+    reader names them)."""
+    if column.null_count:
+        raise _Slow
+    if not pa.types.is_dictionary(column.type):
+        column = column.dictionary_encode()
+    column = pa.table([column], names=["x"]).unify_dictionaries().column(0)
+    if not column.num_chunks:
+        raise _Slow
+    values = column.chunk(0).dictionary.to_pylist()
+    if any(not value or "\x00" in value for value in values):
+        raise _Slow
+    parts = [chunk.indices.to_numpy(zero_copy_only=False).astype(np.int32, copy=False) for chunk in column.chunks]
+    raw = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    codes, order = _first_order(raw, len(values))
+    return codes, [values[code] for code in order]
+
+
+def _number_array(column: pa.ChunkedArray, low: float, high: float) -> np.ndarray:
+    if column.null_count:
+        raise _Slow
+    values = np.ascontiguousarray(column.to_numpy(), dtype=np.float64)
+    if not (np.isfinite(values).all() and values.min(initial=low) >= low and values.max(initial=high) <= high):
+        raise _Slow
+    return values
+
+
+def _codes_of(values: list[str]) -> _Codes:
+    codes = _Codes()
+    for value in values:
+        codes[value]
+    return codes
+
+
+def _contexts(columns: list[pa.ChunkedArray], reader: _Reader, rows: int) -> np.ndarray:
+    """The context columns' codes (one per distinct tuple of values), in
+    order of first appearance; an empty value is allowed here."""
+    codes_and_values = []
+    for column in columns:
+        if column.null_count:
+            raise _Slow
+        encoded = column if pa.types.is_dictionary(column.type) else column.dictionary_encode()
+        encoded = pa.table([encoded], names=["x"]).unify_dictionaries().column(0)
+        values = encoded.chunk(0).dictionary.to_pylist()
+        if any("\x00" in value for value in values):
+            raise _Slow
+        parts = [chunk.indices.to_numpy(zero_copy_only=False).astype(np.int64) for chunk in encoded.chunks]
+        codes_and_values.append((np.concatenate(parts), values))
+    key = np.zeros(rows, dtype=np.int64)
+    for codes, values in codes_and_values:
+        key = key * len(values) + codes
+    found, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    order = np.argsort(first)
+    renumber = np.empty(len(found), dtype=np.int32)
+    renumber[order] = np.arange(len(found), dtype=np.int32)
+    tuples = []
+    for combined in found[order]:
+        parts_of: list[str] = []
+        for codes, values in reversed(codes_and_values):
+            combined, code = divmod(int(combined), len(values))
+            parts_of.insert(0, values[code])
+        tuples.append(parts_of[0] if len(parts_of) == 1 else tuple(parts_of))
+    reader.context_codes = _codes_of(tuples)  # type: ignore[arg-type]
+    return renumber[inverse.reshape(-1)]
+
+
+def _candidates(column: pa.ChunkedArray | None, reader: _Reader, rows: int) -> np.ndarray:
+    if column is None:  # the file of one candidate: code 0, set by the reader
+        return np.zeros(rows, dtype=np.int32)
+    codes, names = _text_codes(column)
+    for name in names:
+        if (reader.candidate is not None and name != reader.candidate) or (
+            reader.candidates is not None and name not in reader.candidates
+        ):
+            raise _Slow
+    reader.candidate_codes = _codes_of(names)
+    return codes
+
+
+def _probabilities(columns: list[pa.ChunkedArray], rows: int) -> np.ndarray:
+    block = np.empty((rows, len(columns)), dtype=np.float64)
+    for index, column in enumerate(columns):
+        block[:, index] = _number_array(column, 0, 1)
+    if (np.abs(block.sum(axis=1) - 1) > ROW_SUM_TOLERANCE).any():
+        raise _Slow
+    return block
+
+
+def _from_columns(
+    columns: list[pa.ChunkedArray], reader: _Reader, *, positive: str | None, max_rows: int | None
+) -> PredictionData:
+    """The arrays of a file whose columns (by the header's positions) are
+    read, through the precise reader's assembly; ``_Slow`` at the first
+    value a rule refuses."""
+    layout, chunks = reader.layout, reader.chunks
+    rows = len(columns[0]) if columns else 0
+    if not rows or (max_rows is not None and rows > max_rows):
+        raise _Slow
+    fixed = layout.fixed
+    reader.rows = rows
+    chunks.candidate.append(_candidates(columns[fixed["candidate"]] if "candidate" in fixed else None, reader, rows))
+    codes, labels = _text_codes(columns[fixed["y_true"]])
+    reader.true_codes = _codes_of(labels)
+    chunks.y_true.append(codes)
+    if "y_pred" in fixed:
+        codes, labels = _text_codes(columns[fixed["y_pred"]])
+        reader.pred_codes = _codes_of(labels)
+        chunks.y_pred.append(codes)
+    if reader.over_classes():
+        raise _Slow
+    if "score" in fixed:
+        chunks.score.append(_number_array(columns[fixed["score"]], -np.inf, np.inf))
+    if "time" in fixed:
+        chunks.time.append(_number_array(columns[fixed["time"]], 0, np.inf))
+    if layout.proba:
+        chunks.proba.append(_probabilities([columns[position] for _, position in layout.proba], rows))
+    if "fold" in fixed:
+        codes, folds = _text_codes(columns[fixed["fold"]])
+        reader.fold_codes = _codes_of(folds)
+        chunks.fold.append(codes)
+    if layout.context:
+        chunks.context.append(_contexts([columns[position] for _, position in layout.context], reader, rows))
+    if "instance" in fixed:
+        codes, ids = _text_codes(columns[fixed["instance"]])
+        chunks.instance.append(np.array(ids, dtype=str)[codes])
+        chunks.lines.append(np.arange(1, rows + 1, dtype=np.int64))
+    # Lines are for refusals, which the precise reader words: any will do.
+    for codes_of, lines in (
+        (reader.candidate_codes, reader.candidate_lines),
+        (reader.pred_codes, reader.pred_lines),
+    ):
+        lines.update(dict.fromkeys(range(len(codes_of)), 0))
+    try:
+        return _assemble(reader, positive, reader.errors)
+    except PredictionFileError:
+        raise _Slow from None
+
+
+# --- Parquet -----------------------------------------------------------------------------------
+
+
+def _parquet_file(stream: IO) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(stream)
+    except (pa.ArrowException, OSError) as error:
+        raise PredictionFileError([f"not a readable Parquet file ({error})"]) from None
+
+
+def _is_text(kind: pa.DataType) -> bool:
+    if pa.types.is_dictionary(kind):
+        return _is_text(kind.value_type)
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_integer(kind)
+
+
+def _is_number(kind: pa.DataType) -> bool:
+    return pa.types.is_floating(kind) or pa.types.is_integer(kind)
+
+
+def _parquet_types(schema: pa.Schema, layout: _Layout, errors: _Errors) -> None:
+    """Each column's type: numbers for score, time and probabilities, text
+    (or integers) for the others."""
+    numbers = _number_positions(layout)
+    for position, field in enumerate(schema):
+        kind = field.type
+        if position in numbers and not _is_number(kind):
+            errors.add(f"the column holds {kind}; give numbers (floating-point or integer)", column=field.name)
+        elif position not in numbers and not _is_text(kind):
+            errors.add(
+                f"the column holds {kind}; give text (string) or integers (a label is text: 1 and 1.0 are two)",
+                column=field.name,
+            )
+    errors.raise_any()
+
+
+def _as_text(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A label-like column as text: integers as their decimal digits."""
+    kind = column.type
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+        if pa.types.is_integer(kind):
+            column = column.cast(kind)
+    if pa.types.is_integer(kind):
+        return column.cast(pa.string())
+    return column
+
+
+def _read_parquet(
+    stream: IO,
+    *,
+    candidate: str | None,
+    positive: str | None,
+    allowed: set[str] | None,
+    max_bytes: int | None,
+    max_rows: int | None,
+    max_classes: int | None,
+) -> PredictionData:
+    if max_bytes is not None:
+        size = known_size(stream)
+        if size is not None and size > max_bytes:
+            raise _size_error(size, max_bytes)
+    start = stream.tell()
+    parquet = _parquet_file(stream)
+    schema = parquet.schema_arrow
+    errors = _Errors("row")
+    layout = _header(list(schema.names), None, one_candidate=candidate is not None, positive=positive, errors=errors)
+    _parquet_types(schema, layout, errors)
+    rows = parquet.metadata.num_rows
+    if max_rows is not None and rows > max_rows:
+        raise PredictionFileError([f"too many rows: more than {max_rows}, the limit for a prediction file"])
+    numbers = _number_positions(layout)
+    reader = _Reader(
+        layout, candidate=candidate, candidates=allowed, errors=errors, positive=positive, max_classes=max_classes
+    )
+    try:
+        table = parquet.read(use_threads=True)
+    except (pa.ArrowException, OSError) as error:
+        raise PredictionFileError([f"not a readable Parquet file ({error})"]) from None
+    columns = [
+        table.column(position).cast(pa.float64()) if position in numbers else _as_text(table.column(position))
+        for position in range(layout.width)
+    ]
+    del table
+    try:
+        return _from_columns(columns, reader, positive=positive, max_rows=max_rows)
+    except _Slow:
+        del columns
+    stream.seek(start)
+    return _parquet_precise(
+        _parquet_file(stream),
+        candidate=candidate,
+        positive=positive,
+        allowed=allowed,
+        max_rows=max_rows,
+        max_classes=max_classes,
+    )
+
+
+def _cells(column: pa.Array) -> list[str]:
+    """A batch's column as the text a CSV would hold: a null is an empty
+    cell, a number its shortest repr ('nan', 'inf')."""
+    values = column.to_pylist()
+    return ["" if value is None else value if isinstance(value, str) else repr(value) for value in values]
+
+
+def _batches(parquet: pq.ParquetFile, numbers: set[int]) -> Iterator[list[list[str]]]:
+    for batch in parquet.iter_batches(batch_size=CHUNK_ROWS, use_threads=True):
+        columns = []
+        for position in range(batch.num_columns):
+            column = batch.column(position)
+            if position in numbers:
+                columns.append(_cells(column.cast(pa.float64())))
+            else:
+                columns.append(_cells(_as_text(pa.chunked_array([column])).combine_chunks()))
+        yield [list(row) for row in zip(*columns, strict=True)]
+
+
+def _parquet_precise(
+    parquet: pq.ParquetFile,
+    *,
+    candidate: str | None,
+    positive: str | None,
+    allowed: set[str] | None,
+    max_rows: int | None,
+    max_classes: int | None,
+) -> PredictionData:
+    """The precise reader's checks over a Parquet file's rows, batch by
+    batch: its errors name rows (from 1)."""
+    errors = _Errors("row")
+    layout = _header(
+        list(parquet.schema_arrow.names), None, one_candidate=candidate is not None, positive=positive, errors=errors
+    )
+    parsed = _Reader(
+        layout, candidate=candidate, candidates=allowed, errors=errors, positive=positive, max_classes=max_classes
+    )
+    total = parquet.metadata.num_rows
+    done = 0
+    for rows in _batches(parquet, _number_positions(layout)):
+        parsed.chunk(rows, np.arange(done + 1, done + len(rows) + 1, dtype=np.int64))
+        done += len(rows)
+        if max_classes is not None and parsed.over_classes():
+            raise _classes_error(parsed.class_count(), max_classes, rows=None if done >= total else done)
+    if not parsed.rows:
+        errors.raise_any()
+        raise PredictionFileError(["the file has a header but no rows: add one row per candidate and test instance"])
+    errors.raise_any()
+    return _assemble(parsed, positive, errors)
