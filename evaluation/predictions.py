@@ -274,7 +274,9 @@ class _Layout:
     context: list[tuple[str, int]]  # (name, position), header order
 
 
-def _header(cells: list[str], line: int | None, *, one_candidate: bool, positive: str | None, errors: _Errors) -> _Layout:
+def _header(
+    cells: list[str], line: int | None, *, one_candidate: bool, positive: str | None, errors: _Errors
+) -> _Layout:
     names = [cell.strip() for cell in cells]
     layout = _Layout(width=len(names), line=line, fixed={}, proba=[], context=[])
     if not any(name in FIXED_COLUMNS or name.startswith((PROBA, CONTEXT)) for name in names):

@@ -16,10 +16,15 @@ therefore read twice; an accepted one once.
 What the CSV fast path takes as ordinary: a seekable binary stream (a path,
 an uploaded file, an open file), a header on the first line without quotes,
 and rows without line breaks inside quoted cells (pyarrow refuses those, and
-the precise reader reads them). pyarrow's reader runs on its CPU thread pool
-(``pyarrow.cpu_count()``, the machine's cores; ``pyarrow.set_cpu_count`` or
-the ``OMP_NUM_THREADS`` variable at start-up lower it): the one place where
-approve parses with threads, BLAS staying single-threaded.
+the precise reader reads them).
+
+Threads: pyarrow's CSV reader parses and converts blocks on pyarrow's CPU
+thread pool. pyarrow sizes that pool from ``OMP_NUM_THREADS``, which
+approve sets to 1 for BLAS in every process (docs/architecture.md); this
+module therefore sizes it, once when imported, to the CPUs the process may
+run on, or to ``ARROW_NUM_THREADS`` when that is set. BLAS stays
+single-threaded; Arrow's pool is the one place where approve parses with
+threads.
 
 A Parquet file (it starts with the bytes ``PAR1``) has the same columns,
 named by its schema: labels, folds, contexts, instance ids and candidates
@@ -31,6 +36,7 @@ a rule refuses is read again batch by batch, its cells as the text a CSV
 would hold (a null is an empty cell), through the same checks.
 """
 
+import os
 from collections.abc import Iterator
 from typing import IO, Any
 
@@ -44,7 +50,6 @@ from engine.core import ROW_SUM_TOLERANCE
 from .predictions import (
     BLOCK_BYTES,
     CHUNK_ROWS,
-    PROBA,
     PredictionData,
     PredictionFileError,
     _assemble,
@@ -63,6 +68,19 @@ PARQUET_MEDIA_TYPE = "application/vnd.apache.parquet"
 PARQUET_EXTENSIONS = (".parquet", ".pq")
 BOM = b"\xef\xbb\xbf"
 NUMBER_COLUMNS = ("score", "time")
+
+
+def _arrow_threads() -> int:
+    given = os.environ.get("ARROW_NUM_THREADS", "").strip()
+    if given.isdigit() and int(given) > 0:
+        return int(given)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # (not on Linux)
+        return os.cpu_count() or 1
+
+
+pa.set_cpu_count(_arrow_threads())
 
 
 class _Slow(Exception):
@@ -87,7 +105,7 @@ def read_arrow(
     """The file's data read by pyarrow; None when the precise reader is to
     read it (the stream then back where it was). A Parquet file is always
     read here, refusals included."""
-    options = {
+    options: dict[str, Any] = {
         "candidate": candidate,
         "positive": positive,
         "allowed": allowed,
@@ -201,6 +219,13 @@ def _first_order(codes: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]
     return renumber[codes], order
 
 
+def _texts(dictionary: pa.Array) -> list[str]:
+    """A dictionary's values as text: integers (a Parquet file's labels)
+    as their decimal digits, as a CSV writes them."""
+    values = dictionary.to_pylist()
+    return [str(value) for value in values] if pa.types.is_integer(dictionary.type) else values
+
+
 def _text_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
     """A text column's int32 codes in order of first appearance and its
     values; an empty value or a NUL character gives up (the precise
@@ -212,7 +237,7 @@ def _text_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
     column = pa.table([column], names=["x"]).unify_dictionaries().column(0)
     if not column.num_chunks:
         raise _Slow
-    values = column.chunk(0).dictionary.to_pylist()
+    values = _texts(column.chunk(0).dictionary)
     if any(not value or "\x00" in value for value in values):
         raise _Slow
     parts = [chunk.indices.to_numpy(zero_copy_only=False).astype(np.int32, copy=False) for chunk in column.chunks]
@@ -246,7 +271,7 @@ def _contexts(columns: list[pa.ChunkedArray], reader: _Reader, rows: int) -> np.
             raise _Slow
         encoded = column if pa.types.is_dictionary(column.type) else column.dictionary_encode()
         encoded = pa.table([encoded], names=["x"]).unify_dictionaries().column(0)
-        values = encoded.chunk(0).dictionary.to_pylist()
+        values = _texts(encoded.chunk(0).dictionary)
         if any("\x00" in value for value in values):
             raise _Slow
         parts = [chunk.indices.to_numpy(zero_copy_only=False).astype(np.int64) for chunk in encoded.chunks]
@@ -261,7 +286,7 @@ def _contexts(columns: list[pa.ChunkedArray], reader: _Reader, rows: int) -> np.
     tuples = []
     for combined in found[order]:
         parts_of: list[str] = []
-        for codes, values in reversed(codes_and_values):
+        for _codes, values in reversed(codes_and_values):
             combined, code = divmod(int(combined), len(values))
             parts_of.insert(0, values[code])
         tuples.append(parts_of[0] if len(parts_of) == 1 else tuple(parts_of))
@@ -377,18 +402,6 @@ def _parquet_types(schema: pa.Schema, layout: _Layout, errors: _Errors) -> None:
     errors.raise_any()
 
 
-def _as_text(column: pa.ChunkedArray) -> pa.ChunkedArray:
-    """A label-like column as text: integers as their decimal digits."""
-    kind = column.type
-    if pa.types.is_dictionary(kind):
-        kind = kind.value_type
-        if pa.types.is_integer(kind):
-            column = column.cast(kind)
-    if pa.types.is_integer(kind):
-        return column.cast(pa.string())
-    return column
-
-
 def _read_parquet(
     stream: IO,
     *,
@@ -421,7 +434,7 @@ def _read_parquet(
     except (pa.ArrowException, OSError) as error:
         raise PredictionFileError([f"not a readable Parquet file ({error})"]) from None
     columns = [
-        table.column(position).cast(pa.float64()) if position in numbers else _as_text(table.column(position))
+        table.column(position).cast(pa.float64()) if position in numbers else table.column(position)
         for position in range(layout.width)
     ]
     del table
@@ -442,7 +455,7 @@ def _read_parquet(
 
 def _cells(column: pa.Array) -> list[str]:
     """A batch's column as the text a CSV would hold: a null is an empty
-    cell, a number its shortest repr ('nan', 'inf')."""
+    cell, an integer its digits, a float its shortest repr ('nan', 'inf')."""
     values = column.to_pylist()
     return ["" if value is None else value if isinstance(value, str) else repr(value) for value in values]
 
@@ -452,10 +465,7 @@ def _batches(parquet: pq.ParquetFile, numbers: set[int]) -> Iterator[list[list[s
         columns = []
         for position in range(batch.num_columns):
             column = batch.column(position)
-            if position in numbers:
-                columns.append(_cells(column.cast(pa.float64())))
-            else:
-                columns.append(_cells(_as_text(pa.chunked_array([column])).combine_chunks()))
+            columns.append(_cells(column.cast(pa.float64()) if position in numbers else column))
         yield [list(row) for row in zip(*columns, strict=True)]
 
 
