@@ -600,7 +600,7 @@ class _Reader:
 def _whole(parts: list[np.ndarray]) -> np.ndarray:
     """The chunks of one column as one array; the chunks are let go at once,
     so no more than one column is held twice while the file is assembled."""
-    whole = np.concatenate(parts)
+    whole = np.concatenate(parts) if len(parts) > 1 else parts[0]
     parts.clear()
     return whole
 

@@ -317,41 +317,48 @@ def _probabilities(columns: list[pa.ChunkedArray], rows: int) -> np.ndarray:
 
 
 def _from_columns(
-    columns: list[pa.ChunkedArray], reader: _Reader, *, positive: str | None, max_rows: int | None
+    columns: list[pa.ChunkedArray | None], reader: _Reader, *, positive: str | None, max_rows: int | None
 ) -> PredictionData:
     """The arrays of a file whose columns (by the header's positions) are
     read, through the precise reader's assembly; ``_Slow`` at the first
     value a rule refuses."""
     layout, chunks = reader.layout, reader.chunks
-    rows = len(columns[0]) if columns else 0
+    rows = len(columns[0]) if columns and columns[0] is not None else 0
     if not rows or (max_rows is not None and rows > max_rows):
         raise _Slow
     fixed = layout.fixed
     reader.rows = rows
-    chunks.candidate.append(_candidates(columns[fixed["candidate"]] if "candidate" in fixed else None, reader, rows))
-    codes, labels = _text_codes(columns[fixed["y_true"]])
+
+    def take(position: int) -> pa.ChunkedArray:
+        """A column, let go here once converted (no column is held twice
+        for longer than its conversion)."""
+        column, columns[position] = columns[position], None
+        return column
+
+    chunks.candidate.append(_candidates(take(fixed["candidate"]) if "candidate" in fixed else None, reader, rows))
+    codes, labels = _text_codes(take(fixed["y_true"]))
     reader.true_codes = _codes_of(labels)
     chunks.y_true.append(codes)
     if "y_pred" in fixed:
-        codes, labels = _text_codes(columns[fixed["y_pred"]])
+        codes, labels = _text_codes(take(fixed["y_pred"]))
         reader.pred_codes = _codes_of(labels)
         chunks.y_pred.append(codes)
     if reader.over_classes():
         raise _Slow
     if "score" in fixed:
-        chunks.score.append(_number_array(columns[fixed["score"]], -np.inf, np.inf))
+        chunks.score.append(_number_array(take(fixed["score"]), -np.inf, np.inf))
     if "time" in fixed:
-        chunks.time.append(_number_array(columns[fixed["time"]], 0, np.inf))
+        chunks.time.append(_number_array(take(fixed["time"]), 0, np.inf))
     if layout.proba:
-        chunks.proba.append(_probabilities([columns[position] for _, position in layout.proba], rows))
+        chunks.proba.append(_probabilities([take(position) for _, position in layout.proba], rows))
     if "fold" in fixed:
-        codes, folds = _text_codes(columns[fixed["fold"]])
+        codes, folds = _text_codes(take(fixed["fold"]))
         reader.fold_codes = _codes_of(folds)
         chunks.fold.append(codes)
     if layout.context:
-        chunks.context.append(_contexts([columns[position] for _, position in layout.context], reader, rows))
+        chunks.context.append(_contexts([take(position) for _, position in layout.context], reader, rows))
     if "instance" in fixed:
-        codes, ids = _text_codes(columns[fixed["instance"]])
+        codes, ids = _text_codes(take(fixed["instance"]))
         chunks.instance.append(np.array(ids, dtype=str)[codes])
         chunks.lines.append(np.arange(1, rows + 1, dtype=np.int64))
     # Lines are for refusals, which the precise reader words: any will do.
