@@ -7,7 +7,6 @@ page, the API and both commands take Parquet."""
 import io
 import json
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -141,7 +140,10 @@ def test_integer_labels_and_folds_read_as_the_text_a_csv_holds(tmp_path):
     )
     path = tmp_path / "pipeline.parquet"
     pq.write_table(table, path)
-    csv = "candidate,y_true,y_pred,score,fold,instance\nm1,1,1,0.75,10,7\nm1,0,1,0.5,2,8\nm2,1,0,0.25,10,7\nm2,0,0,0.125,2,8\n"
+    csv = (
+        "candidate,y_true,y_pred,score,fold,instance\n"
+        "m1,1,1,0.75,10,7\nm1,0,1,0.5,2,8\nm2,1,0,0.25,10,7\nm2,0,0,0.125,2,8\n"
+    )
     from_parquet = read_predictions(path, positive="1")
     assert from_parquet.labels == ["1", "0"] and from_parquet.folds == ["10", "2"]
     assert_same_data(from_parquet, read_predictions(io.BytesIO(csv.encode()), positive="1"))
