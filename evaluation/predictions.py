@@ -66,6 +66,8 @@ PROBA = "proba:"
 CONTEXT = "context:"
 COLUMNS_HELP = "candidate, y_true, y_pred, score, proba:<label>, fold, time, context:<name>, instance"
 MB = 1024 * 1024
+# The media type of a Parquet file (the API's raw body; evaluation.predictions_arrow reads it).
+PARQUET_MEDIA_TYPE = "application/vnd.apache.parquet"
 
 
 class PredictionFileError(ValueError):

@@ -64,7 +64,6 @@ from .predictions import (
 )
 
 PARQUET_MAGIC = b"PAR1"
-PARQUET_MEDIA_TYPE = "application/vnd.apache.parquet"
 PARQUET_EXTENSIONS = (".parquet", ".pq")
 BOM = b"\xef\xbb\xbf"
 NUMBER_COLUMNS = ("score", "time")

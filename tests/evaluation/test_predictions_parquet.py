@@ -16,6 +16,7 @@ from django.core.management import CommandError, call_command
 from evaluation import predictions_arrow
 from evaluation.models import PredictionSet
 from evaluation.predictions import (
+    PARQUET_MEDIA_TYPE,
     PredictionData,
     PredictionFileError,
     PredictionFileTooManyClasses,
@@ -254,7 +255,7 @@ def test_the_api_uploads_a_parquet_file_and_lists_its_refusals_by_row(make_study
     study = make_study(Phase.VOTING).study
     url = f"{API}/studies/{study.pk}/predictions/"
     content = csv_as_parquet(BINARY)
-    upload = SimpleUploadedFile("holdout.parquet", content, content_type=predictions_arrow.PARQUET_MEDIA_TYPE)
+    upload = SimpleUploadedFile("holdout.parquet", content, content_type=PARQUET_MEDIA_TYPE)
     response = clients["alice"].post(url, {"file": upload, "positive": "spam"}, format="multipart")
     assert response.status_code == 201, response.content
     assert (response.json()["rows"], response.json()["bytes"]) == (6, len(content))
@@ -265,6 +266,10 @@ def test_the_api_uploads_a_parquet_file_and_lists_its_refusals_by_row(make_study
     assert refused.status_code == 400
     assert PredictionSet.objects.count() == 1
     assert "row 1, column time: a time cannot be negative, got -2" in json.dumps(refused.json())
+    # The file itself as the body, its options as query parameters.
+    raw = clients["alice"].generic("POST", f"{url}?positive=spam&name=raw", content, content_type=PARQUET_MEDIA_TYPE)
+    assert raw.status_code == 201, raw.content
+    assert (raw.json()["name"], raw.json()["rows"], raw.json()["bytes"]) == ("raw", 6, len(content))
 
 
 @pytest.mark.django_db
