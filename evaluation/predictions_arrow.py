@@ -176,7 +176,9 @@ def _read_csv(
     text = pa.dictionary(pa.int32(), pa.string())
     names = [f"c{position}" for position in range(layout.width)]
     stream.seek(start + length)
-    table = pa_csv.read_csv(
+    capacity = _line_count(stream)  # the most rows there can be (blank lines are skipped)
+    stream.seek(start + length)
+    batches = pa_csv.open_csv(
         stream,
         read_options=pa_csv.ReadOptions(column_names=names, use_threads=True),
         parse_options=pa_csv.ParseOptions(delimiter=delimiter, newlines_in_values=False),
@@ -187,10 +189,22 @@ def _read_csv(
             quoted_strings_can_be_null=False,
             check_utf8=True,
         ),
+        memory_pool=pa.system_memory_pool(),
     )
-    columns = [table.column(position) for position in range(layout.width)]
-    del table
-    return _from_columns(columns, reader, positive=positive, max_rows=max_rows)
+    converted = _Batches(reader, max_rows, capacity)
+    for batch in batches:
+        converted.add(batch)
+    return converted.data(positive)
+
+
+def _line_count(stream: IO) -> int:
+    """The lines left in the stream (a last one without its line break
+    counted), read in large blocks: a CSV's rows are at most these."""
+    count, last = 0, b"\n"
+    while block := stream.read(16 * BLOCK_BYTES):
+        count += block.count(b"\n")
+        last = block[-1:]
+    return count + (last != b"\n")
 
 
 def _number_positions(layout: _Layout) -> set[int]:
@@ -199,7 +213,7 @@ def _number_positions(layout: _Layout) -> set[int]:
     }
 
 
-# --- from columns to arrays ------------------------------------------------------------------
+# --- from batches to arrays ------------------------------------------------------------------
 
 
 def _first_order(codes: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -225,151 +239,157 @@ def _texts(dictionary: pa.Array) -> list[str]:
     return [str(value) for value in values] if pa.types.is_integer(dictionary.type) else values
 
 
-def _text_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
-    """A text column's int32 codes in order of first appearance and its
-    values; an empty value or a NUL character gives up (the precise
-    reader names them)."""
+def _encode(column: pa.Array, codes: _Codes, *, empty: bool = False) -> np.ndarray:
+    """A batch's text column as int32 codes of ``codes`` (new values get
+    new codes in order of first appearance). An empty value (unless
+    ``empty``), a NUL character or a null gives up."""
     if column.null_count:
         raise _Slow
     if not pa.types.is_dictionary(column.type):
         column = column.dictionary_encode()
-    column = pa.table([column], names=["x"]).unify_dictionaries().column(0)
-    if not column.num_chunks:
+    values = _texts(column.dictionary)
+    if any((not value and not empty) or "\x00" in value for value in values):
         raise _Slow
-    values = _texts(column.chunk(0).dictionary)
-    if any(not value or "\x00" in value for value in values):
-        raise _Slow
-    parts = [chunk.indices.to_numpy(zero_copy_only=False).astype(np.int32, copy=False) for chunk in column.chunks]
-    raw = np.concatenate(parts) if len(parts) > 1 else parts[0]
-    codes, order = _first_order(raw, len(values))
-    return codes, [values[code] for code in order]
+    local, order = _first_order(column.indices.to_numpy(zero_copy_only=False), len(values))
+    mapping = np.fromiter((codes[values[old]] for old in order), dtype=np.int32, count=len(order))
+    return mapping[local]
 
 
-def _number_array(column: pa.ChunkedArray, low: float, high: float) -> np.ndarray:
+def _numbers(column: pa.Array, low: float, high: float) -> np.ndarray:
+    """A batch's number column, copied out of the batch; a null, a value
+    not finite or outside [low, high] gives up."""
     if column.null_count:
         raise _Slow
-    values = np.ascontiguousarray(column.to_numpy(), dtype=np.float64)
+    values = np.array(column.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
     if not (np.isfinite(values).all() and values.min(initial=low) >= low and values.max(initial=high) <= high):
         raise _Slow
     return values
 
 
-def _codes_of(values: list[str]) -> _Codes:
-    codes = _Codes()
-    for value in values:
-        codes[value]
-    return codes
+class _Batches:
+    """The precise reader's ``_Reader`` filled batch by batch from pyarrow's
+    record batches (columns by the header's positions): each batch is
+    converted into arrays of the file's size, allocated once (``capacity``
+    rows at most), and let go, so the file is never held twice."""
 
+    def __init__(self, reader: _Reader, max_rows: int | None, capacity: int) -> None:
+        self.reader = reader
+        self.max_rows = max_rows
+        self.capacity = capacity
+        layout = reader.layout
+        self.codes = {
+            name: np.empty(capacity, dtype=np.int32)
+            for name in ("candidate", "y_true", "y_pred", "fold")
+            if name in layout.fixed or name == "candidate"
+        }
+        self.floats = {name: np.empty(capacity, dtype=np.float64) for name in NUMBER_COLUMNS if name in layout.fixed}
+        self.proba = np.empty((capacity, len(layout.proba)), dtype=np.float64) if layout.proba else None
+        self.context_codes = [_Codes() for _ in layout.context]
+        self.context = [np.empty(capacity, dtype=np.int32) for _ in layout.context]
 
-def _contexts(columns: list[pa.ChunkedArray], reader: _Reader, rows: int) -> np.ndarray:
-    """The context columns' codes (one per distinct tuple of values), in
-    order of first appearance; an empty value is allowed here."""
-    codes_and_values = []
-    for column in columns:
-        if column.null_count:
+    def add(self, batch: pa.RecordBatch) -> None:
+        reader, layout = self.reader, self.reader.layout
+        fixed, chunks, rows = layout.fixed, reader.chunks, batch.num_rows
+        if not rows:
+            return
+        done = reader.rows
+        if done + rows > self.capacity:
             raise _Slow
-        encoded = column if pa.types.is_dictionary(column.type) else column.dictionary_encode()
-        encoded = pa.table([encoded], names=["x"]).unify_dictionaries().column(0)
-        values = _texts(encoded.chunk(0).dictionary)
-        if any("\x00" in value for value in values):
+        here = slice(done, done + rows)
+        self._candidates(batch, here)
+        self.codes["y_true"][here] = _encode(batch.column(fixed["y_true"]), reader.true_codes)
+        if "y_pred" in fixed:
+            self.codes["y_pred"][here] = _encode(batch.column(fixed["y_pred"]), reader.pred_codes)
+        if reader.over_classes():
             raise _Slow
-        parts = [chunk.indices.to_numpy(zero_copy_only=False).astype(np.int64) for chunk in encoded.chunks]
-        codes_and_values.append((np.concatenate(parts), values))
-    key = np.zeros(rows, dtype=np.int64)
-    for codes, values in codes_and_values:
-        key = key * len(values) + codes
-    found, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    order = np.argsort(first)
-    renumber = np.empty(len(found), dtype=np.int32)
-    renumber[order] = np.arange(len(found), dtype=np.int32)
-    tuples = []
-    for combined in found[order]:
-        parts_of: list[str] = []
-        for _codes, values in reversed(codes_and_values):
-            combined, code = divmod(int(combined), len(values))
-            parts_of.insert(0, values[code])
-        tuples.append(parts_of[0] if len(parts_of) == 1 else tuple(parts_of))
-    reader.context_codes = _codes_of(tuples)  # type: ignore[arg-type]
-    return renumber[inverse.reshape(-1)]
+        if "score" in fixed:
+            self.floats["score"][here] = _numbers(batch.column(fixed["score"]), -np.inf, np.inf)
+        if "time" in fixed:
+            self.floats["time"][here] = _numbers(batch.column(fixed["time"]), 0, np.inf)
+        if self.proba is not None:
+            block = self.proba[here]
+            for index, (_, position) in enumerate(layout.proba):
+                block[:, index] = _numbers(batch.column(position), 0, 1)
+            if (np.abs(block.sum(axis=1) - 1) > ROW_SUM_TOLERANCE).any():
+                raise _Slow
+        if "fold" in fixed:
+            self.codes["fold"][here] = _encode(batch.column(fixed["fold"]), reader.fold_codes)
+        for index, (_, position) in enumerate(layout.context):
+            self.context[index][here] = _encode(batch.column(position), self.context_codes[index], empty=True)
+        if "instance" in fixed:
+            ids = _Codes()
+            codes = _encode(batch.column(fixed["instance"]), ids)
+            chunks.instance.append(np.array(list(ids), dtype=str)[codes])
+            chunks.lines.append(np.arange(reader.rows + 1, reader.rows + rows + 1, dtype=np.int64))
+        reader.rows += rows
+        if self.max_rows is not None and reader.rows > self.max_rows:
+            raise _Slow
 
-
-def _candidates(column: pa.ChunkedArray | None, reader: _Reader, rows: int) -> np.ndarray:
-    if column is None:  # the file of one candidate: code 0, set by the reader
-        return np.zeros(rows, dtype=np.int32)
-    codes, names = _text_codes(column)
-    for name in names:
-        if (reader.candidate is not None and name != reader.candidate) or (
-            reader.candidates is not None and name not in reader.candidates
+    def _candidates(self, batch: pa.RecordBatch, here: slice) -> None:
+        reader = self.reader
+        if "candidate" not in reader.layout.fixed:  # the file of one candidate: code 0, set by the reader
+            self.codes["candidate"][here] = 0
+            return
+        names = reader.candidate_codes
+        self.codes["candidate"][here] = _encode(batch.column(reader.layout.fixed["candidate"]), names)
+        if (reader.candidate is not None and list(names) != [reader.candidate]) or (
+            reader.candidates is not None and not names.keys() <= reader.candidates
         ):
             raise _Slow
-    reader.candidate_codes = _codes_of(names)
-    return codes
 
+    def _contexts(self) -> None:
+        """The context columns' codes made one code per distinct tuple of
+        values, in order of first appearance."""
+        reader = self.reader
+        columns = [
+            (codes[: reader.rows].astype(np.int64), list(values))
+            for codes, values in zip(self.context, self.context_codes, strict=True)
+        ]
+        self.context.clear()
+        key = np.zeros(reader.rows, dtype=np.int64)
+        for codes, values in columns:
+            key = key * len(values) + codes
+        del columns
+        found, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        order = np.argsort(first)
+        renumber = np.empty(len(found), dtype=np.int32)
+        renumber[order] = np.arange(len(found), dtype=np.int32)
+        names = [list(codes) for codes in self.context_codes]
+        tuples: list[Any] = []
+        for combined in found[order]:
+            parts: list[str] = []
+            for values in reversed(names):
+                combined, code = divmod(int(combined), len(values))
+                parts.insert(0, values[code])
+            tuples.append(parts[0] if len(parts) == 1 else tuple(parts))
+        reader.context_codes = _Codes()
+        for value in tuples:
+            reader.context_codes[value]
+        reader.chunks.context.append(renumber[inverse.reshape(-1)])
 
-def _probabilities(columns: list[pa.ChunkedArray], rows: int) -> np.ndarray:
-    block = np.empty((rows, len(columns)), dtype=np.float64)
-    for index, column in enumerate(columns):
-        block[:, index] = _number_array(column, 0, 1)
-    if (np.abs(block.sum(axis=1) - 1) > ROW_SUM_TOLERANCE).any():
-        raise _Slow
-    return block
-
-
-def _from_columns(
-    columns: list[pa.ChunkedArray | None], reader: _Reader, *, positive: str | None, max_rows: int | None
-) -> PredictionData:
-    """The arrays of a file whose columns (by the header's positions) are
-    read, through the precise reader's assembly; ``_Slow`` at the first
-    value a rule refuses."""
-    layout, chunks = reader.layout, reader.chunks
-    rows = len(columns[0]) if columns and columns[0] is not None else 0
-    if not rows or (max_rows is not None and rows > max_rows):
-        raise _Slow
-    fixed = layout.fixed
-    reader.rows = rows
-
-    def take(position: int) -> pa.ChunkedArray:
-        """A column, let go here once converted (no column is held twice
-        for longer than its conversion)."""
-        column, columns[position] = columns[position], None
-        return column
-
-    chunks.candidate.append(_candidates(take(fixed["candidate"]) if "candidate" in fixed else None, reader, rows))
-    codes, labels = _text_codes(take(fixed["y_true"]))
-    reader.true_codes = _codes_of(labels)
-    chunks.y_true.append(codes)
-    if "y_pred" in fixed:
-        codes, labels = _text_codes(take(fixed["y_pred"]))
-        reader.pred_codes = _codes_of(labels)
-        chunks.y_pred.append(codes)
-    if reader.over_classes():
-        raise _Slow
-    if "score" in fixed:
-        chunks.score.append(_number_array(take(fixed["score"]), -np.inf, np.inf))
-    if "time" in fixed:
-        chunks.time.append(_number_array(take(fixed["time"]), 0, np.inf))
-    if layout.proba:
-        chunks.proba.append(_probabilities([take(position) for _, position in layout.proba], rows))
-    if "fold" in fixed:
-        codes, folds = _text_codes(take(fixed["fold"]))
-        reader.fold_codes = _codes_of(folds)
-        chunks.fold.append(codes)
-    if layout.context:
-        chunks.context.append(_contexts([take(position) for _, position in layout.context], reader, rows))
-    if "instance" in fixed:
-        codes, ids = _text_codes(take(fixed["instance"]))
-        chunks.instance.append(np.array(ids, dtype=str)[codes])
-        chunks.lines.append(np.arange(1, rows + 1, dtype=np.int64))
-    # Lines are for refusals, which the precise reader words: any will do.
-    for codes_of, lines in (
-        (reader.candidate_codes, reader.candidate_lines),
-        (reader.pred_codes, reader.pred_lines),
-    ):
-        lines.update(dict.fromkeys(range(len(codes_of)), 0))
-    try:
-        return _assemble(reader, positive, reader.errors)
-    except PredictionFileError:
-        raise _Slow from None
+    def data(self, positive: str | None) -> PredictionData:
+        """The file's arrays, through the precise reader's assembly (its
+        whole-file checks); ``_Slow`` at the first refusal."""
+        reader = self.reader
+        if not reader.rows:
+            raise _Slow
+        rows, chunks = reader.rows, reader.chunks
+        # The arrays cut to the rows read: views, nothing copied.
+        arrays: dict[str, np.ndarray] = {**self.codes, **self.floats}
+        for name, array in arrays.items():
+            getattr(chunks, name).append(array[:rows])
+        if self.proba is not None:
+            chunks.proba.append(self.proba[:rows])
+        self.codes, self.floats, self.proba = {}, {}, None
+        if self.context:
+            self._contexts()
+        # Lines are for refusals, which the precise reader words: any will do.
+        for known, lines in ((reader.candidate_codes, reader.candidate_lines), (reader.pred_codes, reader.pred_lines)):
+            lines.update(dict.fromkeys(range(len(known)), 0))
+        try:
+            return _assemble(reader, positive, reader.errors)
+        except PredictionFileError:
+            raise _Slow from None
 
 
 # --- Parquet -----------------------------------------------------------------------------------
@@ -431,23 +451,18 @@ def _read_parquet(
     rows = parquet.metadata.num_rows
     if max_rows is not None and rows > max_rows:
         raise PredictionFileError([f"too many rows: more than {max_rows}, the limit for a prediction file"])
-    numbers = _number_positions(layout)
     reader = _Reader(
         layout, candidate=candidate, candidates=allowed, errors=errors, positive=positive, max_classes=max_classes
     )
     try:
-        table = parquet.read(use_threads=True)
+        converted = _Batches(reader, max_rows, rows)
+        for batch in parquet.iter_batches(batch_size=CHUNK_ROWS, use_threads=True):
+            converted.add(batch)
+        return converted.data(positive)
+    except _Slow:
+        del converted, reader  # (what was converted goes before the rows are read again)
     except (pa.ArrowException, OSError) as error:
         raise PredictionFileError([f"not a readable Parquet file ({error})"]) from None
-    columns = [
-        table.column(position).cast(pa.float64()) if position in numbers else table.column(position)
-        for position in range(layout.width)
-    ]
-    del table
-    try:
-        return _from_columns(columns, reader, positive=positive, max_rows=max_rows)
-    except _Slow:
-        del columns
     stream.seek(start)
     return _parquet_precise(
         _parquet_file(stream),

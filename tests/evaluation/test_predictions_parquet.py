@@ -87,13 +87,13 @@ def test_the_fast_path_reads_what_the_precise_reader_reads(content, positive, mo
     """Candidates interleaved, an empty context, two context columns,
     probabilities in another order than the labels: the same arrays."""
     taken = []
-    fast = predictions_arrow._from_columns
+    fast = predictions_arrow._Batches.data
 
     def counting(*args, **kwargs):
         taken.append(True)
         return fast(*args, **kwargs)
 
-    monkeypatch.setattr(predictions_arrow, "_from_columns", counting)
+    monkeypatch.setattr(predictions_arrow._Batches, "data", counting)
     quick = read_predictions(io.BytesIO(content.encode()), positive=positive)
     assert taken == [True]  # read by pyarrow, not given up on
     precise = read_predictions(Pipe(content.encode()), positive=positive)  # a stream that cannot seek
