@@ -277,12 +277,14 @@ class _Batches:
         self.max_rows = max_rows
         self.capacity = capacity
         layout = reader.layout
-        self.codes = {
+        self.codes: dict[str, np.ndarray] = {
             name: np.empty(capacity, dtype=np.int32)
             for name in ("candidate", "y_true", "y_pred", "fold")
             if name in layout.fixed or name == "candidate"
         }
-        self.floats = {name: np.empty(capacity, dtype=np.float64) for name in NUMBER_COLUMNS if name in layout.fixed}
+        self.floats: dict[str, np.ndarray] = {
+            name: np.empty(capacity, dtype=np.float64) for name in NUMBER_COLUMNS if name in layout.fixed
+        }
         self.proba = np.empty((capacity, len(layout.proba)), dtype=np.float64) if layout.proba else None
         self.context_codes = [_Codes() for _ in layout.context]
         self.context = [np.empty(capacity, dtype=np.int32) for _ in layout.context]
