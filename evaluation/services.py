@@ -34,10 +34,12 @@ from workspace.errors import InvalidInput
 from workspace.models import Candidate, Measurement, Metric, Study
 from workspace.services import expect, locked, number, text
 
-from . import report
+from . import (
+    predictions_arrow,  # noqa: F401  (pyarrow loaded with the app, not by the first upload)
+    report,
+)
 from .arrays import arrays_pack
 from .models import CandidatePredictionArrays, EvaluationCache, MeasurementSource, MetricComputation, PredictionSet
-from . import predictions_arrow  # noqa: F401  (pyarrow loaded with the app, not by the first upload)
 from .predictions import PredictionFileError, known_size, read_predictions
 from .selectors import evaluation_cached, prediction_data_by_set, prediction_data_get
 
