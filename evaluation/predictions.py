@@ -713,6 +713,17 @@ def _check_instances(name: str, ids: np.ndarray, lines: np.ndarray, errors: _Err
         )
 
 
+def _mapped(codes: np.ndarray | None, mapping: np.ndarray | None) -> np.ndarray | None:
+    """y_pred's codes onto the labels'; the codes themselves when they are
+    the same already (y_pred's labels first seen in the labels' order), as
+    they mostly are: no second array of a file's size."""
+    if codes is None or mapping is None:
+        return None
+    if np.array_equal(mapping, np.arange(len(mapping))):
+        return codes
+    return mapping[codes]
+
+
 def _assemble(reader: _Reader, positive: str | None, errors: _Errors) -> PredictionData:
     chunks = reader.chunks
     names = list(reader.candidate_codes)
@@ -730,7 +741,7 @@ def _assemble(reader: _Reader, positive: str | None, errors: _Errors) -> Predict
     y_pred = _joined(chunks.y_pred)
     # (A file with a y_pred column always has its mapping.)
     arrays: dict[str, np.ndarray | None] = {
-        "y_pred": None if y_pred is None or pred_mapping is None else pred_mapping[y_pred],
+        "y_pred": _mapped(y_pred, pred_mapping),
         "score": _joined(chunks.score),
         "proba": None,
         "fold": fold,

@@ -20,6 +20,9 @@ def _positive_number(text: str) -> float:
 
 
 class Command(BaseCommand):
+    # It reads a file and prints a report: no database, no URLs, nothing the
+    # system checks look at (they would load every view, seconds on a busy machine).
+    requires_system_checks: list[str] = []
     help = (
         "Compute every metric an approve-predictions/1 file's columns allow (CSV, or Parquet), per candidate, "
         "without a study. "
