@@ -687,7 +687,9 @@ def _first_seen(reader: _Reader, label: str, index: dict[str, int]) -> tuple[int
 def _check_folds(reader: _Reader, candidate: np.ndarray, fold: np.ndarray, names: list[str], errors: _Errors) -> None:
     folds = list(reader.fold_codes)
     present = np.zeros((len(names), len(folds)), dtype=bool)
-    present[candidate, fold] = True
+    # In slices: fancy indexing makes its indices intp, twice a file's codes at once.
+    for start in range(0, len(candidate), CHUNK_ROWS):
+        present[candidate[start : start + CHUNK_ROWS], fold[start : start + CHUNK_ROWS]] = True
     for code in np.flatnonzero(~present.all(axis=1)):
         missing = [folds[f] for f in np.flatnonzero(~present[code])]
         errors.add(
@@ -753,7 +755,11 @@ def _assemble(reader: _Reader, positive: str | None, errors: _Errors) -> Predict
         # Columns in the order of the labels (every label has one: checked).
         header_order = [label for label, _ in reader.layout.proba]
         arrays["proba"] = _whole(chunks.proba)[:, [header_order.index(label) for label in labels]]
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(candidate, minlength=len(names)))])
+    # Counted in slices: bincount makes its input intp, twice a file's codes at once.
+    counts = np.zeros(len(names), dtype=np.int64)
+    for start in range(0, len(candidate), CHUNK_ROWS):
+        counts += np.bincount(candidate[start : start + CHUNK_ROWS], minlength=len(names))
+    bounds = np.concatenate([[0], np.cumsum(counts)])
     # Each candidate's rows, in file order. A file written candidate by
     # candidate (codes follow first appearance, so they never decrease)
     # splits into slices, views that copy nothing; otherwise a stable sort

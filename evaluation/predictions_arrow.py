@@ -399,7 +399,9 @@ class _Batches:
 
 def _parquet_file(stream: IO) -> pq.ParquetFile:
     try:
-        return pq.ParquetFile(stream)
+        # Column chunks read through a buffer, not whole: a row group of a
+        # million rows is not held as well as the arrays it is read into.
+        return pq.ParquetFile(stream, buffer_size=BLOCK_BYTES, pre_buffer=False)
     except (pa.ArrowException, OSError) as error:
         raise PredictionFileError([f"not a readable Parquet file ({error})"]) from None
 
