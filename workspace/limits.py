@@ -202,7 +202,7 @@ MAX_THRESHOLD = 10000
 # 8.5 MB) in 0.8 s. Since the reader is pyarrow's and arrays are packed at
 # deflate level 1 (issue 19), a million rows of candidate, labels, a score and
 # a fold (15 MB as CSV, 1.6 MB as Parquet) are stored through the page in
-# 1.1 s as CSV and 0.7 s as Parquet (bench/evaluate_predictions.py). The
+# 0.5-1.1 s as CSV and 0.3-0.7 s as Parquet (bench/evaluate_predictions.py). The
 # row limit bounds files of short rows, which pack the
 # most rows into the bytes: the slowest accepted upload stays near 2 s, well
 # inside the web server's 30 s. A test set of 30,000 instances for 10
