@@ -16,8 +16,8 @@ class Command(BaseCommand):
         "and print the set's id. Run by the operator with shell access, it applies neither limit of a web upload "
         "(20 MB, 1,000,000 rows): a file of millions of rows is read in batches into arrays of its size, which "
         "must fit in memory (about 40 bytes a row for labels, a score, a fold and a time). The set's evaluation "
-        "and each candidate's report with the default options are computed and kept before the id is printed: the pages "
-        "and the API evaluate a set past the web's limits with those options only. The limit on distinct labels "
+        "and each candidate's report with the default options are computed and kept before the id is printed: the "
+        "pages and the API evaluate a set past the web's limits with those options only. The limit on distinct labels "
         f"({limits.PREDICTIONS_MAX_CLASSES}) applies as on the web. The set has no uploader."
     )
 
