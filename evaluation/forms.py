@@ -13,8 +13,9 @@ from .services import computation_parameter_names
 
 class PredictionUploadForm(forms.Form):
     file = forms.FileField(
-        label="Predictions file (CSV)",
-        help_text="approve-predictions/1: a header row, then one row per candidate and test instance.",
+        label="Predictions file (CSV or Parquet)",
+        help_text="approve-predictions/1: a CSV with a header row, then one row per candidate and test instance; "
+        "or the same columns in a Parquet file.",
     )
     candidate = forms.ChoiceField(
         label="For one candidate",

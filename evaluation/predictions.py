@@ -66,6 +66,8 @@ PROBA = "proba:"
 CONTEXT = "context:"
 COLUMNS_HELP = "candidate, y_true, y_pred, score, proba:<label>, fold, time, context:<name>, instance"
 MB = 1024 * 1024
+# The media type of a Parquet file (the API's raw body; evaluation.predictions_arrow reads it).
+PARQUET_MEDIA_TYPE = "application/vnd.apache.parquet"
 
 
 class PredictionFileError(ValueError):
@@ -146,11 +148,13 @@ class _Errors:
     soon as ``MAX_ERRORS`` have been found. They are listed by line (those
     of no line last), whatever order the checks found them in."""
 
-    def __init__(self) -> None:
+    def __init__(self, word: str = "line") -> None:
+        # "line" for a CSV's lines, "row" for a Parquet file's rows (from 1).
+        self.word = word
         self.found: list[tuple[float, int, str]] = []
 
     def add(self, message: str, *, line: int | None = None, column: str | None = None) -> None:
-        where = [f"line {line}"] if line is not None else []
+        where = [f"{self.word} {line}"] if line is not None else []
         where += [f"column {column}"] if column is not None else []
         text = f"{', '.join(where)}: {message}" if where else message
         self.found.append((line if line is not None else math.inf, len(self.found), text))
@@ -180,7 +184,7 @@ def _size_error(size: int | None, limit: int) -> PredictionFileTooLarge:
     )
 
 
-def _known_size(source: Any) -> int | None:
+def known_size(source: Any) -> int | None:
     """The size of an open file or an upload, when it can be told without reading."""
     size = getattr(source, "size", None)  # Django's uploaded files
     if isinstance(size, int):
@@ -201,7 +205,7 @@ class _Text:
         self.max_bytes = max_bytes
         self.size = 0
         if max_bytes is not None:
-            known = _known_size(stream)
+            known = known_size(stream)
             if known is not None and known > max_bytes:
                 raise _size_error(known, max_bytes)
 
@@ -266,13 +270,15 @@ def _lines(text: _Text) -> Iterator[str]:
 @dataclass
 class _Layout:
     width: int
-    line: int  # the header's line
+    line: int | None  # the header's line (None: a Parquet file's schema)
     fixed: dict[str, int]  # column name -> position
     proba: list[tuple[str, int]]  # (label, position), header order
     context: list[tuple[str, int]]  # (name, position), header order
 
 
-def _header(cells: list[str], line: int, *, one_candidate: bool, positive: str | None, errors: _Errors) -> _Layout:
+def _header(
+    cells: list[str], line: int | None, *, one_candidate: bool, positive: str | None, errors: _Errors
+) -> _Layout:
     names = [cell.strip() for cell in cells]
     layout = _Layout(width=len(names), line=line, fixed={}, proba=[], context=[])
     if not any(name in FIXED_COLUMNS or name.startswith((PROBA, CONTEXT)) for name in names):
@@ -596,7 +602,7 @@ class _Reader:
 def _whole(parts: list[np.ndarray]) -> np.ndarray:
     """The chunks of one column as one array; the chunks are let go at once,
     so no more than one column is held twice while the file is assembled."""
-    whole = np.concatenate(parts)
+    whole = np.concatenate(parts) if len(parts) > 1 else parts[0]
     parts.clear()
     return whole
 
@@ -681,7 +687,9 @@ def _first_seen(reader: _Reader, label: str, index: dict[str, int]) -> tuple[int
 def _check_folds(reader: _Reader, candidate: np.ndarray, fold: np.ndarray, names: list[str], errors: _Errors) -> None:
     folds = list(reader.fold_codes)
     present = np.zeros((len(names), len(folds)), dtype=bool)
-    present[candidate, fold] = True
+    # In slices: fancy indexing makes its indices intp, twice a file's codes at once.
+    for start in range(0, len(candidate), CHUNK_ROWS):
+        present[candidate[start : start + CHUNK_ROWS], fold[start : start + CHUNK_ROWS]] = True
     for code in np.flatnonzero(~present.all(axis=1)):
         missing = [folds[f] for f in np.flatnonzero(~present[code])]
         errors.add(
@@ -701,10 +709,21 @@ def _check_instances(name: str, ids: np.ndarray, lines: np.ndarray, errors: _Err
     for position in np.flatnonzero(ordered[1:] == ordered[:-1]) + 1:
         again, first = lines[order[position]], lines[order[position - 1]]
         errors.add(
-            f"the candidate {name!r} has the instance {str(ordered[position])!r} already, on line {first}",
+            f"the candidate {name!r} has the instance {str(ordered[position])!r} already, on {errors.word} {first}",
             line=int(again),
             column="instance",
         )
+
+
+def _mapped(codes: np.ndarray | None, mapping: np.ndarray | None) -> np.ndarray | None:
+    """y_pred's codes onto the labels'; the codes themselves when they are
+    the same already (y_pred's labels first seen in the labels' order), as
+    they mostly are: no second array of a file's size."""
+    if codes is None or mapping is None:
+        return None
+    if np.array_equal(mapping, np.arange(len(mapping))):
+        return codes
+    return mapping[codes]
 
 
 def _assemble(reader: _Reader, positive: str | None, errors: _Errors) -> PredictionData:
@@ -713,7 +732,8 @@ def _assemble(reader: _Reader, positive: str | None, errors: _Errors) -> Predict
     labels, pred_mapping = _label_order(reader, positive, errors)
     # Every row has a candidate and a line (a file without rows is refused before).
     candidate = _whole(chunks.candidate)
-    lines = _whole(chunks.lines)
+    # (The fast readers give lines only with instance ids, the one use of them here.)
+    lines = _joined(chunks.lines)
     fold = _joined(chunks.fold)
     if fold is not None:
         _check_folds(reader, candidate, fold, names, errors)
@@ -723,7 +743,7 @@ def _assemble(reader: _Reader, positive: str | None, errors: _Errors) -> Predict
     y_pred = _joined(chunks.y_pred)
     # (A file with a y_pred column always has its mapping.)
     arrays: dict[str, np.ndarray | None] = {
-        "y_pred": None if y_pred is None or pred_mapping is None else pred_mapping[y_pred],
+        "y_pred": _mapped(y_pred, pred_mapping),
         "score": _joined(chunks.score),
         "proba": None,
         "fold": fold,
@@ -735,7 +755,11 @@ def _assemble(reader: _Reader, positive: str | None, errors: _Errors) -> Predict
         # Columns in the order of the labels (every label has one: checked).
         header_order = [label for label, _ in reader.layout.proba]
         arrays["proba"] = _whole(chunks.proba)[:, [header_order.index(label) for label in labels]]
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(candidate, minlength=len(names)))])
+    # Counted in slices: bincount makes its input intp, twice a file's codes at once.
+    counts = np.zeros(len(names), dtype=np.int64)
+    for start in range(0, len(candidate), CHUNK_ROWS):
+        counts += np.bincount(candidate[start : start + CHUNK_ROWS], minlength=len(names))
+    bounds = np.concatenate([[0], np.cumsum(counts)])
     # Each candidate's rows, in file order. A file written candidate by
     # candidate (codes follow first appearance, so they never decrease)
     # splits into slices, views that copy nothing; otherwise a stable sort
@@ -747,7 +771,7 @@ def _assemble(reader: _Reader, positive: str | None, errors: _Errors) -> Predict
         rows = slice(bounds[code], bounds[code + 1]) if order is None else order[bounds[code] : bounds[code + 1]]
         own = {key: None if values is None else values[rows] for key, values in arrays.items()}
         instance = own["instance"]
-        if instance is not None:
+        if instance is not None and lines is not None:
             _check_instances(name, instance, lines[rows], errors)
         result[name] = CandidatePredictions(name, y_true[rows], **own)
     errors.raise_any()
@@ -773,6 +797,45 @@ def _open(source: Any) -> tuple[IO, bool]:
     return source, False
 
 
+class _Prefixed:
+    """A stream whose first bytes were read already (to tell a Parquet
+    file), read again first."""
+
+    def __init__(self, head: bytes, stream: IO) -> None:
+        self.head = head
+        self.stream = stream
+
+    def read(self, size: int = -1) -> bytes:
+        if not self.head:
+            return self.stream.read(size)
+        if 0 <= size <= len(self.head):
+            part, self.head = self.head[:size], self.head[size:]
+            return part
+        head, self.head = self.head, b""
+        return head + self.stream.read(-1 if size < 0 else size - len(head))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def _seekable_if_parquet(stream: Any, max_bytes: int | None) -> Any:
+    """A stream that cannot seek (standard input, a request's body): a
+    Parquet file is read into memory (its footer comes last), anything else
+    is left to the readers, its first bytes put back."""
+    try:
+        if stream.seekable():
+            return stream
+    except (AttributeError, ValueError):
+        pass
+    head = stream.read(4)
+    if isinstance(head, str) or head != b"PAR1":
+        return _Prefixed(head, stream) if head else stream
+    rest = stream.read() if max_bytes is None else stream.read(max_bytes)
+    if max_bytes is not None and len(head) + len(rest) > max_bytes:
+        raise _size_error(None, max_bytes)
+    return io.BytesIO(head + rest)
+
+
 def read_predictions(
     stream_or_path: Any,
     *,
@@ -783,9 +846,12 @@ def read_predictions(
     max_rows: int | None = None,
     max_classes: int | None = None,
 ) -> PredictionData:
-    """Read an ``approve-predictions/1`` CSV (a path, or a binary or text
-    stream) into arrays, or raise ``PredictionFileError`` listing why it is
-    refused (``PredictionFileTooLarge`` when over ``max_bytes``).
+    """Read an ``approve-predictions/1`` CSV or Parquet file (a path, or a
+    binary or text stream) into arrays, or raise ``PredictionFileError``
+    listing why it is refused (``PredictionFileTooLarge`` when over
+    ``max_bytes``). ``predictions_arrow`` reads it first (a Parquet file,
+    and a CSV at Arrow speed); this module's reader reads a CSV it gives
+    up on, for the refusal's exact lines.
 
     ``candidate``: the file is for that one candidate (a ``candidate``
     column is then optional, and must name it on every row).
@@ -806,6 +872,22 @@ def read_predictions(
     # would walk them again and again, and none of them holds a cycle.
     gc.disable()
     try:
+        from .predictions_arrow import read_arrow  # (it imports this module)
+
+        name = os.fspath(stream_or_path) if opened else getattr(stream, "name", None)
+        stream = _seekable_if_parquet(stream, max_bytes)
+        data = read_arrow(
+            stream,
+            name=name if isinstance(name, str) else None,
+            candidate=candidate,
+            positive=positive,
+            allowed=allowed,
+            max_bytes=max_bytes,
+            max_rows=max_rows,
+            max_classes=max_classes,
+        )
+        if data is not None:
+            return data
         return _read(_Text(stream, max_bytes), candidate, positive, allowed, max_rows, max_classes, errors)
     finally:
         if collecting:

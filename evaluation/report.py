@@ -676,6 +676,16 @@ def _evaluate(compute: Callable[[], float], what: str) -> tuple[float | None, st
         return None, str(error)
 
 
+def _let_go_of_arrays(report: CandidateReport) -> None:
+    """The arrays a report computed and cached (its scores, probabilities,
+    labels), dropped once its values are known: the pairwise measures that
+    come after need its cached numbers only, and ten candidates of a
+    million rows would otherwise hold a file's size again in copies."""
+    for name, attribute in vars(CandidateReport).items():
+        if isinstance(attribute, cached_property) and isinstance(report.__dict__.get(name), np.ndarray):
+            del report.__dict__[name]
+
+
 def evaluation_document(
     data: PredictionData, options: Options = Options(), *, keys: tuple[str, ...] = DOCUMENT_KEYS
 ) -> dict:
@@ -698,6 +708,7 @@ def evaluation_document(
             if reason:
                 reasons[key] = reason
         candidates[report.name], notes[report.name] = values, reasons
+        _let_go_of_arrays(report)
     for key in ("a3r", "arr"):
         if key not in keys:
             continue

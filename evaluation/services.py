@@ -16,6 +16,7 @@ it, never when a set is uploaded or a mapping changed.
 
 import dataclasses
 import hashlib
+import io
 import json
 import time
 from collections.abc import Callable
@@ -33,26 +34,37 @@ from workspace.errors import InvalidInput
 from workspace.models import Candidate, Measurement, Metric, Study
 from workspace.services import expect, locked, number, text
 
-from . import report
+from . import (
+    predictions_arrow,  # noqa: F401  (pyarrow loaded with the app, not by the first upload)
+    report,
+)
 from .arrays import arrays_pack
 from .models import CandidatePredictionArrays, EvaluationCache, MeasurementSource, MetricComputation, PredictionSet
-from .predictions import PredictionFileError, read_predictions
+from .predictions import PredictionFileError, known_size, read_predictions
 from .selectors import evaluation_cached, prediction_data_by_set, prediction_data_get
 
 
 class _Counted:
     """A binary stream that counts the bytes read from it (the set's
-    ``byte_count``); anything else is the stream's own (``size`` and
+    ``byte_count`` when the stream cannot tell its size); anything else is the stream's own (``size`` and
     ``fileno``, which let the reader refuse a large file before reading it)."""
 
     def __init__(self, stream: IO[bytes]) -> None:
         self._stream = stream
         self.bytes_read = 0
+        self._position = 0
 
     def read(self, size: int = -1) -> bytes:
         data = self._stream.read(size)
-        self.bytes_read += len(data)
+        self._position += len(data)
+        self.bytes_read = max(self.bytes_read, self._position)
         return data
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        """(A reader that seeks back reads no more bytes: the count is of
+        the furthest byte read.)"""
+        self._position = self._stream.seek(offset, whence)
+        return self._position
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
@@ -91,6 +103,9 @@ def prediction_set_import(
     if candidate is not None and candidate not in names:
         raise InvalidInput({"candidate": f"no candidate named {candidate!r} in this study"})
     counted = _Counted(stream)
+    # The size, when the stream tells it: the readers may seek (a Parquet
+    # file's footer, a CSV read again for a refusal's lines).
+    size = known_size(stream)
     try:
         data = read_predictions(
             counted,
@@ -123,7 +138,7 @@ def prediction_set_import(
             context_columns=data.context_columns,
             contexts=[list(context) for context in data.contexts],
             row_count=data.rows,
-            byte_count=counted.bytes_read,
+            byte_count=size if size is not None else counted.bytes_read,
         )
         CandidatePredictionArrays.objects.bulk_create(
             [

@@ -211,7 +211,11 @@ MAX_THRESHOLD = 10000
 # at 250,000-400,000 rows a second): a 20 MB file of typical rows (candidate,
 # instance, fold, labels, a score, a time, a context: 57 bytes a row) holds
 # 350,000 rows and is stored in 1.6 s; a million short rows (``J48,1,0``,
-# 8.5 MB) in 0.8 s. The row limit bounds files of short rows, which pack the
+# 8.5 MB) in 0.8 s. Since the reader is pyarrow's and arrays are packed at
+# deflate level 1 (issue 19), a million rows of candidate, labels, a score and
+# a fold (15 MB as CSV, 1.6 MB as Parquet) are stored through the page in
+# 0.5-1.1 s as CSV and 0.3-0.7 s as Parquet (bench/evaluate_predictions.py). The
+# row limit bounds files of short rows, which pack the
 # most rows into the bytes: the slowest accepted upload stays near 2 s, well
 # inside the web server's 30 s. A test set of 30,000 instances for 10
 # candidates fits in one upload; larger ones go in several (one per

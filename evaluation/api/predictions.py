@@ -2,9 +2,10 @@
 
 Members list and read a study's sets; the designer uploads them, as a
 multipart form (``file``, with ``candidate``, ``positive`` and ``name``
-fields) or as a raw ``text/csv`` body (the same three as query parameters),
-and deletes them. A set is shown with its labels, folds and candidates,
-never its arrays.
+fields) or as a raw ``text/csv`` or ``application/vnd.apache.parquet`` body
+(the same three as query parameters), and deletes them. A Parquet file is
+told by its first bytes (``PAR1``), whatever its name or media type. A set
+is shown with its labels, folds and candidates, never its arrays.
 """
 
 from collections.abc import Mapping
@@ -21,6 +22,7 @@ from rest_framework.views import APIView
 
 from evaluation import selectors, services
 from evaluation.models import PredictionSet
+from evaluation.predictions import PARQUET_MEDIA_TYPE
 from workspace import limits
 from workspace.api.serializers import WriteSerializer
 from workspace.api.views import PaginatedListMixin, StudyScoped, location, validated
@@ -65,7 +67,8 @@ FIELD_HELP = {
 class PredictionUploadSerializer(WriteSerializer):
     file = serializers.FileField(
         allow_empty_file=True,  # refused by the reader, with the message of FORMATS.md
-        help_text=f"an approve-predictions/1 CSV, UTF-8, at most {limits.PREDICTIONS_MAX_BYTES} bytes "
+        help_text=f"an approve-predictions/1 CSV (UTF-8) or Parquet file ({PARQUET_MEDIA_TYPE}), "
+        f"at most {limits.PREDICTIONS_MAX_BYTES} bytes "
         f"and {limits.PREDICTIONS_MAX_ROWS} rows, with at most {limits.PREDICTIONS_MAX_CLASSES} distinct labels",
     )
     candidate = serializers.CharField(
@@ -82,14 +85,23 @@ class CsvBodyParser(BaseParser):
     size is bounded by the view's body limit before anything reads it)."""
 
     media_type = "text/csv"
+    file_name = "predictions.csv"
 
     def parse(
         self, stream: Any, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
     ) -> DataAndFiles:
         request = (parser_context or {})["request"]
         size = int(request.META.get("CONTENT_LENGTH") or 0)
-        upload = UploadedFile(file=stream, name="predictions.csv", content_type=self.media_type, size=size)
+        upload = UploadedFile(file=stream, name=self.file_name, content_type=self.media_type, size=size)
         return DataAndFiles({}, {"file": upload})
+
+
+class ParquetBodyParser(CsvBodyParser):
+    """A raw Parquet body: the reader takes it into memory (a Parquet
+    file's footer comes last), within the view's body limit."""
+
+    media_type = PARQUET_MEDIA_TYPE
+    file_name = "predictions.parquet"
 
 
 def _upload_fields(request: Request) -> dict[str, Any]:
@@ -107,7 +119,7 @@ def _upload_fields(request: Request) -> dict[str, Any]:
 
 
 class PredictionSetListView(StudyScoped, PaginatedListMixin, APIView):
-    parser_classes = [MultiPartParser, CsvBodyParser]
+    parser_classes = [MultiPartParser, CsvBodyParser, ParquetBodyParser]
     max_body_bytes = limits.PREDICTIONS_MAX_BYTES  # (limits.BodySizeLimitMiddleware)
 
     @extend_schema(responses=PredictionSetSerializer(many=True))
@@ -119,18 +131,20 @@ class PredictionSetListView(StudyScoped, PaginatedListMixin, APIView):
         request={
             "multipart/form-data": PredictionUploadSerializer,
             "text/csv": {"type": "string", "format": "binary", "description": "the CSV file itself"},
+            PARQUET_MEDIA_TYPE: {"type": "string", "format": "binary", "description": "the Parquet file itself"},
         },
         parameters=[
-            OpenApiParameter(name, str, description=f"with a text/csv body: {help_text}")
+            OpenApiParameter(name, str, description=f"with a text/csv or Parquet body: {help_text}")
             for name, help_text in FIELD_HELP.items()
         ],
         responses={201: PredictionSetSerializer},
     )
     def post(self, request: Request, study_id: int) -> Response:
         """Upload candidates' predictions on a test set (designer, any phase):
-        a multipart form with ``file``, or the CSV as a ``text/csv`` body. A
-        refused file stores nothing: 400 with its errors under ``file``, each
-        naming its line (or, for a file of more than the allowed distinct
+        a multipart form with ``file`` (CSV or Parquet), or the file as a
+        ``text/csv`` or ``application/vnd.apache.parquet`` body. A refused
+        file stores nothing: 400 with its errors under ``file``, each naming
+        its line (a Parquet file's row) (or, for a file of more than the allowed distinct
         labels, their count and the limit)."""
         self.require_designer("upload predictions")
         data = validated(PredictionUploadSerializer, _upload_fields(request))

@@ -1,5 +1,6 @@
 """``python manage.py evaluate_predictions FILE [--positive LABEL] [--json]``:
-every metric of METHOD.md section 7 that a predictions file's columns allow,
+every metric of METHOD.md section 7 that a predictions file's (CSV or
+Parquet) columns allow,
 per candidate, without a study (FORMATS.md, ``approve-evaluation/1``)."""
 
 import math
@@ -19,14 +20,18 @@ def _positive_number(text: str) -> float:
 
 
 class Command(BaseCommand):
+    # It reads a file and prints a report: no database, no URLs, nothing the
+    # system checks look at (they would load every view, seconds on a busy machine).
+    requires_system_checks: list[str] = []
     help = (
-        "Compute every metric an approve-predictions/1 CSV's columns allow, per candidate, without a study. "
+        "Compute every metric an approve-predictions/1 file's columns allow (CSV, or Parquet), per candidate, "
+        "without a study. "
         "With --json, print the approve-evaluation/1 document. A file of more than "
         f"{limits.PREDICTIONS_MAX_CLASSES} distinct labels is refused, as on the web."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("file", help="the predictions CSV (approve-predictions/1)")
+        parser.add_argument("file", help="the predictions file (approve-predictions/1): CSV, or Parquet")
         parser.add_argument("--positive", help="the positive label of a binary task")
         parser.add_argument("--json", action="store_true", help="print the approve-evaluation/1 document")
         defaults = Options()  # the report's own defaults, not restated here

@@ -12,18 +12,18 @@ from workspace.models import Study
 
 class Command(BaseCommand):
     help = (
-        "Store an approve-predictions/1 CSV as a prediction set of the study (all or nothing) and print "
-        "the set's id. Run by the operator with shell access, it applies neither limit of a web upload "
-        "(20 MB, 1,000,000 rows): a file of millions of rows is read in chunks, and its arrays must fit in "
-        "memory (about 250 bytes a row at the peak: 2.3 GB for ten million rows). The set's evaluation and each "
-        "candidate's report with the default options are computed and kept before the id is printed: the pages "
-        "and the API evaluate a set past the web's limits with those options only. The limit on distinct labels "
+        "Store an approve-predictions/1 file (CSV, or Parquet) as a prediction set of the study (all or nothing) "
+        "and print the set's id. Run by the operator with shell access, it applies neither limit of a web upload "
+        "(20 MB, 1,000,000 rows): a file of millions of rows is read in batches into arrays of its size, which "
+        "must fit in memory (about 40 bytes a row for labels, a score, a fold and a time). The set's evaluation "
+        "and each candidate's report with the default options are computed and kept before the id is printed: the "
+        "pages and the API evaluate a set past the web's limits with those options only. The limit on distinct labels "
         f"({limits.PREDICTIONS_MAX_CLASSES}) applies as on the web. The set has no uploader."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("study_id", type=int)
-        parser.add_argument("file", help="path of the CSV file, or - for standard input")
+        parser.add_argument("file", help="path of the CSV or Parquet file, or - for standard input")
         parser.add_argument("--candidate", help="the file is this candidate's alone (its candidate column is optional)")
         parser.add_argument("--positive", help="the positive label of a binary set (needed with a score column)")
         parser.add_argument("--name", help="the set's name (default: the file's name)")

@@ -1,0 +1,526 @@
+"""approve-predictions/1 read at Arrow speed: a CSV through pyarrow's
+multithreaded CSV reader, and the same columns in a Parquet file.
+
+Pure: pyarrow and NumPy, no Django; ``predictions.read_predictions`` calls
+``read_arrow`` first and reads the file itself when it answers None.
+
+The fast path reads the file with strict types (labels, folds, contexts,
+instance ids and candidates as text, dictionary-encoded; score, time and
+probabilities as float64, with no null values) and checks every rule of
+``predictions`` over whole arrays. It only accepts: anything it does not
+take as ordinary, any pyarrow error and any value a rule refuses make it
+give up (``_Slow``), and the precise reader then reads the file again, row
+by row, for the refusal's exact messages and lines. A refused file is
+therefore read twice; an accepted one once.
+
+What the CSV fast path takes as ordinary: a seekable binary stream (a path,
+an uploaded file, an open file), a header on the first line without quotes,
+and rows without line breaks inside quoted cells (pyarrow refuses those, and
+the precise reader reads them).
+
+Threads: pyarrow's CSV reader parses and converts blocks on pyarrow's CPU
+thread pool. pyarrow sizes that pool from ``OMP_NUM_THREADS``, which
+approve sets to 1 for BLAS in every process (docs/architecture.md); this
+module therefore sizes it, once when imported, to the CPUs the process may
+run on, or to ``ARROW_NUM_THREADS`` when that is set. BLAS stays
+single-threaded; Arrow's pool is the one place where approve parses with
+threads.
+
+A Parquet file (it starts with the bytes ``PAR1``) has the same columns,
+named by its schema: labels, folds, contexts, instance ids and candidates
+as text (string, large string or dictionary of strings) or integers (read
+as their decimal text, as a CSV writes them); score, time and probabilities
+as floating-point or integer numbers. Any other type refuses the column.
+Its errors name the row (from 1) instead of the line: a Parquet file that
+a rule refuses is read again batch by batch, its cells as the text a CSV
+would hold (a null is an empty cell), through the same checks.
+"""
+
+import os
+from collections.abc import Iterator
+from typing import IO, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+
+from engine.core import ROW_SUM_TOLERANCE
+
+from .predictions import (
+    BLOCK_BYTES,
+    CHUNK_ROWS,
+    PredictionData,
+    PredictionFileError,
+    _assemble,
+    _classes_error,
+    _Codes,
+    _Errors,
+    _header,
+    _Layout,
+    _Reader,
+    _size_error,
+    known_size,
+)
+
+PARQUET_MAGIC = b"PAR1"
+PARQUET_EXTENSIONS = (".parquet", ".pq")
+BOM = b"\xef\xbb\xbf"
+NUMBER_COLUMNS = ("score", "time")
+
+
+def _arrow_threads() -> int:
+    given = os.environ.get("ARROW_NUM_THREADS", "").strip()
+    if given.isdigit() and int(given) > 0:
+        return int(given)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # (not on Linux)
+        return os.cpu_count() or 1
+
+
+pa.set_cpu_count(_arrow_threads())
+
+
+class _Slow(Exception):
+    """The fast path gives up: the precise reader reads the file."""
+
+
+def is_parquet_name(name: str | None) -> bool:
+    return bool(name) and str(name).lower().endswith(PARQUET_EXTENSIONS)
+
+
+def read_arrow(
+    stream: IO,
+    *,
+    name: str | None,
+    candidate: str | None,
+    positive: str | None,
+    allowed: set[str] | None,
+    max_bytes: int | None,
+    max_rows: int | None,
+    max_classes: int | None,
+) -> PredictionData | None:
+    """The file's data read by pyarrow; None when the precise reader is to
+    read it (the stream then back where it was). A Parquet file is always
+    read here, refusals included."""
+    options: dict[str, Any] = {
+        "candidate": candidate,
+        "positive": positive,
+        "allowed": allowed,
+        "max_rows": max_rows,
+        "max_classes": max_classes,
+    }
+    try:
+        start = stream.tell()
+        head = stream.read(len(PARQUET_MAGIC))
+        stream.seek(start)
+    except (AttributeError, OSError, ValueError):
+        return None  # not seekable: read by the precise reader
+    if isinstance(head, str):
+        return None  # a text stream
+    if head == PARQUET_MAGIC:
+        return _read_parquet(stream, max_bytes=max_bytes, **options)
+    if is_parquet_name(name):
+        raise PredictionFileError(
+            [f"the file is named {name!r} but is not a Parquet file (a Parquet file starts with the bytes PAR1)"]
+        )
+    if max_bytes is not None:
+        size = known_size(stream)
+        if size is None or size > max_bytes:
+            return None  # the precise reader refuses it, or counts its bytes
+    try:
+        return _read_csv(stream, start, **options)
+    except (_Slow, PredictionFileError, pa.ArrowException, UnicodeDecodeError):
+        stream.seek(start)
+        return None
+
+
+# --- CSV ------------------------------------------------------------------------------------
+
+
+def _csv_header(stream: IO) -> tuple[list[str], str, int]:
+    """The header's cells, the delimiter and the header's length in bytes
+    (with its line break), for a header on the first line without quotes."""
+    head = stream.read(BLOCK_BYTES)
+    cut = head.find(b"\n")
+    if cut < 0:
+        raise _Slow
+    line = head[:cut].removeprefix(BOM).removesuffix(b"\r")
+    if b'"' in line or b"\r" in line or b"\x00" in line:
+        raise _Slow
+    text = line.decode("utf-8")
+    if not text.strip():
+        raise _Slow
+    delimiter = "\t" if "\t" in text and "," not in text else ","
+    return text.split(delimiter), delimiter, cut + 1
+
+
+def _read_csv(
+    stream: IO,
+    start: int,
+    *,
+    candidate: str | None,
+    positive: str | None,
+    allowed: set[str] | None,
+    max_rows: int | None,
+    max_classes: int | None,
+) -> PredictionData:
+    cells, delimiter, length = _csv_header(stream)
+    errors = _Errors()
+    layout = _header(cells, 1, one_candidate=candidate is not None, positive=positive, errors=errors)
+    reader = _Reader(
+        layout, candidate=candidate, candidates=allowed, errors=errors, positive=positive, max_classes=max_classes
+    )
+    numbers = _number_positions(layout)
+    text = pa.dictionary(pa.int32(), pa.string())
+    names = [f"c{position}" for position in range(layout.width)]
+    stream.seek(start + length)
+    capacity = _line_count(stream)  # the most rows there can be (blank lines are skipped)
+    stream.seek(start + length)
+    batches = pa_csv.open_csv(
+        stream,
+        read_options=pa_csv.ReadOptions(column_names=names, use_threads=True),
+        parse_options=pa_csv.ParseOptions(delimiter=delimiter, newlines_in_values=False),
+        convert_options=pa_csv.ConvertOptions(
+            column_types={name: pa.float64() if position in numbers else text for position, name in enumerate(names)},
+            null_values=[],
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+            check_utf8=True,
+        ),
+        memory_pool=pa.system_memory_pool(),
+    )
+    converted = _Batches(reader, max_rows, capacity)
+    for batch in batches:
+        converted.add(batch)
+    return converted.data(positive)
+
+
+def _line_count(stream: IO) -> int:
+    """The lines left in the stream (a last one without its line break
+    counted), read in large blocks: a CSV's rows are at most these."""
+    count, last = 0, b"\n"
+    while block := stream.read(16 * BLOCK_BYTES):
+        count += block.count(b"\n")
+        last = block[-1:]
+    return count + (last != b"\n")
+
+
+def _number_positions(layout: _Layout) -> set[int]:
+    return {layout.fixed[name] for name in NUMBER_COLUMNS if name in layout.fixed} | {
+        position for _, position in layout.proba
+    }
+
+
+# --- from batches to arrays ------------------------------------------------------------------
+
+
+def _first_order(codes: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """The codes renumbered in order of first appearance, and the old code
+    of each new one. Linear when they are so already (a dictionary built
+    in file order)."""
+    if not len(codes):
+        return codes, np.arange(0)
+    running = np.maximum.accumulate(codes)
+    if running[0] == 0 and running[-1] == count - 1 and not (np.diff(running) > 1).any():
+        return codes, np.arange(count)
+    found, first = np.unique(codes, return_index=True)
+    order = found[np.argsort(first)]
+    renumber = np.full(count, -1, dtype=np.int32)
+    renumber[order] = np.arange(len(order), dtype=np.int32)
+    return renumber[codes], order
+
+
+def _texts(dictionary: pa.Array) -> list[str]:
+    """A dictionary's values as text: integers (a Parquet file's labels)
+    as their decimal digits, as a CSV writes them."""
+    values = dictionary.to_pylist()
+    return [str(value) for value in values] if pa.types.is_integer(dictionary.type) else values
+
+
+def _encode(column: pa.Array, codes: _Codes, *, empty: bool = False) -> np.ndarray:
+    """A batch's text column as int32 codes of ``codes`` (new values get
+    new codes in order of first appearance). An empty value (unless
+    ``empty``), a NUL character or a null gives up."""
+    if column.null_count:
+        raise _Slow
+    if not pa.types.is_dictionary(column.type):
+        column = column.dictionary_encode()
+    values = _texts(column.dictionary)
+    if any((not value and not empty) or "\x00" in value for value in values):
+        raise _Slow
+    local, order = _first_order(column.indices.to_numpy(zero_copy_only=False), len(values))
+    mapping = np.fromiter((codes[values[old]] for old in order), dtype=np.int32, count=len(order))
+    return mapping[local]
+
+
+def _numbers(column: pa.Array, low: float, high: float) -> np.ndarray:
+    """A batch's number column, copied out of the batch; a null, a value
+    not finite or outside [low, high] gives up."""
+    if column.null_count:
+        raise _Slow
+    values = np.array(column.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+    if not (np.isfinite(values).all() and values.min(initial=low) >= low and values.max(initial=high) <= high):
+        raise _Slow
+    return values
+
+
+class _Batches:
+    """The precise reader's ``_Reader`` filled batch by batch from pyarrow's
+    record batches (columns by the header's positions): each batch is
+    converted into arrays of the file's size, allocated once (``capacity``
+    rows at most), and let go, so the file is never held twice."""
+
+    def __init__(self, reader: _Reader, max_rows: int | None, capacity: int) -> None:
+        self.reader = reader
+        self.max_rows = max_rows
+        self.capacity = capacity
+        layout = reader.layout
+        self.codes: dict[str, np.ndarray] = {
+            name: np.empty(capacity, dtype=np.int32)
+            for name in ("candidate", "y_true", "y_pred", "fold")
+            if name in layout.fixed or name == "candidate"
+        }
+        self.floats: dict[str, np.ndarray] = {
+            name: np.empty(capacity, dtype=np.float64) for name in NUMBER_COLUMNS if name in layout.fixed
+        }
+        self.proba = np.empty((capacity, len(layout.proba)), dtype=np.float64) if layout.proba else None
+        self.context_codes = [_Codes() for _ in layout.context]
+        self.context = [np.empty(capacity, dtype=np.int32) for _ in layout.context]
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        reader, layout = self.reader, self.reader.layout
+        fixed, chunks, rows = layout.fixed, reader.chunks, batch.num_rows
+        if not rows:
+            return
+        done = reader.rows
+        if done + rows > self.capacity:
+            raise _Slow
+        here = slice(done, done + rows)
+        self._candidates(batch, here)
+        self.codes["y_true"][here] = _encode(batch.column(fixed["y_true"]), reader.true_codes)
+        if "y_pred" in fixed:
+            self.codes["y_pred"][here] = _encode(batch.column(fixed["y_pred"]), reader.pred_codes)
+        if reader.over_classes():
+            raise _Slow
+        if "score" in fixed:
+            self.floats["score"][here] = _numbers(batch.column(fixed["score"]), -np.inf, np.inf)
+        if "time" in fixed:
+            self.floats["time"][here] = _numbers(batch.column(fixed["time"]), 0, np.inf)
+        if self.proba is not None:
+            block = self.proba[here]
+            for index, (_, position) in enumerate(layout.proba):
+                block[:, index] = _numbers(batch.column(position), 0, 1)
+            if (np.abs(block.sum(axis=1) - 1) > ROW_SUM_TOLERANCE).any():
+                raise _Slow
+        if "fold" in fixed:
+            self.codes["fold"][here] = _encode(batch.column(fixed["fold"]), reader.fold_codes)
+        for index, (_, position) in enumerate(layout.context):
+            self.context[index][here] = _encode(batch.column(position), self.context_codes[index], empty=True)
+        if "instance" in fixed:
+            ids = _Codes()
+            codes = _encode(batch.column(fixed["instance"]), ids)
+            chunks.instance.append(np.array(list(ids), dtype=str)[codes])
+            chunks.lines.append(np.arange(reader.rows + 1, reader.rows + rows + 1, dtype=np.int64))
+        reader.rows += rows
+        if self.max_rows is not None and reader.rows > self.max_rows:
+            raise _Slow
+
+    def _candidates(self, batch: pa.RecordBatch, here: slice) -> None:
+        reader = self.reader
+        if "candidate" not in reader.layout.fixed:  # the file of one candidate: code 0, set by the reader
+            self.codes["candidate"][here] = 0
+            return
+        names = reader.candidate_codes
+        self.codes["candidate"][here] = _encode(batch.column(reader.layout.fixed["candidate"]), names)
+        if (reader.candidate is not None and list(names) != [reader.candidate]) or (
+            reader.candidates is not None and not names.keys() <= reader.candidates
+        ):
+            raise _Slow
+
+    def _contexts(self) -> None:
+        """The context columns' codes made one code per distinct tuple of
+        values, in order of first appearance."""
+        reader = self.reader
+        columns = [
+            (codes[: reader.rows].astype(np.int64), list(values))
+            for codes, values in zip(self.context, self.context_codes, strict=True)
+        ]
+        self.context.clear()
+        key = np.zeros(reader.rows, dtype=np.int64)
+        for codes, values in columns:
+            key = key * len(values) + codes
+        del columns
+        found, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        order = np.argsort(first)
+        renumber = np.empty(len(found), dtype=np.int32)
+        renumber[order] = np.arange(len(found), dtype=np.int32)
+        names = [list(codes) for codes in self.context_codes]
+        tuples: list[Any] = []
+        for combined in found[order]:
+            parts: list[str] = []
+            for values in reversed(names):
+                combined, code = divmod(int(combined), len(values))
+                parts.insert(0, values[code])
+            tuples.append(parts[0] if len(parts) == 1 else tuple(parts))
+        reader.context_codes = _Codes()
+        for value in tuples:
+            reader.context_codes[value]
+        reader.chunks.context.append(renumber[inverse.reshape(-1)])
+
+    def data(self, positive: str | None) -> PredictionData:
+        """The file's arrays, through the precise reader's assembly (its
+        whole-file checks); ``_Slow`` at the first refusal."""
+        reader = self.reader
+        if not reader.rows:
+            raise _Slow
+        rows, chunks = reader.rows, reader.chunks
+        # The arrays cut to the rows read: views, nothing copied.
+        arrays: dict[str, np.ndarray] = {**self.codes, **self.floats}
+        for name, array in arrays.items():
+            getattr(chunks, name).append(array[:rows])
+        if self.proba is not None:
+            chunks.proba.append(self.proba[:rows])
+        self.codes, self.floats, self.proba = {}, {}, None
+        if self.context:
+            self._contexts()
+        # Lines are for refusals, which the precise reader words: any will do.
+        for known, lines in ((reader.candidate_codes, reader.candidate_lines), (reader.pred_codes, reader.pred_lines)):
+            lines.update(dict.fromkeys(range(len(known)), 0))
+        try:
+            return _assemble(reader, positive, reader.errors)
+        except PredictionFileError:
+            raise _Slow from None
+
+
+# --- Parquet -----------------------------------------------------------------------------------
+
+
+def _parquet_file(stream: IO) -> pq.ParquetFile:
+    try:
+        # Column chunks read through a buffer, not whole: a row group of a
+        # million rows is not held as well as the arrays it is read into.
+        return pq.ParquetFile(stream, buffer_size=BLOCK_BYTES, pre_buffer=False)
+    except (pa.ArrowException, OSError) as error:
+        raise PredictionFileError([f"not a readable Parquet file ({error})"]) from None
+
+
+def _is_text(kind: pa.DataType) -> bool:
+    if pa.types.is_dictionary(kind):
+        return _is_text(kind.value_type)
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_integer(kind)
+
+
+def _is_number(kind: pa.DataType) -> bool:
+    return pa.types.is_floating(kind) or pa.types.is_integer(kind)
+
+
+def _parquet_types(schema: pa.Schema, layout: _Layout, errors: _Errors) -> None:
+    """Each column's type: numbers for score, time and probabilities, text
+    (or integers) for the others."""
+    numbers = _number_positions(layout)
+    for position, field in enumerate(schema):
+        kind = field.type
+        if position in numbers and not _is_number(kind):
+            errors.add(f"the column holds {kind}; give numbers (floating-point or integer)", column=field.name)
+        elif position not in numbers and not _is_text(kind):
+            errors.add(
+                f"the column holds {kind}; give text (string) or integers (a label is text: 1 and 1.0 are two)",
+                column=field.name,
+            )
+    errors.raise_any()
+
+
+def _read_parquet(
+    stream: IO,
+    *,
+    candidate: str | None,
+    positive: str | None,
+    allowed: set[str] | None,
+    max_bytes: int | None,
+    max_rows: int | None,
+    max_classes: int | None,
+) -> PredictionData:
+    if max_bytes is not None:
+        size = known_size(stream)
+        if size is not None and size > max_bytes:
+            raise _size_error(size, max_bytes)
+    start = stream.tell()
+    parquet = _parquet_file(stream)
+    schema = parquet.schema_arrow
+    errors = _Errors("row")
+    layout = _header(list(schema.names), None, one_candidate=candidate is not None, positive=positive, errors=errors)
+    _parquet_types(schema, layout, errors)
+    rows = parquet.metadata.num_rows
+    if max_rows is not None and rows > max_rows:
+        raise PredictionFileError([f"too many rows: more than {max_rows}, the limit for a prediction file"])
+    reader = _Reader(
+        layout, candidate=candidate, candidates=allowed, errors=errors, positive=positive, max_classes=max_classes
+    )
+    try:
+        converted = _Batches(reader, max_rows, rows)
+        for batch in parquet.iter_batches(batch_size=CHUNK_ROWS, use_threads=True):
+            converted.add(batch)
+        return converted.data(positive)
+    except _Slow:
+        del converted, reader  # (what was converted goes before the rows are read again)
+    except (pa.ArrowException, OSError) as error:
+        raise PredictionFileError([f"not a readable Parquet file ({error})"]) from None
+    stream.seek(start)
+    return _parquet_precise(
+        _parquet_file(stream),
+        candidate=candidate,
+        positive=positive,
+        allowed=allowed,
+        max_rows=max_rows,
+        max_classes=max_classes,
+    )
+
+
+def _cells(column: pa.Array) -> list[str]:
+    """A batch's column as the text a CSV would hold: a null is an empty
+    cell, an integer its digits, a float its shortest repr ('nan', 'inf')."""
+    values = column.to_pylist()
+    return ["" if value is None else value if isinstance(value, str) else repr(value) for value in values]
+
+
+def _batches(parquet: pq.ParquetFile, numbers: set[int]) -> Iterator[list[list[str]]]:
+    for batch in parquet.iter_batches(batch_size=CHUNK_ROWS, use_threads=True):
+        columns = []
+        for position in range(batch.num_columns):
+            column = batch.column(position)
+            columns.append(_cells(column.cast(pa.float64()) if position in numbers else column))
+        yield [list(row) for row in zip(*columns, strict=True)]
+
+
+def _parquet_precise(
+    parquet: pq.ParquetFile,
+    *,
+    candidate: str | None,
+    positive: str | None,
+    allowed: set[str] | None,
+    max_rows: int | None,
+    max_classes: int | None,
+) -> PredictionData:
+    """The precise reader's checks over a Parquet file's rows, batch by
+    batch: its errors name rows (from 1)."""
+    errors = _Errors("row")
+    layout = _header(
+        list(parquet.schema_arrow.names), None, one_candidate=candidate is not None, positive=positive, errors=errors
+    )
+    parsed = _Reader(
+        layout, candidate=candidate, candidates=allowed, errors=errors, positive=positive, max_classes=max_classes
+    )
+    total = parquet.metadata.num_rows
+    done = 0
+    for rows in _batches(parquet, _number_positions(layout)):
+        parsed.chunk(rows, np.arange(done + 1, done + len(rows) + 1, dtype=np.int64))
+        done += len(rows)
+        if max_classes is not None and parsed.over_classes():
+            raise _classes_error(parsed.class_count(), max_classes, rows=None if done >= total else done)
+    if not parsed.rows:
+        errors.raise_any()
+        raise PredictionFileError(["the file has a header but no rows: add one row per candidate and test instance"])
+    errors.raise_any()
+    return _assemble(parsed, positive, errors)

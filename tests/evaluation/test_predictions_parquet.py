@@ -1,0 +1,297 @@
+"""approve-predictions/1 read by pyarrow (``evaluation.predictions_arrow``):
+a CSV's fast path reads to exactly what the precise reader reads, and the
+same columns in a Parquet file read to the same arrays and the same
+evaluation; a Parquet file's refusals name the column and the row; the
+page, the API and both commands take Parquet."""
+
+import io
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import CommandError, call_command
+
+from evaluation import predictions_arrow
+from evaluation.models import PredictionSet
+from evaluation.predictions import (
+    PARQUET_MEDIA_TYPE,
+    PredictionData,
+    PredictionFileError,
+    PredictionFileTooManyClasses,
+    read_predictions,
+)
+from evaluation.report import document_json, evaluation_document
+from workspace.models import Phase
+
+from .test_limits_and_kept import Pipe
+from .test_predictions import BINARY, MULTICLASS, assert_same
+
+API = "/api/v1"
+
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    out = io.BytesIO()
+    pq.write_table(table, out)
+    return out.getvalue()
+
+
+def csv_as_parquet(text: str, numbers=("score", "time")) -> bytes:
+    """A CSV's columns as Parquet: numbers as float64, the rest as strings."""
+    header, *rows = [line.split(",") for line in text.strip("\n").split("\n")]
+    columns = {}
+    for position, name in enumerate(header):
+        cells = [row[position] for row in rows]
+        number = name in numbers or name.startswith("proba:")
+        columns[name] = pa.array([float(cell) for cell in cells] if number else cells)
+    return parquet_bytes(pa.table(columns))
+
+
+def assert_same_data(left: PredictionData, right: PredictionData) -> None:
+    assert (left.labels, left.positive, left.folds, left.rows) == (
+        right.labels,
+        right.positive,
+        right.folds,
+        right.rows,
+    )
+    assert (left.context_columns, left.contexts) == (right.context_columns, right.contexts)
+    assert list(left.candidates) == list(right.candidates)
+    for name, candidate in left.candidates.items():
+        assert_same(candidate, right.candidates[name])
+
+
+def refusal(content: bytes, **options) -> list[str]:
+    with pytest.raises(PredictionFileError) as refused:
+        read_predictions(io.BytesIO(content), **options)
+    return refused.value.errors
+
+
+# --- the CSV's fast path ----------------------------------------------------------------------------
+
+INTERLEAVED = (
+    "instance,candidate,fold,y_true,y_pred,proba:x,proba:y,time,context:site,context:device\n"
+    "i1,B,f2,y,y,0.25,0.75,0.5,north,\n"
+    "i1,A,f2,x,y,0.5,0.5,1,south,phone\n"
+    "i2,A,f1,y,x,1,0,0.125,north,\n"
+    "i2,B,f1,x,x,0.875,0.125,0,north,phone\n"
+    "i3,B,f2,y,x,0.6,0.4,2,south,phone\n"
+    "i3,A,f1,x,x,0.9,0.1,3,north,\n"
+)
+
+
+@pytest.mark.parametrize(
+    "content, positive", [(BINARY, "spam"), (MULTICLASS, None), (INTERLEAVED, None)], ids=["binary", "multi", "mixed"]
+)
+def test_the_fast_path_reads_what_the_precise_reader_reads(content, positive, monkeypatch):
+    """Candidates interleaved, an empty context, two context columns,
+    probabilities in another order than the labels: the same arrays."""
+    taken = []
+    fast = predictions_arrow._Batches.data
+
+    def counting(*args, **kwargs):
+        taken.append(True)
+        return fast(*args, **kwargs)
+
+    monkeypatch.setattr(predictions_arrow._Batches, "data", counting)
+    quick = read_predictions(io.BytesIO(content.encode()), positive=positive)
+    assert taken == [True]  # read by pyarrow, not given up on
+    precise = read_predictions(Pipe(content.encode()), positive=positive)  # a stream that cannot seek
+    assert taken == [True]
+    assert_same_data(quick, precise)
+
+
+def test_a_file_the_fast_path_gives_up_on_is_read_by_the_precise_reader():
+    """A quoted line break and a header after a blank line: pyarrow does not
+    take them; the precise reader does, with the same arrays."""
+    quoted = 'candidate,y_true,y_pred\nJ48,"sp\nam",ham\nJ48,ham,ham\n'
+    data = read_predictions(io.BytesIO(quoted.encode()))
+    assert data.labels == ["sp\nam", "ham"] and data.rows == 2
+    blank = "\n" + BINARY
+    assert_same_data(read_predictions(io.BytesIO(blank.encode()), positive="spam"), read_text_precise(BINARY))
+
+
+def read_text_precise(text: str) -> PredictionData:
+    return read_predictions(Pipe(text.encode()), positive="spam")
+
+
+# --- Parquet: what it reads to -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("content, positive", [(BINARY, "spam"), (MULTICLASS, None)], ids=["binary", "multiclass"])
+def test_parquet_reads_to_the_arrays_and_the_evaluation_of_the_same_csv(content, positive):
+    from_csv = read_predictions(io.BytesIO(content.encode()), positive=positive)
+    from_parquet = read_predictions(io.BytesIO(csv_as_parquet(content)), positive=positive)
+    assert_same_data(from_parquet, from_csv)
+    assert document_json(evaluation_document(from_parquet)) == document_json(evaluation_document(from_csv))
+
+
+def test_integer_labels_and_folds_read_as_the_text_a_csv_holds(tmp_path):
+    """What an ML pipeline writes: integer labels, folds and ids; float32
+    scores. The same as the CSV of the same values."""
+    table = pa.table(
+        {
+            "candidate": pa.array(["m1", "m1", "m2", "m2"]).dictionary_encode(),
+            "y_true": pa.array([1, 0, 1, 0], pa.int8()),
+            "y_pred": pa.array([1, 1, 0, 0], pa.int64()),
+            "score": pa.array([0.75, 0.5, 0.25, 0.125], pa.float32()),
+            "fold": pa.array([10, 2, 10, 2], pa.int32()),
+            "instance": pa.array([7, 8, 7, 8], pa.int64()),
+        }
+    )
+    path = tmp_path / "pipeline.parquet"
+    pq.write_table(table, path)
+    csv = (
+        "candidate,y_true,y_pred,score,fold,instance\n"
+        "m1,1,1,0.75,10,7\nm1,0,1,0.5,2,8\nm2,1,0,0.25,10,7\nm2,0,0,0.125,2,8\n"
+    )
+    from_parquet = read_predictions(path, positive="1")
+    assert from_parquet.labels == ["1", "0"] and from_parquet.folds == ["10", "2"]
+    assert_same_data(from_parquet, read_predictions(io.BytesIO(csv.encode()), positive="1"))
+
+
+def test_a_parquet_file_is_told_by_its_first_bytes_whatever_its_name(tmp_path):
+    path = tmp_path / "predictions.csv"  # misnamed: still Parquet
+    path.write_bytes(csv_as_parquet(MULTICLASS))
+    assert read_predictions(path).rows == 4
+    # Through a stream that cannot seek (standard input), read into memory.
+    assert read_predictions(Pipe(csv_as_parquet(MULTICLASS))).rows == 4
+
+
+# --- Parquet: refusals -------------------------------------------------------------------------------
+
+
+def test_a_missing_column_is_refused_without_a_line():
+    content = parquet_bytes(pa.table({"candidate": ["J48"], "y_pred": ["spam"]}))
+    assert refusal(content) == ["missing column y_true (the true label of each row)"]
+
+
+def test_a_column_of_the_wrong_type_is_refused_by_name():
+    content = parquet_bytes(pa.table({"candidate": ["J48"], "y_true": [1.0], "y_pred": ["spam"], "score": ["high"]}))
+    assert refusal(content, positive="spam") == [
+        "column y_true: the column holds double; give text (string) or integers (a label is text: 1 and 1.0 are two)",
+        "column score: the column holds string; give numbers (floating-point or integer)",
+    ]
+
+
+def test_bad_values_are_refused_by_row_and_column():
+    table = pa.table(
+        {
+            "candidate": ["J48", "J48", "J48", "J48"],
+            "y_true": ["a", "b", None, "a"],
+            "y_pred": ["a", "b", "a", "a"],
+            "proba:a": [float("nan"), 0.5, 1.0, 1.0],
+            "proba:b": [0.5, 0.5, 0.0, 0.25],
+            "time": [0.1, None, 0.0, -1.0],
+        }
+    )
+    assert refusal(parquet_bytes(table)) == [
+        "row 1, column proba:a: not a finite number ('nan')",
+        "row 2, column time: empty: give a number",
+        "row 3, column y_true: empty: give the true label",
+        "row 4, column time: a time cannot be negative, got -1",
+        "row 4: the probabilities sum to 1.25, not 1 (within 1e-06)",
+    ]
+
+
+def test_duplicate_instances_name_both_rows():
+    table = pa.table({"candidate": ["J48"] * 3, "y_true": ["a", "b", "a"], "y_pred": ["a"] * 3, "instance": [1, 2, 1]})
+    assert refusal(parquet_bytes(table)) == [
+        "row 3, column instance: the candidate 'J48' has the instance '1' already, on row 1"
+    ]
+
+
+def test_too_many_labels_are_refused_as_in_a_csv():
+    table = pa.table({"candidate": ["J48"] * 5, "y_true": ["a", "b", "c", "d", "e"], "y_pred": ["a"] * 5})
+    with pytest.raises(PredictionFileTooManyClasses) as refused:
+        read_predictions(io.BytesIO(parquet_bytes(table)), max_classes=3)
+    assert refused.value.errors[0].startswith("the file has 5 distinct labels; at most 3 are allowed")
+
+
+def test_an_unknown_candidate_and_too_many_rows_are_refused():
+    table = pa.table({"candidate": ["J48", "C4.5"], "y_true": ["a", "b"], "y_pred": ["a", "a"]})
+    assert refusal(parquet_bytes(table), candidates=["J48"]) == [
+        "row 2, column candidate: no candidate named 'C4.5' in this study"
+    ]
+    assert refusal(parquet_bytes(table), max_rows=1) == ["too many rows: more than 1, the limit for a prediction file"]
+
+
+def test_a_damaged_or_misnamed_parquet_file_is_refused(tmp_path):
+    damaged = csv_as_parquet(MULTICLASS)[:-20]
+    assert refusal(damaged)[0].startswith("not a readable Parquet file (")
+    named = tmp_path / "predictions.parquet"
+    named.write_bytes(MULTICLASS.encode())
+    with pytest.raises(PredictionFileError) as refused:
+        read_predictions(named)
+    assert refused.value.errors == [
+        f"the file is named {str(named)!r} but is not a Parquet file (a Parquet file starts with the bytes PAR1)"
+    ]
+
+
+# --- the page, the API and the commands ----------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_page_uploads_a_parquet_file(client, make_study):
+    built = make_study(Phase.VOTING)
+    client.force_login(built.study.designer)
+    content = csv_as_parquet(BINARY)
+    response = client.post(
+        f"/studies/{built.study.pk}/predictions/",
+        {"file": SimpleUploadedFile("holdout.parquet", content), "positive": "spam"},
+    )
+    assert response.status_code == 302, response.content.decode()
+    stored = PredictionSet.objects.get()
+    assert (stored.name, stored.row_count, stored.byte_count, stored.labels) == (
+        "holdout.parquet",
+        6,
+        len(content),
+        ["spam", "ham"],
+    )
+
+
+@pytest.mark.django_db
+def test_the_api_uploads_a_parquet_file_and_lists_its_refusals_by_row(make_study, clients):
+    study = make_study(Phase.VOTING).study
+    url = f"{API}/studies/{study.pk}/predictions/"
+    content = csv_as_parquet(BINARY)
+    upload = SimpleUploadedFile("holdout.parquet", content, content_type=PARQUET_MEDIA_TYPE)
+    response = clients["alice"].post(url, {"file": upload, "positive": "spam"}, format="multipart")
+    assert response.status_code == 201, response.content
+    assert (response.json()["rows"], response.json()["bytes"]) == (6, len(content))
+    bad = parquet_bytes(pa.table({"candidate": ["J48"], "y_true": ["spam"], "y_pred": ["spam"], "time": [-2.0]}))
+    refused = clients["alice"].post(
+        url, {"file": SimpleUploadedFile("bad.parquet", bad), "positive": "spam"}, format="multipart"
+    )
+    assert refused.status_code == 400
+    assert PredictionSet.objects.count() == 1
+    assert "row 1, column time: a time cannot be negative, got -2" in json.dumps(refused.json())
+    # The file itself as the body, its options as query parameters.
+    raw = clients["alice"].generic("POST", f"{url}?positive=spam&name=raw", content, content_type=PARQUET_MEDIA_TYPE)
+    assert raw.status_code == 201, raw.content
+    assert (raw.json()["name"], raw.json()["rows"], raw.json()["bytes"]) == ("raw", 6, len(content))
+
+
+@pytest.mark.django_db
+def test_the_commands_take_parquet(make_study, tmp_path):
+    path = tmp_path / "holdout.parquet"
+    path.write_bytes(csv_as_parquet(BINARY))
+    csv_path = tmp_path / "holdout.csv"
+    csv_path.write_text(BINARY, encoding="utf-8")
+    documents = []
+    for source in (path, csv_path):
+        out = io.StringIO()
+        call_command("evaluate_predictions", str(source), "--positive", "spam", "--json", stdout=out)
+        documents.append(out.getvalue())
+    assert documents[0] == documents[1] and json.loads(documents[0])["candidates"]["J48"]["accuracy"] == 2 / 3
+    built = make_study(Phase.VOTING)
+    parquet = tmp_path / "c45.parquet"
+    parquet.write_bytes(csv_as_parquet(BINARY))
+    out = io.StringIO()
+    call_command("import_predictions", str(built.study.pk), str(parquet), "--positive", "spam", stdout=out)
+    stored = PredictionSet.objects.get()
+    assert (out.getvalue().strip(), stored.name, stored.row_count) == (str(stored.pk), "c45.parquet", 6)
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(parquet_bytes(pa.table({"candidate": ["J48"], "y_pred": ["spam"]})))
+    with pytest.raises(CommandError, match="missing column y_true"):
+        call_command("evaluate_predictions", str(bad))
