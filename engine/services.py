@@ -145,7 +145,7 @@ def run_launch(*, study: Study, launched_by: AbstractBaseUser | None, tolerance:
         snapshot_arrays(snapshot)
     except RunInputError as error:
         # Missing or invalid inputs are reported now rather than as a failed run.
-        raise PhaseConflict(f"The run cannot start: {error}.") from None
+        raise PhaseConflict(f"The run cannot start: {error}.", code="run_inputs_invalid") from None
     run = Run.objects.create(
         study=study,
         # A ForeignKey to AUTH_USER_MODEL, which django-stubs types as auth.User.

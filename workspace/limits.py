@@ -299,8 +299,7 @@ class BodySizeLimitMiddleware:
             length = 0  # Django treats it as no body too
         limit = body_limit(view_func)
         if length > limit:
-            return JsonResponse(
-                {"detail": f"The request body is {length} bytes; the limit is {limit} bytes ({_megabytes(limit)})."},
-                status=413,
-            )
+            detail = f"The request body is {length} bytes; the limit is {limit} bytes ({_megabytes(limit)})."
+            # The API's error envelope (workspace.api.exceptions.envelope).
+            return JsonResponse({"code": "request_too_large", "detail": detail, "fields": {}}, status=413)
         return None

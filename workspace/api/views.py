@@ -704,7 +704,7 @@ class RunScoped(APIView):
             detail = f"Run {run.pk} is {run.status}; results exist once it has succeeded."
             if run.status == Run.Status.FAILED:
                 detail += f" It failed: {run.error}"
-            raise Conflict(detail)
+            raise Conflict(detail, code="run_not_finished")
         return run
 
 
@@ -832,7 +832,7 @@ class RunCompareView(APIView):
         except results_export.ComparisonRefused as refusal:
             if refusal.status == status.HTTP_400_BAD_REQUEST:
                 raise exceptions.ValidationError({"other_id": [refusal.message]}) from None
-            raise Conflict(refusal.message) from None
+            raise Conflict(refusal.message, code=refusal.code) from None
         comparison = compared.comparison
         groups: dict[str | None, list] = {}
         for change in comparison.changes:
