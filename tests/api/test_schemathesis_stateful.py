@@ -31,6 +31,7 @@ from schemathesis.core.transport import Response
 from schemathesis.generation.stateful.state_machine import StepInput, StepOutput, normalize_name
 
 from approve_site.wsgi import application
+from tests.fixtures import api_error
 from workspace.bundles import study_export_bundle
 from workspace.models import Phase
 
@@ -305,7 +306,7 @@ def test_a_body_of_an_unknown_content_type_is_a_documented_415(api, cast, docume
     Content-Type was answered 415, which no operation documented."""
     response = api(cast.alice).generic("POST", "/api/v1/studies/", "title=x", content_type="text/plain")
     assert response.status_code == 415
-    assert response.json() == {"detail": 'Unsupported media type "text/plain" in request.'}
+    assert response.json() == api_error("unsupported_media_type", 'Unsupported media type "text/plain" in request.')
     for path, method in [("/api/v1/studies/", "post"), ("/api/v1/studies/{study_id}/my/votes/", "put")]:
         responses = document["paths"][path][method]["responses"]
         assert {"413", "415"} <= set(responses), (path, sorted(responses))
