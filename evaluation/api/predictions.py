@@ -22,6 +22,7 @@ from rest_framework.views import APIView
 from evaluation import selectors, services
 from evaluation.models import PredictionSet
 from workspace import limits
+from workspace.api.idempotency import idempotent
 from workspace.api.serializers import WriteSerializer
 from workspace.api.views import PaginatedListMixin, StudyScoped, location, validated
 
@@ -126,6 +127,7 @@ class PredictionSetListView(StudyScoped, PaginatedListMixin, APIView):
         ],
         responses={201: PredictionSetSerializer},
     )
+    @idempotent
     def post(self, request: Request, study_id: int) -> Response:
         """Upload candidates' predictions on a test set (designer, any phase):
         a multipart form with ``file``, or the CSV as a ``text/csv`` body. A

@@ -40,6 +40,7 @@ from . import invitation_serializers as inv_s
 from . import presenters
 from . import serializers as s
 from .exceptions import Conflict
+from .idempotency import idempotent
 from .schema import VALIDATION_ERROR, pagination_class
 from .throttling import IMPORT_SCOPE, FailOpenScopedRateThrottle, import_refusal
 
@@ -208,6 +209,7 @@ class StudyListView(PaginatedListMixin, APIView):
         return self.paginated(selectors.studies_with_my_roles(request.user), s.StudySerializer)
 
     @extend_schema(request=s.StudyWriteSerializer, responses={201: s.StudyDetailSerializer})
+    @idempotent
     def post(self, request):
         """Create a study; you become its designer."""
         data = validated(s.StudyWriteSerializer, request.data)
@@ -230,6 +232,7 @@ class StudyImportView(APIView):
         request={"application/json": {"type": "object", "description": "an approve-study/1 bundle (FORMATS.md)"}},
         responses={201: inv_s.ImportedStudySerializer, 429: s.ErrorDetailSerializer},
     )
+    @idempotent
     def post(self, request):
         """Import an ``approve-study/1`` bundle; you become its designer.
         Your own inputs are yours; other experts are invited (listed in
@@ -309,6 +312,7 @@ class MemberListView(StudyScoped, PaginatedListMixin, APIView):
     @extend_schema(
         request=s.MemberWriteSerializer, responses={201: s.MemberSerializer, 202: inv_s.MemberInvitedSerializer}
     )
+    @idempotent
     def post(self, request, study_id):
         """Take the expert role yourself (201), or invite someone else, who
         becomes an expert by accepting (202, the same answer whether or not
@@ -380,6 +384,7 @@ class SetupListView(SetupScoped, PaginatedListMixin, APIView, ABC):
     def get(self, request, study_id):
         return self.paginated(self.queryset(), self.read_serializer)
 
+    @idempotent
     def post(self, request, study_id):
         self.require_designer(f"add {self.noun}s")
         data = validated(self.write_serializer, request.data)
@@ -673,6 +678,7 @@ class RunListView(StudyScoped, PaginatedListMixin, APIView):
         return self.paginated(selectors.run_list(study=self.study()), s.RunSerializer)
 
     @extend_schema(request=None, responses={202: s.RunSerializer})
+    @idempotent
     def post(self, request, study_id):
         """Launch a validation run of the closed study. 202 with the run's
         ``Location``; poll it until ``succeeded`` or ``failed``."""
