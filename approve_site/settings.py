@@ -382,6 +382,8 @@ SPECTACULAR_SETTINGS = {
         "workspace.api.schema.postprocess_links",
         # nullable with a type, response headers, security: [] (workspace/api/schema.py)
         "workspace.api.schema.postprocess_metadata",
+        # RateLimit-* on the throttled operations' answers (workspace/api/throttling.py)
+        "workspace.api.throttling.postprocess_rate_limit_headers",
     ],
 }
 

@@ -42,7 +42,7 @@ from . import serializers as s
 from .exceptions import Conflict
 from .idempotency import idempotent
 from .schema import VALIDATION_ERROR, pagination_class
-from .throttling import IMPORT_SCOPE, FailOpenScopedRateThrottle, import_refusal
+from .throttling import IMPORT_SCOPE, FailOpenScopedRateThrottle, RateLimitHeadersMixin, import_refusal
 
 # --- access ------------------------------------------------------------------------
 
@@ -133,7 +133,7 @@ class LockedOut(exceptions.Throttled):
         self.wait = wait
 
 
-class TokenCreateView(APIView):
+class TokenCreateView(RateLimitHeadersMixin, APIView):
     """Exchange a username and password for a new API token (throttled)."""
 
     authentication_classes = []
@@ -219,7 +219,7 @@ class StudyListView(PaginatedListMixin, APIView):
         )
 
 
-class StudyImportView(APIView):
+class StudyImportView(RateLimitHeadersMixin, APIView):
     max_body_bytes = limits.IMPORT_BODY_MAX_BYTES  # a whole study (limits.BodySizeLimitMiddleware)
     # A few imports an hour per user, with the page's (throttling.IMPORT_SCOPE).
     throttle_classes = [FailOpenScopedRateThrottle]
