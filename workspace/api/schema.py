@@ -21,11 +21,24 @@ from .serializers import ErrorDetailSerializer, PrioritiesSerializer, WriteSeria
 pagination_class = cast(type[BasePagination], api_settings.DEFAULT_PAGINATION_CLASS)
 
 VALIDATION_ERROR = OpenApiResponse(
+    # The error envelope of a 400 (workspace/api/exceptions.py).
     response={
         "type": "object",
-        "additionalProperties": {"type": "array", "items": {"type": "string"}},
-        "description": "errors per field: a dotted path (e.g. `weights.Accuracy`) → messages",
-        "example": {"peer_weights.clinician": ["row sums to 0.9, must be 1"]},
+        "required": ["code", "detail", "fields"],
+        "properties": {
+            "code": {"type": "string", "enum": ["invalid_input", "parse_error"]},
+            "detail": {"type": "string", "description": "one sentence summing the fields up"},
+            "fields": {
+                "type": "object",
+                "additionalProperties": {"type": "array", "items": {"type": "string"}},
+                "description": "errors per field: a dotted path (e.g. `weights.Accuracy`) → messages",
+            },
+        },
+        "example": {
+            "code": "invalid_input",
+            "detail": "peer_weights.clinician: row sums to 0.9, must be 1",
+            "fields": {"peer_weights.clinician": ["row sums to 0.9, must be 1"]},
+        },
     },
     description="Invalid input: errors per field. Nothing was written.",
 )

@@ -48,7 +48,18 @@ class WriteSerializer(serializers.Serializer):
 
 
 class ErrorDetailSerializer(serializers.Serializer):
-    detail = StrictCharField()
+    """The error envelope (workspace/api/exceptions.py; docs/api.md, "Status
+    codes and errors"): ``fields`` is ``{}`` except on a 400."""
+
+    def get_fields(self):
+        # Declared here: a class attribute ``fields`` would hide Serializer.fields.
+        return {
+            "code": StrictCharField(help_text="machine-readable: one of the codes in docs/api.md"),
+            "detail": StrictCharField(help_text="one sentence for a person"),
+            "fields": serializers.DictField(
+                child=serializers.ListField(child=StrictCharField()), help_text="messages per field path (on a 400)"
+            ),
+        }
 
 
 class TokenRequestSerializer(WriteSerializer):
