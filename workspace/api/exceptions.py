@@ -100,11 +100,28 @@ def summary(fields: dict[str, list[str]]) -> str:
     return f"{len(paths)} {noun} invalid: {named} (each field's messages are in fields)."
 
 
+# The code of an exception whose own is not in CODES, by its status.
+_BY_STATUS = {
+    400: "invalid_input",
+    401: "not_authenticated",
+    403: "permission_denied",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    409: "phase_conflict",
+    413: "request_too_large",
+    415: "unsupported_media_type",
+    429: "throttled",
+}
+
+
 def _code(exc: exceptions.APIException) -> str:
     codes = exc.get_codes()
     if isinstance(codes, str) and codes in CODES:
         return codes
-    return exc.default_code if exc.default_code in CODES else "invalid_input"
+    if exc.default_code in CODES:
+        return str(exc.default_code)
+    return _BY_STATUS.get(exc.status_code, "server_error" if exc.status_code >= 500 else "invalid_input")
 
 
 def exception_handler(exc, context):
