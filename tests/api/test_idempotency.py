@@ -182,3 +182,4 @@ def test_the_schema_declares_the_header_on_every_create(api, cast):
     for create in AUTHENTICATED_CREATES:
         parameters = schema["paths"][create.path]["post"].get("parameters", [])
         assert [p["name"] for p in parameters if p["in"] == "header"] == ["Idempotency-Key"], create.path
+        assert "409" in schema["paths"][create.path]["post"]["responses"], create.path  # idempotency_conflict

@@ -133,3 +133,21 @@ def idempotent(post: Callable[..., Response]) -> Callable[..., Response]:
         return response
 
     return extend_schema(parameters=[PARAMETER])(honoured)
+
+
+def postprocess_idempotency_conflicts(result: dict, generator: object, request: object, public: bool) -> dict:
+    """drf-spectacular postprocessing hook: every operation that takes the
+    header documents the 409 it may answer (``idempotency_conflict``)."""
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            if not isinstance(operation, dict):
+                continue
+            names = {parameter.get("name") for parameter in operation.get("parameters", [])}
+            responses = operation.get("responses", {})
+            if HEADER in names and "409" not in responses:
+                responses["409"] = {
+                    "description": "The Idempotency-Key was used for another request, or its first request is still "
+                    "in progress (code idempotency_conflict).",
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorDetail"}}},
+                }
+    return result
