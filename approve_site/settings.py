@@ -399,6 +399,10 @@ SPECTACULAR_SETTINGS = {
         "workspace.api.schema.postprocess_links",
         # nullable with a type, response headers, security: [] (workspace/api/schema.py)
         "workspace.api.schema.postprocess_metadata",
+        # RateLimit-* on the throttled operations' answers (workspace/api/throttling.py)
+        "workspace.api.throttling.postprocess_rate_limit_headers",
+        # a 409 on every operation that takes an Idempotency-Key (workspace/api/idempotency.py)
+        "workspace.api.idempotency.postprocess_idempotency_conflicts",
     ],
 }
 

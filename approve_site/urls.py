@@ -14,6 +14,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from evaluation.api import urls as evaluation_api
 from workspace import views as pages
 from workspace.api import urls as workspace_api
+from workspace.api.exceptions import envelope
 
 from .health import health
 
@@ -23,11 +24,22 @@ def not_found(request, exception):
     clients parse every answer, and the schema documents 404 as JSON), the
     page everywhere else."""
     if request.path.startswith("/api/"):
-        return JsonResponse({"detail": "Not found."}, status=404)
+        return JsonResponse(envelope("not_found", "Not found."), status=404)
     return defaults.page_not_found(request, exception)
 
 
+def server_error(request):
+    """An unexpected error: under ``api/`` the API's error envelope, the
+    page everywhere else (the error is logged by Django either way)."""
+    if request.path.startswith("/api/"):
+        return JsonResponse(
+            envelope("server_error", "Server error: the request failed; it has been logged."), status=500
+        )
+    return defaults.server_error(request)
+
+
 handler404 = not_found
+handler500 = server_error
 
 urlpatterns = [
     path("admin/", admin.site.urls),

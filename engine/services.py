@@ -213,7 +213,7 @@ def _launch_building(study: Study, launched_by: User | None, tolerance: float) -
         snapshot_arrays(snapshot)
     except RunInputError as error:
         # Missing or invalid inputs are reported now rather than as a failed run.
-        raise PhaseConflict(f"The run cannot start: {error}.") from None
+        raise PhaseConflict(f"The run cannot start: {error}.", code="run_inputs_invalid") from None
     return Run.objects.create(
         study=study,
         launched_by=launched_by,

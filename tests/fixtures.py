@@ -300,3 +300,9 @@ def error_fields(response) -> dict:
     (``{"field": [...]}`` or an envelope with ``"fields"``)."""
     body = response.json()
     return body["fields"] if isinstance(body, dict) and "fields" in body else body
+
+
+def api_error(code: str, detail: str) -> dict:
+    """The whole body of an API error other than a 400: its code, its message
+    and no fields (docs/api.md, "Errors")."""
+    return {"code": code, "detail": detail, "fields": {}}

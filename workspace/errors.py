@@ -49,4 +49,11 @@ class InvalidInput(ServiceError):
 
 
 class PhaseConflict(ServiceError):
-    """The study's phase does not allow this change; the message says why."""
+    """The study's phase (or a run's or an invitation's state) does not allow
+    this change; the message says why. ``code`` is the API's machine-readable
+    code for it (docs/api.md, "Errors"): ``phase_conflict`` unless a more
+    specific one helps a client tell the refusals apart."""
+
+    def __init__(self, message: str, code: str = "phase_conflict") -> None:
+        super().__init__(message)
+        self.code = code

@@ -108,9 +108,9 @@ def invitation_refusal(invitation: Invitation) -> str | None:
     return message
 
 
-def _refuse(message: str, field: str | None):
+def _refuse(message: str, field: str | None, code: str = "invitation_closed"):
     if field is None:
-        raise PhaseConflict(message[0].upper() + message[1:] + ".")
+        raise PhaseConflict(message[0].upper() + message[1:] + ".", code=code)
     raise InvalidInput({field: message})
 
 
@@ -186,7 +186,7 @@ def invitation_accept(
         membership.save(update_fields=["status", "inputs_confirmed_at"])
     else:
         if Membership.objects.filter(study=invitation.study, user=user, role=EXPERT).exists():
-            _refuse("you are already an expert of this study", field)
+            _refuse("you are already an expert of this study", field, code="already_expert")
         services.require_phase(invitation.study, services.Action.JOIN_AS_EXPERT)
         membership = services.expert_add(study=invitation.study, user=user)
     invitation.status, invitation.decided_at = Invitation.Status.ACCEPTED, now

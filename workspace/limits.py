@@ -248,6 +248,17 @@ DISCUSSION_POST_MAX_CHARS = 5000
 ANALYSIS_SAMPLES_DEFAULT = 2000
 ANALYSIS_SAMPLES_MAX = 100_000
 
+# --- API conventions (docs/api.md) ---------------------------------------------------
+# ``?page_size=`` on every list: from 1 to this many items a page (the default
+# is REST_FRAMEWORK's PAGE_SIZE); more is a 400 naming ``page_size``.
+PAGE_SIZE_MAX = 200
+# ``Idempotency-Key``: at most this many characters; a key is remembered for
+# a day (the same key then answers with the first answer); a request still in
+# progress holds its key this long at most (a crashed worker's claim lapses).
+IDEMPOTENCY_KEY_MAX_LENGTH = 255
+IDEMPOTENCY_KEY_LIFETIME_SECONDS = 24 * 60 * 60
+IDEMPOTENCY_CLAIM_SECONDS = 5 * 60
+
 
 # --- JSON nesting ------------------------------------------------------------------
 # A JSON string, closing quote optional: an unterminated string then runs to
@@ -321,8 +332,7 @@ class BodySizeLimitMiddleware:
             length = 0  # Django treats it as no body too
         limit = body_limit(view_func)
         if length > limit:
-            return JsonResponse(
-                {"detail": f"The request body is {length} bytes; the limit is {limit} bytes ({_megabytes(limit)})."},
-                status=413,
-            )
+            detail = f"The request body is {length} bytes; the limit is {limit} bytes ({_megabytes(limit)})."
+            # The API's error envelope (workspace.api.exceptions.envelope).
+            return JsonResponse({"code": "request_too_large", "detail": detail, "fields": {}}, status=413)
         return None

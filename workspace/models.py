@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 from django.db.models import F, Q
 from django.db.models.functions import Greatest, Least, Length
@@ -29,6 +30,7 @@ from engine.rules import (
 from .limits import (
     ATTRIBUTE_THRESHOLD_DEFAULT,
     DISCUSSION_POST_MAX_CHARS,
+    IDEMPOTENCY_KEY_MAX_LENGTH,
     METRIC_THRESHOLD_DEFAULT,
     NAME_MAX_LENGTH,
     TITLE_MAX_LENGTH,
@@ -664,3 +666,25 @@ class Post(models.Model):
     def thread_anchor(self) -> str:
         """The thread's anchor on the discussion page (PAGES.md, binding)."""
         return f"attribute-{self.attribute_id}" if self.attribute_id is not None else f"metric-{self.metric_id}"
+
+
+class IdempotencyKey(models.Model):
+    """An ``Idempotency-Key`` a user sent with a create (docs/api.md,
+    "Idempotency"): the hash of the request it came with and, once that
+    request has succeeded, its answer (status, body, ``Location``), which the
+    same key sends again for a day. A row without a status is a request still
+    in progress. Rows older than a day are deleted as new keys come in."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=IDEMPOTENCY_KEY_MAX_LENGTH)
+    request_hash = models.CharField(max_length=64, help_text="SHA-256 of the method, the path and the canonical body")
+    status = models.PositiveSmallIntegerField(null=True, blank=True, help_text="empty while in progress")
+    body = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder)
+    headers = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "key"], name="idempotency_key_once_per_user")]
+
+    def __str__(self):
+        return f"{self.user_id} {self.key}"

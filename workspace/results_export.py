@@ -160,10 +160,11 @@ class ComparisonRefused(Exception):
     """Two runs that cannot be compared; ``status`` is 400 for runs of
     different studies, 409 for a run with itself or one without results."""
 
-    def __init__(self, message: str, status: int) -> None:
+    def __init__(self, message: str, status: int, code: str = "invalid_input") -> None:
         super().__init__(message)
         self.message = message
         self.status = status
+        self.code = code
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,7 @@ def comparison_refusal(first: Run, second: Run) -> ComparisonRefused | None:
     """Why ``first`` and ``second`` cannot be compared, or None."""
     if first.pk == second.pk:
         return ComparisonRefused(
-            f"Run {first.pk} compared with itself changes nothing: choose another run of the study.", 409
+            f"Run {first.pk} compared with itself changes nothing: choose another run of the study.", 409, "same_run"
         )
     if first.study_id != second.study_id:
         return ComparisonRefused(
@@ -194,6 +195,7 @@ def comparison_refusal(first: Run, second: Run) -> ComparisonRefused | None:
                 for run in unfinished
             ),
             409,
+            "run_not_finished",
         )
     return None
 

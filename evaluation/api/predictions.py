@@ -24,6 +24,7 @@ from evaluation import selectors, services
 from evaluation.models import PredictionSet
 from evaluation.predictions import PARQUET_MEDIA_TYPE
 from workspace import limits
+from workspace.api.idempotency import idempotent
 from workspace.api.serializers import WriteSerializer
 from workspace.api.views import PaginatedListMixin, StudyScoped, location, validated
 
@@ -139,6 +140,7 @@ class PredictionSetListView(StudyScoped, PaginatedListMixin, APIView):
         ],
         responses={201: PredictionSetSerializer},
     )
+    @idempotent
     def post(self, request: Request, study_id: int) -> Response:
         """Upload candidates' predictions on a test set (designer, any phase):
         a multipart form with ``file`` (CSV or Parquet), or the file as a

@@ -33,6 +33,7 @@ from evaluation import services as evaluation_services
 from evaluation.models import MetricComputation, PredictionSet
 from evaluation.predictions import read_predictions
 from evaluation.services import prediction_set_import
+from tests.fixtures import api_error, error_fields
 from workspace import services
 from workspace.bundles import study_import_bundle
 from workspace.models import ApiToken, Phase, QualityAttribute, Study
@@ -907,16 +908,16 @@ def test_anonymous_gets_401_with_token_challenge_everywhere_but_the_token_endpoi
         response = getattr(anonymous, method)(API + url, {}, format="json")
         assert response.status_code == 401, url
         assert response["WWW-Authenticate"] == "Token"
-        assert response.json() == {"detail": "Authentication credentials were not provided."}
+        assert response.json() == api_error("not_authenticated", "Authentication credentials were not provided.")
     assert ApiToken.objects.filter(pk=token.pk).exists()
     # A wrong or revoked token is 401 too, with the same challenge.
     bad = anonymous.get(API + "/studies/", HTTP_AUTHORIZATION="Token " + "0" * 40)
     assert bad.status_code == 401 and bad["WWW-Authenticate"] == "Token"
-    assert bad.json() == {"detail": "Invalid or revoked token."}
+    assert bad.json() == api_error("authentication_failed", "Invalid or revoked token.")
     # The token endpoint is open to anyone: a bad payload is 400, not 401.
     response = anonymous.post(API + "/auth/token/", {}, format="json")
     assert response.status_code == 400
-    assert set(response.json()) == {"username", "password"}
+    assert set(error_fields(response)) == {"username", "password"}
 
 
 def test_any_user_may_create_and_import_studies_and_becomes_their_designer(clients, case_study):
@@ -943,7 +944,7 @@ def test_any_user_may_create_and_import_studies_and_becomes_their_designer(clien
     case_study["designer"] = "alice"
     with_other = charlie.post(API + "/studies/import/", case_study, format="json")
     assert with_other.status_code == 400
-    assert with_other.json() == {"designer": ["must be your own username, or left out"]}
+    assert error_fields(with_other) == {"designer": ["must be your own username, or left out"]}
     listed = charlie.get(API + "/studies/").json()
     assert sorted(s["title"] for s in listed["results"]) == ["Cancer diagnosis from microarray data", "Charlie's own"]
 
@@ -1293,7 +1294,7 @@ def test_invalid_input_is_400_with_errors_per_field_and_writes_nothing(
     with nothing_written():
         response = send(clients[actor], method, API + path.format(study=built.study.pk), body)
     assert response.status_code == 400, response.content
-    assert response.json() == errors
+    assert error_fields(response) == errors
 
 
 def test_a_failing_part_of_a_prioritisation_rolls_back_the_whole_of_it(make_study, clients, nothing_written):
@@ -1313,7 +1314,7 @@ def test_a_failing_part_of_a_prioritisation_rolls_back_the_whole_of_it(make_stud
             format="json",
         )
     assert response.status_code == 400
-    assert response.json() == {"metric_priorities.Accuracy.weights.AUC": ["must be positive, got -2"]}
+    assert error_fields(response) == {"metric_priorities.Accuracy.weights.AUC": ["must be positive, got -2"]}
     assert clients["bob"].get(url).json()["weights"] == {"Accuracy": 5, "Consistency": 3, "Efficiency": 2}
 
 
@@ -1431,7 +1432,7 @@ def test_a_rejected_import_writes_nothing(clients, cast, case_study, nothing_wri
     with nothing_written():
         response = clients["charlie"].post(API + "/studies/import/", case_study, format="json")
     assert response.status_code == 400
-    assert response.json() == {"peer_weights.clinician": ["row sums to 0.9, must be 1"]}
+    assert error_fields(response) == {"peer_weights.clinician": ["row sums to 0.9, must be 1"]}
     # Import creates accounts for unknown experts; none was kept.
     assert not QualityAttribute.objects.exists()
 
@@ -1450,7 +1451,9 @@ def test_results_are_409_until_the_run_has_succeeded(make_study, clients, django
         for url in (f"{API}/runs/{run_id}/results/", f"{API}/runs/{run_id}/candidates/J48/scores/"):
             response = clients[actor].get(url)
             assert response.status_code == 409
-            assert response.json() == {"detail": f"Run {run_id} is queued; results exist once it has succeeded."}
+            assert response.json() == api_error(
+                "run_not_finished", f"Run {run_id} is queued; results exist once it has succeeded."
+            )
         assert clients[actor].get(f"{API}/runs/{run_id}/").json()["status"] == "queued"
     assert clients["charlie"].get(f"{API}/runs/{run_id}/results/").status_code == 404
 
@@ -1466,4 +1469,6 @@ def test_results_are_409_until_the_run_has_succeeded(make_study, clients, django
     run = launch_and_finish(built, built.study.designer)
     assert clients["bob"].get(f"{API}/runs/{run.pk}/results/").status_code == 200
     unknown = clients["bob"].get(f"{API}/runs/{run.pk}/candidates/C4.5/scores/")
-    assert unknown.status_code == 404 and unknown.json() == {"detail": "No candidate named 'C4.5' in this run."}
+    assert unknown.status_code == 404 and unknown.json() == api_error(
+        "not_found", "No candidate named 'C4.5' in this run."
+    )

@@ -17,6 +17,7 @@ from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 from rest_framework.throttling import SimpleRateThrottle
 
+from tests.fixtures import api_error, error_fields
 from workspace import services
 from workspace.models import ApiToken, Membership, Phase, Study
 
@@ -43,7 +44,7 @@ def test_session_writes_need_the_csrf_token(cast):
     before = Study.objects.count()
     refused = client.post(API + "/studies/", {"title": "Forged"}, format="json")
     assert refused.status_code == 403
-    assert refused.json() == {"detail": "CSRF Failed: CSRF token missing."}
+    assert refused.json() == api_error("permission_denied", "CSRF Failed: CSRF token missing.")
     wrong = client.post(API + "/studies/", {"title": "Forged"}, format="json", HTTP_X_CSRFTOKEN="x" * 32)
     assert wrong.status_code == 403 and wrong.json()["detail"].startswith("CSRF Failed")
     refused_delete = client.delete(f"{API}/studies/{services.study_create(designer=cast.alice, title='Kept').pk}/")
@@ -103,7 +104,10 @@ def test_a_token_is_shown_once_listed_by_prefix_and_revoked(cast):
     assert not ApiToken.objects.filter(pk=body["id"]).exists()
     after = client.get(API + "/auth/tokens/")
     assert after.status_code == 401
-    assert after.json() == {"detail": "Invalid or revoked token."} and after["WWW-Authenticate"] == "Token"
+    assert (
+        after.json() == api_error("authentication_failed", "Invalid or revoked token.")
+        and after["WWW-Authenticate"] == "Token"
+    )
     # The other token of the same user still works.
     other = client_with_token(second["token"]).get(API + "/auth/tokens/")
     assert other.status_code == 200 and [t["name"] for t in other.json()["results"]] == ["desktop"]
@@ -123,7 +127,7 @@ def test_another_users_token_is_not_found_and_stays(cast):
 def test_bad_credentials_and_inactive_users_get_no_token(cast):
     wrong = create_token("alice", password="not-the-password")
     assert wrong.status_code == 400
-    assert wrong.json() == {"non_field_errors": ["Unable to log in with those credentials."]}
+    assert error_fields(wrong) == {"non_field_errors": ["Unable to log in with those credentials."]}
     assert create_token("nobody").status_code == 400
     cast.bob.is_active = False
     cast.bob.save()
@@ -188,7 +192,7 @@ def test_lists_are_paginated_by_50(cast):
     ids = [s["id"] for s in first["results"] + second["results"]]
     assert sorted(ids) == sorted(Study.objects.values_list("pk", flat=True))
     beyond = client.get(API + "/studies/?page=3")
-    assert beyond.status_code == 404 and beyond.json() == {"detail": "Invalid page."}
+    assert beyond.status_code == 404 and beyond.json() == api_error("not_found", "Invalid page.")
     # Another user sees none of them, on any page.
     assert client_with_token(token_key(cast.bob)).get(API + "/studies/").json() == {
         "count": 0,
@@ -218,7 +222,7 @@ def test_a_malformed_page_is_a_400_naming_it(cast, path, query, message):
     services.study_create(designer=cast.alice, title="Mine")
     response = client_with_token(token_key(cast.alice)).get(f"{API}{path}?{query}")
     assert response.status_code == 400
-    assert response.json() == {"page": [message]}
+    assert error_fields(response) == {"page": [message]}
 
 
 def test_well_formed_pages_still_answer(cast):

@@ -3,6 +3,7 @@ validation; hidden posts' bodies reach the designer only."""
 
 import pytest
 
+from tests.fixtures import api_error, error_fields
 from workspace import services
 from workspace.limits import DISCUSSION_POST_MAX_CHARS
 from workspace.models import Membership, Phase, Post
@@ -170,7 +171,7 @@ def test_outsiders_and_pending_members_never_learn_the_study_exists(world, clien
             assert response.status_code == 401, url
         else:
             assert response.status_code == 404, url
-            assert response.json() == {"detail": "No such study."}
+            assert response.json() == api_error("not_found", "No such study.")
     assert (db_snapshot(), list(Post.objects.values_list("pk", "body", "hidden_at", "edited_at"))) == before
 
 
@@ -196,15 +197,17 @@ def test_an_item_of_another_study_is_not_found(world, make_study, clients):
     url = f"{world['base']}attributes/{other.attributes['Accuracy'].pk}/"
     for method, body in (("get", None), ("post", {"body": "x"})):
         response = _send(clients["bob"], method, url, body)
-        assert response.status_code == 404 and response.json() == {"detail": "No such attribute in this study."}
+        assert response.status_code == 404 and response.json() == api_error(
+            "not_found", "No such attribute in this study."
+        )
     missing = _send(clients["bob"], "get", f"{world['base']}metrics/{other.metrics['AUC'].pk}/", None)
-    assert missing.json() == {"detail": "No such metric in this study."}
+    assert missing.json() == api_error("not_found", "No such metric in this study.")
     # A post of another study is not found either, even by its designer.
     foreign = services.post_add(
         study=other.study, author=other.study.designer, attribute=other.attributes["Accuracy"], body="x"
     )
     response = clients["alice"].post(f"{world['base']}posts/{foreign.pk}/hide/")
-    assert response.status_code == 404 and response.json() == {"detail": "No such post in this study."}
+    assert response.status_code == 404 and response.json() == api_error("not_found", "No such post in this study.")
     assert not Post.objects.get(pk=foreign.pk).is_hidden
 
 
@@ -214,7 +217,7 @@ def test_only_the_designer_hides_and_unhides(world, clients):
         for action in ("hide", "unhide"):
             response = clients[actor].post(f"{world['base']}posts/{first.pk}/{action}/")
             assert response.status_code == 403
-            assert response.json() == {"detail": f"Only the study's designer can {action} posts."}
+            assert response.json() == api_error("permission_denied", f"Only the study's designer can {action} posts.")
     assert not Post.objects.get(pk=first.pk).is_hidden
 
     hidden = clients["alice"].post(f"{world['base']}posts/{first.pk}/hide/")
@@ -233,7 +236,9 @@ def test_only_the_author_edits_their_post(world, clients):
     url = f"{world['base']}posts/{first.pk}/"
     for actor in ("carol", "alice"):
         response = clients[actor].put(url, {"body": "hijacked"}, format="json")
-        assert response.status_code == 403 and response.json() == {"detail": "Only its author can change a post."}
+        assert response.status_code == 403 and response.json() == api_error(
+            "permission_denied", "Only its author can change a post."
+        )
     assert Post.objects.get(pk=first.pk).body == "Accuracy above all."
     response = clients["bob"].put(url, {"body": "Accuracy, then consistency."}, format="json")
     assert response.status_code == 200
@@ -264,7 +269,7 @@ def test_invalid_posts_are_400_naming_the_field_and_write_nothing(world, clients
     before = Post.objects.count()
     response = clients["bob"].post(world["accuracy"], payload, format="json")
     assert response.status_code == 400
-    assert response.json() == errors
+    assert error_fields(response) == errors
     assert Post.objects.count() == before
 
 
@@ -272,13 +277,13 @@ def test_hide_refuses_unknown_fields(world, clients):
     url = f"{world['base']}posts/{world['first'].pk}/hide/"
     response = clients["alice"].post(url, {"reason": "spam"}, format="json")
     assert response.status_code == 400
-    assert response.json() == {"reason": ["is not a field of this request (the fields are )"]}
+    assert error_fields(response) == {"reason": ["is not a field of this request (the fields are )"]}
     assert not Post.objects.get(pk=world["first"].pk).is_hidden
 
 
 def test_edit_refuses_an_empty_body(world, clients):
     response = clients["bob"].put(f"{world['base']}posts/{world['first'].pk}/", {"body": " "}, format="json")
-    assert response.status_code == 400 and response.json() == {"body": ["This field may not be blank."]}
+    assert response.status_code == 400 and error_fields(response) == {"body": ["This field may not be blank."]}
     assert Post.objects.get(pk=world["first"].pk).edited_at is None
 
 
@@ -286,5 +291,5 @@ def test_a_hidden_post_can_no_longer_be_edited(world, clients):
     hidden = world["hidden"]
     response = clients["carol"].put(f"{world['base']}posts/{hidden.pk}/", {"body": "toned down"}, format="json")
     assert response.status_code == 400
-    assert response.json() == {"post": ["the designer has hidden this post: it can no longer be changed"]}
+    assert error_fields(response) == {"post": ["the designer has hidden this post: it can no longer be changed"]}
     assert Post.objects.get(pk=hidden.pk).body == "Off-topic rant"

@@ -11,6 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from engine.models import Run
+from tests.fixtures import api_error, error_fields
 from workspace.models import Invitation, Membership, Phase, Study
 
 from .conftest import finish_run
@@ -67,7 +68,10 @@ def test_consent_flow_invite_see_accept_or_decline(make_study, clients, cast):
     listed = ok(alice.get(f"{API}/studies/{study}/invitations/"))["results"]
     assert [(i["username"], i["status"], i["accepted_by"]) for i in listed] == [("bob", "accepted", "bob")]
     again = bob.post(f"{API}/invitations/{invitation['id']}/accept/", {}, format="json")
-    assert (again.status_code, again.json()) == (409, {"detail": "This invitation is accepted."})
+    assert (again.status_code, again.json()) == (
+        409,
+        api_error("invitation_closed", "This invitation is accepted."),
+    )
 
     # Charlie declines: nothing of his is left in the study.
     declined_id = ok(invite(alice, study, "charlie"), 202)["invitation"]["id"]
@@ -114,7 +118,7 @@ def test_invitation_endpoints_are_the_designers(make_study, clients):
     assert clients["charlie"].get(f"{API}/studies/{study}/invitations/").status_code == 404
     body = {"username": "bob", "role": "x"}
     refused = clients["alice"].post(f"{API}/studies/{study}/invitations/", body, format="json")
-    assert (refused.status_code, refused.json()) == (400, {"role": ["is not a field of this request"]})
+    assert (refused.status_code, error_fields(refused)) == (400, {"role": ["is not a field of this request"]})
     assert not Invitation.objects.exists()
 
 
@@ -136,7 +140,7 @@ def test_link_invitations_single_use_expired_revoked(make_study, clients):
     def refused(key, client=clients["bob"]):
         response = client.post(API + "/invitations/accept/", {"key": key}, format="json")
         assert response.status_code == 400, response.content
-        return response.json()["key"][0]
+        return error_fields(response)["key"][0]
 
     assert refused(created["key"]) == "this invitation link has already been used"
     expired = ok(alice.post(f"{API}/studies/{study}/invitations/", {}, format="json"), 201)
@@ -149,7 +153,10 @@ def test_link_invitations_single_use_expired_revoked(make_study, clients):
     assert refused("x" * 40).startswith("no invitation has this key")
     # Revoking twice, or an accepted invitation, is a conflict.
     again = alice.delete(f"{API}/studies/{study}/invitations/{created['id']}/")
-    assert (again.status_code, again.json()) == (409, {"detail": "This invitation link has already been used."})
+    assert (again.status_code, again.json()) == (
+        409,
+        api_error("invitation_closed", "This invitation link has already been used."),
+    )
 
 
 def test_a_link_joins_only_while_the_study_is_in_draft(make_study, clients):
@@ -158,9 +165,10 @@ def test_a_link_joins_only_while_the_study_is_in_draft(make_study, clients):
     ok(clients["alice"].post(f"{API}/studies/{built.study.pk}/transitions/", {"to": "voting"}, format="json"))
     response = clients["charlie"].post(API + "/invitations/accept/", {"key": key}, format="json")
     assert response.status_code == 409
-    assert response.json() == {
-        "detail": "Joining a study as an expert is only possible in the draft phase; the study is in the voting phase"
-    }
+    assert response.json() == api_error(
+        "phase_conflict",
+        "Joining a study as an expert is only possible in the draft phase; the study is in the voting phase",
+    )
     assert not Membership.objects.filter(user__username="charlie").exists()
 
 
@@ -172,10 +180,10 @@ def test_a_non_staff_import_refuses_other_peoples_inputs(clients, case_study, un
     with unchanged():
         response = clients["charlie"].post(API + "/studies/import/", case_study, format="json")
     assert response.status_code == 400
-    assert response.json()["priorities.clinician"] == [
+    assert error_fields(response)["priorities.clinician"] == [
         "only staff can import inputs entered by someone else; clinician is invited and enters their own"
     ]
-    assert set(response.json()) == {f"{s}.{n}" for n in CASE_EXPERTS for s in ("priorities", "peer_weights")}
+    assert set(error_fields(response)) == {f"{s}.{n}" for n in CASE_EXPERTS for s in ("priorities", "peer_weights")}
     assert not User.objects.filter(username__in=CASE_EXPERTS).exists()
 
 
@@ -218,7 +226,7 @@ def test_a_staff_import_waits_for_each_expert_to_confirm(staff_import, clients, 
     assert "clinician: clinician has not yet confirmed the inputs imported by alice" in refused.json()["detail"]
 
     unconfirmed = clinician.post(f"{API}/invitations/{invitation['id']}/accept/", {}, format="json")
-    assert unconfirmed.status_code == 400 and list(unconfirmed.json()) == ["confirm_inputs"]
+    assert unconfirmed.status_code == 400 and list(error_fields(unconfirmed)) == ["confirm_inputs"]
     for client in people.values():
         [mine] = ok(client.get(API + "/invitations/"))["results"]
         confirmed = ok(client.post(f"{API}/invitations/{mine['id']}/accept/", {"confirm_inputs": True}, format="json"))

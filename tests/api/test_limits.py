@@ -13,14 +13,15 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from tests.fixtures import api_error, error_fields
 from workspace import limits
 from workspace.models import ApiToken, Phase
 
 API = "/api/v1"
 ROOT = Path(__file__).resolve().parents[2]
-DEPTH_REFUSED = {
-    "non_field_errors": [f"JSON nested deeper than {limits.JSON_MAX_DEPTH} levels (the limit): refused before decoding"]
-}
+_TOO_DEEP = f"JSON nested deeper than {limits.JSON_MAX_DEPTH} levels (the limit): refused before decoding"
+# A body that cannot be parsed: the parse_error code, its message as detail and under non_field_errors.
+DEPTH_REFUSED = {"code": "parse_error", "detail": _TOO_DEEP, "fields": {"non_field_errors": [_TOO_DEEP]}}
 
 
 # What the timings below catch: the audit's refusals that took minutes (a
@@ -98,7 +99,7 @@ def test_deep_json_to_the_import_anonymously_is_a_401_without_parsing(depth, api
     with written():
         response, seconds = post_raw(api(None), API + "/studies/import/", bundle_body(nested(depth)))
     assert response.status_code == 401
-    assert response.json() == {"detail": "Authentication credentials were not provided."}
+    assert response.json() == api_error("not_authenticated", "Authentication credentials were not provided.")
     assert seconds < PATHOLOGICAL_SECONDS
 
 
@@ -108,7 +109,7 @@ def test_the_deepest_json_allowed_is_parsed_and_one_level_more_is_refused(api, c
     client = api(None)
     at_limit, _ = post_raw(client, API + "/auth/token/", token_body(nested(limits.JSON_MAX_DEPTH - 1)))
     assert at_limit.status_code == 400
-    assert at_limit.json() == {"name": ["must be text, got list"]}  # parsed: the serializer saw it
+    assert error_fields(at_limit) == {"name": ["must be text, got list"]}  # parsed: the serializer saw it
     over, _ = post_raw(client, API + "/auth/token/", token_body(nested(limits.JSON_MAX_DEPTH)))
     assert over.status_code == 400
     assert over.json() == DEPTH_REFUSED
@@ -118,7 +119,7 @@ def test_brackets_inside_strings_are_not_nesting(api, cast):
     name = json.dumps('[{"\\' + "[" * 5000)  # brackets, a quote and a backslash, all text
     response, seconds = post_raw(api(None), API + "/auth/token/", token_body(name))
     assert response.status_code == 400
-    assert response.json() == {"name": ["Ensure this field has no more than 100 characters."]}
+    assert error_fields(response) == {"name": ["Ensure this field has no more than 100 characters."]}
     assert seconds < PATHOLOGICAL_SECONDS
 
 
@@ -137,7 +138,7 @@ def test_a_lone_surrogate_deep_in_a_document_is_still_refused(api, cast, written
         response, _ = post_raw(client, API + "/studies/import/", body)
     assert response.status_code == 400
     message = "JSON parse error - the body contains a lone surrogate (\\ud800-\\udfff), which is not text"
-    assert response.json() == {"non_field_errors": [message]}
+    assert response.json() == {"code": "parse_error", "detail": message, "fields": {"non_field_errors": [message]}}
 
 
 @pytest.mark.parametrize(
@@ -179,9 +180,10 @@ def test_a_50_mb_body_to_the_token_endpoint_is_a_413_naming_the_limit(api, cast,
     with written():
         response, seconds = post_raw(api(None), API + "/auth/token/", body)
     assert response.status_code == 413
-    assert response.json() == {
-        "detail": f"The request body is {len(body)} bytes; the limit is {limits.BODY_MAX_BYTES} bytes (1 MB)."
-    }
+    assert response.json() == api_error(
+        "request_too_large",
+        f"The request body is {len(body)} bytes; the limit is {limits.BODY_MAX_BYTES} bytes (1 MB).",
+    )
     assert seconds < PATHOLOGICAL_SECONDS
 
 
@@ -190,9 +192,10 @@ def test_a_50_mb_bundle_is_a_413_naming_the_import_limit(api, cast, written):
     with written():
         response, seconds = post_raw(client, API + "/studies/import/", body)
     assert response.status_code == 413
-    assert response.json() == {
-        "detail": f"The request body is {len(body)} bytes; the limit is {limits.IMPORT_BODY_MAX_BYTES} bytes (10 MB)."
-    }
+    assert response.json() == api_error(
+        "request_too_large",
+        f"The request body is {len(body)} bytes; the limit is {limits.IMPORT_BODY_MAX_BYTES} bytes (10 MB).",
+    )
     assert seconds < PATHOLOGICAL_SECONDS
 
 
@@ -233,7 +236,7 @@ def test_40000_vote_names_are_a_400_naming_the_limit(make_study, api, cast, writ
     with written():
         response, seconds = timed(client.put, path, {"attributes": names, "metrics": names}, format="json")
     assert response.status_code == 400
-    assert response.json() == {
+    assert error_fields(response) == {
         "attributes": [f"too many attributes voted for: 40000 given, the limit is {limits.MAX_ATTRIBUTES}"],
         "metrics": [f"too many metrics voted for: 40000 given, the limit is {limits.MAX_METRICS}"],
     }
@@ -253,7 +256,7 @@ def test_an_import_of_60001_experts_is_a_400_naming_the_limit(api, cast, written
     with written():
         response, seconds = post_raw(client, API + "/studies/import/", body)
     assert response.status_code == 400
-    assert response.json() == {"experts": [f"too many experts: 60001 given, the limit is {limits.MAX_EXPERTS}"]}
+    assert error_fields(response) == {"experts": [f"too many experts: 60001 given, the limit is {limits.MAX_EXPERTS}"]}
     assert seconds < PATHOLOGICAL_SECONDS
 
 
@@ -329,7 +332,7 @@ def test_list_inputs_over_their_limit_are_400_naming_the_field(
     with written():
         response, seconds = timed(client.put, f"{API}/studies/{built.study.pk}/{path}", body, format="json")
     assert response.status_code == 400, response.content
-    assert response.json() == errors
+    assert error_fields(response) == errors
     assert seconds < PATHOLOGICAL_SECONDS
 
 
@@ -416,7 +419,7 @@ def test_bundles_over_a_limit_are_refused_naming_the_field(bundle, errors, api, 
     with written():
         response, seconds = timed(client.post, API + "/studies/import/", bundle, format="json")
     assert response.status_code == 400, response.content
-    assert response.json() == errors
+    assert error_fields(response) == errors
     assert seconds < PATHOLOGICAL_SECONDS
 
 
@@ -441,7 +444,7 @@ def test_shapes_the_import_refuses_are_left_to_it(api, cast):
     assert limits.bundle_check_limits(["not", "a", "bundle"]) is None
     response = api(cast.charlie).post(API + "/studies/import/", small_bundle(experts="bob"), format="json")
     assert response.status_code == 400
-    assert response.json() == {"experts": ["must be a list of usernames"]}
+    assert error_fields(response) == {"experts": ["must be a list of usernames"]}
 
 
 # --- gunicorn ------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from engine import services as engine_services
+from tests.fixtures import api_error
 from workspace import invitations, services
 from workspace.models import Phase
 
@@ -132,7 +133,7 @@ def test_a_token_is_read_by_its_owner_only(api, cast):
     assert (mine.json()["id"], mine.json()["name"]) == (token.pk, "laptop")
     assert "token" not in mine.json()  # the key is never shown again
     theirs = api(cast.charlie).get(f"{API}/auth/tokens/{token.pk}/")
-    assert (theirs.status_code, theirs.json()) == (404, {"detail": "No such token."})
+    assert (theirs.status_code, theirs.json()) == (404, api_error("not_found", "No such token."))
 
 
 def test_an_invitation_is_read_by_the_designer_only(api, cast, make_study):
@@ -145,11 +146,11 @@ def test_an_invitation_is_read_by_the_designer_only(api, cast, make_study):
     refused = api(cast.bob).get(url)
     assert (refused.status_code, refused.json()) == (
         403,
-        {"detail": "Only the study's designer can see the invitations."},
+        api_error("permission_denied", "Only the study's designer can see the invitations."),
     )
-    assert api(cast.charlie).get(url).json() == {"detail": "No such study."}
+    assert api(cast.charlie).get(url).json() == api_error("not_found", "No such study.")
     missing = api(cast.alice).get(f"{API}/studies/{study.pk}/invitations/{invitation.pk + 100}/")
-    assert (missing.status_code, missing.json()) == (404, {"detail": "No such invitation."})
+    assert (missing.status_code, missing.json()) == (404, api_error("not_found", "No such invitation."))
 
 
 def test_a_post_is_read_by_members_and_a_hidden_ones_body_by_the_designer_only(api, cast, make_study):
@@ -173,4 +174,7 @@ def test_a_member_is_read_by_members_and_only_experts_are_found(api, cast, make_
         "status": "active",
     }
     designer = api(cast.bob).get(f"{API}/studies/{study.pk}/members/alice/")
-    assert (designer.status_code, designer.json()) == (404, {"detail": "No such expert in this study."})
+    assert (designer.status_code, designer.json()) == (
+        404,
+        api_error("not_found", "No such expert in this study."),
+    )

@@ -21,6 +21,7 @@ from django.test.utils import CaptureQueriesContext
 from engine import disagreement
 from engine import selectors as engine_selectors
 from engine.models import Run
+from tests.fixtures import error_fields
 from workspace.models import Phase
 
 from .conftest import client_with_token, launch_and_finish, token_key
@@ -74,7 +75,7 @@ def test_results_with_individual_scores_on_request(closed_run, api, cast):
 def test_individual_must_be_true_or_false(closed_run, api, cast, value):
     response = api(cast.bob).get(f"{API}/runs/{closed_run.pk}/results/?individual={value}")
     assert response.status_code == 400
-    assert response.json() == {"individual": [f"must be true or false, got {value!r}"]}
+    assert error_fields(response) == {"individual": [f"must be true or false, got {value!r}"]}
 
 
 def test_the_schema_documents_the_individual_parameter(api, cast):

@@ -11,6 +11,7 @@ from engine import selectors as engine_selectors
 from engine import services as engine_services
 from engine.compare import compare_runs
 from engine.models import Run
+from tests.fixtures import api_error, error_fields
 from tests.pages.test_studyhome import as_user
 from workspace import services
 from workspace.bundles import study_import_bundle
@@ -76,9 +77,11 @@ def test_the_api_csv_is_409_until_the_run_has_succeeded_and_404_for_outsiders(ap
     response = api(cast.bob).get(f"{API}/runs/{queued.pk}/results.csv")
     assert response.status_code == 409
     assert response["Content-Type"] == "application/json"
-    assert response.json() == {"detail": f"Run {queued.pk} is queued; results exist once it has succeeded."}
+    assert response.json() == api_error(
+        "run_not_finished", f"Run {queued.pk} is queued; results exist once it has succeeded."
+    )
     outsider = api(cast.charlie).get(f"{API}/runs/{queued.pk}/results.csv")
-    assert (outsider.status_code, outsider.json()) == (404, {"detail": "No such run."})
+    assert (outsider.status_code, outsider.json()) == (404, api_error("not_found", "No such run."))
     missing = api(cast.charlie).get(f"{API}/runs/{queued.pk + 1000}/results.csv")
     assert missing.json() == outsider.json()
     assert api(None).get(f"{API}/runs/{queued.pk}/results.csv").status_code == 401
@@ -139,7 +142,7 @@ def test_the_api_comparison_refuses_as_the_page_does(api, cast, make_study, case
     alice = api(cast.alice)  # she designs both
     response = alice.get(f"{API}/runs/{run.pk}/compare/{other.pk}/")
     assert response.status_code == 400
-    assert response.json() == {
+    assert error_fields(response) == {
         "other_id": [
             f"Run {run.pk} belongs to the study 'Choosing a classifier' and run {other.pk} to 'Another choice': "
             "only runs of the same study can be compared."
@@ -148,13 +151,16 @@ def test_the_api_comparison_refuses_as_the_page_does(api, cast, make_study, case
     itself = alice.get(f"{API}/runs/{run.pk}/compare/{run.pk}/")
     assert (itself.status_code, itself.json()) == (
         409,
-        {"detail": f"Run {run.pk} compared with itself changes nothing: choose another run of the study."},
+        api_error("same_run", f"Run {run.pk} compared with itself changes nothing: choose another run of the study."),
     )
     queued = engine_services.run_launch(study=study, launched_by=cast.alice)
     unfinished = alice.get(f"{API}/runs/{run.pk}/compare/{queued.pk}/")
     assert (unfinished.status_code, unfinished.json()) == (
         409,
-        {"detail": f"Run {queued.pk} has not succeeded (it is queued), so it has no results to compare yet."},
+        api_error(
+            "run_not_finished",
+            f"Run {queued.pk} has not succeeded (it is queued), so it has no results to compare yet.",
+        ),
     )
     # bob is an expert of the first study only, charlie of neither: 404, as for a run that does not exist
     for user, url in [
@@ -163,7 +169,7 @@ def test_the_api_comparison_refuses_as_the_page_does(api, cast, make_study, case
         (cast.bob, f"{API}/runs/{run.pk}/compare/999999/"),
     ]:
         response = api(user).get(url)
-        assert (response.status_code, response.json()) == (404, {"detail": "No such run."})
+        assert (response.status_code, response.json()) == (404, api_error("not_found", "No such run."))
     assert api(None).get(f"{API}/runs/{run.pk}/compare/{queued.pk}/").status_code == 401
 
 

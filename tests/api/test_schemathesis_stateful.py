@@ -31,6 +31,7 @@ from schemathesis.core.transport import Response
 from schemathesis.generation.stateful.state_machine import StepInput, StepOutput, normalize_name
 
 from approve_site.wsgi import application
+from tests.fixtures import api_error, error_fields
 from workspace.bundles import study_export_bundle
 from workspace.models import Phase
 
@@ -305,9 +306,10 @@ def test_a_body_of_an_unknown_content_type_is_a_documented_415(api, cast, docume
     Content-Type was answered 415, which no operation documented."""
     response = api(cast.alice).generic("POST", "/api/v1/studies/", "title=x", content_type="text/plain")
     assert response.status_code == 415
-    assert response.json()["detail"] == (
+    assert response.json() == api_error(
+        "unsupported_media_type",
         'Unsupported media type "text/plain": this operation reads application/json only '
-        "(send the body with that Content-Type)."
+        "(send the body with that Content-Type).",
     )
     for path, method in [("/api/v1/studies/", "post"), ("/api/v1/studies/{study_id}/my/votes/", "put")]:
         responses = document["paths"][path][method]["responses"]
@@ -339,4 +341,4 @@ def test_request_schemas_say_unknown_fields_are_refused(api, cast, document):
     response = api(cast.alice).post("/api/v1/studies/", {"title": "t", "phase": "closed"}, format="json")
     assert response.status_code == 400
     fields = "title, description, attribute_threshold, metric_threshold, ahp_weighting"
-    assert response.json() == {"phase": [f"is not a field of this request (the fields are {fields})"]}
+    assert error_fields(response) == {"phase": [f"is not a field of this request (the fields are {fields})"]}

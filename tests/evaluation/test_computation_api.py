@@ -21,6 +21,7 @@ from django.utils.dateparse import parse_datetime
 from evaluation import report, services
 from evaluation.models import MeasurementSource, MetricComputation
 from evaluation.predictions import read_predictions
+from tests.fixtures import api_error, error_fields
 from workspace.bundles import study_import_bundle
 from workspace.models import Measurement, Metric
 
@@ -117,7 +118,7 @@ def test_an_uncomputed_metric_is_404_and_delete_stops_computing_but_keeps_the_va
     response = expert.get(url)
     assert (response.status_code, response.json()) == (
         404,
-        {"detail": "Success rate is not computed from predictions: PUT a computation here to compute it."},
+        api_error("not_found", "Success rate is not computed from predictions: PUT a computation here to compute it."),
     )
     assert designer.delete(url).status_code == 404
     stored_set(demo, positive="tumour")
@@ -138,7 +139,7 @@ def test_a_metric_of_another_study_is_not_found(demo, designer, cast):
         response = getattr(designer, method)(
             f"{API}/studies/{demo.pk}/metrics/{theirs.pk}/computation/", body, format="json"
         )
-        assert (response.status_code, response.json()) == (404, {"detail": "No such metric in this study."})
+        assert (response.status_code, response.json()) == (404, api_error("not_found", "No such metric in this study."))
     assert MetricComputation.objects.get().computation == "accuracy"
 
 
@@ -223,7 +224,7 @@ def test_a_refused_mapping_names_the_field_and_leaves_the_last_one(name, body, e
     )
     with nothing_stored():
         response = designer.put(computation_url(demo, name), body, format="json")
-    assert (response.status_code, response.json()) == (400, errors)
+    assert (response.status_code, error_fields(response)) == (400, errors)
 
 
 # --- the catalogue --------------------------------------------------------------------------
@@ -377,7 +378,7 @@ def test_a_refused_computation_names_the_field_and_computes_nothing(body, errors
     services.metric_computation_set(metric=metric(demo, "Success rate"), computation="accuracy")
     with nothing_stored():
         response = designer.post(f"{API}/studies/{demo.pk}/measurements/compute/", body, format="json")
-    assert (response.status_code, response.json()) == (400, errors)
+    assert (response.status_code, error_fields(response)) == (400, errors)
 
 
 # --- where computed values came from -------------------------------------------------------------
@@ -472,14 +473,17 @@ def test_an_a3r_beyond_floating_point_is_null_with_the_reason(demo, expert):
 def test_bad_report_options_are_refused_naming_the_parameter(query, errors, demo, expert):
     prediction_set = stored_set(demo, positive="tumour")
     response = expert.get(f"{API}/studies/{demo.pk}/predictions/{prediction_set.pk}/evaluation/?{query}")
-    assert (response.status_code, response.json()) == (400, errors)
+    assert (response.status_code, error_fields(response)) == (400, errors)
 
 
 def test_a_set_of_another_study_has_no_evaluation_here(demo, designer):
     other = study_import_bundle(bundle=json.loads((DEMO / "case-study-1.json").read_text(encoding="utf-8")))
     theirs = stored_set(other, positive="tumour")
     response = designer.get(f"{API}/studies/{demo.pk}/predictions/{theirs.pk}/evaluation/")
-    assert (response.status_code, response.json()) == (404, {"detail": "No such prediction set in this study."})
+    assert (response.status_code, response.json()) == (
+        404,
+        api_error("not_found", "No such prediction set in this study."),
+    )
 
 
 # --- query counts ---------------------------------------------------------------------------------

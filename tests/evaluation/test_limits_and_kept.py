@@ -16,6 +16,7 @@ from django.core.management import CommandError, call_command
 from evaluation import predictions, report, services
 from evaluation.models import EvaluationCache, PredictionSet
 from evaluation.predictions import PredictionFileError, PredictionFileTooManyClasses, read_predictions
+from tests.fixtures import error_fields
 from tests.pages.test_studyhome import as_user, text_of
 from workspace import limits
 from workspace import services as workspace_services
@@ -144,7 +145,7 @@ def test_the_api_refuses_a_file_of_too_many_labels_and_stores_nothing(make_study
             "POST", f"{API}/studies/{study.pk}/predictions/", many_labels(LIMIT + 1), content_type="text/csv"
         )
     assert response.status_code == 400
-    assert response.json() == {"file": [refusal(LIMIT + 1)]}
+    assert error_fields(response) == {"file": [refusal(LIMIT + 1)]}
 
 
 def test_import_predictions_refuses_too_many_labels_and_stores_nothing(make_study, tmp_path, nothing_stored):
@@ -278,7 +279,7 @@ def test_a_set_stored_before_the_limit_is_not_evaluated(client, demo, api):  # n
             refused = client.get(f"/studies/{demo.pk}/predictions/{prediction_set.pk}/{page}")
             assert refused.status_code == 409
             assert reason[0].upper() + reason[1:] + "." in text_of(refused)
-    assert response.status_code == 400 and response.json() == {"labels": [reason]}
+    assert response.status_code == 400 and error_fields(response) == {"labels": [reason]}
     assert computing.call_count == 0 and not EvaluationCache.objects.exists()
     # Nor are measurements computed from it: each candidate is listed with the reason.
     from workspace.models import Metric
@@ -344,7 +345,7 @@ def test_a_set_past_the_web_limits_is_evaluated_at_import_and_not_in_a_request(
         "this set has 408 rows, more than the 100 evaluated while you wait: only its evaluation with the default "
         "options, kept when it was imported, can be shown"
     )
-    assert other.status_code == 400 and other.json() == {"rows": [reason]}
+    assert other.status_code == 400 and error_fields(other) == {"rows": [reason]}
     assert other_page.status_code == 409 and "This set has 408 rows" in text_of(other_page)
 
 

@@ -16,7 +16,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from approve_site.settings import email_from_url
-from tests.fixtures import PASSWORD
+from tests.fixtures import PASSWORD, api_error, error_fields
 from workspace import services
 from workspace.models import ApiToken
 
@@ -85,7 +85,9 @@ def test_password_change_revokes_tokens_keeps_this_session_and_ends_others(cast)
     assert not ApiToken.objects.filter(user=cast.alice).exists()
     assert ApiToken.objects.filter(user=cast.bob).count() == 1  # nobody else's
     refused = token_client(key).get(API + "/auth/tokens/")
-    assert refused.status_code == 401 and refused.json() == {"detail": "Invalid or revoked token."}
+    assert refused.status_code == 401 and refused.json() == api_error(
+        "authentication_failed", "Invalid or revoked token."
+    )
     assert token_client(bobs_key).get(API + "/auth/tokens/").status_code == 200
     # This session stays; the other one ends with the old password.
     assert here.get(reverse("home")).status_code == 200
@@ -300,8 +302,8 @@ def test_a_token_expires_after_the_default_lifetime_or_the_one_asked_for(cast, s
 def test_a_token_lifetime_out_of_bounds_is_refused_naming_the_field(cast, value, message):
     response = create_token({"expires_in_days": value})
     assert response.status_code == 400
-    assert list(response.json()) == ["expires_in_days"]
-    assert message in response.json()["expires_in_days"][0]
+    assert list(error_fields(response)) == ["expires_in_days"]
+    assert message in error_fields(response)["expires_in_days"][0]
     assert not ApiToken.objects.exists()
 
 

@@ -17,7 +17,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from tests.fixtures import PASSWORD
+from tests.fixtures import PASSWORD, api_error, error_fields
 from workspace import invitations, services
 from workspace.bundles import study_import_bundle
 from workspace.errors import InvalidInput
@@ -79,9 +79,9 @@ def test_the_token_endpoint_counts_against_the_same_lock_out(cast, settings):
     assert login("alice", "guess").status_code == 200
     refused = api_token("alice", PASSWORD)
     assert refused.status_code == 429
-    assert refused.json() == {
-        "detail": "Too many failed attempts for this username from your address. Try again in 5 minutes."
-    }
+    assert refused.json() == api_error(
+        "throttled", "Too many failed attempts for this username from your address. Try again in 5 minutes."
+    )
     assert int(refused["Retry-After"]) == settings.LOGIN_FAILURE_WINDOW
     assert api_token("ａｌｉｃｅ", PASSWORD).status_code == 429
     assert login("alice", PASSWORD).status_code == 429
@@ -382,7 +382,7 @@ def test_the_api_refuses_them_naming_the_field(cast):
     before = Study.objects.count()
     response = client.post(API + "/studies/", {"title": "Trial\u202eBcc"}, format="json")
     assert response.status_code == 400
-    assert response.json()["title"] == [
+    assert error_fields(response)["title"] == [
         "must be a single line of visible text: it contains a bidirectional control (U+202E)"
     ]
     assert Study.objects.count() == before

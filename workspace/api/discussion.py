@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 from workspace import limits, selectors, services
 from workspace.models import Membership, Metric, Post, QualityAttribute
 
+from .idempotency import idempotent
 from .serializers import StrictCharField, WriteSerializer
 from .views import StudyScoped, location, validated
 
@@ -131,6 +132,7 @@ class ThreadView(DiscussionScoped, APIView):
         self.with_study(thread.posts)
         return Response(ThreadSerializer(thread, context={"designer": self.is_designer()}).data)
 
+    @idempotent
     def post(self, request: Request, study_id: int, pk: int) -> Response:
         item = self.item()
         data = validated(PostWriteSerializer, request.data)

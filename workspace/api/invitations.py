@@ -19,6 +19,7 @@ from workspace import invitations
 from workspace.models import Invitation
 
 from . import invitation_serializers as inv
+from .idempotency import idempotent
 from .schema import error
 from .views import PaginatedListMixin, StudyScoped, location, validated
 
@@ -43,6 +44,7 @@ class StudyInvitationListView(StudyScoped, PaginatedListMixin, APIView):
         return self.paginated(invitations.invitation_list(study=self.study()), inv.InvitationSerializer)
 
     @extend_schema(request=inv.InvitationWriteSerializer, responses={201: inv.NewInvitationSerializer})
+    @idempotent
     def post(self, request, study_id):
         """Invite a username, or, with ``{}`` (or ``{"kind": "link"}``), create
         a link invitation whose ``key`` is shown in this answer only (draft

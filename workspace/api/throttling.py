@@ -25,15 +25,85 @@ def log_cache_unreachable(what: str, error: Exception) -> None:
     logger.warning("%s not applied: the cache is unreachable (%s: %s)", what, type(error).__name__, error)
 
 
+# --- rate-limit headers ------------------------------------------------------
+# A throttled operation's every answer says where its client stands, in the
+# IETF draft's names (draft-ietf-httpapi-ratelimit-headers): how many requests
+# the window allows, how many are left, and the seconds until the oldest one
+# counted leaves the window (docs/api.md, "Rate limits"). A 429 adds
+# Retry-After (DRF). With the cache unreachable there is no count to give, so
+# no headers either.
+LIMIT_HEADER, REMAINING_HEADER, RESET_HEADER = "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"
+RATE_LIMIT_HEADERS = {
+    LIMIT_HEADER: "The requests this operation allows each client in its window (per user, or per address for the "
+    "token request).",
+    REMAINING_HEADER: "The requests left in the window, this one counted.",
+    RESET_HEADER: "The seconds until the oldest request counted leaves the window (one more request is then allowed).",
+}
+
+# Refused before the throttle counts the request (the body's size by the
+# middleware, authentication and permissions by DRF): no headers.
+ANSWERED_BEFORE_THROTTLES = ("401", "403", "413")
+
+
 class FailOpenMixin(BaseThrottle):
-    """For any DRF throttle whose counters live in the cache."""
+    """For any DRF throttle whose counters live in the cache. Once a request
+    is counted, its rate-limit headers are left on the view
+    (``view.rate_limit_headers``), for ``RateLimitHeadersMixin`` to send."""
 
     def allow_request(self, request: Request, view: APIView) -> bool:
         try:
-            return super().allow_request(request, view)
+            allowed = super().allow_request(request, view)
         except CACHE_ERRORS as error:
             log_cache_unreachable(f"throttle {getattr(self, 'scope', type(self).__name__)!r}", error)
             return True
+        headers = self.rate_limit_headers()
+        if headers is not None:
+            view.rate_limit_headers = headers  # type: ignore[attr-defined]
+        return allowed
+
+    def rate_limit_headers(self) -> dict[str, str] | None:
+        history = getattr(self, "history", None)
+        if history is None or getattr(self, "num_requests", None) is None:
+            return None  # no rate for this scope, or a request not counted
+        limit, duration, now = self.num_requests, self.duration, self.now  # type: ignore[attr-defined]
+        reset = duration - (now - history[-1]) if history else duration
+        return {
+            LIMIT_HEADER: str(limit),
+            REMAINING_HEADER: str(max(0, limit - len(history))),
+            RESET_HEADER: str(max(0, math.ceil(reset))),
+        }
+
+
+class RateLimitHeadersMixin(APIView):
+    """A throttled view: every answer carries its rate-limit headers."""
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        for name, value in getattr(self, "rate_limit_headers", {}).items():
+            response[name] = value
+        return response
+
+
+def postprocess_rate_limit_headers(result: dict, generator: object, request: object, public: bool) -> dict:
+    """drf-spectacular postprocessing hook: the rate-limit headers on every
+    answer of each throttled operation (a view with ``throttle_classes``)."""
+    throttled = {
+        (path, method.lower())
+        for path, _regex, method, view in getattr(generator, "endpoints", None) or ()
+        if getattr(getattr(view, "cls", None), "throttle_classes", None)
+    }
+    for path, operations in result.get("paths", {}).items():
+        for method, operation in operations.items():
+            if (path, method) not in throttled:
+                continue
+            for code, response in operation.get("responses", {}).items():
+                if code in ANSWERED_BEFORE_THROTTLES:
+                    continue
+                headers = response.setdefault("headers", {})
+                for name, description in RATE_LIMIT_HEADERS.items():
+                    # not required: a request let through with the cache down was not counted
+                    headers[name] = {"description": description, "required": False, "schema": {"type": "integer"}}
+    return result
 
 
 class FailOpenScopedRateThrottle(FailOpenMixin, ScopedRateThrottle):

@@ -40,8 +40,9 @@ from . import invitation_serializers as inv_s
 from . import presenters
 from . import serializers as s
 from .exceptions import Conflict
+from .idempotency import idempotent
 from .schema import VALIDATION_ERROR, error, pagination_class, ref
-from .throttling import IMPORT_SCOPE, FailOpenScopedRateThrottle, import_refusal
+from .throttling import IMPORT_SCOPE, FailOpenScopedRateThrottle, RateLimitHeadersMixin, import_refusal
 
 # --- access ------------------------------------------------------------------------
 
@@ -132,7 +133,7 @@ class LockedOut(exceptions.Throttled):
         self.wait = wait
 
 
-class TokenCreateView(APIView):
+class TokenCreateView(RateLimitHeadersMixin, APIView):
     """Exchange a username and password for a new API token (throttled)."""
 
     authentication_classes = []
@@ -208,6 +209,7 @@ class StudyListView(PaginatedListMixin, APIView):
         return self.paginated(selectors.studies_with_my_roles(request.user), s.StudySerializer)
 
     @extend_schema(request=s.StudyWriteSerializer, responses={201: s.StudyDetailSerializer})
+    @idempotent
     def post(self, request):
         """Create a study; you become its designer."""
         data = validated(s.StudyWriteSerializer, request.data)
@@ -217,7 +219,7 @@ class StudyListView(PaginatedListMixin, APIView):
         )
 
 
-class StudyImportView(APIView):
+class StudyImportView(RateLimitHeadersMixin, APIView):
     max_body_bytes = limits.IMPORT_BODY_MAX_BYTES  # a whole study (limits.BodySizeLimitMiddleware)
     # A few imports an hour per user, with the page's (throttling.IMPORT_SCOPE).
     throttle_classes = [FailOpenScopedRateThrottle]
@@ -233,6 +235,7 @@ class StudyImportView(APIView):
             429: error("Too many imports: try again after `Retry-After` seconds."),
         },
     )
+    @idempotent
     def post(self, request):
         """Import an ``approve-study/1`` bundle; you become its designer.
         Your own inputs are yours; other experts are invited (listed in
@@ -312,6 +315,7 @@ class MemberListView(StudyScoped, PaginatedListMixin, APIView):
     @extend_schema(
         request=s.MemberWriteSerializer, responses={201: s.MemberSerializer, 202: inv_s.MemberInvitedSerializer}
     )
+    @idempotent
     def post(self, request, study_id):
         """Take the expert role yourself (201), or invite someone else, who
         becomes an expert by accepting (202, the same answer whether or not
@@ -383,6 +387,7 @@ class SetupListView(SetupScoped, PaginatedListMixin, APIView, ABC):
     def get(self, request, study_id):
         return self.paginated(self.queryset(), self.read_serializer)
 
+    @idempotent
     def post(self, request, study_id):
         self.require_designer(f"add {self.noun}s")
         data = validated(self.write_serializer, request.data)
@@ -676,6 +681,7 @@ class RunListView(StudyScoped, PaginatedListMixin, APIView):
         return self.paginated(selectors.run_list(study=self.study()), s.RunSerializer)
 
     @extend_schema(request=None, responses={202: s.RunSerializer})
+    @idempotent
     def post(self, request, study_id):
         """Launch a validation run of the closed study. 202 with the run's
         ``Location``; poll it until ``succeeded`` or ``failed``."""
@@ -707,7 +713,7 @@ class RunScoped(APIView):
             detail = f"Run {run.pk} is {run.status}; results exist once it has succeeded."
             if run.status == Run.Status.FAILED:
                 detail += f" It failed: {run.error}"
-            raise Conflict(detail)
+            raise Conflict(detail, code="run_not_finished")
         return run
 
 
@@ -830,7 +836,7 @@ class RunCompareView(APIView):
         except results_export.ComparisonRefused as refusal:
             if refusal.status == status.HTTP_400_BAD_REQUEST:
                 raise exceptions.ValidationError({"other_id": [refusal.message]}) from None
-            raise Conflict(refusal.message) from None
+            raise Conflict(refusal.message, code=refusal.code) from None
         comparison = compared.comparison
         groups: dict[str | None, list] = {}
         for change in comparison.changes:

@@ -21,7 +21,9 @@ the API and the pages call these same functions, as ``services.<name>``:
 - ``discussion``: posts in the thread of an attribute or a metric;
 - ``imports``: the bundle importer's bulk versions of the setup services
   (attributes, metrics, invitations, a new study's measurements), called as
-  ``services.imports.<name>``.
+  ``services.imports.<name>``;
+- ``idempotency``: the API's ``Idempotency-Key`` store (claim, complete,
+  release), called as ``services.idempotency.<name>``.
 
 The argument checks every service shares (``expect``, ``number``, ``text``,
 and ``locked``, the study's row lock) are public here too, for the services

@@ -149,7 +149,7 @@ def study_open_voting(*, study: Study) -> Study:
     if bare:
         problems.append(f"give every attribute at least one metric (none yet: {', '.join(bare)})")
     if problems:
-        raise PhaseConflict("Voting cannot open yet: " + "; ".join(problems) + ".")
+        raise PhaseConflict("Voting cannot open yet: " + "; ".join(problems) + ".", code="transition_blocked")
     return _move(study, Phase.VOTING)
 
 
@@ -161,12 +161,16 @@ def study_close_voting(*, study: Study) -> Study:
     require_phase(study, Action.CLOSE_VOTING)
     unconfirmed = unconfirmed_votes(study=study)
     if unconfirmed:
-        raise PhaseConflict(f"Voting cannot close: {'; '.join(unconfirmed)} (their votes count once confirmed).")
+        raise PhaseConflict(
+            f"Voting cannot close: {'; '.join(unconfirmed)} (their votes count once confirmed).",
+            code="transition_blocked",
+        )
     attribute_ids, metric_ids = vote_selection_get(study=study)
     if not attribute_ids:
         raise PhaseConflict(
             "Voting cannot close: no attribute is selected "
-            f"(no main attribute, and none has {study.attribute_threshold} votes)."
+            f"(no main attribute, and none has {study.attribute_threshold} votes).",
+            code="transition_blocked",
         )
     metric_attributes = set(Metric.objects.filter(pk__in=metric_ids).values_list("attribute_id", flat=True))
     orphans = QualityAttribute.objects.filter(pk__in=attribute_ids - metric_attributes).order_by("position", "id")
@@ -175,7 +179,8 @@ def study_close_voting(*, study: Study) -> Study:
         raise PhaseConflict(
             f"Voting cannot close: the selected attribute(s) {names} would have no selected metric "
             f"(none reaches the metric threshold of {study.metric_threshold} votes). "
-            "Lower the metric threshold or ask the experts to vote on these metrics."
+            "Lower the metric threshold or ask the experts to vote on these metrics.",
+            code="transition_blocked",
         )
     QualityAttribute.objects.filter(study=study).update(is_selected=False)
     QualityAttribute.objects.filter(pk__in=attribute_ids).update(is_selected=True)
@@ -191,7 +196,7 @@ def study_close_assessment(*, study: Study) -> Study:
     gaps = missing_input_list(study=study)
     if gaps:
         detail = "; ".join(f"{name}: {', '.join(items)}" for name, items in gaps.items())
-        raise PhaseConflict(f"Assessment cannot close, inputs are missing: {detail}.")
+        raise PhaseConflict(f"Assessment cannot close, inputs are missing: {detail}.", code="transition_blocked")
     return _move(study, Phase.CLOSED)
 
 
