@@ -130,7 +130,9 @@ def analysis_launch(
     if kind not in Analysis.Kind.values:
         raise InvalidInput({"kind": f"one of {', '.join(Analysis.Kind.values)}"})
     if run.status != Run.Status.SUCCEEDED:
-        raise PhaseConflict(f"Robustness analyses need a succeeded run; run {run.pk} is {run.status}.")
+        raise PhaseConflict(
+            f"Robustness analyses need a succeeded run; run {run.pk} is {run.status}.", code="run_not_finished"
+        )
     chosen = kernel(kind)
     spec = chosen.check(dict(spec or {}))
     if kind == Analysis.Kind.MONTE_CARLO:

@@ -41,6 +41,8 @@ CODES: dict[str, int] = {
     "same_run": 409,
     "invitation_closed": 409,
     "already_expert": 409,
+    "analysis_finished": 409,
+    "analysis_not_finished": 409,
     "idempotency_conflict": 409,
     "request_too_large": 413,
     "unsupported_media_type": 415,

@@ -25,6 +25,7 @@ from workspace.models import Membership, Study
 from workspace.selectors.studies import StudyWithRoles
 
 from .exceptions import Conflict
+from .idempotency import idempotent
 from .serializers import StrictCharField
 from .views import PaginatedListMixin, RunScoped
 
@@ -239,6 +240,7 @@ class RunAnalysesView(RunStudyScoped, PaginatedListMixin):
         request=AnalysisLaunchSerializer,
         responses={202: AnalysisSerializer},
     )
+    @idempotent
     def post(self, request, run_id):
         """Launch a robustness analysis of the succeeded run (the designer):
         ``leave_one_out``, or ``monte_carlo`` with what to sample. 202 with
@@ -290,7 +292,7 @@ class AnalysisCancelView(AnalysisScoped):
         analysis = self.analysis()
         self.require_designer(self.study_of_run(), "cancel robustness analyses")
         if not engine_analyses.analysis_cancel(analysis=analysis):
-            raise Conflict(f"Analysis {analysis.pk} has already {analysis.status}.")
+            raise Conflict(f"Analysis {analysis.pk} has already {analysis.status}.", code="analysis_finished")
         return Response(AnalysisSerializer(selectors.analysis_get(analysis_id=analysis.pk, user=request.user)).data)
 
 
@@ -305,7 +307,10 @@ class AnalysisCsvView(AnalysisScoped):
         each rank, central weights); leave-one-out, one row per expert."""
         analysis = self.analysis()
         if analysis.status != Analysis.Status.SUCCEEDED:
-            raise Conflict(f"Analysis {analysis.pk} is {analysis.status}; its CSV exists once it has succeeded.")
+            raise Conflict(
+                f"Analysis {analysis.pk} is {analysis.status}; its CSV exists once it has succeeded.",
+                code="analysis_not_finished",
+            )
         response = HttpResponse(analysis_csv(analysis), content_type=ANALYSIS_CSV_CONTENT_TYPE)
         response["Content-Disposition"] = f'attachment; filename="{analysis_csv_filename(analysis.run_id, analysis)}"'
         return response
