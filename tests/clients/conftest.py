@@ -51,9 +51,11 @@ PACKAGE = "approve_client"
 TOOL_TIMEOUT_SECONDS = 300
 
 
-def run_tool(command: list[str | Path], *, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run_tool(
+    command: list[str | Path], *, cwd: Path | None = None, merge_stderr: bool = True
+) -> subprocess.CompletedProcess[str]:
     """Run a generator or checker; its output is kept for the assertions
-    (stdout and stderr together, in order)."""
+    (stdout and stderr together, in order, unless ``merge_stderr`` is false)."""
     environment = {
         **os.environ,
         # Redocly CLI: no usage data sent, no "new version" notice.
@@ -66,7 +68,7 @@ def run_tool(command: list[str | Path], *, cwd: Path | None = None) -> subproces
         cwd=cwd,
         env=environment,
         stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+        stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
         text=True,
         timeout=TOOL_TIMEOUT_SECONDS,
         check=False,
