@@ -319,10 +319,9 @@ def test_a_whole_study_through_the_generated_client(people, live_server, make_st
     )
     assert "weights.Accuracy" in invalid["fields"], invalid
     refused(api.call(alice, "POST", f"{API}/studies/{{study_id}}/runs/", **sid), 409, "phase_conflict")
-    assert (
-        as_dict(ok(api.call(bob, "GET", f"{API}/studies/{{study_id}}/my/priorities/", **sid)))["weights"]
-        == (PRIORITIES["bob"]["weights"])
-    )
+    kept = as_dict(ok(api.call(bob, "GET", f"{API}/studies/{{study_id}}/my/priorities/", **sid)))
+    assert kept["weights"] == PRIORITIES["bob"]["weights"]
+    assert ok(api.call(alice, "GET", f"{API}/studies/{{study_id}}/runs/", **sid)).count == 0
 
     # --- the first run ---------------------------------------------------------------------
     move("closed")
