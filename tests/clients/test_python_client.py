@@ -384,7 +384,7 @@ def test_a_whole_study_through_the_generated_client(people, live_server, make_st
     assert influence["bob"]["delta"] > 0  # bob weighs himself more: more influence
     assert Run.objects.filter(study_id=study.id, status=Run.Status.SUCCEEDED).count() == 2
 
-    # --- predictions: a multipart upload, and their evaluation --------------------------------
+    # --- predictions: a multipart upload, their evaluation, and a raw CSV upload --------------------------------
     upload = api.module("POST", f"{API}/studies/{{study_id}}/predictions/")
     body_type = next(
         kind
@@ -413,6 +413,14 @@ def test_a_whole_study_through_the_generated_client(people, live_server, make_st
     j48, jrip = evaluation["candidates"]["J48"], evaluation["candidates"]["JRip"]
     assert (j48["accuracy"], j48["recall"], j48["specificity"]) == (0.5, 1.0, 0.0)
     assert (jrip["accuracy"], jrip["recall"], jrip["specificity"]) == (0.5, 0.0, 1.0)
+
+    # The same endpoint takes one candidate's predictions as a raw text/csv body,
+    # its options as query parameters.
+    raw = api.package.types.File(payload=io.BytesIO(b"y_true,y_pred\nspam,spam\nham,spam\n"), mime_type="text/csv")
+    one = ok(upload.sync_detailed(client=alice, body=raw, candidate="JRip", name="JRip holdout", **sid), 201)
+    assert (one.name, one.rows, [c.name for c in one.candidates]) == ("JRip holdout", 2, ["JRip"])
+    listed = ok(api.call(bob, "GET", f"{API}/studies/{{study_id}}/predictions/", **sid))
+    assert sorted(p.name for p in listed.results) == ["JRip holdout", "holdout.csv"]
 
     # --- an outsider learns nothing: 404 not_found, for the study and its runs ---------------
     charlie = people.clients["charlie"]

@@ -37,7 +37,7 @@ WRONG = {
     "WRONG attributes": "a bundle whose attributes are a string",
     "WRONG judgment": "an AHP judgment of two elements, not [row, column, value]",
     "WRONG rank": "a results document whose candidate's rank is a string",
-    "WRONG export": "an export answer missing its attributes",
+    "WRONG export": "an export answer missing its title",
 }
 
 BUNDLE_TS = """\
@@ -75,7 +75,7 @@ import {{ bundle, results }} from "./bundle";
 type Schemas = components["schemas"];
 type Json<T> = [T] extends [{{ content: {{ "application/json": infer Body }} }}] ? Body : never;
 type Exported = Json<paths["/api/v1/studies/{{study_id}}/export/"]["get"]["responses"][200]>;
-const {{ attributes: _dropped, ...withoutAttributes }} = bundle;
+const {{ title: _dropped, ...withoutTitle }} = bundle;
 
 export const w1: Schemas["StudyBundle"] = {{ ...bundle, attributes: "Accuracy" }}; // WRONG attributes
 export const w2: Schemas["StudyBundle"] = {{
@@ -89,7 +89,7 @@ export const w3: Schemas["ResultsDocument"] = {{
   ...results,
   candidates: [{{ ...results.candidates[0], rank: "first" }}], // WRONG rank
 }};
-export const w4: Exported = withoutAttributes; // WRONG export
+export const w4: Exported = withoutTitle; // WRONG export
 """
 
 
