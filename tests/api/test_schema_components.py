@@ -77,7 +77,7 @@ def test_only_the_uploads_take_other_bodies_than_json(schema):
     assert len(bodies) > 20
     for key, media_types in bodies.items():
         if key in UPLOADS:
-            assert media_types == ["multipart/form-data", "text/csv"], key
+            assert media_types == ["application/vnd.apache.parquet", "multipart/form-data", "text/csv"], key
         else:
             assert media_types == ["application/json"], key
     upload = schema["paths"]["/api/v1/studies/{study_id}/predictions/"]["post"]["requestBody"]["content"]

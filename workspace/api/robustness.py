@@ -299,6 +299,7 @@ class AnalysisCancelView(AnalysisScoped):
 class AnalysisCsvView(AnalysisScoped):
     @extend_schema(
         summary="Download a robustness analysis's summary as CSV",
+        operation_id="v1_analyses_result_csv_retrieve",
         responses={(200, "text/csv"): OpenApiResponse(description="the summary, one row per candidate or expert")},
     )
     def get(self, request, analysis_id):

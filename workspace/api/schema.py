@@ -571,6 +571,14 @@ def _fix_nullable(node: object, components: dict) -> None:
             value = {key: node.pop(key) for key in list(node) if key not in ("description", "readOnly")}
             value["type"] = next(kind for kind in kinds if kind != "null")
             node["anyOf"] = [value, ref("NullEnum")]
+        single = [key for key in ("allOf", "oneOf") if isinstance(node.get(key), list) and len(node[key]) == 1]
+        if node.get("nullable") and single and "$ref" in node[single[0]][0]:
+            # A nullable reference to a component: the component or null
+            # (anyOf with NullEnum). Generated clients (openapi-python-client)
+            # read `allOf` + `nullable` as never null and fail on a null.
+            node.pop("nullable")
+            node.pop("type", None)
+            node["anyOf"] = [node.pop(single[0])[0], ref("NullEnum")]
         if node.get("nullable") and "type" not in node:
             types = _nullable_types(node, components)
             if len(types) == 1 and None not in types:
