@@ -87,7 +87,11 @@ def test_permission_not_found_method_accept_and_media_type(api, cast, make_study
     media = api(cast.alice).post(f"{API}/studies/", "title=x", content_type="text/plain")
     assert (media.status_code, media.json()) == (
         415,
-        api_error("unsupported_media_type", 'Unsupported media type "text/plain" in request.'),
+        api_error(
+            "unsupported_media_type",
+            'Unsupported media type "text/plain": this operation reads application/json only '
+            "(send the body with that Content-Type).",
+        ),
     )
 
 

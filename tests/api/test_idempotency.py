@@ -10,7 +10,7 @@ from tests.fixtures import api_error, error_fields
 from workspace import limits
 from workspace.models import IdempotencyKey, Phase, Study
 
-from .test_locations import CREATES, upload
+from .test_locations import CREATES, create_url, upload
 
 pytestmark = pytest.mark.django_db
 
@@ -154,12 +154,7 @@ AUTHENTICATED_CREATES = [create for create in CREATES if not create.path.endswit
 @pytest.mark.parametrize("create", AUTHENTICATED_CREATES, ids=lambda c: f"{c.path}-{c.status}")
 def test_every_create_honours_the_key(create, api, cast, make_study, case_study):
     built = make_study(create.phase)
-    ids = {"study_id": built.study.pk}
-    if "discussion/attributes" in create.path:
-        ids["id"] = built.attributes["Accuracy"].pk
-    elif "discussion/metrics" in create.path:
-        ids["id"] = built.metrics["AUC"].pk
-    url = create.path.format(**ids)
+    url = create_url(create, built, cast.alice)
 
     def body():
         if create.body == "<bundle>":
