@@ -260,6 +260,10 @@ class Measurement(models.Model):
     candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE, related_name="measurements", db_index=False)
     metric = models.ForeignKey(Metric, on_delete=models.CASCADE, related_name="measurements")
     value = models.FloatField()
+    # The value's standard error, when the designer gives one (typed
+    # measurements): the Monte Carlo analysis samples Normal(value, SE).
+    # Non-negative and finite (services check it); null when none.
+    standard_error = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["candidate", "metric"]
