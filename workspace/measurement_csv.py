@@ -211,7 +211,8 @@ def _rows(
                 value = number_parse(cell)
                 error = _error_parse(*error_cells[metric]) if metric in error_cells else None
             except ValueError as problem:
-                errors.add(line, str(problem), column=problem.args[1] if len(problem.args) > 1 else column)
+                # (message,) from number_parse; (message, column) from _error_parse
+                errors.add(line, problem.args[0], column=problem.args[1] if len(problem.args) > 1 else column)
                 continue
             key = (candidate, metric)
             if key in first_line:
