@@ -251,3 +251,17 @@ def test_the_snapshot_carries_the_standard_errors(db):
     # a snapshot from before standard errors reads as none at all
     old = {key: value for key, value in snapshot.items() if key != "standard_errors"}
     assert (snapshot_standard_errors(old) != snapshot_standard_errors(old)).all()
+
+
+def test_the_model_refuses_a_negative_standard_error_in_forms(make_study):
+    """What the admin's form runs (the services check it themselves)."""
+    from django.core.exceptions import ValidationError
+
+    built = make_study("draft")
+    row = Measurement.objects.filter(study=built.study).first()
+    row.standard_error = -0.1
+    with pytest.raises(ValidationError) as refused:
+        row.full_clean()
+    assert list(refused.value.message_dict) == ["standard_error"]
+    row.standard_error = 0.1
+    row.full_clean()
