@@ -10,6 +10,11 @@ paired), and when the metric recomputed from those arrays on the whole set
 is the value the run used. Anything else is held fixed, with the reason
 recorded in the analysis's spec. Predicted labels that came from scores
 keep the threshold chosen on the whole set in every replicate.
+
+A metric not resampled whose values have a standard error (any candidate's,
+given by the designer: ``Measurement.standard_error``) is not held fixed:
+the kernel draws those values from Normal(value, standard error)
+(``typed_sampled``).
 """
 
 from collections.abc import Sequence
@@ -22,6 +27,7 @@ from evaluation.models import MeasurementSource, PredictionSet
 from evaluation.selectors import prediction_data_by_set
 
 from .robustness import BOOTSTRAP_KINDS, BootstrapColumn
+from .snapshot import snapshot_standard_errors
 
 # A recomputed value this close to the run's is the same value.
 SAME_VALUE = 1e-9
@@ -51,7 +57,8 @@ def _value(kind: str, y_true: np.ndarray, predictions: np.ndarray, positive: obj
 def bootstrap_plan(snapshot: dict) -> tuple[list[dict], list[dict]]:
     """``(columns, fixed)``: the metrics to resample, each
     ``{"metric", "kind", "prediction_set", "parameters"}``, and every other
-    metric with why it stays as measured."""
+    metric with why it stays as measured, except those with a standard
+    error (``typed_sampled``)."""
     names = snapshot["candidates"]
     metrics = [m["name"] for m in snapshot["metrics"]]
     sources: dict[str, dict[str, MeasurementSource]] = {}
@@ -63,20 +70,40 @@ def bootstrap_plan(snapshot: dict) -> tuple[list[dict], list[dict]]:
         {s.prediction_set_id for by_candidate in sources.values() for s in by_candidate.values() if s.prediction_set_id}
     )
     data = prediction_data_by_set(prediction_sets=list(sets.values()))
+    with_errors = _with_standard_errors(snapshot)
     columns, fixed = [], []
     for j, metric in enumerate(metrics):
         reason = _reason(metric, j, snapshot, sources.get(metric, {}), data)
         if isinstance(reason, dict):
             columns.append(reason)
-        else:
+        elif not with_errors[j]:
             fixed.append({"metric": metric, "reason": reason})
     return columns, fixed
+
+
+def _with_standard_errors(snapshot: dict) -> list[bool]:
+    """Per metric of the snapshot: has any candidate's value a standard error > 0?"""
+    errors = snapshot_standard_errors(snapshot)
+    return (np.nan_to_num(errors) > 0).any(axis=0).tolist()
+
+
+def typed_sampled(snapshot: dict, columns: Sequence[dict]) -> list[str]:
+    """The metrics, not resampled by the bootstrap (``columns``), whose
+    values are drawn from Normal(value, standard error): those where any
+    candidate's value has a standard error > 0. The values without one stay
+    as measured."""
+    resampled = {column["metric"] for column in columns}
+    return [
+        m["name"]
+        for m, sampled in zip(snapshot["metrics"], _with_standard_errors(snapshot), strict=True)
+        if sampled and m["name"] not in resampled
+    ]
 
 
 def _reason(metric: str, j: int, snapshot: dict, by_candidate: dict, data: dict) -> dict | str:
     names = snapshot["candidates"]
     if not by_candidate:
-        return "typed, not computed from predictions (typed values have no standard error yet)"
+        return "typed, not computed from predictions, and no value has a standard error"
     if set(by_candidate) != set(names):
         return "not every candidate's value was computed from predictions"
     kinds = {s.computation for s in by_candidate.values()}

@@ -16,7 +16,7 @@ from . import core, robustness
 from .analyses import KERNELS, RunInputs
 from .models import Analysis
 from .results import competition_ranks
-from .snapshot import snapshot_arrays
+from .snapshot import snapshot_arrays, snapshot_standard_errors
 
 # The candidates named in each left-out expert's row.
 TOP = 3
@@ -158,11 +158,10 @@ def _sampled_words(spec: dict) -> str:
         parts.append(f"the acceptable ranges (± {spec['ranges_percent']:g} % of their width)")
     if spec["measurements"]:
         bootstrapped = [column["metric"] for column in spec.get("bootstrap", [])]
-        parts.append(
-            "the measurements ("
-            + (f"bootstrap of {', '.join(bootstrapped)}" if bootstrapped else "none could be")
-            + ")"
-        )
+        typed = spec.get("standard_errors", [])
+        how = [f"bootstrap of {', '.join(bootstrapped)}"] if bootstrapped else []
+        how += [f"{', '.join(typed)} from their standard errors"] if typed else []
+        parts.append(f"the measurements ({'; '.join(how) if how else 'none could be'})")
     return ", ".join(parts)
 
 
@@ -196,10 +195,14 @@ class MonteCarlo:
         if not spec["measurements"]:
             return spec
         from .analyses import run_inputs
-        from .bootstrap_sources import bootstrap_plan
+        from .bootstrap_sources import bootstrap_plan, typed_sampled
 
-        columns, fixed = bootstrap_plan(run_inputs(run_id).snapshot)
-        return {**spec, "bootstrap": columns, "fixed": fixed}
+        snapshot = run_inputs(run_id).snapshot
+        columns, fixed = bootstrap_plan(snapshot)
+        # "standard_errors": the typed metrics drawn from Normal(value, SE);
+        # written only when there are any, so specs without stay as they were.
+        typed = typed_sampled(snapshot, columns)
+        return {**spec, "bootstrap": columns, "fixed": fixed, **({"standard_errors": typed} if typed else {})}
 
     def _inputs(self, run: RunInputs, spec: dict) -> robustness.MonteCarloInputs:
         snapshot = run.snapshot
@@ -218,6 +221,8 @@ class MonteCarlo:
             measurements=measurements,
             attribute_of=np.array([attributes[m["attribute"]] for m in snapshot["metrics"]], dtype=np.intp),
             ahp_weighting=snapshot.get("ahp_weighting") or "column_means",
+            # NaN (none given, or a snapshot from before standard errors): fixed
+            standard_errors=snapshot_standard_errors(snapshot),
             bootstrap=columns,
         )
 
@@ -227,6 +232,7 @@ class MonteCarlo:
             judgments=spec["judgments"],
             peer_weights=spec["peer_weights"],
             range_fraction=spec["ranges_percent"] / 100,
+            measurements=bool(spec.get("standard_errors")),
             bootstrap=bool(spec.get("bootstrap")),
         )
 

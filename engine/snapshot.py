@@ -35,6 +35,7 @@ __all__ = [
     "ScoreInputs",
     "snapshot_arrays",
     "snapshot_matrix",
+    "snapshot_standard_errors",
     "study_snapshot",
 ]
 
@@ -150,18 +151,21 @@ def _peer_weight_grid(study: Study, expert_index: dict[int, int]) -> Grid:
     return grid
 
 
-def _measurement_grid(study: Study, candidates: list[Candidate], metric_index: dict[int, int]) -> Grid:
-    """Each candidate's measured value of each selected metric."""
+def _measurement_grids(study: Study, candidates: list[Candidate], metric_index: dict[int, int]) -> tuple[Grid, Grid]:
+    """Each candidate's measured value of each selected metric, and its
+    standard error (None where none is given)."""
     candidate_index = {c.pk: c_i for c_i, c in enumerate(candidates)}
     grid: Grid = [[None] * len(metric_index) for _ in candidates]
+    errors: Grid = [[None] * len(metric_index) for _ in candidates]
     # Tuples, not dicts or model objects: this is the largest read of a launch
     # (up to 1,000 candidates x 200 metrics), and a launch must answer quickly.
-    for candidate_id, metric_id, value in Measurement.objects.filter(study=study, metric__is_selected=True).values_list(
-        "candidate_id", "metric_id", "value"
-    ):
+    for candidate_id, metric_id, value, error in Measurement.objects.filter(
+        study=study, metric__is_selected=True
+    ).values_list("candidate_id", "metric_id", "value", "standard_error"):
         if candidate_id in candidate_index:
             grid[candidate_index[candidate_id]][metric_index[metric_id]] = value
-    return grid
+            errors[candidate_index[candidate_id]][metric_index[metric_id]] = error
+    return grid, errors
 
 
 def _metric_out(metric: Metric, attributes: list[QualityAttribute], attribute_index: dict[int, int]) -> dict:
@@ -194,6 +198,7 @@ def study_snapshot(*, study: Study, tolerance: float = core.DEFAULT_TOLERANCE) -
     attribute_weights = _attribute_weight_grid(study, expert_index, attribute_index)
     metric_weights = _metric_weight_grid(study, experts, metrics, attribute_weights, attribute_index)
     lower, upper = _range_grids(study, metrics, expert_index, metric_index)
+    measurements, standard_errors = _measurement_grids(study, candidates, metric_index)
     return {
         "version": SNAPSHOT_VERSION,
         "study": {"id": study.pk, "title": study.title},
@@ -210,7 +215,11 @@ def study_snapshot(*, study: Study, tolerance: float = core.DEFAULT_TOLERANCE) -
         "lower": lower,
         "upper": upper,
         "candidates": [c.name for c in candidates],
-        "measurements": _measurement_grid(study, candidates, metric_index),
+        "measurements": measurements,
+        # Each measurement's standard error (None: none given), sampled by a
+        # Monte Carlo analysis. Snapshots from before it have no key: read
+        # with snapshot_standard_errors, which takes that as none at all.
+        "standard_errors": standard_errors,
         "consistency": _consistency(study, experts, attributes),
     }
 
@@ -248,6 +257,16 @@ def snapshot_arrays(snapshot: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     measurements = snapshot_matrix(snapshot, "measurements", candidates, metrics, "a measurement")
     _check_named(experts, metrics, peer_weights, lower, upper)
     return weights, peer_weights, lower, upper, measurements
+
+
+def snapshot_standard_errors(snapshot: dict) -> np.ndarray:
+    """The measurements' standard errors as an (m, n) array, NaN where none
+    is given (and everywhere for a snapshot taken before they existed)."""
+    shape = (len(snapshot["candidates"]), len(snapshot["metrics"]))
+    grid = snapshot.get("standard_errors")
+    if grid is None:
+        return np.full(shape, np.nan)
+    return np.array([[np.nan if e is None else e for e in row] for row in grid], dtype=float).reshape(shape)
 
 
 def _check_named(

@@ -139,19 +139,25 @@ def measurement_sources(*, study: Study) -> dict[tuple[int, int], MeasurementSou
     return {(s.candidate_id, s.metric_id): s for s in MeasurementSource.objects.filter(study=study)}
 
 
-def measurement_values_shown(*, study: Study, candidate_ids: list[int]) -> dict[tuple[int, int], float]:
-    """``{(candidate id, metric id): value}`` of the measurements a page of
-    the measurements table shows: those of ``candidate_ids``, and every one
-    computed from predictions (whose provenance the page summarises, typed
-    over or not, for every candidate). One query of plain values."""
+def measurement_values_shown(
+    *, study: Study, candidate_ids: list[int]
+) -> tuple[dict[tuple[int, int], float], dict[tuple[int, int], float]]:
+    """``({(candidate id, metric id): value}, {...: standard error})`` of
+    the measurements a page of the measurements table shows: those of
+    ``candidate_ids``, and every one computed from predictions (whose
+    provenance the page summarises, typed over or not, for every
+    candidate); the second holds only the values that have a standard
+    error. One query of plain values."""
     computed = MeasurementSource.objects.filter(
         study=study, candidate_id=OuterRef("candidate_id"), metric_id=OuterRef("metric_id")
     )
     rows = Measurement.objects.filter(study=study).filter(Q(candidate_id__in=candidate_ids) | Exists(computed))
-    return {
-        (candidate, metric): value
-        for candidate, metric, value in rows.values_list("candidate_id", "metric_id", "value")
-    }
+    values, errors = {}, {}
+    for candidate, metric, value, error in rows.values_list("candidate_id", "metric_id", "value", "standard_error"):
+        values[(candidate, metric)] = value
+        if error is not None:
+            errors[(candidate, metric)] = error
+    return values, errors
 
 
 def source_summaries(

@@ -194,23 +194,39 @@ def _add_candidates(study: Study, entries: list, metrics: dict[str, Metric]) -> 
     measurements, fields = [], []
     for position, entry in enumerate(entries):
         field = f"candidates[{position}]"
-        _keys(entry, field, required=("name",), optional=("description", "measurements"))
+        _keys(entry, field, required=("name",), optional=("description", "measurements", "standard_errors"))
         values = _expect(entry.get("measurements", {}), dict, f"{field}.measurements", "an object {metric: value}")
         for metric_name in values:
             if metric_name not in metrics:
                 raise InvalidInput({f"{field}.measurements.{metric_name}": "no metric of that name in the bundle"})
+        errors = _expect(
+            entry.get("standard_errors", {}), dict, f"{field}.standard_errors", "an object {metric: standard error}"
+        )
+        for metric_name in errors:
+            if metric_name not in values:
+                raise InvalidInput(
+                    {f"{field}.standard_errors.{metric_name}": "a standard error needs its value in measurements"}
+                )
     candidates = services.candidates_add(study=study, candidates=entries)
     for position, (entry, candidate) in enumerate(zip(entries, candidates, strict=True)):
+        errors = entry.get("standard_errors", {})
         for metric_name, value in entry.get("measurements", {}).items():
-            measurements.append({"candidate": candidate.name, "metric": metric_name, "value": value})
+            row = {"candidate": candidate.name, "metric": metric_name, "value": value}
+            if metric_name in errors:
+                row["standard_error"] = errors[metric_name]
+            measurements.append(row)
             fields.append(f"candidates[{position}].measurements.{metric_name}")
     try:
         imports.measurements_add_new(study=study, measurements=measurements)
     except InvalidInput as error:
-        # Map "measurements[i].value" back to the candidate that holds it.
+        # Map "measurements[i].value" (or ".standard_error") back to the
+        # candidate that holds it.
         field = next(iter(error.errors))
         index = int(field.split("[", 1)[1].split("]", 1)[0])
-        raise InvalidInput({fields[index]: error.errors[field]}) from None
+        where = fields[index]
+        if field.endswith(".standard_error"):
+            where = where.replace(".measurements.", ".standard_errors.", 1)
+        raise InvalidInput({where: error.errors[field]}) from None
 
 
 def _cast_votes(
@@ -292,18 +308,23 @@ def study_import_bundle(*, bundle: dict, importer: User | None = None) -> Study:
     return study
 
 
-def _measurements_out(study: Study, metrics: Sequence[Mapping[str, Any]]) -> dict[int, dict]:
+def _measurements_out(study: Study, metrics: Sequence[Mapping[str, Any]]) -> tuple[dict[int, dict], dict[int, dict]]:
     """``{candidate id: {metric name: value}}`` in metric position order,
-    from one query of plain values (no model instances)."""
+    and the same of the standard errors that are set, from one query of
+    plain values (no model instances)."""
     metric_of = {m["pk"]: m for m in metrics}
     rows = sorted(
-        Measurement.objects.filter(study=study).values_list("candidate_id", "metric_id", "value"),
+        Measurement.objects.filter(study=study).values_list("candidate_id", "metric_id", "value", "standard_error"),
         key=lambda row: (row[0], metric_of[row[1]]["position"], row[1]),
     )
     measurements: dict[int, dict[str, Any]] = {}
-    for candidate_id, metric_id, value in rows:
-        measurements.setdefault(candidate_id, {})[metric_of[metric_id]["name"]] = _number_out(value)
-    return measurements
+    errors: dict[int, dict[str, Any]] = {}
+    for candidate_id, metric_id, value, error in rows:
+        name = metric_of[metric_id]["name"]
+        measurements.setdefault(candidate_id, {})[name] = _number_out(value)
+        if error is not None:
+            errors.setdefault(candidate_id, {})[name] = _number_out(error)
+    return measurements, errors
 
 
 def study_export_bundle(*, study: Study) -> dict:
@@ -320,7 +341,7 @@ def study_export_bundle(*, study: Study) -> dict:
         )
     )
     candidates = study.candidates.order_by("position", "id").values_list("pk", "name", "description")
-    measurements = _measurements_out(study, metrics)
+    measurements, standard_errors = _measurements_out(study, metrics)
     sections = expert_inputs_list(study=study, experts=experts)
 
     # "ahp_weighting" is optional, the paper's method by default: written
@@ -350,8 +371,15 @@ def study_export_bundle(*, study: Study) -> dict:
             }
             for m in metrics
         ],
+        # "standard_errors" (optional) only for a candidate with any: bundles
+        # of studies without them stay as they were.
         "candidates": [
-            {"name": name, "description": description, "measurements": measurements.get(pk, {})}
+            {
+                "name": name,
+                "description": description,
+                "measurements": measurements.get(pk, {}),
+                **({"standard_errors": standard_errors[pk]} if pk in standard_errors else {}),
+            }
             for pk, name, description in candidates
         ],
         # Before voting opens nobody has voted: the votes are empty, not "no" votes.

@@ -4,9 +4,16 @@ errors ("line 14, column Success rate: not a number ('n/a')").
 
 Two layouts, told apart by the header row:
 
-- long: ``candidate,metric,value``, one measurement per row;
+- long: ``candidate,metric,value``, one measurement per row, optionally
+  with a fourth column ``standard_error``;
 - wide: ``candidate`` then one column per metric name, one candidate per
-  row; an empty cell leaves that value unmeasured.
+  row; an empty cell leaves that value unmeasured. A column named
+  ``<metric> (standard error)`` after its metric's holds the values'
+  standard errors.
+
+Where a standard-error column is given, a number sets the value's standard
+error and an empty cell removes it; without the column, standard errors are
+left as they are.
 
 Commas separate the columns; a header with tabs (a paste from a spreadsheet)
 or with semicolons and no comma switches to that separator. Pure: no
@@ -23,6 +30,9 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any, NamedTuple
 
 LONG_HEADER = ["candidate", "metric", "value"]
+LONG_HEADER_ERRORS = [*LONG_HEADER, "standard_error"]
+# The wide layout's column of a metric's standard errors: "<metric> (standard error)".
+ERROR_SUFFIX = " (standard error)"
 # Errors listed before the rest are only counted: a wrong file should not
 # produce a page of thousands of lines.
 MAX_ERRORS_SHOWN = 30
@@ -42,6 +52,8 @@ class Row(NamedTuple):
     metric: str
     value: float
     line: int  # where it was read, to point back at it
+    standard_error: float | None = None
+    error_given: bool = False  # a standard-error column was there (None then removes it)
 
 
 def number_parse(text: str) -> float:
@@ -107,8 +119,8 @@ def _header(header: list[str], metrics: Collection[str], errors: _Errors) -> tup
     columns = [cell.strip() for cell in header]
     while columns and not columns[-1]:
         columns.pop()  # trailing separators, as spreadsheets write them
-    if [column.casefold() for column in columns] == LONG_HEADER:
-        return True, LONG_HEADER
+    if [column.casefold() for column in columns] in (LONG_HEADER, LONG_HEADER_ERRORS):
+        return True, [column.casefold() for column in columns]
     if not columns or columns[0].casefold() != "candidate":
         errors.add(1, "the first column must be 'candidate' (then either 'metric,value', or one column per metric)")
         return False, columns
@@ -118,6 +130,9 @@ def _header(header: list[str], metrics: Collection[str], errors: _Errors) -> tup
             errors.add(1, "the column has no name (it must be a metric's name)", column=str(position))
         elif name in seen:
             errors.add(1, "the metric is given twice", column=name)
+        elif name not in metrics and name.endswith(ERROR_SUFFIX) and name[: -len(ERROR_SUFFIX)] in metrics:
+            if name[: -len(ERROR_SUFFIX)] not in columns[1:]:
+                errors.add(1, "a standard-error column needs its metric's column too", column=name)
         elif name not in metrics:
             errors.add(1, f"no metric named {name!r} in this study", column=name)
         seen.add(name)
@@ -173,42 +188,79 @@ def _rows(
         elif candidate not in candidates:
             errors.add(line, f"no candidate named {candidate!r} in this study", column="candidate")
         if is_long:
+            error_cells = {cells[1]: (cells[3], "standard_error")} if len(columns) == 4 else {}
             pairs = [(cells[1], cells[2], "value")]
             if not cells[1]:
                 errors.add(line, "empty: name the metric", column="metric")
             elif cells[1] not in metrics:
                 errors.add(line, f"no metric named {cells[1]!r} in this study", column="metric")
         else:
+            named = dict(zip(columns[1:], cells[1:], strict=True))
+            error_cells = {
+                name[: -len(ERROR_SUFFIX)]: (cell, name)
+                for name, cell in named.items()
+                if name not in metrics and name.endswith(ERROR_SUFFIX)
+            }
             # An empty cell of the wide table leaves the value unmeasured.
-            pairs = [(metric, cell, metric) for metric, cell in zip(columns[1:], cells[1:], strict=True) if cell]
+            pairs = [(metric, cell, metric) for metric, cell in named.items() if cell and metric in metrics]
+            for metric, (cell, column) in error_cells.items():
+                if cell and not named.get(metric):
+                    errors.add(line, "a standard error needs its value (the metric's cell is empty)", column=column)
         for metric, cell, column in pairs:
             try:
                 value = number_parse(cell)
+                error = _error_parse(*error_cells[metric]) if metric in error_cells else None
             except ValueError as problem:
-                errors.add(line, str(problem), column=column)
+                # (message,) from number_parse; (message, column) from _error_parse
+                errors.add(line, problem.args[0], column=problem.args[1] if len(problem.args) > 1 else column)
                 continue
             key = (candidate, metric)
             if key in first_line:
                 errors.add(line, f"{candidate} / {metric} is already given on line {first_line[key]}")
                 continue
             first_line[key] = line
-            rows.append(Row(candidate, metric, value, line))
+            rows.append(Row(candidate, metric, value, line, error, metric in error_cells))
     if len(rows) > max_rows:
         raise CsvRefused([f"too many measurements: {len(rows)} given, the limit is {max_rows} at once"])
     return rows
 
 
+def _error_parse(cell: str, column: str) -> float | None:
+    """A standard-error cell: None when empty, else a number >= 0;
+    ValueError(message, column) otherwise."""
+    if not cell:
+        return None
+    try:
+        error = number_parse(cell)
+    except ValueError as problem:
+        raise ValueError(str(problem), column) from None
+    if error < 0:
+        raise ValueError(f"a standard error must be 0 or more, got {cell!r}", column)
+    return error
+
+
 def rows_as_measurements(rows: list[Row]) -> list[dict]:
-    """The rows as ``services.measurements_set`` takes them."""
-    return [{"candidate": row.candidate, "metric": row.metric, "value": row.value} for row in rows]
+    """The rows as ``services.measurements_set`` takes them (with
+    ``standard_error`` where the CSV had a standard-error column)."""
+    return [
+        {
+            "candidate": row.candidate,
+            "metric": row.metric,
+            "value": row.value,
+            **({"standard_error": row.standard_error} if row.error_given else {}),
+        }
+        for row in rows
+    ]
 
 
 def measurements_csv_text(*, candidates: list[str], metrics: list[str], rows: Iterable[Mapping[str, Any]]) -> str:
     """Every measurement in the wide layout the parser reads: a header
     ``candidate`` then one column per metric, one row per candidate (every
     candidate, in the order given), an empty cell where a value is not
-    measured, numbers at full precision (``repr``). ``rows`` are
-    ``{candidate__name, metric__name, value}``. A name a spreadsheet would
+    measured, numbers at full precision (``repr``). A metric with any
+    standard error is followed by its column ``<metric> (standard error)``,
+    empty where a value has none. ``rows`` are ``{candidate__name,
+    metric__name, value}``, optionally with ``standard_error``. A name a spreadsheet would
     run as a formula is written with a leading ``'``, as in the results CSV
     (results_export.FORMULA_START)."""
     from .results_export import FORMULA_START  # the results CSV's rule, defined once there
@@ -216,12 +268,18 @@ def measurements_csv_text(*, candidates: list[str], metrics: list[str], rows: It
     def cell(text: str) -> str:
         return f"'{text}" if text.startswith(FORMULA_START) else text
 
-    column = {name: i for i, name in enumerate(metrics)}
-    table: dict[str, list[str]] = {name: [""] * len(metrics) for name in candidates}
+    rows = list(rows)
+    with_errors = {row["metric__name"] for row in rows if row.get("standard_error") is not None}
+    header = [name for m in metrics for name in ([m, m + ERROR_SUFFIX] if m in with_errors else [m])]
+    column = {name: i for i, name in enumerate(header)}
+    table: dict[str, list[str]] = {name: [""] * len(header) for name in candidates}
     for row in rows:
-        table[row["candidate__name"]][column[row["metric__name"]]] = repr(row["value"])
+        values = table[row["candidate__name"]]
+        values[column[row["metric__name"]]] = repr(row["value"])
+        if row.get("standard_error") is not None:
+            values[column[row["metric__name"] + ERROR_SUFFIX]] = repr(row["standard_error"])
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
-    writer.writerow(["candidate", *(cell(m) for m in metrics)])
+    writer.writerow(["candidate", *(cell(name) for name in header)])
     writer.writerows([cell(name), *values] for name, values in table.items())
     return out.getvalue()

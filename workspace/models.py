@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 from django.db.models.functions import Greatest, Least, Length
@@ -260,6 +261,11 @@ class Measurement(models.Model):
     candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE, related_name="measurements", db_index=False)
     metric = models.ForeignKey(Metric, on_delete=models.CASCADE, related_name="measurements")
     value = models.FloatField()
+    # The value's standard error, when the designer gives one (typed
+    # measurements): the Monte Carlo analysis samples Normal(value, SE).
+    # Non-negative and finite (services check it; the validator guards the
+    # admin's form, whose float field refuses what is not finite); null when none.
+    standard_error = models.FloatField(null=True, blank=True, validators=[MinValueValidator(0)])
 
     class Meta:
         ordering = ["candidate", "metric"]

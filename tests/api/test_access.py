@@ -213,7 +213,7 @@ def _candidate_removed(response, world):
 def _measurements(response, world):
     rows = response.json()["results"]
     assert len(rows) == 10
-    assert {"candidate": "J48", "metric": "Success rate", "value": 0.847} in rows
+    assert {"candidate": "J48", "metric": "Success rate", "value": 0.847, "standard_error": None} in rows
 
 
 def _measurements_set(response, world):

@@ -351,3 +351,48 @@ def test_the_run_page_says_how_sure_and_links_here(client, run):
     )
     page = client.get(reverse("run_page", args=[run.pk])).content.decode()
     assert escape(analysis.result["summary"]["sentence"]) in page
+
+
+def _measurements_only(run, seed=3):
+    return execute_all(
+        analyses.analysis_launch(
+            run=run,
+            kind="monte_carlo",
+            launched_by=None,
+            samples=600,
+            seed=seed,
+            spec={"measurements": True},
+        )
+    )
+
+
+def test_monte_carlo_samples_a_typed_metric_from_its_standard_errors(db):
+    """J48 and JRip are close on Success rate (0.847, 0.865): with a large
+    standard error on it both win in some samples; without, the measurements
+    are the run's in every sample and the winner is certain."""
+    bundle = case_study_bundle()
+    plain = study_import_bundle(bundle={**bundle, "title": "Without standard errors"})
+    for candidate in bundle["candidates"]:
+        candidate["standard_errors"] = {"Success rate": 0.05}
+    uncertain = study_import_bundle(bundle=bundle)
+    p_best = {}
+    for name, study in (("plain", plain), ("uncertain", uncertain)):
+        run = services.run_launch(study=study, launched_by=study.designer)
+        services.run_execute(run_id=run.pk)
+        run.refresh_from_db()
+        analysis = _measurements_only(run)
+        summary = analysis.result["summary"]
+        p_best[name] = {row["name"]: row["p_best"] for row in summary["candidates"]}
+        if name == "plain":
+            assert "standard_errors" not in analysis.spec
+            assert summary["sampled"] == "the measurements (none could be)"
+            assert {item["metric"] for item in summary["fixed"]} >= {"Success rate"}
+        else:
+            assert analysis.spec["standard_errors"] == ["Success rate"]
+            assert summary["sampled"] == "the measurements (Success rate from their standard errors)"
+            assert "Success rate" not in {item["metric"] for item in summary["fixed"]}
+            # the same seed gives the same counts
+            assert _measurements_only(run).result == analysis.result
+    assert p_best["plain"]["JRip"] == 1.0 and p_best["plain"]["J48"] == 0.0
+    assert 0 < p_best["uncertain"]["JRip"] < 1
+    assert 0 < p_best["uncertain"]["J48"] < 1

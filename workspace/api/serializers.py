@@ -249,6 +249,13 @@ class MeasurementSerializer(serializers.Serializer):
     candidate = StrictCharField(max_length=limits.NAME_MAX_LENGTH)
     metric = StrictCharField(max_length=limits.NAME_MAX_LENGTH)
     value = serializers.FloatField()
+    standard_error = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        min_value=0,
+        help_text="The value's standard error (>= 0), sampled by a Monte Carlo analysis; null: none. "
+        "On PUT, omitted leaves it as it is, null removes it.",
+    )
 
 
 class MeasurementRowSerializer(MeasurementSerializer):
@@ -655,6 +662,9 @@ BUNDLE_SCHEMA = {
                     "name": {"type": "string"},
                     "description": {"type": "string"},
                     "measurements": _numbers_by_name("{metric: measured value}"),
+                    "standard_errors": _numbers_by_name(
+                        "{metric: standard error of the measured value}, only for metrics with one (optional)"
+                    ),
                 },
             },
         },

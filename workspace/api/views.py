@@ -541,12 +541,15 @@ class CandidateDetailView(SetupDetailView):
 class MeasurementView(StudyScoped, PaginatedListMixin, APIView):
     @extend_schema(responses=s.MeasurementSerializer(many=True))
     def get(self, request, study_id):
-        """Every candidate's measured values, ``{candidate, metric, value}``."""
+        """Every candidate's measured values, ``{candidate, metric, value,
+        standard_error}`` (``standard_error`` null when none is given)."""
         return self.paginated(selectors.measurement_list(study=self.study()), s.MeasurementRowSerializer)
 
     @extend_schema(request=s.MeasurementSerializer(many=True), responses=s.MeasurementSerializer(many=True))
     def put(self, request, study_id):
-        """Bulk upsert: set each listed value; others are left as they are."""
+        """Bulk upsert: set each listed value; others are left as they are.
+        An entry's optional ``standard_error`` sets the value's standard
+        error (null removes it; omitted leaves it as it is)."""
         self.require_designer("change measurements")
         measurements = _body(request, list, "a list of {candidate, metric, value}")
         limits.check_size(

@@ -59,13 +59,13 @@ def setup_item_get(*, study: Study, model: SetupModel, pk: int) -> SetupItem:
 
 
 def measurement_list(*, study: Study) -> QuerySet:
-    """The study's measurements as ``{candidate__name, metric__name, value}``
-    rows, by candidate then metric: one query, touching only this study's
-    rows (through the index on ``Measurement.study``)."""
+    """The study's measurements as ``{candidate__name, metric__name, value,
+    standard_error}`` rows, by candidate then metric: one query, touching
+    only this study's rows (through the index on ``Measurement.study``)."""
     return (
         Measurement.objects.filter(study=study)
         .order_by("candidate__position", "candidate_id", "metric__position", "metric_id")
-        .values("candidate__name", "metric__name", "value")
+        .values("candidate__name", "metric__name", "value", "standard_error")
     )
 
 

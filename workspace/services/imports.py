@@ -23,7 +23,7 @@ from ..models import Invitation, Measurement, Membership, Metric, QualityAttribu
 from ._checks import locked, next_position, range_pair, text
 from .accounts import username_clean
 from .phases import Action, require_phase
-from .setup import _better, _description, _kind, _measurement_rows, _unit
+from .setup import KEEP, _better, _description, _kind, _measurement_rows, _unit
 
 
 def _name(value: Any, taken: set[str], model: type[QualityAttribute | Metric]) -> str:
@@ -154,17 +154,22 @@ def measurements_add_new(*, study: Study, measurements: list[dict[str, Any]]) ->
     rows = _measurement_rows(study, measurements)
     if not rows:
         return 0
+    # A new row's standard error: the one given, else none.
+    errors = [None if error is KEEP else error for _, error in rows.values()]
     if connection.vendor != "postgresql":
         Measurement.objects.bulk_create(
-            [Measurement(study_id=study.pk, candidate_id=c, metric_id=m, value=v) for (c, m), v in rows.items()]
+            [
+                Measurement(study_id=study.pk, candidate_id=c, metric_id=m, value=v, standard_error=e)
+                for ((c, m), (v, _)), e in zip(rows.items(), errors, strict=True)
+            ]
         )
         return len(rows)
     table = connection.ops.quote_name(Measurement._meta.db_table)
     candidates, metrics = zip(*rows, strict=True)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO {table} (study_id, candidate_id, metric_id, value) "  # noqa: S608 (names, not input)
-            "SELECT %s, * FROM UNNEST(%s::bigint[], %s::bigint[], %s::double precision[])",
-            [study.pk, list(candidates), list(metrics), list(rows.values())],
+            f"INSERT INTO {table} (study_id, candidate_id, metric_id, value, standard_error) "  # noqa: S608 (names, not input)
+            "SELECT %s, * FROM UNNEST(%s::bigint[], %s::bigint[], %s::double precision[], %s::double precision[])",
+            [study.pk, list(candidates), list(metrics), [v for v, _ in rows.values()], errors],
         )
     return len(rows)

@@ -352,16 +352,41 @@ def candidate_remove(*, candidate: Candidate) -> None:
     candidate.delete()
 
 
-def _measurement_rows(study: Study, measurements: list | tuple) -> dict[tuple[int, int], float]:
-    """``{(candidate id, metric id): value}`` from the entries, every one
-    checked in one pass; InvalidInput lists every bad entry."""
+# What an entry of measurements_set may hold besides its three required keys.
+MEASUREMENT_OPTIONAL = ("standard_error",)
+# An entry without "standard_error": the row's standard error is left as it is.
+KEEP = object()
+
+
+def standard_error(value: Any, field: str) -> float | None:
+    """A measurement's standard error: a finite number >= 0, or None (none
+    given); InvalidInput naming ``field`` otherwise."""
+    if value is None:
+        return None
+    value = number(value, field)
+    if value < 0:
+        raise InvalidInput({field: f"must be 0 or more (a standard error), got {value:g}"})
+    return value
+
+
+def _measurement_rows(study: Study, measurements: list | tuple) -> dict[tuple[int, int], tuple[float, Any]]:
+    """``{(candidate id, metric id): (value, standard error)}`` from the
+    entries, every one checked in one pass; InvalidInput lists every bad
+    entry. The standard error is a float, None (remove it) or ``KEEP`` (the
+    entry did not give one)."""
     candidates = dict(Candidate.objects.filter(study=study).values_list("name", "pk"))
     metrics = dict(Metric.objects.filter(study=study).values_list("name", "pk"))
-    rows, errors = {}, {}
+    rows: dict[tuple[int, int], tuple[float, Any]] = {}
+    errors: dict[str, Any] = {}
     for index, entry in enumerate(measurements):
         field = f"measurements[{index}]"
-        if not isinstance(entry, dict) or set(entry) != {"candidate", "metric", "value"}:
-            errors[field] = ["must be an object with exactly candidate, metric and value"]
+        if not isinstance(entry, dict) or not {"candidate", "metric", "value"} <= set(entry) <= {
+            "candidate",
+            "metric",
+            "value",
+            *MEASUREMENT_OPTIONAL,
+        }:
+            errors[field] = ["must be an object with candidate, metric and value (and optionally standard_error)"]
             continue
         # Names are text; anything else (even unhashable) is simply unknown.
         candidate_name, metric_name = entry["candidate"], entry["metric"]
@@ -373,14 +398,19 @@ def _measurement_rows(study: Study, measurements: list | tuple) -> dict[tuple[in
             errors[f"{field}.metric"] = [f"no metric named {metric_name!r} in this study"]
         try:
             value = number(entry["value"], f"{field}.value")
-        except InvalidInput as error:
-            errors.update(error.errors)
+            error = (
+                standard_error(entry["standard_error"], f"{field}.standard_error")
+                if "standard_error" in entry
+                else KEEP
+            )
+        except InvalidInput as problem:
+            errors.update(problem.errors)
             continue
         if candidate is None or metric is None:
             continue
         if (candidate, metric) in rows:
             errors[field] = [f"{candidate_name} / {metric_name} is given twice"]
-        rows[(candidate, metric)] = value
+        rows[(candidate, metric)] = (value, error)
     if errors:
         raise InvalidInput(errors)
     return rows
@@ -388,18 +418,35 @@ def _measurement_rows(study: Study, measurements: list | tuple) -> dict[tuple[in
 
 @transaction.atomic
 def measurements_set(*, study: Study, measurements: list[dict[str, Any]]) -> None:
-    """Bulk upsert of ``[{"candidate": name, "metric": name, "value": x}]``.
+    """Bulk upsert of ``[{"candidate": name, "metric": name, "value": x}]``,
+    each entry optionally with ``"standard_error"``: a number >= 0 sets the
+    value's standard error, null removes it, and an entry without the key
+    leaves it as it is (none for a new measurement).
 
     Every entry is checked before anything is written. Queries, however many
-    entries: the lock, the candidates, the metrics, one upsert.
+    entries: the lock, the candidates, the metrics, one upsert (two when some
+    entries give a standard error and others do not).
     """
     if not isinstance(measurements, (list, tuple)):
         raise InvalidInput({"measurements": "must be a list of {candidate, metric, value}"})
     study = locked(study)
     rows = _measurement_rows(study, measurements)
-    Measurement.objects.bulk_create(
-        [Measurement(study_id=study.pk, candidate_id=c, metric_id=m, value=v) for (c, m), v in rows.items()],
-        update_conflicts=True,
-        unique_fields=["candidate", "metric"],
-        update_fields=["value"],
-    )
+    with_error = {key: row for key, row in rows.items() if row[1] is not KEEP}
+    for group, fields in ((with_error, ["value", "standard_error"]), (rows.keys() - with_error.keys(), ["value"])):
+        if not group:
+            continue
+        Measurement.objects.bulk_create(
+            [
+                Measurement(
+                    study_id=study.pk,
+                    candidate_id=c,
+                    metric_id=m,
+                    value=rows[(c, m)][0],
+                    standard_error=None if rows[(c, m)][1] is KEEP else rows[(c, m)][1],
+                )
+                for c, m in group
+            ],
+            update_conflicts=True,
+            unique_fields=["candidate", "metric"],
+            update_fields=fields,
+        )

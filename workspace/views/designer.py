@@ -448,6 +448,7 @@ class MeasurementPage:
     page: Page
     values: dict[tuple[int, int], float]
     sources: dict
+    standard_errors: dict[tuple[int, int], float]
 
     @classmethod
     def read(cls, study: Study, number: str | None) -> "MeasurementPage":
@@ -455,8 +456,8 @@ class MeasurementPage:
         metrics = list(selectors.metric_list(study=study, measured=True))
         page = Paginator(candidates, limits.CANDIDATES_PER_PAGE).get_page(number)
         ids = [c.pk for c in page.object_list]
-        values = evaluation_selectors.measurement_values_shown(study=study, candidate_ids=ids)
-        return cls(candidates, metrics, page, values, evaluation_selectors.measurement_sources(study=study))
+        values, errors = evaluation_selectors.measurement_values_shown(study=study, candidate_ids=ids)
+        return cls(candidates, metrics, page, values, evaluation_selectors.measurement_sources(study=study), errors)
 
     @property
     def shown(self) -> list[Candidate]:
@@ -502,7 +503,13 @@ def _measurement_page(
         value = values.get((candidate.pk, metric.pk))
         source = sources.get((candidate.pk, metric.pk))
         computed = source if source is not None and not source.edited_since(value) else None
-        entry = {"metric": metric, "value": value, "computed": computed, "input": None}
+        entry = {
+            "metric": metric,
+            "value": value,
+            "standard_error": read.standard_errors.get((candidate.pk, metric.pk)),
+            "computed": computed,
+            "input": None,
+        }
         if editable:
             name = f.cell_name(candidate.pk, metric.pk)
             entry["input"] = {
