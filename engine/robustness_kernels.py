@@ -148,10 +148,45 @@ def _unpack(data: dict) -> robustness.Counts:
     )
 
 
-def _sampled_words(spec: dict) -> str:
+def _ahp_judgments(snapshot: dict) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(ahp_matrices (k, A, A), ahp_experts (k,))`` from a snapshot's
+    ``attribute_judgments``: the experts who prioritised the attributes by
+    AHP with every pair judged (all-ones matrices, never read, for the others). None for
+    a snapshot from before they were recorded (version 1)."""
+    grids = snapshot.get("attribute_judgments")
+    if grids is None:
+        return None
+    count = len(snapshot["attributes"])
+    matrices = np.ones((len(grids), count, count))  # all-ones (consistent) for the experts not sampled by AHP
+    experts = np.zeros(len(grids), dtype=bool)
+    for i, grid in enumerate(grids):
+        if grid is not None and all(value is not None for row in grid for value in row):
+            matrices[i] = np.array(grid, dtype=float).reshape(count, count)
+            experts[i] = True
+    return matrices, experts
+
+
+def _judgment_words(snapshot: dict) -> str:
+    judgments = _ahp_judgments(snapshot)
+    if judgments is None:
+        return (
+            "the experts' weights (each from a Dirichlet: this run's snapshot predates the recorded AHP judgments, "
+            "so they are not moved by steps of the scale)"
+        )
+    ahp = int(judgments[1].sum())
+    others = len(judgments[1]) - ahp
+    parts = []
+    if ahp:
+        parts.append(f"the AHP judgments of {ahp} expert{'s' if ahp != 1 else ''} (each ± 1 step of the scale)")
+    if others:
+        parts.append(f"the weights of {others} other expert{'s' if others != 1 else ''} (each from a Dirichlet)")
+    return " and ".join(parts)
+
+
+def _sampled_words(spec: dict, snapshot: dict) -> str:
     parts = []
     if spec["judgments"]:
-        parts.append("the experts' weights and judgments")
+        parts.append(_judgment_words(snapshot))
     if spec["peer_weights"]:
         parts.append("the peer weights")
     if spec["ranges_percent"]:
@@ -210,6 +245,9 @@ class MonteCarlo:
             from .bootstrap_sources import bootstrap_columns
 
             columns = bootstrap_columns(snapshot, spec["bootstrap"])
+        # AHP experts' judgments move by a step of the scale; without them
+        # (a version 1 snapshot) every expert's weights come from a Dirichlet.
+        matrices, ahp_experts = _ahp_judgments(snapshot) or (None, None)
         return robustness.MonteCarloInputs(
             weights=weights,
             peer_weights=peer,
@@ -217,6 +255,8 @@ class MonteCarlo:
             upper=upper,
             measurements=measurements,
             attribute_of=np.array([attributes[m["attribute"]] for m in snapshot["metrics"]], dtype=np.intp),
+            ahp_matrices=matrices,
+            ahp_experts=ahp_experts,
             ahp_weighting=snapshot.get("ahp_weighting") or "column_means",
             bootstrap=columns,
         )
@@ -270,7 +310,7 @@ class MonteCarlo:
         parts += [f"{row['name']} in {100 * row['p_best']:.0f} %" for row in leaders[1:]]
         return {
             "samples": result.samples,
-            "sampled": _sampled_words(spec),
+            "sampled": _sampled_words(spec, snapshot),
             "attributes": attributes,
             "candidates": rows,
             "pairwise": {
