@@ -229,3 +229,27 @@ def test_the_layout_migration_bumps_every_study_so_no_old_snapshot_is_copied(run
     stored = Run.objects.get(pk=again.pk).snapshot
     assert stored["version"] == 2
     assert stored["attribute_methods"].count(Method.AHP) == 2
+
+
+def test_packed_counts_keep_their_layout_and_unpack_to_the_same_counts():
+    # _pack/_unpack are vectorised; the stored layout is unchanged:
+    # [candidate, rank, count] triples of the non-zero entries, row by row.
+    from engine.robustness_kernels import _pack, _unpack
+
+    rng = np.random.default_rng(3)
+    ranks = rng.integers(0, 4, size=(30, 30)) * (rng.random((30, 30)) < 0.3)
+    counts = robustness.Counts(
+        samples=17,
+        ranks=ranks.astype(np.int64),
+        pairwise=rng.integers(0, 9, size=(5, 5)),
+        pairwise_candidates=np.array([0, 3, 7, 8, 29]),
+        central_weights=rng.integers(0, 2**40, size=(30, 4)),
+    )
+    packed = _pack(counts)
+    assert packed["ranks"] == [[c, r, int(ranks[c, r])] for c in range(30) for r in range(30) if ranks[c, r] > 0]
+    assert all(type(value) is int for triple in packed["ranks"] for value in triple)  # JSON-ready
+    again = _unpack(packed)
+    assert again.to_dict() == counts.to_dict()
+    merged = robustness.merge([counts, again, counts])
+    assert np.array_equal(merged.ranks, 3 * counts.ranks) and merged.samples == 51
+    assert np.array_equal(merged.central_weights, 3 * counts.central_weights)
