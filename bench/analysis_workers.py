@@ -11,14 +11,16 @@ through ``engine.analyses.analysis_launch``: first executed by one real
 ``celery worker`` (solo pool, BLAS single-threaded, as deployed), then by two.
 Each configuration first runs a small warm-up analysis (every worker imports
 and loads what it needs), then the timed one, from the launch to the stored
-result. It prints both wall times, the ratio (goal: <= 0.6), the load
-average around each (the machine is shared) and checks that the two merged
-results are the same counts.
+result. It prints both wall times, the ratio (goal: <= 0.6), the CPU time
+the workers got (in CPUs: about 1 and 2 on an idle machine), the load
+average around each (the machine is shared) and checks that every merged
+result is the same counts. ``--rounds R`` repeats the pair R times and
+reports the median ratio.
 
     createdb -h 127.0.0.1 -U postgres approve_bench
     export DATABASE_URL=postgres://postgres@127.0.0.1:5432/approve_bench REDIS_URL=redis://127.0.0.1:6379/1
     .venv/bin/python manage.py migrate
-    .venv/bin/python bench/analysis_workers.py [--samples 20000] [--chunk 500] [--reference]
+    .venv/bin/python bench/analysis_workers.py [--samples 20000] [--chunk 500] [--rounds 1] [--reference]
 
 ``--reference`` also times the same samples in this process, in one
 ``monte_carlo_chunk`` call (what the workers add: reading the snapshot,
@@ -36,6 +38,7 @@ import time
 import uuid
 
 import _blas  # noqa: F401  (single-threaded BLAS here and, by inheritance, in the workers)
+import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -186,6 +189,16 @@ def analyse(run, samples, seed):
     return took, analysis
 
 
+def cpu_seconds(processes):
+    """User + system CPU seconds the processes have used so far (/proc)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for process in processes:
+        fields = pathlib.Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
+
+
 def load():
     return "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
@@ -194,6 +207,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=20_000)
     parser.add_argument("--chunk", type=int, default=500, help="ENGINE_ANALYSIS_CHUNK_SAMPLES (default 500)")
+    parser.add_argument("--rounds", type=int, default=1, help="1-worker/2-worker pairs, side by side (default 1)")
     parser.add_argument("--reference", action="store_true", help="also time the samples in this process")
     args = parser.parse_args()
     if not (os.environ.get("DATABASE_URL", "").startswith("postgres") and os.environ.get("REDIS_URL")):
@@ -224,22 +238,27 @@ def main():
     print(f"chunks of {args.chunk} samples ({chunks} chunks); {os.cpu_count()} CPUs; {_blas.threadpool_state()}")
     print(f"database {settings.DATABASES['default']['NAME']}, broker {settings.CELERY_BROKER_URL}, queue {queue}")
     workers = Workers(queue, log_dir)
-    walls, results = {}, {}
+    ratios, results = [], []
     try:
-        for count in (1, 2):
-            for _ in range(count):
-                workers.start()
-            analyse(run, WARM_UP_CHUNKS * args.chunk * count, SEED + 1)
-            before = load()
-            walls[count], analysis = analyse(run, args.samples, SEED)
-            results[count] = analysis.result["counts"]
-            print(
-                f"{count} worker{'s' if count > 1 else ' '}: {walls[count]:7.2f} s   ({before} before, {load()} after)"
-            )
-            workers.stop()
-        ratio = walls[2] / walls[1]
-        print(f"ratio 2 workers / 1 worker: {ratio:.2f}   (goal <= 0.6)")
-        print(f"same merged counts with 1 and 2 workers: {results[1] == results[2]}")
+        for round_ in range(args.rounds):
+            walls = {}
+            for count in (1, 2):
+                for _ in range(count):
+                    workers.start()
+                analyse(run, WARM_UP_CHUNKS * args.chunk * count, SEED + 1)
+                before, cpu = load(), cpu_seconds(workers.processes)
+                walls[count], analysis = analyse(run, args.samples, SEED)
+                used = cpu_seconds(workers.processes) - cpu
+                results.append(analysis.result["counts"])
+                print(
+                    f"round {round_ + 1}, {count} worker{'s' if count > 1 else ' '}: {walls[count]:7.2f} s wall, "
+                    f"workers' CPU {used:6.2f} s ({used / walls[count]:.2f} CPUs)   ({before} before, {load()} after)"
+                )
+                workers.stop()
+            ratios.append(walls[2] / walls[1])
+            print(f"round {round_ + 1}: ratio 2 workers / 1 worker {ratios[-1]:.2f}")
+        print(f"ratio 2 workers / 1 worker, median of {args.rounds} round(s): {np.median(ratios):.2f}   (goal <= 0.6)")
+        print(f"same merged counts every time: {all(result == results[0] for result in results)}")
         if args.reference:
             spec = MonteCarlo().check({"judgments": True, "peer_weights": True})
             started = time.perf_counter()
