@@ -123,10 +123,14 @@ def _pack(counts: robustness.Counts) -> dict:
     """Counts as JSON, the rank counts as ``[candidate, rank, count]``
     triples of the non-zero entries (most of a large study's m × m are 0)."""
     nonzero = np.argwhere(counts.ranks > 0)
+    # Built by NumPy, not a loop: a chunk of a 1,000-candidate study has
+    # tens of thousands of entries, and its worker packs them (and the last
+    # chunk's worker unpacks every chunk's) before anything is stored.
+    triples = np.column_stack((nonzero, counts.ranks[nonzero[:, 0], nonzero[:, 1]])).astype(np.int64)
     return {
         "samples": int(counts.samples),
         "m": int(counts.ranks.shape[0]),
-        "ranks": [[int(c), int(r), int(counts.ranks[c, r])] for c, r in nonzero],
+        "ranks": triples.tolist(),
         "pairwise": counts.pairwise.tolist(),
         "pairwise_candidates": counts.pairwise_candidates.tolist(),
         "central_weights": counts.central_weights.tolist(),
@@ -136,8 +140,8 @@ def _pack(counts: robustness.Counts) -> dict:
 def _unpack(data: dict) -> robustness.Counts:
     m = data["m"]
     ranks = np.zeros((m, m), dtype=np.int64)
-    for c, r, n in data["ranks"]:
-        ranks[c, r] = n
+    triples = np.array(data["ranks"], dtype=np.int64).reshape(-1, 3)
+    ranks[triples[:, 0], triples[:, 1]] = triples[:, 2]
     p = len(data["pairwise_candidates"])
     return robustness.Counts(
         samples=data["samples"],
@@ -148,10 +152,45 @@ def _unpack(data: dict) -> robustness.Counts:
     )
 
 
-def _sampled_words(spec: dict) -> str:
+def _ahp_judgments(snapshot: dict) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(ahp_matrices (k, A, A), ahp_experts (k,))`` from a snapshot's
+    ``attribute_judgments``: the experts who prioritised the attributes by
+    AHP with every pair judged (all-ones matrices, never read, for the others). None for
+    a snapshot from before they were recorded (version 1)."""
+    grids = snapshot.get("attribute_judgments")
+    if grids is None:
+        return None
+    count = len(snapshot["attributes"])
+    matrices = np.ones((len(grids), count, count))  # all-ones (consistent) for the experts not sampled by AHP
+    experts = np.zeros(len(grids), dtype=bool)
+    for i, grid in enumerate(grids):
+        if grid is not None and all(value is not None for row in grid for value in row):
+            matrices[i] = np.array(grid, dtype=float).reshape(count, count)
+            experts[i] = True
+    return matrices, experts
+
+
+def _judgment_words(snapshot: dict) -> str:
+    judgments = _ahp_judgments(snapshot)
+    if judgments is None:
+        return (
+            "the experts' weights (each from a Dirichlet: this run's snapshot predates the recorded AHP judgments, "
+            "so they are not moved by steps of the scale)"
+        )
+    ahp = int(judgments[1].sum())
+    others = len(judgments[1]) - ahp
+    parts = []
+    if ahp:
+        parts.append(f"the AHP judgments of {ahp} expert{'s' if ahp != 1 else ''} (each ± 1 step of the scale)")
+    if others:
+        parts.append(f"the weights of {others} other expert{'s' if others != 1 else ''} (each from a Dirichlet)")
+    return " and ".join(parts)
+
+
+def _sampled_words(spec: dict, snapshot: dict) -> str:
     parts = []
     if spec["judgments"]:
-        parts.append("the experts' weights and judgments")
+        parts.append(_judgment_words(snapshot))
     if spec["peer_weights"]:
         parts.append("the peer weights")
     if spec["ranges_percent"]:
@@ -213,6 +252,9 @@ class MonteCarlo:
             from .bootstrap_sources import bootstrap_columns
 
             columns = bootstrap_columns(snapshot, spec["bootstrap"])
+        # AHP experts' judgments move by a step of the scale; without them
+        # (a version 1 snapshot) every expert's weights come from a Dirichlet.
+        matrices, ahp_experts = _ahp_judgments(snapshot) or (None, None)
         return robustness.MonteCarloInputs(
             weights=weights,
             peer_weights=peer,
@@ -220,6 +262,8 @@ class MonteCarlo:
             upper=upper,
             measurements=measurements,
             attribute_of=np.array([attributes[m["attribute"]] for m in snapshot["metrics"]], dtype=np.intp),
+            ahp_matrices=matrices,
+            ahp_experts=ahp_experts,
             ahp_weighting=snapshot.get("ahp_weighting") or "column_means",
             # NaN (none given, or a snapshot from before standard errors): fixed
             standard_errors=snapshot_standard_errors(snapshot),
@@ -276,7 +320,7 @@ class MonteCarlo:
         parts += [f"{row['name']} in {100 * row['p_best']:.0f} %" for row in leaders[1:]]
         return {
             "samples": result.samples,
-            "sampled": _sampled_words(spec),
+            "sampled": _sampled_words(spec, snapshot),
             "attributes": attributes,
             "candidates": rows,
             "pairwise": {

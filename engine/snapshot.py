@@ -13,11 +13,13 @@ import numpy as np
 
 from workspace.models import (
     AcceptableRange,
+    AttributeJudgment,
     AttributePrioritisation,
     AttributeWeight,
     Candidate,
     Measurement,
     Membership,
+    Method,
     Metric,
     MetricPrioritisation,
     MetricWeight,
@@ -42,7 +44,9 @@ __all__ = [
 # A launch copies the snapshot of a run taken at the study's same
 # input_version (engine.services): a new layout needs a migration bumping
 # every study's input_version, so no run copies a snapshot of the old one.
-SNAPSHOT_VERSION = 1
+# Version 2 added ``attribute_methods`` and ``attribute_judgments`` (migration
+# engine 0006 bumped every study's input_version).
+SNAPSHOT_VERSION = 2
 
 Grid = list[list[Any]]
 
@@ -50,15 +54,44 @@ Grid = list[list[Any]]
 # --- reading a study -----------------------------------------------------------
 
 
-def _attribute_weight_grid(study: Study, expert_index: dict[int, int], attribute_index: dict[int, int]) -> Grid:
-    """Each expert's weight of each selected attribute (None where not given)."""
+def _attribute_weight_grid(
+    study: Study, expert_index: dict[int, int], attribute_index: dict[int, int]
+) -> tuple[Grid, list[str | None]]:
+    """Each expert's weight of each selected attribute (None where not
+    given), and how each expert prioritised the attributes (``Method``;
+    None without a prioritisation), read in the same query."""
     grid: Grid = [[None] * len(attribute_index) for _ in expert_index]
-    for expert_id, attribute_id, weight in AttributeWeight.objects.filter(
+    methods: list[str | None] = [None] * len(expert_index)
+    for expert_id, attribute_id, weight, method in AttributeWeight.objects.filter(
         prioritisation__expert__study=study
-    ).values_list("prioritisation__expert_id", "attribute_id", "weight"):
+    ).values_list("prioritisation__expert_id", "attribute_id", "weight", "prioritisation__method"):
+        methods[expert_index[expert_id]] = method
         if attribute_id in attribute_index:
             grid[expert_index[expert_id]][attribute_index[attribute_id]] = weight
-    return grid
+    return grid, methods
+
+
+def _attribute_judgment_grids(
+    study: Study, expert_index: dict[int, int], attribute_index: dict[int, int], methods: list[str | None]
+) -> list[Grid | None]:
+    """Each AHP expert's pairwise comparison matrix of the selected
+    attributes (A x A in the snapshot's attribute order: 1 on the diagonal,
+    each stored judgment and its reciprocal, None for a pair not judged);
+    None for the experts who prioritised otherwise. What a Monte Carlo
+    analysis moves by a step of the scale (docs/method.md 8.4)."""
+    count = len(attribute_index)
+    grids: list[Grid | None] = [
+        [[1.0 if r == c else None for c in range(count)] for r in range(count)] if method == Method.AHP else None
+        for method in methods
+    ]
+    for expert_id, row_id, column_id, value in AttributeJudgment.objects.filter(
+        prioritisation__expert__study=study, prioritisation__method=Method.AHP
+    ).values_list("prioritisation__expert_id", "row_id", "column_id", "value"):
+        grid = grids[expert_index[expert_id]]
+        if grid is not None and row_id in attribute_index and column_id in attribute_index:
+            r, c = attribute_index[row_id], attribute_index[column_id]
+            grid[r][c], grid[c][r] = value, 1 / value
+    return grids
 
 
 def _metric_weight_grid(
@@ -195,7 +228,7 @@ def study_snapshot(*, study: Study, tolerance: float = core.DEFAULT_TOLERANCE) -
     attribute_index = {a.pk: j for j, a in enumerate(attributes)}
     metric_index = {m.pk: j for j, m in enumerate(metrics)}
 
-    attribute_weights = _attribute_weight_grid(study, expert_index, attribute_index)
+    attribute_weights, methods = _attribute_weight_grid(study, expert_index, attribute_index)
     metric_weights = _metric_weight_grid(study, experts, metrics, attribute_weights, attribute_index)
     lower, upper = _range_grids(study, metrics, expert_index, metric_index)
     measurements, standard_errors = _measurement_grids(study, candidates, metric_index)
@@ -221,6 +254,10 @@ def study_snapshot(*, study: Study, tolerance: float = core.DEFAULT_TOLERANCE) -
         # with snapshot_standard_errors, which takes that as none at all.
         "standard_errors": standard_errors,
         "consistency": _consistency(study, experts, attributes),
+        # How each expert prioritised the attributes and, for AHP, their
+        # judgments (version 2; older snapshots have neither).
+        "attribute_methods": methods,
+        "attribute_judgments": _attribute_judgment_grids(study, expert_index, attribute_index, methods),
     }
 
 

@@ -6,7 +6,9 @@ beat`` with two changes the product has no hook for.
   using the same Redis sees it.
 * ``APPROVE_TEST_RUN_DELAY`` seconds (default 0) are slept in the engine's
   ``evaluate``, after the run has been claimed: the run stays "running"
-  long enough for a test to kill the worker mid-run.
+  long enough for a test to kill the worker mid-run. A Monte Carlo
+  analysis's chunk calls ``evaluate`` once too (the run's own evaluation,
+  after the chunk is claimed), so a chunk stays "running" the same way.
 
     python tests/engine/realstack_worker.py worker --pool solo -Q QUEUE ...
     python tests/engine/realstack_worker.py beat --schedule PATH ...
