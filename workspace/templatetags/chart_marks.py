@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 from django import template
 from django.conf import settings
 from django.utils.formats import get_format, localize
-from django.utils.html import conditional_escape
 from django.utils.safestring import SafeString, mark_safe
 
 from ..charts import DotRow
@@ -48,6 +47,12 @@ def localizer() -> Callable[[Any], str]:
     return plain
 
 
+def _escaped(text: Any) -> str:
+    """``conditional_escape`` without its lazy-string wrapper (a tenth of
+    its time per call)."""
+    return text.__html__() if hasattr(text, "__html__") else html.escape(str(text))
+
+
 @register.simple_tag
 def number_cells(values: Iterable[float]) -> SafeString:
     """``<td class="number">{{ value|sig }}</td>`` for each value (the
@@ -65,7 +70,7 @@ def dot_circles(row: DotRow) -> SafeString:
         "".join(
             [
                 f'<circle class="dot" cx="{number(dot.x)}" cy="{y}" r="5">'
-                f"<title>{conditional_escape(dot.label)}</title></circle>"
+                f"<title>{_escaped(dot.label)}</title></circle>"
                 for dot in row.dots
             ]
         )
@@ -80,7 +85,7 @@ def heat_cells(expert: str, cells: Iterable["HeatCell"]) -> SafeString:
     """An expert's row of a candidate's heat table (templates/results/_candidate.html):
     each score shaded by its step, a veto marked ✕ and in words, the expert's
     range in the cell's title."""
-    who = conditional_escape(expert)
+    who = _escaped(expert)
     return mark_safe(  # noqa: S308 (the names and ranges are escaped)
         "".join(
             [
