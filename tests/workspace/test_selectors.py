@@ -137,3 +137,29 @@ def test_a_run_is_read_with_the_json_fields_asked_for(make_study, cast, django_a
         selectors.run_get(run_id=run.pk, user=cast.charlie)
     with pytest.raises(ValueError):
         selectors.run_get(run_id=run.pk, user=cast.bob, fields=("document", "results"))
+
+
+def test_one_candidate_is_read_out_of_a_runs_results_and_snapshot(make_study, cast, django_assert_num_queries):
+    built = make_study("closed")
+    # A name that would break SQL or a JSON path written by hand.
+    Candidate.objects.filter(pk=built.study.candidates.order_by("position", "id").first().pk).update(
+        name='it\'s "quoted" $[*] é'
+    )
+    run = engine_services.run_launch(study=built.study, launched_by=cast.alice)
+    engine_services.run_execute(run_id=run.pk)
+    whole = Run.objects.get(pk=run.pk)
+    names = whole.snapshot["candidates"]
+    assert 'it\'s "quoted" $[*] é' in names and len(names) > 1
+    for c, name in enumerate(names):
+        with django_assert_num_queries(1):
+            one = selectors.run_candidate_get(run_id=run.pk, user=cast.bob, name=name)
+        assert one.results["candidates"] == [entry for entry in whole.results["candidates"] if entry["name"] == name]
+        assert one.results["metric_weights"] == whole.results["metric_weights"]
+        with django_assert_num_queries(1):
+            inputs = selectors.run_score_inputs(run_id=run.pk, candidate=name)
+        assert inputs["candidates"] == [name] and inputs["measurements"] == [whole.snapshot["measurements"][c]]
+        assert inputs["lower"] == whole.snapshot["lower"] and inputs["experts"] == whole.snapshot["experts"]
+    assert selectors.run_candidate_get(run_id=run.pk, user=cast.bob, name="nobody").results["candidates"] == []
+    assert selectors.run_score_inputs(run_id=run.pk, candidate="nobody")["measurements"] == []
+    with pytest.raises(Run.DoesNotExist):
+        selectors.run_candidate_get(run_id=run.pk, user=cast.charlie, name=names[0])

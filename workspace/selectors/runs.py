@@ -8,7 +8,7 @@ polling needs neither.
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import F, Func, JSONField, QuerySet
+from django.db.models import F, Func, JSONField, QuerySet, Value
 from django.db.models.fields.json import KeyTransform
 
 from engine.models import Run
@@ -55,6 +55,70 @@ class _WithoutDocument(Func):
 
     def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
         return self.as_sql(compiler, connection, template="(%(expressions)s - 'document')", **extra)
+
+
+class _OneCandidate(Func):
+    """Of a run's stored results, the candidates named ``name`` (a list of
+    none or one), picked by the database: the page about one candidate of a
+    thousand parses one."""
+
+    output_field = JSONField()
+
+    def __init__(self, name: str) -> None:
+        super().__init__(F("results"), Value(name))
+
+    def _parts(self, compiler: Any, connection: Any) -> tuple[str, str, list]:
+        results, results_params = compiler.compile(self.source_expressions[0])
+        name, name_params = compiler.compile(self.source_expressions[1])
+        return results, name, [*results_params, *name_params]
+
+    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> Any:  # SQLite
+        results, name, params = self._parts(compiler, connection)
+        sql = (
+            f"(SELECT json_group_array(json(value)) FROM json_each({results}, '$.candidates') "
+            f"WHERE json_extract(value, '$.name') = {name})"
+        )
+        return sql, params
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        results, name, params = self._parts(compiler, connection)
+        sql = (
+            f"jsonb_path_query_array({results} -> 'candidates', '$[*] ? (@.name == $name)', "
+            f"jsonb_build_object('name', ({name})::text))"
+        )
+        return sql, params
+
+
+class _MeasuredRow(Func):
+    """Of a run's snapshot, the measurements of the candidate named ``name``
+    (null if none), picked by the database."""
+
+    output_field = JSONField()
+
+    def __init__(self, name: str) -> None:
+        super().__init__(F("snapshot"), Value(name))
+
+    def _parts(self, compiler: Any, connection: Any) -> tuple[str, str, list]:
+        snapshot, snapshot_params = compiler.compile(self.source_expressions[0])
+        name, name_params = compiler.compile(self.source_expressions[1])
+        return snapshot, name, [*snapshot_params, *snapshot_params, *name_params]
+
+    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> Any:  # SQLite
+        snapshot, name, params = self._parts(compiler, connection)
+        sql = (
+            f"(SELECT json_extract({snapshot}, '$.measurements[' || key || ']') "
+            f"FROM json_each({snapshot}, '$.candidates') WHERE value = {name} LIMIT 1)"
+        )
+        return sql, params
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        snapshot, name, params = self._parts(compiler, connection)
+        sql = (
+            f"(SELECT {snapshot} -> 'measurements' -> (listed.position::int - 1) "
+            f"FROM jsonb_array_elements_text({snapshot} -> 'candidates') WITH ORDINALITY AS listed(name, position) "
+            f"WHERE listed.name = ({name})::text LIMIT 1)"
+        )
+        return sql, params
 
 
 def _results_core(runs: Iterable[Run]) -> None:
@@ -104,6 +168,19 @@ def run_get(*, run_id: int, user: User, fields: Iterable[str] = ("results",)) ->
     return run
 
 
+def run_candidate_get(*, run_id: int, user: User, name: str) -> Run:
+    """One run as ``run_get`` gives it with "results_weights", but with the
+    candidate named ``name`` in ``results["candidates"]`` (empty if the run
+    has none of that name, or no results): one query."""
+    run = _runs(("results_weights",)).annotate(results_one=_OneCandidate(name))
+    run = run.get(pk=run_id, study__in=studies_visible_to(user))
+    if run.status == Run.Status.SUCCEEDED:
+        parts = {key: getattr(run, f"results_{key}") for key in RESULTS_WEIGHTS_KEYS}
+        one = run.results_one  # type: ignore[attr-defined]  # annotated above
+        run.results = {**{key: value for key, value in parts.items() if value is not None}, "candidates": one or []}
+    return run
+
+
 def run_pair_get(*, run_id: int, other_id: int, user: User) -> tuple[Run, Run]:
     """Two runs, each of a study the user is a member of, with their
     snapshots, results and studies (``Run.DoesNotExist`` if either is not):
@@ -141,10 +218,28 @@ SCORE_INPUT_KEYS = ("experts", "metrics", "candidates", "lower", "upper", "measu
 METRIC_INPUT_KEYS = ("metrics", "ahp_weighting")
 
 
-def run_score_inputs(*, run_id: int, keys: Iterable[str] = SCORE_INPUT_KEYS) -> dict[str, Any]:
+def run_score_inputs(
+    *, run_id: int, keys: Iterable[str] = SCORE_INPUT_KEYS, candidate: str | None = None
+) -> dict[str, Any]:
     """Those parts of a run's snapshot (``SCORE_INPUT_KEYS``, or some of
     them: ``METRIC_INPUT_KEYS`` when no candidate is scored), extracted by
-    the database: one query."""
+    the database: one query. With ``candidate``, its "candidates" and
+    "measurements" are that candidate's alone (none if the snapshot has no
+    such candidate): a thousand candidates' measurements are not read to
+    score one."""
     keys = tuple(keys)
-    row = Run.objects.filter(pk=run_id).values(*(f"snapshot__{key}" for key in keys)).get()
-    return {key: row[f"snapshot__{key}"] for key in keys}
+    if candidate is None:
+        row = Run.objects.filter(pk=run_id).values(*(f"snapshot__{key}" for key in keys)).get()
+        return {key: row[f"snapshot__{key}"] for key in keys}
+    own = ("candidates", "measurements")
+    rest = [key for key in keys if key not in own]
+    row = (
+        Run.objects.filter(pk=run_id)
+        .annotate(measured_row=_MeasuredRow(candidate))
+        .values("measured_row", *(f"snapshot__{key}" for key in rest))
+        .get()
+    )
+    inputs = {key: row[f"snapshot__{key}"] for key in rest}
+    measured = row["measured_row"]
+    inputs["candidates"], inputs["measurements"] = ([candidate], [measured]) if measured is not None else ([], [])
+    return inputs

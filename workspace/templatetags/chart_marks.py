@@ -69,8 +69,7 @@ def dot_circles(row: DotRow) -> SafeString:
     return mark_safe(  # noqa: S308 (the labels are escaped, the numbers are digits)
         "".join(
             [
-                f'<circle class="dot" cx="{number(dot.x)}" cy="{y}" r="5">'
-                f"<title>{_escaped(dot.label)}</title></circle>"
+                f'<circle class="dot" cx="{number(dot.x)}" cy="{y}" r="5"><title>{_escaped(dot.label)}</title></circle>'
                 for dot in row.dots
             ]
         )
