@@ -72,7 +72,7 @@ class _OneCandidate(Func):
         name, name_params = compiler.compile(self.source_expressions[1])
         return results, name, [*results_params, *name_params]
 
-    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> Any:  # SQLite
+    def as_sql(self, compiler: Any, connection: Any, *args: Any, **extra: Any) -> Any:  # SQLite
         results, name, params = self._parts(compiler, connection)
         sql = (
             f"(SELECT json_group_array(json(value)) FROM json_each({results}, '$.candidates') "
@@ -103,7 +103,7 @@ class _MeasuredRow(Func):
         name, name_params = compiler.compile(self.source_expressions[1])
         return snapshot, name, [*snapshot_params, *snapshot_params, *name_params]
 
-    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> Any:  # SQLite
+    def as_sql(self, compiler: Any, connection: Any, *args: Any, **extra: Any) -> Any:  # SQLite
         snapshot, name, params = self._parts(compiler, connection)
         sql = (
             f"(SELECT json_extract({snapshot}, '$.measurements[' || key || ']') "
@@ -172,11 +172,11 @@ def run_candidate_get(*, run_id: int, user: User, name: str) -> Run:
     """One run as ``run_get`` gives it with "results_weights", but with the
     candidate named ``name`` in ``results["candidates"]`` (empty if the run
     has none of that name, or no results): one query."""
-    run = _runs(("results_weights",)).annotate(results_one=_OneCandidate(name))
-    run = run.get(pk=run_id, study__in=studies_visible_to(user))
+    runs = _runs(("results_weights",)).annotate(results_one=_OneCandidate(name))
+    run: Run = runs.get(pk=run_id, study__in=studies_visible_to(user))
     if run.status == Run.Status.SUCCEEDED:
         parts = {key: getattr(run, f"results_{key}") for key in RESULTS_WEIGHTS_KEYS}
-        one = run.results_one  # type: ignore[attr-defined]  # annotated above
+        one = getattr(run, "results_one")  # noqa: B009  (annotated above)
         run.results = {**{key: value for key, value in parts.items() if value is not None}, "candidates": one or []}
     return run
 
