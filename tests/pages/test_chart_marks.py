@@ -94,3 +94,11 @@ def test_cells_write_what_format_html_wrote():
     written = chart_marks.heat_cells("Ann <O'Neil>", cells)
     assert written == _reference_heat("Ann <O'Neil>", cells)
     assert "Ann &lt;O&#x27;Neil&gt;" in written and "&lt;0.5&gt; &amp; &quot;1&quot;" in written
+
+
+def test_expert_weight_rows_are_the_rows_the_loop_wrote():
+    experts = [{"name": "ann & <bo>", "weights": [0.25, 0.125]}, {"name": "cy", "weights": [0.5, 1.0]}]
+    assert chart_marks.expert_weight_rows(experts) == (
+        '<tr><th scope="row">ann &amp; &lt;bo&gt;</th><td class="number">0.25</td><td class="number">0.125</td></tr>\n'
+        '<tr><th scope="row">cy</th><td class="number">0.5</td><td class="number">1</td></tr>'
+    )

@@ -61,6 +61,20 @@ def number_cells(values: Iterable[float]) -> SafeString:
 
 
 @register.simple_tag
+def expert_weight_rows(experts: Iterable[dict]) -> SafeString:
+    """``<tr><th scope="row">{{ expert.name }}</th>{% number_cells expert.weights %}</tr>``
+    for each expert of a weights table (templates/results/_weights.html)."""
+    return mark_safe(  # noqa: S308 (the names are escaped, the cells are numbers)
+        "\n".join(
+            [
+                f'<tr><th scope="row">{_escaped(expert["name"])}</th>{number_cells(expert["weights"])}</tr>'
+                for expert in experts
+            ]
+        )
+    )
+
+
+@register.simple_tag
 def dot_circles(row: DotRow) -> SafeString:
     """A dot plot row's hollow circles, each titled with whose value it is
     (templates/charts/dots.html); the labels escaped."""
