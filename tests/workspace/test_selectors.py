@@ -163,3 +163,50 @@ def test_one_candidate_is_read_out_of_a_runs_results_and_snapshot(make_study, ca
     assert selectors.run_score_inputs(run_id=run.pk, candidate="nobody")["measurements"] == []
     with pytest.raises(Run.DoesNotExist):
         selectors.run_candidate_get(run_id=run.pk, user=cast.charlie, name=names[0])
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        None,
+        ("measurements", 0, 0),
+        ("upper", 1, 0),
+        ("lower", 0, 1),
+        ("peer_weights", 0, 1),
+        ("metric_weights", 1, 1),
+        ("attribute_weights", 0, 0),
+        ("tolerance", None, None),
+    ],
+)
+def test_a_pair_of_runs_is_compared_as_from_their_whole_snapshots(make_study, cast, change):
+    from engine.compare import snapshot_changes
+    from workspace.results_export import run_comparison
+
+    built = make_study("closed")
+    first = engine_services.run_launch(study=built.study, launched_by=cast.alice)
+    engine_services.run_execute(run_id=first.pk)
+    second = engine_services.run_launch(study=built.study, launched_by=cast.alice)
+    engine_services.run_execute(run_id=second.pk)
+    snapshot = Run.objects.get(pk=second.pk).snapshot
+    if change is not None:
+        key, i, j = change
+        if i is None:
+            snapshot[key] = snapshot[key] * 2 + 0.5
+        else:
+            snapshot[key][i][j] = (snapshot[key][i][j] or 0) + 0.125
+        Run.objects.filter(pk=second.pk).update(snapshot=snapshot)
+    whole = {run.pk: Run.objects.get(pk=run.pk) for run in (first, second)}
+    expected = snapshot_changes(whole[first.pk].snapshot, whole[second.pk].snapshot)
+    assert bool(expected) == (change is not None)
+    a, b = selectors.run_pair_get(run_id=second.pk, other_id=first.pk, user=cast.bob)
+    changed = {change[0]} if change else set()
+    if "lower" in changed or "upper" in changed:
+        changed = {"lower", "upper"}
+    if "attribute_weights" in changed:
+        changed.add("metric_weights")
+    assert a.inputs_same == {"measurements", "metric_weights", "lower", "upper", "peer_weights"} - changed
+    compared = run_comparison(a, b)
+    assert compared.comparison.changes == expected
+    full = run_comparison(whole[second.pk], whole[first.pk])
+    assert [m.__dict__ for m in compared.comparison.candidates] == [m.__dict__ for m in full.comparison.candidates]
+    assert compared.comparison.metric_weights == full.comparison.metric_weights

@@ -181,18 +181,146 @@ def run_candidate_get(*, run_id: int, user: User, name: str) -> Run:
     return run
 
 
+# What a comparison reads of each run (engine.compare): of the results, the
+# weights and, of each candidate, COMPARED_CANDIDATE_KEYS; of the snapshot,
+# what its inputs are indexed by and the small ones (always read), and the
+# large inputs (COMPARED_INPUT_KEYS), each read only when it differs from
+# the other run's.
+COMPARED_RESULTS_KEYS = (
+    "study",
+    "experts",
+    "selected_attributes",
+    "metrics",
+    "attribute_weights",
+    "metric_weights",
+    "expert_influence",
+)
+COMPARED_CANDIDATE_KEYS = ("name", "rank", "cef", "weighted_score", "vetoed")
+COMPARED_INDEX_KEYS = (
+    "experts",
+    "attributes",
+    "metrics",
+    "candidates",
+    "tolerance",
+    "ahp_weighting",
+    "attribute_weights",
+)
+COMPARED_INPUT_KEYS = ("measurements", "metric_weights", "lower", "upper", "peer_weights")  # engine.compare.SAME_INPUTS
+
+
+class _ComparedCandidates(Func):
+    """Of a run's stored results, each candidate's COMPARED_CANDIDATE_KEYS
+    alone, in rank order, picked by the database (PostgreSQL; SQLite reads
+    the candidates whole and ``run_pair_get`` keeps those keys)."""
+
+    output_field = JSONField()
+
+    def __init__(self) -> None:
+        super().__init__(F("results"))
+
+    def as_sql(self, compiler: Any, connection: Any, *args: Any, **extra: Any) -> Any:  # SQLite
+        results, params = compiler.compile(self.source_expressions[0])
+        return f"json_extract({results}, '$.candidates')", params
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        results, params = compiler.compile(self.source_expressions[0])
+        picked = ", ".join(f"'{key}', listed.entry -> '{key}'" for key in COMPARED_CANDIDATE_KEYS)
+        sql = (
+            f"(SELECT coalesce(jsonb_agg(jsonb_build_object({picked}) ORDER BY listed.position), '[]'::jsonb) "
+            f"FROM jsonb_array_elements({results} -> 'candidates') WITH ORDINALITY AS listed(entry, position))"
+        )
+        return sql, params
+
+
+class _InputUnlessSame(Func):
+    """A run's snapshot input ``key`` (one of COMPARED_INPUT_KEYS), or NULL
+    when the run numbered ``pair_sum`` minus this one has the same input
+    (both bounds for "lower" and "upper"; the attribute weights too for
+    "metric_weights"), indexed by the same experts,
+    attributes, metrics and candidates (so the comparison would find nothing
+    in it): the database compares them."""
+
+    output_field = JSONField()
+
+    def __init__(self, key: str, pair_sum: int) -> None:
+        if key not in COMPARED_INPUT_KEYS:
+            raise ValueError(f"not a compared input: {key}")
+        self.key, self.pair_sum = key, pair_sum
+        super().__init__(F("snapshot"), F("pk"))
+
+    def _compared(self) -> tuple[str, ...]:
+        """The keys whose equality lets the input go unread: a range's bounds
+        go together, and the metric weights with the attribute weights."""
+        inputs = {"lower": ("lower", "upper"), "upper": ("lower", "upper")}.get(self.key, (self.key,))
+        if self.key == "metric_weights":  # the metrics' shares of their attributes' weights
+            inputs = ("metric_weights", "attribute_weights")
+        return (*inputs, "experts", "attributes", "metrics", "candidates")
+
+    def _parts(self, compiler: Any) -> tuple[str, str]:
+        snapshot, _ = compiler.compile(self.source_expressions[0])
+        pk, _ = compiler.compile(self.source_expressions[1])
+        return snapshot, pk
+
+    def as_sql(self, compiler: Any, connection: Any, *args: Any, **extra: Any) -> Any:  # SQLite
+        snapshot, pk = self._parts(compiler)
+        table = connection.ops.quote_name(Run._meta.db_table)
+        same = " AND ".join(
+            f"json_extract(other.snapshot, '$.{key}') = json_extract({snapshot}, '$.{key}')" for key in self._compared()
+        )
+        sql = (
+            f"(CASE WHEN EXISTS (SELECT 1 FROM {table} other WHERE other.id = %s - {pk} AND other.id <> {pk} "
+            f"AND {same}) THEN NULL ELSE json_extract({snapshot}, '$.{self.key}') END)"
+        )
+        return sql, [self.pair_sum]
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        snapshot, pk = self._parts(compiler)
+        table = connection.ops.quote_name(Run._meta.db_table)
+        same = " AND ".join(f"other.snapshot -> '{key}' = {snapshot} -> '{key}'" for key in self._compared())
+        sql = (
+            f"(CASE WHEN EXISTS (SELECT 1 FROM {table} other WHERE other.id = %s - {pk} AND other.id <> {pk} "
+            f"AND {same}) THEN NULL ELSE {snapshot} -> '{self.key}' END)"
+        )
+        return sql, [self.pair_sum]
+
+
 def run_pair_get(*, run_id: int, other_id: int, user: User) -> tuple[Run, Run]:
     """Two runs, each of a study the user is a member of, with their
-    snapshots, results and studies (``Run.DoesNotExist`` if either is not):
-    one query."""
+    studies and what a comparison reads of them (``Run.DoesNotExist`` if
+    either is not): one query. ``run.results`` holds COMPARED_RESULTS_KEYS
+    and the candidates' COMPARED_CANDIDATE_KEYS; ``run.snapshot`` the
+    COMPARED_INDEX_KEYS and those COMPARED_INPUT_KEYS that differ between
+    the two, the others (equal, so unchanged) named in ``run.inputs_same``.
+    A thousand candidates' entries and measurements are not parsed to find
+    that nothing changed."""
     visible = studies_visible_to(user)
+    annotations: dict[str, Any] = {f"results_{key}": KeyTransform(key, "results") for key in COMPARED_RESULTS_KEYS}
+    annotations["results_candidates"] = _ComparedCandidates()
+    annotations |= {f"snapshot_{key}": KeyTransform(key, "snapshot") for key in COMPARED_INDEX_KEYS}
+    annotations |= {f"input_{key}": _InputUnlessSame(key, run_id + other_id) for key in COMPARED_INPUT_KEYS}
     pair = list(
-        _runs(("snapshot", "results_core")).select_related("study").filter(pk__in={run_id, other_id}, study__in=visible)
+        _runs(()).select_related("study").annotate(**annotations).filter(pk__in={run_id, other_id}, study__in=visible)
     )
-    _results_core(pair)  # the stored document text is not compared
     runs = {run.pk: run for run in pair}
     if run_id not in runs or other_id not in runs:
         raise Run.DoesNotExist
+    same = (
+        {key for key in COMPARED_INPUT_KEYS if all(getattr(run, f"input_{key}") is None for run in pair)}
+        if len(pair) == 2
+        else set()
+    )
+    for run in pair:
+        if run.status == Run.Status.SUCCEEDED:
+            results = {key: getattr(run, f"results_{key}") for key in COMPARED_RESULTS_KEYS}
+            candidates = getattr(run, "results_candidates") or []  # noqa: B009  (annotated above)
+            results["candidates"] = [{key: c[key] for key in COMPARED_CANDIDATE_KEYS} for c in candidates]
+            run.results = results
+        snapshot = {key: getattr(run, f"snapshot_{key}") for key in COMPARED_INDEX_KEYS}
+        if snapshot["ahp_weighting"] is None:  # snapshots from before the setting have none
+            del snapshot["ahp_weighting"]
+        snapshot |= {key: getattr(run, f"input_{key}") for key in COMPARED_INPUT_KEYS if key not in same}
+        run.snapshot = snapshot
+        run.inputs_same = frozenset(same)  # type: ignore[attr-defined]
     return runs[run_id], runs[other_id]
 
 
