@@ -210,3 +210,24 @@ def test_a_pair_of_runs_is_compared_as_from_their_whole_snapshots(make_study, ca
     full = run_comparison(whole[second.pk], whole[first.pk])
     assert [m.__dict__ for m in compared.comparison.candidates] == [m.__dict__ for m in full.comparison.candidates]
     assert compared.comparison.metric_weights == full.comparison.metric_weights
+
+
+def test_a_runs_ranking_is_read_as_from_its_whole_results(make_study, cast, django_assert_num_queries):
+    from engine import sensitivity
+
+    built = make_study("closed")
+    run = engine_services.run_launch(study=built.study, launched_by=cast.alice)
+    engine_services.run_execute(run_id=run.pk)
+    whole = Run.objects.get(pk=run.pk)
+    with django_assert_num_queries(1):
+        read = selectors.run_ranking_get(run_id=run.pk, user=cast.bob)
+    assert read.results["experts"] == whole.results["experts"]
+    assert read.results["candidates"] == [
+        {key: c[key] for key in ("name", "group_scores", "vetoed")} for c in whole.results["candidates"]
+    ]
+    metrics = whole.snapshot["metrics"]
+    a, b = sensitivity.stored_ranking(read.results, metrics), sensitivity.stored_ranking(whole.results, metrics)
+    assert a.candidates == b.candidates and (a.scores == b.scores).all() and (a.vetoed == b.vetoed).all()
+    assert (a.weights == b.weights).all()
+    with pytest.raises(Run.DoesNotExist):
+        selectors.run_ranking_get(run_id=run.pk, user=cast.charlie)

@@ -72,6 +72,7 @@ from .runs import (
     run_get,
     run_list,
     run_pair_get,
+    run_ranking_get,
     run_score_inputs,
 )
 from .studies import (
@@ -139,6 +140,7 @@ __all__ = [
     "run_list",
     "run_candidate_get",
     "run_pair_get",
+    "run_ranking_get",
     "run_score_inputs",
     "selected_attributes",
     "selected_measurement_list",

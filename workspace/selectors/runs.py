@@ -208,14 +208,17 @@ COMPARED_INDEX_KEYS = (
 COMPARED_INPUT_KEYS = ("measurements", "metric_weights", "lower", "upper", "peer_weights")  # engine.compare.SAME_INPUTS
 
 
-class _ComparedCandidates(Func):
-    """Of a run's stored results, each candidate's COMPARED_CANDIDATE_KEYS
-    alone, in rank order, picked by the database (PostgreSQL; SQLite reads
-    the candidates whole and ``run_pair_get`` keeps those keys)."""
+class _CandidatesPicked(Func):
+    """Of a run's stored results, each candidate's ``keys`` alone, in rank
+    order, picked by the database (PostgreSQL; SQLite reads the candidates
+    whole and the caller keeps those keys)."""
 
     output_field = JSONField()
 
-    def __init__(self) -> None:
+    def __init__(self, keys: Iterable[str]) -> None:
+        self.keys = tuple(keys)
+        if not all(key.isidentifier() for key in self.keys):
+            raise ValueError(f"not candidate keys: {self.keys}")
         super().__init__(F("results"))
 
     def as_sql(self, compiler: Any, connection: Any, *args: Any, **extra: Any) -> Any:  # SQLite
@@ -224,12 +227,23 @@ class _ComparedCandidates(Func):
 
     def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
         results, params = compiler.compile(self.source_expressions[0])
-        picked = ", ".join(f"'{key}', listed.entry -> '{key}'" for key in COMPARED_CANDIDATE_KEYS)
+        picked = ", ".join(f"'{key}', listed.entry -> '{key}'" for key in self.keys)
         sql = (
             f"(SELECT coalesce(jsonb_agg(jsonb_build_object({picked}) ORDER BY listed.position), '[]'::jsonb) "
             f"FROM jsonb_array_elements({results} -> 'candidates') WITH ORDINALITY AS listed(entry, position))"
         )
         return sql, params
+
+
+def _results_picked(run: Run, keys: Iterable[str], candidate_keys: Iterable[str]) -> None:
+    """``run.results`` made of the annotations ``results_<key>`` and
+    ``results_candidates`` (of ``_CandidatesPicked``), for a succeeded run."""
+    if run.status != Run.Status.SUCCEEDED:
+        return
+    results = {key: getattr(run, f"results_{key}") for key in keys}
+    candidates = getattr(run, "results_candidates") or []  # noqa: B009  (annotated by the caller)
+    results["candidates"] = [{key: c[key] for key in candidate_keys} for c in candidates]
+    run.results = results
 
 
 class _InputUnlessSame(Func):
@@ -284,6 +298,23 @@ class _InputUnlessSame(Func):
         return sql, [self.pair_sum]
 
 
+# What a run's stored ranking is read from (engine.sensitivity.stored_ranking,
+# the robustness page and its what-if; the experts for an analysis's launch).
+RANKING_RESULTS_KEYS = ("experts", "selected_attributes", "metrics", "metric_weights")
+RANKING_CANDIDATE_KEYS = ("name", "group_scores", "vetoed")
+
+
+def run_ranking_get(*, run_id: int, user: User) -> Run:
+    """One run of a study the user is a member of, with of its results only
+    RANKING_RESULTS_KEYS and each candidate's RANKING_CANDIDATE_KEYS, picked
+    by the database (``Run.DoesNotExist`` for anyone else): one query."""
+    annotations: dict[str, Any] = {f"results_{key}": KeyTransform(key, "results") for key in RANKING_RESULTS_KEYS}
+    annotations["results_candidates"] = _CandidatesPicked(RANKING_CANDIDATE_KEYS)
+    run: Run = _runs(()).annotate(**annotations).get(pk=run_id, study__in=studies_visible_to(user))
+    _results_picked(run, RANKING_RESULTS_KEYS, RANKING_CANDIDATE_KEYS)
+    return run
+
+
 def run_pair_get(*, run_id: int, other_id: int, user: User) -> tuple[Run, Run]:
     """Two runs, each of a study the user is a member of, with their
     studies and what a comparison reads of them (``Run.DoesNotExist`` if
@@ -295,7 +326,7 @@ def run_pair_get(*, run_id: int, other_id: int, user: User) -> tuple[Run, Run]:
     that nothing changed."""
     visible = studies_visible_to(user)
     annotations: dict[str, Any] = {f"results_{key}": KeyTransform(key, "results") for key in COMPARED_RESULTS_KEYS}
-    annotations["results_candidates"] = _ComparedCandidates()
+    annotations["results_candidates"] = _CandidatesPicked(COMPARED_CANDIDATE_KEYS)
     annotations |= {f"snapshot_{key}": KeyTransform(key, "snapshot") for key in COMPARED_INDEX_KEYS}
     annotations |= {f"input_{key}": _InputUnlessSame(key, run_id + other_id) for key in COMPARED_INPUT_KEYS}
     pair = list(
@@ -310,11 +341,7 @@ def run_pair_get(*, run_id: int, other_id: int, user: User) -> tuple[Run, Run]:
         else set()
     )
     for run in pair:
-        if run.status == Run.Status.SUCCEEDED:
-            results = {key: getattr(run, f"results_{key}") for key in COMPARED_RESULTS_KEYS}
-            candidates = getattr(run, "results_candidates") or []  # noqa: B009  (annotated above)
-            results["candidates"] = [{key: c[key] for key in COMPARED_CANDIDATE_KEYS} for c in candidates]
-            run.results = results
+        _results_picked(run, COMPARED_RESULTS_KEYS, COMPARED_CANDIDATE_KEYS)
         snapshot = {key: getattr(run, f"snapshot_{key}") for key in COMPARED_INDEX_KEYS}
         if snapshot["ahp_weighting"] is None:  # snapshots from before the setting have none
             del snapshot["ahp_weighting"]
