@@ -1,12 +1,13 @@
 """Selectors: every read scoped to what the user may see."""
 
+import numpy as np
 import pytest
 
 from engine import selectors as engine_selectors
 from engine import services as engine_services
 from engine.models import Run
 from workspace import selectors, services
-from workspace.models import ApiToken, Candidate, Membership, Metric, Study
+from workspace.models import ApiToken, Candidate, Measurement, Membership, Metric, Study
 from workspace.selectors import RUN_JSON_FIELDS
 
 pytestmark = pytest.mark.django_db
@@ -231,3 +232,34 @@ def test_a_runs_ranking_is_read_as_from_its_whole_results(make_study, cast, djan
     assert (a.weights == b.weights).all()
     with pytest.raises(Run.DoesNotExist):
         selectors.run_ranking_get(run_id=run.pk, user=cast.charlie)
+
+
+def test_the_selected_measurements_are_packed_as_their_rows_say(make_study, django_assert_num_queries):
+    from django.db import connection
+
+    from workspace.selectors import design
+
+    built = make_study("assessment")
+    study = built.study
+    # a candidate whose position puts it first, and one unmeasured metric
+    first, last = study.candidates.order_by("position", "id")[0], study.candidates.order_by("position", "id").last()
+    Candidate.objects.filter(pk=last.pk).update(position=10_000)
+    Candidate.objects.filter(pk=first.pk).update(position=last.position)
+    Candidate.objects.filter(pk=last.pk).update(position=first.position)
+    with django_assert_num_queries(1):
+        metric_ids, positions, values, candidates = selectors.selected_measurement_arrays(study=study)
+    rows = selectors.selected_measurement_list(study=study)
+    assert candidates[0] == last.name and len(candidates) == len({row[1] for row in rows})
+    assert sorted(zip(metric_ids.tolist(), [candidates[p] for p in positions], values.tolist(), strict=True)) == sorted(
+        (metric, name, value) for metric, _candidate, value, name in rows
+    )
+    expected = design._selected_measurement_arrays_of_rows(study)
+    if connection.vendor == "postgresql":  # the packed arrays are the rows' arrays, in the same order
+        order = np.lexsort((metric_ids, positions))
+        order_expected = np.lexsort((expected[0], expected[1]))
+        assert (metric_ids[order] == expected[0][order_expected]).all()
+        assert (positions[order] == expected[1][order_expected]).all()
+        assert (values[order] == expected[2][order_expected]).all() and candidates == expected[3]
+    Measurement.objects.filter(study=study).delete()
+    metric_ids, positions, values, candidates = selectors.selected_measurement_arrays(study=study)
+    assert metric_ids.size == positions.size == values.size == 0 and candidates == []
