@@ -584,8 +584,11 @@ def range_strip(
     them and the measured values; with ``names``, a mark per candidate
     (a cross when vetoed), without, ``bins`` bars of the candidates' counts,
     their vetoed part apart (the page's choice: limits.STRIP_MARKS_MAX)."""
-    every = [least, desired, *values]
-    low, high = min(every), max(every)
+    measured = np.asarray(values, dtype=np.float64)
+    # min() and max() of the bounds and the values (the values' by NumPy: a
+    # thousand of them per metric)
+    low = min(least, desired, float(measured.min())) if measured.size else min(least, desired)
+    high = max(least, desired, float(measured.max())) if measured.size else max(least, desired)
     span = (high - low) or 1.0
     inner = STRIP_WIDTH - 2 * STRIP_PAD
 

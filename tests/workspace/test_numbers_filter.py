@@ -52,11 +52,18 @@ def test_rounding_keeps_the_value_within_half_a_unit_of_the_last_digit(value):
     )
 
 
+# Values at the edges of the common case: its ends, and just below each power of ten.
+BOUNDARIES = [1e-3, 0.0009999999999999998, 9.99996, 9.999949999, 0.99996, 0.0099996, 99.996, 999.96] + [
+    10.0**k * (1 - 2**-52) for k in range(-3, 9)
+]
+
+
 @given(
     st.one_of(
         st.floats(min_value=-20, max_value=20),
+        st.floats(min_value=-1.2e8, max_value=1.2e8),
         st.floats(min_value=1e-4, max_value=2e-3),
-        st.sampled_from([1e-3, 0.0009999999999999998, 9.99996, 9.999949999, 10 - 1e-15, 0.99996, 0.0099996]),
+        st.sampled_from(BOUNDARIES),
     ),
     st.integers(min_value=1, max_value=8),
 )
