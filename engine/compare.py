@@ -9,6 +9,7 @@ comparison page only reads and renders. The earlier run is always the
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -19,9 +20,10 @@ from .rules import AHP_WEIGHTING_DEFAULT
 EPSILON = 1e-12
 
 
-@dataclass(frozen=True)
-class Movement:
-    """One candidate's place and scores in both runs (None where absent)."""
+class Movement(NamedTuple):
+    """One candidate's place and scores in both runs (None where absent). A
+    named tuple: a comparison makes one per candidate, a thousand, built a
+    tenth as fast as a frozen dataclass."""
 
     name: str
     before_rank: int | None

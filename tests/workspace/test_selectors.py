@@ -209,7 +209,7 @@ def test_a_pair_of_runs_is_compared_as_from_their_whole_snapshots(make_study, ca
     compared = run_comparison(a, b)
     assert compared.comparison.changes == expected
     full = run_comparison(whole[second.pk], whole[first.pk])
-    assert [m.__dict__ for m in compared.comparison.candidates] == [m.__dict__ for m in full.comparison.candidates]
+    assert compared.comparison.candidates == full.comparison.candidates
     assert compared.comparison.metric_weights == full.comparison.metric_weights
 
 
