@@ -19,6 +19,7 @@ from .snapshot import ScoreInputs
 
 __all__ = [
     "candidate_individual_scores",
+    "comparison_document",
     "document_tail",
     "results_document",
     "results_json",
@@ -170,6 +171,24 @@ def results_document(*, run: Run, individual: bool = False, candidates: Collecti
         **_document_start(run, results["study"]),
         **_document_body(results),
         "candidates": list(_candidates_out(stored, run.snapshot if individual else None)),
+    }
+
+
+def comparison_document(*, run: Run) -> dict:
+    """What ``engine.compare.compare_results`` reads of a run's results, in
+    the document's shape: the named weights and influence, and of each
+    candidate its name, rank, CEF, weighted score and whether vetoed. From
+    whole stored results or from the part ``workspace.selectors.run_pair_get``
+    reads."""
+    results = _results(run)
+    return {
+        "attribute_weights": _named(results["selected_attributes"], results["attribute_weights"]),
+        "metric_weights": _named(results["metrics"], results["metric_weights"]),
+        "expert_influence": _named(results["experts"], results["expert_influence"]),
+        "candidates": [
+            {key: entry[key] for key in ("name", "rank", "cef", "weighted_score", "vetoed")}
+            for entry in results["candidates"]
+        ],
     }
 
 

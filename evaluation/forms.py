@@ -5,6 +5,7 @@ from typing import cast
 
 from django import forms
 
+from workspace.forms.widgets import ManyOptionsSelect
 from workspace.models import Candidate, Metric
 
 from . import report
@@ -20,6 +21,7 @@ class PredictionUploadForm(forms.Form):
     candidate = forms.ChoiceField(
         label="For one candidate",
         required=False,
+        widget=ManyOptionsSelect,  # a study's thousand candidates
         help_text="Leave empty when the file has a candidate column naming each row's candidate.",
     )
     positive = forms.CharField(

@@ -199,9 +199,15 @@ def metrics_with_computations(*, study: Study) -> list[MetricSources]:
         .select_related("attribute", "computation")
         .order_by("attribute__position", "position", "id")
     )
+    # Only the values computed from predictions are compared with their
+    # source (a thousand candidates' typed values are not read).
+    computed = MeasurementSource.objects.filter(
+        study=study, candidate_id=OuterRef("candidate_id"), metric_id=OuterRef("metric_id")
+    )
+    rows = Measurement.objects.filter(study=study).filter(Exists(computed))
     values = {
-        (row["candidate_id"], row["metric_id"]): row["value"]
-        for row in Measurement.objects.filter(study=study).values("candidate_id", "metric_id", "value")
+        (candidate, metric): value
+        for candidate, metric, value in rows.values_list("candidate_id", "metric_id", "value")
     }
     names = dict(Candidate.objects.filter(study=study).values_list("pk", "name"))
     mappings = {m.pk: m.computation for m in metrics if hasattr(m, "computation")}

@@ -17,6 +17,7 @@ scales the drawing to its container.
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -46,6 +47,15 @@ class LinearScale:
             return self.start
         clamped = min(max(value, self.low), self.high)
         return round(self.start + (clamped - self.low) / (self.high - self.low) * (self.end - self.start), 2)
+
+    def many(self, values: Sequence[float]) -> list[float]:
+        """``[self(v) for v in values]``, the arithmetic done by NumPy in the
+        same order (so the same floats), the rounding by Python's ``round``."""
+        if self.high == self.low:
+            return [self.start] * len(values)
+        clamped = np.clip(np.asarray(values, dtype=float), self.low, self.high)
+        raw = self.start + (clamped - self.low) / (self.high - self.low) * (self.end - self.start)
+        return [round(x, 2) for x in raw.tolist()]
 
     def ticks(self, count: int = 5, *, percent: bool = False) -> list[Tick]:
         return [
@@ -285,8 +295,10 @@ def legend_items(series: Sequence[Series], left: float) -> list[LegendItem]:
 # --- dot plots: each expert's value beside the group's -----------------------------------
 
 
-@dataclass(frozen=True)
-class Dot:
+class Dot(NamedTuple):
+    """One expert's dot (a named tuple: a hundred experts' dots per row are
+    built a tenth faster than a frozen dataclass's)."""
+
     x: float
     label: str  # "statistician: 0.63", the dot's <title>
 
@@ -338,14 +350,16 @@ def dot_plot(
     highest = max([value for row in individual for _, value in row] + list(group) + [0.0])
     scale = LinearScale(0.0, nice_ceiling(highest), left, plot_right)
     rows = []
+    shown = value_format.format
     for r, label in enumerate(labels):
         values = [value for _, value in individual[r]]
+        xs = scale.many(values)  # a hundred experts' dots per row
         rows.append(
             DotRow(
                 label=label,
                 short_label=shorten(label),
                 y=TOP + r * DOT_ROW + DOT_ROW / 2,
-                dots=[Dot(scale(value), f"{name}: {value_format.format(value)}") for name, value in individual[r]],
+                dots=[Dot(x, f"{name}: {shown(value)}") for x, (name, value) in zip(xs, individual[r], strict=True)],
                 spread_from=scale(min(values, default=0.0)),
                 spread_to=scale(max(values, default=0.0)),
                 marker_x=scale(group[r]),
@@ -570,8 +584,11 @@ def range_strip(
     them and the measured values; with ``names``, a mark per candidate
     (a cross when vetoed), without, ``bins`` bars of the candidates' counts,
     their vetoed part apart (the page's choice: limits.STRIP_MARKS_MAX)."""
-    every = [least, desired, *values]
-    low, high = min(every), max(every)
+    measured = np.asarray(values, dtype=np.float64)
+    # min() and max() of the bounds and the values (the values' by NumPy: a
+    # thousand of them per metric)
+    low = min(least, desired, float(measured.min())) if measured.size else min(least, desired)
+    high = max(least, desired, float(measured.max())) if measured.size else max(least, desired)
     span = (high - low) or 1.0
     inner = STRIP_WIDTH - 2 * STRIP_PAD
 

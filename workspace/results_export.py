@@ -208,9 +208,11 @@ def run_comparison(first: Run, second: Run) -> RunComparison:
         raise refusal
     before, after = sorted((first, second), key=lambda run: (run.launched_at, run.pk))
     comparison = compare_runs(
-        engine_selectors.results_document(run=before),
-        engine_selectors.results_document(run=after),
+        engine_selectors.comparison_document(run=before),
+        engine_selectors.comparison_document(run=after),
         before.snapshot,
         after.snapshot,
+        # the inputs the database found equal (and did not read)
+        getattr(before, "inputs_same", ()),
     )
     return RunComparison(before=before, after=after, comparison=comparison)

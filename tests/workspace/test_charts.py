@@ -43,6 +43,20 @@ def test_scale_maps_and_clamps():
     assert scale(-3) == 100 and scale(7) == 500
 
 
+@given(
+    st.floats(-10, 10),
+    st.floats(0, 10),
+    st.floats(0, 700),
+    st.floats(0, 700),
+    st.lists(st.floats(-20, 20) | st.just(math.nan), max_size=40),
+)
+def test_a_scale_maps_many_values_as_it_maps_each(low, width, start, end, values):
+    scale = charts.LinearScale(low, low + width, start, end)
+    many = scale.many(values)
+    assert [repr(x) for x in many] == [repr(scale(v)) for v in values]  # repr: nan equals nan, 0.0 is not -0.0
+    assert all(type(x) is float for x in many)
+
+
 def chart(values, **options):
     return charts.bar_chart(
         chart_id="c",

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.rules import DISPLAY_SIGNIFICANT_DIGITS
-from workspace.templatetags.numbers import sig, significant
+from workspace.templatetags.numbers import _significant, sig, significant
 
 
 def test_the_reported_value_is_shown_with_four_significant_digits():
@@ -50,3 +50,22 @@ def test_rounding_keeps_the_value_within_half_a_unit_of_the_last_digit(value):
         abs(back - value)
         <= max(unit, 1 if abs(value) >= 10**DISPLAY_SIGNIFICANT_DIGITS else 0) * 0.5 + abs(value) * 1e-15
     )
+
+
+# Values at the edges of the common case: its ends, and just below each power of ten.
+BOUNDARIES = [1e-3, 0.0009999999999999998, 9.99996, 9.999949999, 0.99996, 0.0099996, 99.996, 999.96] + [
+    10.0**k * (1 - 2**-52) for k in range(-3, 9)
+]
+
+
+@given(
+    st.one_of(
+        st.floats(min_value=-20, max_value=20),
+        st.floats(min_value=-1.2e8, max_value=1.2e8),
+        st.floats(min_value=1e-4, max_value=2e-3),
+        st.sampled_from(BOUNDARIES),
+    ),
+    st.integers(min_value=1, max_value=8),
+)
+def test_the_common_case_writes_what_the_general_rule_writes(value, digits):
+    assert significant(value, digits) == _significant(value, digits)

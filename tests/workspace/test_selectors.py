@@ -1,12 +1,13 @@
 """Selectors: every read scoped to what the user may see."""
 
+import numpy as np
 import pytest
 
 from engine import selectors as engine_selectors
 from engine import services as engine_services
 from engine.models import Run
 from workspace import selectors, services
-from workspace.models import ApiToken, Candidate, Membership, Metric, Study
+from workspace.models import ApiToken, Candidate, Measurement, Membership, Metric, Study
 from workspace.selectors import RUN_JSON_FIELDS
 
 pytestmark = pytest.mark.django_db
@@ -137,3 +138,128 @@ def test_a_run_is_read_with_the_json_fields_asked_for(make_study, cast, django_a
         selectors.run_get(run_id=run.pk, user=cast.charlie)
     with pytest.raises(ValueError):
         selectors.run_get(run_id=run.pk, user=cast.bob, fields=("document", "results"))
+
+
+def test_one_candidate_is_read_out_of_a_runs_results_and_snapshot(make_study, cast, django_assert_num_queries):
+    built = make_study("closed")
+    # A name that would break SQL or a JSON path written by hand.
+    Candidate.objects.filter(pk=built.study.candidates.order_by("position", "id").first().pk).update(
+        name='it\'s "quoted" $[*] é'
+    )
+    run = engine_services.run_launch(study=built.study, launched_by=cast.alice)
+    engine_services.run_execute(run_id=run.pk)
+    whole = Run.objects.get(pk=run.pk)
+    names = whole.snapshot["candidates"]
+    assert 'it\'s "quoted" $[*] é' in names and len(names) > 1
+    for c, name in enumerate(names):
+        with django_assert_num_queries(1):
+            one = selectors.run_candidate_get(run_id=run.pk, user=cast.bob, name=name)
+        assert one.results["candidates"] == [entry for entry in whole.results["candidates"] if entry["name"] == name]
+        assert one.results["metric_weights"] == whole.results["metric_weights"]
+        with django_assert_num_queries(1):
+            inputs = selectors.run_score_inputs(run_id=run.pk, candidate=name)
+        assert inputs["candidates"] == [name] and inputs["measurements"] == [whole.snapshot["measurements"][c]]
+        assert inputs["lower"] == whole.snapshot["lower"] and inputs["experts"] == whole.snapshot["experts"]
+    assert selectors.run_candidate_get(run_id=run.pk, user=cast.bob, name="nobody").results["candidates"] == []
+    assert selectors.run_score_inputs(run_id=run.pk, candidate="nobody")["measurements"] == []
+    with pytest.raises(Run.DoesNotExist):
+        selectors.run_candidate_get(run_id=run.pk, user=cast.charlie, name=names[0])
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        None,
+        ("measurements", 0, 0),
+        ("upper", 1, 0),
+        ("lower", 0, 1),
+        ("peer_weights", 0, 1),
+        ("metric_weights", 1, 1),
+        ("attribute_weights", 0, 0),
+        ("tolerance", None, None),
+    ],
+)
+def test_a_pair_of_runs_is_compared_as_from_their_whole_snapshots(make_study, cast, change):
+    from engine.compare import snapshot_changes
+    from workspace.results_export import run_comparison
+
+    built = make_study("closed")
+    first = engine_services.run_launch(study=built.study, launched_by=cast.alice)
+    engine_services.run_execute(run_id=first.pk)
+    second = engine_services.run_launch(study=built.study, launched_by=cast.alice)
+    engine_services.run_execute(run_id=second.pk)
+    snapshot = Run.objects.get(pk=second.pk).snapshot
+    if change is not None:
+        key, i, j = change
+        if i is None:
+            snapshot[key] = snapshot[key] * 2 + 0.5
+        else:
+            snapshot[key][i][j] = (snapshot[key][i][j] or 0) + 0.125
+        Run.objects.filter(pk=second.pk).update(snapshot=snapshot)
+    whole = {run.pk: Run.objects.get(pk=run.pk) for run in (first, second)}
+    expected = snapshot_changes(whole[first.pk].snapshot, whole[second.pk].snapshot)
+    assert bool(expected) == (change is not None)
+    a, b = selectors.run_pair_get(run_id=second.pk, other_id=first.pk, user=cast.bob)
+    changed = {change[0]} if change else set()
+    if "lower" in changed or "upper" in changed:
+        changed = {"lower", "upper"}
+    if "attribute_weights" in changed:
+        changed.add("metric_weights")
+    assert a.inputs_same == {"measurements", "metric_weights", "lower", "upper", "peer_weights"} - changed
+    compared = run_comparison(a, b)
+    assert compared.comparison.changes == expected
+    full = run_comparison(whole[second.pk], whole[first.pk])
+    assert compared.comparison.candidates == full.comparison.candidates
+    assert compared.comparison.metric_weights == full.comparison.metric_weights
+
+
+def test_a_runs_ranking_is_read_as_from_its_whole_results(make_study, cast, django_assert_num_queries):
+    from engine import sensitivity
+
+    built = make_study("closed")
+    run = engine_services.run_launch(study=built.study, launched_by=cast.alice)
+    engine_services.run_execute(run_id=run.pk)
+    whole = Run.objects.get(pk=run.pk)
+    with django_assert_num_queries(1):
+        read = selectors.run_ranking_get(run_id=run.pk, user=cast.bob)
+    assert read.results["experts"] == whole.results["experts"]
+    assert read.results["candidates"] == [
+        {key: c[key] for key in ("name", "group_scores", "vetoed")} for c in whole.results["candidates"]
+    ]
+    metrics = whole.snapshot["metrics"]
+    a, b = sensitivity.stored_ranking(read.results, metrics), sensitivity.stored_ranking(whole.results, metrics)
+    assert a.candidates == b.candidates and (a.scores == b.scores).all() and (a.vetoed == b.vetoed).all()
+    assert (a.weights == b.weights).all()
+    with pytest.raises(Run.DoesNotExist):
+        selectors.run_ranking_get(run_id=run.pk, user=cast.charlie)
+
+
+def test_the_selected_measurements_are_packed_as_their_rows_say(make_study, django_assert_num_queries):
+    from django.db import connection
+
+    from workspace.selectors import design
+
+    built = make_study("assessment")
+    study = built.study
+    # a candidate whose position puts it first, and one unmeasured metric
+    first, last = study.candidates.order_by("position", "id")[0], study.candidates.order_by("position", "id").last()
+    Candidate.objects.filter(pk=last.pk).update(position=10_000)
+    Candidate.objects.filter(pk=first.pk).update(position=last.position)
+    Candidate.objects.filter(pk=last.pk).update(position=first.position)
+    with django_assert_num_queries(1):
+        metric_ids, positions, values, candidates = selectors.selected_measurement_arrays(study=study)
+    rows = selectors.selected_measurement_list(study=study)
+    assert candidates[0] == last.name and len(candidates) == len({row[1] for row in rows})
+    assert sorted(zip(metric_ids.tolist(), [candidates[p] for p in positions], values.tolist(), strict=True)) == sorted(
+        (metric, name, value) for metric, _candidate, value, name in rows
+    )
+    expected = design._selected_measurement_arrays_of_rows(study)
+    if connection.vendor == "postgresql":  # the packed arrays are the rows' arrays, in the same order
+        order = np.lexsort((metric_ids, positions))
+        order_expected = np.lexsort((expected[0], expected[1]))
+        assert (metric_ids[order] == expected[0][order_expected]).all()
+        assert (positions[order] == expected[1][order_expected]).all()
+        assert (values[order] == expected[2][order_expected]).all() and candidates == expected[3]
+    Measurement.objects.filter(study=study).delete()
+    metric_ids, positions, values, candidates = selectors.selected_measurement_arrays(study=study)
+    assert metric_ids.size == positions.size == values.size == 0 and candidates == []

@@ -1,6 +1,7 @@
 """The study's design: attributes, metrics, candidates, measurements, the
 ballots and the selection the vote fixes."""
 
+import numpy as np
 from django.db import connection
 from django.db.models import Count, Prefetch, QuerySet
 
@@ -84,6 +85,68 @@ def selected_measurement_list(*, study: Study) -> list[tuple[int, int, float, st
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
+
+
+def selected_measurement_arrays(*, study: Study) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """The measurements of the study's selected metrics as arrays: each
+    one's metric id, its candidate's position in ``candidates`` and its
+    value, by candidate; and ``candidates``, every measured candidate's
+    name in the study's order. One query. On PostgreSQL the database packs
+    the 20,000 numbers of the documented limits into binary strings read
+    by NumPy (no Python object per number); elsewhere the rows of
+    ``selected_measurement_list``."""
+    if connection.vendor == "postgresql":
+        return _selected_measurement_arrays_packed(study)
+    return _selected_measurement_arrays_of_rows(study)
+
+
+def _selected_measurement_arrays_of_rows(study: Study) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    rows = selected_measurement_list(study=study)
+    columns = list(zip(*rows, strict=True)) if rows else [(), (), (), ()]
+    metric_ids, candidate_ids = np.asarray(columns[0], dtype=np.int64), np.asarray(columns[1], dtype=np.int64)
+    values = np.asarray(columns[2], dtype=np.float64)
+    name_of = dict(zip(columns[1], columns[3], strict=True))
+    order = list(dict.fromkeys(columns[1]))  # the candidates, in the study's order
+    candidates = [name_of[pk] for pk in order]
+    by_id = np.argsort(np.asarray(order, dtype=np.int64))
+    sorted_ids = np.asarray(order, dtype=np.int64)[by_id]
+    position = by_id[np.searchsorted(sorted_ids, candidate_ids)] if rows else np.zeros(0, dtype=np.intp)
+    return metric_ids, position, values, candidates
+
+
+def _selected_measurement_arrays_packed(study: Study) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    measurement, candidate, metric = (
+        connection.ops.quote_name(model._meta.db_table) for model in (Measurement, Candidate, Metric)
+    )
+    sql = f"""
+        WITH measured AS (
+            SELECT m.metric_id, m.candidate_id, m.value, c.position, c.name
+            FROM {measurement} m
+            JOIN {candidate} c ON c.id = m.candidate_id
+            JOIN {metric} t ON t.id = m.metric_id
+            WHERE m.study_id = %s AND t.is_selected
+        ), listed AS (
+            SELECT candidate_id, name, row_number() OVER (ORDER BY position, candidate_id) - 1 AS at
+            FROM (SELECT DISTINCT candidate_id, name, position FROM measured) AS candidates
+        )
+        SELECT
+            string_agg(int8send(r.metric_id::bigint), ''::bytea ORDER BY l.at, r.metric_id),
+            string_agg(int8send(l.at), ''::bytea ORDER BY l.at, r.metric_id),
+            string_agg(float8send(r.value), ''::bytea ORDER BY l.at, r.metric_id),
+            (SELECT array_agg(name ORDER BY at) FROM listed)
+        FROM measured r JOIN listed l USING (candidate_id)
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [study.pk])
+        metric_ids, positions, values, names = cursor.fetchone()
+    if metric_ids is None:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.float64), []
+    return (
+        np.frombuffer(bytes(metric_ids), dtype=">i8").astype(np.int64),
+        np.frombuffer(bytes(positions), dtype=">i8").astype(np.intp),
+        np.frombuffer(bytes(values), dtype=">f8").astype(np.float64),
+        list(names),
+    )
 
 
 def measurement_values(*, study: Study) -> dict[tuple[int, int], float]:

@@ -8,7 +8,7 @@ polling needs neither.
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import F, Func, JSONField, QuerySet
+from django.db.models import F, Func, JSONField, QuerySet, Value
 from django.db.models.fields.json import KeyTransform
 
 from engine.models import Run
@@ -55,6 +55,70 @@ class _WithoutDocument(Func):
 
     def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
         return self.as_sql(compiler, connection, template="(%(expressions)s - 'document')", **extra)
+
+
+class _OneCandidate(Func):
+    """Of a run's stored results, the candidates named ``name`` (a list of
+    none or one), picked by the database: the page about one candidate of a
+    thousand parses one."""
+
+    output_field = JSONField()
+
+    def __init__(self, name: str) -> None:
+        super().__init__(F("results"), Value(name))
+
+    def _parts(self, compiler: Any, connection: Any) -> tuple[str, str, list]:
+        results, results_params = compiler.compile(self.source_expressions[0])
+        name, name_params = compiler.compile(self.source_expressions[1])
+        return results, name, [*results_params, *name_params]
+
+    def as_sql(self, compiler: Any, connection: Any, *args: Any, **extra: Any) -> Any:  # SQLite
+        results, name, params = self._parts(compiler, connection)
+        sql = (
+            f"(SELECT json_group_array(json(value)) FROM json_each({results}, '$.candidates') "
+            f"WHERE json_extract(value, '$.name') = {name})"
+        )
+        return sql, params
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        results, name, params = self._parts(compiler, connection)
+        sql = (
+            f"jsonb_path_query_array({results} -> 'candidates', '$[*] ? (@.name == $name)', "
+            f"jsonb_build_object('name', ({name})::text))"
+        )
+        return sql, params
+
+
+class _MeasuredRow(Func):
+    """Of a run's snapshot, the measurements of the candidate named ``name``
+    (null if none), picked by the database."""
+
+    output_field = JSONField()
+
+    def __init__(self, name: str) -> None:
+        super().__init__(F("snapshot"), Value(name))
+
+    def _parts(self, compiler: Any, connection: Any) -> tuple[str, str, list]:
+        snapshot, snapshot_params = compiler.compile(self.source_expressions[0])
+        name, name_params = compiler.compile(self.source_expressions[1])
+        return snapshot, name, [*snapshot_params, *snapshot_params, *name_params]
+
+    def as_sql(self, compiler: Any, connection: Any, *args: Any, **extra: Any) -> Any:  # SQLite
+        snapshot, name, params = self._parts(compiler, connection)
+        sql = (
+            f"(SELECT json_extract({snapshot}, '$.measurements[' || key || ']') "
+            f"FROM json_each({snapshot}, '$.candidates') WHERE value = {name} LIMIT 1)"
+        )
+        return sql, params
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        snapshot, name, params = self._parts(compiler, connection)
+        sql = (
+            f"(SELECT {snapshot} -> 'measurements' -> (listed.position::int - 1) "
+            f"FROM jsonb_array_elements_text({snapshot} -> 'candidates') WITH ORDINALITY AS listed(name, position) "
+            f"WHERE listed.name = ({name})::text LIMIT 1)"
+        )
+        return sql, params
 
 
 def _results_core(runs: Iterable[Run]) -> None:
@@ -104,18 +168,186 @@ def run_get(*, run_id: int, user: User, fields: Iterable[str] = ("results",)) ->
     return run
 
 
+def run_candidate_get(*, run_id: int, user: User, name: str) -> Run:
+    """One run as ``run_get`` gives it with "results_weights", but with the
+    candidate named ``name`` in ``results["candidates"]`` (empty if the run
+    has none of that name, or no results): one query."""
+    runs = _runs(("results_weights",)).annotate(results_one=_OneCandidate(name))
+    run: Run = runs.get(pk=run_id, study__in=studies_visible_to(user))
+    if run.status == Run.Status.SUCCEEDED:
+        parts = {key: getattr(run, f"results_{key}") for key in RESULTS_WEIGHTS_KEYS}
+        one = getattr(run, "results_one")  # noqa: B009  (annotated above)
+        run.results = {**{key: value for key, value in parts.items() if value is not None}, "candidates": one or []}
+    return run
+
+
+# What a comparison reads of each run (engine.compare): of the results, the
+# weights and, of each candidate, COMPARED_CANDIDATE_KEYS; of the snapshot,
+# what its inputs are indexed by and the small ones (always read), and the
+# large inputs (COMPARED_INPUT_KEYS), each read only when it differs from
+# the other run's.
+COMPARED_RESULTS_KEYS = (
+    "study",
+    "experts",
+    "selected_attributes",
+    "metrics",
+    "attribute_weights",
+    "metric_weights",
+    "expert_influence",
+)
+COMPARED_CANDIDATE_KEYS = ("name", "rank", "cef", "weighted_score", "vetoed")
+COMPARED_INDEX_KEYS = (
+    "experts",
+    "attributes",
+    "metrics",
+    "candidates",
+    "tolerance",
+    "ahp_weighting",
+    "attribute_weights",
+)
+COMPARED_INPUT_KEYS = ("measurements", "metric_weights", "lower", "upper", "peer_weights")  # engine.compare.SAME_INPUTS
+
+
+class _CandidatesPicked(Func):
+    """Of a run's stored results, each candidate's ``keys`` alone, in rank
+    order, picked by the database (PostgreSQL; SQLite reads the candidates
+    whole and the caller keeps those keys)."""
+
+    output_field = JSONField()
+
+    def __init__(self, keys: Iterable[str]) -> None:
+        self.keys = tuple(keys)
+        if not all(key.isidentifier() for key in self.keys):
+            raise ValueError(f"not candidate keys: {self.keys}")
+        super().__init__(F("results"))
+
+    def as_sql(self, compiler: Any, connection: Any, *args: Any, **extra: Any) -> Any:  # SQLite
+        results, params = compiler.compile(self.source_expressions[0])
+        return f"json_extract({results}, '$.candidates')", params
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        results, params = compiler.compile(self.source_expressions[0])
+        picked = ", ".join(f"'{key}', listed.entry -> '{key}'" for key in self.keys)
+        sql = (
+            f"(SELECT coalesce(jsonb_agg(jsonb_build_object({picked}) ORDER BY listed.position), '[]'::jsonb) "
+            f"FROM jsonb_array_elements({results} -> 'candidates') WITH ORDINALITY AS listed(entry, position))"
+        )
+        return sql, params
+
+
+def _results_picked(run: Run, keys: Iterable[str], candidate_keys: Iterable[str]) -> None:
+    """``run.results`` made of the annotations ``results_<key>`` and
+    ``results_candidates`` (of ``_CandidatesPicked``), for a succeeded run."""
+    if run.status != Run.Status.SUCCEEDED:
+        return
+    results = {key: getattr(run, f"results_{key}") for key in keys}
+    candidates = getattr(run, "results_candidates") or []  # noqa: B009  (annotated by the caller)
+    results["candidates"] = [{key: c[key] for key in candidate_keys} for c in candidates]
+    run.results = results
+
+
+class _InputUnlessSame(Func):
+    """A run's snapshot input ``key`` (one of COMPARED_INPUT_KEYS), or NULL
+    when the run numbered ``pair_sum`` minus this one has the same input
+    (both bounds for "lower" and "upper"; the attribute weights too for
+    "metric_weights"), indexed by the same experts,
+    attributes, metrics and candidates (so the comparison would find nothing
+    in it): the database compares them."""
+
+    output_field = JSONField()
+
+    def __init__(self, key: str, pair_sum: int) -> None:
+        if key not in COMPARED_INPUT_KEYS:
+            raise ValueError(f"not a compared input: {key}")
+        self.key, self.pair_sum = key, pair_sum
+        super().__init__(F("snapshot"), F("pk"))
+
+    def _compared(self) -> tuple[str, ...]:
+        """The keys whose equality lets the input go unread: a range's bounds
+        go together, and the metric weights with the attribute weights."""
+        inputs = {"lower": ("lower", "upper"), "upper": ("lower", "upper")}.get(self.key, (self.key,))
+        if self.key == "metric_weights":  # the metrics' shares of their attributes' weights
+            inputs = ("metric_weights", "attribute_weights")
+        return (*inputs, "experts", "attributes", "metrics", "candidates")
+
+    def _parts(self, compiler: Any) -> tuple[str, str]:
+        snapshot, _ = compiler.compile(self.source_expressions[0])
+        pk, _ = compiler.compile(self.source_expressions[1])
+        return snapshot, pk
+
+    def as_sql(self, compiler: Any, connection: Any, *args: Any, **extra: Any) -> Any:  # SQLite
+        snapshot, pk = self._parts(compiler)
+        table = connection.ops.quote_name(Run._meta.db_table)
+        same = " AND ".join(
+            f"json_extract(other.snapshot, '$.{key}') = json_extract({snapshot}, '$.{key}')" for key in self._compared()
+        )
+        sql = (
+            f"(CASE WHEN EXISTS (SELECT 1 FROM {table} other WHERE other.id = %s - {pk} AND other.id <> {pk} "
+            f"AND {same}) THEN NULL ELSE json_extract({snapshot}, '$.{self.key}') END)"
+        )
+        return sql, [self.pair_sum]
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        snapshot, pk = self._parts(compiler)
+        table = connection.ops.quote_name(Run._meta.db_table)
+        same = " AND ".join(f"other.snapshot -> '{key}' = {snapshot} -> '{key}'" for key in self._compared())
+        sql = (
+            f"(CASE WHEN EXISTS (SELECT 1 FROM {table} other WHERE other.id = %s - {pk} AND other.id <> {pk} "
+            f"AND {same}) THEN NULL ELSE {snapshot} -> '{self.key}' END)"
+        )
+        return sql, [self.pair_sum]
+
+
+# What a run's stored ranking is read from (engine.sensitivity.stored_ranking,
+# the robustness page and its what-if; the experts for an analysis's launch).
+RANKING_RESULTS_KEYS = ("experts", "selected_attributes", "metrics", "metric_weights")
+RANKING_CANDIDATE_KEYS = ("name", "group_scores", "vetoed")
+
+
+def run_ranking_get(*, run_id: int, user: User) -> Run:
+    """One run of a study the user is a member of, with of its results only
+    RANKING_RESULTS_KEYS and each candidate's RANKING_CANDIDATE_KEYS, picked
+    by the database (``Run.DoesNotExist`` for anyone else): one query."""
+    annotations: dict[str, Any] = {f"results_{key}": KeyTransform(key, "results") for key in RANKING_RESULTS_KEYS}
+    annotations["results_candidates"] = _CandidatesPicked(RANKING_CANDIDATE_KEYS)
+    run: Run = _runs(()).annotate(**annotations).get(pk=run_id, study__in=studies_visible_to(user))
+    _results_picked(run, RANKING_RESULTS_KEYS, RANKING_CANDIDATE_KEYS)
+    return run
+
+
 def run_pair_get(*, run_id: int, other_id: int, user: User) -> tuple[Run, Run]:
     """Two runs, each of a study the user is a member of, with their
-    snapshots, results and studies (``Run.DoesNotExist`` if either is not):
-    one query."""
+    studies and what a comparison reads of them (``Run.DoesNotExist`` if
+    either is not): one query. ``run.results`` holds COMPARED_RESULTS_KEYS
+    and the candidates' COMPARED_CANDIDATE_KEYS; ``run.snapshot`` the
+    COMPARED_INDEX_KEYS and those COMPARED_INPUT_KEYS that differ between
+    the two, the others (equal, so unchanged) named in ``run.inputs_same``.
+    A thousand candidates' entries and measurements are not parsed to find
+    that nothing changed."""
     visible = studies_visible_to(user)
+    annotations: dict[str, Any] = {f"results_{key}": KeyTransform(key, "results") for key in COMPARED_RESULTS_KEYS}
+    annotations["results_candidates"] = _CandidatesPicked(COMPARED_CANDIDATE_KEYS)
+    annotations |= {f"snapshot_{key}": KeyTransform(key, "snapshot") for key in COMPARED_INDEX_KEYS}
+    annotations |= {f"input_{key}": _InputUnlessSame(key, run_id + other_id) for key in COMPARED_INPUT_KEYS}
     pair = list(
-        _runs(("snapshot", "results_core")).select_related("study").filter(pk__in={run_id, other_id}, study__in=visible)
+        _runs(()).select_related("study").annotate(**annotations).filter(pk__in={run_id, other_id}, study__in=visible)
     )
-    _results_core(pair)  # the stored document text is not compared
     runs = {run.pk: run for run in pair}
     if run_id not in runs or other_id not in runs:
         raise Run.DoesNotExist
+    same = (
+        {key for key in COMPARED_INPUT_KEYS if all(getattr(run, f"input_{key}") is None for run in pair)}
+        if len(pair) == 2
+        else set()
+    )
+    for run in pair:
+        _results_picked(run, COMPARED_RESULTS_KEYS, COMPARED_CANDIDATE_KEYS)
+        snapshot = {key: getattr(run, f"snapshot_{key}") for key in COMPARED_INDEX_KEYS}
+        if snapshot["ahp_weighting"] is None:  # snapshots from before the setting have none
+            del snapshot["ahp_weighting"]
+        snapshot |= {key: getattr(run, f"input_{key}") for key in COMPARED_INPUT_KEYS if key not in same}
+        run.snapshot = snapshot
+        run.inputs_same = frozenset(same)  # type: ignore[attr-defined]
     return runs[run_id], runs[other_id]
 
 
@@ -141,10 +373,28 @@ SCORE_INPUT_KEYS = ("experts", "metrics", "candidates", "lower", "upper", "measu
 METRIC_INPUT_KEYS = ("metrics", "ahp_weighting")
 
 
-def run_score_inputs(*, run_id: int, keys: Iterable[str] = SCORE_INPUT_KEYS) -> dict[str, Any]:
+def run_score_inputs(
+    *, run_id: int, keys: Iterable[str] = SCORE_INPUT_KEYS, candidate: str | None = None
+) -> dict[str, Any]:
     """Those parts of a run's snapshot (``SCORE_INPUT_KEYS``, or some of
     them: ``METRIC_INPUT_KEYS`` when no candidate is scored), extracted by
-    the database: one query."""
+    the database: one query. With ``candidate``, its "candidates" and
+    "measurements" are that candidate's alone (none if the snapshot has no
+    such candidate): a thousand candidates' measurements are not read to
+    score one."""
     keys = tuple(keys)
-    row = Run.objects.filter(pk=run_id).values(*(f"snapshot__{key}" for key in keys)).get()
-    return {key: row[f"snapshot__{key}"] for key in keys}
+    if candidate is None:
+        row = Run.objects.filter(pk=run_id).values(*(f"snapshot__{key}" for key in keys)).get()
+        return {key: row[f"snapshot__{key}"] for key in keys}
+    own = ("candidates", "measurements")
+    rest = [key for key in keys if key not in own]
+    row = (
+        Run.objects.filter(pk=run_id)
+        .annotate(measured_row=_MeasuredRow(candidate))
+        .values("measured_row", *(f"snapshot__{key}" for key in rest))
+        .get()
+    )
+    inputs = {key: row[f"snapshot__{key}"] for key in rest}
+    measured = row["measured_row"]
+    inputs["candidates"], inputs["measurements"] = ([candidate], [measured]) if measured is not None else ([], [])
+    return inputs

@@ -1,14 +1,20 @@
 """Rows of marks and cells written in Python, for the loops that repeat
 per expert and item (``{% load chart_marks %}``): a template loop costs
 tens of microseconds per cell, and a study of 100 experts x 25 weights has
-thousands (issue 19). The markup is exactly what the template loops wrote."""
+thousands (issue 19). The markup is exactly what the template loops wrote
+(``format_html`` and ``localize`` per cell, tests/pages/test_chart_marks.py
+checks it); the strings are joined directly, and the numbers written
+without ``localize``'s per-call look-ups when no thousand separator is used,
+a tenth of the time."""
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+import html
+import re
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from django import template
-from django.utils.formats import localize
-from django.utils.html import format_html_join
+from django.conf import settings
+from django.utils.formats import get_format, localize
 from django.utils.safestring import SafeString, mark_safe
 
 from ..charts import DotRow
@@ -20,21 +26,74 @@ from .numbers import significant
 register = template.Library()
 
 
+def localizer() -> Callable[[Any], str]:
+    """``localize`` for the active language, as one function: Python floats
+    and ints written as ``localize`` writes them without grouping (``str``,
+    the decimal separator of the language), anything else (numpy numbers,
+    exponents, nan) by ``localize`` itself."""
+    if settings.USE_THOUSAND_SEPARATOR:
+        return localize
+    separator = str(get_format("DECIMAL_SEPARATOR"))
+
+    def plain(value: Any) -> str:
+        kind = type(value)
+        if kind is float:
+            text = repr(value)
+            if "e" not in text and "n" not in text:  # not 1e-05, nan or inf
+                return text if separator == "." else text.replace(".", separator)
+        elif kind is int:
+            return repr(value)
+        return str(localize(value))
+
+    return plain
+
+
+_TO_ESCAPE = re.compile("[&<>\"']")
+
+
+def _escaped(text: Any) -> str:
+    """``conditional_escape`` without its lazy-string wrapper, and without
+    ``html.escape``'s five passes when nothing needs escaping."""
+    if hasattr(text, "__html__"):
+        return text.__html__()
+    text = str(text)
+    return html.escape(text) if _TO_ESCAPE.search(text) else text
+
+
 @register.simple_tag
 def number_cells(values: Iterable[float]) -> SafeString:
-    """``<td class="number">{{ value|sig }}</td>`` for each value."""
-    return format_html_join("", '<td class="number">{}</td>', ((significant(float(value)),) for value in values))
+    """``<td class="number">{{ value|sig }}</td>`` for each value (the
+    rounded figures are digits, signs and points: nothing to escape)."""
+    return mark_safe("".join([f'<td class="number">{significant(float(value))}</td>' for value in values]))  # noqa: S308
+
+
+@register.simple_tag
+def expert_weight_rows(experts: Iterable[dict]) -> SafeString:
+    """``<tr><th scope="row">{{ expert.name }}</th>{% number_cells expert.weights %}</tr>``
+    for each expert of a weights table (templates/results/_weights.html)."""
+    return mark_safe(  # noqa: S308 (the names are escaped, the cells are numbers)
+        "\n".join(
+            [
+                f'<tr><th scope="row">{_escaped(expert["name"])}</th>{number_cells(expert["weights"])}</tr>'
+                for expert in experts
+            ]
+        )
+    )
 
 
 @register.simple_tag
 def dot_circles(row: DotRow) -> SafeString:
     """A dot plot row's hollow circles, each titled with whose value it is
-    (templates/charts/dots.html)."""
-    y = localize(row.y)
-    return format_html_join(
-        "",
-        '<circle class="dot" cx="{}" cy="{}" r="5"><title>{}</title></circle>',
-        ((localize(dot.x), y, dot.label) for dot in row.dots),
+    (templates/charts/dots.html); the labels escaped."""
+    number = localizer()
+    y = number(row.y)
+    return mark_safe(  # noqa: S308 (the labels are escaped, the numbers are digits)
+        "".join(
+            [
+                f'<circle class="dot" cx="{number(dot.x)}" cy="{y}" r="5"><title>{_escaped(dot.label)}</title></circle>'
+                for dot in row.dots
+            ]
+        )
     )
 
 
@@ -46,18 +105,14 @@ def heat_cells(expert: str, cells: Iterable["HeatCell"]) -> SafeString:
     """An expert's row of a candidate's heat table (templates/results/_candidate.html):
     each score shaded by its step, a veto marked ✕ and in words, the expert's
     range in the cell's title."""
-    return format_html_join(
-        "",
-        '<td class="number heat heat--{}{}" title="{}\'s range: {}">{}{}</td>',
-        (
-            (
-                cell.step,
-                " heat--veto" if cell.vetoed else "",
-                expert,
-                cell.range_text,
-                significant(cell.score),
-                mark_safe(_VETO_MARK) if cell.vetoed else "",  # noqa: S308 (a constant)
-            )
-            for cell in cells
-        ),
+    who = _escaped(expert)
+    return mark_safe(  # noqa: S308 (the names and ranges are escaped)
+        "".join(
+            [
+                f'<td class="number heat heat--{cell.step}{" heat--veto" if cell.vetoed else ""}" '
+                f'title="{who}\'s range: {html.escape(cell.range_text)}">'
+                f"{significant(cell.score)}{_VETO_MARK if cell.vetoed else ''}</td>"
+                for cell in cells
+            ]
+        )
     )

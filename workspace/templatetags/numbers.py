@@ -27,6 +27,16 @@ def significant(value: float, digits: int = DISPLAY_SIGNIFICANT_DIGITS) -> str:
     are written whole (``6``, ``1234567``): their integer digits are never
     dropped. Below 1e-4 and from 1e15 in magnitude, scientific notation
     (``1.235e-05``). Not finite: ``nan``, ``inf``, ``-inf``."""
+    if 1e-3 <= abs(value) < 10.0 ** (digits - 1) and not value.is_integer():
+        # The common case (weights, scores, most measurements), what the
+        # general rule gives for -3 <= exponent < digits - 1 without its
+        # logarithm: pages write thousands.
+        return _trimmed(f"{value:#.{digits}g}")
+    return _significant(value, digits)
+
+
+def _significant(value: float, digits: int) -> str:
+    """:func:`significant` by its general rule."""
     if not math.isfinite(value):
         return str(value)
     if value == 0:

@@ -561,16 +561,7 @@ def range_outcome(
 def _measured(study: Study, metrics: list[Metric]) -> dict[int, Measured]:
     """Each selected metric's measured candidates (one query, 20,000 rows at
     the documented limits: split by metric with NumPy, not row by row)."""
-    rows = list(selectors.selected_measurement_list(study=study))
-    columns = list(zip(*rows, strict=True)) if rows else [(), (), (), ()]
-    metric_ids, candidate_ids = np.asarray(columns[0], dtype=np.int64), np.asarray(columns[1], dtype=np.int64)
-    values = np.asarray(columns[2], dtype=np.float64)
-    name_of = dict(zip(columns[1], columns[3], strict=True))
-    order = list(dict.fromkeys(columns[1]))  # the candidates, in the study's order
-    candidates = [name_of[pk] for pk in order]
-    by_id = np.argsort(np.asarray(order, dtype=np.int64))
-    sorted_ids = np.asarray(order, dtype=np.int64)[by_id]
-    position = by_id[np.searchsorted(sorted_ids, candidate_ids)] if rows else np.zeros(0, dtype=np.intp)
+    metric_ids, position, values, candidates = selectors.selected_measurement_arrays(study=study)
     measured = {}
     for metric in metrics:
         mine = metric_ids == metric.pk

@@ -361,11 +361,16 @@ def _section(request: HttpRequest, template: str, context: dict) -> HttpResponse
 def candidate_page(request: HttpRequest, run_id: int, name: str) -> HttpResponse:
     """One candidate's breakdown, its heat table paged (``?page=``): the
     section alone for htmx, otherwise as a page of its own."""
-    run, study = run_for_member(request, run_id)
+    try:
+        # Of the thousand candidates, the database hands over the one shown.
+        run = selectors.run_candidate_get(run_id=run_id, user=request.user, name=name)
+    except Run.DoesNotExist:
+        raise Http404("No such run.") from None
+    study = study_for_member(request, run.study_id)
     if run.status != Run.Status.SUCCEEDED:
         return _not_succeeded(request, run, study, "candidate scores")
-    document = engine_selectors.results_document(run=run, candidates={name})  # the one shown
-    score_inputs = selectors.run_score_inputs(run_id=run.pk)
+    document = engine_selectors.results_document(run=run, candidates={name})
+    score_inputs = selectors.run_score_inputs(run_id=run.pk, candidate=name)
     breakdown = candidate_breakdown(
         document, score_inputs, name, metric_infos(score_inputs), page=request.GET.get("page")
     )

@@ -24,7 +24,7 @@ from engine.models import Analysis, Run
 from .. import analysis_export, charts, selectors
 from ..errors import InvalidInput, PhaseConflict
 from ..limits import ANALYSIS_SAMPLES_DEFAULT, ANALYSIS_SAMPLES_MAX
-from .common import form_add_service_errors, require_designer, run_for_member, signed_in_user, study_for_member
+from .common import form_add_service_errors, require_designer, signed_in_user, study_for_member
 
 # Candidates drawn in each weight's chart (the run's best, and whoever
 # overtakes the winner), and shown in the what-if ranking.
@@ -75,7 +75,13 @@ def _stored(run: Run) -> sensitivity.StoredRanking:
 
 
 def _succeeded(request: HttpRequest, run_id: int) -> tuple[Run, Any]:
-    run, study = run_for_member(request, run_id)
+    """The run with what its stored ranking is read from (a thousand
+    candidates' group scores, not their vetoes and sentences)."""
+    try:
+        run = selectors.run_ranking_get(run_id=run_id, user=request.user)
+    except Run.DoesNotExist:
+        raise Http404("No such run.") from None
+    study = study_for_member(request, run.study_id)
     if run.status != Run.Status.SUCCEEDED:
         raise Http404("This run has no results: robustness needs a succeeded run.")
     return run, study

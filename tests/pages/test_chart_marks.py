@@ -1,0 +1,104 @@
+"""The cells and marks written in Python (workspace/templatetags/chart_marks.py)
+are exactly what Django's ``format_html`` and ``localize`` wrote for each of
+them, in English and in a language with a decimal comma."""
+
+import math
+
+import numpy as np
+import pytest
+from django.test import override_settings
+from django.utils import translation
+from django.utils.formats import localize
+from django.utils.html import format_html_join
+from django.utils.safestring import mark_safe
+
+from workspace.charts import Dot, DotRow
+from workspace.templatetags import chart_marks
+from workspace.templatetags.numbers import significant
+from workspace.views.results import HeatCell
+
+NUMBERS = [
+    0.0,
+    1.0,
+    -2.5,
+    12.345678901234,
+    1e-05,
+    3.5e-07,
+    123456789.5,
+    1e22,
+    7,
+    0,
+    -3,
+    math.nan,
+    math.inf,
+    np.float64(0.25),
+]
+
+
+def _reference_dots(row: DotRow) -> str:
+    y = localize(row.y)
+    return format_html_join(
+        "",
+        '<circle class="dot" cx="{}" cy="{}" r="5"><title>{}</title></circle>',
+        ((localize(dot.x), y, dot.label) for dot in row.dots),
+    )
+
+
+def _reference_heat(expert: str, cells: list[HeatCell]) -> str:
+    veto = mark_safe(chart_marks._VETO_MARK)  # noqa: S308 (a constant)
+    return format_html_join(
+        "",
+        '<td class="number heat heat--{}{}" title="{}\'s range: {}">{}{}</td>',
+        (
+            (
+                c.step,
+                " heat--veto" if c.vetoed else "",
+                expert,
+                c.range_text,
+                significant(c.score),
+                veto if c.vetoed else "",
+            )
+            for c in cells
+        ),
+    )
+
+
+@pytest.mark.parametrize("language", ["en-gb", "de"])
+@pytest.mark.parametrize("grouping", [False, True])
+def test_dot_circles_write_what_format_html_and_localize_wrote(language, grouping):
+    row = DotRow(
+        label="a",
+        short_label="a",
+        y=41.5,
+        dots=[Dot(x=x, label=f"<b>O'Hara</b> & co: {i}") for i, x in enumerate(NUMBERS)],
+        spread_from=0.0,
+        spread_to=1.0,
+        marker_x=0.5,
+        marker_label="m",
+    )
+    with translation.override(language), override_settings(USE_THOUSAND_SEPARATOR=grouping):
+        written = chart_marks.dot_circles(row)
+        assert written == _reference_dots(row)
+    assert "&lt;b&gt;O&#x27;Hara&lt;/b&gt; &amp; co: 0" in written
+
+
+def test_cells_write_what_format_html_wrote():
+    values = [0.9019607843137255, 0.0, 1e-07, 12345.678, -0.5]
+    assert chart_marks.number_cells(values) == format_html_join(
+        "", '<td class="number">{}</td>', ((significant(v),) for v in values)
+    )
+    cells = [
+        HeatCell(score=0.0, step=0, vetoed=True, range_text="1 (least acceptable) to 2 (desired)"),
+        HeatCell(score=0.4647, step=3, vetoed=False, range_text='<0.5> & "1"'),
+    ]
+    written = chart_marks.heat_cells("Ann <O'Neil>", cells)
+    assert written == _reference_heat("Ann <O'Neil>", cells)
+    assert "Ann &lt;O&#x27;Neil&gt;" in written and "&lt;0.5&gt; &amp; &quot;1&quot;" in written
+
+
+def test_expert_weight_rows_are_the_rows_the_loop_wrote():
+    experts = [{"name": "ann & <bo>", "weights": [0.25, 0.125]}, {"name": "cy", "weights": [0.5, 1.0]}]
+    assert chart_marks.expert_weight_rows(experts) == (
+        '<tr><th scope="row">ann &amp; &lt;bo&gt;</th><td class="number">0.25</td><td class="number">0.125</td></tr>\n'
+        '<tr><th scope="row">cy</th><td class="number">0.5</td><td class="number">1</td></tr>'
+    )
