@@ -30,21 +30,13 @@ def _ranking(cef: np.ndarray, weighted: np.ndarray) -> tuple[list[int], list[int
     return competition_ranks(cef.tolist(), weighted.tolist())
 
 
-def _without(arrays: tuple[np.ndarray, ...], expert: int) -> dict[str, np.ndarray]:
-    """The engine's inputs without one expert: their weights and ranges,
-    and their row and column of the peer weights, every other row
-    renormalised to sum to 1 (METHOD.md 6.1's V for the remaining panel)."""
+def _evaluation_arguments(arrays: tuple[np.ndarray, ...], expert: int | None = None) -> dict[str, np.ndarray]:
+    """``engine.core.evaluate``'s arguments from ``snapshot_arrays``, without
+    ``expert`` when given (``engine.robustness.without_expert``)."""
     weights, peer, lower, upper, measurements = arrays
-    keep = np.arange(len(weights)) != expert
-    remaining = peer[np.ix_(keep, keep)]
-    remaining = remaining / remaining.sum(axis=1, keepdims=True)
-    return {
-        "weights": weights[keep],
-        "peer_weights": remaining,
-        "lower": lower[keep],
-        "upper": upper[keep],
-        "measurements": measurements,
-    }
+    if expert is not None:
+        weights, peer, lower, upper = robustness.without_expert(expert, weights, peer, lower, upper)
+    return {"weights": weights, "peer_weights": peer, "lower": lower, "upper": upper, "measurements": measurements}
 
 
 class LeaveOneOut:
@@ -65,10 +57,10 @@ class LeaveOneOut:
         arrays = snapshot_arrays(snapshot)
         if len(experts) < 2:
             raise ValueError("leaving one expert out needs at least two experts")
-        full = core.evaluate(**_all(arrays), tolerance=snapshot["tolerance"])
+        full = core.evaluate(**_evaluation_arguments(arrays), tolerance=snapshot["tolerance"])
         rows = []
         for expert in range(start, start + count):
-            result = core.evaluate(**_without(arrays, expert), tolerance=snapshot["tolerance"])
+            result = core.evaluate(**_evaluation_arguments(arrays, expert), tolerance=snapshot["tolerance"])
             order, ranks = _ranking(result.cef, result.weighted_scores)
             tau = kendalltau(full.cef, result.cef).statistic
             rows.append(
@@ -99,11 +91,6 @@ class LeaveOneOut:
         else:
             sentence = f"No single expert's absence changes the winner ({' and '.join(winner)})."
         return {"winner": winner, "rows": rows, "changed": [row["expert"] for row in changed], "sentence": sentence}
-
-
-def _all(arrays: tuple[np.ndarray, ...]) -> dict[str, np.ndarray]:
-    weights, peer, lower, upper, measurements = arrays
-    return {"weights": weights, "peer_weights": peer, "lower": lower, "upper": upper, "measurements": measurements}
 
 
 KERNELS[Analysis.Kind.LEAVE_ONE_OUT] = LeaveOneOut()
