@@ -16,7 +16,7 @@ from rest_framework.response import Response
 
 from engine import analyses as engine_analyses
 from engine import sensitivity
-from engine.models import Analysis, Run
+from engine.models import Analysis
 from workspace import selectors
 from workspace.analysis_export import ANALYSIS_CSV_CONTENT_TYPE, analysis_csv, analysis_csv_filename
 from workspace.errors import InvalidInput
@@ -135,11 +135,6 @@ class AnalysisSerializer(serializers.ModelSerializer):
 # --- views ---------------------------------------------------------------------------
 
 
-def _stored(run: Run) -> sensitivity.StoredRanking:
-    metrics = selectors.run_snapshot_parts(run_id=run.pk, keys=("metrics",))["metrics"]
-    return sensitivity.stored_ranking(cast(dict, run.results), metrics)
-
-
 def _pair(interval: tuple[float, float]) -> list[float]:
     return [interval[0], interval[1]]
 
@@ -156,7 +151,7 @@ class RunRobustnessView(RunScoped):
         """Each weight's stability intervals (METHOD.md 8,
         ``engine.robustness.weight_stability``): attribute weights, then
         metric weights, with who overtakes the winner beyond each end."""
-        stored = _stored(self.succeeded_run(fields=("results",)))
+        stored = selectors.run_stored_ranking(run=self.succeeded_run(fields=("results",)))
         reports = sensitivity.weight_reports(stored)
         fragile = sensitivity.most_fragile(reports)
         leader = stored.candidates[0] if stored.candidates else ""
@@ -189,7 +184,7 @@ class RunWhatIfView(RunScoped):
     def post(self, request, run_id):
         """The ranking at other attribute weights, from the run's stored
         scores: every candidate best first. Writes nothing."""
-        stored = _stored(self.succeeded_run(fields=("results",)))
+        stored = selectors.run_stored_ranking(run=self.succeeded_run(fields=("results",)))
         serializer = WhatIfRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         wanted = serializer.validated_data["attribute_weights"]

@@ -20,7 +20,14 @@ surface, so callers write ``selectors.study_get(...)``:
 """
 
 from .accounts import api_token_by_digest, api_token_get, api_token_list, email_confirmation_get
-from .analyses import analysis_get, analysis_latest, analysis_list, analysis_sentences, run_snapshot_parts
+from .analyses import (
+    analysis_get,
+    analysis_latest,
+    analysis_list,
+    analysis_sentences,
+    run_snapshot_parts,
+    run_stored_ranking,
+)
 from .design import (
     attribute_get,
     attribute_list,
@@ -91,6 +98,7 @@ __all__ = [
     "analysis_list",
     "analysis_sentences",
     "run_snapshot_parts",
+    "run_stored_ranking",
     "email_confirmation_get",
     "ASSESSMENT_INPUTS",
     "INPUT_SECTIONS",

@@ -1,10 +1,11 @@
 """Robustness analyses of runs, each read only through a study the user is a
 member of (``engine.analyses`` writes them)."""
 
-from typing import Any
+from typing import Any, cast
 
 from django.db.models import QuerySet
 
+from engine import sensitivity
 from engine.models import Analysis, Run
 
 from ._queries import User
@@ -16,6 +17,14 @@ def run_snapshot_parts(*, run_id: int, keys: tuple[str, ...]) -> dict[str, Any]:
     one query."""
     row = Run.objects.filter(pk=run_id).values(*(f"snapshot__{key}" for key in keys)).get()
     return {key: row[f"snapshot__{key}"] for key in keys}
+
+
+def run_stored_ranking(*, run: Run) -> sensitivity.StoredRanking:
+    """What a run's robustness is computed from: its stored results (as
+    loaded on ``run``) and its snapshot's metrics with their attributes (one
+    query)."""
+    metrics = run_snapshot_parts(run_id=run.pk, keys=("metrics",))["metrics"]
+    return sensitivity.stored_ranking(cast(dict, run.results), metrics)
 
 
 def analysis_list(*, run: Run, with_result: bool = False) -> QuerySet[Analysis]:

@@ -69,11 +69,6 @@ class MonteCarloForm(forms.Form):
     )
 
 
-def _stored(run: Run) -> sensitivity.StoredRanking:
-    metrics = selectors.run_snapshot_parts(run_id=run.pk, keys=("metrics",))["metrics"]
-    return sensitivity.stored_ranking(cast(dict, run.results), metrics)
-
-
 def _succeeded(request: HttpRequest, run_id: int) -> tuple[Run, Any]:
     """The run with what its stored ranking is read from (a thousand
     candidates' group scores, not their vetoes and sentences)."""
@@ -203,7 +198,7 @@ def _acceptability_chart(analysis: Analysis) -> charts.StackedBarChart:
 
 
 def _page_context(request: HttpRequest, run: Run, study: Any, form: MonteCarloForm | None = None) -> dict:
-    stored = _stored(run)
+    stored = selectors.run_stored_ranking(run=run)
     return {
         "run": run,
         "study": study,
@@ -266,7 +261,7 @@ def robustness_what_if(request: HttpRequest, run_id: int) -> HttpResponse:
     run's stored scores; writes nothing. htmx swaps the fragment in; without
     JavaScript the form submits to the page, which shows the same."""
     run, study = _succeeded(request, run_id)
-    context = _what_if_context(request, run, _stored(run))
+    context = _what_if_context(request, run, selectors.run_stored_ranking(run=run))
     if request.headers.get("HX-Request"):
         return render(request, "studyhome/_what_if_ranking.html", context)
     query = request.META.get("QUERY_STRING", "")
