@@ -300,16 +300,22 @@ def inputs_complete(*, study: Study) -> bool:
     )
     if ranges["equal"] or ranges["covering"] != k * len(without_default):
         return False
-    peers = PeerWeight.objects.filter(rater__in=experts, ratee__in=experts)
-    bounds = peers.aggregate(count=Count("pk"), low=Min("weight"), high=Max("weight"))
-    if bounds["count"] != k * k or not bounds["low"] > 0 or (k > 1 and not bounds["high"] < 1):
-        return False
+    # Each rater's count, bounds and sum, in one pass over the k x k weights.
+    rows = list(
+        PeerWeight.objects.filter(rater__in=experts, ratee__in=experts)
+        .values("rater")
+        .annotate(count=Count("pk"), low=Min("weight"), high=Max("weight"), total=Sum("weight"))
+        .values_list("count", "low", "high", "total")
+    )
     tolerance = core.ROW_SUM_TOLERANCE
-    off = Q(total__lt=1 - tolerance) | Q(total__gt=1 + tolerance)
-    if peers.values("rater").annotate(total=Sum("weight")).filter(off).exists():
+    if len(rows) != k or any(
+        count != k or not low > 0 or (k > 1 and not high < 1) or not abs(total - 1) <= tolerance
+        for count, low, high, total in rows
+    ):
         return False
     candidates = Candidate.objects.filter(study=study).count()
-    measured = Measurement.objects.filter(study=study, candidate__study=study, metric_id__in=metric_ids).count()
+    # Through the study's own index (a measurement keeps its candidate's study).
+    measured = Measurement.objects.filter(study=study, metric_id__in=metric_ids).count()
     return measured == candidates * len(metrics)
 
 
