@@ -136,19 +136,31 @@ def _lock_for_launch(study: Study) -> Study:
     return Study.objects.select_for_update().get(pk=study.pk)
 
 
-# The first key of the snapshot builds' advisory locks (pg_advisory_xact_lock(key, study)):
-# the second is the study's id.
+# The first keys of the per-study advisory locks (pg_advisory_xact_lock(key,
+# study)): workers taking snapshots, launches checking the inputs.
 _BUILD_LOCK_KEY = 17_06
+_CHECK_LOCK_KEY = 17_07
+
+
+def _one_at_a_time(key: int, study: Study) -> None:
+    """Wait for, then hold until this transaction ends, the study's advisory
+    lock ``key``. PostgreSQL only (SQLite serialises writers anyway)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [key, study.pk])
 
 
 def _serialise_builds(study: Study) -> None:
     """Make the workers that find their run without a snapshot build it one
-    at a time per study, until this transaction ends: the next finds the
-    snapshot the first stored in every waiting run. PostgreSQL only (SQLite
-    serialises writers anyway)."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_BUILD_LOCK_KEY, study.pk])
+    at a time per study: the next finds the snapshot the first stored in
+    every waiting run."""
+    _one_at_a_time(_BUILD_LOCK_KEY, study)
+
+
+def _checked(study: Study) -> bool:
+    """Whether a run was launched at the study's current ``input_version``
+    (its launch checked the inputs, which have not changed since)."""
+    return Run.objects.filter(study=study, input_version=study.input_version).exists()
 
 
 def _launch_copying(study: Study, launched_by: User | None, tolerance: float) -> Run | None:
@@ -212,7 +224,7 @@ def run_launch(*, study: Study, launched_by: AbstractBaseUser | None, tolerance:
     the database (null while it waits too). The study's row lock, held
     ``FOR SHARE`` until commit, keeps the inputs as they are while the
     launch checks them (``_refuse_invalid_inputs``, only for the first
-    launch of a version: the others were checked with it)."""
+    launch of a version, one at a time: the others were checked with it)."""
     study = _lock_for_launch(study)
     if not phase_allows(study, Action.LAUNCH_RUN):
         raise PhaseConflict(
@@ -224,8 +236,12 @@ def run_launch(*, study: Study, launched_by: AbstractBaseUser | None, tolerance:
     user = cast("User | None", launched_by)
     run = _launch_copying(study, user, tolerance)
     if run is None:
-        if not Run.objects.filter(study=study, input_version=study.input_version).exists():
-            _refuse_invalid_inputs(study)
+        if not _checked(study):
+            # Launches right after a change check one at a time: the first
+            # checks, the others find its run once it commits.
+            _one_at_a_time(_CHECK_LOCK_KEY, study)
+            if not _checked(study):
+                _refuse_invalid_inputs(study)
         run = Run.objects.create(
             study=study,
             launched_by=user,

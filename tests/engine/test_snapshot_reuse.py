@@ -585,12 +585,21 @@ def slow_reads(monkeypatch):
 
 @pytest.mark.skipif(not ON_POSTGRESQL, reason="concurrent launches: PostgreSQL (SQLite serialises every write)")
 @pytest.mark.django_db(transaction=True)
-def test_simultaneous_launches_read_nothing_and_their_workers_read_the_study_once(slow_reads):
+def test_simultaneous_launches_read_nothing_and_their_workers_read_the_study_once(slow_reads, monkeypatch):
     study = bundles.study_import_bundle(bundle=case_study_bundle())
+    checks, real_check = [], engine_services.inputs_complete
+
+    def slow_check(**kwargs):
+        checks.append(kwargs["study"].pk)
+        threading.Event().wait(0.3)  # long enough for the other launches to find no run yet
+        return real_check(**kwargs)
+
+    monkeypatch.setattr(engine_services, "inputs_complete", slow_check)
     # A change first: no run has a snapshot at the new version.
     workspace.measurements_set(study=study, measurements=[{"candidate": "J48", "metric": "Success rate", "value": 0.5}])
     runs = _at_once(8, lambda i: launch(study).pk)
-    assert slow_reads == [] and len(set(runs)) == 8
+    # One launch checked the inputs (by counts), the others waited for it; none read them.
+    assert checks == [study.pk] and slow_reads == [] and len(set(runs)) == 8
     assert Run.objects.filter(pk__in=runs, snapshot__isnull=True).count() == 8
     # Eight workers claim them at once: one reads the inputs, the others wait for it.
     snapshots = _at_once(8, lambda i: engine_services.run_snapshot_take(run_id=runs[i]))
