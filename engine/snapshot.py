@@ -266,8 +266,8 @@ def study_snapshot(*, study: Study, tolerance: float = core.DEFAULT_TOLERANCE) -
 def inputs_complete(*, study: Study) -> bool:
     """Whether ``snapshot_arrays`` would accept the snapshot that
     ``study_snapshot`` would read now, decided by counts, bounds and sums in
-    the database rather than by reading the inputs (a launch's check: a few
-    milliseconds where the read takes hundreds at the limits). True only if
+    the database rather than by reading the inputs (a launch's check: tens
+    of milliseconds where the read takes hundreds at the limits). True only if
     every check of ``snapshot_arrays`` passes: there are experts and
     selected metrics; each expert has a weight for each attribute of a
     selected metric, a range or a default for each selected metric (bounds
