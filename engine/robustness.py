@@ -1148,15 +1148,14 @@ class _Prepared:
         measured = np.broadcast_to(self.measurements, (size, m, n))
         if self.spec.measurements and self.standard_errors.any():
             rng = np.random.default_rng([seed, block, _MEASUREMENTS])
-            measured = self.measurements + self.standard_errors * rng.standard_normal((size, m, n))
+            measured = self.measurements + self.standard_errors * _normals(rng, size * m * n).reshape(size, m, n)
         if self.bootstrap:
             measured = self.bootstrapped(seed, block, size, measured)
-        cef = np.empty((size, m))
-        for s in range(size):
-            g = core._group_scores(influence[s], lower[s], upper[s], measured[s])
-            vetoed = core._vetoed(lower[s], upper[s], measured[s])
-            cef[s] = np.where(vetoed, 0.0, (g * a[s]).sum(axis=1))
-        return cef, a
+        # The whole block at once: every step is per sample and metric, as
+        # one evaluate's, so each sample's CEF is what evaluate gives.
+        g = core._group_scores_batch(np.ascontiguousarray(influence), lower, upper, measured)
+        vetoed = core._vetoed(lower, upper, measured)
+        return np.where(vetoed, 0.0, (g * a[:, None, :]).sum(axis=-1)), a
 
 
 def _normals(
