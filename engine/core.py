@@ -631,7 +631,11 @@ def _group_scores(influence: np.ndarray, lower: np.ndarray, upper: np.ndarray, m
 
 
 def _group_scores_batch(
-    influence: np.ndarray, lower: np.ndarray, upper: np.ndarray, measurements: np.ndarray
+    influence: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    measurements: np.ndarray,
+    order: np.ndarray | None = None,
 ) -> np.ndarray:
     """``g = pi M̄`` of S problems at once: influence (S, k), bounds (S, k, n),
     measurements (S, m, n); returns (S, m, n), each problem's exactly as
@@ -644,7 +648,11 @@ def _group_scores_batch(
     otherwise each candidate is placed among the breakpoints directly
     (``_group_scores_at``). The Monte Carlo analysis scores a block of
     samples in one call (engine.robustness), so only the interpolation
-    loops over its rows.
+    loops over its rows. ``order`` (n, m), optional, is per metric an order
+    of the candidates in which their measurements are nearly sorted (the
+    run's, for samples that move them a little): interpolated in that order,
+    np.interp finds each value next to the previous one. The scores do not
+    depend on it.
     """
     samples, m, n = measurements.shape
     k = influence.shape[1]
@@ -679,7 +687,10 @@ def _group_scores_batch(
     measured = np.ascontiguousarray(measured.T)
     scores = np.empty((rows, m))
     for row in range(rows):
-        if interpolable[row]:
+        if interpolable[row] and order is not None:
+            by_value = order[row % n]
+            scores[row, by_value] = np.interp(measured[row, by_value], points[row], at_points[row])
+        elif interpolable[row]:
             scores[row] = np.interp(measured[row], points[row], at_points[row])
         else:
             scores[row] = _group_scores_at(
@@ -790,9 +801,11 @@ def _group_scores_at(
             # decides which sums carry the (equal) value.
             started[metric] = np.searchsorted(sorted_starts[metric], measured[metric], side="right")
             ended[metric] = np.searchsorted(sorted_ends[metric], measured[metric], side="right")
-        metric_rows = np.arange(n)[:, None]
-        at_start = by_started[metric_rows, started]  # (n, m, 3)
-        at_end = by_ended[metric_rows, ended]
+        # One flat gather per table (each metric's k + 1 entries in turn).
+        started += np.arange(0, n * (k + 1), k + 1)[:, None]
+        ended += np.arange(0, n * (k + 1), k + 1)[:, None]
+        at_start = np.take(by_started.reshape(-1, 3), started, axis=0)  # (n, m, 3)
+        at_end = np.take(by_ended.reshape(-1, 3), ended, axis=0)
         ramps = (at_start[..., 1] - at_end[..., 1]) * measured + (at_start[..., 2] - at_end[..., 2])
         group_scores = at_start[..., 0] + at_end[..., 0] + np.where(started > ended, ramps, 0.0)
 
