@@ -102,3 +102,43 @@ def test_expert_weight_rows_are_the_rows_the_loop_wrote():
         '<tr><th scope="row">ann &amp; &lt;bo&gt;</th><td class="number">0.25</td><td class="number">0.125</td></tr>\n'
         '<tr><th scope="row">cy</th><td class="number">0.5</td><td class="number">1</td></tr>'
     )
+
+
+# What templates/results/_delta.html and _compare_deltas.html's loop wrote
+# before the rows were written in Python.
+_DELTA_TEMPLATE = (
+    '{% load numbers %}{% if delta is None %}–{% elif delta > 0.00005 %}<span class="delta--up">+{{ delta|sig }}</span>'
+    '{% elif delta < -0.00005 %}<span class="delta--down">{{ delta|sig }}</span>'
+    '{% else %}<span class="muted">0</span>{% endif %}'
+)
+_DELTA_ROWS_TEMPLATE = (
+    '{% load numbers %}{% for row in deltas %}<tr><th scope="row">{{ row.name }}</th>'
+    '<td class="number">{{ row.before|sig|default:"–" }}</td><td class="number">{{ row.after|sig|default:"–" }}</td>'
+    '<td class="number">{% include delta_template with delta=row.delta %}</td></tr>{% endfor %}'
+)
+
+
+def test_delta_rows_are_the_rows_the_template_loop_wrote():
+    from django.template import Context, Template
+
+    from engine.compare import Delta
+
+    deltas = [
+        Delta("ann & <bo>", 0.25, 0.5),
+        Delta("cy", 0.5, 0.25),
+        Delta("di", 0.3, 0.30001),  # below what is shown: 0
+        Delta("ed", None, 0.4),
+        Delta("fi", 0.4, None),
+        Delta("gus", 1e-07, 0.0),
+        Delta("hal", 0.0, 0.0),
+    ]
+    reference = Template(_DELTA_ROWS_TEMPLATE).render(
+        Context({"deltas": deltas, "delta_template": Template(_DELTA_TEMPLATE)})
+    )
+    written = chart_marks.delta_rows(deltas)
+    assert written == reference
+    assert '<th scope="row">ann &amp; &lt;bo&gt;</th>' in written
+    assert '<span class="delta--up">+0.25</span>' in written and '<span class="delta--down">-0.25</span>' in written
+    assert (
+        written.count('<span class="muted">0</span>') == 3 and written.count("–") == 4
+    )  # two missing figures, two changes

@@ -20,6 +20,8 @@ from django.utils.safestring import SafeString, mark_safe
 from ..charts import DotRow
 
 if TYPE_CHECKING:
+    from engine.compare import Delta
+
     from ..views.results import HeatCell
 from .numbers import significant
 
@@ -113,6 +115,45 @@ def heat_cells(expert: str, cells: Iterable["HeatCell"]) -> SafeString:
                 f'title="{who}\'s range: {html.escape(cell.range_text)}">'
                 f"{significant(cell.score)}{_VETO_MARK if cell.vetoed else ''}</td>"
                 for cell in cells
+            ]
+        )
+    )
+
+
+# Below this in magnitude a change is shown as 0: float noise, not a change.
+_SHOWN_DELTA = 0.00005
+
+
+@register.simple_tag
+def delta(change: float | None) -> SafeString:
+    """A change between two runs (the comparison's cells): ``–`` when one
+    side is missing, ``+0.012`` up, ``-0.012`` down, a muted ``0`` within
+    ±0.00005."""
+    if change is None:
+        return mark_safe("–")
+    if change > _SHOWN_DELTA:
+        return mark_safe(f'<span class="delta--up">+{significant(float(change))}</span>')  # noqa: S308 (a number)
+    if change < -_SHOWN_DELTA:
+        return mark_safe(f'<span class="delta--down">{significant(float(change))}</span>')  # noqa: S308 (a number)
+    return mark_safe('<span class="muted">0</span>')
+
+
+def _figure(value: float | None) -> str:
+    """``{{ value|sig|default:"–" }}`` for a figure that is a number or None."""
+    return "–" if value is None else significant(float(value))
+
+
+@register.simple_tag
+def delta_rows(deltas: Iterable["Delta"]) -> SafeString:
+    """The rows of a comparison's table of named figures
+    (templates/results/_compare_deltas.html): each name, its value before and
+    after, and the change, for the hundred experts' influence."""
+    return mark_safe(  # noqa: S308 (the names are escaped, the cells are numbers)
+        "".join(
+            [
+                f'<tr><th scope="row">{_escaped(row.name)}</th><td class="number">{_figure(row.before)}</td>'
+                f'<td class="number">{_figure(row.after)}</td><td class="number">{delta(row.delta)}</td></tr>'
+                for row in deltas
             ]
         )
     )
