@@ -142,3 +142,45 @@ def test_delta_rows_are_the_rows_the_template_loop_wrote():
     assert (
         written.count('<span class="muted">0</span>') == 3 and written.count("–") == 4
     )  # two missing figures, two changes
+
+
+# What templates/expert/priorities.html's loop over a pair's points wrote
+# before they were written in Python (the labels were views.expert's).
+_PAIR_POINTS_TEMPLATE = """{% for p in points %}
+<label class="pair__point pair__point--{{ p.side }}" for="{{ p.id }}" title="{{ p.label }}">
+  <input type="radio" name="{{ row.name }}" value="{{ p.value }}" id="{{ p.id }}"{% if p.checked %} checked{% endif %}\
+{% if readonly %} disabled{% endif %}{% if row.errors %} aria-describedby="{{ row.name }}_error"{% endif %}>
+  <span class="pair__number" aria-hidden="true">{{ p.shown }}</span>
+  <span class="visually-hidden">{{ p.label }}</span>
+</label>
+{% endfor %}"""
+
+
+@pytest.mark.parametrize("method", ["ahp", "lpr"])
+@pytest.mark.parametrize(
+    ("value", "errors", "readonly"), [("3", [], False), ("1/7", ["Pick one."], True), (None, [], None)]
+)
+def test_pair_points_are_the_points_the_template_loop_wrote(method, value, errors, readonly):
+    import re
+
+    from django.template import Context, Template
+
+    from workspace.forms.expert import SCALE_POINTS, point_label
+
+    row = {"name": "ahp-1-2", "method": method, "left": "R&D <x>", "right": "Speed", "value": value, "errors": errors}
+    points = [
+        {
+            "value": p,
+            "shown": p.removeprefix("1/"),
+            "label": point_label(method, row["left"], row["right"], p),
+            "checked": value == p,
+            "id": f"id_{row['name']}_{i}",
+            "side": "equal" if p == "1" else ("right" if p.startswith("1/") else "left"),
+        }
+        for i, p in enumerate(SCALE_POINTS)
+    ]
+    reference = Template(_PAIR_POINTS_TEMPLATE).render(Context({"row": row, "points": points, "readonly": readonly}))
+    written = chart_marks.pair_points(row, readonly)
+    assert written == re.sub(r">\s+<", "><", reference).strip()
+    assert written.count("<label ") == 17 and written.count(" checked") == (value is not None)
+    assert "R&amp;D &lt;x&gt;" in written and written.count(" disabled") == (17 if readonly else 0)

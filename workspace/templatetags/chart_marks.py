@@ -18,6 +18,7 @@ from django.utils.formats import get_format, localize
 from django.utils.safestring import SafeString, mark_safe
 
 from ..charts import DotRow
+from ..forms.expert import SCALE_POINTS, point_label
 
 if TYPE_CHECKING:
     from engine.compare import Delta
@@ -157,3 +158,31 @@ def delta_rows(deltas: Iterable["Delta"]) -> SafeString:
             ]
         )
     )
+
+
+# Each point of a pair's row: its value, the figure shown and its side.
+_POINTS = [
+    (i, point, point.removeprefix("1/"), "equal" if point == "1" else ("right" if point.startswith("1/") else "left"))
+    for i, point in enumerate(SCALE_POINTS)
+]
+
+
+@register.simple_tag
+def pair_points(row: dict[str, Any], readonly: bool = False) -> SafeString:
+    """The 17 points of a pairwise judgment (templates/expert/priorities.html,
+    a row of views.expert._pair_rows): each a radio labelled with what it
+    says in words, the chosen one checked, all disabled when ``readonly``."""
+    name, value = _escaped(row["name"]), row["value"]
+    left, right, method = row["left"], row["right"], row["method"]
+    after = (" disabled" if readonly else "") + (f' aria-describedby="{name}_error"' if row["errors"] else "")
+    written = []
+    for i, point, shown, side in _POINTS:
+        label = _escaped(point_label(method, left, right, point))
+        written.append(
+            f'<label class="pair__point pair__point--{side}" for="id_{name}_{i}" title="{label}">'
+            f'<input type="radio" name="{name}" value="{point}" id="id_{name}_{i}"'
+            f"{' checked' if value == point else ''}{after}>"
+            f'<span class="pair__number" aria-hidden="true">{shown}</span>'
+            f'<span class="visually-hidden">{label}</span></label>'
+        )
+    return mark_safe("".join(written))  # noqa: S308 (the names and labels are escaped)
