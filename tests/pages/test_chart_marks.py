@@ -184,3 +184,59 @@ def test_pair_points_are_the_points_the_template_loop_wrote(method, value, error
     assert written == re.sub(r">\s+<", "><", reference).strip()
     assert written.count("<label ") == 17 and written.count(" checked") == (value is not None)
     assert "R&amp;D &lt;x&gt;" in written and written.count(" disabled") == (17 if readonly else 0)
+
+
+# What templates/designer/measurements.html's loop over a row's cells wrote
+# before they were written in Python.
+_MEASUREMENT_CELLS_TEMPLATE = """{% load evaluation_tags numbers %}{% for cell in cells %}
+<td class="{% if cell.input.errors %}cell--invalid{% endif %}">
+  {% if cell.input %}{% with i=cell.input %}
+    <label class="visually-hidden" for="id_{{ i.name }}">{{ i.label }}</label>
+    <input type="text" name="{{ i.name }}" value="{{ i.text }}" inputmode="decimal" autocomplete="off" \
+maxlength="{{ cell_max_length }}" id="id_{{ i.name }}"{% if i.errors %} aria-invalid="true" \
+aria-describedby="id_{{ i.name }}_error"{% endif %}>
+    {% if i.errors %}<span class="cell__error" id="id_{{ i.name }}_error">{{ i.errors|join:" " }}</span>{% endif %}\
+{% endwith %}
+  {% elif cell.value is None %}<span class="muted" title="not measured">—\
+<span class="visually-hidden">not measured</span></span>
+  {% else %}{{ cell.value|sig }}{% endif %}
+  {% if cell.standard_error is not None %}<span class="cell__se" \
+title="standard error: sampled by a Monte Carlo analysis">± {{ cell.standard_error|sig }}</span>{% endif %}
+  {% if cell.computed %}<span class="cell__source" title="{{ cell.computed.computation|computation_name }} of \
+{{ cell.computed.prediction_set_name }}, {{ cell.computed.computed_at|date:'j M Y, H:i' }} UTC">computed</span>\
+{% endif %}
+</td>
+{% endfor %}"""
+
+
+def test_measurement_cells_are_the_cells_the_template_loop_wrote():
+    import datetime
+    import re
+    from types import SimpleNamespace
+
+    from django.template import Context, Template
+
+    computed = SimpleNamespace(
+        computation="accuracy",
+        prediction_set_name="Fold <1> & co",
+        computed_at=datetime.datetime(2026, 3, 4, 5, 6, tzinfo=datetime.UTC),
+    )
+
+    def cell(value=None, standard_error=None, computed=None, field=None):
+        return {"value": value, "standard_error": standard_error, "computed": computed, "input": field}
+
+    cells = [
+        cell(0.9019607843137255),
+        cell(None),
+        cell(12.5, standard_error=0.0125, computed=computed),
+        cell(0.5, field={"name": "m-1-2", "label": "AUC of <J48>", "text": '0.5"', "errors": None}),
+        cell(None, field={"name": "m-3-4", "label": "AUC of J&R", "text": "lots", "errors": ["not a number ('lots')"]}),
+        cell(None, standard_error=1e-07),
+    ]
+    reference = Template(_MEASUREMENT_CELLS_TEMPLATE).render(Context({"cells": cells, "cell_max_length": 32}))
+    written = chart_marks.measurement_cells(cells, 32)
+    # the template's indentation and line breaks dropped
+    assert written == re.sub(r"\s*\n\s*", "", reference)
+    assert 'value="0.5&quot;"' in written and "AUC of &lt;J48&gt;" in written
+    assert "not a number (&#x27;lots&#x27;)" in written and 'class="cell--invalid"' in written
+    assert "Fold &lt;1&gt; &amp; co, 4 Mar 2026, 05:06 UTC" in written and "± 1e-07" in written

@@ -14,8 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from django import template
 from django.conf import settings
+from django.template.defaultfilters import date as date_filter
 from django.utils.formats import get_format, localize
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.timezone import localtime
+
+from evaluation.templatetags.evaluation_tags import computation_name
 
 from ..charts import DotRow
 from ..forms.expert import SCALE_POINTS, point_label
@@ -186,3 +190,46 @@ def pair_points(row: dict[str, Any], readonly: bool = False) -> SafeString:
             f'<span class="visually-hidden">{label}</span></label>'
         )
     return mark_safe("".join(written))  # noqa: S308 (the names and labels are escaped)
+
+
+_NOT_MEASURED = '<span class="muted" title="not measured">—<span class="visually-hidden">not measured</span></span>'
+
+
+def _measurement_cell(cell: dict[str, Any], max_length: int) -> str:
+    """One cell of the measurements table (views.designer._measurement_page's
+    ``cell``): its input when editable, else its value or "not measured";
+    its standard error, and whether it was computed from predictions."""
+    field = cell["input"]
+    if field:
+        name, errors = _escaped(field["name"]), field["errors"]
+        invalid = f' aria-invalid="true" aria-describedby="id_{name}_error"' if errors else ""
+        shown = (
+            f'<label class="visually-hidden" for="id_{name}">{_escaped(field["label"])}</label>'
+            f'<input type="text" name="{name}" value="{_escaped(field["text"])}" inputmode="decimal" '
+            f'autocomplete="off" maxlength="{max_length}" id="id_{name}"{invalid}>'
+        )
+        if errors:
+            shown += f'<span class="cell__error" id="id_{name}_error">{" ".join(map(_escaped, errors))}</span>'
+    elif cell["value"] is None:
+        shown = _NOT_MEASURED
+    else:
+        shown = significant(float(cell["value"]))
+    if cell["standard_error"] is not None:
+        shown += (
+            '<span class="cell__se" title="standard error: sampled by a Monte Carlo analysis">'
+            f"± {significant(float(cell['standard_error']))}</span>"
+        )
+    computed = cell["computed"]
+    if computed:
+        when = date_filter(localtime(computed.computed_at), "j M Y, H:i")
+        title = f"{computation_name(computed.computation)} of {computed.prediction_set_name}, {when} UTC"
+        shown += f'<span class="cell__source" title="{_escaped(title)}">computed</span>'
+    return f'<td class="{"cell--invalid" if field and field["errors"] else ""}">{shown}</td>'
+
+
+@register.simple_tag
+def measurement_cells(cells: Iterable[dict[str, Any]], max_length: int) -> SafeString:
+    """A candidate's row of the measurements table
+    (templates/designer/measurements.html): 20 metrics x 25 candidates are
+    500 cells a page."""
+    return mark_safe("".join([_measurement_cell(cell, max_length) for cell in cells]))  # noqa: S308 (escaped)
