@@ -240,3 +240,49 @@ def test_measurement_cells_are_the_cells_the_template_loop_wrote():
     assert 'value="0.5&quot;"' in written and "AUC of &lt;J48&gt;" in written
     assert "not a number (&#x27;lots&#x27;)" in written and 'class="cell--invalid"' in written
     assert "Fold &lt;1&gt; &amp; co, 4 Mar 2026, 05:06 UTC" in written and "± 1e-07" in written
+
+
+# What templates/charts/strip.html wrote for a binned strip before it was
+# written in Python.
+_BINNED_STRIP_TEMPLATE = """{% load strips %}
+<svg class="strip strip--binned" viewBox="0 0 {{ s.width }} 72" width="{{ s.width }}" height="72" role="img" \
+aria-labelledby="strip-{{ metric.pk }}-title" focusable="false">
+  <title id="strip-{{ metric.pk }}-title">{{ metric.name }}: the {{ outcome.count }} candidates' measured values \
+from {{ s.low }} to {{ s.high }} in {{ s.bin_count }} bins, against the range from {{ s.least }} (least acceptable) \
+to {{ s.desired }} (desired); the vetoed are outlined.</title>
+  <rect x="{{ s.band_x }}" y="{{ s.bar_bottom }}" width="{{ s.band_width }}" height="8" rx="2" fill="#e5f0f1" \
+stroke="#3b8ea0"/>
+  <line x1="{{ s.pad }}" y1="{{ s.bar_bottom }}" x2="{{ s.axis_end }}" y2="{{ s.bar_bottom }}" stroke="#cbd1d9" \
+stroke-width="1.5"/>
+  {% strip_bars s %}
+  <line x1="{{ s.least_x }}" y1="14" x2="{{ s.least_x }}" y2="62" stroke="#a4262c" stroke-width="2" \
+stroke-dasharray="3 2"/>
+  <text x="{{ s.least_x }}" y="11" font-size="10" text-anchor="middle" fill="#a4262c">least {{ s.least }}</text>
+  <line x1="{{ s.desired_x }}" y1="14" x2="{{ s.desired_x }}" y2="62" stroke="#216e3a" stroke-width="2"/>
+  <text x="{{ s.desired_x }}" y="71" font-size="10" text-anchor="middle" fill="#216e3a">desired {{ s.desired }}</text>
+</svg>
+"""
+
+
+@pytest.mark.parametrize("language", ["en-gb", "de"])
+def test_binned_strip_is_what_the_template_wrote(language):
+    import re
+    from types import SimpleNamespace
+
+    from django.template import Context, Template
+
+    from workspace.charts import range_strip
+    from workspace.templatetags.strips import binned_strip
+
+    rng = np.random.default_rng(3)
+    values = rng.normal(0.7, 0.1, 300)
+    strip = range_strip(least=0.65, desired=0.9, values=values, vetoed=values < 0.65, names=None, bins=40)
+    metric = SimpleNamespace(pk=7, name="AUC <ROC> & co")
+    with translation.override(language):
+        reference = Template(_BINNED_STRIP_TEMPLATE).render(
+            Context({"s": strip, "metric": metric, "outcome": {"count": 300}})
+        )
+        written = binned_strip(strip, metric, 300)
+    assert written == re.sub(r"\s*\n\s*", "", reference)
+    assert "AUC &lt;ROC&gt; &amp; co: the 300 candidates' measured values" in written
+    assert written.count("<g>") == len(strip["bins"]) > 20

@@ -58,7 +58,7 @@ def localizer() -> Callable[[Any], str]:
 _TO_ESCAPE = re.compile("[&<>\"']")
 
 
-def _escaped(text: Any) -> str:
+def escaped(text: Any) -> str:
     """``conditional_escape`` without its lazy-string wrapper, and without
     ``html.escape``'s five passes when nothing needs escaping."""
     if hasattr(text, "__html__"):
@@ -81,7 +81,7 @@ def expert_weight_rows(experts: Iterable[dict]) -> SafeString:
     return mark_safe(  # noqa: S308 (the names are escaped, the cells are numbers)
         "\n".join(
             [
-                f'<tr><th scope="row">{_escaped(expert["name"])}</th>{number_cells(expert["weights"])}</tr>'
+                f'<tr><th scope="row">{escaped(expert["name"])}</th>{number_cells(expert["weights"])}</tr>'
                 for expert in experts
             ]
         )
@@ -97,7 +97,7 @@ def dot_circles(row: DotRow) -> SafeString:
     return mark_safe(  # noqa: S308 (the labels are escaped, the numbers are digits)
         "".join(
             [
-                f'<circle class="dot" cx="{number(dot.x)}" cy="{y}" r="5"><title>{_escaped(dot.label)}</title></circle>'
+                f'<circle class="dot" cx="{number(dot.x)}" cy="{y}" r="5"><title>{escaped(dot.label)}</title></circle>'
                 for dot in row.dots
             ]
         )
@@ -112,7 +112,7 @@ def heat_cells(expert: str, cells: Iterable["HeatCell"]) -> SafeString:
     """An expert's row of a candidate's heat table (templates/results/_candidate.html):
     each score shaded by its step, a veto marked ✕ and in words, the expert's
     range in the cell's title."""
-    who = _escaped(expert)
+    who = escaped(expert)
     return mark_safe(  # noqa: S308 (the names and ranges are escaped)
         "".join(
             [
@@ -156,7 +156,7 @@ def delta_rows(deltas: Iterable["Delta"]) -> SafeString:
     return mark_safe(  # noqa: S308 (the names are escaped, the cells are numbers)
         "".join(
             [
-                f'<tr><th scope="row">{_escaped(row.name)}</th><td class="number">{_figure(row.before)}</td>'
+                f'<tr><th scope="row">{escaped(row.name)}</th><td class="number">{_figure(row.before)}</td>'
                 f'<td class="number">{_figure(row.after)}</td><td class="number">{delta(row.delta)}</td></tr>'
                 for row in deltas
             ]
@@ -176,12 +176,12 @@ def pair_points(row: dict[str, Any], readonly: bool = False) -> SafeString:
     """The 17 points of a pairwise judgment (templates/expert/priorities.html,
     a row of views.expert._pair_rows): each a radio labelled with what it
     says in words, the chosen one checked, all disabled when ``readonly``."""
-    name, value = _escaped(row["name"]), row["value"]
+    name, value = escaped(row["name"]), row["value"]
     left, right, method = row["left"], row["right"], row["method"]
     after = (" disabled" if readonly else "") + (f' aria-describedby="{name}_error"' if row["errors"] else "")
     written = []
     for i, point, shown, side in _POINTS:
-        label = _escaped(point_label(method, left, right, point))
+        label = escaped(point_label(method, left, right, point))
         written.append(
             f'<label class="pair__point pair__point--{side}" for="id_{name}_{i}" title="{label}">'
             f'<input type="radio" name="{name}" value="{point}" id="id_{name}_{i}"'
@@ -201,15 +201,15 @@ def _measurement_cell(cell: dict[str, Any], max_length: int) -> str:
     its standard error, and whether it was computed from predictions."""
     field = cell["input"]
     if field:
-        name, errors = _escaped(field["name"]), field["errors"]
+        name, errors = escaped(field["name"]), field["errors"]
         invalid = f' aria-invalid="true" aria-describedby="id_{name}_error"' if errors else ""
         shown = (
-            f'<label class="visually-hidden" for="id_{name}">{_escaped(field["label"])}</label>'
-            f'<input type="text" name="{name}" value="{_escaped(field["text"])}" inputmode="decimal" '
+            f'<label class="visually-hidden" for="id_{name}">{escaped(field["label"])}</label>'
+            f'<input type="text" name="{name}" value="{escaped(field["text"])}" inputmode="decimal" '
             f'autocomplete="off" maxlength="{max_length}" id="id_{name}"{invalid}>'
         )
         if errors:
-            shown += f'<span class="cell__error" id="id_{name}_error">{" ".join(map(_escaped, errors))}</span>'
+            shown += f'<span class="cell__error" id="id_{name}_error">{" ".join(map(escaped, errors))}</span>'
     elif cell["value"] is None:
         shown = _NOT_MEASURED
     else:
@@ -223,7 +223,7 @@ def _measurement_cell(cell: dict[str, Any], max_length: int) -> str:
     if computed:
         when = date_filter(localtime(computed.computed_at), "j M Y, H:i")
         title = f"{computation_name(computed.computation)} of {computed.prediction_set_name}, {when} UTC"
-        shown += f'<span class="cell__source" title="{_escaped(title)}">computed</span>'
+        shown += f'<span class="cell__source" title="{escaped(title)}">computed</span>'
     return f'<td class="{"cell--invalid" if field and field["errors"] else ""}">{shown}</td>'
 
 
