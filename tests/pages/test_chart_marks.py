@@ -286,3 +286,73 @@ def test_binned_strip_is_what_the_template_wrote(language):
     assert written == re.sub(r"\s*\n\s*", "", reference)
     assert "AUC &lt;ROC&gt; &amp; co: the 300 candidates' measured values" in written
     assert written.count("<g>") == len(strip["bins"]) > 20
+
+
+# What templates/charts/_frame.html's grid, templates/charts/lines.html's
+# curves and the robustness page's table of metric weights wrote before
+# they were written in Python.
+_FRAME_GRID_TEMPLATE = """<g class="chart__grid">
+  {% for tick in frame.ticks %}
+    <line x1="{{ tick.position }}" x2="{{ tick.position }}" y1="{{ frame.plot_top }}" y2="{{ frame.plot_bottom }}"/>
+    <text class="chart__tick" x="{{ tick.position }}" y="{{ frame.tick_label_y }}" text-anchor="middle">\
+{{ tick.label }}</text>
+  {% endfor %}
+  {% for tick in frame.y_ticks %}
+    <line x1="{{ frame.plot_left }}" x2="{{ frame.plot_right }}" y1="{{ tick.position }}" y2="{{ tick.position }}"/>
+    <text class="chart__tick" x="{{ frame.plot_left }}" y="{{ tick.position }}" dx="-6" dy="4" text-anchor="end">\
+{{ tick.label }}</text>
+  {% endfor %}
+</g>"""
+_CHART_LINES_TEMPLATE = """{% for line in lines %}
+    <g class="chart__line">
+      <title>{{ line.name }}</title>
+      {% if line.style != "points" %}<polyline class="line line--{{ line.style }}" points="{{ line.points }}"/>\
+{% endif %}
+      {% for point in line.markers %}<circle class="dot dot--small" cx="{{ point.x }}" cy="{{ point.y }}" r="3.5">\
+<title>{{ line.name }}: {{ point.label }}</title></circle>{% endfor %}
+    </g>
+  {% endfor %}"""
+_STABILITY_ROWS_TEMPLATE = (
+    '{% for report in reports %}<tr><th scope="row">{{ report.name }}</th>'
+    '<td class="number">{{ report.share|floatformat:3 }}</td>'
+    "<td>{{ report.ranking.0|floatformat:3 }} – {{ report.ranking.1|floatformat:3 }}</td>"
+    "<td>{{ report.winner.0|floatformat:3 }} – {{ report.winner.1|floatformat:3 }}</td></tr>{% endfor %}"
+)
+
+
+@pytest.mark.parametrize("language", ["en-gb", "de"])
+def test_a_line_charts_grid_and_curves_are_what_the_templates_wrote(language):
+    import re
+    from types import SimpleNamespace
+
+    from django.template import Context, Template
+
+    from workspace.charts import line_chart
+
+    chart = line_chart(
+        chart_id="c",
+        title="CEF against <Speed>'s weight",
+        description="d",
+        lines=[
+            ("J48 & co", "solid", [0.0, 0.3125, 1.0], [0.25, 0.5, 0.875], True),
+            ("<b>", "points", [0.1, 0.9], [0.2, 0.4], True),
+            ("plain", "dashed", [0.0, 1.0], [0.0, 1.0], False),
+        ],
+        x_range=(0.0, 1.0),
+        y_range=(0.0, 1.0),
+        x_label="x",
+        y_label="y",
+    )
+    reports = [
+        SimpleNamespace(name="AUC & <x>", share=0.2675, ranking=(0.0, 0.5), winner=(0.125, 1.0)),
+        SimpleNamespace(name="Time", share=1 / 3, ranking=(2.675, 0.0005), winner=(0.0, 0.0015)),
+    ]
+    with translation.override(language):
+        grid = Template(_FRAME_GRID_TEMPLATE).render(Context({"frame": chart.frame}))
+        lines = Template(_CHART_LINES_TEMPLATE).render(Context({"lines": chart.lines}))
+        rows = Template(_STABILITY_ROWS_TEMPLATE).render(Context({"reports": reports}))
+        assert chart_marks.frame_grid(chart.frame) == re.sub(r"\s*\n\s*", "", grid)
+        assert chart_marks.chart_lines(chart.lines) == re.sub(r"\s*\n\s*", "", lines)
+        assert chart_marks.weight_stability_rows(reports) == rows
+    assert chart.frame.y_ticks and "J48 &amp; co" in chart_marks.chart_lines(chart.lines)
+    assert chart_marks.chart_lines(chart.lines).count("<polyline") == 2

@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 from django import template
 from django.conf import settings
 from django.template.defaultfilters import date as date_filter
+from django.template.defaultfilters import floatformat
 from django.utils.formats import get_format, localize
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timezone import localtime
 
 from evaluation.templatetags.evaluation_tags import computation_name
 
-from ..charts import DotRow
+from ..charts import DotRow, Frame, Line
 from ..forms.expert import SCALE_POINTS, point_label
 
 if TYPE_CHECKING:
@@ -233,3 +234,69 @@ def measurement_cells(cells: Iterable[dict[str, Any]], max_length: int) -> SafeS
     (templates/designer/measurements.html): 20 metrics x 25 candidates are
     500 cells a page."""
     return mark_safe("".join([_measurement_cell(cell, max_length) for cell in cells]))  # noqa: S308 (escaped)
+
+
+@register.simple_tag
+def frame_grid(frame: Frame) -> SafeString:
+    """A chart's grid (templates/charts/_frame.html): a line and a label at
+    each tick of either value axis."""
+    n = localizer()
+    top, bottom, left, right = n(frame.plot_top), n(frame.plot_bottom), n(frame.plot_left), n(frame.plot_right)
+    label_y = n(frame.tick_label_y)
+    written = ['<g class="chart__grid">']
+    for tick in frame.ticks:
+        x = n(tick.position)
+        written.append(
+            f'<line x1="{x}" x2="{x}" y1="{top}" y2="{bottom}"/>'
+            f'<text class="chart__tick" x="{x}" y="{label_y}" text-anchor="middle">{escaped(tick.label)}</text>'
+        )
+    for tick in frame.y_ticks:
+        y = n(tick.position)
+        written.append(
+            f'<line x1="{left}" x2="{right}" y1="{y}" y2="{y}"/>'
+            f'<text class="chart__tick" x="{left}" y="{y}" dx="-6" dy="4" text-anchor="end">'
+            f"{escaped(tick.label)}</text>"
+        )
+    written.append("</g>")
+    return mark_safe("".join(written))  # noqa: S308 (the labels escaped, the rest numbers)
+
+
+@register.simple_tag
+def chart_lines(lines: Iterable[Line]) -> SafeString:
+    """A line chart's curves (templates/charts/lines.html): each named, its
+    polyline unless it is points alone, its marked points as titled dots."""
+    n = localizer()
+    written = []
+    for line in lines:
+        name = escaped(line.name)
+        written.append(f'<g class="chart__line"><title>{name}</title>')
+        if line.style != "points":
+            written.append(f'<polyline class="line line--{escaped(line.style)}" points="{escaped(line.points)}"/>')
+        written.extend(
+            f'<circle class="dot dot--small" cx="{n(point.x)}" cy="{n(point.y)}" r="3.5">'
+            f"<title>{name}: {escaped(point.label)}</title></circle>"
+            for point in line.markers
+        )
+        written.append("</g>")
+    return mark_safe("".join(written))  # noqa: S308 (the names and labels escaped, the rest numbers)
+
+
+@register.simple_tag
+def weight_stability_rows(reports: Iterable[Any]) -> SafeString:
+    """The robustness page's table of each metric's weight alone
+    (engine.sensitivity.WeightReport): its weight, and the intervals over
+    which the ranking and the winner stay, to three decimals."""
+
+    def three(value: float) -> str:
+        return str(floatformat(value, 3))
+
+    return mark_safe(  # noqa: S308 (the names escaped, the rest numbers)
+        "".join(
+            [
+                f'<tr><th scope="row">{escaped(r.name)}</th><td class="number">{three(r.share)}</td>'
+                f"<td>{three(r.ranking[0])} – {three(r.ranking[1])}</td>"
+                f"<td>{three(r.winner[0])} – {three(r.winner[1])}</td></tr>"
+                for r in reports
+            ]
+        )
+    )
