@@ -346,6 +346,7 @@ def test_a_line_charts_grid_and_curves_are_what_the_templates_wrote(language):
     reports = [
         SimpleNamespace(name="AUC & <x>", share=0.2675, ranking=(0.0, 0.5), winner=(0.125, 1.0)),
         SimpleNamespace(name="Time", share=1 / 3, ranking=(2.675, 0.0005), winner=(0.0, 0.0015)),
+        SimpleNamespace(name="Odd", share=-0.0001, ranking=(999.9996, 1234.5678), winner=(float("nan"), 1e-07)),
     ]
     with translation.override(language):
         grid = Template(_FRAME_GRID_TEMPLATE).render(Context({"frame": chart.frame}))

@@ -10,6 +10,7 @@ a tenth of the time."""
 import html
 import re
 from collections.abc import Callable, Iterable
+from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Any
 
 from django import template
@@ -193,6 +194,7 @@ def pair_points(row: dict[str, Any], readonly: bool = False) -> SafeString:
     return mark_safe("".join(written))  # noqa: S308 (the names and labels are escaped)
 
 
+_THOUSANDTH = Decimal("0.001")
 _NOT_MEASURED = '<span class="muted" title="not measured">—<span class="visually-hidden">not measured</span></span>'
 
 
@@ -287,7 +289,14 @@ def weight_stability_rows(reports: Iterable[Any]) -> SafeString:
     (engine.sensitivity.WeightReport): its weight, and the intervals over
     which the ranking and the winner stay, to three decimals."""
 
+    separator = str(get_format("DECIMAL_SEPARATOR"))
+
     def three(value: float) -> str:
+        """``floatformat:3``: the float's decimal text rounded half up; below
+        999 without its look-ups (no grouping to do)."""
+        if type(value) is float and abs(value) < 999:  # not nan or inf either; rounded below 1,000
+            rounded = Decimal(repr(value)).quantize(_THOUSANDTH, ROUND_HALF_UP)
+            return f"{rounded or rounded.copy_abs():f}".replace(".", separator)  # -0.000 is 0.000
         return str(floatformat(value, 3))
 
     return mark_safe(  # noqa: S308 (the names escaped, the rest numbers)
