@@ -20,10 +20,11 @@ from engine.rules import SCALE_POINTS as ENGINE_SCALE_POINTS
 from ..errors import InvalidInput
 from ..models import Membership, Method, Metric, QualityAttribute
 from ..selectors import number_out
+from .widgets import PlainNumberInput
 
 
 def _number_input(**attrs: Any) -> forms.NumberInput:
-    return forms.NumberInput(attrs={"step": "any", "inputmode": "decimal", **attrs})
+    return PlainNumberInput(attrs={"step": "any", "inputmode": "decimal", **attrs})
 
 
 def _add_errors(form: forms.Form, error: InvalidInput, to_field: dict[str, str], labels: dict[str, str]) -> None:
