@@ -2,19 +2,26 @@
 are exactly what Django's ``format_html`` and ``localize`` wrote for each of
 them, in English and in a language with a decimal comma."""
 
+import datetime
 import math
+import re
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from django.template import Context, Template
 from django.test import override_settings
 from django.utils import translation
 from django.utils.formats import localize
 from django.utils.html import format_html_join
 from django.utils.safestring import mark_safe
 
-from workspace.charts import Dot, DotRow
+from engine.compare import Delta
+from workspace.charts import Dot, DotRow, Series, bar_chart, line_chart, range_strip
+from workspace.forms.expert import SCALE_POINTS, point_label
 from workspace.templatetags import chart_marks
 from workspace.templatetags.numbers import significant
+from workspace.templatetags.strips import binned_strip
 from workspace.views.results import HeatCell
 
 NUMBERS = [
@@ -119,10 +126,6 @@ _DELTA_ROWS_TEMPLATE = (
 
 
 def test_delta_rows_are_the_rows_the_template_loop_wrote():
-    from django.template import Context, Template
-
-    from engine.compare import Delta
-
     deltas = [
         Delta("ann & <bo>", 0.25, 0.5),
         Delta("cy", 0.5, 0.25),
@@ -161,12 +164,6 @@ _PAIR_POINTS_TEMPLATE = """{% for p in points %}
     ("value", "errors", "readonly"), [("3", [], False), ("1/7", ["Pick one."], True), (None, [], None)]
 )
 def test_pair_points_are_the_points_the_template_loop_wrote(method, value, errors, readonly):
-    import re
-
-    from django.template import Context, Template
-
-    from workspace.forms.expert import SCALE_POINTS, point_label
-
     row = {"name": "ahp-1-2", "method": method, "left": "R&D <x>", "right": "Speed", "value": value, "errors": errors}
     points = [
         {
@@ -210,12 +207,6 @@ title="standard error: sampled by a Monte Carlo analysis">± {{ cell.standard_er
 
 
 def test_measurement_cells_are_the_cells_the_template_loop_wrote():
-    import datetime
-    import re
-    from types import SimpleNamespace
-
-    from django.template import Context, Template
-
     computed = SimpleNamespace(
         computation="accuracy",
         prediction_set_name="Fold <1> & co",
@@ -266,14 +257,6 @@ stroke-dasharray="3 2"/>
 
 @pytest.mark.parametrize("language", ["en-gb", "de"])
 def test_binned_strip_is_what_the_template_wrote(language):
-    import re
-    from types import SimpleNamespace
-
-    from django.template import Context, Template
-
-    from workspace.charts import range_strip
-    from workspace.templatetags.strips import binned_strip
-
     rng = np.random.default_rng(3)
     values = rng.normal(0.7, 0.1, 300)
     strip = range_strip(least=0.65, desired=0.9, values=values, vetoed=values < 0.65, names=None, bins=40)
@@ -322,13 +305,6 @@ _STABILITY_ROWS_TEMPLATE = (
 
 @pytest.mark.parametrize("language", ["en-gb", "de"])
 def test_a_line_charts_grid_and_curves_are_what_the_templates_wrote(language):
-    import re
-    from types import SimpleNamespace
-
-    from django.template import Context, Template
-
-    from workspace.charts import line_chart
-
     chart = line_chart(
         chart_id="c",
         title="CEF against <Speed>'s weight",
@@ -357,3 +333,44 @@ def test_a_line_charts_grid_and_curves_are_what_the_templates_wrote(language):
         assert chart_marks.weight_stability_rows(reports) == rows
     assert chart.frame.y_ticks and "J48 &amp; co" in chart_marks.chart_lines(chart.lines)
     assert chart_marks.chart_lines(chart.lines).count("<polyline") == 2
+
+
+# What templates/charts/bars.html's loop over the rows wrote before they
+# were written in Python.
+_BAR_ROWS_TEMPLATE = """{% for row in chart.rows %}
+    <g class="chart__row">
+      <title>{{ row.label }}: {% for bar in row.bars %}{{ bar.series.name }} {{ bar.value_label }}\
+{% if not forloop.last %}, {% endif %}{% endfor %}{% if row.note %} ({{ row.note }}){% endif %}</title>
+      <text class="chart__label" x="{{ frame.plot_left }}" y="{{ row.y }}" dx="-8" text-anchor="end">\
+{{ row.short_label }}</text>
+      {% for bar in row.bars %}
+        <rect class="bar bar--{{ bar.series.style }}" x="{{ bar.x }}" y="{{ bar.y }}" width="{{ bar.width }}" \
+height="{{ bar.height }}"{% if bar.series.style == "hatched" %} fill="url(#{{ frame.chart_id }}-hatch)"{% endif %}/>
+        <text class="chart__value" x="{{ bar.label_x }}" y="{{ bar.label_y }}">{{ bar.value_label }}\
+{% if forloop.last and row.note %} · {{ row.note }}{% endif %}</text>
+      {% endfor %}
+    </g>
+  {% endfor %}"""
+
+
+@pytest.mark.parametrize("language", ["en-gb", "de"])
+def test_bar_rows_are_the_rows_the_template_loop_wrote(language):
+    # two series, the second hatched; a note after one row's values
+    series = [Series("Consensus", "solid"), Series("Yours <b>", "hatched")]
+    labels = ["Accuracy & <co>", "Speed", "A very long attribute name that is shortened on the chart"]
+    values = [[0.5, 0.125, 0.375], [0.25, 0.6, 0.15]]
+    chart = bar_chart(
+        labels=labels,
+        series=series,
+        values=values,
+        notes=["", "vetoed & gone", ""],
+        chart_id="w<1>",
+        title="t",
+        description="d",
+    )
+    with translation.override(language):
+        reference = Template(_BAR_ROWS_TEMPLATE).render(Context({"chart": chart, "frame": chart.frame}))
+        written = chart_marks.bar_rows(chart.rows, chart.frame)
+    assert written == re.sub(r"\s*\n\s*", "", reference)
+    assert "Accuracy &amp; &lt;co&gt;: Consensus 0.5000, Yours &lt;b&gt; 0.2500" in written
+    assert written.count('fill="url(#w&lt;1&gt;-hatch)"') == 3 and written.count("· vetoed &amp; gone") == 1

@@ -23,7 +23,7 @@ from django.utils.timezone import localtime
 
 from evaluation.templatetags.evaluation_tags import computation_name
 
-from ..charts import DotRow, Frame, Line
+from ..charts import BarRow, DotRow, Frame, Line
 from ..forms.expert import SCALE_POINTS, point_label
 
 if TYPE_CHECKING:
@@ -309,3 +309,32 @@ def weight_stability_rows(reports: Iterable[Any]) -> SafeString:
             ]
         )
     )
+
+
+@register.simple_tag
+def bar_rows(rows: Iterable[BarRow], frame: Frame) -> SafeString:
+    """A bar chart's rows (templates/charts/bars.html): each row titled with
+    its values, its label, and each bar with its value written after it
+    (the run page's weights: a row per attribute and per metric)."""
+    n = localizer()
+    left, hatch = n(frame.plot_left), f' fill="url(#{escaped(frame.chart_id)}-hatch)"'
+    written = []
+    for row in rows:
+        values = ", ".join([f"{escaped(bar.series.name)} {escaped(bar.value_label)}" for bar in row.bars])
+        note = escaped(row.note)
+        y = n(row.y)
+        written.append(
+            f'<g class="chart__row"><title>{escaped(row.label)}: {values}{f" ({note})" if row.note else ""}</title>'
+            f'<text class="chart__label" x="{left}" y="{y}" dx="-8" text-anchor="end">{escaped(row.short_label)}</text>'
+        )
+        last = len(row.bars) - 1
+        for i, bar in enumerate(row.bars):
+            style = escaped(bar.series.style)
+            written.append(
+                f'<rect class="bar bar--{style}" x="{n(bar.x)}" y="{n(bar.y)}" width="{n(bar.width)}" '
+                f'height="{n(bar.height)}"{hatch if bar.series.style == "hatched" else ""}/>'
+                f'<text class="chart__value" x="{n(bar.label_x)}" y="{n(bar.label_y)}">{escaped(bar.value_label)}'
+                f"{f' · {note}' if i == last and row.note else ''}</text>"
+            )
+        written.append("</g>")
+    return mark_safe("".join(written))  # noqa: S308 (the labels escaped, the rest numbers)
