@@ -7,9 +7,9 @@ comparison page only reads and renders. The earlier run is always the
 "before" side, whatever order the two are given in.
 """
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, overload
 
 import numpy as np
 
@@ -98,9 +98,62 @@ class InputChange:
     after: str
 
 
+class Movements(Sequence[Movement]):
+    """Every candidate's :class:`Movement`, in the comparison's order, each
+    built when read: a page of 25 of a thousand candidates builds 25. How
+    many moved is counted from the places gained alone."""
+
+    def __init__(
+        self, names: list[str], earlier: Mapping[str, Mapping], later: Mapping[str, Mapping], gains: Mapping[str, int]
+    ) -> None:
+        self._names, self._earlier, self._later, self._gains = names, earlier, later, gains
+        self.moved = sum(1 for gained in gains.values() if gained)
+
+    def _movement(self, name: str) -> Movement:
+        b, a = self._earlier.get(name, _ABSENT), self._later.get(name, _ABSENT)
+        return Movement(
+            name,
+            b.get("rank"),
+            a.get("rank"),
+            b.get("cef"),
+            a.get("cef"),
+            b.get("weighted_score"),
+            a.get("weighted_score"),
+            b.get("vetoed"),
+            a.get("vetoed"),
+            self._gains.get(name, 0),  # only candidates of both runs have gains
+        )
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    @overload
+    def __getitem__(self, index: int) -> Movement: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Movement]: ...
+    def __getitem__(self, index: int | slice) -> Movement | list[Movement]:
+        if isinstance(index, slice):
+            return [self._movement(name) for name in self._names[index]]
+        return self._movement(self._names[index])
+
+    def __iter__(self) -> Iterator[Movement]:
+        return map(self._movement, self._names)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to the same movements, built or listed."""
+        if isinstance(other, Movements | list):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+_ABSENT: Mapping = {}
+
+
 @dataclass
 class Comparison:
-    candidates: list[Movement]
+    candidates: Sequence[Movement]
     attribute_weights: list[Delta]
     metric_weights: list[Delta]
     expert_influence: list[Delta]
@@ -117,6 +170,8 @@ class Comparison:
 
     @property
     def moved(self) -> int:
+        if isinstance(self.candidates, Movements):
+            return self.candidates.moved
         return sum(1 for movement in self.candidates if movement.status in ("up", "down"))
 
 
@@ -203,26 +258,8 @@ def compare_results(before: Mapping, after: Mapping) -> Comparison:
     cef_before = {name: c["cef"] for name, c in earlier.items()}
     cef_after = {name: c["cef"] for name, c in later.items()}
     gains = all_net_passes(cef_before, cef_after)
-    movements = []
-    for name in names:
-        b, a = earlier.get(name, {}), later.get(name, {})
-        both = name in earlier and name in later
-        movements.append(
-            Movement(
-                name=name,
-                before_rank=b.get("rank"),
-                after_rank=a.get("rank"),
-                before_cef=b.get("cef"),
-                after_cef=a.get("cef"),
-                before_weighted=b.get("weighted_score"),
-                after_weighted=a.get("weighted_score"),
-                before_vetoed=b.get("vetoed"),
-                after_vetoed=a.get("vetoed"),
-                gained=gains[name] if both else 0,
-            )
-        )
     return Comparison(
-        candidates=movements,
+        candidates=Movements(names, earlier, later, gains),
         attribute_weights=_deltas(before["attribute_weights"], after["attribute_weights"]),
         metric_weights=_deltas(before["metric_weights"], after["metric_weights"]),
         expert_influence=_deltas(before["expert_influence"], after["expert_influence"]),

@@ -177,8 +177,9 @@ def results_document(*, run: Run, individual: bool = False, candidates: Collecti
 
 def comparison_document(*, run: Run) -> dict:
     """What ``engine.compare.compare_results`` reads of a run's results, in
-    the document's shape: the named weights and influence, and of each
-    candidate its name, rank, CEF, weighted score and whether vetoed. From
+    the document's shape: the named weights and influence, and each
+    candidate's entry, of which it reads the name, rank, CEF, weighted score
+    and whether vetoed. From
     whole stored results or from the part ``workspace.selectors.run_pair_get``
     reads."""
     results = _results(run)
@@ -186,10 +187,9 @@ def comparison_document(*, run: Run) -> dict:
         "attribute_weights": _named(results["selected_attributes"], results["attribute_weights"]),
         "metric_weights": _named(results["metrics"], results["metric_weights"]),
         "expert_influence": _named(results["experts"], results["expert_influence"]),
-        "candidates": [
-            {key: entry[key] for key in ("name", "rank", "cef", "weighted_score", "vetoed")}
-            for entry in results["candidates"]
-        ],
+        # Each entry as stored or as picked: compare_results reads of it
+        # only those five keys, and a thousand copies are not made.
+        "candidates": results["candidates"],
     }
 
 

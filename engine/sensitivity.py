@@ -9,7 +9,8 @@ stored by the run; vetoes do not depend on the weights.
 """
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -104,8 +105,20 @@ class WeightReport:
     # How far the weight can move before the ranking or the winner changes
     # (engine.robustness.fragility; infinity when nothing changes from 0 to 1).
     fragility: float
-    # The first change that far away: who overtakes whom, and where.
-    first_change: Crossing | None
+    # What first_change is found from: the ranking, the weight's metrics and
+    # the interval end that far away (None when nothing changes).
+    _stored: "StoredRanking" = field(repr=False, compare=False)
+    _group: np.ndarray = field(repr=False, compare=False)
+    _at: float | None = field(repr=False, compare=False)
+
+    @cached_property
+    def first_change(self) -> Crossing | None:
+        """The first change ``fragility`` away: who overtakes whom, and
+        where. Found when asked (a page asks it of the most fragile weight
+        only; each is a search among the candidates' lines)."""
+        if self._at is None:
+            return None
+        return _first_change(self._stored, self._group, self.share, self._at, self.intercepts, self.slopes)
 
 
 def _first_beyond(stored: StoredRanking, intercepts: np.ndarray, slopes: np.ndarray, t: float) -> str:
@@ -181,9 +194,9 @@ def _reports(stored: StoredRanking, kind: str, names: list[str], groups: list[np
                 intercepts=intercepts,
                 slopes=slopes,
                 fragility=nearest,
-                first_change=(
-                    _first_change(stored, groups[k], share, at, intercepts, slopes) if np.isfinite(nearest) else None
-                ),
+                _stored=stored,
+                _group=groups[k],
+                _at=at if np.isfinite(nearest) else None,
             )
         )
     return reports

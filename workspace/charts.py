@@ -14,6 +14,7 @@ Coordinates are SVG user units of a fixed-width viewBox; the stylesheet
 scales the drawing to its container.
 """
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -536,19 +537,20 @@ STRIP_WIDTH, STRIP_PAD = 520, 40
 STRIP_BAR_TOP, STRIP_BAR_BOTTOM = 18, 50  # the binned strip's bars stand on y = 50
 
 
-@dataclass(frozen=True)
-class StripBin:
-    """One bin of the binned strip: the candidates measured in ``[low,
-    high)`` (the last bin includes its high end), ``vetoed`` of them vetoed;
+class StripBin(NamedTuple):
+    """One bin of the binned strip: the ``measured`` candidates whose values
+    are in ``[low, high)`` (the last bin includes its high end), ``vetoed``
+    of them vetoed;
     the bar drawn from ``y`` down to the baseline, its vetoed part on top
     (``vetoed_height`` from ``y``), the accepted part under it (from
-    ``accepted_y``, ``accepted_height``)."""
+    ``accepted_y``, ``accepted_height``). A named tuple: the ranges step
+    makes 40 for each of 20 metrics."""
 
     x: float
     width: float
     low: float
     high: float
-    count: int
+    measured: int
     vetoed: int
     y: float
     vetoed_height: float
@@ -568,6 +570,14 @@ def strip_bin_counts(
     counts = np.bincount(index, minlength=bins)
     vetoes = np.bincount(index[np.asarray(vetoed, dtype=bool)], minlength=bins)
     return counts.tolist(), vetoes.tolist()
+
+
+@functools.cache
+def _bin_columns(bins: int) -> tuple[list[float], float]:
+    """Where each of ``bins`` bars of the binned strip starts, and their
+    width: the same for every strip of that many bins."""
+    width = (STRIP_WIDTH - 2 * STRIP_PAD) / bins
+    return [round(STRIP_PAD + i * width, 1) for i in range(bins)], round(max(width - 1, 1), 1)
 
 
 def range_strip(
@@ -620,24 +630,26 @@ def range_strip(
         return strip
     counts, vetoes = strip_bin_counts(values, vetoed, low, high, bins)
     tallest = max(counts, default=0) or 1
-    width = inner / bins
+    xs, bar_width = _bin_columns(bins)
     scale = (STRIP_BAR_BOTTOM - STRIP_BAR_TOP) / tallest
+    edges = [low + i * span / bins for i in range(bins + 1)]
     for i, (count, veto) in enumerate(zip(counts, vetoes, strict=True)):
         if not count:
             continue
         top = round(STRIP_BAR_BOTTOM - count * scale, 1)
+        vetoed_height = veto * scale
         strip["bins"].append(
             StripBin(
-                x=round(STRIP_PAD + i * width, 1),
-                width=round(max(width - 1, 1), 1),
-                low=low + i * span / bins,
-                high=low + (i + 1) * span / bins,
-                count=count,
-                vetoed=veto,
-                y=top,
-                vetoed_height=round(veto * scale, 1),
-                accepted_y=round(top + veto * scale, 1),
-                accepted_height=round((count - veto) * scale, 1),
+                xs[i],
+                bar_width,
+                edges[i],
+                edges[i + 1],
+                count,
+                veto,
+                top,
+                round(vetoed_height, 1),
+                round(top + vetoed_height, 1),
+                round((count - veto) * scale, 1),
             )
         )
     strip["bin_count"] = bins

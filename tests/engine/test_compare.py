@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from engine.compare import (
     Delta,
     InputChange,
+    Movement,
     all_net_passes,
     compare_results,
     compare_runs,
@@ -155,6 +156,20 @@ def test_movements_in_the_later_runs_order_then_those_gone():
         ("NB", "gone", 0, None),
     ]
     assert comparison.moved == 3
+
+
+def test_movements_are_built_when_read_and_moved_is_counted_from_the_gains():
+    before = results(("J48", 1, 0.5, 0.5), ("JRip", 2, 0.4, 0.4), ("Stump", 3, 0.0, 0.3), ("NB", 4, 0.0, 0.2))
+    after = results(("JRip", 1, 0.6, 0.6), ("J48", 2, 0.5, 0.5), ("Forest", 3, 0.1, 0.1), ("Stump", 4, 0.0, 0.3))
+    movements = compare_results(before, after).candidates
+    every = list(movements)
+    assert len(movements) == 5 and all(isinstance(m, Movement) for m in every)
+    # an index, a slice (what a page of the paginator reads) and iteration agree
+    assert movements[1] == every[1] and movements[-1] == every[-1] and movements[1:3] == every[1:3]
+    assert movements[2] == Movement("Forest", None, 3, None, 0.1, None, 0.1, None, False, 0)
+    assert movements.moved == sum(m.status in ("up", "down") for m in every) == 3
+    assert movements == every and movements == compare_results(before, after).candidates
+    assert movements != every[:-1]
 
 
 def test_weight_and_influence_deltas():

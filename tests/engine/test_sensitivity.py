@@ -47,6 +47,31 @@ def test_reference_case_sentence_names_the_first_overtaking():
     )
 
 
+def test_the_first_change_is_found_only_when_asked(monkeypatch):
+    # The page asks it of the most fragile weight alone: 25 weights at the
+    # limits are one search, not 25. Asked, it is what the search finds.
+    ranking = stored([[0.9, 0.1, 0.5], [0.2, 0.6, 0.4], [0.3, 0.4, 0.9]], [0.4, 0.35, 0.25], attribute_of=[0, 0, 1])
+    searched = []
+    search = sensitivity._first_change
+    monkeypatch.setattr(sensitivity, "_first_change", lambda *args: searched.append(args) or search(*args))
+    reports = sensitivity.weight_reports(ranking)
+    assert searched == []
+    sentence = sensitivity.fragility_sentence(reports, "c0")
+    assert len(searched) == 1 and "would overtake" in sentence
+    fragile = sensitivity.most_fragile(reports)
+    for report in reports:
+        if np.isfinite(report.fragility):
+            at = report._at
+            assert report.first_change == search(
+                ranking, report._group, report.share, at, report.intercepts, report.slopes
+            )
+        else:
+            assert report.first_change is None
+    # once each (the most fragile's kept from the sentence)
+    assert len(searched) == sum(np.isfinite(report.fragility) for report in reports)
+    assert fragile.first_change.overtaker in sentence
+
+
 def test_no_change_anywhere_says_so():
     ranking = stored([[0.9, 0.9], [0.1, 0.1]], [0.5, 0.5])
     reports = sensitivity.weight_reports(ranking)

@@ -106,7 +106,7 @@ def test_beyond_the_limit_the_strip_is_binned_and_counts_each_candidate_once(cro
         index = min(math.floor((value - low) / (high - low) * bins), bins - 1)
         count, vetoes = literal.get(index, (0, 0))
         literal[index] = (count + 1, vetoes + (name in vetoed))
-    assert [(b.count, b.vetoed) for b in strip["bins"]] == [literal[i] for i in sorted(literal)]
+    assert [(b.measured, b.vetoed) for b in strip["bins"]] == [literal[i] for i in sorted(literal)]
     page = body(response)
     assert f"This range vetoes {len(vetoed)} of {len(values)} candidates, none newly." in text(response)
     assert (

@@ -211,7 +211,7 @@ def test_range_strip_marks_each_candidate_or_bins_them():
     binned = charts.range_strip(least=0.3, desired=0.8, values=values, vetoed=vetoed, names=None, bins=4)
     assert binned["binned"] and binned["marks"] == []
     # axis from 0.2 to 0.9 in 4 bins of 0.175: 0.2 -> 0, 0.5 -> 1, 0.9 -> 3 (the high end)
-    assert [(b.count, b.vetoed) for b in binned["bins"]] == [(1, 1), (1, 0), (1, 0)]
+    assert [(b.measured, b.vetoed) for b in binned["bins"]] == [(1, 1), (1, 0), (1, 0)]
     assert [round(b.low, 3) for b in binned["bins"]] == [0.2, 0.375, 0.725]
     tallest = binned["bins"][0]
     assert tallest.y == charts.STRIP_BAR_TOP and tallest.accepted_height == 0

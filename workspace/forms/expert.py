@@ -12,6 +12,7 @@ from fractions import Fraction
 from typing import Any, cast
 
 from django import forms
+from django.utils.choices import normalize_choices
 
 from engine.rules import PERCENT_TOTAL, PERCENT_TOTAL_SLACK, scale_point_of
 from engine.rules import SCALE_POINTS as ENGINE_SCALE_POINTS
@@ -19,10 +20,11 @@ from engine.rules import SCALE_POINTS as ENGINE_SCALE_POINTS
 from ..errors import InvalidInput
 from ..models import Membership, Method, Metric, QualityAttribute
 from ..selectors import number_out
+from .widgets import PlainNumberInput
 
 
 def _number_input(**attrs: Any) -> forms.NumberInput:
-    return forms.NumberInput(attrs={"step": "any", "inputmode": "decimal", **attrs})
+    return PlainNumberInput(attrs={"step": "any", "inputmode": "decimal", **attrs})
 
 
 def _add_errors(form: forms.Form, error: InvalidInput, to_field: dict[str, str], labels: dict[str, str]) -> None:
@@ -99,13 +101,23 @@ def scale_point(value: float) -> tuple[str, bool]:
     return str(nearest), on_point
 
 
+def _strength(point: str) -> tuple[int, bool]:
+    """A point's strength (1 to 9) and whether it favours the left item."""
+    value = Fraction(point)
+    return int(value if value >= 1 else 1 / value), value > 1
+
+
+# Each point of the scale's strength and side, computed once: the
+# priorities step labels 17 points of each of some eighty pairs.
+_STRENGTHS = {point: _strength(point) for point in SCALE_POINTS}
+
+
 def point_label(method: str, left: str, right: str, point: str) -> str:
     """What choosing ``point`` on the pair's row says, in words."""
-    value = Fraction(point)
-    if value == 1:
+    strength, left_first = _STRENGTHS.get(point) or _strength(point)
+    if strength == 1:
         return f"{left} and {right} {'equally important' if method == 'ahp' else 'indifferent'} (1)"
-    strength = int(value if value > 1 else 1 / value)
-    subject, other = (left, right) if value > 1 else (right, left)
+    subject, other = (left, right) if left_first else (right, left)
     if method == "ahp":
         return f"{subject} {AHP_MEANINGS[strength]} more important than {other} ({strength})"
     if strength == 9:
@@ -147,6 +159,21 @@ class Section:
         return [item.name for item in self.items]
 
 
+# A pair's choices, normalised once (Django's normalize_choices, as a
+# ChoiceField would for each field).
+_SCALE_CHOICES = normalize_choices([(point, point) for point in SCALE_POINTS])
+
+
+class ScalePointField(forms.ChoiceField):
+    """One pair's judgment: a point of the scale, or nothing. Every pair
+    shares the same normalised choices: a ChoiceField normalises its own,
+    17 for each of some eighty pairs at 20 metrics (its widget's too)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        forms.Field.__init__(self, **kwargs)  # ChoiceField's own __init__ normalises the choices
+        self._choices = self.widget._choices = _SCALE_CHOICES
+
+
 class PrioritiesForm(forms.Form):
     """Direct weights, AHP or LPR judgments over the selected attributes, and
     a local prioritisation (or the equal split) per attribute with several
@@ -185,10 +212,8 @@ class PrioritiesForm(forms.Form):
                 )
             for method in ("ahp", "lpr"):
                 for a, b in section.pairs:
-                    self.fields[section.pair_field(method, a, b)] = forms.ChoiceField(
-                        label=f"{a.name} or {b.name} ({method.upper()})",
-                        required=False,
-                        choices=[(p, p) for p in SCALE_POINTS],
+                    self.fields[section.pair_field(method, a, b)] = ScalePointField(
+                        label=f"{a.name} or {b.name} ({method.upper()})", required=False
                     )
         # Prefilled from what is stored (the API's GET shape).
         self.initial = self.initial_from(stored, self.sections)

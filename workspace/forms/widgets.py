@@ -1,9 +1,11 @@
-"""Widgets for fields with many choices (a study's thousand candidates).
+"""Widgets written in Python: a select of many choices (a study's thousand
+candidates), and a number input repeated per metric or expert.
 
 Django renders a ``<select>``'s options through its template once per
 option, tens of microseconds each; ``ManyOptionsSelect`` writes them in
 Python, the markup of Django's own ``select.html`` and
-``select_option.html`` (tests/workspace/test_widgets.py checks it)."""
+``select_option.html``; ``PlainNumberInput`` its ``input.html``
+(tests/workspace/test_widgets.py checks both)."""
 
 from typing import Any
 
@@ -41,3 +43,17 @@ class ManyOptionsSelect(forms.Select):
                 parts.append("\n  </optgroup>")
         parts.append("\n</select>")
         return mark_safe("".join(parts))  # noqa: S308 (every name, value and label escaped above)
+
+
+class PlainNumberInput(forms.NumberInput):
+    """``forms.NumberInput`` written in Python, the markup of Django's
+    ``input.html``: the ranges step has two a metric (40 at 20 metrics), the
+    peer-weights step one an expert (100), each a template render by Django."""
+
+    def render(self, name: str, value: Any, attrs: dict[str, Any] | None = None, renderer: Any = None) -> SafeString:
+        widget = self.get_context(name, value, attrs)["widget"]
+        shown = "" if widget["value"] is None else f' value="{conditional_escape(str(widget["value"]))}"'
+        return mark_safe(  # noqa: S308 (every part escaped)
+            f'<input type="{conditional_escape(widget["type"])}" name="{conditional_escape(widget["name"])}"'
+            f"{shown}{_attrs(widget['attrs'])}>"
+        )

@@ -8,6 +8,7 @@ polling needs neither.
 from collections.abc import Iterable
 from typing import Any
 
+from django.db import connection
 from django.db.models import F, Func, JSONField, QuerySet, Value
 from django.db.models.fields.json import KeyTransform
 
@@ -242,7 +243,9 @@ def _results_picked(run: Run, keys: Iterable[str], candidate_keys: Iterable[str]
         return
     results = {key: getattr(run, f"results_{key}") for key in keys}
     candidates = getattr(run, "results_candidates") or []  # noqa: B009  (annotated by the caller)
-    results["candidates"] = [{key: c[key] for key in candidate_keys} for c in candidates]
+    if connection.vendor != "postgresql":  # SQLite extracts whole entries; PostgreSQL built them of those keys
+        candidates = [{key: c[key] for key in candidate_keys} for c in candidates]
+    results["candidates"] = candidates
     run.results = results
 
 

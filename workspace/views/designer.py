@@ -490,9 +490,8 @@ def _measurement_page(
     # through CSV.
     too_big = shown_cells >= limits.FORM_MAX_FIELDS - 10
     editable = study.is_designer and shown_cells > 0 and not too_big
-    if editable and table is None:
-        table = read.table_form()
-
+    # The table's form is built only for what was posted: a page shown
+    # afresh writes its 500 inputs from the values, with nothing to check.
     errors = table.errors if editable and table is not None else {}
     posted = table.data if editable and table is not None and table.is_bound else None
 
@@ -530,6 +529,7 @@ def _measurement_page(
         "rows": rows,
         "page": read.page,
         "page_url": read.url,
+        "editable": editable,
         "table_form": table if editable else None,
         "cell_max_length": limits.UNIT_MAX_LENGTH,
         "too_big": study.is_designer and too_big,

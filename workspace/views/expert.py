@@ -332,29 +332,20 @@ def _priority_results(form: PrioritiesForm, study: Study) -> list[dict[str, Any]
 
 
 def _pair_rows(form: PrioritiesForm, section: Section, method: str) -> list[dict[str, Any]]:
-    """The rows of one pairwise section: each pair once, its 17 points
-    labelled in words for screen readers."""
+    """The rows of one pairwise section: each pair once, with the point
+    chosen (its 17 points are written, labelled in words for screen readers,
+    by chart_marks.pair_points)."""
     rows = []
     for a, b in section.pairs:
         name = section.pair_field(method, a, b)
-        value = form[name].value()
         rows.append(
             {
                 "name": name,
+                "method": method,
                 "left": a.name,
                 "right": b.name,
+                "value": form[name].value(),
                 "errors": form.errors.get(name, []),
-                "points": [
-                    {
-                        "value": p,
-                        "shown": p.removeprefix("1/"),
-                        "label": point_label(method, a.name, b.name, p),
-                        "checked": value == p,
-                        "id": f"id_{name}_{i}",
-                        "side": _side(p),
-                    }
-                    for i, p in enumerate(SCALE_POINTS)
-                ],
             }
         )
     return rows
@@ -365,10 +356,6 @@ SCALE_WORDS = {
     "ahp": ["extreme", "very strong", "strong", "moderate", "equal", "moderate", "strong", "very strong", "extreme"],
     "lpr": ["strictest", "", "", "", "indifferent", "", "", "", "strictest"],
 }
-
-
-def _side(point: str) -> str:
-    return "equal" if point == "1" else ("right" if point.startswith("1/") else "left")
 
 
 def typed_total(values: list[Any]) -> float | None:
