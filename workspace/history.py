@@ -172,7 +172,9 @@ def the_study(instance: Any, memo: dict) -> tuple[int | None, int | None]:
 
 
 def of_membership(instance: Any, memo: dict) -> tuple[int | None, int | None]:
-    return instance.study_id, instance.pk
+    """An expert's membership is theirs (they see its records); the
+    designer's is the study's."""
+    return instance.study_id, instance.pk if instance.role == "expert" else None
 
 
 def by_expert(name: str = "expert") -> Scope:

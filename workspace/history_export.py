@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from .selectors.history import HistoryEntry
+from .selectors import HistoryEntry
 
 CSV_COLUMNS = ("at", "user", "source", "kind", "object_id", "object_name", "action", "expert", "changes")
 

@@ -1226,8 +1226,9 @@ def test_candidates_add_appends_in_one_insert(make_study):
             study=built.study, candidates=[{"name": f" New {i} ", "description": "d"} for i in range(30)]
         )
     inserts = [q for q in queries.captured_queries if q["sql"].startswith("INSERT")]
-    # savepoint, the lock, the names taken, the last position, one INSERT, release
-    assert len(inserts) == 1 and len(queries) == 6
+    # savepoint, the lock, the names taken, the last position, one INSERT, its history's INSERT, release
+    assert len(inserts) == 2 and len(queries) == 7
+    assert '"workspace_historicalcandidate"' in inserts[1]["sql"]
     assert [c.name for c in added] == [f"New {i}" for i in range(30)]  # trimmed, as candidate_add does
     after = list(built.study.candidates.order_by("position").values_list("name", "position"))
     last = before[-1][1]

@@ -8,8 +8,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 
-from workspace import history
-from workspace.selectors import history as records
+from workspace import history, selectors
 
 from .serializers import StrictCharField
 from .views import PaginatedListMixin, StudyScoped
@@ -25,7 +24,8 @@ class HistoryEntrySerializer(serializers.Serializer):
     id = serializers.IntegerField(help_text="the record's id among its kind's records")
     at = serializers.DateTimeField(help_text="when the change was made")
     user = StrictCharField(allow_null=True, help_text="who made it; null for the system or a deleted account")
-    source = serializers.ChoiceField(choices=history.SOURCES, help_text="where it came from")
+    # "source" is also a Field attribute; DRF takes declared fields off the class.
+    source = serializers.ChoiceField(choices=history.SOURCES, help_text="where it came from")  # type: ignore[assignment]
     kind = serializers.ChoiceField(choices=list(history.KINDS), help_text="what changed")
     object_id = serializers.IntegerField(help_text="the id of the row changed")
     object_name = serializers.CharField(help_text="its name or title, when it has one")
@@ -49,6 +49,6 @@ class StudyHistoryView(StudyScoped, PaginatedListMixin):
         designer every one; an expert those of their own inputs and the
         study's public events. A filter that is not understood is a 400
         naming it."""
-        filters = records.history_filter_parse(request.query_params)
-        pages = records.HistoryPages(study=self.study(), user=request.user, filters=filters)
+        filters = selectors.history_filter_parse(request.query_params)
+        pages = selectors.HistoryPages(study=self.study(), user=request.user, filters=filters)
         return self.paginated(pages, HistoryEntrySerializer)

@@ -15,9 +15,9 @@ previous records, and one for the experts' names.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from django.db.models import F, OuterRef, QuerySet, Subquery, Value
 from django.db.models.fields import CharField
@@ -185,22 +185,30 @@ def history_list(
     return entries
 
 
-class HistoryPages:
+class HistoryPages(Sequence[HistoryEntry]):
     """The records as paginators page them (Django's ``Paginator``, DRF's):
     ``count()`` and a slice, each one ``history_count`` or ``history_list``."""
 
     def __init__(self, *, study: Study, user: Any, filters: HistoryFilter) -> None:
         self.study, self.user, self.filters = study, user, filters
 
-    def count(self) -> int:
+    def count(self, value: object = None) -> int:  # the paginators call count() (or len())
         return history_count(study=self.study, user=self.user, filters=self.filters)
 
     def __len__(self) -> int:
         return self.count()
 
-    def __getitem__(self, window: slice) -> list[HistoryEntry]:
-        start = window.start or 0
-        stop = window.stop if window.stop is not None else start + EXPORT_CHUNK
+    @overload
+    def __getitem__(self, index: int) -> HistoryEntry: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[HistoryEntry]: ...
+
+    def __getitem__(self, index: int | slice) -> HistoryEntry | list[HistoryEntry]:
+        if isinstance(index, int):
+            return history_list(study=self.study, user=self.user, filters=self.filters, offset=index, limit=1)[0]
+        start = index.start or 0
+        stop = index.stop if index.stop is not None else start + EXPORT_CHUNK
         return history_list(study=self.study, user=self.user, filters=self.filters, offset=start, limit=stop - start)
 
 

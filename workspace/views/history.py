@@ -9,11 +9,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from .. import limits
+from .. import limits, selectors
 from ..errors import InvalidInput
 from ..history import KINDS, SOURCES
 from ..history_export import history_csv, history_json
-from ..selectors import history as records
 from .common import study_for_member
 
 
@@ -23,20 +22,20 @@ def history_page(request: HttpRequest, study_id: int) -> HttpResponse:
     study = study_for_member(request, study_id)
     errors: dict[str, list[str]] = {}
     try:
-        filters = records.history_filter_parse(request.GET)
+        filters = selectors.history_filter_parse(request.GET)
     except InvalidInput as error:
         errors = error.errors
-        filters = records.HistoryFilter()
+        filters = selectors.HistoryFilter()
     export = request.GET.get("format")
     if export in ("csv", "json") and not errors:
-        entries = records.history_all(study=study, user=request.user, filters=filters)
+        entries = selectors.history_all(study=study, user=request.user, filters=filters)
         if export == "csv":
             response = HttpResponse(history_csv(entries), content_type="text/csv; charset=utf-8")
         else:
             response = HttpResponse(history_json(entries), content_type="application/json")
         response["Content-Disposition"] = f'attachment; filename="approve-study-{study.pk}-history.{export}"'
         return response
-    pages = records.HistoryPages(study=study, user=request.user, filters=filters)
+    pages = selectors.HistoryPages(study=study, user=request.user, filters=filters)
     page = Paginator(pages, limits.HISTORY_PER_PAGE).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
@@ -49,7 +48,7 @@ def history_page(request: HttpRequest, study_id: int) -> HttpResponse:
         "errors": errors,
         "kinds": list(KINDS),
         "sources": SOURCES,
-        "people": records.history_people(study=study),
+        "people": selectors.history_people(study=study),
         "query": query.urlencode(),
     }
     return render(request, "history/history.html", context, status=400 if errors else 200)
