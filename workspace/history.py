@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.core.exceptions import EmptyResultSet
 from django.db import connection, models
 from django.utils import timezone
 from simple_history.models import HistoricalRecords
@@ -372,7 +373,10 @@ def record_query(queryset: Any, history_type: str, *, study_id: int | None = Non
         tracked_columns = tracked
         extra.append("history_study_id")
         values.append(study_id)
-    select_sql, select_params = queryset.query.sql_with_params()
+    try:
+        select_sql, select_params = queryset.query.sql_with_params()
+    except EmptyResultSet:  # pk__in=[]: nothing to record
+        return 0
     quote = connection.ops.quote_name
     columns = ", ".join(quote(name) for name in [*tracked_columns, *extra])
     placeholders = ", ".join(["%s"] * len(values))
