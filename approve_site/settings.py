@@ -395,6 +395,10 @@ SPECTACULAR_SETTINGS = {
         # prioritisation's method (the bundle's refers to it by name).
         "PhaseEnum": "workspace.models.Phase",
         "PrioritisationMethodEnum": "workspace.api.serializers.PRIORITISATION_METHODS",
+        # A study's history: what kind of row changed, where from, how (workspace.history).
+        "HistoryKindEnum": "workspace.history.KIND_NAMES",
+        "HistorySourceEnum": "workspace.history.SOURCES",
+        "HistoryActionEnum": "workspace.history.ACTIONS",
     },
     # The default enum hook, then the links from each create answer to the
     # operations on what it made (workspace/api/schema.py).

@@ -39,6 +39,15 @@ from simple_history.models import HistoricalRecords
 from simple_history.signals import pre_create_historical_record
 
 SOURCES = ("page", "api", "admin", "import", "command", "task", "system")
+# Every kind of record, in the order the models declare them (KINDS maps each
+# to its model once the models are loaded; the API's enum reads this).
+KIND_NAMES = (
+    *("study", "membership", "attribute", "metric", "candidate", "measurement"),
+    *("attribute_vote", "metric_vote", "attribute_prioritisation", "attribute_judgment", "attribute_weight"),
+    *("metric_prioritisation", "metric_judgment", "metric_weight", "range", "peer_weight", "invitation"),
+    *("run", "prediction_set", "computation", "measurement_source"),
+)
+ACTIONS = ("created", "changed", "deleted")
 
 
 @dataclass
@@ -259,6 +268,8 @@ class StudyHistory(HistoricalRecords):
             user_db_constraint=False,
             **kwargs,
         )
+        if kind not in KIND_NAMES:
+            raise ValueError(f"history kind {kind!r} is not in KIND_NAMES")
         self.kind = kind
         self.scope = scope
 

@@ -60,6 +60,15 @@ class AhpWeighting(models.TextChoices):
 assert set(AhpWeighting.values) == set(AHP_WEIGHTINGS), "AhpWeighting must list engine.rules.AHP_WEIGHTINGS"
 
 
+class StudyQuerySet(models.QuerySet):
+    def delete(self) -> tuple[int, dict[str, int]]:
+        """Deleting studies records each study's deletion, not one record per
+        row deleted with it (``workspace.history.delete``), however it is
+        deleted: the service, the admin, a shell."""
+        deleted = recorded.delete(self, cascade_recorded=False)
+        return deleted, {self.model._meta.label: deleted}
+
+
 class Study(models.Model):
     title = models.CharField(max_length=TITLE_MAX_LENGTH)
     description = models.TextField(blank=True)
@@ -87,6 +96,7 @@ class Study(models.Model):
         is_designer: bool
         is_expert: bool
     history = StudyHistory(kind="study", scope=recorded.the_study, excluded_fields=["input_version", "updated_at"])
+    objects = StudyQuerySet.as_manager()
 
     class Meta:
         verbose_name_plural = "studies"
@@ -100,6 +110,10 @@ class Study(models.Model):
 
     def __str__(self):
         return self.title
+
+    def delete(self, using: Any = None, keep_parents: bool = False) -> tuple[int, dict[str, int]]:
+        """As ``StudyQuerySet.delete``: the study's deletion recorded, not each row's."""
+        return Study.objects.filter(pk=self.pk).delete()
 
 
 class Membership(models.Model):

@@ -158,7 +158,7 @@ def test_a_record_holds_the_old_and_the_new_values(make_study, cast):
         study=built.study, user=cast.alice, filters=records.HistoryFilter(kind="measurement"), limit=1
     )
     assert (entry.action, entry.kind) == ("changed", "measurement")
-    assert [(c.field, c.old, c.new) for c in entry.changes] == [("value", 0.88, 0.91)]
+    assert [(c.field, c.old, c.new) for c in entry.changes] == [("value", "0.88", "0.91")]
 
 
 def test_the_selection_at_close_of_voting_records_each_row_changed(make_study):

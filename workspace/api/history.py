@@ -15,9 +15,12 @@ from .views import PaginatedListMixin, StudyScoped
 
 
 class HistoryChangeSerializer(serializers.Serializer):
+    """A column's value before and after, as text (a number as Python writes
+    it: ``0.91``; true and false; a time in ISO 8601)."""
+
     field = StrictCharField(help_text="the column changed, e.g. `weight` or `attribute_id`")
-    old = serializers.JSONField(allow_null=True, help_text="its value before; null when created")
-    new = serializers.JSONField(allow_null=True, help_text="its value after; null when deleted")
+    old = StrictCharField(allow_null=True, help_text="its value before; null when created")
+    new = StrictCharField(allow_null=True, help_text="its value after; null when deleted")
 
 
 class HistoryEntrySerializer(serializers.Serializer):
@@ -26,17 +29,21 @@ class HistoryEntrySerializer(serializers.Serializer):
     user = StrictCharField(allow_null=True, help_text="who made it; null for the system or a deleted account")
     # "source" is also a Field attribute; DRF takes declared fields off the class.
     source = serializers.ChoiceField(choices=history.SOURCES, help_text="where it came from")  # type: ignore[assignment]
-    kind = serializers.ChoiceField(choices=list(history.KINDS), help_text="what changed")
+    kind = serializers.ChoiceField(choices=history.KIND_NAMES, help_text="what changed")
     object_id = serializers.IntegerField(help_text="the id of the row changed")
-    object_name = serializers.CharField(help_text="its name or title, when it has one")
-    action = serializers.ChoiceField(choices=["created", "changed", "deleted"])
+    object_name = StrictCharField(help_text="its name or title, when it has one")
+    action = serializers.ChoiceField(choices=history.ACTIONS)
     expert = StrictCharField(allow_null=True, help_text="whose input it is; null for the study's events")
     changes = HistoryChangeSerializer(many=True, help_text="the values before and after, per column changed")
 
 
 FILTERS = [
     OpenApiParameter("person", OpenApiTypes.STR, description="only the changes this username made"),
-    OpenApiParameter("kind", OpenApiTypes.STR, enum=list(history.KINDS), description="only this kind of record"),
+    OpenApiParameter(
+        "kind",
+        {"x-component": "HistoryKindEnum", "type": "string", "enum": list(history.KIND_NAMES)},
+        description="only this kind of record",
+    ),
     OpenApiParameter("since", OpenApiTypes.DATE, description="from this day (UTC), inclusive"),
     OpenApiParameter("until", OpenApiTypes.DATE, description="until this day (UTC), inclusive"),
 ]

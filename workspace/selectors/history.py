@@ -15,6 +15,7 @@ previous records, and one for the experts' names.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
@@ -60,8 +61,8 @@ class HistoryFilter:
 @dataclass(frozen=True)
 class Change:
     field: str
-    old: Any
-    new: Any
+    old: str | None  # as text
+    new: str | None
 
 
 @dataclass(frozen=True)
@@ -231,10 +232,18 @@ def history_people(*, study: Study) -> list[str]:
     return sorted(names)
 
 
-def _value(value: Any) -> Any:
+def _value(value: Any) -> str | None:
+    """A column's value as text (None stays None): the page, the exports and
+    the API show the same."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, dt.datetime | dt.date):
         return value.isoformat()
-    return value
+    if isinstance(value, dict | list):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
 
 
 def _entry(kind: str, record: Any, previous: Any, names: Mapping[int, str]) -> HistoryEntry:
