@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from .results_export import _text_cell
 from .selectors import HistoryEntry
 
 CSV_COLUMNS = ("at", "user", "source", "kind", "object_id", "object_name", "action", "expert", "changes")
@@ -40,10 +41,13 @@ def _changes_text(entry: HistoryEntry) -> str:
 
 
 def history_csv(entries: Iterable[HistoryEntry]) -> str:
+    """Text a spreadsheet would run as a formula (a name, a value) starts
+    with ``'``, as in the results CSV."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for e in entries:
-        row = (e.at.isoformat(), e.user or "", e.source, e.kind, e.object_id, e.object_name, e.action)
-        writer.writerow((*row, e.expert or "", _changes_text(e)))
+        name, changes = _text_cell(e.object_name), _text_cell(_changes_text(e))
+        row = (e.at.isoformat(), e.user or "", e.source, e.kind, e.object_id, name, e.action)
+        writer.writerow((*row, e.expert or "", changes))
     return out.getvalue()

@@ -133,8 +133,15 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("copied", [False, True], ids=["built", "copied"])
 @pytest.mark.parametrize("case", list(CASES))
-def test_every_kind_of_change_leaves_exactly_one_record_per_row_with_its_actor(make_study, cast, case):
+def test_every_kind_of_change_leaves_exactly_one_record_per_row_with_its_actor(
+    make_study, cast, case, copied, monkeypatch
+):
+    """``copied``: every bulk record copied from the table on PostgreSQL
+    (history._record_copied, used from COPY_FROM_ROWS rows on), not built."""
+    if copied:
+        monkeypatch.setattr(history, "COPY_FROM_ROWS", 1)
     phase, change, expected = CASES[case]
     built = make_study(phase)
     before = counts(built.study.pk)
@@ -383,3 +390,12 @@ def test_phase_is_the_studys_public_event(make_study, cast):
         study=built.study, user=cast.bob, filters=records.HistoryFilter(kind="study"), limit=1
     )
     assert [(c.field, c.old, c.new) for c in entry.changes] == [("phase", Phase.DRAFT, Phase.VOTING)]
+
+
+def test_the_csv_defuses_formulas(make_study, cast, client):
+    built = make_study("draft")
+    services.candidate_add(study=built.study, name="=HYPERLINK()")
+    _api(client, cast.alice)
+    text = client.get(f"/studies/{built.study.pk}/history/", {"kind": "candidate", "format": "csv"}).content.decode()
+    assert "'=HYPERLINK()" in text
+    assert ",=HYPERLINK()" not in text
