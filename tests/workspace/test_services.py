@@ -1752,7 +1752,9 @@ def test_measurements_set_upserts_in_a_constant_number_of_queries(make_study, dj
             for c in MEASUREMENTS
             for m in list(MEASUREMENTS[c])[: count // 2]
         ]
-        with django_assert_num_queries(6):  # savepoint, lock, candidates, metrics, one upsert, release
+        # savepoint, lock, candidates, metrics, the values before (the history's
+        # old values), one upsert, its history (one INSERT), release
+        with django_assert_num_queries(8):
             services.measurements_set(study=built.study, measurements=entries)
     assert _values(built)[("JRip", "Fold stdev")] == pytest.approx(0.6)
     assert _values(built)[("JRip", "Training time")] == MEASUREMENTS["JRip"]["Training time"]
