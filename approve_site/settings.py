@@ -130,6 +130,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "simple_history",
     "workspace",
     "engine",
     "evaluation",
@@ -141,6 +142,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Every change's history: where it came from and who made it (workspace.history).
+    "workspace.history.HistoryMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -184,6 +187,9 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 # How long an invitation to a study (by username or by link) can be accepted.
 INVITATION_LIFETIME_DAYS = env_int("INVITATION_LIFETIME_DAYS", 14)
+# A deleted study's record (who, when, its bundle at that moment) and its
+# history are kept this long, then the sweep removes them (workspace.history).
+APPROVE_DELETED_STUDY_RETENTION_DAYS = env_int("APPROVE_DELETED_STUDY_RETENTION_DAYS", 365)
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
@@ -389,6 +395,10 @@ SPECTACULAR_SETTINGS = {
         # prioritisation's method (the bundle's refers to it by name).
         "PhaseEnum": "workspace.models.Phase",
         "PrioritisationMethodEnum": "workspace.api.serializers.PRIORITISATION_METHODS",
+        # A study's history: what kind of row changed, where from, how (workspace.history).
+        "HistoryKindEnum": "workspace.history.KIND_NAMES",
+        "HistorySourceEnum": "workspace.history.SOURCES",
+        "HistoryActionEnum": "workspace.history.ACTIONS",
     },
     # The default enum hook, then the links from each create answer to the
     # operations on what it made (workspace/api/schema.py).

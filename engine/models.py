@@ -9,6 +9,9 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from workspace import history as recorded
+from workspace.history import StudyHistory
+
 from .core import DEFAULT_TOLERANCE
 
 
@@ -49,6 +52,11 @@ class Run(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
     duration_seconds = models.FloatField(null=True, blank=True)
+    history = StudyHistory(
+        kind="run",
+        scope=recorded.of_study,
+        excluded_fields=["snapshot", "results", "lease_expires_at", "input_version"],
+    )
 
     class Meta:
         ordering = ["-launched_at", "-id"]

@@ -44,6 +44,7 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
+from workspace import history
 from workspace.errors import PhaseConflict
 from workspace.models import Study
 from workspace.services.phases import Action, phase_allows
@@ -328,12 +329,15 @@ def run_claim(*, run_id: int) -> int | None:
     attempt, or None when the run is not ours to execute."""
     now = timezone.now()
     claimable = Q(status=Run.Status.QUEUED) | Q(status=Run.Status.RUNNING, lease_expires_at__lt=now)
-    claimed = Run.objects.filter(claimable, pk=run_id).update(
-        status=Run.Status.RUNNING,
-        started_at=now,
-        lease_expires_at=now + timedelta(seconds=_lease_seconds()),
-        attempts=F("attempts") + 1,
-    )
+    with transaction.atomic():
+        claimed = Run.objects.filter(claimable, pk=run_id).update(
+            status=Run.Status.RUNNING,
+            started_at=now,
+            lease_expires_at=now + timedelta(seconds=_lease_seconds()),
+            attempts=F("attempts") + 1,
+        )
+        if claimed:
+            history.record_query(Run.objects.filter(pk=run_id), "~")
     if not claimed:
         return None
     return Run.objects.values_list("attempts", flat=True).get(pk=run_id)
@@ -347,7 +351,11 @@ def _held(run_id: int, attempt: int) -> QuerySet[Run]:
 def _finish(run_id: int, attempt: int, **fields) -> int:
     """Store the outcome only if this attempt still holds the run; a worker
     whose lease was taken over must not overwrite its successor."""
-    return _held(run_id, attempt).update(finished_at=timezone.now(), **fields)
+    with transaction.atomic():
+        finished = _held(run_id, attempt).update(finished_at=timezone.now(), **fields)
+        if finished:
+            history.record_query(Run.objects.filter(pk=run_id), "~")
+    return finished
 
 
 def _renew_lease(run_id: int, attempt: int) -> bool:
@@ -488,14 +496,17 @@ def worker_database_options() -> None:
 
 
 def run_fail_timeout(*, run_id: int, seconds: float) -> None:
-    Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(
-        status=Run.Status.FAILED,
-        finished_at=timezone.now(),
-        error=(
-            f"The run took longer than the {seconds} s time limit; "
-            "launch it again or ask an administrator to raise the limit."
-        ),
-    )
+    with transaction.atomic():
+        failed = Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(
+            status=Run.Status.FAILED,
+            finished_at=timezone.now(),
+            error=(
+                f"The run took longer than the {seconds} s time limit; "
+                "launch it again or ask an administrator to raise the limit."
+            ),
+        )
+        if failed:
+            history.record_query(Run.objects.filter(pk=run_id), "~")
 
 
 def runs_recover_stale(*, now: datetime | None = None) -> list[int]:
@@ -514,7 +525,10 @@ def runs_recover_stale(*, now: datetime | None = None) -> list[int]:
     )
     with transaction.atomic():
         ids = list(Run.objects.select_for_update(skip_locked=True).filter(lapsed).values_list("pk", flat=True))
+        running = list(Run.objects.filter(pk__in=ids, status=Run.Status.RUNNING).values_list("pk", flat=True))
         Run.objects.filter(lapsed, pk__in=ids).update(status=Run.Status.QUEUED, lease_expires_at=_queue_lease(now))
+        # A run handed back changes status (one already queued only gets a new lease).
+        history.record_query(Run.objects.filter(pk__in=running), "~")
     for run_id in ids:
         _enqueue(run_id, RESEND_PRIORITY)
     return ids

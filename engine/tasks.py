@@ -15,6 +15,9 @@ from celery.signals import worker_init, worker_ready, worker_shutdown
 from django.conf import settings
 from django.db import DatabaseError, connection
 
+from workspace import history
+from workspace import services as workspace_services
+
 from . import analyses, health, services
 
 logger = logging.getLogger(__name__)
@@ -73,6 +76,9 @@ def sweep() -> list[int]:
     """The recovery sweep: runs, then analysis chunks, whose lease lapsed.
     Returns the runs handed back (the chunks handed back are logged)."""
     runs = services.runs_recover_stale()
+    purged = workspace_services.study_deletions_purge()
+    if purged:
+        logger.info("recovery sweep purged %s deleted studies past their retention", purged)
     chunks = analyses.analyses_recover_stale()
     if chunks:
         logger.info("recovery sweep handed back analysis chunks %s", chunks)
@@ -90,6 +96,8 @@ def recover_stale_runs() -> list[int]:
 @worker_init.connect
 def _bound_database_waits(**kwargs: object) -> None:
     services.worker_database_options()
+    # What the worker's tasks change is recorded as coming from a task.
+    history.set_default_source("task")
 
 
 @worker_ready.connect

@@ -7,6 +7,9 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from workspace import history as recorded
+from workspace.history import StudyHistory
+
 from .arrays import arrays_unpack
 from .predictions import CandidatePredictions
 
@@ -30,6 +33,7 @@ class PredictionSet(models.Model):
     contexts = models.JSONField(default=list)
     row_count = models.PositiveBigIntegerField()
     byte_count = models.PositiveBigIntegerField()
+    history = StudyHistory(kind="prediction_set", scope=recorded.of_study, excluded_fields=["contexts"])
 
     class Meta:
         ordering = ["-uploaded_at", "-id"]
@@ -79,6 +83,7 @@ class MetricComputation(models.Model):
     # "max_kappa"} or {"n_parameters": {"J48": 12}}.
     parameters = models.JSONField(default=dict, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
+    history = StudyHistory(kind="computation", scope=recorded.of_metric)
 
     class Meta:
         ordering = ["metric"]
@@ -103,6 +108,7 @@ class MeasurementSource(models.Model):
     parameters = models.JSONField(default=dict, blank=True)
     computed_at = models.DateTimeField()
     value = models.FloatField()
+    history = StudyHistory(kind="measurement_source", scope=recorded.of_study)
 
     class Meta:
         ordering = ["candidate", "metric"]

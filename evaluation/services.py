@@ -28,7 +28,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from workspace import limits
+from workspace import history, limits
 from workspace import services as workspace_services
 from workspace.errors import InvalidInput
 from workspace.models import Candidate, Measurement, Metric, Study
@@ -158,7 +158,7 @@ def prediction_set_import(
 @transaction.atomic
 def prediction_set_delete(*, prediction_set: PredictionSet) -> None:
     locked(prediction_set.study)
-    prediction_set.delete()
+    history.delete(PredictionSet.objects.filter(pk=prediction_set.pk))
 
 
 # --- a set's evaluation, computed once and kept -----------------------------------------------
@@ -409,7 +409,7 @@ def metric_computation_set(*, metric: Metric, computation: str, parameters: Any 
 def metric_computation_remove(*, metric: Metric) -> None:
     """Stop computing ``metric`` from predictions; its measurements stay as they are."""
     locked(metric.study)
-    MetricComputation.objects.filter(metric=metric).delete()
+    history.delete(MetricComputation.objects.filter(metric=metric))
 
 
 @dataclass(frozen=True)
@@ -541,7 +541,8 @@ def measurements_compute(*, study: Study, metrics: list[str] | None = None) -> C
             ],
         )
         now = timezone.now()
-        MeasurementSource.objects.bulk_create(
+        history.bulk_create(
+            MeasurementSource,
             [
                 MeasurementSource(
                     study=study,

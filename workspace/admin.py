@@ -43,6 +43,7 @@ from .models import (
     PeerWeight,
     QualityAttribute,
     Study,
+    StudyDeletion,
 )
 from .services import Action, inputs_changed, phase_allows
 from .services.accounts import USERNAME_TAKEN, usernames_taken
@@ -632,3 +633,55 @@ class AccountAdmin(InputsAdmin, UserAdmin):
 
     add_form = LookAlikeSafeUserCreationForm
     form = LookAlikeSafeUserChangeForm
+
+
+# --- History (issue 22): read-only ----------------------------------------------------
+
+
+class HistoryRecordAdmin(admin.ModelAdmin):
+    """A kind's history records: listed, filtered and read; never added,
+    changed or deleted (no one edits the trail)."""
+
+    list_display = ("history_date", "history_type", "history_user", "history_source", "history_study_id", "id")
+    list_filter = ("history_type", "history_source")
+    search_fields = ("=history_study_id", "history_user__username")
+    date_hierarchy = "history_date"
+    list_select_related = ("history_user",)
+
+    def has_add_permission(self, request: Any) -> bool:
+        return False
+
+    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+
+def _register_history_admins() -> None:
+    from .history import KINDS
+
+    for model in KINDS.values():
+        admin.site.register(model.history.model, HistoryRecordAdmin)  # type: ignore[attr-defined]
+
+
+_register_history_admins()
+
+
+@admin.register(StudyDeletion)
+class StudyDeletionAdmin(admin.ModelAdmin):
+    """Deleted studies: who, when, from where, and the bundle at that
+    moment, kept APPROVE_DELETED_STUDY_RETENTION_DAYS. Read-only."""
+
+    list_display = ("title", "study_id", "deleted_by", "deleted_at", "source")
+    search_fields = ("title", "=study_id")
+    date_hierarchy = "deleted_at"
+
+    def has_add_permission(self, request: Any) -> bool:
+        return False
+
+    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: Any, obj: Any = None) -> bool:
+        return False

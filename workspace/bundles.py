@@ -17,7 +17,7 @@ from django.db import transaction
 
 from engine.rules import AHP_WEIGHTING_DEFAULT
 
-from . import invitations, services
+from . import history, invitations, services
 from .errors import InvalidInput, PhaseConflict
 from .limits import ATTRIBUTE_THRESHOLD_DEFAULT, METRIC_THRESHOLD_DEFAULT
 from .models import Measurement, Membership, Metric, Phase, QualityAttribute, Study
@@ -276,8 +276,15 @@ def _give_assessment_inputs(study: Study, bundle: dict, experts: dict[str, Membe
         raise error.prefixed("peer_weights") from None
 
 
-@transaction.atomic
 def study_import_bundle(*, bundle: dict, importer: User | None = None) -> Study:
+    """See ``_import_bundle``; every row it writes is recorded as coming from
+    an ``import`` (the importer's, or the command's user: none)."""
+    with history.source("import", user=importer):
+        return _import_bundle(bundle=bundle, importer=importer)
+
+
+@transaction.atomic
+def _import_bundle(*, bundle: dict, importer: User | None = None) -> Study:
     """Create a study from an ``approve-study/1`` bundle; all or nothing.
 
     The study is built as a person would, phase by phase: setup in the

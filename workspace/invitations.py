@@ -30,7 +30,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from . import selectors, services
+from . import history, selectors, services
 from .errors import InvalidInput, PhaseConflict
 from .models import Invitation, Membership
 from .services import _checks
@@ -131,7 +131,7 @@ def _close(invitation: Invitation, status: str, field: str | None = None) -> Non
     invitation.status, invitation.decided_at, invitation.membership = status, timezone.now(), None
     invitation.save(update_fields=["status", "decided_at", "membership"])
     if membership is not None and membership.status == PENDING:
-        membership.delete()
+        history.delete(Membership.objects.filter(pk=membership.pk))
 
 
 @transaction.atomic
@@ -335,14 +335,15 @@ def _import_experts_trusted(*, study, usernames: list[str], importer) -> dict[st
         imported = [membership for username, membership in experts.items() if username != me]
         for membership in imported:
             membership.status, membership.inputs_imported_by = PENDING, importer
-        Membership.objects.bulk_update(imported, ["status", "inputs_imported_by"])
-        Invitation.objects.bulk_create(
+        history.bulk_update(Membership, imported, ["status", "inputs_imported_by"])
+        history.bulk_create(
+            Invitation,
             [
                 Invitation(
                     study=study, username=membership.user.get_username(), membership=membership, created_by=importer
                 )
                 for membership in imported
-            ]
+            ],
         )
     return experts
 

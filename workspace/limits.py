@@ -336,3 +336,7 @@ class BodySizeLimitMiddleware:
             # The API's error envelope (workspace.api.exceptions.envelope).
             return JsonResponse({"code": "request_too_large", "detail": detail, "fields": {}}, status=413)
         return None
+
+
+# The History tab's records per page (issue 22).
+HISTORY_PER_PAGE = 50

@@ -28,6 +28,8 @@ from engine.rules import (
     SCALE_MIN,
 )
 
+from . import history as recorded
+from .history import StudyHistory
 from .limits import (
     ATTRIBUTE_THRESHOLD_DEFAULT,
     DISCUSSION_POST_MAX_CHARS,
@@ -58,6 +60,15 @@ class AhpWeighting(models.TextChoices):
 assert set(AhpWeighting.values) == set(AHP_WEIGHTINGS), "AhpWeighting must list engine.rules.AHP_WEIGHTINGS"
 
 
+class StudyQuerySet(models.QuerySet):
+    def delete(self) -> tuple[int, dict[str, int]]:
+        """Deleting studies records each study's deletion, not one record per
+        row deleted with it (``workspace.history.delete``), however it is
+        deleted: the service, the admin, a shell."""
+        deleted = recorded.delete(self, cascade_recorded=False)
+        return deleted, {self.model._meta.label: deleted}
+
+
 class Study(models.Model):
     title = models.CharField(max_length=TITLE_MAX_LENGTH)
     description = models.TextField(blank=True)
@@ -84,6 +95,8 @@ class Study(models.Model):
         my_roles: set[str]
         is_designer: bool
         is_expert: bool
+    history = StudyHistory(kind="study", scope=recorded.the_study, excluded_fields=["input_version", "updated_at"])
+    objects = StudyQuerySet.as_manager()
 
     class Meta:
         verbose_name_plural = "studies"
@@ -97,6 +110,10 @@ class Study(models.Model):
 
     def __str__(self):
         return self.title
+
+    def delete(self, using: Any = None, keep_parents: bool = False) -> tuple[int, dict[str, int]]:
+        """As ``StudyQuerySet.delete``: the study's deletion recorded, not each row's."""
+        return Study.objects.filter(pk=self.pk).delete()
 
 
 class Membership(models.Model):
@@ -140,6 +157,7 @@ class Membership(models.Model):
     if TYPE_CHECKING:
         missing: list[str] | None  # set by the experts page (None outside the assessment)
         notes: list[str]  # set by the experts page: input_notes in words (issue 16)
+    history = StudyHistory(kind="membership", scope=recorded.of_membership)
 
     class Meta:
         ordering = ["study", "role", "id"]
@@ -172,6 +190,7 @@ class QualityAttribute(models.Model):
     position = models.PositiveIntegerField(default=0)
     # Fixed when voting closes; meaningless before.
     is_selected = models.BooleanField(default=False)
+    history = StudyHistory(kind="attribute", scope=recorded.of_study)
 
     class Meta:
         ordering = ["study", "position", "id"]
@@ -203,6 +222,7 @@ class Metric(models.Model):
     default_desired = models.FloatField(null=True, blank=True)
     position = models.PositiveIntegerField(default=0)
     is_selected = models.BooleanField(default=False)
+    history = StudyHistory(kind="metric", scope=recorded.of_study)
 
     class Meta:
         ordering = ["study", "position", "id"]
@@ -240,6 +260,7 @@ class Candidate(models.Model):
     name = models.CharField(max_length=NAME_MAX_LENGTH)
     description = models.TextField(blank=True)
     position = models.PositiveIntegerField(default=0)
+    history = StudyHistory(kind="candidate", scope=recorded.of_study)
 
     class Meta:
         ordering = ["study", "position", "id"]
@@ -266,6 +287,7 @@ class Measurement(models.Model):
     # Non-negative and finite (services check it; the validator guards the
     # admin's form, whose float field refuses what is not finite); null when none.
     standard_error = models.FloatField(null=True, blank=True, validators=[MinValueValidator(0)])
+    history = StudyHistory(kind="measurement", scope=recorded.of_study)
 
     class Meta:
         ordering = ["candidate", "metric"]
@@ -291,6 +313,7 @@ class Measurement(models.Model):
 class AttributeVote(models.Model):
     expert = models.ForeignKey(Membership, on_delete=models.CASCADE, related_name="attribute_votes")
     attribute = models.ForeignKey(QualityAttribute, on_delete=models.CASCADE, related_name="votes")
+    history = StudyHistory(kind="attribute_vote", scope=recorded.by_expert())
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["expert", "attribute"], name="attribute_vote_unique")]
@@ -302,6 +325,7 @@ class AttributeVote(models.Model):
 class MetricVote(models.Model):
     expert = models.ForeignKey(Membership, on_delete=models.CASCADE, related_name="metric_votes")
     metric = models.ForeignKey(Metric, on_delete=models.CASCADE, related_name="votes")
+    history = StudyHistory(kind="metric_vote", scope=recorded.by_expert())
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["expert", "metric"], name="metric_vote_unique")]
@@ -408,6 +432,7 @@ class AttributePrioritisation(PrioritisationBase):
     """An expert's prioritisation of the selected attributes (row w_i of W)."""
 
     expert = models.OneToOneField(Membership, on_delete=models.CASCADE, related_name="attribute_prioritisation")
+    history = StudyHistory(kind="attribute_prioritisation", scope=recorded.by_expert())
 
     class Meta:
         constraints = [
@@ -422,6 +447,7 @@ class AttributeJudgment(JudgmentBase):
     prioritisation = models.ForeignKey(AttributePrioritisation, on_delete=models.CASCADE, related_name="judgments")
     row = models.ForeignKey(QualityAttribute, on_delete=models.CASCADE, related_name="+")
     column = models.ForeignKey(QualityAttribute, on_delete=models.CASCADE, related_name="+")
+    history = StudyHistory(kind="attribute_judgment", scope=recorded.through("prioritisation"))
 
     class Meta:
         constraints = _judgment_constraints("attribute")
@@ -433,6 +459,7 @@ class AttributeJudgment(JudgmentBase):
 class AttributeWeight(WeightBase):
     prioritisation = models.ForeignKey(AttributePrioritisation, on_delete=models.CASCADE, related_name="weights")
     attribute = models.ForeignKey(QualityAttribute, on_delete=models.CASCADE, related_name="+")
+    history = StudyHistory(kind="attribute_weight", scope=recorded.through("prioritisation"))
 
     class Meta:
         constraints = _weight_constraints("attribute", "attribute")
@@ -447,6 +474,7 @@ class MetricPrioritisation(PrioritisationBase):
 
     expert = models.ForeignKey(Membership, on_delete=models.CASCADE, related_name="metric_prioritisations")
     attribute = models.ForeignKey(QualityAttribute, on_delete=models.CASCADE, related_name="metric_prioritisations")
+    history = StudyHistory(kind="metric_prioritisation", scope=recorded.by_expert())
 
     class Meta:
         constraints = [
@@ -462,6 +490,7 @@ class MetricJudgment(JudgmentBase):
     prioritisation = models.ForeignKey(MetricPrioritisation, on_delete=models.CASCADE, related_name="judgments")
     row = models.ForeignKey(Metric, on_delete=models.CASCADE, related_name="+")
     column = models.ForeignKey(Metric, on_delete=models.CASCADE, related_name="+")
+    history = StudyHistory(kind="metric_judgment", scope=recorded.through("prioritisation"))
 
     class Meta:
         constraints = _judgment_constraints("metric")
@@ -473,6 +502,7 @@ class MetricJudgment(JudgmentBase):
 class MetricWeight(WeightBase):
     prioritisation = models.ForeignKey(MetricPrioritisation, on_delete=models.CASCADE, related_name="weights")
     metric = models.ForeignKey(Metric, on_delete=models.CASCADE, related_name="+")
+    history = StudyHistory(kind="metric_weight", scope=recorded.through("prioritisation"))
 
     class Meta:
         constraints = _weight_constraints("metric", "metric")
@@ -492,6 +522,7 @@ class AcceptableRange(models.Model):
     metric = models.ForeignKey(Metric, on_delete=models.CASCADE, related_name="ranges")
     least_acceptable = models.FloatField()
     desired = models.FloatField()
+    history = StudyHistory(kind="range", scope=recorded.by_expert())
 
     class Meta:
         constraints = [
@@ -509,6 +540,7 @@ class PeerWeight(models.Model):
     rater = models.ForeignKey(Membership, on_delete=models.CASCADE, related_name="peer_weights_given")
     ratee = models.ForeignKey(Membership, on_delete=models.CASCADE, related_name="peer_weights_received")
     weight = models.FloatField()
+    history = StudyHistory(kind="peer_weight", scope=recorded.by_expert("rater"))
 
     class Meta:
         constraints = [
@@ -590,6 +622,7 @@ class Invitation(models.Model):
     accepted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
+    history = StudyHistory(kind="invitation", scope=recorded.of_study, excluded_fields=["digest"])
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -694,3 +727,31 @@ class IdempotencyKey(models.Model):
 
     def __str__(self):
         return f"{self.user_id} {self.key}"
+
+
+# --- History --------------------------------------------------------------------
+
+
+class StudyDeletion(models.Model):
+    """A deleted study: who deleted it, when, from where, and its bundle
+    (approve-study/1) at that moment. Kept with the study's history for
+    ``APPROVE_DELETED_STUDY_RETENTION_DAYS``, then removed by the sweep
+    (``workspace.services.history.study_deletions_purge``)."""
+
+    study_id = models.BigIntegerField(db_index=True)
+    title = models.CharField(max_length=TITLE_MAX_LENGTH)
+    designer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    deleted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    deleted_at = models.DateTimeField(default=timezone.now, db_index=True)
+    source = models.CharField(max_length=16)
+    bundle = models.JSONField(encoder=DjangoJSONEncoder)
+
+    class Meta:
+        ordering = ["-deleted_at", "-id"]
+
+    def __str__(self):
+        return f"{self.title} (deleted {self.deleted_at:%Y-%m-%d})"

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.core.mail import send_mail
 from django.utils import timezone
 
-from . import selectors, services
+from . import history, selectors, services
 from .models import Membership, Phase, Study
 from .services._checks import subject_line
 
@@ -90,5 +90,5 @@ def reminders_send(*, study: Study, experts: list[Membership], link: str, note: 
             expert.last_reminder_unreached = f"the mail server refused the message ({reason})"[:300]
         else:
             report.sent.append((username, address))
-    Membership.objects.bulk_update(experts, ["last_reminded_at", "last_reminder_unreached"])
+    history.bulk_update(Membership, experts, ["last_reminded_at", "last_reminder_unreached"])
     return report

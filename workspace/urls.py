@@ -4,7 +4,7 @@ link to them. Grouped by the area of the pages (workspace/views/)."""
 from django.urls import path
 
 from . import views
-from .views import designer, expert, invitations, results, robustness, runs, studies
+from .views import designer, expert, history, invitations, results, robustness, runs, studies
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -15,6 +15,7 @@ urlpatterns = [
     path("studies/<int:study_id>/phase/<slug:to>/", studies.study_phase, name="study_phase"),
     path("studies/<int:study_id>/delete/", studies.study_delete, name="study_delete"),
     path("studies/<int:study_id>/runs/", runs.runs_page, name="runs_page"),
+    path("studies/<int:study_id>/history/", history.history_page, name="study_history"),
     path("studies/<int:study_id>/runs/status/", runs.runs_status, name="runs_status"),
     path("runs/<int:run_id>/", runs.run_page, name="run_page"),
     path("runs/<int:run_id>/status/", runs.run_status, name="run_status"),

@@ -289,6 +289,16 @@ def _runs(response, world):
         assert body == {"count": 0, "next": None, "previous": None, "results": []}
 
 
+def _history(response, world):
+    body = response.json()
+    # the study's creation at least; every record of the study, none of another's
+    assert body["count"] >= 1
+    assert {row["kind"] for row in body["results"]} >= {"study"} or body["count"] > len(body["results"])
+    assert all(row["expert"] in (None, "bob", "carol") for row in body["results"]), {
+        r["expert"] for r in body["results"]
+    }
+
+
 def _launched(response, world):
     body = response.json()
     assert body["status"] == "queued" and body["launched_by"] == "alice"
@@ -708,6 +718,7 @@ ROWS = [
     ),
     Row("measurement-sources", "get", S + "/measurements/sources/", 200, 200, check=_sources),
     Row("runs-get", "get", S + "/runs/", 200, 200, check=_runs),
+    Row("history-get", "get", S + "/history/", 200, 200, check=_history),
     Row("runs-post", "post", S + "/runs/", 403, only([Phase.CLOSED], 202), check=_launched),
     Row("run-get", "get", API + "/runs/{run}/", 200, 200, phases=(Phase.CLOSED,), check=_run),
     Row("run-results", "get", API + "/runs/{run}/results/", 200, 200, phases=(Phase.CLOSED,), check=_results),
@@ -1053,6 +1064,7 @@ BOB_READS = [
     "/studies/{study}/my/ranges/",
     "/studies/{study}/my/peer-weights/",
     "/studies/{study}/runs/",
+    "/studies/{study}/history/?page_size=200",
     "/auth/tokens/",
 ]
 # Endpoints bob may not read: they must refuse without a body that leaks.
@@ -1086,6 +1098,9 @@ def test_an_expert_never_reads_another_experts_private_inputs(make_study, client
     read.pop("result"), read.pop("metric_results", None)  # with their result since issue 16
     assert read == CAROL_PRIORITIES
     assert all(marker in alice_reads.content.decode() for marker in CAROL_MARKERS)
+    # and in the study's history, which bob reads too (his own inputs only)
+    alice_history = clients["alice"].get(f"{API}/studies/{built.study.pk}/history/?page_size=200").content.decode()
+    assert all(marker in alice_history for marker in CAROL_MARKERS)
 
     for phase in (Phase.ASSESSMENT, Phase.CLOSED):
         if phase == Phase.CLOSED:

@@ -106,6 +106,7 @@ def study_paths(demo, *, designer: bool) -> list[str]:
         f"{base}/measurements/",
         f"{base}/discussion/",
         f"{base}/runs/",
+        f"{base}/history/",
         f"/runs/{second.pk}/",
         f"/runs/{second.pk}/candidates/{candidate}/",
         f"/runs/{second.pk}/compare/{first.pk}/",

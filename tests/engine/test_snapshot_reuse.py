@@ -237,6 +237,8 @@ NOT_INPUTS = {
     *("computation_parameters", "report_options"),
     # evaluations cached per prediction set, reminders' dates, a new or deleted study
     *("prediction_set_evaluations_keep", "reminders_send", "study_create", "study_delete"),
+    # the history of deleted studies past their retention (issue 22)
+    "study_deletions_purge",
     # a new study (replayed through the services above), and a bundle's check before it
     *("study_import_bundle", "import_bundle_consented"),
     # accounts: e-mail, passwords, tokens, new users (a username never changes here: the admin, below)
@@ -388,7 +390,10 @@ def test_every_admin_of_a_model_a_snapshot_reads_bumps_the_version():
     assert read <= set(registered)
     assert {name for name in read if not isinstance(registered[name], InputsAdmin)} == set()
     # Everything else registered holds no input of a snapshot.
-    assert set(registered) - read == {"ApiToken", "Group", "Run", "PredictionSet"}
+    # The history's records and the deleted studies (issue 22) are read-only there.
+    history = {name for name in registered if name.startswith("Historical")} | {"StudyDeletion"}
+    assert all(not registered[name].has_change_permission(None) for name in history)
+    assert set(registered) - read - history == {"ApiToken", "Group", "Run", "PredictionSet"}
 
 
 def test_admin_study_paths_lead_to_the_study(study):

@@ -1226,8 +1226,9 @@ def test_candidates_add_appends_in_one_insert(make_study):
             study=built.study, candidates=[{"name": f" New {i} ", "description": "d"} for i in range(30)]
         )
     inserts = [q for q in queries.captured_queries if q["sql"].startswith("INSERT")]
-    # savepoint, the lock, the names taken, the last position, one INSERT, release
-    assert len(inserts) == 1 and len(queries) == 6
+    # savepoint, the lock, the names taken, the last position, one INSERT, its history's INSERT, release
+    assert len(inserts) == 2 and len(queries) == 7
+    assert '"workspace_historicalcandidate"' in inserts[1]["sql"]
     assert [c.name for c in added] == [f"New {i}" for i in range(30)]  # trimmed, as candidate_add does
     after = list(built.study.candidates.order_by("position").values_list("name", "position"))
     last = before[-1][1]
@@ -1333,8 +1334,9 @@ def _scaled_bundle(experts, candidates, tag):
 # missing in three queries (selectors.missing_input_list). Saving the ranges
 # marks them confirmed in one UPDATE (issue 16: ranges_confirmed_at). New
 # accounts (the designer's, the experts') cost one read each for look-alike
-# names (services.usernames_taken).
-IMPORT_QUERIES = {"command line": 106, "staff": 61}
+# names (services.usernames_taken). Each bulk write also records its rows'
+# history in one INSERT per table (issue 22; workspace.history).
+IMPORT_QUERIES = {"command line": 133, "staff": 73}
 
 
 @pytest.mark.parametrize("importer", ["command line", "staff"])
@@ -1385,7 +1387,7 @@ def test_an_outsiders_import_makes_as_many_queries_however_large(django_assert_n
     importer = User.objects.create_user(username="outsider")
     for experts, items, candidates in ((2, 2, 3), (9, 7, 11)):
         bundle = _outsider_bundle(importer, experts, items, candidates)
-        with django_assert_num_queries(45):
+        with django_assert_num_queries(53):  # 45, and the history of each bulk write (issue 22)
             study = study_import_bundle(bundle=bundle, importer=importer)
         invited = list(study.invitations.order_by("id").values_list("username", flat=True))
         assert invited == bundle["experts"][1:]

@@ -1668,23 +1668,25 @@ def test_the_many_services_queries_do_not_grow_with_the_experts(cast, django_ass
 
     study = services.study_create(designer=cast.alice, title="Many")
     users = [get_user_model().objects.create(username=f"e{i}") for i in range(experts)]
-    with django_assert_num_queries(5):  # savepoint, lock, the accounts taken, one INSERT, release
+    # savepoint, lock, the accounts taken, one INSERT, its history (one INSERT), release
+    with django_assert_num_queries(6):
         members = services.experts_add(study=study, users=users)
     accuracy = services.attribute_add(study=study, name="Accuracy")
     for name in ("AUC", "Recall"):
         services.metric_add(study=study, attribute=accuracy, name=name)
     services.study_open_voting(study=study)
-    with django_assert_num_queries(9):
+    with django_assert_num_queries(10):  # 9, and the votes' history (one INSERT)
         services.votes_set_many(study=study, attributes={}, metrics={m: ["AUC"] for m in members})
     services.study_close_voting(study=study)
     share = {f"e{i}": 1 / experts for i in range(experts)}
     local = {"Accuracy": {"method": "direct", "weights": {"AUC": 1, "Recall": 2}}}
     priorities = {"method": "direct", "weights": {"Accuracy": 1}, "metric_priorities": local}
-    with django_assert_num_queries(12):
+    with django_assert_num_queries(16):  # 12, and one history INSERT per table written
         services.priorities_set_many(study=study, priorities=dict.fromkeys(members, priorities))
-    with django_assert_num_queries(8):  # 7, and one UPDATE confirming the ranges (issue 16)
+    # 7, one SELECT and UPDATE confirming the ranges (issue 16), the history of both (two INSERTs)
+    with django_assert_num_queries(11):
         services.ranges_set_many(study=study, ranges={m: {"AUC": [0.5, 0.9]} for m in members})
-    with django_assert_num_queries(6):
+    with django_assert_num_queries(8):  # 6, and the history: the old weights deleted, the new
         services.peer_weights_set_many(study=study, weights=dict.fromkeys(members, share))
     assert PeerWeight.objects.filter(rater__study=study).count() == experts * experts
     assert MetricPrioritisation.objects.filter(expert__study=study).count() == experts
@@ -1750,7 +1752,9 @@ def test_measurements_set_upserts_in_a_constant_number_of_queries(make_study, dj
             for c in MEASUREMENTS
             for m in list(MEASUREMENTS[c])[: count // 2]
         ]
-        with django_assert_num_queries(6):  # savepoint, lock, candidates, metrics, one upsert, release
+        # savepoint, lock, candidates, metrics, the values before (the history's
+        # old values), one upsert, its history (one INSERT), release
+        with django_assert_num_queries(8):
             services.measurements_set(study=built.study, measurements=entries)
     assert _values(built)[("JRip", "Fold stdev")] == pytest.approx(0.6)
     assert _values(built)[("JRip", "Training time")] == MEASUREMENTS["JRip"]["Training time"]

@@ -99,7 +99,9 @@ def test_mixed_entries_cost_one_more_upsert(make_study, django_assert_num_querie
         {"candidate": "J48", "metric": "AUC", "value": 0.5, "standard_error": 0.1},
         {"candidate": "JRip", "metric": "AUC", "value": 0.6},
     ]
-    with django_assert_num_queries(7):  # savepoint, lock, candidates, metrics, two upserts, release
+    # savepoint, lock, candidates, metrics, the values before, two upserts and
+    # their history (an INSERT each), release
+    with django_assert_num_queries(10):
         services.measurements_set(study=built.study, measurements=entries)
 
 

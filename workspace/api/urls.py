@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import discussion, robustness, views
+from . import discussion, history, robustness, views
 from . import invitations as inv
 
 urlpatterns = [
@@ -33,6 +33,7 @@ urlpatterns = [
     path("studies/<int:study_id>/my/peer-weights/", views.MyPeerWeightsView.as_view(), name="my-peer-weights"),
     path("studies/<int:study_id>/inputs/<str:username>/", views.ExpertInputsView.as_view(), name="expert-inputs"),
     path("studies/<int:study_id>/runs/", views.RunListView.as_view(), name="run-list"),
+    path("studies/<int:study_id>/history/", history.StudyHistoryView.as_view(), name="study-history"),
     # the discussion: a thread per attribute and per metric
     path("studies/<int:study_id>/discussion/", discussion.DiscussionView.as_view(), name="discussion"),
     path(

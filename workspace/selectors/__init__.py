@@ -16,7 +16,8 @@ surface, so callers write ``selectors.study_get(...)``:
 - ``runs``: validation runs (``fields`` names the JSON a read loads);
 - ``analyses``: robustness analyses of runs;
 - ``discussion``: threads and posts;
-- ``accounts``: API tokens.
+- ``accounts``: API tokens;
+- ``history``: a study's recorded changes (issue 22).
 """
 
 from .accounts import api_token_by_digest, api_token_get, api_token_list, email_confirmation_get
@@ -69,6 +70,16 @@ from .experts import (
     pending_reason,
     unconfirmed_votes,
 )
+from .history import (
+    HistoryEntry,
+    HistoryFilter,
+    HistoryPages,
+    history_all,
+    history_count,
+    history_filter_parse,
+    history_list,
+    history_people,
+)
 from .inputs import INPUT_SECTIONS, expert_inputs_list, number_out
 from .runs import (
     METRIC_INPUT_KEYS,
@@ -93,6 +104,14 @@ from .studies import (
 )
 
 __all__ = [
+    "HistoryEntry",
+    "HistoryFilter",
+    "HistoryPages",
+    "history_all",
+    "history_count",
+    "history_filter_parse",
+    "history_list",
+    "history_people",
     "analysis_get",
     "analysis_latest",
     "analysis_list",

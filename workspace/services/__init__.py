@@ -93,6 +93,7 @@ from .setup import (
     metric_update,
     study_create,
     study_delete,
+    study_deletions_purge,
     study_update,
 )
 
@@ -152,6 +153,7 @@ __all__ = [
     "study_close_voting",
     "study_create",
     "study_delete",
+    "study_deletions_purge",
     "study_open_voting",
     "study_reopen_assessment",
     "study_transition",

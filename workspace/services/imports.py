@@ -17,6 +17,7 @@ from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from .. import history
 from ..errors import InvalidInput
 from ..limits import NAME_MAX_LENGTH
 from ..models import Invitation, Measurement, Membership, Metric, QualityAttribute, Study
@@ -58,7 +59,7 @@ def attributes_add_many(*, study: Study, entries: list[dict[str, Any]], path: st
             )
         except InvalidInput as error:
             raise error.within(f"{path}[{index}]") from None
-    return QualityAttribute.objects.bulk_create(rows)
+    return history.bulk_create(QualityAttribute, rows)
 
 
 @transaction.atomic
@@ -103,7 +104,7 @@ def metrics_add_many(*, study: Study, entries: list[dict[str, Any]], path: str =
             )
         except InvalidInput as error:
             raise error.within(f"{path}[{index}]") from None
-    return Metric.objects.bulk_create(rows)
+    return history.bulk_create(Metric, rows)
 
 
 @transaction.atomic
@@ -133,8 +134,8 @@ def invitations_create_many(*, study: Study, created_by, usernames: dict[str, st
         if username in invited:
             raise InvalidInput({field: f"{username} is already invited to this study"})
         invited.add(username)
-    return Invitation.objects.bulk_create(
-        [Invitation(study=study, username=username, created_by=created_by) for username in cleaned.values()]
+    return history.bulk_create(
+        Invitation, [Invitation(study=study, username=username, created_by=created_by) for username in cleaned.values()]
     )
 
 
@@ -161,15 +162,17 @@ def measurements_add_new(*, study: Study, measurements: list[dict[str, Any]]) ->
             [
                 Measurement(study_id=study.pk, candidate_id=c, metric_id=m, value=v, standard_error=e)
                 for ((c, m), (v, _)), e in zip(rows.items(), errors, strict=True)
-            ]
+            ],
         )
-        return len(rows)
-    table = connection.ops.quote_name(Measurement._meta.db_table)
-    candidates, metrics = zip(*rows, strict=True)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {table} (study_id, candidate_id, metric_id, value, standard_error) "  # noqa: S608 (names, not input)
-            "SELECT %s, * FROM UNNEST(%s::bigint[], %s::bigint[], %s::double precision[], %s::double precision[])",
-            [study.pk, list(candidates), list(metrics), [v for v, _ in rows.values()], errors],
-        )
+    else:
+        table = connection.ops.quote_name(Measurement._meta.db_table)
+        candidates, metrics = zip(*rows, strict=True)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {table} (study_id, candidate_id, metric_id, value, standard_error) "  # noqa: S608 (names, not input)
+                "SELECT %s, * FROM UNNEST(%s::bigint[], %s::bigint[], %s::double precision[], %s::double precision[])",
+                [study.pk, list(candidates), list(metrics), [v for v, _ in rows.values()], errors],
+            )
+    # Their history: one INSERT ... SELECT, however many rows.
+    history.record_query(Measurement.objects.filter(study=study), "+", study_id=study.pk)
     return len(rows)

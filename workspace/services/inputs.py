@@ -24,6 +24,7 @@ from engine.rules import (
     to_scale,
 )
 
+from .. import history
 from ..errors import InvalidInput
 from ..models import (
     AcceptableRange,
@@ -90,14 +91,26 @@ def _votes_context(study: Study) -> tuple[dict[str, QualityAttribute], dict[str,
 
 
 def _votes_store(votes: dict[Membership, tuple[list[QualityAttribute], list[Metric]]]) -> None:
-    """Replace the votes of these experts: one DELETE and one INSERT per table."""
-    AttributeVote.objects.filter(expert__in=votes).delete()
-    MetricVote.objects.filter(expert__in=votes).delete()
-    AttributeVote.objects.bulk_create(
-        [AttributeVote(expert=expert, attribute=a) for expert, (attributes, _) in votes.items() for a in attributes]
-    )
-    MetricVote.objects.bulk_create(
-        [MetricVote(expert=expert, metric=m) for expert, (_, metrics) in votes.items() for m in metrics]
+    """Replace the votes of these experts: the votes withdrawn are deleted and
+    the new ones inserted (a vote kept is left alone, so the history shows
+    only what changed): per table, one SELECT, a DELETE and an INSERT."""
+    _votes_replace(AttributeVote, "attribute", {expert: attributes for expert, (attributes, _) in votes.items()})
+    _votes_replace(MetricVote, "metric", {expert: metrics for expert, (_, metrics) in votes.items()})
+
+
+def _votes_replace(model: type[Model], field: str, wanted: Mapping[Membership, Sequence[Model]]) -> None:
+    existing = {
+        (expert_id, item_id): pk
+        for pk, expert_id, item_id in model._default_manager.filter(expert__in=wanted).values_list(
+            "pk", "expert_id", f"{field}_id"
+        )
+    }
+    chosen = {(expert.pk, item.pk): (expert, item) for expert, items in wanted.items() for item in items}
+    withdrawn = [pk for key, pk in existing.items() if key not in chosen]
+    if withdrawn:
+        history.delete(model._default_manager.filter(pk__in=withdrawn))
+    history.bulk_create(
+        model, [model(expert=expert, **{field: item}) for key, (expert, item) in chosen.items() if key not in existing]
     )
 
 
@@ -343,7 +356,7 @@ def _store_prioritisations(
         if acknowledged and ratio is not None and not is_consistent(ratio):
             prioritisation.inconsistency_acknowledged_at = now
         prioritisation.result_record = _result_record(plan.result, [item.name for item in plan.items])
-    saved = model.objects.bulk_create([prioritisation for prioritisation, _ in rows])
+    saved = history.bulk_create(model, [prioritisation for prioritisation, _ in rows])
     judgment_model = model._meta.get_field("judgments").related_model
     weight_model = model._meta.get_field("weights").related_model
     judgments: list[Model] = []
@@ -360,8 +373,8 @@ def _store_prioritisations(
             )
             for item, w in zip(plan.items, plan.result.weights, strict=True)
         ]
-    judgment_model._default_manager.bulk_create(judgments)
-    weight_model._default_manager.bulk_create(weights)
+    history.bulk_create(judgment_model, judgments)
+    history.bulk_create(weight_model, weights)
     return saved
 
 
@@ -385,7 +398,7 @@ def prioritisation_set(
         judgments=judgments,
         weighting=study.ahp_weighting,
     )
-    AttributePrioritisation.objects.filter(expert=expert).delete()
+    history.delete(AttributePrioritisation.objects.filter(expert=expert))
     return _store_prioritisations(
         AttributePrioritisation, [(AttributePrioritisation(expert=expert, method=method), plan)], "attribute"
     )[0]
@@ -424,7 +437,7 @@ def metric_prioritisation_set(
         judgments=judgments,
         weighting=study.ahp_weighting,
     )
-    MetricPrioritisation.objects.filter(expert=expert, attribute=attribute).delete()
+    history.delete(MetricPrioritisation.objects.filter(expert=expert, attribute=attribute))
     return _store_prioritisations(
         MetricPrioritisation,
         [(MetricPrioritisation(expert=expert, attribute=attribute, method=method), plan)],
@@ -491,8 +504,8 @@ def _priorities_store(
 ) -> list[AttributePrioritisation]:
     """Replace these experts' prioritisations (a local one not planned is
     cleared): a constant number of queries, however many experts."""
-    AttributePrioritisation.objects.filter(expert__in=plans).delete()
-    MetricPrioritisation.objects.filter(expert__in=plans).delete()
+    history.delete(AttributePrioritisation.objects.filter(expert__in=plans))
+    history.delete(MetricPrioritisation.objects.filter(expert__in=plans))
     saved = _store_prioritisations(
         AttributePrioritisation,
         [(AttributePrioritisation(expert=expert, method=plan.method), plan) for expert, (plan, _) in plans.items()],
@@ -564,7 +577,7 @@ def metric_prioritisation_clear(*, expert: Membership, attribute: QualityAttribu
     """Back to an equal split of the attribute's weight over its metrics."""
     study = locked(expert.study)
     require_phase(study, Action.PRIORITISE)
-    MetricPrioritisation.objects.filter(expert=expert, attribute=attribute).delete()
+    history.delete(MetricPrioritisation.objects.filter(expert=expert, attribute=attribute))
 
 
 # --- acceptable ranges and peer weights (phase "assessment") -------------------
@@ -598,14 +611,17 @@ def _ranges_checked(ranges: Any, metrics: dict[str, Metric]) -> dict[Metric, tup
 def _ranges_store(ranges: dict[Membership, dict[Metric, tuple[float, float]]]) -> None:
     """Replace these experts' ranges; saving ranges (page, API or bundle)
     confirms the step, default ranges included (``ranges_confirmed_at``)."""
-    AcceptableRange.objects.filter(expert__in=ranges).delete()
-    Membership.objects.filter(pk__in=[expert.pk for expert in ranges]).update(ranges_confirmed_at=timezone.now())
-    AcceptableRange.objects.bulk_create(
+    history.delete(AcceptableRange.objects.filter(expert__in=ranges))
+    history.update(
+        Membership.objects.filter(pk__in=[expert.pk for expert in ranges]), ranges_confirmed_at=timezone.now()
+    )
+    history.bulk_create(
+        AcceptableRange,
         [
             AcceptableRange(expert=expert, metric=m, least_acceptable=lo, desired=hi)
             for expert, pairs in ranges.items()
             for m, (lo, hi) in pairs.items()
-        ]
+        ],
     )
 
 
@@ -699,13 +715,14 @@ def _peer_weights_context(study: Study, raters: Iterable[Membership] = ()) -> di
 def _peer_weights_store(rows: dict[Membership, dict[int, float]]) -> None:
     # Stored as given (so a bundle round-trips exactly); the engine
     # renormalises each row when it snapshots the study.
-    PeerWeight.objects.filter(rater__in=rows).delete()
-    PeerWeight.objects.bulk_create(
+    history.delete(PeerWeight.objects.filter(rater__in=rows))
+    history.bulk_create(
+        PeerWeight,
         [
             PeerWeight(rater_id=rater.pk, ratee_id=ratee, weight=value)
             for rater, values in rows.items()
             for ratee, value in values.items()
-        ]
+        ],
     )
 
 

@@ -15,6 +15,7 @@ from enum import StrEnum
 from django.db import transaction
 from django.db.models import Count
 
+from .. import history
 from ..errors import InvalidInput, PhaseConflict
 from ..models import Metric, Phase, QualityAttribute, Study
 from ..selectors import expert_list, missing_input_list, unconfirmed_votes, vote_selection_get
@@ -182,10 +183,11 @@ def study_close_voting(*, study: Study) -> Study:
             "Lower the metric threshold or ask the experts to vote on these metrics.",
             code="transition_blocked",
         )
-    QualityAttribute.objects.filter(study=study).update(is_selected=False)
-    QualityAttribute.objects.filter(pk__in=attribute_ids).update(is_selected=True)
-    Metric.objects.filter(study=study).update(is_selected=False)
-    Metric.objects.filter(pk__in=metric_ids).update(is_selected=True)
+    # Only the rows whose selection changes are written, each with its record.
+    history.update(QualityAttribute.objects.filter(study=study).exclude(pk__in=attribute_ids), is_selected=False)
+    history.update(QualityAttribute.objects.filter(study=study, pk__in=attribute_ids), is_selected=True)
+    history.update(Metric.objects.filter(study=study).exclude(pk__in=metric_ids), is_selected=False)
+    history.update(Metric.objects.filter(study=study, pk__in=metric_ids), is_selected=True)
     return _move(study, Phase.ASSESSMENT)
 
 

@@ -2,13 +2,17 @@
 candidates and measurements."""
 
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.utils import timezone
 
 from engine.rules import AHP_WEIGHTING_DEFAULT, AHP_WEIGHTINGS
 
+from .. import history
 from ..errors import InvalidInput
 from ..limits import (
     ATTRIBUTE_THRESHOLD_DEFAULT,
@@ -19,7 +23,16 @@ from ..limits import (
     TITLE_MAX_LENGTH,
     UNIT_MAX_LENGTH,
 )
-from ..models import Candidate, Direction, Measurement, Membership, Metric, QualityAttribute, Study
+from ..models import (
+    Candidate,
+    Direction,
+    Measurement,
+    Membership,
+    Metric,
+    QualityAttribute,
+    Study,
+    StudyDeletion,
+)
 from ._checks import (
     apply_changes,
     locked,
@@ -104,7 +117,37 @@ def study_update(*, study: Study, **changes: Any) -> Study:
 
 @transaction.atomic
 def study_delete(*, study: Study) -> None:
-    study.delete()
+    """Delete the study, recording who, when, from where and its bundle at
+    that moment (``StudyDeletion``, kept ``APPROVE_DELETED_STUDY_RETENTION_DAYS``
+    with the study's history). The study's own deletion is a history record;
+    the rows deleted with it are not one each (the bundle holds them)."""
+    from ..bundles import study_export_bundle  # the bundle module imports the services
+
+    study = locked(study)
+    StudyDeletion.objects.create(
+        study_id=study.pk,
+        title=study.title,
+        designer_id=study.designer_id,
+        deleted_by=history.current_user(),
+        source=history.current_source(),
+        bundle=study_export_bundle(study=study),
+    )
+    history.delete(Study.objects.filter(pk=study.pk), cascade_recorded=False)
+
+
+def study_deletions_purge(*, now: datetime | None = None) -> int:
+    """Remove the deleted studies' records and history older than
+    ``APPROVE_DELETED_STUDY_RETENTION_DAYS`` (the sweep calls it). Returns
+    the deleted studies purged."""
+    cutoff = (now or timezone.now()) - timedelta(days=settings.APPROVE_DELETED_STUDY_RETENTION_DAYS)
+    with transaction.atomic():
+        expired = list(StudyDeletion.objects.filter(deleted_at__lt=cutoff).values_list("study_id", flat=True))
+        if not expired:
+            return 0
+        for model in history.KINDS.values():
+            model.history.filter(history_study_id__in=expired).delete()  # type: ignore[attr-defined]
+        StudyDeletion.objects.filter(study_id__in=expired).delete()
+    return len(expired)
 
 
 # --- experts -------------------------------------------------------------------
@@ -141,8 +184,8 @@ def experts_add(*, study: Study, users: list[User]) -> list[Membership]:
         if user.pk in taken:
             raise _already_expert(user)
         taken.add(user.pk)
-    return Membership.objects.bulk_create(
-        [Membership(study=study, user=user, role=Membership.Role.EXPERT) for user in users]
+    return history.bulk_create(
+        Membership, [Membership(study=study, user=user, role=Membership.Role.EXPERT) for user in users]
     )
 
 
@@ -150,7 +193,7 @@ def experts_add(*, study: Study, users: list[User]) -> list[Membership]:
 def expert_remove(*, study: Study, user: User) -> None:
     study = locked(study)
     require_phase(study, Action.REMOVE_EXPERT)
-    deleted, _ = Membership.objects.filter(study=study, user=user, role=Membership.Role.EXPERT).delete()
+    deleted = history.delete(Membership.objects.filter(study=study, user=user, role=Membership.Role.EXPERT))
     if not deleted:
         raise InvalidInput({"username": f"{user.get_username()} is not an expert of this study"})
 
@@ -217,7 +260,7 @@ def attribute_update(*, attribute: QualityAttribute, **changes: Any) -> QualityA
 def attribute_remove(*, attribute: QualityAttribute) -> None:
     study = locked(attribute.study)
     require_phase(study, Action.REMOVE_ATTRIBUTE)
-    attribute.delete()
+    history.delete(QualityAttribute.objects.filter(pk=attribute.pk))
 
 
 def _attribute_of(study: Study) -> Callable[[QualityAttribute], QualityAttribute]:
@@ -291,7 +334,7 @@ def metric_update(*, metric: Metric, **changes: Any) -> Metric:
 def metric_remove(*, metric: Metric) -> None:
     study = locked(metric.study)
     require_phase(study, Action.REMOVE_METRIC)
-    metric.delete()
+    history.delete(Metric.objects.filter(pk=metric.pk))
 
 
 # --- candidates and measurements (the designer's, any phase) ---------------------
@@ -333,7 +376,7 @@ def candidates_add(*, study: Study, candidates: list[dict]) -> list[Candidate]:
             raise InvalidInput({f"{field}.name": f"candidate {name!r} already exists in this study"})
         taken.add(name)
         rows.append(Candidate(study=study, name=name, description=description, position=position + index))
-    return Candidate.objects.bulk_create(rows)
+    return history.bulk_create(Candidate, rows)
 
 
 @transaction.atomic
@@ -349,7 +392,7 @@ def candidate_update(*, candidate: Candidate, **changes: Any) -> Candidate:
 @transaction.atomic
 def candidate_remove(*, candidate: Candidate) -> None:
     locked(candidate.study)
-    candidate.delete()
+    history.delete(Candidate.objects.filter(pk=candidate.pk))
 
 
 # What an entry of measurements_set may hold besides its three required keys.
@@ -432,10 +475,16 @@ def measurements_set(*, study: Study, measurements: list[dict[str, Any]]) -> Non
     study = locked(study)
     rows = _measurement_rows(study, measurements)
     with_error = {key: row for key, row in rows.items() if row[1] is not KEEP}
+    before = {
+        (c, m): (v, e)
+        for c, m, v, e in Measurement.objects.filter(study=study).values_list(
+            "candidate_id", "metric_id", "value", "standard_error"
+        )
+    }
     for group, fields in ((with_error, ["value", "standard_error"]), (rows.keys() - with_error.keys(), ["value"])):
         if not group:
             continue
-        Measurement.objects.bulk_create(
+        saved = Measurement.objects.bulk_create(
             [
                 Measurement(
                     study_id=study.pk,
@@ -450,3 +499,24 @@ def measurements_set(*, study: Study, measurements: list[dict[str, Any]]) -> Non
             unique_fields=["candidate", "metric"],
             update_fields=fields,
         )
+        _measurements_record(saved, before, error_kept=fields == ["value"])
+
+
+def _measurements_record(
+    saved: list[Measurement], before: dict[tuple[int, int], tuple[float, float | None]], *, error_kept: bool
+) -> None:
+    """One history record per measurement the upsert created or changed (one
+    left with the same value and error leaves none). ``error_kept``: the
+    upsert left the standard errors as they were."""
+    created, changed = [], []
+    for row in saved:
+        old = before.get((row.candidate_id, row.metric_id))
+        if old is None:
+            created.append(row)
+            continue
+        if error_kept:
+            row.standard_error = old[1]
+        if (row.value, row.standard_error) != old:
+            changed.append(row)
+    history.record(created, "+", model=Measurement)
+    history.record(changed, "~", model=Measurement)

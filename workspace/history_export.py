@@ -1,0 +1,53 @@
+"""A study's history as CSV and JSON (the History tab's downloads and the
+API's answer share the record's shape): one row per record, its changes as
+``field: old → new`` in CSV and as a list in JSON."""
+
+import csv
+import io
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from .results_export import _text_cell
+from .selectors import HistoryEntry
+
+CSV_COLUMNS = ("at", "user", "source", "kind", "object_id", "object_name", "action", "expert", "changes")
+
+
+def entry_document(entry: HistoryEntry) -> dict[str, Any]:
+    """A record as JSON: what ``GET /api/v1/studies/{id}/history/`` lists."""
+    return {
+        "id": entry.id,
+        "at": entry.at.isoformat(),
+        "user": entry.user,
+        "source": entry.source,
+        "kind": entry.kind,
+        "object_id": entry.object_id,
+        "object_name": entry.object_name,
+        "action": entry.action,
+        "expert": entry.expert,
+        "changes": [{"field": c.field, "old": c.old, "new": c.new} for c in entry.changes],
+    }
+
+
+def history_json(entries: Iterable[HistoryEntry]) -> bytes:
+    return json.dumps({"history": [entry_document(entry) for entry in entries]}, indent=1, default=str).encode()
+
+
+def _changes_text(entry: HistoryEntry) -> str:
+    return "; ".join(
+        f"{c.field}: {'' if c.old is None else c.old} → {'' if c.new is None else c.new}" for c in entry.changes
+    )
+
+
+def history_csv(entries: Iterable[HistoryEntry]) -> str:
+    """Text a spreadsheet would run as a formula (a name, a value) starts
+    with ``'``, as in the results CSV."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for e in entries:
+        name, changes = _text_cell(e.object_name), _text_cell(_changes_text(e))
+        row = (e.at.isoformat(), e.user or "", e.source, e.kind, e.object_id, name, e.action)
+        writer.writerow((*row, e.expert or "", changes))
+    return out.getvalue()

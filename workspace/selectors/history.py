@@ -1,0 +1,277 @@
+"""A study's history (issue 22): the records ``workspace.history`` writes,
+read for the History tab, its exports and the API.
+
+Who sees what: the designer every record of the study; an expert the
+records of their own inputs and membership (``history_expert_id``) and the
+study's public events (``PUBLIC_KINDS``: its design, phases, measurements,
+prediction sets, computations and runs). Never another expert's input.
+
+Queries do not grow with the records: one to count, one for a page's
+(kind, id) pairs (a UNION over the kinds' tables), then per kind on the
+page one for its records with the previous record's id and one for those
+previous records, and one for the experts' names.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, overload
+
+from django.db.models import F, OuterRef, QuerySet, Subquery, Value
+from django.db.models.fields import CharField
+from django.utils import timezone
+
+from ..errors import InvalidInput
+from ..history import KINDS
+from ..models import Membership, Study
+
+# What an expert sees of the others' doings: the study's public events.
+PUBLIC_KINDS = frozenset(
+    {
+        "study",
+        "attribute",
+        "metric",
+        "candidate",
+        "measurement",
+        "prediction_set",
+        "computation",
+        "measurement_source",
+        "run",
+    }
+)
+TYPES = {"+": "created", "~": "changed", "-": "deleted"}
+# How many records an export reads at a time.
+EXPORT_CHUNK = 500
+
+
+@dataclass(frozen=True)
+class HistoryFilter:
+    """Which records: by whom (a username), of which kind, from and until
+    which day (inclusive). None: any."""
+
+    person: str | None = None
+    kind: str | None = None
+    since: dt.date | None = None
+    until: dt.date | None = None
+
+
+@dataclass(frozen=True)
+class Change:
+    field: str
+    old: str | None  # as text
+    new: str | None
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    id: int  # the record's id within its kind's table
+    kind: str
+    object_id: int
+    object_name: str  # the row's name or title when it has one, else ""
+    action: str  # created, changed, deleted
+    at: dt.datetime
+    user: str | None  # who made the change (None: the system or a deleted account)
+    source: str  # page, api, admin, import, command, task, system
+    expert: str | None  # whose input it is (an expert's username), None for the study's events
+    changes: tuple[Change, ...]
+
+
+def history_filter_parse(params: Mapping[str, Any]) -> HistoryFilter:
+    """``person``, ``kind``, ``since``, ``until`` from a query string; empty
+    values are left out. Refused (``InvalidInput`` naming the field) when a
+    kind is unknown or a date is not YYYY-MM-DD or since is after until."""
+    errors: dict[str, str] = {}
+
+    def one(name: str) -> str | None:
+        value = params.get(name)
+        value = value.strip() if isinstance(value, str) else value
+        return value or None
+
+    kind = one("kind")
+    if kind is not None and kind not in KINDS:
+        errors["kind"] = f"unknown kind {kind!r}: one of {', '.join(KINDS)}"
+    days: dict[str, dt.date | None] = {}
+    for name in ("since", "until"):
+        value = one(name)
+        try:
+            days[name] = dt.date.fromisoformat(value) if value is not None else None
+        except ValueError:
+            errors[name] = f"must be a date YYYY-MM-DD, got {value!r}"
+    since, until = days.get("since"), days.get("until")
+    if since and until and since > until:
+        errors["until"] = "must not be before since"
+    if errors:
+        raise InvalidInput(errors)
+    return HistoryFilter(person=one("person"), kind=kind, since=since, until=until)
+
+
+def _visible(study: Study, user: Any, kind: str, model: type, filters: HistoryFilter) -> QuerySet | None:
+    """One kind's records of the study that the user may see, filtered; None
+    when the user may see none of them."""
+    records = model.history.filter(history_study_id=study.pk)  # type: ignore[attr-defined]
+    if study.designer_id != user.pk and kind not in PUBLIC_KINDS:
+        own = Membership.objects.filter(study=study, user=user, role=Membership.Role.EXPERT).values("pk")
+        records = records.filter(history_expert_id__in=Subquery(own))
+    if filters.person is not None:
+        records = records.filter(history_user__username=filters.person)
+    tz = timezone.get_current_timezone()
+    if filters.since is not None:
+        records = records.filter(history_date__gte=dt.datetime.combine(filters.since, dt.time.min, tzinfo=tz))
+    if filters.until is not None:
+        next_day = filters.until + dt.timedelta(days=1)
+        records = records.filter(history_date__lt=dt.datetime.combine(next_day, dt.time.min, tzinfo=tz))
+    return records
+
+
+def _union(study: Study, user: Any, filters: HistoryFilter) -> QuerySet | None:
+    parts = []
+    for kind, model in KINDS.items():
+        if filters.kind is not None and kind != filters.kind:
+            continue
+        records = _visible(study, user, kind, model, filters)
+        if records is not None:
+            parts.append(
+                records.order_by()
+                .annotate(record_kind=Value(kind, output_field=CharField()))
+                .values_list("history_date", "history_id", "record_kind")
+            )
+    if not parts:
+        return None
+    first, *rest = parts
+    return first.union(*rest, all=True) if rest else first
+
+
+def history_count(*, study: Study, user: Any, filters: HistoryFilter) -> int:
+    """How many records the user may see with these filters (one query)."""
+    union = _union(study, user, filters)
+    return union.count() if union is not None else 0
+
+
+def history_list(
+    *, study: Study, user: Any, filters: HistoryFilter, offset: int = 0, limit: int = 50
+) -> list[HistoryEntry]:
+    """The records, newest first, from ``offset``, at most ``limit``."""
+    union = _union(study, user, filters)
+    if union is None or limit <= 0:
+        return []
+    keys = list(union.order_by("-history_date", "-history_id")[offset : offset + limit])
+    by_kind: dict[str, list[int]] = {}
+    for _, history_id, kind in keys:
+        by_kind.setdefault(kind, []).append(history_id)
+    found: dict[tuple[str, int], Any] = {}
+    previous: dict[tuple[str, int], Any] = {}
+    for kind, ids in by_kind.items():
+        history = KINDS[kind].history  # type: ignore[attr-defined]
+        before = history.filter(id=OuterRef("id"), history_id__lt=OuterRef("history_id")).order_by("-history_id")
+        records = list(
+            history.filter(history_id__in=ids)
+            .select_related("history_user")
+            .annotate(previous_id=Subquery(before.values("history_id")[:1]))
+        )
+        earlier = {r.previous_id for r in records if r.previous_id is not None and r.history_type == "~"}
+        earlier_records = {r.history_id: r for r in history.filter(history_id__in=earlier)} if earlier else {}
+        for record in records:
+            found[(kind, record.history_id)] = record
+            if record.previous_id in earlier_records:
+                previous[(kind, record.history_id)] = earlier_records[record.previous_id]
+    experts = {r.history_expert_id for r in found.values() if r.history_expert_id is not None}
+    names = dict(Membership.objects.filter(pk__in=experts).values_list("pk", F("user__username"))) if experts else {}
+    entries = []
+    for _, history_id, kind in keys:
+        record = found[(kind, history_id)]
+        entries.append(_entry(kind, record, previous.get((kind, history_id)), names))
+    return entries
+
+
+class HistoryPages(Sequence[HistoryEntry]):
+    """The records as paginators page them (Django's ``Paginator``, DRF's):
+    ``count()`` and a slice, each one ``history_count`` or ``history_list``."""
+
+    def __init__(self, *, study: Study, user: Any, filters: HistoryFilter) -> None:
+        self.study, self.user, self.filters = study, user, filters
+
+    def count(self, value: object = None) -> int:  # the paginators call count() (or len())
+        return history_count(study=self.study, user=self.user, filters=self.filters)
+
+    def __len__(self) -> int:
+        return self.count()
+
+    @overload
+    def __getitem__(self, index: int) -> HistoryEntry: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[HistoryEntry]: ...
+
+    def __getitem__(self, index: int | slice) -> HistoryEntry | list[HistoryEntry]:
+        if isinstance(index, int):
+            return history_list(study=self.study, user=self.user, filters=self.filters, offset=index, limit=1)[0]
+        start = index.start or 0
+        stop = index.stop if index.stop is not None else start + EXPORT_CHUNK
+        return history_list(study=self.study, user=self.user, filters=self.filters, offset=start, limit=stop - start)
+
+
+def history_all(*, study: Study, user: Any, filters: HistoryFilter) -> Iterator[HistoryEntry]:
+    """Every record the user may see with these filters, newest first, read
+    ``EXPORT_CHUNK`` at a time (the CSV and JSON exports)."""
+    offset = 0
+    while True:
+        chunk = history_list(study=study, user=user, filters=filters, offset=offset, limit=EXPORT_CHUNK)
+        yield from chunk
+        if len(chunk) < EXPORT_CHUNK:
+            return
+        offset += EXPORT_CHUNK
+
+
+def history_people(*, study: Study) -> list[str]:
+    """Who may appear as having made a change: the designer and the members."""
+    names = set(Membership.objects.filter(study=study).values_list("user__username", flat=True))
+    names.add(study.designer.get_username())
+    return sorted(names)
+
+
+def _value(value: Any) -> str | None:
+    """A column's value as text (None stays None): the page, the exports and
+    the API show the same."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    if isinstance(value, dict | list):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
+
+
+def _entry(kind: str, record: Any, previous: Any, names: Mapping[int, str]) -> HistoryEntry:
+    fields = [field.attname for field in record.instance_type.history.model.tracked_fields if field.attname != "id"]
+    now = {name: _value(getattr(record, name)) for name in fields}
+    if record.history_type == "+":
+        changes = [Change(name, None, value) for name, value in now.items() if value not in (None, "")]
+    elif record.history_type == "-":
+        changes = [Change(name, value, None) for name, value in now.items() if value not in (None, "")]
+    elif previous is None:
+        changes = [Change(name, None, value) for name, value in now.items()]
+    else:
+        changes = [
+            Change(name, _value(getattr(previous, name)), value)
+            for name, value in now.items()
+            if _value(getattr(previous, name)) != value
+        ]
+    user = record.history_user.get_username() if record.history_user is not None else None
+    expert = record.history_expert_id
+    return HistoryEntry(
+        id=record.history_id,
+        kind=kind,
+        object_id=record.id,
+        object_name=str(getattr(record, "name", None) or getattr(record, "title", None) or ""),
+        action=TYPES[record.history_type],
+        at=record.history_date,
+        user=user,
+        source=record.history_source,
+        expert=names.get(expert, f"expert #{expert}") if expert is not None else None,
+        changes=tuple(changes),
+    )
