@@ -133,6 +133,7 @@ INSTALLED_APPS = [
     "workspace",
     "engine",
     "evaluation",
+    "tracking",
 ]
 
 MIDDLEWARE = [
@@ -581,6 +582,12 @@ MIDDLEWARE.insert(
 # The Swagger UI (/api/docs/) loads its start-up script from a URL (the split
 # view) and would show a badge from the public validator, another origin.
 SPECTACULAR_SETTINGS["SWAGGER_UI_SETTINGS"] = {"deepLinking": True, "validatorUrl": None}
+
+# --- MLflow (tracking/) ------------------------------------------------------------
+# The folders under which a designer may connect a study to a local MLflow
+# ``file:`` store, separated by os.pathsep (none by default: a server's files
+# are the operator's to share; an http(s) tracking server needs no setting).
+TRACKING_FILE_ROOTS = [root for root in os.environ.get("TRACKING_FILE_ROOTS", "").split(os.pathsep) if root]
 
 LOGGING = {
     "version": 1,
