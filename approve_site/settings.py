@@ -368,6 +368,10 @@ SPECTACULAR_SETTINGS = {
             "name": "evaluation",
             "description": "Prediction sets, their evaluation, and metrics computed from predictions.",
         },
+        {
+            "name": "mlflow",
+            "description": "An MLflow tracking server: connect a study, import runs as candidates, publish a run.",
+        },
         {"name": "discussion", "description": "The threads of a study's attributes and metrics, and their posts."},
         {"name": "invitations", "description": "Invitations to be an expert: sent by designers, accepted or declined."},
         {"name": "accounts", "description": "API tokens: create one with a password, list and revoke them."},

@@ -4,6 +4,9 @@ published to it."""
 from django.conf import settings
 from django.db import models
 
+# An MLflow experiment's or run's id (a run's is 32 hexadecimal digits).
+MLFLOW_ID_MAX_LENGTH = 128
+
 
 class MlflowConnection(models.Model):
     """Where a study's candidates are tracked: an ``http(s)://`` tracking
@@ -32,8 +35,8 @@ class MlflowRunLink(models.Model):
 
     candidate = models.OneToOneField("workspace.Candidate", on_delete=models.CASCADE, related_name="mlflow_run")
     tracking_uri = models.CharField(max_length=500)
-    experiment_id = models.CharField(max_length=100)
-    run_id = models.CharField(max_length=100)
+    experiment_id = models.CharField(max_length=MLFLOW_ID_MAX_LENGTH)
+    run_id = models.CharField(max_length=MLFLOW_ID_MAX_LENGTH)
     imported_at = models.DateTimeField()
     # The prediction artifact last imported from the run (path and SHA-256):
     # a re-import makes a new prediction set only when it changed.
@@ -52,8 +55,8 @@ class MlflowValueSource(models.Model):
     candidate = models.ForeignKey("workspace.Candidate", on_delete=models.CASCADE, related_name="+")
     metric = models.ForeignKey("workspace.Metric", on_delete=models.CASCADE, related_name="+")
     tracking_uri = models.CharField(max_length=500)
-    experiment_id = models.CharField(max_length=100)
-    run_id = models.CharField(max_length=100)
+    experiment_id = models.CharField(max_length=MLFLOW_ID_MAX_LENGTH)
+    run_id = models.CharField(max_length=MLFLOW_ID_MAX_LENGTH)
     metric_key = models.CharField(max_length=250)
     # The step read; null: the latest value.
     step = models.BigIntegerField(null=True, blank=True)
@@ -76,7 +79,7 @@ class MlflowImport(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     imported_at = models.DateTimeField()
-    experiment_id = models.CharField(max_length=100)
+    experiment_id = models.CharField(max_length=MLFLOW_ID_MAX_LENGTH)
     # The request (filter, mapping, step, name tag, artifact pattern) and the outcome (tracking.services).
     request = models.JSONField(default=dict)
     outcome = models.JSONField(default=dict)
@@ -98,8 +101,8 @@ class MlflowPublication(models.Model):
     )
     published_at = models.DateTimeField()
     tracking_uri = models.CharField(max_length=500)
-    experiment_id = models.CharField(max_length=100)
-    summary_run_id = models.CharField(max_length=100)
+    experiment_id = models.CharField(max_length=MLFLOW_ID_MAX_LENGTH)
+    summary_run_id = models.CharField(max_length=MLFLOW_ID_MAX_LENGTH)
     # {candidate name: MLflow run id} of the runs tagged.
     tagged = models.JSONField(default=dict)
     times = models.PositiveIntegerField(default=1, help_text="how many times it was published")

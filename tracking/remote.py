@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 
 from django.conf import settings
 
-from workspace.errors import InvalidInput, ServiceError
+from workspace.errors import InvalidInput, ServiceError, Unavailable
 
 # The client's own settings while a call runs: fail fast, never retry for a
 # minute in a request; and a local file: store allowed (MLflow 3 refuses one
@@ -40,13 +40,9 @@ RUNS_MAX = 1000
 ARTIFACTS_LISTED_MAX = 1000
 
 
-class TrackerError(ServiceError):
+class TrackerError(Unavailable):
     """The tracking server could not be used; ``code`` says why
     (``mlflow_unreachable``, ``mlflow_unauthorised``)."""
-
-    def __init__(self, message: str, code: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 @dataclass(frozen=True)
