@@ -539,6 +539,10 @@ def _mlflow_disconnected(response, world):
     assert not MlflowConnection.objects.filter(study=world.study).exists()
 
 
+def _mlflow_unpublished(response, world):
+    assert response.json()["published"] is False and response.json()["run"] == world.run.pk
+
+
 def _empty_list(response, world):
     assert response.json()["count"] == 0 and response.json()["results"] == []
 
@@ -815,7 +819,15 @@ ROWS = [
         body={"experiment": "candidates", "mapping": [{"key": "auc", "metric": "AUC"}]},
     ),
     Row("mlflow-sources", "get", S + "/mlflow/sources/", 200, 200, check=_empty_list),
-    Row("mlflow-publication-get", "get", API + "/runs/{run}/mlflow/", 404, 404, phases=(Phase.CLOSED,)),
+    Row(
+        "mlflow-publication-get",
+        "get",
+        API + "/runs/{run}/mlflow/",
+        200,
+        200,
+        phases=(Phase.CLOSED,),
+        check=_mlflow_unpublished,
+    ),
     Row("mlflow-publication-post", "post", API + "/runs/{run}/mlflow/", 403, 409, phases=(Phase.CLOSED,)),
 ]
 CASES = [pytest.param(row, phase, id=f"{row.id}-{phase}") for row in ROWS for phase in row.phases]
@@ -905,9 +917,9 @@ def assert_refusal(response, status, row, phase):
     if status == 401:
         assert response["WWW-Authenticate"] == "Token"
         assert detail == "Authentication credentials were not provided."
-    elif row.id.startswith("mlflow") and (status == 409 or (status == 404 and "/runs/{run}" in row.path)):
-        # Not connected, or not published: said in words (an outsider's 404 is any other's).
-        assert "MLflow" in detail or detail == "No such run.", detail
+    elif status == 409 and row.id.startswith("mlflow"):
+        # Not connected: said in words.
+        assert "MLflow" in detail, detail
     elif status == 404:
         assert detail == (
             "No such run."

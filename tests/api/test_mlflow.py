@@ -84,12 +84,12 @@ def test_connect_preview_import_and_publish(make_study, api, cast, store):
     complete_assessment(built.refresh())
     services.study_close_assessment(study=built.study)
     run = launch_and_finish(built, cast.alice)
-    assert alice.get(f"/api/v1/runs/{run.pk}/mlflow/").status_code == 404
+    assert alice.get(f"/api/v1/runs/{run.pk}/mlflow/").json()["published"] is False
     assert bob.post(f"/api/v1/runs/{run.pk}/mlflow/").status_code == 403
     answer = alice.post(f"/api/v1/runs/{run.pk}/mlflow/")
     assert answer.status_code == 200, answer.content
     publication = answer.json()
-    assert publication["tagged"] == runs and publication["times"] == 1
+    assert publication["tagged"] == runs and (publication["published"], publication["times"]) == (True, 1)
     tags = MlflowClient(tracking_uri=uri).get_run(runs["tree"]).data.tags
     rank = next(c["rank"] for c in run.results["candidates"] if c["name"] == "tree")
     assert tags["approve.rank"] == str(rank)

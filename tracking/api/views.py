@@ -159,14 +159,19 @@ class SourceSerializer(serializers.Serializer):
 
 
 class PublicationSerializer(serializers.Serializer):
-    run = serializers.IntegerField(source="run_id")
-    tracking_uri = serializers.CharField()
-    experiment_id = serializers.CharField()
-    summary_run_id = serializers.CharField(help_text="the MLflow run holding approve/results.json and .csv")
-    tagged = serializers.DictField(child=serializers.CharField(), help_text="{candidate: MLflow run id tagged}")
-    published_at = serializers.DateTimeField()
-    published_by = serializers.CharField(source="published_by.username", allow_null=True, default=None)
-    times = serializers.IntegerField()
+    published = serializers.BooleanField(help_text="false: never published (every other field null)")
+    run = serializers.IntegerField()
+    tracking_uri = serializers.CharField(allow_null=True)
+    experiment_id = serializers.CharField(allow_null=True)
+    summary_run_id = serializers.CharField(
+        allow_null=True, help_text="the MLflow run holding approve/results.json and approve/results.csv"
+    )
+    tagged = serializers.DictField(
+        child=serializers.CharField(), allow_null=True, help_text="{candidate: MLflow run id tagged}"
+    )
+    published_at = serializers.DateTimeField(allow_null=True)
+    published_by = serializers.CharField(allow_null=True)
+    times = serializers.IntegerField(help_text="how many times it was published")
 
 
 # --- views ----------------------------------------------------------------------------
@@ -187,6 +192,23 @@ def _connection_out(connection: MlflowConnection | None) -> dict[str, Any]:
         "has_token": connection.has_token,
         "experiment_count": connection.experiment_count,
         "checked_at": connection.checked_at,
+    }
+
+
+def _publication_out(run_id: int, publication: MlflowPublication | None) -> dict[str, Any]:
+    if publication is None:
+        empty = ("tracking_uri", "experiment_id", "summary_run_id", "tagged", "published_at", "published_by")
+        return {"published": False, "run": run_id, **dict.fromkeys(empty), "times": 0}
+    return {
+        "published": True,
+        "run": run_id,
+        "tracking_uri": publication.tracking_uri,
+        "experiment_id": publication.experiment_id,
+        "summary_run_id": publication.summary_run_id,
+        "tagged": publication.tagged,
+        "published_at": publication.published_at,
+        "published_by": publication.published_by.username if publication.published_by else None,
+        "times": publication.times,
     }
 
 
@@ -283,16 +305,11 @@ class PublicationView(RunScoped, APIView):
             raise exceptions.PermissionDenied("Only the study's designer can publish a run to MLflow.")
         return study
 
-    def publication(self) -> MlflowPublication:
-        found = selectors.publication_get(run=self.run())
-        if found is None:
-            raise exceptions.NotFound("This run has not been published to MLflow: POST here to publish it.")
-        return found
-
     @extend_schema(responses=PublicationSerializer)
     def get(self, request: Request, run_id: int) -> Response:
-        """Where and when the run's decision was published to MLflow (members); 404 before it was."""
-        return Response(PublicationSerializer(self.publication()).data)
+        """Where and when the run's decision was published to MLflow (members)."""
+        run = self.run()
+        return Response(PublicationSerializer(_publication_out(run.pk, selectors.publication_get(run=run))).data)
 
     @extend_schema(
         request=None,
@@ -305,4 +322,4 @@ class PublicationView(RunScoped, APIView):
         self._study()
         run_url = request.build_absolute_uri(reverse("run_page", kwargs={"run_id": run_id}))
         publication = services.mlflow_publish(run=self.run(), published_by=cast(User, request.user), run_url=run_url)
-        return Response(PublicationSerializer(publication).data)
+        return Response(PublicationSerializer(_publication_out(run_id, publication)).data)
