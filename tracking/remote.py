@@ -103,7 +103,23 @@ def _failure(error: Exception, uri: str) -> ServiceError:
         )
     if code == "INVALID_PARAMETER_VALUE":
         return InvalidInput({"filter": f"MLflow refused it: {message.splitlines()[0][:300]}"})
-    return TrackerError(f"MLflow at {uri} is unreachable: {message.splitlines()[0][:300]}", "mlflow_unreachable")
+    return TrackerError(f"MLflow at {uri} is unreachable: {_cause(message)}", "mlflow_unreachable")
+
+
+# What the client's messages say, in words (the first found names the cause).
+_CAUSES = (
+    (("NameResolutionError", "Name or service not known", "nodename nor servname"), "the host name is unknown"),
+    (("Connection refused", "NewConnectionError"), "the connection was refused"),
+    (("timed out", "Timeout"), f"no answer within {TIMEOUT_SECONDS} s"),
+    (("SSLError", "CERTIFICATE_VERIFY_FAILED"), "its TLS certificate was not accepted"),
+)
+
+
+def _cause(message: str) -> str:
+    for needles, words in _CAUSES:
+        if any(needle in message for needle in needles):
+            return words
+    return message.splitlines()[0][:300] if message else "no answer"
 
 
 @contextmanager

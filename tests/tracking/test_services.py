@@ -221,9 +221,14 @@ class _Refusing(http.server.BaseHTTPRequestHandler):
 
 def test_unreachable_and_unauthorised_servers_are_named(make_study):
     study = make_study(Phase.DRAFT).study
+    port = free_port()
     with pytest.raises(TrackerError) as refused:
-        services.connection_set(study=study, tracking_uri=f"http://127.0.0.1:{free_port()}")
-    assert refused.value.code == "mlflow_unreachable" and "unreachable" in str(refused.value)
+        services.connection_set(study=study, tracking_uri=f"http://127.0.0.1:{port}")
+    assert refused.value.code == "mlflow_unreachable"
+    assert str(refused.value) == f"MLflow at http://127.0.0.1:{port} is unreachable: the connection was refused"
+    with pytest.raises(TrackerError) as refused:
+        services.connection_set(study=study, tracking_uri="http://mlflow.invalid")
+    assert str(refused.value) == "MLflow at http://mlflow.invalid is unreachable: the host name is unknown"
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
