@@ -7,6 +7,11 @@
 VENV := .venv
 PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The full mlflow package, for the tests' tracking server (and `make mlflow`):
+# it caps pyarrow and gunicorn below the project's pins, so it lives apart.
+MLFLOW_VENV := .venv-mlflow
+MLFLOW_STAMP := $(MLFLOW_VENV)/.installed
+MLFLOW_PORT ?= 5000
 # The interpreter that creates the virtualenv; override with
 # `make BOOTSTRAP_PYTHON=/path/to/python3.11 install`.
 BOOTSTRAP_PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3 2>/dev/null)
@@ -15,7 +20,7 @@ PYTEST_ARGS ?=
 RUNSERVER_ADDRESS ?= 127.0.0.1:8000
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test worker check migrate
+.PHONY: help install install-mlflow run test worker check migrate mlflow
 
 help:
 	@echo "make run      install, migrate, load the demo study, serve on http://$(RUNSERVER_ADDRESS)/"
@@ -24,8 +29,12 @@ help:
 	@echo "make migrate  apply database migrations"
 	@echo "make worker   run a Celery worker (needs REDIS_URL)"
 	@echo "make check    Django's system checks"
+	@echo "make mlflow   a local MLflow tracking server on http://127.0.0.1:$(MLFLOW_PORT)/ (data in ./mlflow-data)"
 
 install: $(STAMP)
+
+# Only the tests and `make mlflow` need it: `make run` does not wait for it.
+install-mlflow: $(MLFLOW_STAMP)
 
 $(PYTHON):
 	@test -n "$(BOOTSTRAP_PYTHON)" || { echo "Python 3.11 not found: install python3.11 or pass BOOTSTRAP_PYTHON=..." >&2; exit 1; }
@@ -39,6 +48,16 @@ $(STAMP): requirements.txt requirements-dev.txt | $(PYTHON)
 	$(PYTHON) -m pip install --quiet -r requirements-dev.txt
 	@touch $(STAMP)
 
+$(MLFLOW_STAMP): requirements-mlflow-server.txt
+	@test -x $(MLFLOW_VENV)/bin/python || $(BOOTSTRAP_PYTHON) -m venv $(MLFLOW_VENV)
+	$(MLFLOW_VENV)/bin/python -m pip install --quiet -r requirements-mlflow-server.txt
+	@touch $(MLFLOW_STAMP)
+
+mlflow: install install-mlflow
+	mkdir -p mlflow-data
+	$(MLFLOW_VENV)/bin/mlflow server --host 127.0.0.1 --port $(MLFLOW_PORT) --workers 1 \
+		--backend-store-uri sqlite:///$(CURDIR)/mlflow-data/mlflow.db --artifacts-destination $(CURDIR)/mlflow-data/artifacts
+
 migrate: install
 	$(PYTHON) manage.py migrate --noinput
 
@@ -46,7 +65,7 @@ run: migrate
 	$(PYTHON) manage.py load_demo
 	$(PYTHON) manage.py runserver $(RUNSERVER_ADDRESS)
 
-test: install
+test: install install-mlflow
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 worker: install

@@ -134,6 +134,7 @@ INSTALLED_APPS = [
     "workspace",
     "engine",
     "evaluation",
+    "tracking",
 ]
 
 MIDDLEWARE = [
@@ -373,6 +374,10 @@ SPECTACULAR_SETTINGS = {
             "name": "evaluation",
             "description": "Prediction sets, their evaluation, and metrics computed from predictions.",
         },
+        {
+            "name": "mlflow",
+            "description": "An MLflow tracking server: connect a study, import runs as candidates, publish a run.",
+        },
         {"name": "discussion", "description": "The threads of a study's attributes and metrics, and their posts."},
         {"name": "invitations", "description": "Invitations to be an expert: sent by designers, accepted or declined."},
         {"name": "accounts", "description": "API tokens: create one with a password, list and revoke them."},
@@ -591,6 +596,12 @@ MIDDLEWARE.insert(
 # The Swagger UI (/api/docs/) loads its start-up script from a URL (the split
 # view) and would show a badge from the public validator, another origin.
 SPECTACULAR_SETTINGS["SWAGGER_UI_SETTINGS"] = {"deepLinking": True, "validatorUrl": None}
+
+# --- MLflow (tracking/) ------------------------------------------------------------
+# The folders under which a designer may connect a study to a local MLflow
+# ``file:`` store, separated by os.pathsep (none by default: a server's files
+# are the operator's to share; an http(s) tracking server needs no setting).
+TRACKING_FILE_ROOTS = [root for root in os.environ.get("TRACKING_FILE_ROOTS", "").split(os.pathsep) if root]
 
 LOGGING = {
     "version": 1,

@@ -12,6 +12,7 @@ from django.views import defaults
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from evaluation.api import urls as evaluation_api
+from tracking.api import urls as tracking_api
 from workspace import views as pages
 from workspace.api import urls as workspace_api
 from workspace.api.exceptions import envelope
@@ -60,8 +61,11 @@ urlpatterns = [
     path("accounts/email/confirm/<str:token>/", pages.email_confirm_page, name="account_email_confirm"),
     path("accounts/tokens/", pages.tokens_page, name="api_tokens"),
     path("accounts/tokens/<int:token_id>/revoke/", pages.token_revoke_page, name="api_token_revoke"),
-    # Each app owns its REST endpoints; one "api" namespace holds both under /api/v1/.
-    path("api/v1/", include(([*workspace_api.urlpatterns, *evaluation_api.urlpatterns], "api"))),
+    # Each app owns its REST endpoints; one "api" namespace holds them all under /api/v1/.
+    path(
+        "api/v1/",
+        include(([*workspace_api.urlpatterns, *evaluation_api.urlpatterns, *tracking_api.urlpatterns], "api")),
+    ),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves Swagger UI's start-up script from a URL
     # (?script): the Content-Security-Policy allows no inline script.

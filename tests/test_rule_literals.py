@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Directories never searched: tests, the frozen migrations, benchmarks,
 # vendored third-party code.
-SKIPPED_PARTS = frozenset({"tests", "migrations", "bench", "vendor", "node_modules", ".venv", ".git"})
+SKIPPED_PARTS = frozenset({"tests", "migrations", "bench", "vendor", "node_modules", ".venv", ".venv-mlflow", ".git"})
 SKIPPED_FILES = frozenset({"conftest.py"})
 
 

@@ -57,3 +57,13 @@ class PhaseConflict(ServiceError):
     def __init__(self, message: str, code: str = "phase_conflict") -> None:
         super().__init__(message)
         self.code = code
+
+
+class Unavailable(ServiceError):
+    """An outside service the change needs (an MLflow tracking server) could
+    not be used: unreachable, or it refused approve's credentials. ``code``
+    says which (docs/api.md, "Errors"); the API answers 502."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code

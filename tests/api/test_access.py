@@ -20,7 +20,9 @@ private inputs outside the results); lists only list one's own studies;
 
 import io
 import json
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -34,6 +36,7 @@ from evaluation.models import MetricComputation, PredictionSet
 from evaluation.predictions import read_predictions
 from evaluation.services import prediction_set_import
 from tests.fixtures import api_error, error_fields
+from tracking.models import MlflowConnection
 from workspace import services
 from workspace.bundles import study_import_bundle
 from workspace.models import ApiToken, Phase, QualityAttribute, Study
@@ -528,6 +531,32 @@ def _analysis_csv(response, world):
 
 
 S = API + "/studies/{study}"
+# An empty local MLflow store the designer may connect to (made by the world fixture).
+MLFLOW_STORE = Path(tempfile.gettempdir()) / "approve-access-mlruns"
+
+
+def _mlflow_not_connected(response, world):
+    assert response.json()["connected"] is False and response.json()["tracking_uri"] is None
+
+
+def _mlflow_connected(response, world):
+    body = response.json()
+    assert (body["connected"], body["tracking_uri"], body["experiment_count"]) == (True, f"file:{MLFLOW_STORE}", 0)
+    assert MlflowConnection.objects.get(study=world.study).tracking_uri == f"file:{MLFLOW_STORE}"
+
+
+def _mlflow_disconnected(response, world):
+    assert not MlflowConnection.objects.filter(study=world.study).exists()
+
+
+def _mlflow_unpublished(response, world):
+    assert response.json()["published"] is False and response.json()["run"] == world.run.pk
+
+
+def _empty_list(response, world):
+    assert response.json()["count"] == 0 and response.json()["results"] == []
+
+
 ROWS = [
     Row("study-get", "get", S + "/", 200, 200, check=_title),
     Row("study-patch", "patch", S + "/", 403, 200, body={"title": "Renamed study"}, check=_renamed),
@@ -778,6 +807,39 @@ ROWS = [
         phases=(Phase.CLOSED,),
         check=_analysis_csv,
     ),
+    # MLflow: the designer connects, previews, imports and publishes in any phase; members read the provenance.
+    Row("mlflow-connection-get", "get", S + "/mlflow/connection/", 403, 200, check=_mlflow_not_connected),
+    Row(
+        "mlflow-connection-put",
+        "put",
+        S + "/mlflow/connection/",
+        403,
+        200,
+        body={"tracking_uri": f"file:{MLFLOW_STORE}"},
+        check=_mlflow_connected,
+    ),
+    Row("mlflow-connection-delete", "delete", S + "/mlflow/connection/", 403, 204, check=_mlflow_disconnected),
+    Row("mlflow-runs", "get", S + "/mlflow/runs/?experiment=candidates", 403, 409),
+    Row("mlflow-imports-get", "get", S + "/mlflow/imports/", 403, 200, check=_empty_list),
+    Row(
+        "mlflow-imports-post",
+        "post",
+        S + "/mlflow/imports/",
+        403,
+        409,
+        body={"experiment": "candidates", "mapping": [{"key": "auc", "metric": "AUC"}]},
+    ),
+    Row("mlflow-sources", "get", S + "/mlflow/sources/", 200, 200, check=_empty_list),
+    Row(
+        "mlflow-publication-get",
+        "get",
+        API + "/runs/{run}/mlflow/",
+        200,
+        200,
+        phases=(Phase.CLOSED,),
+        check=_mlflow_unpublished,
+    ),
+    Row("mlflow-publication-post", "post", API + "/runs/{run}/mlflow/", 403, 409, phases=(Phase.CLOSED,)),
 ]
 CASES = [pytest.param(row, phase, id=f"{row.id}-{phase}") for row in ROWS for phase in row.phases]
 
@@ -811,7 +873,10 @@ class World:
 
 
 @pytest.fixture
-def world(make_study, cast):
+def world(make_study, cast, settings):
+    MLFLOW_STORE.mkdir(exist_ok=True)
+    settings.TRACKING_FILE_ROOTS = [str(MLFLOW_STORE)]
+
     def build(phase):
         built = make_study(phase)
         run = launch_and_finish(built, cast.alice) if phase == Phase.CLOSED else None
@@ -863,6 +928,9 @@ def assert_refusal(response, status, row, phase):
     if status == 401:
         assert response["WWW-Authenticate"] == "Token"
         assert detail == "Authentication credentials were not provided."
+    elif status == 409 and row.id.startswith("mlflow"):
+        # Not connected: said in words.
+        assert "MLflow" in detail, detail
     elif status == 404:
         assert detail == (
             "No such run."

@@ -10,7 +10,7 @@ from drf_spectacular.validation import validate_schema
 from workspace.api.schema import first_sentence, operation_tag
 
 METHODS = ("get", "put", "post", "patch", "delete")
-TAGS = ["studies", "setup", "inputs", "runs", "evaluation", "discussion", "invitations", "accounts"]
+TAGS = ["studies", "setup", "inputs", "runs", "evaluation", "mlflow", "discussion", "invitations", "accounts"]
 
 
 @pytest.fixture

@@ -36,7 +36,7 @@ from workspace.bundles import study_export_bundle
 from workspace.models import Phase
 
 from .conftest import PASSWORD, token_key
-from .test_schemathesis import CHECKS, in_process_requests  # noqa: F401  (fixture)
+from .test_schemathesis import checks_for, in_process_requests, offline_mlflow  # noqa: F401  (fixtures)
 
 # Every link from a new study is a step a scenario may take instead of
 # another chain's: with the computation endpoints (three more links from a
@@ -247,7 +247,7 @@ def realistic(cast, make_study) -> Iterator[None]:
 
 
 @pytest.mark.django_db
-def test_stateful(cast, realistic, in_process_requests, monkeypatch) -> None:  # noqa: F811
+def test_stateful(cast, realistic, in_process_requests, offline_mlflow, monkeypatch) -> None:  # noqa: F811
     # As in test_schemathesis.py; the imports too, which start many chains.
     rates = {**SimpleRateThrottle.THROTTLE_RATES, "login": "100000/minute", "import": "100000/minute"}
     monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", rates)
@@ -276,7 +276,7 @@ def test_stateful(cast, realistic, in_process_requests, monkeypatch) -> None:  #
         ) -> None:
             # The four checks of the stateless test (Schemathesis's stateful
             # checks, such as use_after_free, are not asked for).
-            case.validate_response(response, checks=CHECKS, headers=headers, recorder=self.recorder)
+            case.validate_response(response, checks=checks_for(case, response), headers=headers, recorder=self.recorder)
 
     Workflow.run(
         settings=settings(

@@ -19,6 +19,7 @@ from engine.models import Run
 from engine.services import run_launch
 from engine.snapshot import RunInputError, inputs_complete, snapshot_arrays, study_snapshot
 from evaluation import services as evaluation_services
+from tracking import services as tracking_services
 from workspace import bundles, invitations, reminders
 from workspace import services as workspace
 from workspace.admin import InputsAdmin
@@ -223,6 +224,8 @@ TAKE_THE_LOCK = {
     "metric_computation_remove": (),
     "prediction_set_import": (),
     "prediction_set_delete": (),
+    # tracking: candidates and measurements from MLflow, through the workspace's services
+    "mlflow_import": ("_import_write", "candidates_add", "measurements_set"),
 }
 
 # Writes and reads that hold nothing a snapshot reads.
@@ -247,9 +250,11 @@ NOT_INPUTS = {
     "api_tokens_revoke_all",
     # the discussion
     *("post_add", "post_edit", "post_hide", "post_unhide"),
+    # tracking: a study's MLflow connection, a preview, a run published (none is an input)
+    *("connection_of", "connection_set", "connection_remove", "import_preview", "mlflow_publish"),
 }
 
-MODULES = (workspace, invitations, bundles, reminders, evaluation_services, imports)
+MODULES = (workspace, invitations, bundles, reminders, evaluation_services, imports, tracking_services)
 
 
 def _public(module):

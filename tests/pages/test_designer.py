@@ -910,9 +910,9 @@ PAGE_QUERIES = [
     # attributes, metrics with their attributes, candidates
     ("designer", Phase.DRAFT, "setup/", 7),
     ("expert", Phase.DRAFT, "setup/", 7),
-    # candidates, metrics, measured values, where computed values came from
-    ("designer", Phase.DRAFT, "measurements/", 8),
-    ("expert", Phase.CLOSED, "measurements/", 8),
+    # candidates, metrics, measured values, where computed values came from, where imported ones did (MLflow)
+    ("designer", Phase.DRAFT, "measurements/", 9),
+    ("expert", Phase.CLOSED, "measurements/", 9),
     # members with their users, invitations with their people
     ("designer", Phase.DRAFT, "experts/", 6),
     # ... and what each expert still has to give: experts with their

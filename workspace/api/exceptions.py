@@ -21,7 +21,7 @@ from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from workspace.errors import InvalidInput, PhaseConflict
+from workspace.errors import InvalidInput, PhaseConflict, Unavailable
 
 # Every code an error answer may carry, with its status (docs/api.md lists
 # when each happens; tests/api/test_error_envelope.py checks the two agree).
@@ -44,14 +44,26 @@ CODES: dict[str, int] = {
     "analysis_finished": 409,
     "analysis_not_finished": 409,
     "idempotency_conflict": 409,
+    "mlflow_not_connected": 409,
+    "mlflow_nothing_to_publish": 409,
     "request_too_large": 413,
     "unsupported_media_type": 415,
     "throttled": 429,
     "server_error": 500,
+    "mlflow_unreachable": 502,
+    "mlflow_unauthorised": 502,
 }
 
 # A 400's summary names at most this many fields (``fields`` has them all).
 _SUMMARY_FIELDS = 5
+
+
+class BadGateway(exceptions.APIException):
+    """A 502: an outside service (MLflow) failed; ``code`` says how."""
+
+    status_code = status.HTTP_502_BAD_GATEWAY
+    default_detail = "An outside service could not be used."
+    default_code = "mlflow_unreachable"
 
 
 class Conflict(exceptions.APIException):
@@ -132,6 +144,8 @@ def exception_handler(exc, context):
         exc = exceptions.ValidationError(exc.errors)
     elif isinstance(exc, PhaseConflict):
         exc = Conflict(str(exc), code=exc.code)
+    elif isinstance(exc, Unavailable):
+        exc = BadGateway(str(exc), code=exc.code)
     elif isinstance(exc, (ObjectDoesNotExist, Http404)):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):

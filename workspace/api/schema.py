@@ -185,6 +185,7 @@ OPTIONAL_BODIES = frozenset(
 
 # The first rule whose pattern matches the path after /api/v1 gives the tag.
 TAG_RULES = (
+    (r"/mlflow/", "mlflow"),
     (r"^/auth/", "accounts"),
     (r"^/invitations/|^/studies/{[^}]+}/invitations/", "invitations"),
     (r"^/runs/|^/studies/{[^}]+}/runs/|^/analyses/", "runs"),
@@ -289,6 +290,15 @@ SUMMARIES = {
     "v1_studies_runs_create": "Launch a validation run",
     "v1_studies_transitions_create": "Move the study to another phase",
     "v1_studies_import_create": "Import a study bundle",
+    "v1_studies_mlflow_connection_retrieve": "Get the study's MLflow connection (designer)",
+    "v1_studies_mlflow_connection_update": "Connect the study to an MLflow tracking server",
+    "v1_studies_mlflow_connection_destroy": "Disconnect the study from MLflow",
+    "v1_studies_mlflow_runs_retrieve": "Preview the MLflow runs an import would read",
+    "v1_studies_mlflow_imports_list": "List the study's MLflow imports",
+    "v1_studies_mlflow_imports_create": "Import MLflow runs as candidates",
+    "v1_studies_mlflow_sources_list": "List where each imported measurement came from",
+    "v1_runs_mlflow_retrieve": "Get a run's publication to MLflow",
+    "v1_runs_mlflow_create": "Publish a run's decision to MLflow",
 }
 
 

@@ -201,7 +201,8 @@ _NOT_MEASURED = '<span class="muted" title="not measured">—<span class="visual
 def _measurement_cell(cell: dict[str, Any], max_length: int) -> str:
     """One cell of the measurements table (views.designer._measurement_page's
     ``cell``): its input when editable, else its value or "not measured";
-    its standard error, and whether it was computed from predictions."""
+    its standard error, and whether it was computed from predictions or
+    imported from MLflow."""
     field = cell["input"]
     if field:
         name, errors = escaped(field["name"]), field["errors"]
@@ -227,6 +228,14 @@ def _measurement_cell(cell: dict[str, Any], max_length: int) -> str:
         when = date_filter(localtime(computed.computed_at), "j M Y, H:i")
         title = f"{computation_name(computed.computation)} of {computed.prediction_set_name}, {when} UTC"
         shown += f'<span class="cell__source" title="{escaped(title)}">computed</span>'
+    imported = cell.get("imported")
+    if imported:
+        step = f" at step {imported.step}" if imported.step is not None else ""
+        title = (
+            f"MLflow {imported.metric_key}{step} of run {imported.run_id}, "
+            f"experiment {imported.experiment_id}, {imported.tracking_uri}"
+        )
+        shown += f'<span class="cell__source" title="{escaped(title)}">MLflow</span>'
     return f'<td class="{"cell--invalid" if field and field["errors"] else ""}">{shown}</td>'
 
 

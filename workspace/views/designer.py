@@ -27,6 +27,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from engine.rules import CONSISTENCY_THRESHOLD, is_consistent
 from evaluation import selectors as evaluation_selectors
+from tracking import selectors as tracking_selectors
 
 from .. import invitations, limits, reminders, selectors, services
 from ..api.throttling import import_refusal, import_throttle_wait
@@ -439,9 +440,9 @@ def setup_item_remove(request: HttpRequest, study_id: int, kind: str, pk: int) -
 class MeasurementPage:
     """One page of the measurements table (limits.CANDIDATES_PER_PAGE
     candidates): the study's candidates and metrics, the page, and the values
-    it shows. Four queries: candidates, metrics with how many are measured,
+    it shows. Five queries: candidates, metrics with how many are measured,
     the values shown (evaluation.selectors.measurement_values_shown), where
-    computed values came from."""
+    computed values came from, where values imported from MLflow came from."""
 
     candidates: list[Candidate]
     metrics: list[Metric]
@@ -449,6 +450,7 @@ class MeasurementPage:
     values: dict[tuple[int, int], float]
     sources: dict
     standard_errors: dict[tuple[int, int], float]
+    imported: dict  # where values imported from MLflow came from (tracking.selectors.value_sources)
 
     @classmethod
     def read(cls, study: Study, number: str | None) -> "MeasurementPage":
@@ -457,7 +459,8 @@ class MeasurementPage:
         page = Paginator(candidates, limits.CANDIDATES_PER_PAGE).get_page(number)
         ids = [c.pk for c in page.object_list]
         values, errors = evaluation_selectors.measurement_values_shown(study=study, candidate_ids=ids)
-        return cls(candidates, metrics, page, values, evaluation_selectors.measurement_sources(study=study), errors)
+        sources = evaluation_selectors.measurement_sources(study=study)
+        return cls(candidates, metrics, page, values, sources, errors, tracking_selectors.value_sources(study=study))
 
     @property
     def shown(self) -> list[Candidate]:
@@ -502,7 +505,9 @@ def _measurement_page(
         value = values.get((candidate.pk, metric.pk))
         source = sources.get((candidate.pk, metric.pk))
         computed = source if source is not None and not source.edited_since(value) else None
+        mlflow = read.imported.get((candidate.pk, metric.pk))
         entry = {
+            "imported": mlflow if mlflow is not None and mlflow.value == value else None,
             "metric": metric,
             "value": value,
             "standard_error": read.standard_errors.get((candidate.pk, metric.pk)),
@@ -549,6 +554,7 @@ def _measurement_page(
             )
             if summary.computed
         ],
+        "mlflow_provenance": tracking_selectors.import_summaries(metrics=metrics, sources=read.imported),
     }
     return render(request, "designer/measurements.html", context)
 

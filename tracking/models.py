@@ -1,0 +1,111 @@
+"""A study's MLflow connection, what was imported from it and what was
+published to it."""
+
+from django.conf import settings
+from django.db import models
+
+# An MLflow experiment's or run's id (a run's is 32 hexadecimal digits).
+MLFLOW_ID_MAX_LENGTH = 128
+
+
+class MlflowConnection(models.Model):
+    """Where a study's candidates are tracked: an ``http(s)://`` tracking
+    server (with an optional token, kept encrypted: ``tracking.secrets``) or
+    a local ``file:`` store. Checked when saved."""
+
+    study = models.OneToOneField("workspace.Study", on_delete=models.CASCADE, related_name="mlflow_connection")
+    tracking_uri = models.CharField(max_length=500)
+    # Fernet token of the bearer token (tracking.secrets); empty: none.
+    token_encrypted = models.TextField(blank=True)
+    # What the check on save found.
+    experiment_count = models.PositiveIntegerField(default=0)
+    checked_at = models.DateTimeField()
+
+    def __str__(self):
+        return f"{self.study} → {self.tracking_uri}"
+
+    @property
+    def has_token(self) -> bool:
+        return bool(self.token_encrypted)
+
+
+class MlflowRunLink(models.Model):
+    """The MLflow run a candidate was imported from: re-imports update it,
+    and publishing tags it."""
+
+    candidate = models.OneToOneField("workspace.Candidate", on_delete=models.CASCADE, related_name="mlflow_run")
+    tracking_uri = models.CharField(max_length=500)
+    experiment_id = models.CharField(max_length=MLFLOW_ID_MAX_LENGTH)
+    run_id = models.CharField(max_length=MLFLOW_ID_MAX_LENGTH)
+    imported_at = models.DateTimeField()
+    # The prediction artifact last imported from the run (path and SHA-256):
+    # a re-import makes a new prediction set only when it changed.
+    artifact_path = models.CharField(max_length=1000, blank=True)
+    artifact_sha256 = models.CharField(max_length=64, blank=True)
+
+    def __str__(self):
+        return f"{self.candidate} ← {self.run_id}"
+
+
+class MlflowValueSource(models.Model):
+    """Where an imported measurement came from: the tracking URI, the
+    experiment, the run, the metric key and step, and the value it gave."""
+
+    study = models.ForeignKey("workspace.Study", on_delete=models.CASCADE, related_name="+")
+    candidate = models.ForeignKey("workspace.Candidate", on_delete=models.CASCADE, related_name="+")
+    metric = models.ForeignKey("workspace.Metric", on_delete=models.CASCADE, related_name="+")
+    tracking_uri = models.CharField(max_length=500)
+    experiment_id = models.CharField(max_length=MLFLOW_ID_MAX_LENGTH)
+    run_id = models.CharField(max_length=MLFLOW_ID_MAX_LENGTH)
+    metric_key = models.CharField(max_length=250)
+    # The step read; null: the latest value.
+    step = models.BigIntegerField(null=True, blank=True)
+    value = models.FloatField()
+    imported_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["candidate", "metric"]
+        constraints = [models.UniqueConstraint(fields=["candidate", "metric"], name="mlflow_value_source_unique")]
+
+    def __str__(self):
+        return f"{self.candidate} {self.metric} from {self.run_id}/{self.metric_key}"
+
+
+class MlflowImport(models.Model):
+    """One import, as recorded: what was asked and what it changed."""
+
+    study = models.ForeignKey("workspace.Study", on_delete=models.CASCADE, related_name="mlflow_imports")
+    imported_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    imported_at = models.DateTimeField()
+    experiment_id = models.CharField(max_length=MLFLOW_ID_MAX_LENGTH)
+    # The request (filter, mapping, step, name tag, artifact pattern) and the outcome (tracking.services).
+    request = models.JSONField(default=dict)
+    outcome = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["-imported_at", "-id"]
+
+    def __str__(self):
+        return f"import {self.pk} into {self.study}"
+
+
+class MlflowPublication(models.Model):
+    """A validation run's decision written to MLflow: once per run (publishing
+    again rewrites the same tags and the same summary run)."""
+
+    run = models.OneToOneField("engine.Run", on_delete=models.CASCADE, related_name="mlflow_publication")
+    published_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    published_at = models.DateTimeField()
+    tracking_uri = models.CharField(max_length=500)
+    experiment_id = models.CharField(max_length=MLFLOW_ID_MAX_LENGTH)
+    summary_run_id = models.CharField(max_length=MLFLOW_ID_MAX_LENGTH)
+    # {candidate name: MLflow run id} of the runs tagged.
+    tagged = models.JSONField(default=dict)
+    times = models.PositiveIntegerField(default=1, help_text="how many times it was published")
+
+    def __str__(self):
+        return f"run {self.run_id} published to {self.summary_run_id}"

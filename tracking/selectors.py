@@ -1,0 +1,71 @@
+"""The reads of the MLflow link."""
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db.models import QuerySet
+
+from engine.models import Run
+from workspace.models import Metric, Study
+
+from .models import MlflowConnection, MlflowImport, MlflowPublication, MlflowValueSource
+
+
+def connection_get(*, study: Study) -> MlflowConnection | None:
+    """The study's MLflow connection, or None."""
+    return MlflowConnection.objects.filter(study=study).first()
+
+
+def value_source_list(*, study: Study) -> QuerySet[MlflowValueSource]:
+    """Where each imported measurement came from, by candidate and metric."""
+    return (
+        MlflowValueSource.objects.filter(study=study)
+        .select_related("candidate", "metric")
+        .order_by("candidate__position", "candidate_id", "metric__position", "metric_id")
+    )
+
+
+def import_list(*, study: Study) -> QuerySet[MlflowImport]:
+    """The study's imports, newest first."""
+    return MlflowImport.objects.filter(study=study).select_related("imported_by")
+
+
+def publication_get(*, run: Run) -> MlflowPublication | None:
+    """The run's publication to MLflow, or None."""
+    return MlflowPublication.objects.filter(run=run).select_related("published_by").first()
+
+
+def value_sources(*, study: Study) -> dict[tuple[int, int], MlflowValueSource]:
+    """Where each imported measurement came from, by (candidate id, metric id): one query."""
+    return {(s.candidate_id, s.metric_id): s for s in MlflowValueSource.objects.filter(study=study)}
+
+
+@dataclass
+class MetricImports:
+    """What of one metric's values was imported from MLflow (the measurements page's summary)."""
+
+    metric: Metric
+    imported: int = 0
+    keys: list[str] = field(default_factory=list)
+    uris: list[str] = field(default_factory=list)
+    last_imported: datetime | None = None
+
+
+def import_summaries(
+    *, metrics: list[Metric], sources: dict[tuple[int, int], MlflowValueSource]
+) -> list[MetricImports]:
+    """Per metric (in the order given) with imported values: how many, from
+    which keys and servers, when last. No query."""
+    summaries = {m.pk: MetricImports(metric=m) for m in metrics}
+    for (_, metric_id), source in sorted(sources.items()):
+        summary = summaries.get(metric_id)
+        if summary is None:
+            continue
+        summary.imported += 1
+        if source.metric_key not in summary.keys:
+            summary.keys.append(source.metric_key)
+        if source.tracking_uri not in summary.uris:
+            summary.uris.append(source.tracking_uri)
+        if summary.last_imported is None or source.imported_at > summary.last_imported:
+            summary.last_imported = source.imported_at
+    return [summary for summary in summaries.values() if summary.imported]

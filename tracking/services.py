@@ -1,0 +1,557 @@
+"""The writes of the MLflow link: a study's connection, imports of runs as
+candidates, and a run's decision published back.
+
+An import reads everything it needs from MLflow first (runs, metric values,
+prediction artifacts), checks all of it, and only then writes, in one
+transaction: with any refusal nothing is written. Publishing writes to
+MLflow first (tags and the summary run, each write idempotent), then records
+the publication.
+"""
+
+import hashlib
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.utils import timezone
+
+from engine import selectors as engine_selectors
+from engine.models import Run
+from evaluation import services as evaluation_services
+from workspace import limits
+from workspace import services as workspace_services
+from workspace.errors import InvalidInput, PhaseConflict
+from workspace.models import Candidate, Measurement, Metric, Study
+from workspace.results_export import results_csv_bytes
+from workspace.services import expect, locked, text
+
+from . import remote, secrets
+from .models import MlflowConnection, MlflowImport, MlflowPublication, MlflowRunLink, MlflowValueSource
+from .remote import Connection, RemoteRun
+
+URI_MAX_LENGTH = 500
+TOKEN_MAX_LENGTH = 2000
+FILTER_MAX_LENGTH = 2000
+KEY_MAX_LENGTH = 250
+PATTERN_MAX_LENGTH = 300
+# The tags publishing writes on each candidate's run, and on the summary run.
+TAG_STUDY, TAG_RANK, TAG_CEF, TAG_VETOED, TAG_RUN_URL = (
+    "approve.study",
+    "approve.rank",
+    "approve.cef",
+    "approve.vetoed",
+    "approve.run_url",
+)
+TAG_SUMMARY_OF = "approve.summary_of"
+
+
+# --- the connection ---------------------------------------------------------------
+
+
+def connection_of(study: Study) -> Connection:
+    """The study's connection, token decrypted; PhaseConflict
+    (``mlflow_not_connected``) when it has none."""
+    stored = MlflowConnection.objects.filter(study=study).first()
+    if stored is None:
+        raise PhaseConflict(
+            "This study is not connected to MLflow: connect it first (PUT .../mlflow/connection/).",
+            code="mlflow_not_connected",
+        )
+    return Connection(stored.tracking_uri, secrets.unseal(stored.token_encrypted))
+
+
+def connection_set(*, study: Study, tracking_uri: Any, token: Any = None) -> MlflowConnection:
+    """Connect the study to MLflow, replacing its connection, once the
+    server answers: the number of experiments found is kept. ``token``:
+    a bearer token (kept encrypted), "" for none, None to keep the one
+    stored for the same URI. Refusals: InvalidInput on ``tracking_uri`` or
+    ``token``; TrackerError when the server is unreachable or refuses the
+    token. Nothing is written unless the check passes."""
+    uri = text(tracking_uri, "tracking_uri", max_length=URI_MAX_LENGTH).rstrip("/")
+    stored = MlflowConnection.objects.filter(study=study).first()
+    if token is None:
+        secret = secrets.unseal(stored.token_encrypted) if stored is not None and stored.tracking_uri == uri else ""
+    else:
+        secret = text(token, "token", max_length=TOKEN_MAX_LENGTH, required=False)
+    if secret and remote.file_store_path(uri) is not None:
+        raise InvalidInput({"token": "a file: store takes no token"})
+    remote.check_uri(uri)
+    count = remote.experiment_count(Connection(uri, secret))
+    with transaction.atomic():
+        study = locked(study)
+        connection, _ = MlflowConnection.objects.update_or_create(
+            study=study,
+            defaults={
+                "tracking_uri": uri,
+                "token_encrypted": secrets.seal(secret),
+                "experiment_count": count,
+                "checked_at": timezone.now(),
+            },
+        )
+    return connection
+
+
+@transaction.atomic
+def connection_remove(*, study: Study) -> None:
+    """Disconnect the study (what was imported stays, with its provenance)."""
+    study = locked(study)
+    MlflowConnection.objects.filter(study=study).delete()
+
+
+# --- the import --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MappedMetric:
+    key: str  # the MLflow metric key
+    metric: Metric
+
+
+@dataclass
+class Preview:
+    experiment_id: str
+    experiment_name: str
+    runs: list[RemoteRun]
+
+    @property
+    def metric_keys(self) -> list[str]:
+        return sorted({key for run in self.runs for key in run.metrics})
+
+
+@dataclass
+class ImportOutcome:
+    """What an import did: ``changes`` lists every measurement that is new
+    or whose value changed (``before`` None when new), and nothing else."""
+
+    import_id: int
+    experiment_id: str
+    runs: int
+    created: list[str] = field(default_factory=list)
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    unchanged: int = 0
+    prediction_sets: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _filter(value: Any) -> str:
+    if value is None:
+        return ""
+    return text(value, "filter", max_length=FILTER_MAX_LENGTH, required=False)
+
+
+def import_preview(*, study: Study, experiment: Any, filter: Any = "") -> Preview:  # noqa: A002
+    """The runs of ``experiment`` (name or id) that match ``filter``, with
+    their metrics; nothing is written."""
+    connection = connection_of(study)
+    name = text(experiment, "experiment", max_length=KEY_MAX_LENGTH)
+    experiment_id, experiment_name = remote.experiment_resolve(connection, name)
+    return Preview(experiment_id, experiment_name, remote.runs_search(connection, experiment_id, _filter(filter)))
+
+
+def _mapping(study: Study, mapping: Any) -> list[MappedMetric]:
+    """``[{"key", "metric", "unit"?}]`` checked: each study metric mapped
+    once, and a declared unit the metric's own."""
+    expect(mapping, list, "mapping", "a list of {key, metric, unit}")
+    if not mapping:
+        raise InvalidInput({"mapping": "map at least one MLflow metric key to a study metric"})
+    metrics = {metric.name: metric for metric in Metric.objects.filter(study=study)}
+    mapped: list[MappedMetric] = []
+    errors: dict[str, list[str]] = {}
+    seen: set[str] = set()
+    for index, entry in enumerate(mapping):
+        where = f"mapping[{index}]"
+        if not isinstance(entry, dict) or not {"key", "metric"} <= set(entry) <= {"key", "metric", "unit"}:
+            errors[where] = ["must be an object with key and metric (and optionally unit)"]
+            continue
+        try:
+            key = text(entry["key"], f"{where}.key", max_length=KEY_MAX_LENGTH)
+            name = text(entry["metric"], f"{where}.metric", max_length=limits.NAME_MAX_LENGTH)
+            unit = entry.get("unit")
+            unit = (
+                None if unit is None else text(unit, f"{where}.unit", max_length=limits.UNIT_MAX_LENGTH, required=False)
+            )
+        except InvalidInput as error:
+            for path, messages in error.errors.items():
+                errors.setdefault(path, []).extend(messages)
+            continue
+        metric = metrics.get(name)
+        if metric is None:
+            errors[f"{where}.metric"] = [f"no metric named {name!r} in this study"]
+            continue
+        if name in seen:
+            errors[f"{where}.metric"] = [f"{name} is mapped twice"]
+            continue
+        if unit is not None and unit != metric.unit:
+            errors[f"{where}.unit"] = [
+                f"{name} is measured in {metric.unit or 'no unit'}, but {key} is declared in {unit or 'no unit'}:"
+                " convert it in MLflow, or map another metric"
+            ]
+            continue
+        seen.add(name)
+        mapped.append(MappedMetric(key, metric))
+    if errors:
+        raise InvalidInput(errors)
+    return mapped
+
+
+def _step(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput({"step": "must be a whole number >= 0, or null for each metric's latest value"})
+    return value
+
+
+def _run_values(
+    connection: Connection, runs: list[RemoteRun], mapped: list[MappedMetric], step: int | None
+) -> dict[str, dict[str, float]]:
+    """``{run id: {metric name: value}}``, every mapped key of every run;
+    InvalidInput naming each run that lacks one."""
+    values: dict[str, dict[str, float]] = {}
+    errors: dict[str, list[str]] = {}
+    for index, run in enumerate(runs):
+        found: dict[str, float] = {}
+        for entry in mapped:
+            value = run.metrics.get(entry.key)
+            if value is not None and step is not None:
+                value = remote.metric_at_step(connection, run.run_id, entry.key, step)
+            if value is None:
+                at = "" if step is None else f" at step {step}"
+                errors.setdefault(f"runs[{index}]", []).append(
+                    f"run {run.name!r} ({run.run_id}) has no metric {entry.key!r}{at}"
+                )
+                continue
+            try:
+                found[entry.metric.name] = workspace_services.number(value, f"runs[{index}].{entry.key}")
+            except InvalidInput as error:
+                for path, messages in error.errors.items():
+                    errors.setdefault(path, []).extend(messages)
+        values[run.run_id] = found
+    if errors:
+        raise InvalidInput(errors)
+    return values
+
+
+def _names(
+    study: Study, runs: list[RemoteRun], name_tag: str | None, uri: str
+) -> tuple[dict[str, Candidate], dict[str, str]]:
+    """The candidates the runs update (``{run id: candidate}``, those imported
+    before from the same runs) and the names of the new ones (``{run id:
+    name}``): the run's name, or its ``name_tag`` tag; a name already taken
+    gets the run id's first characters added."""
+    links = {
+        link.run_id: link.candidate
+        for link in MlflowRunLink.objects.filter(candidate__study=study, tracking_uri=uri).select_related("candidate")
+    }
+    taken = set(Candidate.objects.filter(study=study).values_list("name", flat=True))
+    existing: dict[str, Candidate] = {}
+    new: dict[str, str] = {}
+    errors: dict[str, list[str]] = {}
+    for index, run in enumerate(runs):
+        if run.run_id in links:
+            existing[run.run_id] = links[run.run_id]
+            continue
+        base = run.tags.get(name_tag) if name_tag else run.name
+        if not base or not base.strip():
+            errors[f"runs[{index}]"] = [f"run {run.name!r} ({run.run_id}) has no tag {name_tag!r} to name it by"]
+            continue
+        base = " ".join(base.split())[: limits.NAME_MAX_LENGTH]
+        name = base
+        if name in taken:
+            suffix = f" ({run.run_id[:8]})"
+            name = base[: limits.NAME_MAX_LENGTH - len(suffix)] + suffix
+        if name in taken:
+            errors[f"runs[{index}]"] = [f"run {run.run_id} would be named {name!r}, which is taken"]
+            continue
+        taken.add(name)
+        new[run.run_id] = name
+    if errors:
+        raise InvalidInput(errors)
+    if len(taken) > limits.MAX_CANDIDATES:
+        raise InvalidInput({"filter": f"a study holds at most {limits.MAX_CANDIDATES} candidates"})
+    return existing, new
+
+
+@dataclass
+class _Artifact:
+    path: str
+    local: Path
+    sha256: str
+
+
+def _artifacts(connection: Connection, runs: list[RemoteRun], pattern: str, folder: str) -> dict[str, _Artifact]:
+    """Each run's one artifact matching ``pattern``, downloaded into ``folder``."""
+    found: dict[str, _Artifact] = {}
+    errors: dict[str, list[str]] = {}
+    for index, run in enumerate(runs):
+        paths = remote.artifacts_matching(connection, run.run_id, pattern)
+        if len(paths) != 1:
+            what = "no artifact" if not paths else f"{len(paths)} artifacts ({', '.join(paths[:3])})"
+            errors[f"runs[{index}].artifact"] = [f"run {run.name!r} has {what} matching {pattern!r}: one is needed"]
+            continue
+        local = remote.artifact_download(connection, run.run_id, paths[0], str(Path(folder) / run.run_id))
+        if local.stat().st_size > limits.PREDICTIONS_MAX_BYTES:
+            errors[f"runs[{index}].artifact"] = [f"{paths[0]} is larger than {limits.PREDICTIONS_MAX_BYTES} bytes"]
+            continue
+        digest = hashlib.sha256(local.read_bytes()).hexdigest()
+        found[run.run_id] = _Artifact(paths[0], local, digest)
+    if errors:
+        raise InvalidInput(errors)
+    return found
+
+
+def mlflow_import(
+    *,
+    study: Study,
+    imported_by: User | None,
+    experiment: Any,
+    filter: Any = "",  # noqa: A002
+    mapping: Any,
+    step: Any = None,
+    name_tag: Any = None,
+    artifact_pattern: Any = None,
+    positive: Any = None,
+) -> ImportOutcome:
+    """Import the runs of ``experiment`` matching ``filter`` as candidates
+    (docs/api.md, "MLflow"): the mapped metric keys become measurements (the
+    latest value, or the one at ``step``), the artifact matching
+    ``artifact_pattern`` (approve-predictions/1, CSV or Parquet) the
+    candidate's prediction set. Runs imported before update their candidates;
+    the outcome lists exactly what changed. All or nothing."""
+    connection = connection_of(study)
+    name = text(experiment, "experiment", max_length=KEY_MAX_LENGTH)
+    filter_string = _filter(filter)
+    mapped = _mapping(study, mapping)
+    step = _step(step)
+    tag = None if name_tag in (None, "") else text(name_tag, "name_tag", max_length=KEY_MAX_LENGTH)
+    pattern = (
+        None
+        if artifact_pattern in (None, "")
+        else text(artifact_pattern, "artifact_pattern", max_length=PATTERN_MAX_LENGTH)
+    )
+    experiment_id, _ = remote.experiment_resolve(connection, name)
+    runs = remote.runs_search(connection, experiment_id, filter_string)
+    if not runs:
+        raise InvalidInput({"filter": "no run of the experiment matches"})
+    values = _run_values(connection, runs, mapped, step)
+    existing, new = _names(study, runs, tag, connection.tracking_uri)
+    with tempfile.TemporaryDirectory(prefix="approve-mlflow-") as folder:
+        artifacts = _artifacts(connection, runs, pattern, folder) if pattern else {}
+        request = {
+            "experiment": name,
+            "filter": filter_string,
+            "mapping": [{"key": m.key, "metric": m.metric.name} for m in mapped],
+            "step": step,
+            "name_tag": tag,
+            "artifact_pattern": pattern,
+        }
+        return _import_write(
+            study,
+            imported_by,
+            connection,
+            experiment_id,
+            runs,
+            values,
+            existing,
+            new,
+            artifacts,
+            request,
+            step,
+            mapped,
+            positive,
+        )
+
+
+@transaction.atomic
+def _import_write(
+    study: Study,
+    imported_by: User | None,
+    connection: Connection,
+    experiment_id: str,
+    runs: list[RemoteRun],
+    values: dict[str, dict[str, float]],
+    existing: dict[str, Candidate],
+    new: dict[str, str],
+    artifacts: dict[str, _Artifact],
+    request: dict[str, Any],
+    step: int | None,
+    mapped: list[MappedMetric],
+    positive: Any,
+) -> ImportOutcome:
+    """The import's writes, all in one transaction."""
+    now = timezone.now()
+    study = locked(study)
+    created = workspace_services.candidates_add(
+        study=study,
+        candidates=[
+            {"name": new[run.run_id], "description": f"MLflow run {run.run_id}"} for run in runs if run.run_id in new
+        ],
+    )
+    by_name = {candidate.name: candidate for candidate in created}
+    candidates = {run.run_id: existing.get(run.run_id) or by_name[new[run.run_id]] for run in runs}
+    keys = {entry.metric.name: entry.key for entry in mapped}
+    metric_ids = {entry.metric.name: entry.metric.pk for entry in mapped}
+    before = {
+        (c, m): v
+        for c, m, v in Measurement.objects.filter(
+            study=study, candidate_id__in=[c.pk for c in candidates.values()], metric_id__in=metric_ids.values()
+        ).values_list("candidate_id", "metric_id", "value")
+    }
+    outcome = ImportOutcome(import_id=0, experiment_id=experiment_id, runs=len(runs), created=[c.name for c in created])
+    writes: list[dict[str, Any]] = []
+    sources: list[MlflowValueSource] = []
+    for run in runs:
+        candidate = candidates[run.run_id]
+        for metric_name, value in values[run.run_id].items():
+            old = before.get((candidate.pk, metric_ids[metric_name]))
+            if old == value:
+                outcome.unchanged += 1
+            else:
+                writes.append({"candidate": candidate.name, "metric": metric_name, "value": value})
+                outcome.changes.append(
+                    {
+                        "candidate": candidate.name,
+                        "metric": metric_name,
+                        "before": old,
+                        "value": value,
+                        "run_id": run.run_id,
+                        "metric_key": keys[metric_name],
+                    }
+                )
+            sources.append(
+                MlflowValueSource(
+                    study=study,
+                    candidate=candidate,
+                    metric_id=metric_ids[metric_name],
+                    tracking_uri=connection.tracking_uri,
+                    experiment_id=experiment_id,
+                    run_id=run.run_id,
+                    metric_key=keys[metric_name],
+                    step=step,
+                    value=value,
+                    imported_at=now,
+                )
+            )
+    if writes:
+        workspace_services.measurements_set(study=study, measurements=writes)
+    MlflowValueSource.objects.bulk_create(
+        sources,
+        update_conflicts=True,
+        unique_fields=["candidate", "metric"],
+        update_fields=["tracking_uri", "experiment_id", "run_id", "metric_key", "step", "value", "imported_at"],
+    )
+    links = {link.run_id: link for link in MlflowRunLink.objects.filter(candidate__in=list(candidates.values()))}
+    for index, run in enumerate(runs):
+        candidate = candidates[run.run_id]
+        link = links.get(run.run_id) or MlflowRunLink(candidate=candidate, run_id=run.run_id)
+        link.tracking_uri, link.experiment_id, link.imported_at = connection.tracking_uri, experiment_id, now
+        artifact = artifacts.get(run.run_id)
+        if artifact is not None and (artifact.path, artifact.sha256) != (link.artifact_path, link.artifact_sha256):
+            try:
+                with artifact.local.open("rb") as stream:
+                    prediction_set = evaluation_services.prediction_set_import(
+                        study=study,
+                        stream=stream,
+                        name=f"{candidate.name}: MLflow {run.run_id[:8]} {artifact.path}"[:200],
+                        uploaded_by=imported_by,
+                        candidate=candidate.name,
+                        positive=positive,
+                    )
+            except InvalidInput as error:
+                raise error.within(f"runs[{index}].artifact") from None
+            outcome.prediction_sets.append(
+                {"candidate": candidate.name, "prediction_set": prediction_set.pk, "artifact": artifact.path}
+            )
+            link.artifact_path, link.artifact_sha256 = artifact.path, artifact.sha256
+        link.save()
+    record = MlflowImport.objects.create(
+        study=study, imported_by=imported_by, imported_at=now, experiment_id=experiment_id, request=request, outcome={}
+    )
+    outcome.import_id = record.pk
+    record.outcome = outcome.as_dict()
+    record.save(update_fields=["outcome"])
+    return outcome
+
+
+# --- publishing ---------------------------------------------------------------------
+
+
+def _tag_number(value: float | None) -> str:
+    return "" if value is None else repr(float(value))
+
+
+def mlflow_publish(*, run: Run, published_by: User | None, run_url: str) -> MlflowPublication:
+    """Write a succeeded run's decision to MLflow: on each candidate's MLflow
+    run the tags ``approve.study``, ``approve.rank``, ``approve.cef``,
+    ``approve.vetoed`` and ``approve.run_url``; and one summary run in the
+    experiment, holding the results document and CSV as artifacts (found
+    again by its ``approve.summary_of`` tag, so publishing twice rewrites it
+    rather than adding another). Recorded once per run."""
+    if run.status != Run.Status.SUCCEEDED:
+        raise PhaseConflict(
+            f"Run {run.pk} is {run.status}: only a succeeded run can be published.", code="run_not_finished"
+        )
+    study = run.study
+    connection = connection_of(study)
+    document = engine_selectors.results_document(run=run)
+    names = [entry["name"] for entry in document["candidates"]]
+    links = {
+        link.candidate.name: link
+        for link in MlflowRunLink.objects.filter(
+            candidate__study=study, candidate__name__in=names, tracking_uri=connection.tracking_uri
+        ).select_related("candidate")
+    }
+    if not links:
+        raise PhaseConflict(
+            "None of the run's candidates was imported from this MLflow server: there is nothing to tag.",
+            code="mlflow_nothing_to_publish",
+        )
+    study_tag = f"{study.title} (study {study.pk})"
+    ranked = [entry for entry in document["candidates"] if entry["name"] in links]
+    experiment_id = links[ranked[0]["name"]].experiment_id
+    summary_of = f"{study.pk}/{run.pk}"
+    previous = MlflowPublication.objects.filter(run=run).first()
+    with remote.connected(connection) as client:
+        for entry in ranked:
+            run_id = links[entry["name"]].run_id
+            for key, value in (
+                (TAG_STUDY, study_tag),
+                (TAG_RANK, str(entry["rank"])),
+                (TAG_CEF, _tag_number(entry["cef"])),
+                (TAG_VETOED, "true" if entry["vetoed"] else "false"),
+                (TAG_RUN_URL, run_url),
+            ):
+                client.set_tag(run_id, key, value)
+        found = client.search_runs(
+            [experiment_id], filter_string=f"tags.`{TAG_SUMMARY_OF}` = '{summary_of}'", max_results=1
+        )
+        if found:
+            summary_id = found[0].info.run_id
+        else:
+            summary = client.create_run(
+                experiment_id,
+                run_name=f"approve: {study.title[:60]} run {run.pk}",
+                tags={TAG_SUMMARY_OF: summary_of, TAG_STUDY: study_tag, TAG_RUN_URL: run_url},
+            )
+            summary_id = summary.info.run_id
+        with tempfile.TemporaryDirectory(prefix="approve-publish-") as folder:
+            (Path(folder) / "results.json").write_bytes(engine_selectors.results_json(run=run))
+            (Path(folder) / "results.csv").write_bytes(results_csv_bytes(run=run))
+            client.log_artifacts(summary_id, folder, artifact_path="approve")
+        client.set_terminated(summary_id, "FINISHED")
+    values = {
+        "published_by": published_by,
+        "published_at": timezone.now(),
+        "tracking_uri": connection.tracking_uri,
+        "experiment_id": experiment_id,
+        "summary_run_id": summary_id,
+        "tagged": {name: link.run_id for name, link in links.items()},
+        "times": (previous.times + 1) if previous else 1,
+    }
+    publication, _ = MlflowPublication.objects.update_or_create(run=run, defaults=values)
+    return publication
