@@ -64,7 +64,7 @@ def mlflow_server(tmp_path_factory):
     """The URI of a running ``mlflow server``."""
     executable = _mlflow_executable()
     if executable is None:
-        reason = "no mlflow server executable: run `make install` (it creates .venv-mlflow) or set MLFLOW_SERVER"
+        reason = "no mlflow server executable: run `make install-mlflow` (it creates .venv-mlflow) or set MLFLOW_SERVER"
         if os.environ.get("CI"):
             pytest.fail(reason)  # .ci/run installs it: a missing server is a failure there
         pytest.skip(reason)
