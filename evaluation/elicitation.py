@@ -32,7 +32,7 @@ Pure NumPy; no Django import.
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import SupportsFloat, cast
 
 import numpy as np
@@ -259,7 +259,10 @@ class _BinarySearchElicitation(ABC):
             self._load_points()
 
     def _load_points(self) -> None:
-        self._points = [self._query_point(self._search, value) for value in _search_points(self._low, self._high)]
+        # Computed when a question is asked, not when an answer moves the
+        # search on: replaying stored answers computes no confusion at all,
+        # only the question asked after them (a web request's few milliseconds).
+        self._points: list[np.ndarray] | None = None
 
     @property
     def n_queries(self) -> int:
@@ -278,6 +281,16 @@ class _BinarySearchElicitation(ABC):
         return tuple(self._answers)
 
     @property
+    def search(self) -> int:
+        """The search under way (0-based; ``n_searches`` when finished)."""
+        return self._search
+
+    def replay(self, answers: "Iterable[object]") -> None:
+        """Record stored answers in order, as :meth:`answer` does each one."""
+        for prefers_first in answers:
+            self.answer(cast(bool, prefers_first))
+
+    @property
     def weights(self) -> np.ndarray:
         if not self.finished:
             raise ValueError(f"the elicitation is not finished: {self.total_queries - self.n_queries} questions remain")
@@ -287,6 +300,9 @@ class _BinarySearchElicitation(ABC):
         """The pair of confusions ``(first, second)`` to compare, or None when finished."""
         if self.finished:
             return None
+        if self._points is None:
+            values = _search_points(self._low, self._high)
+            self._points = [self._query_point(self._search, value) for value in values]
         first, second = _QUERIED_POINTS[len(self._responses)]
         return self._points[first].copy(), self._points[second].copy()
 

@@ -9,9 +9,18 @@ from typing import TYPE_CHECKING, TypedDict
 
 from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet, Subquery
 
-from workspace.models import Candidate, Measurement, Metric, Study
+from workspace.models import Candidate, Measurement, Membership, Metric, Study
 
-from .models import CandidatePredictionArrays, EvaluationCache, MeasurementSource, MetricComputation, PredictionSet
+from . import elicited as elicited_domain
+from .models import (
+    CandidatePredictionArrays,
+    ElicitationAnswers,
+    ElicitedMetric,
+    EvaluationCache,
+    MeasurementSource,
+    MetricComputation,
+    PredictionSet,
+)
 from .predictions import PredictionData
 
 
@@ -217,4 +226,76 @@ def metrics_with_computations(*, study: Study) -> list[MetricSources]:
         values=values,
         candidate_names=names,
         mappings=mappings,
+    )
+
+
+# --- elicited metrics ----------------------------------------------------------------------------
+
+
+def elicited_metric_list(*, study: Study) -> list[ElicitedMetric]:
+    """The study's elicited metrics with their metric, set and reference candidate: one query."""
+    return list(
+        ElicitedMetric.objects.filter(metric__study=study)
+        .select_related("metric", "prediction_set", "reference_candidate")
+        .order_by("metric__position", "metric__id")
+    )
+
+
+def elicited_metric_get(*, study: Study, metric_id: int) -> ElicitedMetric:
+    """The study's elicited metric of metric ``metric_id`` (``ElicitedMetric.DoesNotExist``
+    when the study has none): one query."""
+    return ElicitedMetric.objects.select_related("metric__study", "prediction_set", "reference_candidate").get(
+        metric__study=study, metric_id=metric_id
+    )
+
+
+def elicitation_answers_get(*, elicited_metric: ElicitedMetric, expert: Membership) -> ElicitationAnswers | None:
+    """The expert's stored answers, or None before the first: one query."""
+    return ElicitationAnswers.objects.filter(elicited_metric=elicited_metric, expert=expert).first()
+
+
+def elicitation_progress(*, study: Study) -> dict[tuple[int, int], ElicitationAnswers]:
+    """Every expert's answers to every elicited metric of the study, by
+    ``(metric id, membership id)``: one query."""
+    rows = ElicitationAnswers.objects.filter(elicited_metric__metric__study=study).select_related("elicited_metric")
+    return {(row.elicited_metric.metric_id, row.expert_id): row for row in rows}
+
+
+@dataclass
+class ElicitationState:
+    """Where one expert stands in an elicited metric: the next question (None
+    when finished), the answers so far and, once finished, the result."""
+
+    elicited: ElicitedMetric
+    labels: list[str]
+    answered: int
+    total: int
+    answers: str
+    question: "elicited_domain.Question | None"
+    result: "elicited_domain.Result | None"
+    weights: list[float] | None
+
+    @property
+    def finished(self) -> bool:
+        return self.weights is not None
+
+
+def elicitation_state(*, elicited_metric: ElicitedMetric, expert: Membership) -> ElicitationState:
+    """The expert's state, the search replayed from their stored answers: two
+    queries at most (the answers; the reference's probabilities when this
+    process has not read them yet)."""
+    row = elicitation_answers_get(elicited_metric=elicited_metric, expert=expert)
+    answers = row.answers if row is not None else ""
+    labels = [str(label) for label in elicited_metric.prediction_set.labels]
+    elicitation = elicited_domain.elicitation_replayed(elicited_metric, answers)
+    weights = [float(w) for w in elicitation.weights] if elicitation.finished else None
+    return ElicitationState(
+        elicited=elicited_metric,
+        labels=labels,
+        answered=elicitation.n_queries,
+        total=elicitation.total_queries,
+        answers=answers,
+        question=elicited_domain.question_for(elicited_metric, elicitation, labels),
+        result=elicited_domain.result_for(elicited_metric.kind, weights, labels) if weights is not None else None,
+        weights=weights,
     )

@@ -102,8 +102,12 @@ def prediction_set_delete(request: HttpRequest, study_id: int, set_id: int) -> H
     study = _designer_study(request, study_id)
     prediction_set = _set(study, set_id)
     if request.method == "POST":
-        services.prediction_set_delete(prediction_set=prediction_set)
-        messages.success(request, f"The prediction set {prediction_set.name} was deleted.")
+        try:
+            services.prediction_set_delete(prediction_set=prediction_set)
+        except InvalidInput as error:
+            messages.error(request, " ".join(m for found in error.errors.values() for m in found))
+        else:
+            messages.success(request, f"The prediction set {prediction_set.name} was deleted.")
         return redirect(_page(study))
     count = len(prediction_set.candidate_arrays.all())
     consequences = [
