@@ -205,7 +205,7 @@ def metrics_with_computations(*, study: Study) -> list[MetricSources]:
     measurements: four queries, whatever the number of metrics and candidates."""
     metrics = list(
         Metric.objects.filter(study=study)
-        .select_related("attribute", "computation")
+        .select_related("attribute", "computation", "elicitation")
         .order_by("attribute__position", "position", "id")
     )
     # Only the values computed from predictions are compared with their
@@ -299,3 +299,31 @@ def elicitation_state(*, elicited_metric: ElicitedMetric, expert: Membership) ->
         result=elicited_domain.result_for(elicited_metric.kind, weights, labels) if weights is not None else None,
         weights=weights,
     )
+
+
+@dataclass(frozen=True)
+class ElicitationStep:
+    """An elicited metric as one of an expert's steps."""
+
+    metric_id: int
+    name: str
+    answered: int
+    finished: bool
+
+
+def elicitation_steps(*, study: Study, expert: Membership) -> list[ElicitationStep]:
+    """The elicited metrics the expert answers (once the selection is fixed,
+    the selected ones only) with their progress: one query."""
+    mine = ElicitationAnswers.objects.filter(elicited_metric=OuterRef("pk"), expert=expert)
+    rows = ElicitedMetric.objects.filter(metric__study=study)
+    if study.phase in ("assessment", "closed"):
+        rows = rows.filter(metric__is_selected=True)
+    rows = rows.annotate(
+        mine_answers=Subquery(mine.values("answers")[:1]), mine_weights=Subquery(mine.values("weights")[:1])
+    ).order_by("metric__position", "metric_id")
+    return [
+        ElicitationStep(metric_id, name, len(answers or ""), weights is not None)
+        for metric_id, name, answers, weights in rows.values_list(
+            "metric_id", "metric__name", "mine_answers", "mine_weights"
+        )
+    ]
