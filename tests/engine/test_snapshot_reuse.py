@@ -194,6 +194,11 @@ TAKE_THE_LOCK = {
     "metric_computation_remove": (),
     "prediction_set_import": (),
     "prediction_set_delete": (),
+    "elicited_metric_set": (),
+    "elicited_metric_remove": (),
+    "elicitation_answer": ("_answers_locked",),
+    "elicitation_back": ("_answers_locked",),
+    "elicitation_reset": ("_answers_locked",),
 }
 
 # Writes and reads that hold nothing a snapshot reads.

@@ -20,37 +20,39 @@ def softmax_eta(n: int = 201, p: np.ndarray = P) -> np.ndarray:
     return z / z.sum(axis=1, keepdims=True)
 
 
-def predictions_csv(eta: np.ndarray, other: np.ndarray) -> bytes:
+def predictions_csv(eta: np.ndarray, other: np.ndarray, labels: list[str] = LABELS) -> bytes:
     """J48's probabilities are ``eta``, JRip's ``other``; y_true is each row's most likely class under eta
     (the next class every third row)."""
-    header = "candidate,y_true," + ",".join(f"proba:{label}" for label in LABELS)
+    header = "candidate,y_true," + ",".join(f"proba:{label}" for label in labels)
     lines = [header]
     for name, proba in (("J48", eta), ("JRip", other)):
         for row, values in enumerate(proba):
             # The first rows name the labels in LABELS' order, which is the set's.
-            truth = LABELS[row if row < len(LABELS) else (int(np.argmax(eta[row])) + (row % 3 == 0)) % len(LABELS)]
+            k = len(labels)
+            truth = labels[row if row < k else (int(np.argmax(eta[row])) + (row % 3 == 0)) % k]
             lines.append(f"{name},{truth}," + ",".join(repr(float(v)) for v in values))
     return ("\n".join(lines) + "\n").encode()
 
 
 def upload(study, eta: np.ndarray | None = None, other: np.ndarray | None = None):
     eta = softmax_eta() if eta is None else eta
-    other = softmax_eta(len(eta), np.array([1.0, 0.2, -0.8])) if other is None else other
+    other = softmax_eta(len(eta), np.linspace(1.0, -0.8, eta.shape[1])) if other is None else other
+    labels = LABELS if eta.shape[1] == len(LABELS) else [f"class {c}" for c in range(eta.shape[1])]
     return evaluation_services.prediction_set_import(
-        study=study, stream=io.BytesIO(predictions_csv(eta, other)), name="tumours.csv", uploaded_by=None
+        study=study, stream=io.BytesIO(predictions_csv(eta, other, labels)), name="tumours.csv", uploaded_by=None
     )
 
 
-def add_elicited_metric(built, *, kind="diagonal", epsilon=0.01, name="Cost-weighted accuracy"):
+def add_elicited_metric(built, *, kind="diagonal", epsilon=0.01, name="Cost-weighted accuracy", eta=None):
     """An elicited metric under Accuracy, its questions from J48 in a new set (draft phase)."""
-    prediction_set = upload(built.study)
+    prediction_set = upload(built.study, eta)
     metric = services.metric_add(
         study=built.study,
         attribute=built.attributes["Accuracy"],
         name=name,
         better="higher",
         unit="",
-        default_range=None,
+        default_range=[0.3, 0.9],
     )
     built.metrics[name] = metric
     elicited = evaluation_services.elicited_metric_set(

@@ -25,8 +25,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from engine import core
-from evaluation import selectors as evaluation_selectors
 from engine.rules import AHP_WEIGHTINGS, CONSISTENCY_THRESHOLD, PERCENT_TOTAL, PERCENT_TOTAL_SLACK, is_consistent
+from evaluation import selectors as evaluation_selectors
 
 from .. import charts, limits, selectors, services
 from ..errors import InvalidInput, PhaseConflict
