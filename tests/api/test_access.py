@@ -30,13 +30,14 @@ from engine import services as engine_services
 from engine.models import Analysis, Run
 from evaluation import report
 from evaluation import services as evaluation_services
-from evaluation.models import MetricComputation, PredictionSet
+from evaluation.models import ElicitationAnswers, ElicitedMetric, MetricComputation, PredictionSet
 from evaluation.predictions import read_predictions
 from evaluation.services import prediction_set_import
+from tests.evaluation.elicited_fixtures import upload as upload_probabilities
 from tests.fixtures import api_error, error_fields
 from workspace import services
 from workspace.bundles import study_import_bundle
-from workspace.models import ApiToken, Phase, QualityAttribute, Study
+from workspace.models import ApiToken, Metric, Phase, QualityAttribute, Study
 
 from .conftest import db_snapshot, finish_run, launch_and_finish
 
@@ -399,6 +400,55 @@ def _prediction_set_deleted(response, world):
     assert not world.study.prediction_sets.exists()
 
 
+def _elicitation(response, world):
+    assert response.json() == {
+        "metric": "Cost-weighted accuracy",
+        "kind": "diagonal",
+        "prediction_set": world.ids["proba_set"],
+        "reference_candidate": "J48",
+        "epsilon": 0.2,
+        "labels": ["tumour A", "tumour B", "tumour C"],
+    }
+
+
+def _elicitation_set(response, world):
+    assert response.json()["reference_candidate"] == "JRip"
+    elicited = ElicitedMetric.objects.get(metric_id=world.ids["elicited"])
+    assert (elicited.reference_candidate.name, elicited.epsilon) == ("JRip", 0.05)
+
+
+def _elicitation_removed(response, world):
+    assert not ElicitedMetric.objects.filter(metric_id=world.ids["elicited"]).exists()
+
+
+def _progress(response, world):
+    answered = 1 if world.phase == Phase.ASSESSMENT else 0
+    assert response.json() == [
+        {"expert": "bob", "answered": answered, "total": 24, "finished": False, "weights": None},
+        {"expert": "carol", "answered": 0, "total": 24, "finished": False, "weights": None},
+    ]
+
+
+def _my_elicitation(response, world):
+    body = response.json()
+    answered = 1 if world.phase == Phase.ASSESSMENT else 0
+    assert (body["metric"], body["answered"], body["total"]) == ("Cost-weighted accuracy", answered, 24)
+    assert body["question"]["number"] == answered + 1
+
+
+def _answered(response, world):
+    assert response.json()["answers"] == "12"
+    assert ElicitationAnswers.objects.get(expert=world.built.bob).answers == "12"
+
+
+def _answers_are(answers):
+    def check(response, world):
+        assert response.json()["answers"] == answers
+        assert ElicitationAnswers.objects.get(expert=world.built.bob).answers == answers
+
+    return check
+
+
 def _computation(response, world):
     assert response.json() == {
         "computation": "accuracy",
@@ -697,6 +747,53 @@ ROWS = [
     ),
     Row("computation-delete", "delete", S + "/metrics/{metric}/computation/", 403, 204, check=_computation_removed),
     Row("computations-get", "get", S + "/computations/", 200, 200, check=_catalogue),
+    # Elicited metrics: members read the design, the designer sets it before the assessment and
+    # sees the progress; only the expert answers their own questions, in the assessment.
+    Row("elicitation-get", "get", S + "/metrics/{elicited}/elicitation/", 200, 200, check=_elicitation),
+    Row(
+        "elicitation-put",
+        "put",
+        S + "/metrics/{elicited}/elicitation/",
+        403,
+        only([Phase.DRAFT, Phase.VOTING], 200),
+        body=lambda w: {"kind": "diagonal", "prediction_set": w.ids["proba_set"], "reference_candidate": "JRip"},
+        check=_elicitation_set,
+    ),
+    Row(
+        "elicitation-delete",
+        "delete",
+        S + "/metrics/{elicited}/elicitation/",
+        403,
+        only([Phase.DRAFT, Phase.VOTING], 204),
+        check=_elicitation_removed,
+    ),
+    Row("elicitation-progress", "get", S + "/metrics/{elicited}/elicitation/progress/", 403, 200, check=_progress),
+    Row("my-elicitation", "get", S + "/my/elicitation/{elicited}/", 200, 403, check=_my_elicitation),
+    Row(
+        "my-elicitation-answer",
+        "post",
+        S + "/my/elicitation/{elicited}/answers/",
+        only([Phase.ASSESSMENT], 200),
+        403,
+        body={"answer": "second"},
+        check=_answered,
+    ),
+    Row(
+        "my-elicitation-back",
+        "post",
+        S + "/my/elicitation/{elicited}/back/",
+        only([Phase.ASSESSMENT], 200),
+        403,
+        check=_answers_are(""),
+    ),
+    Row(
+        "my-elicitation-reset",
+        "post",
+        S + "/my/elicitation/{elicited}/reset/",
+        only([Phase.ASSESSMENT], 200),
+        403,
+        check=_answers_are(""),
+    ),
     Row(
         "measurements-compute",
         "post",
@@ -813,6 +910,21 @@ def world(make_study, cast):
         )
         evaluation_services.metric_computation_set(metric=built.metrics["AUC"], computation="roc_auc")
         evaluation_services.measurements_compute(study=built.study, metrics=["AUC"])
+        # An elicited metric (written directly: a metric is added in the draft only), not
+        # selected, so that runs are unchanged; bob has answered its first question.
+        proba_set = upload_probabilities(built.study)
+        elicited = Metric.objects.create(
+            study=built.study, attribute=built.attributes["Accuracy"], name="Cost-weighted accuracy", position=99
+        )
+        ElicitedMetric.objects.create(
+            metric=elicited,
+            kind="diagonal",
+            prediction_set=proba_set,
+            reference_candidate=built.candidates["J48"],
+            epsilon=0.2,
+        )
+        if phase == Phase.ASSESSMENT:
+            ElicitationAnswers.objects.create(elicited_metric=elicited.elicitation, expert=built.bob, answers="1")
         ids = {
             "study": built.study.pk,
             "attribute": built.attributes["Flexibility"].pk,
@@ -823,6 +935,8 @@ def world(make_study, cast):
             "other_run": other_run.pk if other_run else 0,
             "prediction_set": prediction_set.pk,
             "analysis": analysis.pk if analysis else 0,
+            "elicited": elicited.pk,
+            "proba_set": proba_set.pk,
         }
         return World(
             phase=phase,
@@ -876,6 +990,7 @@ def assert_refusal(response, status, row, phase):
 def test_access_matrix(row, phase, world, clients):
     w = world(phase)
     url, body = w.url(row.path), row.payload(phase)
+    body = body(w) if callable(body) else body
     expected = {
         "anonymous": 401,
         "charlie": 404,
