@@ -160,10 +160,15 @@ class ElicitedMetric(models.Model):
 
     metric = models.OneToOneField("workspace.Metric", on_delete=models.CASCADE, related_name="elicitation")
     kind = models.CharField(max_length=20, choices=Kind.choices)
-    # PROTECT: the questions are made from this set; deleting it is refused
-    # while an elicited metric uses it (evaluation.services.prediction_set_delete).
-    prediction_set = models.ForeignKey(PredictionSet, on_delete=models.PROTECT, related_name="elicited_metrics")
-    reference_candidate = models.ForeignKey("workspace.Candidate", on_delete=models.PROTECT, related_name="+")
+    # RESTRICT: the questions are made from this set and this candidate's
+    # predictions in it; deleting either alone is refused while an elicited
+    # metric uses it (evaluation.services.prediction_set_delete and
+    # workspace.services.candidate_remove say so first), deleting the study
+    # takes all three.
+    prediction_set = models.ForeignKey(PredictionSet, on_delete=models.RESTRICT, related_name="elicited_metrics")
+    reference_candidate = models.ForeignKey(
+        "workspace.Candidate", on_delete=models.RESTRICT, related_name="elicited_metrics_referencing"
+    )
     epsilon = models.FloatField()
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -8,9 +8,9 @@ import pytest
 from evaluation import elicited as elicited_domain
 from evaluation import selectors, services
 from evaluation.elicitation import DiagonalElicitation
-from evaluation.models import ElicitationAnswers
+from evaluation.models import ElicitationAnswers, ElicitedMetric
 from workspace.errors import InvalidInput, PhaseConflict
-from workspace.services import study_close_voting, study_open_voting
+from workspace.services import candidate_remove, study_close_voting, study_delete, study_open_voting
 
 from .elicited_fixtures import LABELS, add_elicited_metric, library_weights, linear_oracle, softmax_eta
 
@@ -157,6 +157,18 @@ def test_the_designer_s_refusals(make_study):
     with pytest.raises(InvalidInput) as kept:
         services.prediction_set_delete(prediction_set=elicited.prediction_set)
     assert "Cost-weighted accuracy" in kept.value.errors["prediction_set"][0]
+    # Nor can the reference candidate be removed alone ...
+    with pytest.raises(InvalidInput) as still:
+        candidate_remove(candidate=built.candidates["J48"])
+    assert still.value.errors == {
+        "candidate": [
+            "the elicited metric Cost-weighted accuracy asks its questions from J48's predictions: choose another "
+            "reference candidate for it first"
+        ]
+    }
+    # ... but the study goes with all of it.
+    study_delete(study=built.study)
+    assert not ElicitedMetric.objects.exists() and not ElicitationAnswers.objects.exists()
 
 
 def test_changing_the_design_clears_the_answers(make_study):
