@@ -171,7 +171,14 @@ def _attribute_removed(response, world):
 
 def _metrics(response, world):
     results = {m["name"]: m for m in response.json()["results"]}
-    assert list(results) == ["Success rate", "AUC", "Fold stdev", "Training time", "Flexibility score"]
+    assert list(results) == [
+        "Success rate",
+        "AUC",
+        "Cost-weighted accuracy",  # the world's elicited metric (position 99 within Accuracy)
+        "Fold stdev",
+        "Training time",
+        "Flexibility score",
+    ]
     assert results["Success rate"]["default_range"] == [0.8, 0.95]
     assert results["AUC"]["default_range"] is None
     assert results["Fold stdev"]["better"] == "lower"
@@ -381,8 +388,10 @@ def without_time(body):
 
 def _prediction_sets(response, world):
     body = response.json()
-    assert (body["count"], body["next"], body["previous"]) == (1, None, None)
-    assert [without_time(result) for result in body["results"]] == [prediction_set_out(world.prediction_set)]
+    assert (body["count"], body["next"], body["previous"]) == (2, None, None)
+    assert without_time(body["results"][0]) == prediction_set_out(world.prediction_set)
+    # the elicited metric's set (the world's first)
+    assert (body["results"][1]["id"], body["results"][1]["name"]) == (world.ids["proba_set"], "tumours.csv")
 
 
 def _prediction_set(response, world):
@@ -392,12 +401,13 @@ def _prediction_set(response, world):
 def _prediction_set_uploaded(response, world):
     uploaded = PredictionSet.objects.get(pk=response.json()["id"])
     assert without_time(response.json()) == prediction_set_out(uploaded, name="second")
-    assert world.study.prediction_sets.count() == 2
+    assert world.study.prediction_sets.count() == 3  # the world's two, and this one
 
 
 def _prediction_set_deleted(response, world):
     assert response.content == b""
-    assert not world.study.prediction_sets.exists()
+    # the elicited metric's set stays (its deletion is refused while the metric uses it)
+    assert list(world.study.prediction_sets.values_list("pk", flat=True)) == [world.ids["proba_set"]]
 
 
 def _elicitation(response, world):
@@ -405,16 +415,16 @@ def _elicitation(response, world):
         "metric": "Cost-weighted accuracy",
         "kind": "diagonal",
         "prediction_set": world.ids["proba_set"],
-        "reference_candidate": "J48",
+        "reference_candidate": "JRip",
         "epsilon": 0.2,
         "labels": ["tumour A", "tumour B", "tumour C"],
     }
 
 
 def _elicitation_set(response, world):
-    assert response.json()["reference_candidate"] == "JRip"
+    assert response.json()["reference_candidate"] == "J48"
     elicited = ElicitedMetric.objects.get(metric_id=world.ids["elicited"])
-    assert (elicited.reference_candidate.name, elicited.epsilon) == ("JRip", 0.05)
+    assert (elicited.reference_candidate.name, elicited.epsilon) == ("J48", 0.05)
 
 
 def _elicitation_removed(response, world):
@@ -756,7 +766,7 @@ ROWS = [
         S + "/metrics/{elicited}/elicitation/",
         403,
         only([Phase.DRAFT, Phase.VOTING], 200),
-        body=lambda w: {"kind": "diagonal", "prediction_set": w.ids["proba_set"], "reference_candidate": "JRip"},
+        body=lambda w: {"kind": "diagonal", "prediction_set": w.ids["proba_set"], "reference_candidate": "J48"},
         check=_elicitation_set,
     ),
     Row(
@@ -904,6 +914,8 @@ def world(make_study, cast):
         # a second run of the same inputs, to compare the first with
         other_run = launch_and_finish(built, cast.alice) if phase == Phase.CLOSED else None
         analysis = leave_one_out(run, cast.alice) if run else None
+        # The elicited metric's set first, so that the other is every candidate's newest.
+        proba_set = upload_probabilities(built.study)
         prediction_set = predictions_add(built.study)
         evaluation_services.metric_computation_set(
             metric=built.metrics["Success rate"], computation="accuracy", parameters={"threshold_method": "max_kappa"}
@@ -912,7 +924,6 @@ def world(make_study, cast):
         evaluation_services.measurements_compute(study=built.study, metrics=["AUC"])
         # An elicited metric (written directly: a metric is added in the draft only), not
         # selected, so that runs are unchanged; bob has answered its first question.
-        proba_set = upload_probabilities(built.study)
         elicited = Metric.objects.create(
             study=built.study, attribute=built.attributes["Accuracy"], name="Cost-weighted accuracy", position=99
         )
@@ -920,7 +931,7 @@ def world(make_study, cast):
             metric=elicited,
             kind="diagonal",
             prediction_set=proba_set,
-            reference_candidate=built.candidates["J48"],
+            reference_candidate=built.candidates["JRip"],  # J48 is the candidate the matrix deletes
             epsilon=0.2,
         )
         if phase == Phase.ASSESSMENT:
@@ -1104,10 +1115,13 @@ def test_non_member_expert_and_outsider_get_404_on_every_endpoint_of_a_study(sec
         "other_run": run.pk,
         "prediction_set": predictions_add(draft.study).pk,
         "analysis": leave_one_out(run, run.study.designer).pk,
+        "elicited": draft.metrics["Success rate"].pk,
+        "proba_set": 0,
     }
     before = db_snapshot()
     for row in ROWS:
         url, body = row.path.format(**ids), row.payload(Phase.DRAFT)
+        body = body(World(Phase.DRAFT, draft.study, draft, ids=ids)) if callable(body) else body
         for actor in ("bob", "charlie"):
             response = send(clients[actor], row.method, url, body)
             assert response.status_code == 404, f"{row.id} {actor}: {response.status_code}"
