@@ -7,11 +7,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, TypedDict
 
+import numpy as np
 from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet, Subquery
 
 from workspace.models import Candidate, Measurement, Membership, Metric, Study
 
 from . import elicited as elicited_domain
+from . import report
 from .models import (
     CandidatePredictionArrays,
     ElicitationAnswers,
@@ -327,3 +329,66 @@ def elicitation_steps(*, study: Study, expert: Membership) -> list[ElicitationSt
             "metric_id", "metric__name", "mine_answers", "mine_weights"
         )
     ]
+
+
+@dataclass(frozen=True)
+class ElicitedValue:
+    """One candidate's value of an elicited metric for each expert who has
+    finished (``values[username]``), from the candidate's newest prediction
+    set, or why it has none (``reason``)."""
+
+    candidate: str
+    prediction_set: str
+    values: dict[str, float]
+    reason: str = ""
+
+    @property
+    def spread(self) -> tuple[float, float] | None:
+        return (min(self.values.values()), max(self.values.values())) if self.values else None
+
+
+def _confusion_in(labels: list[str], data: PredictionData, name: str) -> np.ndarray:
+    """The candidate's confusion matrix as fractions of its instances, rows
+    and columns in the order of ``labels`` (``ValueError`` when its set's
+    classes are others)."""
+    if sorted(data.labels) != sorted(labels):
+        raise ValueError(f"its set's classes ({', '.join(data.labels)}) are not the elicited metric's")
+    counts = report.CandidateReport(data, name).confusion_matrix()
+    order = [data.labels.index(label) for label in labels]
+    fractions: np.ndarray = counts[np.ix_(order, order)] / counts.sum()
+    return fractions
+
+
+def elicited_values(*, elicited_metric: ElicitedMetric, finished: dict[str, list[float]]) -> list[ElicitedValue]:
+    """Each candidate's value of the elicited metric for each expert of
+    ``finished`` (``{username: weights}``): that expert's linear metric of
+    the candidate's confusion matrix from its newest prediction set
+    (``evaluation.elicited.metric_value``). Three queries and the sets'
+    arrays, read once each."""
+    labels = [str(label) for label in elicited_metric.prediction_set.labels]
+    newest: dict[int, int] = {}
+    rows = (
+        CandidatePredictionArrays.objects.filter(prediction_set__study_id=elicited_metric.prediction_set.study_id)
+        .order_by("-prediction_set__uploaded_at", "-prediction_set_id")
+        .values_list("candidate_id", "prediction_set_id")
+    )
+    for candidate_id, set_id in rows:
+        newest.setdefault(candidate_id, set_id)
+    sets = list(PredictionSet.objects.filter(pk__in=set(newest.values())))
+    data = prediction_data_by_set(prediction_sets=sets)
+    names = dict(Candidate.objects.filter(pk__in=list(newest)).values_list("pk", "name"))
+    set_names = {s.pk: s.name for s in sets}
+    out = []
+    for candidate_id in sorted(newest, key=lambda pk: names[pk]):
+        name, set_id = names[candidate_id], newest[candidate_id]
+        try:
+            confusion = _confusion_in(labels, data[set_id], name)
+        except ValueError as error:
+            out.append(ElicitedValue(name, set_names[set_id], {}, str(error)))
+            continue
+        values = {
+            expert: elicited_domain.metric_value(elicited_metric.kind, weights, confusion)
+            for expert, weights in finished.items()
+        }
+        out.append(ElicitedValue(name, set_names[set_id], values))
+    return out

@@ -531,13 +531,18 @@ def elicitation_design_page(request: HttpRequest, study_id: int, metric_id: int)
                     "answered": len(row.answers) if row is not None else 0,
                     "finished": row is not None and row.weights is not None,
                     "result": result,
+                    "weights": row.weights if result is not None else None,
                 }
             )
+    finished = {row["name"]: row["weights"] for row in progress if row["result"] is not None}
+    values = selectors.elicited_values(elicited_metric=current, finished=finished) if finished else []
     context = {
         "study": study,
         "study_tab": "predictions",
         "metric": metric,
         "current": current,
+        "values": values,
+        "finished_experts": list(finished),
         "form": form,
         "sets": sets,
         "progress": progress,

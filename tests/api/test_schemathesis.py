@@ -163,6 +163,14 @@ def _build_world(phase, cast, title):
     elicited = services.metric_add(
         study=study, attribute=attributes[0], name="Cost-weighted accuracy", default_range=[0.3, 0.9]
     )
+    # Runs read its typed measurements (the experts' own values do not enter runs yet).
+    services.measurements_set(
+        study=study,
+        measurements=[
+            {"candidate": "J48", "metric": "Cost-weighted accuracy", "value": 0.6},
+            {"candidate": "JRip", "metric": "Cost-weighted accuracy", "value": 0.7},
+        ],
+    )
     proba_set = upload(study)
     elicited_metric_set(
         metric=elicited, kind="diagonal", prediction_set=proba_set.pk, reference_candidate="J48", epsilon=0.2
@@ -195,7 +203,9 @@ def _build_world(phase, cast, title):
         expert=experts["carol"],
         method="ahp",
         judgments=[["Accuracy", "Consistency", 3], ["Accuracy", "Efficiency", 5], ["Consistency", "Efficiency", 2]],
-        metric_priorities={"Accuracy": {"method": "direct", "weights": {"Success rate": 2, "AUC": 1}}},
+        metric_priorities={
+            "Accuracy": {"method": "direct", "weights": {"Success rate": 2, "AUC": 1, "Cost-weighted accuracy": 1}}
+        },
     )
     services.ranges_set(expert=experts["bob"], ranges={"AUC": [0.75, 0.95]})
     services.study_close_assessment(study=study)

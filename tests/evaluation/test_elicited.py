@@ -192,3 +192,51 @@ def test_changing_the_design_clears_the_answers(make_study):
         epsilon=0.05,
     )
     assert not ElicitationAnswers.objects.filter(pk=row.pk).exists()
+
+
+# Two classes, ten instances: J48 finds 4 of 5 of class A and 2 of 5 of B;
+# JRip 2 of 5 of A and 5 of 5 of B. J48's probabilities are the questions'.
+TWO_CLASSES = (
+    "candidate,y_true,y_pred,proba:A,proba:B\n"
+    + "".join(
+        f"J48,{truth},{guess},{p},{1 - p}\n"
+        for truth, guess, p in [
+            ("A", "A", 0.9),
+            ("A", "A", 0.8),
+            ("A", "A", 0.7),
+            ("A", "A", 0.6),
+            ("A", "B", 0.4),
+            ("B", "A", 0.55),
+            ("B", "A", 0.52),
+            ("B", "A", 0.51),
+            ("B", "B", 0.3),
+            ("B", "B", 0.2),
+        ]
+    )
+    + "".join(
+        f"JRip,{truth},{guess},0.5,0.5\n" for truth, guess in [("A", "A")] * 2 + [("A", "B")] * 3 + [("B", "B")] * 5
+    )
+)
+
+
+def test_each_expert_s_value_flips_the_winner_as_a_hand_computation_says(make_study):
+    import io
+
+    built = make_study()
+    prediction_set = services.prediction_set_import(
+        study=built.study, stream=io.BytesIO(TWO_CLASSES.encode()), name="two.csv", uploaded_by=None
+    )
+    metric = built.metrics["AUC"]
+    elicited = services.elicited_metric_set(
+        metric=metric, kind="diagonal", prediction_set=prediction_set.pk, reference_candidate="J48", epsilon=0.1
+    )
+    # Bob values finding A four times as much as B; carol the other way round.
+    values = selectors.elicited_values(elicited_metric=elicited, finished={"bob": [0.8, 0.2], "carol": [0.2, 0.8]})
+    by_name = {row.candidate: row for row in values}
+    # By hand: J48's diagonal is (4, 2) / 10 and JRip's (2, 5) / 10.
+    assert by_name["J48"].values == pytest.approx({"bob": 0.8 * 0.4 + 0.2 * 0.2, "carol": 0.2 * 0.4 + 0.8 * 0.2})
+    assert by_name["JRip"].values == pytest.approx({"bob": 0.8 * 0.2 + 0.2 * 0.5, "carol": 0.2 * 0.2 + 0.8 * 0.5})
+    assert by_name["J48"].values["bob"] > by_name["JRip"].values["bob"]  # 0.36 > 0.26: J48 for bob
+    assert by_name["J48"].values["carol"] < by_name["JRip"].values["carol"]  # 0.24 < 0.44: JRip for carol
+    assert by_name["JRip"].spread == pytest.approx((0.26, 0.44))
+    assert by_name["J48"].prediction_set == "two.csv" and by_name["J48"].reason == ""
