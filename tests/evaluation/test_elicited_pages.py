@@ -124,3 +124,37 @@ def test_roles_and_refusals(client, make_study, cast):
     # A metric that is not elicited: 404.
     other = built.metrics["AUC"].pk
     assert as_user(client, cast.bob).get(f"/studies/{built.study.pk}/my/elicitation/{other}/").status_code == 404
+
+
+def test_the_designer_sees_each_expert_s_values_once_the_assessment_has_closed(client, make_study, cast):
+    import io
+
+    from evaluation.services import prediction_set_import
+    from workspace.models import Metric, Phase
+
+    from .test_elicited import TWO_CLASSES
+
+    built = make_study(Phase.CLOSED)
+    prediction_set = prediction_set_import(
+        study=built.study, stream=io.BytesIO(TWO_CLASSES.encode()), name="two.csv", uploaded_by=None
+    )
+    # Written directly: a metric is added in the draft only.
+    metric = Metric.objects.create(
+        study=built.study, attribute=built.attributes["Accuracy"], name="Cost-weighted accuracy", position=99
+    )
+    elicited = ElicitedMetric.objects.create(
+        metric=metric,
+        kind="diagonal",
+        prediction_set=prediction_set,
+        reference_candidate=built.candidates["J48"],
+        epsilon=0.1,
+    )
+    ElicitationAnswers.objects.create(elicited_metric=elicited, expert=built.bob, answers="1", weights=[0.8, 0.2])
+    ElicitationAnswers.objects.create(elicited_metric=elicited, expert=built.carol, answers="2", weights=[0.2, 0.8])
+    page = as_user(client, cast.alice).get(f"/studies/{built.study.pk}/predictions/metrics/{metric.pk}/elicitation/")
+    text = text_of(page)
+    assert "You value finding A 4.0 times as much as finding B." in text
+    assert "You value finding B 4.0 times as much as finding A." in text
+    # By hand (tests/evaluation/test_elicited.py): J48 0.36 for bob, 0.24 for carol; JRip 0.26 and 0.44.
+    assert "J48 two.csv 0.3600 0.2400 0.2400–0.3600" in text
+    assert "JRip two.csv 0.2600 0.4400 0.2600–0.4400" in text
