@@ -189,12 +189,14 @@ class ElicitationProgressView(_ElicitedScoped):
         return Response(ElicitationProgressSerializer(rows, many=True).data)
 
 
-class MyElicitationView(_ElicitedScoped):
-    """The expert's own questions of one elicited metric (the page ``/studies/{id}/my/elicitation/{metric}/``)."""
-
+class _MyElicitation(_ElicitedScoped):
     def state(self) -> Response:
         state = selectors.elicitation_state(elicited_metric=self.elicited(), expert=self.expert())
         return Response(ElicitationStateSerializer(state).data)
+
+
+class MyElicitationView(_MyElicitation):
+    """The expert's own questions of one elicited metric (the page ``/studies/{id}/my/elicitation/{metric}/``)."""
 
     @extend_schema(responses=ElicitationStateSerializer)
     def get(self, request: Request, study_id: int, metric_id: int) -> Response:
@@ -203,7 +205,7 @@ class MyElicitationView(_ElicitedScoped):
         return self.state()
 
 
-class MyElicitationAnswerView(MyElicitationView):
+class MyElicitationAnswerView(_MyElicitation):
     @extend_schema(request=ElicitationAnswerSerializer, responses=ElicitationStateSerializer)
     def post(self, request: Request, study_id: int, metric_id: int) -> Response:
         """Answer the next question: ``first``, ``second`` or ``none`` (no
@@ -214,7 +216,7 @@ class MyElicitationAnswerView(MyElicitationView):
         return self.state()
 
 
-class MyElicitationBackView(MyElicitationView):
+class MyElicitationBackView(_MyElicitation):
     @extend_schema(request=None, responses=ElicitationStateSerializer)
     def post(self, request: Request, study_id: int, metric_id: int) -> Response:
         """Take back your last answer (assessment phase)."""
@@ -222,9 +224,9 @@ class MyElicitationBackView(MyElicitationView):
         return self.state()
 
 
-class MyElicitationResetView(MyElicitationView):
+class MyElicitationResetView(_MyElicitation):
     @extend_schema(request=None, responses=ElicitationStateSerializer)
     def post(self, request: Request, study_id: int, metric_id: int) -> Response:
-        """Clear all your answers and start again from the first question (assessment phase)."""
+        """Clear your answers and start again (assessment phase)."""
         services.elicitation_reset(elicited_metric=self.elicited(), expert=self.expert())
         return self.state()
