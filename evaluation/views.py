@@ -8,7 +8,7 @@ numbers come from ``evaluation.report`` on the stored arrays, the pictures
 from ``workspace.charts``.
 """
 
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 from django.contrib import messages
@@ -516,26 +516,30 @@ def elicitation_design_page(request: HttpRequest, study_id: int, metric_id: int)
         else:
             messages.success(request, f"{metric.name} is elicited from each expert: they answer its questions.")
             return redirect(_page(study))
-    progress = []
+    progress: list[dict[str, Any]] = []
+    # The finished experts' weights, once the assessment has closed: {username: weights}.
+    finished: dict[str, list[float]] = {}
+    values: list[selectors.ElicitedValue] = []
     if current is not None:
         answered = selectors.elicitation_progress(study=study)
         closed = study.phase == Phase.CLOSED
         for expert in workspace_selectors.expert_list(study=study):
             row = answered.get((metric.pk, expert.pk))
+            weights = row.weights if row is not None else None
             result = None
-            if closed and row is not None and row.weights is not None:
-                result = elicited_domain.result_for(current.kind, row.weights, list(current.prediction_set.labels))
+            if closed and weights is not None:
+                finished[expert.user.get_username()] = weights
+                result = elicited_domain.result_for(current.kind, weights, list(current.prediction_set.labels))
             progress.append(
                 {
                     "name": expert.user.get_username(),
                     "answered": len(row.answers) if row is not None else 0,
-                    "finished": row is not None and row.weights is not None,
+                    "finished": weights is not None,
                     "result": result,
-                    "weights": row.weights if result is not None else None,
                 }
             )
-    finished = {row["name"]: row["weights"] for row in progress if row["result"] is not None}
-    values = selectors.elicited_values(elicited_metric=current, finished=finished) if finished else []
+        if finished:
+            values = selectors.elicited_values(elicited_metric=current, finished=finished)
     context = {
         "study": study,
         "study_tab": "predictions",
