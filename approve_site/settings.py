@@ -396,6 +396,9 @@ SPECTACULAR_SETTINGS = {
         "MetricBetterEnum": "workspace.models.Direction",
         # The catalogue's keys, which a computation's and a source's name too.
         "ComputationEnum": "evaluation.report.COMPUTATIONS",
+        # An elicited metric's kind, and an answer to one of its questions.
+        "ElicitationKindEnum": "evaluation.models.ElicitedMetric.Kind",
+        "ElicitationAnswerEnum": "evaluation.elicited.ANSWER_CHOICES",
         # A study's phase, wherever it is (a transition's `to` too), and a
         # prioritisation's method (the bundle's refers to it by name).
         "PhaseEnum": "workspace.models.Phase",

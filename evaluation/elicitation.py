@@ -30,10 +30,11 @@ the same ``eta`` and replay :attr:`~DiagonalElicitation.answers`.
 Pure NumPy; no Django import.
 """
 
+import copy
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from typing import SupportsFloat, cast
+from collections.abc import Callable, Iterable
+from typing import Self, SupportsFloat, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -251,6 +252,23 @@ class _BinarySearchElicitation(ABC):
     def _result(self) -> np.ndarray:
         """Provided by each algorithm."""
 
+    @abstractmethod
+    def _restart(self) -> None:
+        """Provided by each algorithm: its own state as before the first answer."""
+
+    def unanswered(self) -> "Self":
+        """A new elicitation of the same probabilities and settings, before
+        any answer: what the constructor would build, without checking and
+        preparing ``eta`` again (that shares it, read-only). To resume a
+        stored elicitation cheaply: ``prepared.unanswered()``, then
+        :meth:`replay` the answers."""
+        fresh = copy.copy(self)
+        fresh._answers = []
+        fresh._search = 0
+        fresh._restart()
+        fresh._start_search()
+        return fresh
+
     def _start_search(self) -> None:
         self._responses: list[bool] = []
         self._round = 0
@@ -259,7 +277,11 @@ class _BinarySearchElicitation(ABC):
             self._load_points()
 
     def _load_points(self) -> None:
-        self._points = [self._query_point(self._search, value) for value in _search_points(self._low, self._high)]
+        # Computed when a question is asked, not when an answer moves the
+        # search on: replaying stored answers computes no confusion at all,
+        # only the two of the question asked after them (a web request's few
+        # milliseconds).
+        self._points: dict[int, np.ndarray] | None = None
 
     @property
     def n_queries(self) -> int:
@@ -278,6 +300,16 @@ class _BinarySearchElicitation(ABC):
         return tuple(self._answers)
 
     @property
+    def search(self) -> int:
+        """The search under way (0-based; ``n_searches`` when finished)."""
+        return self._search
+
+    def replay(self, answers: "Iterable[object]") -> None:
+        """Record stored answers in order, as :meth:`answer` does each one."""
+        for prefers_first in answers:
+            self.answer(cast(bool, prefers_first))
+
+    @property
     def weights(self) -> np.ndarray:
         if not self.finished:
             raise ValueError(f"the elicitation is not finished: {self.total_queries - self.n_queries} questions remain")
@@ -288,7 +320,15 @@ class _BinarySearchElicitation(ABC):
         if self.finished:
             return None
         first, second = _QUERIED_POINTS[len(self._responses)]
-        return self._points[first].copy(), self._points[second].copy()
+        return self._point(first).copy(), self._point(second).copy()
+
+    def _point(self, index: int) -> np.ndarray:
+        """Point ``index`` of the round's five, computed when first asked for."""
+        if self._points is None:
+            self._points = {}
+        if index not in self._points:
+            self._points[index] = self._query_point(self._search, _search_points(self._low, self._high)[index])
+        return self._points[index]
 
     def answer(self, prefers_first: bool) -> None:
         """Record the answer to :meth:`next_query`: True when the first is preferred.
@@ -353,12 +393,17 @@ class DiagonalElicitation(_BinarySearchElicitation):
     """
 
     def __init__(self, eta: ArrayLike, *, epsilon: float = 0.01):
-        self._eta = _validated_eta(eta)
+        # Column by column in memory: each question reads two whole columns.
+        self._eta = np.asfortranarray(_validated_eta(eta))
+        self._eta.setflags(write=False)
         self._k = self._eta.shape[1]
         self._ratios = np.ones(self._k)
         # All checked now, rather than when the search reaches the class.
         self._ranges = [_changing_range(self._eta, i) for i in range(1, self._k)]
         super().__init__(1.0, self._k - 1, epsilon)
+
+    def _restart(self) -> None:
+        self._ratios = np.ones(self._k)
 
     # Search s is over m for the pair of classes (0, s + 1).
     def _interval(self, search: int) -> tuple[float, float]:
@@ -509,8 +554,12 @@ class OffDiagonalElicitation(_BinarySearchElicitation):
         q = self._k * (self._k - 1)
         self._n_angles = q - 1
         # The equal-cost metric a = -(1, ..., 1) / sqrt(q), in angles.
-        self._angles = np.append(np.arccos(-1.0 / np.sqrt(np.arange(q, 2, -1))), 1.25 * math.pi)
+        self._start_angles = np.append(np.arccos(-1.0 / np.sqrt(np.arange(q, 2, -1))), 1.25 * math.pi)
+        self._angles = self._start_angles.copy()
         super().__init__(math.pi / 2, cycles * self._n_angles, epsilon)
+
+    def _restart(self) -> None:
+        self._angles = self._start_angles.copy()
 
     def _checked_radius(self, radius: object) -> float:
         try:

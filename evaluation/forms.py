@@ -9,7 +9,9 @@ from workspace.forms.widgets import ManyOptionsSelect
 from workspace.models import Candidate, Metric
 
 from . import report
-from .services import computation_parameter_names
+from .elicited import ANSWER_CHOICES
+from .models import ElicitedMetric, PredictionSet
+from .services import ELICITATION_EPSILON_DEFAULT, computation_parameter_names
 
 
 class PredictionUploadForm(forms.Form):
@@ -142,3 +144,35 @@ class ReportOptionsForm(forms.Form):
         if given.get("use_threshold") is False:
             del given["use_threshold"]  # an unticked box is the default, not a choice
         return given
+
+
+class ElicitationDesignForm(forms.Form):
+    """How a study metric is elicited from the experts (``elicited_metric_set``)."""
+
+    kind = forms.ChoiceField(label="Kind of metric", choices=ElicitedMetric.Kind.choices)
+    prediction_set = forms.TypedChoiceField(label="Prediction set the questions come from", coerce=int)
+    reference_candidate = forms.ChoiceField(
+        label="Reference candidate",
+        widget=ManyOptionsSelect,
+        help_text="Its class probabilities (proba:<label> columns) in the set make the questions' outcomes.",
+    )
+    epsilon = forms.FloatField(
+        label="Tolerance ε",
+        initial=ELICITATION_EPSILON_DEFAULT,
+        help_text="Smaller is more precise and asks more questions: 4 (k − 1) ⌈log2(1/ε)⌉ for the diagonal kind "
+        "(56 for three classes at 0.01, 40 at 0.05).",
+    )
+
+    def __init__(self, *args, sets: list[PredictionSet], candidates: list[Candidate], **kwargs):
+        super().__init__(*args, **kwargs)
+        cast(forms.ChoiceField, self.fields["prediction_set"]).choices = [
+            (s.pk, f"{s.name} ({s.row_count:,} rows)") for s in sets
+        ]
+        cast(forms.ChoiceField, self.fields["reference_candidate"]).choices = [(c.name, c.name) for c in candidates]
+
+
+class ElicitationAnswerForm(forms.Form):
+    """One answer: which outcome, and the number of the question it answers."""
+
+    answer = forms.ChoiceField(choices=[(a, a) for a in ANSWER_CHOICES])
+    question = forms.IntegerField(min_value=1)

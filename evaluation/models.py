@@ -149,3 +149,62 @@ class EvaluationCache(models.Model):
 
     def __str__(self):
         return f"{self.kind} of {self.prediction_set}"
+
+
+class ElicitedMetric(models.Model):
+    """A study metric each expert defines by answering pairwise questions
+    (METHOD.md 7.3, ``evaluation.elicitation``): which kind of linear metric
+    of the confusion matrix, and the reference candidate's class
+    probabilities in a prediction set, which define the questions (the
+    source's restricted Bayes-optimal classifiers). Its value for a
+    candidate and an expert is that expert's metric of the candidate's
+    confusion matrix."""
+
+    class Kind(models.TextChoices):
+        DIAGONAL = "diagonal", "Diagonal (weighted accuracy: which classes matter most to find)"
+        OFFDIAGONAL = "offdiagonal", "Off-diagonal (cost-sensitive: which confusions cost most)"
+
+    metric = models.OneToOneField("workspace.Metric", on_delete=models.CASCADE, related_name="elicitation")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    # RESTRICT: the questions are made from this set and this candidate's
+    # predictions in it; deleting either alone is refused while an elicited
+    # metric uses it (evaluation.services.prediction_set_delete and
+    # workspace.services.candidate_remove say so first), deleting the study
+    # takes all three.
+    prediction_set = models.ForeignKey(PredictionSet, on_delete=models.RESTRICT, related_name="elicited_metrics")
+    reference_candidate = models.ForeignKey(
+        "workspace.Candidate", on_delete=models.RESTRICT, related_name="elicited_metrics_referencing"
+    )
+    epsilon = models.FloatField()
+    updated_at = models.DateTimeField(auto_now=True)
+    history = StudyHistory(kind="elicited_metric", scope=recorded.of_metric)
+
+    class Meta:
+        ordering = ["metric"]
+
+    def __str__(self):
+        return f"{self.metric} elicited ({self.kind})"
+
+
+class ElicitationAnswers(models.Model):
+    """One expert's answers to an elicited metric's questions, in order, one
+    character each: ``1`` the first outcome, ``2`` the second, ``0`` no
+    preference. The search is replayed from them on every request (state
+    held server-side, nothing else); ``weights`` are stored once finished."""
+
+    elicited_metric = models.ForeignKey(ElicitedMetric, on_delete=models.CASCADE, related_name="answer_sets")
+    expert = models.ForeignKey("workspace.Membership", on_delete=models.CASCADE, related_name="+")
+    answers = models.TextField(blank=True, default="")
+    # The recovered metric's weights once every question is answered, else null.
+    weights = models.JSONField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    history = StudyHistory(kind="elicitation_answers", scope=recorded.by_expert("expert"))
+
+    class Meta:
+        ordering = ["elicited_metric", "expert"]
+        constraints = [
+            models.UniqueConstraint(fields=["elicited_metric", "expert"], name="elicitation_answers_unique_expert"),
+        ]
+
+    def __str__(self):
+        return f"{self.expert} on {self.elicited_metric}"

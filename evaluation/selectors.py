@@ -7,11 +7,22 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, TypedDict
 
+import numpy as np
 from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet, Subquery
 
-from workspace.models import Candidate, Measurement, Metric, Study
+from workspace.models import Candidate, Measurement, Membership, Metric, Study
 
-from .models import CandidatePredictionArrays, EvaluationCache, MeasurementSource, MetricComputation, PredictionSet
+from . import elicited as elicited_domain
+from . import report
+from .models import (
+    CandidatePredictionArrays,
+    ElicitationAnswers,
+    ElicitedMetric,
+    EvaluationCache,
+    MeasurementSource,
+    MetricComputation,
+    PredictionSet,
+)
 from .predictions import PredictionData
 
 
@@ -196,7 +207,7 @@ def metrics_with_computations(*, study: Study) -> list[MetricSources]:
     measurements: four queries, whatever the number of metrics and candidates."""
     metrics = list(
         Metric.objects.filter(study=study)
-        .select_related("attribute", "computation")
+        .select_related("attribute", "computation", "elicitation")
         .order_by("attribute__position", "position", "id")
     )
     # Only the values computed from predictions are compared with their
@@ -218,3 +229,166 @@ def metrics_with_computations(*, study: Study) -> list[MetricSources]:
         candidate_names=names,
         mappings=mappings,
     )
+
+
+# --- elicited metrics ----------------------------------------------------------------------------
+
+
+def elicited_metric_list(*, study: Study) -> list[ElicitedMetric]:
+    """The study's elicited metrics with their metric, set and reference candidate: one query."""
+    return list(
+        ElicitedMetric.objects.filter(metric__study=study)
+        .select_related("metric", "prediction_set", "reference_candidate")
+        .order_by("metric__position", "metric__id")
+    )
+
+
+def elicited_metric_get(*, study: Study, metric_id: int) -> ElicitedMetric:
+    """The study's elicited metric of metric ``metric_id`` (``ElicitedMetric.DoesNotExist``
+    when the study has none): one query."""
+    return ElicitedMetric.objects.select_related("metric__study", "prediction_set", "reference_candidate").get(
+        metric__study=study, metric_id=metric_id
+    )
+
+
+def elicitation_answers_get(*, elicited_metric: ElicitedMetric, expert: Membership) -> ElicitationAnswers | None:
+    """The expert's stored answers, or None before the first: one query."""
+    return ElicitationAnswers.objects.filter(elicited_metric=elicited_metric, expert=expert).first()
+
+
+def elicitation_progress(*, study: Study) -> dict[tuple[int, int], ElicitationAnswers]:
+    """Every expert's answers to every elicited metric of the study, by
+    ``(metric id, membership id)``: one query."""
+    rows = ElicitationAnswers.objects.filter(elicited_metric__metric__study=study).select_related("elicited_metric")
+    return {(row.elicited_metric.metric_id, row.expert_id): row for row in rows}
+
+
+@dataclass
+class ElicitationState:
+    """Where one expert stands in an elicited metric: the next question (None
+    when finished), the answers so far and, once finished, the result."""
+
+    elicited: ElicitedMetric
+    labels: list[str]
+    answered: int
+    total: int
+    answers: str
+    question: "elicited_domain.Question | None"
+    result: "elicited_domain.Result | None"
+    weights: list[float] | None
+
+    @property
+    def finished(self) -> bool:
+        return self.weights is not None
+
+
+def elicitation_state(*, elicited_metric: ElicitedMetric, expert: Membership) -> ElicitationState:
+    """The expert's state, the search replayed from their stored answers: two
+    queries at most (the answers; the reference's probabilities when this
+    process has not read them yet)."""
+    row = elicitation_answers_get(elicited_metric=elicited_metric, expert=expert)
+    answers = row.answers if row is not None else ""
+    labels = [str(label) for label in elicited_metric.prediction_set.labels]
+    elicitation = elicited_domain.elicitation_replayed(elicited_metric, answers)
+    weights = [float(w) for w in elicitation.weights] if elicitation.finished else None
+    return ElicitationState(
+        elicited=elicited_metric,
+        labels=labels,
+        answered=elicitation.n_queries,
+        total=elicitation.total_queries,
+        answers=answers,
+        question=elicited_domain.question_for(elicited_metric, elicitation, labels),
+        result=elicited_domain.result_for(elicited_metric.kind, weights, labels) if weights is not None else None,
+        weights=weights,
+    )
+
+
+@dataclass(frozen=True)
+class ElicitationStep:
+    """An elicited metric as one of an expert's steps."""
+
+    metric_id: int
+    name: str
+    answered: int
+    finished: bool
+
+
+def elicitation_steps(*, study: Study, expert: Membership) -> list[ElicitationStep]:
+    """The elicited metrics the expert answers (once the selection is fixed,
+    the selected ones only) with their progress: one query."""
+    mine = ElicitationAnswers.objects.filter(elicited_metric=OuterRef("pk"), expert=expert)
+    rows = ElicitedMetric.objects.filter(metric__study=study)
+    if study.phase in ("assessment", "closed"):
+        rows = rows.filter(metric__is_selected=True)
+    rows = rows.annotate(
+        mine_answers=Subquery(mine.values("answers")[:1]), mine_weights=Subquery(mine.values("weights")[:1])
+    ).order_by("metric__position", "metric_id")
+    return [
+        ElicitationStep(metric_id, name, len(answers or ""), weights is not None)
+        for metric_id, name, answers, weights in rows.values_list(
+            "metric_id", "metric__name", "mine_answers", "mine_weights"
+        )
+    ]
+
+
+@dataclass(frozen=True)
+class ElicitedValue:
+    """One candidate's value of an elicited metric for each expert who has
+    finished (``values[username]``), from the candidate's newest prediction
+    set, or why it has none (``reason``)."""
+
+    candidate: str
+    prediction_set: str
+    values: dict[str, float]
+    reason: str = ""
+
+    @property
+    def spread(self) -> tuple[float, float] | None:
+        return (min(self.values.values()), max(self.values.values())) if self.values else None
+
+
+def _confusion_in(labels: list[str], data: PredictionData, name: str) -> np.ndarray:
+    """The candidate's confusion matrix as fractions of its instances, rows
+    and columns in the order of ``labels`` (``ValueError`` when its set's
+    classes are others)."""
+    if sorted(data.labels) != sorted(labels):
+        raise ValueError(f"its set's classes ({', '.join(data.labels)}) are not the elicited metric's")
+    counts = report.CandidateReport(data, name).confusion_matrix()
+    order = [data.labels.index(label) for label in labels]
+    fractions: np.ndarray = counts[np.ix_(order, order)] / counts.sum()
+    return fractions
+
+
+def elicited_values(*, elicited_metric: ElicitedMetric, finished: dict[str, list[float]]) -> list[ElicitedValue]:
+    """Each candidate's value of the elicited metric for each expert of
+    ``finished`` (``{username: weights}``): that expert's linear metric of
+    the candidate's confusion matrix from its newest prediction set
+    (``evaluation.elicited.metric_value``). Three queries and the sets'
+    arrays, read once each."""
+    labels = [str(label) for label in elicited_metric.prediction_set.labels]
+    newest: dict[int, int] = {}
+    rows = (
+        CandidatePredictionArrays.objects.filter(prediction_set__study_id=elicited_metric.prediction_set.study_id)
+        .order_by("-prediction_set__uploaded_at", "-prediction_set_id")
+        .values_list("candidate_id", "prediction_set_id")
+    )
+    for candidate_id, set_id in rows:
+        newest.setdefault(candidate_id, set_id)
+    sets = list(PredictionSet.objects.filter(pk__in=set(newest.values())))
+    data = prediction_data_by_set(prediction_sets=sets)
+    names = dict(Candidate.objects.filter(pk__in=list(newest)).values_list("pk", "name"))
+    set_names = {s.pk: s.name for s in sets}
+    out = []
+    for candidate_id in sorted(newest, key=lambda pk: names[pk]):
+        name, set_id = names[candidate_id], newest[candidate_id]
+        try:
+            confusion = _confusion_in(labels, data[set_id], name)
+        except ValueError as error:
+            out.append(ElicitedValue(name, set_names[set_id], {}, str(error)))
+            continue
+        values = {
+            expert: elicited_domain.metric_value(elicited_metric.kind, weights, confusion)
+            for expert, weights in finished.items()
+        }
+        out.append(ElicitedValue(name, set_names[set_id], values))
+    return out

@@ -31,15 +31,24 @@ from django.utils import timezone
 from workspace import history, limits
 from workspace import services as workspace_services
 from workspace.errors import InvalidInput
-from workspace.models import Candidate, Measurement, Metric, Study
+from workspace.models import Candidate, Direction, Measurement, Membership, Metric, Study
 from workspace.services import expect, locked, number, text
 
+from . import elicited as elicited_domain
 from . import (
     predictions_arrow,  # noqa: F401  (pyarrow loaded with the app, not by the first upload)
     report,
 )
 from .arrays import arrays_pack
-from .models import CandidatePredictionArrays, EvaluationCache, MeasurementSource, MetricComputation, PredictionSet
+from .models import (
+    CandidatePredictionArrays,
+    ElicitationAnswers,
+    ElicitedMetric,
+    EvaluationCache,
+    MeasurementSource,
+    MetricComputation,
+    PredictionSet,
+)
 from .predictions import PredictionFileError, known_size, read_predictions
 from .selectors import evaluation_cached, prediction_data_by_set, prediction_data_get
 
@@ -157,7 +166,16 @@ def prediction_set_import(
 
 @transaction.atomic
 def prediction_set_delete(*, prediction_set: PredictionSet) -> None:
+    """Delete the set, unless an elicited metric's questions are made from it."""
     locked(prediction_set.study)
+    using = list(ElicitedMetric.objects.filter(prediction_set=prediction_set).values_list("metric__name", flat=True))
+    if using:
+        raise InvalidInput(
+            {
+                "prediction_set": f"the elicited metric {', '.join(using)} asks its questions from this set: choose "
+                "another set for it first"
+            }
+        )
     history.delete(PredictionSet.objects.filter(pk=prediction_set.pk))
 
 
@@ -573,3 +591,155 @@ def measurements_compute(*, study: Study, metrics: list[str] | None = None) -> C
         for mapping, candidate, s, value in values
     ]
     return outcome
+
+
+# --- elicited metrics (METHOD.md 7.3) ---------------------------------------------------------
+
+#: The designer's default tolerance: 4 (k - 1) ceil(log2(1 / 0.05)) = 40
+#: questions for three classes (the source's 0.01 asks 56).
+ELICITATION_EPSILON_DEFAULT = 0.05
+#: The most questions an elicited metric may ask each expert: beyond it the
+#: designer is asked for a larger tolerance or the diagonal kind.
+ELICITATION_MAX_QUESTIONS = 400
+
+
+def _elicitation_set_and_candidate(study: Study, prediction_set: Any, reference_candidate: Any) -> dict:
+    errors: dict[str, str] = {}
+    found: dict[str, Any] = {}
+    if isinstance(prediction_set, bool) or not isinstance(prediction_set, int):
+        errors["prediction_set"] = f"must be the id of one of the study's prediction sets, got {prediction_set!r}"
+    else:
+        found["set"] = PredictionSet.objects.filter(study=study, pk=prediction_set).first()
+        if found["set"] is None:
+            errors["prediction_set"] = f"no prediction set {prediction_set} in this study"
+    if not isinstance(reference_candidate, str):
+        errors["reference_candidate"] = f"must be a candidate's name, got {reference_candidate!r}"
+    else:
+        found["candidate"] = Candidate.objects.filter(study=study, name=reference_candidate).first()
+        if found["candidate"] is None:
+            errors["reference_candidate"] = f"no candidate named {reference_candidate!r} in this study"
+    if errors:
+        raise InvalidInput(errors)
+    return found
+
+
+@transaction.atomic
+def elicited_metric_set(
+    *, metric: Metric, kind: Any, prediction_set: Any, reference_candidate: Any, epsilon: Any
+) -> ElicitedMetric:
+    """Make ``metric`` an elicited metric (or change how it is elicited):
+    ``kind`` (``diagonal`` or ``offdiagonal``), the id of the prediction set
+    and the name of the reference candidate whose class probabilities make
+    the questions, and the tolerance ``epsilon``. Changing any of them
+    clears every expert's answers (their questions were others). Refused for
+    a lower-is-better metric (an elicited metric is higher-is-better), one
+    computed from predictions, a candidate without class probabilities in
+    the set, or a tolerance that asks more than ``ELICITATION_MAX_QUESTIONS``."""
+    study = locked(metric.study)
+    workspace_services.require_phase(study, workspace_services.Action.CHANGE_ELICITATION)
+    if kind not in ElicitedMetric.Kind.values:
+        raise InvalidInput({"kind": f"must be one of {', '.join(ElicitedMetric.Kind.values)}, got {kind!r}"})
+    epsilon = number(epsilon, "epsilon")
+    found = _elicitation_set_and_candidate(study, prediction_set, reference_candidate)
+    if metric.better != Direction.HIGHER:
+        raise InvalidInput({"metric": f"{metric.name} is lower-is-better; an elicited metric is higher-is-better"})
+    if MetricComputation.objects.filter(metric=metric).exists():
+        raise InvalidInput({"metric": f"{metric.name} is computed from predictions: stop computing it first"})
+    elicited = ElicitedMetric(
+        metric=metric,
+        kind=kind,
+        prediction_set=found["set"],
+        reference_candidate=found["candidate"],
+        epsilon=epsilon,
+    )
+    try:
+        questions = elicited_domain.new_elicitation(kind, elicited_domain.reference_eta(elicited), epsilon)
+    except ValueError as error:
+        field_name = "epsilon" if "epsilon" in str(error) else "reference_candidate"
+        raise InvalidInput({field_name: str(error)}) from None
+    if questions.total_queries > ELICITATION_MAX_QUESTIONS:
+        raise InvalidInput(
+            {
+                "epsilon": f"would ask each expert {questions.total_queries} questions, more than "
+                f"{ELICITATION_MAX_QUESTIONS}: choose a larger tolerance, or the diagonal kind"
+            }
+        )
+    current = ElicitedMetric.objects.filter(metric=metric).first()
+    if current is None:
+        elicited.save()
+        return elicited
+    same = (current.kind, current.prediction_set_id, current.reference_candidate_id, current.epsilon) == (
+        kind,
+        found["set"].pk,
+        found["candidate"].pk,
+        epsilon,
+    )
+    if not same:
+        history.delete(current.answer_sets.all())
+        current.kind, current.prediction_set, current.reference_candidate = kind, found["set"], found["candidate"]
+        current.epsilon = epsilon
+        current.save()
+    return current
+
+
+@transaction.atomic
+def elicited_metric_remove(*, metric: Metric) -> None:
+    """Stop eliciting ``metric``: the experts' answers go with it; the metric stays."""
+    study = locked(metric.study)
+    workspace_services.require_phase(study, workspace_services.Action.CHANGE_ELICITATION)
+    history.delete(ElicitedMetric.objects.filter(metric=metric))
+
+
+def _answers_locked(elicited: ElicitedMetric, expert: Membership) -> ElicitationAnswers:
+    """The expert's answers to ``elicited``, under the study's lock, which the
+    caller holds (created empty the first time)."""
+    study = locked(elicited.metric.study)
+    workspace_services.require_phase(study, workspace_services.Action.ELICIT)
+    row, _ = ElicitationAnswers.objects.get_or_create(elicited_metric=elicited, expert=expert)
+    return row
+
+
+@transaction.atomic
+def elicitation_answer(
+    *, elicited_metric: ElicitedMetric, expert: Membership, answer: Any, question: Any = None
+) -> ElicitationAnswers:
+    """Record the expert's answer to the next question: ``first``, ``second``
+    or ``none`` (no preference). ``question``, when given, is the number of
+    the question answered (1-based): a second submission of the same form
+    is refused rather than taken as the next question's answer. The answer
+    that finishes the search stores the recovered weights."""
+    row = _answers_locked(elicited_metric, expert)
+    if answer not in elicited_domain.ANSWER_CHOICES:
+        raise InvalidInput({"answer": f"must be one of first, second, none; got {answer!r}"})
+    expected = len(row.answers) + 1
+    if question is not None and (isinstance(question, bool) or question != expected):
+        raise InvalidInput({"question": f"question {question!r} is not the next one: question {expected} is"})
+    elicitation = elicited_domain.elicitation_replayed(elicited_metric, row.answers)
+    if elicitation.finished:
+        raise InvalidInput({"answer": "every question is answered: go back one question, or start again"})
+    code = elicited_domain.ANSWER_CHOICES[answer]
+    elicitation.answer(elicited_domain.ANSWER_CODES[code])
+    row.answers += code
+    row.weights = [float(w) for w in elicitation.weights] if elicitation.finished else None
+    row.save(update_fields=["answers", "weights", "updated_at"])
+    return row
+
+
+@transaction.atomic
+def elicitation_back(*, elicited_metric: ElicitedMetric, expert: Membership) -> ElicitationAnswers:
+    """Take back the last answer: the search is replayed without it."""
+    row = _answers_locked(elicited_metric, expert)
+    if not row.answers:
+        raise InvalidInput({"answer": "no question is answered yet"})
+    row.answers, row.weights = row.answers[:-1], None
+    row.save(update_fields=["answers", "weights", "updated_at"])
+    return row
+
+
+@transaction.atomic
+def elicitation_reset(*, elicited_metric: ElicitedMetric, expert: Membership) -> ElicitationAnswers:
+    """Start the expert's questions again from the first (their answers cleared)."""
+    row = _answers_locked(elicited_metric, expert)
+    row.answers, row.weights = "", None
+    row.save(update_fields=["answers", "weights", "updated_at"])
+    return row

@@ -13,6 +13,12 @@ urlpatterns = [
         name="predictions_computation",
     ),
     path(
+        "studies/<int:study_id>/predictions/metrics/<int:metric_id>/elicitation/",
+        views.elicitation_design_page,
+        name="predictions_elicitation",
+    ),
+    path("studies/<int:study_id>/my/elicitation/<int:metric_id>/", views.elicitation_page, name="expert_elicitation"),
+    path(
         "studies/<int:study_id>/predictions/<int:set_id>/delete/",
         views.prediction_set_delete,
         name="prediction_set_delete",

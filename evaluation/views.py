@@ -8,7 +8,7 @@ numbers come from ``evaluation.report`` on the stored arrays, the pictures
 from ``workspace.charts``.
 """
 
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 from django.contrib import messages
@@ -16,17 +16,26 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from workspace import charts, limits
 from workspace import selectors as workspace_selectors
-from workspace.errors import InvalidInput
-from workspace.models import Metric, Study
-from workspace.views.common import form_add_service_errors, require_designer, study_for_member
+from workspace import services as workspace_services
+from workspace.errors import InvalidInput, PhaseConflict
+from workspace.models import Membership, Metric, Phase, Study
+from workspace.views.common import form_add_service_errors, require_designer, require_expert, study_for_member
 
+from . import elicited as elicited_domain
 from . import metrics, report, selectors, services
-from .forms import ComputationForm, PredictionUploadForm, ReportOptionsForm
-from .models import PredictionSet
+from .forms import (
+    ComputationForm,
+    ElicitationAnswerForm,
+    ElicitationDesignForm,
+    PredictionUploadForm,
+    ReportOptionsForm,
+)
+from .models import ElicitedMetric, PredictionSet
 
 
 def _designer_study(request: HttpRequest, study_id: int) -> Study:
@@ -102,8 +111,12 @@ def prediction_set_delete(request: HttpRequest, study_id: int, set_id: int) -> H
     study = _designer_study(request, study_id)
     prediction_set = _set(study, set_id)
     if request.method == "POST":
-        services.prediction_set_delete(prediction_set=prediction_set)
-        messages.success(request, f"The prediction set {prediction_set.name} was deleted.")
+        try:
+            services.prediction_set_delete(prediction_set=prediction_set)
+        except InvalidInput as error:
+            messages.error(request, " ".join(m for found in error.errors.values() for m in found))
+        else:
+            messages.success(request, f"The prediction set {prediction_set.name} was deleted.")
         return redirect(_page(study))
     count = len(prediction_set.candidate_arrays.all())
     consequences = [
@@ -433,3 +446,156 @@ def set_compare_page(request: HttpRequest, study_id: int, set_id: int) -> HttpRe
         except ValueError as error:
             context["a3r_reason"] = str(error)
     return render(request, "evaluation/compare.html", context)
+
+
+# --- elicited metrics: the designer's design, the expert's step -------------------------------------
+
+
+def _elicited(study: Study, metric_id: int) -> ElicitedMetric:
+    try:
+        return selectors.elicited_metric_get(study=study, metric_id=metric_id)
+    except ElicitedMetric.DoesNotExist:
+        raise Http404("No such elicited metric.") from None
+
+
+def _weights_chart(chart_id: str, result: elicited_domain.Result, who: str) -> charts.BarChart:
+    return charts.bar_chart(
+        chart_id=chart_id,
+        title=f"{who} weights",
+        description=result.sentence,
+        labels=result.labels,
+        series=[charts.Series("weight", "solid")],
+        values=[result.values],
+        high=charts.nice_ceiling(max(result.values) or 1.0),
+        value_format="{:.3f}",
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def elicitation_design_page(request: HttpRequest, study_id: int, metric_id: int) -> HttpResponse:
+    """Make a study metric an elicited one, or change how it is elicited
+    (``remove``: stop eliciting it); each expert's progress, and their
+    results once the assessment has closed."""
+    study = _designer_study(request, study_id)
+    try:
+        metric = selectors.metric_with_computation_get(study=study, metric_id=metric_id)
+    except Metric.DoesNotExist:
+        raise Http404("No such metric.") from None
+    current = getattr(metric, "elicitation", None)
+    sets = list(selectors.prediction_set_list(study=study))
+    candidates = list(workspace_selectors.candidate_list(study=study))
+    if request.method == "POST" and "remove" in request.POST:
+        try:
+            services.elicited_metric_remove(metric=metric)
+        except PhaseConflict as error:
+            messages.error(request, str(error))
+        else:
+            messages.success(request, f"{metric.name} is no longer elicited; the experts' answers to it are deleted.")
+        return redirect(_page(study))
+    initial = (
+        {
+            "kind": current.kind,
+            "prediction_set": current.prediction_set_id,
+            "reference_candidate": current.reference_candidate.name,
+            "epsilon": current.epsilon,
+        }
+        if current is not None
+        else {}
+    )
+    form = ElicitationDesignForm(request.POST or None, sets=sets, candidates=candidates, initial=initial)
+    status = 200
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.elicited_metric_set(metric=metric, **form.cleaned_data)
+        except InvalidInput as error:
+            form_add_service_errors(form, error)
+        except PhaseConflict as error:
+            form.add_error(None, str(error))
+            status = 409
+        else:
+            messages.success(request, f"{metric.name} is elicited from each expert: they answer its questions.")
+            return redirect(_page(study))
+    progress: list[dict[str, Any]] = []
+    # The finished experts' weights, once the assessment has closed: {username: weights}.
+    finished: dict[str, list[float]] = {}
+    values: list[selectors.ElicitedValue] = []
+    if current is not None:
+        answered = selectors.elicitation_progress(study=study)
+        closed = study.phase == Phase.CLOSED
+        for expert in workspace_selectors.expert_list(study=study):
+            row = answered.get((metric.pk, expert.pk))
+            weights = row.weights if row is not None else None
+            result = None
+            if closed and weights is not None:
+                finished[expert.user.get_username()] = weights
+                result = elicited_domain.result_for(current.kind, weights, list(current.prediction_set.labels))
+            progress.append(
+                {
+                    "name": expert.user.get_username(),
+                    "answered": len(row.answers) if row is not None else 0,
+                    "finished": weights is not None,
+                    "result": result,
+                }
+            )
+        if finished:
+            values = selectors.elicited_values(elicited_metric=current, finished=finished)
+    context = {
+        "study": study,
+        "study_tab": "predictions",
+        "metric": metric,
+        "current": current,
+        "values": values,
+        "finished_experts": list(finished),
+        "form": form,
+        "sets": sets,
+        "progress": progress,
+    }
+    return render(request, "evaluation/elicitation_design.html", context, status=400 if form.errors else status)
+
+
+def _expert_of(request: HttpRequest, study_id: int) -> tuple[Study, Membership]:
+    study = study_for_member(request, study_id)
+    require_expert(study, "answer an elicited metric's questions")
+    expert = next(m for m in study.my_memberships if m.role == Membership.Role.EXPERT)
+    expert.study, expert.user = study, cast(User, request.user)
+    return study, expert
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def elicitation_page(request: HttpRequest, study_id: int, metric_id: int) -> HttpResponse:
+    """The expert's step for one elicited metric: one question at a time
+    (plain forms), "go back one question", and the result with its chart
+    and "start again". Every POST redirects back (a reload posts nothing)."""
+    study, expert = _expert_of(request, study_id)
+    elicited = _elicited(study, metric_id)
+    page = reverse("expert_elicitation", args=[study.pk, metric_id])
+    if request.method == "POST":
+        try:
+            if "back" in request.POST:
+                services.elicitation_back(elicited_metric=elicited, expert=expert)
+            elif "reset" in request.POST:
+                services.elicitation_reset(elicited_metric=elicited, expert=expert)
+            else:
+                form = ElicitationAnswerForm(request.POST)
+                if not form.is_valid():
+                    raise InvalidInput({name: list(found) for name, found in form.errors.items()})
+                services.elicitation_answer(elicited_metric=elicited, expert=expert, **form.cleaned_data)
+        except (InvalidInput, PhaseConflict) as error:
+            words = error.errors.values() if isinstance(error, InvalidInput) else [[str(error)]]
+            messages.error(request, " ".join(m for found in words for m in found))
+        return redirect(page)
+    state = selectors.elicitation_state(elicited_metric=elicited, expert=expert)
+    readonly = workspace_services.phase_refusal(study, workspace_services.Action.ELICIT)
+    context = {
+        "study": study,
+        "study_tab": "elicitation",
+        "elicited": elicited,
+        "metric": elicited.metric,
+        "state": state,
+        "readonly": readonly,
+        "percent": round(100 * state.answered / state.total) if state.total else 100,
+        "chart": _weights_chart("elicited-weights", state.result, "Your") if state.result is not None else None,
+    }
+    return render(request, "evaluation/elicitation.html", context)

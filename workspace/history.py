@@ -45,7 +45,7 @@ KIND_NAMES = (
     *("study", "membership", "attribute", "metric", "candidate", "measurement"),
     *("attribute_vote", "metric_vote", "attribute_prioritisation", "attribute_judgment", "attribute_weight"),
     *("metric_prioritisation", "metric_judgment", "metric_weight", "range", "peer_weight", "invitation"),
-    *("run", "prediction_set", "computation", "measurement_source"),
+    *("run", "prediction_set", "computation", "measurement_source", "elicited_metric", "elicitation_answers"),
 )
 ACTIONS = ("created", "changed", "deleted")
 

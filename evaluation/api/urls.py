@@ -4,9 +4,39 @@ workspace's under ``/api/v1/`` in one ``api`` namespace, so their names
 
 from django.urls import path
 
-from . import computations, predictions
+from . import computations, elicitation, predictions
 
 urlpatterns = [
+    path(
+        "studies/<int:study_id>/metrics/<int:metric_id>/elicitation/",
+        elicitation.ElicitationDesignView.as_view(),
+        name="metric-elicitation",
+    ),
+    path(
+        "studies/<int:study_id>/metrics/<int:metric_id>/elicitation/progress/",
+        elicitation.ElicitationProgressView.as_view(),
+        name="metric-elicitation-progress",
+    ),
+    path(
+        "studies/<int:study_id>/my/elicitation/<int:metric_id>/",
+        elicitation.MyElicitationView.as_view(),
+        name="my-elicitation",
+    ),
+    path(
+        "studies/<int:study_id>/my/elicitation/<int:metric_id>/answers/",
+        elicitation.MyElicitationAnswerView.as_view(),
+        name="my-elicitation-answers",
+    ),
+    path(
+        "studies/<int:study_id>/my/elicitation/<int:metric_id>/back/",
+        elicitation.MyElicitationBackView.as_view(),
+        name="my-elicitation-back",
+    ),
+    path(
+        "studies/<int:study_id>/my/elicitation/<int:metric_id>/reset/",
+        elicitation.MyElicitationResetView.as_view(),
+        name="my-elicitation-reset",
+    ),
     path(
         "studies/<int:study_id>/metrics/<int:pk>/computation/",
         computations.MetricComputationView.as_view(),

@@ -32,14 +32,15 @@ from engine import services as engine_services
 from engine.models import Analysis, Run
 from evaluation import report
 from evaluation import services as evaluation_services
-from evaluation.models import MetricComputation, PredictionSet
+from evaluation.models import ElicitationAnswers, ElicitedMetric, MetricComputation, PredictionSet
 from evaluation.predictions import read_predictions
 from evaluation.services import prediction_set_import
+from tests.evaluation.elicited_fixtures import upload as upload_probabilities
 from tests.fixtures import api_error, error_fields
 from tracking.models import MlflowConnection
 from workspace import services
 from workspace.bundles import study_import_bundle
-from workspace.models import ApiToken, Phase, QualityAttribute, Study
+from workspace.models import ApiToken, Metric, Phase, QualityAttribute, Study
 
 from .conftest import db_snapshot, finish_run, launch_and_finish
 
@@ -173,7 +174,14 @@ def _attribute_removed(response, world):
 
 def _metrics(response, world):
     results = {m["name"]: m for m in response.json()["results"]}
-    assert list(results) == ["Success rate", "AUC", "Fold stdev", "Training time", "Flexibility score"]
+    assert list(results) == [
+        "Success rate",
+        "AUC",
+        "Cost-weighted accuracy",  # the world's elicited metric (position 99 within Accuracy)
+        "Fold stdev",
+        "Training time",
+        "Flexibility score",
+    ]
     assert results["Success rate"]["default_range"] == [0.8, 0.95]
     assert results["AUC"]["default_range"] is None
     assert results["Fold stdev"]["better"] == "lower"
@@ -393,8 +401,10 @@ def without_time(body):
 
 def _prediction_sets(response, world):
     body = response.json()
-    assert (body["count"], body["next"], body["previous"]) == (1, None, None)
-    assert [without_time(result) for result in body["results"]] == [prediction_set_out(world.prediction_set)]
+    assert (body["count"], body["next"], body["previous"]) == (2, None, None)
+    assert without_time(body["results"][0]) == prediction_set_out(world.prediction_set)
+    # the elicited metric's set (the world's first)
+    assert (body["results"][1]["id"], body["results"][1]["name"]) == (world.ids["proba_set"], "tumours.csv")
 
 
 def _prediction_set(response, world):
@@ -404,12 +414,62 @@ def _prediction_set(response, world):
 def _prediction_set_uploaded(response, world):
     uploaded = PredictionSet.objects.get(pk=response.json()["id"])
     assert without_time(response.json()) == prediction_set_out(uploaded, name="second")
-    assert world.study.prediction_sets.count() == 2
+    assert world.study.prediction_sets.count() == 3  # the world's two, and this one
 
 
 def _prediction_set_deleted(response, world):
     assert response.content == b""
-    assert not world.study.prediction_sets.exists()
+    # the elicited metric's set stays (its deletion is refused while the metric uses it)
+    assert list(world.study.prediction_sets.values_list("pk", flat=True)) == [world.ids["proba_set"]]
+
+
+def _elicitation(response, world):
+    assert response.json() == {
+        "metric": "Cost-weighted accuracy",
+        "kind": "diagonal",
+        "prediction_set": world.ids["proba_set"],
+        "reference_candidate": "JRip",
+        "epsilon": 0.2,
+        "labels": ["tumour A", "tumour B", "tumour C"],
+    }
+
+
+def _elicitation_set(response, world):
+    assert response.json()["reference_candidate"] == "J48"
+    elicited = ElicitedMetric.objects.get(metric_id=world.ids["elicited"])
+    assert (elicited.reference_candidate.name, elicited.epsilon) == ("J48", 0.05)
+
+
+def _elicitation_removed(response, world):
+    assert not ElicitedMetric.objects.filter(metric_id=world.ids["elicited"]).exists()
+
+
+def _progress(response, world):
+    answered = 1 if world.phase == Phase.ASSESSMENT else 0
+    assert response.json() == [
+        {"expert": "bob", "answered": answered, "total": 24, "finished": False, "weights": None},
+        {"expert": "carol", "answered": 0, "total": 24, "finished": False, "weights": None},
+    ]
+
+
+def _my_elicitation(response, world):
+    body = response.json()
+    answered = 1 if world.phase == Phase.ASSESSMENT else 0
+    assert (body["metric"], body["answered"], body["total"]) == ("Cost-weighted accuracy", answered, 24)
+    assert body["question"]["number"] == answered + 1
+
+
+def _answered(response, world):
+    assert response.json()["answers"] == "12"
+    assert ElicitationAnswers.objects.get(expert=world.built.bob).answers == "12"
+
+
+def _answers_are(answers):
+    def check(response, world):
+        assert response.json()["answers"] == answers
+        assert ElicitationAnswers.objects.get(expert=world.built.bob).answers == answers
+
+    return check
 
 
 def _computation(response, world):
@@ -736,6 +796,53 @@ ROWS = [
     ),
     Row("computation-delete", "delete", S + "/metrics/{metric}/computation/", 403, 204, check=_computation_removed),
     Row("computations-get", "get", S + "/computations/", 200, 200, check=_catalogue),
+    # Elicited metrics: members read the design, the designer sets it before the assessment and
+    # sees the progress; only the expert answers their own questions, in the assessment.
+    Row("elicitation-get", "get", S + "/metrics/{elicited}/elicitation/", 200, 200, check=_elicitation),
+    Row(
+        "elicitation-put",
+        "put",
+        S + "/metrics/{elicited}/elicitation/",
+        403,
+        only([Phase.DRAFT, Phase.VOTING], 200),
+        body=lambda w: {"kind": "diagonal", "prediction_set": w.ids["proba_set"], "reference_candidate": "J48"},
+        check=_elicitation_set,
+    ),
+    Row(
+        "elicitation-delete",
+        "delete",
+        S + "/metrics/{elicited}/elicitation/",
+        403,
+        only([Phase.DRAFT, Phase.VOTING], 204),
+        check=_elicitation_removed,
+    ),
+    Row("elicitation-progress", "get", S + "/metrics/{elicited}/elicitation/progress/", 403, 200, check=_progress),
+    Row("my-elicitation", "get", S + "/my/elicitation/{elicited}/", 200, 403, check=_my_elicitation),
+    Row(
+        "my-elicitation-answer",
+        "post",
+        S + "/my/elicitation/{elicited}/answers/",
+        only([Phase.ASSESSMENT], 200),
+        403,
+        body={"answer": "second"},
+        check=_answered,
+    ),
+    Row(
+        "my-elicitation-back",
+        "post",
+        S + "/my/elicitation/{elicited}/back/",
+        only([Phase.ASSESSMENT], 200),
+        403,
+        check=_answers_are(""),
+    ),
+    Row(
+        "my-elicitation-reset",
+        "post",
+        S + "/my/elicitation/{elicited}/reset/",
+        only([Phase.ASSESSMENT], 200),
+        403,
+        check=_answers_are(""),
+    ),
     Row(
         "measurements-compute",
         "post",
@@ -883,12 +990,28 @@ def world(make_study, cast, settings):
         # a second run of the same inputs, to compare the first with
         other_run = launch_and_finish(built, cast.alice) if phase == Phase.CLOSED else None
         analysis = leave_one_out(run, cast.alice) if run else None
+        # The elicited metric's set first, so that the other is every candidate's newest.
+        proba_set = upload_probabilities(built.study)
         prediction_set = predictions_add(built.study)
         evaluation_services.metric_computation_set(
             metric=built.metrics["Success rate"], computation="accuracy", parameters={"threshold_method": "max_kappa"}
         )
         evaluation_services.metric_computation_set(metric=built.metrics["AUC"], computation="roc_auc")
         evaluation_services.measurements_compute(study=built.study, metrics=["AUC"])
+        # An elicited metric (written directly: a metric is added in the draft only), not
+        # selected, so that runs are unchanged; bob has answered its first question.
+        elicited = Metric.objects.create(
+            study=built.study, attribute=built.attributes["Accuracy"], name="Cost-weighted accuracy", position=99
+        )
+        ElicitedMetric.objects.create(
+            metric=elicited,
+            kind="diagonal",
+            prediction_set=proba_set,
+            reference_candidate=built.candidates["JRip"],  # J48 is the candidate the matrix deletes
+            epsilon=0.2,
+        )
+        if phase == Phase.ASSESSMENT:
+            ElicitationAnswers.objects.create(elicited_metric=elicited.elicitation, expert=built.bob, answers="1")
         ids = {
             "study": built.study.pk,
             "attribute": built.attributes["Flexibility"].pk,
@@ -899,6 +1022,8 @@ def world(make_study, cast, settings):
             "other_run": other_run.pk if other_run else 0,
             "prediction_set": prediction_set.pk,
             "analysis": analysis.pk if analysis else 0,
+            "elicited": elicited.pk,
+            "proba_set": proba_set.pk,
         }
         return World(
             phase=phase,
@@ -955,6 +1080,7 @@ def assert_refusal(response, status, row, phase):
 def test_access_matrix(row, phase, world, clients):
     w = world(phase)
     url, body = w.url(row.path), row.payload(phase)
+    body = body(w) if callable(body) else body
     expected = {
         "anonymous": 401,
         "charlie": 404,
@@ -1068,10 +1194,13 @@ def test_non_member_expert_and_outsider_get_404_on_every_endpoint_of_a_study(sec
         "other_run": run.pk,
         "prediction_set": predictions_add(draft.study).pk,
         "analysis": leave_one_out(run, run.study.designer).pk,
+        "elicited": draft.metrics["Success rate"].pk,
+        "proba_set": 0,
     }
     before = db_snapshot()
     for row in ROWS:
         url, body = row.path.format(**ids), row.payload(Phase.DRAFT)
+        body = body(World(Phase.DRAFT, draft.study, draft, ids=ids)) if callable(body) else body
         for actor in ("bob", "charlie"):
             response = send(clients[actor], row.method, url, body)
             assert response.status_code == 404, f"{row.id} {actor}: {response.status_code}"

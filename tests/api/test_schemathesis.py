@@ -46,7 +46,13 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from approve_site.wsgi import application
-from evaluation.services import measurements_compute, metric_computation_set, prediction_set_import
+from evaluation.services import (
+    elicited_metric_set,
+    measurements_compute,
+    metric_computation_set,
+    prediction_set_import,
+)
+from tests.evaluation.elicited_fixtures import upload
 from tests.fixtures import api_error, error_fields
 from tracking import remote
 from tracking.remote import TrackerError
@@ -84,6 +90,8 @@ def _real(path, generated, world):
             strategies[name] = st.just(world["study"])
         elif name == "id":
             strategies[name] = _ids_for(path, world)
+        elif name == "metric_id":  # the elicitation's resources: the study's elicited metric
+            strategies[name] = st.just(world["elicited"])
         elif name == "run_id":
             strategies[name] = st.sampled_from(REAL["runs"])
         elif name == "token_id":
@@ -154,6 +162,22 @@ def _build_world(phase, cast, title):
     # A metric computed from the set, so that its computation and the sources exist.
     metric_computation_set(metric=metrics[0], computation="accuracy")
     measurements_compute(study=study)
+    # An elicited metric, its questions from J48's class probabilities in a second set.
+    elicited = services.metric_add(
+        study=study, attribute=attributes[0], name="Cost-weighted accuracy", default_range=[0.3, 0.9]
+    )
+    # Runs read its typed measurements (the experts' own values do not enter runs yet).
+    services.measurements_set(
+        study=study,
+        measurements=[
+            {"candidate": "J48", "metric": "Cost-weighted accuracy", "value": 0.6},
+            {"candidate": "JRip", "metric": "Cost-weighted accuracy", "value": 0.7},
+        ],
+    )
+    proba_set = upload(study)
+    elicited_metric_set(
+        metric=elicited, kind="diagonal", prediction_set=proba_set.pk, reference_candidate="J48", epsilon=0.2
+    )
     world = {
         "study": study.pk,
         "attributes": [a.pk for a in attributes],
@@ -162,6 +186,7 @@ def _build_world(phase, cast, title):
         "invitations": [i.pk for i in pending],
         "posts": [p.pk for p in posts],
         "predictions": [p.pk for p in prediction_sets],
+        "elicited": elicited.pk,
     }
     if phase == Phase.DRAFT:
         return world
@@ -181,7 +206,9 @@ def _build_world(phase, cast, title):
         expert=experts["carol"],
         method="ahp",
         judgments=[["Accuracy", "Consistency", 3], ["Accuracy", "Efficiency", 5], ["Consistency", "Efficiency", 2]],
-        metric_priorities={"Accuracy": {"method": "direct", "weights": {"Success rate": 2, "AUC": 1}}},
+        metric_priorities={
+            "Accuracy": {"method": "direct", "weights": {"Success rate": 2, "AUC": 1, "Cost-weighted accuracy": 1}}
+        },
     )
     services.ranges_set(expert=experts["bob"], ranges={"AUC": [0.75, 0.95]})
     services.study_close_assessment(study=study)

@@ -226,6 +226,11 @@ TAKE_THE_LOCK = {
     "prediction_set_delete": (),
     # tracking: candidates and measurements from MLflow, through the workspace's services
     "mlflow_import": ("_import_write", "candidates_add", "measurements_set"),
+    "elicited_metric_set": (),
+    "elicited_metric_remove": (),
+    "elicitation_answer": ("_answers_locked",),
+    "elicitation_back": ("_answers_locked",),
+    "elicitation_reset": ("_answers_locked",),
 }
 
 # Writes and reads that hold nothing a snapshot reads.

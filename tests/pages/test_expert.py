@@ -611,20 +611,21 @@ def grow(built):
 
 
 # Every page: the session and its user (2), the study and my memberships in
-# it (2, study_for_member); the pages add the step indicator (1).
+# it (2, study_for_member); the pages add the step indicator (1) and the
+# elicited metrics I answer, with my progress (1).
 @pytest.mark.parametrize(
     ("phase", "step", "queries"),
     [
         # + the attributes and their metrics (2), my attribute and metric votes (2)
-        (Phase.VOTING, "votes", 5 + 4),
-        (Phase.ASSESSMENT, "votes", 5 + 4),  # the tallies are annotations of the same two queries
+        (Phase.VOTING, "votes", 6 + 4),
+        (Phase.ASSESSMENT, "votes", 6 + 4),  # the tallies are annotations of the same two queries
         # + selected attributes, selected metrics (2), my prioritisation with its weights and
         # judgments (3), my local prioritisations (1: there are none, so no weights or judgments)
-        (Phase.ASSESSMENT, "priorities", 5 + 6),
+        (Phase.ASSESSMENT, "priorities", 6 + 6),
         # + selected metrics, my ranges, the measurements of the selected metrics (3)
-        (Phase.ASSESSMENT, "ranges", 5 + 3),
+        (Phase.ASSESSMENT, "ranges", 6 + 3),
         # + the experts with their users, my peer weights (2)
-        (Phase.ASSESSMENT, "peer-weights", 5 + 2),
+        (Phase.ASSESSMENT, "peer-weights", 6 + 2),
     ],
 )
 def test_each_page_has_a_fixed_number_of_queries(

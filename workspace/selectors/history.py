@@ -39,6 +39,7 @@ PUBLIC_KINDS = frozenset(
         "prediction_set",
         "computation",
         "measurement_source",
+        "elicited_metric",
         "run",
     }
 )

@@ -48,6 +48,8 @@ class Action(StrEnum):
     PRIORITISE = "prioritise"
     SET_RANGES = "set_ranges"
     WEIGH_PEERS = "weigh_peers"
+    CHANGE_ELICITATION = "change_elicitation"
+    ELICIT = "elicit"
     LAUNCH_RUN = "launch_run"
 
 
@@ -84,6 +86,9 @@ PHASE_RULES: dict[Action, PhaseRule] = {
     Action.PRIORITISE: PhaseRule((ASSESSMENT,), "Prioritising"),
     Action.SET_RANGES: PhaseRule((ASSESSMENT,), "Setting acceptable ranges"),
     Action.WEIGH_PEERS: PhaseRule((ASSESSMENT,), "Weighting experts"),
+    # An elicited metric's questions are fixed before the experts answer them.
+    Action.CHANGE_ELICITATION: PhaseRule((DRAFT, VOTING), "Changing an elicited metric"),
+    Action.ELICIT: PhaseRule((ASSESSMENT,), "Answering an elicited metric's questions"),
     # Runs validate frozen inputs.
     Action.LAUNCH_RUN: PhaseRule((CLOSED,), "Launching a run"),
 }

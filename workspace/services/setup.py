@@ -391,7 +391,17 @@ def candidate_update(*, candidate: Candidate, **changes: Any) -> Candidate:
 
 @transaction.atomic
 def candidate_remove(*, candidate: Candidate) -> None:
+    """Remove the candidate, unless an elicited metric's questions are made
+    from its predictions (``evaluation.models.ElicitedMetric``)."""
     locked(candidate.study)
+    referencing = [e.metric.name for e in candidate.elicited_metrics_referencing.select_related("metric")]
+    if referencing:
+        raise InvalidInput(
+            {
+                "candidate": f"the elicited metric {', '.join(referencing)} asks its questions from "
+                f"{candidate.name}'s predictions: choose another reference candidate for it first"
+            }
+        )
     history.delete(Candidate.objects.filter(pk=candidate.pk))
 
 

@@ -26,6 +26,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from engine import core
 from engine.rules import AHP_WEIGHTINGS, CONSISTENCY_THRESHOLD, PERCENT_TOTAL, PERCENT_TOTAL_SLACK, is_consistent
+from evaluation import selectors as evaluation_selectors
 
 from .. import charts, limits, selectors, services
 from ..errors import InvalidInput, PhaseConflict
@@ -144,6 +145,7 @@ def _step_context(study: Study, expert: Membership, step: Step) -> dict[str, Any
         "next_step": STEPS[position + 1] if position + 1 < len(STEPS) else None,
         "next_url": _url(STEPS[position + 1], study) if position + 1 < len(STEPS) else None,
         "readonly": readonly_reason(study, step),
+        "elicitations": evaluation_selectors.elicitation_steps(study=study, expert=expert),
     }
 
 

@@ -1,0 +1,232 @@
+"""Elicited metrics through the API: the REST twins of the design page
+(``/studies/{id}/predictions/metrics/{metric}/elicitation/``) and of the
+expert's step (``/studies/{id}/my/elicitation/{metric}/``), through the same
+services and selectors.
+
+Members read how a metric is elicited; the designer sets it (draft and
+voting) and sees each expert's progress, and their results once the
+assessment has closed. Only the expert answers their own questions
+(assessment): ``GET`` the state (the next question, or the result), ``POST``
+an answer, ``POST`` back one question or reset.
+"""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import exceptions, serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from evaluation import elicited as elicited_domain
+from evaluation import selectors, services
+from evaluation.models import ElicitedMetric
+from workspace import selectors as workspace_selectors
+from workspace.api.serializers import WriteSerializer
+from workspace.api.views import StudyScoped, validated
+from workspace.models import Metric, Phase
+
+# --- payloads --------------------------------------------------------------------
+
+
+class ElicitationDesignWriteSerializer(WriteSerializer):
+    kind = serializers.ChoiceField(choices=ElicitedMetric.Kind.choices)
+    prediction_set = serializers.IntegerField(help_text="the id of the study's prediction set the questions come from")
+    reference_candidate = serializers.CharField(
+        max_length=200, help_text="the candidate whose class probabilities in the set make the questions"
+    )
+    epsilon = serializers.FloatField(
+        required=False,
+        default=services.ELICITATION_EPSILON_DEFAULT,
+        help_text=f"the tolerance (default {services.ELICITATION_EPSILON_DEFAULT}): smaller asks more questions",
+    )
+
+
+class ElicitationDesignSerializer(serializers.Serializer):
+    metric = serializers.CharField(source="metric.name")
+    kind = serializers.ChoiceField(choices=ElicitedMetric.Kind.choices)
+    prediction_set = serializers.IntegerField(source="prediction_set_id")
+    reference_candidate = serializers.CharField(source="reference_candidate.name")
+    epsilon = serializers.FloatField()
+    labels = serializers.ListField(
+        child=serializers.CharField(), source="prediction_set.labels", help_text="the classes, in the weights' order"
+    )
+
+
+class OutcomeSerializer(serializers.Serializer):
+    rows = serializers.ListField(
+        child=serializers.ListField(child=serializers.CharField()),
+        help_text="per true class (labels), per column: how many of 100 instances of the class, as shown",
+    )
+    labels = serializers.ListField(child=serializers.CharField(), help_text="each row's true class")
+
+
+class QuestionSerializer(serializers.Serializer):
+    number = serializers.IntegerField(help_text="1-based: answer it with this number")
+    total = serializers.IntegerField(help_text="the most questions the elicitation asks")
+    classes = serializers.ListField(child=serializers.CharField())
+    columns = serializers.ListField(child=serializers.CharField())
+    first = OutcomeSerializer()
+    second = OutcomeSerializer()
+    sentence_first = serializers.CharField()
+    sentence_second = serializers.CharField()
+    first_values = serializers.ListField(
+        child=serializers.FloatField(), help_text="the first outcome's confusions, fractions of all instances"
+    )
+    second_values = serializers.ListField(child=serializers.FloatField())
+
+
+class ResultSerializer(serializers.Serializer):
+    labels = serializers.ListField(child=serializers.CharField(), help_text="what each value weighs")
+    values = serializers.ListField(
+        child=serializers.FloatField(), help_text="the weights (diagonal) or costs (off-diagonal), >= 0"
+    )
+    sentence = serializers.CharField()
+
+
+class ElicitationStateSerializer(serializers.Serializer):
+    metric = serializers.CharField(source="elicited.metric.name")
+    kind = serializers.ChoiceField(source="elicited.kind", choices=ElicitedMetric.Kind.choices)
+    answered = serializers.IntegerField()
+    total = serializers.IntegerField()
+    finished = serializers.BooleanField()
+    answers = serializers.CharField(
+        allow_blank=True, help_text="the answers so far, one character each: 1 first, 2 second, 0 no preference"
+    )
+    question = QuestionSerializer(allow_null=True, help_text="the next question; null once finished")
+    result = ResultSerializer(allow_null=True, help_text="null until finished")
+    weights = serializers.ListField(
+        child=serializers.FloatField(), allow_null=True, help_text="the recovered metric's weights; null until finished"
+    )
+
+
+class ElicitationAnswerSerializer(WriteSerializer):
+    answer = serializers.ChoiceField(choices=list(elicited_domain.ANSWER_CHOICES))
+    question = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        help_text="the number of the question answered: a repeated request is refused rather than taken as the next",
+    )
+
+
+class ElicitationProgressSerializer(serializers.Serializer):
+    expert = serializers.CharField()
+    answered = serializers.IntegerField()
+    total = serializers.IntegerField()
+    finished = serializers.BooleanField()
+    weights = serializers.ListField(
+        child=serializers.FloatField(), allow_null=True, help_text="null until the assessment has closed"
+    )
+
+
+# --- views ----------------------------------------------------------------------------
+
+
+class _ElicitedScoped(StudyScoped):
+    def elicited(self) -> ElicitedMetric:
+        try:
+            return selectors.elicited_metric_get(study=self.study(), metric_id=self.kwargs["metric_id"])
+        except ElicitedMetric.DoesNotExist:
+            raise exceptions.NotFound("No such elicited metric in this study.") from None
+
+
+class ElicitationDesignView(_ElicitedScoped):
+    """How one study metric is elicited (the page ``.../predictions/metrics/{metric}/elicitation/``)."""
+
+    def metric(self) -> Metric:
+        try:
+            return selectors.metric_with_computation_get(study=self.study(), metric_id=self.kwargs["metric_id"])
+        except Metric.DoesNotExist:
+            raise exceptions.NotFound("No such metric in this study.") from None
+
+    @extend_schema(responses=ElicitationDesignSerializer)
+    def get(self, request: Request, study_id: int, metric_id: int) -> Response:
+        """How the metric is elicited; 404 when it is not."""
+        return Response(ElicitationDesignSerializer(self.elicited()).data)
+
+    @extend_schema(request=ElicitationDesignWriteSerializer, responses=ElicitationDesignSerializer)
+    def put(self, request: Request, study_id: int, metric_id: int) -> Response:
+        """Elicit the metric from each expert (designer; draft and voting),
+        or change how: any change clears the experts' answers."""
+        self.require_designer("elicit metrics")
+        metric = self.metric()
+        data = validated(ElicitationDesignWriteSerializer, request.data)
+        elicited = services.elicited_metric_set(metric=metric, **data)
+        return Response(
+            ElicitationDesignSerializer(
+                selectors.elicited_metric_get(study=self.study(), metric_id=elicited.metric_id)
+            ).data
+        )
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, study_id: int, metric_id: int) -> Response:
+        """Stop eliciting the metric (designer; draft and voting): the experts' answers go."""
+        self.require_designer("stop eliciting metrics")
+        elicited = self.elicited()
+        services.elicited_metric_remove(metric=elicited.metric)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ElicitationProgressView(_ElicitedScoped):
+    @extend_schema(responses=ElicitationProgressSerializer(many=True))
+    def get(self, request: Request, study_id: int, metric_id: int) -> Response:
+        """Each expert's progress (designer); their weights once the assessment has closed."""
+        self.require_designer("see the experts' progress")
+        elicited = self.elicited()
+        total = elicited_domain.elicitation_replayed(elicited, "").total_queries
+        answered = selectors.elicitation_progress(study=self.study())
+        closed = self.study().phase == Phase.CLOSED
+        rows = []
+        for expert in workspace_selectors.expert_list(study=self.study()):
+            row = answered.get((elicited.metric_id, expert.pk))
+            weights = row.weights if row is not None else None
+            rows.append(
+                {
+                    "expert": expert.user.get_username(),
+                    "answered": len(row.answers) if row is not None else 0,
+                    "total": total,
+                    "finished": weights is not None,
+                    "weights": weights if closed else None,
+                }
+            )
+        return Response(ElicitationProgressSerializer(rows, many=True).data)
+
+
+class _MyElicitation(_ElicitedScoped):
+    def state(self) -> Response:
+        state = selectors.elicitation_state(elicited_metric=self.elicited(), expert=self.expert())
+        return Response(ElicitationStateSerializer(state).data)
+
+
+class MyElicitationView(_MyElicitation):
+    """The expert's own questions of one elicited metric (the page ``/studies/{id}/my/elicitation/{metric}/``)."""
+
+    @extend_schema(responses=ElicitationStateSerializer)
+    def get(self, request: Request, study_id: int, metric_id: int) -> Response:
+        """Where you stand: the next question, or once finished your recovered metric."""
+        self.expert()
+        return self.state()
+
+
+class MyElicitationAnswerView(_MyElicitation):
+    @extend_schema(request=ElicitationAnswerSerializer, responses=ElicitationStateSerializer)
+    def post(self, request: Request, study_id: int, metric_id: int) -> Response:
+        """Answer the next question: ``first``, ``second`` or ``none`` (no
+        preference, which counts as not preferring the first); assessment phase."""
+        expert = self.expert()
+        data = validated(ElicitationAnswerSerializer, request.data)
+        services.elicitation_answer(elicited_metric=self.elicited(), expert=expert, **data)
+        return self.state()
+
+
+class MyElicitationBackView(_MyElicitation):
+    @extend_schema(request=None, responses=ElicitationStateSerializer)
+    def post(self, request: Request, study_id: int, metric_id: int) -> Response:
+        """Take back your last answer (assessment phase)."""
+        services.elicitation_back(elicited_metric=self.elicited(), expert=self.expert())
+        return self.state()
+
+
+class MyElicitationResetView(_MyElicitation):
+    @extend_schema(request=None, responses=ElicitationStateSerializer)
+    def post(self, request: Request, study_id: int, metric_id: int) -> Response:
+        """Clear your answers and start again (assessment phase)."""
+        services.elicitation_reset(elicited_metric=self.elicited(), expert=self.expert())
+        return self.state()

@@ -1,0 +1,289 @@
+"""Elicited metrics in a study: an expert's questions made from the stored
+predictions, the search replayed from the expert's stored answers, each
+question in words and small tables, and the result as weights, a sentence
+and a chart (METHOD.md 7.3, docs/method.md 7.4).
+
+The search itself is ``evaluation.elicitation`` (pure NumPy). This module
+adds what the study needs around it and is shared by the services (which
+write answers), the selectors (which read an expert's state) and the pages
+and the API (through those two): the reference candidate's class
+probabilities, read once per process and kept (``reference_eta``), and the
+plain-data views of a question and of a result.
+
+An expert's answers are stored one character each (``ANSWER_CODES``):
+``1`` the first outcome, ``2`` the second, ``0`` no preference. The
+source's oracle answers "is the first better?", so *no preference* counts as
+*not the first* (``False``), as the source's strict comparison does for two
+equally good outcomes; it is kept as ``0`` so that the expert's own words
+are shown back and counted.
+"""
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from .elicitation import DiagonalElicitation, OffDiagonalElicitation
+from .models import CandidatePredictionArrays, ElicitedMetric
+
+__all__ = [
+    "ANSWER_CODES",
+    "Outcome",
+    "Question",
+    "Result",
+    "class_prior",
+    "elicitation_replayed",
+    "question_for",
+    "reference_eta",
+    "result_for",
+]
+
+#: What each stored character means, and the answer it gives the search.
+ANSWER_CODES = {"1": True, "2": False, "0": False}
+#: The answers as the API and the forms name them, and their codes.
+ANSWER_CHOICES = {"first": "1", "second": "2", "none": "0"}
+
+Elicitation = DiagonalElicitation | OffDiagonalElicitation
+
+# The reference candidates' class probabilities, per (set, candidate): a
+# set's arrays never change (a new upload is a new set), so what was read
+# stays true; the few newest are kept, so each answer replays the search
+# without unpacking the archive again.
+_KEPT = 4
+_etas: "OrderedDict[tuple[int, int], np.ndarray]" = OrderedDict()
+_etas_lock = threading.Lock()
+
+
+def reference_eta(elicited: ElicitedMetric) -> np.ndarray:
+    """The reference candidate's class probabilities in the elicited
+    metric's set, ``(n, k)``, columns in the order of the set's labels
+    (read-only). ``ValueError`` when the candidate has none there."""
+    key = (elicited.prediction_set_id, elicited.reference_candidate_id)
+    with _etas_lock:
+        if key in _etas:
+            _etas.move_to_end(key)
+            return _etas[key]
+    stored = CandidatePredictionArrays.objects.filter(prediction_set_id=key[0], candidate_id=key[1]).select_related(
+        "candidate"
+    )
+    row = stored.first()
+    if row is None:
+        raise ValueError("the reference candidate has no predictions in the chosen set")
+    proba = row.predictions().proba
+    if proba is None:
+        raise ValueError("the reference candidate's predictions have no class probabilities (proba:<label> columns)")
+    eta = np.ascontiguousarray(proba, dtype=np.float64)
+    eta.setflags(write=False)
+    with _etas_lock:
+        _etas[key] = eta
+        while len(_etas) > _KEPT:
+            _etas.popitem(last=False)
+    return eta
+
+
+def new_elicitation(kind: str, eta: np.ndarray, epsilon: float) -> Elicitation:
+    """A fresh search of ``kind`` (``ValueError`` when the probabilities cannot
+    make its questions, with the library's reason)."""
+    if kind == ElicitedMetric.Kind.DIAGONAL:
+        return DiagonalElicitation(eta, epsilon=epsilon)
+    return OffDiagonalElicitation(eta, epsilon=epsilon)
+
+
+# The searches prepared (probabilities checked, ranges found: 90 ms at
+# 100,000 x 10), per (set, candidate, kind, epsilon), with the class prior.
+_prepared: "OrderedDict[tuple[int, int, str, float], tuple[Elicitation, np.ndarray]]" = OrderedDict()
+
+
+def _prepared_search(elicited: ElicitedMetric) -> tuple[Elicitation, np.ndarray]:
+    key = (elicited.prediction_set_id, elicited.reference_candidate_id, str(elicited.kind), float(elicited.epsilon))
+    with _etas_lock:
+        if key in _prepared:
+            _prepared.move_to_end(key)
+            return _prepared[key]
+    eta = reference_eta(elicited)
+    found = (new_elicitation(elicited.kind, eta, elicited.epsilon), eta.mean(axis=0))
+    with _etas_lock:
+        _prepared[key] = found
+        while len(_prepared) > _KEPT:
+            _prepared.popitem(last=False)
+    return found
+
+
+def elicitation_replayed(elicited: ElicitedMetric, answers: str) -> Elicitation:
+    """The search after ``answers`` (stored codes), replayed from the start:
+    no confusion is computed until the next question is asked."""
+    elicitation = _prepared_search(elicited)[0].unanswered()
+    elicitation.replay(ANSWER_CODES[code] for code in answers)
+    return elicitation
+
+
+def class_prior(elicited: ElicitedMetric) -> np.ndarray:
+    """Each class's share of the instances, as the questions' tables use it: the mean of ``eta``."""
+    return _prepared_search(elicited)[1]
+
+
+def forget_prepared() -> None:
+    """Drop what this process keeps (a benchmark's cold start)."""
+    with _etas_lock:
+        _etas.clear()
+        _prepared.clear()
+
+
+# --- a question in words and tables ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One of the two outcomes: per row, out of 100 instances of a true class,
+    how many end in the column's class (``cells``, formatted); the rows and
+    columns shown are the question's."""
+
+    rows: list[list[str]]  # the cells of each row
+    labels: list[str]  # each row's true class
+
+    @property
+    def labelled_rows(self) -> list[tuple[str, list[str]]]:
+        return list(zip(self.labels, self.rows, strict=True))
+
+
+@dataclass(frozen=True)
+class Question:
+    number: int  # 1-based: question i ...
+    total: int  # ... of at most N
+    kind: str
+    classes: list[str]  # the labels the tables' rows name
+    columns: list[str]  # the tables' column headings
+    first: Outcome
+    second: Outcome
+    sentence_first: str
+    sentence_second: str
+    # The raw confusions compared (fractions of all instances), for the API.
+    first_values: list[float]
+    second_values: list[float]
+
+
+def _decimals(pairs: list[tuple[float, float]]) -> int:
+    """The fewest decimals (1 to 4) at which some shown pair of rates differs."""
+    for decimals in range(1, 5):
+        if any(round(a, decimals) != round(b, decimals) for a, b in pairs):
+            return decimals
+    return 4
+
+
+def _per_hundred(value: float, share: float) -> float:
+    return 100.0 * value / share if share > 0 else 0.0
+
+
+def question_for(elicited: ElicitedMetric, elicitation: Elicitation, labels: list[str]) -> Question | None:
+    """The next question, shown as rates out of 100 instances of each true
+    class, or None when every question is answered."""
+    query = elicitation.next_query()
+    if query is None:
+        return None
+    first, second = query
+    prior = class_prior(elicited)
+    number, total = elicitation.n_queries + 1, elicitation.total_queries
+    if isinstance(elicitation, DiagonalElicitation):
+        # The restricted classifier finds only class 0 and the searched class.
+        shown = [0, elicitation.search + 1]
+        rates = [[_per_hundred(d[c], prior[c]) for c in shown] for d in (first, second)]
+        decimals = _decimals(list(zip(rates[0], rates[1], strict=True)))
+
+        def sentence(row: list[float]) -> str:
+            parts = [f"of 100 with {labels[c]}, {row[j]:.{decimals}f} found" for j, c in enumerate(shown)]
+            text = "; ".join(parts)
+            return text[0].upper() + text[1:] + "."
+
+        outcomes = [Outcome([[f"{value:.{decimals}f}"] for value in row], [labels[c] for c in shown]) for row in rates]
+        return Question(
+            number,
+            total,
+            elicited.kind,
+            [labels[c] for c in shown],
+            ["found, of 100"],
+            outcomes[0],
+            outcomes[1],
+            sentence(rates[0]),
+            sentence(rates[1]),
+            [float(v) for v in first],
+            [float(v) for v in second],
+        )
+    k = len(labels)
+    matrices = [elicitation.confusion_matrix(c) for c in (first, second)]
+    rates_m = [[[_per_hundred(m[i, j], prior[i]) for j in range(k)] for i in range(k)] for m in matrices]
+    pairs = [(rates_m[0][i][j], rates_m[1][i][j]) for i in range(k) for j in range(k) if i != j]
+    decimals = _decimals(pairs)
+
+    def costly(rows: list[list[float]]) -> str:
+        i, j = max(((i, j) for i in range(k) for j in range(k) if i != j), key=lambda p: rows[p[0]][p[1]])
+        return f"Most often wrong: of 100 with {labels[i]}, {rows[i][j]:.{decimals}f} taken for {labels[j]}."
+
+    outcomes = [Outcome([[f"{value:.{decimals}f}" for value in row] for row in rows], list(labels)) for rows in rates_m]
+    return Question(
+        number,
+        total,
+        elicited.kind,
+        list(labels),
+        [f"taken for {label}" for label in labels],
+        outcomes[0],
+        outcomes[1],
+        costly(rates_m[0]),
+        costly(rates_m[1]),
+        [float(v) for v in first],
+        [float(v) for v in second],
+    )
+
+
+# --- the result --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Result:
+    """The recovered metric: one weight per class (diagonal) or per
+    confusion ``true → predicted`` (off-diagonal, as costs: ``-a``)."""
+
+    labels: list[str]  # what each weight is of
+    values: list[float]  # the weights (diagonal) or the costs (off-diagonal), >= 0
+    sentence: str
+
+
+def _times(high: float, low: float) -> str:
+    return "infinitely many" if low <= 0 else f"{high / low:.1f}"
+
+
+def result_for(kind: str, weights: list[float], labels: list[str]) -> Result:
+    """The stored weights in words: what each weighs, and the sentence
+    comparing the heaviest with the lightest."""
+    k = len(labels)
+    if kind == ElicitedMetric.Kind.DIAGONAL:
+        names = [f"finding {label}" for label in labels]
+        values = [float(w) for w in weights]
+        top, bottom = int(np.argmax(values)), int(np.argmin(values))
+        sentence = (
+            f"You value finding {labels[top]} {_times(values[top], values[bottom])} times as much as "
+            f"finding {labels[bottom]}."
+        )
+        if values[top] == values[bottom]:
+            sentence = "You value finding every class equally."
+        return Result(names, values, sentence)
+    pairs = [(i, j) for i in range(k) for j in range(k) if i != j]
+    names = [f"{labels[i]} taken for {labels[j]}" for i, j in pairs]
+    values = [max(-float(w), 0.0) for w in weights]
+    top, bottom = int(np.argmax(values)), int(np.argmin(values))
+    sentence = (
+        f"Taking {labels[pairs[top][0]]} for {labels[pairs[top][1]]} costs you "
+        f"{_times(values[top], values[bottom])} times as much as taking {labels[pairs[bottom][0]]} for "
+        f"{labels[pairs[bottom][1]]}."
+    )
+    return Result(names, values, sentence)
+
+
+def metric_value(kind: str, weights: list[float], confusion: np.ndarray) -> float:
+    """An expert's elicited metric of a confusion matrix ``C_ij = P(Y = i, h = j)``
+    (fractions of all instances): ``<a, diag C>`` (weighted accuracy) or
+    ``<a, offdiag C>`` (``a <= 0``: minus the expected cost; higher is better)."""
+    a = np.asarray(weights, dtype=np.float64)
+    if kind == ElicitedMetric.Kind.DIAGONAL:
+        return float(a @ np.diag(confusion))
+    return float(a @ confusion[~np.eye(len(confusion), dtype=bool)])

@@ -1,0 +1,242 @@
+"""Elicited metrics as an expert's step, through the services and selectors:
+question by question equals the library's search with the same oracle,
+resuming replays to the same question, back and reset, and the refusals."""
+
+import numpy as np
+import pytest
+
+from evaluation import elicited as elicited_domain
+from evaluation import selectors, services
+from evaluation.elicitation import DiagonalElicitation
+from evaluation.models import ElicitationAnswers, ElicitedMetric
+from workspace.errors import InvalidInput, PhaseConflict
+from workspace.services import candidate_remove, study_close_voting, study_delete, study_open_voting
+
+from .elicited_fixtures import LABELS, add_elicited_metric, library_weights, linear_oracle, softmax_eta
+
+
+def to_assessment(built):
+    study_open_voting(study=built.study)
+    study_close_voting(study=built.study)
+    built.refresh()
+
+
+def answer_all(elicited, expert, oracle) -> int:
+    asked = 0
+    while (state := selectors.elicitation_state(elicited_metric=elicited, expert=expert)).question is not None:
+        question = state.question
+        assert question.number == asked + 1
+        answer = "first" if oracle(question.first_values, question.second_values) else "second"
+        services.elicitation_answer(elicited_metric=elicited, expert=expert, answer=answer, question=question.number)
+        asked += 1
+    return asked
+
+
+@pytest.mark.parametrize(
+    ("kind", "epsilon", "truth", "questions"),
+    [
+        ("diagonal", 0.01, [0.2, 0.5, 0.3], 56),  # source 003, Table 2: 4 (k - 1) ceil(log2(1/0.01)) for k = 3
+        ("offdiagonal", 0.2, -np.array([1, 2, 3, 1, 1, 2]) / np.sqrt(20), 4 * 3 * 2 * 5),
+    ],
+)
+def test_answering_question_by_question_equals_the_library(make_study, kind, epsilon, truth, questions):
+    built = make_study()
+    elicited = add_elicited_metric(built, kind=kind, epsilon=epsilon)
+    to_assessment(built)
+    oracle = linear_oracle(truth)
+    asked = answer_all(elicited, built.bob, oracle)
+    expected, expected_count = library_weights(kind, oracle, elicited_domain.reference_eta(elicited), epsilon)
+    assert asked == expected_count == questions
+    state = selectors.elicitation_state(elicited_metric=elicited, expert=built.bob)
+    assert state.finished and state.answered == state.total == questions
+    np.testing.assert_array_equal(state.weights, expected)
+    stored = ElicitationAnswers.objects.get(elicited_metric=elicited, expert=built.bob)
+    assert stored.weights == [float(w) for w in expected] and len(stored.answers) == questions
+    if kind == "diagonal":
+        # Recovered within the source's tolerance (Table 2: 0.02 in max norm).
+        assert np.abs(np.array(state.weights) - truth).max() < 0.02
+        assert state.result.labels == [f"finding {label}" for label in LABELS]
+        assert state.result.sentence.startswith("You value finding tumour B 2.")
+    # Carol has answered nothing: her state is the first question.
+    assert selectors.elicitation_state(elicited_metric=elicited, expert=built.carol).question.number == 1
+
+
+def test_resuming_replays_to_the_same_question_and_back_and_reset(make_study):
+    built = make_study()
+    elicited = add_elicited_metric(built, epsilon=0.05)
+    to_assessment(built)
+    oracle = linear_oracle([0.6, 0.1, 0.3])
+    uninterrupted = DiagonalElicitation(elicited_domain.reference_eta(elicited), epsilon=0.05)
+    for number in range(1, 14):
+        first, second = uninterrupted.next_query()
+        # A new request each time: nothing but the stored answers carries over.
+        state = selectors.elicitation_state(elicited_metric=elicited, expert=built.bob)
+        assert state.question.number == number
+        np.testing.assert_array_equal(state.question.first_values, first)
+        np.testing.assert_array_equal(state.question.second_values, second)
+        verdict = oracle(first, second)
+        uninterrupted.answer(verdict)
+        services.elicitation_answer(
+            elicited_metric=elicited, expert=built.bob, answer="first" if verdict else "none", question=number
+        )
+    before_back = selectors.elicitation_state(elicited_metric=elicited, expert=built.bob).question
+    services.elicitation_back(elicited_metric=elicited, expert=built.bob)
+    back = selectors.elicitation_state(elicited_metric=elicited, expert=built.bob)
+    assert back.question.number == 13 and back.answered == 12
+    services.elicitation_answer(elicited_metric=elicited, expert=built.bob, answer="second", question=13)
+    again = selectors.elicitation_state(elicited_metric=elicited, expert=built.bob).question
+    assert again.number == before_back.number == 14
+    # A second submission of question 13's form is refused, not taken as question 14's answer.
+    with pytest.raises(InvalidInput) as refused:
+        services.elicitation_answer(elicited_metric=elicited, expert=built.bob, answer="first", question=13)
+    assert refused.value.errors == {"question": ["question 13 is not the next one: question 14 is"]}
+    services.elicitation_reset(elicited_metric=elicited, expert=built.bob)
+    reset = selectors.elicitation_state(elicited_metric=elicited, expert=built.bob)
+    assert reset.answered == 0 and reset.question.number == 1 and reset.answers == ""
+
+
+def test_a_question_in_words(make_study):
+    built = make_study()
+    elicited = add_elicited_metric(built, epsilon=0.05)
+    to_assessment(built)
+    question = selectors.elicitation_state(elicited_metric=elicited, expert=built.bob).question
+    prior = softmax_eta().mean(axis=0)
+    first = np.array(question.first_values)
+    assert question.total == 4 * 2 * 5 and question.classes == ["tumour A", "tumour B"]
+    found_a = 100 * first[0] / prior[0]
+    assert question.first.rows[0] == [f"{found_a:.1f}"]
+    assert question.sentence_first.startswith(f"Of 100 with tumour A, {found_a:.1f} found; of 100 with tumour B, ")
+
+
+def test_refusals_write_nothing(make_study):
+    built = make_study()
+    elicited = add_elicited_metric(built, epsilon=0.05)
+    # Not before the assessment opens.
+    with pytest.raises(PhaseConflict):
+        services.elicitation_answer(elicited_metric=elicited, expert=built.bob, answer="first")
+    to_assessment(built)
+    with pytest.raises(InvalidInput) as bad:
+        services.elicitation_answer(elicited_metric=elicited, expert=built.bob, answer="yes")
+    assert bad.value.errors == {"answer": ["must be one of first, second, none; got 'yes'"]}
+    with pytest.raises(InvalidInput) as nothing:
+        services.elicitation_back(elicited_metric=elicited, expert=built.bob)
+    assert nothing.value.errors == {"answer": ["no question is answered yet"]}
+    assert set(ElicitationAnswers.objects.values_list("answers", flat=True)) <= {""}
+    # The design is frozen from the assessment on.
+    with pytest.raises(PhaseConflict):
+        services.elicited_metric_remove(metric=elicited.metric)
+
+
+def test_the_designer_s_refusals(make_study):
+    built = make_study()
+    elicited = add_elicited_metric(built, epsilon=0.05)
+    metric, set_id = elicited.metric, elicited.prediction_set_id
+    cases = [
+        ({"kind": "both"}, "kind", "must be one of diagonal, offdiagonal, got 'both'"),
+        ({"epsilon": 2}, "epsilon", "epsilon must lie in (0, 1), the length of the searched interval; got 2.0"),
+        ({"reference_candidate": "Nobody"}, "reference_candidate", "no candidate named 'Nobody' in this study"),
+        ({"prediction_set": 999}, "prediction_set", "no prediction set 999 in this study"),
+        (
+            {"kind": "offdiagonal", "epsilon": 0.01},
+            "epsilon",
+            "would ask each expert 320 questions, more than 400: choose a larger tolerance, or the diagonal kind",
+        ),
+    ]
+    for change, field, message in cases[:4]:
+        arguments = {"kind": "diagonal", "prediction_set": set_id, "reference_candidate": "J48", "epsilon": 0.05}
+        with pytest.raises(InvalidInput) as refused:
+            services.elicited_metric_set(metric=metric, **{**arguments, **change})
+        assert refused.value.errors == {field: [message]}
+    lower = built.metrics["Fold stdev"]
+    with pytest.raises(InvalidInput) as refused:
+        services.elicited_metric_set(
+            metric=lower, kind="diagonal", prediction_set=set_id, reference_candidate="J48", epsilon=0.05
+        )
+    assert refused.value.errors == {"metric": ["Fold stdev is lower-is-better; an elicited metric is higher-is-better"]}
+    # The set the questions come from cannot be deleted.
+    with pytest.raises(InvalidInput) as kept:
+        services.prediction_set_delete(prediction_set=elicited.prediction_set)
+    assert "Cost-weighted accuracy" in kept.value.errors["prediction_set"][0]
+    # Nor can the reference candidate be removed alone ...
+    with pytest.raises(InvalidInput) as still:
+        candidate_remove(candidate=built.candidates["J48"])
+    assert still.value.errors == {
+        "candidate": [
+            "the elicited metric Cost-weighted accuracy asks its questions from J48's predictions: choose another "
+            "reference candidate for it first"
+        ]
+    }
+    # ... but the study goes with all of it.
+    study_delete(study=built.study)
+    assert not ElicitedMetric.objects.exists() and not ElicitationAnswers.objects.exists()
+
+
+def test_changing_the_design_clears_the_answers(make_study):
+    built = make_study()
+    elicited = add_elicited_metric(built, epsilon=0.05)
+    study_open_voting(study=built.study)  # the design may still change while the experts vote
+    row = ElicitationAnswers.objects.create(elicited_metric=elicited, expert=built.bob, answers="12")
+    same = services.elicited_metric_set(
+        metric=elicited.metric,
+        kind="diagonal",
+        prediction_set=elicited.prediction_set_id,
+        reference_candidate="J48",
+        epsilon=0.05,
+    )
+    assert ElicitationAnswers.objects.filter(pk=row.pk).exists() and same.pk == elicited.pk
+    services.elicited_metric_set(
+        metric=elicited.metric,
+        kind="diagonal",
+        prediction_set=elicited.prediction_set_id,
+        reference_candidate="JRip",
+        epsilon=0.05,
+    )
+    assert not ElicitationAnswers.objects.filter(pk=row.pk).exists()
+
+
+# Two classes, ten instances: J48 finds 4 of 5 of class A and 2 of 5 of B;
+# JRip 2 of 5 of A and 5 of 5 of B. J48's probabilities are the questions'.
+TWO_CLASSES = (
+    "candidate,y_true,y_pred,proba:A,proba:B\n"
+    + "".join(
+        f"J48,{truth},{guess},{p},{1 - p}\n"
+        for truth, guess, p in [
+            ("A", "A", 0.9),
+            ("A", "A", 0.8),
+            ("A", "A", 0.7),
+            ("A", "A", 0.6),
+            ("A", "B", 0.4),
+            ("B", "A", 0.55),
+            ("B", "A", 0.52),
+            ("B", "A", 0.51),
+            ("B", "B", 0.3),
+            ("B", "B", 0.2),
+        ]
+    )
+    + "".join(
+        f"JRip,{truth},{guess},0.5,0.5\n" for truth, guess in [("A", "A")] * 2 + [("A", "B")] * 3 + [("B", "B")] * 5
+    )
+)
+
+
+def test_each_expert_s_value_flips_the_winner_as_a_hand_computation_says(make_study):
+    import io
+
+    built = make_study()
+    prediction_set = services.prediction_set_import(
+        study=built.study, stream=io.BytesIO(TWO_CLASSES.encode()), name="two.csv", uploaded_by=None
+    )
+    metric = built.metrics["AUC"]
+    elicited = services.elicited_metric_set(
+        metric=metric, kind="diagonal", prediction_set=prediction_set.pk, reference_candidate="J48", epsilon=0.1
+    )
+    # Bob values finding A four times as much as B; carol the other way round.
+    values = selectors.elicited_values(elicited_metric=elicited, finished={"bob": [0.8, 0.2], "carol": [0.2, 0.8]})
+    by_name = {row.candidate: row for row in values}
+    # By hand: J48's diagonal is (4, 2) / 10 and JRip's (2, 5) / 10.
+    assert by_name["J48"].values == pytest.approx({"bob": 0.8 * 0.4 + 0.2 * 0.2, "carol": 0.2 * 0.4 + 0.8 * 0.2})
+    assert by_name["JRip"].values == pytest.approx({"bob": 0.8 * 0.2 + 0.2 * 0.5, "carol": 0.2 * 0.2 + 0.8 * 0.5})
+    assert by_name["J48"].values["bob"] > by_name["JRip"].values["bob"]  # 0.36 > 0.26: J48 for bob
+    assert by_name["J48"].values["carol"] < by_name["JRip"].values["carol"]  # 0.24 < 0.44: JRip for carol
+    assert by_name["JRip"].spread == pytest.approx((0.26, 0.44))
+    assert by_name["J48"].prediction_set == "two.csv" and by_name["J48"].reason == ""

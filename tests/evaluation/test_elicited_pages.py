@@ -1,0 +1,160 @@
+"""The elicited metric's pages through Django's test client: the designer's
+design page, the expert's step answered question by question with plain
+forms equals the library's search, go back, redo, the step listed with the
+expert's others, roles, and query counts that do not grow with the answers."""
+
+import re
+
+import numpy as np
+import pytest
+
+from evaluation import elicited as elicited_domain
+from evaluation.elicitation import DiagonalElicitation, elicit_diagonal
+from evaluation.models import ElicitationAnswers, ElicitedMetric
+from tests.pages.test_studyhome import as_user, text_of
+from workspace.services import metric_add, study_close_voting, study_open_voting
+
+from .elicited_fixtures import add_elicited_metric, linear_oracle, upload
+
+pytestmark = pytest.mark.django_db
+
+
+def page_question(response):
+    """The question number and the two outcomes' rates as the page shows them."""
+    body = response.content.decode()
+    number = int(re.search(r'name="question" value="(\d+)"', body).group(1))
+    return number
+
+
+def test_the_designer_makes_a_metric_elicited(client, make_study, cast):
+    built = make_study()
+    prediction_set = upload(built.study)
+    metric = metric_add(
+        study=built.study,
+        attribute=built.attributes["Accuracy"],
+        name="Cost-weighted accuracy",
+        better="higher",
+        unit="",
+        default_range=None,
+    )
+    url = f"/studies/{built.study.pk}/predictions/metrics/{metric.pk}/elicitation/"
+    designer = as_user(client, cast.alice)
+    page = designer.get(url)
+    assert page.status_code == 200 and "Elicit Cost-weighted accuracy from each expert" in text_of(page)
+    refused = designer.post(
+        url, {"kind": "diagonal", "prediction_set": prediction_set.pk, "reference_candidate": "J48", "epsilon": "3"}
+    )
+    assert refused.status_code == 400 and not ElicitedMetric.objects.exists()
+    assert "epsilon must lie in (0, 1)" in text_of(refused)
+    saved = designer.post(
+        url, {"kind": "diagonal", "prediction_set": prediction_set.pk, "reference_candidate": "J48", "epsilon": "0.05"}
+    )
+    assert saved.status_code == 302
+    elicited = ElicitedMetric.objects.get(metric=metric)
+    assert (elicited.kind, elicited.prediction_set_id, elicited.reference_candidate.name, elicited.epsilon) == (
+        "diagonal",
+        prediction_set.pk,
+        "J48",
+        0.05,
+    )
+    listed = text_of(designer.get(f"/studies/{built.study.pk}/predictions/"))
+    assert "elicited from each expert (diagonal" in listed
+    # An expert may not design it.
+    assert as_user(client, cast.bob).get(url).status_code == 403
+
+
+def test_the_expert_answers_with_plain_forms(client, make_study, cast, django_assert_num_queries):
+    built = make_study()
+    elicited = add_elicited_metric(built, epsilon=0.05)
+    study_open_voting(study=built.study)
+    study_close_voting(study=built.study)
+    url = f"/studies/{built.study.pk}/my/elicitation/{elicited.metric_id}/"
+    bob = as_user(client, cast.bob)
+    oracle = linear_oracle([0.2, 0.5, 0.3])
+    eta = elicited_domain.reference_eta(elicited)
+    expected, count = elicit_diagonal(oracle, eta, epsilon=0.05)
+    shadow = DiagonalElicitation(eta, epsilon=0.05)
+    for asked in range(1, count + 1):
+        page = bob.get(url)
+        assert page.status_code == 200 and page_question(page) == asked
+        assert f"Question {asked} of at most {count}" in text_of(page)
+        first, second = shadow.next_query()
+        verdict = oracle(first, second)
+        shadow.answer(verdict)
+        answered = bob.post(url, {"question": asked, "answer": "first" if verdict else "second"})
+        assert answered.status_code == 302 and answered["Location"] == url
+        if asked == 3:
+            # Go back one question, then answer it again.
+            bob.post(url, {"back": "1"})
+            assert page_question(bob.get(url)) == 3
+            bob.post(url, {"question": 3, "answer": "first" if verdict else "second"})
+    done = bob.get(url)
+    text = text_of(done)
+    assert f"All {count} questions answered" in text
+    assert "You value finding tumour B 2." in text and "<svg" in done.content.decode()
+    stored = ElicitationAnswers.objects.get(expert=built.bob)
+    np.testing.assert_array_equal(stored.weights, expected)
+    # The step is listed with the expert's others, done.
+    # Session, user, study with roles, the elicited metric, the answers, the messages (6),
+    # however many answers are stored.
+    with django_assert_num_queries(6):
+        bob.get(url)
+    ranges = text_of(bob.get(f"/studies/{built.study.pk}/my/ranges/"))
+    assert "Answer the questions of Cost-weighted accuracy (done)" in ranges
+    # Redo clears the answers.
+    bob.post(url, {"reset": "1"})
+    assert ElicitationAnswers.objects.get(expert=built.bob).answers == ""
+    with django_assert_num_queries(6):
+        bob.get(url)
+
+
+def test_roles_and_refusals(client, make_study, cast):
+    built = make_study()
+    elicited = add_elicited_metric(built, epsilon=0.05)
+    url = f"/studies/{built.study.pk}/my/elicitation/{elicited.metric_id}/"
+    # Before the assessment: read-only with the reason; an answer is refused and nothing stored.
+    bob = as_user(client, cast.bob)
+    page = bob.get(url)
+    assert "only possible in the assessment phase" in text_of(page)
+    bob.post(url, {"question": 1, "answer": "first"})
+    assert not ElicitationAnswers.objects.filter(answers__gt="").exists()
+    # The designer (not an expert here) may not answer; an outsider sees nothing.
+    assert as_user(client, cast.alice).get(url).status_code == 403
+    assert as_user(client, cast.charlie).get(url).status_code == 404
+    # A metric that is not elicited: 404.
+    other = built.metrics["AUC"].pk
+    assert as_user(client, cast.bob).get(f"/studies/{built.study.pk}/my/elicitation/{other}/").status_code == 404
+
+
+def test_the_designer_sees_each_expert_s_values_once_the_assessment_has_closed(client, make_study, cast):
+    import io
+
+    from evaluation.services import prediction_set_import
+    from workspace.models import Metric, Phase
+
+    from .test_elicited import TWO_CLASSES
+
+    built = make_study(Phase.CLOSED)
+    prediction_set = prediction_set_import(
+        study=built.study, stream=io.BytesIO(TWO_CLASSES.encode()), name="two.csv", uploaded_by=None
+    )
+    # Written directly: a metric is added in the draft only.
+    metric = Metric.objects.create(
+        study=built.study, attribute=built.attributes["Accuracy"], name="Cost-weighted accuracy", position=99
+    )
+    elicited = ElicitedMetric.objects.create(
+        metric=metric,
+        kind="diagonal",
+        prediction_set=prediction_set,
+        reference_candidate=built.candidates["J48"],
+        epsilon=0.1,
+    )
+    ElicitationAnswers.objects.create(elicited_metric=elicited, expert=built.bob, answers="1", weights=[0.8, 0.2])
+    ElicitationAnswers.objects.create(elicited_metric=elicited, expert=built.carol, answers="2", weights=[0.2, 0.8])
+    page = as_user(client, cast.alice).get(f"/studies/{built.study.pk}/predictions/metrics/{metric.pk}/elicitation/")
+    text = text_of(page)
+    assert "You value finding A 4.0 times as much as finding B." in text
+    assert "You value finding B 4.0 times as much as finding A." in text
+    # By hand (tests/evaluation/test_elicited.py): J48 0.36 for bob, 0.24 for carol; JRip 0.26 and 0.44.
+    assert "J48 two.csv 0.3600 0.2400 0.2400–0.3600" in text
+    assert "JRip two.csv 0.2600 0.4400 0.2600–0.4400" in text
