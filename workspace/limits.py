@@ -336,3 +336,14 @@ class BodySizeLimitMiddleware:
             # The API's error envelope (workspace.api.exceptions.envelope).
             return JsonResponse({"code": "request_too_large", "detail": detail, "fields": {}}, status=413)
         return None
+
+
+# --- Revision rounds (docs/method.md, "Revision rounds") ---
+# The longest message the designer opens a round with, and the longest reason
+# an expert gives for revising or confirming a step.
+ROUND_MESSAGE_MAX_CHARS = 2000
+ROUND_REASON_MAX_CHARS = 500
+# The group's distribution of an input is shown only when at least this many
+# experts gave it: with two, the median and one's own answer would give the
+# other's away.
+ROUND_FEEDBACK_MIN_EXPERTS = 3

@@ -60,6 +60,7 @@ from .inputs import (
     votes_set,
     votes_set_many,
 )
+from .rounds import round_close, round_open, round_respond
 from .phases import (
     PHASE_RULES,
     Action,
@@ -144,6 +145,9 @@ __all__ = [
     "prioritisation_preview",
     "prioritisation_set",
     "range_check",
+    "round_close",
+    "round_open",
+    "round_respond",
     "ranges_set",
     "ranges_set_many",
     "study_close_assessment",

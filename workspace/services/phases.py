@@ -16,7 +16,7 @@ from django.db import transaction
 from django.db.models import Count
 
 from ..errors import InvalidInput, PhaseConflict
-from ..models import Metric, Phase, QualityAttribute, Study
+from ..models import Metric, Phase, QualityAttribute, RevisionRound, Study
 from ..selectors import expert_list, missing_input_list, unconfirmed_votes, vote_selection_get
 from ._checks import locked
 
@@ -47,6 +47,8 @@ class Action(StrEnum):
     PRIORITISE = "prioritise"
     SET_RANGES = "set_ranges"
     WEIGH_PEERS = "weigh_peers"
+    OPEN_ROUND = "open_round"
+    CLOSE_ROUND = "close_round"
     LAUNCH_RUN = "launch_run"
 
 
@@ -83,6 +85,9 @@ PHASE_RULES: dict[Action, PhaseRule] = {
     Action.PRIORITISE: PhaseRule((ASSESSMENT,), "Prioritising"),
     Action.SET_RANGES: PhaseRule((ASSESSMENT,), "Setting acceptable ranges"),
     Action.WEIGH_PEERS: PhaseRule((ASSESSMENT,), "Weighting experts"),
+    # Revision rounds happen while the experts' inputs may change.
+    Action.OPEN_ROUND: PhaseRule((ASSESSMENT,), "Opening a revision round"),
+    Action.CLOSE_ROUND: PhaseRule((ASSESSMENT,), "Closing a revision round"),
     # Runs validate frozen inputs.
     Action.LAUNCH_RUN: PhaseRule((CLOSED,), "Launching a run"),
 }
@@ -193,6 +198,12 @@ def study_close_voting(*, study: Study) -> Study:
 def study_close_assessment(*, study: Study) -> Study:
     study = locked(study)
     require_phase(study, Action.CLOSE_ASSESSMENT)
+    open_round = RevisionRound.objects.filter(study=study, closed_at__isnull=True).values_list("number", flat=True)
+    for number in open_round:
+        raise PhaseConflict(
+            f"Assessment cannot close while revision round {number} is open: close the round first.",
+            code="transition_blocked",
+        )
     gaps = missing_input_list(study=study)
     if gaps:
         detail = "; ".join(f"{name}: {', '.join(items)}" for name, items in gaps.items())
