@@ -217,19 +217,17 @@ def consensus_wording(value: float) -> str:
 
 
 class Quartiles(NamedTuple):
-    """A group's answers to one input, told without saying whose they are."""
+    """A group's answers to one input, told without saying whose they are
+    (never its lowest or highest answer: those are one expert's own)."""
 
     count: int
-    min: float
     q1: float
     median: float
     q3: float
-    max: float
 
 
 def quartiles(values: ArrayLike) -> Quartiles:
-    """The lowest, first quartile, median, third quartile and highest of a
-    group's values (revision rounds' feedback): NumPy's default percentiles,
+    """The first quartile, median and third quartile of a group's values (revision rounds' feedback): NumPy's default percentiles,
     linear between the sorted values (type 7 of Hyndman and Fan), so with
     three values the quartiles lie halfway between neighbours.
 
@@ -239,4 +237,4 @@ def quartiles(values: ArrayLike) -> Quartiles:
     if values.size == 0:
         raise ValueError("values must hold at least one value")
     q1, median, q3 = (float(q) for q in np.percentile(values, [25, 50, 75]))
-    return Quartiles(int(values.size), float(values.min()), q1, median, q3, float(values.max()))
+    return Quartiles(int(values.size), q1, median, q3)

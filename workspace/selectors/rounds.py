@@ -3,7 +3,8 @@ one, the group's anonymised feedback an expert reads, and the convergence
 across closed rounds.
 
 Anonymity (docs/method.md, "Revision rounds"): the feedback names no expert
-and keeps no expert's order. Weights are told as quartiles only; ranges as
+and keeps no expert's order. Weights are told as quartiles only (never the
+lowest or highest, which are one expert's own); ranges as
 the group's least acceptable and desired values each sorted on their own (so
 a bound is not paired with its other bound); peer weights as the mean weight
 each expert receives; reasons without their author, sorted by their text. An

@@ -60,7 +60,6 @@ from .inputs import (
     votes_set,
     votes_set_many,
 )
-from .rounds import round_close, round_open, round_respond
 from .phases import (
     PHASE_RULES,
     Action,
@@ -76,6 +75,7 @@ from .phases import (
     study_reopen_assessment,
     study_transition,
 )
+from .rounds import round_close, round_open, round_respond
 from .setup import (
     attribute_add,
     attribute_remove,

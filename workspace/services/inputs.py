@@ -26,7 +26,6 @@ from engine.rules import (
 
 from ..errors import InvalidInput
 from ..models import (
-    RoundStep,
     AcceptableRange,
     AttributePrioritisation,
     AttributeVote,
@@ -37,6 +36,7 @@ from ..models import (
     MetricVote,
     PeerWeight,
     QualityAttribute,
+    RoundStep,
     Study,
 )
 from ..selectors import expert_list, selected_attributes, selected_metrics
