@@ -44,6 +44,8 @@ CODES: dict[str, int] = {
     "analysis_finished": 409,
     "analysis_not_finished": 409,
     "idempotency_conflict": 409,
+    "round_open": 409,
+    "no_open_round": 409,
     "request_too_large": 413,
     "unsupported_media_type": 415,
     "throttled": 429,
