@@ -220,16 +220,16 @@ class Quartiles(NamedTuple):
     """A group's answers to one input, told without saying whose they are
     (never its lowest or highest answer: those are one expert's own)."""
 
-    count: int
+    size: int  # how many values
     q1: float
     median: float
     q3: float
 
 
 def quartiles(values: ArrayLike) -> Quartiles:
-    """The first quartile, median and third quartile of a group's values (revision rounds' feedback): NumPy's default percentiles,
-    linear between the sorted values (type 7 of Hyndman and Fan), so with
-    three values the quartiles lie halfway between neighbours.
+    """The first quartile, median and third quartile of a group's values
+    (revision rounds' feedback): NumPy's default percentiles, linear
+    between the sorted values (type 7 of Hyndman and Fan), so with three values the quartiles lie halfway between neighbours.
 
     ValueError when ``values`` is empty or not finite.
     """

@@ -72,7 +72,7 @@ class RoundStatusSerializer(RoundSerializer):
 
 
 class QuartilesSerializer(serializers.Serializer):
-    count = serializers.IntegerField(help_text="how many experts gave this weight")
+    count = serializers.IntegerField(source="size", help_text="how many experts gave this weight")
     q1 = serializers.FloatField()
     median = serializers.FloatField()
     q3 = serializers.FloatField()

@@ -245,4 +245,5 @@ def convergence_of(number: int, snapshot: dict) -> RoundConvergence:
 def round_convergence(*, study: Study) -> list[RoundConvergence]:
     """Each closed round's convergence, first first. One query."""
     closed = RevisionRound.objects.filter(study=study, closed_at__isnull=False).order_by("number")
-    return [convergence_of(number, snapshot) for number, snapshot in closed.values_list("number", "snapshot")]
+    # A closed round always has its snapshot (constraint round_closed_has_snapshot).
+    return [convergence_of(number, snapshot or {}) for number, snapshot in closed.values_list("number", "snapshot")]

@@ -4,10 +4,11 @@ reason) from the step's page, which shows the group's anonymised answers
 beside their own (``feedback_context``); the study home shows who has
 responded and the convergence across closed rounds (``home_context``)."""
 
-from typing import Any
+from typing import Any, cast
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
@@ -117,7 +118,7 @@ def round_open_page(request: HttpRequest, study_id: int) -> HttpResponse:
     study = study_for_member(request, study_id)
     require_designer(study, "open a revision round")
     try:
-        opened = services.round_open(study=study, by=request.user, message=request.POST.get("message", ""))
+        opened = services.round_open(study=study, by=cast(User, request.user), message=request.POST.get("message", ""))
     except InvalidInput as error:
         messages.error(request, f"The round was not opened: {error.message}")
     except PhaseConflict as error:
@@ -138,7 +139,7 @@ def round_close_page(request: HttpRequest, study_id: int) -> HttpResponse:
     refusal = None
     if request.method == "POST":
         try:
-            closed = services.round_close(study=study, by=request.user)
+            closed = services.round_close(study=study, by=cast(User, request.user))
         except PhaseConflict as error:
             refusal = str(error)
         else:
