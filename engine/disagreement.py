@@ -229,7 +229,8 @@ class Quartiles(NamedTuple):
 def quartiles(values: ArrayLike) -> Quartiles:
     """The first quartile, median and third quartile of a group's values
     (revision rounds' feedback): NumPy's default percentiles, linear
-    between the sorted values (type 7 of Hyndman and Fan), so with three values the quartiles lie halfway between neighbours.
+    between the sorted values (type 7 of Hyndman and Fan), so with three
+    values the quartiles lie halfway between neighbours.
 
     ValueError when ``values`` is empty or not finite.
     """

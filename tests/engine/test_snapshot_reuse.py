@@ -215,6 +215,8 @@ NOT_INPUTS = {
     "api_tokens_revoke_all",
     # the discussion
     *("post_add", "post_edit", "post_hide", "post_unhide"),
+    # revision rounds: their own rows (a round's snapshot is read from the inputs, never written to them)
+    *("round_open", "round_close", "round_respond"),
 }
 
 MODULES = (workspace, invitations, bundles, reminders, evaluation_services, imports)
