@@ -35,13 +35,13 @@ from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import User
 from django.db import DatabaseError, connection, transaction
-from django.db.models import F, Q, QuerySet
+from django.db.models import F, Max, Q, QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
 from workspace.errors import PhaseConflict
-from workspace.models import Study
+from workspace.models import RevisionRound, Study
 from workspace.services.phases import Action, phase_allows
 
 from . import core
@@ -146,6 +146,12 @@ def _serialise_builds(study: Study) -> None:
             cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_BUILD_LOCK_KEY, study.pk])
 
 
+def _latest_round(study: Study) -> int | None:
+    """The number of the study's latest revision round (all are closed once
+    the study is), which a run records as the round it used."""
+    return RevisionRound.objects.filter(study=study).aggregate(latest=Max("number"))["latest"]
+
+
 def _launch_copying(study: Study, launched_by: User | None, tolerance: float) -> Run | None:
     """A new run with the snapshot of a run of ``study`` taken at its current
     ``input_version`` and ``tolerance``, copied inside the database (never
@@ -170,6 +176,7 @@ def _launch_copying(study: Study, launched_by: User | None, tolerance: float) ->
         tolerance=tolerance,
         snapshot=copied,
         input_version=study.input_version,
+        revision_round=_latest_round(study),
         lease_expires_at=_queue_lease(timezone.now()),
     )
     del run.snapshot  # read from the database if asked for
@@ -220,6 +227,7 @@ def _launch_building(study: Study, launched_by: User | None, tolerance: float) -
         tolerance=tolerance,
         snapshot=snapshot,
         input_version=study.input_version,
+        revision_round=_latest_round(study),
         lease_expires_at=_queue_lease(timezone.now()),
     )
 

@@ -7,6 +7,7 @@ import pytest
 
 from engine.disagreement import ahp_consensus, quartiles, weight_spread
 from engine.snapshot import inputs_snapshot
+from tests.api.conftest import launch_and_finish
 from tests.fixtures import CAROL_JUDGMENTS, db_snapshot
 from workspace import selectors, services
 from workspace.errors import InvalidInput, PhaseConflict
@@ -193,3 +194,23 @@ def test_reasons_reach_the_next_round_without_their_authors(panel, cast):
         "peer_weights": [],
     }
     assert feedback.mine == {}
+
+
+def test_a_run_records_the_round_it_used_and_a_comparison_shows_both(panel, cast, client):
+    services.round_open(study=panel.study, by=cast.alice)
+    services.round_close(study=panel.study, by=cast.alice)
+    services.study_close_assessment(study=panel.study)
+    first = launch_and_finish(panel, cast.alice)
+    services.study_reopen_assessment(study=panel.study)
+    services.round_open(study=panel.study, by=cast.alice)
+    services.priorities_set(
+        expert=panel.experts["charlie"], method="direct", weights={"Accuracy": 4, "Consistency": 3, "Efficiency": 3}
+    )
+    services.round_close(study=panel.study, by=cast.alice)
+    services.study_close_assessment(study=panel.study)
+    second = launch_and_finish(panel, cast.alice)
+    assert (first.revision_round, second.revision_round) == (1, 2)
+    client.force_login(cast.alice)
+    page = client.get(f"/runs/{first.pk}/compare/{second.pk}/").content.decode()
+    assert "after revision round 1" in page and "after revision round 2" in page
+    assert "Round 1 → round 2" in page

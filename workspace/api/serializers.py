@@ -724,6 +724,7 @@ class RunSerializer(serializers.ModelSerializer):
             "duration_seconds",
             "attempts",
             "tolerance",
+            "revision_round",
             "error",
         ]
         read_only_fields = fields
