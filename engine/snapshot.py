@@ -34,6 +34,7 @@ from . import core
 __all__ = [
     "SNAPSHOT_VERSION",
     "RunInputError",
+    "INPUT_KEYS",
     "ScoreInputs",
     "inputs_snapshot",
     "snapshot_arrays",
@@ -233,7 +234,7 @@ def study_snapshot(*, study: Study, tolerance: float = core.DEFAULT_TOLERANCE) -
         # how AHP weights were computed (the run keeps its method; snapshots
         # from before the setting have none: the paper's column means)
         "ahp_weighting": study.ahp_weighting,
-        **{key: inputs[key] for key in _EXPERT_KEYS[:-3]},
+        **{key: inputs[key] for key in INPUT_KEYS[:-3]},
         "candidates": [c.name for c in candidates],
         "measurements": measurements,
         # Each measurement's standard error (None: none given), sampled by a
@@ -242,12 +243,13 @@ def study_snapshot(*, study: Study, tolerance: float = core.DEFAULT_TOLERANCE) -
         "standard_errors": standard_errors,
         # How each expert prioritised the attributes and, for AHP, their
         # judgments (version 2; older snapshots have neither).
-        **{key: inputs[key] for key in _EXPERT_KEYS[-3:]},
+        **{key: inputs[key] for key in INPUT_KEYS[-3:]},
     }
 
 
-# The keys of inputs_snapshot, in a run snapshot's order around the candidates.
-_EXPERT_KEYS = (
+#: The keys of inputs_snapshot, in a run snapshot's order around the candidates
+#: (a revision round's kept inputs have exactly these).
+INPUT_KEYS = (
     "experts",
     "attributes",
     "metrics",
@@ -292,7 +294,7 @@ def _inputs(study: Study, metrics: list[Metric]) -> dict:
         "attribute_methods": methods,
         "attribute_judgments": _attribute_judgment_grids(study, expert_index, attribute_index, methods),
     }
-    return {key: values[key] for key in _EXPERT_KEYS}
+    return {key: values[key] for key in INPUT_KEYS}
 
 
 # --- the engine's arrays ---------------------------------------------------------

@@ -10,6 +10,7 @@ from engine.snapshot import inputs_snapshot
 from tests.api.conftest import launch_and_finish
 from tests.fixtures import CAROL_JUDGMENTS, db_snapshot
 from workspace import selectors, services
+from workspace.bundles import study_export_bundle, study_import_bundle
 from workspace.errors import InvalidInput, PhaseConflict
 from workspace.models import Phase, RevisionRound, RoundResponse
 
@@ -214,3 +215,45 @@ def test_a_run_records_the_round_it_used_and_a_comparison_shows_both(panel, cast
     page = client.get(f"/runs/{first.pk}/compare/{second.pk}/").content.decode()
     assert "after revision round 1" in page and "after revision round 2" in page
     assert "Round 1 → round 2" in page
+
+
+def test_bundles_carry_rounds_and_read_them_back(panel, cast):
+    services.round_open(study=panel.study, by=cast.alice, message="Units!")
+    services.round_respond(expert=panel.bob, step="ranges", reason="Kept")
+    services.ranges_set(expert=panel.carol, ranges={"AUC": [0.7, 0.9]})
+    services.round_close(study=panel.study, by=cast.alice)
+    services.round_open(study=panel.study, by=cast.alice)
+    bundle = study_export_bundle(study=panel.study)
+    assert [r["number"] for r in bundle["rounds"]] == [1, 2]
+    first = bundle["rounds"][0]
+    assert first["message"] == "Units!"
+    assert first["responses"] == {
+        "bob": {"ranges": {"action": "confirmed", "reason": "Kept"}},
+        "carol": {"ranges": {"action": "revised"}},
+    }
+    assert first["inputs"] == RevisionRound.objects.get(study=panel.study, number=1).snapshot
+    assert "closed_at" not in bundle["rounds"][1] and "inputs" not in bundle["rounds"][1]
+    copy_ = study_import_bundle(bundle={**bundle, "title": "Copy"}, importer=None)
+    again = study_export_bundle(study=copy_)
+    assert again["rounds"] == bundle["rounds"]
+    assert selectors.round_current(study=copy_).number == 2
+
+
+def test_bundles_without_rounds_stay_as_they_were_and_bad_rounds_are_refused(panel, cast, case_study):
+    assert "rounds" not in study_export_bundle(study=panel.study)
+    services.round_open(study=panel.study, by=cast.alice)
+    services.round_close(study=panel.study, by=cast.alice)
+    bundle = study_export_bundle(study=panel.study)
+    before = db_snapshot()
+    for change, field in (
+        (lambda r: r[0].update(number=2), "rounds[0].number"),
+        (lambda r: r[0].pop("closed_at"), "rounds[0].inputs"),  # an open round with kept inputs
+        (lambda r: r[0]["responses"].update(dave={}), "rounds[0].responses.dave"),
+        (lambda r: r[0]["inputs"].pop("experts"), "rounds[0].inputs.experts"),
+    ):
+        rounds = copy.deepcopy(bundle["rounds"])
+        change(rounds)
+        with pytest.raises(InvalidInput) as refused:
+            study_import_bundle(bundle={**bundle, "rounds": rounds}, importer=None)
+        assert field in refused.value.errors, refused.value.errors
+    assert db_snapshot() == before

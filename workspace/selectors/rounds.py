@@ -229,17 +229,22 @@ def _complete(grid: list[list[Any]]) -> list[list[float]]:
 
 
 def convergence_of(number: int, snapshot: dict) -> RoundConvergence:
-    """A round's convergence from its snapshot (``engine.disagreement``)."""
-    attributes = _complete(snapshot["attribute_weights"])
-    metrics = _complete(snapshot["metric_weights"])
-    spread = weight_spread(attributes).stdev.tolist() if attributes else []
-    return RoundConvergence(
-        number=number,
-        experts=len(attributes),
-        attribute_consensus=ahp_consensus(attributes) if len(attributes) >= 2 else None,
-        metric_consensus=ahp_consensus(metrics) if len(metrics) >= 2 else None,
-        attribute_spread=dict(zip(snapshot["attributes"], spread, strict=False)),
-    )
+    """A round's convergence from its snapshot (``engine.disagreement``).
+    Kept inputs the measures refuse (a bundle's, edited by hand) give no
+    figures rather than an error."""
+    try:
+        attributes = _complete(snapshot["attribute_weights"])
+        metrics = _complete(snapshot["metric_weights"])
+        spread = weight_spread(attributes).stdev.tolist() if attributes else []
+        return RoundConvergence(
+            number=number,
+            experts=len(attributes),
+            attribute_consensus=ahp_consensus(attributes) if len(attributes) >= 2 else None,
+            metric_consensus=ahp_consensus(metrics) if len(metrics) >= 2 else None,
+            attribute_spread=dict(zip(snapshot["attributes"], spread, strict=False)),
+        )
+    except (KeyError, TypeError, ValueError):
+        return RoundConvergence(number, 0, None, None, {})
 
 
 def round_convergence(*, study: Study) -> list[RoundConvergence]:

@@ -11,15 +11,19 @@ is called by the input services themselves (``priorities_set``,
 an open round is the expert's revision of that step whoever saved it.
 """
 
+from datetime import UTC, datetime
+from typing import Any
+
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from ..errors import InvalidInput, PhaseConflict
 from ..limits import ROUND_MESSAGE_MAX_CHARS, ROUND_REASON_MAX_CHARS
 from ..models import Membership, RevisionRound, RoundResponse, RoundStep, Study
-from ._checks import text
+from ._checks import expect, keys, text
 from .phases import Action, require_phase
 
 ROUND_ALREADY_OPEN = "round_open"
@@ -121,3 +125,129 @@ def round_mark_revised(*, experts: list[Membership], step: str) -> None:
         for e in experts
         if e.pk not in existing
     )
+
+
+# --- bundles (workspace.bundles): a study's rounds written and read back -----------------
+
+
+def _moment(value: Any, field: str) -> datetime:
+    if not isinstance(value, str):
+        raise InvalidInput({field: "must be a date and time (ISO 8601)"})
+    moment = parse_datetime(value)
+    if moment is None:
+        raise InvalidInput({field: f"must be a date and time (ISO 8601), got {value!r}"})
+    return moment if timezone.is_aware(moment) else timezone.make_aware(moment, UTC)
+
+
+@transaction.atomic
+def rounds_import(
+    *, study: Study, entries: Any, experts: dict[str, Membership], last_may_be_open: bool
+) -> list[RevisionRound]:
+    """The ``rounds`` of a bundle (FORMATS.md) for a study just imported in
+    the assessment or closed phase: numbered 1, 2, ... in order, every round
+    closed with its ``inputs`` (the snapshot at its close, with every key of
+    ``engine.snapshot.inputs_snapshot``) but the last when
+    ``last_may_be_open`` (a study in assessment); ``responses`` keyed by the
+    bundle's experts. Checked whole before anything is written; a bad entry
+    is refused with its path (``rounds[1].responses.bob.ranges.action``)."""
+    from engine.snapshot import INPUT_KEYS  # engine.snapshot reads workspace: imported when used
+
+    expect(entries, list, "rounds", "a list of rounds")
+    rounds: list[RevisionRound] = []
+    responses: list[RoundResponse] = []
+    for position, entry in enumerate(entries):
+        path = f"rounds[{position}]"
+        keys(entry, path, required=("number", "opened_at"), optional=("message", "closed_at", "inputs", "responses"))
+        if entry["number"] != position + 1 or isinstance(entry["number"], bool):
+            raise InvalidInput({f"{path}.number": f"must be {position + 1} (rounds are numbered from 1, in order)"})
+        closed = entry.get("closed_at") is not None
+        last = position == len(entries) - 1
+        if not closed and not (last and last_may_be_open):
+            raise InvalidInput(
+                {f"{path}.closed_at": "is required: only the last round of a study in assessment may be open"}
+            )
+        inputs = entry.get("inputs")
+        if closed:
+            keys(inputs, f"{path}.inputs", required=INPUT_KEYS)
+            for key in ("attribute_weights", "metric_weights"):
+                expect(inputs[key], list, f"{path}.inputs.{key}", "a list of rows, one per expert")
+        elif inputs is not None:
+            raise InvalidInput({f"{path}.inputs": "an open round has no inputs yet"})
+        round = RevisionRound(
+            study=study,
+            number=position + 1,
+            message=text(
+                entry.get("message", ""),
+                f"{path}.message",
+                max_length=ROUND_MESSAGE_MAX_CHARS,
+                required=False,
+                multiline=True,
+            ),
+            opened_at=_moment(entry["opened_at"], f"{path}.opened_at"),
+            closed_at=_moment(entry["closed_at"], f"{path}.closed_at") if closed else None,
+            snapshot=inputs,
+        )
+        rounds.append(round)
+        given = expect(entry.get("responses", {}), dict, f"{path}.responses", "an object keyed by expert username")
+        for username, steps in given.items():
+            if username not in experts:
+                raise InvalidInput({f"{path}.responses.{username}": "is not one of the bundle's experts"})
+            expect(steps, dict, f"{path}.responses.{username}", "an object keyed by step")
+            for step, answer in steps.items():
+                where = f"{path}.responses.{username}.{step}"
+                if step not in RoundStep.values:
+                    raise InvalidInput({where: f"is not a step (the steps are {', '.join(RoundStep.values)})"})
+                keys(answer, where, required=("action",), optional=("reason",))
+                if answer["action"] not in RoundResponse.Action.values:
+                    raise InvalidInput({f"{where}.action": "must be revised or confirmed"})
+                reason = text(
+                    answer.get("reason", ""),
+                    f"{where}.reason",
+                    max_length=ROUND_REASON_MAX_CHARS,
+                    required=False,
+                    multiline=True,
+                )
+                responses.append(
+                    RoundResponse(
+                        round=round,
+                        expert=experts[username],
+                        step=step,
+                        action=answer["action"],
+                        reason=reason,
+                        responded_at=round.closed_at or round.opened_at,
+                    )
+                )
+    RevisionRound.objects.bulk_create(rounds)
+    for response in responses:
+        response.round_id = response.round.pk
+    RoundResponse.objects.bulk_create(responses)
+    return rounds
+
+
+def rounds_export(*, study: Study) -> list[dict[str, Any]]:
+    """The study's rounds as a bundle writes them (``rounds_import`` reads
+    them back): two queries."""
+    answers: dict[int, dict[str, dict[str, dict[str, str]]]] = {}
+    for round_id, username, step, action, reason in (
+        RoundResponse.objects.filter(round__study=study)
+        .values_list("round_id", "expert__user__username", "step", "action", "reason")
+        .order_by("round_id", "expert_id", "step")
+    ):
+        answer = {"action": action, **({"reason": reason} if reason else {})}
+        answers.setdefault(round_id, {}).setdefault(username, {})[step] = answer
+    out = []
+    for pk, number, message, opened_at, closed_at, snapshot in (
+        RevisionRound.objects.filter(study=study)
+        .order_by("number")
+        .values_list("pk", "number", "message", "opened_at", "closed_at", "snapshot")
+    ):
+        entry: dict[str, Any] = {"number": number, "message": message, "opened_at": _iso(opened_at)}
+        if closed_at is not None:
+            entry.update(closed_at=_iso(closed_at), inputs=snapshot)
+        entry["responses"] = answers.get(pk, {})
+        out.append(entry)
+    return out
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
