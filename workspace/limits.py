@@ -347,3 +347,5 @@ ROUND_REASON_MAX_CHARS = 500
 # experts gave it: with two, the median and one's own answer would give the
 # other's away.
 ROUND_FEEDBACK_MIN_EXPERTS = 3
+# The most revision rounds a bundle may carry (each keeps every expert's inputs).
+ROUNDS_MAX = 50

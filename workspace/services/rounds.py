@@ -21,7 +21,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from ..errors import InvalidInput, PhaseConflict
-from ..limits import ROUND_MESSAGE_MAX_CHARS, ROUND_REASON_MAX_CHARS
+from ..limits import ROUND_MESSAGE_MAX_CHARS, ROUND_REASON_MAX_CHARS, ROUNDS_MAX
 from ..models import Membership, RevisionRound, RoundResponse, RoundStep, Study
 from ._checks import expect, keys, text
 from .phases import Action, require_phase
@@ -153,6 +153,8 @@ def rounds_import(
     from engine.snapshot import INPUT_KEYS  # engine.snapshot reads workspace: imported when used
 
     expect(entries, list, "rounds", "a list of rounds")
+    if len(entries) > ROUNDS_MAX:
+        raise InvalidInput({"rounds": f"too many rounds: {len(entries)} given, the limit is {ROUNDS_MAX}"})
     rounds: list[RevisionRound] = []
     responses: list[RoundResponse] = []
     for position, entry in enumerate(entries):
