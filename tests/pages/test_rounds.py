@@ -119,3 +119,35 @@ def test_closing_without_an_open_round_is_refused(panel, cast):
     response = client_of(cast.alice).post(f"/studies/{panel.study.pk}/rounds/close/")
     assert response.status_code == 409
     assert "No revision round is open." in response.content.decode()
+
+
+# The step pages during an open round add, to their count outside one
+# (tests/pages/test_expert.py, which includes looking for the open round):
+# the experts' inputs read once for the group (inputs_snapshot: selected
+# metrics, experts, selected attributes, attribute weights, ranges, local
+# metric weights, peer weights, the consistency of the prioritisations (2),
+# AHP judgments: 10), the round before and my responses (2). None of them
+# grows with the experts.
+ROUND_PAGE_QUERIES = {"priorities": 12 + 12, "ranges": 9 + 12, "peer-weights": 8 + 12}
+
+
+@pytest.mark.parametrize("step", ROUND_PAGE_QUERIES)
+def test_step_pages_during_a_round_have_a_fixed_number_of_queries(panel, cast, step, django_assert_num_queries):
+    services.round_open(study=panel.study, by=cast.alice)
+    client = client_of(cast.bob)
+    with django_assert_num_queries(ROUND_PAGE_QUERIES[step]):
+        assert client.get(f"/studies/{panel.study.pk}/my/{step}/").status_code == 200
+
+
+def test_the_study_homes_queries_do_not_grow_with_rounds(panel, cast, django_assert_num_queries):
+    client = client_of(cast.alice)
+    for _ in range(3):
+        services.round_open(study=panel.study, by=cast.alice)
+        services.round_close(study=panel.study, by=cast.alice)
+        with django_assert_num_queries(10):  # the home's 9, and the closed rounds' convergence
+            home = client.get(f"/studies/{panel.study.pk}/").content.decode()
+    assert "Convergence across rounds" in home
+    services.round_open(study=panel.study, by=cast.alice)
+    # with one open: + who has responded (the experts, their responses)
+    with django_assert_num_queries(12):
+        client.get(f"/studies/{panel.study.pk}/")

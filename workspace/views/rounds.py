@@ -39,7 +39,10 @@ def _percent_rows(items: list[selectors.rounds.WeightFeedback]) -> list[tuple[st
 def feedback_context(study: Study, expert: Membership, step: str) -> dict[str, Any]:
     """What a step page shows during an open round: the round, the group's
     answers for this step beside the expert's own, the reasons of the round
-    before and the expert's response so far. Empty outside a round."""
+    before and the expert's response so far. Empty outside a round (and
+    without a query outside the assessment, where none can be open)."""
+    if not services.phase_allows(study, services.Action.OPEN_ROUND):
+        return {}
     current = selectors.round_current(study=study)
     if current is None:
         return {}
@@ -75,7 +78,10 @@ def feedback_context(study: Study, expert: Membership, step: str) -> dict[str, A
 
 def home_context(study: Study) -> dict[str, Any]:
     """The study home's rounds: the open one (with who has responded, for
-    the designer), the closed ones and their convergence chart."""
+    the designer), the closed ones and their convergence chart. No query
+    before the assessment, when there can be none."""
+    if not services.has_opened(study, services.Action.OPEN_ROUND):
+        return {}
     rounds = list(selectors.round_list(study=study))
     current = next((r for r in rounds if r.is_open), None)
     convergence = selectors.round_convergence(study=study) if any(not r.is_open for r in rounds) else []
