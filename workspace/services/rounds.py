@@ -228,21 +228,26 @@ def rounds_import(
 
 def rounds_export(*, study: Study) -> list[dict[str, Any]]:
     """The study's rounds as a bundle writes them (``rounds_import`` reads
-    them back): two queries."""
-    answers: dict[int, dict[str, dict[str, dict[str, str]]]] = {}
-    for round_id, username, step, action, reason in (
-        RoundResponse.objects.filter(round__study=study)
-        .values_list("round_id", "expert__user__username", "step", "action", "reason")
-        .order_by("round_id", "expert_id", "step")
-    ):
-        answer = {"action": action, **({"reason": reason} if reason else {})}
-        answers.setdefault(round_id, {}).setdefault(username, {})[step] = answer
-    out = []
-    for pk, number, message, opened_at, closed_at, snapshot in (
+    them back): one query, and one more for their responses when there are
+    rounds."""
+    rounds = list(
         RevisionRound.objects.filter(study=study)
         .order_by("number")
         .values_list("pk", "number", "message", "opened_at", "closed_at", "snapshot")
-    ):
+    )
+    if not rounds:
+        return []
+    answers: dict[int, dict[str, dict[str, dict[str, str]]]] = {}
+    responses = (
+        RoundResponse.objects.filter(round__study=study)
+        .order_by("round_id", "expert_id", "step")
+        .values_list("round_id", "expert__user__username", "step", "action", "reason")
+    )
+    for round_id, username, step, action, reason in responses:
+        answer = {"action": action, **({"reason": reason} if reason else {})}
+        answers.setdefault(round_id, {}).setdefault(username, {})[step] = answer
+    out = []
+    for pk, number, message, opened_at, closed_at, snapshot in rounds:
         entry: dict[str, Any] = {"number": number, "message": message, "opened_at": _iso(opened_at)}
         if closed_at is not None:
             entry.update(closed_at=_iso(closed_at), inputs=snapshot)
