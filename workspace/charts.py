@@ -469,13 +469,14 @@ def line_chart(
     shade: tuple[float, float, str] | None = None,
     diagonal: bool = False,
     value_format: str = "{:.3g}",
+    x_whole: bool = False,
 ) -> LineChart:
     """Curves over two value axes. ``lines``: ``(name, style, xs, ys,
     marked)``, ``marked`` drawing each point as a dot as well (with its
     coordinates in its title). ``x_log`` puts x on a logarithmic axis;
     ``shade`` marks the x range ``(from, to)`` with a label; ``diagonal``
     draws the line from the lower left to the upper right corner (the ROC
-    curve of guessing)."""
+    curve of guessing); ``x_whole`` ticks x at whole numbers only (rounds)."""
     top, bottom = TOP, TOP + LINE_HEIGHT
     right = WIDTH - 24
     x_scale = (LogScale if x_log else LinearScale)(x_range[0], x_range[1], LINE_LEFT, right)
@@ -508,7 +509,7 @@ def line_chart(
         plot_right=right,
         plot_top=top,
         plot_bottom=bottom,
-        ticks=x_scale.ticks(),
+        ticks=[Tick(x_scale(v), str(v)) for v in _whole_ticks(x_range)] if x_whole else x_scale.ticks(),
         y_ticks=[Tick(y_scale(v), tick_label(v)) for v in nice_ticks(y_range[0], y_range[1], 5)],
         x_label=x_label,
         y_label=y_label,
@@ -516,6 +517,13 @@ def line_chart(
     corner = (LINE_LEFT, bottom, right, top) if diagonal else None
     legend = legend_items([Series(line.name, line.style) for line in drawn], LINE_LEFT)
     return LineChart(frame=frame, lines=drawn, legend=legend, shade=band, diagonal=corner)
+
+
+def _whole_ticks(x_range: tuple[float, float], count: int = 10) -> list[int]:
+    """Whole numbers across ``x_range``, about ``count`` of them at most."""
+    first, last = math.ceil(x_range[0]), math.floor(x_range[1])
+    step = max(1, math.ceil((last - first + 1) / count))
+    return list(range(first, last + 1, step))
 
 
 # --- heat tables ----------------------------------------------------------------------
