@@ -151,3 +151,24 @@ def test_the_study_homes_queries_do_not_grow_with_rounds(panel, cast, django_ass
     # with one open: + who has responded (the experts, their responses)
     with django_assert_num_queries(12):
         client.get(f"/studies/{panel.study.pk}/")
+
+
+def test_the_rounds_page_lists_every_round_for_members_and_the_grid_for_the_designer(panel, make_study, cast):
+    services.round_open(study=panel.study, by=cast.alice, message="First look")
+    services.round_respond(expert=panel.bob, step="ranges", reason="private reason")
+    services.round_close(study=panel.study, by=cast.alice)
+    services.round_open(study=panel.study, by=cast.alice, message="Second look")
+    path = f"/studies/{panel.study.pk}/rounds/"
+    designer = client_of(cast.alice).get(path).content.decode()
+    assert "First look" in designer and "Second look" in designer
+    assert "Who has responded in round 2" in designer
+    assert "Convergence across rounds" in designer
+    assert "private reason" not in designer
+    expert = client_of(cast.bob).get(path).content.decode()
+    assert "First look" in expert and "Who has responded" not in expert
+    # an outsider: the study does not exist for them
+    other = make_study(Phase.DRAFT, experts=("carol",), title="Another")
+    assert client_of(cast.bob).get(f"/studies/{other.study.pk}/rounds/").status_code == 404
+    # before the assessment: nothing to show, and no query for it
+    draft = client_of(cast.alice).get(f"/studies/{other.study.pk}/rounds/").content.decode()
+    assert "once voting has closed" in draft

@@ -81,8 +81,8 @@ def home_context(study: Study) -> dict[str, Any]:
     the designer), the closed ones and their convergence chart. No query
     before the assessment, when there can be none."""
     if not services.has_opened(study, services.Action.OPEN_ROUND):
-        return {}
-    rounds = list(selectors.round_list(study=study))
+        return {"rounds": None}
+    rounds = list(selectors.round_list(study=study).select_related("opened_by", "closed_by"))
     current = next((r for r in rounds if r.is_open), None)
     convergence = selectors.round_convergence(study=study) if any(not r.is_open for r in rounds) else []
     context: dict[str, Any] = {
@@ -116,6 +116,17 @@ def home_context(study: Study) -> dict[str, Any]:
             value_format="{:.3g}",
         )
     return context
+
+
+@login_required
+def rounds_page(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Every revision round of the study (members): the open one with who
+    has responded (the designer's grid), each round's message and times,
+    the convergence per closed round; the designer opens and closes them
+    here and on the study home."""
+    study = study_for_member(request, study_id)
+    context = {"study": study, "study_tab": "home", **home_context(study)}
+    return render(request, "studyhome/rounds.html", context)
 
 
 @login_required
