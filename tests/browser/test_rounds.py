@@ -115,3 +115,32 @@ def test_two_rounds_with_three_experts_converge_on_the_study_home(
     assert_accessible(page)
     for other in (charlie, bob, carol):
         other.context.close()
+
+
+def test_the_round_pages_fit_a_phone_and_are_accessible(browser: Browser, live_server, panel, cast) -> None:  # noqa: F811
+    from tests.browser.test_phone_layout import PHONE, overflowing
+    from workspace import services
+
+    services.round_open(study=panel.study, by=cast.alice, message="A first look")
+    services.round_respond(expert=panel.bob, step="priorities", reason="Accuracy first")
+    services.round_close(study=panel.study, by=cast.alice)
+    services.round_open(study=panel.study, by=cast.alice, message="A second look")
+    base = f"/studies/{panel.study.pk}"
+    for username, paths in (
+        ("alice", [f"{base}/", f"{base}/rounds/", f"{base}/rounds/close/"]),
+        (
+            "bob",
+            [
+                f"{base}/",
+                f"{base}/rounds/",
+                *(f"{base}/my/{step}/" for step in ("priorities", "ranges", "peer-weights")),
+            ],
+        ),
+    ):
+        context = browser.new_context(base_url=live_server.url, viewport=PHONE, locale="en-GB")
+        context.set_default_timeout(TIMEOUT_MS)
+        phone = context.new_page()
+        login(phone, username, PASSWORD)
+        problems = overflowing(phone, paths, f"rounds-{username}")
+        context.close()
+        assert not problems, "pages wider than 390 px or not accessible there:\n" + "\n".join(problems)
