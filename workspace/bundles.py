@@ -350,7 +350,10 @@ def study_export_bundle(*, study: Study) -> dict:
     candidates = study.candidates.order_by("position", "id").values_list("pk", "name", "description")
     measurements, standard_errors = _measurements_out(study, metrics)
     sections = expert_inputs_list(study=study, experts=experts)
-    rounds = services.rounds.rounds_export(study=study)
+    # Revision rounds exist from the assessment on: no query before.
+    rounds = (
+        services.rounds.rounds_export(study=study) if services.has_opened(study, services.Action.OPEN_ROUND) else []
+    )
 
     # "ahp_weighting" is optional, the paper's method by default: written
     # only for another weighting, so bundles of studies using the paper's
