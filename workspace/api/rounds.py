@@ -46,7 +46,7 @@ class RoundOpenSerializer(WriteSerializer):
     )
 
 
-class ResponseSerializer(serializers.Serializer):
+class RoundResponseSerializer(serializers.Serializer):
     step = serializers.ChoiceField(choices=RoundStep.choices)
     action = serializers.ChoiceField(
         choices=RoundResponse.Action.choices, help_text="`revised`: saved during the round; `confirmed`: kept"
@@ -68,7 +68,7 @@ class RoundStatusSerializer(RoundSerializer):
     responses = ExpertResponsesSerializer(
         many=True, allow_null=True, help_text="who has responded, per step (designer; null for an expert)"
     )
-    mine = ResponseSerializer(many=True, allow_null=True, help_text="your own responses (expert; null otherwise)")
+    mine = RoundResponseSerializer(many=True, allow_null=True, help_text="your own responses (expert; null otherwise)")
 
 
 class QuartilesSerializer(serializers.Serializer):
@@ -121,7 +121,7 @@ class FeedbackSerializer(serializers.Serializer):
     mine = serializers.SerializerMethodField(help_text="your responses to this round")
 
     def get_mine(self, feedback: selectors.Feedback) -> list[dict[str, Any]]:
-        return list(ResponseSerializer(list(feedback.mine.values()), many=True).data)
+        return list(RoundResponseSerializer(list(feedback.mine.values()), many=True).data)
 
 
 class RespondSerializer(WriteSerializer):
@@ -161,7 +161,7 @@ class RoundsScoped(StudyScoped):
         data["responses"] = ExpertResponsesSerializer(rows, many=True).data if rows is not None else None
         expert = next((m for m in self.study().my_memberships if m.role == Membership.Role.EXPERT), None)
         mine = list(selectors.my_round_responses(round=round, expert=expert).values()) if expert else None
-        data["mine"] = ResponseSerializer(mine, many=True).data if mine is not None else None
+        data["mine"] = RoundResponseSerializer(mine, many=True).data if mine is not None else None
         return data
 
 
@@ -213,7 +213,7 @@ class RoundFeedbackView(RoundsScoped, APIView):
         feedback = selectors.round_feedback(study=self.study(), expert=expert, round=self.open_round())
         return Response(FeedbackSerializer(feedback).data)
 
-    @extend_schema(request=RespondSerializer, responses=ResponseSerializer)
+    @extend_schema(request=RespondSerializer, responses=RoundResponseSerializer)
     def post(self, request: Request, study_id: int) -> Response:
         """Confirm a step for the open round, with an optional reason shown to
         the group, without your name, in the next round (expert; a step you
@@ -221,4 +221,4 @@ class RoundFeedbackView(RoundsScoped, APIView):
         expert = self.expert()
         data = validated(RespondSerializer, request.data)
         response = services.round_respond(expert=expert, step=data["step"], reason=data.get("reason", ""))
-        return Response(ResponseSerializer(response).data)
+        return Response(RoundResponseSerializer(response).data)

@@ -419,6 +419,8 @@ MADE = {
     (f"{API}/studies/{{study_id}}/members/", "202"): Made(
         f"{API}/studies/{{study_id}}/invitations/", pointer="/invitation/id"
     ),
+    # A revision round, named by its number.
+    (f"{API}/studies/{{study_id}}/rounds/", "201"): Made(f"{API}/studies/{{study_id}}/rounds/", pointer="/number"),
     # Not a create, but the study in its new phase, where other operations open.
     (f"{API}/studies/{{study_id}}/transitions/", "200"): Made(f"{API}/studies/"),
 }
