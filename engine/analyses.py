@@ -189,7 +189,7 @@ def _enqueue(chunk_ids: list[int], priority: int = LAUNCH_PRIORITY) -> bool:
 
 def run_inputs(run_id: int) -> RunInputs:
     snapshot, results = Run.objects.values_list("snapshot", "results").get(pk=run_id)
-    return RunInputs(snapshot=snapshot, results=cast(dict, results))  # a succeeded run's
+    return RunInputs(snapshot=cast(dict, snapshot), results=cast(dict, results))  # a succeeded run's
 
 
 # --- execute ---------------------------------------------------------------------

@@ -625,47 +625,85 @@ _TINY_GAP = 1e-290
 
 
 def _group_scores(influence: np.ndarray, lower: np.ndarray, upper: np.ndarray, measurements: np.ndarray) -> np.ndarray:
-    """``g = pi M̄`` for every candidate, shape (m, n), without the (m, k, n) tensor.
+    """``g = pi M̄`` for every candidate, shape (m, n), without the (m, k, n) tensor
+    (:func:`_group_scores_batch` of one problem)."""
+    return _group_scores_batch(influence[None], lower[None], upper[None], measurements[None])[0]
+
+
+def _group_scores_batch(
+    influence: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    measurements: np.ndarray,
+    order: np.ndarray | None = None,
+) -> np.ndarray:
+    """``g = pi M̄`` of S problems at once: influence (S, k), bounds (S, k, n),
+    measurements (S, m, n); returns (S, m, n), each problem's exactly as
+    alone (every step works per metric of a problem, a "row").
 
     ``g_j`` is linear between consecutive breakpoints of metric j (the
     experts' bounds) and constant beyond them. With many more candidates
     than breakpoints it is scored at the breakpoints (and just outside them)
     and interpolated, ``O(k n log k + m n log k)`` with a small constant;
     otherwise each candidate is placed among the breakpoints directly
-    (``_group_scores_at``).
+    (``_group_scores_at``). The Monte Carlo analysis scores a block of
+    samples in one call (engine.robustness), so only the interpolation
+    loops over its rows. ``order`` (n, m), optional, is per metric an order
+    of the candidates in which their measurements are nearly sorted (the
+    run's, for samples that move them a little): interpolated in that order,
+    np.interp finds each value next to the previous one. The scores do not
+    depend on it.
     """
-    m, n = measurements.shape
-    k = len(influence)
+    samples, m, n = measurements.shape
+    k = influence.shape[1]
+    rows = samples * n
+    # Row r = s n + j: problem s's metric j, with its problem's weights.
+    weights = np.repeat(influence, n, axis=0)  # (rows, k)
+    lower = lower.transpose(1, 0, 2).reshape(k, rows)
+    upper = upper.transpose(1, 0, 2).reshape(k, rows)
+    measured = measurements.transpose(1, 0, 2).reshape(m, rows)
+
+    def problems(scores: np.ndarray) -> np.ndarray:  # (m, rows) -> (S, m, n)
+        return scores.reshape(m, samples, n).transpose(1, 0, 2)
+
     if m < INTERPOLATE_FROM * 2 * k:
-        return _group_scores_at(influence, lower, upper, measurements)
-    bounds = np.sort(np.concatenate([lower, upper]), axis=0)  # (2k, n)
-    with np.errstate(over="ignore"):
+        return problems(_group_scores_at(weights, lower, upper, measured))
+    bounds = np.sort(np.concatenate([lower, upper]), axis=0)  # (2k, rows)
+    with np.errstate(over="ignore", invalid="ignore"):
         points = np.concatenate([np.nextafter(bounds[:1], -np.inf), bounds, np.nextafter(bounds[-1:], np.inf)], axis=0)
         gaps = np.diff(bounds, axis=0)
-    at_points = np.ascontiguousarray(_group_scores_at(influence, lower, upper, points).T)
+    at_points = np.ascontiguousarray(_group_scores_at(weights, lower, upper, points).T)
+    # Interpolation needs finite breakpoints and no span that overflows or
+    # gap that underflows (then there are no slopes): checked for every row
+    # at once, such rows scored directly.
+    positive = gaps > 0
+    interpolable = (
+        np.isfinite(points).all(axis=0)
+        & ~(positive & ~np.isfinite(gaps)).any(axis=0)
+        & (np.where(positive, gaps, np.inf).min(axis=0, initial=np.inf) > _TINY_GAP)
+    ).tolist()
     points = np.ascontiguousarray(points.T)
-    # Metric-major: each metric's candidates contiguous for np.interp.
-    measured = np.ascontiguousarray(measurements.T)
-    scores = np.empty((n, m))
-    for metric in range(n):
-        positive_gaps = gaps[:, metric][gaps[:, metric] > 0]
-        if (
-            np.isfinite(points[metric]).all()
-            and np.isfinite(positive_gaps).all()
-            and (not len(positive_gaps) or positive_gaps.min() > _TINY_GAP)
-        ):
-            scores[metric] = np.interp(measured[metric], points[metric], at_points[metric])
-        else:  # a span that overflows or a gap that underflows: no slopes
-            scores[metric] = _group_scores_at(
-                influence, lower[:, metric : metric + 1], upper[:, metric : metric + 1], measured[metric][:, None]
+    # Row-major: each row's candidates contiguous for np.interp.
+    measured = np.ascontiguousarray(measured.T)
+    scores = np.empty((rows, m))
+    for row in range(rows):
+        if interpolable[row] and order is not None:
+            by_value = order[row % n]
+            scores[row, by_value] = np.interp(measured[row, by_value], points[row], at_points[row])
+        elif interpolable[row]:
+            scores[row] = np.interp(measured[row], points[row], at_points[row])
+        else:
+            scores[row] = _group_scores_at(
+                weights[row], lower[:, row : row + 1], upper[:, row : row + 1], measured[row][:, None]
             )[:, 0]
-    return scores.T
+    return problems(scores.T)
 
 
 def _group_scores_at(
     influence: np.ndarray, lower: np.ndarray, upper: np.ndarray, measurements: np.ndarray
 ) -> np.ndarray:
     """``g = pi M̄`` for every candidate without the (m, k, n) tensor.
+    ``influence`` is ``pi`` (k,), or (n, k) a ``pi`` per metric.
 
     For metric j, expert i contributes ``pi_i`` times a clamped ramp of the
     measured value x: constant below ``start = min(b^l, b^u)``, linear
@@ -710,7 +748,9 @@ def _group_scores_at(
         end -= centre
         measured = np.ascontiguousarray(measurements.T) - centre  # (n, m)
 
-        weight = np.broadcast_to(influence[None, :], (n, k))
+        # (n, k): the same weights for every metric, or a row per metric
+        # (_group_scores_batch's rows, each a problem's metric).
+        weight = np.broadcast_to(influence, (n, k))
         ramp_slope = weight / (upper - lower)  # negative for decreasing ranges
         ramp_offset = -ramp_slope * (lower - centre)
         zeros = np.zeros((n, 1))
@@ -761,9 +801,11 @@ def _group_scores_at(
             # decides which sums carry the (equal) value.
             started[metric] = np.searchsorted(sorted_starts[metric], measured[metric], side="right")
             ended[metric] = np.searchsorted(sorted_ends[metric], measured[metric], side="right")
-        metric_rows = np.arange(n)[:, None]
-        at_start = by_started[metric_rows, started]  # (n, m, 3)
-        at_end = by_ended[metric_rows, ended]
+        # One flat gather per table (each metric's k + 1 entries in turn).
+        started += np.arange(0, n * (k + 1), k + 1)[:, None]
+        ended += np.arange(0, n * (k + 1), k + 1)[:, None]
+        at_start = np.take(by_started.reshape(-1, 3), started, axis=0)  # (n, m, 3)
+        at_end = np.take(by_ended.reshape(-1, 3), ended, axis=0)
         ramps = (at_start[..., 1] - at_end[..., 1]) * measured + (at_start[..., 2] - at_end[..., 2])
         group_scores = at_start[..., 0] + at_end[..., 0] + np.where(started > ended, ramps, 0.0)
 
@@ -777,7 +819,9 @@ def _group_scores_at(
         condition = (weight * reach / width).sum(axis=1)
     unreliable = ~(condition <= _ILL_CONDITIONED) | (width.max(axis=1) > _HUGE) | ~np.isfinite(group_scores).all(axis=1)
     for metric in np.flatnonzero(unreliable).tolist():
-        group_scores[metric] = _group_scores_direct(influence, lower[metric], upper[metric], measurements[:, metric])
+        group_scores[metric] = _group_scores_direct(
+            weight[metric], lower[metric], upper[metric], measurements[:, metric]
+        )
     # The exact g lies in [0, 1]; clipping only removes rounding overshoot.
     return np.clip(group_scores.T, 0.0, 1.0)
 
@@ -806,9 +850,10 @@ def _vetoed(lower: np.ndarray, upper: np.ndarray, measurements: np.ndarray) -> n
     comparisons are those of :func:`_vetoing_mask`, so both agree exactly.
     """
     increasing = upper > lower
-    at_or_below = np.where(increasing, lower, -np.inf).max(axis=0)
-    at_or_above = np.where(increasing, np.inf, lower).min(axis=0)
-    return np.any((measurements <= at_or_below) | (measurements >= at_or_above), axis=1)
+    # Bounds (..., k, n) and measurements (..., m, n): one problem or a stack.
+    at_or_below = np.where(increasing, lower, -np.inf).max(axis=-2)[..., None, :]
+    at_or_above = np.where(increasing, np.inf, lower).min(axis=-2)[..., None, :]
+    return np.any((measurements <= at_or_below) | (measurements >= at_or_above), axis=-1)
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:

@@ -25,8 +25,13 @@ class Run(models.Model):
     )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
     tolerance = models.FloatField(default=DEFAULT_TOLERANCE)
-    # Every input the run uses, copied at launch (see engine.snapshot.study_snapshot).
-    snapshot = models.JSONField()
+    # Every input the run uses, as they were at launch (engine.snapshot.study_snapshot).
+    # Null while the run waits for it to be taken: a launch copies it from a
+    # run at the same input_version or leaves it to be taken by the worker
+    # that claims the run, or, first, by the next change of the study's
+    # inputs (engine.services.runs_take_snapshots), so it is still the
+    # inputs at launch. A succeeded run always has one.
+    snapshot = models.JSONField(null=True, blank=True)
     # The study's input_version when the snapshot was taken: a later launch at
     # the same version (and tolerance) copies this snapshot in the database
     # instead of reading the inputs again. Null before versions were kept.
@@ -54,6 +59,9 @@ class Run(models.Model):
         indexes = [
             models.Index(fields=["status", "lease_expires_at"], name="run_status_lease"),
             models.Index(fields=["study", "input_version"], name="run_study_input_version"),
+            # The runs still waiting for their snapshot, looked up by every
+            # change of a closed study's inputs.
+            models.Index(fields=["study"], condition=Q(snapshot__isnull=True), name="run_snapshot_pending"),
         ]
         constraints = [
             models.CheckConstraint(
@@ -62,6 +70,10 @@ class Run(models.Model):
             # A succeeded run always carries its complete results.
             models.CheckConstraint(
                 condition=~Q(status="succeeded") | Q(results__isnull=False), name="run_succeeded_has_results"
+            ),
+            # ... and the snapshot they were computed from.
+            models.CheckConstraint(
+                condition=~Q(status="succeeded") | Q(snapshot__isnull=False), name="run_succeeded_has_snapshot"
             ),
         ]
 

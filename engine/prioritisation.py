@@ -405,7 +405,10 @@ def _power_iteration(
     mean of those ratios; the bracket also bounds every weight's relative
     move). The done leave the batch together, once they are a quarter of
     it, so each step stays one batched ``matmul``; those kept a few steps
-    longer only move within rounding.
+    longer only move within rounding. A root is the one of the step whose
+    bracket first closed, so it does not depend on what else is in the
+    batch, nor on whether the weights were asked to settle further: the
+    weightings' ratios agree to the last bit.
 
     Returns the weights (where the iteration left them, ``start`` where a
     product stopped being finite), the roots (NaN where not done) and the
@@ -417,7 +420,7 @@ def _power_iteration(
     weights = start.copy()
     found = np.full(count, np.nan)
     index = np.arange(count)
-    active_matrices, active, totals = matrices, start, np.full(count, np.nan)
+    active_matrices, active, roots = matrices, start, np.full(count, np.nan)
     done = np.zeros(count, dtype=bool)
     broken = np.zeros(count, dtype=bool)
     unfinished = [np.empty(0, dtype=np.intp)]
@@ -429,6 +432,8 @@ def _power_iteration(
             if bracket:
                 ratios = step / active
                 settled &= ratios.max(axis=-1) - ratios.min(axis=-1) <= _ROOT_TOLERANCE * totals
+                first = settled & np.isnan(roots)
+                roots[first] = totals[first]
             step /= totals[:, None]
             moved = step - active
             change = (moved * moved) @ ones
@@ -440,14 +445,14 @@ def _power_iteration(
         leaving = done | broken
         if 4 * np.count_nonzero(leaving) >= len(leaving):
             weights[index[done]] = active[done]
-            found[index[done]] = totals[done]
+            found[index[done]] = roots[done]
             unfinished.append(index[broken])
             index, active_matrices, active = index[~leaving], active_matrices[~leaving], active[~leaving]
-            totals, done, broken = totals[~leaving], done[~leaving], broken[~leaving]
+            roots, done, broken = roots[~leaving], done[~leaving], broken[~leaving]
             if not len(index):
                 break
     weights[index[done]] = active[done]
-    found[index[done]] = totals[done]
+    found[index[done]] = roots[done]
     left = ~done & ~broken
     weights[index[left]] = active[left]
     unfinished.append(index[~done])

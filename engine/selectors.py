@@ -9,6 +9,7 @@ when a run finishes.
 
 import json
 from collections.abc import Collection, Iterator
+from typing import cast
 
 from django.db.models import Manager, QuerySet
 from django.db.models.fields.json import KT
@@ -225,8 +226,8 @@ def results_json(*, run: Run, individual: bool = False) -> bytes:
 def candidate_individual_scores(*, run: Run, candidate_name: str) -> dict | None:
     """One candidate's k x n individual scores, computed from the snapshot
     for that candidate only: ``{expert: {metric: score}}``, or None if no
-    such candidate."""
-    snapshot = run.snapshot
+    such candidate. Of a succeeded run, which always has its snapshot."""
+    snapshot = cast(dict, run.snapshot)
     if candidate_name not in snapshot["candidates"]:
         return None
     return ScoreInputs(snapshot).scores(candidate_name)

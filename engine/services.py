@@ -4,12 +4,16 @@ What a run reads and stores is elsewhere: its inputs in ``engine.snapshot``,
 its results in ``engine.results``, the results document in
 ``engine.selectors``.
 
-The path of a run (ARCHITECTURE.md): ``run_launch`` copies every input into
-the run (or, when nothing changed since an earlier run, that run's snapshot,
-in the database) and enqueues the task after commit; the task calls ``run_execute``,
-which claims the run with a conditional UPDATE (so a redelivered message never
-runs it twice or overwrites a finished run), computes with ``engine.core``
-(``engine.results.evaluate_snapshot``) and stores the results and the status in one write.
+The path of a run (ARCHITECTURE.md): ``run_launch`` checks the inputs and
+saves the run with the study's ``input_version`` (and, when nothing changed
+since an earlier run, that run's snapshot, copied in the database) and
+enqueues the task after commit; the task calls ``run_execute``, which claims
+the run with a conditional UPDATE (so a redelivered message never runs it
+twice or overwrites a finished run), takes its snapshot if it has none yet
+(``run_snapshot_take``: the inputs are still those at launch, or a change of
+them would have taken it first, ``runs_take_snapshots``), computes with
+``engine.core`` (``engine.results.evaluate_snapshot``) and stores the results
+and the status in one write.
 
 Who holds a run is recorded by its ``lease_expires_at``: while it is queued,
 its message holds it until then (null: no message could be sent, the broker
@@ -47,7 +51,7 @@ from workspace.services.phases import Action, phase_allows
 from . import core
 from .models import Run
 from .results import evaluate_snapshot
-from .snapshot import RunInputError, snapshot_arrays, study_snapshot
+from .snapshot import RunInputError, inputs_complete, snapshot_arrays, study_snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -132,18 +136,31 @@ def _lock_for_launch(study: Study) -> Study:
     return Study.objects.select_for_update().get(pk=study.pk)
 
 
-# The first key of the launches' advisory locks (pg_advisory_xact_lock(key, study)):
-# the second is the study's id.
+# The first keys of the per-study advisory locks (pg_advisory_xact_lock(key,
+# study)): workers taking snapshots, launches checking the inputs.
 _BUILD_LOCK_KEY = 17_06
+_CHECK_LOCK_KEY = 17_07
+
+
+def _one_at_a_time(key: int, study: Study) -> None:
+    """Wait for, then hold until this transaction ends, the study's advisory
+    lock ``key``. PostgreSQL only (SQLite serialises writers anyway)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [key, study.pk])
 
 
 def _serialise_builds(study: Study) -> None:
-    """Make launches of ``study`` that find no snapshot to copy build one at
-    a time, until this transaction ends: the next finds the first's run and
-    copies it. PostgreSQL only (SQLite serialises writers anyway)."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_BUILD_LOCK_KEY, study.pk])
+    """Make the workers that find their run without a snapshot build it one
+    at a time per study: the next finds the snapshot the first stored in
+    every waiting run."""
+    _one_at_a_time(_BUILD_LOCK_KEY, study)
+
+
+def _checked(study: Study) -> bool:
+    """Whether a run was launched at the study's current ``input_version``
+    (its launch checked the inputs, which have not changed since)."""
+    return Run.objects.filter(study=study, input_version=study.input_version).exists()
 
 
 def _latest_round(study: Study) -> int | None:
@@ -153,10 +170,11 @@ def _latest_round(study: Study) -> int | None:
 
 
 def _launch_copying(study: Study, launched_by: User | None, tolerance: float) -> Run | None:
-    """A new run with the snapshot of a run of ``study`` taken at its current
-    ``input_version`` and ``tolerance``, copied inside the database (never
-    decoded here); None when there is none. Same inputs, so the same
-    snapshot, already checked when that run was launched."""
+    """A new run with the snapshot of a run of ``study`` launched at its
+    current ``input_version`` and ``tolerance``, copied inside the database
+    (never decoded here; null while that run's is not taken yet, and then
+    both get theirs together); None when there is none. Same inputs, so the
+    same snapshot, already checked when that run was launched."""
     source = (
         Run.objects.filter(study=study, input_version=study.input_version, tolerance=tolerance)
         .order_by("pk")
@@ -183,18 +201,37 @@ def _launch_copying(study: Study, launched_by: User | None, tolerance: float) ->
     return run
 
 
+def _refuse_invalid_inputs(study: Study) -> None:
+    """Refuse the launch (``PhaseConflict``, ``run_inputs_invalid``) when the
+    snapshot taken now could not be evaluated. Decided by counts in the
+    database (``inputs_complete``); only when they find a gap or a doubt are
+    the inputs read and checked whole, for the reason to give (and a launch
+    they let through after all goes ahead)."""
+    if inputs_complete(study=study):
+        return
+    try:
+        snapshot_arrays(study_snapshot(study=study))
+    except RunInputError as error:
+        raise PhaseConflict(f"The run cannot start: {error}.", code="run_inputs_invalid") from None
+
+
 @transaction.atomic
 def run_launch(*, study: Study, launched_by: AbstractBaseUser | None, tolerance: float = core.DEFAULT_TOLERANCE) -> Run:
-    """Snapshot a closed study into a new queued run and enqueue it after
-    commit. Refused (``PhaseConflict``) unless the study is closed. The run is
-    saved whether or not the broker can be reached (see ``_enqueue``).
+    """Launch a run of a closed study: a new queued run, enqueued after
+    commit. Refused (``PhaseConflict``) unless the study is closed and its
+    inputs can be evaluated. The run is saved whether or not the broker can
+    be reached (see ``_enqueue``).
 
-    The snapshot is the inputs at launch: the study's row lock keeps them as
-    they are until commit, and its ``input_version`` says whether they are
-    those of an earlier run (no change since), whose snapshot is then copied
-    in the database rather than read and checked again. Otherwise launches
-    build one at a time (``_serialise_builds``), so twenty at once build one
-    snapshot and copy it nineteen times."""
+    The run's snapshot is the inputs at launch, but is not read here: the
+    run records the study's ``input_version``, and the snapshot is taken by
+    the worker that claims the run while that version holds
+    (``run_snapshot_take``), or by the next change of the inputs before it
+    writes anything (``runs_take_snapshots``), whichever comes first. When a
+    run of the same version and tolerance exists, its snapshot is copied in
+    the database (null while it waits too). The study's row lock, held
+    ``FOR SHARE`` until commit, keeps the inputs as they are while the
+    launch checks them (``_refuse_invalid_inputs``, only for the first
+    launch of a version, one at a time: the others were checked with it)."""
     study = _lock_for_launch(study)
     if not phase_allows(study, Action.LAUNCH_RUN):
         raise PhaseConflict(
@@ -206,30 +243,77 @@ def run_launch(*, study: Study, launched_by: AbstractBaseUser | None, tolerance:
     user = cast("User | None", launched_by)
     run = _launch_copying(study, user, tolerance)
     if run is None:
-        _serialise_builds(study)
-        # Another launch may have built it while this one waited.
-        run = _launch_copying(study, user, tolerance) or _launch_building(study, user, tolerance)
+        if not _checked(study):
+            # Launches right after a change check one at a time: the first
+            # checks, the others find its run once it commits.
+            _one_at_a_time(_CHECK_LOCK_KEY, study)
+            if not _checked(study):
+                _refuse_invalid_inputs(study)
+        run = Run.objects.create(
+            study=study,
+            launched_by=user,
+            tolerance=tolerance,
+            snapshot=None,
+            input_version=study.input_version,
+            revision_round=_latest_round(study),
+            lease_expires_at=_queue_lease(timezone.now()),
+        )
     transaction.on_commit(lambda: _enqueue(run.pk))
     return run
 
 
-def _launch_building(study: Study, launched_by: User | None, tolerance: float) -> Run:
-    """A new run with a snapshot read from the study's inputs, checked first."""
-    snapshot = study_snapshot(study=study, tolerance=tolerance)
-    try:
-        snapshot_arrays(snapshot)
-    except RunInputError as error:
-        # Missing or invalid inputs are reported now rather than as a failed run.
-        raise PhaseConflict(f"The run cannot start: {error}.", code="run_inputs_invalid") from None
-    return Run.objects.create(
-        study=study,
-        launched_by=launched_by,
-        tolerance=tolerance,
-        snapshot=snapshot,
-        input_version=study.input_version,
-        revision_round=_latest_round(study),
-        lease_expires_at=_queue_lease(timezone.now()),
+# --- the snapshot, taken after the launch -------------------------------------
+
+
+def _take_snapshots(study: Study, version: int) -> list[int]:
+    """Store in every run of ``study`` launched at ``version`` and still
+    without a snapshot the inputs as they are now, read once for all of them
+    (each with its own tolerance). The caller holds the study's row lock and
+    knows the inputs are still those of ``version``. Returns the runs given
+    one."""
+    pending = list(
+        Run.objects.filter(study=study, input_version=version, snapshot__isnull=True).values_list("pk", "tolerance")
     )
+    if not pending:
+        return []
+    inputs = study_snapshot(study=study)
+    for tolerance in sorted({t for _, t in pending}):
+        Run.objects.filter(pk__in=[pk for pk, t in pending if t == tolerance], snapshot__isnull=True).update(
+            snapshot={**inputs, "tolerance": tolerance}
+        )
+    return [pk for pk, _ in pending]
+
+
+def runs_take_snapshots(study: Study) -> list[int]:
+    """Before a change of ``study``'s inputs (registered with
+    ``workspace.services.before_inputs_change``; called under the study's
+    row lock, its ``input_version`` just bumped, nothing written yet): the
+    runs launched at the version before and still without a snapshot take it
+    now, from the inputs as they still are. Only a closed study can have any
+    (runs are launched in that phase, and leaving it is a change that takes
+    them), so a change in another phase costs no query."""
+    if not phase_allows(study, Action.LAUNCH_RUN):
+        return []
+    return _take_snapshots(study, study.input_version - 1)
+
+
+@transaction.atomic
+def run_snapshot_take(*, run_id: int) -> dict | None:
+    """The run's snapshot, taken now if it has none (the worker that claimed
+    it): under the study's row lock ``FOR SHARE`` (changes of the inputs
+    wait), and only if the study's ``input_version`` is still the run's, so
+    the inputs read are those at launch; one worker at a time per study
+    (``_serialise_builds``), and the one that reads them stores them in
+    every run waiting for the same version. None when the version has moved
+    on without the snapshot being taken (it cannot be any more)."""
+    study_id, version = Run.objects.values_list("study_id", "input_version").get(pk=run_id)
+    study = _lock_for_launch(Study(pk=study_id))
+    _serialise_builds(study)
+    snapshot = Run.objects.values_list("snapshot", flat=True).get(pk=run_id)
+    if snapshot is None and version is not None and study.input_version == version:
+        _take_snapshots(study, version)
+        snapshot = Run.objects.values_list("snapshot", flat=True).get(pk=run_id)
+    return snapshot
 
 
 # --- execute -------------------------------------------------------------------
@@ -349,34 +433,39 @@ def run_execute(*, run_id: int) -> Outcome:
         return _compute(run_id, attempt)
 
 
+# Why a run fails when the study's inputs changed after its launch without
+# its snapshot being taken (every change of the inputs takes them first, so
+# only a change made around the services, e.g. a migration, can do it).
+SNAPSHOT_LOST = (
+    "The study's inputs changed after this run was launched and before its snapshot was taken; launch it again."
+)
+
+
 def _compute(run_id: int, attempt: int) -> Outcome:
-    """Evaluate the claimed run's snapshot and store the outcome."""
+    """Evaluate the claimed run's snapshot (taken now if it has none yet)
+    and store the outcome."""
     started = time.perf_counter()
-    snapshot = Run.objects.values_list("snapshot", flat=True).get(pk=run_id)
+
+    def failed(error: str) -> Outcome:
+        _finish(run_id, attempt, status=Run.Status.FAILED, error=error, duration_seconds=time.perf_counter() - started)
+        return Outcome(status=Run.Status.FAILED)
+
     try:
+        snapshot = Run.objects.values_list("snapshot", flat=True).get(pk=run_id)
+        if snapshot is None:
+            snapshot = run_snapshot_take(run_id=run_id)
+            if snapshot is None:
+                return failed(SNAPSHOT_LOST)
         results = evaluate_snapshot(snapshot)
     except RunInputError as error:
-        _finish(
-            run_id,
-            attempt,
-            status=Run.Status.FAILED,
-            error=f"The inputs cannot be evaluated: {error}.",
-            duration_seconds=time.perf_counter() - started,
-        )
-        return Outcome(status=Run.Status.FAILED)
-    except SoftTimeLimitExceeded:
-        # Not a bug in the run: the task turns it into a time-limit failure.
+        return failed(f"The inputs cannot be evaluated: {error}.")
+    except (SoftTimeLimitExceeded, DatabaseError):
+        # Not a bug in the run: the task turns the first into a time-limit
+        # failure, and sends the run back to the queue on the second.
         raise
     except Exception as error:  # a bug must still end the run, not leave it running
         logger.exception("run %s failed", run_id)
-        _finish(
-            run_id,
-            attempt,
-            status=Run.Status.FAILED,
-            error=f"Internal error: {type(error).__name__}: {error}",
-            duration_seconds=time.perf_counter() - started,
-        )
-        return Outcome(status=Run.Status.FAILED)
+        return failed(f"Internal error: {type(error).__name__}: {error}")
     updated = _finish(
         run_id,
         attempt,

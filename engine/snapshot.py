@@ -10,6 +10,7 @@ invalid input with a ``RunInputError`` worded with the study's names;
 from typing import Any
 
 import numpy as np
+from django.db.models import Count, F, Max, Min, Q, Sum
 
 from workspace.models import (
     AcceptableRange,
@@ -35,6 +36,7 @@ __all__ = [
     "SNAPSHOT_VERSION",
     "RunInputError",
     "INPUT_KEYS",
+    "inputs_complete",
     "ScoreInputs",
     "inputs_snapshot",
     "snapshot_arrays",
@@ -295,6 +297,62 @@ def _inputs(study: Study, metrics: list[Metric]) -> dict:
         "attribute_judgments": _attribute_judgment_grids(study, expert_index, attribute_index, methods),
     }
     return {key: values[key] for key in INPUT_KEYS}
+
+
+def inputs_complete(*, study: Study) -> bool:
+    """Whether ``snapshot_arrays`` would accept the snapshot that
+    ``study_snapshot`` would read now, decided by counts, bounds and sums in
+    the database rather than by reading the inputs (a launch's check: tens
+    of milliseconds where the read takes hundreds at the limits). True only if
+    every check of ``snapshot_arrays`` passes: there are experts and
+    selected metrics; each expert has a weight for each attribute of a
+    selected metric, a range or a default for each selected metric (bounds
+    that differ), and a peer weight for each expert (in (0, 1), or positive
+    when alone, each expert's summing to 1 within ``ROW_SUM_TOLERANCE``);
+    each candidate has a value for each selected metric. False when any may
+    fail (equal default bounds are a doubt, as a sum off by the rounding the
+    engine allows): the caller then reads the inputs to name the gap."""
+    experts = Membership.objects.filter(study=study, role=Membership.Role.EXPERT)
+    k = experts.count()
+    metrics = list(
+        selected_metrics(study).values_list("pk", "attribute_id", "default_least_acceptable", "default_desired")
+    )
+    if not k or not metrics:
+        return False
+    metric_ids = [pk for pk, _, _, _ in metrics]
+    needed = {attribute for _, attribute, _, _ in metrics}
+    if needed - set(selected_attributes(study).values_list("pk", flat=True)):
+        return False
+    if AttributeWeight.objects.filter(prioritisation__expert__in=experts, attribute_id__in=needed).count() != k * len(
+        needed
+    ):
+        return False
+    if any(low is not None and low == high for _, _, low, high in metrics):
+        return False
+    without_default = [pk for pk, _, low, high in metrics if low is None or high is None]
+    ranges = AcceptableRange.objects.filter(expert__in=experts, metric_id__in=metric_ids).aggregate(
+        equal=Count("pk", filter=Q(least_acceptable=F("desired"))),
+        covering=Count("pk", filter=Q(metric_id__in=without_default)),
+    )
+    if ranges["equal"] or ranges["covering"] != k * len(without_default):
+        return False
+    # Each rater's count, bounds and sum, in one pass over the k x k weights.
+    rows = list(
+        PeerWeight.objects.filter(rater__in=experts, ratee__in=experts)
+        .values("rater")
+        .annotate(count=Count("pk"), low=Min("weight"), high=Max("weight"), total=Sum("weight"))
+        .values_list("count", "low", "high", "total")
+    )
+    tolerance = core.ROW_SUM_TOLERANCE
+    if len(rows) != k or any(
+        count != k or not low > 0 or (k > 1 and not high < 1) or not abs(total - 1) <= tolerance
+        for count, low, high, total in rows
+    ):
+        return False
+    candidates = Candidate.objects.filter(study=study).count()
+    # Through the study's own index (a measurement keeps its candidate's study).
+    measured = Measurement.objects.filter(study=study, metric_id__in=metric_ids).count()
+    return measured == candidates * len(metrics)
 
 
 # --- the engine's arrays ---------------------------------------------------------

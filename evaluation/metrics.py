@@ -64,6 +64,7 @@ __all__ = [
     "arr_pole",
     "arr_scores",
     "balanced_accuracy_score",
+    "binary_roc_auc",
     "cohen_kappa_score",
     "confusion_matrix",
     "consistency_score",
@@ -250,11 +251,31 @@ def _ranked_counts(is_positive: np.ndarray, y_score: np.ndarray) -> tuple[np.nda
     ``true_positives[t]`` the positives among them (int64 counts). Tied
     scores are one cut: they are never split between the two sides.
     """
-    order = np.argsort(-y_score, kind="stable")
+    # Any order within a tie will do (a tie is one cut), so NumPy's fastest
+    # sort, not a stable one.
+    order = np.argsort(-y_score)
     ranked_scores = y_score[order]
     true_positives = np.cumsum(is_positive[order], dtype=np.int64)
     last_of_tie = np.append(np.flatnonzero(np.diff(ranked_scores)), len(ranked_scores) - 1)
     return ranked_scores[last_of_tie], last_of_tie + 1, true_positives[last_of_tie]
+
+
+def binary_roc_auc(is_positive: np.ndarray, y_score: np.ndarray) -> float:
+    """ROC AUC of a binary task from its positives mask and scores, both
+    classes present (the caller checks): the area under the ROC curve by
+    the trapezoid rule, as scikit-learn's ``roc_auc_score`` (ties are one
+    step of the curve, i.e. count half), computed in integer counts so that
+    the only rounding is the final division. One sort, none of that
+    function's input checks: for the arrays a prediction set has already
+    validated (``evaluation.report``); agrees with it to 1e-15 (tests)."""
+    _, cases, true_positives = _ranked_counts(is_positive, y_score)
+    false_positives = cases - true_positives
+    positives, negatives = int(true_positives[-1]), int(false_positives[-1])
+    # Twice the area in count units: each step adds its width (new false
+    # positives) times the sum of its two heights (true positives).
+    widths = np.diff(false_positives, prepend=0)
+    heights = true_positives + np.concatenate([[0], true_positives[:-1]])
+    return int(widths @ heights) / (2 * positives * negatives)
 
 
 # --------------------------------------------------------------------------

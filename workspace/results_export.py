@@ -8,6 +8,7 @@ import csv
 import io
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import cast
 
 from engine import selectors as engine_selectors
 from engine import snapshot as engine_snapshot
@@ -210,8 +211,9 @@ def run_comparison(first: Run, second: Run) -> RunComparison:
     comparison = compare_runs(
         engine_selectors.comparison_document(run=before),
         engine_selectors.comparison_document(run=after),
-        before.snapshot,
-        after.snapshot,
+        # succeeded runs (comparison_refusal), which always have their snapshots
+        cast(dict, before.snapshot),
+        cast(dict, after.snapshot),
         # the inputs the database found equal (and did not read)
         getattr(before, "inputs_same", ()),
     )

@@ -636,3 +636,18 @@ def test_an_empty_stack_gives_empty_results():
     weights, ratios = ahp_priorities(np.ones((0, 4, 4)), "eigenvector")
     assert weights.shape == (0, 4) and ratios.shape == (0,)
     assert consistency_ratios(np.ones((0, 4, 4))).shape == (0,)
+
+
+def test_the_ratios_do_not_depend_on_the_weighting_to_the_last_bit():
+    # The eigenvector weighting iterates until its weights settle, longer than the
+    # ratios need; each root is the one of the step whose bracket first closed, so
+    # both give the same ratios bit for bit (randomised Hypothesis once found a
+    # stack 3e-15 apart; 47 of these 3,000 stacks were before the fix).
+    rng = np.random.default_rng(0)
+    for _ in range(3000):
+        n, m = int(rng.integers(3, 10)), int(rng.integers(1, 6))
+        rows, columns = np.triu_indices(n, k=1)
+        stack = np.ones((m, n, n))
+        values = rng.choice(_SCALE, size=(m, len(rows)))
+        stack[:, rows, columns], stack[:, columns, rows] = values, 1 / values
+        np.testing.assert_array_equal(ahp_priorities(stack, "eigenvector")[1], consistency_ratios(stack))

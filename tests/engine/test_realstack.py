@@ -306,11 +306,36 @@ def test_two_launches_at_once_give_two_independent_runs(workers, closed_study):
     assert runs[0].snapshot == runs[1].snapshot
 
 
+def test_each_run_computes_the_inputs_of_its_launch_whoever_takes_its_snapshot(workers, closed_study):
+    # Issue 17, finding 6: a launch reads no inputs. The first run's snapshot
+    # is taken by the change that follows it (before it writes), the
+    # second's by the worker that claims it.
+    from engine.snapshot import study_snapshot
+    from workspace import services as workspace
+
+    first = run_launch(study=closed_study, launched_by=closed_study.designer)
+    at_first = study_snapshot(study=closed_study)
+    assert Run.objects.get(pk=first.pk).snapshot is None
+    workspace.measurements_set(
+        study=closed_study, measurements=[{"candidate": "J48", "metric": "Success rate", "value": 0.5}]
+    )
+    second = run_launch(study=closed_study, launched_by=closed_study.designer)
+    at_second = study_snapshot(study=closed_study)
+    assert Run.objects.get(pk=second.pk).snapshot is None
+    assert at_first["measurements"][0][0] != 0.5 == at_second["measurements"][0][0]
+    workers.start()
+    runs = [wait_for(run, {Run.Status.SUCCEEDED, Run.Status.FAILED}, 60, workers) for run in (first, second)]
+    assert [run.status for run in runs] == [Run.Status.SUCCEEDED] * 2
+    assert runs[0].snapshot == at_first and runs[1].snapshot == at_second
+    assert runs[0].results == engine_services.evaluate_snapshot(at_first)
+    assert runs[1].results == engine_services.evaluate_snapshot(at_second) != runs[0].results
+
+
 def test_run_with_invalid_inputs_fails_with_a_readable_error(workers, closed_study):
     # Launch refuses a study with missing inputs, so the invalid input is
     # put into the queued run's snapshot before any worker sees it.
     run = run_launch(study=closed_study, launched_by=closed_study.designer)
-    snapshot = run.snapshot
+    snapshot = engine_services.run_snapshot_take(run_id=run.pk)  # as its worker would take it
     snapshot["peer_weights"][0] = [0.8, 0.0, 0.1, 0.1]
     Run.objects.filter(pk=run.pk).update(snapshot=snapshot)
     workers.start()

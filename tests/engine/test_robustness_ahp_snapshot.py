@@ -226,7 +226,8 @@ def test_the_layout_migration_bumps_every_study_so_no_old_snapshot_is_copied(run
     study.refresh_from_db()
     assert study.input_version == before + 1
     again = services.run_launch(study=study, launched_by=study.designer)
-    stored = Run.objects.get(pk=again.pk).snapshot
+    assert Run.objects.get(pk=again.pk).snapshot is None  # not copied: taken by its worker
+    stored = services.run_snapshot_take(run_id=again.pk)
     assert stored["version"] == 2
     assert stored["attribute_methods"].count(Method.AHP) == 2
 

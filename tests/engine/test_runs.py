@@ -114,6 +114,15 @@ def launch(study, **kwargs):
     return run_launch(study=study, launched_by=study.designer, **kwargs)
 
 
+def launched(study, **kwargs):
+    """A launched run with its snapshot taken, as the worker that claims it
+    takes it (``run_snapshot_take``)."""
+    run = launch(study, **kwargs)
+    services.run_snapshot_take(run_id=run.pk)
+    run.refresh_from_db()
+    return run
+
+
 def executed(run):
     outcome = run_execute(run_id=run.pk)
     run.refresh_from_db()
@@ -269,7 +278,7 @@ def richer_snapshot(snapshot):
 
 
 def test_stored_measures_are_those_of_engine_disagreement(study):
-    snapshot = richer_snapshot(launch(study).snapshot)
+    snapshot = richer_snapshot(launched(study).snapshot)
     results = engine_results.evaluate_snapshot(snapshot)
     attribute_weights = np.array(snapshot["attribute_weights"])
     metric_weights = np.array(snapshot["metric_weights"])
@@ -309,6 +318,9 @@ def test_stored_measures_are_those_of_engine_disagreement(study):
 
 def test_snapshot_holds_every_input_in_order(study):
     run = launch(study)
+    # Not read by the launch: the worker that claims the run takes it.
+    assert Run.objects.get(pk=run.pk).snapshot is None
+    assert services.run_snapshot_take(run_id=run.pk) == Run.objects.get(pk=run.pk).snapshot
     snapshot = Run.objects.get(pk=run.pk).snapshot  # as stored
     weights, peers = file_inputs()
     assert snapshot["version"] == engine_snapshot.SNAPSHOT_VERSION
@@ -374,7 +386,8 @@ def test_launch_runs_through_celery_after_commit(study, django_capture_on_commit
 
 def test_run_keeps_its_snapshot_when_the_study_changes(study):
     run = launch(study)
-    before = copy.deepcopy(Run.objects.get(pk=run.pk).snapshot)
+    before = engine_snapshot.study_snapshot(study=study)  # the inputs at launch
+    assert Run.objects.get(pk=run.pk).snapshot is None  # not taken yet
 
     # Change every kind of input after the launch, before the run executes.
     workspace.measurements_set(study=study, measurements=[{"candidate": "J48", "metric": "Success rate", "value": 0.9}])
@@ -552,7 +565,7 @@ def test_last_allowed_attempt_still_runs(study):
 
 
 def test_stale_attempt_cannot_overwrite_its_successor(study):
-    run = launch(study)
+    run = launched(study)
     assert run_claim(run_id=run.pk) == 1
     expire_lease(run.pk)
     assert run_claim(run_id=run.pk) == 2
@@ -621,7 +634,7 @@ def test_one_missing_measurement_is_named(study):
 def test_a_snapshot_with_a_missing_measurement_fails_the_run(study):
     # Launch refuses such a study; a snapshot can still carry a gap (written
     # by an older version, or edited): the run then fails, naming it.
-    run = launch(study)
+    run = launched(study)
     snapshot = copy.deepcopy(run.snapshot)
     snapshot["measurements"][1][2] = None
     Run.objects.filter(pk=run.pk).update(snapshot=snapshot)
@@ -633,7 +646,7 @@ def test_a_snapshot_with_a_missing_measurement_fails_the_run(study):
 
 
 def test_zero_peer_weight_fails_the_run(study):
-    run = launch(study)
+    run = launched(study)
     snapshot = copy.deepcopy(run.snapshot)
     snapshot["peer_weights"][0] = [0.8, 0.0, 0.1, 0.1]
     Run.objects.filter(pk=run.pk).update(snapshot=snapshot)
@@ -647,7 +660,7 @@ def test_zero_peer_weight_fails_the_run(study):
 
 
 def test_equal_range_bounds_fail_the_run_naming_expert_and_metric(study):
-    run = launch(study)
+    run = launched(study)
     snapshot = copy.deepcopy(run.snapshot)
     snapshot["upper"][2][0] = snapshot["lower"][2][0]
     Run.objects.filter(pk=run.pk).update(snapshot=snapshot)
@@ -657,7 +670,7 @@ def test_equal_range_bounds_fail_the_run_naming_expert_and_metric(study):
 
 
 def test_missing_peer_weight_is_named(study):
-    run = launch(study)
+    run = launched(study)
     snapshot = copy.deepcopy(run.snapshot)
     snapshot["peer_weights"][1][3] = None
     Run.objects.filter(pk=run.pk).update(snapshot=snapshot)
@@ -970,7 +983,7 @@ def test_migration_to_layout_3_stores_what_a_fresh_run_stores(study, richer):
     from django.apps import apps
 
     migration = import_module("engine.migrations.0003_results_disagreement")
-    run = launch(study)
+    run = launched(study)
     if richer:  # partial vetoes, metric weights unlike the attribute weights
         Run.objects.filter(pk=run.pk).update(snapshot=richer_snapshot(run.snapshot))
     _, run = executed(run)
@@ -1063,7 +1076,7 @@ def test_runs_recover_stale(study, monkeypatch, settings):
     monkeypatch.setattr(services, "_send", recorder(sent, priorities))
     now = timezone.now()
     resend = timedelta(seconds=settings.ENGINE_QUEUE_RESEND_SECONDS)
-    snapshot = launch(study).snapshot
+    snapshot = launched(study).snapshot
     Run.objects.all().delete()
 
     def make(**fields):

@@ -1,7 +1,9 @@
-"""Issue 17, finding 6: a launch copies the snapshot of an earlier run taken at
-the same ``Study.input_version`` instead of reading the study again, and every
-change that may alter a snapshot bumps that version, so the snapshot is still
-the inputs at launch."""
+"""Issue 17, finding 6: a launch reads no inputs. It records the study's
+``input_version`` (copying the snapshot of an earlier run at that version, if
+any); the worker that claims the run takes its snapshot while the version
+holds, and every change that may alter a snapshot bumps that version after
+giving the runs still waiting the inputs as they were, so the snapshot is
+still the inputs at launch."""
 
 import inspect
 import threading
@@ -10,17 +12,28 @@ import pytest
 from django.contrib import admin
 from django.contrib.auth.models import User
 from django.db import connection, transaction
+from django.db.models import F
 
 from engine import services as engine_services
 from engine.models import Run
 from engine.services import run_launch
-from engine.snapshot import study_snapshot
+from engine.snapshot import RunInputError, inputs_complete, snapshot_arrays, study_snapshot
 from evaluation import services as evaluation_services
 from workspace import bundles, invitations, reminders
 from workspace import services as workspace
 from workspace.admin import InputsAdmin
 from workspace.errors import InvalidInput, PhaseConflict
-from workspace.models import Candidate, Membership, Study
+from workspace.models import (
+    AcceptableRange,
+    AttributeWeight,
+    Candidate,
+    Measurement,
+    Membership,
+    Metric,
+    PeerWeight,
+    Study,
+)
+from workspace.services import _checks as workspace_checks
 from workspace.services import imports, phases
 
 from .test_runs import case_study_bundle
@@ -43,7 +56,7 @@ def version(study):
 
 @pytest.fixture
 def builds(monkeypatch):
-    """How many times a launch read the study's inputs."""
+    """How many times a launch or a worker read the study's inputs."""
     calls = []
     real = engine_services.study_snapshot
 
@@ -59,17 +72,26 @@ def stored(run):
     return Run.objects.values_list("snapshot", flat=True).get(pk=run.pk)
 
 
-# --- reuse -------------------------------------------------------------------------
+def taken(run):
+    """The run's snapshot once its worker has taken it (``run_snapshot_take``)."""
+    engine_services.run_snapshot_take(run_id=run.pk)
+    return stored(run)
+
+
+# --- reuse ---------------------------------------------------------------------------
 
 
 def test_two_launches_without_a_change_share_one_snapshot_read_once(study, builds):
     first, second = launch(study), launch(study)
-    assert builds == [study.pk]
-    assert stored(second) == stored(first) == study_snapshot(study=study)
+    assert builds == [] and stored(first) is None and stored(second) is None  # the launches read nothing
+    assert taken(second) == study_snapshot(study=study)
+    # One read, stored in every run waiting at that version.
+    assert builds == [study.pk] and stored(first) == stored(second)
     assert second.pk != first.pk and first.input_version == second.input_version == version(study)
-    # The run returned reads its copied snapshot on demand, not the placeholder.
-    assert second.snapshot == stored(first)
     assert second.status == Run.Status.QUEUED and second.launched_by == study.designer
+    # A launch after it copies the snapshot taken, and the run returned reads it on demand.
+    third = launch(study)
+    assert third.snapshot == stored(first) and builds == [study.pk]
 
 
 def test_a_copied_run_executes_to_the_same_results(study):
@@ -83,19 +105,23 @@ def test_a_copied_run_executes_to_the_same_results(study):
 
 def test_another_tolerance_takes_its_own_snapshot(study, builds):
     first, other = launch(study), launch(study, tolerance=1e-6)
-    assert len(builds) == 2
-    assert stored(first)["tolerance"] != stored(other)["tolerance"] == 1e-6
-    assert stored(launch(study, tolerance=1e-6)) == stored(other)
-    assert len(builds) == 2
+    assert taken(first)["tolerance"] != stored(other)["tolerance"] == 1e-6
+    assert len(builds) == 1  # one read for both
+    assert {**stored(first), "tolerance": 1e-6} == stored(other)
+    assert launch(study, tolerance=1e-6).snapshot == stored(other)
+    assert len(builds) == 1
 
 
 def test_a_change_between_two_launches_gives_two_snapshots(study, builds):
     first = launch(study)
+    before = study_snapshot(study=study)
+    builds.clear()
     workspace.measurements_set(study=study, measurements=[{"candidate": "J48", "metric": "Success rate", "value": 0.5}])
+    # The change gave the waiting run the inputs as they were, then changed them.
+    assert len(builds) == 1 and stored(first) == before
     second = launch(study)
-    assert len(builds) == 2
+    assert taken(second) == study_snapshot(study=study) and len(builds) == 2
     assert stored(first)["measurements"][0][0] != 0.5 == stored(second)["measurements"][0][0]
-    assert stored(second) == study_snapshot(study=study)
     # And the one after copies the second, not the first.
     assert stored(launch(study)) == stored(second) and len(builds) == 2
 
@@ -108,15 +134,18 @@ def test_a_refused_change_leaves_the_version_and_the_snapshot_is_copied(study, b
             study=study, measurements=[{"candidate": "J48", "metric": "Success rate", "value": "high"}]
         )
     assert version(study) == before
-    launch(study)
-    assert len(builds) == 1
+    # The refused change's snapshot of the waiting run was rolled back with it.
+    assert Run.objects.filter(study=study, snapshot__isnull=True).count() == 1
+    assert taken(launch(study)) is not None
+    assert len(builds) == 2  # the refused change's, rolled back, and the worker's
 
 
 def test_runs_from_before_versions_are_never_copied(study, builds):
     old = launch(study)
     Run.objects.filter(pk=old.pk).update(input_version=None, snapshot={"stale": True})
     new = launch(study)
-    assert len(builds) == 2 and stored(new) == study_snapshot(study=study)
+    assert stored(new) is None and taken(new) == study_snapshot(study=study)
+    assert len(builds) == 1
 
 
 def test_a_launch_refused_for_its_inputs_is_refused_again_not_copied(study):
@@ -200,6 +229,7 @@ TAKE_THE_LOCK = {
 NOT_INPUTS = {
     # checks, reads, previews, the phase table
     *("expect", "number", "text", "locked", "inputs_changed", "PHASE_RULES", "Action", "has_opened", "opens_in"),
+    "before_inputs_change",
     *("phase_allows", "phase_refusal", "require_phase", "selection_fixed", "prioritisation_preview", "range_check"),
     *("invitation_refusal", "invitation_list", "invitation_list_for_user", "invitation_get_for_user"),
     *("invitation_get_by_key", "invitation_inputs", "study_export_bundle", "study_export_json"),
@@ -261,23 +291,27 @@ def test_a_service_that_changes_inputs_takes_the_lock(name):
 @pytest.mark.parametrize("name", sorted(CLOSED_CHANGES))
 def test_each_change_a_closed_study_allows_bumps_the_version_and_the_next_launch_reads_it(study, builds, name):
     first = launch(study)
-    before = version(study)
+    before, at_launch = version(study), study_snapshot(study=study)
+    builds.clear()
     CLOSED_CHANGES[name](study)
     assert version(study) > before
+    # The run waiting for its snapshot got the inputs as they were at its launch.
+    assert builds == [study.pk] and stored(first) == at_launch
     study.refresh_from_db()
     if study.phase != "closed":
         workspace.study_close_assessment(study=study)
     fresh = study_snapshot(study=study)
     if name not in ("study_reopen_assessment", "study_transition"):  # the same inputs again
         assert fresh != stored(first)
+    builds.clear()
     try:
         second = launch(study)
     except PhaseConflict:
         # A new candidate has no measurements yet: refused after reading it.
         assert any(None in row for row in fresh["measurements"])
-        assert len(builds) == 2
+        assert len(builds) == 1
         return
-    assert len(builds) == 2 and stored(second) == fresh
+    assert builds == [] and taken(second) == fresh and len(builds) == 1
 
 
 def test_closing_the_assessment_bumps_the_version(study):
@@ -307,8 +341,8 @@ def test_a_username_changed_in_the_admin_is_in_the_next_snapshot(study, builds, 
     answer = admin_client.post(f"/admin/auth/user/{user.pk}/change/", data)
     assert answer.status_code == 302, answer.context["adminform"].form.errors if answer.context else answer
     second = launch(study)
-    assert stored(first)["experts"][0] == "statistician"
-    assert stored(second)["experts"][0] == "biostatistician"
+    assert stored(first)["experts"][0] == "statistician"  # taken by the admin's change, before it wrote
+    assert taken(second)["experts"][0] == "biostatistician"
     assert len(builds) == 2
 
 
@@ -321,11 +355,13 @@ def test_a_candidate_renamed_in_the_admin_is_in_the_next_snapshot(study, builds,
     request = admin_client.get("/admin/").wsgi_request
     with transaction.atomic():
         model_admin.save_model(request, candidate, None, True)
+    assert stored(first)["candidates"][0] == "J48"  # taken by the admin's change, before it wrote
     second = launch(study)
-    assert stored(first)["candidates"][0] == "J48" and stored(second)["candidates"][0] == "C4.5"
-    # A deletion of the whole list's selection (the admin's action) too.
+    # A deletion of the whole list's selection (the admin's action) too: the
+    # run waiting for its snapshot gets the renamed candidate and JRip still.
     model_admin.delete_queryset(request, Candidate.objects.filter(study=study, name="JRip"))
-    assert "JRip" not in stored(launch(study))["candidates"]
+    assert stored(second)["candidates"][0] == "C4.5" and "JRip" in stored(second)["candidates"]
+    assert "JRip" not in taken(launch(study))["candidates"]
     assert len(builds) == 3
 
 
@@ -370,47 +406,260 @@ def test_admin_study_paths_lead_to_the_study(study):
     assert {"Study", "Membership", "Candidate", "Measurement", "PeerWeight", "AttributeWeight", "User"} <= checked
 
 
+# --- the launch reads no inputs; the worker or the next change takes them -------------------
+
+
+def test_a_launch_after_a_change_builds_no_snapshot(study, monkeypatch):
+    workspace.measurements_set(study=study, measurements=[{"candidate": "J48", "metric": "Success rate", "value": 0.5}])
+
+    def not_in_the_request(*args, **kwargs):
+        raise AssertionError("a launch must not read or check the whole inputs")
+
+    monkeypatch.setattr(engine_services, "study_snapshot", not_in_the_request)
+    monkeypatch.setattr(engine_services, "snapshot_arrays", not_in_the_request)
+    run = launch(study)
+    assert stored(run) is None and run.input_version == version(study) and run.status == Run.Status.QUEUED
+
+
+def test_the_worker_takes_the_snapshot_of_the_inputs_at_launch_and_computes(study):
+    run = launch(study)
+    at_launch = study_snapshot(study=study)
+    outcome = engine_services.run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    assert outcome.status == run.status == Run.Status.SUCCEEDED
+    assert run.snapshot == at_launch
+    # The same results as from a snapshot taken in the request, as before.
+    assert run.results == engine_services.evaluate_snapshot(at_launch)
+
+
+def test_a_waiting_run_gets_the_inputs_before_a_change_and_computes_with_them(study):
+    run = launch(study)
+    j48 = study_snapshot(study=study)["measurements"][0][0]
+    workspace.measurements_set(study=study, measurements=[{"candidate": "J48", "metric": "Success rate", "value": 0.5}])
+    assert j48 != 0.5 and stored(run)["measurements"][0][0] == j48
+    engine_services.run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    first = {c["name"]: c for c in run.results["candidates"]}["J48"]
+    assert run.status == Run.Status.SUCCEEDED and run.snapshot["measurements"][0][0] == j48
+    assert first == {c["name"]: c for c in engine_services.evaluate_snapshot(run.snapshot)["candidates"]}["J48"]
+
+
+def test_a_run_whose_version_moved_on_without_its_snapshot_fails_saying_so(study):
+    run = launch(study)
+    # A change made around the services (a migration's bump, raw SQL) takes no snapshot.
+    Study.objects.filter(pk=study.pk).update(input_version=F("input_version") + 1)
+    assert engine_services.run_snapshot_take(run_id=run.pk) is None
+    outcome = engine_services.run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    assert outcome.status == run.status == Run.Status.FAILED and run.snapshot is None
+    assert run.error == engine_services.SNAPSHOT_LOST
+
+
+def test_a_change_outside_the_closed_phase_looks_for_no_waiting_run(study, django_assert_num_queries):
+    workspace.study_reopen_assessment(study=study)
+    with django_assert_num_queries(1):  # the UPDATE that locks and bumps, nothing else
+        workspace_checks.locked(study)
+    # In the closed phase, one query more: are there runs waiting for their snapshot?
+    workspace.study_close_assessment(study=study)
+    with django_assert_num_queries(2):
+        workspace_checks.locked(study)
+
+
+def test_a_queued_run_without_its_snapshot_is_shown_and_served(study, client, admin_client, settings):
+    run = launch(study)
+    client.force_login(study.designer)
+    assert stored(run) is None
+    page = client.get(f"/runs/{run.pk}/")
+    assert page.status_code == 200 and b"Queued" in page.content
+    answer = client.get(f"/api/v1/runs/{run.pk}/")
+    assert answer.status_code == 200 and answer.json()["status"] == "queued"
+    results = client.get(f"/api/v1/runs/{run.pk}/results/")
+    assert results.status_code == 409
+    assert client.get(f"/runs/{run.pk}/candidates/J48/").status_code == 409  # no results yet
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
+    assert admin_client.get(f"/admin/engine/run/{run.pk}/change/").status_code == 200
+    assert stored(run) is None  # nothing read or took it
+
+
+# --- the launch's check of the inputs, by counts --------------------------------------------
+
+
+def _expert(study, name):
+    return Membership.objects.get(study=study, user__username=name)
+
+
+def _ranges_without_default(study, but):
+    """Success rate loses its default range; every expert but ``but`` gives one."""
+    metric = Metric.objects.get(study=study, name="Success rate")
+    Metric.objects.filter(pk=metric.pk).update(default_least_acceptable=None, default_desired=None)
+    experts = Membership.objects.filter(study=study, role="expert").exclude(user__username=but)
+    AcceptableRange.objects.bulk_create(
+        [AcceptableRange(expert=expert, metric=metric, least_acceptable=0.8, desired=0.95) for expert in experts]
+    )
+
+
+# Each change makes the inputs unfit for a run, or keeps them fit, written
+# around the services (which refuse most of them) as an older version or the
+# admin could have left them.
+GAPS = {
+    "nothing": lambda s: None,
+    "a measurement": lambda s: Measurement.objects.filter(study=s, candidate__name="JRip").first().delete(),
+    "a candidate without values": lambda s: Candidate.objects.create(study=s, name="New", position=99),
+    "a peer weight": lambda s: PeerWeight.objects.filter(rater=_expert(s, "researcher")).first().delete(),
+    "a peer weight of 1": lambda s: PeerWeight.objects.filter(
+        rater=_expert(s, "researcher"), ratee=_expert(s, "clinician")
+    ).update(weight=1),
+    "peer weights summing to 1.1": lambda s: PeerWeight.objects.filter(
+        rater=_expert(s, "researcher"), ratee=_expert(s, "researcher")
+    ).update(weight=F("weight") + 0.1),
+    "peer weights off by the tolerance": lambda s: PeerWeight.objects.filter(
+        rater=_expert(s, "researcher"), ratee=_expert(s, "researcher")
+    ).update(weight=F("weight") + 5e-7),
+    "an attribute weight": lambda s: (
+        AttributeWeight.objects.filter(prioritisation__expert=_expert(s, "clinician")).first().delete()
+    ),
+    "a range where the metric has no default": lambda s: _ranges_without_default(s, but="clinician"),
+    "every range given where the metric has no default": lambda s: _ranges_without_default(s, but=None),
+    "no expert": lambda s: Membership.objects.filter(study=s, role="expert").delete(),
+}
+
+
+@pytest.mark.parametrize("gap", sorted(GAPS))
+def test_the_launchs_check_by_counts_agrees_with_reading_the_inputs(study, gap):
+    GAPS[gap](study)
+    try:
+        snapshot_arrays(study_snapshot(study=study))
+    except RunInputError:
+        fit = False
+    else:
+        fit = True
+    # Never lets through inputs the run could not use; a doubt only costs the read.
+    assert inputs_complete(study=study) == fit
+    if fit:
+        assert launch(study).snapshot is None
+    else:
+        with pytest.raises(PhaseConflict) as refused:
+            launch(study)
+        assert refused.value.code == "run_inputs_invalid" and str(refused.value).startswith("The run cannot start: ")
+
+
 # --- many at once (PostgreSQL) --------------------------------------------------------
 
 
-@pytest.mark.skipif(not ON_POSTGRESQL, reason="concurrent launches: PostgreSQL (SQLite serialises every write)")
-@pytest.mark.django_db(transaction=True)
-def test_simultaneous_launches_read_the_study_once(monkeypatch):
+def _at_once(count, function):
+    """``function(i)`` from ``count`` threads released together (each with
+    its own connection); their answers, in order, or the first error."""
     from django.db import connections
 
-    study = bundles.study_import_bundle(bundle=case_study_bundle())
-    monkeypatch.setattr(engine_services, "_enqueue", lambda run_id, *priority: True)
-    reads, real = [], engine_services.study_snapshot
-    entered = threading.Event()
+    barrier, answers, errors = threading.Barrier(count), [None] * count, []
 
-    def slow_read(**kwargs):
-        reads.append(1)
-        entered.set()
-        # Long enough for every other launch to find no run yet and wait.
-        threading.Event().wait(0.5)
-        return real(**kwargs)
-
-    monkeypatch.setattr(engine_services, "study_snapshot", slow_read)
-    count, barrier, runs, errors = 8, threading.Barrier(8), [], []
-
-    def one():
+    def one(i):
         try:
             barrier.wait()
-            runs.append(launch(study).pk)
+            answers[i] = function(i)
         except Exception as error:  # reported below
             errors.append(error)
         finally:
             connections.close_all()
 
-    threads = [threading.Thread(target=one) for _ in range(count)]
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(count)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(30)
-    assert errors == [] and len(runs) == count
-    assert entered.is_set() and len(reads) == 1
-    snapshots = list(Run.objects.filter(pk__in=runs).values_list("snapshot", flat=True))
-    assert len(snapshots) == count and all(snapshot == snapshots[0] for snapshot in snapshots)
-    assert snapshots[0] == real(study=study)
+    assert errors == []
+    return answers
+
+
+@pytest.fixture
+def slow_reads(monkeypatch):
+    """Every read of a study's inputs by the engine, each taking 0.5 s more:
+    long enough for whatever runs beside it to wait for it."""
+    reads, real = [], engine_services.study_snapshot
+
+    def slow_read(**kwargs):
+        reads.append(kwargs["study"].pk)
+        threading.Event().wait(0.5)
+        return real(**kwargs)
+
+    monkeypatch.setattr(engine_services, "study_snapshot", slow_read)
+    monkeypatch.setattr(engine_services, "_enqueue", lambda run_id, *priority: True)
+    return reads
+
+
+@pytest.mark.skipif(not ON_POSTGRESQL, reason="concurrent launches: PostgreSQL (SQLite serialises every write)")
+@pytest.mark.django_db(transaction=True)
+def test_simultaneous_launches_read_nothing_and_their_workers_read_the_study_once(slow_reads, monkeypatch):
+    study = bundles.study_import_bundle(bundle=case_study_bundle())
+    checks, real_check = [], engine_services.inputs_complete
+
+    def slow_check(**kwargs):
+        checks.append(kwargs["study"].pk)
+        threading.Event().wait(0.3)  # long enough for the other launches to find no run yet
+        return real_check(**kwargs)
+
+    monkeypatch.setattr(engine_services, "inputs_complete", slow_check)
+    # A change first: no run has a snapshot at the new version.
+    workspace.measurements_set(study=study, measurements=[{"candidate": "J48", "metric": "Success rate", "value": 0.5}])
+    runs = _at_once(8, lambda i: launch(study).pk)
+    # One launch checked the inputs (by counts), the others waited for it; none read them.
+    assert checks == [study.pk] and slow_reads == [] and len(set(runs)) == 8
+    assert Run.objects.filter(pk__in=runs, snapshot__isnull=True).count() == 8
+    # Eight workers claim them at once: one reads the inputs, the others wait for it.
+    snapshots = _at_once(8, lambda i: engine_services.run_snapshot_take(run_id=runs[i]))
+    assert slow_reads == [study.pk]
+    assert all(snapshot == snapshots[0] for snapshot in snapshots)
+    assert snapshots[0] == study_snapshot(study=study) and snapshots[0]["measurements"][0][0] == 0.5
+    Run.objects.filter(study=study).delete()
+    study.delete()
+
+
+@pytest.mark.skipif(not ON_POSTGRESQL, reason="a change racing a worker: PostgreSQL row locks")
+@pytest.mark.django_db(transaction=True)
+def test_a_change_racing_the_worker_taking_the_snapshot_waits_and_the_snapshot_is_the_inputs_at_launch(slow_reads):
+    study = bundles.study_import_bundle(bundle=case_study_bundle())
+    run = launch(study)
+    at_launch = study_snapshot(study=study)
+
+    def one(i):
+        if i == 0:
+            return engine_services.run_snapshot_take(run_id=run.pk)
+        threading.Event().wait(0.2)  # while the worker reads the inputs
+        return workspace.measurements_set(
+            study=study, measurements=[{"candidate": "J48", "metric": "Success rate", "value": 0.5}]
+        )
+
+    taken_by_worker, _ = _at_once(2, one)
+    assert taken_by_worker == at_launch == stored(run) and at_launch["measurements"][0][0] != 0.5
+    # The change waited for the worker, found nothing left to take, and was made.
+    assert slow_reads == [study.pk] and study_snapshot(study=study)["measurements"][0][0] == 0.5
+    Run.objects.filter(study=study).delete()
+    study.delete()
+
+
+@pytest.mark.skipif(not ON_POSTGRESQL, reason="launches racing a change: PostgreSQL row locks")
+@pytest.mark.django_db(transaction=True)
+def test_launches_racing_changes_each_get_the_inputs_of_their_version(monkeypatch):
+    study = bundles.study_import_bundle(bundle=case_study_bundle())
+    monkeypatch.setattr(engine_services, "_enqueue", lambda run_id, *priority: True)
+
+    def one(i):
+        if i % 2:
+            return launch(study).pk
+        workspace.measurements_set(
+            study=study, measurements=[{"candidate": "J48", "metric": "Success rate", "value": 0.5 + i / 100}]
+        )
+        return None
+
+    runs = [pk for pk in _at_once(8, one) if pk is not None]
+    values = {}
+    for pk in runs:
+        snapshot = stored(Run.objects.get(pk=pk)) or engine_services.run_snapshot_take(run_id=pk)
+        values.setdefault(Run.objects.get(pk=pk).input_version, set()).add(snapshot["measurements"][0][0])
+    # One value per version; and the last version's is the study's now.
+    assert all(len(seen) == 1 for seen in values.values())
+    assert values.get(version(study), {study_snapshot(study=study)["measurements"][0][0]}) == {
+        study_snapshot(study=study)["measurements"][0][0]
+    }
     Run.objects.filter(study=study).delete()
     study.delete()

@@ -562,3 +562,28 @@ def test_efficiency_is_the_mean_time_per_instance(time):
 def test_efficiency_undefined_cases(time, message):
     with pytest.raises(ValueError, match=message):
         efficiency_score(time)
+
+
+# --------------------------------------------------------------------------
+# Binary ROC AUC from counts (what evaluation.report uses)
+# --------------------------------------------------------------------------
+
+
+@SETTINGS
+@given(
+    st.lists(st.tuples(st.booleans(), st.integers(0, 6)), min_size=2, max_size=60),
+    st.sampled_from([0.5, 0.25, 1e-3]),
+)
+def test_binary_roc_auc_equals_scikit_learns_with_ties(rows, step):
+    """Scores on a coarse grid, so that most are tied, across classes too."""
+    is_positive = np.array([positive for positive, _ in rows])
+    assume(is_positive.any() and not is_positive.all())
+    scores = np.array([point * step for _, point in rows])
+    expected = sklearn.metrics.roc_auc_score(is_positive, scores)
+    assert metrics.binary_roc_auc(is_positive, scores) == pytest.approx(expected, abs=1e-15)
+
+
+def test_binary_roc_auc_of_a_known_case():
+    # Positives 0.9, 0.5; negatives 0.5, 0.1: pairs won 1 + 1 + 0.5 (tie) + 1 of 4.
+    auc = metrics.binary_roc_auc(np.array([True, True, False, False]), np.array([0.9, 0.5, 0.5, 0.1]))
+    assert auc == 3.5 / 4

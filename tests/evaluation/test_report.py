@@ -153,7 +153,10 @@ def test_multiclass_macro_averages_and_one_vs_rest_auc():
     proba = np.array([[r[f"proba:{label}"] for label in labels] for r in rows])
     t = np.array([r["y_true"] for r in rows])
     p = np.array(labels)[proba.argmax(axis=1)]
-    assert values["accuracy"] == pytest.approx(sk.accuracy_score(t, p))
+    assert values["accuracy"] == pytest.approx(sk.accuracy_score(t, p), abs=1e-15)
+    # From the report's confusion matrix, by scikit-learn's formulas.
+    assert values["balanced_accuracy"] == pytest.approx(sk.balanced_accuracy_score(t, p), abs=1e-15)
+    assert values["cohen_kappa"] == pytest.approx(sk.cohen_kappa_score(t, p, labels=labels), abs=1e-15)
     assert values["precision"] == pytest.approx(sk.precision_score(t, p, average="macro"))
     assert values["recall"] == pytest.approx(sk.recall_score(t, p, average="macro"))
     assert values["f1"] == pytest.approx(sk.f1_score(t, p, average="macro"))

@@ -242,7 +242,7 @@ def test_the_snapshot_carries_the_standard_errors(db):
     bundle["candidates"][1]["standard_errors"] = {"Success rate": 0.02}
     study = study_import_bundle(bundle=bundle)
     run = engine_services.run_launch(study=study, launched_by=study.designer)
-    snapshot = run.snapshot
+    snapshot = engine_services.run_snapshot_take(run_id=run.pk)  # as the run's worker takes it
     column = [m["name"] for m in snapshot["metrics"]].index("Success rate")
     assert snapshot["standard_errors"][1][column] == 0.02
     assert sum(e is not None for row in snapshot["standard_errors"] for e in row) == 1

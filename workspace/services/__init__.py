@@ -27,10 +27,11 @@ the API and the pages call these same functions, as ``services.<name>``:
 
 The argument checks every service shares (``expect``, ``number``, ``text``,
 and ``locked``, the study's row lock) are public here too, for the services
-of other apps (``evaluation.services``).
+of other apps (``evaluation.services``), with ``before_inputs_change``, where
+the engine registers what must happen before a study's inputs change.
 """
 
-from ._checks import expect, inputs_changed, locked, number, text
+from ._checks import before_inputs_change, expect, inputs_changed, locked, number, text
 from .accounts import (
     api_token_create,
     api_token_record_use,
@@ -97,6 +98,7 @@ from .setup import (
 )
 
 __all__ = [
+    "before_inputs_change",
     "expect",
     "inputs_changed",
     "locked",

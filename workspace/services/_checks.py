@@ -174,6 +174,28 @@ def range_pair(value: Any, field: str, better: str) -> tuple[float, float]:
     return least, desired
 
 
+# What must happen under a study's row lock before its inputs change, one
+# function of the study each, registered by the apps that copy the inputs
+# later (``before_inputs_change``): the engine takes the snapshots of the
+# runs launched at the current version that have none yet
+# (``engine.services.runs_take_snapshots``), from the inputs as they still
+# are. A registry, so that workspace does not import the engine.
+_BEFORE_INPUTS_CHANGE: list[Callable[[Study], object]] = []
+
+
+def before_inputs_change(hook: Callable[[Study], object]) -> None:
+    """Call ``hook(study)`` in every change of a study's inputs, with its
+    row lock held and before anything is written (``locked``,
+    ``inputs_changed``). Registered once, in an ``AppConfig.ready``."""
+    if hook not in _BEFORE_INPUTS_CHANGE:
+        _BEFORE_INPUTS_CHANGE.append(hook)
+
+
+def _before_change(study: Study) -> None:
+    for hook in _BEFORE_INPUTS_CHANGE:
+        hook(study)
+
+
 def locked(study: Study) -> Study:
     """Re-read the study under a row lock so concurrent transitions and
     inputs serialise on it, and bump its ``input_version``: whoever takes
@@ -182,13 +204,17 @@ def locked(study: Study) -> Study:
     change rolls its bump back with the rest).
 
     One statement: the UPDATE locks the row (against other changes and
-    against launches, which hold it ``FOR SHARE``) and returns it."""
+    against launches, which hold it ``FOR SHARE``) and returns it. Then, the
+    lock held, the hooks registered with ``before_inputs_change`` (runs
+    launched but not yet given their snapshot get it now). So call it
+    before the change writes anything, as every service does first."""
     table, key, version = Study._meta.db_table, Study._meta.pk.column, Study._meta.get_field("input_version").column
     columns = ", ".join(f'"{field.column}"' for field in Study._meta.concrete_fields)
     sql = f'UPDATE "{table}" SET "{version}" = "{version}" + 1 WHERE "{key}" = %s RETURNING {columns}'  # noqa: S608
     found = list(Study.objects.db_manager(router.db_for_write(Study)).raw(sql, [study.pk]))
     if not found:
         raise Study.DoesNotExist("Study matching query does not exist.")
+    _before_change(found[0])
     return found[0]
 
 
@@ -196,8 +222,13 @@ def inputs_changed(*, studies: Iterable[int]) -> None:
     """Bump the ``input_version`` of the studies whose ids are given: the one
     call for a writer of a snapshot's inputs that does not go through
     ``locked`` (the admin, an account's username). Call it in the change's
-    transaction."""
-    Study.objects.filter(pk__in=set(studies)).update(input_version=F("input_version") + 1)
+    transaction, before it writes (the hooks of ``before_inputs_change``
+    run here too, under the row locks the UPDATE takes)."""
+    ids = set(studies)
+    Study.objects.filter(pk__in=ids).update(input_version=F("input_version") + 1)
+    if _BEFORE_INPUTS_CHANGE and ids:
+        for study in Study.objects.filter(pk__in=ids).order_by("pk"):
+            _before_change(study)
 
 
 def next_position(queryset: QuerySet[Any] | BaseManager[Any]) -> int:

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('engine', '0006_snapshot_judgments'),
+        ('engine', '0007_snapshot_taken_by_the_worker'),
     ]
 
     operations = [
