@@ -153,6 +153,7 @@ def pages(study, expert_user, runs):
         ("ranges check (no JS)", "post", f"/studies/{s}/my/ranges/", {**typed, "preview": "1"}, expert, "page"),
         ("peer-weights step", "get", f"/studies/{s}/my/peer-weights/", None, expert, "every expert"),
         ("discussion", "get", f"/studies/{s}/discussion/", None, both, "page"),
+        ("revision rounds", "get", f"/studies/{s}/rounds/", None, both, "page"),
         ("runs", "get", f"/studies/{s}/runs/", None, both, "page"),
         ("runs status", "get", f"/studies/{s}/runs/status/", None, both, "page"),
         ("run page", "get", f"/runs/{second}/", None, both, "page"),

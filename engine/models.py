@@ -39,6 +39,10 @@ class Run(models.Model):
     # the same version (and tolerance) copies this snapshot in the database
     # instead of reading the inputs again. Null before versions were kept.
     input_version = models.PositiveBigIntegerField(null=True, blank=True, editable=False)
+    # The study's latest revision round at launch (workspace.RevisionRound's
+    # number): the inputs the run validates are those after that round.
+    # Null: the study had no round then (or the run predates rounds).
+    revision_round = models.PositiveIntegerField(null=True, blank=True, editable=False)
     # Filled in one write together with status "succeeded"; null otherwise.
     results = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)

@@ -39,14 +39,14 @@ from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import User
 from django.db import DatabaseError, connection, transaction
-from django.db.models import F, Q, QuerySet
+from django.db.models import F, Max, Q, QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
 from workspace import history
 from workspace.errors import PhaseConflict
-from workspace.models import Study
+from workspace.models import RevisionRound, Study
 from workspace.services.phases import Action, phase_allows
 
 from . import core
@@ -164,6 +164,12 @@ def _checked(study: Study) -> bool:
     return Run.objects.filter(study=study, input_version=study.input_version).exists()
 
 
+def _latest_round(study: Study) -> int | None:
+    """The number of the study's latest revision round (all are closed once
+    the study is), which a run records as the round it used."""
+    return RevisionRound.objects.filter(study=study).aggregate(latest=Max("number"))["latest"]
+
+
 def _launch_copying(study: Study, launched_by: User | None, tolerance: float) -> Run | None:
     """A new run with the snapshot of a run of ``study`` launched at its
     current ``input_version`` and ``tolerance``, copied inside the database
@@ -189,6 +195,7 @@ def _launch_copying(study: Study, launched_by: User | None, tolerance: float) ->
         tolerance=tolerance,
         snapshot=copied,
         input_version=study.input_version,
+        revision_round=_latest_round(study),
         lease_expires_at=_queue_lease(timezone.now()),
     )
     del run.snapshot  # read from the database if asked for
@@ -249,6 +256,7 @@ def run_launch(*, study: Study, launched_by: AbstractBaseUser | None, tolerance:
             tolerance=tolerance,
             snapshot=None,
             input_version=study.input_version,
+            revision_round=_latest_round(study),
             lease_expires_at=_queue_lease(timezone.now()),
         )
     transaction.on_commit(lambda: _enqueue(run.pk))

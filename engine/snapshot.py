@@ -35,8 +35,10 @@ from . import core
 __all__ = [
     "SNAPSHOT_VERSION",
     "RunInputError",
+    "INPUT_KEYS",
     "inputs_complete",
     "ScoreInputs",
+    "inputs_snapshot",
     "snapshot_arrays",
     "snapshot_matrix",
     "snapshot_standard_errors",
@@ -222,17 +224,10 @@ def study_snapshot(*, study: Study, tolerance: float = core.DEFAULT_TOLERANCE) -
     lock, which candidate and measurement changes also take, so the
     separate reads below see one consistent state.
     """
-    experts = list(expert_list(study=study))
-    attributes = list(selected_attributes(study))
     metrics = list(selected_metrics(study))
+    inputs = _inputs(study, metrics)
     candidates = list(Candidate.objects.filter(study=study).order_by("position", "id"))
-    expert_index = {e.pk: i for i, e in enumerate(experts)}
-    attribute_index = {a.pk: j for j, a in enumerate(attributes)}
     metric_index = {m.pk: j for j, m in enumerate(metrics)}
-
-    attribute_weights, methods = _attribute_weight_grid(study, expert_index, attribute_index)
-    metric_weights = _metric_weight_grid(study, experts, metrics, attribute_weights, attribute_index)
-    lower, upper = _range_grids(study, metrics, expert_index, metric_index)
     measurements, standard_errors = _measurement_grids(study, candidates, metric_index)
     return {
         "version": SNAPSHOT_VERSION,
@@ -241,26 +236,67 @@ def study_snapshot(*, study: Study, tolerance: float = core.DEFAULT_TOLERANCE) -
         # how AHP weights were computed (the run keeps its method; snapshots
         # from before the setting have none: the paper's column means)
         "ahp_weighting": study.ahp_weighting,
-        "experts": [e.user.get_username() for e in experts],
-        "attributes": [a.name for a in attributes],
-        "metrics": [_metric_out(m, attributes, attribute_index) for m in metrics],
-        "attribute_weights": attribute_weights,
-        "metric_weights": metric_weights,
-        "peer_weights": _peer_weight_grid(study, expert_index),
-        "lower": lower,
-        "upper": upper,
+        **{key: inputs[key] for key in INPUT_KEYS[:-3]},
         "candidates": [c.name for c in candidates],
         "measurements": measurements,
         # Each measurement's standard error (None: none given), sampled by a
         # Monte Carlo analysis. Snapshots from before it have no key: read
         # with snapshot_standard_errors, which takes that as none at all.
         "standard_errors": standard_errors,
-        "consistency": _consistency(study, experts, attributes),
         # How each expert prioritised the attributes and, for AHP, their
         # judgments (version 2; older snapshots have neither).
+        **{key: inputs[key] for key in INPUT_KEYS[-3:]},
+    }
+
+
+#: The keys of inputs_snapshot, in a run snapshot's order around the candidates
+#: (a revision round's kept inputs have exactly these).
+INPUT_KEYS = (
+    "experts",
+    "attributes",
+    "metrics",
+    "attribute_weights",
+    "metric_weights",
+    "peer_weights",
+    "lower",
+    "upper",
+    "consistency",
+    "attribute_methods",
+    "attribute_judgments",
+)
+
+
+def inputs_snapshot(*, study: Study) -> dict:
+    """The experts' inputs of a study as plain JSON, laid out as in a run's
+    snapshot (``study_snapshot``) without the candidates and their
+    measurements: what a revision round freezes at its close
+    (``workspace.services.round_close``) and what its group feedback is
+    computed from."""
+    return _inputs(study, list(selected_metrics(study)))
+
+
+def _inputs(study: Study, metrics: list[Metric]) -> dict:
+    experts = list(expert_list(study=study))
+    attributes = list(selected_attributes(study))
+    expert_index = {e.pk: i for i, e in enumerate(experts)}
+    attribute_index = {a.pk: j for j, a in enumerate(attributes)}
+    metric_index = {m.pk: j for j, m in enumerate(metrics)}
+    attribute_weights, methods = _attribute_weight_grid(study, expert_index, attribute_index)
+    lower, upper = _range_grids(study, metrics, expert_index, metric_index)
+    values = {
+        "experts": [e.user.get_username() for e in experts],
+        "attributes": [a.name for a in attributes],
+        "metrics": [_metric_out(m, attributes, attribute_index) for m in metrics],
+        "attribute_weights": attribute_weights,
+        "metric_weights": _metric_weight_grid(study, experts, metrics, attribute_weights, attribute_index),
+        "peer_weights": _peer_weight_grid(study, expert_index),
+        "lower": lower,
+        "upper": upper,
+        "consistency": _consistency(study, experts, attributes),
         "attribute_methods": methods,
         "attribute_judgments": _attribute_judgment_grids(study, expert_index, attribute_index, methods),
     }
+    return {key: values[key] for key in INPUT_KEYS}
 
 
 def inputs_complete(*, study: Study) -> bool:

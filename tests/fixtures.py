@@ -33,6 +33,8 @@ from workspace.models import (
     PeerWeight,
     Phase,
     QualityAttribute,
+    RevisionRound,
+    RoundResponse,
     Study,
 )
 
@@ -60,6 +62,8 @@ TABLES = [
     AcceptableRange,
     PeerWeight,
     Invitation,
+    RevisionRound,
+    RoundResponse,
 ]
 
 

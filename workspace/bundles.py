@@ -45,6 +45,7 @@ TOP_LEVEL = {
     "priorities",
     "ranges",
     "peer_weights",
+    "rounds",
 }
 PHASE_ORDER: list[str] = list(Phase.values)  # draft, voting, assessment, closed
 
@@ -294,6 +295,8 @@ def _import_bundle(*, bundle: dict, importer: User | None = None) -> Study:
     ``workspace.invitations``."""
     phase, expert_names = _check_envelope(bundle)
     _later_sections_absent(bundle, phase)
+    if bundle.get("rounds") and phase not in (Phase.ASSESSMENT, Phase.CLOSED):
+        raise InvalidInput({"rounds": f"a study imported in the {phase} phase has no revision rounds yet"})
     bundle = invitations.import_bundle_consented(bundle=bundle, experts=expert_names, importer=importer)
     study = _create_study(bundle, importer)
     experts = invitations.import_experts(study=study, usernames=expert_names, importer=importer)
@@ -308,6 +311,10 @@ def _import_bundle(*, bundle: dict, importer: User | None = None) -> Study:
     if phase != Phase.VOTING:
         _transition(services.study_close_voting, study, phase)
         _give_assessment_inputs(study, bundle, experts)
+        if bundle.get("rounds"):
+            services.rounds.rounds_import(
+                study=study, entries=bundle["rounds"], experts=experts, last_may_be_open=phase == Phase.ASSESSMENT
+            )
         if phase == Phase.CLOSED:
             _transition(services.study_close_assessment, study, phase)
     # The transitions saved locked copies: reread, or the caller gets "draft".
@@ -350,6 +357,10 @@ def study_export_bundle(*, study: Study) -> dict:
     candidates = study.candidates.order_by("position", "id").values_list("pk", "name", "description")
     measurements, standard_errors = _measurements_out(study, metrics)
     sections = expert_inputs_list(study=study, experts=experts)
+    # Revision rounds exist from the assessment on: no query before.
+    rounds = (
+        services.rounds.rounds_export(study=study) if services.has_opened(study, services.Action.OPEN_ROUND) else []
+    )
 
     # "ahp_weighting" is optional, the paper's method by default: written
     # only for another weighting, so bundles of studies using the paper's
@@ -397,6 +408,9 @@ def study_export_bundle(*, study: Study) -> dict:
         "priorities": {name: s["priorities"] for name, s in sections.items() if s["priorities"] is not None},
         "ranges": {name: s["ranges"] for name, s in sections.items() if s["ranges"]},
         "peer_weights": {name: s["peer_weights"] for name, s in sections.items() if s["peer_weights"]},
+        # "rounds" (optional) only for a study with revision rounds: bundles
+        # of studies without them stay as they were.
+        **({"rounds": rounds} if rounds else {}),
     }
 
 

@@ -470,13 +470,14 @@ def line_chart(
     shade: tuple[float, float, str] | None = None,
     diagonal: bool = False,
     value_format: str = "{:.3g}",
+    x_whole: bool = False,
 ) -> LineChart:
     """Curves over two value axes. ``lines``: ``(name, style, xs, ys,
     marked)``, ``marked`` drawing each point as a dot as well (with its
     coordinates in its title). ``x_log`` puts x on a logarithmic axis;
     ``shade`` marks the x range ``(from, to)`` with a label; ``diagonal``
     draws the line from the lower left to the upper right corner (the ROC
-    curve of guessing)."""
+    curve of guessing); ``x_whole`` ticks x at whole numbers only (rounds)."""
     top, bottom = TOP, TOP + LINE_HEIGHT
     right = WIDTH - 24
     x_scale = (LogScale if x_log else LinearScale)(x_range[0], x_range[1], LINE_LEFT, right)
@@ -509,7 +510,7 @@ def line_chart(
         plot_right=right,
         plot_top=top,
         plot_bottom=bottom,
-        ticks=x_scale.ticks(),
+        ticks=[Tick(x_scale(v), str(v)) for v in _whole_ticks(x_range)] if x_whole else x_scale.ticks(),
         y_ticks=[Tick(y_scale(v), tick_label(v)) for v in nice_ticks(y_range[0], y_range[1], 5)],
         x_label=x_label,
         y_label=y_label,
@@ -517,6 +518,13 @@ def line_chart(
     corner = (LINE_LEFT, bottom, right, top) if diagonal else None
     legend = legend_items([Series(line.name, line.style) for line in drawn], LINE_LEFT)
     return LineChart(frame=frame, lines=drawn, legend=legend, shade=band, diagonal=corner)
+
+
+def _whole_ticks(x_range: tuple[float, float], count: int = 10) -> list[int]:
+    """Whole numbers across ``x_range``, about ``count`` of them at most."""
+    first, last = math.ceil(x_range[0]), math.floor(x_range[1])
+    step = max(1, math.ceil((last - first + 1) / count))
+    return list(range(first, last + 1, step))
 
 
 # --- heat tables ----------------------------------------------------------------------
@@ -732,3 +740,76 @@ def stacked_bar_chart(
     )
     legend = legend_items([Series(name, f"stack-{p}") for p, name in enumerate([*parts, rest_label])], left)
     return StackedBarChart(frame=frame, rows=rows, legend=legend, bar_height=height)
+
+
+# --- box plots (revision rounds' feedback) ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class BoxRow:
+    """One input's group distribution on a shared axis: the box from the
+    first to the third quartile, the median's stroke, and one's own answer (a diamond; None
+    when one gave none). ``box`` None: too few answers to show the group."""
+
+    label: str
+    short_label: str
+    y: float
+    box: tuple[float, float] | None
+    median: float | None
+    own: float | None
+
+    @property
+    def box_width(self) -> float:
+        return round(self.box[1] - self.box[0], 2) if self.box else 0.0
+
+
+@dataclass
+class BoxPlot:
+    frame: Frame
+    rows: list[BoxRow]
+    row_height: float
+
+
+BOX_ROW_HEIGHT = 30
+
+
+def box_plot(
+    *,
+    chart_id: str,
+    title: str,
+    description: str,
+    rows: Sequence[tuple[str, tuple[float, float, float] | None, float | None]],
+) -> BoxPlot:
+    """Horizontal box plots of shares (weights) on one axis from 0 to 1.
+    ``rows``: ``(label, (min, q1, median, q3, max) or None, own value or
+    None)``."""
+    left = label_space([label for label, _, _ in rows])
+    right = WIDTH - 24
+    top = TOP
+    scale = LinearScale(0.0, 1.0, left, right)
+    drawn = []
+    for i, (label, group, own) in enumerate(rows):
+        y = top + i * BOX_ROW_HEIGHT + BOX_ROW_HEIGHT / 2
+        drawn.append(
+            BoxRow(
+                label=label,
+                short_label=shorten(label),
+                y=y,
+                box=(scale(group[0]), scale(group[2])) if group else None,
+                median=scale(group[1]) if group else None,
+                own=scale(own) if own is not None else None,
+            )
+        )
+    bottom = top + len(rows) * BOX_ROW_HEIGHT
+    frame = Frame(
+        chart_id=chart_id,
+        title=title,
+        description=description,
+        height=bottom + 26,
+        plot_left=left,
+        plot_right=right,
+        plot_top=top,
+        plot_bottom=bottom,
+        ticks=scale.ticks(percent=True),
+    )
+    return BoxPlot(frame=frame, rows=drawn, row_height=BOX_ROW_HEIGHT)

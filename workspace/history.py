@@ -46,6 +46,7 @@ KIND_NAMES = (
     *("attribute_vote", "metric_vote", "attribute_prioritisation", "attribute_judgment", "attribute_weight"),
     *("metric_prioritisation", "metric_judgment", "metric_weight", "range", "peer_weight", "invitation"),
     *("run", "prediction_set", "computation", "measurement_source", "elicited_metric", "elicitation_answers"),
+    *("revision_round", "round_response"),
 )
 ACTIONS = ("created", "changed", "deleted")
 

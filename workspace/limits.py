@@ -340,3 +340,14 @@ class BodySizeLimitMiddleware:
 
 # The History tab's records per page (issue 22).
 HISTORY_PER_PAGE = 50
+# --- Revision rounds (docs/method.md, "Revision rounds") ---
+# The longest message the designer opens a round with, and the longest reason
+# an expert gives for revising or confirming a step.
+ROUND_MESSAGE_MAX_CHARS = 2000
+ROUND_REASON_MAX_CHARS = 500
+# The group's distribution of an input is shown only when at least this many
+# experts gave it: with two, the median and one's own answer would give the
+# other's away.
+ROUND_FEEDBACK_MIN_EXPERTS = 3
+# The most revision rounds a bundle may carry (each keeps every expert's inputs).
+ROUNDS_MAX = 50

@@ -36,6 +36,8 @@ from .limits import (
     IDEMPOTENCY_KEY_MAX_LENGTH,
     METRIC_THRESHOLD_DEFAULT,
     NAME_MAX_LENGTH,
+    ROUND_MESSAGE_MAX_CHARS,
+    ROUND_REASON_MAX_CHARS,
     TITLE_MAX_LENGTH,
     UNIT_MAX_LENGTH,
     USERNAME_MAX_LENGTH,
@@ -755,3 +757,88 @@ class StudyDeletion(models.Model):
 
     def __str__(self):
         return f"{self.title} (deleted {self.deleted_at:%Y-%m-%d})"
+
+
+# --- Revision rounds (issue 22: Delphi rounds in the assessment phase) ------------
+
+
+class RevisionRound(models.Model):
+    """A numbered Delphi round of a study's assessment: opened by the designer
+    with an optional message, each expert sees the group's anonymised answers
+    beside their own and revises or confirms each step; closing it freezes
+    ``snapshot``, every expert's inputs at that moment
+    (``engine.snapshot.inputs_snapshot``). At most one round is open."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="rounds")
+    number = models.PositiveIntegerField()
+    message = models.TextField(blank=True, max_length=ROUND_MESSAGE_MAX_CHARS)
+    opened_at = models.DateTimeField(default=timezone.now)
+    opened_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    closed_at = models.DateTimeField(null=True, blank=True)
+    closed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    snapshot = models.JSONField(null=True, blank=True, help_text="the inputs at the round's close")
+    history = StudyHistory(kind="revision_round", scope=recorded.of_study, excluded_fields=["snapshot"])
+
+    class Meta:
+        ordering = ["study", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "number"], name="round_unique_number"),
+            models.UniqueConstraint(fields=["study"], condition=Q(closed_at__isnull=True), name="round_one_open"),
+            models.CheckConstraint(condition=Q(number__gte=1), name="round_number_positive"),
+            models.CheckConstraint(
+                condition=Q(closed_at__isnull=True) | Q(snapshot__isnull=False), name="round_closed_has_snapshot"
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.study} round {self.number}"
+
+    @property
+    def is_open(self) -> bool:
+        return self.closed_at is None
+
+
+class RoundStep(models.TextChoices):
+    """The steps an expert revises or confirms in a round."""
+
+    PRIORITIES = "priorities", "Priorities"
+    RANGES = "ranges", "Ranges"
+    PEER_WEIGHTS = "peer_weights", "Peer weights"
+
+
+class RoundResponse(models.Model):
+    """An expert's answer to a round for one step: ``revised`` (they saved
+    the step during the round) or ``confirmed`` (they kept it), with an
+    optional reason the group reads, without its author, in the next round."""
+
+    class Action(models.TextChoices):
+        REVISED = "revised", "Revised"
+        CONFIRMED = "confirmed", "Confirmed"
+
+    round = models.ForeignKey(RevisionRound, on_delete=models.CASCADE, related_name="responses")
+    expert = models.ForeignKey(Membership, on_delete=models.CASCADE, related_name="round_responses")
+    step = models.CharField(max_length=20, choices=RoundStep.choices)
+    action = models.CharField(max_length=10, choices=Action.choices)
+    reason = models.TextField(blank=True, max_length=ROUND_REASON_MAX_CHARS)
+    responded_at = models.DateTimeField(default=timezone.now)
+    history = StudyHistory(kind="round_response", scope=recorded.by_expert("expert"))
+
+    class Meta:
+        ordering = ["round", "expert", "step"]
+        constraints = [
+            models.UniqueConstraint(fields=["round", "expert", "step"], name="round_response_unique"),
+            models.CheckConstraint(condition=Q(step__in=RoundStep.values), name="round_response_step_valid"),
+            models.CheckConstraint(
+                condition=Q(action__in=["revised", "confirmed"]), name="round_response_action_valid"
+            ),
+            models.CheckConstraint(
+                condition=LessThanOrEqual(Length("reason"), ROUND_REASON_MAX_CHARS), name="round_response_reason_length"
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.expert.user} {self.action} {self.step} in {self.round}"

@@ -4,7 +4,7 @@ link to them. Grouped by the area of the pages (workspace/views/)."""
 from django.urls import path
 
 from . import views
-from .views import designer, expert, history, invitations, results, robustness, runs, studies
+from .views import designer, expert, history, invitations, results, robustness, rounds, runs, studies
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -14,6 +14,10 @@ urlpatterns = [
     path("studies/<int:study_id>/", studies.study_home, name="study_home"),
     path("studies/<int:study_id>/phase/<slug:to>/", studies.study_phase, name="study_phase"),
     path("studies/<int:study_id>/delete/", studies.study_delete, name="study_delete"),
+    path("studies/<int:study_id>/rounds/", rounds.rounds_page, name="rounds_page"),
+    path("studies/<int:study_id>/rounds/open/", rounds.round_open_page, name="round_open"),
+    path("studies/<int:study_id>/rounds/close/", rounds.round_close_page, name="round_close"),
+    path("studies/<int:study_id>/my/round/<slug:step>/", rounds.round_respond_page, name="round_respond"),
     path("studies/<int:study_id>/runs/", runs.runs_page, name="runs_page"),
     path("studies/<int:study_id>/history/", history.history_page, name="study_history"),
     path("studies/<int:study_id>/runs/status/", runs.runs_status, name="runs_status"),

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.utils import timezone
 
 from engine import analyses as engine_analyses
 from engine import services as engine_services
@@ -40,7 +41,7 @@ from tests.fixtures import api_error, error_fields
 from tracking.models import MlflowConnection
 from workspace import services
 from workspace.bundles import study_import_bundle
-from workspace.models import ApiToken, Metric, Phase, QualityAttribute, Study
+from workspace.models import ApiToken, Metric, Phase, QualityAttribute, RevisionRound, Study
 
 from .conftest import db_snapshot, finish_run, launch_and_finish
 
@@ -590,6 +591,26 @@ def _analysis_csv(response, world):
     assert [line.split(",")[0] for line in lines[1:]] == ["bob", "carol"]
 
 
+def _rounds(response, world):
+    expected = [1] if world.phase == Phase.CLOSED else []
+    assert [r["number"] for r in response.json()] == expected
+
+
+def _round_opened(response, world):
+    body = response.json()
+    assert (body["number"], body["message"], body["is_open"]) == (1, "Check units", True)
+    assert [row["expert"] for row in body["responses"]] == ["bob", "carol"]
+    assert world.study.rounds.get().is_open
+
+
+def _round_status(response, world):
+    body = response.json()
+    assert body["number"] == 1 and body["is_open"] is False
+    # the designer reads who responded; an expert only their own responses
+    assert body["responses"] is None or [r["expert"] for r in body["responses"]] == ["bob", "carol"]
+    assert body["mine"] is None or body["mine"] == []
+
+
 S = API + "/studies/{study}"
 # An empty local MLflow store the designer may connect to (made by the world fixture).
 MLFLOW_STORE = Path(tempfile.gettempdir()) / "approve-access-mlruns"
@@ -736,6 +757,21 @@ ROWS = [
         body={"attributes": ["Flexibility"], "metrics": []},
         check=_votes_set,
     ),
+    Row("rounds-get", "get", S + "/rounds/", 200, 200, check=_rounds),
+    Row(
+        "rounds-post",
+        "post",
+        S + "/rounds/",
+        403,
+        only([Phase.ASSESSMENT], 201),
+        body={"message": "Check units"},
+        check=_round_opened,
+    ),
+    Row("round-get", "get", S + "/rounds/1/", 200, 200, phases=(Phase.CLOSED,), check=_round_status),
+    # No round is open in the world: closing, the feedback and responding say so.
+    Row("round-close", "post", S + "/rounds/close/", 403, 409),
+    Row("round-feedback", "get", S + "/rounds/feedback/", 404, 403),
+    Row("round-respond", "post", S + "/rounds/feedback/", 409, 403, body={"step": "ranges"}),
     Row("priorities-get", "get", S + "/my/priorities/", 200, 403, check=_my_priorities),
     Row(
         "priorities-put",
@@ -992,6 +1028,10 @@ def world(make_study, cast, settings):
         analysis = leave_one_out(run, cast.alice) if run else None
         # The elicited metric's set first, so that the other is every candidate's newest.
         proba_set = upload_probabilities(built.study)
+        if phase == Phase.CLOSED:  # a round kept from the assessment
+            RevisionRound.objects.create(
+                study=built.study, number=1, opened_by=cast.alice, closed_at=timezone.now(), snapshot={}
+            )
         prediction_set = predictions_add(built.study)
         evaluation_services.metric_computation_set(
             metric=built.metrics["Success rate"], computation="accuracy", parameters={"threshold_method": "max_kappa"}
@@ -1056,6 +1096,8 @@ def assert_refusal(response, status, row, phase):
     elif status == 409 and row.id.startswith("mlflow"):
         # Not connected: said in words.
         assert "MLflow" in detail, detail
+    elif row.id.startswith("round-") and status in (404, 409) and "phase" not in detail and "study" not in detail:
+        assert detail.startswith("No revision round is open"), detail
     elif status == 404:
         assert detail == (
             "No such run."

@@ -56,6 +56,7 @@ CREATES = [
     Create("/api/v1/studies/{study_id}/discussion/attributes/{id}/", Phase.VOTING, {"body": "Why this?"}, 201),
     Create("/api/v1/studies/{study_id}/discussion/metrics/{id}/", Phase.VOTING, {"body": "And this?"}, 201),
     Create("/api/v1/studies/{study_id}/predictions/", Phase.DRAFT, "<upload>", 201, fmt="multipart"),
+    Create("/api/v1/studies/{study_id}/rounds/", Phase.ASSESSMENT, {"message": "Check your units"}, 201, key="number"),
     Create("/api/v1/studies/{study_id}/runs/", Phase.CLOSED, None, 202),
     Create("/api/v1/runs/{run_id}/analyses/", Phase.CLOSED, {"kind": "leave_one_out"}, 202),
 ]

@@ -191,8 +191,9 @@ RUN_QUERIES = {
     # votes with their attributes; metric votes with their metrics; attribute
     # prioritisations; their weights with attributes; their judgments with
     # rows and columns; local prioritisations (none here, so nothing is
-    # prefetched for them); ranges; peer weights with their ratees
-    "/studies/{study}/export/": 3 + 13,
+    # prefetched for them); ranges; peer weights with their ratees; the
+    # revision rounds (none here, so their responses are not read)
+    "/studies/{study}/export/": 3 + 14,
 }
 
 

@@ -102,6 +102,8 @@ def _real(path, generated, world):
             strategies[name] = st.sampled_from(["bob", "carol", "alice", "charlie"])
         elif name == "name":
             strategies[name] = st.sampled_from(["J48", "JRip", "C4.5"])
+        elif name == "number":  # a revision round: the assessment's open one, the closed study's kept one
+            strategies[name] = st.just(1)
         else:  # a parameter this test does not know: keep the generated value
             strategies[name] = st.just(generated[name])
     return st.fixed_dictionaries(strategies)
@@ -195,8 +197,10 @@ def _build_world(phase, cast, title):
     if phase == Phase.VOTING:
         return world
     services.study_close_voting(study=study)
+    services.round_open(study=study, by=cast.alice, message="Check your units")
     if phase == Phase.ASSESSMENT:
         return world
+    services.round_close(study=study, by=cast.alice)
     for expert in experts.values():
         services.priorities_set(
             expert=expert, method="direct", weights={"Accuracy": 3, "Consistency": 2, "Efficiency": 1}

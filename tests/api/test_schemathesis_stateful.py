@@ -42,7 +42,8 @@ from .test_schemathesis import checks_for, in_process_requests, offline_mlflow  
 # another chain's: with the computation endpoints (three more links from a
 # study, three from a metric), 30 scenarios (and 45) no longer reached a
 # token's list or revocation; 50 did, 60 leaves a margin. The elicitation's
-# endpoints (four more links from a metric) left 60 short of changing or
+# endpoints (four more links from a metric) and the revision rounds' six links
+# from a study and two from a new round each left 60 short of changing or
 # removing an object of a study: 80 reach it.
 MAX_EXAMPLES = 80
 STEPS = 10

@@ -105,6 +105,7 @@ def study_paths(demo, *, designer: bool) -> list[str]:
         f"{base}/setup/",
         f"{base}/measurements/",
         f"{base}/discussion/",
+        f"{base}/rounds/",
         f"{base}/runs/",
         f"{base}/history/",
         f"/runs/{second.pk}/",

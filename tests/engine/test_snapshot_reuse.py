@@ -257,6 +257,8 @@ NOT_INPUTS = {
     *("post_add", "post_edit", "post_hide", "post_unhide"),
     # tracking: a study's MLflow connection, a preview, a run published (none is an input)
     *("connection_of", "connection_set", "connection_remove", "import_preview", "mlflow_publish"),
+    # revision rounds: their own rows (a round's snapshot is read from the inputs, never written to them)
+    *("round_open", "round_close", "round_respond"),
 }
 
 MODULES = (workspace, invitations, bundles, reminders, evaluation_services, imports, tracking_services)

@@ -612,7 +612,9 @@ def grow(built):
 
 # Every page: the session and its user (2), the study and my memberships in
 # it (2, study_for_member); the pages add the step indicator (1) and the
-# elicited metrics I answer, with my progress (1).
+# elicited metrics I answer, with my progress (1). In the assessment the
+# priorities, ranges and peer-weights pages look for an open revision round
+# (1; tests/pages/test_rounds.py counts them during one).
 @pytest.mark.parametrize(
     ("phase", "step", "queries"),
     [
@@ -621,11 +623,11 @@ def grow(built):
         (Phase.ASSESSMENT, "votes", 6 + 4),  # the tallies are annotations of the same two queries
         # + selected attributes, selected metrics (2), my prioritisation with its weights and
         # judgments (3), my local prioritisations (1: there are none, so no weights or judgments)
-        (Phase.ASSESSMENT, "priorities", 6 + 6),
+        (Phase.ASSESSMENT, "priorities", 6 + 6 + 1),
         # + selected metrics, my ranges, the measurements of the selected metrics (3)
-        (Phase.ASSESSMENT, "ranges", 6 + 3),
+        (Phase.ASSESSMENT, "ranges", 6 + 3 + 1),
         # + the experts with their users, my peer weights (2)
-        (Phase.ASSESSMENT, "peer-weights", 6 + 2),
+        (Phase.ASSESSMENT, "peer-weights", 6 + 2 + 1),
     ],
 )
 def test_each_page_has_a_fixed_number_of_queries(

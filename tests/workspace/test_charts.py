@@ -216,3 +216,35 @@ def test_range_strip_marks_each_candidate_or_bins_them():
     tallest = binned["bins"][0]
     assert tallest.y == charts.STRIP_BAR_TOP and tallest.accepted_height == 0
     assert tallest.vetoed_height == charts.STRIP_BAR_BOTTOM - charts.STRIP_BAR_TOP
+
+
+def test_a_line_chart_over_rounds_ticks_whole_numbers_only():
+    from workspace import charts
+
+    chart = charts.line_chart(
+        chart_id="c",
+        title="t",
+        description="d",
+        lines=[("S*", "solid", [1, 2], [0.6, 0.9], True)],
+        x_range=(0.5, 2.5),
+        y_range=(0.0, 1.0),
+        x_label="Round",
+        y_label="Value",
+        x_whole=True,
+    )
+    assert [tick.label for tick in chart.frame.ticks] == ["1", "2"]
+    assert charts._whole_ticks((0.5, 40.5)) == list(range(1, 41, 4))
+
+
+def test_a_box_plot_places_quartiles_median_and_ones_own_answer():
+    from workspace import charts
+
+    plot = charts.box_plot(
+        chart_id="b", title="t", description="d", rows=[("Accuracy", (0.25, 0.5, 0.75), 0.1), ("Cost", None, None)]
+    )
+    left, right = plot.frame.plot_left, plot.frame.plot_right
+    share = charts.LinearScale(0.0, 1.0, left, right)
+    accuracy, cost = plot.rows
+    assert accuracy.box == (share(0.25), share(0.75)) and accuracy.median == share(0.5)
+    assert accuracy.own == share(0.1) and accuracy.box_width == round(share(0.75) - share(0.25), 2)
+    assert (cost.box, cost.median, cost.own) == (None, None, None)

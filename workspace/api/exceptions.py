@@ -46,6 +46,8 @@ CODES: dict[str, int] = {
     "idempotency_conflict": 409,
     "mlflow_not_connected": 409,
     "mlflow_nothing_to_publish": 409,
+    "round_open": 409,
+    "no_open_round": 409,
     "request_too_large": 413,
     "unsupported_media_type": 415,
     "throttled": 429,

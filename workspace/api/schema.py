@@ -254,6 +254,12 @@ SUMMARIES = {
     "v1_studies_discussion_posts_update": "Edit your own post",
     "v1_studies_discussion_posts_hide_create": "Hide a post",
     "v1_studies_discussion_posts_unhide_create": "Show a hidden post again",
+    "v1_studies_rounds_list": "List the study's revision rounds",
+    "v1_studies_rounds_create": "Open a revision round",
+    "v1_studies_rounds_retrieve": "Get a revision round's status",
+    "v1_studies_rounds_close_create": "Close the open revision round",
+    "v1_studies_rounds_feedback_retrieve": "Get the group's anonymised answers beside yours",
+    "v1_studies_rounds_feedback_create": "Confirm a step for the open revision round",
     "v1_studies_export_retrieve": "Export the study as a bundle",
     "v1_studies_inputs_retrieve": "Get one expert's inputs",
     "v1_studies_invitations_list": "List the study's invitations",
@@ -423,6 +429,8 @@ MADE = {
     (f"{API}/studies/{{study_id}}/members/", "202"): Made(
         f"{API}/studies/{{study_id}}/invitations/", pointer="/invitation/id"
     ),
+    # A revision round, named by its number.
+    (f"{API}/studies/{{study_id}}/rounds/", "201"): Made(f"{API}/studies/{{study_id}}/rounds/", pointer="/number"),
     # Not a create, but the study in its new phase, where other operations open.
     (f"{API}/studies/{{study_id}}/transitions/", "200"): Made(f"{API}/studies/"),
 }

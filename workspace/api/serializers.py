@@ -693,6 +693,32 @@ BUNDLE_SCHEMA = {
             "{expert: {metric: [least acceptable, desired]}}", {"$ref": "#/components/schemas/Ranges"}
         ),
         "peer_weights": _by_expert("{expert: {expert: weight}}", _numbers_by_name("{expert: weight}")),
+        "rounds": {
+            "type": "array",
+            "description": "the study's revision rounds, in order (optional; docs/formats.md)",
+            "items": {
+                "type": "object",
+                "x-component": "BundleRound",
+                "required": ["number", "opened_at"],
+                "additionalProperties": False,
+                "properties": {
+                    "number": {"type": "integer", "minimum": 1},
+                    "message": {"type": "string"},
+                    "opened_at": {"type": "string", "format": "date-time"},
+                    "closed_at": {"type": ["string", "null"], "format": "date-time"},
+                    "inputs": {
+                        "type": "object",
+                        "description": "the experts' inputs kept at the round's close (a run snapshot's layout "
+                        "without the candidates)",
+                    },
+                    "responses": {
+                        "type": "object",
+                        "description": "{expert: {step: {action, reason}}}",
+                        "additionalProperties": {"type": "object"},
+                    },
+                },
+            },
+        },
     },
 }
 
@@ -724,6 +750,7 @@ class RunSerializer(serializers.ModelSerializer):
             "duration_seconds",
             "attempts",
             "tolerance",
+            "revision_round",
             "error",
         ]
         read_only_fields = fields

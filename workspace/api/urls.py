@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import discussion, history, robustness, views
+from . import discussion, history, robustness, rounds, views
 from . import invitations as inv
 
 urlpatterns = [
@@ -61,6 +61,11 @@ urlpatterns = [
         discussion.PostUnhideView.as_view(),
         name="discussion-unhide",
     ),
+    # revision rounds
+    path("studies/<int:study_id>/rounds/", rounds.RoundListView.as_view(), name="round-list"),
+    path("studies/<int:study_id>/rounds/close/", rounds.RoundCloseView.as_view(), name="round-close"),
+    path("studies/<int:study_id>/rounds/feedback/", rounds.RoundFeedbackView.as_view(), name="round-feedback"),
+    path("studies/<int:study_id>/rounds/<int:number>/", rounds.RoundDetailView.as_view(), name="round-detail"),
     path("invitations/", inv.MyInvitationListView.as_view(), name="invitation-list"),
     path("invitations/accept/", inv.LinkAcceptView.as_view(), name="invitation-accept-link"),
     path("invitations/<int:invitation_id>/accept/", inv.MyInvitationAcceptView.as_view(), name="invitation-accept"),

@@ -16,6 +16,7 @@ surface, so callers write ``selectors.study_get(...)``:
 - ``runs``: validation runs (``fields`` names the JSON a read loads);
 - ``analyses``: robustness analyses of runs;
 - ``discussion``: threads and posts;
+- ``rounds``: revision rounds, their responses, feedback and convergence;
 - ``accounts``: API tokens;
 - ``history``: a study's recorded changes (issue 22).
 """
@@ -81,6 +82,20 @@ from .history import (
     history_people,
 )
 from .inputs import INPUT_SECTIONS, expert_inputs_list, number_out
+from .rounds import (
+    ExpertResponses,
+    Feedback,
+    RoundConvergence,
+    convergence_of,
+    my_round_responses,
+    round_convergence,
+    round_current,
+    round_feedback,
+    round_get,
+    round_latest_number,
+    round_list,
+    round_responses,
+)
 from .runs import (
     METRIC_INPUT_KEYS,
     RUN_FIELDS,
@@ -112,6 +127,18 @@ __all__ = [
     "history_filter_parse",
     "history_list",
     "history_people",
+    "ExpertResponses",
+    "Feedback",
+    "RoundConvergence",
+    "convergence_of",
+    "my_round_responses",
+    "round_convergence",
+    "round_current",
+    "round_feedback",
+    "round_get",
+    "round_latest_number",
+    "round_list",
+    "round_responses",
     "analysis_get",
     "analysis_latest",
     "analysis_list",

@@ -40,6 +40,7 @@ PUBLIC_KINDS = frozenset(
         "computation",
         "measurement_source",
         "elicited_metric",
+        "revision_round",
         "run",
     }
 )

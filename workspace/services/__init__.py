@@ -76,6 +76,7 @@ from .phases import (
     study_reopen_assessment,
     study_transition,
 )
+from .rounds import round_close, round_open, round_respond
 from .setup import (
     attribute_add,
     attribute_remove,
@@ -147,6 +148,9 @@ __all__ = [
     "prioritisation_preview",
     "prioritisation_set",
     "range_check",
+    "round_close",
+    "round_open",
+    "round_respond",
     "ranges_set",
     "ranges_set_many",
     "study_close_assessment",

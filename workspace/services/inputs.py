@@ -37,11 +37,13 @@ from ..models import (
     MetricVote,
     PeerWeight,
     QualityAttribute,
+    RoundStep,
     Study,
 )
 from ..selectors import expert_list, selected_attributes, selected_metrics
 from ._checks import keys, locked, names, number, range_pair
 from .phases import Action, require_phase
+from .rounds import round_mark_revised
 
 Judgment = tuple[str, str, float]
 P = TypeVar("P", AttributePrioritisation, MetricPrioritisation)
@@ -547,7 +549,9 @@ def priorities_set(
     plan = _priorities_planned(
         items, method=method, weights=weights, judgments=judgments, metric_priorities=metric_priorities
     )
-    return _priorities_store({expert: plan}, acknowledged=acknowledge_inconsistency)[0]
+    saved = _priorities_store({expert: plan}, acknowledged=acknowledge_inconsistency)[0]
+    round_mark_revised(experts=[expert], step=RoundStep.PRIORITIES)
+    return saved
 
 
 @transaction.atomic
@@ -638,6 +642,7 @@ def ranges_set(*, expert: Membership, ranges: dict[str, list[float]]) -> None:
     over selected metrics. A metric left out falls back to its default range."""
     metrics = _ranges_context(locked(expert.study))
     _ranges_store({expert: _ranges_checked(ranges, metrics)})
+    round_mark_revised(experts=[expert], step=RoundStep.RANGES)
 
 
 @transaction.atomic
@@ -733,6 +738,7 @@ def peer_weights_set(*, expert: Membership, weights: dict[str, float]) -> None:
     section 5)."""
     experts = _peer_weights_context(locked(expert.study))
     _peer_weights_store({expert: _peer_weights_checked(weights, experts)})
+    round_mark_revised(experts=[expert], step=RoundStep.PEER_WEIGHTS)
 
 
 @transaction.atomic

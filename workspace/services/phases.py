@@ -17,7 +17,7 @@ from django.db.models import Count
 
 from .. import history
 from ..errors import InvalidInput, PhaseConflict
-from ..models import Metric, Phase, QualityAttribute, Study
+from ..models import Metric, Phase, QualityAttribute, RevisionRound, Study
 from ..selectors import expert_list, missing_input_list, unconfirmed_votes, vote_selection_get
 from ._checks import locked
 
@@ -50,6 +50,8 @@ class Action(StrEnum):
     WEIGH_PEERS = "weigh_peers"
     CHANGE_ELICITATION = "change_elicitation"
     ELICIT = "elicit"
+    OPEN_ROUND = "open_round"
+    CLOSE_ROUND = "close_round"
     LAUNCH_RUN = "launch_run"
 
 
@@ -89,6 +91,9 @@ PHASE_RULES: dict[Action, PhaseRule] = {
     # An elicited metric's questions are fixed before the experts answer them.
     Action.CHANGE_ELICITATION: PhaseRule((DRAFT, VOTING), "Changing an elicited metric"),
     Action.ELICIT: PhaseRule((ASSESSMENT,), "Answering an elicited metric's questions"),
+    # Revision rounds happen while the experts' inputs may change.
+    Action.OPEN_ROUND: PhaseRule((ASSESSMENT,), "Opening a revision round"),
+    Action.CLOSE_ROUND: PhaseRule((ASSESSMENT,), "Closing a revision round"),
     # Runs validate frozen inputs.
     Action.LAUNCH_RUN: PhaseRule((CLOSED,), "Launching a run"),
 }
@@ -200,6 +205,12 @@ def study_close_voting(*, study: Study) -> Study:
 def study_close_assessment(*, study: Study) -> Study:
     study = locked(study)
     require_phase(study, Action.CLOSE_ASSESSMENT)
+    open_round = RevisionRound.objects.filter(study=study, closed_at__isnull=True).values_list("number", flat=True)
+    for number in open_round:
+        raise PhaseConflict(
+            f"Assessment cannot close while revision round {number} is open: close the round first.",
+            code="transition_blocked",
+        )
     gaps = missing_input_list(study=study)
     if gaps:
         detail = "; ".join(f"{name}: {', '.join(items)}" for name, items in gaps.items())

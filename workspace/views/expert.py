@@ -40,8 +40,9 @@ from ..forms.expert import (
     point_label,
     scale_point,
 )
-from ..models import Membership, Metric, Study
+from ..models import Membership, Metric, RoundStep, Study
 from ..services import Action
+from . import rounds
 from .common import require_expert, study_for_member
 
 
@@ -434,6 +435,7 @@ def priorities_page(request: HttpRequest, study_id: int) -> HttpResponse:
         threshold=CONSISTENCY_THRESHOLD,
         percent_total=PERCENT_TOTAL,
         total_slack=PERCENT_TOTAL_SLACK,
+        **rounds.feedback_context(study, expert, RoundStep.PRIORITIES),
     )
     return _render_step(request, "priorities.html", context, status)
 
@@ -638,6 +640,7 @@ def ranges_page(request: HttpRequest, study_id: int) -> HttpResponse:
         vetoes=_veto_summary(outcomes),
         ranges_unconfirmed=unconfirmed,
         marks_max=limits.STRIP_MARKS_MAX,
+        **rounds.feedback_context(study, expert, RoundStep.RANGES),
     )
     return _render_step(request, "ranges.html", context, status)
 
@@ -705,5 +708,6 @@ def peer_weights_page(request: HttpRequest, study_id: int) -> HttpResponse:
         total_complete=PeerWeightsForm.total_complete(total),
         percent_total=PERCENT_TOTAL,
         total_slack=PERCENT_TOTAL_SLACK,
+        **rounds.feedback_context(study, expert, RoundStep.PEER_WEIGHTS),
     )
     return _render_step(request, "peer_weights.html", context, status)

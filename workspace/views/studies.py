@@ -22,6 +22,7 @@ from ..selectors import ExpertProgress
 from ..selectors.experts import Progress
 from ..selectors.studies import DashboardRow
 from ..services import Action
+from . import rounds
 from .common import form_add_service_errors, require_designer, study_for_member
 
 if TYPE_CHECKING:
@@ -433,6 +434,7 @@ def study_home(request: HttpRequest, study_id: int) -> HttpResponse:
         if study.is_designer
         else None,
         "actions": _actions(study) if study.is_designer else [],
+        **rounds.home_context(study),
     }
     if study.is_designer:
         counts = SetupCounts(

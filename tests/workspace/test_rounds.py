@@ -1,0 +1,259 @@
+"""Revision rounds: opening, responding, closing (its snapshot), the
+anonymised feedback and the convergence per round (issue 22)."""
+
+import copy
+
+import pytest
+
+from engine.disagreement import ahp_consensus, quartiles, weight_spread
+from engine.snapshot import inputs_snapshot
+from tests.api.conftest import launch_and_finish
+from tests.fixtures import CAROL_JUDGMENTS, db_snapshot
+from workspace import selectors, services
+from workspace.bundles import study_export_bundle, study_import_bundle
+from workspace.errors import InvalidInput, PhaseConflict
+from workspace.models import Phase, RevisionRound, RoundResponse
+
+pytestmark = pytest.mark.django_db
+
+THREE = ("bob", "carol", "charlie")
+
+
+@pytest.fixture
+def panel(make_study):
+    """An assessment with three experts (bob, carol, charlie) who gave every input."""
+    built = make_study(Phase.ASSESSMENT, experts=THREE, votes={"bob": {"attributes": ["Efficiency"], "metrics": []}})
+    charlie = built.experts["charlie"]
+    services.prioritisation_set(
+        expert=built.bob, method="direct", weights={"Accuracy": 50, "Consistency": 30, "Efficiency": 20}
+    )
+    services.prioritisation_set(expert=built.carol, method="ahp", judgments=copy.deepcopy(CAROL_JUDGMENTS))
+    services.ranges_set(expert=built.bob, ranges={"AUC": [0.7, 0.95]})
+    services.ranges_set(expert=built.carol, ranges={"AUC": [0.75, 0.9], "Success rate": [0.82, 0.9]})
+    services.prioritisation_set(
+        expert=charlie, method="direct", weights={"Accuracy": 1, "Consistency": 1, "Efficiency": 8}
+    )
+    for expert, row in ((built.bob, (0.6, 0.2, 0.2)), (built.carol, (0.3, 0.4, 0.3)), (charlie, (0.2, 0.2, 0.6))):
+        services.peer_weights_set(expert=expert, weights=dict(zip(THREE, row, strict=True)))
+    services.ranges_set(expert=charlie, ranges={"AUC": [0.6, 0.99]})
+    return built
+
+
+def test_a_round_opens_numbered_only_in_the_assessment_and_one_at_a_time(make_study, panel, cast):
+    draft = make_study(Phase.DRAFT)
+    before = db_snapshot()
+    with pytest.raises(PhaseConflict, match="only possible in the assessment phase"):
+        services.round_open(study=draft.study, by=cast.alice)
+    first = services.round_open(study=panel.study, by=cast.alice, message="  Check your units  ")
+    assert (first.number, first.message, first.opened_by, first.is_open) == (1, "Check your units", cast.alice, True)
+    with pytest.raises(PhaseConflict) as refused:
+        services.round_open(study=panel.study, by=cast.alice)
+    assert refused.value.code == "round_open"
+    assert "Round 1 is open" in str(refused.value)
+    with pytest.raises(PhaseConflict, match="revision round 1 is open"):
+        services.study_close_assessment(study=panel.study)
+    services.round_close(study=panel.study, by=cast.alice)
+    second = services.round_open(study=panel.study, by=cast.alice)
+    assert second.number == 2
+    assert RevisionRound.objects.filter(study=draft.study).count() == 0
+    assert before["counts"]["RevisionRound"] == 0
+
+
+def test_a_message_too_long_is_refused_naming_the_field_and_writes_nothing(panel, cast):
+    before = db_snapshot()
+    with pytest.raises(InvalidInput) as refused:
+        services.round_open(study=panel.study, by=cast.alice, message="x" * 2001)
+    assert refused.value.errors == {"message": ["must be at most 2000 characters"]}
+    assert db_snapshot() == before
+
+
+def test_a_save_during_a_round_is_a_revision_and_a_response_a_confirmation(panel, cast):
+    # Outside a round a save records nothing.
+    services.ranges_set(expert=panel.bob, ranges={"AUC": [0.7, 0.96]})
+    assert RoundResponse.objects.count() == 0
+    round = services.round_open(study=panel.study, by=cast.alice)
+    services.prioritisation_set(expert=panel.carol, method="ahp", judgments=copy.deepcopy(CAROL_JUDGMENTS))
+    assert RoundResponse.objects.count() == 0  # the one-attribute-row service is the bundle's, not a step's
+    services.priorities_set(
+        expert=panel.bob, method="direct", weights={"Accuracy": 4, "Consistency": 3, "Efficiency": 3}
+    )
+    confirmed = services.round_respond(expert=panel.carol, step="ranges", reason="My range is what the clinic needs")
+    revised = services.round_respond(expert=panel.bob, step="priorities", reason="I had Accuracy too low")
+    assert (confirmed.action, confirmed.reason) == ("confirmed", "My range is what the clinic needs")
+    assert (revised.action, revised.reason) == ("revised", "I had Accuracy too low")
+    # A revision after a confirmation turns it into a revision and keeps the reason.
+    services.ranges_set(expert=panel.carol, ranges={"AUC": [0.7, 0.9]})
+    carol = RoundResponse.objects.get(round=round, expert=panel.carol, step="ranges")
+    assert (carol.action, carol.reason) == ("revised", "My range is what the clinic needs")
+    grid = {
+        row.expert.user.username: {s: r.action if r else None for s, r in row.cells()}
+        for row in selectors.round_responses(study=panel.study, round=round)
+    }
+    assert grid == {
+        "bob": {"priorities": "revised", "ranges": None, "peer_weights": None},
+        "carol": {"priorities": None, "ranges": "revised", "peer_weights": None},
+        "charlie": {"priorities": None, "ranges": None, "peer_weights": None},
+    }
+
+
+def test_responding_needs_an_open_round_and_a_known_step(panel, cast):
+    with pytest.raises(PhaseConflict) as refused:
+        services.round_respond(expert=panel.bob, step="ranges")
+    assert refused.value.code == "no_open_round"
+    services.round_open(study=panel.study, by=cast.alice)
+    before = db_snapshot()
+    with pytest.raises(InvalidInput) as bad:
+        services.round_respond(expert=panel.bob, step="votes")
+    assert list(bad.value.errors) == ["step"]
+    with pytest.raises(InvalidInput) as long:
+        services.round_respond(expert=panel.bob, step="ranges", reason="x" * 501)
+    assert list(long.value.errors) == ["reason"]
+    assert db_snapshot() == before
+
+
+def test_a_rounds_snapshot_equals_the_inputs_at_its_close(panel, cast):
+    services.round_open(study=panel.study, by=cast.alice)
+    services.ranges_set(expert=panel.bob, ranges={"AUC": [0.72, 0.97]})
+    at_close = inputs_snapshot(study=panel.study)
+    closed = services.round_close(study=panel.study, by=cast.alice)
+    # Later changes do not reach a closed round.
+    services.ranges_set(expert=panel.bob, ranges={"AUC": [0.5, 0.97]})
+    closed.refresh_from_db()
+    assert closed.snapshot == at_close
+    assert closed.snapshot["lower"][0][1] == 0.72  # bob's AUC (the second selected metric)
+    assert (closed.closed_by, closed.is_open) == (cast.alice, False)
+    with pytest.raises(PhaseConflict) as refused:
+        services.round_close(study=panel.study, by=cast.alice)
+    assert refused.value.code == "no_open_round"
+
+
+def test_s_star_per_round_equals_engine_disagreement_on_that_rounds_inputs(panel, cast):
+    services.round_open(study=panel.study, by=cast.alice)
+    first = services.round_close(study=panel.study, by=cast.alice)
+    services.round_open(study=panel.study, by=cast.alice)
+    # charlie moves towards the group
+    services.priorities_set(
+        expert=panel.experts["charlie"], method="direct", weights={"Accuracy": 4, "Consistency": 3, "Efficiency": 3}
+    )
+    second = services.round_close(study=panel.study, by=cast.alice)
+    rows = selectors.round_convergence(study=panel.study)
+    assert [r.number for r in rows] == [1, 2]
+    for row, closed in zip(rows, (first, second), strict=True):
+        closed.refresh_from_db()
+        weights = closed.snapshot["attribute_weights"]
+        assert row.attribute_consensus == ahp_consensus(weights)
+        assert row.metric_consensus == ahp_consensus(closed.snapshot["metric_weights"])
+        assert list(row.attribute_spread.values()) == weight_spread(weights).stdev.tolist()
+        assert row.experts == 3
+    # the slow literal reference: charlie's Efficiency went from 0.8 to 0.3
+    assert rows[1].attribute_consensus > rows[0].attribute_consensus
+    assert rows[1].attribute_spread["Efficiency"] < rows[0].attribute_spread["Efficiency"]
+
+
+def test_feedback_tells_the_group_by_quartiles_and_marks_only_ones_own(panel, cast):
+    round = services.round_open(study=panel.study, by=cast.alice)
+    feedback = selectors.round_feedback(study=panel.study, expert=panel.bob, round=round)
+    accuracy = next(a for a in feedback.attributes if a.name == "Accuracy")
+    snapshot = inputs_snapshot(study=panel.study)
+    column = [row[0] for row in snapshot["attribute_weights"]]
+    assert accuracy.group == quartiles(column)
+    assert accuracy.own == 0.5  # bob: 50 / 100
+    # sorted, 3 values: the median is the middle one, the quartiles halfway
+    low, mid, high = sorted(column)
+    assert (accuracy.group.q1, accuracy.group.median, accuracy.group.q3) == pytest.approx(
+        ((low + mid) / 2, mid, (mid + high) / 2)
+    )
+    auc = next(r for r in feedback.ranges if r.name == "AUC")
+    assert auc.least_acceptable == [0.6, 0.7, 0.75] and auc.desired == [0.9, 0.95, 0.99]
+    assert auc.own == (0.7, 0.95)
+    peers = {p.name: p.mean for p in feedback.peer_weights}
+    assert peers == pytest.approx(
+        {"bob": (0.6 + 0.3 + 0.2) / 3, "carol": (0.2 + 0.4 + 0.2) / 3, "charlie": (0.2 + 0.3 + 0.6) / 3}
+    )
+
+
+def test_with_fewer_than_three_answers_the_group_is_not_described(make_study, cast):
+    built = make_study(Phase.ASSESSMENT, inputs=True)  # bob and carol
+    round = services.round_open(study=built.study, by=cast.alice)
+    feedback = selectors.round_feedback(study=built.study, expert=built.bob, round=round)
+    assert all(a.group is None for a in feedback.attributes + feedback.metrics)
+    assert all(r.least_acceptable is None and r.desired is None for r in feedback.ranges)
+    assert all(p.mean is None for p in feedback.peer_weights)
+    assert feedback.attributes[0].own == 0.5
+
+
+def test_reasons_reach_the_next_round_without_their_authors(panel, cast):
+    services.round_open(study=panel.study, by=cast.alice)
+    services.round_respond(expert=panel.carol, step="priorities", reason="Zeta: efficiency matters in clinics")
+    services.round_respond(expert=panel.bob, step="priorities", reason="Alpha: accuracy first")
+    services.round_close(study=panel.study, by=cast.alice)
+    second = services.round_open(study=panel.study, by=cast.alice)
+    feedback = selectors.round_feedback(study=panel.study, expert=panel.experts["charlie"], round=second)
+    assert feedback.previous_reasons == {
+        "priorities": ["Alpha: accuracy first", "Zeta: efficiency matters in clinics"],
+        "ranges": [],
+        "peer_weights": [],
+    }
+    assert feedback.mine == {}
+
+
+def test_a_run_records_the_round_it_used_and_a_comparison_shows_both(panel, cast, client):
+    services.round_open(study=panel.study, by=cast.alice)
+    services.round_close(study=panel.study, by=cast.alice)
+    services.study_close_assessment(study=panel.study)
+    first = launch_and_finish(panel, cast.alice)
+    services.study_reopen_assessment(study=panel.study)
+    services.round_open(study=panel.study, by=cast.alice)
+    services.priorities_set(
+        expert=panel.experts["charlie"], method="direct", weights={"Accuracy": 4, "Consistency": 3, "Efficiency": 3}
+    )
+    services.round_close(study=panel.study, by=cast.alice)
+    services.study_close_assessment(study=panel.study)
+    second = launch_and_finish(panel, cast.alice)
+    assert (first.revision_round, second.revision_round) == (1, 2)
+    client.force_login(cast.alice)
+    page = client.get(f"/runs/{first.pk}/compare/{second.pk}/").content.decode()
+    assert "after revision round 1" in page and "after revision round 2" in page
+    assert "Round 1 → round 2" in page
+
+
+def test_bundles_carry_rounds_and_read_them_back(panel, cast):
+    services.round_open(study=panel.study, by=cast.alice, message="Units!")
+    services.round_respond(expert=panel.bob, step="ranges", reason="Kept")
+    services.ranges_set(expert=panel.carol, ranges={"AUC": [0.7, 0.9]})
+    services.round_close(study=panel.study, by=cast.alice)
+    services.round_open(study=panel.study, by=cast.alice)
+    bundle = study_export_bundle(study=panel.study)
+    assert [r["number"] for r in bundle["rounds"]] == [1, 2]
+    first = bundle["rounds"][0]
+    assert first["message"] == "Units!"
+    assert first["responses"] == {
+        "bob": {"ranges": {"action": "confirmed", "reason": "Kept"}},
+        "carol": {"ranges": {"action": "revised"}},
+    }
+    assert first["inputs"] == RevisionRound.objects.get(study=panel.study, number=1).snapshot
+    assert "closed_at" not in bundle["rounds"][1] and "inputs" not in bundle["rounds"][1]
+    copy_ = study_import_bundle(bundle={**bundle, "title": "Copy"}, importer=None)
+    again = study_export_bundle(study=copy_)
+    assert again["rounds"] == bundle["rounds"]
+    assert selectors.round_current(study=copy_).number == 2
+
+
+def test_bundles_without_rounds_stay_as_they_were_and_bad_rounds_are_refused(panel, cast, case_study):
+    assert "rounds" not in study_export_bundle(study=panel.study)
+    services.round_open(study=panel.study, by=cast.alice)
+    services.round_close(study=panel.study, by=cast.alice)
+    bundle = study_export_bundle(study=panel.study)
+    before = db_snapshot()
+    for change, field in (
+        (lambda r: r[0].update(number=2), "rounds[0].number"),
+        (lambda r: r[0].pop("closed_at"), "rounds[0].inputs"),  # an open round with kept inputs
+        (lambda r: r[0]["responses"].update(dave={}), "rounds[0].responses.dave"),
+        (lambda r: r[0]["inputs"].pop("experts"), "rounds[0].inputs.experts"),
+    ):
+        rounds = copy.deepcopy(bundle["rounds"])
+        change(rounds)
+        with pytest.raises(InvalidInput) as refused:
+            study_import_bundle(bundle={**bundle, "rounds": rounds}, importer=None)
+        assert field in refused.value.errors, refused.value.errors
+    assert db_snapshot() == before

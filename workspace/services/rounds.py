@@ -1,0 +1,266 @@
+"""Revision rounds (Delphi): during the assessment the designer opens a
+numbered round; each expert sees the group's anonymised answers beside
+their own (``workspace.selectors.round_feedback``) and revises or confirms
+each step, optionally with a reason; closing the round freezes every
+expert's inputs in the round's ``snapshot``.
+
+Who may call these is checked by the pages and the API: ``round_open`` and
+``round_close`` the designer, ``round_respond`` the expert. ``round_mark_revised``
+is called by the input services themselves (``priorities_set``,
+``ranges_set``, ``peer_weights_set``) in their transaction, so a save during
+an open round is the expert's revision of that step whoever saved it.
+"""
+
+from datetime import UTC, datetime
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from .. import history
+from ..errors import InvalidInput, PhaseConflict
+from ..limits import ROUND_MESSAGE_MAX_CHARS, ROUND_REASON_MAX_CHARS, ROUNDS_MAX
+from ..models import Membership, RevisionRound, RoundResponse, RoundStep, Study
+from ._checks import expect, keys, text
+from .phases import Action, require_phase
+
+ROUND_ALREADY_OPEN = "round_open"
+NO_OPEN_ROUND = "no_open_round"
+
+
+def _open_round(study: Study) -> RevisionRound | None:
+    return RevisionRound.objects.filter(study=study, closed_at__isnull=True).first()
+
+
+@transaction.atomic
+def round_open(*, study: Study, by: User, message: str = "") -> RevisionRound:
+    """Open the study's next revision round (numbered from 1) with an
+    optional ``message`` to the experts. The assessment phase only, and one
+    round at a time: a round already open is a ``PhaseConflict``
+    (``round_open``)."""
+    # Checked before the lock: a refused message writes nothing either way.
+    message = text(message, "message", max_length=ROUND_MESSAGE_MAX_CHARS, required=False, multiline=True)
+    study = Study.objects.select_for_update().get(pk=study.pk)
+    require_phase(study, Action.OPEN_ROUND)
+    current = _open_round(study)
+    if current is not None:
+        raise PhaseConflict(f"Round {current.number} is open: close it before opening another.", ROUND_ALREADY_OPEN)
+    last = RevisionRound.objects.filter(study=study).aggregate(last=Max("number"))["last"] or 0
+    return RevisionRound.objects.create(study=study, number=last + 1, message=message, opened_by=by)
+
+
+@transaction.atomic
+def round_close(*, study: Study, by: User) -> RevisionRound:
+    """Close the open round, freezing every expert's inputs at this moment
+    in its ``snapshot`` (``engine.snapshot.inputs_snapshot``). Under the
+    study's row lock, which every input service takes, so the snapshot is
+    one consistent state. No open round is a ``PhaseConflict``
+    (``no_open_round``)."""
+    from engine.snapshot import inputs_snapshot  # engine.snapshot reads workspace: imported when used
+
+    study = Study.objects.select_for_update().get(pk=study.pk)
+    require_phase(study, Action.CLOSE_ROUND)
+    current = _open_round(study)
+    if current is None:
+        raise PhaseConflict("No revision round is open.", NO_OPEN_ROUND)
+    current.snapshot = inputs_snapshot(study=study)
+    current.closed_at = timezone.now()
+    current.closed_by = by
+    current.save(update_fields=["snapshot", "closed_at", "closed_by"])
+    return current
+
+
+def _step(step: object) -> str:
+    if step not in RoundStep.values:
+        raise InvalidInput({"step": f"must be one of {', '.join(RoundStep.values)}, got {step!r}"})
+    return str(step)
+
+
+@transaction.atomic
+def round_respond(*, expert: Membership, step: str, reason: str = "") -> RoundResponse:
+    """The expert's answer to the open round for ``step``: ``confirmed``
+    (they keep their answer) unless they revised the step in this round,
+    which stays ``revised``; ``reason`` (optional, one short paragraph)
+    replaces any earlier one and is shown without its author to the group
+    in the next round. No open round is a ``PhaseConflict`` (``no_open_round``)."""
+    step = _step(step)
+    reason = text(reason, "reason", max_length=ROUND_REASON_MAX_CHARS, required=False, multiline=True)
+    study = Study.objects.select_for_update().get(pk=expert.study_id)
+    current = _open_round(study)
+    if current is None:
+        raise PhaseConflict("No revision round is open: there is nothing to respond to.", NO_OPEN_ROUND)
+    response, created = RoundResponse.objects.get_or_create(
+        round=current,
+        expert=expert,
+        step=step,
+        defaults={"action": RoundResponse.Action.CONFIRMED, "reason": reason},
+    )
+    if not created:
+        response.reason = reason
+        response.responded_at = timezone.now()
+        response.save(update_fields=["reason", "responded_at"])
+    return response
+
+
+def round_mark_revised(*, experts: list[Membership], step: str) -> None:
+    """Record that ``experts`` revised ``step`` in the study's open round, if
+    one is open (one query when none is). Called inside the input services'
+    transaction, under the study's row lock; keeps a reason already given."""
+    if not experts:
+        return
+    current = _open_round(experts[0].study)
+    if current is None:
+        return
+    now = timezone.now()
+    existing = set(
+        RoundResponse.objects.filter(round=current, step=step, expert__in=experts).values_list("expert_id", flat=True)
+    )
+    history.update(
+        RoundResponse.objects.filter(round=current, step=step, expert_id__in=existing),
+        action=RoundResponse.Action.REVISED,
+        responded_at=now,
+    )
+    history.bulk_create(
+        RoundResponse,
+        (
+            RoundResponse(round=current, expert=e, step=step, action=RoundResponse.Action.REVISED, responded_at=now)
+            for e in experts
+            if e.pk not in existing
+        ),
+    )
+
+
+# --- bundles (workspace.bundles): a study's rounds written and read back -----------------
+
+
+def _moment(value: Any, field: str) -> datetime:
+    if not isinstance(value, str):
+        raise InvalidInput({field: "must be a date and time (ISO 8601)"})
+    moment = parse_datetime(value)
+    if moment is None:
+        raise InvalidInput({field: f"must be a date and time (ISO 8601), got {value!r}"})
+    return moment if timezone.is_aware(moment) else timezone.make_aware(moment, UTC)
+
+
+@transaction.atomic
+def rounds_import(
+    *, study: Study, entries: Any, experts: dict[str, Membership], last_may_be_open: bool
+) -> list[RevisionRound]:
+    """The ``rounds`` of a bundle (FORMATS.md) for a study just imported in
+    the assessment or closed phase: numbered 1, 2, ... in order, every round
+    closed with its ``inputs`` (the snapshot at its close, with every key of
+    ``engine.snapshot.inputs_snapshot``) but the last when
+    ``last_may_be_open`` (a study in assessment); ``responses`` keyed by the
+    bundle's experts. Checked whole before anything is written; a bad entry
+    is refused with its path (``rounds[1].responses.bob.ranges.action``)."""
+    from engine.snapshot import INPUT_KEYS  # engine.snapshot reads workspace: imported when used
+
+    expect(entries, list, "rounds", "a list of rounds")
+    if len(entries) > ROUNDS_MAX:
+        raise InvalidInput({"rounds": f"too many rounds: {len(entries)} given, the limit is {ROUNDS_MAX}"})
+    rounds: list[RevisionRound] = []
+    responses: list[RoundResponse] = []
+    for position, entry in enumerate(entries):
+        path = f"rounds[{position}]"
+        keys(entry, path, required=("number", "opened_at"), optional=("message", "closed_at", "inputs", "responses"))
+        if entry["number"] != position + 1 or isinstance(entry["number"], bool):
+            raise InvalidInput({f"{path}.number": f"must be {position + 1} (rounds are numbered from 1, in order)"})
+        closed = entry.get("closed_at") is not None
+        last = position == len(entries) - 1
+        if not closed and not (last and last_may_be_open):
+            raise InvalidInput(
+                {f"{path}.closed_at": "is required: only the last round of a study in assessment may be open"}
+            )
+        inputs = entry.get("inputs")
+        if closed:
+            keys(inputs, f"{path}.inputs", required=INPUT_KEYS)
+            for key in ("attribute_weights", "metric_weights"):
+                expect(inputs[key], list, f"{path}.inputs.{key}", "a list of rows, one per expert")
+        elif inputs is not None:
+            raise InvalidInput({f"{path}.inputs": "an open round has no inputs yet"})
+        round = RevisionRound(
+            study=study,
+            number=position + 1,
+            message=text(
+                entry.get("message", ""),
+                f"{path}.message",
+                max_length=ROUND_MESSAGE_MAX_CHARS,
+                required=False,
+                multiline=True,
+            ),
+            opened_at=_moment(entry["opened_at"], f"{path}.opened_at"),
+            closed_at=_moment(entry["closed_at"], f"{path}.closed_at") if closed else None,
+            snapshot=inputs,
+        )
+        rounds.append(round)
+        given = expect(entry.get("responses", {}), dict, f"{path}.responses", "an object keyed by expert username")
+        for username, steps in given.items():
+            if username not in experts:
+                raise InvalidInput({f"{path}.responses.{username}": "is not one of the bundle's experts"})
+            expect(steps, dict, f"{path}.responses.{username}", "an object keyed by step")
+            for step, answer in steps.items():
+                where = f"{path}.responses.{username}.{step}"
+                if step not in RoundStep.values:
+                    raise InvalidInput({where: f"is not a step (the steps are {', '.join(RoundStep.values)})"})
+                keys(answer, where, required=("action",), optional=("reason",))
+                if answer["action"] not in RoundResponse.Action.values:
+                    raise InvalidInput({f"{where}.action": "must be revised or confirmed"})
+                reason = text(
+                    answer.get("reason", ""),
+                    f"{where}.reason",
+                    max_length=ROUND_REASON_MAX_CHARS,
+                    required=False,
+                    multiline=True,
+                )
+                responses.append(
+                    RoundResponse(
+                        round=round,
+                        expert=experts[username],
+                        step=step,
+                        action=answer["action"],
+                        reason=reason,
+                        responded_at=round.closed_at or round.opened_at,
+                    )
+                )
+    history.bulk_create(RevisionRound, rounds)
+    for response in responses:
+        response.round_id = response.round.pk
+    history.bulk_create(RoundResponse, responses)
+    return rounds
+
+
+def rounds_export(*, study: Study) -> list[dict[str, Any]]:
+    """The study's rounds as a bundle writes them (``rounds_import`` reads
+    them back): one query, and one more for their responses when there are
+    rounds."""
+    rounds = list(
+        RevisionRound.objects.filter(study=study)
+        .order_by("number")
+        .values_list("pk", "number", "message", "opened_at", "closed_at", "snapshot")
+    )
+    if not rounds:
+        return []
+    answers: dict[int, dict[str, dict[str, dict[str, str]]]] = {}
+    responses = (
+        RoundResponse.objects.filter(round__study=study)
+        .order_by("round_id", "expert_id", "step")
+        .values_list("round_id", "expert__user__username", "step", "action", "reason")
+    )
+    for round_id, username, step, action, reason in responses:
+        answer = {"action": action, **({"reason": reason} if reason else {})}
+        answers.setdefault(round_id, {}).setdefault(username, {})[step] = answer
+    out = []
+    for pk, number, message, opened_at, closed_at, snapshot in rounds:
+        entry: dict[str, Any] = {"number": number, "message": message, "opened_at": _iso(opened_at)}
+        if closed_at is not None:
+            entry.update(closed_at=_iso(closed_at), inputs=snapshot)
+        entry["responses"] = answers.get(pk, {})
+        out.append(entry)
+    return out
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
