@@ -1337,7 +1337,7 @@ def _scaled_bundle(experts, candidates, tag):
 # names (services.usernames_taken). Each bulk write also records its rows'
 # history in one INSERT per table (issue 22; workspace.history). Closing the
 # assessment first looks for an open revision round (one query).
-IMPORT_QUERIES = {"command line": 134, "staff": 74}
+IMPORT_QUERIES = {"command line": 134, "staff": 73}
 
 
 @pytest.mark.parametrize("importer", ["command line", "staff"])
