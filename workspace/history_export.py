@@ -26,7 +26,10 @@ def entry_document(entry: HistoryEntry) -> dict[str, Any]:
         "object_name": entry.object_name,
         "action": entry.action,
         "expert": entry.expert,
-        "changes": [{"field": c.field, "old": c.old, "new": c.new} for c in entry.changes],
+        "changes": [
+            {"field": c.field, "old": c.old, "new": c.new, "old_name": c.old_name, "new_name": c.new_name}
+            for c in entry.changes
+        ],
     }
 
 
@@ -36,7 +39,8 @@ def history_json(entries: Iterable[HistoryEntry]) -> bytes:
 
 def _changes_text(entry: HistoryEntry) -> str:
     return "; ".join(
-        f"{c.field}: {'' if c.old is None else c.old} → {'' if c.new is None else c.new}" for c in entry.changes
+        f"{c.field}: {'' if c.old is None else c.old_shown} → {'' if c.new is None else c.new_shown}"
+        for c in entry.changes
     )
 
 

@@ -399,3 +399,44 @@ def test_the_csv_defuses_formulas(make_study, cast, client):
     text = client.get(f"/studies/{built.study.pk}/history/", {"kind": "candidate", "format": "csv"}).content.decode()
     assert "'=HYPERLINK()" in text
     assert ",=HYPERLINK()" not in text
+
+
+def test_an_id_is_shown_with_the_name_of_the_row_it_names(make_study, cast, client):
+    """A foreign key's value (``candidate_id: 4``) comes with the name of the
+    row (the candidate J48) on the page, in the API and in the CSV; once that
+    row is gone, the id alone."""
+    built = make_study("closed")
+    _api(client, cast.alice)
+    j48 = built.study.candidates.get(name="J48")
+    auc = built.study.metrics.get(name="AUC")
+    url = f"/api/v1/studies/{built.study.pk}/history/"
+
+    def j48_auc_created():
+        rows = client.get(url, {"kind": "measurement", "page_size": 200}).json()["results"]
+        for row in rows:
+            changes = {c["field"]: c for c in row["changes"]}
+            mine = changes["candidate_id"]["new"] == str(j48.pk) and changes["metric_id"]["new"] == str(auc.pk)
+            if row["action"] == "created" and mine:
+                return changes
+        raise AssertionError("no record of J48's AUC being created")
+
+    changes = j48_auc_created()
+    assert changes["candidate_id"] == {
+        "field": "candidate_id",
+        "old": None,
+        "new": str(j48.pk),
+        "old_name": None,
+        "new_name": "J48",
+    }
+    assert changes["metric_id"]["new_name"] == "AUC"
+    assert changes["value"]["new_name"] is None  # not a foreign key
+    page = client.get(f"/studies/{built.study.pk}/history/", {"kind": "measurement"}).content.decode()
+    assert f"<ins>J48 (#{j48.pk})</ins>" in page
+    csv_text = client.get(f"/studies/{built.study.pk}/history/", {"kind": "measurement", "format": "csv"}).content
+    assert f"candidate_id:  → J48 (#{j48.pk})" in csv_text.decode()
+    services.candidate_remove(candidate=j48)
+    deleted = client.get(url, {"kind": "candidate"}).json()["results"][0]
+    assert deleted["action"] == "deleted" and deleted["object_name"] == "J48"
+    changes = j48_auc_created()
+    assert changes["candidate_id"]["new"] == str(j48.pk) and changes["candidate_id"]["new_name"] is None
+    assert changes["metric_id"]["new_name"] == "AUC"

@@ -21,6 +21,12 @@ class HistoryChangeSerializer(serializers.Serializer):
     field = StrictCharField(help_text="the column changed, e.g. `weight` or `attribute_id`")
     old = StrictCharField(allow_null=True, help_text="its value before; null when created")
     new = StrictCharField(allow_null=True, help_text="its value after; null when deleted")
+    old_name = StrictCharField(
+        allow_null=True,
+        help_text="for a foreign key (`attribute_id`), the name of the row `old` names (an attribute's or "
+        "candidate's name, an expert's username); null otherwise or when that row is gone",
+    )
+    new_name = StrictCharField(allow_null=True, help_text="the same for `new`")
 
 
 class HistoryEntrySerializer(serializers.Serializer):

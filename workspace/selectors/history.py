@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
@@ -65,6 +65,22 @@ class Change:
     field: str
     old: str | None  # as text
     new: str | None
+    # For a foreign key (``attribute_id``): the names of the rows the ids
+    # name (an attribute's or candidate's name, an expert's username), when
+    # those rows still exist; else None.
+    old_name: str | None = None
+    new_name: str | None = None
+
+    def shown(self, value: str | None, name: str | None) -> str | None:
+        return value if value is None or name is None else f"{name} (#{value})"
+
+    @property
+    def old_shown(self) -> str | None:
+        return self.shown(self.old, self.old_name)
+
+    @property
+    def new_shown(self) -> str | None:
+        return self.shown(self.new, self.new_name)
 
 
 @dataclass(frozen=True)
@@ -181,11 +197,46 @@ def history_list(
                 previous[(kind, record.history_id)] = earlier_records[record.previous_id]
     experts = {r.history_expert_id for r in found.values() if r.history_expert_id is not None}
     names = dict(Membership.objects.filter(pk__in=experts).values_list("pk", F("user__username"))) if experts else {}
+    referenced = _referenced_names([*found.values(), *previous.values()])
     entries = []
     for _, history_id, kind in keys:
         record = found[(kind, history_id)]
-        entries.append(_entry(kind, record, previous.get((kind, history_id)), names))
+        entries.append(_entry(kind, record, previous.get((kind, history_id)), names, referenced))
     return entries
+
+
+def _name_column(model: type) -> Any:
+    """What names a row of ``model`` in the history, or None: its name or
+    title, an expert's username, a user's."""
+    fields = {field.name for field in model._meta.get_fields()}  # type: ignore[attr-defined]
+    if model is Membership:
+        return F("user__username")
+    for name in ("name", "title", "username"):
+        if name in fields:
+            return F(name)
+    return None
+
+
+def _foreign_keys(model: type) -> list[Any]:
+    tracked = model.history.model.tracked_fields  # type: ignore[attr-defined]
+    return [field for field in tracked if field.many_to_one and _name_column(field.related_model) is not None]
+
+
+def _referenced_names(records: Iterable[Any]) -> dict[tuple[type, int], str]:
+    """The names of the rows the records' foreign keys name (``attribute_id``
+    -> the attribute's name), one query per model named, whatever the
+    records: what the page shows beside each id."""
+    wanted: dict[type, set[int]] = {}
+    for record in records:
+        for field in _foreign_keys(record.instance_type):
+            value = getattr(record, field.attname)
+            if value is not None:
+                wanted.setdefault(field.related_model, set()).add(value)
+    found: dict[tuple[type, int], str] = {}
+    for model, ids in wanted.items():
+        rows = model._base_manager.filter(pk__in=ids).values_list("pk", _name_column(model))  # type: ignore[attr-defined]
+        found.update(((model, pk), str(name)) for pk, name in rows)
+    return found
 
 
 class HistoryPages(Sequence[HistoryEntry]):
@@ -248,8 +299,11 @@ def _value(value: Any) -> str | None:
     return str(value)
 
 
-def _entry(kind: str, record: Any, previous: Any, names: Mapping[int, str]) -> HistoryEntry:
-    fields = [field.attname for field in record.instance_type.history.model.tracked_fields if field.attname != "id"]
+def _entry(
+    kind: str, record: Any, previous: Any, names: Mapping[int, str], referenced: Mapping[tuple[type, int], str]
+) -> HistoryEntry:
+    tracked = record.instance_type.history.model.tracked_fields
+    fields = [field.attname for field in tracked if field.attname != "id"]
     now = {name: _value(getattr(record, name)) for name in fields}
     if record.history_type == "+":
         changes = [Change(name, None, value) for name, value in now.items() if value not in (None, "")]
@@ -262,6 +316,16 @@ def _entry(kind: str, record: Any, previous: Any, names: Mapping[int, str]) -> H
             Change(name, _value(getattr(previous, name)), value)
             for name, value in now.items()
             if _value(getattr(previous, name)) != value
+        ]
+    targets = {field.attname: field.related_model for field in _foreign_keys(record.instance_type)}
+    if targets:
+
+        def name_of(field: str, value: str | None) -> str | None:
+            return None if value is None else referenced.get((targets[field], int(value)))
+
+        changes = [
+            Change(c.field, c.old, c.new, name_of(c.field, c.old), name_of(c.field, c.new)) if c.field in targets else c
+            for c in changes
         ]
     user = record.history_user.get_username() if record.history_user is not None else None
     expert = record.history_expert_id
