@@ -9,6 +9,7 @@ from mlflow.tracking import MlflowClient
 from tracking import services
 from tracking.models import MlflowConnection, MlflowImport, MlflowPublication
 from workspace.models import Measurement, Phase
+from workspace.selectors import history as history_selectors
 
 from .conftest import EXPERIMENT, log_models
 from .test_services import close_and_run
@@ -139,3 +140,42 @@ def test_publish_a_succeeded_run_from_its_page(make_study, cast, store):
     expert.force_login(cast.bob)
     assert expert.post(f"/runs/{run.pk}/mlflow/publish/").status_code == 403
     assert MlflowPublication.objects.get(run=run).times == 1
+
+
+def test_connection_changes_imports_and_publications_are_in_the_history(make_study, cast, store, tmp_path):
+    uri, _ = store
+    built = make_study(Phase.DRAFT)
+    study = built.study
+    client = designer_client(cast)
+    client.post(f"/studies/{study.pk}/mlflow/connection/", {"tracking_uri": uri, "token": ""})
+    other = tmp_path / "other"
+    log_models(f"file:{other}", models={})
+    client.post(f"/studies/{study.pk}/mlflow/connection/", {"tracking_uri": f"file:{other}", "token": ""})
+    client.post(f"/studies/{study.pk}/mlflow/connection/", {"tracking_uri": uri, "token": ""})
+    client.post(f"/studies/{study.pk}/mlflow/import/", form_values(study, AUC="roc_auc"))
+    mapping = [{"key": "accuracy", "metric": "Success rate"}, {"key": "fold_std", "metric": "Fold stdev"}]
+    mapping += [{"key": "fit_seconds", "metric": "Training time"}]
+    services.mlflow_import(study=study, imported_by=None, experiment=EXPERIMENT, mapping=mapping)
+    run = close_and_run(built)
+    client.post(f"/runs/{run.pk}/mlflow/publish/")
+
+    def entries(kind, user=cast.alice):
+        filters = history_selectors.HistoryFilter(kind=kind)
+        return history_selectors.history_list(study=study, user=user, filters=filters)
+
+    connection = entries("mlflow_connection")
+    assert [(e.action, e.source, e.user) for e in reversed(connection)] == [
+        ("created", "page", "alice"),
+        ("changed", "page", "alice"),
+        ("changed", "page", "alice"),
+    ]
+    uris = [change.new for e in reversed(connection) for change in e.changes if change.field == "tracking_uri"]
+    assert uris[-2:] == [f"file:{other}", uri]
+    assert all(change.field != "token_encrypted" for e in connection for change in e.changes)
+    imports = entries("mlflow_import")
+    assert [(e.action, e.user) for e in imports] == [("created", None), ("created", "alice")]
+    assert [(e.action, e.source) for e in entries("mlflow_publication")] == [("created", "page")]
+    page = client.get(f"/studies/{study.pk}/history/", {"kind": "mlflow_publication"}).content.decode()
+    assert "mlflow_publication #" in page
+    # An expert sees none of them (the designer's link, not a public event).
+    assert entries("mlflow_connection", user=cast.bob) == []
