@@ -6,6 +6,7 @@ from typing import Any
 
 from django import forms
 
+from workspace import limits
 from workspace.models import Metric
 
 from .services import FILTER_MAX_LENGTH, KEY_MAX_LENGTH, PATTERN_MAX_LENGTH, TOKEN_MAX_LENGTH, URI_MAX_LENGTH
@@ -40,7 +41,8 @@ class RunSearchForm(forms.Form):
 
 class ImportForm(RunSearchForm):
     """The mapping: for each study metric, the MLflow metric key giving its
-    values (``key_<metric id>``, empty: not imported); the step; how
+    values (``key_<metric id>``, empty: not imported) and, to check it, the
+    key's unit (``unit_<metric id>``); the step; how
     candidates are named; the prediction artifacts' path pattern."""
 
     step = forms.IntegerField(label="Step", required=False, min_value=0, help_text="Empty: each metric's latest value.")
@@ -68,6 +70,12 @@ class ImportForm(RunSearchForm):
             self.fields[name] = forms.ChoiceField(
                 label=f"{metric.name}{unit}", required=False, choices=choices, initial=_guess(metric.name, keys)
             )
+            self.fields[f"unit_{metric.pk}"] = forms.CharField(
+                label="Unit of its MLflow key",
+                required=False,
+                max_length=limits.UNIT_MAX_LENGTH,
+                help_text="Checked against the metric's unit; empty: not checked.",
+            )
             self.metric_fields.append(name)
         self.metrics = metrics
 
@@ -76,16 +84,28 @@ class ImportForm(RunSearchForm):
         return [self[name] for name in self.experiment_fields]
 
     @property
-    def metric_bound(self) -> list[forms.BoundField]:
-        return [self[name] for name in self.metric_fields]
+    def metric_bound(self) -> list[tuple[forms.BoundField, forms.BoundField]]:
+        """Each metric's key field and unit field."""
+        return [(self[name], self[name.replace("key_", "unit_", 1)]) for name in self.metric_fields]
 
     def mapping(self) -> list[dict[str, str]]:
         """The ``mapping`` the service takes: the metrics given a key."""
-        return [
-            {"key": self.cleaned_data[f"key_{metric.pk}"], "metric": metric.name}
-            for metric in self.metrics
-            if self.cleaned_data.get(f"key_{metric.pk}")
-        ]
+        mapping = []
+        for metric in self.metrics:
+            key, unit = self.cleaned_data.get(f"key_{metric.pk}"), self.cleaned_data.get(f"unit_{metric.pk}")
+            if key:
+                mapping.append({"key": key, "metric": metric.name, **({"unit": unit} if unit else {})})
+        return mapping
+
+    def field_names(self) -> dict[str, str]:
+        """The service's paths of the mapping (``mapping[0].unit``) as this
+        form's fields (``unit_<metric id>``), for its refusals."""
+        names: dict[str, str] = {}
+        mapped = [metric for metric in self.metrics if self.cleaned_data.get(f"key_{metric.pk}")]
+        for index, metric in enumerate(mapped):
+            for part, field in (("key", "key"), ("metric", "key"), ("unit", "unit")):
+                names[f"mapping[{index}].{part}"] = f"{field}_{metric.pk}"
+        return names
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}

@@ -42,14 +42,16 @@ def _page(study: Study) -> str:
     return f"/studies/{study.pk}/mlflow/"
 
 
-def refusal_on(form: forms.BaseForm, error: ServiceError) -> None:
+def refusal_on(form: forms.BaseForm, error: ServiceError, names: dict[str, str] | None = None) -> None:
     """A service's refusal on the form: each message under the field it
-    names; others (a run, a mapping entry, the server) above the form, the
-    field they name in front."""
+    names (``names``: the service's paths that are form fields by another
+    name); others (a run, the server) above the form, the path they name in
+    front."""
     if not isinstance(error, InvalidInput):
         form.add_error(None, str(error))
         return
     for path, texts in error.errors.items():
+        path = (names or {}).get(path, path)
         if path in form.fields:
             form.add_error(path, list(texts))
         else:
@@ -159,7 +161,7 @@ def mlflow_import(request: HttpRequest, study_id: int) -> HttpResponse:
                 artifact_pattern=data["artifact_pattern"] or None,
             )
         except ServiceError as error:
-            refusal_on(form, error)
+            refusal_on(form, error, form.field_names())
         else:
             changed = len(outcome.changes)
             messages.success(

@@ -96,6 +96,12 @@ def test_refusals_are_named_and_write_nothing(make_study, cast, store, tmp_path)
     page = answer.content.decode()
     assert answer.status_code == 200
     assert "runs[0]: run" in page and "has no metric &#x27;missing_key&#x27;" in page
+    # A unit other than the metric's: said under that metric's unit field.
+    training = study.metrics.get(name="Training time")
+    values = form_values(study, **{"Training time": "fit_seconds"}) | {f"unit_{training.pk}": "ms"}
+    page = client.post(f"/studies/{study.pk}/mlflow/import/", values).content.decode()
+    unit_field = page.split(f'id="id_unit_{training.pk}"')[1].split("</div>")[1]
+    assert "Training time is measured in s, but fit_seconds is declared in ms" in unit_field
     # No key mapped at all: said under the first metric.
     answer = client.post(f"/studies/{study.pk}/mlflow/import/", form_values(study))
     assert "map at least one MLflow metric key" in answer.content.decode()
