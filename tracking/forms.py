@@ -71,10 +71,10 @@ class ImportForm(RunSearchForm):
                 label=f"{metric.name}{unit}", required=False, choices=choices, initial=_guess(metric.name, keys)
             )
             self.fields[f"unit_{metric.pk}"] = forms.CharField(
-                label="Unit of its MLflow key",
+                label=f"Unit of the MLflow key for {metric.name}",
                 required=False,
                 max_length=limits.UNIT_MAX_LENGTH,
-                help_text="Checked against the metric's unit; empty: not checked.",
+                help_text=f"Checked against {metric.unit or 'no unit'}; empty: not checked.",
             )
             self.metric_fields.append(name)
         self.metrics = metrics
