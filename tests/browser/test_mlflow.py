@@ -43,7 +43,7 @@ def test_connect_preview_and_import_at_phone_width(page: Page, live_server, make
     screenshot(page, "mlflow-preview-390")
     assert_accessible(page)
 
-    page.get_by_label("AUC").select_option("roc_auc")
+    page.get_by_role("combobox", name="AUC").select_option("roc_auc")
     page.get_by_role("button", name="Import").focus()
     with page.expect_navigation():
         page.keyboard.press("Enter")
