@@ -25,6 +25,15 @@ def _private_cache(settings):
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "tests"}}
 
 
+@pytest.fixture(autouse=True)
+def _tracking_hosts(settings):
+    """The MLflow servers the tests start listen on 127.0.0.1, and the names
+    under ``.invalid`` never resolve (the unreachable server's test): the
+    hosts the tests may contact. tests/tracking/test_hosts.py empties it to
+    test the default policy."""
+    settings.TRACKING_ALLOWED_HOSTS = ["127.0.0.1", ".invalid"]
+
+
 @pytest.fixture
 def eager_celery(settings):
     """Force Celery's eager mode (also in the REDIS_URL configuration, where

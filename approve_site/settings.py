@@ -605,6 +605,14 @@ SPECTACULAR_SETTINGS["SWAGGER_UI_SETTINGS"] = {"deepLinking": True, "validatorUr
 # ``file:`` store, separated by os.pathsep (none by default: a server's files
 # are the operator's to share; an http(s) tracking server needs no setting).
 TRACKING_FILE_ROOTS = [root for root in os.environ.get("TRACKING_FILE_ROOTS", "").split(os.pathsep) if root]
+# The http(s) hosts approve may contact for a study's MLflow server, separated
+# by commas: a name, or ".example.com" for it and every host under it. Empty
+# (the default): any host whose every address is public, and loopback with
+# DEBUG; never private, link-local or other internal addresses
+# (tracking.remote.check_host; docs/architecture.md "MLflow hosts").
+TRACKING_ALLOWED_HOSTS = [
+    host.strip() for host in os.environ.get("TRACKING_ALLOWED_HOSTS", "").split(",") if host.strip()
+]
 
 LOGGING = {
     "version": 1,

@@ -75,5 +75,6 @@ urlpatterns = [
         name="api-docs",
     ),
     path("", include("evaluation.urls")),
+    path("", include("tracking.urls")),
     path("", include("workspace.urls")),
 ]

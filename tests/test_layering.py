@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # The pages and the API of each app: a package (every module under it) or a
 # module, counted when it exists (``evaluation/api/`` may still be to come).
-LAYERS = ("workspace/views", "workspace/api", "evaluation/views", "evaluation/api", "tracking/api")
+LAYERS = ("workspace/views", "workspace/api", "evaluation/views", "evaluation/api", "tracking/api", "tracking/views")
 
 # A model's managers, and the shortcuts that query through them.
 MANAGERS = {"objects", "_default_manager", "_base_manager"}

@@ -4,6 +4,9 @@ published to it."""
 from django.conf import settings
 from django.db import models
 
+from workspace import history as recorded
+from workspace.history import StudyHistory
+
 # An MLflow experiment's or run's id (a run's is 32 hexadecimal digits).
 MLFLOW_ID_MAX_LENGTH = 128
 
@@ -20,6 +23,8 @@ class MlflowConnection(models.Model):
     # What the check on save found.
     experiment_count = models.PositiveIntegerField(default=0)
     checked_at = models.DateTimeField()
+    # In the study's History: the URI and the check, never the token (only whether one changed: has_token).
+    history = StudyHistory(kind="mlflow_connection", scope=recorded.of_study, excluded_fields=["token_encrypted"])
 
     def __str__(self):
         return f"{self.study} → {self.tracking_uri}"
@@ -83,6 +88,7 @@ class MlflowImport(models.Model):
     # The request (filter, mapping, step, name tag, artifact pattern) and the outcome (tracking.services).
     request = models.JSONField(default=dict)
     outcome = models.JSONField(default=dict)
+    history = StudyHistory(kind="mlflow_import", scope=recorded.of_study)
 
     class Meta:
         ordering = ["-imported_at", "-id"]
@@ -106,6 +112,7 @@ class MlflowPublication(models.Model):
     # {candidate name: MLflow run id} of the runs tagged.
     tagged = models.JSONField(default=dict)
     times = models.PositiveIntegerField(default=1, help_text="how many times it was published")
+    history = StudyHistory(kind="mlflow_publication", scope=recorded.of_run)
 
     def __str__(self):
         return f"run {self.run_id} published to {self.summary_run_id}"

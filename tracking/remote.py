@@ -10,7 +10,9 @@ other's token; and it turns the client's failures into ``TrackerError``
 """
 
 import fnmatch
+import ipaddress
 import os
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -79,6 +81,7 @@ def check_uri(uri: str) -> None:
     if parsed.scheme in ("http", "https"):
         if not parsed.hostname:
             raise InvalidInput({"tracking_uri": "an http(s) tracking URI needs a host, e.g. http://mlflow:5000"})
+        check_host(uri)
         return
     path = file_store_path(uri)
     if path is None:
@@ -91,6 +94,61 @@ def check_uri(uri: str) -> None:
         )
     if not resolved.is_dir():
         raise TrackerError(f"MLflow store unreachable: no folder {resolved}", "mlflow_unreachable")
+
+
+def _host_allowed(host: str, allowed: list[str]) -> bool:
+    """``host`` is one of ``allowed``: equal to an entry, or under an entry
+    written ``.suffix`` (which also matches the bare ``suffix``)."""
+    for entry in (entry.lower().rstrip(".") for entry in allowed):
+        if host == entry or (entry.startswith(".") and (host.endswith(entry) or host == entry[1:])):
+            return True
+    return False
+
+
+def _address_kind(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
+    for kind in ("loopback", "link_local", "unspecified", "multicast", "private", "reserved"):
+        if getattr(address, f"is_{kind}"):
+            return kind.replace("_", "-")
+    return "non-public"
+
+
+def check_host(uri: str) -> None:
+    """InvalidInput on ``tracking_uri`` unless approve may contact the host
+    of this ``http(s)://`` URI (a server-side request any designer can aim:
+    docs/architecture.md, "MLflow hosts"). With ``TRACKING_ALLOWED_HOSTS``
+    set, only the hosts it lists (exact, or ``.suffix``), contacted whatever
+    their address. Without it, any host whose every address is public; with
+    ``DEBUG``, loopback too (a developer's own MLflow). A name that does not
+    resolve passes here and fails as unreachable, saying so."""
+    parsed = urlparse(uri)
+    if parsed.scheme not in ("http", "https"):
+        return
+    host = (parsed.hostname or "").lower().rstrip(".")
+    allowed = list(settings.TRACKING_ALLOWED_HOSTS)
+    if allowed:
+        if not _host_allowed(host, allowed):
+            raise InvalidInput(
+                {"tracking_uri": f"{host} is not among the hosts this server may contact (TRACKING_ALLOWED_HOSTS)"}
+            )
+        return
+    try:
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    except ValueError:
+        raise InvalidInput({"tracking_uri": "the port must be a number from 0 to 65535"}) from None
+    try:
+        found = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        return
+    for *_, sockaddr in found:
+        address = ipaddress.ip_address(str(sockaddr[0]).split("%")[0])
+        if address.is_global or (settings.DEBUG and address.is_loopback):
+            continue
+        raise InvalidInput(
+            {
+                "tracking_uri": f"{host} is a {_address_kind(address)} address ({address}): this server contacts "
+                "only public hosts unless the operator lists the host in TRACKING_ALLOWED_HOSTS"
+            }
+        )
 
 
 def _failure(error: Exception, uri: str) -> ServiceError:
@@ -128,6 +186,7 @@ def connected(connection: Connection) -> Iterator[Any]:
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
+    check_host(connection.tracking_uri)  # again at each use: the setting or the host's address may have changed
     with _LOCK:
         saved = {name: os.environ.get(name) for name in (*_ENVIRONMENT, "MLFLOW_TRACKING_TOKEN")}
         os.environ.update(_ENVIRONMENT)

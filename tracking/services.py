@@ -21,7 +21,7 @@ from django.utils import timezone
 from engine import selectors as engine_selectors
 from engine.models import Run
 from evaluation import services as evaluation_services
-from workspace import limits
+from workspace import history, limits
 from workspace import services as workspace_services
 from workspace.errors import InvalidInput, PhaseConflict
 from workspace.models import Candidate, Measurement, Metric, Study
@@ -469,12 +469,16 @@ def _import_write(
             )
             link.artifact_path, link.artifact_sha256 = artifact.path, artifact.sha256
         link.save()
-    record = MlflowImport.objects.create(
+    # Saved twice (its outcome names its id) and recorded once, complete, in the study's History.
+    record = MlflowImport(
         study=study, imported_by=imported_by, imported_at=now, experiment_id=experiment_id, request=request, outcome={}
     )
+    record.skip_history_when_saving = True  # type: ignore[attr-defined]
+    record.save()
     outcome.import_id = record.pk
     record.outcome = outcome.as_dict()
     record.save(update_fields=["outcome"])
+    history.record([record], "+")
     return outcome
 
 

@@ -47,6 +47,7 @@ KIND_NAMES = (
     *("metric_prioritisation", "metric_judgment", "metric_weight", "range", "peer_weight", "invitation"),
     *("run", "prediction_set", "computation", "measurement_source", "elicited_metric", "elicitation_answers"),
     *("revision_round", "round_response"),
+    *("mlflow_connection", "mlflow_import", "mlflow_publication"),
 )
 ACTIONS = ("created", "changed", "deleted")
 
@@ -220,6 +221,14 @@ def of_metric(instance: Any, memo: dict) -> tuple[int | None, int | None]:
 
 
 of_metric.needs = ("metric", ("study_id",))  # type: ignore[attr-defined]
+
+
+def of_run(instance: Any, memo: dict) -> tuple[int | None, int | None]:
+    (study_id,) = _related(instance, "run", ("study_id",), memo)
+    return study_id, None
+
+
+of_run.needs = ("run", ("study_id",))  # type: ignore[attr-defined]
 
 
 def _prime(model: type, objs: Sequence[Any], memo: dict) -> None:
