@@ -226,3 +226,58 @@ def test_a_monte_carlo_analysis_of_a_run_with_an_elicited_metric_is_refused(make
     with pytest.raises(InvalidInput, match="does not sample elicited metrics"):
         analyses.analysis_launch(run=run, kind=Analysis.Kind.MONTE_CARLO, launched_by=None, spec={"judgments": True})
     assert not Analysis.objects.filter(run=run).exists()
+
+
+def test_closing_the_assessment_names_the_expert_who_has_not_finished(make_study):
+    from workspace.errors import PhaseConflict
+    from workspace.models import Phase
+    from workspace.selectors import missing_input_list
+
+    built = elicited_study(make_study, finished=("bob",))
+    assert missing_input_list(study=built.study) == {"carol": ["answers to the elicited metric AUC"]}
+    with pytest.raises(PhaseConflict, match="carol: answers to the elicited metric AUC"):
+        workspace_services.study_close_assessment(study=built.study)
+    built.refresh()
+    assert built.study.phase == Phase.ASSESSMENT
+    # Once both have finished nothing is missing.
+    finished = elicited_study(make_study, finished=("bob", "carol"))
+    assert missing_input_list(study=finished.study) == {}
+
+
+def test_the_candidate_breakdown_shows_each_expert_s_own_value(make_study, client):
+    import re
+
+    from tests.pages.test_studyhome import as_user, text_of
+
+    built = elicited_study(make_study)
+    run = run_of(built)
+    response = as_user(client, built.study.designer).get(f"/runs/{run.pk}/candidates/J48/")
+    assert response.status_code == 200
+    table = re.search(r'<table[^>]*id="own-values".*?</table>', response.content.decode(), flags=re.S)
+    assert table is not None
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", table.group(0))).strip()
+    assert "bob 0.36" in text and "carol 0.24" in text
+    assert "median of the experts' own" in text_of(response)
+    # Each expert's score of AUC comes from their own value: 0.65 and 0.35.
+    assert re.search(r"0\.65\b", text_of(response)) and re.search(r"0\.35\b", text_of(response))
+
+
+def test_the_measurements_page_shows_the_spread_across_experts_once_closed(make_study, client):
+    import re
+
+    from tests.pages.test_studyhome import as_user, text_of
+
+    built = elicited_study(make_study)
+    page = as_user(client, built.study.designer)
+    url = f"/studies/{built.study.pk}/measurements/"
+    assert "each expert's own value" not in text_of(page.get(url))  # the answers stay the experts' until closed
+    workspace_services.study_close_assessment(study=built.study)
+    response = page.get(url)
+    assert response.status_code == 200
+    text = text_of(response)
+    assert "AUC: each expert's own value" in text and "2 experts finished" in text
+    table = re.search(r'<table class="table table--compact elicited-spread">.*?</table>', response.content.decode(),
+                      flags=re.S)  # fmt: skip
+    assert table is not None
+    rows = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", table.group(0)))
+    assert "J48 0.24 0.36 two.csv" in rows and "JRip 0.26 0.44 two.csv" in rows
