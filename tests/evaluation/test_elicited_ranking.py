@@ -281,3 +281,22 @@ def test_the_measurements_page_shows_the_spread_across_experts_once_closed(make_
     assert table is not None
     rows = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", table.group(0)))
     assert "J48 0.24 0.36 two.csv" in rows and "JRip 0.26 0.44 two.csv" in rows
+
+
+def test_the_api_refuses_a_monte_carlo_analysis_of_such_a_run_in_the_envelope(make_study, api, cast):
+    from engine.models import Analysis
+
+    run = run_of(elicited_study(make_study))
+    response = api(cast.alice).post(
+        f"/api/v1/runs/{run.pk}/analyses/", {"kind": "monte_carlo", "judgments": True}, format="json"
+    )
+    assert response.status_code == 400
+    body = response.json()
+    assert body["code"] == "invalid_input" and list(body["fields"]) == ["kind"]
+    assert "does not sample elicited metrics" in body["fields"]["kind"][0]
+    assert not Analysis.objects.filter(run=run).exists()
+    # Leaving one expert out is accepted.
+    assert (
+        api(cast.alice).post(f"/api/v1/runs/{run.pk}/analyses/", {"kind": "leave_one_out"}, format="json").status_code
+        == 202
+    )
