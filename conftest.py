@@ -49,3 +49,15 @@ def eager_celery(settings):
         yield app
     finally:
         app.conf.task_always_eager, app.conf.task_eager_propagates = previous
+
+
+@pytest.fixture(autouse=True)
+def _fresh_elicitation_searches():
+    """``evaluation.elicited`` keeps the searches it prepared, per prediction
+    set and candidate id, for the life of the process. A test's rolled-back
+    rows free their ids for the next test (SQLite's sequences roll back too),
+    whose set would then find another test's probabilities: every test starts
+    with none kept."""
+    from evaluation.elicited import forget_prepared
+
+    forget_prepared()

@@ -45,11 +45,13 @@ __all__ = [
     "DEFAULT_TOLERANCE",
     "MAX_LAYERS",
     "Evaluation",
+    "ExpertValues",
     "aggregate_literal",
     "evaluate",
     "expert_influence",
     "individual_scores",
     "layers_needed",
+    "own_scores",
     "sums_to_one",
     "vetoes_for",
     "vetoing_judgments",
@@ -97,6 +99,76 @@ _FLOAT64_EPS = float(np.finfo(np.float64).eps)
 
 # How many offending positions an error message lists before "...".
 _MAX_LISTED = 10
+
+
+class ExpertValues(NamedTuple):
+    """Each expert's own value of some metrics (elicited metrics, docs/method.md
+    7.4): ``columns`` (e,) the metrics' indices, ``values`` (m, k, e) expert
+    i's value of candidate c on metric ``columns[e]``. For those metrics the
+    individual score is ``m̄_cij = r(x_cij; b^l_ij, b^u_ij)`` in place of
+    ``r(m_cj; ...)``; ``M``'s column is then not read. An ordinary metric is
+    the case ``x_cij = m_cj`` for every i."""
+
+    columns: np.ndarray
+    values: np.ndarray
+
+
+def _validated_expert_values(expert_values: "ExpertValues | None", shape: tuple[int, int, int]) -> ExpertValues | None:
+    """None when there is nothing to override, else the checked arrays."""
+    if expert_values is None or len(expert_values.columns) == 0:
+        return None
+    m, k, n = shape
+    columns = np.asarray(expert_values.columns, dtype=np.intp)
+    if columns.ndim != 1 or len(set(columns.tolist())) != len(columns) or not ((columns >= 0) & (columns < n)).all():
+        raise ValueError(f"expert_values.columns must be distinct metric indices in [0, {n}), got {columns.tolist()}")
+    values = _as_finite_array(expert_values.values, "expert_values.values", 3)
+    _check_shape(values, "expert_values.values", (m, k, len(columns)), "one value per candidate, expert and column")
+    return ExpertValues(columns, values)
+
+
+def _own_scores(lower: np.ndarray, upper: np.ndarray, expert_values: ExpertValues) -> np.ndarray:
+    """``m̄_cij`` (m, k, e) of the overridden metrics, from each expert's own value."""
+    columns = expert_values.columns
+    return _individual_scores(lower[None, :, columns], upper[None, :, columns], expert_values.values)
+
+
+def own_scores(lower: ArrayLike, upper: ArrayLike, values: ArrayLike) -> np.ndarray:
+    """Each expert's ``m̄_ij`` of one candidate on one metric from their own
+    value: ``lower``, ``upper`` and ``values`` of shape (k,)."""
+    lower, upper, values = (np.asarray(a, dtype=float) for a in (lower, upper, values))
+    return _individual_scores(lower, upper, values)
+
+
+def group_scores_with(
+    influence: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    measurements: np.ndarray,
+    expert_values: ExpertValues | None,
+) -> np.ndarray:
+    """``g = pi M̄`` (m, n) with the overridden metrics scored from each
+    expert's own value (``sum_i pi_i m̄_cij``, O(m k e)); the others exactly
+    as without (the same call)."""
+    scores = _group_scores(influence, lower, upper, measurements)
+    if expert_values is None:
+        return scores
+    scores = scores.copy()
+    own = _own_scores(lower, upper, expert_values)
+    scores[:, expert_values.columns] = np.clip((own * influence[None, :, None]).sum(axis=1), 0.0, 1.0)
+    return scores
+
+
+def vetoed_with(
+    lower: np.ndarray, upper: np.ndarray, measurements: np.ndarray, expert_values: ExpertValues | None
+) -> np.ndarray:
+    """Candidates with some ``m̄ == 0`` (m,), the overridden metrics judged on each expert's own value."""
+    if expert_values is None:
+        return _vetoed(lower, upper, measurements)
+    shared = np.ones(lower.shape[1], dtype=bool)
+    shared[expert_values.columns] = False
+    columns = expert_values.columns
+    own = _vetoing_mask(lower[None, :, columns], upper[None, :, columns], expert_values.values).any(axis=(1, 2))
+    return _vetoed(lower[:, shared], upper[:, shared], measurements[:, shared]) | own
 
 
 class VetoingJudgment(NamedTuple):
@@ -587,14 +659,18 @@ def veto_preview_arrays(least_acceptable: float, desired: float, measured: Array
 _VETO_BATCH_ENTRIES = 4_000_000
 
 
-def vetoing_judgments(lower: ArrayLike, upper: ArrayLike, measurements: ArrayLike) -> np.ndarray:
+def vetoing_judgments(
+    lower: ArrayLike, upper: ArrayLike, measurements: ArrayLike, expert_values: ExpertValues | None = None
+) -> np.ndarray:
     """Every (candidate, expert, metric) whose individual score ``m̄`` is 0.
 
     What :func:`vetoes_for` gives for one candidate, for all ``m`` at once:
     an integer array of shape (v, 3), rows ``(candidate, expert, metric)``
     ordered by candidate, then expert, then metric. Only vetoed candidates
     are expanded to (k, n) masks, in batches of whole candidates so memory
-    stays bounded; no per-candidate Python loop.
+    stays bounded; no per-candidate Python loop. With ``expert_values``
+    (as :func:`evaluate` takes it) those metrics are judged on each
+    expert's own value.
     """
     lower = _as_finite_array(lower, "lower", 2)
     k, n = lower.shape
@@ -608,7 +684,15 @@ def vetoing_judgments(lower: ArrayLike, upper: ArrayLike, measurements: ArrayLik
         chosen = vetoed[first : first + batch]
         candidate, expert, metric = np.nonzero(_vetoing_mask(lower, upper, measurements[chosen][:, None, :]))
         found.append(np.column_stack([chosen[candidate], expert, metric]))
-    return np.concatenate(found)
+    own = _validated_expert_values(expert_values, (len(measurements), k, n))
+    if own is None:
+        return np.concatenate(found)
+    shared = np.concatenate(found)
+    shared = shared[~np.isin(shared[:, 2], own.columns)]
+    columns = own.columns
+    candidate, expert, column = np.nonzero(_vetoing_mask(lower[None, :, columns], upper[None, :, columns], own.values))
+    both = np.concatenate([shared, np.column_stack([candidate, expert, columns[column]])])
+    return both[np.lexsort((both[:, 2], both[:, 1], both[:, 0]))]
 
 
 # --------------------------------------------------------------------------
@@ -869,6 +953,7 @@ def evaluate(
     upper: ArrayLike,
     measurements: ArrayLike,
     tolerance: float = DEFAULT_TOLERANCE,
+    expert_values: ExpertValues | None = None,
 ) -> Evaluation:
     """Score every candidate by the APPrOVE method (METHOD.md 6).
 
@@ -904,6 +989,12 @@ def evaluate(
     tolerance : float, default 1e-9
         Spread tolerance of the literal aggregation (METHOD.md 6.1).
 
+    expert_values : ExpertValues, optional
+        Each expert's own value of some metrics (elicited metrics): their
+        individual scores, group scores and vetoes use ``x_cij`` in place
+        of ``m_cj`` (docs/method.md 7.4); everything else is unchanged, and
+        without it (or with no columns) the computation is exactly as before.
+
     Rows of ``weights`` and ``peer_weights`` that sum to 1 within 1e-6 are
     renormalised exactly; any other defect raises ValueError naming the
     argument and position.
@@ -922,6 +1013,7 @@ def evaluate(
             f"measurements must have shape (m, {n}) (one column per metric, as in weights), got {measurements.shape}"
         )
     tolerance = _check_tolerance(tolerance)
+    own = _validated_expert_values(expert_values, (len(measurements), k, n))
 
     influence = _stationary_distribution(peer_weights)
     # Only reported: the results come from pi, so a slowly mixing V must
@@ -930,12 +1022,12 @@ def evaluate(
     metric_weights = influence @ weights
     metric_weights = metric_weights / metric_weights.sum()
 
-    group_scores = _group_scores(influence, lower, upper, measurements)
+    group_scores = group_scores_with(influence, lower, upper, measurements, own)
     # A row-wise sum rather than a BLAS product: each candidate's score is
     # then computed the same way wherever its row sits, so reordering the
     # candidates cannot change a score in the last bit.
     weighted_scores = (group_scores * metric_weights).sum(axis=1)
-    vetoed = _vetoed(lower, upper, measurements)
+    vetoed = vetoed_with(lower, upper, measurements, own)
     cef = np.where(vetoed, 0.0, weighted_scores)
 
     return Evaluation(

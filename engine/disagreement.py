@@ -104,7 +104,9 @@ def weight_spread(weights: ArrayLike) -> WeightSpread:
     )
 
 
-def veto_shares(lower: ArrayLike, upper: ArrayLike, measurements: ArrayLike) -> np.ndarray:
+def veto_shares(
+    lower: ArrayLike, upper: ArrayLike, measurements: ArrayLike, expert_values: core.ExpertValues | None = None
+) -> np.ndarray:
     """The share of the experts who veto each candidate on each metric.
 
     Expert ``i`` vetoes candidate ``c`` on metric ``j`` when their individual
@@ -123,12 +125,14 @@ def veto_shares(lower: ArrayLike, upper: ArrayLike, measurements: ArrayLike) -> 
         Each expert's least acceptable and desired value per metric.
     measurements : array-like of shape (m, n)
         Each candidate's measured values (``m`` may be 0).
+    expert_values : core.ExpertValues, optional
+        Each expert's own value of the elicited metrics (as ``core.evaluate``).
 
     Returns
     -------
     ndarray of shape (m, n), values in {0, 1/k, ..., 1}.
     """
-    judgments = core.vetoing_judgments(lower, upper, measurements)
+    judgments = core.vetoing_judgments(lower, upper, measurements, expert_values)
     k, n = np.shape(lower)
     m = np.shape(measurements)[0]  # checked by vetoing_judgments
     candidate, _, metric = judgments.T

@@ -11,7 +11,7 @@ import numpy as np
 from . import core, disagreement
 from .rules import CONSISTENCY_THRESHOLD, SCALE_MAX, is_consistent
 from .selectors import document_tail
-from .snapshot import RunInputError, snapshot_arrays, snapshot_matrix
+from .snapshot import RunInputError, snapshot_arrays, snapshot_expert_values, snapshot_matrix
 
 __all__ = ["RESULTS_LAYOUT", "competition_ranks", "evaluate_snapshot"]
 
@@ -32,7 +32,13 @@ def competition_ranks(cef: list[float], weighted: list[float]) -> tuple[list[int
     return order, ranks
 
 
-def _vetoes(lower: np.ndarray, upper: np.ndarray, measurements: np.ndarray, vetoed: np.ndarray) -> list[list[list]]:
+def _vetoes(
+    lower: np.ndarray,
+    upper: np.ndarray,
+    measurements: np.ndarray,
+    vetoed: np.ndarray,
+    expert_values: core.ExpertValues | None = None,
+) -> list[list[list]]:
     """For each vetoed candidate (indices ``vetoed``), its vetoing judgments
     as ``[expert, metric, value, least acceptable, desired]``, ordered by
     expert then metric, from ``core.vetoing_judgments`` (one vectorised pass,
@@ -40,12 +46,18 @@ def _vetoes(lower: np.ndarray, upper: np.ndarray, measurements: np.ndarray, veto
     never disagree on who vetoes what)."""
     position = {candidate: index for index, candidate in enumerate(vetoed.tolist())}
     found: list[list[list]] = [[] for _ in vetoed]
-    candidate, expert, metric = core.vetoing_judgments(lower, upper, measurements).T
+    candidate, expert, metric = core.vetoing_judgments(lower, upper, measurements, expert_values).T
+    value = measurements[candidate, metric]
+    if expert_values is not None:
+        # An elicited metric's value is the vetoing expert's own.
+        column = {int(j): e for e, j in enumerate(expert_values.columns)}
+        for row in np.flatnonzero(np.isin(metric, expert_values.columns)).tolist():
+            value[row] = expert_values.values[candidate[row], expert[row], column[int(metric[row])]]
     rows = zip(
         candidate.tolist(),
         expert.tolist(),
         metric.tolist(),
-        measurements[candidate, metric].tolist(),
+        value.tolist(),
         lower[expert, metric].tolist(),
         upper[expert, metric].tolist(),
         strict=True,
@@ -121,6 +133,7 @@ def _consistency_out(snapshot: dict) -> dict:
 def evaluate_snapshot(snapshot: dict) -> dict:
     """Run the engine on a snapshot; returns the results to store."""
     weights, peer_weights, lower, upper, measurements = snapshot_arrays(snapshot)
+    own = snapshot_expert_values(snapshot)
     try:
         evaluation = core.evaluate(
             weights=weights,
@@ -129,6 +142,7 @@ def evaluate_snapshot(snapshot: dict) -> dict:
             upper=upper,
             measurements=measurements,
             tolerance=snapshot["tolerance"],
+            expert_values=own,
         )
     except ValueError as error:
         raise RunInputError(str(error)) from None
@@ -146,12 +160,12 @@ def evaluate_snapshot(snapshot: dict) -> dict:
         measures = _disagreement_measures(snapshot, weights)
     except ValueError as error:
         raise RunInputError(str(error)) from None
-    shares = disagreement.veto_shares(lower, upper, measurements).tolist()
+    shares = disagreement.veto_shares(lower, upper, measurements, own).tolist()
     cef = evaluation.cef.tolist()
     weighted = evaluation.weighted_scores.tolist()
     order, ranks = competition_ranks(cef, weighted)
     vetoed = np.flatnonzero(evaluation.vetoed)
-    vetoes = dict(zip(vetoed.tolist(), _vetoes(lower, upper, measurements, vetoed), strict=True))
+    vetoes = dict(zip(vetoed.tolist(), _vetoes(lower, upper, measurements, vetoed, own), strict=True))
     group_scores = evaluation.group_scores.tolist()
     names = snapshot["candidates"]
     results = {

@@ -14,9 +14,9 @@ from workspace.errors import InvalidInput
 
 from . import core, robustness
 from .analyses import KERNELS, RunInputs
-from .models import Analysis
+from .models import Analysis, Run
 from .results import competition_ranks
-from .snapshot import snapshot_arrays, snapshot_standard_errors
+from .snapshot import snapshot_arrays, snapshot_expert_values, snapshot_standard_errors
 
 # The candidates named in each left-out expert's row.
 TOP = 3
@@ -30,13 +30,26 @@ def _ranking(cef: np.ndarray, weighted: np.ndarray) -> tuple[list[int], list[int
     return competition_ranks(cef.tolist(), weighted.tolist())
 
 
-def _evaluation_arguments(arrays: tuple[np.ndarray, ...], expert: int | None = None) -> dict[str, np.ndarray]:
-    """``engine.core.evaluate``'s arguments from ``snapshot_arrays``, without
-    ``expert`` when given (``engine.robustness.without_expert``)."""
+def _evaluation_arguments(
+    arrays: tuple[np.ndarray, ...], own: core.ExpertValues | None, expert: int | None = None
+) -> dict:
+    """``engine.core.evaluate``'s arguments from ``snapshot_arrays`` and
+    ``snapshot_expert_values``, without ``expert`` when given
+    (``engine.robustness.without_expert``; their own values of the elicited
+    metrics leave with them)."""
     weights, peer, lower, upper, measurements = arrays
     if expert is not None:
         weights, peer, lower, upper = robustness.without_expert(expert, weights, peer, lower, upper)
-    return {"weights": weights, "peer_weights": peer, "lower": lower, "upper": upper, "measurements": measurements}
+        if own is not None:
+            own = core.ExpertValues(own.columns, np.delete(own.values, expert, axis=1))
+    return {
+        "weights": weights,
+        "peer_weights": peer,
+        "lower": lower,
+        "upper": upper,
+        "measurements": measurements,
+        "expert_values": own,
+    }
 
 
 class LeaveOneOut:
@@ -55,12 +68,13 @@ class LeaveOneOut:
         snapshot = run.snapshot
         experts, candidates = snapshot["experts"], snapshot["candidates"]
         arrays = snapshot_arrays(snapshot)
+        own = snapshot_expert_values(snapshot)
         if len(experts) < 2:
             raise ValueError("leaving one expert out needs at least two experts")
-        full = core.evaluate(**_evaluation_arguments(arrays), tolerance=snapshot["tolerance"])
+        full = core.evaluate(**_evaluation_arguments(arrays, own), tolerance=snapshot["tolerance"])
         rows = []
         for expert in range(start, start + count):
-            result = core.evaluate(**_evaluation_arguments(arrays, expert), tolerance=snapshot["tolerance"])
+            result = core.evaluate(**_evaluation_arguments(arrays, own, expert), tolerance=snapshot["tolerance"])
             order, ranks = _ranking(result.cef, result.weighted_scores)
             tau = kendalltau(full.cef, result.cef).statistic
             rows.append(
@@ -217,7 +231,17 @@ class MonteCarlo:
 
     def prepare(self, run_id: int, spec: dict) -> dict:
         """At launch: which metrics the bootstrap resamples, and why the
-        others stay fixed (recorded in the spec)."""
+        others stay fixed (recorded in the spec). A run with elicited
+        metrics is refused: its samples would score every expert on one
+        shared value (docs/method.md 7.4)."""
+        # One key of the snapshot, read by the database (the rest may be large).
+        if Run.objects.filter(pk=run_id).values_list("snapshot__expert_values", flat=True).get():
+            raise InvalidInput(
+                {
+                    "kind": "a Monte Carlo analysis does not sample elicited metrics (each expert's own value) yet; "
+                    "leave one expert out or change the weights instead"
+                }
+            )
         if not spec["measurements"]:
             return spec
         from .analyses import run_inputs

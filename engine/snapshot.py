@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 from django.db.models import Count, F, Max, Min, Q, Sum
 
+from evaluation import selectors as evaluation_selectors
+from evaluation.models import ElicitationAnswers, ElicitedMetric
 from workspace.models import (
     AcceptableRange,
     AttributeJudgment,
@@ -40,6 +42,7 @@ __all__ = [
     "ScoreInputs",
     "inputs_snapshot",
     "snapshot_arrays",
+    "snapshot_expert_values",
     "snapshot_matrix",
     "snapshot_standard_errors",
     "study_snapshot",
@@ -49,8 +52,10 @@ __all__ = [
 # input_version (engine.services): a new layout needs a migration bumping
 # every study's input_version, so no run copies a snapshot of the old one.
 # Version 2 added ``attribute_methods`` and ``attribute_judgments`` (migration
-# engine 0006 bumped every study's input_version).
-SNAPSHOT_VERSION = 2
+# engine 0006 bumped every study's input_version). Version 3 added
+# ``expert_values``, each expert's own value of the elicited metrics (engine
+# 0009); older snapshots have none and are read as having no elicited metric.
+SNAPSHOT_VERSION = 3
 
 Grid = list[list[Any]]
 
@@ -205,6 +210,45 @@ def _measurement_grids(study: Study, candidates: list[Candidate], metric_index: 
     return grid, errors
 
 
+def _expert_value_grids(
+    study: Study, experts: list[Membership], candidates: list[Candidate], metrics: list[Metric], measurements: Grid
+) -> list[dict]:
+    """Each selected elicited metric's value for each candidate and expert
+    (``values``: by candidate name, a value per expert, None for one who
+    has not finished; ``reasons``: by name, why a candidate has none), from
+    ``evaluation.selectors.elicited_values``. The metric's column of
+    ``measurements`` becomes the experts' median (what a page shows as the
+    candidate's value; the engine reads the experts' own)."""
+    metric_index = {m.pk: j for j, m in enumerate(metrics)}
+    elicited = [e for e in evaluation_selectors.elicited_metric_list(study=study) if e.metric_id in metric_index]
+    if not elicited:
+        return []
+    names = {e.pk: e.user.get_username() for e in experts}
+    candidate_index = {c.name: c_i for c_i, c in enumerate(candidates)}
+    weights: dict[int, dict[str, list[float]]] = {}
+    for elicited_id, expert_id, found in ElicitationAnswers.objects.filter(
+        elicited_metric__in=elicited, expert_id__in=names, weights__isnull=False
+    ).values_list("elicited_metric_id", "expert_id", "weights"):
+        weights.setdefault(elicited_id, {})[names[expert_id]] = list(found or [])
+    order = [e.user.get_username() for e in experts]
+    out = []
+    for metric in elicited:
+        j = metric_index[metric.metric_id]
+        values: dict[str, list[float | None]] = {}
+        reasons = {c.name: "it has no predictions in any set" for c in candidates}
+        for row in evaluation_selectors.elicited_values(elicited_metric=metric, finished=weights.get(metric.pk, {})):
+            if row.candidate in candidate_index and not row.reason:
+                del reasons[row.candidate]
+                values[row.candidate] = [row.values.get(name) for name in order]
+            elif row.candidate in candidate_index:
+                reasons[row.candidate] = row.reason
+        for name, c in candidate_index.items():
+            known = [v for v in values.get(name, []) if v is not None]
+            measurements[c][j] = float(np.median(known)) if known and len(known) == len(experts) else None
+        out.append({"metric": j, "values": values, "reasons": reasons})
+    return out
+
+
 def _metric_out(metric: Metric, attributes: list[QualityAttribute], attribute_index: dict[int, int]) -> dict:
     return {
         "name": metric.name,
@@ -229,6 +273,7 @@ def study_snapshot(*, study: Study, tolerance: float = core.DEFAULT_TOLERANCE) -
     candidates = list(Candidate.objects.filter(study=study).order_by("position", "id"))
     metric_index = {m.pk: j for j, m in enumerate(metrics)}
     measurements, standard_errors = _measurement_grids(study, candidates, metric_index)
+    expert_values = _expert_value_grids(study, experts, candidates, metrics, measurements)
     return {
         "version": SNAPSHOT_VERSION,
         "study": {"id": study.pk, "title": study.title},
@@ -295,6 +340,10 @@ def _inputs(study: Study, metrics: list[Metric]) -> dict:
         "consistency": _consistency(study, experts, attributes),
         "attribute_methods": methods,
         "attribute_judgments": _attribute_judgment_grids(study, expert_index, attribute_index, methods),
+        # Each expert's own value of each selected elicited metric (version 3;
+        # older snapshots have none): [{"metric": column, "values": {candidate:
+        # [value per expert]}, "reasons": {candidate: why it has no value}}].
+        "expert_values": expert_values,
     }
     return {key: values[key] for key in INPUT_KEYS}
 
@@ -312,6 +361,10 @@ def inputs_complete(*, study: Study) -> bool:
     each candidate has a value for each selected metric. False when any may
     fail (equal default bounds are a doubt, as a sum off by the rounding the
     engine allows): the caller then reads the inputs to name the gap."""
+    if ElicitedMetric.objects.filter(metric__study=study, metric__is_selected=True).exists():
+        # Each expert's answers and each candidate's predictions decide it:
+        # the full read names the gap.
+        return False
     experts = Membership.objects.filter(study=study, role=Membership.Role.EXPERT)
     k = experts.count()
     metrics = list(
@@ -385,9 +438,37 @@ def snapshot_arrays(snapshot: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     peer_weights = snapshot_matrix(snapshot, "peer_weights", experts, experts, "a peer weight")
     lower = snapshot_matrix(snapshot, "lower", experts, metrics, "an acceptable range")
     upper = snapshot_matrix(snapshot, "upper", experts, metrics, "an acceptable range")
+    snapshot_expert_values(snapshot)
     measurements = snapshot_matrix(snapshot, "measurements", candidates, metrics, "a measurement")
     _check_named(experts, metrics, peer_weights, lower, upper)
     return weights, peer_weights, lower, upper, measurements
+
+
+def snapshot_expert_values(snapshot: dict) -> core.ExpertValues | None:
+    """The experts' own values of the elicited metrics as ``engine.core``
+    takes them (None without any, as for every snapshot before version 3),
+    or RunInputError naming the expert who has not finished or the
+    candidate without a value."""
+    found = snapshot.get("expert_values") or []
+    if not found:
+        return None
+    experts, candidates = snapshot["experts"], snapshot["candidates"]
+    metrics = [m["name"] for m in snapshot["metrics"]]
+    for entry in found:
+        name = metrics[entry["metric"]]
+        rows = [entry["values"][candidate] for candidate in candidates if candidate in entry["values"]]
+        unfinished = [expert for i, expert in enumerate(experts) if any(row[i] is None for row in rows)]
+        if unfinished:
+            verb = "has" if len(unfinished) == 1 else "have"
+            raise RunInputError(f"{', '.join(unfinished)} {verb} not finished the elicited metric {name}")
+        for candidate in candidates:
+            if candidate not in entry["values"]:
+                reason = entry.get("reasons", {}).get(candidate, "it has no value")
+                raise RunInputError(f"the elicited metric {name} has no value for {candidate}: {reason}")
+    values = np.array(
+        [[entry["values"][candidate] for candidate in candidates] for entry in found], dtype=float
+    ).reshape(len(found), len(candidates), len(experts))
+    return core.ExpertValues(np.array([entry["metric"] for entry in found], dtype=np.intp), values.transpose(1, 2, 0))
 
 
 def snapshot_standard_errors(snapshot: dict) -> np.ndarray:
@@ -442,9 +523,22 @@ class ScoreInputs:
         """The candidate's measured values, in the order of the metrics."""
         return self.snapshot["measurements"][self.index[name]]
 
+    def own_values(self, name: str) -> dict[int, list[float]]:
+        """Each elicited metric's (by column) value for each expert, for the
+        candidate (none in a snapshot without ``expert_values``)."""
+        return {
+            entry["metric"]: entry["values"][name]
+            for entry in self.snapshot.get("expert_values") or []
+            if name in entry["values"]
+        }
+
     def score_matrix(self, name: str) -> np.ndarray:
-        """The candidate's (experts, metrics) individual scores (METHOD.md 4)."""
-        return core.individual_scores(self.lower, self.upper, np.array(self.measured(name), dtype=float))
+        """The candidate's (experts, metrics) individual scores (METHOD.md 4);
+        an elicited metric's from each expert's own value."""
+        scores = core.individual_scores(self.lower, self.upper, np.array(self.measured(name), dtype=float))
+        for j, values in self.own_values(name).items():
+            scores[:, j] = core.own_scores(self.lower[:, j], self.upper[:, j], np.array(values, dtype=float))
+        return scores
 
     def scores(self, name: str) -> dict:
         scores = self.score_matrix(name).tolist()

@@ -392,3 +392,40 @@ def elicited_values(*, elicited_metric: ElicitedMetric, finished: dict[str, list
         }
         out.append(ElicitedValue(name, set_names[set_id], values))
     return out
+
+
+@dataclass(frozen=True)
+class ElicitedSpread:
+    """An elicited metric's values across the experts who finished, per
+    candidate (``values``, with their spread), for the measurements page."""
+
+    metric: str
+    experts: int  # how many finished
+    values: list[ElicitedValue]
+
+
+def elicited_spreads(*, study: Study) -> list[ElicitedSpread]:
+    """Each elicited metric of the study with each candidate's values across
+    the experts who finished it (``elicited_values``), once the assessment
+    has closed (before, the experts' answers are their own, as on the design
+    page); an empty list before. Two queries and each metric's sets."""
+    if study.phase != "closed":
+        return []
+    metrics = elicited_metric_list(study=study)
+    if not metrics:
+        return []
+    names = dict(Membership.objects.filter(study=study).values_list("pk", "user__username"))
+    finished: dict[int, dict[str, list[float]]] = {}
+    for elicited_id, expert_id, weights in ElicitationAnswers.objects.filter(
+        elicited_metric__in=metrics, weights__isnull=False
+    ).values_list("elicited_metric_id", "expert_id", "weights"):
+        if expert_id in names:
+            finished.setdefault(elicited_id, {})[names[expert_id]] = list(weights or [])
+    return [
+        ElicitedSpread(
+            metric.metric.name,
+            len(finished.get(metric.pk, {})),
+            elicited_values(elicited_metric=metric, finished=finished[metric.pk]) if metric.pk in finished else [],
+        )
+        for metric in metrics
+    ]

@@ -59,7 +59,7 @@ def run(db):
 
 def test_snapshot_holds_each_experts_method_and_ahp_matrix_as_stored(run):
     snapshot = Run.objects.get(pk=run.pk).snapshot  # as stored
-    assert snapshot["version"] == engine_snapshot.SNAPSHOT_VERSION == 2
+    assert snapshot["version"] == engine_snapshot.SNAPSHOT_VERSION == 3
     assert snapshot["attributes"] == ATTRIBUTES
     experts = snapshot["experts"]
     assert snapshot["attribute_methods"] == ["ahp" if name in JUDGMENTS else "direct" for name in experts]
@@ -228,8 +228,21 @@ def test_the_layout_migration_bumps_every_study_so_no_old_snapshot_is_copied(run
     again = services.run_launch(study=study, launched_by=study.designer)
     assert Run.objects.get(pk=again.pk).snapshot is None  # not copied: taken by its worker
     stored = services.run_snapshot_take(run_id=again.pk)
-    assert stored["version"] == 2
+    assert stored["version"] == engine_snapshot.SNAPSHOT_VERSION
     assert stored["attribute_methods"].count(Method.AHP) == 2
+
+
+def test_the_expert_values_migration_bumps_every_study_too(run):
+    # engine migration 0009 (SNAPSHOT_VERSION 3, "expert_values").
+    import importlib
+
+    from django.apps import apps
+
+    study = run.study
+    before = study.input_version
+    importlib.import_module("engine.migrations.0009_snapshot_expert_values").bump_input_versions(apps, None)
+    study.refresh_from_db()
+    assert study.input_version == before + 1
 
 
 def test_packed_counts_keep_their_layout_and_unpack_to_the_same_counts():

@@ -912,12 +912,12 @@ PAGE_QUERIES = [
     ("expert", Phase.DRAFT, "setup/", 7),
     # candidates, metrics, measured values, where computed values came from, where imported ones did (MLflow)
     ("designer", Phase.DRAFT, "measurements/", 9),
-    ("expert", Phase.CLOSED, "measurements/", 9),
+    ("expert", Phase.CLOSED, "measurements/", 10),  # 9, and the elicited metrics' spreads once closed (issue 21)
     # members with their users, invitations with their people
     ("designer", Phase.DRAFT, "experts/", 6),
     # ... and what each expert still has to give: experts with their
-    # progress, the metrics needing a range, the ranges
-    ("designer", Phase.ASSESSMENT, "experts/", 10),  # 9, and the notes on inputs (issue 16: selectors.input_note_list)
+    # progress, the metrics needing a range, the ranges, the selected elicited metrics (issue 21)
+    ("designer", Phase.ASSESSMENT, "experts/", 11),  # and the notes on inputs (issue 16: selectors.input_note_list)
     # the expert; votes (2); priorities: prioritisations, weights, judgments,
     # local ones with their weights and judgments (6); ranges; peer weights
     ("designer", Phase.CLOSED, "inputs/bob/", 13),

@@ -369,7 +369,17 @@ def run_comparable_list(*, run: Run) -> QuerySet[Run]:
 # are computed from, and how its AHP weights were computed (absent, and so
 # None, in snapshots from before the setting). The weights and peer weights
 # are left in the database.
-SCORE_INPUT_KEYS = ("experts", "metrics", "candidates", "lower", "upper", "measurements", "ahp_weighting")
+SCORE_INPUT_KEYS = (
+    "experts",
+    "metrics",
+    "candidates",
+    "lower",
+    "upper",
+    "measurements",
+    "ahp_weighting",
+    # each expert's own value of the elicited metrics (snapshots from version 3)
+    "expert_values",
+)
 
 
 # Of those, what the sentences need (no bounds, no measurements).

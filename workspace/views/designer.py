@@ -555,6 +555,8 @@ def _measurement_page(
             if summary.computed
         ],
         "mlflow_provenance": tracking_selectors.import_summaries(metrics=metrics, sources=read.imported),
+        # Elicited metrics: each candidate's spread across the experts (once closed).
+        "elicited_spreads": evaluation_selectors.elicited_spreads(study=study),
     }
     return render(request, "designer/measurements.html", context)
 

@@ -225,6 +225,8 @@ def candidate_breakdown(
     row = inputs.measured(name)
     lower, upper = inputs.lower, inputs.upper
     scores = inputs.score_matrix(name)
+    # Elicited metrics (docs/method.md 7.4): each expert's own value; "measured" is their median.
+    own = inputs.own_values(name)
     veto_shares = entry.get("veto_shares") or {}
     weights = document["metric_weights"]
     contributions = [
@@ -235,6 +237,7 @@ def candidate_breakdown(
             "group_score": entry["group_scores"][metric],
             "contribution": weights[metric] * entry["group_scores"][metric],
             "veto_share": veto_shares.get(metric),
+            "elicited": j in own,
         }
         for j, metric in enumerate(metrics)
     ]
@@ -255,6 +258,10 @@ def candidate_breakdown(
         }
         for i in heat_page.object_list
     ]
+    own_values = [
+        {"expert": experts[i], "values": [quantity(values[i], "", bound=False) for values in own.values()]}
+        for i in heat_page.object_list
+    ]
     vetoing = sorted({veto["expert"] for veto in entry["vetoes"]}, key=experts.index)
     return {
         "candidate": entry,
@@ -262,6 +269,8 @@ def candidate_breakdown(
         "contributions": contributions,
         "heat": heat,
         "heat_page": heat_page,
+        "own_metrics": [metrics[j] for j in own],
+        "own_values": own_values,
         "experts": len(experts),
         "veto_sentences": veto_sentences(name, entry["vetoes"], infos),
         "vetoing_experts": join_names(vetoing),

@@ -1,0 +1,302 @@
+"""Elicited metrics in the ranking (issue 21, item 3; docs/method.md 7.4):
+each expert's individual score of an elicited metric comes from their own
+value of it, everything else exactly as before."""
+
+import io
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine import core
+from engine.results import evaluate_snapshot
+from engine.snapshot import RunInputError, snapshot_arrays, snapshot_expert_values, study_snapshot
+from evaluation import services
+from evaluation.models import ElicitationAnswers
+from tests.api.conftest import launch_and_finish
+from tests.fixtures import VOTES, complete_assessment
+from workspace import services as workspace_services
+
+from .test_elicited import TWO_CLASSES
+
+pytestmark = pytest.mark.django_db
+
+# Bob values finding A four times as much as B; carol the other way round.
+WEIGHTS = {"bob": [0.8, 0.2], "carol": [0.2, 0.8]}
+# By hand (test_elicited): J48's diagonal is (4, 2) / 10, JRip's (2, 5) / 10.
+OWN = {"J48": {"bob": 0.36, "carol": 0.24}, "JRip": {"bob": 0.26, "carol": 0.44}}
+
+
+def elicited_study(make_study, *, finished=("bob", "carol"), carol=(0.1, 0.5)):
+    """The standard study in assessment, its AUC elicited from J48's two-class predictions, every
+    input given, each expert's AUC range [0.1, 0.5], and the ``finished`` experts' weights stored."""
+    built = make_study()
+    prediction_set = services.prediction_set_import(
+        study=built.study, stream=io.BytesIO(TWO_CLASSES.encode()), name="two.csv", uploaded_by=None
+    )
+    elicited = services.elicited_metric_set(
+        metric=built.metrics["AUC"], kind="diagonal", prediction_set=prediction_set.pk, reference_candidate="J48",
+        epsilon=0.1,
+    )  # fmt: skip
+    workspace_services.study_open_voting(study=built.study)
+    for username, ballot in VOTES.items():
+        workspace_services.votes_set(expert=built.experts[username], **ballot)
+    workspace_services.study_close_voting(study=built.study)
+    built.refresh()
+    complete_assessment(built)
+    for expert in (built.bob, built.carol):
+        workspace_services.ranges_set(expert=expert, ranges={"AUC": [0.1, 0.5]})
+    for name in finished:
+        # The weights a finished search stores (the search itself: test_elicited).
+        ElicitationAnswers.objects.create(elicited_metric=elicited, expert=built.experts[name], answers="1",
+                                          weights=WEIGHTS[name])  # fmt: skip
+    workspace_services.ranges_set(expert=built.carol, ranges={"AUC": list(carol)})  # bumps the input version
+    return built
+
+
+def run_of(built):
+    workspace_services.study_close_assessment(study=built.study)
+    return launch_and_finish(built, built.study.designer)
+
+
+def test_the_snapshot_carries_each_expert_s_value(make_study):
+    built = elicited_study(make_study)
+    snapshot = study_snapshot(study=built.study)
+    assert snapshot["version"] == 3
+    auc = [m["name"] for m in snapshot["metrics"]].index("AUC")
+    [entry] = snapshot["expert_values"]
+    assert entry["metric"] == auc and entry["reasons"] == {}
+    for candidate, values in OWN.items():
+        assert entry["values"][candidate] == pytest.approx([values["bob"], values["carol"]])
+    # The shared column is the experts' median (what a page shows), not the typed 0.88 / 0.9.
+    c = snapshot["candidates"].index("JRip")
+    assert snapshot["measurements"][c][auc] == pytest.approx((0.26 + 0.44) / 2)
+
+
+def test_a_run_scores_each_expert_on_their_own_value_as_by_hand(make_study):
+    run = run_of(elicited_study(make_study))
+    results = run.results
+    auc = results["metrics"].index("AUC")
+    # pi from V = [[0.6, 0.4], [0.5, 0.5]]: pi_bob = 5/9, pi_carol = 4/9.
+    assert results["expert_influence"] == pytest.approx([5 / 9, 4 / 9])
+    by_name = {c["name"]: c for c in results["candidates"]}
+    # m̄ = (x - 0.1) / 0.4: bob J48 0.65, JRip 0.4; carol J48 0.35, JRip 0.85.
+    assert by_name["J48"]["group_scores"][auc] == pytest.approx(5 / 9 * 0.65 + 4 / 9 * 0.35)
+    assert by_name["JRip"]["group_scores"][auc] == pytest.approx(5 / 9 * 0.4 + 4 / 9 * 0.85)
+    # Every other metric scores exactly as the same run with the typed AUC.
+    snapshot = run.snapshot
+    typed = {**snapshot, "expert_values": []}
+    for c, row in enumerate(typed["measurements"]):
+        row[auc] = [0.88, 0.9][c]
+    plain = {c["name"]: c for c in evaluate_snapshot(typed)["candidates"]}
+    for name in OWN:
+        for j, metric in enumerate(results["metrics"]):
+            if metric != "AUC":
+                assert by_name[name]["group_scores"][j] == plain[name]["group_scores"][j]
+    # The CEF is the consensus weights times these scores (nobody vetoes).
+    weights = np.array(results["metric_weights"])
+    for candidate in by_name.values():
+        assert not candidate["vetoed"]
+        assert candidate["cef"] == pytest.approx(float(weights @ np.array(candidate["group_scores"])))
+
+
+def test_an_expert_s_own_value_vetoes_and_is_listed(make_study):
+    # Carol's least acceptable 0.3: her JRip 0.44 passes, her J48 0.24 vetoes it.
+    run = run_of(elicited_study(make_study, carol=(0.3, 0.5)))
+    by_name = {c["name"]: c for c in run.results["candidates"]}
+    auc = run.results["metrics"].index("AUC")
+    assert by_name["J48"]["vetoed"] and by_name["J48"]["cef"] == 0
+    # Listed with carol's own value (expert 1, the metric's column), not the shared median.
+    assert by_name["J48"]["vetoes"] == [[1, auc, pytest.approx(0.24), 0.3, 0.5]]
+    assert by_name["J48"]["veto_shares"][auc] == 0.5
+    assert not by_name["JRip"]["vetoed"]
+
+
+def test_an_unfinished_expert_refuses_the_launch_by_name(make_study):
+    built = elicited_study(make_study, finished=("bob",))
+    with pytest.raises(RunInputError, match="carol has not finished the elicited metric AUC"):
+        snapshot_arrays(study_snapshot(study=built.study))
+
+
+def test_a_study_without_elicited_metrics_runs_bit_for_bit_as_before(make_study):
+    built = make_study("closed")
+    snapshot = study_snapshot(study=built.study)
+    assert snapshot["expert_values"] == [] and snapshot_expert_values(snapshot) is None
+    # A version 2 snapshot (no key) and a version 3 one without elicited metrics give the same bits.
+    old = {key: value for key, value in snapshot.items() if key != "expert_values"}
+    assert evaluate_snapshot({**old, "version": 2}) == evaluate_snapshot(snapshot)
+    arrays = dict(zip(("weights", "peer_weights", "lower", "upper", "measurements"), snapshot_arrays(snapshot),
+                      strict=True))  # fmt: skip
+    m, k = len(snapshot["candidates"]), len(snapshot["experts"])
+    before = core.evaluate(**arrays)
+    none = core.evaluate(**arrays, expert_values=core.ExpertValues(np.array([], dtype=np.intp), np.empty((m, k, 0))))
+    for field in ("metric_weights", "group_scores", "weighted_scores", "cef", "vetoed"):
+        assert np.array_equal(getattr(before, field), getattr(none, field))
+
+
+@st.composite
+def problems(draw):
+    k = draw(st.integers(1, 4))
+    n = draw(st.integers(1, 4))
+    m = draw(st.integers(1, 12))
+    unit = st.floats(0.05, 1.0)
+    weights = np.array(draw(st.lists(st.lists(unit, min_size=n, max_size=n), min_size=k, max_size=k)))
+    weights /= weights.sum(axis=1, keepdims=True)
+    peer = np.array(draw(st.lists(st.lists(unit, min_size=k, max_size=k), min_size=k, max_size=k)))
+    peer /= peer.sum(axis=1, keepdims=True)
+    if k == 1:
+        peer = np.ones((1, 1))
+    lower = np.array(draw(st.lists(st.lists(st.floats(0, 0.45), min_size=n, max_size=n), min_size=k, max_size=k)))
+    width = np.array(draw(st.lists(st.lists(st.floats(0.05, 0.5), min_size=n, max_size=n), min_size=k, max_size=k)))
+    flip = np.array(draw(st.lists(st.lists(st.booleans(), min_size=n, max_size=n), min_size=k, max_size=k)))
+    upper = np.where(flip, lower, lower + width)
+    lower = np.where(flip, lower + width, lower)
+    measured = np.array(draw(st.lists(st.lists(st.floats(0, 1), min_size=n, max_size=n), min_size=m, max_size=m)))
+    columns = np.array(sorted(draw(st.sets(st.integers(0, n - 1), min_size=1))), dtype=np.intp)
+    return weights, peer, lower, upper, measured, columns
+
+
+@settings(max_examples=200, deadline=None)
+@given(problems())
+def test_every_expert_giving_the_same_value_equals_typing_it(problem):
+    weights, peer, lower, upper, measured, columns = problem
+    arguments = {"weights": weights, "peer_weights": peer, "lower": lower, "upper": upper}
+    typed = core.evaluate(**arguments, measurements=measured)
+    k = len(weights)
+    same = np.repeat(measured[:, None, columns], k, axis=1)  # (m, k, e): everyone's value the typed one
+    # The shared column is ignored for those metrics: put nonsense there.
+    scrambled = measured.copy()
+    scrambled[:, columns] = 1e6
+    own = core.ExpertValues(columns, same)
+    elicited = core.evaluate(**arguments, measurements=scrambled, expert_values=own)
+    assert np.array_equal(elicited.vetoed, typed.vetoed)
+    np.testing.assert_allclose(elicited.group_scores, typed.group_scores, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(elicited.cef, typed.cef, rtol=0, atol=1e-12)
+    assert np.array_equal(
+        core.vetoing_judgments(lower, upper, scrambled, own), core.vetoing_judgments(lower, upper, measured)
+    )
+
+
+def test_leaving_an_expert_out_leaves_their_own_values_out(make_study):
+    from engine.analyses import RunInputs
+    from engine.robustness_kernels import LeaveOneOut, _evaluation_arguments
+
+    run = run_of(elicited_study(make_study))
+    snapshot = run.snapshot
+    auc = run.results["metrics"].index("AUC")
+    arrays, own = snapshot_arrays(snapshot), snapshot_expert_values(snapshot)
+    order = [snapshot["candidates"].index(name) for name in ("J48", "JRip")]
+    # Without carol only bob's own values count (0.65, 0.4), without bob only carol's (0.35, 0.85).
+    for left_out, expected in ((1, [0.65, 0.4]), (0, [0.35, 0.85])):
+        alone = core.evaluate(**_evaluation_arguments(arrays, own, left_out), tolerance=snapshot["tolerance"])
+        assert alone.group_scores[order, auc] == pytest.approx(expected)
+        assert alone.expert_influence.tolist() == [1.0]
+    rows = LeaveOneOut().compute(RunInputs(snapshot=snapshot, results=run.results), {}, 0, 0, 2)["rows"]
+    assert [row["expert"] for row in rows] == ["bob", "carol"]
+    for row, left_out in zip(rows, (0, 1), strict=True):
+        alone = core.evaluate(**_evaluation_arguments(arrays, own, left_out), tolerance=snapshot["tolerance"])
+        assert row["winner"] == [snapshot["candidates"][int(np.argmax(alone.cef))]]
+
+
+def test_what_if_at_the_run_s_weights_gives_the_run_s_scores(make_study):
+    from engine import sensitivity
+
+    run = run_of(elicited_study(make_study))
+    stored = sensitivity.stored_ranking(run.results, run.snapshot["metrics"])
+    rows = {row.name: row for row in sensitivity.what_if(stored, stored.attribute_weights.tolist())}
+    for candidate in run.results["candidates"]:
+        assert rows[candidate["name"]].cef == pytest.approx(candidate["cef"], abs=1e-12)
+        assert rows[candidate["name"]].rank == rows[candidate["name"]].run_rank == candidate["rank"]
+    # Weighing only Accuracy (Success rate and the elicited AUC): the AUC group scores decide with Success rate's.
+    accuracy = stored.attributes.index("Accuracy")
+    only = [1.0 if i == accuracy else 0.0 for i in range(len(stored.attributes))]
+    by_name = {row.name: row for row in sensitivity.what_if(stored, only)}
+    weights = sensitivity.attribute_weights_to_metric_weights(stored, only)
+    for c, name in enumerate(stored.candidates):
+        assert by_name[name].cef == pytest.approx(float(stored.scores[c] @ weights))
+
+
+def test_a_monte_carlo_analysis_of_a_run_with_an_elicited_metric_is_refused(make_study):
+    from engine import analyses
+    from engine.models import Analysis
+    from workspace.errors import InvalidInput
+
+    run = run_of(elicited_study(make_study))
+    with pytest.raises(InvalidInput, match="does not sample elicited metrics"):
+        analyses.analysis_launch(run=run, kind=Analysis.Kind.MONTE_CARLO, launched_by=None, spec={"judgments": True})
+    assert not Analysis.objects.filter(run=run).exists()
+
+
+def test_closing_the_assessment_names_the_expert_who_has_not_finished(make_study):
+    from workspace.errors import PhaseConflict
+    from workspace.models import Phase
+    from workspace.selectors import missing_input_list
+
+    built = elicited_study(make_study, finished=("bob",))
+    assert missing_input_list(study=built.study) == {"carol": ["answers to the elicited metric AUC"]}
+    with pytest.raises(PhaseConflict, match="carol: answers to the elicited metric AUC"):
+        workspace_services.study_close_assessment(study=built.study)
+    built.refresh()
+    assert built.study.phase == Phase.ASSESSMENT
+    # Once both have finished nothing is missing.
+    finished = elicited_study(make_study, finished=("bob", "carol"))
+    assert missing_input_list(study=finished.study) == {}
+
+
+def test_the_candidate_breakdown_shows_each_expert_s_own_value(make_study, client):
+    import re
+
+    from tests.pages.test_studyhome import as_user, text_of
+
+    built = elicited_study(make_study)
+    run = run_of(built)
+    response = as_user(client, built.study.designer).get(f"/runs/{run.pk}/candidates/J48/")
+    assert response.status_code == 200
+    table = re.search(r'<table[^>]*id="own-values".*?</table>', response.content.decode(), flags=re.S)
+    assert table is not None
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", table.group(0))).strip()
+    assert "bob 0.36" in text and "carol 0.24" in text
+    assert "median of the experts' own" in text_of(response)
+    # Each expert's score of AUC comes from their own value: 0.65 and 0.35.
+    assert re.search(r"0\.65\b", text_of(response)) and re.search(r"0\.35\b", text_of(response))
+
+
+def test_the_measurements_page_shows_the_spread_across_experts_once_closed(make_study, client):
+    import re
+
+    from tests.pages.test_studyhome import as_user, text_of
+
+    built = elicited_study(make_study)
+    page = as_user(client, built.study.designer)
+    url = f"/studies/{built.study.pk}/measurements/"
+    assert "each expert's own value" not in text_of(page.get(url))  # the answers stay the experts' until closed
+    workspace_services.study_close_assessment(study=built.study)
+    response = page.get(url)
+    assert response.status_code == 200
+    text = text_of(response)
+    assert "AUC: each expert's own value" in text and "2 experts finished" in text
+    table = re.search(r'<table class="table table--compact elicited-spread">.*?</table>', response.content.decode(),
+                      flags=re.S)  # fmt: skip
+    assert table is not None
+    rows = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", table.group(0)))
+    assert "J48 0.24 0.36 two.csv" in rows and "JRip 0.26 0.44 two.csv" in rows
+
+
+def test_the_api_refuses_a_monte_carlo_analysis_of_such_a_run_in_the_envelope(make_study, api, cast):
+    from engine.models import Analysis
+
+    run = run_of(elicited_study(make_study))
+    response = api(cast.alice).post(
+        f"/api/v1/runs/{run.pk}/analyses/", {"kind": "monte_carlo", "judgments": True}, format="json"
+    )
+    assert response.status_code == 400
+    body = response.json()
+    assert body["code"] == "invalid_input" and list(body["fields"]) == ["kind"]
+    assert "does not sample elicited metrics" in body["fields"]["kind"][0]
+    assert not Analysis.objects.filter(run=run).exists()
+    # Leaving one expert out is accepted.
+    assert (
+        api(cast.alice).post(f"/api/v1/runs/{run.pk}/analyses/", {"kind": "leave_one_out"}, format="json").status_code
+        == 202
+    )
