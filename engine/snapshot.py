@@ -269,7 +269,8 @@ def study_snapshot(*, study: Study, tolerance: float = core.DEFAULT_TOLERANCE) -
     separate reads below see one consistent state.
     """
     metrics = list(selected_metrics(study))
-    inputs = _inputs(study, metrics)
+    experts = list(expert_list(study=study))
+    inputs = _inputs(study, metrics, experts)
     candidates = list(Candidate.objects.filter(study=study).order_by("position", "id"))
     metric_index = {m.pk: j for j, m in enumerate(metrics)}
     measurements, standard_errors = _measurement_grids(study, candidates, metric_index)
@@ -291,6 +292,10 @@ def study_snapshot(*, study: Study, tolerance: float = core.DEFAULT_TOLERANCE) -
         # How each expert prioritised the attributes and, for AHP, their
         # judgments (version 2; older snapshots have neither).
         **{key: inputs[key] for key in INPUT_KEYS[-3:]},
+        # Each expert's own value of each selected elicited metric (version 3;
+        # older snapshots have none): [{"metric": column, "values": {candidate:
+        # [value per expert]}, "reasons": {candidate: why it has no value}}].
+        "expert_values": expert_values,
     }
 
 
@@ -317,11 +322,10 @@ def inputs_snapshot(*, study: Study) -> dict:
     measurements: what a revision round freezes at its close
     (``workspace.services.round_close``) and what its group feedback is
     computed from."""
-    return _inputs(study, list(selected_metrics(study)))
+    return _inputs(study, list(selected_metrics(study)), list(expert_list(study=study)))
 
 
-def _inputs(study: Study, metrics: list[Metric]) -> dict:
-    experts = list(expert_list(study=study))
+def _inputs(study: Study, metrics: list[Metric], experts: list[Membership]) -> dict:
     attributes = list(selected_attributes(study))
     expert_index = {e.pk: i for i, e in enumerate(experts)}
     attribute_index = {a.pk: j for j, a in enumerate(attributes)}
@@ -340,10 +344,6 @@ def _inputs(study: Study, metrics: list[Metric]) -> dict:
         "consistency": _consistency(study, experts, attributes),
         "attribute_methods": methods,
         "attribute_judgments": _attribute_judgment_grids(study, expert_index, attribute_index, methods),
-        # Each expert's own value of each selected elicited metric (version 3;
-        # older snapshots have none): [{"metric": column, "values": {candidate:
-        # [value per expert]}, "reasons": {candidate: why it has no value}}].
-        "expert_values": expert_values,
     }
     return {key: values[key] for key in INPUT_KEYS}
 
