@@ -1371,8 +1371,14 @@ def test_launches_of_one_study_do_not_wait_for_each_other_but_changes_wait_for_l
         started = time.monotonic()
         run = run_launch(study=study, launched_by=study.designer)
         assert time.monotonic() - started < 2
-        assert Run.objects.get(pk=run.pk).snapshot["candidates"] == CANDIDATES
+        # The launch read no input: the worker, or the next change, takes the
+        # snapshot at the launch's input version.
+        launched = Run.objects.get(pk=run.pk)
+        assert launched.snapshot is None and launched.input_version == study.input_version
         other.rollback()
+        with transaction.atomic():
+            services.run_snapshot_take(run_id=run.pk)
+        assert Run.objects.get(pk=run.pk).snapshot["candidates"] == CANDIDATES
 
         # A change (the UPDATE of workspace.services._checks.locked, which
         # bumps the input version) waits for a launch in progress.
