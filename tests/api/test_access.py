@@ -1265,6 +1265,9 @@ def test_non_member_expert_and_outsider_get_404_on_every_endpoint_of_a_study(sec
         "analysis": leave_one_out(run, run.study.designer).pk,
         "elicited": draft.metrics["Success rate"].pk,
         "proba_set": 0,
+        "mlflow_import": MlflowImport.objects.create(
+            study=draft.study, imported_at=timezone.now(), experiment_id="7"
+        ).pk,
     }
     before = db_snapshot()
     for row in ROWS:

@@ -16,6 +16,7 @@ from tracking import selectors, services
 from tracking.models import MlflowConnection, MlflowImport, MlflowPublication
 from workspace import limits
 from workspace import selectors as workspace_selectors
+from workspace.api.idempotency import idempotent
 from workspace.api.schema import VALIDATION_ERROR, error
 from workspace.api.serializers import BoundedListField, WriteSerializer
 from workspace.api.views import PaginatedListMixin, RunScoped, StudyScoped, validated
@@ -321,6 +322,7 @@ class ImportListView(StudyScoped, PaginatedListMixin, APIView):
             502: UNAVAILABLE,
         },
     )
+    @idempotent
     def post(self, request: Request, study_id: int) -> Response:
         """Import an experiment's matching runs as candidates (designer, any phase): all of it, or nothing.
 
