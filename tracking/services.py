@@ -9,6 +9,7 @@ the publication.
 """
 
 import hashlib
+import logging
 import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -18,6 +19,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
+from kombu.exceptions import OperationalError
 
 from engine import selectors as engine_selectors
 from engine.models import Run
@@ -32,6 +34,8 @@ from workspace.services import expect, locked, text
 from . import remote, secrets
 from .models import MlflowConnection, MlflowImport, MlflowPublication, MlflowRunLink, MlflowValueSource
 from .remote import Connection, RemoteRun
+
+logger = logging.getLogger(__name__)
 
 URI_MAX_LENGTH = 500
 TOKEN_MAX_LENGTH = 2000
@@ -443,9 +447,22 @@ def _import_runs(
 
 
 def _enqueue(import_id: int) -> None:
+    """Send the queued import's task; with the broker unreachable, the
+    import is marked failed (import again), never left queued for ever."""
     from .tasks import execute_import
 
-    execute_import.delay(import_id)
+    try:
+        execute_import.delay(import_id)
+    except OperationalError:
+        logger.exception("MLflow import %s could not be queued", import_id)
+        MlflowImport.objects.filter(pk=import_id, status=MlflowImport.Status.QUEUED).update(
+            status=MlflowImport.Status.FAILED,
+            error={
+                "code": "server_error",
+                "detail": "The import could not be queued (the task broker is unreachable): import again.",
+                "fields": {},
+            },
+        )
 
 
 @transaction.atomic

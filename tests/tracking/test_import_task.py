@@ -159,3 +159,59 @@ def test_the_page_shows_the_progress_then_the_report(
     for name in runs:
         assert name in table
     assert MlflowValueSource.objects.filter(study=study, metric__name="AUC").count() == 4
+
+
+def test_the_runs_read_are_recorded_as_they_are_read(
+    make_study, cast, store, monkeypatch, eager_celery, django_capture_on_commit_callbacks
+):
+    uri, _ = store
+    study = connected_study(make_study, uri)
+    monkeypatch.setattr(limits, "MLFLOW_IMPORT_INLINE_RUNS", 1)
+    seen = []
+    recording = services._import_progress
+
+    def spying(import_id, total):
+        progress = recording(import_id, total)
+
+        def spy(read):
+            progress(read)
+            record = MlflowImport.objects.get(pk=import_id)
+            seen.append((record.status, record.runs_read, record.runs_total))
+
+        return spy
+
+    monkeypatch.setattr(services, "_import_progress", spying)
+    with django_capture_on_commit_callbacks(execute=True):
+        api_client(study.designer).post(f"/api/v1/studies/{study.pk}/mlflow/imports/", BODY, format="json")
+    assert seen == [("running", read, 4) for read in (1, 2, 3, 4)]
+    # Recorded about every 2 % of the runs.
+    record = MlflowImport.objects.get(study=study)
+    progress = recording(record.pk, 200)
+    progress(3)
+    record.refresh_from_db()
+    assert record.runs_read == 4
+    progress(4)
+    record.refresh_from_db()
+    assert (record.runs_read, record.runs_total) == (4, 200)
+
+
+def test_an_import_the_broker_cannot_take_is_marked_failed(
+    make_study, cast, store, monkeypatch, django_capture_on_commit_callbacks
+):
+    from kombu.exceptions import OperationalError
+
+    from tracking import tasks
+
+    def unreachable(*args, **kwargs):
+        raise OperationalError("connection refused")
+
+    uri, _ = store
+    study = connected_study(make_study, uri)
+    monkeypatch.setattr(limits, "MLFLOW_IMPORT_INLINE_RUNS", 1)
+    monkeypatch.setattr(tasks.execute_import, "delay", unreachable)
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = api_client(study.designer).post(f"/api/v1/studies/{study.pk}/mlflow/imports/", BODY, format="json")
+    assert answer.status_code == 202
+    failed = api_client(study.designer).get(answer["Location"]).json()
+    assert failed["status"] == "failed" and failed["error"]["code"] == "server_error"
+    assert "could not be queued" in failed["error"]["detail"]
