@@ -77,7 +77,16 @@ class MlflowValueSource(models.Model):
 
 
 class MlflowImport(models.Model):
-    """One import, as recorded: what was asked and what it changed."""
+    """One import, as recorded: what was asked and what it changed. An
+    import of more than ``limits.MLFLOW_IMPORT_INLINE_RUNS`` runs is recorded
+    queued, then runs as a Celery task (``tracking.tasks``), which reports the
+    runs read so far; one done inline is recorded succeeded."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
 
     study = models.ForeignKey("workspace.Study", on_delete=models.CASCADE, related_name="mlflow_imports")
     imported_by = models.ForeignKey(
@@ -88,6 +97,12 @@ class MlflowImport(models.Model):
     # The request (filter, mapping, step, name tag, artifact pattern) and the outcome (tracking.services).
     request = models.JSONField(default=dict)
     outcome = models.JSONField(default=dict)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.SUCCEEDED)
+    # Progress of a queued import: the runs read from MLflow so far, of how many matched.
+    runs_total = models.PositiveIntegerField(default=0)
+    runs_read = models.PositiveIntegerField(default=0)
+    # Why a queued import failed: the API's error envelope {code, detail, fields}; {} otherwise.
+    error = models.JSONField(default=dict, blank=True)
     history = StudyHistory(kind="mlflow_import", scope=recorded.of_study)
 
     class Meta:

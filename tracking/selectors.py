@@ -30,6 +30,11 @@ def import_list(*, study: Study) -> QuerySet[MlflowImport]:
     return MlflowImport.objects.filter(study=study).select_related("imported_by")
 
 
+def import_get(*, study: Study, import_id: int) -> MlflowImport | None:
+    """One of the study's imports, or None."""
+    return import_list(study=study).filter(pk=import_id).first()
+
+
 def publication_get(*, run: Run) -> MlflowPublication | None:
     """The run's publication to MLflow, or None."""
     return MlflowPublication.objects.filter(run=run).select_related("published_by").first()

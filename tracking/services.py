@@ -9,7 +9,9 @@ the publication.
 """
 
 import hashlib
+import logging
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,13 +19,14 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
+from kombu.exceptions import OperationalError
 
 from engine import selectors as engine_selectors
 from engine.models import Run
 from evaluation import services as evaluation_services
 from workspace import history, limits
 from workspace import services as workspace_services
-from workspace.errors import InvalidInput, PhaseConflict
+from workspace.errors import InvalidInput, PhaseConflict, ServiceError
 from workspace.models import Candidate, Measurement, Metric, Study
 from workspace.results_export import results_csv_bytes
 from workspace.services import expect, locked, text
@@ -31,6 +34,8 @@ from workspace.services import expect, locked, text
 from . import remote, secrets
 from .models import MlflowConnection, MlflowImport, MlflowPublication, MlflowRunLink, MlflowValueSource
 from .remote import Connection, RemoteRun
+
+logger = logging.getLogger(__name__)
 
 URI_MAX_LENGTH = 500
 TOKEN_MAX_LENGTH = 2000
@@ -208,7 +213,11 @@ def _step(value: Any) -> int | None:
 
 
 def _run_values(
-    connection: Connection, runs: list[RemoteRun], mapped: list[MappedMetric], step: int | None
+    connection: Connection,
+    runs: list[RemoteRun],
+    mapped: list[MappedMetric],
+    step: int | None,
+    progress: Callable[[int], None] | None = None,
 ) -> dict[str, dict[str, float]]:
     """``{run id: {metric name: value}}``, every mapped key of every run;
     InvalidInput naming each run that lacks one."""
@@ -232,6 +241,8 @@ def _run_values(
                 for path, messages in error.errors.items():
                     errors.setdefault(path, []).extend(messages)
         values[run.run_id] = found
+        if progress is not None:
+            progress(index + 1)
     if errors:
         raise InvalidInput(errors)
     return values
@@ -284,7 +295,13 @@ class _Artifact:
     sha256: str
 
 
-def _artifacts(connection: Connection, runs: list[RemoteRun], pattern: str, folder: str) -> dict[str, _Artifact]:
+def _artifacts(
+    connection: Connection,
+    runs: list[RemoteRun],
+    pattern: str,
+    folder: str,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, _Artifact]:
     """Each run's one artifact matching ``pattern``, downloaded into ``folder``."""
     found: dict[str, _Artifact] = {}
     errors: dict[str, list[str]] = {}
@@ -300,9 +317,55 @@ def _artifacts(connection: Connection, runs: list[RemoteRun], pattern: str, fold
             continue
         digest = hashlib.sha256(local.read_bytes()).hexdigest()
         found[run.run_id] = _Artifact(paths[0], local, digest)
+        if progress is not None:
+            progress(index + 1)
     if errors:
         raise InvalidInput(errors)
     return found
+
+
+def _checked_request(
+    study: Study,
+    *,
+    experiment: Any,
+    filter: Any,  # noqa: A002
+    mapping: Any,
+    step: Any,
+    name_tag: Any,
+    artifact_pattern: Any,
+    positive: Any,
+) -> tuple[dict[str, Any], list[MappedMetric]]:
+    """The import's request, checked (as recorded on ``MlflowImport.request``),
+    and its mapping. InvalidInput naming each bad field."""
+    name = text(experiment, "experiment", max_length=KEY_MAX_LENGTH)
+    filter_string = _filter(filter)
+    mapped = _mapping(study, mapping)
+    step = _step(step)
+    tag = None if name_tag in (None, "") else text(name_tag, "name_tag", max_length=KEY_MAX_LENGTH)
+    pattern = (
+        None
+        if artifact_pattern in (None, "")
+        else text(artifact_pattern, "artifact_pattern", max_length=PATTERN_MAX_LENGTH)
+    )
+    request = {
+        "experiment": name,
+        "filter": filter_string,
+        "mapping": [{"key": m.key, "metric": m.metric.name} for m in mapped],
+        "step": step,
+        "name_tag": tag,
+        "artifact_pattern": pattern,
+    }
+    if positive is not None:
+        request["positive"] = positive
+    return request, mapped
+
+
+def _matching_runs(connection: Connection, request: dict[str, Any]) -> tuple[str, list[RemoteRun]]:
+    experiment_id, _ = remote.experiment_resolve(connection, request["experiment"])
+    runs = remote.runs_search(connection, experiment_id, request["filter"])
+    if not runs:
+        raise InvalidInput({"filter": "no run of the experiment matches"})
+    return experiment_id, runs
 
 
 def mlflow_import(
@@ -316,40 +379,55 @@ def mlflow_import(
     name_tag: Any = None,
     artifact_pattern: Any = None,
     positive: Any = None,
-) -> ImportOutcome:
+    inline: bool = False,
+) -> ImportOutcome | MlflowImport:
     """Import the runs of ``experiment`` matching ``filter`` as candidates
     (docs/api.md, "MLflow"): the mapped metric keys become measurements (the
     latest value, or the one at ``step``), the artifact matching
     ``artifact_pattern`` (approve-predictions/1, CSV or Parquet) the
     candidate's prediction set. Runs imported before update their candidates;
-    the outcome lists exactly what changed. All or nothing."""
+    the outcome lists exactly what changed. All or nothing.
+
+    Up to ``limits.MLFLOW_IMPORT_INLINE_RUNS`` matching runs (or any number
+    with ``inline``) are imported at once and the outcome returned; more are
+    recorded queued and imported by a Celery task (``import_execute``), and
+    the queued ``MlflowImport`` is returned. The request is checked first
+    either way: a bad field is refused at once."""
     connection = connection_of(study)
-    name = text(experiment, "experiment", max_length=KEY_MAX_LENGTH)
-    filter_string = _filter(filter)
-    mapped = _mapping(study, mapping)
-    step = _step(step)
-    tag = None if name_tag in (None, "") else text(name_tag, "name_tag", max_length=KEY_MAX_LENGTH)
-    pattern = (
-        None
-        if artifact_pattern in (None, "")
-        else text(artifact_pattern, "artifact_pattern", max_length=PATTERN_MAX_LENGTH)
+    request, mapped = _checked_request(
+        study,
+        experiment=experiment,
+        filter=filter,
+        mapping=mapping,
+        step=step,
+        name_tag=name_tag,
+        artifact_pattern=artifact_pattern,
+        positive=positive,
     )
-    experiment_id, _ = remote.experiment_resolve(connection, name)
-    runs = remote.runs_search(connection, experiment_id, filter_string)
-    if not runs:
-        raise InvalidInput({"filter": "no run of the experiment matches"})
-    values = _run_values(connection, runs, mapped, step)
-    existing, new = _names(study, runs, tag, connection.tracking_uri)
+    experiment_id, runs = _matching_runs(connection, request)
+    if not inline and len(runs) > limits.MLFLOW_IMPORT_INLINE_RUNS:
+        return _import_queue(study, imported_by, experiment_id, request, len(runs))
+    return _import_runs(study, imported_by, connection, experiment_id, runs, mapped, request)
+
+
+def _import_runs(
+    study: Study,
+    imported_by: User | None,
+    connection: Connection,
+    experiment_id: str,
+    runs: list[RemoteRun],
+    mapped: list[MappedMetric],
+    request: dict[str, Any],
+    record: MlflowImport | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> ImportOutcome:
+    """Read every run's values (and artifacts), check them, then write in
+    one transaction. ``progress(runs read)`` is called as runs are read."""
+    step, pattern = request["step"], request["artifact_pattern"]
+    values = _run_values(connection, runs, mapped, step, None if pattern else progress)
+    existing, new = _names(study, runs, request["name_tag"], connection.tracking_uri)
     with tempfile.TemporaryDirectory(prefix="approve-mlflow-") as folder:
-        artifacts = _artifacts(connection, runs, pattern, folder) if pattern else {}
-        request = {
-            "experiment": name,
-            "filter": filter_string,
-            "mapping": [{"key": m.key, "metric": m.metric.name} for m in mapped],
-            "step": step,
-            "name_tag": tag,
-            "artifact_pattern": pattern,
-        }
+        artifacts = _artifacts(connection, runs, pattern, folder, progress) if pattern else {}
         return _import_write(
             study,
             imported_by,
@@ -363,8 +441,110 @@ def mlflow_import(
             request,
             step,
             mapped,
-            positive,
+            request.get("positive"),
+            record,
         )
+
+
+def _enqueue(import_id: int) -> None:
+    """Send the queued import's task; with the broker unreachable, the
+    import is marked failed (import again), never left queued for ever."""
+    from .tasks import execute_import
+
+    try:
+        execute_import.delay(import_id)
+    except OperationalError:
+        logger.exception("MLflow import %s could not be queued", import_id)
+        MlflowImport.objects.filter(pk=import_id, status=MlflowImport.Status.QUEUED).update(
+            status=MlflowImport.Status.FAILED,
+            error={
+                "code": "server_error",
+                "detail": "The import could not be queued (the task broker is unreachable): import again.",
+                "fields": {},
+            },
+        )
+
+
+@transaction.atomic
+def _import_queue(
+    study: Study, imported_by: User | None, experiment_id: str, request: dict[str, Any], total: int
+) -> MlflowImport:
+    record = MlflowImport(
+        study=study,
+        imported_by=imported_by,
+        imported_at=timezone.now(),
+        experiment_id=experiment_id,
+        request=request,
+        status=MlflowImport.Status.QUEUED,
+        runs_total=total,
+    )
+    # Recorded in the study's History once it succeeds, complete.
+    record.skip_history_when_saving = True  # type: ignore[attr-defined]
+    record.save()
+    transaction.on_commit(lambda: _enqueue(record.pk))
+    return record
+
+
+def _error_envelope(error: ServiceError) -> dict[str, Any]:
+    """A refusal as the API would answer it: ``{code, detail, fields}``."""
+    if isinstance(error, InvalidInput):
+        return {"code": "invalid_input", "detail": error.message, "fields": error.errors}
+    return {"code": getattr(error, "code", "invalid_input"), "detail": str(error), "fields": {}}
+
+
+def _import_progress(import_id: int, total: int) -> Callable[[int], None]:
+    """Record the runs read, about every 2 % of them (and the last)."""
+    every = max(1, total // 50)
+
+    def progress(read: int) -> None:
+        if read == total or read % every == 0:
+            MlflowImport.objects.filter(pk=import_id).update(runs_read=read, runs_total=total)
+
+    return progress
+
+
+def import_execute(*, import_id: int) -> str:
+    """Run a queued import (the Celery task ``tracking.tasks.execute_import``):
+    claimed once (a second delivery does nothing), re-checked against the
+    study as it is now, read with its progress recorded, then written in one
+    transaction. A refusal marks it failed with the error, and nothing else
+    is written. Returns the status it ended in, or "not claimed"."""
+    with transaction.atomic():
+        claimed = MlflowImport.objects.filter(pk=import_id, status=MlflowImport.Status.QUEUED).update(
+            status=MlflowImport.Status.RUNNING
+        )
+    if not claimed:
+        return "not claimed"
+    record = MlflowImport.objects.select_related("study", "imported_by").get(pk=import_id)
+    try:
+        connection = connection_of(record.study)
+        request, mapped = _checked_request(
+            record.study, **{**record.request, "positive": record.request.get("positive")}
+        )
+        experiment_id, runs = _matching_runs(connection, request)
+        _import_runs(
+            record.study,
+            record.imported_by,
+            connection,
+            experiment_id,
+            runs,
+            mapped,
+            request,
+            record=record,
+            progress=_import_progress(import_id, len(runs)),
+        )
+    except ServiceError as error:
+        MlflowImport.objects.filter(pk=import_id).update(
+            status=MlflowImport.Status.FAILED, error=_error_envelope(error)
+        )
+        return MlflowImport.Status.FAILED
+    except Exception:
+        MlflowImport.objects.filter(pk=import_id).update(
+            status=MlflowImport.Status.FAILED,
+            error={"code": "server_error", "detail": "The import stopped on an unexpected error.", "fields": {}},
+        )
+        raise
+    return MlflowImport.Status.SUCCEEDED
 
 
 @transaction.atomic
@@ -382,8 +562,10 @@ def _import_write(
     step: int | None,
     mapped: list[MappedMetric],
     positive: Any,
+    record: MlflowImport | None = None,
 ) -> ImportOutcome:
-    """The import's writes, all in one transaction."""
+    """The import's writes, all in one transaction; ``record``: the queued
+    import's, completed."""
     now = timezone.now()
     study = locked(study)
     created = workspace_services.candidates_add(
@@ -470,9 +652,10 @@ def _import_write(
             link.artifact_path, link.artifact_sha256 = artifact.path, artifact.sha256
         link.save()
     # Saved twice (its outcome names its id) and recorded once, complete, in the study's History.
-    record = MlflowImport(
-        study=study, imported_by=imported_by, imported_at=now, experiment_id=experiment_id, request=request, outcome={}
-    )
+    if record is None:
+        record = MlflowImport(study=study, imported_by=imported_by, experiment_id=experiment_id, request=request)
+    record.imported_at, record.experiment_id, record.outcome = now, experiment_id, {}
+    record.status, record.runs_total, record.runs_read = MlflowImport.Status.SUCCEEDED, len(runs), len(runs)
     record.skip_history_when_saving = True  # type: ignore[attr-defined]
     record.save()
     outcome.import_id = record.pk

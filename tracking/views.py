@@ -27,6 +27,7 @@ from workspace.views.common import require_designer, run_for_member, study_for_m
 
 from . import selectors, services
 from .forms import ConnectionForm, ImportForm, RunSearchForm
+from .models import MlflowImport
 
 # Runs previewed a page.
 RUNS_PER_PAGE = 25
@@ -86,6 +87,10 @@ def _mlflow_page(
             keys=preview.metric_keys,
         )
     report_id = request.GET.get("report", "")
+    report = selectors.import_get(study=study, import_id=int(report_id)) if report_id.isdigit() else None
+    if report is not None and request.headers.get("HX-Request"):
+        # The progress polled: the report alone.
+        return render(request, "tracking/_import_report.html", {"study": study, "report": report})
     imports = list(selectors.import_list(study=study)[:10])
     context = {
         "study": study,
@@ -100,7 +105,7 @@ def _mlflow_page(
         "import_form": import_form,
         "import_data": data,
         "imports": imports,
-        "report": next((i for i in imports if str(i.pk) == report_id), None),
+        "report": report,
     }
     return render(request, "tracking/mlflow.html", context)
 
@@ -163,6 +168,9 @@ def mlflow_import(request: HttpRequest, study_id: int) -> HttpResponse:
         except ServiceError as error:
             refusal_on(form, error, form.field_names())
         else:
+            if isinstance(outcome, MlflowImport):
+                messages.info(request, f"{outcome.runs_total} runs to import: the import runs in the background.")
+                return redirect(f"{_page(study)}?report={outcome.pk}#report")
             changed = len(outcome.changes)
             messages.success(
                 request,

@@ -56,6 +56,9 @@ MAX_EXPERTS = 200
 MAX_ATTRIBUTES = 50
 MAX_METRICS = 200
 MAX_CANDIDATES = 1000
+# An MLflow import of more runs than this runs as a Celery task (tracking.tasks):
+# the API answers 202 with a status resource, the page shows its progress.
+MLFLOW_IMPORT_INLINE_RUNS = 50
 # Everything else a bundle holds is written in bulk, at tens of microseconds
 # a row: measurements, vote names, weights, judgments, ranges and peer weights
 # together, over all experts.

@@ -38,7 +38,7 @@ from evaluation.predictions import read_predictions
 from evaluation.services import prediction_set_import
 from tests.evaluation.elicited_fixtures import upload as upload_probabilities
 from tests.fixtures import api_error, error_fields
-from tracking.models import MlflowConnection
+from tracking.models import MlflowConnection, MlflowImport
 from workspace import services
 from workspace.bundles import study_import_bundle
 from workspace.models import ApiToken, Metric, Phase, QualityAttribute, RevisionRound, Study
@@ -634,6 +634,21 @@ def _mlflow_unpublished(response, world):
     assert response.json()["published"] is False and response.json()["run"] == world.run.pk
 
 
+def _one_failed_import(response, world):
+    assert [(r["id"], r["experiment_id"]) for r in response.json()["results"]] == [(world.ids["mlflow_import"], "7")]
+
+
+def _failed_import(response, world):
+    body = response.json()
+    assert (body["id"], body["status"], body["runs_read"], body["runs_total"]) == (
+        world.ids["mlflow_import"],
+        "failed",
+        3,
+        60,
+    )
+    assert body["outcome"] is None and body["error"]["code"] == "mlflow_unreachable"
+
+
 def _empty_list(response, world):
     assert response.json()["count"] == 0 and response.json()["results"] == []
 
@@ -963,7 +978,8 @@ ROWS = [
     ),
     Row("mlflow-connection-delete", "delete", S + "/mlflow/connection/", 403, 204, check=_mlflow_disconnected),
     Row("mlflow-runs", "get", S + "/mlflow/runs/?experiment=candidates", 403, 409),
-    Row("mlflow-imports-get", "get", S + "/mlflow/imports/", 403, 200, check=_empty_list),
+    Row("mlflow-imports-get", "get", S + "/mlflow/imports/", 403, 200, check=_one_failed_import),
+    Row("mlflow-import-get", "get", S + "/mlflow/imports/{mlflow_import}/", 403, 200, check=_failed_import),
     Row(
         "mlflow-imports-post",
         "post",
@@ -1052,7 +1068,18 @@ def world(make_study, cast, settings):
         )
         if phase == Phase.ASSESSMENT:
             ElicitationAnswers.objects.create(elicited_metric=elicited.elicitation, expert=built.bob, answers="1")
+        # A queued MLflow import that failed (the server went away after 3 of its 60 runs).
+        failed_import = MlflowImport.objects.create(
+            study=built.study,
+            imported_at=timezone.now(),
+            experiment_id="7",
+            status=MlflowImport.Status.FAILED,
+            runs_total=60,
+            runs_read=3,
+            error={"code": "mlflow_unreachable", "detail": "The MLflow server did not answer.", "fields": {}},
+        )
         ids = {
+            "mlflow_import": failed_import.pk,
             "study": built.study.pk,
             "attribute": built.attributes["Flexibility"].pk,
             "metric": built.metrics["Success rate"].pk,
@@ -1238,6 +1265,9 @@ def test_non_member_expert_and_outsider_get_404_on_every_endpoint_of_a_study(sec
         "analysis": leave_one_out(run, run.study.designer).pk,
         "elicited": draft.metrics["Success rate"].pk,
         "proba_set": 0,
+        "mlflow_import": MlflowImport.objects.create(
+            study=draft.study, imported_at=timezone.now(), experiment_id="7"
+        ).pk,
     }
     before = db_snapshot()
     for row in ROWS:

@@ -152,9 +152,9 @@ AUTHENTICATED_CREATES = [create for create in CREATES if not create.path.endswit
 
 
 @pytest.mark.parametrize("create", AUTHENTICATED_CREATES, ids=lambda c: f"{c.path}-{c.status}")
-def test_every_create_honours_the_key(create, api, cast, make_study, case_study):
+def test_every_create_honours_the_key(create, api, cast, make_study, case_study, settings, tmp_path, monkeypatch):
     built = make_study(create.phase)
-    url = create_url(create, built, cast.alice)
+    url = create_url(create, built, cast.alice, (tmp_path, settings, monkeypatch))
 
     def body():
         if create.body == "<bundle>":

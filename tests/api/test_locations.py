@@ -12,7 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from engine import services as engine_services
 from tests.fixtures import api_error
-from workspace import invitations, services
+from workspace import invitations, limits, services
 from workspace.models import Phase
 
 from .conftest import PASSWORD, client_with_token
@@ -59,7 +59,32 @@ CREATES = [
     Create("/api/v1/studies/{study_id}/rounds/", Phase.ASSESSMENT, {"message": "Check your units"}, 201, key="number"),
     Create("/api/v1/studies/{study_id}/runs/", Phase.CLOSED, None, 202),
     Create("/api/v1/runs/{run_id}/analyses/", Phase.CLOSED, {"kind": "leave_one_out"}, 202),
+    # an MLflow import of more runs than MLFLOW_IMPORT_INLINE_RUNS (create_url lowers it to 1): queued
+    Create(
+        "/api/v1/studies/{study_id}/mlflow/imports/",
+        Phase.DRAFT,
+        {"experiment": "large", "mapping": [{"key": "roc_auc", "metric": "AUC"}]},
+        202,
+    ),
 ]
+
+
+def mlflow_connect(study, folder, settings, monkeypatch):
+    """Connect ``study`` to a file store under ``folder`` holding two runs of
+    experiment ``large``, and import inline at most one run."""
+    from mlflow.tracking import MlflowClient
+
+    from tracking import services as tracking_services
+
+    settings.TRACKING_FILE_ROOTS = [str(folder)]
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # logged to directly, as in tests/tracking
+    uri = f"file:{folder / 'mlruns'}"
+    client = MlflowClient(tracking_uri=uri)
+    experiment_id = client.create_experiment("large")
+    for name in ("first", "second"):
+        client.log_metric(client.create_run(experiment_id, run_name=name).info.run_id, "roc_auc", 0.8)
+    tracking_services.connection_set(study=study, tracking_uri=uri)
+    monkeypatch.setattr(limits, "MLFLOW_IMPORT_INLINE_RUNS", 1)
 
 
 def test_the_table_covers_every_create_of_the_schema(api, cast):
@@ -75,9 +100,13 @@ def test_the_table_covers_every_create_of_the_schema(api, cast):
     assert creates == {(create.path, create.status) for create in CREATES}
 
 
-def create_url(create, built, designer):
-    """The create's URL in the built study (a succeeded run of it for a run's creates)."""
+def create_url(create, built, designer, mlflow=None):
+    """The create's URL in the built study (a succeeded run of it for a run's
+    creates; connected to MLflow, ``mlflow`` = (folder, settings,
+    monkeypatch), for an import's)."""
     ids = {"study_id": built.study.pk}
+    if "/mlflow/" in create.path:
+        mlflow_connect(built.study, *mlflow)
     if "discussion/attributes" in create.path:
         ids["id"] = built.attributes["Accuracy"].pk
     elif "discussion/metrics" in create.path:
@@ -90,9 +119,11 @@ def create_url(create, built, designer):
 
 
 @pytest.mark.parametrize("create", CREATES, ids=lambda c: f"{c.path}-{c.status}")
-def test_every_create_answers_with_the_location_of_what_it_made(create, api, cast, make_study, case_study, settings):
+def test_every_create_answers_with_the_location_of_what_it_made(
+    create, api, cast, make_study, case_study, settings, tmp_path, monkeypatch
+):
     built = make_study(create.phase)
-    url = create_url(create, built, cast.alice)
+    url = create_url(create, built, cast.alice, (tmp_path, settings, monkeypatch))
     alice = api(cast.alice)
     body = create.body
     if body == "<bundle>":

@@ -55,6 +55,7 @@ from evaluation.services import (
 from tests.evaluation.elicited_fixtures import upload
 from tests.fixtures import api_error, error_fields
 from tracking import remote
+from tracking.models import MlflowImport
 from tracking.remote import TrackerError
 from workspace import invitations, services
 from workspace.models import Phase, Study
@@ -92,6 +93,8 @@ def _real(path, generated, world):
             strategies[name] = _ids_for(path, world)
         elif name == "metric_id":  # the elicitation's resources: the study's elicited metric
             strategies[name] = st.just(world["elicited"])
+        elif name == "import_id":  # an MLflow import of the study's
+            strategies[name] = st.just(world["mlflow_import"])
         elif name == "run_id":
             strategies[name] = st.sampled_from(REAL["runs"])
         elif name == "token_id":
@@ -189,6 +192,14 @@ def _build_world(phase, cast, title):
         "posts": [p.pk for p in posts],
         "predictions": [p.pk for p in prediction_sets],
         "elicited": elicited.pk,
+        "mlflow_import": MlflowImport.objects.create(
+            study=study,
+            imported_at=study.created_at,
+            experiment_id="7",
+            status=MlflowImport.Status.FAILED,
+            runs_total=60,
+            error={"code": "mlflow_unreachable", "detail": "The MLflow server did not answer.", "fields": {}},
+        ).pk,
     }
     if phase == Phase.DRAFT:
         return world

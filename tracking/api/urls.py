@@ -9,6 +9,7 @@ urlpatterns = [
     path("studies/<int:study_id>/mlflow/connection/", views.ConnectionView.as_view(), name="mlflow-connection"),
     path("studies/<int:study_id>/mlflow/runs/", views.RunPreviewView.as_view(), name="mlflow-runs"),
     path("studies/<int:study_id>/mlflow/imports/", views.ImportListView.as_view(), name="mlflow-imports"),
+    path("studies/<int:study_id>/mlflow/imports/<int:import_id>/", views.ImportView.as_view(), name="mlflow-import"),
     path("studies/<int:study_id>/mlflow/sources/", views.SourceListView.as_view(), name="mlflow-sources"),
     path("runs/<int:run_id>/mlflow/", views.PublicationView.as_view(), name="mlflow-publication"),
 ]

@@ -13,9 +13,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from tracking import selectors, services
-from tracking.models import MlflowConnection, MlflowPublication
+from tracking.models import MlflowConnection, MlflowImport, MlflowPublication
 from workspace import limits
 from workspace import selectors as workspace_selectors
+from workspace.api.idempotency import idempotent
 from workspace.api.schema import VALIDATION_ERROR, error
 from workspace.api.serializers import BoundedListField, WriteSerializer
 from workspace.api.views import PaginatedListMixin, RunScoped, StudyScoped, validated
@@ -144,6 +145,42 @@ class ImportRecordSerializer(serializers.Serializer):
     experiment_id = serializers.CharField()
     request = serializers.JSONField()
     outcome = serializers.JSONField()
+
+
+class ImportErrorSerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="as the API's error envelope: invalid_input, mlflow_unreachable, ...")
+    detail = serializers.CharField()
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        # ``fields`` is the Serializer's own attribute: added here, not declared.
+        fields = super().get_fields()
+        fields["fields"] = serializers.DictField(
+            child=serializers.ListField(child=serializers.CharField()), help_text="errors per field (invalid_input)"
+        )
+        return fields
+
+
+class ImportStatusSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=MlflowImport.Status.choices)
+    runs_total = serializers.IntegerField(help_text="runs matching the filter")
+    runs_read = serializers.IntegerField(help_text="runs read from MLflow so far")
+    imported_at = serializers.DateTimeField(help_text="when queued, then when written")
+    imported_by = serializers.CharField(source="imported_by.username", allow_null=True, default=None)
+    experiment_id = serializers.CharField()
+    request = serializers.JSONField()
+    outcome = ImportOutcomeSerializer(allow_null=True, help_text="the change report once succeeded; null before")
+    error = ImportErrorSerializer(allow_null=True, help_text="why it failed (nothing was written); null otherwise")
+
+
+def _status_out(record: MlflowImport) -> dict[str, Any]:
+    succeeded, failed = record.status == MlflowImport.Status.SUCCEEDED, record.status == MlflowImport.Status.FAILED
+    return {
+        **{name: getattr(record, name) for name in ("id", "status", "runs_total", "runs_read", "imported_at")},
+        **{name: getattr(record, name) for name in ("imported_by", "experiment_id", "request")},
+        "outcome": record.outcome if succeeded else None,
+        "error": record.error if failed else None,
+    }
 
 
 class SourceSerializer(serializers.Serializer):
@@ -277,14 +314,42 @@ class ImportListView(StudyScoped, PaginatedListMixin, APIView):
 
     @extend_schema(
         request=ImportWriteSerializer,
-        responses={200: ImportOutcomeSerializer, 400: VALIDATION_ERROR, 409: NOT_CONNECTED, 502: UNAVAILABLE},
+        responses={
+            200: ImportOutcomeSerializer,
+            202: ImportStatusSerializer,
+            400: VALIDATION_ERROR,
+            409: NOT_CONNECTED,
+            502: UNAVAILABLE,
+        },
     )
+    @idempotent
     def post(self, request: Request, study_id: int) -> Response:
-        """Import an experiment's matching runs as candidates (designer, any phase): all of it, or nothing."""
+        """Import an experiment's matching runs as candidates (designer, any phase): all of it, or nothing.
+
+        Up to MLFLOW_IMPORT_INLINE_RUNS runs: imported at once (200, the change report). More: queued as a
+        task (202, Location: the import's status resource, which gives its progress and then the report)."""
         self.require_designer("import candidates from MLflow")
         data = validated(ImportWriteSerializer, request.data)
         outcome = services.mlflow_import(study=self.study(), imported_by=self.member(), **data)
+        if isinstance(outcome, MlflowImport):
+            location = reverse("api:mlflow-import", kwargs={"study_id": study_id, "import_id": outcome.pk})
+            return Response(
+                ImportStatusSerializer(_status_out(outcome)).data,
+                status=status.HTTP_202_ACCEPTED,
+                headers={"Location": request.build_absolute_uri(location)},
+            )
         return Response(ImportOutcomeSerializer(outcome).data)
+
+
+class ImportView(StudyScoped, APIView):
+    @extend_schema(responses=ImportStatusSerializer)
+    def get(self, request: Request, study_id: int, import_id: int) -> Response:
+        """One MLflow import (designer): its status, the runs read of how many, then its change report or error."""
+        self.require_designer("see the MLflow imports")
+        record = selectors.import_get(study=self.study(), import_id=import_id)
+        if record is None:
+            raise exceptions.NotFound("No such import in this study.")
+        return Response(ImportStatusSerializer(_status_out(record)).data)
 
 
 class SourceListView(StudyScoped, PaginatedListMixin, APIView):

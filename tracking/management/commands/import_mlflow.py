@@ -68,7 +68,9 @@ class Command(BaseCommand):
                 name_tag=options["name_tag"],
                 artifact_pattern=options["artifact"],
                 positive=options["positive"],
+                inline=True,  # a command waits for its import, however many runs
             )
+            assert isinstance(outcome, services.ImportOutcome)  # inline: never queued
         except (InvalidInput, PhaseConflict, Unavailable) as error:
             raise refusal(error) from None
         if options["json"]:
