@@ -225,7 +225,9 @@ TAKE_THE_LOCK = {
     "prediction_set_import": (),
     "prediction_set_delete": (),
     # tracking: candidates and measurements from MLflow, through the workspace's services
-    "mlflow_import": ("_import_write", "candidates_add", "measurements_set"),
+    "mlflow_import": ("_import_runs", "candidates_add", "measurements_set"),
+    # the same import run by a task (more than MLFLOW_IMPORT_INLINE_RUNS runs)
+    "import_execute": ("_import_runs",),
     "elicited_metric_set": (),
     "elicited_metric_remove": (),
     "elicitation_answer": ("_answers_locked",),
