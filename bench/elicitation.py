@@ -130,7 +130,10 @@ def main() -> None:
             number += 1
         total = len(times)
         cold, warm = times[0], times[1:]
-        print(f"{total} questions answered ({args.instances:,} instances x {args.classes} classes, diagonal, ε = 0.01)")
+        print(
+            f"{total} questions answered ({args.instances:,} instances x {args.classes} classes, diagonal, ε = 0.01): "
+            f"the search's {total - 2} and the consistency check's 2"
+        )
         print(f"first answer of the process (reads the set's archive): {cold * 1000:.1f} ms")
         print(
             f"each later answer (GET the question + POST the answer): median {statistics.median(warm) * 1000:.1f} ms, "

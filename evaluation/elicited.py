@@ -20,7 +20,7 @@ are shown back and counted.
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -32,7 +32,11 @@ __all__ = [
     "Outcome",
     "Question",
     "Result",
+    "CHECKS",
+    "check_positions",
+    "check_question",
     "class_prior",
+    "consistent",
     "elicitation_replayed",
     "question_for",
     "reference_eta",
@@ -112,10 +116,52 @@ def _prepared_search(elicited: ElicitedMetric) -> tuple[Elicitation, np.ndarray]
 
 def elicitation_replayed(elicited: ElicitedMetric, answers: str) -> Elicitation:
     """The search after ``answers`` (stored codes), replayed from the start:
-    no confusion is computed until the next question is asked."""
+    no confusion is computed until the next question is asked. The
+    consistency check's answers, stored after the search's, are not replayed."""
     elicitation = _prepared_search(elicited)[0].unanswered()
-    elicitation.replay(ANSWER_CODES[code] for code in answers)
+    elicitation.replay(ANSWER_CODES[code] for code in answers[: elicitation.total_queries])
     return elicitation
+
+
+# --- the consistency check (source 003 section 5) -------------------------------------------------
+
+#: How many of the search's questions are asked again once it is finished.
+CHECKS = 2
+
+
+def check_positions(total: int) -> list[int]:
+    """The 0-based positions of the search's questions asked again: the first
+    and the middle one (``total // 2``), always the same for a metric."""
+    return [0, total // 2][:CHECKS]
+
+
+def consistent(answers: str, total: int) -> bool | None:
+    """Whether the check's answers (stored after the ``total`` answers of the
+    search) agree with the originals: None until both are given. Two answers
+    agree when they move the search the same way (``ANSWER_CODES``), so
+    "the other one" and "no preference" agree, as the search cannot tell them apart."""
+    checked = answers[total:]
+    if len(checked) < CHECKS:
+        return None
+    return all(
+        ANSWER_CODES[checked[j]] == ANSWER_CODES[answers[position]] for j, position in enumerate(check_positions(total))
+    )
+
+
+def check_question(elicited: ElicitedMetric, answers: str, labels: list[str]) -> "Question | None":
+    """The next question of the consistency check, once the search is
+    finished (None before, and once both are answered): the search's
+    question at its check position, asked again, replayed from the answers
+    before it. Its ``number`` is its place in the stored answers (the
+    search's total plus 1 or 2), its ``check`` 1 or 2."""
+    total = _prepared_search(elicited)[0].total_queries
+    j = len(answers) - total
+    if j < 0 or j >= CHECKS:
+        return None
+    position = check_positions(total)[j]
+    question = question_for(elicited, elicitation_replayed(elicited, answers[:position]), labels)
+    assert question is not None  # position < total: the search asked it
+    return replace(question, number=total + j + 1, check=j + 1)
 
 
 def class_prior(elicited: ElicitedMetric) -> np.ndarray:
@@ -161,6 +207,8 @@ class Question:
     # The raw confusions compared (fractions of all instances), for the API.
     first_values: list[float]
     second_values: list[float]
+    # 1 or 2 when this is the consistency check's question (asked again), else None.
+    check: int | None = None
 
 
 def _decimals(pairs: list[tuple[float, float]]) -> int:

@@ -263,6 +263,23 @@ def elicitation_progress(*, study: Study) -> dict[tuple[int, int], ElicitationAn
     return {(row.elicited_metric.metric_id, row.expert_id): row for row in rows}
 
 
+@dataclass(frozen=True)
+class CheckAnswer:
+    """One question of the consistency check: the search's question asked
+    again (its 1-based number), the original answer and the repeat's (codes)."""
+
+    question: int
+    original: str
+    answer: str | None
+
+    @property
+    def agrees(self) -> bool | None:
+        """Whether the repeat moves the search as the original did; None until given."""
+        if self.answer is None:
+            return None
+        return elicited_domain.ANSWER_CODES[self.answer] == elicited_domain.ANSWER_CODES[self.original]
+
+
 @dataclass
 class ElicitationState:
     """Where one expert stands in an elicited metric: the next question (None
@@ -276,6 +293,10 @@ class ElicitationState:
     question: "elicited_domain.Question | None"
     result: "elicited_domain.Result | None"
     weights: list[float] | None
+    # The consistency check: per repeated question, its original number and
+    # the two answers (the repeat's None until given); whether they agree.
+    check: list["CheckAnswer"]
+    consistent: bool | None
 
     @property
     def finished(self) -> bool:
@@ -290,16 +311,28 @@ def elicitation_state(*, elicited_metric: ElicitedMetric, expert: Membership) ->
     answers = row.answers if row is not None else ""
     labels = [str(label) for label in elicited_metric.prediction_set.labels]
     elicitation = elicited_domain.elicitation_replayed(elicited_metric, answers)
-    weights = [float(w) for w in elicitation.weights] if elicitation.finished else None
+    total = elicitation.total_queries
+    done = len(answers) >= total + elicited_domain.CHECKS
+    weights = [float(w) for w in elicitation.weights] if done else None
+    question = elicited_domain.question_for(elicited_metric, elicitation, labels)
+    if question is None:
+        question = elicited_domain.check_question(elicited_metric, answers, labels)
+    check = [
+        CheckAnswer(position + 1, answers[position], answers[total + j] if len(answers) > total + j else None)
+        for j, position in enumerate(elicited_domain.check_positions(total))
+        if elicitation.finished
+    ]
     return ElicitationState(
         elicited=elicited_metric,
         labels=labels,
-        answered=elicitation.n_queries,
-        total=elicitation.total_queries,
+        answered=len(answers),
+        total=total,
         answers=answers,
-        question=elicited_domain.question_for(elicited_metric, elicitation, labels),
+        question=question,
         result=elicited_domain.result_for(elicited_metric.kind, weights, labels) if weights is not None else None,
         weights=weights,
+        check=check,
+        consistent=elicited_domain.consistent(answers, total),
     )
 
 

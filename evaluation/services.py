@@ -706,8 +706,10 @@ def elicitation_answer(
     """Record the expert's answer to the next question: ``first``, ``second``
     or ``none`` (no preference). ``question``, when given, is the number of
     the question answered (1-based): a second submission of the same form
-    is refused rather than taken as the next question's answer. The answer
-    that finishes the search stores the recovered weights."""
+    is refused rather than taken as the next question's answer. Once the
+    search is finished, the next answers are the consistency check's
+    (``elicited.CHECKS`` questions asked again, stored after the search's);
+    the answer that finishes the check stores the recovered weights."""
     row = _answers_locked(elicited_metric, expert)
     if answer not in elicited_domain.ANSWER_CHOICES:
         raise InvalidInput({"answer": f"must be one of first, second, none; got {answer!r}"})
@@ -715,12 +717,15 @@ def elicitation_answer(
     if question is not None and (isinstance(question, bool) or question != expected):
         raise InvalidInput({"question": f"question {question!r} is not the next one: question {expected} is"})
     elicitation = elicited_domain.elicitation_replayed(elicited_metric, row.answers)
-    if elicitation.finished:
-        raise InvalidInput({"answer": "every question is answered: go back one question, or start again"})
     code = elicited_domain.ANSWER_CHOICES[answer]
-    elicitation.answer(elicited_domain.ANSWER_CODES[code])
+    if not elicitation.finished:
+        elicitation.answer(elicited_domain.ANSWER_CODES[code])
+    elif len(row.answers) >= elicitation.total_queries + elicited_domain.CHECKS:
+        raise InvalidInput({"answer": "every question is answered: go back one question, or start again"})
     row.answers += code
-    row.weights = [float(w) for w in elicitation.weights] if elicitation.finished else None
+    # The weights are final (and stored) only once the check is answered.
+    done = len(row.answers) == elicitation.total_queries + elicited_domain.CHECKS
+    row.weights = [float(w) for w in elicitation.weights] if done else None
     row.save(update_fields=["answers", "weights", "updated_at"])
     return row
 

@@ -523,6 +523,7 @@ def elicitation_design_page(request: HttpRequest, study_id: int, metric_id: int)
     if current is not None:
         answered = selectors.elicitation_progress(study=study)
         closed = study.phase == Phase.CLOSED
+        total = elicited_domain.elicitation_replayed(current, "").total_queries
         for expert in workspace_selectors.expert_list(study=study):
             row = answered.get((metric.pk, expert.pk))
             weights = row.weights if row is not None else None
@@ -535,6 +536,7 @@ def elicitation_design_page(request: HttpRequest, study_id: int, metric_id: int)
                     "name": expert.user.get_username(),
                     "answered": len(row.answers) if row is not None else 0,
                     "finished": weights is not None,
+                    "consistent": elicited_domain.consistent(row.answers, total) if row is not None else None,
                     "result": result,
                 }
             )
@@ -595,7 +597,8 @@ def elicitation_page(request: HttpRequest, study_id: int, metric_id: int) -> Htt
         "metric": elicited.metric,
         "state": state,
         "readonly": readonly,
-        "percent": round(100 * state.answered / state.total) if state.total else 100,
+        "percent": round(100 * len(state.answers) / (state.total + elicited_domain.CHECKS)),
+        "steps": state.total + elicited_domain.CHECKS,
         "chart": _weights_chart("elicited-weights", state.result, "Your") if state.result is not None else None,
     }
     return render(request, "evaluation/elicitation.html", context)

@@ -71,6 +71,15 @@ class QuestionSerializer(serializers.Serializer):
         child=serializers.FloatField(), help_text="the first outcome's confusions, fractions of all instances"
     )
     second_values = serializers.ListField(child=serializers.FloatField())
+    check = serializers.IntegerField(
+        allow_null=True, help_text="1 or 2: a consistency check (a question asked again); null for the search's"
+    )
+
+
+class CheckAnswerSerializer(serializers.Serializer):
+    question = serializers.IntegerField(help_text="the number of the search's question asked again")
+    original = serializers.CharField(help_text="its answer then (1 first, 2 second, 0 no preference)")
+    answer = serializers.CharField(allow_null=True, help_text="the answer now; null until given")
 
 
 class ResultSerializer(serializers.Serializer):
@@ -84,8 +93,8 @@ class ResultSerializer(serializers.Serializer):
 class ElicitationStateSerializer(serializers.Serializer):
     metric = serializers.CharField(source="elicited.metric.name")
     kind = serializers.ChoiceField(source="elicited.kind", choices=ElicitedMetric.Kind.choices)
-    answered = serializers.IntegerField()
-    total = serializers.IntegerField()
+    answered = serializers.IntegerField(help_text="the answers given, the consistency check's included")
+    total = serializers.IntegerField(help_text="the search's questions; 2 check questions follow them")
     finished = serializers.BooleanField()
     answers = serializers.CharField(
         allow_blank=True, help_text="the answers so far, one character each: 1 first, 2 second, 0 no preference"
@@ -93,7 +102,15 @@ class ElicitationStateSerializer(serializers.Serializer):
     question = QuestionSerializer(allow_null=True, help_text="the next question; null once finished")
     result = ResultSerializer(allow_null=True, help_text="null until finished")
     weights = serializers.ListField(
-        child=serializers.FloatField(), allow_null=True, help_text="the recovered metric's weights; null until finished"
+        child=serializers.FloatField(),
+        allow_null=True,
+        help_text="the recovered metric's weights; null until finished (the consistency check answered)",
+    )
+    check = CheckAnswerSerializer(
+        many=True, help_text="the consistency check once the search is finished: two questions asked again"
+    )
+    consistent = serializers.BooleanField(
+        allow_null=True, help_text="whether the check's answers agree with the originals; null until both are given"
     )
 
 
@@ -108,9 +125,12 @@ class ElicitationAnswerSerializer(WriteSerializer):
 
 class ElicitationProgressSerializer(serializers.Serializer):
     expert = serializers.CharField()
-    answered = serializers.IntegerField()
-    total = serializers.IntegerField()
+    answered = serializers.IntegerField(help_text="the answers given, the consistency check's included")
+    total = serializers.IntegerField(help_text="the search's questions, without the check's")
     finished = serializers.BooleanField()
+    consistent = serializers.BooleanField(
+        allow_null=True, help_text="whether the check's answers agree with the originals; null until given"
+    )
     weights = serializers.ListField(
         child=serializers.FloatField(), allow_null=True, help_text="null until the assessment has closed"
     )
@@ -183,6 +203,7 @@ class ElicitationProgressView(_ElicitedScoped):
                     "answered": len(row.answers) if row is not None else 0,
                     "total": total,
                     "finished": weights is not None,
+                    "consistent": elicited_domain.consistent(row.answers, total) if row is not None else None,
                     "weights": weights if closed else None,
                 }
             )

@@ -448,8 +448,8 @@ def _elicitation_removed(response, world):
 def _progress(response, world):
     answered = 1 if world.phase == Phase.ASSESSMENT else 0
     assert response.json() == [
-        {"expert": "bob", "answered": answered, "total": 24, "finished": False, "weights": None},
-        {"expert": "carol", "answered": 0, "total": 24, "finished": False, "weights": None},
+        {"expert": "bob", "answered": answered, "total": 24, "finished": False, "consistent": None, "weights": None},
+        {"expert": "carol", "answered": 0, "total": 24, "finished": False, "consistent": None, "weights": None},
     ]
 
 

@@ -47,7 +47,8 @@ def test_table_2_through_the_api(make_study, api, cast, published):
         state = response.json()
         asked += 1
     expected, count = elicit_diagonal(oracle, elicited_domain.reference_eta(elicited), epsilon=0.01)
-    assert asked == count == 56
+    assert asked - 2 == count == 56  # Table 2's 56, then the consistency check's 2
+    assert state["consistent"] is True and [c["question"] for c in state["check"]] == [1, 29]
     assert state["finished"] and state["weights"] == [float(w) for w in expected]
     assert np.abs(np.array(state["weights"]) - published).max() <= 0.02
     assert state["result"]["sentence"].startswith("You value finding")
@@ -117,8 +118,8 @@ def test_the_designer_designs_and_sees_progress(make_study, api, cast):
     assert bob.get(progress).status_code == 403
     rows = alice.get(progress).json()
     assert rows == [
-        {"expert": "bob", "answered": 1, "total": 40, "finished": False, "weights": None},
-        {"expert": "carol", "answered": 0, "total": 40, "finished": False, "weights": None},
+        {"expert": "bob", "answered": 1, "total": 40, "finished": False, "consistent": None, "weights": None},
+        {"expert": "carol", "answered": 0, "total": 40, "finished": False, "consistent": None, "weights": None},
     ]
     # Only experts answer: the designer is not one here.
     assert alice.get(me).status_code == 403
@@ -141,9 +142,10 @@ def test_results_are_shown_to_the_designer_after_the_phase_closes(make_study, ap
     alice = api(cast.alice)
     assert alice.get(progress).json()[0] == {
         "expert": "bob",
-        "answered": 24,
+        "answered": 26,
         "total": 24,
         "finished": True,
+        "consistent": True,
         "weights": None,
     }
     complete_assessment(built)

@@ -46,7 +46,9 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from approve_site.wsgi import application
+from evaluation import selectors
 from evaluation.services import (
+    elicitation_answer,
     elicited_metric_set,
     measurements_compute,
     metric_computation_set,
@@ -171,7 +173,7 @@ def _build_world(phase, cast, title):
     elicited = services.metric_add(
         study=study, attribute=attributes[0], name="Cost-weighted accuracy", default_range=[0.3, 0.9]
     )
-    # Runs read its typed measurements (the experts' own values do not enter runs yet).
+    # Typed measurements too; runs use each expert's own value (the answers given below).
     services.measurements_set(
         study=study,
         measurements=[
@@ -226,6 +228,13 @@ def _build_world(phase, cast, title):
         },
     )
     services.ranges_set(expert=experts["bob"], ranges={"AUC": [0.75, 0.95]})
+    # Each expert answers the elicited metric's questions (the consistency check's included).
+    elicited_row = selectors.elicited_metric_get(study=study, metric_id=elicited.pk)
+    for expert in experts.values():
+        while (
+            question := selectors.elicitation_state(elicited_metric=elicited_row, expert=expert).question
+        ) is not None:
+            elicitation_answer(elicited_metric=elicited_row, expert=expert, answer="first", question=question.number)
     services.study_close_assessment(study=study)
     return world
 

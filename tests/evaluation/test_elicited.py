@@ -46,12 +46,19 @@ def test_answering_question_by_question_equals_the_library(make_study, kind, eps
     oracle = linear_oracle(truth)
     asked = answer_all(elicited, built.bob, oracle)
     expected, expected_count = library_weights(kind, oracle, elicited_domain.reference_eta(elicited), epsilon)
-    assert asked == expected_count == questions
+    # Table 2's count, plus the consistency check's two questions asked again.
+    assert asked - elicited_domain.CHECKS == expected_count == questions
     state = selectors.elicitation_state(elicited_metric=elicited, expert=built.bob)
-    assert state.finished and state.answered == state.total == questions
+    assert state.finished and state.answered - 2 == state.total == questions
     np.testing.assert_array_equal(state.weights, expected)
     stored = ElicitationAnswers.objects.get(elicited_metric=elicited, expert=built.bob)
-    assert stored.weights == [float(w) for w in expected] and len(stored.answers) == questions
+    assert stored.weights == [float(w) for w in expected] and len(stored.answers) == questions + 2
+    # A consistent oracle passes the check: questions 1 and questions // 2 + 1, answered as before.
+    assert state.consistent is True
+    assert [(c.question, c.answer) for c in state.check] == [
+        (1, stored.answers[0]),
+        (questions // 2 + 1, stored.answers[questions // 2]),
+    ]
     if kind == "diagonal":
         # Recovered within the source's tolerance (Table 2: 0.02 in max norm).
         assert np.abs(np.array(state.weights) - truth).max() < 0.02
@@ -240,3 +247,51 @@ def test_each_expert_s_value_flips_the_winner_as_a_hand_computation_says(make_st
     assert by_name["J48"].values["carol"] < by_name["JRip"].values["carol"]  # 0.24 < 0.44: JRip for carol
     assert by_name["JRip"].spread == pytest.approx((0.26, 0.44))
     assert by_name["J48"].prediction_set == "two.csv" and by_name["J48"].reason == ""
+
+
+def test_the_consistency_check_flags_a_flipped_answer_and_back_and_reset_work_through_it(make_study):
+    built = make_study()
+    elicited = add_elicited_metric(built, kind="diagonal", epsilon=0.01)
+    to_assessment(built)
+    oracle = linear_oracle([0.2, 0.5, 0.3])
+    total = 56
+    for _ in range(total):
+        question = selectors.elicitation_state(elicited_metric=elicited, expert=built.bob).question
+        answer = "first" if oracle(question.first_values, question.second_values) else "second"
+        services.elicitation_answer(elicited_metric=elicited, expert=built.bob, answer=answer, question=question.number)
+    state = selectors.elicitation_state(elicited_metric=elicited, expert=built.bob)
+    original = state.answers
+    # The search is done, but the weights wait for the check: question 1 asked again, as it was.
+    assert not state.finished and state.weights is None and state.consistent is None
+    first_check = state.question
+    assert (first_check.check, first_check.number, first_check.total) == (1, total + 1, total)
+    replayed = selectors.elicitation_state(elicited_metric=elicited, expert=built.carol).question
+    assert (first_check.first_values, first_check.second_values) == (replayed.first_values, replayed.second_values)
+    assert ElicitationAnswers.objects.get(expert=built.bob).weights is None
+    flipped = "second" if original[0] == "1" else "first"
+    services.elicitation_answer(elicited_metric=elicited, expert=built.bob, answer=flipped, question=total + 1)
+    second_check = selectors.elicitation_state(elicited_metric=elicited, expert=built.bob).question
+    assert second_check.check == 2 and second_check.number == total + 2
+    same = {"1": "first", "2": "second"}[original[total // 2]]
+    services.elicitation_answer(elicited_metric=elicited, expert=built.bob, answer=same, question=total + 2)
+    state = selectors.elicitation_state(elicited_metric=elicited, expert=built.bob)
+    assert state.finished and state.question is None and state.consistent is False
+    assert [c.agrees for c in state.check] == [False, True]
+    # Kept: the weights are the search's, stored; no third check.
+    assert ElicitationAnswers.objects.get(expert=built.bob).weights == state.weights
+    with pytest.raises(InvalidInput):
+        services.elicitation_answer(elicited_metric=elicited, expert=built.bob, answer="first")
+    # Back one question: the second check is asked again, the weights are not final.
+    services.elicitation_back(elicited_metric=elicited, expert=built.bob)
+    state = selectors.elicitation_state(elicited_metric=elicited, expert=built.bob)
+    assert state.question.check == 2 and state.weights is None and state.consistent is None
+    assert ElicitationAnswers.objects.get(expert=built.bob).weights is None
+    # Back twice more: the search's last question again.
+    services.elicitation_back(elicited_metric=elicited, expert=built.bob)
+    services.elicitation_back(elicited_metric=elicited, expert=built.bob)
+    state = selectors.elicitation_state(elicited_metric=elicited, expert=built.bob)
+    assert state.question.check is None and state.question.number == total and state.check == []
+    # Redo: from the first question.
+    services.elicitation_reset(elicited_metric=elicited, expert=built.bob)
+    state = selectors.elicitation_state(elicited_metric=elicited, expert=built.bob)
+    assert state.answers == "" and state.question.number == 1 and state.consistent is None

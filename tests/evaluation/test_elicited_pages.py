@@ -88,9 +88,20 @@ def test_the_expert_answers_with_plain_forms(client, make_study, cast, django_as
             bob.post(url, {"back": "1"})
             assert page_question(bob.get(url)) == 3
             bob.post(url, {"question": 3, "answer": "first" if verdict else "second"})
+    # The check: two of the questions asked again; bob changes his mind on the first.
+    original = shadow.answers
+    check = bob.get(url)
+    assert page_question(check) == count + 1 and "A check: question 1 of 2" in text_of(check)
+    assert "keep my answers" not in text_of(check)
+    bob.post(url, {"question": count + 1, "answer": "second" if original[0] else "first"})
+    check = bob.get(url)
+    assert page_question(check) == count + 2 and "A check: question 2 of 2" in text_of(check)
+    bob.post(url, {"question": count + 2, "answer": "first" if original[count // 2] else "second"})
     done = bob.get(url)
     text = text_of(done)
-    assert f"All {count} questions answered" in text
+    assert f"All {count} questions and the 2 check questions answered" in text
+    assert "Your check answers disagree with your first answers" in text and "question 1 asked again" in text
+    assert "keep my answers" in text and "Start again (redo)" in text
     assert "You value finding tumour B 2." in text and "<svg" in done.content.decode()
     stored = ElicitationAnswers.objects.get(expert=built.bob)
     np.testing.assert_array_equal(stored.weights, expected)
