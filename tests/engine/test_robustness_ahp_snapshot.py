@@ -240,7 +240,7 @@ def test_the_expert_values_migration_bumps_every_study_too(run):
 
     study = run.study
     before = study.input_version
-    importlib.import_module("engine.migrations.0009_snapshot_expert_values").bump_input_versions(apps, None)
+    importlib.import_module("engine.migrations.0011_snapshot_expert_values").bump_input_versions(apps, None)
     study.refresh_from_db()
     assert study.input_version == before + 1
 
