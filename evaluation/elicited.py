@@ -26,6 +26,7 @@ import numpy as np
 
 from .elicitation import DiagonalElicitation, OffDiagonalElicitation
 from .models import CandidatePredictionArrays, ElicitedMetric
+from .predictions import CandidatePredictions
 
 __all__ = [
     "ANSWER_CODES",
@@ -62,28 +63,50 @@ _etas_lock = threading.Lock()
 def reference_eta(elicited: ElicitedMetric) -> np.ndarray:
     """The reference candidate's class probabilities in the elicited
     metric's set, ``(n, k)``, columns in the order of the set's labels
-    (read-only). ``ValueError`` when the candidate has none there."""
+    (read-only): its ``proba:<label>`` columns, or, in a binary set, its
+    ``score`` when every score lies in [0, 1] (read as the positive label's
+    probability, the other label's being one minus it). ``ValueError`` when
+    the candidate has neither there."""
     key = (elicited.prediction_set_id, elicited.reference_candidate_id)
     with _etas_lock:
         if key in _etas:
             _etas.move_to_end(key)
             return _etas[key]
     stored = CandidatePredictionArrays.objects.filter(prediction_set_id=key[0], candidate_id=key[1]).select_related(
-        "candidate"
+        "candidate", "prediction_set"
     )
     row = stored.first()
     if row is None:
         raise ValueError("the reference candidate has no predictions in the chosen set")
-    proba = row.predictions().proba
-    if proba is None:
-        raise ValueError("the reference candidate's predictions have no class probabilities (proba:<label> columns)")
-    eta = np.ascontiguousarray(proba, dtype=np.float64)
+    eta = _class_probabilities(row.predictions(), list(row.prediction_set.labels), row.prediction_set.positive)
     eta.setflags(write=False)
     with _etas_lock:
         _etas[key] = eta
         while len(_etas) > _KEPT:
             _etas.popitem(last=False)
     return eta
+
+
+def _class_probabilities(predictions: CandidatePredictions, labels: list[str], positive: str | None) -> np.ndarray:
+    """The ``(n, len(labels))`` class probabilities of ``predictions`` (see ``reference_eta``)."""
+    if predictions.proba is not None:
+        return np.ascontiguousarray(predictions.proba, dtype=np.float64)
+    score = predictions.score
+    if score is not None and positive is not None and len(labels) == 2:
+        if score.size and not (score.min() >= 0.0 and score.max() <= 1.0):
+            raise ValueError(
+                "the reference candidate's scores are not all between 0 and 1, so they are not probabilities: "
+                "give its class probabilities (proba:<label> columns)"
+            )
+        eta = np.empty((len(score), 2), dtype=np.float64)
+        column = labels.index(positive)
+        eta[:, column] = score
+        eta[:, 1 - column] = 1.0 - score
+        return eta
+    raise ValueError(
+        "the reference candidate's predictions have no class probabilities "
+        "(proba:<label> columns, or a binary score between 0 and 1)"
+    )
 
 
 def new_elicitation(kind: str, eta: np.ndarray, epsilon: float) -> Elicitation:

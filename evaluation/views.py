@@ -8,6 +8,7 @@ numbers come from ``evaluation.report`` on the stored arrays, the pictures
 from ``workspace.charts``.
 """
 
+import statistics
 from typing import Any, cast
 
 import numpy as np
@@ -400,6 +401,10 @@ def _a3r_chart(names: list[str], success: np.ndarray, time: np.ndarray, options:
 
 
 # The metrics a set's comparison shows.
+#: The most experts whose values of an elicited metric the design page shows
+#: in a column each; with more, it shows the median and the spread.
+ELICITED_COLUMNS_MAX = 8
+
 COMPARED = ("accuracy", "efficiency", "a3r", "arr")
 
 
@@ -542,12 +547,27 @@ def elicitation_design_page(request: HttpRequest, study_id: int, metric_id: int)
             )
         if finished:
             values = selectors.elicited_values(elicited_metric=current, finished=finished)
+    # Every expert's column while they fit a page; beyond, the median.
+    by_expert = len(finished) <= ELICITED_COLUMNS_MAX
+    rows = [
+        {
+            "candidate": value.candidate,
+            "prediction_set": value.prediction_set,
+            "reason": value.reason,
+            "spread": value.spread,
+            "cells": [value.values[name] for name in finished]
+            if by_expert
+            else [statistics.median(value.values.values())],
+        }
+        for value in values
+    ]
     context = {
         "study": study,
         "study_tab": "predictions",
         "metric": metric,
         "current": current,
-        "values": values,
+        "values": rows,
+        "values_by_expert": by_expert,
         "finished_experts": list(finished),
         "form": form,
         "sets": sets,

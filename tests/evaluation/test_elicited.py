@@ -295,3 +295,58 @@ def test_the_consistency_check_flags_a_flipped_answer_and_back_and_reset_work_th
     services.elicitation_reset(elicited_metric=elicited, expert=built.bob)
     state = selectors.elicitation_state(elicited_metric=elicited, expert=built.bob)
     assert state.answers == "" and state.question.number == 1 and state.consistent is None
+
+
+BINARY_SCORES = (
+    "candidate,y_true,score\nJ48,tumour,0.9\nJ48,normal,0.25\nJ48,tumour,0.6\nJ48,normal,0\nJRip,tumour,0.7\n"
+)
+
+
+def test_a_binary_score_between_0_and_1_is_the_positive_label_s_probability(make_study):
+    import io
+
+    built = make_study()
+    prediction_set = services.prediction_set_import(
+        study=built.study,
+        stream=io.BytesIO(BINARY_SCORES.encode()),
+        name="scores.csv",
+        uploaded_by=None,
+        positive="tumour",
+    )
+    elicited = services.elicited_metric_set(
+        metric=built.metrics["AUC"],
+        kind="diagonal",
+        prediction_set=prediction_set.pk,
+        reference_candidate="J48",
+        epsilon=0.1,
+    )
+    labels = list(prediction_set.labels)
+    eta = elicited_domain.reference_eta(elicited)
+    # Each row: the positive label's column holds the score, the other one minus it.
+    expected = {"tumour": [0.9, 0.25, 0.6, 0.0], "normal": [0.1, 0.75, 0.4, 1.0]}
+    for label, column in expected.items():
+        assert eta[:, labels.index(label)].tolist() == pytest.approx(column)
+    assert not eta.flags.writeable
+
+
+def test_scores_outside_0_and_1_are_not_probabilities(make_study):
+    import io
+
+    built = make_study()
+    prediction_set = services.prediction_set_import(
+        study=built.study,
+        stream=io.BytesIO(BINARY_SCORES.replace("0.9", "2.5").encode()),
+        name="margins.csv",
+        uploaded_by=None,
+        positive="tumour",
+    )
+    with pytest.raises(InvalidInput) as refused:
+        services.elicited_metric_set(
+            metric=built.metrics["AUC"],
+            kind="diagonal",
+            prediction_set=prediction_set.pk,
+            reference_candidate="J48",
+            epsilon=0.1,
+        )
+    assert "not all between 0 and 1" in refused.value.errors["reference_candidate"][0]
+    assert not ElicitedMetric.objects.exists()

@@ -169,3 +169,48 @@ def test_the_designer_sees_each_expert_s_values_once_the_assessment_has_closed(c
     # By hand (tests/evaluation/test_elicited.py): J48 0.36 for bob, 0.24 for carol; JRip 0.26 and 0.44.
     assert "J48 two.csv 0.3600 0.2400 0.2400–0.3600" in text
     assert "JRip two.csv 0.2600 0.4400 0.2600–0.4400" in text
+
+
+def test_with_many_experts_the_design_page_shows_the_median_and_the_spread(client, make_study, cast):
+    import io
+
+    from django.contrib.auth.models import User
+
+    from evaluation.services import prediction_set_import
+    from workspace.models import Membership, Metric, Phase
+
+    from .test_elicited import TWO_CLASSES
+
+    built = make_study(Phase.CLOSED)
+    prediction_set = prediction_set_import(
+        study=built.study, stream=io.BytesIO(TWO_CLASSES.encode()), name="two.csv", uploaded_by=None
+    )
+    metric = Metric.objects.create(
+        study=built.study, attribute=built.attributes["Accuracy"], name="Cost-weighted accuracy", position=99
+    )
+    elicited = ElicitedMetric.objects.create(
+        metric=metric,
+        kind="diagonal",
+        prediction_set=prediction_set,
+        reference_candidate=built.candidates["J48"],
+        epsilon=0.1,
+    )
+    # Nine experts: bob, carol and seven more, the weight of A rising from 0.1 to 0.9.
+    experts = [built.bob, built.carol] + [
+        Membership.objects.create(
+            study=built.study, user=User.objects.create_user(f"panel{i}"), role=Membership.Role.EXPERT
+        )
+        for i in range(7)
+    ]
+    for i, expert in enumerate(experts):
+        a = (i + 1) / 10
+        ElicitationAnswers.objects.create(elicited_metric=elicited, expert=expert, answers="1", weights=[a, 1 - a])
+    text = text_of(
+        as_user(client, cast.alice).get(f"/studies/{built.study.pk}/predictions/metrics/{metric.pk}/elicitation/")
+    )
+    assert "the median and the spread are shown" in text
+    # By hand: J48's diagonal is (0.4, 0.2), so a value of 0.2 + 0.2 a: median a = 0.5 gives 0.3000,
+    # a = 0.1 and 0.9 the ends; JRip's (0.2, 0.5) gives 0.5 - 0.3 a.
+    assert "J48 two.csv 0.3000 0.2200–0.3800" in text
+    assert "JRip two.csv 0.3500 0.2300–0.4700" in text
+    assert "panel3" not in text.split("Each expert's Cost-weighted accuracy")[1].split("Spread")[0]
