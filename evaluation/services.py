@@ -31,7 +31,7 @@ from django.utils import timezone
 from workspace import history, limits
 from workspace import services as workspace_services
 from workspace.errors import InvalidInput
-from workspace.models import Candidate, Direction, Measurement, Membership, Metric, Study
+from workspace.models import Candidate, Direction, Measurement, Membership, Metric, Phase, Study
 from workspace.services import expect, locked, number, text
 
 from . import elicited as elicited_domain
@@ -634,7 +634,9 @@ def elicited_metric_set(
     clears every expert's answers (their questions were others). Refused for
     a lower-is-better metric (an elicited metric is higher-is-better), one
     computed from predictions, a candidate without class probabilities in
-    the set, or a tolerance that asks more than ``ELICITATION_MAX_QUESTIONS``."""
+    the set, a tolerance that asks more than ``ELICITATION_MAX_QUESTIONS``,
+    or, in the assessment (when the experts answer), a metric the vote did
+    not select."""
     study = locked(metric.study)
     workspace_services.require_phase(study, workspace_services.Action.CHANGE_ELICITATION)
     if kind not in ElicitedMetric.Kind.values:
@@ -643,6 +645,8 @@ def elicited_metric_set(
     found = _elicitation_set_and_candidate(study, prediction_set, reference_candidate)
     if metric.better != Direction.HIGHER:
         raise InvalidInput({"metric": f"{metric.name} is lower-is-better; an elicited metric is higher-is-better"})
+    if study.phase == Phase.ASSESSMENT and not metric.is_selected:
+        raise InvalidInput({"metric": f"{metric.name} was not selected by the vote: no run uses it"})
     if MetricComputation.objects.filter(metric=metric).exists():
         raise InvalidInput({"metric": f"{metric.name} is computed from predictions: stop computing it first"})
     elicited = ElicitedMetric(

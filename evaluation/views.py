@@ -476,6 +476,50 @@ def _weights_chart(chart_id: str, result: elicited_domain.Result, who: str) -> c
     )
 
 
+def _elicitation_overview(
+    study: Study, metric: Metric, current: ElicitedMetric, answered: dict[tuple[int, int], Any]
+) -> dict[str, Any]:
+    """The design page's progress of each expert and, once the assessment
+    has closed, the finished experts' values of each candidate (every
+    expert's column while they fit a page, beyond that the median)."""
+    progress: list[dict[str, Any]] = []
+    # The finished experts' weights, once the assessment has closed: {username: weights}.
+    finished: dict[str, list[float]] = {}
+    closed = study.phase == Phase.CLOSED
+    total = elicited_domain.elicitation_replayed(current, "").total_queries
+    for expert in workspace_selectors.expert_list(study=study):
+        row = answered.get((metric.pk, expert.pk))
+        weights = row.weights if row is not None else None
+        result = None
+        if closed and weights is not None:
+            finished[expert.user.get_username()] = weights
+            result = elicited_domain.result_for(current.kind, weights, list(current.prediction_set.labels))
+        progress.append(
+            {
+                "name": expert.user.get_username(),
+                "answered": len(row.answers) if row is not None else 0,
+                "finished": weights is not None,
+                "consistent": elicited_domain.consistent(row.answers, total) if row is not None else None,
+                "result": result,
+            }
+        )
+    values = selectors.elicited_values(elicited_metric=current, finished=finished) if finished else []
+    by_expert = len(finished) <= ELICITED_COLUMNS_MAX
+    rows = [
+        {
+            "candidate": value.candidate,
+            "prediction_set": value.prediction_set,
+            "reason": value.reason,
+            "spread": value.spread,
+            "cells": [value.values[name] for name in finished]
+            if by_expert
+            else [statistics.median(value.values.values())],
+        }
+        for value in values
+    ]
+    return {"progress": progress, "values": rows, "values_by_expert": by_expert, "finished_experts": list(finished)}
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def elicitation_design_page(request: HttpRequest, study_id: int, metric_id: int) -> HttpResponse:
@@ -490,7 +534,15 @@ def elicitation_design_page(request: HttpRequest, study_id: int, metric_id: int)
     current = getattr(metric, "elicitation", None)
     sets = list(selectors.prediction_set_list(study=study))
     candidates = list(workspace_selectors.candidate_list(study=study))
-    if request.method == "POST" and "remove" in request.POST:
+    answered = selectors.elicitation_progress(study=study) if current is not None else {}
+    # The experts whose answers a change or a removal would delete: the page asks first.
+    answering = sorted(
+        row.expert_id for (metric_id, _), row in answered.items() if metric_id == metric.pk and row.answers
+    )
+    confirm = ""
+    if request.method == "POST" and "remove" in request.POST and answering and request.POST["remove"] != "confirm":
+        confirm = "remove"
+    elif request.method == "POST" and "remove" in request.POST:
         try:
             services.elicited_metric_remove(metric=metric)
         except PhaseConflict as error:
@@ -510,7 +562,11 @@ def elicitation_design_page(request: HttpRequest, study_id: int, metric_id: int)
     )
     form = ElicitationDesignForm(request.POST or None, sets=sets, candidates=candidates, initial=initial)
     status = 200
-    if request.method == "POST" and form.is_valid():
+    if request.method == "POST" and not confirm and form.is_valid():
+        changes = any(form.cleaned_data[name] != value for name, value in initial.items())
+        if answering and changes and "confirm" not in request.POST:
+            confirm = "change"
+    if request.method == "POST" and not confirm and form.is_valid():
         try:
             services.elicited_metric_set(metric=metric, **form.cleaned_data)
         except InvalidInput as error:
@@ -521,57 +577,19 @@ def elicitation_design_page(request: HttpRequest, study_id: int, metric_id: int)
         else:
             messages.success(request, f"{metric.name} is elicited from each expert: they answer its questions.")
             return redirect(_page(study))
-    progress: list[dict[str, Any]] = []
-    # The finished experts' weights, once the assessment has closed: {username: weights}.
-    finished: dict[str, list[float]] = {}
-    values: list[selectors.ElicitedValue] = []
-    if current is not None:
-        answered = selectors.elicitation_progress(study=study)
-        closed = study.phase == Phase.CLOSED
-        total = elicited_domain.elicitation_replayed(current, "").total_queries
-        for expert in workspace_selectors.expert_list(study=study):
-            row = answered.get((metric.pk, expert.pk))
-            weights = row.weights if row is not None else None
-            result = None
-            if closed and weights is not None:
-                finished[expert.user.get_username()] = weights
-                result = elicited_domain.result_for(current.kind, weights, list(current.prediction_set.labels))
-            progress.append(
-                {
-                    "name": expert.user.get_username(),
-                    "answered": len(row.answers) if row is not None else 0,
-                    "finished": weights is not None,
-                    "consistent": elicited_domain.consistent(row.answers, total) if row is not None else None,
-                    "result": result,
-                }
-            )
-        if finished:
-            values = selectors.elicited_values(elicited_metric=current, finished=finished)
-    # Every expert's column while they fit a page; beyond, the median.
-    by_expert = len(finished) <= ELICITED_COLUMNS_MAX
-    rows = [
-        {
-            "candidate": value.candidate,
-            "prediction_set": value.prediction_set,
-            "reason": value.reason,
-            "spread": value.spread,
-            "cells": [value.values[name] for name in finished]
-            if by_expert
-            else [statistics.median(value.values.values())],
-        }
-        for value in values
-    ]
+    overview = _elicitation_overview(study, metric, current, answered) if current is not None else {}
     context = {
         "study": study,
         "study_tab": "predictions",
         "metric": metric,
         "current": current,
-        "values": rows,
-        "values_by_expert": by_expert,
-        "finished_experts": list(finished),
+        "values": [],
+        "progress": [],
+        **overview,
         "form": form,
         "sets": sets,
-        "progress": progress,
+        "confirm": confirm,
+        "answering": len(answering),
     }
     return render(request, "evaluation/elicitation_design.html", context, status=400 if form.errors else status)
 

@@ -847,7 +847,7 @@ ROWS = [
     ),
     Row("computation-delete", "delete", S + "/metrics/{metric}/computation/", 403, 204, check=_computation_removed),
     Row("computations-get", "get", S + "/computations/", 200, 200, check=_catalogue),
-    # Elicited metrics: members read the design, the designer sets it before the assessment and
+    # Elicited metrics: members read the design, the designer sets it until the assessment closes and
     # sees the progress; only the expert answers their own questions, in the assessment.
     Row("elicitation-get", "get", S + "/metrics/{elicited}/elicitation/", 200, 200, check=_elicitation),
     Row(
@@ -855,7 +855,8 @@ ROWS = [
         "put",
         S + "/metrics/{elicited}/elicitation/",
         403,
-        only([Phase.DRAFT, Phase.VOTING], 200),
+        # In the assessment only a selected metric's design changes: the world's is not selected.
+        {**only([Phase.DRAFT, Phase.VOTING], 200), Phase.ASSESSMENT: 400},
         body=lambda w: {"kind": "diagonal", "prediction_set": w.ids["proba_set"], "reference_candidate": "J48"},
         check=_elicitation_set,
     ),
@@ -864,7 +865,7 @@ ROWS = [
         "delete",
         S + "/metrics/{elicited}/elicitation/",
         403,
-        only([Phase.DRAFT, Phase.VOTING], 204),
+        only([Phase.DRAFT, Phase.VOTING, Phase.ASSESSMENT], 204),
         check=_elicitation_removed,
     ),
     Row("elicitation-progress", "get", S + "/metrics/{elicited}/elicitation/progress/", 403, 200, check=_progress),

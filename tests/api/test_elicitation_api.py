@@ -107,12 +107,13 @@ def test_the_designer_designs_and_sees_progress(make_study, api, cast):
     }
     assert bob.get(url).json() == saved.json()  # members read it
     to_assessment(built)
-    # The design is frozen once the experts answer.
-    frozen = alice.put(url, {**body, "epsilon": 0.1}, format="json")
-    assert frozen.status_code == 409
-    elicited = ElicitedMetric.objects.get()
-    assert elicited.epsilon == 0.05
     me = f"{API}/studies/{built.study.pk}/my/elicitation/{metric.pk}/"
+    bob.post(me + "answers/", {"answer": "first", "question": 1}, format="json")
+    # In the assessment the design may still change: the answers given go.
+    changed = alice.put(url, {**body, "epsilon": 0.1}, format="json")
+    assert changed.status_code == 200 and changed.json()["epsilon"] == 0.1
+    assert not ElicitationAnswers.objects.exists()
+    assert alice.put(url, body, format="json").json()["epsilon"] == 0.05
     bob.post(me + "answers/", {"answer": "first", "question": 1}, format="json")
     progress = url + "progress/"
     assert bob.get(progress).status_code == 403
@@ -151,6 +152,16 @@ def test_results_are_shown_to_the_designer_after_the_phase_closes(make_study, ap
     complete_assessment(built)
     study_close_assessment(study=built.study)
     assert alice.get(progress).json()[0]["weights"] == weights
+    # Once closed, the design is frozen: the run's inputs are.
+    design = f"{API}/studies/{built.study.pk}/metrics/{elicited.metric_id}/elicitation/"
+    frozen = alice.put(
+        design,
+        {"kind": "diagonal", "prediction_set": elicited.prediction_set_id, "reference_candidate": "J48", "epsilon": 0.1},
+        format="json",
+    )
+    assert frozen.status_code == 409 and frozen.json()["code"] == "phase_conflict"
+    assert ElicitedMetric.objects.get().epsilon == 0.2
+    assert alice.delete(design).status_code == 409 and ElicitedMetric.objects.exists()
 
 
 def test_refusals_use_the_envelope_and_write_nothing(make_study, api, cast):

@@ -129,9 +129,20 @@ def test_refusals_write_nothing(make_study):
         services.elicitation_back(elicited_metric=elicited, expert=built.bob)
     assert nothing.value.errors == {"answer": ["no question is answered yet"]}
     assert set(ElicitationAnswers.objects.values_list("answers", flat=True)) <= {""}
-    # The design is frozen from the assessment on.
-    with pytest.raises(PhaseConflict):
-        services.elicited_metric_remove(metric=elicited.metric)
+    # In the assessment the design changes only for a metric the vote selected.
+    unselected = built.metrics["AUC"]
+    unselected.is_selected = False
+    unselected.save()
+    with pytest.raises(InvalidInput) as not_selected:
+        services.elicited_metric_set(
+            metric=unselected,
+            kind="diagonal",
+            prediction_set=elicited.prediction_set_id,
+            reference_candidate="J48",
+            epsilon=0.05,
+        )
+    assert not_selected.value.errors == {"metric": ["AUC was not selected by the vote: no run uses it"]}
+    assert ElicitedMetric.objects.count() == 1
 
 
 def test_the_designer_s_refusals(make_study):

@@ -214,3 +214,32 @@ def test_with_many_experts_the_design_page_shows_the_median_and_the_spread(clien
     assert "J48 two.csv 0.3000 0.2200–0.3800" in text
     assert "JRip two.csv 0.3500 0.2300–0.4700" in text
     assert "panel3" not in text.split("Each expert's Cost-weighted accuracy")[1].split("Spread")[0]
+
+
+def test_in_the_assessment_a_change_that_deletes_answers_asks_first(client, make_study, cast):
+    from evaluation import services as evaluation_services
+
+    built = make_study()
+    elicited = add_elicited_metric(built, epsilon=0.05)
+    study_open_voting(study=built.study)
+    study_close_voting(study=built.study)
+    evaluation_services.elicitation_answer(elicited_metric=elicited, expert=built.bob, answer="first", question=1)
+    url = f"/studies/{built.study.pk}/predictions/metrics/{elicited.metric_id}/elicitation/"
+    designer = as_user(client, cast.alice)
+    design = {"kind": "diagonal", "prediction_set": elicited.prediction_set_id, "reference_candidate": "J48"}
+    # Saving the same design deletes nothing, so it asks nothing.
+    assert designer.post(url, {**design, "epsilon": "0.05"}).status_code == 302
+    asked = designer.post(url, {**design, "epsilon": "0.1"})
+    assert asked.status_code == 200
+    assert "it deletes the answers 1 expert gave, and they answer again" in text_of(asked)
+    assert ElicitedMetric.objects.get().epsilon == 0.05 and ElicitationAnswers.objects.get().answers == "1"
+    confirmed = designer.post(url, {**design, "epsilon": "0.1", "confirm": "1"})
+    assert confirmed.status_code == 302
+    assert ElicitedMetric.objects.get().epsilon == 0.1 and not ElicitationAnswers.objects.exists()
+    # Stopping asks too once someone has answered.
+    evaluation_services.elicitation_answer(elicited_metric=elicited, expert=built.carol, answer="second", question=1)
+    asked = designer.post(url, {"remove": "1"})
+    assert "Stopping eliciting Cost-weighted accuracy deletes the answers 1 expert gave to it" in text_of(asked)
+    assert ElicitedMetric.objects.exists()
+    assert designer.post(url, {"remove": "confirm"}).status_code == 302
+    assert not ElicitedMetric.objects.exists() and not ElicitationAnswers.objects.exists()

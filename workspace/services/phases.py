@@ -88,8 +88,10 @@ PHASE_RULES: dict[Action, PhaseRule] = {
     Action.PRIORITISE: PhaseRule((ASSESSMENT,), "Prioritising"),
     Action.SET_RANGES: PhaseRule((ASSESSMENT,), "Setting acceptable ranges"),
     Action.WEIGH_PEERS: PhaseRule((ASSESSMENT,), "Weighting experts"),
-    # An elicited metric's questions are fixed before the experts answer them.
-    Action.CHANGE_ELICITATION: PhaseRule((DRAFT, VOTING), "Changing an elicited metric"),
+    # How a metric's values are obtained, like its computation from
+    # predictions, may change while the experts' inputs may: in the
+    # assessment a change clears the answers given (the page asks first).
+    Action.CHANGE_ELICITATION: PhaseRule((DRAFT, VOTING, ASSESSMENT), "Changing an elicited metric"),
     Action.ELICIT: PhaseRule((ASSESSMENT,), "Answering an elicited metric's questions"),
     # Revision rounds happen while the experts' inputs may change.
     Action.OPEN_ROUND: PhaseRule((ASSESSMENT,), "Opening a revision round"),
