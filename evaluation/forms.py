@@ -154,8 +154,8 @@ class ElicitationDesignForm(forms.Form):
     reference_candidate = forms.ChoiceField(
         label="Reference candidate",
         widget=ManyOptionsSelect,
-        help_text="Its class probabilities in the set (proba:<label> columns, or a binary score between 0 and 1) make the "
-        "questions' outcomes.",
+        help_text="Its class probabilities in the set (proba:<label> columns, or a binary score between 0 and 1) "
+        "make the questions' outcomes.",
     )
     epsilon = forms.FloatField(
         label="Tolerance ε",
