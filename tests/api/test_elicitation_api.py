@@ -156,7 +156,12 @@ def test_results_are_shown_to_the_designer_after_the_phase_closes(make_study, ap
     design = f"{API}/studies/{built.study.pk}/metrics/{elicited.metric_id}/elicitation/"
     frozen = alice.put(
         design,
-        {"kind": "diagonal", "prediction_set": elicited.prediction_set_id, "reference_candidate": "J48", "epsilon": 0.1},
+        {
+            "kind": "diagonal",
+            "prediction_set": elicited.prediction_set_id,
+            "reference_candidate": "J48",
+            "epsilon": 0.1,
+        },
         format="json",
     )
     assert frozen.status_code == 409 and frozen.json()["code"] == "phase_conflict"

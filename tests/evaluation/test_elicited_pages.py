@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from evaluation import elicited as elicited_domain
+from evaluation import selectors
 from evaluation.elicitation import DiagonalElicitation, elicit_diagonal
 from evaluation.models import ElicitationAnswers, ElicitedMetric
 from tests.pages.test_studyhome import as_user, text_of
@@ -243,3 +244,57 @@ def test_in_the_assessment_a_change_that_deletes_answers_asks_first(client, make
     assert ElicitedMetric.objects.exists()
     assert designer.post(url, {"remove": "confirm"}).status_code == 302
     assert not ElicitedMetric.objects.exists() and not ElicitationAnswers.objects.exists()
+
+
+def test_the_questions_are_one_of_the_expert_s_steps_everywhere(client, make_study, cast, django_assert_num_queries):
+    """The study home lists an elicited metric's questions with the expert's
+    other steps (and *My steps* opens them once the rest is done), the
+    designer's grid has a column for them, and the dashboard names them: an
+    unfinished elicitation is never "nothing left to do"."""
+    from evaluation import services as evaluation_services
+    from tests.fixtures import VOTES, complete_assessment
+    from workspace.services import votes_set
+
+    built = make_study()
+    elicited = add_elicited_metric(built, epsilon=0.2)
+    study_open_voting(study=built.study)
+    for username, ballot in VOTES.items():
+        votes_set(expert=built.experts[username], **ballot)
+    study_close_voting(study=built.study)
+    complete_assessment(built)
+    home = f"/studies/{built.study.pk}/"
+    bob = as_user(client, cast.bob)
+    text = text_of(bob.get(home))
+    assert "Your next step: Questions on Cost-weighted accuracy" in text
+    assert "Missing Questions on Cost-weighted accuracy No question answered yet." in text
+    assert "Nothing is missing" not in text
+    # A revision round card only where there is something in it: none for an expert before any round.
+    assert "Revision rounds" not in text
+    assert (
+        bob.get(f"/studies/{built.study.pk}/my/").url
+        == f"/studies/{built.study.pk}/my/elicitation/{elicited.metric_id}/"
+    )
+    dashboard = text_of(bob.get("/"))
+    assert "Still to give: the questions on Cost-weighted accuracy." in dashboard
+    evaluation_services.elicitation_answer(elicited_metric=elicited, expert=built.bob, answer="first", question=1)
+    assert "Missing Questions on Cost-weighted accuracy 1 question answered; not finished yet." in text_of(
+        bob.get(home)
+    )
+    # bob finishes (the check's two answers included).
+    while (state := selectors.elicitation_state(elicited_metric=elicited, expert=built.bob)).question is not None:
+        evaluation_services.elicitation_answer(
+            elicited_metric=elicited, expert=built.bob, answer="second", question=state.question.number
+        )
+    text = text_of(bob.get(home))
+    assert (
+        "Done Questions on Cost-weighted accuracy Answered (" in text
+        and "your own Cost-weighted accuracy is known" in text
+    )
+    assert "Nothing is missing" in text
+    assert "Still to give" not in text_of(bob.get("/"))
+    # The designer's grid: a column, bob done, carol missing; the home's queries stay fixed.
+    designer = as_user(client, cast.alice)
+    with django_assert_num_queries(11):  # the home's 9, the elicited metrics' answers, the rounds
+        grid = text_of(designer.get(home))
+    assert "Questions on Cost-weighted accuracy" in grid
+    assert "their own Cost-weighted accuracy is known" in grid and "No question answered yet." in grid

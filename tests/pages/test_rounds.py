@@ -144,12 +144,12 @@ def test_the_study_homes_queries_do_not_grow_with_rounds(panel, cast, django_ass
     for _ in range(3):
         services.round_open(study=panel.study, by=cast.alice)
         services.round_close(study=panel.study, by=cast.alice)
-        with django_assert_num_queries(10):  # the home's 9, and the closed rounds' convergence
+        with django_assert_num_queries(11):  # the home's 10, and the closed rounds' convergence
             home = client.get(f"/studies/{panel.study.pk}/").content.decode()
     assert "Convergence across rounds" in home
     services.round_open(study=panel.study, by=cast.alice)
     # with one open: + who has responded (the experts, their responses)
-    with django_assert_num_queries(12):
+    with django_assert_num_queries(13):
         client.get(f"/studies/{panel.study.pk}/")
 
 

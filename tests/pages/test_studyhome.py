@@ -118,8 +118,9 @@ def test_dashboard_query_count_is_fixed(client, cast, make_study, django_assert_
     def count_queries():
         # session, user, the studies (designer and setup counts as
         # subqueries), my memberships with my progress, the experts of the
-        # studies I design with theirs, the invitations addressed to me
-        with django_assert_num_queries(6):
+        # studies I design with theirs, the invitations addressed to me, the
+        # selected elicited metrics of the studies in the assessment
+        with django_assert_num_queries(7):
             return client.get("/")
 
     first = count_queries()
@@ -336,8 +337,9 @@ def test_study_home_query_count_is_fixed(client, cast, make_study, django_assert
         as_user(client, user)
         # session, user, the study with its designer, my memberships, the
         # attributes, the metrics, the candidate count, the experts with
-        # their progress; from the assessment on, the revision rounds
-        with django_assert_num_queries(8 + rounds):
+        # their progress, the elicited metrics (their answers only when the
+        # study has some); from the assessment on, the revision rounds
+        with django_assert_num_queries(9 + rounds):
             return client.get(path)
 
     assert count_queries(cast.alice).status_code == 200

@@ -2,6 +2,7 @@
 actions, deleting a study, and answering an invitation addressed to me."""
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, TypedDict, cast
@@ -13,6 +14,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from engine.rules import CONSISTENCY_THRESHOLD
+from evaluation import selectors as evaluation_selectors
 
 from .. import invitations, selectors, services
 from ..errors import InvalidInput, PhaseConflict
@@ -209,11 +211,38 @@ def _assessment_steps(study: Study, expert: ExpertProgress) -> list[Step]:
     return [priorities, ranges, peers]
 
 
-def expert_steps(study: Study, expert: ExpertProgress, *, for_designer: bool = False) -> list[Step]:
+def _elicitation_step(study: Study, step: evaluation_selectors.ElicitationStep, *, for_designer: bool = False) -> Step:
+    """An elicited metric's questions as one of the expert's steps (after the four)."""
+    key, label = f"elicitation/{step.metric_id}", f"Questions on {step.name}"
+    if not services.has_opened(study, Action.ELICIT):
+        return Step(key, label, "later", "Opens when the designer closes voting.")
+    if step.finished:
+        whose = "their" if for_designer else "your"
+        return Step(key, label, "done", f"Answered ({step.answered} answers): {whose} own {step.name} is known.")
+    if not services.phase_allows(study, Action.ELICIT):
+        return Step(key, label, "none", "Not finished; the assessment is closed.")
+    if step.answered:
+        return Step(key, label, "missing", f"{_plural(step.answered, 'question')} answered; not finished yet.")
+    return Step(key, label, "missing", "No question answered yet.")
+
+
+def expert_steps(
+    study: Study,
+    expert: ExpertProgress,
+    *,
+    for_designer: bool = False,
+    elicitations: Sequence[evaluation_selectors.ElicitationStep] = (),
+) -> list[Step]:
     """The four steps of an expert with progress annotations
-    (``selectors.expert_progress_annotate``), each done or not; worded for
-    the expert, or ``for_designer`` (the progress grid) about them."""
-    return [_votes_step(study, expert, for_designer=for_designer), *_assessment_steps(study, expert)]
+    (``selectors.expert_progress_annotate``), each done or not, then a step
+    per elicited metric they answer (``elicitations``, from
+    ``evaluation.selectors.elicitation_steps_by_expert``); worded for the
+    expert, or ``for_designer`` (the progress grid) about them."""
+    return [
+        _votes_step(study, expert, for_designer=for_designer),
+        *_assessment_steps(study, expert),
+        *(_elicitation_step(study, step, for_designer=for_designer) for step in elicitations),
+    ]
 
 
 def next_step_key(study: Study, steps: list[Step]) -> str:
@@ -226,8 +255,10 @@ def next_step_key(study: Study, steps: list[Step]) -> str:
     return "priorities" if services.has_opened(study, Action.PRIORITISE) else "votes"
 
 
-def expert_todo(study: Study, expert: ExpertProgress) -> list[str]:
-    """What the expert still has to do, in words (the dashboard)."""
+def expert_todo(study: Study, expert: ExpertProgress, unfinished: Sequence[str] = ()) -> list[str]:
+    """What the expert still has to do, in words (the dashboard);
+    ``unfinished``: the elicited metrics whose questions they have not
+    finished (``evaluation.selectors.elicitations_unfinished``)."""
     if not services.has_opened(study, Action.VOTE):
         return ["Waiting for the designer to open voting."]
     if services.phase_allows(study, Action.VOTE):
@@ -238,6 +269,7 @@ def expert_todo(study: Study, expert: ExpertProgress) -> list[str]:
     if not services.phase_allows(study, Action.PRIORITISE):
         return [f"Closed: your inputs are frozen ({done} of 3 assessment steps were done)."]
     missing = [step.label.lower() for step in steps if step.state not in GIVEN_STATES]
+    missing += [f"the questions on {name}" for name in unfinished]
     line = f"{done} of 3 assessment steps done."
     lines = [line + (f" Still to give: {', '.join(missing)}." if missing else " Nothing left to do.")]
     for step in steps:
@@ -333,6 +365,9 @@ def home(request: HttpRequest) -> HttpResponse:
     """My studies with, per role, what is still to do; and the invitations
     addressed to me, to accept or decline."""
     studies = cast("list[DashboardEntry]", selectors.dashboard_studies(user=request.user))  # todo set here
+    unfinished = evaluation_selectors.elicitations_unfinished(
+        memberships=[membership for study in studies for membership in study.my_memberships]
+    )
     for study in studies:
         counts = SetupCounts(
             attributes=study.attribute_count,
@@ -345,7 +380,7 @@ def home(request: HttpRequest) -> HttpResponse:
             if membership.role == Membership.Role.DESIGNER:
                 study.todo.append(("Designer", designer_todo(study, counts, study.expert_rows)))
             else:
-                study.todo.append(("Expert", expert_todo(study, membership)))
+                study.todo.append(("Expert", expert_todo(study, membership, unfinished.get(membership.pk, ()))))
     pending = list(invitations.invitation_list_for_user(user=request.user))
     for invitation in pending:
         membership = invitation.membership
@@ -418,7 +453,9 @@ def study_home(request: HttpRequest, study_id: int) -> HttpResponse:
     setup = selectors.study_setup_get(study=study)
     experts = cast("list[ExpertRow]", list(selectors.expert_progress_list(study=study)))  # pending_reason set below
     mine = next((e for e in experts if e.user_id == request.user.pk), None) if study.is_expert else None
-    my_steps = expert_steps(study, mine) if mine is not None else None
+    shown = [e.pk for e in experts] if study.is_designer else [mine.pk] if mine is not None else []
+    elicited = evaluation_selectors.elicitation_steps_by_expert(study=study, expert_ids=shown) if shown else {}
+    my_steps = expert_steps(study, mine, elicitations=elicited[mine.pk]) if mine is not None else None
     for expert in experts:
         pending = expert.status == Membership.Status.PENDING
         expert.pending_reason = selectors.pending_reason(expert) if pending else ""
@@ -430,9 +467,14 @@ def study_home(request: HttpRequest, study_id: int) -> HttpResponse:
         "experts": experts,
         "my_steps": my_steps,
         "next_step": next((step for step in my_steps or () if step.state in ("missing", "todo", "unconfirmed")), None),
-        "grid": [(expert, expert_steps(study, expert, for_designer=True)) for expert in experts]
+        "grid": [
+            (expert, expert_steps(study, expert, for_designer=True, elicitations=elicited[expert.pk]))
+            for expert in experts
+        ]
         if study.is_designer
         else None,
+        # The grid's columns after the four steps: each elicited metric's questions.
+        "grid_elicited": [step.name for step in next(iter(elicited.values()), [])],
         "actions": _actions(study) if study.is_designer else [],
         **rounds.home_context(study),
     }
@@ -456,7 +498,10 @@ def my_steps(request: HttpRequest, study_id: int) -> HttpResponse:
     mine = None
     if study.is_expert:
         mine = next((e for e in selectors.expert_progress_list(study=study) if e.user_id == request.user.pk), None)
-    key = next_step_key(study, expert_steps(study, mine)) if mine is not None else "votes"
+    if mine is None:
+        return redirect(f"/studies/{study.pk}/my/votes/")
+    elicited = evaluation_selectors.elicitation_steps_by_expert(study=study, expert_ids=[mine.pk])[mine.pk]
+    key = next_step_key(study, expert_steps(study, mine, elicitations=elicited))
     return redirect(f"/studies/{study.pk}/my/{key}/")
 
 
