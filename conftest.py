@@ -57,7 +57,9 @@ def _fresh_elicitation_searches():
     set and candidate id, for the life of the process. A test's rolled-back
     rows free their ids for the next test (SQLite's sequences roll back too),
     whose set would then find another test's probabilities: every test starts
-    with none kept."""
+    with none kept (nor confusions counted, ``evaluation.selectors``)."""
     from evaluation.elicited import forget_prepared
+    from evaluation.selectors import forget_confusions
 
     forget_prepared()
+    forget_confusions()

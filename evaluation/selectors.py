@@ -3,6 +3,8 @@ resolved for the user (``workspace.selectors.study_get``: an outsider never
 gets that far)."""
 
 import json
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, TypedDict
@@ -432,14 +434,59 @@ class ElicitedValue:
         return (min(self.values.values()), max(self.values.values())) if self.values else None
 
 
-def _confusion_in(labels: list[str], data: PredictionData, name: str) -> np.ndarray:
+# Each candidate's confusion matrix in a set (counts, rows and columns in
+# the set's label order), by (set id, candidate id): a set's arrays never
+# change (a new upload is a new set), so what was counted stays true and a
+# page or a preview need not unpack the archives again. Small (k x k each).
+_CONFUSIONS_KEPT = 20_000
+_confusions: "OrderedDict[tuple[int, int], tuple[list[str], np.ndarray | str]]" = OrderedDict()
+_confusions_lock = threading.Lock()
+
+
+def _counted_confusions(newest: dict[int, int], names: dict[int, str]) -> dict[int, tuple[list[str], np.ndarray | str]]:
+    """``{candidate id: (its set's labels, its confusion counts or why it has none)}`` for the
+    candidates' newest sets (``newest``: candidate id → set id), unpacking only the sets whose
+    candidates were not counted before in this process (one query then)."""
+    found: dict[int, tuple[list[str], np.ndarray | str]] = {}
+    with _confusions_lock:
+        for candidate_id, set_id in newest.items():
+            if (set_id, candidate_id) in _confusions:
+                _confusions.move_to_end((set_id, candidate_id))
+                found[candidate_id] = _confusions[(set_id, candidate_id)]
+    missing = {set_id for candidate_id, set_id in newest.items() if candidate_id not in found}
+    if missing:
+        data = prediction_data_by_set(prediction_sets=list(PredictionSet.objects.filter(pk__in=missing)))
+        for candidate_id, set_id in newest.items():
+            if candidate_id in found:
+                continue
+            try:
+                counted: np.ndarray | str = report.CandidateReport(data[set_id], names[candidate_id]).confusion_matrix()
+            except ValueError as error:
+                counted = str(error)
+            found[candidate_id] = (list(data[set_id].labels), counted)
+            with _confusions_lock:
+                _confusions[(set_id, candidate_id)] = found[candidate_id]
+                while len(_confusions) > _CONFUSIONS_KEPT:
+                    _confusions.popitem(last=False)
+    return found
+
+
+def forget_confusions() -> None:
+    """Drop the confusions this process counted (tests: ids freed by a rollback)."""
+    with _confusions_lock:
+        _confusions.clear()
+
+
+def _confusion_in(labels: list[str], counted: tuple[list[str], np.ndarray | str]) -> np.ndarray:
     """The candidate's confusion matrix as fractions of its instances, rows
     and columns in the order of ``labels`` (``ValueError`` when its set's
     classes are others)."""
-    if sorted(data.labels) != sorted(labels):
-        raise ValueError(f"its set's classes ({', '.join(data.labels)}) are not the elicited metric's")
-    counts = report.CandidateReport(data, name).confusion_matrix()
-    order = [data.labels.index(label) for label in labels]
+    set_labels, counts = counted
+    if isinstance(counts, str):
+        raise ValueError(counts)
+    if sorted(set_labels) != sorted(labels):
+        raise ValueError(f"its set's classes ({', '.join(set_labels)}) are not the elicited metric's")
+    order = [set_labels.index(label) for label in labels]
     fractions: np.ndarray = counts[np.ix_(order, order)] / counts.sum()
     return fractions
 
@@ -448,8 +495,9 @@ def elicited_values(*, elicited_metric: ElicitedMetric, finished: dict[str, list
     """Each candidate's value of the elicited metric for each expert of
     ``finished`` (``{username: weights}``): that expert's linear metric of
     the candidate's confusion matrix from its newest prediction set
-    (``evaluation.elicited.metric_value``). Three queries and the sets'
-    arrays, read once each."""
+    (``evaluation.elicited.metric_value``). Three queries, and the sets'
+    arrays, read once each, only for candidates whose confusion this
+    process has not counted yet."""
     labels = [str(label) for label in elicited_metric.prediction_set.labels]
     newest: dict[int, int] = {}
     rows = (
@@ -459,15 +507,14 @@ def elicited_values(*, elicited_metric: ElicitedMetric, finished: dict[str, list
     )
     for candidate_id, set_id in rows:
         newest.setdefault(candidate_id, set_id)
-    sets = list(PredictionSet.objects.filter(pk__in=set(newest.values())))
-    data = prediction_data_by_set(prediction_sets=sets)
+    set_names = dict(PredictionSet.objects.filter(pk__in=set(newest.values())).values_list("pk", "name"))
     names = dict(Candidate.objects.filter(pk__in=list(newest)).values_list("pk", "name"))
-    set_names = {s.pk: s.name for s in sets}
+    counted = _counted_confusions(newest, names)
     out = []
     for candidate_id in sorted(newest, key=lambda pk: names[pk]):
         name, set_id = names[candidate_id], newest[candidate_id]
         try:
-            confusion = _confusion_in(labels, data[set_id], name)
+            confusion = _confusion_in(labels, counted[candidate_id])
         except ValueError as error:
             out.append(ElicitedValue(name, set_names[set_id], {}, str(error)))
             continue
@@ -477,6 +524,32 @@ def elicited_values(*, elicited_metric: ElicitedMetric, finished: dict[str, list
         }
         out.append(ElicitedValue(name, set_names[set_id], values))
     return out
+
+
+def own_elicited_values(*, study: Study, expert: Membership) -> dict[int, dict[str, float] | None]:
+    """For each selected elicited metric of the study (by metric id), the
+    expert's own value of each candidate that has one
+    (``elicited_values`` with their weights), or None while they have not
+    finished its questions: what a run will read for them, so the ranges
+    step previews vetoes on it. One query when the study elicits nothing."""
+    metrics = [elicited for elicited in elicited_metric_list(study=study) if elicited.metric.is_selected]
+    if not metrics:
+        return {}
+    weights = dict(
+        ElicitationAnswers.objects.filter(
+            elicited_metric__in=metrics, expert=expert, weights__isnull=False
+        ).values_list("elicited_metric_id", "weights")
+    )
+    name = expert.user.get_username()
+    own: dict[int, dict[str, float] | None] = {}
+    for elicited in metrics:
+        mine = weights.get(elicited.pk)
+        if mine is None:
+            own[elicited.metric_id] = None
+            continue
+        values = elicited_values(elicited_metric=elicited, finished={name: list(mine)})
+        own[elicited.metric_id] = {row.candidate: row.values[name] for row in values if not row.reason}
+    return own
 
 
 @dataclass(frozen=True)

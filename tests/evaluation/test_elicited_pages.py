@@ -298,3 +298,22 @@ def test_the_questions_are_one_of_the_expert_s_steps_everywhere(client, make_stu
         grid = text_of(designer.get(home))
     assert "Questions on Cost-weighted accuracy" in grid
     assert "their own Cost-weighted accuracy is known" in grid and "No question answered yet." in grid
+
+
+def test_the_ranges_step_previews_vetoes_on_the_expert_s_own_values(client, make_study, cast):
+    """A run reads an expert's own value of an elicited metric, so the
+    ranges step shows and vetoes on it (not the typed measurement); before
+    they finish, it says where the values will come from."""
+    from .test_elicited_ranking import elicited_study
+
+    built = elicited_study(make_study, finished=("bob",), carol=(0.3, 0.5))
+    url = f"/studies/{built.study.pk}/my/ranges/"
+    bob = text_of(as_user(client, cast.bob).get(url))
+    # By hand (test_elicited_ranking.OWN): bob's J48 0.36, JRip 0.26; his AUC range [0.1, 0.5]:
+    # scores (0.36 - 0.1) / 0.4 = 0.65 and 0.4; the typed AUC (0.88, 0.9) would score 1.
+    assert "AUC is elicited: these are your own values of it (from your answers), which a run reads for you." in bob
+    assert "J48 0.36 0.65 accepted" in bob and "JRip 0.26 0.4 accepted" in bob
+    carol = text_of(as_user(client, cast.carol).get(url))
+    assert "AUC is elicited: a run reads your own value of it for each candidate, known once you have answered" in carol
+    # Her range of 0.3 would veto J48 for bob's values, not hers: nothing is previewed before she finishes.
+    assert "J48 0.36" not in carol

@@ -624,8 +624,9 @@ def grow(built):
         # + selected attributes, selected metrics (2), my prioritisation with its weights and
         # judgments (3), my local prioritisations (1: there are none, so no weights or judgments)
         (Phase.ASSESSMENT, "priorities", 6 + 6 + 1),
-        # + selected metrics, my ranges, the measurements of the selected metrics (3)
-        (Phase.ASSESSMENT, "ranges", 6 + 3 + 1),
+        # + selected metrics, my ranges, the measurements of the selected metrics (3), the
+        # elicited metrics whose values are my own (1; my answers only when there are some)
+        (Phase.ASSESSMENT, "ranges", 6 + 4 + 1),
         # + the experts with their users, my peer weights (2)
         (Phase.ASSESSMENT, "peer-weights", 6 + 2 + 1),
     ],
@@ -654,8 +655,9 @@ def test_each_page_has_a_fixed_number_of_queries(
         # session, user, study, memberships (4); selected attributes and metrics (2)
         ("priorities", {"method": "ahp"}, 6),
         # session, user, study, memberships (4); selected metrics, their measurements (2); my
-        # saved ranges (1), against which the preview names the candidates a range newly vetoes
-        ("ranges", {}, 7),
+        # saved ranges (1), against which the preview names the candidates a range newly vetoes;
+        # the elicited metrics whose values are my own (1)
+        ("ranges", {}, 8),
     ],
 )
 def test_each_preview_has_a_fixed_number_of_queries(

@@ -463,6 +463,9 @@ class Measured:
     candidates: list[str]
     rows: np.ndarray
     values: np.ndarray
+    # An elicited metric: "own" (the expert's own values, which a run reads
+    # for them), or "unanswered" (none until they finish its questions).
+    elicited: str = ""
 
     @property
     def names(self) -> list[str]:
@@ -510,6 +513,7 @@ def range_outcome(
         "candidates_all": measured.candidates,
         "count": len(measured.rows),
         "key": outcome_key(pair, page),
+        "elicited": measured.elicited,
     }
     if pair is None:
         outcome["problem"] = "Give both values to see which candidates this range would veto."
@@ -549,12 +553,26 @@ def range_outcome(
     return outcome
 
 
-def _measured(study: Study, metrics: list[Metric]) -> dict[int, Measured]:
+def _measured(study: Study, metrics: list[Metric], expert: Membership) -> dict[int, Measured]:
     """Each selected metric's measured candidates (one query, 20,000 rows at
-    the documented limits: split by metric with NumPy, not row by row)."""
+    the documented limits: split by metric with NumPy, not row by row); an
+    elicited metric's are the expert's own values, as a run reads them
+    (``evaluation.selectors.own_elicited_values``), not the typed ones."""
     metric_ids, position, values, candidates = selectors.selected_measurement_arrays(study=study)
+    own = evaluation_selectors.own_elicited_values(study=study, expert=expert)
+    index = {name: i for i, name in enumerate(candidates)}
     measured = {}
     for metric in metrics:
+        if metric.pk in own:
+            mine_values = own[metric.pk] or {}
+            for name in mine_values:
+                if name not in index:  # a candidate with predictions and no typed measurement
+                    index[name] = len(candidates)
+                    candidates.append(name)
+            rows = np.array([index[name] for name in mine_values], dtype=np.int64)
+            state = "unanswered" if own[metric.pk] is None else "own"
+            measured[metric.pk] = Measured(candidates, rows, np.array(list(mine_values.values())), state)
+            continue
         mine = metric_ids == metric.pk
         measured[metric.pk] = Measured(candidates, position[mine], values[mine])
     return measured
@@ -577,9 +595,14 @@ def _newly_page(request: HttpRequest, metric: Metric) -> int:
 
 
 def _range_outcomes(
-    request: HttpRequest, form: RangesForm, metrics: list[Metric], study: Study, saved: Mapping[str, Any]
+    request: HttpRequest,
+    form: RangesForm,
+    metrics: list[Metric],
+    study: Study,
+    saved: Mapping[str, Any],
+    expert: Membership,
 ) -> list[dict[str, Any]]:
-    measured = _measured(study, metrics)
+    measured = _measured(study, metrics, expert)
     pairs, saved_pairs = form.pairs(_typed_values(form)), form.pairs(saved)
     return [
         range_outcome(
@@ -633,7 +656,7 @@ def ranges_page(request: HttpRequest, study_id: int) -> HttpResponse:
         return status
     context.update(_step_context(study, expert, step))
     _freeze(form, context)  # before the outcomes: a frozen form reads its stored values
-    outcomes = _range_outcomes(request, form, context["metrics"], study, context["saved"])
+    outcomes = _range_outcomes(request, form, context["metrics"], study, context["saved"], expert)
     unconfirmed = any(s["state"] == "unconfirmed" for s in context["steps"] if s["step"] == step)
     context.update(
         rows=_range_rows(form, outcomes),
@@ -675,7 +698,7 @@ def ranges_preview(request: HttpRequest, study_id: int) -> HttpResponse:
     the page drew it (its ``shown-<pk>`` key). Saves nothing."""
     study, expert = _expert_study(request, study_id, "set acceptable ranges")
     context = _ranges_context(request, study, expert)
-    outcomes = _range_outcomes(request, context["form"], context["metrics"], study, context["saved"])
+    outcomes = _range_outcomes(request, context["form"], context["metrics"], study, context["saved"], expert)
     rows = _range_rows(context["form"], outcomes)
     changed = [row for row in rows if request.POST.get(f"shown-{row['metric'].pk}") != row["outcome"]["key"]]
     context.update(study=study, rows=changed, vetoes=_veto_summary(outcomes))
