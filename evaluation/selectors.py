@@ -380,24 +380,42 @@ class ElicitedValue:
         return (min(self.values.values()), max(self.values.values())) if self.values else None
 
 
-def _confusion_in(labels: list[str], data: PredictionData, name: str) -> np.ndarray:
-    """The candidate's confusion matrix as fractions of its instances, rows
-    and columns in the order of ``labels`` (``ValueError`` when its set's
-    classes are others)."""
+def _cells_in(labels: list[str], data: PredictionData, name: str) -> np.ndarray:
+    """The cell of each of the candidate's instances in its confusion matrix,
+    ``t * L + p`` (true class t, predicted p, both in the order of
+    ``labels``), or ``ValueError`` when its set's classes are others."""
     if sorted(data.labels) != sorted(labels):
         raise ValueError(f"its set's classes ({', '.join(data.labels)}) are not the elicited metric's")
-    counts = report.CandidateReport(data, name).confusion_matrix()
-    order = [data.labels.index(label) for label in labels]
-    fractions: np.ndarray = counts[np.ix_(order, order)] / counts.sum()
+    candidate = report.CandidateReport(data, name)
+    position = np.array([labels.index(label) for label in data.labels], dtype=np.intp)
+    cells: np.ndarray = position[candidate.y_true] * len(labels) + position[candidate.y_pred]
+    return cells
+
+
+def confusion_of_cells(cells: np.ndarray, classes: int) -> np.ndarray:
+    """The confusion matrix ``(classes, classes)`` as fractions of the instances, from their cells (``_cells_in``)."""
+    fractions: np.ndarray = np.bincount(cells, minlength=classes * classes).reshape(classes, classes) / len(cells)
     return fractions
 
 
-def elicited_values(*, elicited_metric: ElicitedMetric, finished: dict[str, list[float]]) -> list[ElicitedValue]:
-    """Each candidate's value of the elicited metric for each expert of
-    ``finished`` (``{username: weights}``): that expert's linear metric of
-    the candidate's confusion matrix from its newest prediction set
-    (``evaluation.elicited.metric_value``). Three queries and the sets'
-    arrays, read once each."""
+@dataclass(frozen=True)
+class ElicitedSource:
+    """Where a candidate's values of an elicited metric come from: its newest
+    prediction set and each of its instances' cell of the confusion matrix
+    (``_cells_in``), or why it has none (``reason``, ``cells`` None)."""
+
+    candidate: str
+    prediction_set_id: int
+    prediction_set: str
+    cells: np.ndarray | None
+    reason: str = ""
+
+
+def elicited_sources(*, elicited_metric: ElicitedMetric) -> list[ElicitedSource]:
+    """Each candidate with predictions in the study, by name, with its
+    newest prediction set's instances as cells of the confusion matrix in
+    the elicited set's class order. Three queries and the sets' arrays,
+    read once each."""
     labels = [str(label) for label in elicited_metric.prediction_set.labels]
     newest: dict[int, int] = {}
     rows = (
@@ -415,15 +433,31 @@ def elicited_values(*, elicited_metric: ElicitedMetric, finished: dict[str, list
     for candidate_id in sorted(newest, key=lambda pk: names[pk]):
         name, set_id = names[candidate_id], newest[candidate_id]
         try:
-            confusion = _confusion_in(labels, data[set_id], name)
+            cells = _cells_in(labels, data[set_id], name)
         except ValueError as error:
-            out.append(ElicitedValue(name, set_names[set_id], {}, str(error)))
+            out.append(ElicitedSource(name, set_id, set_names[set_id], None, str(error)))
             continue
+        out.append(ElicitedSource(name, set_id, set_names[set_id], cells))
+    return out
+
+
+def elicited_values(*, elicited_metric: ElicitedMetric, finished: dict[str, list[float]]) -> list[ElicitedValue]:
+    """Each candidate's value of the elicited metric for each expert of
+    ``finished`` (``{username: weights}``): that expert's linear metric of
+    the candidate's confusion matrix from its newest prediction set
+    (``evaluation.elicited.metric_value``, ``elicited_sources``)."""
+    classes = len(elicited_metric.prediction_set.labels)
+    out = []
+    for source in elicited_sources(elicited_metric=elicited_metric):
+        if source.cells is None:
+            out.append(ElicitedValue(source.candidate, source.prediction_set, {}, source.reason))
+            continue
+        confusion = confusion_of_cells(source.cells, classes)
         values = {
             expert: elicited_domain.metric_value(elicited_metric.kind, weights, confusion)
             for expert, weights in finished.items()
         }
-        out.append(ElicitedValue(name, set_names[set_id], values))
+        out.append(ElicitedValue(source.candidate, source.prediction_set, values))
     return out
 
 
