@@ -1204,7 +1204,7 @@ class _Prepared:
                 confusion = (matrix @ counts.T).reshape(len(candidates), cells_count, size)  # counts, not fractions
                 # Weighted counts, then one division: an all-ones weighting
                 # is the accuracy's count over N, to the bit.
-                values[..., position][:, candidates] = np.einsum("glS,lk->Sgk", confusion, weights) / instances
+                values[..., position][:, candidates] = np.matmul(confusion.transpose(2, 0, 1), weights) / instances
         return core.ExpertValues(own.columns, values)
 
     def _dirichlet(self, name: str, alpha: np.ndarray, size: int) -> "_Dirichlet":
@@ -1296,10 +1296,12 @@ class _Prepared:
         influence = np.ascontiguousarray(influence)
         g = core._group_scores_batch(influence, lower, upper, measured, self.measured_order)
         own = self.own_values(seed, block, size)
+        own_scores = None
         if own is not None:
             # The elicited metrics scored on each expert's own value, as the run's (core.evaluate).
-            g = core.with_own_scores(g, influence, lower, upper, own)
-        vetoed = core.vetoed_with(lower, upper, measured, own)
+            own_scores = core._own_scores(lower, upper, own)
+            g = core.with_own_scores(g, influence, own_scores, own.columns)
+        vetoed = core.vetoed_with(lower, upper, measured, own, own_scores)
         return np.where(vetoed, 0.0, (g * a[:, None, :]).sum(axis=-1)), a
 
 
