@@ -127,9 +127,11 @@ def _validated_expert_values(expert_values: "ExpertValues | None", shape: tuple[
 
 
 def _own_scores(lower: np.ndarray, upper: np.ndarray, expert_values: ExpertValues) -> np.ndarray:
-    """``m̄_cij`` (m, k, e) of the overridden metrics, from each expert's own value."""
+    """``m̄_cij`` (..., m, k, e) of the overridden metrics, from each expert's
+    own value: bounds (..., k, n) and values (..., m, k, e), one problem or a
+    stack of them (the Monte Carlo analysis's samples, engine.robustness)."""
     columns = expert_values.columns
-    return _individual_scores(lower[None, :, columns], upper[None, :, columns], expert_values.values)
+    return _individual_scores(lower[..., None, :, columns], upper[..., None, :, columns], expert_values.values)
 
 
 def own_scores(lower: ArrayLike, upper: ArrayLike, values: ArrayLike) -> np.ndarray:
@@ -137,6 +139,16 @@ def own_scores(lower: ArrayLike, upper: ArrayLike, values: ArrayLike) -> np.ndar
     value: ``lower``, ``upper`` and ``values`` of shape (k,)."""
     lower, upper, values = (np.asarray(a, dtype=float) for a in (lower, upper, values))
     return _individual_scores(lower, upper, values)
+
+
+def with_own_scores(scores: np.ndarray, influence: np.ndarray, own: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """``scores`` (..., m, n), the group scores of the metrics as if shared,
+    with the overridden metrics' ``columns`` scored from each expert's own
+    ``m̄_cij`` (``_own_scores``, (..., m, k, e)) instead:
+    ``clip(sum_i pi_i m̄_cij, 0, 1)``, O(m k e). Influence (..., k): one
+    problem or a stack (the Monte Carlo's samples; written in place)."""
+    scores[..., columns] = np.clip(np.einsum("...mke,...k->...me", own, influence), 0.0, 1.0)
+    return scores
 
 
 def group_scores_with(
@@ -152,23 +164,31 @@ def group_scores_with(
     scores = _group_scores(influence, lower, upper, measurements)
     if expert_values is None:
         return scores
-    scores = scores.copy()
     own = _own_scores(lower, upper, expert_values)
-    scores[:, expert_values.columns] = np.clip((own * influence[None, :, None]).sum(axis=1), 0.0, 1.0)
-    return scores
+    return with_own_scores(scores.copy(), influence, own, expert_values.columns)
 
 
 def vetoed_with(
-    lower: np.ndarray, upper: np.ndarray, measurements: np.ndarray, expert_values: ExpertValues | None
+    lower: np.ndarray,
+    upper: np.ndarray,
+    measurements: np.ndarray,
+    expert_values: ExpertValues | None,
+    own: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Candidates with some ``m̄ == 0`` (m,), the overridden metrics judged on each expert's own value."""
+    """Candidates with some ``m̄ == 0`` (..., m), the overridden metrics judged
+    on each expert's own value: one problem or a stack (as ``with_own_scores``).
+    ``own``, the own ``m̄`` when already computed (``_own_scores``: 0 exactly
+    where the value vetoes), saves comparing again."""
     if expert_values is None:
         return _vetoed(lower, upper, measurements)
-    shared = np.ones(lower.shape[1], dtype=bool)
+    shared = np.ones(lower.shape[-1], dtype=bool)
     shared[expert_values.columns] = False
     columns = expert_values.columns
-    own = _vetoing_mask(lower[None, :, columns], upper[None, :, columns], expert_values.values).any(axis=(1, 2))
-    return _vetoed(lower[:, shared], upper[:, shared], measurements[:, shared]) | own
+    if own is None:
+        vetoing = _vetoing_mask(lower[..., None, :, columns], upper[..., None, :, columns], expert_values.values)
+    else:
+        vetoing = own == 0.0
+    return _vetoed(lower[..., shared], upper[..., shared], measurements[..., shared]) | vetoing.any(axis=(-2, -1))
 
 
 class VetoingJudgment(NamedTuple):

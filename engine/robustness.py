@@ -31,6 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy import sparse
 from scipy.stats import kendalltau
 
 from . import core
@@ -762,6 +763,9 @@ class SamplingSpec:
         recomputed on a paired bootstrap replicate of their set in every
         sample: sample ``i`` uses replicate ``i`` of
         ``evaluation.bootstrap`` seeded :func:`bootstrap_seed` ``(seed, set)``.
+        The same switch recomputes the experts' own values of the elicited
+        metrics (``MonteCarloInputs.elicited``) from each candidate's
+        confusion matrix on that replicate of its set.
     pairwise : tuple of int, optional
         The candidates whose pairwise wins are counted. None: all of them up
         to ``PAIRWISE_ALL`` (100) candidates, else the run's ``PAIRWISE_TOP``
@@ -811,6 +815,13 @@ class MonteCarloInputs:
         Each typed measurement's standard error; 0 or NaN: fixed.
     bootstrap : tuple of BootstrapColumn
         The metrics computed from prediction sets, to resample.
+    expert_values : engine.core.ExpertValues, optional
+        Each expert's own value of the elicited metrics (docs/method.md
+        7.4), as ``engine.core.evaluate`` takes them: every sample scores
+        each expert on their own value, as the run does.
+    elicited : tuple of ElicitedColumn
+        The elicited metrics whose own values are recomputed on each
+        sample's bootstrap replicate (with ``SamplingSpec.bootstrap``).
     """
 
     weights: ArrayLike
@@ -824,6 +835,8 @@ class MonteCarloInputs:
     ahp_weighting: str = "column_means"
     standard_errors: ArrayLike | None = None
     bootstrap: tuple["BootstrapColumn", ...] = ()
+    expert_values: core.ExpertValues | None = None
+    elicited: tuple["ElicitedColumn", ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -857,6 +870,36 @@ class BootstrapColumn:
 
 #: The kinds of metric a BootstrapColumn may hold.
 BOOTSTRAP_KINDS = ("accuracy", "roc_auc")
+
+
+@dataclass(frozen=True, eq=False)
+class ElicitedColumn:
+    """An elicited metric recomputed from its candidates' predictions
+    (docs/method.md 7.4 and 8.3): each expert's own value is their linear
+    metric of the candidate's confusion matrix, ``sum_cell w_cell C_cell``
+    with ``C`` as fractions of the instances.
+
+    Attributes
+    ----------
+    metric : int
+        Its column of ``measurements``, one of ``expert_values.columns``.
+    cell_weights : array-like (k, L * L)
+        Each expert's weight of each cell of the confusion matrix (true
+        class ``t``, predicted ``p`` at ``t * L + p``, the classes in the
+        elicited set's order).
+    cells : tuple of (array-like (N_c,) of int, or None), one per candidate
+        The cell of each of the candidate's instances in its newest
+        prediction set; None: its values stay as in the run.
+    prediction_sets : tuple of int, one per candidate
+        The set the candidate's instances come from: candidates of one set
+        with as many instances resample the same instances, as the
+        ``BootstrapColumn``s of that set do.
+    """
+
+    metric: int
+    cell_weights: ArrayLike
+    cells: tuple[ArrayLike | None, ...]
+    prediction_sets: tuple[int, ...]
 
 
 def bootstrap_seed(seed: int, prediction_set: int) -> int:
@@ -929,6 +972,7 @@ class _Prepared:
             lower=inputs.lower,
             upper=inputs.upper,
             measurements=inputs.measurements,
+            expert_values=inputs.expert_values,
         )
         self.spec = spec
         self.base = base
@@ -982,6 +1026,8 @@ class _Prepared:
         self._matrix_buffer: np.ndarray | None = None
         self._samplers: dict[str, _Dirichlet] = {}
         self._scores_buffer: np.ndarray | None = None
+        self._counts: dict[tuple[int, int], np.ndarray] = {}
+        self._counts_block: tuple[int, int, int] | None = None
         self.standard_errors = np.zeros((m, n))
         if inputs.standard_errors is not None:
             errors = np.asarray(inputs.standard_errors, dtype=np.float64)
@@ -1002,8 +1048,15 @@ class _Prepared:
                 raise ValueError(f"pairwise must list distinct candidate indices in 0..{m - 1}")
             self.pairwise_candidates = chosen
         self.bootstrap = self._bootstrap_columns(inputs.bootstrap, m, n) if spec.bootstrap else []
+        # Each expert's own values of the elicited metrics (validated as evaluate does), and
+        # those resampled: the run's override, in every sample (core.with_own_scores).
+        self.expert_values = core._validated_expert_values(inputs.expert_values, (m, k, n))
+        self.elicited = self._elicited_columns(inputs.elicited, self.expert_values, k) if spec.bootstrap else []
         self.scores_vary = (
-            spec.range_fraction > 0 or (spec.measurements and bool(self.standard_errors.any())) or bool(self.bootstrap)
+            spec.range_fraction > 0
+            or (spec.measurements and bool(self.standard_errors.any()))
+            or bool(self.bootstrap)
+            or bool(self.elicited)
         )
         self.influence = np.asarray(base.expert_influence)
         # Per metric, the candidates in the order of their measurements:
@@ -1019,9 +1072,12 @@ class _Prepared:
                 # within about 1e-7 of its double value (far below what
                 # sampled weights move); the CEF is summed in double, so no
                 # two candidates tie by rounding that would not tie anyway.
-                self.individual = (
-                    np.clip(position, 0.0, 1.0).transpose(1, 0, 2).astype(np.float32, order="C").reshape(k, -1)
-                )
+                individual = np.clip(position, 0.0, 1.0)
+                if self.expert_values is not None:
+                    individual[:, :, self.expert_values.columns] = core._own_scores(
+                        self.lower, self.upper, self.expert_values
+                    )
+                self.individual = individual.transpose(1, 0, 2).astype(np.float32, order="C").reshape(k, -1)
 
     # --- one block of samples ---------------------------------------------------
 
@@ -1060,22 +1116,96 @@ class _Prepared:
         """``measured`` (size, m, n) with the bootstrapped columns replaced by
         their values on the block's replicates (the run's value where a
         replicate leaves a metric undefined, e.g. an AUC with one class)."""
-        from evaluation.bootstrap import bootstrap_counts, weighted_accuracy, weighted_roc_auc
+        from evaluation.bootstrap import weighted_accuracy, weighted_roc_auc
 
         measured = np.array(measured, dtype=np.float64)
-        counts_of: dict[int, np.ndarray] = {}
         for metric, kind, truth, predictions, prediction_set, pos_label in self.bootstrap:
-            if prediction_set not in counts_of:
-                counts_of[prediction_set] = bootstrap_counts(
-                    len(truth), bootstrap_seed(seed, prediction_set), block * SAMPLE_BLOCK, size
-                )
-            counts = counts_of[prediction_set]
+            counts = self.counts(seed, block, size, prediction_set, len(truth))
             if kind == "accuracy":
                 values = weighted_accuracy(truth, predictions, counts)
             else:
                 values = weighted_roc_auc(truth, predictions, counts, pos_label=pos_label)
             measured[:, :, metric] = np.where(np.isfinite(values), values, self.measurements[:, metric])
         return measured
+
+    @staticmethod
+    def _elicited_columns(
+        columns: tuple[ElicitedColumn, ...], own: core.ExpertValues | None, k: int
+    ) -> list[tuple[int, np.ndarray, list[tuple[int, int, np.ndarray, sparse.csr_matrix]]]]:
+        """Per column: (its position in ``own.columns``, the cell weights
+        (L * L, k), and per (set, N) group of candidates (set, N, the
+        candidates, their cells as a (candidates * L * L, N) 0/1 matrix)),
+        validated."""
+        checked = []
+        for position, column in enumerate(columns):
+            where = f"elicited[{position}]"
+            if own is None or column.metric not in own.columns.tolist():
+                raise ValueError(f"{where}.metric must be a column of expert_values")
+            weights = np.asarray(column.cell_weights, dtype=np.float64)
+            cells_count = weights.shape[1] if weights.ndim == 2 else 0
+            if weights.ndim != 2 or weights.shape[0] != k or round(np.sqrt(cells_count)) ** 2 != cells_count:
+                raise ValueError(f"{where}.cell_weights must have shape ({k}, L * L), got {weights.shape}")
+            if not np.isfinite(weights).all():
+                raise ValueError(f"{where}.cell_weights must be finite")
+            m = own.values.shape[0]
+            if len(column.cells) != m or len(column.prediction_sets) != m:
+                raise ValueError(f"{where} needs cells and prediction_sets for each of the {m} candidates")
+            groups: dict[tuple[int, int], list[tuple[int, np.ndarray]]] = {}
+            for c, cells in enumerate(column.cells):
+                if cells is None:
+                    continue
+                cells = np.asarray(cells)
+                if cells.ndim != 1 or not len(cells) or ((cells < 0) | (cells >= cells_count)).any():
+                    raise ValueError(
+                        f"{where}.cells[{c}] must be cell indices in 0..{cells_count - 1}, one per instance"
+                    )
+                groups.setdefault((int(column.prediction_sets[c]), len(cells)), []).append((c, cells.astype(np.intp)))
+            matrices = []
+            for (prediction_set, size), members in groups.items():
+                rows = np.concatenate([g * cells_count + cells for g, (_, cells) in enumerate(members)])
+                instances = np.tile(np.arange(size), len(members))
+                matrix = sparse.csr_matrix(
+                    (np.ones(len(rows)), (rows, instances)), shape=(len(members) * cells_count, size)
+                )
+                candidates = np.array([c for c, _ in members], dtype=np.intp)
+                matrices.append((prediction_set, size, candidates, matrix))
+            checked.append((own.columns.tolist().index(column.metric), np.ascontiguousarray(weights.T), matrices))
+        if len({c[0] for c in checked}) != len(checked):
+            raise ValueError("elicited: each metric may be filled by one column only")
+        return checked
+
+    def counts(self, seed: int, block: int, size: int, prediction_set: int, instances: int) -> np.ndarray:
+        """(size, N) the block's replicate counts of a set's N instances, drawn
+        once per block and shared by every column of that set (paired)."""
+        from evaluation.bootstrap import bootstrap_counts
+
+        if self._counts_block != (seed, block, size):
+            self._counts_block, self._counts = (seed, block, size), {}  # the previous block's are not read again
+        key = (prediction_set, instances)
+        if key not in self._counts:
+            self._counts[key] = bootstrap_counts(
+                instances, bootstrap_seed(seed, prediction_set), block * SAMPLE_BLOCK, size
+            )
+        return self._counts[key]
+
+    def own_values(self, seed: int, block: int, size: int) -> core.ExpertValues | None:
+        """The experts' own values of the elicited metrics in the block's
+        samples: values (m, k, e) when none is resampled, else (size, m, k,
+        e) with each resampled candidate's from its replicate's confusion
+        matrix (its instances counted by the set's replicate counts)."""
+        own = self.expert_values
+        if own is None or not self.elicited:
+            return own
+        values = np.array(np.broadcast_to(own.values, (size, *own.values.shape)))
+        for position, weights, groups in self.elicited:
+            cells_count = len(weights)
+            for prediction_set, instances, candidates, matrix in groups:
+                counts = self.counts(seed, block, size, prediction_set, instances)
+                confusion = (matrix @ counts.T).reshape(len(candidates), cells_count, size)  # counts, not fractions
+                # Weighted counts, then one division: an all-ones weighting
+                # is the accuracy's count over N, to the bit.
+                values[..., position][:, candidates] = np.matmul(confusion.transpose(2, 0, 1), weights) / instances
+        return core.ExpertValues(own.columns, values)
 
     def _dirichlet(self, name: str, alpha: np.ndarray, size: int) -> "_Dirichlet":
         """The sampler of ``alpha``'s rows for blocks of ``size``, built once."""
@@ -1163,8 +1293,15 @@ class _Prepared:
             measured = self.bootstrapped(seed, block, size, measured)
         # The whole block at once: every step is per sample and metric, as
         # one evaluate's, so each sample's CEF is what evaluate gives.
-        g = core._group_scores_batch(np.ascontiguousarray(influence), lower, upper, measured, self.measured_order)
-        vetoed = core._vetoed(lower, upper, measured)
+        influence = np.ascontiguousarray(influence)
+        g = core._group_scores_batch(influence, lower, upper, measured, self.measured_order)
+        own = self.own_values(seed, block, size)
+        own_scores = None
+        if own is not None:
+            # The elicited metrics scored on each expert's own value, as the run's (core.evaluate).
+            own_scores = core._own_scores(lower, upper, own)
+            g = core.with_own_scores(g, influence, own_scores, own.columns)
+        vetoed = core.vetoed_with(lower, upper, measured, own, own_scores)
         return np.where(vetoed, 0.0, (g * a[:, None, :]).sum(axis=-1)), a
 
 

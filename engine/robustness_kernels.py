@@ -14,7 +14,7 @@ from workspace.errors import InvalidInput
 
 from . import core, robustness
 from .analyses import KERNELS, RunInputs
-from .models import Analysis, Run
+from .models import Analysis
 from .results import competition_ranks
 from .snapshot import snapshot_arrays, snapshot_expert_values, snapshot_standard_errors
 
@@ -199,6 +199,7 @@ def _sampled_words(spec: dict, snapshot: dict) -> str:
     if spec["measurements"]:
         bootstrapped = [column["metric"] for column in spec.get("bootstrap", [])]
         typed = spec.get("standard_errors", [])
+        bootstrapped += [f"{column['metric']} (each expert's own value)" for column in spec.get("elicited", [])]
         how = [f"bootstrap of {', '.join(bootstrapped)}"] if bootstrapped else []
         how += [f"{', '.join(typed)} from their standard errors"] if typed else []
         parts.append(f"the measurements ({'; '.join(how) if how else 'none could be'})")
@@ -230,29 +231,30 @@ class MonteCarlo:
         return checked
 
     def prepare(self, run_id: int, spec: dict) -> dict:
-        """At launch: which metrics the bootstrap resamples, and why the
-        others stay fixed (recorded in the spec). A run with elicited
-        metrics is refused: its samples would score every expert on one
-        shared value (docs/method.md 7.4)."""
-        # One key of the snapshot, read by the database (the rest may be large).
-        if Run.objects.filter(pk=run_id).values_list("snapshot__expert_values", flat=True).get():
-            raise InvalidInput(
-                {
-                    "kind": "a Monte Carlo analysis does not sample elicited metrics (each expert's own value) yet; "
-                    "leave one expert out or change the weights instead"
-                }
-            )
+        """At launch: which metrics the bootstrap resamples (the elicited
+        ones candidate by candidate, under ``elicited``), and why the others
+        stay fixed (recorded in the spec). Every sample scores each expert
+        on their own value of an elicited metric, as the run does
+        (docs/method.md 7.4)."""
         if not spec["measurements"]:
             return spec
         from .analyses import run_inputs
-        from .bootstrap_sources import bootstrap_plan, typed_sampled
+        from .bootstrap_sources import bootstrap_plan, elicited_plan, typed_sampled
 
         snapshot = run_inputs(run_id).snapshot
         columns, fixed = bootstrap_plan(snapshot)
+        elicited, held = elicited_plan(snapshot)
         # "standard_errors": the typed metrics drawn from Normal(value, SE);
-        # written only when there are any, so specs without stay as they were.
+        # "elicited": the elicited metrics resampled; each written only when
+        # there are any, so specs without stay as they were.
         typed = typed_sampled(snapshot, columns)
-        return {**spec, "bootstrap": columns, "fixed": fixed, **({"standard_errors": typed} if typed else {})}
+        return {
+            **spec,
+            "bootstrap": columns,
+            "fixed": fixed + held,
+            **({"standard_errors": typed} if typed else {}),
+            **({"elicited": elicited} if elicited else {}),
+        }
 
     def _inputs(self, run: RunInputs, spec: dict) -> robustness.MonteCarloInputs:
         snapshot = run.snapshot
@@ -263,6 +265,11 @@ class MonteCarlo:
             from .bootstrap_sources import bootstrap_columns
 
             columns = bootstrap_columns(snapshot, spec["bootstrap"])
+        elicited: tuple[robustness.ElicitedColumn, ...] = ()
+        if spec.get("elicited"):
+            from .bootstrap_sources import elicited_columns
+
+            elicited = elicited_columns(snapshot, spec["elicited"])
         # AHP experts' judgments move by a step of the scale; without them
         # (a version 1 snapshot) every expert's weights come from a Dirichlet.
         matrices, ahp_experts = _ahp_judgments(snapshot) or (None, None)
@@ -279,6 +286,9 @@ class MonteCarlo:
             # NaN (none given, or a snapshot from before standard errors): fixed
             standard_errors=snapshot_standard_errors(snapshot),
             bootstrap=columns,
+            # Each expert's own value of the elicited metrics, in every sample as in the run.
+            expert_values=snapshot_expert_values(snapshot),
+            elicited=elicited,
         )
 
     @staticmethod
@@ -288,7 +298,7 @@ class MonteCarlo:
             peer_weights=spec["peer_weights"],
             range_fraction=spec["ranges_percent"] / 100,
             measurements=bool(spec.get("standard_errors")),
-            bootstrap=bool(spec.get("bootstrap")),
+            bootstrap=bool(spec.get("bootstrap") or spec.get("elicited")),
         )
 
     def compute(self, run: RunInputs, spec: dict, seed: int, start: int, count: int) -> dict:

@@ -443,6 +443,12 @@ _confusions: "OrderedDict[tuple[int, int], tuple[list[str], np.ndarray | str]]" 
 _confusions_lock = threading.Lock()
 
 
+def forget_confusions() -> None:
+    """Drop the confusions this process counted (tests: ids freed by a rollback)."""
+    with _confusions_lock:
+        _confusions.clear()
+
+
 def _counted_confusions(newest: dict[int, int], names: dict[int, str]) -> dict[int, tuple[list[str], np.ndarray | str]]:
     """``{candidate id: (its set's labels, its confusion counts or why it has none)}`` for the
     candidates' newest sets (``newest``: candidate id → set id), unpacking only the sets whose
@@ -471,10 +477,10 @@ def _counted_confusions(newest: dict[int, int], names: dict[int, str]) -> dict[i
     return found
 
 
-def forget_confusions() -> None:
-    """Drop the confusions this process counted (tests: ids freed by a rollback)."""
-    with _confusions_lock:
-        _confusions.clear()
+def _classes_checked(labels: list[str], set_labels: list[str]) -> None:
+    """``ValueError`` unless the candidate's set has the elicited metric's classes."""
+    if sorted(set_labels) != sorted(labels):
+        raise ValueError(f"its set's classes ({', '.join(set_labels)}) are not the elicited metric's")
 
 
 def _confusion_in(labels: list[str], counted: tuple[list[str], np.ndarray | str]) -> np.ndarray:
@@ -484,11 +490,77 @@ def _confusion_in(labels: list[str], counted: tuple[list[str], np.ndarray | str]
     set_labels, counts = counted
     if isinstance(counts, str):
         raise ValueError(counts)
-    if sorted(set_labels) != sorted(labels):
-        raise ValueError(f"its set's classes ({', '.join(set_labels)}) are not the elicited metric's")
+    _classes_checked(labels, set_labels)
     order = [set_labels.index(label) for label in labels]
     fractions: np.ndarray = counts[np.ix_(order, order)] / counts.sum()
     return fractions
+
+
+def _cells_in(labels: list[str], data: PredictionData, name: str) -> np.ndarray:
+    """The cell of each of the candidate's instances in its confusion matrix,
+    ``t * L + p`` (true class t, predicted p, both in the order of
+    ``labels``), or ``ValueError`` when its set's classes are others."""
+    _classes_checked(labels, data.labels)
+    candidate = report.CandidateReport(data, name)
+    position = np.array([labels.index(label) for label in data.labels], dtype=np.intp)
+    cells: np.ndarray = position[candidate.y_true] * len(labels) + position[candidate.y_pred]
+    return cells
+
+
+def confusion_of_cells(cells: np.ndarray, classes: int) -> np.ndarray:
+    """The confusion matrix ``(classes, classes)`` as fractions of the instances, from their cells (``_cells_in``)."""
+    fractions: np.ndarray = np.bincount(cells, minlength=classes * classes).reshape(classes, classes) / len(cells)
+    return fractions
+
+
+@dataclass(frozen=True)
+class ElicitedSource:
+    """Where a candidate's values of an elicited metric come from: its newest
+    prediction set and each of its instances' cell of the confusion matrix
+    (``_cells_in``), or why it has none (``reason``, ``cells`` None)."""
+
+    candidate: str
+    prediction_set_id: int
+    prediction_set: str
+    cells: np.ndarray | None
+    reason: str = ""
+
+
+def _newest_sets_of(study_id: int) -> tuple[dict[int, int], dict[int, str], dict[int, str]]:
+    """Each candidate with predictions in the study and its newest set
+    (``{candidate id: set id}``), the sets' names and the candidates' names:
+    three queries, no arrays."""
+    newest: dict[int, int] = {}
+    rows = (
+        CandidatePredictionArrays.objects.filter(prediction_set__study_id=study_id)
+        .order_by("-prediction_set__uploaded_at", "-prediction_set_id")
+        .values_list("candidate_id", "prediction_set_id")
+    )
+    for candidate_id, set_id in rows:
+        newest.setdefault(candidate_id, set_id)
+    set_names = dict(PredictionSet.objects.filter(pk__in=set(newest.values())).values_list("pk", "name"))
+    names = dict(Candidate.objects.filter(pk__in=list(newest)).values_list("pk", "name"))
+    return newest, set_names, names
+
+
+def elicited_sources(*, elicited_metric: ElicitedMetric) -> list[ElicitedSource]:
+    """Each candidate with predictions in the study, by name, with its
+    newest prediction set's instances as cells of the confusion matrix in
+    the elicited set's class order (what a bootstrap resamples). Four
+    queries and the sets' arrays, read once each."""
+    labels = [str(label) for label in elicited_metric.prediction_set.labels]
+    newest, set_names, names = _newest_sets_of(elicited_metric.prediction_set.study_id)
+    data = prediction_data_by_set(prediction_sets=list(PredictionSet.objects.filter(pk__in=set(newest.values()))))
+    out = []
+    for candidate_id in sorted(newest, key=lambda pk: names[pk]):
+        name, set_id = names[candidate_id], newest[candidate_id]
+        try:
+            cells = _cells_in(labels, data[set_id], name)
+        except ValueError as error:
+            out.append(ElicitedSource(name, set_id, set_names[set_id], None, str(error)))
+            continue
+        out.append(ElicitedSource(name, set_id, set_names[set_id], cells))
+    return out
 
 
 def elicited_values(*, elicited_metric: ElicitedMetric, finished: dict[str, list[float]]) -> list[ElicitedValue]:
@@ -497,18 +569,9 @@ def elicited_values(*, elicited_metric: ElicitedMetric, finished: dict[str, list
     the candidate's confusion matrix from its newest prediction set
     (``evaluation.elicited.metric_value``). Three queries, and the sets'
     arrays, read once each, only for candidates whose confusion this
-    process has not counted yet."""
+    process has not counted yet (``_counted_confusions``)."""
     labels = [str(label) for label in elicited_metric.prediction_set.labels]
-    newest: dict[int, int] = {}
-    rows = (
-        CandidatePredictionArrays.objects.filter(prediction_set__study_id=elicited_metric.prediction_set.study_id)
-        .order_by("-prediction_set__uploaded_at", "-prediction_set_id")
-        .values_list("candidate_id", "prediction_set_id")
-    )
-    for candidate_id, set_id in rows:
-        newest.setdefault(candidate_id, set_id)
-    set_names = dict(PredictionSet.objects.filter(pk__in=set(newest.values())).values_list("pk", "name"))
-    names = dict(Candidate.objects.filter(pk__in=list(newest)).values_list("pk", "name"))
+    newest, set_names, names = _newest_sets_of(elicited_metric.prediction_set.study_id)
     counted = _counted_confusions(newest, names)
     out = []
     for candidate_id in sorted(newest, key=lambda pk: names[pk]):

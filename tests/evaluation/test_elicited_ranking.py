@@ -217,15 +217,133 @@ def test_what_if_at_the_run_s_weights_gives_the_run_s_scores(make_study):
         assert by_name[name].cef == pytest.approx(float(stored.scores[c] @ weights))
 
 
-def test_a_monte_carlo_analysis_of_a_run_with_an_elicited_metric_is_refused(make_study):
+# TWO_CLASSES' instances as cells of the confusion matrix (true * 2 + predicted, A = 0, B = 1), by hand.
+CELLS = {"J48": [0, 0, 0, 0, 1, 2, 2, 2, 3, 3], "JRip": [0, 0, 1, 1, 1, 3, 3, 3, 3, 3]}
+# Bob's and carol's weighted accuracy as weights of the cells (the diagonal's 0 and 3).
+CELL_WEIGHTS = [[0.8, 0.0, 0.0, 0.2], [0.2, 0.0, 0.0, 0.8]]
+
+
+def by_hand(run, seed: int, samples: int):
+    """The Monte Carlo of the run's measurements built from the fixture's numbers, not from the
+    kernel's reading: each expert's own AUC (OWN), recomputed from the cells by hand on each replicate."""
+    from engine.robustness import ElicitedColumn, MonteCarloInputs, SamplingSpec, monte_carlo_chunk
+    from evaluation.models import PredictionSet
+
+    snapshot = run.snapshot
+    names, experts = snapshot["candidates"], snapshot["experts"]
+    auc = [m["name"] for m in snapshot["metrics"]].index("AUC")
+    weights, peer, lower, upper, measurements = snapshot_arrays(snapshot)
+    own = np.array([[[OWN[c][e]] for e in experts] for c in names])
+    set_id = PredictionSet.objects.get(name="two.csv").pk
+    inputs = MonteCarloInputs(
+        weights=weights,
+        peer_weights=peer,
+        lower=lower,
+        upper=upper,
+        measurements=measurements,
+        expert_values=core.ExpertValues(np.array([auc]), own),
+        elicited=(
+            ElicitedColumn(
+                auc,
+                np.array([CELL_WEIGHTS[experts.index(e)] for e in experts]),
+                tuple(np.array(CELLS[c]) for c in names),
+                (set_id,) * len(names),
+            ),
+        ),  # fmt: skip
+    )
+    return monte_carlo_chunk(inputs, SamplingSpec(bootstrap=True), seed, 0, samples)
+
+
+def finished(analysis):
+    from engine import analyses
+
+    for chunk_id in analysis.chunks.values_list("pk", flat=True):
+        analyses.chunk_execute(chunk_id=chunk_id)
+    analysis.refresh_from_db()
+    assert analysis.status == "succeeded", analysis.error
+    return analysis
+
+
+def test_a_monte_carlo_analysis_resamples_each_expert_s_own_values(make_study, settings):
     from engine import analyses
     from engine.models import Analysis
-    from workspace.errors import InvalidInput
+    from evaluation.models import PredictionSet
+
+    settings.ENGINE_ANALYSIS_CHUNK_SAMPLES = 70  # three chunks: merged, they are one run's counts
+    run = run_of(elicited_study(make_study))
+    analysis = analyses.analysis_launch(
+        run=run, kind=Analysis.Kind.MONTE_CARLO, launched_by=None, spec={"measurements": True}, samples=200, seed=5
+    )
+    set_id = PredictionSet.objects.get().pk
+    assert analysis.spec["elicited"] == [{"metric": "AUC", "prediction_sets": {"J48": set_id, "JRip": set_id}}]
+    assert "AUC" not in [item["metric"] for item in analysis.spec["fixed"]]
+    result = finished(analysis).result
+    expected = by_hand(run, 5, 200)
+    counts = result["counts"]
+    assert counts["samples"] == 200
+    ranks = np.zeros((2, 2), dtype=int)
+    for c, r, count in counts["ranks"]:
+        ranks[c, r] = count
+    assert ranks.tolist() == expected.ranks.tolist()
+    # The replicates move the ranking both ways (the run ranks one of them first in every sample otherwise).
+    assert 0 < expected.ranks[0, 0] < 200 and 0 < expected.ranks[1, 0] < 200
+    rows = {row["name"]: row for row in result["summary"]["candidates"]}
+    names = run.snapshot["candidates"]
+    for c, name in enumerate(names):
+        assert rows[name]["p_best"] == pytest.approx(expected.ranks[c, 0] / 200)
+    assert "AUC (each expert's own value)" in result["summary"]["sampled"]
+
+
+def test_a_monte_carlo_analysis_without_the_measurements_keeps_each_expert_s_own_values(make_study):
+    from engine import analyses
+    from engine.models import Analysis
 
     run = run_of(elicited_study(make_study))
-    with pytest.raises(InvalidInput, match="does not sample elicited metrics"):
-        analyses.analysis_launch(run=run, kind=Analysis.Kind.MONTE_CARLO, launched_by=None, spec={"judgments": True})
-    assert not Analysis.objects.filter(run=run).exists()
+    analysis = analyses.analysis_launch(
+        run=run, kind=Analysis.Kind.MONTE_CARLO, launched_by=None, spec={"ranges_percent": 10.0}, samples=64, seed=3
+    )
+    assert "elicited" not in analysis.spec
+    result = finished(analysis).result
+    # Literal: the ranking of each sample's ranges, each expert scored on their own AUC.
+    from engine.robustness import SamplingSpec, _Prepared, competition_ranks, rank_counts
+    from engine.robustness_kernels import MonteCarlo
+
+    inputs = MonteCarlo()._inputs(analyses.run_inputs(run.pk), analysis.spec)
+    assert inputs.expert_values is not None
+    np.testing.assert_allclose(
+        inputs.expert_values.values[:, :, 0],
+        [[OWN[c][e] for e in run.snapshot["experts"]] for c in run.snapshot["candidates"]],
+        rtol=0,
+        atol=1e-12,
+    )
+    cef, _ = _Prepared(inputs, SamplingSpec(range_fraction=0.1)).cef(3, 0, 64)
+    ranks = np.zeros((2, 2), dtype=int)
+    for c, r, count in result["counts"]["ranks"]:
+        ranks[c, r] = count
+    assert ranks.tolist() == rank_counts(competition_ranks(cef)).tolist()
+
+
+def test_a_candidate_whose_newest_set_changed_is_held_fixed_with_the_reason(make_study):
+    from engine import analyses
+    from engine.models import Analysis
+    from evaluation.models import PredictionSet
+
+    run = run_of(elicited_study(make_study))
+    # A newer upload gives JRip other instances: its values in the run are no longer its newest set's.
+    newer = TWO_CLASSES.replace("JRip,A,A,", "JRip,B,A,")
+    services.prediction_set_import(
+        study=run.study, stream=io.BytesIO(newer.encode()), name="newer.csv", uploaded_by=None
+    )
+    analysis = analyses.analysis_launch(
+        run=run, kind=Analysis.Kind.MONTE_CARLO, launched_by=None, spec={"measurements": True}, samples=64, seed=1
+    )
+    # J48's instances are the same in the newer set: resampled from it.
+    newest = PredictionSet.objects.get(name="newer.csv").pk
+    assert analysis.spec["elicited"] == [{"metric": "AUC", "prediction_sets": {"J48": newest}}]
+    held = [item for item in analysis.spec["fixed"] if item["metric"] == "AUC"]
+    assert held and all("newest prediction set" in item["reason"] for item in held)
+    assert "JRip" in held[0]["reason"]
+    assert finished(analysis).result["summary"]["fixed"] == analysis.spec["fixed"]
 
 
 def test_closing_the_assessment_names_the_expert_who_has_not_finished(make_study):
@@ -283,20 +401,26 @@ def test_the_measurements_page_shows_the_spread_across_experts_once_closed(make_
     assert "J48 0.24 0.36 two.csv" in rows and "JRip 0.26 0.44 two.csv" in rows
 
 
-def test_the_api_refuses_a_monte_carlo_analysis_of_such_a_run_in_the_envelope(make_study, api, cast):
+def test_the_api_accepts_a_monte_carlo_analysis_of_such_a_run_and_returns_its_values(make_study, api, cast):
+    from engine import analyses
     from engine.models import Analysis
 
     run = run_of(elicited_study(make_study))
     response = api(cast.alice).post(
-        f"/api/v1/runs/{run.pk}/analyses/", {"kind": "monte_carlo", "judgments": True}, format="json"
+        f"/api/v1/runs/{run.pk}/analyses/",
+        {"kind": "monte_carlo", "measurements": True, "samples": 128, "seed": 9},
+        format="json",
     )
-    assert response.status_code == 400
-    body = response.json()
-    assert body["code"] == "invalid_input" and list(body["fields"]) == ["kind"]
-    assert "does not sample elicited metrics" in body["fields"]["kind"][0]
-    assert not Analysis.objects.filter(run=run).exists()
-    # Leaving one expert out is accepted.
-    assert (
-        api(cast.alice).post(f"/api/v1/runs/{run.pk}/analyses/", {"kind": "leave_one_out"}, format="json").status_code
-        == 202
-    )
+    assert response.status_code == 202, response.json()
+    analysis = Analysis.objects.get(run=run)
+    for chunk_id in analysis.chunks.values_list("pk", flat=True):
+        analyses.chunk_execute(chunk_id=chunk_id)
+    body = api(cast.alice).get(f"/api/v1/analyses/{analysis.pk}/").json()
+    assert body["status"] == "succeeded"
+    expected = by_hand(run, 9, 128)
+    rows = {row["name"]: row for row in body["summary"]["candidates"]}
+    for c, name in enumerate(run.snapshot["candidates"]):
+        assert rows[name]["p_best"] == pytest.approx(expected.ranks[c, 0] / 128)
+        assert rows[name]["ranks"] == pytest.approx((expected.ranks[c] / 128).tolist())
+    assert body["spec"]["elicited"][0]["metric"] == "AUC"
+    assert "AUC (each expert's own value)" in body["summary"]["sampled"]
