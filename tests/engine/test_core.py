@@ -48,13 +48,18 @@ CASE_1_UPPER = np.tile([0.95, 0.05, 10.0], (4, 1))
 
 
 def literal_individual_score(measured, least_acceptable, desired):
-    """Paper eq. 1, written out as the paper does."""
+    """Paper eq. 1, written out as the paper does, with the veto decided as
+    ``individual_scores`` documents it: by comparing the value with the
+    least acceptable (at or beyond it, away from the desired), so a value
+    just inside the range whose ``t`` underflows (5e-324 in [0, 2]) keeps
+    the smallest positive score instead of becoming a veto."""
+    beyond = measured <= least_acceptable if desired > least_acceptable else measured >= least_acceptable
+    if beyond:
+        return 0.0
     t = (measured - least_acceptable) / (desired - least_acceptable)
     if t > 1:
         return 1.0
-    if t < 0:
-        return 0.0
-    return t
+    return max(t, 5e-324)
 
 
 def literal_evaluation(weights, peer_weights, lower, upper, measurements):
@@ -973,3 +978,10 @@ def test_veto_preview_scores_each_value_as_individual_scores_and_vetoes_exactly_
     assert core.veto_preview(least, desired, []) == []
     with pytest.raises(ValueError):
         core.veto_preview(least, least, values)
+
+
+def test_a_value_just_inside_the_range_whose_position_underflows_is_not_a_veto():
+    # Found by Hypothesis: (5e-324 - 0) / 2 rounds to 0.0, but 5e-324 lies inside [0, 2].
+    assert literal_individual_score(5e-324, 0.0, 2.0) == 5e-324
+    assert individual_scores([[0.0]], [[2.0]], [5e-324])[0, 0] == 5e-324
+    assert literal_individual_score(0.0, 0.0, 2.0) == 0.0 == individual_scores([[0.0]], [[2.0]], [0.0])[0, 0]
