@@ -189,17 +189,23 @@ def _launch_copying(study: Study, launched_by: User | None, tolerance: float) ->
     table, key = Run._meta.db_table, Run._meta.pk.column
     column = Run._meta.get_field("snapshot").column
     copied = RawSQL(f'(SELECT "{column}" FROM "{table}" WHERE "{key}" = %s)', [source])  # noqa: S608
-    run = Run.objects.create(
+    run = _queued_run(study, launched_by, tolerance, copied)
+    del run.snapshot  # read from the database if asked for
+    return run
+
+
+def _queued_run(study: Study, launched_by: User | None, tolerance: float, snapshot: RawSQL | None) -> Run:
+    """A new queued run of ``study`` at its current ``input_version``, with
+    ``snapshot`` (a copy of another run's, or None: taken later)."""
+    return Run.objects.create(
         study=study,
         launched_by=launched_by,
         tolerance=tolerance,
-        snapshot=copied,
+        snapshot=snapshot,
         input_version=study.input_version,
         revision_round=_latest_round(study),
         lease_expires_at=_queue_lease(timezone.now()),
     )
-    del run.snapshot  # read from the database if asked for
-    return run
 
 
 def _refuse_invalid_inputs(study: Study) -> None:
@@ -250,15 +256,7 @@ def run_launch(*, study: Study, launched_by: AbstractBaseUser | None, tolerance:
             _one_at_a_time(_CHECK_LOCK_KEY, study)
             if not _checked(study):
                 _refuse_invalid_inputs(study)
-        run = Run.objects.create(
-            study=study,
-            launched_by=user,
-            tolerance=tolerance,
-            snapshot=None,
-            input_version=study.input_version,
-            revision_round=_latest_round(study),
-            lease_expires_at=_queue_lease(timezone.now()),
-        )
+        run = _queued_run(study, user, tolerance, None)
     transaction.on_commit(lambda: _enqueue(run.pk))
     return run
 

@@ -526,10 +526,10 @@ class ElicitedSource:
     reason: str = ""
 
 
-def _newest_sets_of(study_id: int) -> tuple[dict[int, int], dict[int, str], dict[int, str]]:
-    """Each candidate with predictions in the study and its newest set
-    (``{candidate id: set id}``), the sets' names and the candidates' names:
-    three queries, no arrays."""
+def newest_prediction_sets(*, study_id: int) -> dict[int, int]:
+    """Each candidate with predictions in the study and its newest set,
+    ``{candidate id: set id}`` (what computed and elicited metrics read):
+    one query, no arrays."""
     newest: dict[int, int] = {}
     rows = (
         CandidatePredictionArrays.objects.filter(prediction_set__study_id=study_id)
@@ -538,6 +538,13 @@ def _newest_sets_of(study_id: int) -> tuple[dict[int, int], dict[int, str], dict
     )
     for candidate_id, set_id in rows:
         newest.setdefault(candidate_id, set_id)
+    return newest
+
+
+def _newest_sets_of(study_id: int) -> tuple[dict[int, int], dict[int, str], dict[int, str]]:
+    """``newest_prediction_sets``, the sets' names and the candidates' names:
+    three queries, no arrays."""
+    newest = newest_prediction_sets(study_id=study_id)
     set_names = dict(PredictionSet.objects.filter(pk__in=set(newest.values())).values_list("pk", "name"))
     names = dict(Candidate.objects.filter(pk__in=list(newest)).values_list("pk", "name"))
     return newest, set_names, names

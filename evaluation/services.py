@@ -38,6 +38,7 @@ from . import elicited as elicited_domain
 from . import (
     predictions_arrow,  # noqa: F401  (pyarrow loaded with the app, not by the first upload)
     report,
+    selectors,
 )
 from .arrays import arrays_pack
 from .models import (
@@ -456,19 +457,6 @@ class ComputeOutcome:
         return [c for c in self.computed if c.before != c.value]
 
 
-def _newest_sets(study: Study) -> dict[int, int]:
-    """Each candidate's newest prediction set: ``{candidate id: set id}``."""
-    newest: dict[int, int] = {}
-    rows = (
-        CandidatePredictionArrays.objects.filter(prediction_set__study=study)
-        .order_by("-prediction_set__uploaded_at", "-prediction_set_id")
-        .values_list("candidate_id", "prediction_set_id")
-    )
-    for candidate_id, set_id in rows:
-        newest.setdefault(candidate_id, set_id)
-    return newest
-
-
 def _mapped_metrics(study: Study, names: Any) -> list[Metric]:
     """The study's metrics of ``names``, each mapped to a computation, or
     InvalidInput naming every name that is not (``metrics[<index>]``)."""
@@ -510,7 +498,7 @@ def measurements_compute(*, study: Study, metrics: list[str] | None = None) -> C
     if not mappings:
         return ComputeOutcome()
     candidates = list(Candidate.objects.filter(study=study).order_by("position", "id"))
-    newest = _newest_sets(study)
+    newest = selectors.newest_prediction_sets(study_id=study.pk)
     sets = PredictionSet.objects.in_bulk(set(newest.values()))
     # A set of more labels than allowed (stored before the limit) is not
     # evaluated, nor even read: its candidates are not computed, with the reason.
