@@ -399,6 +399,12 @@ def test_the_measurements_page_shows_the_spread_across_experts_once_closed(make_
     assert table is not None
     rows = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", table.group(0)))
     assert "J48 0.24 0.36 two.csv" in rows and "JRip 0.26 0.44 two.csv" in rows
+    # Paged like the table: a page lists the spreads of its own candidates only.
+    for number in range(30):
+        workspace_services.candidate_add(study=built.study, name=f"Later {number:02d}")
+    first, second = (text_of(page.get(f"{url}?page={n}")) for n in (1, 2))
+    assert "J48 0.24 0.36 two.csv" in first and "The candidates of this page." in first
+    assert "AUC: each expert's own value" in second and "J48 0.24" not in second
 
 
 def test_the_api_accepts_a_monte_carlo_analysis_of_such_a_run_and_returns_its_values(make_study, api, cast):

@@ -10,7 +10,7 @@ nothing written.
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from django import forms
@@ -525,6 +525,7 @@ def _measurement_page(
         return entry
 
     rows = [{"candidate": c, "cells": [cell(c, m) for m in metrics]} for c in read.shown]
+    shown_names = {c.name for c in read.shown}
     measured = sum(cast(Any, m).measured_count for m in metrics)  # metric_list(measured=True)
     context = {
         "study": study,
@@ -555,8 +556,12 @@ def _measurement_page(
             if summary.computed
         ],
         "mlflow_provenance": tracking_selectors.import_summaries(metrics=metrics, sources=read.imported),
-        # Elicited metrics: each candidate's spread across the experts (once closed).
-        "elicited_spreads": evaluation_selectors.elicited_spreads(study=study),
+        # Elicited metrics: each candidate's spread across the experts (once
+        # closed), for the candidates of this page, as the table shows them.
+        "elicited_spreads": [
+            replace(spread, values=[value for value in spread.values if value.candidate in shown_names])
+            for spread in evaluation_selectors.elicited_spreads(study=study)
+        ],
     }
     return render(request, "designer/measurements.html", context)
 
