@@ -116,7 +116,7 @@ def previous_launch(study, designer):
                 tolerance=tolerance,
                 snapshot=snapshot,
                 input_version=study.input_version,
-                lease_expires_at=services._queue_lease(timezone.now()),
+                lease_expires_at=services.queue_lease(timezone.now()),
             )
         return run
 

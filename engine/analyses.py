@@ -25,7 +25,7 @@ import math
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Protocol, cast
 
 from django.conf import settings
@@ -39,7 +39,15 @@ from workspace.errors import InvalidInput, PhaseConflict
 from workspace.limits import ANALYSIS_SAMPLES_DEFAULT, ANALYSIS_SAMPLES_MAX
 
 from .models import Analysis, AnalysisChunk, Run
-from .services import BROKER_ERRORS, LAUNCH_PRIORITY, MAX_ATTEMPTS, RESEND_PRIORITY, LeaseHeartbeat
+from .services import (
+    BROKER_ERRORS,
+    LAUNCH_PRIORITY,
+    MAX_ATTEMPTS,
+    RESEND_PRIORITY,
+    LeaseHeartbeat,
+    queue_lease,
+    run_lease,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -84,14 +92,6 @@ def _chunk_units(kind: str) -> int:
     if kind == Analysis.Kind.LEAVE_ONE_OUT:
         return max(1, settings.ENGINE_ANALYSIS_CHUNK_EXPERTS)
     return max(1, settings.ENGINE_ANALYSIS_CHUNK_SAMPLES)
-
-
-def _lease_seconds() -> float:
-    return settings.ENGINE_RUN_LEASE_SECONDS
-
-
-def _queue_lease(now: datetime) -> datetime:
-    return now + timedelta(seconds=settings.ENGINE_QUEUE_RESEND_SECONDS)
 
 
 # --- launch ----------------------------------------------------------------------
@@ -151,7 +151,7 @@ def analysis_launch(
         units=units,
     )
     size = _chunk_units(kind)
-    lease = _queue_lease(timezone.now())
+    lease = queue_lease(timezone.now())
     AnalysisChunk.objects.bulk_create(
         AnalysisChunk(
             analysis=analysis, index=index, start=start, count=min(size, units - start), lease_expires_at=lease
@@ -203,7 +203,7 @@ def chunk_claim(*, chunk_id: int) -> int | None:
     claimable = Q(status=AnalysisChunk.Status.QUEUED) | Q(status=AnalysisChunk.Status.RUNNING, lease_expires_at__lt=now)
     claimed = AnalysisChunk.objects.filter(claimable, pk=chunk_id, analysis__status__in=ACTIVE).update(
         status=AnalysisChunk.Status.RUNNING,
-        lease_expires_at=now + timedelta(seconds=_lease_seconds()),
+        lease_expires_at=run_lease(now),
         attempts=F("attempts") + 1,
     )
     if not claimed:
@@ -219,7 +219,7 @@ def _held(chunk_id: int, attempt: int) -> QuerySet[AnalysisChunk]:
 
 def _renewer(chunk_id: int, attempt: int) -> Callable[[], bool]:
     def renew() -> bool:
-        lease = timezone.now() + timedelta(seconds=_lease_seconds())
+        lease = run_lease(timezone.now())
         return bool(_held(chunk_id, attempt).update(lease_expires_at=lease))
 
     return renew
@@ -308,7 +308,7 @@ def analyses_recover_stale(*, now: datetime | None = None) -> list[int]:
             .values_list("pk", flat=True)
         )
         AnalysisChunk.objects.filter(pk__in=ids).update(
-            status=AnalysisChunk.Status.QUEUED, lease_expires_at=_queue_lease(now)
+            status=AnalysisChunk.Status.QUEUED, lease_expires_at=queue_lease(now)
         )
     _enqueue(ids, RESEND_PRIORITY)
     return ids

@@ -61,10 +61,12 @@ logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
 
 
-def _lease_seconds() -> float:
-    # Several heartbeats long: a live worker renews well before it lapses, so
-    # a lapsed lease means its worker is dead (or cut off from the database).
-    return settings.ENGINE_RUN_LEASE_SECONDS
+def run_lease(now: datetime) -> datetime:
+    """Until when a worker's heartbeat lease holds what it computes (a run, an
+    analysis chunk, an MLflow import), from ``now``. Several heartbeats long:
+    a live worker renews well before it lapses, so a lapsed lease means its
+    worker is dead (or cut off from the database)."""
+    return now + timedelta(seconds=settings.ENGINE_RUN_LEASE_SECONDS)
 
 
 # --- launch --------------------------------------------------------------------
@@ -75,8 +77,8 @@ def _lease_seconds() -> float:
 BROKER_ERRORS = (BrokerOperationalError, OSError)
 
 
-def _queue_lease(now: datetime) -> datetime:
-    """Until when a sent message holds a queued run (then the sweep sends another)."""
+def queue_lease(now: datetime) -> datetime:
+    """Until when a sent message holds a queued run, chunk or import (then the sweep sends another)."""
     return now + timedelta(seconds=settings.ENGINE_QUEUE_RESEND_SECONDS)
 
 
@@ -204,7 +206,7 @@ def _queued_run(study: Study, launched_by: User | None, tolerance: float, snapsh
         snapshot=snapshot,
         input_version=study.input_version,
         revision_round=_latest_round(study),
-        lease_expires_at=_queue_lease(timezone.now()),
+        lease_expires_at=queue_lease(timezone.now()),
     )
 
 
@@ -339,7 +341,7 @@ def run_claim(*, run_id: int) -> int | None:
         claimed = Run.objects.filter(claimable, pk=run_id).update(
             status=Run.Status.RUNNING,
             started_at=now,
-            lease_expires_at=now + timedelta(seconds=_lease_seconds()),
+            lease_expires_at=run_lease(now),
             attempts=F("attempts") + 1,
         )
         if claimed:
@@ -367,7 +369,7 @@ def _finish(run_id: int, attempt: int, **fields) -> int:
 def _renew_lease(run_id: int, attempt: int) -> bool:
     """Extend this attempt's lease; False once the run is no longer held by
     it (finished, or handed back after the lease lapsed)."""
-    return bool(_held(run_id, attempt).update(lease_expires_at=timezone.now() + timedelta(seconds=_lease_seconds())))
+    return bool(_held(run_id, attempt).update(lease_expires_at=run_lease(timezone.now())))
 
 
 class LeaseHeartbeat:
@@ -532,7 +534,7 @@ def runs_recover_stale(*, now: datetime | None = None) -> list[int]:
     with transaction.atomic():
         ids = list(Run.objects.select_for_update(skip_locked=True).filter(lapsed).values_list("pk", flat=True))
         running = list(Run.objects.filter(pk__in=ids, status=Run.Status.RUNNING).values_list("pk", flat=True))
-        Run.objects.filter(lapsed, pk__in=ids).update(status=Run.Status.QUEUED, lease_expires_at=_queue_lease(now))
+        Run.objects.filter(lapsed, pk__in=ids).update(status=Run.Status.QUEUED, lease_expires_at=queue_lease(now))
         # A run handed back changes status (one already queued only gets a new lease).
         history.record_query(Run.objects.filter(pk__in=running), "~")
     for run_id in ids:

@@ -7,6 +7,7 @@ check, which ``/health/`` reads; and the recovery sweep, which is therefore
 never queued behind runs however busy the workers are."""
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from celery import shared_task
@@ -72,9 +73,21 @@ def execute_analysis_chunk(self, chunk_id: int) -> str:
     return outcome
 
 
+# What other apps' work the sweep also recovers (each returns the ids it
+# handed back or failed), registered from their AppConfig.ready: the engine
+# does not import them (the MLflow link's imports, tracking.apps).
+_SWEEPS: dict[str, Callable[[], list[int]]] = {}
+
+
+def sweep_register(name: str, recover: Callable[[], list[int]]) -> None:
+    """Have the recovery sweep call ``recover`` too (``name`` for its log line)."""
+    _SWEEPS[name] = recover
+
+
 def sweep() -> list[int]:
-    """The recovery sweep: runs, then analysis chunks, whose lease lapsed.
-    Returns the runs handed back (the chunks handed back are logged)."""
+    """The recovery sweep: runs, then analysis chunks, then what other apps
+    registered (``sweep_register``), whose lease lapsed. Returns the runs
+    handed back (the rest is logged)."""
     runs = services.runs_recover_stale()
     purged = workspace_services.study_deletions_purge()
     if purged:
@@ -82,6 +95,10 @@ def sweep() -> list[int]:
     chunks = analyses.analyses_recover_stale()
     if chunks:
         logger.info("recovery sweep handed back analysis chunks %s", chunks)
+    for name, recover in _SWEEPS.items():
+        recovered = recover()
+        if recovered:
+            logger.info("recovery sweep recovered %s %s", name, recovered)
     return runs
 
 

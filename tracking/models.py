@@ -103,7 +103,12 @@ class MlflowImport(models.Model):
     runs_read = models.PositiveIntegerField(default=0)
     # Why a queued import failed: the API's error envelope {code, detail, fields}; {} otherwise.
     error = models.JSONField(default=dict, blank=True)
-    history = StudyHistory(kind="mlflow_import", scope=recorded.of_study)
+    # Who holds a queued import, as for runs (engine.services): until when its
+    # message is awaited, then, running, the worker's heartbeat lease. The
+    # recovery sweep sends a lapsed queued one again and fails a lapsed
+    # running one (tracking.services.imports_recover_stale). Null when done.
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    history = StudyHistory(kind="mlflow_import", scope=recorded.of_study, excluded_fields=["lease_expires_at"])
 
     class Meta:
         ordering = ["-imported_at", "-id"]

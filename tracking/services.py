@@ -22,6 +22,7 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from engine import selectors as engine_selectors
+from engine import services as engine_services
 from engine.models import Run
 from evaluation import services as evaluation_services
 from workspace import history, limits
@@ -469,14 +470,16 @@ def _enqueue(import_id: int) -> None:
 def _import_queue(
     study: Study, imported_by: User | None, experiment_id: str, request: dict[str, Any], total: int
 ) -> MlflowImport:
+    now = timezone.now()
     record = MlflowImport(
         study=study,
         imported_by=imported_by,
-        imported_at=timezone.now(),
+        imported_at=now,
         experiment_id=experiment_id,
         request=request,
         status=MlflowImport.Status.QUEUED,
         runs_total=total,
+        lease_expires_at=engine_services.queue_lease(now),
     )
     # Recorded in the study's History once it succeeds, complete.
     record.skip_history_when_saving = True  # type: ignore[attr-defined]
@@ -511,10 +514,21 @@ def import_execute(*, import_id: int) -> str:
     is written. Returns the status it ended in, or "not claimed"."""
     with transaction.atomic():
         claimed = MlflowImport.objects.filter(pk=import_id, status=MlflowImport.Status.QUEUED).update(
-            status=MlflowImport.Status.RUNNING
+            status=MlflowImport.Status.RUNNING, lease_expires_at=engine_services.run_lease(timezone.now())
         )
     if not claimed:
         return "not claimed"
+    with engine_services.LeaseHeartbeat(f"MLflow import {import_id}", lambda: _renew_lease(import_id)):
+        return _import_execute_claimed(import_id)
+
+
+def _renew_lease(import_id: int) -> bool:
+    """Extend a running import's lease; False once it is no longer running."""
+    running = MlflowImport.objects.filter(pk=import_id, status=MlflowImport.Status.RUNNING)
+    return bool(running.update(lease_expires_at=engine_services.run_lease(timezone.now())))
+
+
+def _import_execute_claimed(import_id: int) -> str:
     record = MlflowImport.objects.select_related("study", "imported_by").get(pk=import_id)
     try:
         connection = connection_of(record.study)
@@ -535,16 +549,54 @@ def import_execute(*, import_id: int) -> str:
         )
     except ServiceError as error:
         MlflowImport.objects.filter(pk=import_id).update(
-            status=MlflowImport.Status.FAILED, error=_error_envelope(error)
+            status=MlflowImport.Status.FAILED, error=_error_envelope(error), lease_expires_at=None
         )
         return MlflowImport.Status.FAILED
     except Exception:
         MlflowImport.objects.filter(pk=import_id).update(
             status=MlflowImport.Status.FAILED,
             error={"code": "server_error", "detail": "The import stopped on an unexpected error.", "fields": {}},
+            lease_expires_at=None,
         )
         raise
     return MlflowImport.Status.SUCCEEDED
+
+
+#: What a running import whose worker stopped says (its lease lapsed).
+WORKER_LOST = {
+    "code": "worker_lost",
+    "detail": "The worker running the import stopped before it finished; nothing was written: import again.",
+    "fields": {},
+}
+
+
+def imports_recover_stale(*, now: Any = None) -> list[int]:
+    """The recovery sweep's part for MLflow imports (registered with
+    ``engine.tasks.sweep_register``): a queued import whose message was not
+    taken before its lease lapsed is sent again (the claim makes a second
+    delivery a no-op); a running one whose worker stopped renewing its lease
+    is failed (``WORKER_LOST``: its writes are one transaction at the end,
+    so nothing was written). Returns the ids sent again or failed."""
+    now = now or timezone.now()
+    lapsed = MlflowImport.objects.filter(lease_expires_at__lt=now)
+    with transaction.atomic():
+        queued = list(
+            lapsed.select_for_update(skip_locked=True)
+            .filter(status=MlflowImport.Status.QUEUED)
+            .values_list("pk", flat=True)
+        )
+        MlflowImport.objects.filter(pk__in=queued).update(lease_expires_at=engine_services.queue_lease(now))
+        running = list(
+            lapsed.select_for_update(skip_locked=True)
+            .filter(status=MlflowImport.Status.RUNNING)
+            .values_list("pk", flat=True)
+        )
+        MlflowImport.objects.filter(pk__in=running, status=MlflowImport.Status.RUNNING).update(
+            status=MlflowImport.Status.FAILED, error=WORKER_LOST, lease_expires_at=None
+        )
+    for import_id in queued:
+        _enqueue(import_id)
+    return queued + running
 
 
 @transaction.atomic
@@ -656,6 +708,7 @@ def _import_write(
         record = MlflowImport(study=study, imported_by=imported_by, experiment_id=experiment_id, request=request)
     record.imported_at, record.experiment_id, record.outcome = now, experiment_id, {}
     record.status, record.runs_total, record.runs_read = MlflowImport.Status.SUCCEEDED, len(runs), len(runs)
+    record.lease_expires_at = None
     record.skip_history_when_saving = True  # type: ignore[attr-defined]
     record.save()
     outcome.import_id = record.pk

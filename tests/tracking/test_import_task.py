@@ -215,3 +215,74 @@ def test_an_import_the_broker_cannot_take_is_marked_failed(
     failed = api_client(study.designer).get(answer["Location"]).json()
     assert failed["status"] == "failed" and failed["error"]["code"] == "server_error"
     assert "could not be queued" in failed["error"]["detail"]
+
+
+def test_the_recovery_sweep_sends_a_lapsed_queued_import_again_and_fails_a_running_one_whose_worker_stopped(
+    make_study, cast, store, monkeypatch, eager_celery, django_capture_on_commit_callbacks
+):
+    """Imports are leased as runs are (engine.services): queued, until its
+    message is awaited; running, by the worker's heartbeat. The engine's
+    recovery sweep sends a queued one whose message was lost again, and
+    fails a running one whose worker died (nothing was written)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from engine.tasks import sweep
+
+    uri, _ = store
+    study = connected_study(make_study, uri)
+    monkeypatch.setattr(limits, "MLFLOW_IMPORT_INLINE_RUNS", 1)
+    client = api_client(study.designer)
+
+    def queue():
+        # The message is "lost": its on-commit send is never run.
+        with django_capture_on_commit_callbacks(execute=False):
+            answer = client.post(f"/api/v1/studies/{study.pk}/mlflow/imports/", BODY, format="json")
+        assert answer.status_code == 202
+        return MlflowImport.objects.get(pk=answer.json()["id"])
+
+    lost = queue()
+    assert lost.status == "queued"
+    assert timedelta(seconds=100) < lost.lease_expires_at - timezone.now() <= timedelta(seconds=120)
+    before = written(study)
+    assert sweep() == [] and MlflowImport.objects.get(pk=lost.pk).status == "queued"  # not lapsed yet: left alone
+    past = timezone.now() - timedelta(seconds=1)
+    MlflowImport.objects.filter(pk=lost.pk).update(lease_expires_at=past)
+    sweep()  # sent again: with eager Celery the task runs at once, claims it, and completes it
+    done = MlflowImport.objects.get(pk=lost.pk)
+    assert (done.status, done.runs_read, done.lease_expires_at) == ("succeeded", 4, None)
+    assert written(study) != before
+    # A worker claimed this one, then died: its lease lapses without renewals.
+    dead = queue()
+    MlflowImport.objects.filter(pk=dead.pk).update(status="running", lease_expires_at=past)
+    alive = queue()
+    MlflowImport.objects.filter(pk=alive.pk).update(status="running", lease_expires_at=timezone.now() + timedelta(60))
+    after_first = written(study)
+    sweep()
+    failed = MlflowImport.objects.get(pk=dead.pk)
+    assert (failed.status, failed.error, failed.lease_expires_at) == ("failed", services.WORKER_LOST, None)
+    assert MlflowImport.objects.get(pk=alive.pk).status == "running"  # a live lease is the worker's
+    assert written(study) == after_first
+    assert services.import_execute(import_id=dead.pk) == "not claimed"
+    # The API says why.
+    shown = client.get(f"/api/v1/studies/{study.pk}/mlflow/imports/{dead.pk}/").json()
+    assert shown["status"] == "failed" and shown["error"]["code"] == "worker_lost"
+    assert "stopped before it finished; nothing was written" in shown["error"]["detail"]
+
+
+def test_a_running_import_s_lease_is_renewed_only_while_it_runs(make_study):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    study = make_study(Phase.DRAFT).study
+    soon = timezone.now() + timedelta(seconds=1)
+    record = MlflowImport.objects.create(
+        study=study, imported_at=timezone.now(), experiment_id="1", status="running", lease_expires_at=soon
+    )
+    assert services._renew_lease(record.pk) is True
+    renewed = MlflowImport.objects.get(pk=record.pk).lease_expires_at
+    assert timedelta(seconds=25) < renewed - timezone.now() <= timedelta(seconds=30)  # ENGINE_RUN_LEASE_SECONDS
+    MlflowImport.objects.filter(pk=record.pk).update(status="succeeded")
+    assert services._renew_lease(record.pk) is False
