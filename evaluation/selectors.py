@@ -438,7 +438,7 @@ class ElicitedValue:
 # the set's label order), by (set id, candidate id): a set's arrays never
 # change (a new upload is a new set), so what was counted stays true and a
 # page or a preview need not unpack the archives again. Small (k x k each).
-_CONFUSIONS_KEPT = 20_000
+_CONFUSIONS_KEPT = 16_384
 _confusions: "OrderedDict[tuple[int, int], tuple[list[str], np.ndarray | str]]" = OrderedDict()
 _confusions_lock = threading.Lock()
 
