@@ -254,6 +254,10 @@ def _input_paths(bundle: dict, username: str) -> list[str]:
         "ranges": bundle.get("ranges"),
         "peer_weights": bundle.get("peer_weights"),
     }
+    # An elicited metric's answers (FORMATS.md): elicited_metrics.<metric>.answers.
+    elicited = bundle.get("elicited_metrics")
+    for name, entry in elicited.items() if isinstance(elicited, dict) else ():
+        sections[f"elicited_metrics.{name}.answers"] = entry.get("answers") if isinstance(entry, dict) else None
     return [
         path
         for path, section in sections.items()
@@ -292,6 +296,13 @@ def import_bundle_consented(*, bundle: dict, experts: list[str], importer) -> di
         consented["votes"] = {kind: _without(section, others) for kind, section in bundle["votes"].items()}
     for key in ("priorities", "ranges", "peer_weights"):
         consented[key] = _without(bundle.get(key), others)
+    if isinstance(bundle.get("elicited_metrics"), dict):
+        consented["elicited_metrics"] = {
+            name: {**entry, "answers": _without(entry["answers"], others)}
+            if isinstance(entry, dict) and "answers" in entry
+            else entry
+            for name, entry in bundle["elicited_metrics"].items()
+        }
     return consented
 
 
