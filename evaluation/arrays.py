@@ -11,6 +11,7 @@ so archives stored before read as ever."""
 
 import io
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -64,6 +65,19 @@ _ARRAY_KINDS = {
 }
 
 
+# What reading a damaged or foreign zip may raise, besides ValueError.
+_UNREADABLE = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    OSError,
+    EOFError,
+    KeyError,
+    TypeError,
+    SyntaxError,
+    NotImplementedError,
+    RuntimeError,
+    zlib.error,
+)
 # What ``np.save`` writes (2.0 only for headers over 64 KiB).
 _HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
 
@@ -85,7 +99,7 @@ def _headers(archive: bytes) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
                         raise ValueError(f"{info.filename} is a .npy file of version {version}, which is not read")
                     shape, _, dtype = _HEADER_READERS[version](member)
                 found[name] = (tuple(shape), np.dtype(dtype))
-    except (zipfile.BadZipFile, OSError, EOFError, KeyError, TypeError, SyntaxError) as error:
+    except _UNREADABLE as error:
         raise ValueError(f"not a NumPy .npz archive ({error})") from None
     return found
 
@@ -182,7 +196,10 @@ def _arrays_checked(
     name: str, archive: bytes, labels: int, folds: int, contexts: int, max_rows: int | None
 ) -> CandidatePredictions:
     n = _shapes_checked(_headers(archive), labels, max_rows)
-    predictions = arrays_unpack(name, archive)
+    try:
+        predictions = arrays_unpack(name, archive)
+    except _UNREADABLE as error:  # a member's data damaged after its header
+        raise ValueError(f"not a NumPy .npz archive ({error})") from None
     arrays: dict[str, np.ndarray] = {}
     for key in ("y_true", *predictions.columns):
         kind = _ARRAY_KINDS[key][0]

@@ -352,3 +352,61 @@ def test_arrays_checked_returns_the_reader_s_types():
     assert checked.y_true.dtype == np.int32 and checked.proba.dtype == np.float64
     packed, columns = arrays_pack(CandidatePredictions("J48", checked.y_true, proba=checked.proba))
     assert columns == ["proba"] and arrays_unpack("J48", packed).y_true.tolist() == [1, 0]
+
+
+def _paths(value, path=()):
+    yield path
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, (*path, key))
+    elif isinstance(value, list):
+        for position, item in enumerate(value):
+            yield from _paths(item, (*path, position))
+
+
+def test_a_mangled_archive_or_key_is_imported_or_refused_cleanly(exported):
+    """Whatever is put anywhere in the two keys (a truncated or flipped
+    archive too), the import succeeds or raises InvalidInput having written
+    nothing: never another exception."""
+    from django.db import transaction
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    archive = exported["prediction_sets"][0]["candidates"][0]["arrays"]
+    raw = base64.b64decode(archive)
+    damaged = st.builds(
+        lambda cut, flip: (
+            base64.b64encode(raw[:cut] + bytes([raw[cut] ^ 0xFF]) + raw[cut + 1 :]).decode()
+            if flip
+            else base64.b64encode(raw[:cut]).decode()
+        ),
+        st.integers(0, len(raw) - 1),
+        st.booleans(),
+    )
+    values = st.none() | st.booleans() | st.integers(-3, 3) | st.floats() | st.text(max_size=6) | damaged
+    values = (
+        values | st.lists(st.text(max_size=3), max_size=3) | st.dictionaries(st.text(max_size=3), st.text(max_size=3))
+    )
+    paths = [p for key in ("prediction_sets", "elicited_metrics") for p in _paths(exported[key], (key,))]
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(path=st.sampled_from(paths), value=values, delete=st.booleans())
+    def mangled(path, value, delete):
+        bundle = copy.deepcopy(exported)
+        target = bundle
+        for step in path[:-1]:
+            target = target[step]
+        if delete:
+            del target[path[-1]]
+        else:
+            target[path[-1]] = value
+        with transaction.atomic():
+            before = counts()
+            try:
+                study_import_bundle(bundle=bundle)
+            except InvalidInput as error:
+                assert all(isinstance(m, str) for ms in error.errors.values() for m in ms)
+                assert counts() == before
+            transaction.set_rollback(True)
+
+    mangled()
