@@ -23,6 +23,7 @@ from tests.api.conftest import finish_run
 from tests.evaluation.elicited_fixtures import linear_oracle
 from tests.evaluation.test_elicited import TWO_CLASSES, answer_all
 from tests.fixtures import VOTES, complete_assessment
+from tests.workspace.test_bundles import _paths
 from workspace import services
 from workspace.bundles import study_export_bundle, study_import_bundle
 from workspace.errors import InvalidInput
@@ -352,16 +353,6 @@ def test_arrays_checked_returns_the_reader_s_types():
     assert checked.y_true.dtype == np.int32 and checked.proba.dtype == np.float64
     packed, columns = arrays_pack(CandidatePredictions("J48", checked.y_true, proba=checked.proba))
     assert columns == ["proba"] and arrays_unpack("J48", packed).y_true.tolist() == [1, 0]
-
-
-def _paths(value, path=()):
-    yield path
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _paths(item, (*path, key))
-    elif isinstance(value, list):
-        for position, item in enumerate(value):
-            yield from _paths(item, (*path, position))
 
 
 def test_a_mangled_archive_or_key_is_imported_or_refused_cleanly(exported):
