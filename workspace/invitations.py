@@ -145,12 +145,23 @@ def invitation_revoke(*, invitation: Invitation) -> None:
 
 
 def _inputs_of(membership: Membership) -> dict | None:
-    """The membership's inputs in bundle shape, or None when it has none."""
+    """The membership's inputs in bundle shape, with its answers to the
+    elicited metrics (``elicitation_answers``: ``{metric: codes}``, a bundle's
+    ``elicited_metrics.<metric>.answers.<expert>``), or None when it has none."""
+    # Imported here: the evaluation app's models import the workspace's.
+    from evaluation.models import ElicitationAnswers
+
     section = selectors.expert_inputs_list(study=membership.study, experts=[membership])[membership.user.get_username()]
+    section["elicitation_answers"] = dict(
+        ElicitationAnswers.objects.filter(expert=membership)
+        .exclude(answers="")
+        .order_by("elicited_metric__metric__position", "elicited_metric_id")
+        .values_list("elicited_metric__metric__name", "answers")
+    )
     has_any = (
         section["votes"]["attributes"]
         or section["votes"]["metrics"]
-        or any(section[key] for key in ("priorities", "ranges", "peer_weights"))
+        or any(section[key] for key in ("priorities", "ranges", "peer_weights", "elicitation_answers"))
     )
     return section if has_any else None
 
@@ -398,7 +409,7 @@ def invitation_get_by_key(*, key: str) -> Invitation | None:
 
 def invitation_inputs(*, invitation: Invitation) -> dict | None:
     """What accepting would confirm: ``{"imported_by", "votes", "priorities",
-    "ranges", "peer_weights"}`` as they are saved, or None."""
+    "ranges", "peer_weights", "elicitation_answers"}`` as they are saved, or None."""
     if invitation.membership is None or invitation.membership.status != PENDING:
         return None
     section = _inputs_of(invitation.membership)

@@ -24,10 +24,10 @@ from tests.evaluation.elicited_fixtures import linear_oracle
 from tests.evaluation.test_elicited import TWO_CLASSES, answer_all
 from tests.fixtures import VOTES, complete_assessment
 from tests.workspace.test_bundles import _paths
-from workspace import services
+from workspace import invitations, services
 from workspace.bundles import study_export_bundle, study_import_bundle
 from workspace.errors import InvalidInput
-from workspace.models import Study
+from workspace.models import Invitation, Study
 
 pytestmark = pytest.mark.django_db
 
@@ -341,6 +341,15 @@ def test_a_staff_import_keeps_others_answers_pending_and_anyone_else_s_is_refuse
     copy_ = study_import_bundle(bundle=assessment, importer=cast.alice)
     assert set(weights_of(copy_)) == {"bob", "carol"}
     assert study_export_bundle(study=copy_)["elicited_metrics"] == exported["elicited_metrics"]
+    # Bob sees his imported answers, and accepting needs his confirmation of them.
+    invitation = Invitation.objects.get(study=copy_, username="bob")
+    inputs = invitations.invitation_inputs(invitation=invitation)
+    assert inputs["imported_by"] == "alice"
+    assert inputs["elicitation_answers"] == {"AUC": exported["elicited_metrics"]["AUC"]["answers"]["bob"]}
+    with pytest.raises(InvalidInput) as refused:
+        invitations.invitation_accept(invitation=invitation, user=cast.bob)
+    assert list(refused.value.errors) == ["confirm_inputs"]
+    invitations.invitation_accept(invitation=invitation, user=cast.bob, confirm_inputs=True)
 
 
 def test_arrays_checked_returns_the_reader_s_types():
@@ -401,3 +410,31 @@ def test_a_mangled_archive_or_key_is_imported_or_refused_cleanly(exported):
             transaction.set_rollback(True)
 
     mangled()
+
+
+def test_the_case_study_imports_and_exports_without_the_keys(case_study):
+    """An old bundle (workspace/demo/case-study-1.json, the shared FORMATS.md example) is as before."""
+    exported = study_export_bundle(study=study_import_bundle(bundle=copy.deepcopy(case_study)))
+    assert "prediction_sets" not in exported and "elicited_metrics" not in exported
+    assert PredictionSet.objects.count() == ElicitedMetric.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("bundle", "field", "message"),
+    [
+        ({"prediction_sets": [{}] * 1201}, "prediction_sets",
+         "too many prediction sets: 1201 given, the limit is 1200"),
+        ({"prediction_sets": [{"candidates": [{}] * 1001}]}, "prediction_sets[0].candidates",
+         "too many candidates: 1001 given, the limit is 1000"),
+        ({"elicited_metrics": {f"m{i}": {} for i in range(201)}}, "elicited_metrics",
+         "too many metrics: 201 given, the limit is 200"),
+        ({"elicited_metrics": {"AUC": {"answers": {f"e{i}": "1" for i in range(201)}}}},
+         "elicited_metrics.AUC.answers", "too many experts: 201 given, the limit is 200"),
+    ],
+)  # fmt: skip
+def test_the_sizes_are_limited_before_the_import(bundle, field, message):
+    from workspace.limits import bundle_check_limits
+
+    with pytest.raises(InvalidInput) as refused:
+        bundle_check_limits({"format": "approve-study/1", "title": "t", **bundle})
+    assert refused.value.errors == {field: [message]}
