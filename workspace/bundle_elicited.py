@@ -37,8 +37,8 @@ SET_KEYS = ("name", "uploaded_at", "positive", "labels", "folds", "context_colum
 
 def elicited_export(*, study: Study, metrics: Sequence[str], experts: Sequence[str]) -> dict:
     """``{"prediction_sets": [...], "elicited_metrics": {...}}`` of a study
-    with elicited metrics (in the order of ``metrics``, the bundle's; the
-    answers in the order of ``experts``), or ``{}``: one query without any.
+    with elicited metrics (``metrics``, in the bundle's order; the answers
+    in the order of ``experts``), or ``{}`` without any.
     The sets: each elicited metric's, and each candidate's newest (where its
     value is read from), oldest first, each whole (every candidate's
     arrays, so that the set is the one uploaded)."""

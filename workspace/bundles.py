@@ -393,7 +393,16 @@ def study_export_bundle(*, study: Study) -> dict:
         Metric.objects.filter(study=study)
         .order_by("attribute__position", "attribute__id", "position", "id")
         .values(
-            "pk", "name", "attribute__name", "better", "unit", "default_least_acceptable", "default_desired", "position"
+            "pk",
+            "name",
+            "attribute__name",
+            "better",
+            "unit",
+            "default_least_acceptable",
+            "default_desired",
+            "position",
+            # Whether it is elicited, in the same query (a study without any reads nothing more).
+            "elicitation",
         )
     )
     candidates = study.candidates.order_by("position", "id").values_list("pk", "name", "description")
@@ -455,7 +464,13 @@ def study_export_bundle(*, study: Study) -> dict:
         **({"rounds": rounds} if rounds else {}),
         # "prediction_sets" and "elicited_metrics" (optional) only for a study
         # with elicited metrics: the same.
-        **bundle_elicited.elicited_export(study=study, metrics=[m["name"] for m in metrics], experts=list(sections)),
+        **(
+            bundle_elicited.elicited_export(
+                study=study, metrics=[m["name"] for m in metrics if m["elicitation"]], experts=list(sections)
+            )
+            if any(m["elicitation"] for m in metrics)
+            else {}
+        ),
     }
 
 
