@@ -729,7 +729,6 @@ BUNDLE_SCHEMA = {
                                 ),
                                 "arrays": {
                                     "type": "string",
-                                    "format": "byte",
                                     "description": "base64 of the candidate's arrays as a NumPy .npz archive "
                                     "(read without pickle)",
                                 },
