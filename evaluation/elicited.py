@@ -39,7 +39,9 @@ __all__ = [
     "check_question",
     "class_prior",
     "consistent",
+    "answers_problem",
     "elicitation_replayed",
+    "final_weights",
     "question_for",
     "reference_eta",
     "result_for",
@@ -170,6 +172,32 @@ def consistent(answers: str, total: int) -> bool | None:
     return all(
         ANSWER_CODES[checked[j]] == ANSWER_CODES[answers[position]] for j, position in enumerate(check_positions(total))
     )
+
+
+def final_weights(elicitation: Elicitation, answers: str) -> list[float] | None:
+    """The weights stored for ``answers`` (``elicitation`` replayed from
+    them): the search's once it and the check are answered (the search's
+    total and ``CHECKS`` answers), else None."""
+    if len(answers) < elicitation.total_queries + CHECKS:
+        return None
+    return [float(w) for w in elicitation.weights]
+
+
+def answers_problem(answers: object, total: int) -> str | None:
+    """Why ``answers`` cannot be an expert's stored answers to a search of
+    ``total`` questions (a code other than ``ANSWER_CODES``', more answers
+    than the search's and the check's), or None."""
+    if not isinstance(answers, str):
+        return f"must be the answers' codes as text (1 the first, 2 the second, 0 no preference), got {answers!r}"
+    for position, code in enumerate(answers):
+        if code not in ANSWER_CODES:
+            return (
+                f"answer {position + 1} is {code!r}: each answer is 1 (the first outcome), 2 (the second) or 0 "
+                "(no preference)"
+            )
+    if len(answers) > total + CHECKS:
+        return f"{len(answers)} answers, more than the search's {total} questions and the check's {CHECKS}"
+    return None
 
 
 def check_question(elicited: ElicitedMetric, answers: str, labels: list[str]) -> "Question | None":

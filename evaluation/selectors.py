@@ -314,8 +314,7 @@ def elicitation_state(*, elicited_metric: ElicitedMetric, expert: Membership) ->
     labels = [str(label) for label in elicited_metric.prediction_set.labels]
     elicitation = elicited_domain.elicitation_replayed(elicited_metric, answers)
     total = elicitation.total_queries
-    done = len(answers) >= total + elicited_domain.CHECKS
-    weights = [float(w) for w in elicitation.weights] if done else None
+    weights = elicited_domain.final_weights(elicitation, answers)
     question = elicited_domain.question_for(elicited_metric, elicitation, labels)
     if question is None:
         question = elicited_domain.check_question(elicited_metric, answers, labels)

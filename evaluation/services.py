@@ -21,6 +21,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from numbers import Real
 from typing import IO, Any
 
@@ -50,7 +51,7 @@ from .models import (
     MetricComputation,
     PredictionSet,
 )
-from .predictions import PredictionFileError, known_size, read_predictions
+from .predictions import CandidatePredictions, PredictionFileError, known_size, read_predictions
 from .selectors import evaluation_cached, prediction_data_by_set, prediction_data_get
 
 
@@ -131,15 +132,9 @@ def prediction_set_import(
     # Compressed before the study is locked: the lock is held for the writes only.
     packed = {candidate_name: arrays_pack(arrays) for candidate_name, arrays in data.candidates.items()}
 
-    with transaction.atomic():
-        study = locked(study)
-        # Read again under the lock: a candidate may have gone while the file was read.
-        candidate_ids = dict(Candidate.objects.filter(study=study, name__in=list(packed)).values_list("name", "pk"))
-        gone = [candidate_name for candidate_name in packed if candidate_name not in candidate_ids]
-        if gone:
-            raise InvalidInput({"file": [f"no candidate named {gone_name!r} in this study" for gone_name in gone]})
-        prediction_set = PredictionSet.objects.create(
-            study=study,
+    return _set_stored(
+        study,
+        PredictionSet(
             name=name,
             uploaded_by=uploaded_by,
             positive_label=data.positive or "",
@@ -149,20 +144,75 @@ def prediction_set_import(
             contexts=[list(context) for context in data.contexts],
             row_count=data.rows,
             byte_count=size if size is not None else counted.bytes_read,
-        )
-        CandidatePredictionArrays.objects.bulk_create(
-            [
-                CandidatePredictionArrays(
-                    prediction_set=prediction_set,
-                    candidate_id=candidate_ids[candidate_name],
-                    instance_count=len(data.candidates[candidate_name]),
-                    columns=columns,
-                    arrays=archive,
-                )
-                for candidate_name, (archive, columns) in packed.items()
-            ]
-        )
+        ),
+        {candidate_name: (len(data.candidates[candidate_name]), *packed[candidate_name]) for candidate_name in packed},
+        field="file",
+    )
+
+
+@transaction.atomic
+def _set_stored(
+    study: Study, prediction_set: PredictionSet, packed: dict[str, tuple[int, bytes, list[str]]], *, field: str
+) -> PredictionSet:
+    """Store ``prediction_set`` (unsaved) with each candidate's archive
+    (``{name: (instances, archive, columns)}``), under the study's lock,
+    which is held for the writes only; a candidate gone meanwhile is
+    refused under ``field``."""
+    study = locked(study)
+    # Read again under the lock: a candidate may have gone while the file was read.
+    candidate_ids = dict(Candidate.objects.filter(study=study, name__in=list(packed)).values_list("name", "pk"))
+    gone = [candidate_name for candidate_name in packed if candidate_name not in candidate_ids]
+    if gone:
+        raise InvalidInput({field: [f"no candidate named {gone_name!r} in this study" for gone_name in gone]})
+    prediction_set.study = study
+    prediction_set.save()
+    CandidatePredictionArrays.objects.bulk_create(
+        [
+            CandidatePredictionArrays(
+                prediction_set=prediction_set,
+                candidate_id=candidate_ids[candidate_name],
+                instance_count=instances,
+                columns=columns,
+                arrays=archive,
+            )
+            for candidate_name, (instances, archive, columns) in packed.items()
+        ]
+    )
     return prediction_set
+
+
+def prediction_set_restore(
+    *,
+    study: Study,
+    name: str,
+    uploaded_at: datetime,
+    positive: str | None,
+    labels: list[str],
+    folds: list[str],
+    context_columns: list[str],
+    contexts: list[list[str]],
+    candidates: dict[str, CandidatePredictions],
+) -> PredictionSet:
+    """Store a set brought whole from elsewhere (a study bundle's,
+    ``workspace.bundles``), its arrays checked already
+    (``evaluation.arrays.arrays_checked``, which also checks the codes
+    against ``labels``, ``folds`` and ``contexts``): packed as an upload's,
+    uploaded at ``uploaded_at`` by nobody known, its rows the candidates'
+    instances and its bytes their archives'."""
+    packed = {candidate_name: (len(arrays), *arrays_pack(arrays)) for candidate_name, arrays in candidates.items()}
+    prediction_set = PredictionSet(
+        name=text(name, "name", max_length=200),
+        uploaded_by=None,
+        uploaded_at=uploaded_at,
+        positive_label=positive or "",
+        labels=labels,
+        folds=folds,
+        context_columns=context_columns,
+        contexts=contexts,
+        row_count=sum(instances for instances, _, _ in packed.values()),
+        byte_count=sum(len(archive) for _, archive, _ in packed.values()),
+    )
+    return _set_stored(study, prediction_set, packed, field="candidates")
 
 
 @transaction.atomic
@@ -716,10 +766,33 @@ def elicitation_answer(
         raise InvalidInput({"answer": "every question is answered: go back one question, or start again"})
     row.answers += code
     # The weights are final (and stored) only once the check is answered.
-    done = len(row.answers) == elicitation.total_queries + elicited_domain.CHECKS
-    row.weights = [float(w) for w in elicitation.weights] if done else None
+    row.weights = elicited_domain.final_weights(elicitation, row.answers)
     row.save(update_fields=["answers", "weights", "updated_at"])
     return row
+
+
+@transaction.atomic
+def elicitation_answers_restore(
+    *, elicited_metric: ElicitedMetric, answers: dict[Membership, Any]
+) -> list[ElicitationAnswers]:
+    """Store experts' answers brought whole from elsewhere (a study bundle's):
+    ``{expert: stored codes}``, each checked (``elicited.answers_problem``:
+    codes 0, 1 or 2, no more than the search's questions and the check's)
+    and replayed, and the weights its answers give stored once finished,
+    as ``elicitation_answer`` stores them; never trusted from elsewhere. A
+    refusal names the expert's username. In the phase experts answer in."""
+    study = locked(elicited_metric.metric.study)
+    workspace_services.require_phase(study, workspace_services.Action.ELICIT)
+    total = elicited_domain.elicitation_replayed(elicited_metric, "").total_queries
+    rows = []
+    for expert, codes in answers.items():
+        problem = elicited_domain.answers_problem(codes, total)
+        if problem is not None:
+            raise InvalidInput({expert.user.get_username(): problem})
+        elicitation = elicited_domain.elicitation_replayed(elicited_metric, codes)
+        weights = elicited_domain.final_weights(elicitation, codes)
+        rows.append(ElicitationAnswers(elicited_metric=elicited_metric, expert=expert, answers=codes, weights=weights))
+    return history.bulk_create(ElicitationAnswers, rows)
 
 
 @transaction.atomic

@@ -17,7 +17,7 @@ from django.db import transaction
 
 from engine.rules import AHP_WEIGHTING_DEFAULT
 
-from . import history, invitations, services
+from . import bundle_elicited, history, invitations, limits, services
 from .errors import InvalidInput, PhaseConflict
 from .limits import ATTRIBUTE_THRESHOLD_DEFAULT, METRIC_THRESHOLD_DEFAULT
 from .models import Measurement, Membership, Metric, Phase, QualityAttribute, Study
@@ -46,6 +46,8 @@ TOP_LEVEL = {
     "ranges",
     "peer_weights",
     "rounds",
+    "prediction_sets",
+    "elicited_metrics",
 }
 PHASE_ORDER: list[str] = list(Phase.values)  # draft, voting, assessment, closed
 
@@ -108,6 +110,18 @@ def _later_sections_absent(bundle, phase):
                     f"(they start in the {first_phase} phase)"
                 }
             )
+    # An elicited metric's answers are an expert's input too.
+    first_phase = services.opens_in(services.Action.ELICIT)
+    elicited = bundle.get("elicited_metrics")
+    if PHASE_ORDER.index(phase) < PHASE_ORDER.index(first_phase) and isinstance(elicited, dict):
+        for name, entry in elicited.items():
+            if isinstance(entry, dict) and entry.get("answers"):
+                raise InvalidInput(
+                    {
+                        f"elicited_metrics.{name}.answers": f"a study imported in the {phase} phase has no answers "
+                        f"yet (they start in the {first_phase} phase)"
+                    }
+                )
 
 
 def _votes_present_unless_thresholds_decide(bundle, votes, attributes, metrics):
@@ -277,22 +291,40 @@ def _give_assessment_inputs(study: Study, bundle: dict, experts: dict[str, Membe
         raise error.prefixed("peer_weights") from None
 
 
-def study_import_bundle(*, bundle: dict, importer: User | None = None) -> Study:
+def _elicitation_answers(bundle: dict, experts: dict[str, Membership]) -> dict[str, dict[Membership, Any]]:
+    """Each elicited metric's ``answers``, ``{metric: {expert: codes}}``,
+    keyed by the bundle's experts (their shape checked by the import)."""
+    section = bundle.get("elicited_metrics") or {}
+    return {
+        name: {
+            experts[username]: codes
+            for username, codes in _per_expert(entry, "answers", experts, f"elicited_metrics.{name}.answers").items()
+        }
+        for name, entry in section.items()
+    }
+
+
+def study_import_bundle(
+    *, bundle: dict, importer: User | None = None, max_rows: int | None = limits.PREDICTIONS_MAX_ROWS
+) -> Study:
     """See ``_import_bundle``; every row it writes is recorded as coming from
     an ``import`` (the importer's, or the command's user: none)."""
     with history.source("import", user=importer):
-        return _import_bundle(bundle=bundle, importer=importer)
+        return _import_bundle(bundle=bundle, importer=importer, max_rows=max_rows)
 
 
 @transaction.atomic
-def _import_bundle(*, bundle: dict, importer: User | None = None) -> Study:
+def _import_bundle(*, bundle: dict, importer: User | None, max_rows: int | None) -> Study:
     """Create a study from an ``approve-study/1`` bundle; all or nothing.
 
     The study is built as a person would, phase by phase: setup in the
-    draft, then the votes, then the assessment inputs, stopping at the
-    bundle's phase. ``importer`` is the user importing (the API); None is
-    the command line. What an import may write in other experts' names:
-    ``workspace.invitations``."""
+    draft (the prediction sets and elicited metrics with it), then the
+    votes, then the assessment inputs (the elicited metrics' answers with
+    them), stopping at the bundle's phase. ``importer`` is the user
+    importing (the API); None is the command line. What an import may
+    write in other experts' names: ``workspace.invitations``. ``max_rows``:
+    the most rows of a prediction set, as an upload's (None: any number,
+    the operator's ``import_study``)."""
     phase, expert_names = _check_envelope(bundle)
     _later_sections_absent(bundle, phase)
     if bundle.get("rounds") and phase not in (Phase.ASSESSMENT, Phase.CLOSED):
@@ -303,6 +335,15 @@ def _import_bundle(*, bundle: dict, importer: User | None = None) -> Study:
     attributes = _add_attributes(study, bundle.get("attributes", []))
     metrics = _add_metrics(study, bundle.get("metrics", []), attributes)
     _add_candidates(study, bundle.get("candidates", []), metrics)
+    sets = bundle_elicited.prediction_sets_import(
+        study=study,
+        entries=bundle.get("prediction_sets", []),
+        candidates={entry["name"] for entry in bundle.get("candidates", [])},
+        max_rows=max_rows,
+    )
+    elicited = bundle_elicited.elicited_metrics_import(
+        section=bundle.get("elicited_metrics", {}), metrics=metrics, sets=sets
+    )
     if phase == Phase.DRAFT:
         return study
 
@@ -311,6 +352,7 @@ def _import_bundle(*, bundle: dict, importer: User | None = None) -> Study:
     if phase != Phase.VOTING:
         _transition(services.study_close_voting, study, phase)
         _give_assessment_inputs(study, bundle, experts)
+        bundle_elicited.elicitation_answers_import(answers=_elicitation_answers(bundle, experts), elicited=elicited)
         if bundle.get("rounds"):
             services.rounds.rounds_import(
                 study=study, entries=bundle["rounds"], experts=experts, last_may_be_open=phase == Phase.ASSESSMENT
@@ -351,7 +393,16 @@ def study_export_bundle(*, study: Study) -> dict:
         Metric.objects.filter(study=study)
         .order_by("attribute__position", "attribute__id", "position", "id")
         .values(
-            "pk", "name", "attribute__name", "better", "unit", "default_least_acceptable", "default_desired", "position"
+            "pk",
+            "name",
+            "attribute__name",
+            "better",
+            "unit",
+            "default_least_acceptable",
+            "default_desired",
+            "position",
+            # Whether it is elicited, in the same query (a study without any reads nothing more).
+            "elicitation",
         )
     )
     candidates = study.candidates.order_by("position", "id").values_list("pk", "name", "description")
@@ -411,6 +462,15 @@ def study_export_bundle(*, study: Study) -> dict:
         # "rounds" (optional) only for a study with revision rounds: bundles
         # of studies without them stay as they were.
         **({"rounds": rounds} if rounds else {}),
+        # "prediction_sets" and "elicited_metrics" (optional) only for a study
+        # with elicited metrics: the same.
+        **(
+            bundle_elicited.elicited_export(
+                study=study, metrics=[m["name"] for m in metrics if m["elicitation"]], experts=list(sections)
+            )
+            if any(m["elicitation"] for m in metrics)
+            else {}
+        ),
     }
 
 

@@ -145,12 +145,23 @@ def invitation_revoke(*, invitation: Invitation) -> None:
 
 
 def _inputs_of(membership: Membership) -> dict | None:
-    """The membership's inputs in bundle shape, or None when it has none."""
+    """The membership's inputs in bundle shape, with its answers to the
+    elicited metrics (``elicitation_answers``: ``{metric: codes}``, a bundle's
+    ``elicited_metrics.<metric>.answers.<expert>``), or None when it has none."""
+    # Imported here: the evaluation app's models import the workspace's.
+    from evaluation.models import ElicitationAnswers
+
     section = selectors.expert_inputs_list(study=membership.study, experts=[membership])[membership.user.get_username()]
+    section["elicitation_answers"] = dict(
+        ElicitationAnswers.objects.filter(expert=membership)
+        .exclude(answers="")
+        .order_by("elicited_metric__metric__position", "elicited_metric_id")
+        .values_list("elicited_metric__metric__name", "answers")
+    )
     has_any = (
         section["votes"]["attributes"]
         or section["votes"]["metrics"]
-        or any(section[key] for key in ("priorities", "ranges", "peer_weights"))
+        or any(section[key] for key in ("priorities", "ranges", "peer_weights", "elicitation_answers"))
     )
     return section if has_any else None
 
@@ -254,6 +265,10 @@ def _input_paths(bundle: dict, username: str) -> list[str]:
         "ranges": bundle.get("ranges"),
         "peer_weights": bundle.get("peer_weights"),
     }
+    # An elicited metric's answers (FORMATS.md): elicited_metrics.<metric>.answers.
+    elicited = bundle.get("elicited_metrics")
+    for name, entry in elicited.items() if isinstance(elicited, dict) else ():
+        sections[f"elicited_metrics.{name}.answers"] = entry.get("answers") if isinstance(entry, dict) else None
     return [
         path
         for path, section in sections.items()
@@ -292,6 +307,13 @@ def import_bundle_consented(*, bundle: dict, experts: list[str], importer) -> di
         consented["votes"] = {kind: _without(section, others) for kind, section in bundle["votes"].items()}
     for key in ("priorities", "ranges", "peer_weights"):
         consented[key] = _without(bundle.get(key), others)
+    if isinstance(bundle.get("elicited_metrics"), dict):
+        consented["elicited_metrics"] = {
+            name: {**entry, "answers": _without(entry["answers"], others)}
+            if isinstance(entry, dict) and "answers" in entry
+            else entry
+            for name, entry in bundle["elicited_metrics"].items()
+        }
     return consented
 
 
@@ -387,7 +409,7 @@ def invitation_get_by_key(*, key: str) -> Invitation | None:
 
 def invitation_inputs(*, invitation: Invitation) -> dict | None:
     """What accepting would confirm: ``{"imported_by", "votes", "priorities",
-    "ranges", "peer_weights"}`` as they are saved, or None."""
+    "ranges", "peer_weights", "elicitation_answers"}`` as they are saved, or None."""
     if invitation.membership is None or invitation.membership.status != PENDING:
         return None
     section = _inputs_of(invitation.membership)

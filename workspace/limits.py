@@ -63,6 +63,9 @@ MLFLOW_IMPORT_INLINE_RUNS = 50
 # a row: measurements, vote names, weights, judgments, ranges and peer weights
 # together, over all experts.
 BUNDLE_MAX_ENTRIES = 50_000
+# The prediction sets a bundle carries for its elicited metrics (FORMATS.md):
+# each elicited metric's and each candidate's newest, at most.
+PREDICTION_SETS_MAX = MAX_METRICS + MAX_CANDIDATES
 # Measurements in one ``PUT .../measurements/`` (a bulk upsert: more go in
 # several requests).
 MEASUREMENTS_PER_PUT_MAX = 10_000
@@ -182,6 +185,22 @@ def bundle_check_limits(bundle: object) -> None:
         entries += _counted(ranges, field=f"ranges.{username}", limit=MAX_METRICS, noun="ranges")
     for username, weights in _per_expert(bundle, "peer_weights").items():
         entries += _counted(weights, field=f"peer_weights.{username}", limit=MAX_EXPERTS, noun="peer weights")
+    # The elicited metrics' sets: at most one per elicited metric and one per candidate.
+    sets = check_size(
+        bundle.get("prediction_sets"),
+        field="prediction_sets",
+        limit=MAX_METRICS + MAX_CANDIDATES,
+        noun="prediction sets",
+    )
+    for position, entry in enumerate(sets if isinstance(sets, list) else []):
+        if isinstance(entry, dict):
+            field = f"prediction_sets[{position}].candidates"
+            check_size(entry.get("candidates"), field=field, limit=MAX_CANDIDATES, noun="candidates")
+    elicited = check_size(bundle.get("elicited_metrics"), field="elicited_metrics", limit=MAX_METRICS, noun="metrics")
+    for name, entry in elicited.items() if isinstance(elicited, dict) else ():
+        if isinstance(entry, dict):
+            field = f"elicited_metrics.{name}.answers"
+            check_size(entry.get("answers"), field=field, limit=MAX_EXPERTS, noun="experts")
     if entries > BUNDLE_MAX_ENTRIES:
         noun = "entries (measurements, vote names, weights, judgments, ranges and peer weights together)"
         raise InvalidInput({"bundle": too_many(noun, entries, BUNDLE_MAX_ENTRIES)})

@@ -216,6 +216,7 @@ def test_a_staff_import_waits_for_each_expert_to_confirm(staff_import, clients, 
         "priorities": bundle["priorities"]["clinician"],
         "ranges": {},
         "peer_weights": bundle["peer_weights"]["clinician"],
+        "elicitation_answers": {},
     }
     assert clinician.get(f"{API}/studies/{study}/my/priorities/").status_code == 404
     assert clinician.get(f"{API}/studies/{study}/").status_code == 404

@@ -258,6 +258,7 @@ def test_a_staff_import_holds_the_inputs_until_each_expert_confirms(case_study, 
         "priorities": case_study["priorities"]["clinician"],
         "ranges": {},
         "peer_weights": case_study["peer_weights"]["clinician"],
+        "elicitation_answers": {},
     }
 
     # Closing the assessment names every expert still to confirm.

@@ -135,6 +135,10 @@ class StudyBriefSerializer(serializers.Serializer):
 
 class ImportedInputsSerializer(s.ExpertInputsSerializer):
     imported_by = s.StrictCharField(allow_null=True, help_text="who imported them in your name")
+    elicitation_answers = serializers.DictField(
+        child=s.StrictCharField(),
+        help_text="{elicited metric: your answers' codes in order, 1 the first outcome, 2 the second, 0 no preference}",
+    )
 
 
 class MyInvitationSerializer(serializers.ModelSerializer):

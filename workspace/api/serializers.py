@@ -693,6 +693,78 @@ BUNDLE_SCHEMA = {
             "{expert: {metric: [least acceptable, desired]}}", {"$ref": "#/components/schemas/Ranges"}
         ),
         "peer_weights": _by_expert("{expert: {expert: weight}}", _numbers_by_name("{expert: weight}")),
+        "prediction_sets": {
+            "type": "array",
+            "description": "the prediction sets the elicited metrics need, oldest first: each elicited metric's and "
+            "each candidate's newest, whole (optional: written only with elicited metrics; docs/formats.md)",
+            "items": {
+                "x-component": "BundlePredictionSet",
+                "type": "object",
+                "required": ["name", "uploaded_at", "labels", "candidates"],
+                "additionalProperties": False,
+                "properties": {
+                    "name": {"type": "string"},
+                    "uploaded_at": {"type": "string", "format": "date-time"},
+                    "positive": {"type": "string", "nullable": True, "description": "the positive label, or null"},
+                    "labels": {**_strings("the labels, distinct, in the order the codes index"), "minItems": 1},
+                    "folds": _strings("the folds the codes index"),
+                    "context_columns": _strings("the names of the context:<name> columns"),
+                    "contexts": {
+                        "type": "array",
+                        "description": "each context's values, one per context column, in the order the codes index",
+                        "items": {"type": "array", "items": {"type": "string"}},
+                    },
+                    "candidates": {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": {
+                            "x-component": "BundlePredictionArrays",
+                            "type": "object",
+                            "required": ["candidate", "arrays"],
+                            "additionalProperties": False,
+                            "properties": {
+                                "candidate": {"type": "string", "description": "a candidate's name"},
+                                "columns": _strings(
+                                    "the optional arrays it holds (y_pred, score, proba, fold, time, context, instance)"
+                                ),
+                                "arrays": {
+                                    "type": "string",
+                                    "description": "base64 of the candidate's arrays as a NumPy .npz archive "
+                                    "(read without pickle)",
+                                },
+                            },
+                        },
+                    },
+                },
+            },
+        },
+        "elicited_metrics": {
+            "type": "object",
+            "description": "{metric: how each expert's own value is elicited, and their answers} (optional: "
+            "written only with elicited metrics; docs/formats.md)",
+            "additionalProperties": {
+                "x-component": "BundleElicitedMetric",
+                "type": "object",
+                "required": ["kind", "epsilon", "prediction_set", "reference_candidate"],
+                "additionalProperties": False,
+                "properties": {
+                    "kind": {"$ref": "#/components/schemas/ElicitationKindEnum"},
+                    "epsilon": {"type": "number", "description": "the search's tolerance"},
+                    "prediction_set": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "description": "the index, in prediction_sets, of the set whose reference candidate's class "
+                        "probabilities make the questions",
+                    },
+                    "reference_candidate": {"type": "string"},
+                    "answers": _by_expert(
+                        "{expert: the answers' codes in order, 1 the first outcome, 2 the second, 0 no preference} "
+                        "(the weights are recomputed from them)",
+                        {"type": "string", "pattern": "^[012]*$"},
+                    ),
+                },
+            },
+        },
         "rounds": {
             "type": "array",
             "description": "the study's revision rounds, in order (optional; docs/formats.md)",

@@ -14,8 +14,9 @@ class Command(BaseCommand):
         "Import an approve-study/1 bundle (all or nothing) and print the new study's id. "
         "Run by the operator with shell access, it is trusted: accounts are created for unknown "
         "usernames (without a usable password), every expert is an active member and the inputs "
-        "in the bundle count as entered, without invitations. (An import through the API is "
-        "bound by consent: see workspace/invitations.py.)"
+        "in the bundle count as entered, without invitations; a prediction set's rows are not "
+        "limited (as with import_predictions). (An import through the API is bound by consent: see "
+        "workspace/invitations.py.)"
     )
 
     def add_arguments(self, parser):
@@ -44,8 +45,9 @@ class Command(BaseCommand):
                 bundle["designer"] = designer
         try:
             bundle_check_limits(bundle)
-            # No importer: the operator, trusted (see the help).
-            study = study_import_bundle(bundle=bundle)
+            # No importer: the operator, trusted (see the help); a prediction
+            # set's rows are not limited, as with import_predictions.
+            study = study_import_bundle(bundle=bundle, max_rows=None)
         except InvalidInput as error:
             raise CommandError(
                 "the bundle was refused, nothing was written:\n  "

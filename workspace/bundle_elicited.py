@@ -1,0 +1,243 @@
+"""The elicited metrics of a study bundle (``approve-study/1``, FORMATS.md):
+``prediction_sets``, the sets their questions and values are read from, and
+``elicited_metrics``, each one's design and the experts' answers.
+
+Export writes both keys only for a study with an elicited metric, so other
+bundles are as they were. Import checks each set's archives whole
+(``evaluation.arrays.arrays_checked``) before storing anything, makes each
+elicited metric through ``evaluation.services.elicited_metric_set`` and
+replays each expert's answers (``evaluation.services.elicitation_answers_restore``):
+the weights are those the answers give here, never read from the bundle.
+``workspace.bundles`` calls these in its phases; every refusal names its
+path in the bundle."""
+
+import base64
+import binascii
+from collections.abc import Sequence
+from typing import Any
+
+from evaluation import selectors as evaluation_selectors
+from evaluation import services as evaluation_services
+from evaluation.arrays import TooManyRows, arrays_checked
+from evaluation.models import CandidatePredictionArrays, ElicitationAnswers, ElicitedMetric, PredictionSet
+from evaluation.predictions import CandidatePredictions
+
+from .errors import InvalidInput
+from .limits import PREDICTIONS_MAX_CLASSES
+from .models import Membership, Metric, Study
+from .services import rounds
+from .services._checks import expect as _expect
+from .services._checks import keys as _keys
+
+SET_KEYS = ("name", "uploaded_at", "positive", "labels", "folds", "context_columns", "contexts", "candidates")
+
+
+# --- export ------------------------------------------------------------------------------
+
+
+def elicited_export(*, study: Study, metrics: Sequence[str], experts: Sequence[str]) -> dict:
+    """``{"prediction_sets": [...], "elicited_metrics": {...}}`` of a study
+    with elicited metrics (``metrics``, in the bundle's order; the answers
+    in the order of ``experts``), or ``{}`` without any.
+    The sets: each elicited metric's, and each candidate's newest (where its
+    value is read from), oldest first, each whole (every candidate's
+    arrays, so that the set is the one uploaded)."""
+    found = {e.metric.name: e for e in evaluation_selectors.elicited_metric_list(study=study)}
+    if not found:
+        return {}
+    elicited = [found[name] for name in metrics if name in found]
+    wanted = {e.prediction_set_id for e in elicited} | set(
+        evaluation_selectors.newest_prediction_sets(study_id=study.pk).values()
+    )
+    sets = list(PredictionSet.objects.filter(pk__in=wanted).order_by("uploaded_at", "id"))
+    index = {s.pk: position for position, s in enumerate(sets)}
+    arrays: dict[int, list[dict]] = {s.pk: [] for s in sets}
+    for set_id, candidate, columns, archive in (
+        CandidatePredictionArrays.objects.filter(prediction_set__in=sets)
+        .order_by("id")
+        .values_list("prediction_set_id", "candidate__name", "columns", "arrays")
+    ):
+        arrays[set_id].append(
+            {"candidate": candidate, "columns": columns, "arrays": base64.b64encode(bytes(archive)).decode("ascii")}
+        )
+    answers: dict[int, dict[str, str]] = {}
+    for elicited_id, username, codes in ElicitationAnswers.objects.filter(elicited_metric__in=elicited).values_list(
+        "elicited_metric_id", "expert__user__username", "answers"
+    ):
+        if codes:
+            answers.setdefault(elicited_id, {})[username] = codes
+    order = {username: position for position, username in enumerate(experts)}
+    return {
+        "prediction_sets": [
+            {
+                "name": s.name,
+                "uploaded_at": rounds._iso(s.uploaded_at),
+                "positive": s.positive,
+                "labels": s.labels,
+                "folds": s.folds,
+                "context_columns": s.context_columns,
+                "contexts": s.contexts,
+                "candidates": arrays[s.pk],
+            }
+            for s in sets
+        ],
+        "elicited_metrics": {
+            e.metric.name: {
+                "kind": e.kind,
+                "epsilon": e.epsilon,
+                "prediction_set": index[e.prediction_set_id],
+                "reference_candidate": e.reference_candidate.name,
+                "answers": dict(sorted(answers.get(e.pk, {}).items(), key=lambda item: order.get(item[0], len(order)))),
+            }
+            for e in elicited
+        },
+    }
+
+
+# --- import ------------------------------------------------------------------------------
+
+
+def _texts(value: Any, field: str, *, distinct: bool = True) -> list[str]:
+    _expect(value, list, field, "a list of texts")
+    for position, item in enumerate(value):
+        _expect(item, str, f"{field}[{position}]", "a text")
+    if distinct and len(set(value)) != len(value):
+        twice = next(item for position, item in enumerate(value) if item in value[:position])
+        raise InvalidInput({field: f"{twice!r} is listed twice"})
+    return value
+
+
+def _set_candidates(entries: Any, path: str, candidates: set[str], shape: dict, max_rows: int | None) -> dict:
+    """``{name: CandidatePredictions}`` of a set's ``candidates``, each archive checked whole."""
+    _expect(entries, list, path, "a list of each candidate's arrays")
+    if not entries:
+        raise InvalidInput({path: "must hold at least one candidate's arrays"})
+    found: dict[str, CandidatePredictions] = {}
+    rows = 0
+    for position, entry in enumerate(entries):
+        field = f"{path}[{position}]"
+        _keys(entry, field, required=("candidate", "arrays"), optional=("columns",))
+        name = entry["candidate"]
+        if not isinstance(name, str) or name not in candidates:
+            raise InvalidInput({f"{field}.candidate": f"no candidate named {name!r} in the bundle"})
+        if name in found:
+            raise InvalidInput({f"{field}.candidate": f"{name!r} has arrays in this set already"})
+        encoded = _expect(entry["arrays"], str, f"{field}.arrays", "the archive of the arrays, in base64")
+        try:
+            archive = base64.b64decode(encoded, validate=True)
+        except (binascii.Error, ValueError) as error:
+            raise InvalidInput({f"{field}.arrays": f"not base64 ({error})"}) from None
+        remaining = None if max_rows is None else max_rows - rows
+        try:
+            arrays = arrays_checked(name, archive, max_rows=remaining, **shape)
+        except TooManyRows:
+            raise InvalidInput(
+                {
+                    f"{field}.arrays": f"too many rows: the set's candidates hold more than {max_rows:,} instances "
+                    "together, the limit for a prediction set (import_study, run by the operator, has none)"
+                }
+            ) from None
+        except ValueError as error:
+            raise InvalidInput({f"{field}.arrays": str(error)}) from None
+        if "columns" in entry and entry["columns"] != arrays.columns:
+            raise InvalidInput({f"{field}.columns": f"must be the archive's optional arrays, {arrays.columns}"})
+        rows += len(arrays)
+        found[name] = arrays
+    return found
+
+
+def _prediction_set(study: Study, entry: Any, path: str, candidates: set[str], max_rows: int | None) -> PredictionSet:
+    _keys(entry, path, required=("name", "uploaded_at", "labels", "candidates"), optional=SET_KEYS)
+    labels = _texts(entry["labels"], f"{path}.labels")
+    if not labels or len(labels) > PREDICTIONS_MAX_CLASSES:
+        raise InvalidInput({f"{path}.labels": f"must hold 1 to {PREDICTIONS_MAX_CLASSES} labels, got {len(labels)}"})
+    positive = entry.get("positive")
+    if positive is not None and positive not in labels:
+        raise InvalidInput({f"{path}.positive": f"must be one of the labels or null, got {positive!r}"})
+    folds = _texts(entry.get("folds", []), f"{path}.folds")
+    columns = _texts(entry.get("context_columns", []), f"{path}.context_columns")
+    contexts = _expect(entry.get("contexts", []), list, f"{path}.contexts", "a list of each context's values")
+    for position, context in enumerate(contexts):
+        values = _texts(context, f"{path}.contexts[{position}]", distinct=False)
+        if len(values) != len(columns):
+            raise InvalidInput(
+                {f"{path}.contexts[{position}]": f"must hold a value per context column ({len(columns)})"}
+            )
+    uploaded_at = rounds._moment(entry["uploaded_at"], f"{path}.uploaded_at")
+    shape = {"labels": len(labels), "folds": len(folds), "contexts": len(contexts)}
+    arrays = _set_candidates(entry["candidates"], f"{path}.candidates", candidates, shape, max_rows)
+    try:
+        return evaluation_services.prediction_set_restore(
+            study=study,
+            name=entry["name"],
+            uploaded_at=uploaded_at,
+            positive=positive,
+            labels=labels,
+            folds=folds,
+            context_columns=columns,
+            contexts=contexts,
+            candidates=arrays,
+        )
+    except InvalidInput as error:
+        raise error.within(path) from None
+
+
+def prediction_sets_import(
+    *, study: Study, entries: Any, candidates: set[str], max_rows: int | None
+) -> list[PredictionSet]:
+    """The bundle's ``prediction_sets``, in order, each checked whole before
+    it is stored; ``max_rows``, the most rows (a candidate's instances, over
+    the candidates) of one set (None: any number, the operator's command)."""
+    _expect(entries, list, "prediction_sets", "a list of prediction sets")
+    return [
+        _prediction_set(study, entry, f"prediction_sets[{position}]", candidates, max_rows)
+        for position, entry in enumerate(entries)
+    ]
+
+
+def elicited_metrics_import(
+    *, section: Any, metrics: dict[str, Metric], sets: list[PredictionSet]
+) -> dict[str, ElicitedMetric]:
+    """Each of the bundle's ``elicited_metrics`` made through the service a
+    designer uses (``elicited_metric_set``, in the draft phase); the answers
+    come later (``elicitation_answers_import``)."""
+    _expect(section, dict, "elicited_metrics", "an object keyed by metric name")
+    made = {}
+    for name, entry in section.items():
+        path = f"elicited_metrics.{name}"
+        if name not in metrics:
+            raise InvalidInput({path: "no metric of that name in the bundle"})
+        _keys(entry, path, required=("kind", "epsilon", "prediction_set", "reference_candidate"), optional=("answers",))
+        index = entry["prediction_set"]
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(sets):
+            within = f"0 to {len(sets) - 1}" if sets else "the bundle has none"
+            raise InvalidInput(
+                {f"{path}.prediction_set": f"must be an index into prediction_sets ({within}), got {index!r}"}
+            )
+        try:
+            made[name] = evaluation_services.elicited_metric_set(
+                metric=metrics[name],
+                kind=entry["kind"],
+                prediction_set=sets[index].pk,
+                reference_candidate=entry["reference_candidate"],
+                epsilon=entry["epsilon"],
+            )
+        except InvalidInput as error:
+            # The service names the metric itself "metric": here, the entry's path.
+            raise InvalidInput(
+                {path if field == "metric" else f"{path}.{field}": messages for field, messages in error.errors.items()}
+            ) from None
+    return made
+
+
+def elicitation_answers_import(
+    *, answers: dict[str, dict[Membership, Any]], elicited: dict[str, ElicitedMetric]
+) -> None:
+    """Each metric's answers (``{metric name: {expert: codes}}``, the experts
+    already checked), replayed and stored with the weights they give."""
+    for name, by_expert in answers.items():
+        if by_expert:
+            try:
+                evaluation_services.elicitation_answers_restore(elicited_metric=elicited[name], answers=by_expert)
+            except InvalidInput as error:
+                raise error.within(f"elicited_metrics.{name}.answers") from None
