@@ -10,6 +10,7 @@ of an upload's time) for archives a third larger; ``np.load`` reads both,
 so archives stored before read as ever."""
 
 import io
+import math
 import zipfile
 import zlib
 
@@ -112,6 +113,16 @@ class TooManyRows(ValueError):
         super().__init__(f"{rows} instances, more than allowed")
 
 
+class TooManyBytes(ValueError):
+    """The archive's arrays would take more memory once read (``size``, from
+    their headers) than ``max_bytes``; none of them was read (a small
+    archive of zeros, or of wide instance ids, may announce gigabytes)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        super().__init__(f"{size} bytes once read, more than allowed")
+
+
 def _in_range(values: np.ndarray, count: int, what: str) -> None:
     if len(values) and (values.min() < 0 or values.max() >= count):
         bad = values[(values < 0) | (values >= count)][0]
@@ -126,6 +137,7 @@ def arrays_checked(
     folds: int,
     contexts: int,
     max_rows: int | None = None,
+    max_bytes: int | None = None,
 ) -> CandidatePredictions:
     """The ``CandidatePredictions`` of an archive brought from elsewhere (a
     study bundle's), every rule of a read file checked: only a candidate's
@@ -138,10 +150,12 @@ def arrays_checked(
     ``time`` finite and >= 0; instance ids non-empty and distinct. Arrays
     come back in the reader's types (int32 codes, float64 numbers), so that
     ``arrays_pack`` stores them as an upload's. ``ValueError`` says what is
-    wrong, starting "not an archive of predictions"."""
+    wrong, starting "not an archive of predictions". ``max_bytes``: the
+    most memory its arrays may take once read, from their headers
+    (``TooManyBytes`` before any is read)."""
     try:
-        return _arrays_checked(name, archive, labels, folds, contexts, max_rows)
-    except TooManyRows:
+        return _arrays_checked(name, archive, labels, folds, contexts, max_rows, max_bytes)
+    except (TooManyRows, TooManyBytes):
         raise
     except ValueError as error:
         raise ValueError(f"not an archive of predictions: {error}") from None
@@ -193,9 +207,13 @@ def _numbers_checked(arrays: dict[str, np.ndarray], labels: int) -> None:
 
 
 def _arrays_checked(
-    name: str, archive: bytes, labels: int, folds: int, contexts: int, max_rows: int | None
+    name: str, archive: bytes, labels: int, folds: int, contexts: int, max_rows: int | None, max_bytes: int | None
 ) -> CandidatePredictions:
-    n = _shapes_checked(_headers(archive), labels, max_rows)
+    headers = _headers(archive)
+    n = _shapes_checked(headers, labels, max_rows)
+    size = sum(math.prod(shape) * dtype.itemsize for shape, dtype in headers.values())
+    if max_bytes is not None and size > max_bytes:
+        raise TooManyBytes(size)
     try:
         predictions = arrays_unpack(name, archive)
     except _UNREADABLE as error:  # a member's data damaged after its header

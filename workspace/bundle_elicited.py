@@ -18,12 +18,12 @@ from typing import Any
 
 from evaluation import selectors as evaluation_selectors
 from evaluation import services as evaluation_services
-from evaluation.arrays import TooManyRows, arrays_checked
+from evaluation.arrays import TooManyBytes, TooManyRows, arrays_checked
 from evaluation.models import CandidatePredictionArrays, ElicitationAnswers, ElicitedMetric, PredictionSet
 from evaluation.predictions import CandidatePredictions
 
 from .errors import InvalidInput
-from .limits import PREDICTIONS_MAX_CLASSES
+from .limits import PREDICTIONS_MAX_ARRAY_BYTES, PREDICTIONS_MAX_CLASSES
 from .models import Membership, Metric, Study
 from .services import rounds
 from .services._checks import expect as _expect
@@ -113,7 +113,7 @@ def _set_candidates(entries: Any, path: str, candidates: set[str], shape: dict, 
     if not entries:
         raise InvalidInput({path: "must hold at least one candidate's arrays"})
     found: dict[str, CandidatePredictions] = {}
-    rows = 0
+    rows = size = 0
     for position, entry in enumerate(entries):
         field = f"{path}[{position}]"
         _keys(entry, field, required=("candidate", "arrays"), optional=("columns",))
@@ -128,8 +128,18 @@ def _set_candidates(entries: Any, path: str, candidates: set[str], shape: dict, 
         except (binascii.Error, ValueError) as error:
             raise InvalidInput({f"{field}.arrays": f"not base64 ({error})"}) from None
         remaining = None if max_rows is None else max_rows - rows
+        # The memory limit goes with the row limit: both are the web's and the API's.
+        memory = None if max_rows is None else PREDICTIONS_MAX_ARRAY_BYTES - size
         try:
-            arrays = arrays_checked(name, archive, max_rows=remaining, **shape)
+            arrays = arrays_checked(name, archive, max_rows=remaining, max_bytes=memory, **shape)
+        except TooManyBytes:
+            raise InvalidInput(
+                {
+                    f"{field}.arrays": f"too large: the set's arrays would take more than "
+                    f"{PREDICTIONS_MAX_ARRAY_BYTES:,} bytes once read, the limit for a prediction set brought "
+                    "in a bundle (import_study, run by the operator, has none)"
+                }
+            ) from None
         except TooManyRows:
             raise InvalidInput(
                 {
@@ -142,6 +152,7 @@ def _set_candidates(entries: Any, path: str, candidates: set[str], shape: dict, 
         if "columns" in entry and entry["columns"] != arrays.columns:
             raise InvalidInput({f"{field}.columns": f"must be the archive's optional arrays, {arrays.columns}"})
         rows += len(arrays)
+        size += sum(values.nbytes for values in (getattr(arrays, key) for key in ("y_true", *arrays.columns)))
         found[name] = arrays
     return found
 

@@ -245,6 +245,12 @@ MAX_THRESHOLD = 10000
 # the operator runs without either limit.
 PREDICTIONS_MAX_BYTES = 20 * MB
 PREDICTIONS_MAX_ROWS = 1_000_000
+# What a prediction set's arrays may take in memory once read, when they come
+# as archives in a study bundle through the web or the API (an upload's are
+# bounded by its bytes): the arrays of the largest upload are a few times its
+# text (a "0," of two bytes is an 8-byte number), while a crafted archive of
+# a few kilobytes could announce gigabytes. ``import_study`` has no limit.
+PREDICTIONS_MAX_ARRAY_BYTES = 8 * PREDICTIONS_MAX_BYTES
 # The most distinct labels (classes) a prediction set may have, whoever
 # uploads it (the web, the API and ``import_predictions`` alike). Several of
 # a set's structures grow with the square of its classes (the confusion

@@ -438,3 +438,29 @@ def test_the_sizes_are_limited_before_the_import(bundle, field, message):
     with pytest.raises(InvalidInput) as refused:
         bundle_check_limits({"format": "approve-study/1", "title": "t", **bundle})
     assert refused.value.errors == {field: [message]}
+
+
+def test_an_archive_announcing_more_memory_than_allowed_is_refused_before_any_array_is_read(exported, unchanged):
+    """A few hundred bytes may announce gigabytes (here ten instance ids of
+    100 million characters each, 4 GB once read, and no data at all): the
+    headers alone refuse it, through the web's and the API's limits."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        with archive.open("y_true.npy", "w") as member:
+            np.lib.format.write_array(member, np.array([0, 1] * 5, dtype=np.int32))
+        with archive.open("instance.npy", "w") as member:
+            header = {"descr": "<U100000000", "fortran_order": False, "shape": (10,)}
+            np.lib.format.write_array_header_1_0(member, header)
+    assert len(buffer.getvalue()) < 1000
+    bundle = copy.deepcopy(exported)
+    bundle["prediction_sets"][0]["candidates"][0]["arrays"] = base64.b64encode(buffer.getvalue()).decode()
+    before = counts()
+    with unchanged(), pytest.raises(InvalidInput) as refused:
+        study_import_bundle(bundle=bundle)
+    assert refused.value.errors == {
+        f"{SET}.arrays": [
+            "too large: the set's arrays would take more than 167,772,160 bytes once read, the limit for a "
+            "prediction set brought in a bundle (import_study, run by the operator, has none)"
+        ]
+    }
+    assert counts() == before
