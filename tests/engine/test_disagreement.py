@@ -322,8 +322,10 @@ def exact_score_is_zero(measured, least_acceptable, desired):
 
 
 def test_a_score_that_underflows_is_no_veto():
-    # t = 5e-324 / 10 rounds to 0 in floating point; exactly it is positive.
-    assert literal_individual_score(5e-324, 0.0, 10.0) == 0.0
+    # t = 5e-324 / 10 rounds to 0 in floating point; exactly it is positive, and the
+    # literal reference (test_core) keeps it positive as the engine does.
+    assert (5e-324 - 0.0) / (10.0 - 0.0) == 0.0
+    assert literal_individual_score(5e-324, 0.0, 10.0) == 5e-324
     assert not exact_score_is_zero(5e-324, 0.0, 10.0)
     assert veto_shares([[0.0], [0.0]], [[10.0], [-1.0]], [[5e-324], [0.0]]).tolist() == [[0.5], [1.0]]
 

@@ -222,12 +222,15 @@ TAKE_THE_LOCK = {
     "measurements_compute": ("measurements_set",),
     "metric_computation_set": (),
     "metric_computation_remove": (),
-    "prediction_set_import": (),
+    "prediction_set_import": ("_set_stored",),
     "prediction_set_delete": (),
     # tracking: candidates and measurements from MLflow, through the workspace's services
     "mlflow_import": ("_import_runs", "candidates_add", "measurements_set"),
     # the same import run by a task (more than MLFLOW_IMPORT_INLINE_RUNS runs)
-    "import_execute": ("_import_runs",),
+    "import_execute": ("_import_execute_claimed",),  # through _import_runs
+    # a bundle's prediction sets and answers, restored as they are stored
+    "prediction_set_restore": ("_set_stored",),
+    "elicitation_answers_restore": (),
     "elicited_metric_set": (),
     "elicited_metric_remove": (),
     "elicitation_answer": ("_answers_locked",),
@@ -259,6 +262,8 @@ NOT_INPUTS = {
     *("post_add", "post_edit", "post_hide", "post_unhide"),
     # tracking: a study's MLflow connection, a preview, a run published (none is an input)
     *("connection_of", "connection_set", "connection_remove", "import_preview", "mlflow_publish"),
+    # the recovery sweep's part for imports: sent again or failed, nothing written to a study
+    "imports_recover_stale",
     # revision rounds: their own rows (a round's snapshot is read from the inputs, never written to them)
     *("round_open", "round_close", "round_respond"),
 }
