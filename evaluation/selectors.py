@@ -574,25 +574,33 @@ def elicited_values(*, elicited_metric: ElicitedMetric, finished: dict[str, list
     """Each candidate's value of the elicited metric for each expert of
     ``finished`` (``{username: weights}``): that expert's linear metric of
     the candidate's confusion matrix from its newest prediction set
-    (``evaluation.elicited.metric_value``). Three queries, and the sets'
+    (``evaluation.elicited.metric_values``, every candidate's at once). Three queries, and the sets'
     arrays, read once each, only for candidates whose confusion this
     process has not counted yet (``_counted_confusions``)."""
     labels = [str(label) for label in elicited_metric.prediction_set.labels]
     newest, set_names, names = _newest_sets_of(elicited_metric.prediction_set.study_id)
     counted = _counted_confusions(newest, names)
-    out = []
+    rows: list[tuple[str, str, np.ndarray | str]] = []
     for candidate_id in sorted(newest, key=lambda pk: names[pk]):
         name, set_id = names[candidate_id], newest[candidate_id]
         try:
-            confusion = _confusion_in(labels, counted[candidate_id])
+            rows.append((name, set_names[set_id], _confusion_in(labels, counted[candidate_id])))
         except ValueError as error:
-            out.append(ElicitedValue(name, set_names[set_id], {}, str(error)))
-            continue
-        values = {
-            expert: elicited_domain.metric_value(elicited_metric.kind, weights, confusion)
-            for expert, weights in finished.items()
-        }
-        out.append(ElicitedValue(name, set_names[set_id], values))
+            rows.append((name, set_names[set_id], str(error)))
+    confusions = [confusion for _name, _set, confusion in rows if not isinstance(confusion, str)]
+    experts = list(finished)
+    # Every candidate's value for every expert at once: (candidates, experts).
+    table = (
+        elicited_domain.metric_values(elicited_metric.kind, [finished[e] for e in experts], np.stack(confusions))
+        if confusions and experts
+        else np.zeros((len(confusions), len(experts)))
+    ).tolist()
+    out, valued = [], iter(table)
+    for name, set_name, confusion in rows:
+        if isinstance(confusion, str):
+            out.append(ElicitedValue(name, set_name, {}, confusion))
+        else:
+            out.append(ElicitedValue(name, set_name, dict(zip(experts, next(valued), strict=True))))
     return out
 
 
