@@ -57,6 +57,13 @@ def prediction_set_list(*, study: Study) -> QuerySet[PredictionSet]:
     )
 
 
+def prediction_set_choices(*, study: Study) -> QuerySet[PredictionSet]:
+    """The study's prediction sets as a choice names them (name, row count),
+    newest first, without their candidates: one query (the elicitation's
+    design page, whose set of a thousand candidates is one choice)."""
+    return PredictionSet.objects.filter(study=study).only("study_id", "name", "row_count", "uploaded_at")
+
+
 def prediction_set_get(*, study: Study, prediction_set_id: int, contexts: bool = False) -> PredictionSet:
     """One set of the study, as the list has it (``PredictionSet.DoesNotExist``
     when the study has no such set); with its contexts too when the caller
@@ -490,9 +497,11 @@ def _confusion_in(labels: list[str], counted: tuple[list[str], np.ndarray | str]
     set_labels, counts = counted
     if isinstance(counts, str):
         raise ValueError(counts)
-    _classes_checked(labels, set_labels)
-    order = [set_labels.index(label) for label in labels]
-    fractions: np.ndarray = counts[np.ix_(order, order)] / counts.sum()
+    if set_labels != labels:  # the same classes in another order (a thousand candidates: the same order, no copy)
+        _classes_checked(labels, set_labels)
+        order = [set_labels.index(label) for label in labels]
+        counts = counts[np.ix_(order, order)]
+    fractions: np.ndarray = counts / counts.sum()
     return fractions
 
 

@@ -542,7 +542,7 @@ def elicitation_design_page(request: HttpRequest, study_id: int, metric_id: int)
     except Metric.DoesNotExist:
         raise Http404("No such metric.") from None
     current = getattr(metric, "elicitation", None)
-    sets = list(selectors.prediction_set_list(study=study))
+    sets = list(selectors.prediction_set_choices(study=study))
     candidates = list(workspace_selectors.candidate_list(study=study))
     answered = selectors.elicitation_progress(study=study) if current is not None else {}
     # The experts whose answers a change or a removal would delete: the page asks first.
