@@ -48,7 +48,12 @@ def prediction_set_list(*, study: Study) -> QuerySet[PredictionSet]:
     """The study's prediction sets, newest first, each with its uploader and
     its candidates (names, instance counts, columns): three queries however
     many sets and candidates, and none of the stored arrays or contexts."""
-    candidates = CandidatePredictionArrays.objects.select_related("candidate").defer("arrays").order_by("id")
+    # Of each candidate, its name alone: a set of a thousand (the predictions page lists them).
+    candidates = (
+        CandidatePredictionArrays.objects.select_related("candidate")
+        .only("prediction_set", "candidate", "candidate__name", "instance_count", "columns")
+        .order_by("id")
+    )
     return (
         PredictionSet.objects.filter(study=study)
         .select_related("uploaded_by")
