@@ -1,21 +1,56 @@
 """Benchmark of every page of docs/pages.md at the documented limits (not a
-test): issue 19, item 1.
+test): issue 19, item 1; elicited metrics, issue 21.
 
 Builds two studies from ``approve-study/1`` bundles (bench/scale.py's shape,
 fixed seed): 100 experts x 20 metrics x 1,000 candidates, and 4 experts x
-4 metrics x 4 candidates. Each is imported closed, run twice (for the run
-pages and the comparison), then put back in assessment so that the expert
-steps are editable, as experts see them. Then, for every page of the map, as
-the designer and as an expert (``expert000``; pages a role may not open are
-left out), it prints the HTML bytes, the SQL queries and the CPU time of
-this process (the best of a few requests), at both sizes, and the ratio of
-the big page's CPU time to the small one's, against the goals of issue 19:
+4 metrics x 4 candidates. Each is imported closed and given an elicited
+metric (issue 21; docs/method.md 7.4): a prediction set with every
+candidate's class probabilities (3 classes, ``INSTANCES`` = 200 instances a
+candidate: 200,000 rows at 1,000 candidates, a Parquet file made in memory
+and imported as ``import_predictions`` does, without the web's limits and
+with its evaluations kept), its first selected higher-is-better metric
+("metric 0.0") elicited from it (diagonal, reference the first candidate,
+epsilon 0.05; the phase moved to the assessment around the call, as an
+operator's tool), and every expert's finished answers stored directly (a
+code string of the right length whose checks agree, and a normalised random
+vector of weights each). Each study is then run twice (for the run pages
+and the comparison; the runs score each expert on their own value of the
+elicited metric, the snapshot carrying ``expert_values``), put back in
+assessment so that the expert steps are editable, as experts see them, and
+the second expert's answers are cleared (their step asks the first
+question). Then, for every page of the map, as the designer, as an expert
+(``expert000``) and, for the elicitation step, as that second expert
+("cleared"; pages a role may not open are left out), it prints the HTML
+bytes, the SQL queries and the CPU time of this process (the best of a few
+requests, after one that warms the caches), at both sizes, the CPU time of
+that first request at the big size with this process's counted confusions
+and prepared elicitations forgotten first ("cold big":
+``evaluation.selectors._counted_confusions`` then reads the 1,000 candidates'
+archives), and the ratio of the big page's CPU time to the small one's,
+against the goals of issue 19:
 
 * under 1 MB of HTML at 100 x 20 x 1,000;
-* under 3x the CPU time of the same page at 4 x 4, 10x for the two pages
-  that list every expert by nature (the experts page and the peer-weights
-  step);
+* under 3x the CPU time of the same page at 4 x 4, 10x for the pages that
+  list every expert by nature (the experts page, the peer-weights step, and
+  the elicitation's design page, whose progress table has a row for each
+  expert, with their result once closed);
 * the robustness page's what-if fragment within 200 ms of CPU.
+
+The elicited metric's pages: the design page
+(``/studies/{s}/predictions/metrics/{m}/elicitation/``, in the assessment
+and with the study closed, when it shows the candidates' values, median and
+spread beyond 8 experts, paged at 25), the expert's step
+(``/studies/{s}/my/elicitation/{m}/``, finished: the result chart; and the
+cleared expert's next question) and the measurements page closed (the
+spreads, paged with the table). The ranges step and its previews preview on
+the expert's own values, the candidate breakdown has its own-values table,
+the study home a column per elicited metric in the designer's grid: those
+pages are measured in their places in the map. What changed for the pages
+measured before issue 21: the study has a prediction set (the predictions
+page lists its 1,000 candidates) and an elicited metric in every page that
+shows one, and the runs use the experts' own values; ``--plain`` builds the
+studies without either (the pages' figures as before, the elicited pages
+left out).
 
 The run's pages include its on-demand section ("What the experts weighed",
 ``/runs/{run}/weights/``), a candidate's breakdown and the paged comparison,
@@ -53,6 +88,8 @@ import scale  # noqa: E402  (bench/scale.py: the bundle and the Django set-up)
 SIZE_GOAL = 1_000_000
 RATIO_GOAL, EVERY_EXPERT_RATIO_GOAL = 3.0, 10.0
 WHAT_IF_GOAL = 0.2  # seconds of CPU for the robustness what-if at 100 x 20 x 1,000
+#: The elicited metric's prediction set: instances per candidate, and classes.
+INSTANCES, LABELS = 200, ["class A", "class B", "class C"]
 BIG = {"experts": 100, "attributes": 5, "metrics_per_attribute": 4, "candidates": 1000}
 SMALL = {"experts": 4, "attributes": 2, "metrics_per_attribute": 2, "candidates": 4}
 
@@ -80,12 +117,94 @@ def bundle(experts, attributes, metrics_per_attribute, candidates):
     return built
 
 
-def build(size):
-    """Import the study, run it twice, reopen the assessment: (study, expert, runs)."""
+def predictions_parquet(candidates, seed):
+    """An ``approve-predictions/1`` Parquet file in memory: every candidate's
+    class probabilities of the same ``INSTANCES`` instances of three classes
+    (y_true drawn from a softmax of ``p_i x`` on a grid of x, as
+    tests/evaluation/elicited_fixtures.py; each candidate that softmax with
+    noise of its own), ``(bytes, rows)``."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    x = np.linspace(-1, 1, INSTANCES)
+    logits = np.outer(x, [0.5, -1.0, 1.5])
+    eta = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    truth = (rng.random(INSTANCES)[:, None] > eta.cumsum(axis=1)).sum(axis=1)
+    noisy = logits[None, :, :] + rng.normal(0.0, 1.0, (len(candidates), INSTANCES, len(LABELS)))
+    proba = np.exp(noisy) / np.exp(noisy).sum(axis=2, keepdims=True)
+    columns = {
+        "candidate": np.repeat(np.array(candidates, dtype=object), INSTANCES),
+        "y_true": np.tile(np.array(LABELS, dtype=object)[truth], len(candidates)),
+    }
+    for c, label in enumerate(LABELS):
+        columns[f"proba:{label}"] = proba[:, :, c].reshape(-1)
+    out = io.BytesIO()
+    pq.write_table(pa.table(columns), out)
+    return out.getvalue(), len(candidates) * INSTANCES
+
+
+def elicit(study, seed):
+    """Give ``study`` (closed) a prediction set with every candidate's class
+    probabilities, imported as ``import_predictions`` does (no web limits,
+    its evaluations kept), make its first selected higher-is-better metric
+    elicited (diagonal, from the first candidate, epsilon 0.05) and store
+    every expert's finished answers: a plausible code string (its checks
+    consistent) and a normalised random vector of weights each."""
+    import numpy as np
+    from django.db.models import F
+
+    from evaluation import elicited as elicited_domain
+    from evaluation import services as evaluation_services
+    from evaluation.models import ElicitationAnswers
+    from evaluation.selectors import prediction_set_get
+    from workspace.models import Metric, Study
+
+    names = list(study.candidates.order_by("position", "id").values_list("name", flat=True))
+    data, rows = predictions_parquet(names, seed)
+    prediction_set = evaluation_services.prediction_set_import(
+        study=study,
+        stream=io.BytesIO(data),
+        name=f"bench probabilities ({rows:,} rows).parquet",
+        uploaded_by=None,
+        max_bytes=None,
+        max_rows=None,
+    )
+    evaluation_services.prediction_set_evaluations_keep(
+        prediction_set=prediction_set_get(study=study, prediction_set_id=prediction_set.pk)
+    )
+    metric = Metric.objects.filter(study=study, is_selected=True, better="higher").order_by("position", "id").first()
+    # Operators' tool: the design may change in draft, voting and assessment only.
+    Study.objects.filter(pk=study.pk).update(phase="assessment", updated_at=F("updated_at"))
+    try:
+        elicited = evaluation_services.elicited_metric_set(
+            metric=metric, kind="diagonal", prediction_set=prediction_set.pk, reference_candidate=names[0], epsilon=0.05
+        )
+    finally:
+        Study.objects.filter(pk=study.pk).update(phase="closed", updated_at=F("updated_at"))
+    total = elicited_domain.elicitation_replayed(elicited, "").total_queries
+    rng = np.random.default_rng(seed)
+    answers = []
+    for membership in study.memberships.filter(role="expert").order_by("pk"):
+        code = "".join(rng.choice(list("120"), size=total))
+        code += "".join(code[position] for position in elicited_domain.check_positions(total))
+        weights = rng.uniform(0.05, 1.0, len(LABELS))
+        weights = [float(w) for w in weights / weights.sum()]
+        answers.append(ElicitationAnswers(elicited_metric=elicited, expert=membership, answers=code, weights=weights))
+    ElicitationAnswers.objects.bulk_create(answers)
+    study.refresh_from_db()
+    return metric, rows
+
+
+def build(size, bare=False):
+    """Import the study, elicit a metric, run it twice, reopen the assessment
+    and clear one expert's answers: (study, expert, runs, metric, cleared)."""
     from django.core.management import call_command
     from django.db.models import F
 
     from engine.models import Run
+    from evaluation.models import ElicitationAnswers
     from workspace.models import Study
 
     text = json.dumps(bundle(**size))
@@ -97,6 +216,7 @@ def build(size):
     finally:
         path.unlink(missing_ok=True)
     study = Study.objects.select_related("designer").get(pk=int(out.getvalue()))
+    metric, rows = elicit(study, seed=size["candidates"]) if not bare else (None, 0)
     for _ in range(2):
         call_command("run_validation", str(study.pk), "--json", stdout=io.StringIO())
     succeeded = Run.objects.filter(study=study, status=Run.Status.SUCCEEDED)
@@ -104,18 +224,27 @@ def build(size):
     # Operators' tool: the phase is moved back directly, as the admin would not.
     Study.objects.filter(pk=study.pk).update(phase="assessment", updated_at=F("updated_at"))
     study.refresh_from_db()
-    expert = study.memberships.select_related("user").filter(role="expert").order_by("user__username").first()
-    return study, expert.user, runs
+    expert, cleared = study.memberships.select_related("user").filter(role="expert").order_by("user__username")[:2]
+    # The second expert starts again: their step asks the first question.
+    if metric is not None:
+        ElicitationAnswers.objects.filter(expert=cleared, elicited_metric__metric=metric).update(
+            answers="", weights=None
+        )
+        print(f"built {study.title}: {rows:,} prediction rows, {metric.name} elicited", file=sys.stderr)
+    return study, expert.user, runs, metric, cleared.user
 
 
-def pages(study, expert_user, runs):
-    """``[(name, method, url, data, who, kind)]``: every page of the map.
-    ``who`` is the roles that open it; ``kind`` "page", "download",
-    "every expert" (the two pages that list every expert by nature) or
-    "what-if" (the robustness page's fragment, whose goal is a time)."""
+def pages(study, expert_user, runs, elicited):
+    """``[(name, method, url, data, who, kind, phase)]``: every page of the
+    map. ``who`` is the roles that open it ("cleared": the expert whose
+    elicitation answers were cleared); ``kind`` "page", "download", "every
+    expert" (the pages that list every expert by nature) or "what-if"
+    (the robustness page's fragment, whose goal is a time); ``phase`` None,
+    or the phase the study is put in for the page (then back in the
+    assessment)."""
     from workspace.models import Metric
 
-    s, (first, second) = study.pk, runs[:2]
+    s, (first, second), m = study.pk, runs[:2], getattr(elicited, "pk", None)
     metrics = list(Metric.objects.filter(study=study, is_selected=True).order_by("position", "id"))
     ranges = {
         r["metric_id"]: (r["least_acceptable"], r["desired"])
@@ -133,7 +262,18 @@ def pages(study, expert_user, runs):
     # The what-if: the first attribute's weight doubled, the others as the run had them.
     what_if = "w0=60&w1=10"
     both, designer, expert = ("designer", "expert"), ("designer",), ("expert",)
-    return [
+    design, step = f"/studies/{s}/predictions/metrics/{m}/elicitation/", f"/studies/{s}/my/elicitation/{m}/"
+    elicitation = [
+        # Its progress table lists every expert (with their result once closed).
+        ("elicitation design", "get", design, None, designer, "every expert"),
+        # Closed: the finished experts' values of every candidate (their median and spread beyond 8 experts).
+        ("elicitation design", "get", design, None, designer, "every expert", "closed"),
+        ("elicitation step", "get", step, None, expert, "page"),  # finished: the result chart
+        ("elicitation step", "get", step, None, ("cleared",), "page"),  # answers cleared: the first question
+        # Closed: each elicited metric's spread across the experts, paged with the table.
+        ("measurements", "get", f"/studies/{s}/measurements/", None, both, "page", "closed"),
+    ]
+    plain = [
         ("dashboard", "get", "/", None, both, "page"),
         ("study home", "get", f"/studies/{s}/", None, both, "page"),
         ("phase confirmation", "get", f"/studies/{s}/phase/closed/", None, designer, "page"),
@@ -168,12 +308,18 @@ def pages(study, expert_user, runs):
         ("results.csv", "get", f"/runs/{second}/results.csv", None, both, "download"),
         ("API export", "get", f"/api/v1/studies/{s}/export/", None, designer, "download"),
     ]
+    return [(*page, None) if len(page) == 6 else page for page in plain + (elicitation if elicited else [])]
 
 
 def measure(client, method, url, data, repeat):
     """Bytes, queries and the best CPU time of ``repeat`` requests (after
-    one to warm the caches), or None if the role may not open the page."""
+    one to warm the caches, ``cold``: its CPU time, this process's counted
+    confusions and prepared elicitations forgotten first), or None if the
+    role may not open the page."""
     from django.db import connection
+
+    from evaluation import elicited as elicited_domain
+    from evaluation import selectors as evaluation_selectors
 
     def once():
         # As htmx asks (the breakdown and the previews are its fragments).
@@ -184,7 +330,11 @@ def measure(client, method, url, data, repeat):
             return client.get(url, secure=True, headers=headers)
         return client.post(url, data, secure=True, headers=headers)
 
+    evaluation_selectors.forget_confusions()
+    elicited_domain.forget_prepared()
+    cold = time.process_time()
     first = once()
+    cold = time.process_time() - cold
     if first.status_code in (403, 404, 405):
         return None
     assert first.status_code == 200, (url, first.status_code)
@@ -197,11 +347,12 @@ def measure(client, method, url, data, repeat):
             cpu = time.process_time() - cpu
         best = cpu if best is None else min(best, cpu)
         queries = counter.queries
-    return {"bytes": len(response.content), "queries": queries, "cpu": best}
+    return {"bytes": len(response.content), "queries": queries, "cpu": best, "cold": cold}
 
 
-def run(only, keep, repeat):
+def run(only, keep, repeat, bare=False):
     from django.conf import settings
+    from django.db.models import F
     from django.test import Client, override_settings
     from django.test.utils import setup_test_environment
 
@@ -218,29 +369,35 @@ def run(only, keep, repeat):
     rows = []
     try:
         for size in (SMALL, BIG):
-            built.append(build(size))
+            built.append(build(size, bare))
         clients = {}
-        for study, expert_user, _runs in built:
-            designer, expert = Client(), Client()
-            designer.force_login(study.designer)
-            expert.force_login(expert_user)
-            clients[study.pk] = {"designer": designer, "expert": expert}
-        (small, small_expert, small_runs), (big, big_expert, big_runs) = built
-        for small_page, big_page in zip(
-            pages(small, small_expert, small_runs), pages(big, big_expert, big_runs), strict=True
-        ):
-            name, method, _url, _data, who, kind = small_page
+        for study, expert_user, _runs, _metric, cleared_user in built:
+            clients[study.pk] = {}
+            for role, user in (("designer", study.designer), ("expert", expert_user), ("cleared", cleared_user)):
+                clients[study.pk][role] = Client()
+                clients[study.pk][role].force_login(user)
+        (small, *small_rest), (big, *big_rest) = built
+        ids = [small.pk, big.pk]
+        for small_page, big_page in zip(pages(small, *small_rest[:3]), pages(big, *big_rest[:3]), strict=True):
+            name, method, _url, _data, who, kind, phase = small_page
+            name = f"{name} ({phase})" if phase else name
             if only and only not in name:
                 continue
-            for role in who:
-                a = measure(clients[small.pk][role], *small_page[1:4], repeat=repeat * 2)
-                b = measure(clients[big.pk][role], *big_page[1:4], repeat=repeat)
-                if a is None or b is None:
-                    continue
-                rows.append({"page": name, "role": role, "kind": kind, "small": a, "big": b})
+            if phase:  # Operators' tool, as in build.
+                Study.objects.filter(pk__in=ids).update(phase=phase, updated_at=F("updated_at"))
+            try:
+                for role in who:
+                    a = measure(clients[small.pk][role], *small_page[1:4], repeat=repeat * 2)
+                    b = measure(clients[big.pk][role], *big_page[1:4], repeat=repeat)
+                    if a is None or b is None:
+                        continue
+                    rows.append({"page": name, "role": role, "kind": kind, "small": a, "big": b})
+            finally:
+                if phase:
+                    Study.objects.filter(pk__in=ids).update(phase="assessment", updated_at=F("updated_at"))
     finally:
         if not keep:
-            Study.objects.filter(pk__in=[study.pk for study, _e, _r in built]).delete()
+            Study.objects.filter(pk__in=[entry[0].pk for entry in built]).delete()
     return rows
 
 
@@ -249,8 +406,8 @@ def report(rows):
     print(f"load average: {load}   CPU: this process (best of the repeats)")
     print("small: 4 experts x 4 metrics x 4 candidates   big: 100 experts x 20 metrics x 1,000 candidates")
     header = (
-        f"{'page':<22} {'role':<8} {'bytes 4x4':>10} {'bytes big':>10} {'q 4x4':>5} {'q big':>5} "
-        f"{'cpu 4x4':>8} {'cpu big':>8} {'ratio':>6} {'goal':>5}  verdict"
+        f"{'page':<28} {'role':<8} {'bytes 4x4':>10} {'bytes big':>10} {'q 4x4':>5} {'q big':>5} "
+        f"{'cpu 4x4':>8} {'cpu big':>8} {'cold big':>8} {'ratio':>6} {'goal':>5}  verdict"
     )
     print(header)
     print("-" * len(header))
@@ -273,9 +430,10 @@ def report(rows):
             verdict = "MISSES " + ", ".join(problems) if problems else "ok"
             missed += bool(problems)
         print(
-            f"{row['page']:<22} {row['role']:<8} {scale._figure(a['bytes'], 'bytes'):>10} "
+            f"{row['page']:<28} {row['role']:<8} {scale._figure(a['bytes'], 'bytes'):>10} "
             f"{scale._figure(b['bytes'], 'bytes'):>10} {a['queries']:>5} {b['queries']:>5} "
-            f"{a['cpu'] * 1000:>6.1f}ms {b['cpu'] * 1000:>6.1f}ms {ratio:>6.1f} {goal_text:>5}  {verdict}"
+            f"{a['cpu'] * 1000:>6.1f}ms {b['cpu'] * 1000:>6.1f}ms {b['cold'] * 1000:>6.0f}ms {ratio:>6.1f} "
+            f"{goal_text:>5}  {verdict}"
         )
     print(f"{missed} page(s) miss a goal")
 
@@ -284,10 +442,13 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", default="", help="measure only the pages whose name contains this")
     parser.add_argument("--keep", action="store_true", help="keep both studies")
+    parser.add_argument(
+        "--plain", action="store_true", help="no prediction set nor elicited metric (the figures before issue 21)"
+    )
     parser.add_argument("--repeat", type=int, default=3, help="requests per big page (the small ones get twice)")
     args = parser.parse_args()
     scale.setup_django(pathlib.Path(__file__).resolve().parent.parent)
-    report(run(args.only, args.keep, args.repeat))
+    report(run(args.only, args.keep, args.repeat, args.plain))
 
 
 if __name__ == "__main__":

@@ -397,5 +397,15 @@ def metric_value(kind: str, weights: list[float], confusion: np.ndarray) -> floa
     """An expert's elicited metric of a confusion matrix ``C_ij = P(Y = i, h = j)``
     (fractions of all instances): ``<a, diag C>`` (weighted accuracy) or
     ``<a, offdiag C>`` (``a <= 0``: minus the expected cost; higher is better),
-    from the weights of its cells (``cell_weights``)."""
-    return float(cell_weights(kind, weights, len(confusion)) @ np.asarray(confusion, dtype=np.float64).ravel())
+    from the weights of its cells (``cell_weights``): ``metric_values`` of one."""
+    return float(metric_values(kind, [weights], np.asarray(confusion, dtype=np.float64)[None])[0, 0])
+
+
+def metric_values(kind: str, weights: list[list[float]], confusions: np.ndarray) -> np.ndarray:
+    """``metric_value`` of each of ``confusions`` ``(n, k, k)`` for each
+    expert's ``weights``: ``(n, experts)``, in one product (the design page
+    and a run's snapshot: 1,000 candidates x 100 experts)."""
+    n, classes = len(confusions), confusions.shape[-1]
+    cells = np.stack([cell_weights(kind, expert, classes) for expert in weights])
+    values: np.ndarray = np.asarray(confusions, dtype=np.float64).reshape(n, classes * classes) @ cells.T
+    return values

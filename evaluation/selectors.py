@@ -48,13 +48,25 @@ def prediction_set_list(*, study: Study) -> QuerySet[PredictionSet]:
     """The study's prediction sets, newest first, each with its uploader and
     its candidates (names, instance counts, columns): three queries however
     many sets and candidates, and none of the stored arrays or contexts."""
-    candidates = CandidatePredictionArrays.objects.select_related("candidate").defer("arrays").order_by("id")
+    # Of each candidate, its name alone: a set of a thousand (the predictions page lists them).
+    candidates = (
+        CandidatePredictionArrays.objects.select_related("candidate")
+        .only("prediction_set", "candidate", "candidate__name", "instance_count", "columns")
+        .order_by("id")
+    )
     return (
         PredictionSet.objects.filter(study=study)
         .select_related("uploaded_by")
         .defer("contexts")
         .prefetch_related(Prefetch("candidate_arrays", queryset=candidates))
     )
+
+
+def prediction_set_choices(*, study: Study) -> QuerySet[PredictionSet]:
+    """The study's prediction sets as a choice names them (name, row count),
+    newest first, without their candidates: one query (the elicitation's
+    design page, whose set of a thousand candidates is one choice)."""
+    return PredictionSet.objects.filter(study=study).only("study_id", "name", "row_count", "uploaded_at")
 
 
 def prediction_set_get(*, study: Study, prediction_set_id: int, contexts: bool = False) -> PredictionSet:
@@ -489,9 +501,11 @@ def _confusion_in(labels: list[str], counted: tuple[list[str], np.ndarray | str]
     set_labels, counts = counted
     if isinstance(counts, str):
         raise ValueError(counts)
-    _classes_checked(labels, set_labels)
-    order = [set_labels.index(label) for label in labels]
-    fractions: np.ndarray = counts[np.ix_(order, order)] / counts.sum()
+    if set_labels != labels:  # the same classes in another order (a thousand candidates: the same order, no copy)
+        _classes_checked(labels, set_labels)
+        order = [set_labels.index(label) for label in labels]
+        counts = counts[np.ix_(order, order)]
+    fractions: np.ndarray = counts / counts.sum()
     return fractions
 
 
@@ -573,25 +587,33 @@ def elicited_values(*, elicited_metric: ElicitedMetric, finished: dict[str, list
     """Each candidate's value of the elicited metric for each expert of
     ``finished`` (``{username: weights}``): that expert's linear metric of
     the candidate's confusion matrix from its newest prediction set
-    (``evaluation.elicited.metric_value``). Three queries, and the sets'
+    (``evaluation.elicited.metric_values``, every candidate's at once). Three queries, and the sets'
     arrays, read once each, only for candidates whose confusion this
     process has not counted yet (``_counted_confusions``)."""
     labels = [str(label) for label in elicited_metric.prediction_set.labels]
     newest, set_names, names = _newest_sets_of(elicited_metric.prediction_set.study_id)
     counted = _counted_confusions(newest, names)
-    out = []
+    rows: list[tuple[str, str, np.ndarray | str]] = []
     for candidate_id in sorted(newest, key=lambda pk: names[pk]):
         name, set_id = names[candidate_id], newest[candidate_id]
         try:
-            confusion = _confusion_in(labels, counted[candidate_id])
+            rows.append((name, set_names[set_id], _confusion_in(labels, counted[candidate_id])))
         except ValueError as error:
-            out.append(ElicitedValue(name, set_names[set_id], {}, str(error)))
-            continue
-        values = {
-            expert: elicited_domain.metric_value(elicited_metric.kind, weights, confusion)
-            for expert, weights in finished.items()
-        }
-        out.append(ElicitedValue(name, set_names[set_id], values))
+            rows.append((name, set_names[set_id], str(error)))
+    confusions = [confusion for _name, _set, confusion in rows if not isinstance(confusion, str)]
+    experts = list(finished)
+    # Every candidate's value for every expert at once: (candidates, experts).
+    table = (
+        elicited_domain.metric_values(elicited_metric.kind, [finished[e] for e in experts], np.stack(confusions))
+        if confusions and experts
+        else np.zeros((len(confusions), len(experts)))
+    ).tolist()
+    out, valued = [], iter(table)
+    for name, set_name, confusion in rows:
+        if isinstance(confusion, str):
+            out.append(ElicitedValue(name, set_name, {}, confusion))
+        else:
+            out.append(ElicitedValue(name, set_name, dict(zip(experts, next(valued), strict=True))))
     return out
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -477,11 +478,13 @@ def _weights_chart(chart_id: str, result: elicited_domain.Result, who: str) -> c
 
 
 def _elicitation_overview(
-    study: Study, metric: Metric, current: ElicitedMetric, answered: dict[tuple[int, int], Any]
+    study: Study, metric: Metric, current: ElicitedMetric, answered: dict[tuple[int, int], Any], page: str | None
 ) -> dict[str, Any]:
     """The design page's progress of each expert and, once the assessment
     has closed, the finished experts' values of each candidate (every
-    expert's column while they fit a page, beyond that the median)."""
+    expert's column while they fit a page, beyond that the median), a page
+    of ``limits.CANDIDATES_PER_PAGE`` candidates (``page``, as the
+    measurements table)."""
     progress: list[dict[str, Any]] = []
     # The finished experts' weights, once the assessment has closed: {username: weights}.
     finished: dict[str, list[float]] = {}
@@ -505,6 +508,7 @@ def _elicitation_overview(
         )
     values = selectors.elicited_values(elicited_metric=current, finished=finished) if finished else []
     by_expert = len(finished) <= ELICITED_COLUMNS_MAX
+    values_page = Paginator(values, limits.CANDIDATES_PER_PAGE).get_page(page)
     rows = [
         {
             "candidate": value.candidate,
@@ -515,9 +519,15 @@ def _elicitation_overview(
             if by_expert
             else [statistics.median(value.values.values())],
         }
-        for value in values
+        for value in values_page.object_list
     ]
-    return {"progress": progress, "values": rows, "values_by_expert": by_expert, "finished_experts": list(finished)}
+    return {
+        "progress": progress,
+        "values": rows,
+        "page": values_page,
+        "values_by_expert": by_expert,
+        "finished_experts": list(finished),
+    }
 
 
 @login_required
@@ -532,7 +542,7 @@ def elicitation_design_page(request: HttpRequest, study_id: int, metric_id: int)
     except Metric.DoesNotExist:
         raise Http404("No such metric.") from None
     current = getattr(metric, "elicitation", None)
-    sets = list(selectors.prediction_set_list(study=study))
+    sets = list(selectors.prediction_set_choices(study=study))
     candidates = list(workspace_selectors.candidate_list(study=study))
     answered = selectors.elicitation_progress(study=study) if current is not None else {}
     # The experts whose answers a change or a removal would delete: the page asks first.
@@ -577,7 +587,9 @@ def elicitation_design_page(request: HttpRequest, study_id: int, metric_id: int)
         else:
             messages.success(request, f"{metric.name} is elicited from each expert: they answer its questions.")
             return redirect(_page(study))
-    overview = _elicitation_overview(study, metric, current, answered) if current is not None else {}
+    overview = (
+        _elicitation_overview(study, metric, current, answered, request.GET.get("page")) if current is not None else {}
+    )
     context = {
         "study": study,
         "study_tab": "predictions",

@@ -4,6 +4,8 @@ resuming replays to the same question, back and reset, and the refusals."""
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evaluation import elicited as elicited_domain
 from evaluation import selectors, services
@@ -361,3 +363,28 @@ def test_scores_outside_0_and_1_are_not_probabilities(make_study):
         )
     assert "not all between 0 and 1" in refused.value.errors["reference_candidate"][0]
     assert not ElicitedMetric.objects.exists()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    kind=st.sampled_from(["diagonal", "offdiagonal"]),
+    classes=st.integers(2, 4),
+    candidates=st.integers(1, 6),
+    experts=st.integers(1, 5),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_every_candidate_s_values_at_once_equal_a_literal_sum_over_the_cells(kind, classes, candidates, experts, seed):
+    """``metric_values`` (the design page's and a run's, in one product) is each expert's
+    ``sum_ij a_ij C_ij`` over the diagonal or off it, written out cell by cell."""
+    rng = np.random.default_rng(seed)
+    confusions = rng.dirichlet(np.ones(classes * classes), candidates).reshape(candidates, classes, classes)
+    size = classes if kind == "diagonal" else classes * (classes - 1)
+    weights = [list(rng.uniform(-1, 1, size)) for _ in range(experts)]
+    values = elicited_domain.metric_values(kind, weights, confusions)
+    assert values.shape == (candidates, experts)
+    for c in range(candidates):
+        for e, a in enumerate(weights):
+            cells = [(i, j) for i in range(classes) for j in range(classes) if (i == j) == (kind == "diagonal")]
+            literal = sum(a[n] * confusions[c][i][j] for n, (i, j) in enumerate(cells))
+            assert values[c, e] == pytest.approx(literal, abs=1e-12)
+            assert elicited_domain.metric_value(kind, a, confusions[c]) == pytest.approx(literal, abs=1e-12)

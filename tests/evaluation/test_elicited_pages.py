@@ -138,7 +138,9 @@ def test_roles_and_refusals(client, make_study, cast):
     assert as_user(client, cast.bob).get(f"/studies/{built.study.pk}/my/elicitation/{other}/").status_code == 404
 
 
-def test_the_designer_sees_each_expert_s_values_once_the_assessment_has_closed(client, make_study, cast):
+def closed_with_answers(make_study):
+    """A closed study whose Cost-weighted accuracy is elicited from J48's two-class predictions, bob's
+    and carol's weights stored: (built, metric)."""
     import io
 
     from evaluation.services import prediction_set_import
@@ -163,6 +165,11 @@ def test_the_designer_sees_each_expert_s_values_once_the_assessment_has_closed(c
     )
     ElicitationAnswers.objects.create(elicited_metric=elicited, expert=built.bob, answers="1", weights=[0.8, 0.2])
     ElicitationAnswers.objects.create(elicited_metric=elicited, expert=built.carol, answers="2", weights=[0.2, 0.8])
+    return built, metric
+
+
+def test_the_designer_sees_each_expert_s_values_once_the_assessment_has_closed(client, make_study, cast):
+    built, metric = closed_with_answers(make_study)
     page = as_user(client, cast.alice).get(f"/studies/{built.study.pk}/predictions/metrics/{metric.pk}/elicitation/")
     text = text_of(page)
     assert "You value finding A 4.0 times as much as finding B." in text
@@ -215,6 +222,21 @@ def test_with_many_experts_the_design_page_shows_the_median_and_the_spread(clien
     assert "J48 two.csv 0.3000 0.2200–0.3800" in text
     assert "JRip two.csv 0.3500 0.2300–0.4700" in text
     assert "panel3" not in text.split("Each expert's Cost-weighted accuracy")[1].split("Spread")[0]
+
+
+def test_the_design_page_pages_the_candidates_values_as_the_measurements_table(client, make_study, cast, monkeypatch):
+    from workspace import limits
+
+    monkeypatch.setattr(limits, "CANDIDATES_PER_PAGE", 1)
+    built, metric = closed_with_answers(make_study)
+    url = f"/studies/{built.study.pk}/predictions/metrics/{metric.pk}/elicitation/"
+    designer = as_user(client, cast.alice)
+    first, second = text_of(designer.get(url)), text_of(designer.get(url + "?page=2"))
+    # By hand (as above): J48 0.36 for bob, 0.24 for carol; JRip 0.26 and 0.44; one candidate a page.
+    assert "J48 two.csv 0.3600 0.2400 0.2400–0.3600" in first and "JRip two.csv" not in first
+    assert "JRip two.csv 0.2600 0.4400 0.2600–0.4400" in second and "J48 two.csv" not in second
+    assert "Candidates 1–1 of 2, 1 a page." in first and "Candidates 2–2 of 2" in second
+    assert 'href="?page=2#values-title"' in designer.get(url).content.decode()
 
 
 def test_in_the_assessment_a_change_that_deletes_answers_asks_first(client, make_study, cast):

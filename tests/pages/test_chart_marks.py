@@ -374,3 +374,27 @@ def test_bar_rows_are_the_rows_the_template_loop_wrote(language):
     assert written == re.sub(r"\s*\n\s*", "", reference)
     assert "Accuracy &amp; &lt;co&gt;: Consensus 0.5000, Yours &lt;b&gt; 0.2500" in written
     assert written.count('fill="url(#w&lt;1&gt;-hatch)"') == 3 and written.count("· vetoed &amp; gone") == 1
+
+
+# What templates/evaluation/predictions.html wrote for a set's candidates before it was written in Python.
+_PREDICTION_LINKS_TEMPLATE = (
+    "{% for row in set.candidate_arrays.all %}<li><a href=\"{% url 'prediction_report' study_id set.pk "
+    'row.candidate.name %}">{{ row.candidate.name }}</a> <span class="muted">({{ row.instance_count }})</span></li>'
+    "{% endfor %}"
+)
+
+
+@pytest.mark.parametrize("language", ["en", "de"])
+def test_prediction_candidate_links_are_the_links_the_template_loop_wrote(language):
+    names = ["J48", 'it\'s <b> & "c"', "a/b ?#%20 é", "!$&'()*+,;=~:@ x", "1234567"]
+    rows = [
+        SimpleNamespace(candidate=SimpleNamespace(name=name), instance_count=count)
+        for name, count in zip(names, [200, 1, 1234567, 0, 42], strict=True)
+    ]
+    prediction_set = SimpleNamespace(pk=17, candidate_arrays=SimpleNamespace(all=lambda: rows))
+    with translation.override(language):
+        reference = Template(_PREDICTION_LINKS_TEMPLATE).render(Context({"set": prediction_set, "study_id": 3}))
+        written = chart_marks.prediction_candidate_links(3, prediction_set)
+    assert written == reference
+    assert '<a href="/studies/3/predictions/17/candidates/a/b%20%3F%23%2520%20%C3%A9/">a/b ?#%20 é</a>' in written
+    assert "it&#x27;s &lt;b&gt; &amp; &quot;c&quot;" in written and "(1234567)" in written

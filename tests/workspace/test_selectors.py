@@ -168,6 +168,40 @@ def test_one_candidate_is_read_out_of_a_runs_results_and_snapshot(make_study, ca
         selectors.run_candidate_get(run_id=run.pk, user=cast.charlie, name=names[0])
 
 
+def test_one_candidate_s_own_elicited_values_are_read_out_of_a_runs_snapshot(make_study, cast):
+    built = make_study("closed")
+    Candidate.objects.filter(pk=built.study.candidates.order_by("position", "id").first().pk).update(
+        name='it\'s "quoted" $[*] é'
+    )
+    run = engine_services.run_launch(study=built.study, launched_by=cast.alice)
+    engine_services.run_execute(run_id=run.pk)
+    names = Run.objects.get(pk=run.pk).snapshot["candidates"]
+    quoted, other = names[0], names[1]
+    # Two elicited metrics' entries, written directly: one candidate without a value in the second.
+    entries = [
+        {"metric": 0, "values": {quoted: [0.1, 0.2], other: [0.3, None]}, "reasons": {}},
+        {"metric": 2, "values": {other: [0.5, 0.6]}, "reasons": {quoted: "it has no predictions in any set"}},
+    ]
+    snapshot = Run.objects.get(pk=run.pk).snapshot
+    Run.objects.filter(pk=run.pk).update(snapshot={**snapshot, "expert_values": entries})
+    assert selectors.run_score_inputs(run_id=run.pk, candidate=quoted)["expert_values"] == [
+        {"metric": 0, "values": {quoted: [0.1, 0.2]}, "reasons": {}},
+        {"metric": 2, "values": {}, "reasons": {quoted: "it has no predictions in any set"}},
+    ]
+    assert selectors.run_score_inputs(run_id=run.pk, candidate=other)["expert_values"] == [
+        {"metric": 0, "values": {other: [0.3, None]}, "reasons": {}},
+        {"metric": 2, "values": {other: [0.5, 0.6]}, "reasons": {}},
+    ]
+    assert selectors.run_score_inputs(run_id=run.pk, candidate="nobody")["expert_values"] == [
+        {"metric": 0, "values": {}, "reasons": {}},
+        {"metric": 2, "values": {}, "reasons": {}},
+    ]
+    # The whole snapshot's, without a candidate; none in a snapshot before version 3.
+    assert selectors.run_score_inputs(run_id=run.pk)["expert_values"] == entries
+    Run.objects.filter(pk=run.pk).update(snapshot={k: v for k, v in snapshot.items() if k != "expert_values"})
+    assert selectors.run_score_inputs(run_id=run.pk, candidate=quoted)["expert_values"] is None
+
+
 @pytest.mark.parametrize(
     "change",
     [

@@ -122,6 +122,53 @@ class _MeasuredRow(Func):
         return sql, params
 
 
+class _OwnExpertValues(Func):
+    """Of a run's snapshot, its ``expert_values`` (each elicited metric's
+    value per candidate and expert) with, of each entry's ``values`` and
+    ``reasons``, the candidate named ``name``'s alone (null for a snapshot
+    without them), picked by the database: a breakdown does not parse a
+    thousand candidates' values of a hundred experts to show one's."""
+
+    output_field = JSONField()
+
+    def __init__(self, name: str) -> None:
+        super().__init__(F("snapshot"), Value(name))
+
+    def _parts(self, compiler: Any) -> tuple[str, list, str, list]:
+        snapshot, snapshot_params = compiler.compile(self.source_expressions[0])
+        name, name_params = compiler.compile(self.source_expressions[1])
+        return snapshot, list(snapshot_params), name, list(name_params)
+
+    def as_sql(self, compiler: Any, connection: Any, *args: Any, **extra: Any) -> Any:  # SQLite
+        snapshot, snapshot_params, name, name_params = self._parts(compiler)
+        sql = (
+            f"(CASE WHEN json_type({snapshot}, '$.expert_values') = 'array' THEN ("
+            "SELECT json_group_array(json_object("
+            "'metric', json_extract(entry.value, '$.metric'), "
+            "'values', json((SELECT json_group_object(own.key, json(own.value)) "
+            f"FROM json_each(entry.value, '$.values') AS own WHERE own.key = {name})), "
+            "'reasons', json((SELECT json_group_object(why.key, why.value) "
+            f"FROM json_each(entry.value, '$.reasons') AS why WHERE why.key = {name}))"
+            f")) FROM json_each({snapshot}, '$.expert_values') AS entry) END)"
+        )
+        return sql, [*snapshot_params, *name_params, *name_params, *snapshot_params]
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        snapshot, snapshot_params, name, name_params = self._parts(compiler)
+        sql = (
+            f"(CASE WHEN jsonb_typeof({snapshot} -> 'expert_values') = 'array' THEN coalesce(("
+            "SELECT jsonb_agg(jsonb_build_object("
+            "'metric', entry.value -> 'metric', "
+            f"'values', jsonb_strip_nulls(jsonb_build_object(({name})::text, "
+            f"entry.value -> 'values' -> ({name})::text)), "
+            f"'reasons', jsonb_strip_nulls(jsonb_build_object(({name})::text, "
+            f"entry.value -> 'reasons' -> ({name})::text))"
+            f") ORDER BY entry.position) FROM jsonb_array_elements({snapshot} -> 'expert_values') "
+            "WITH ORDINALITY AS entry(value, position)), '[]'::jsonb) END)"
+        )
+        return sql, [*snapshot_params, *name_params, *name_params, *name_params, *name_params, *snapshot_params]
+
+
 def _results_core(runs: Iterable[Run]) -> None:
     for run in runs:
         run.results = run.results_core  # type: ignore[attr-defined]  # annotated by _runs
@@ -399,15 +446,15 @@ def run_score_inputs(
     if candidate is None:
         row = Run.objects.filter(pk=run_id).values(*(f"snapshot__{key}" for key in keys)).get()
         return {key: row[f"snapshot__{key}"] for key in keys}
-    own = ("candidates", "measurements")
+    own = ("candidates", "measurements", "expert_values")
     rest = [key for key in keys if key not in own]
-    row = (
-        Run.objects.filter(pk=run_id)
-        .annotate(measured_row=_MeasuredRow(candidate))
-        .values("measured_row", *(f"snapshot__{key}" for key in rest))
-        .get()
-    )
+    picked: dict[str, Func] = {"measured_row": _MeasuredRow(candidate)}
+    if "expert_values" in keys:
+        picked["own_values"] = _OwnExpertValues(candidate)
+    row = Run.objects.filter(pk=run_id).annotate(**picked).values(*picked, *(f"snapshot__{key}" for key in rest)).get()
     inputs = {key: row[f"snapshot__{key}"] for key in rest}
+    if "expert_values" in keys:
+        inputs["expert_values"] = row["own_values"]
     measured = row["measured_row"]
     inputs["candidates"], inputs["measurements"] = ([candidate], [measured]) if measured is not None else ([], [])
     return inputs

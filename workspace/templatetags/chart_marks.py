@@ -12,12 +12,15 @@ import re
 from collections.abc import Callable, Iterable
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from django import template
 from django.conf import settings
 from django.template.defaultfilters import date as date_filter
 from django.template.defaultfilters import floatformat
+from django.urls import reverse
 from django.utils.formats import get_format, localize
+from django.utils.http import RFC3986_SUBDELIMS
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timezone import localtime
 
@@ -245,6 +248,25 @@ def measurement_cells(cells: Iterable[dict[str, Any]], max_length: int) -> SafeS
     (templates/designer/measurements.html): 20 metrics x 25 candidates are
     500 cells a page."""
     return mark_safe("".join([_measurement_cell(cell, max_length) for cell in cells]))  # noqa: S308 (escaped)
+
+
+@register.simple_tag
+def prediction_candidate_links(study_id: int, prediction_set: Any) -> SafeString:
+    """A prediction set's candidates, each a link to its report with its
+    instance count (templates/evaluation/predictions.html): a thousand a
+    set. The link is ``{% url 'prediction_report' %}``'s, reversed once and
+    each name quoted as ``reverse`` quotes it."""
+    n = localizer()
+    prefix = reverse("prediction_report", args=[study_id, prediction_set.pk, "-"]).removesuffix("-/")
+    safe = RFC3986_SUBDELIMS + "/~:@"
+    written = []
+    for row in prediction_set.candidate_arrays.all():
+        name = row.candidate.name
+        href = escaped(f"{prefix}{quote(name, safe=safe)}/")
+        written.append(
+            f'<li><a href="{href}">{escaped(name)}</a> <span class="muted">({n(row.instance_count)})</span></li>'
+        )
+    return mark_safe("".join(written))  # noqa: S308 (the names and links escaped, the counts numbers)
 
 
 @register.simple_tag
