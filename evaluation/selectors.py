@@ -359,16 +359,24 @@ class ElicitationStep:
     finished: bool
 
 
+def _answered_metrics(study: Study) -> QuerySet[ElicitedMetric]:
+    """The elicited metrics the experts answer: all of them until the vote
+    closes, the selected ones from then on."""
+    rows = ElicitedMetric.objects.filter(metric__study=study)
+    if study.phase in ("assessment", "closed"):
+        rows = rows.filter(metric__is_selected=True)
+    return rows
+
+
 def elicitation_steps(*, study: Study, expert: Membership) -> list[ElicitationStep]:
     """The elicited metrics the expert answers (once the selection is fixed,
     the selected ones only) with their progress: one query."""
     mine = ElicitationAnswers.objects.filter(elicited_metric=OuterRef("pk"), expert=expert)
-    rows = ElicitedMetric.objects.filter(metric__study=study)
-    if study.phase in ("assessment", "closed"):
-        rows = rows.filter(metric__is_selected=True)
-    rows = rows.annotate(
-        mine_answers=Subquery(mine.values("answers")[:1]), mine_weights=Subquery(mine.values("weights")[:1])
-    ).order_by("metric__position", "metric_id")
+    rows = (
+        _answered_metrics(study)
+        .annotate(mine_answers=Subquery(mine.values("answers")[:1]), mine_weights=Subquery(mine.values("weights")[:1]))
+        .order_by("metric__position", "metric_id")
+    )
     return [
         ElicitationStep(metric_id, name, len(answers or ""), weights is not None)
         for metric_id, name, answers, weights in rows.values_list(
@@ -381,10 +389,11 @@ def elicitation_steps_by_expert(*, study: Study, expert_ids: list[int]) -> dict[
     """``elicitation_steps`` for each of the study's experts ``expert_ids``
     (membership ids), for the study home and the designer's progress grid:
     two queries whatever their number (one when the study elicits nothing)."""
-    rows = ElicitedMetric.objects.filter(metric__study=study)
-    if study.phase in ("assessment", "closed"):
-        rows = rows.filter(metric__is_selected=True)
-    metrics = list(rows.order_by("metric__position", "metric_id").values_list("pk", "metric_id", "metric__name"))
+    metrics = list(
+        _answered_metrics(study)
+        .order_by("metric__position", "metric_id")
+        .values_list("pk", "metric_id", "metric__name")
+    )
     answered: dict[tuple[int, int], tuple[int, bool]] = {}
     if metrics:
         for elicited_id, expert_id, answers, weights in ElicitationAnswers.objects.filter(

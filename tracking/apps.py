@@ -11,4 +11,4 @@ class TrackingConfig(AppConfig):
 
         from .services import imports_recover_stale
 
-        sweep_register("MLflow imports", lambda: imports_recover_stale())
+        sweep_register("MLflow imports", imports_recover_stale)
