@@ -571,6 +571,11 @@ def elicitation_design_page(request: HttpRequest, study_id: int, metric_id: int)
         else {}
     )
     form = ElicitationDesignForm(request.POST or None, sets=sets, candidates=candidates, initial=initial)
+    # Outside the phases that allow a change, the design is shown as stored, with why.
+    refusal = workspace_services.phase_refusal(study, workspace_services.Action.CHANGE_ELICITATION)
+    if refusal is not None:
+        for field in form.fields.values():
+            field.disabled = True
     status = 200
     if request.method == "POST" and not confirm and form.is_valid():
         changes = any(form.cleaned_data[name] != value for name, value in initial.items())
@@ -601,6 +606,7 @@ def elicitation_design_page(request: HttpRequest, study_id: int, metric_id: int)
         "form": form,
         "sets": sets,
         "confirm": confirm,
+        "refusal": refusal,
         "answering": len(answering),
     }
     return render(request, "evaluation/elicitation_design.html", context, status=400 if form.errors else status)

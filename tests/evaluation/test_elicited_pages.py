@@ -339,3 +339,21 @@ def test_the_ranges_step_previews_vetoes_on_the_expert_s_own_values(client, make
     assert "AUC is elicited: a run reads your own value of it for each candidate, known once you have answered" in carol
     # Her range of 0.3 would veto J48 for bob's values, not hers: nothing is previewed before she finishes.
     assert "J48 0.36" not in carol
+
+
+def test_once_closed_the_design_is_shown_as_stored_with_why(client, make_study, cast):
+    from workspace.models import Phase
+
+    built = make_study(Phase.CLOSED)
+    page = as_user(client, cast.alice).get(
+        f"/studies/{built.study.pk}/predictions/metrics/{built.metrics['AUC'].pk}/elicitation/"
+    )
+    text = text_of(page)
+    assert page.status_code == 200
+    assert (
+        "Changing an elicited metric is only possible in the draft or voting or assessment phase; the study is in "
+        "the closed phase: reopen the assessment (on the study's home) to change it." in text
+    )
+    body = page.content.decode()
+    assert re.search(r'<select name="kind"[^>]*disabled', body) and re.search(r'name="epsilon"[^>]*disabled', body)
+    assert ">Save</button>" not in body
