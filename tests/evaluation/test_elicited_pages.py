@@ -180,29 +180,13 @@ def test_the_designer_sees_each_expert_s_values_once_the_assessment_has_closed(c
 
 
 def test_with_many_experts_the_design_page_shows_the_median_and_the_spread(client, make_study, cast):
-    import io
-
     from django.contrib.auth.models import User
 
-    from evaluation.services import prediction_set_import
-    from workspace.models import Membership, Metric, Phase
+    from workspace.models import Membership
 
-    from .test_elicited import TWO_CLASSES
-
-    built = make_study(Phase.CLOSED)
-    prediction_set = prediction_set_import(
-        study=built.study, stream=io.BytesIO(TWO_CLASSES.encode()), name="two.csv", uploaded_by=None
-    )
-    metric = Metric.objects.create(
-        study=built.study, attribute=built.attributes["Accuracy"], name="Cost-weighted accuracy", position=99
-    )
-    elicited = ElicitedMetric.objects.create(
-        metric=metric,
-        kind="diagonal",
-        prediction_set=prediction_set,
-        reference_candidate=built.candidates["J48"],
-        epsilon=0.1,
-    )
+    built, metric = closed_with_answers(make_study)
+    elicited = metric.elicitation
+    ElicitationAnswers.objects.filter(elicited_metric=elicited).delete()
     # Nine experts: bob, carol and seven more, the weight of A rising from 0.1 to 0.9.
     experts = [built.bob, built.carol] + [
         Membership.objects.create(
