@@ -45,14 +45,17 @@ _clients: dict[str, redis.Redis] = {}
 
 def _broker() -> redis.Redis | None:
     """A client for the broker (one pool per URL), or None when the broker is
-    not Redis (the embedded install's in-memory transport)."""
+    not Redis (the embedded install's in-memory transport). A ``rediss://``
+    broker is reached with the TLS options Celery's own connection uses
+    (``broker_use_ssl``, from REDIS_URL's query: approve_site.settings.redis_from_url)."""
     url = celery_app.conf.broker_url or ""
     if not url.startswith(("redis://", "rediss://", "unix://")):
         return None
     client = _clients.get(url)
     if client is None:
+        tls = celery_app.conf.broker_use_ssl if url.startswith("rediss://") else None
         client = _clients[url] = redis.Redis.from_url(
-            url, socket_connect_timeout=TIMEOUT_SECONDS, socket_timeout=TIMEOUT_SECONDS
+            url, socket_connect_timeout=TIMEOUT_SECONDS, socket_timeout=TIMEOUT_SECONDS, **(tls or {})
         )
     return client
 
