@@ -20,12 +20,13 @@ PYTEST_ARGS ?=
 RUNSERVER_ADDRESS ?= 127.0.0.1:8000
 
 .DEFAULT_GOAL := help
-.PHONY: help install install-mlflow run test worker check migrate mlflow
+.PHONY: help install install-mlflow lock run test worker check migrate mlflow
 
 help:
 	@echo "make run      install, migrate, load the demo study, serve on http://$(RUNSERVER_ADDRESS)/"
 	@echo "make test     install, then run the test suite"
 	@echo "make install  create $(VENV) and install requirements-dev.txt (again only when it changes)"
+	@echo "make lock     compile the requirements*.in files into their locks (requirements*.txt, with hashes)"
 	@echo "make migrate  apply database migrations"
 	@echo "make worker   run a Celery worker (needs REDIS_URL)"
 	@echo "make check    Django's system checks"
@@ -41,17 +42,33 @@ $(PYTHON):
 	@echo "Creating $(VENV) with $(BOOTSTRAP_PYTHON) ($$($(BOOTSTRAP_PYTHON) --version 2>&1))"
 	$(BOOTSTRAP_PYTHON) -m venv $(VENV)
 
-# The stamp is newer than both requirements files once they are installed, so
-# pip runs again only after one of them changes.
+# The stamp is newer than both lock files once they are installed, so pip runs
+# again only after one of them changes. Every package is pinned and hashed in
+# the locks: pip installs exactly those files or fails.
 $(STAMP): requirements.txt requirements-dev.txt | $(PYTHON)
 	$(PYTHON) -m pip install --quiet --upgrade pip
-	$(PYTHON) -m pip install --quiet -r requirements-dev.txt
+	$(PYTHON) -m pip install --quiet --require-hashes -r requirements-dev.txt
 	@touch $(STAMP)
 
 $(MLFLOW_STAMP): requirements-mlflow-server.txt
 	@test -x $(MLFLOW_VENV)/bin/python || $(BOOTSTRAP_PYTHON) -m venv $(MLFLOW_VENV)
-	$(MLFLOW_VENV)/bin/python -m pip install --quiet -r requirements-mlflow-server.txt
+	$(MLFLOW_VENV)/bin/python -m pip install --quiet --require-hashes -r requirements-mlflow-server.txt
 	@touch $(MLFLOW_STAMP)
+
+# The locks, compiled from the pins in the .in files (README.md, "Dependencies"):
+# every package they bring pinned with the hashes of its files, for every
+# platform (--universal), Python 3.11. A version already in a lock is kept
+# unless an .in file asks otherwise; `make lock LOCK_ARGS=--upgrade` takes the
+# newest that the pins allow, `LOCK_ARGS="--upgrade-package NAME"` one package's.
+# The development lock is constrained to the production one (requirements-dev.in's -c line).
+LOCK := $(VENV)/bin/uv pip compile --quiet --generate-hashes --universal --python-version 3.11 \
+	--custom-compile-command "make lock" $(LOCK_ARGS)
+LOCK_ARGS ?=
+
+lock: install
+	$(LOCK) requirements.in -o requirements.txt
+	$(LOCK) requirements-dev.in -o requirements-dev.txt
+	$(LOCK) requirements-mlflow-server.in -o requirements-mlflow-server.txt
 
 mlflow: install install-mlflow
 	mkdir -p mlflow-data

@@ -7,26 +7,30 @@ memory cache, DEBUG on. A deployment sets:
 - ``SECRET_KEY``: required (and checked) whenever ``DEBUG`` is off;
 - ``DEBUG``: ``true``/``false`` (default ``true``);
 - ``ALLOWED_HOSTS``: comma-separated host names;
-- ``DATABASE_URL``: ``postgres://user:password@host:5432/name`` or
-  ``sqlite:///absolute/path/db.sqlite3``;
-- ``REDIS_URL``: ``redis://host:6379/0``; Celery's broker and result backend
-  and Django's cache. Without it, Celery runs tasks eagerly;
+- ``DATABASE_URL``: ``postgres://user:password@host:5432/name?sslmode=require``
+  (any libpq option in the query) or ``sqlite:////absolute/path/db.sqlite3``;
+- ``REDIS_URL``: ``redis://host:6379/0``, or ``rediss://`` with its TLS
+  options; Celery's broker and Django's cache. Without it, Celery runs tasks
+  eagerly;
 - ``CSRF_TRUSTED_ORIGINS``, ``SECURE_SSL_REDIRECT``, ``SECURE_HSTS_SECONDS``,
   ``SECURE_PROXY_SSL_HEADER`` for running behind a TLS-terminating proxy.
 """
 
 import os
+import ssl
 from pathlib import Path
-from urllib.parse import unquote, urlparse
+from urllib.parse import parse_qs, unquote, urlparse, urlsplit, urlunsplit
 
+import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from redis.connection import parse_url as redis_parse_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
-def env_bool(name, default):
-    value = os.environ.get(name)
-    if value is None or value == "":
+def _bool_option(name, value, default):
+    """true/false (1/0, yes/no, on/off), or ``default`` for None."""
+    if value is None:
         return default
     lowered = value.strip().lower()
     if lowered in {"1", "true", "yes", "on"}:
@@ -34,6 +38,11 @@ def env_bool(name, default):
     if lowered in {"0", "false", "no", "off"}:
         return False
     raise ImproperlyConfigured(f"{name} must be true or false, got {value!r}")
+
+
+def env_bool(name, default):
+    value = os.environ.get(name)
+    return _bool_option(name, None if value == "" else value, default)
 
 
 def env_list(name, default=""):
@@ -51,50 +60,150 @@ def env_int(name, default):
 
 
 def database_from_url(url):
-    """Turn a database URL into a Django ``DATABASES`` entry.
+    """Turn a database URL into a Django ``DATABASES`` entry, parsed by
+    dj-database-url: every query option reaches ``OPTIONS`` (for PostgreSQL,
+    libpq's connection parameters: ``sslmode``, ``sslrootcert``,
+    ``connect_timeout``, ...), over the defaults below; docs/architecture.md
+    ("Settings") lists them.
 
-    Only the two engines the project supports are accepted, so a typo fails
-    loudly at start-up instead of at the first query.
+    Only the two engines the project supports are accepted, and libpq's
+    parameter names are checked, so a typo fails loudly at start-up instead
+    of at the first query.
     """
-    parsed = urlparse(url)
-    if parsed.scheme in {"postgres", "postgresql", "pgsql"}:
-        name = unquote(parsed.path.lstrip("/"))
-        if not name:
+    scheme = urlsplit(url).scheme
+    if scheme not in {"postgres", "postgresql", "pgsql", "sqlite"}:
+        raise ImproperlyConfigured(f"DATABASE_URL scheme {scheme!r} is not supported (use postgres:// or sqlite://)")
+    try:
+        parsed = dj_database_url.parse(url)
+    except ValueError:
+        raise ImproperlyConfigured(
+            "DATABASE_URL is not a valid URL: percent-encode the reserved characters of the user and password "
+            "(e.g. @ as %40)"
+        ) from None
+    name, options = parsed.get("NAME", ""), dict(parsed.get("OPTIONS", {}))
+    repeated = sorted(option for option, value in options.items() if isinstance(value, list))
+    if repeated:
+        raise ImproperlyConfigured(f"DATABASE_URL: option(s) {', '.join(repeated)} given more than once")
+    if scheme == "sqlite":
+        # sqlite:////srv/db.sqlite3 (four slashes: the path is absolute); a
+        # relative one would name another file for each working directory.
+        if not name.startswith("/"):
             raise ImproperlyConfigured(
-                "DATABASE_URL must name a database, e.g. postgres://postgres@127.0.0.1:5432/approve"
+                "DATABASE_URL for SQLite needs an absolute file path, e.g. sqlite:////srv/approve/db.sqlite3"
             )
-        return {
-            "ENGINE": "django.db.backends.postgresql",
-            "NAME": name,
-            "USER": unquote(parsed.username or ""),
-            "PASSWORD": unquote(parsed.password or ""),
-            "HOST": parsed.hostname or "",
-            "PORT": str(parsed.port or ""),
-            # Reuse connections across requests; health checks drop dead ones.
-            "CONN_MAX_AGE": 60,
-            "CONN_HEALTH_CHECKS": True,
-            # An unreachable database fails a connection in seconds, not after
-            # the system's TCP timeout (minutes); a connection whose peer
-            # stopped answering is dropped in about 20 s (keepalives while
-            # idle, tcp_user_timeout while a query waits). Workers also bound
-            # each statement (engine.services.worker_database_options).
-            "OPTIONS": {
-                "connect_timeout": env_int("DATABASE_CONNECT_TIMEOUT", 5),
-                "keepalives": 1,
-                "keepalives_idle": 10,
-                "keepalives_interval": 5,
-                "keepalives_count": 2,
-                "tcp_user_timeout": 20 * 1000,  # milliseconds
-            },
-        }
-    if parsed.scheme == "sqlite":
-        path = unquote(parsed.path)
-        if not path or path == "/":
-            raise ImproperlyConfigured(
-                "DATABASE_URL for SQLite needs a file path, e.g. sqlite:////srv/approve/db.sqlite3"
-            )
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": path}
-    raise ImproperlyConfigured(f"DATABASE_URL scheme {parsed.scheme!r} is not supported (use postgres:// or sqlite://)")
+        if options:
+            raise ImproperlyConfigured(f"DATABASE_URL for SQLite takes no options, got {', '.join(sorted(options))}")
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": name}
+    if not name:
+        raise ImproperlyConfigured("DATABASE_URL must name a database, e.g. postgres://postgres@127.0.0.1:5432/approve")
+    _libpq_options_check(options)
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": name,
+        "USER": parsed.get("USER", ""),
+        "PASSWORD": parsed.get("PASSWORD", ""),
+        "HOST": parsed.get("HOST", ""),
+        "PORT": str(parsed.get("PORT", "")),
+        # Reuse connections across requests; health checks drop dead ones.
+        "CONN_MAX_AGE": 60,
+        "CONN_HEALTH_CHECKS": True,
+        # An unreachable database fails a connection in seconds, not after
+        # the system's TCP timeout (minutes); a connection whose peer
+        # stopped answering is dropped in about 20 s (keepalives while
+        # idle, tcp_user_timeout while a query waits). Workers also bound
+        # each statement (engine.services.worker_database_options). The
+        # URL's own options win over these defaults.
+        "OPTIONS": {
+            "connect_timeout": env_int("DATABASE_CONNECT_TIMEOUT", 5),
+            "keepalives": 1,
+            "keepalives_idle": 10,
+            "keepalives_interval": 5,
+            "keepalives_count": 2,
+            "tcp_user_timeout": 20 * 1000,  # milliseconds
+            **options,
+        },
+    }
+
+
+# DATABASES["default"]["OPTIONS"] keys that Django's PostgreSQL backend reads
+# itself; every other one is a libpq connection parameter.
+_DJANGO_POSTGRES_OPTIONS = {"isolation_level", "assume_role", "server_side_binding", "pool", "cursor_factory"}
+
+
+def _libpq_options_check(options):
+    """Refuse an option libpq does not know, with libpq's own message (its
+    parser, through psycopg2's ``parse_dsn``; values are checked when it
+    connects)."""
+    from psycopg2 import ProgrammingError
+    from psycopg2.extensions import make_dsn, parse_dsn
+
+    libpq = {name: value for name, value in options.items() if name not in _DJANGO_POSTGRES_OPTIONS}
+    try:
+        parse_dsn(make_dsn(**{name: str(value) for name, value in libpq.items()}))
+    except ProgrammingError as error:
+        raise ImproperlyConfigured(f"DATABASE_URL: {str(error).strip()}") from None
+
+
+# REDIS_URL's query options: TLS only (rediss://), as redis-py's
+# SSLConnection names them; Celery's broker, Django's cache and /health/ all
+# receive the same ones (redis_from_url).
+REDIS_TLS_OPTIONS = ("ssl_cert_reqs", "ssl_ca_certs", "ssl_certfile", "ssl_keyfile", "ssl_check_hostname")
+_CERT_REQS = {"required": ssl.CERT_REQUIRED, "optional": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}
+
+
+def redis_from_url(url):
+    """REDIS_URL, read by redis-py's own parser (``redis.connection.parse_url``,
+    the one Django's cache connects with), as ``(url, tls)``: the URL without
+    its query, for Celery's broker and the cache's ``LOCATION``, and the TLS
+    options of a ``rediss://`` URL (``None`` for ``redis://``) for Celery's
+    ``broker_use_ssl`` and ``redis_backend_use_ssl``, the cache's ``OPTIONS``
+    and /health/. With ``rediss://`` the server's certificate is verified
+    (``ssl_cert_reqs=required``) and its host name checked unless the URL
+    says otherwise: Celery alone would not verify it."""
+    parts = urlsplit(url)
+    if parts.scheme not in {"redis", "rediss"}:
+        raise ImproperlyConfigured(
+            f"REDIS_URL scheme {parts.scheme!r} is not supported (use redis:// or rediss:// for TLS)"
+        )
+    try:
+        parsed = redis_parse_url(url)
+    except ValueError as error:
+        raise ImproperlyConfigured(f"REDIS_URL: {error}") from None
+    if not parsed.get("host"):
+        raise ImproperlyConfigured("REDIS_URL must name the Redis host, e.g. redis://redis:6379/0")
+    path = parts.path.strip("/")
+    if path and not path.isdigit():
+        raise ImproperlyConfigured(f"REDIS_URL: the path is a database number, e.g. redis://redis:6379/0, got {path!r}")
+    query = parse_qs(parts.query, keep_blank_values=True)
+    unknown = sorted(set(query) - set(REDIS_TLS_OPTIONS))
+    if unknown:
+        raise ImproperlyConfigured(
+            f"REDIS_URL: unknown option(s) {', '.join(unknown)} (use {', '.join(REDIS_TLS_OPTIONS)})"
+        )
+    repeated = sorted(name for name, values in query.items() if len(values) > 1)
+    if repeated:
+        raise ImproperlyConfigured(f"REDIS_URL: option(s) {', '.join(repeated)} given more than once")
+    given = {name: values[0] for name, values in query.items()}
+    bare = urlunsplit(parts._replace(query="", fragment=""))
+    if parts.scheme == "redis":
+        if given:
+            raise ImproperlyConfigured(f"REDIS_URL: {', '.join(sorted(given))} need(s) rediss:// (Redis over TLS)")
+        return bare, None
+    reqs = given.get("ssl_cert_reqs", "required").strip().lower()
+    if reqs not in _CERT_REQS:
+        raise ImproperlyConfigured(
+            f"REDIS_URL: ssl_cert_reqs must be required, optional or none, got {given['ssl_cert_reqs']!r}"
+        )
+    check_hostname = _bool_option("REDIS_URL: ssl_check_hostname", given.get("ssl_check_hostname"), reqs == "required")
+    if check_hostname and reqs == "none":
+        raise ImproperlyConfigured("REDIS_URL: ssl_check_hostname needs the certificate checked (ssl_cert_reqs=none)")
+    tls = {"ssl_cert_reqs": _CERT_REQS[reqs], "ssl_check_hostname": check_hostname}
+    for name in ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile"):
+        if name in given:
+            if not given[name]:
+                raise ImproperlyConfigured(f"REDIS_URL: {name} needs a file path")
+            tls[name] = given[name]
+    return bare, tls
 
 
 DEBUG = env_bool("DEBUG", True)
@@ -213,6 +322,9 @@ STORAGES = {
 
 # --- Redis: Celery broker, result backend and cache --------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")
+# redis://host:6379/0, or rediss:// (TLS) with its certificate options
+# (redis_from_url): the same connection for the broker, the cache and /health/.
+_REDIS, _REDIS_TLS = redis_from_url(REDIS_URL) if REDIS_URL else ("", None)
 
 # Redis down must not hold a request: a short connect and read timeout, after
 # which the cache's callers (throttles, the log-in lock-out) fail open.
@@ -221,14 +333,22 @@ if REDIS_URL:
     CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": REDIS_URL,
-            "OPTIONS": {"socket_connect_timeout": REDIS_TIMEOUT_SECONDS, "socket_timeout": REDIS_TIMEOUT_SECONDS},
+            "LOCATION": _REDIS,
+            "OPTIONS": {
+                "socket_connect_timeout": REDIS_TIMEOUT_SECONDS,
+                "socket_timeout": REDIS_TIMEOUT_SECONDS,
+                **(_REDIS_TLS or {}),
+            },
         }
     }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
-CELERY_BROKER_URL = REDIS_URL or "memory://localhost/"
+CELERY_BROKER_URL = _REDIS or "memory://localhost/"
+# rediss://: the broker's TLS options (kombu would otherwise skip verifying
+# the certificate), and a Redis result backend's, should one be configured.
+CELERY_BROKER_USE_SSL = _REDIS_TLS or False
+CELERY_REDIS_BACKEND_USE_SSL = _REDIS_TLS
 # No result backend: a run keeps its status and results in the database, and
 # nothing waits on a task's return value. (With Redis as result backend, a
 # broker outage made a worker computing a run exit, "Unrecoverable error:

@@ -7,8 +7,10 @@ Celery broadcast: each worker writes its own heartbeat into the broker every
 ``ENGINE_WORKER_HEARTBEAT_SECONDS`` from a background thread
 (``worker_heartbeat_start``, started when the worker is ready), and a worker
 counts as live while its last beat is at most three intervals old. Each beat
-also checks the worker's database connection, and the report counts the live
-workers that cannot reach the database (they take no runs). Times are
+also says whether the worker reaches the database (``DatabaseProbe``: a fresh
+connection's ``SELECT 1``, waited for at most half an interval, so a database
+that hangs never stops the beat), and the report counts the live workers that
+cannot reach it (they take no runs). Times are
 the broker's own clock on both sides, so skew between machines does not
 matter.
 
@@ -24,7 +26,7 @@ from typing import cast
 
 import redis
 from django.conf import settings
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, InterfaceError, connection
 
 from approve_site.celery import app as celery_app
 
@@ -36,6 +38,10 @@ WORKERS_KEY = "approve:workers"
 NO_DATABASE_KEY = "approve:workers:no-database"
 # Beats older than this are dropped when a worker writes its own.
 FORGET_AFTER_SECONDS = 3600
+# A beat waits this fraction of the heartbeat interval (5 s of 10) for the
+# worker's database check; a database that has not answered by then counts as
+# unreachable (DatabaseProbe). A healthy check takes milliseconds.
+DATABASE_PATIENCE = 0.5
 TIMEOUT_SECONDS = 1.0
 # What redis-py raises for a broker that is down, unreachable or too slow.
 REDIS_ERRORS = (redis.RedisError, OSError)
@@ -45,14 +51,17 @@ _clients: dict[str, redis.Redis] = {}
 
 def _broker() -> redis.Redis | None:
     """A client for the broker (one pool per URL), or None when the broker is
-    not Redis (the embedded install's in-memory transport)."""
+    not Redis (the embedded install's in-memory transport). A ``rediss://``
+    broker is reached with the TLS options Celery's own connection uses
+    (``broker_use_ssl``, from REDIS_URL's query: approve_site.settings.redis_from_url)."""
     url = celery_app.conf.broker_url or ""
     if not url.startswith(("redis://", "rediss://", "unix://")):
         return None
     client = _clients.get(url)
     if client is None:
+        tls = celery_app.conf.broker_use_ssl if url.startswith("rediss://") else None
         client = _clients[url] = redis.Redis.from_url(
-            url, socket_connect_timeout=TIMEOUT_SECONDS, socket_timeout=TIMEOUT_SECONDS
+            url, socket_connect_timeout=TIMEOUT_SECONDS, socket_timeout=TIMEOUT_SECONDS, **(tls or {})
         )
     return client
 
@@ -64,14 +73,63 @@ def _seconds(server_time: tuple[int, int]) -> float:
 # --- the workers' side ----------------------------------------------------------
 
 
-def worker_heartbeat(*, hostname: str) -> None:
+class DatabaseProbe:
+    """Whether this worker reaches the database, asked at every heartbeat and
+    answered by a thread of its own: a fresh connection runs ``SELECT 1``
+    (bounded by the connect and statement timeouts of
+    ``engine.services.worker_database_options``) and is closed again, so the
+    answer is about reaching the database now, not about an old connection.
+
+    The heartbeat waits at most ``patience`` seconds for the answer, and a
+    database that has not answered by then counts as unreachable: a link that
+    stalls after connecting (the peer's TCP stack acknowledges, nothing
+    answers) hangs a query past every libpq timeout, and a heartbeat that
+    waited for it would stop, so that the worker only dropped out of the live
+    ones and ``/health/`` stayed ``ok`` (issue 29). A check still hanging is
+    not doubled: the next beat waits for the same one."""
+
+    def __init__(self, *, patience: float, stopping: threading.Event) -> None:
+        self.patience = patience
+        self._stopping = stopping
+        self._wanted = threading.Event()
+        self._answered = threading.Event()
+        self._busy = False
+        self._reachable = False
+        self._thread = threading.Thread(target=self._loop, name="approve-worker-database-check", daemon=True)
+        self._thread.start()
+
+    def reachable(self) -> bool:
+        if not self._busy:
+            self._answered.clear()
+            self._busy = True
+            self._wanted.set()
+        return self._answered.wait(self.patience) and self._reachable
+
+    def _loop(self) -> None:
+        while not self._stopping.is_set():
+            if not self._wanted.wait(timeout=1.0):
+                continue
+            self._wanted.clear()
+            try:
+                reachable = _database()["status"] == "ok"
+            except Exception:  # whatever it was, this worker did not reach the database
+                logger.exception("worker database check failed")
+                reachable = False
+            finally:
+                connection.close()
+            # Answered before no longer busy: a beat that finds it idle
+            # asks again, one that finds it busy reads this answer.
+            self._reachable = reachable
+            self._answered.set()
+            self._busy = False
+
+
+def worker_heartbeat(*, hostname: str, reaches_database: bool) -> None:
     """Record that this worker is alive, at the broker's time, and whether it
-    reaches the database (a ``SELECT 1``, bounded by the connect and
-    statement timeouts of ``engine.services.worker_database_options``)."""
+    reaches the database (``DatabaseProbe``)."""
     client = _broker()
     if client is None:
         return
-    reaches_database = _database()["status"] == "ok"
     now = _seconds(cast(tuple[int, int], client.time()))  # redis types sync and async clients alike
     with client.pipeline() as pipe:
         pipe.zadd(WORKERS_KEY, {hostname: now})
@@ -100,19 +158,28 @@ def worker_heartbeat_stop(*, hostname: str) -> None:
             logger.warning("worker %s: heartbeat not removed (%s)", hostname, type(error).__name__)
 
 
-def worker_heartbeat_start(*, hostname: str) -> threading.Thread:
+def worker_heartbeat_start(*, hostname: str, stopping: threading.Event | None = None) -> threading.Thread:
     """Beat every ``ENGINE_WORKER_HEARTBEAT_SECONDS`` for the life of the
-    process (a daemon thread: it dies with the worker, which is the point)."""
+    process (a daemon thread: it dies with the worker, which is the point),
+    or until ``stopping`` is set. Each beat asks the database probe, waiting
+    for its answer at most half an interval (``DATABASE_PATIENCE``), so a
+    beat is never late by more than that, whatever the database does; and
+    nothing that goes wrong in one beat ends the next ones."""
+    stopping = stopping or threading.Event()
+    interval = settings.ENGINE_WORKER_HEARTBEAT_SECONDS
+    probe = DatabaseProbe(patience=interval * DATABASE_PATIENCE, stopping=stopping)
 
     def beat() -> None:
-        while True:
+        while not stopping.is_set():
             try:
-                worker_heartbeat(hostname=hostname)
+                worker_heartbeat(hostname=hostname, reaches_database=probe.reachable())
             except REDIS_ERRORS as error:
                 logger.warning(
                     "worker %s: heartbeat not written, the broker is unreachable (%s)", hostname, type(error).__name__
                 )
-            time.sleep(settings.ENGINE_WORKER_HEARTBEAT_SECONDS)
+            except Exception:
+                logger.exception("worker %s: heartbeat failed", hostname)
+            stopping.wait(interval)
 
     thread = threading.Thread(target=beat, name="approve-worker-heartbeat", daemon=True)
     thread.start()
@@ -151,7 +218,7 @@ def _database() -> dict:
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
-    except DatabaseError:
+    except (DatabaseError, InterfaceError):  # InterfaceError: a connection closed under Django
         connection.close()  # the next check connects afresh
         return {"status": "unreachable"}
     return {"status": "ok"}

@@ -31,6 +31,7 @@ from engine import services as engine_services
 from engine.models import Run
 from engine.services import run_launch
 from engine.tasks import execute_run
+from tests.redis_server import free_port, redis_server
 from workspace.bundles import study_import_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -372,7 +373,10 @@ class PostgresProxy:
     """A TCP proxy between workers and PostgreSQL that the test can cut: it
     then closes every connection through it and black-holes new ones
     (accepted, never answered), as a link that drops packets does to a
-    connection attempt."""
+    connection attempt. Or stall: every connection stays open and what is
+    sent is acknowledged (read) but never answered, the new ones too, as a
+    frozen server or a hung middlebox does (no libpq timeout ends a query
+    then)."""
 
     def __init__(self):
         database = settings.DATABASES["default"]
@@ -380,6 +384,7 @@ class PostgresProxy:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.cut_off = threading.Event()
+        self.stalled = threading.Event()
         self.sockets = []
         self.lock = threading.Lock()
         threading.Thread(target=self._accept, daemon=True).start()
@@ -397,7 +402,7 @@ class PostgresProxy:
                 return
             with self.lock:
                 self.sockets.append(client)
-            if self.cut_off.is_set():
+            if self.cut_off.is_set() or self.stalled.is_set():
                 continue  # held open, never answered
             try:
                 upstream = socket.create_connection(self.target)
@@ -414,12 +419,17 @@ class PostgresProxy:
             while data := source.recv(65536):
                 if self.cut_off.is_set():
                     break
+                if self.stalled.is_set():
+                    continue  # read, so acknowledged, and never passed on
                 sink.sendall(data)
         except OSError:
             pass
         for end in (source, sink):
             with contextlib.suppress(OSError):
                 end.shutdown(socket.SHUT_RDWR)
+
+    def stall(self):
+        self.stalled.set()
 
     def cut(self):
         self.cut_off.set()
@@ -485,28 +495,44 @@ def test_a_worker_cut_off_from_the_database_is_taken_over_within_a_minute(worker
         proxy.close()
 
 
-def _free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+def test_a_worker_whose_database_link_stalls_keeps_beating_and_health_says_it_is_cut_off(workers, client):
+    # Issue 29, finding 11: a worker whose PostgreSQL link stopped answering
+    # only dropped out of the live workers (its heartbeat waited on SELECT 1
+    # for ever), so /health/ stayed "ok" on the other workers. Behind the
+    # stalled link a prefork worker, as in production; one direct.
+    proxy = PostgresProxy()
+    try:
+        behind = workers.start(database_url=proxy.url(), pool="prefork")
+        direct = workers.start()
+        for worker in (behind, direct):
+            workers.wait_ready(worker)
+        deadline = time.monotonic() + 3 * settings.ENGINE_WORKER_HEARTBEAT_SECONDS
+        while _health(client).get("live", 0) < 2 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _health(client) | {"last_seen_seconds": 0} == {"status": "ok", "live": 2, "last_seen_seconds": 0}
 
-
-def _redis_server(port, tmp_path):
-    process = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    client = redis.Redis(port=port, socket_connect_timeout=0.5)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        with contextlib.suppress(redis.RedisError):
-            if client.ping():
-                return process
-        time.sleep(0.1)
-    process.kill()
-    pytest.fail("redis-server did not start")
+        proxy.stall()
+        stalled = time.monotonic()
+        # Reported within a beat and a check (plus the probe's patience), and
+        # it stays so: the stalled worker keeps beating.
+        reports = []
+        while time.monotonic() - stalled < 4 * settings.ENGINE_WORKER_HEARTBEAT_SECONDS:
+            reports.append((time.monotonic() - stalled, _health(client)))
+            time.sleep(1)
+        seen = [at for at, report in reports if report.get("database_unreachable") == 1]
+        assert seen, reports
+        print(f"\ndatabase link stalled: health reported it after {seen[0]:.1f} s")
+        assert seen[0] < 2.5 * settings.ENGINE_WORKER_HEARTBEAT_SECONDS, reports
+        after = [report for at, report in reports if at >= seen[0]]
+        assert all(
+            {key: report.get(key) for key in ("status", "live", "database_unreachable")}
+            == {"status": "degraded", "live": 2, "database_unreachable": 1}
+            for report in after
+        ), after
+        assert client.get("/health/").status_code == 503
+        assert behind.poll() is None
+    finally:
+        proxy.close()
 
 
 @pytest.mark.skipif(not shutil.which("redis-server"), reason="needs redis-server to start a Redis of its own")
@@ -514,8 +540,8 @@ def test_a_worker_survives_redis_restarted_mid_run_and_the_run_completes(workers
     # Issue 17, item 7: stopping Redis for a while mid-run made the worker
     # exit ("Unrecoverable error: ConnectionError"). A Redis of this test's
     # own (the machine's is shared), stopped mid-run and started again.
-    port = _free_port()
-    server = _redis_server(port, tmp_path)
+    port = free_port()
+    server = redis_server(port, tmp_path)
     workers.redis_url = f"redis://127.0.0.1:{port}/0"
     try:
         # Prefork, as in production: its main process sees the connection
@@ -535,7 +561,7 @@ def test_a_worker_survives_redis_restarted_mid_run_and_the_run_completes(workers
         assert run.results["metric_weights"] == pytest.approx([0.5295, 0.2273, 0.2432], abs=5e-5)
         time.sleep(3)
         assert worker.poll() is None, workers.logs()
-        server = _redis_server(port, tmp_path)
+        server = redis_server(port, tmp_path)
         time.sleep(2)
         assert worker.poll() is None, workers.logs()
         log = worker.log_path.read_text()

@@ -11,7 +11,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, TypedDict
 
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
-from django_stubs_ext import WithAnnotations
 
 from engine.rules import CONSISTENCY_THRESHOLD, is_consistent
 
@@ -110,6 +109,8 @@ class Progress(TypedDict):
 # An expert membership with its progress annotated (for the type checker:
 # WithAnnotations takes its TypedDict only there).
 if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
     ExpertProgress = WithAnnotations[Membership, Progress]
 else:
     ExpertProgress = Membership

@@ -4,7 +4,6 @@ summary of its setup."""
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from django.db.models import OuterRef, Prefetch, QuerySet
-from django_stubs_ext import WithAnnotations
 
 from engine.models import Run
 
@@ -36,6 +35,8 @@ class DashboardRow(TypedDict):
 # A study with the user's memberships, and one as the dashboard reads it
 # (for the type checker: WithAnnotations takes its TypedDict only there).
 if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
     StudyWithRoles = WithAnnotations[Study, MyMemberships]
     StudyDetail = WithAnnotations[Study, Detail]
     DashboardStudy = WithAnnotations[Study, DashboardRow]
