@@ -61,8 +61,9 @@ logger = logging.getLogger(__name__)
 # (request, headers, body), however slowly a server answers.
 TIMEOUT_SECONDS = 10
 CALL_SECONDS = 20
-# The largest JSON answer read (a page of runs), and error answers.
-ANSWER_MAX_BYTES = 32 * 2**20
+# The most JSON one call reads, all its pages together (a server paging for
+# ever or answering huge pages is cut there), and the largest error answer.
+ANSWER_MAX_BYTES = 64 * 2**20
 ERROR_MAX_BYTES = 64 * 2**10
 # The most runs one import reads (a study holds at most MAX_CANDIDATES), and
 # a page of them; the most pages of any listing a server may make approve read.
@@ -518,6 +519,7 @@ class _Rest:
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
         self._roots: dict[str, str] = {}
+        self._budget = ANSWER_MAX_BYTES
 
     @contextmanager
     def _exchange(
@@ -561,7 +563,7 @@ class _Rest:
             raise TrackerError(UNAUTHORISED, "mlflow_unauthorised")
         try:
             body = json.loads(_read(response, ERROR_MAX_BYTES))
-        except (_TooLarge, ValueError):
+        except (_TooLarge, ValueError, RecursionError):
             raise _NotMlflow("error") from None
         code, message = (body.get("error_code"), body.get("message")) if isinstance(body, dict) else (None, None)
         if 400 <= response.status < 500 and isinstance(code, str) and _ERROR_CODE.fullmatch(code):
@@ -571,8 +573,10 @@ class _Rest:
     def _json(self, method: str, endpoint: str, **request: Any) -> dict[str, Any]:
         with self._exchange(method, endpoint, **request) as response:
             try:
-                body = json.loads(_read(response, ANSWER_MAX_BYTES))
-            except (_TooLarge, ValueError):
+                text = _read(response, self._budget)
+                self._budget -= len(text)
+                body = json.loads(text)
+            except (_TooLarge, ValueError, RecursionError):  # (JSON nested deeper than Python recurses)
                 raise _NotMlflow("answer") from None
         if not isinstance(body, dict):
             raise _NotMlflow("answer")
@@ -631,18 +635,18 @@ class _Rest:
                 return runs[:max_results]
         raise _NotMlflow("pages")
 
-    def metric_history(self, run_id: str, key: str) -> list[tuple[int, int, float]]:
-        history: list[tuple[int, int, float]] = []
+    def metric_at_step(self, run_id: str, key: str, step: int) -> float | None:
+        latest: tuple[int, float] | None = None
         query = {"run_id": run_id, "metric_key": key}
         for _ in range(PAGES_MAX):
             page = self._get("metrics/get-history", **query)
-            history += [
-                (_integer(entry, "step"), _integer(entry, "timestamp"), _number(entry))
-                for entry in _items(page, "metrics")
-            ]
+            for entry in _items(page, "metrics"):
+                timestamp = _integer(entry, "timestamp")
+                if _integer(entry, "step") == step and (latest is None or timestamp > latest[0]):
+                    latest = (timestamp, _number(entry))
             token = _page_token(page)
             if token is None:
-                return history
+                return None if latest is None else latest[1]
             query["page_token"] = token
         raise _NotMlflow("pages")
 
@@ -874,10 +878,11 @@ class _File:
             for run in found
         ]
 
-    def metric_history(self, run_id: str, key: str) -> list[tuple[int, int, float]]:
+    def metric_at_step(self, run_id: str, key: str, step: int) -> float | None:
         self._check_run(run_id)
         history = self._calling(lambda: self._store.get_metric_history(run_id, key))
-        return [(entry.step, entry.timestamp, entry.value) for entry in history]
+        at_step = [entry for entry in history if entry.step == step]
+        return float(max(at_step, key=lambda entry: entry.timestamp).value) if at_step else None
 
     def artifact_root(self, run_id: str) -> str:
         """The run's artifact folder, real, under the roots; ArtifactRefused
@@ -975,7 +980,7 @@ class Tracker(Protocol):
     def experiment_by_name(self, name: str) -> Experiment | None: ...
     def experiment_by_id(self, experiment_id: str) -> Experiment | None: ...
     def runs(self, experiment_id: str, filter_string: str, max_results: int) -> list[RemoteRun]: ...
-    def metric_history(self, run_id: str, key: str) -> list[tuple[int, int, float]]: ...
+    def metric_at_step(self, run_id: str, key: str, step: int) -> float | None: ...
     def artifact_root(self, run_id: str) -> str: ...
     def artifacts(self, run_id: str, folder: str | None) -> list[tuple[str, bool]]: ...
     def artifact_copy(self, run_id: str, path: str, sink: IO[bytes], max_bytes: int) -> None: ...
@@ -1046,9 +1051,7 @@ def runs_search(connection: Connection, experiment_id: str, filter_string: str) 
 def metric_at_step(connection: Connection, run_id: str, key: str, step: int) -> float | None:
     """The run's value of ``key`` at ``step`` (the last one logged at it), or None."""
     with connected(connection) as tracker:
-        history = tracker.metric_history(run_id, key)
-    at_step = [(timestamp, value) for logged, timestamp, value in history if logged == step]
-    return max(at_step)[1] if at_step else None
+        return tracker.metric_at_step(run_id, key, step)
 
 
 def artifacts_matching(connection: Connection, run_id: str, pattern: str) -> list[str]:

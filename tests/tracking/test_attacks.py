@@ -691,7 +691,8 @@ def _answer(status_line, body=b"<html>not here</html>"):
 def test_every_network_failure_reads_the_same(make_study, cast, monkeypatch, settings, tmp_path):
     """A refused port, a port that hangs up, stays silent or drips its
     headers, an unknown host, garbage, an HTTP error or redirect, TLS to a
-    plain server, a host that resolves to an internal address: the same
+    plain server, JSON too deep, pages for ever, a host that resolves to an
+    internal address: the same
     error, byte for byte, in the service and in the API's answer. The
     dripping server is cut at CALL_SECONDS, not left to run."""
     monkeypatch.setattr(remote, "TIMEOUT_SECONDS", 0.5)
@@ -726,6 +727,8 @@ def test_every_network_failure_reads_the_same(make_study, cast, monkeypatch, set
         _answer("HTTP/1.1 200 OK", b"not json"),
         _answer("HTTP/1.1 200 OK", b"[1, 2]"),
         _answer("HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:6379/"),
+        _answer("HTTP/1.1 200 OK", b"[" * 200_000),  # deeper than Python's JSON parser recurses
+        _answer("HTTP/1.1 200 OK\r\nConnection: close", b'{"experiments": [], "next_page_token": "again"}'),
     ):
         with raw_server(serve) as uri:
             attempt(uri)

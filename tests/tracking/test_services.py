@@ -82,6 +82,12 @@ def test_import_run_publish_and_reimport_against_a_real_server(make_study, mlflo
     )
     assert sorted(run.name for run in preview.runs) == sorted(logged)
     assert preview.metric_keys == ["accuracy", "fit_seconds", "fold_std", "roc_auc"]
+    # A metric at a step, through the server's metric history (logged at steps 0 and 1).
+    stored = services.connection_of(study)
+    assert remote.metric_at_step(stored, logged["tree"], "accuracy", 0) == 0.5
+    tree = next(run for run in preview.runs if run.name == "tree")
+    assert remote.metric_at_step(stored, logged["tree"], "accuracy", 1) == tree.metrics["accuracy"] != 0.5
+    assert remote.metric_at_step(stored, logged["tree"], "accuracy", 7) is None
 
     outcome = import_all(study)
     assert sorted(outcome.created) == sorted(logged)
