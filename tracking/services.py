@@ -84,6 +84,8 @@ def connection_set(*, study: Study, tracking_uri: Any, token: Any = None) -> Mlf
         secret = text(token, "token", max_length=TOKEN_MAX_LENGTH, required=False)
     if secret and remote.file_store_path(uri) is not None:
         raise InvalidInput({"token": "a file: store takes no token"})
+    if not all("!" <= char <= "~" for char in secret):
+        raise InvalidInput({"token": "a bearer token is printable ASCII, without spaces"})
     remote.check_uri(uri)
     count = remote.experiment_count(Connection(uri, secret))
     with transaction.atomic():
@@ -303,18 +305,23 @@ def _artifacts(
     folder: str,
     progress: Callable[[int], None] | None = None,
 ) -> dict[str, _Artifact]:
-    """Each run's one artifact matching ``pattern``, downloaded into ``folder``."""
+    """Each run's one artifact matching ``pattern``, downloaded into
+    ``folder``: streamed, and refused as soon as it is larger than
+    ``limits.PREDICTIONS_MAX_BYTES`` (or kept where approve does not read)."""
     found: dict[str, _Artifact] = {}
     errors: dict[str, list[str]] = {}
     for index, run in enumerate(runs):
-        paths = remote.artifacts_matching(connection, run.run_id, pattern)
-        if len(paths) != 1:
-            what = "no artifact" if not paths else f"{len(paths)} artifacts ({', '.join(paths[:3])})"
-            errors[f"runs[{index}].artifact"] = [f"run {run.name!r} has {what} matching {pattern!r}: one is needed"]
-            continue
-        local = remote.artifact_download(connection, run.run_id, paths[0], str(Path(folder) / run.run_id))
-        if local.stat().st_size > limits.PREDICTIONS_MAX_BYTES:
-            errors[f"runs[{index}].artifact"] = [f"{paths[0]} is larger than {limits.PREDICTIONS_MAX_BYTES} bytes"]
+        try:
+            paths = remote.artifacts_matching(connection, run.run_id, pattern)
+            if len(paths) != 1:
+                what = "no artifact" if not paths else f"{len(paths)} artifacts ({', '.join(paths[:3])})"
+                errors[f"runs[{index}].artifact"] = [f"run {run.name!r} has {what} matching {pattern!r}: one is needed"]
+                continue
+            local = remote.artifact_download(
+                connection, run.run_id, paths[0], str(Path(folder) / run.run_id), limits.PREDICTIONS_MAX_BYTES
+            )
+        except remote.ArtifactRefused as refused:
+            errors[f"runs[{index}].artifact"] = [f"run {run.name!r}: {refused}"]
             continue
         digest = hashlib.sha256(local.read_bytes()).hexdigest()
         found[run.run_id] = _Artifact(paths[0], local, digest)
@@ -756,34 +763,27 @@ def mlflow_publish(*, run: Run, published_by: User | None, run_url: str) -> Mlfl
     experiment_id = links[ranked[0]["name"]].experiment_id
     summary_of = f"{study.pk}/{run.pk}"
     previous = MlflowPublication.objects.filter(run=run).first()
-    with remote.connected(connection) as client:
-        for entry in ranked:
-            run_id = links[entry["name"]].run_id
-            for key, value in (
-                (TAG_STUDY, study_tag),
-                (TAG_RANK, str(entry["rank"])),
-                (TAG_CEF, _tag_number(entry["cef"])),
-                (TAG_VETOED, "true" if entry["vetoed"] else "false"),
-                (TAG_RUN_URL, run_url),
-            ):
-                client.set_tag(run_id, key, value)
-        found = client.search_runs(
-            [experiment_id], filter_string=f"tags.`{TAG_SUMMARY_OF}` = '{summary_of}'", max_results=1
-        )
-        if found:
-            summary_id = found[0].info.run_id
-        else:
-            summary = client.create_run(
-                experiment_id,
-                run_name=f"approve: {study.title[:60]} run {run.pk}",
-                tags={TAG_SUMMARY_OF: summary_of, TAG_STUDY: study_tag, TAG_RUN_URL: run_url},
-            )
-            summary_id = summary.info.run_id
-        with tempfile.TemporaryDirectory(prefix="approve-publish-") as folder:
-            (Path(folder) / "results.json").write_bytes(engine_selectors.results_json(run=run))
-            (Path(folder) / "results.csv").write_bytes(results_csv_bytes(run=run))
-            client.log_artifacts(summary_id, folder, artifact_path="approve")
-        client.set_terminated(summary_id, "FINISHED")
+    summary_id = remote.publish(
+        connection,
+        experiment_id=experiment_id,
+        summary=(TAG_SUMMARY_OF, summary_of),
+        summary_name=f"approve: {study.title[:60]} run {run.pk}",
+        summary_tags={TAG_SUMMARY_OF: summary_of, TAG_STUDY: study_tag, TAG_RUN_URL: run_url},
+        run_tags={
+            links[entry["name"]].run_id: {
+                TAG_STUDY: study_tag,
+                TAG_RANK: str(entry["rank"]),
+                TAG_CEF: _tag_number(entry["cef"]),
+                TAG_VETOED: "true" if entry["vetoed"] else "false",
+                TAG_RUN_URL: run_url,
+            }
+            for entry in ranked
+        },
+        files={
+            "approve/results.json": engine_selectors.results_json(run=run),
+            "approve/results.csv": results_csv_bytes(run=run),
+        },
+    )
     values = {
         "published_by": published_by,
         "published_at": timezone.now(),

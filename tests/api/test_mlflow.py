@@ -7,6 +7,7 @@ from mlflow.tracking import MlflowClient
 
 from tests.fixtures import complete_assessment
 from tests.tracking.conftest import EXPERIMENT, free_port, log_models
+from tracking import remote
 from tracking.models import MlflowConnection
 from workspace import services
 from workspace.models import Measurement, Phase
@@ -107,7 +108,8 @@ def test_refusals_in_the_envelope(make_study, api, cast, store, unchanged):
     with unchanged():
         answer = alice.put(f"{base}/connection/", {"tracking_uri": f"http://127.0.0.1:{free_port()}"}, format="json")
     assert answer.status_code == 502
-    assert answer.json()["code"] == "mlflow_unreachable" and "unreachable" in answer.json()["detail"]
+    assert answer.json()["code"] == "mlflow_unreachable"
+    assert answer.json()["detail"] == remote.UNREACHABLE
     assert not MlflowConnection.objects.exists()
     alice.put(f"{base}/connection/", {"tracking_uri": uri}, format="json")
     with unchanged():

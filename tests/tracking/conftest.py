@@ -9,8 +9,10 @@ virtualenv of its own, ``.venv-mlflow`` (requirements-mlflow-server.txt);
 ``MLFLOW_SERVER`` names another ``mlflow`` executable. Without either the
 tests that need the server skip, saying so (fail, with ``CI`` set)."""
 
+import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -77,10 +79,10 @@ def mlflow_server(tmp_path_factory):
             "--backend-store-uri", f"sqlite:///{folder / 'mlflow.db'}",
             "--artifacts-destination", str(folder / "artifacts"),
         ],
-        stdout=log, stderr=subprocess.STDOUT, cwd=folder,
+        stdout=log, stderr=subprocess.STDOUT, cwd=folder, start_new_session=True,
     )  # fmt: skip
     uri = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + 180  # the machine may be busy
     while True:
         try:
             with urllib.request.urlopen(f"{uri}/health", timeout=2) as answer:
@@ -89,16 +91,23 @@ def mlflow_server(tmp_path_factory):
         except OSError:
             pass
         if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
+            _stop(process, signal.SIGKILL)
             pytest.fail(f"mlflow server did not start: {(folder / 'server.log').read_text()[-2000:]}")
         time.sleep(0.5)
     yield uri
-    process.terminate()
+    _stop(process, signal.SIGTERM)
     try:
         process.wait(10)
     except subprocess.TimeoutExpired:
-        process.kill()
+        _stop(process, signal.SIGKILL)
     log.close()
+
+
+def _stop(process: subprocess.Popen, how: signal.Signals) -> None:
+    """The server and what it started (uvicorn, its job runner and their
+    workers: its own process group), never left running after the tests."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, how)
 
 
 def log_models(uri: str, experiment: str = EXPERIMENT, models: dict | None = None) -> dict[str, str]:

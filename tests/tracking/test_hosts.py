@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 
 from tracking import remote, services
 from tracking.models import MlflowConnection
+from tracking.remote import TrackerError
 from workspace.errors import InvalidInput
 from workspace.models import Phase
 
@@ -47,15 +48,20 @@ def test_by_default_internal_addresses_are_refused_by_kind():
     assert refusal("https://[::1]:8443").startswith("::1 is a loopback address (::1)")
     assert refusal("http://0.0.0.0").startswith("0.0.0.0 is a")
     assert refusal("http://[::ffff:192.168.1.1]").startswith("::ffff:192.168.1.1 is a private address")
-    assert refusal("http://h:99999") == "the port must be a number from 0 to 65535"
+    assert refusal("http://h:99999") == "the port must be a number from 1 to 65535"
 
 
 @pytest.mark.usefixtures("default_policy")
 def test_by_default_a_name_is_judged_by_every_address_it_resolves_to(monkeypatch):
     fake_addresses(monkeypatch, "93.184.216.34")
     remote.check_host("https://mlflow.example.com")  # public: allowed
-    fake_addresses(monkeypatch, "93.184.216.34", "192.168.0.7")
-    assert refusal("https://mlflow.example.com").startswith("mlflow.example.com is a private address (192.168.0.7)")
+    # One address not public: refused in the words of an unreachable server,
+    # so that no answer tells what an internal name resolves to.
+    for internal in ("192.168.0.7", "127.0.0.1", "::1", "::ffff:10.0.0.1", "64:ff9b::a00:1", "2002:7f00:1::1"):
+        fake_addresses(monkeypatch, "93.184.216.34", internal)
+        with pytest.raises(TrackerError) as refused:
+            remote.check_host("https://mlflow.example.com")
+        assert (str(refused.value), refused.value.code) == (remote.UNREACHABLE, "mlflow_unreachable"), internal
 
 
 def test_with_debug_loopback_is_allowed_and_private_still_refused(settings):

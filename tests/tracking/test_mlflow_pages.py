@@ -84,7 +84,7 @@ def test_refusals_are_named_and_write_nothing(make_study, cast, store, tmp_path)
     assert answer.status_code == 200
     assert "must be http://…, https://… or file:/…" in answer.content.decode()
     answer = client.post(f"/studies/{study.pk}/mlflow/connection/", {"tracking_uri": f"file:{tmp_path / 'none'}"})
-    assert "MLflow store unreachable" in answer.content.decode()
+    assert "Could not read the MLflow store" in answer.content.decode()
     assert not MlflowConnection.objects.filter(study=study).exists()
 
     services.connection_set(study=study, tracking_uri=uri)

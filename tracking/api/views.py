@@ -23,7 +23,8 @@ from workspace.api.views import PaginatedListMixin, RunScoped, StudyScoped, vali
 from workspace.models import Membership, Study
 
 UNAVAILABLE = error(
-    "The study's MLflow server is unreachable (mlflow_unreachable) or refused its token (mlflow_unauthorised)."
+    "The study's MLflow server is unreachable (mlflow_unreachable), refused its token (mlflow_unauthorised), or "
+    "keeps the summary run's artifacts where approve does not write (mlflow_artifacts_refused)."
 )
 NOT_CONNECTED = error("The study is not connected to MLflow (mlflow_not_connected), or the phase does not allow it.")
 
@@ -34,8 +35,9 @@ NOT_CONNECTED = error("The study is not connected to MLflow (mlflow_not_connecte
 class ConnectionWriteSerializer(WriteSerializer):
     tracking_uri = serializers.CharField(
         max_length=services.URI_MAX_LENGTH,
-        help_text="http(s)://host[:port] of an MLflow tracking server, or file:/path of a local store "
-        "(under the server's TRACKING_FILE_ROOTS)",
+        help_text="http(s)://host[:port][/path] of an MLflow tracking server (a lower-case host name or address; "
+        "no user name, backslash, %-escape or query), or file:/path of a local store (under the server's "
+        "TRACKING_FILE_ROOTS)",
     )
     token = serializers.CharField(
         max_length=services.TOKEN_MAX_LENGTH,

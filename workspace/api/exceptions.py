@@ -54,6 +54,7 @@ CODES: dict[str, int] = {
     "server_error": 500,
     "mlflow_unreachable": 502,
     "mlflow_unauthorised": 502,
+    "mlflow_artifacts_refused": 502,
 }
 
 # A 400's summary names at most this many fields (``fields`` has them all).
