@@ -309,7 +309,8 @@ def _encode(
     the batch uses are made Python strings, after they are checked against
     the reader's ``TextLimits`` on the Arrow dictionary (``start``: the
     batch's first row, from 1); with ``distinct``, their bytes are counted
-    (``TextLimits.distinct_bytes``)."""
+    (``TextLimits.distinct_bytes``), without (instance ids) the width of
+    their array is (``TextLimits.array_bytes``)."""
     if column.null_count:
         raise _Slow
     if not pa.types.is_dictionary(column.type):
@@ -318,7 +319,9 @@ def _encode(
     local, order = _first_order(column.indices.to_numpy(zero_copy_only=False), len(dictionary))
     identity = len(order) == len(dictionary) and np.array_equal(order, np.arange(len(order)))
     used = dictionary if identity else dictionary.take(pa.array(order, type=pa.int64()))
-    _check_long(used, local, reader, name, start)
+    longest = _check_long(used, local, reader, name, start)
+    if not distinct:  # (instance ids: their array's width is bounded, before it is made)
+        reader.instances(start - 1 + len(local), longest)
     bound = reader.limits.distinct_bytes
     if distinct and bound is not None and pc.sum(pc.binary_length(used.cast(pa.string()))).as_py() > bound:
         raise distinct_bytes_error(name, bound)  # (this batch's values alone are over)
@@ -407,7 +410,6 @@ class _Batches:
         if "instance" in fixed:
             ids = _Codes()
             codes = _encode(batch.column(fixed["instance"]), ids, reader, "instance", start, distinct=False)
-            reader.instances(done + rows, max(map(len, ids), default=0))
             chunks.instance.append(np.array(list(ids), dtype=str)[codes])
             chunks.lines.append(np.arange(reader.rows + 1, reader.rows + rows + 1, dtype=np.int64))
         reader.rows += rows
