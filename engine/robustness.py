@@ -71,6 +71,7 @@ __all__ = [
     "summary",
     "weight_stability",
     "what_if",
+    "relative_weights",
     "without_expert",
 ]
 
@@ -114,6 +115,33 @@ def _weights(a: ArrayLike, name: str = "a") -> np.ndarray:
     if abs(total - 1.0) > _SUM_TOLERANCE + 1e-12:
         raise ValueError(f"{name} must sum to 1 within {_SUM_TOLERANCE:g}, got {total:.10g}")
     return weights / total
+
+
+def relative_weights(values: ArrayLike, noun: str = "weight") -> np.ndarray:
+    """Non-negative numbers taken relative to each other (slider positions,
+    an API's weights) as weights summing to 1. Scaled by the largest first,
+    so that no sum overflows (1e308 twice is half and half, not inf / inf),
+    and the sum is checked finite and positive before it divides. A
+    ``ValueError`` says why, of ``noun`` ("attribute weight"): not finite
+    numbers, negative, or all 0."""
+    try:
+        weights = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"every {noun} must be a number") from None
+    if weights.ndim != 1:
+        raise ValueError(f"the {noun}s must be a list of numbers")
+    if not np.isfinite(weights).all():
+        raise ValueError(f"every {noun} must be a finite number")
+    if len(weights) and weights.min() < 0:
+        raise ValueError(f"an {noun} cannot be negative" if noun[0] in "aeiou" else f"a {noun} cannot be negative")
+    largest = weights.max(initial=0.0)
+    if not largest > 0:
+        raise ValueError(f"at least one {noun} must be above 0")
+    scaled = weights / largest
+    total = scaled.sum()
+    if not (np.isfinite(total) and total > 0):  # (between 1 and the count: a guard)
+        raise ValueError(f"the {noun}s must have a finite positive sum")
+    return scaled / total
 
 
 def _problem(a: ArrayLike, g: ArrayLike, vetoed: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -512,9 +540,7 @@ def metric_weights_from_attributes(
     attribute_of : array-like of int (n,)
         Each metric's attribute index.
     """
-    attribute = _float_array(attribute_weights, "attribute_weights", 1)
-    if len(attribute) and attribute.min() < 0:
-        raise ValueError(f"attribute_weights must be non-negative; entry {int(np.argmin(attribute))} is not")
+    attribute = relative_weights(attribute_weights, "attribute weight")
     share = _float_array(shares, "shares", 1)
     if len(share) and share.min() < 0:
         raise ValueError(f"shares must be non-negative; entry {int(np.argmin(share))} is not")
@@ -524,7 +550,7 @@ def metric_weights_from_attributes(
         raise ValueError("every attribute's metric shares must have a positive sum")
     weights = attribute[index] * share / share_totals[index]
     total = weights.sum()
-    if not total > 0:
+    if not (np.isfinite(total) and total > 0):
         raise ValueError("the attribute weights of the metrics' attributes must not all be 0")
     return weights / total
 

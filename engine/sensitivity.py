@@ -79,6 +79,13 @@ def attribute_weights_to_metric_weights(stored: StoredRanking, attribute_weights
     return robustness.metric_weights_from_attributes(attribute_weights, shares, stored.metric_attribute)
 
 
+def attribute_shares(attribute_weights: Sequence[float]) -> list[float]:
+    """The attribute weights asked for (any non-negative finite numbers,
+    not all 0, taken relative to each other) as shares summing to 1; the
+    what-if page and API's one check (``ValueError`` with the reason)."""
+    return robustness.relative_weights(attribute_weights, "attribute weight").tolist()
+
+
 @dataclass(frozen=True)
 class Crossing:
     at: float  # the weight at which ``overtaker`` passes ``overtaken``

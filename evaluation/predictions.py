@@ -60,6 +60,12 @@ BLOCK_BYTES = 1 << 20
 # A refused file lists at most this many errors: enough to see a pattern,
 # not a page per bad row.
 MAX_ERRORS = 20
+# An error quotes at most this many characters of a value (a label, a cell,
+# a column's name), then an ellipsis and the value's real length; a list of
+# values (a file's labels, its folds) names at most QUOTE_MAX_VALUES of them.
+# With MAX_ERRORS, no refusal is more than a few kilobytes, whatever the file holds.
+QUOTE_MAX_CHARS = 40
+QUOTE_MAX_VALUES = 5
 
 FIXED_COLUMNS = ("candidate", "y_true", "y_pred", "score", "fold", "time", "instance")
 PROBA = "proba:"
@@ -86,6 +92,71 @@ class PredictionFileTooLarge(PredictionFileError):
 class PredictionFileTooManyClasses(PredictionFileError):
     """The file has more distinct labels than the limit it was read with
     (``max_classes``)."""
+
+
+class PredictionFileTooLong(PredictionFileError):
+    """A value of the file, or what its text takes together, is over a
+    limit of ``TextLimits``."""
+
+
+@dataclass(frozen=True)
+class TextLimits:
+    """Bounds on what a file's text expands to, whatever the file weighs
+    (a Parquet file's dictionary holds a value once for any number of rows,
+    and a compressed column of one value repeated weighs nearly nothing).
+    None: no bound.
+
+    ``length``: the characters of any one text value (a label, a fold, a
+    context's value, a candidate's name, an instance id), checked on each
+    chunk's cells, or on an Arrow dictionary before any value is decoded.
+    ``distinct_bytes``: the UTF-8 bytes of the distinct labels, folds,
+    contexts and candidates' names together (what a set keeps as lists),
+    counted as they first appear. ``array_bytes``: the memory of the
+    instance ids' array (rows × 4 bytes × the longest id) and what a
+    Parquet file's columns announce once decompressed."""
+
+    length: int | None = None
+    distinct_bytes: int | None = None
+    array_bytes: int | None = None
+
+
+NO_TEXT_LIMITS = TextLimits()
+# What a value of ``TextLimits.length`` characters may take in a Parquet
+# column chunk once decompressed: 4 bytes a character (UTF-8) and a 4-byte
+# length (or a dictionary index); and per column chunk, page headers and levels.
+PARQUET_VALUE_OVERHEAD = 8
+PARQUET_CHUNK_OVERHEAD = 64 * 1024
+
+
+def too_long_error(
+    errors: "_Errors", *, line: int | None, column: str, head: str, length: int, limit: int
+) -> PredictionFileTooLong:
+    """A value of ``length`` characters over ``TextLimits.length``; ``head``:
+    its first characters (at least ``QUOTE_MAX_CHARS``), all the message quotes."""
+    message = (
+        f"a value of {length:,} characters ({head[:QUOTE_MAX_CHARS]!r}…); a label, a fold, a context's value, "
+        f"a candidate's name or an instance id is at most {limit:,} characters"
+    )
+    return PredictionFileTooLong([errors.text(message, line=line, column=column)])
+
+
+def distinct_bytes_error(column: str, limit: int) -> PredictionFileTooLong:
+    return PredictionFileTooLong(
+        [
+            f"column {cut(column)}: the file's distinct labels, folds, contexts and candidates' names take more than "
+            f"{limit:,} bytes together, the limit for a prediction set"
+        ]
+    )
+
+
+def instance_bytes_error(rows: int, width: int, limit: int) -> PredictionFileTooLong:
+    return PredictionFileTooLong(
+        [
+            f"column instance: the instance ids would take {rows * width * 4:,} bytes in memory ({rows:,} rows, each "
+            f"as long as the longest id, {width:,} characters, at 4 bytes a character); the limit is {limit:,} bytes: "
+            "give shorter ids"
+        ]
+    )
 
 
 def _classes_error(count: int, limit: int, *, rows: int | None = None) -> PredictionFileTooManyClasses:
@@ -153,10 +224,14 @@ class _Errors:
         self.word = word
         self.found: list[tuple[float, int, str]] = []
 
-    def add(self, message: str, *, line: int | None = None, column: str | None = None) -> None:
+    def text(self, message: str, *, line: int | None = None, column: str | None = None) -> str:
+        """``message`` placed: its line (or row) and column first."""
         where = [f"{self.word} {line}"] if line is not None else []
-        where += [f"column {column}"] if column is not None else []
-        text = f"{', '.join(where)}: {message}" if where else message
+        where += [f"column {cut(column)}"] if column is not None else []
+        return f"{', '.join(where)}: {message}" if where else message
+
+    def add(self, message: str, *, line: int | None = None, column: str | None = None) -> None:
+        text = self.text(message, line=line, column=column)
         self.found.append((line if line is not None else math.inf, len(self.found), text))
         if len(self.found) >= MAX_ERRORS:
             raise PredictionFileError([*self.messages, f"stopped after {MAX_ERRORS} errors; there may be more"])
@@ -170,8 +245,27 @@ class _Errors:
             raise PredictionFileError(self.messages)
 
 
+def cut(value: str) -> str:
+    """``value`` as an error shows it: whole up to ``QUOTE_MAX_CHARS``
+    characters, else its start, an ellipsis and its real length."""
+    if len(value) <= QUOTE_MAX_CHARS:
+        return value
+    return f"{value[:QUOTE_MAX_CHARS]}… ({len(value):,} characters)"
+
+
+def shown(value: str) -> str:
+    """``value`` quoted in an error (``repr``), cut as ``cut`` cuts it."""
+    if len(value) <= QUOTE_MAX_CHARS:
+        return repr(value)
+    return f"{value[:QUOTE_MAX_CHARS]!r}… ({len(value):,} characters)"
+
+
 def _quoted(names: Iterable[str]) -> str:
-    return ", ".join(repr(name) for name in names)
+    """Values quoted in an error: ``QUOTE_MAX_VALUES`` at most, then how many more."""
+    names = list(names)
+    listed = ", ".join(shown(name) for name in names[:QUOTE_MAX_VALUES])
+    more = len(names) - QUOTE_MAX_VALUES
+    return f"{listed} and {more:,} more" if more > 0 else listed
 
 
 # --- reading text -----------------------------------------------------------------------
@@ -360,6 +454,27 @@ class _Codes(dict):
         return codes, known
 
 
+def _reader(
+    layout: "_Layout",
+    errors: _Errors,
+    candidate: str | None,
+    allowed: set[str] | None,
+    positive: str | None,
+    max_classes: int | None,
+    text_limits: TextLimits,
+) -> "_Reader":
+    """A file's reader (of either format) with the options it was read with."""
+    return _Reader(
+        layout,
+        candidate=candidate,
+        candidates=allowed,
+        errors=errors,
+        positive=positive,
+        max_classes=max_classes,
+        text_limits=text_limits,
+    )
+
+
 def _first_lines(codes: np.ndarray, since: int, lines: np.ndarray) -> dict[int, int]:
     """The line where each code from ``since`` on first appears in ``codes``."""
     new = np.flatnonzero(codes >= since)
@@ -390,8 +505,8 @@ def _number_problem(cell: str) -> str:
         float(cell)
     except ValueError:
         hint = "; use a point for decimals" if cell.strip().replace(",", "", 1).lstrip("+-").isdigit() else ""
-        return f"not a number ({cell!r}){hint}"
-    return f"not a finite number ({cell!r})"
+        return f"not a number ({shown(cell)}){hint}"
+    return f"not a finite number ({shown(cell)})"
 
 
 def _numbers(cells: tuple[str, ...], lines: np.ndarray, column: str, errors: _Errors) -> np.ndarray:
@@ -452,8 +567,13 @@ class _Reader:
         errors: _Errors,
         positive: str | None = None,
         max_classes: int | None = None,
+        text_limits: TextLimits = NO_TEXT_LIMITS,
     ) -> None:
         self.layout = layout
+        self.limits = text_limits
+        # The bytes of the distinct values counted so far, and the longest instance id.
+        self.distinct_bytes = 0
+        self.instance_width = 0
         # The labels the header declares (proba:<label> columns, the positive label).
         self.declared = {label for label, _ in layout.proba} | ({positive} if positive is not None else set())
         self.max_classes = max_classes
@@ -475,6 +595,46 @@ class _Reader:
             self.candidate_codes[candidate]  # code 0: every row's
         if max_classes is not None and len(self.declared) > max_classes:
             raise _classes_error(len(self.declared), max_classes)
+        for label, _ in layout.proba:
+            self.check_length(label, line=layout.line, column=PROBA + label)
+
+    def check_length(self, value: str, *, line: int | None, column: str) -> None:
+        """One value within ``TextLimits.length``, or the file refused."""
+        limit = self.limits.length
+        if limit is not None and len(value) > limit:
+            raise too_long_error(
+                self.errors, line=line, column=column, head=value[:QUOTE_MAX_CHARS], length=len(value), limit=limit
+            )
+
+    def spend(self, size: int, column: str) -> None:
+        """``size`` more bytes of distinct values (``TextLimits.distinct_bytes``)."""
+        self.distinct_bytes += size
+        limit = self.limits.distinct_bytes
+        if limit is not None and self.distinct_bytes > limit:
+            raise distinct_bytes_error(column, limit)
+
+    def instances(self, rows: int, width: int) -> None:
+        """The instance ids' array is to hold ``rows`` rows (so far), its
+        longest id ``width`` characters or more: refused over ``TextLimits.array_bytes``
+        before the array is made (NumPy gives every id the longest one's width)."""
+        self.instance_width = max(self.instance_width, width)
+        limit = self.limits.array_bytes
+        if limit is not None and rows * self.instance_width * 4 > limit:
+            raise instance_bytes_error(rows, self.instance_width, limit)
+
+    def new_values(self, codes: "_Codes", since: int, first: dict[int, int], column: str) -> None:
+        """The values of ``codes`` new since code ``since`` (``first``: the
+        line of each), each within ``TextLimits.length``, their bytes counted.
+        A value of several context columns is a tuple, one part a column's."""
+        new = list(islice(reversed(codes), len(codes) - since))[::-1]
+        size = 0
+        for offset, key in enumerate(new):
+            parts = (key,) if isinstance(key, str) else key
+            for position, part in enumerate(parts):
+                named = column if isinstance(key, str) else CONTEXT + self.layout.context[position][0]
+                self.check_length(part, line=first.get(since + offset), column=named)
+                size += len(part.encode("utf-8", "surrogatepass"))
+        self.spend(size, column)
 
     def class_count(self) -> int:
         """The distinct labels so far: y_true's, y_pred's and the declared ones."""
@@ -507,6 +667,7 @@ class _Reader:
         an empty cell is an error (on its first line)."""
         values, since = codes.encode(cells)
         first = _first_lines(values, since, lines)
+        self.new_values(codes, since, first, column)
         if first and "" in codes and codes[""] >= since:
             self.errors.add(f"empty: give {what}", line=first[codes[""]], column=column)
         return values, first
@@ -529,10 +690,10 @@ class _Reader:
             if not name:
                 continue
             if self.candidate is not None and name != self.candidate:
-                message = f"{name!r}, but the file is for the candidate {self.candidate!r}"
+                message = f"{shown(name)}, but the file is for the candidate {shown(self.candidate)}"
                 self.errors.add(message, line=line, column="candidate")
             elif self.candidates is not None and name not in self.candidates:
-                self.errors.add(f"no candidate named {name!r} in this study", line=line, column="candidate")
+                self.errors.add(f"no candidate named {shown(name)} in this study", line=line, column="candidate")
         return values
 
     def chunk(self, rows: list[list[str]], lines: np.ndarray) -> None:
@@ -571,13 +732,27 @@ class _Reader:
                 keys = columns[positions[0]]
             else:
                 keys = list(zip(*map(columns.__getitem__, positions), strict=True))
-            chunks.context.append(self.context_codes.encode(keys)[0])
+            values, since = self.context_codes.encode(keys)
+            if len(self.context_codes) > since:
+                column = CONTEXT + self.layout.context[0][0] if len(positions) == 1 else "context"
+                self.new_values(self.context_codes, since, _first_lines(values, since, lines), column)
+            chunks.context.append(values)
         if "instance" in fixed:
+            self.instances(self.rows, self._longest(cells("instance"), lines, "instance"))
             ids = np.array(cells("instance"), dtype=str)
             empty = np.flatnonzero(ids == "")
             if len(empty):
                 errors.add("empty: give the instance's id", line=int(lines[empty[0]]), column="instance")
             chunks.instance.append(ids)
+
+    def _longest(self, cells: tuple[str, ...], lines: np.ndarray, column: str) -> int:
+        """The longest of a chunk's cells, each within ``TextLimits.length``."""
+        lengths = np.fromiter(map(len, cells), dtype=np.int64, count=len(cells))
+        longest = int(lengths.max(initial=0))
+        if self.limits.length is not None and longest > self.limits.length:
+            index = int(np.argmax(lengths > self.limits.length))
+            self.check_length(cells[index], line=int(lines[index]), column=column)
+        return longest
 
     def _probabilities(self, columns: list[tuple[str, ...]], lines: np.ndarray) -> None:
         block = np.empty((len(lines), len(self.layout.proba)), dtype=np.float64)
@@ -630,7 +805,7 @@ def _label_order(reader: _Reader, positive: str | None, errors: _Errors) -> tupl
             if label not in proba_labels:
                 line, column = _first_seen(reader, label, index)
                 errors.add(
-                    f"the label {label!r} has no proba:{label} column (with probabilities, every label needs "
+                    f"the label {shown(label)} has no proba:{cut(label)} column (with probabilities, every label needs "
                     "its column)",
                     line=line,
                     column=column,
@@ -654,7 +829,7 @@ def _add_positive(reader: _Reader, labels: list[str], positive: str, errors: _Er
         if positive not in labels:
             labels.append(positive)
     else:
-        errors.add(f"positive: {positive!r} is not a label of the file (its labels are {_quoted(labels)})")
+        errors.add(f"positive: {shown(positive)} is not a label of the file (its labels are {_quoted(labels)})")
 
 
 def _pred_mapping(reader: _Reader, index: dict[str, int], errors: _Errors) -> np.ndarray | None:
@@ -666,7 +841,7 @@ def _pred_mapping(reader: _Reader, index: dict[str, int], errors: _Errors) -> np
     mapping = np.array([index.get(label, -1) for label in pred_labels], dtype=np.int32)
     for code in np.flatnonzero(mapping < 0):
         errors.add(
-            f"the label {pred_labels[code]!r} is not in y_true and not declared (as a proba:<label> column "
+            f"the label {shown(pred_labels[code])} is not in y_true and not declared (as a proba:<label> column "
             "or the positive label)",
             line=reader.pred_lines[int(code)],
             column="y_pred",
@@ -693,7 +868,8 @@ def _check_folds(reader: _Reader, candidate: np.ndarray, fold: np.ndarray, names
     for code in np.flatnonzero(~present.all(axis=1)):
         missing = [folds[f] for f in np.flatnonzero(~present[code])]
         errors.add(
-            f"the candidate {names[code]!r} has no rows in fold{'s' if len(missing) > 1 else ''} {_quoted(missing)} "
+            f"the candidate {shown(names[code])} has no rows in fold{'s' if len(missing) > 1 else ''} "
+            f"{_quoted(missing)} "
             f"(every candidate needs rows in every fold: {_quoted(folds)})",
             line=reader.candidate_lines[int(code)],
             column="fold",
@@ -709,7 +885,8 @@ def _check_instances(name: str, ids: np.ndarray, lines: np.ndarray, errors: _Err
     for position in np.flatnonzero(ordered[1:] == ordered[:-1]) + 1:
         again, first = lines[order[position]], lines[order[position - 1]]
         errors.add(
-            f"the candidate {name!r} has the instance {str(ordered[position])!r} already, on {errors.word} {first}",
+            f"the candidate {shown(name)} has the instance {shown(str(ordered[position]))} already, "
+            f"on {errors.word} {first}",
             line=int(again),
             column="instance",
         )
@@ -845,6 +1022,7 @@ def read_predictions(
     max_bytes: int | None = None,
     max_rows: int | None = None,
     max_classes: int | None = None,
+    text_limits: TextLimits = NO_TEXT_LIMITS,
 ) -> PredictionData:
     """Read an ``approve-predictions/1`` CSV or Parquet file (a path, or a
     binary or text stream) into arrays, or raise ``PredictionFileError``
@@ -861,11 +1039,13 @@ def read_predictions(
     ``max_classes``: the most distinct labels (None: any number); the
     reading stops at the end of the chunk that passes it
     (``PredictionFileTooManyClasses``).
+    ``text_limits``: what the file's text may expand to (``TextLimits``;
+    ``PredictionFileTooLong``), checked before the values it bounds are made.
     """
     allowed = None if candidates is None else set(candidates)
     errors = _Errors()
     if candidate is not None and allowed is not None and candidate not in allowed:
-        raise PredictionFileError([f"candidate: no candidate named {candidate!r} in this study"])
+        raise PredictionFileError([f"candidate: no candidate named {shown(candidate)} in this study"])
     stream, opened = _open(stream_or_path)
     collecting = gc.isenabled()
     # A chunk is a hundred thousand lists of strings: the cyclic collector
@@ -885,10 +1065,11 @@ def read_predictions(
             max_bytes=max_bytes,
             max_rows=max_rows,
             max_classes=max_classes,
+            text_limits=text_limits,
         )
         if data is not None:
             return data
-        return _read(_Text(stream, max_bytes), candidate, positive, allowed, max_rows, max_classes, errors)
+        return _read(_Text(stream, max_bytes), candidate, positive, allowed, max_rows, max_classes, text_limits, errors)
     finally:
         if collecting:
             gc.enable()
@@ -903,6 +1084,7 @@ def _read(
     allowed: set[str] | None,
     max_rows: int | None,
     max_classes: int | None,
+    text_limits: TextLimits,
     errors: _Errors,
 ) -> PredictionData:
     lines = _lines(text)
@@ -920,9 +1102,7 @@ def _read(
                 ]
             )
         layout = _header(header, reader.line_num, one_candidate=candidate is not None, positive=positive, errors=errors)
-        parsed = _Reader(
-            layout, candidate=candidate, candidates=allowed, errors=errors, positive=positive, max_classes=max_classes
-        )
+        parsed = _reader(layout, errors, candidate, allowed, positive, max_classes, text_limits)
         while True:
             before = reader.line_num
             chunk = list(islice(reader, CHUNK_ROWS))
@@ -937,6 +1117,15 @@ def _read(
                 ended = not any(reader)  # (stops at the next row that is not blank)
                 raise _classes_error(parsed.class_count(), max_classes, rows=None if ended else parsed.rows)
     except csv.Error as error:
+        if "field larger than field limit" in str(error) and text_limits.length is not None:
+            # (The csv module's own bound, far above ours: the value is too long for it as for us.)
+            limit = text_limits.length
+            raise PredictionFileTooLong(
+                [
+                    f"line {reader.line_num}: a value of more than {csv.field_size_limit():,} characters; a label, a "
+                    f"fold, a context's value, a candidate's name or an instance id is at most {limit:,} characters"
+                ]
+            ) from None
         raise PredictionFileError([f"line {reader.line_num}: not readable as CSV ({error})"]) from None
     if not parsed.rows:
         errors.raise_any()

@@ -42,16 +42,26 @@ from typing import IO, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from engine.core import ROW_SUM_TOLERANCE
 
+from .parquet_pages import PageError, pages
 from .predictions import (
     BLOCK_BYTES,
     CHUNK_ROWS,
+    CONTEXT,
+    NO_TEXT_LIMITS,
+    PARQUET_CHUNK_OVERHEAD,
+    PARQUET_VALUE_OVERHEAD,
+    QUOTE_MAX_CHARS,
     PredictionData,
     PredictionFileError,
+    PredictionFileTooLong,
+    PredictionFileTooManyClasses,
+    TextLimits,
     _assemble,
     _classes_error,
     _Codes,
@@ -59,11 +69,21 @@ from .predictions import (
     _header,
     _Layout,
     _Reader,
+    _reader,
     _size_error,
+    cut,
+    distinct_bytes_error,
     known_size,
+    shown,
+    too_long_error,
 )
 
 PARQUET_MAGIC = b"PAR1"
+# The most pages a Parquet file uploaded through the web or the API may have
+# (their headers are read one by one before any page: ``_parquet_sizes``). A
+# writer makes pages of about a megabyte or 20,000 rows: a file at the row
+# limit has a few hundred.
+PARQUET_MAX_PAGES = 10_000
 PARQUET_EXTENSIONS = (".parquet", ".pq")
 BOM = b"\xef\xbb\xbf"
 NUMBER_COLUMNS = ("score", "time")
@@ -100,6 +120,7 @@ def read_arrow(
     max_bytes: int | None,
     max_rows: int | None,
     max_classes: int | None,
+    text_limits: TextLimits = NO_TEXT_LIMITS,
 ) -> PredictionData | None:
     """The file's data read by pyarrow; None when the precise reader is to
     read it (the stream then back where it was). A Parquet file is always
@@ -110,6 +131,7 @@ def read_arrow(
         "allowed": allowed,
         "max_rows": max_rows,
         "max_classes": max_classes,
+        "text_limits": text_limits,
     }
     try:
         start = stream.tell()
@@ -123,7 +145,10 @@ def read_arrow(
         return _read_parquet(stream, max_bytes=max_bytes, **options)
     if is_parquet_name(name):
         raise PredictionFileError(
-            [f"the file is named {name!r} but is not a Parquet file (a Parquet file starts with the bytes PAR1)"]
+            [
+                f"the file is named {shown(os.path.basename(str(name)))} but is not a Parquet file (a Parquet file "
+                "starts with the bytes PAR1)"
+            ]
         )
     if max_bytes is not None:
         size = known_size(stream)
@@ -165,13 +190,12 @@ def _read_csv(
     allowed: set[str] | None,
     max_rows: int | None,
     max_classes: int | None,
+    text_limits: TextLimits,
 ) -> PredictionData:
     cells, delimiter, length = _csv_header(stream)
     errors = _Errors()
     layout = _header(cells, 1, one_candidate=candidate is not None, positive=positive, errors=errors)
-    reader = _Reader(
-        layout, candidate=candidate, candidates=allowed, errors=errors, positive=positive, max_classes=max_classes
-    )
+    reader = _reader(layout, errors, candidate, allowed, positive, max_classes, text_limits)
     numbers = _number_positions(layout)
     text = pa.dictionary(pa.int32(), pa.string())
     names = [f"c{position}" for position in range(layout.width)]
@@ -239,19 +263,75 @@ def _texts(dictionary: pa.Array) -> list[str]:
     return [str(value) for value in values] if pa.types.is_integer(dictionary.type) else values
 
 
-def _encode(column: pa.Array, codes: _Codes, *, empty: bool = False) -> np.ndarray:
-    """A batch's text column as int32 codes of ``codes`` (new values get
-    new codes in order of first appearance). An empty value (unless
-    ``empty``), a NUL character or a null gives up."""
+def _lengths(values: pa.Array) -> np.ndarray:
+    """The characters of each value (an integer's: its digits'), a null's 0,
+    computed by Arrow: no value is made a Python string."""
+    if pa.types.is_integer(values.type):
+        values = values.cast(pa.string())
+    return np.asarray(pc.utf8_length(values).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _check_long(dictionary: pa.Array, codes: np.ndarray | None, reader: _Reader, column: str, start: int) -> int:
+    """The longest value of a batch's text column, given as its dictionary
+    and each row's code into it (None: the dictionary is the column, a
+    value a row; a code of -1, a null); a value over ``TextLimits.length``
+    that a row uses refuses the file on the first such row (``start``: the
+    batch's first, from 1). Only its first characters are ever decoded."""
+    lengths = _lengths(dictionary)
+    limit = reader.limits.length
+    if limit is None or not len(lengths) or lengths.max() <= limit:
+        return int(lengths.max(initial=0))
+    over = lengths > limit
+    rows = over if codes is None else np.append(over, False)[codes]
+    if not rows.any():
+        return int(lengths[~over].max(initial=0))  # (values no row uses)
+    row = int(np.argmax(rows))
+    code = row if codes is None else int(codes[row])
+    head = pc.utf8_slice_codeunits(dictionary.slice(code, 1).cast(pa.string()), 0, QUOTE_MAX_CHARS)[0].as_py()
+    raise too_long_error(
+        reader.errors, line=start + row, column=column, head=head, length=int(lengths[code]), limit=limit
+    )
+
+
+def _encode(
+    column: pa.Array,
+    codes: _Codes,
+    reader: _Reader,
+    name: str,
+    start: int,
+    *,
+    empty: bool = False,
+    distinct: bool = True,
+) -> np.ndarray:
+    """A batch's text column ``name`` as int32 codes of ``codes`` (new
+    values get new codes in order of first appearance). An empty value
+    (unless ``empty``), a NUL character or a null gives up. Only the values
+    the batch uses are made Python strings, after they are checked against
+    the reader's ``TextLimits`` on the Arrow dictionary (``start``: the
+    batch's first row, from 1); with ``distinct``, their bytes are counted
+    (``TextLimits.distinct_bytes``), without (instance ids) the width of
+    their array is (``TextLimits.array_bytes``)."""
     if column.null_count:
         raise _Slow
     if not pa.types.is_dictionary(column.type):
         column = column.dictionary_encode()
-    values = _texts(column.dictionary)
+    dictionary = column.dictionary
+    local, order = _first_order(column.indices.to_numpy(zero_copy_only=False), len(dictionary))
+    identity = len(order) == len(dictionary) and np.array_equal(order, np.arange(len(order)))
+    used = dictionary if identity else dictionary.take(pa.array(order, type=pa.int64()))
+    longest = _check_long(used, local, reader, name, start)
+    if not distinct:  # (instance ids: their array's width is bounded, before it is made)
+        reader.instances(start - 1 + len(local), longest)
+    bound = reader.limits.distinct_bytes
+    if distinct and bound is not None and pc.sum(pc.binary_length(used.cast(pa.string()))).as_py() > bound:
+        raise distinct_bytes_error(name, bound)  # (this batch's values alone are over)
+    values = _texts(used)
     if any((not value and not empty) or "\x00" in value for value in values):
         raise _Slow
-    local, order = _first_order(column.indices.to_numpy(zero_copy_only=False), len(values))
-    mapping = np.fromiter((codes[values[old]] for old in order), dtype=np.int32, count=len(order))
+    known = len(codes)
+    mapping = np.fromiter(map(codes.__getitem__, values), dtype=np.int32, count=len(values))
+    if distinct:
+        reader.new_values(codes, known, {}, name)
     return mapping[local]
 
 
@@ -272,10 +352,13 @@ class _Batches:
     converted into arrays of the file's size, allocated once (``capacity``
     rows at most), and let go, so the file is never held twice."""
 
-    def __init__(self, reader: _Reader, max_rows: int | None, capacity: int) -> None:
+    def __init__(self, reader: _Reader, max_rows: int | None, capacity: int, *, final: bool = False) -> None:
+        """``final``: a refusal for too many labels is the file's (a Parquet
+        file's ``capacity`` is its rows), not a reason to give up."""
         self.reader = reader
         self.max_rows = max_rows
         self.capacity = capacity
+        self.final = final
         layout = reader.layout
         self.codes: dict[str, np.ndarray] = {
             name: np.empty(capacity, dtype=np.int32)
@@ -298,11 +381,16 @@ class _Batches:
         if done + rows > self.capacity:
             raise _Slow
         here = slice(done, done + rows)
-        self._candidates(batch, here)
-        self.codes["y_true"][here] = _encode(batch.column(fixed["y_true"]), reader.true_codes)
+        start = done + 1  # (a row's number, from 1)
+        self._candidates(batch, here, start)
+        self.codes["y_true"][here] = _encode(batch.column(fixed["y_true"]), reader.true_codes, reader, "y_true", start)
         if "y_pred" in fixed:
-            self.codes["y_pred"][here] = _encode(batch.column(fixed["y_pred"]), reader.pred_codes)
+            column = batch.column(fixed["y_pred"])
+            self.codes["y_pred"][here] = _encode(column, reader.pred_codes, reader, "y_pred", start)
         if reader.over_classes():
+            if self.final and reader.max_classes is not None:
+                ended = done + rows >= self.capacity
+                raise _classes_error(reader.class_count(), reader.max_classes, rows=None if ended else done + rows)
             raise _Slow
         if "score" in fixed:
             self.floats["score"][here] = _numbers(batch.column(fixed["score"]), -np.inf, np.inf)
@@ -315,25 +403,27 @@ class _Batches:
             if (np.abs(block.sum(axis=1) - 1) > ROW_SUM_TOLERANCE).any():
                 raise _Slow
         if "fold" in fixed:
-            self.codes["fold"][here] = _encode(batch.column(fixed["fold"]), reader.fold_codes)
-        for index, (_, position) in enumerate(layout.context):
-            self.context[index][here] = _encode(batch.column(position), self.context_codes[index], empty=True)
+            self.codes["fold"][here] = _encode(batch.column(fixed["fold"]), reader.fold_codes, reader, "fold", start)
+        for index, (context, position) in enumerate(layout.context):
+            column, values = batch.column(position), self.context_codes[index]
+            self.context[index][here] = _encode(column, values, reader, CONTEXT + context, start, empty=True)
         if "instance" in fixed:
             ids = _Codes()
-            codes = _encode(batch.column(fixed["instance"]), ids)
+            codes = _encode(batch.column(fixed["instance"]), ids, reader, "instance", start, distinct=False)
             chunks.instance.append(np.array(list(ids), dtype=str)[codes])
             chunks.lines.append(np.arange(reader.rows + 1, reader.rows + rows + 1, dtype=np.int64))
         reader.rows += rows
         if self.max_rows is not None and reader.rows > self.max_rows:
             raise _Slow
 
-    def _candidates(self, batch: pa.RecordBatch, here: slice) -> None:
+    def _candidates(self, batch: pa.RecordBatch, here: slice, start: int) -> None:
         reader = self.reader
         if "candidate" not in reader.layout.fixed:  # the file of one candidate: code 0, set by the reader
             self.codes["candidate"][here] = 0
             return
         names = reader.candidate_codes
-        self.codes["candidate"][here] = _encode(batch.column(reader.layout.fixed["candidate"]), names)
+        column = batch.column(reader.layout.fixed["candidate"])
+        self.codes["candidate"][here] = _encode(column, names, reader, "candidate", start)
         if (reader.candidate is not None and list(names) != [reader.candidate]) or (
             reader.candidates is not None and not names.keys() <= reader.candidates
         ):
@@ -397,11 +487,16 @@ class _Batches:
 # --- Parquet -----------------------------------------------------------------------------------
 
 
-def _parquet_file(stream: IO) -> pq.ParquetFile:
+def _parquet_file(stream: IO, *, text: list[str] | None = None, metadata: Any = None) -> pq.ParquetFile:
+    """``text``: the columns read as Arrow dictionaries, as their pages hold
+    them (a value once, however many rows use it), never decoded to a value
+    a row; ``metadata``: the file's, read already."""
     try:
         # Column chunks read through a buffer, not whole: a row group of a
         # million rows is not held as well as the arrays it is read into.
-        return pq.ParquetFile(stream, buffer_size=BLOCK_BYTES, pre_buffer=False)
+        return pq.ParquetFile(
+            stream, buffer_size=BLOCK_BYTES, pre_buffer=False, read_dictionary=text, metadata=metadata
+        )
     except (pa.ArrowException, OSError) as error:
         raise PredictionFileError([f"not a readable Parquet file ({error})"]) from None
 
@@ -432,6 +527,92 @@ def _parquet_types(schema: pa.Schema, layout: _Layout, errors: _Errors) -> None:
     errors.raise_any()
 
 
+def _parquet_sizes(
+    stream: IO, parquet: pq.ParquetFile, layout: _Layout, limits: TextLimits, max_classes: int | None
+) -> None:
+    """What the file's pages announce they take once decompressed (their
+    headers, read before pyarrow reads any page: ``parquet_pages``),
+    checked: a text column chunk takes no more than its values at
+    ``TextLimits.length`` characters each (4 bytes a character; whoever
+    uploads the file), a label column's dictionary holds no more than
+    ``max_classes`` values, a dictionary page of labels, folds, contexts or
+    candidates no more than ``TextLimits.distinct_bytes``, and with
+    ``TextLimits.array_bytes`` (the web's and the API's) all pages together
+    no more than it, in at most ``PARQUET_MAX_PAGES``. A compressed column of
+    one long value repeated weighs nearly nothing and decodes to gigabytes;
+    a dictionary of a million labels is a few megabytes: this refuses both
+    before they are decoded."""
+    metadata, names = parquet.metadata, parquet.schema_arrow.names
+    numbers = _number_positions(layout)
+    labels = {layout.fixed[name] for name in ("y_true", "y_pred") if name in layout.fixed}
+    instance = layout.fixed.get("instance")
+    total, budget = 0, PARQUET_MAX_PAGES if limits.array_bytes is not None else None
+    for group in range(metadata.num_row_groups):
+        row_group = metadata.row_group(group)
+        for position in range(row_group.num_columns):
+            chunk, name = row_group.column(position), names[position]
+            first = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
+            try:
+                found = list(pages(stream, first, chunk.total_compressed_size, most=budget or metadata.num_rows + 2))
+            except PageError as error:
+                raise PredictionFileError([f"not a readable Parquet file (column {cut(name)}: {error})"]) from None
+            if budget is not None:
+                budget -= len(found)
+            announced = max(chunk.total_uncompressed_size, sum(page.uncompressed for page in found))
+            total += announced
+            if position in numbers:
+                continue
+            for page in found:
+                if page.dictionary_values is None:
+                    continue
+                if position in labels and max_classes is not None and page.dictionary_values > max_classes:
+                    raise PredictionFileTooManyClasses(
+                        [
+                            f"column {cut(name)}: its dictionary holds {page.dictionary_values:,} labels; at most "
+                            f"{max_classes:,} are allowed in a prediction set (labels of y_true and y_pred, "
+                            "proba:<label> columns and the positive label, together)"
+                        ]
+                    )
+                values_bytes = page.uncompressed - 4 * page.dictionary_values
+                if limits.length is not None and values_bytes > 4 * limits.length * max(page.dictionary_values, 1):
+                    # (4 bytes a character at most: some value is longer than the limit.)
+                    raise PredictionFileTooLong(
+                        [
+                            f"column {cut(name)}: its dictionary holds {page.dictionary_values:,} value"
+                            f"{'s' if page.dictionary_values != 1 else ''} in {values_bytes:,} bytes, so one is longer "
+                            f"than {limits.length:,} characters, the limit for a label, a fold, a context's value, "
+                            "a candidate's name or an instance id"
+                        ]
+                    )
+                if position != instance and limits.distinct_bytes is not None and values_bytes > limits.distinct_bytes:
+                    raise distinct_bytes_error(name, limits.distinct_bytes)
+            if limits.length is None:
+                continue
+            most = row_group.num_rows * (4 * limits.length + PARQUET_VALUE_OVERHEAD) + PARQUET_CHUNK_OVERHEAD
+            if announced > most:
+                raise PredictionFileTooLong(
+                    [
+                        f"column {cut(name)}: its values take {announced:,} bytes once decompressed (as the "
+                        f"file's pages say), more than {row_group.num_rows:,} values can take ({most:,} bytes) "
+                        f"when each is at most {limits.length:,} characters, the limit for a label, a fold, a "
+                        "context's value, a candidate's name or an instance id"
+                    ]
+                )
+    if limits.array_bytes is not None and total > limits.array_bytes:
+        raise PredictionFileTooLong(
+            [
+                f"the file's columns take {total:,} bytes once decompressed (as its pages say); the limit for a "
+                f"prediction file is {limits.array_bytes:,} bytes once read (import_predictions, run by the "
+                "operator, has none)"
+            ]
+        )
+
+
+def _text_columns(parquet: pq.ParquetFile, layout: _Layout) -> list[str]:
+    numbers = _number_positions(layout)
+    return [name for position, name in enumerate(parquet.schema_arrow.names) if position not in numbers]
+
+
 def _read_parquet(
     stream: IO,
     *,
@@ -441,6 +622,7 @@ def _read_parquet(
     max_bytes: int | None,
     max_rows: int | None,
     max_classes: int | None,
+    text_limits: TextLimits,
 ) -> PredictionData:
     if max_bytes is not None:
         size = known_size(stream)
@@ -455,11 +637,13 @@ def _read_parquet(
     rows = parquet.metadata.num_rows
     if max_rows is not None and rows > max_rows:
         raise PredictionFileError([f"too many rows: more than {max_rows}, the limit for a prediction file"])
-    reader = _Reader(
-        layout, candidate=candidate, candidates=allowed, errors=errors, positive=positive, max_classes=max_classes
-    )
+    _parquet_sizes(stream, parquet, layout, text_limits, max_classes)
+    text = _text_columns(parquet, layout)
+    stream.seek(start)
+    parquet = _parquet_file(stream, text=text, metadata=parquet.metadata)
+    reader = _reader(layout, errors, candidate, allowed, positive, max_classes, text_limits)
     try:
-        converted = _Batches(reader, max_rows, rows)
+        converted = _Batches(reader, max_rows, rows, final=True)
         for batch in parquet.iter_batches(batch_size=CHUNK_ROWS, use_threads=True):
             converted.add(batch)
         return converted.data(positive)
@@ -469,28 +653,45 @@ def _read_parquet(
         raise PredictionFileError([f"not a readable Parquet file ({error})"]) from None
     stream.seek(start)
     return _parquet_precise(
-        _parquet_file(stream),
+        _parquet_file(stream, text=text, metadata=parquet.metadata),
         candidate=candidate,
         positive=positive,
         allowed=allowed,
         max_rows=max_rows,
         max_classes=max_classes,
+        text_limits=text_limits,
     )
 
 
 def _cells(column: pa.Array) -> list[str]:
     """A batch's column as the text a CSV would hold: a null is an empty
-    cell, an integer its digits, a float its shortest repr ('nan', 'inf')."""
+    cell, an integer its digits, a float its shortest repr ('nan', 'inf').
+    A dictionary's values are made strings once, shared by the rows."""
+    if pa.types.is_dictionary(column.type):
+        values = _cells(column.dictionary)
+        return ["" if code is None else values[code] for code in column.indices.to_pylist()]
     values = column.to_pylist()
     return ["" if value is None else value if isinstance(value, str) else repr(value) for value in values]
 
 
-def _batches(parquet: pq.ParquetFile, numbers: set[int]) -> Iterator[list[list[str]]]:
+def _batches(parquet: pq.ParquetFile, numbers: set[int], reader: _Reader) -> Iterator[list[list[str]]]:
+    """The file's rows, batch by batch, as a CSV's cells; each text column's
+    values checked against ``TextLimits.length`` on Arrow's side first."""
+    names = parquet.schema_arrow.names
+    start = 1
     for batch in parquet.iter_batches(batch_size=CHUNK_ROWS, use_threads=True):
         columns = []
         for position in range(batch.num_columns):
             column = batch.column(position)
-            columns.append(_cells(column.cast(pa.float64()) if position in numbers else column))
+            if position in numbers:
+                column = column.cast(pa.float64())
+            elif pa.types.is_dictionary(column.type):
+                codes = column.indices.fill_null(len(column.dictionary)).to_numpy(zero_copy_only=False)
+                _check_long(column.dictionary, codes, reader, names[position], start)
+            else:
+                _check_long(column, None, reader, names[position], start)
+            columns.append(_cells(column))
+        start += batch.num_rows
         yield [list(row) for row in zip(*columns, strict=True)]
 
 
@@ -502,6 +703,7 @@ def _parquet_precise(
     allowed: set[str] | None,
     max_rows: int | None,
     max_classes: int | None,
+    text_limits: TextLimits,
 ) -> PredictionData:
     """The precise reader's checks over a Parquet file's rows, batch by
     batch: its errors name rows (from 1)."""
@@ -509,12 +711,10 @@ def _parquet_precise(
     layout = _header(
         list(parquet.schema_arrow.names), None, one_candidate=candidate is not None, positive=positive, errors=errors
     )
-    parsed = _Reader(
-        layout, candidate=candidate, candidates=allowed, errors=errors, positive=positive, max_classes=max_classes
-    )
+    parsed = _reader(layout, errors, candidate, allowed, positive, max_classes, text_limits)
     total = parquet.metadata.num_rows
     done = 0
-    for rows in _batches(parquet, _number_positions(layout)):
+    for rows in _batches(parquet, _number_positions(layout), parsed):
         parsed.chunk(rows, np.arange(done + 1, done + len(rows) + 1, dtype=np.int64))
         done += len(rows)
         if max_classes is not None and parsed.over_classes():

@@ -51,7 +51,7 @@ from .models import (
     MetricComputation,
     PredictionSet,
 )
-from .predictions import CandidatePredictions, PredictionFileError, known_size, read_predictions
+from .predictions import CandidatePredictions, PredictionFileError, TextLimits, known_size, read_predictions
 from .selectors import evaluation_cached, prediction_data_by_set, prediction_data_get
 
 
@@ -79,6 +79,18 @@ class _Counted:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
+
+
+def prediction_text_limits(*, web: bool) -> TextLimits:
+    """What a prediction file's text may expand to (workspace.limits): a
+    value's length and the distinct values' bytes for everyone; with
+    ``web`` (the page and the API), the instance ids' array and a Parquet
+    file's decompressed columns within PREDICTIONS_MAX_ARRAY_BYTES too."""
+    return TextLimits(
+        length=limits.PREDICTIONS_MAX_LABEL_LENGTH,
+        distinct_bytes=limits.PREDICTIONS_MAX_DISTINCT_BYTES,
+        array_bytes=limits.PREDICTIONS_MAX_ARRAY_BYTES if web else None,
+    )
 
 
 def _optional_text(value: Any, field: str, *, max_length: int) -> str | None:
@@ -109,7 +121,7 @@ def prediction_set_import(
     ``max_classes``: the most distinct labels, which every upload keeps."""
     name = text(name, "name", max_length=200)
     candidate = _optional_text(candidate, "candidate", max_length=limits.NAME_MAX_LENGTH)
-    positive = _optional_text(positive, "positive", max_length=1000)
+    positive = _optional_text(positive, "positive", max_length=limits.PREDICTIONS_MAX_LABEL_LENGTH)
     names = set(Candidate.objects.filter(study=study).values_list("name", flat=True))
     if candidate is not None and candidate not in names:
         raise InvalidInput({"candidate": f"no candidate named {candidate!r} in this study"})
@@ -126,6 +138,8 @@ def prediction_set_import(
             max_bytes=max_bytes,
             max_rows=max_rows,
             max_classes=max_classes,
+            # The memory limit goes with the size limit: both are the web's and the API's.
+            text_limits=prediction_text_limits(web=max_bytes is not None),
         )
     except PredictionFileError as error:
         raise InvalidInput({"file": error.errors}) from None

@@ -1,13 +1,13 @@
 """A robustness analysis's summary as CSV: one builder for the page's
 download and the API's (``engine.analyses`` stores the summary)."""
 
-import csv
-import io
 from typing import cast
 
 from engine.models import Analysis
 
-ANALYSIS_CSV_CONTENT_TYPE = "text/csv; charset=utf-8"
+from .csv_safe import CSV_CONTENT_TYPE, csv_text
+
+ANALYSIS_CSV_CONTENT_TYPE = CSV_CONTENT_TYPE
 
 
 def analysis_csv_rows(analysis: Analysis) -> list[list[object]]:
@@ -36,9 +36,9 @@ def analysis_csv_rows(analysis: Analysis) -> list[list[object]]:
 
 
 def analysis_csv(analysis: Analysis) -> str:
-    out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerows(analysis_csv_rows(analysis))
-    return out.getvalue()
+    """The rows through the one CSV writer: a candidate's or an expert's
+    name a spreadsheet would run as a formula starts with ``'``."""
+    return csv_text(analysis_csv_rows(analysis), line_end="\n")
 
 
 def analysis_csv_filename(run_id: int, analysis: Analysis) -> str:

@@ -13,6 +13,7 @@ path in the bundle."""
 
 import base64
 import binascii
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,10 +21,10 @@ from evaluation import selectors as evaluation_selectors
 from evaluation import services as evaluation_services
 from evaluation.arrays import TooManyBytes, TooManyRows, arrays_checked
 from evaluation.models import CandidatePredictionArrays, ElicitationAnswers, ElicitedMetric, PredictionSet
-from evaluation.predictions import CandidatePredictions
+from evaluation.predictions import CandidatePredictions, cut, shown
 
 from .errors import InvalidInput
-from .limits import PREDICTIONS_MAX_ARRAY_BYTES, PREDICTIONS_MAX_CLASSES
+from .limits import PREDICTIONS_MAX_ARRAY_BYTES, PREDICTIONS_MAX_CLASSES, PREDICTIONS_MAX_LABEL_LENGTH
 from .models import Membership, Metric, Study
 from .services import rounds
 from .services._checks import expect as _expect
@@ -97,13 +98,28 @@ def elicited_export(*, study: Study, metrics: Sequence[str], experts: Sequence[s
 # --- import ------------------------------------------------------------------------------
 
 
+def _shown(value: Any) -> str:
+    """A bundle's value quoted in a refusal, cut as an upload's are."""
+    return shown(value) if isinstance(value, str) else cut(repr(value))
+
+
 def _texts(value: Any, field: str, *, distinct: bool = True) -> list[str]:
+    """A set's labels, folds, context columns or a context's values: texts
+    of at most PREDICTIONS_MAX_LABEL_LENGTH characters, as an upload's."""
     _expect(value, list, field, "a list of texts")
     for position, item in enumerate(value):
         _expect(item, str, f"{field}[{position}]", "a text")
+        if len(item) > PREDICTIONS_MAX_LABEL_LENGTH:
+            raise InvalidInput(
+                {
+                    f"{field}[{position}]": f"{shown(item)} is {len(item):,} characters long; a label, a fold or a "
+                    f"context is at most {PREDICTIONS_MAX_LABEL_LENGTH:,} characters"
+                }
+            )
     if distinct and len(set(value)) != len(value):
-        twice = next(item for position, item in enumerate(value) if item in value[:position])
-        raise InvalidInput({field: f"{twice!r} is listed twice"})
+        counted = Counter(value)
+        twice = next(item for item in value if counted[item] > 1)
+        raise InvalidInput({field: f"{shown(twice)} is listed twice"})
     return value
 
 
@@ -119,9 +135,9 @@ def _set_candidates(entries: Any, path: str, candidates: set[str], shape: dict, 
         _keys(entry, field, required=("candidate", "arrays"), optional=("columns",))
         name = entry["candidate"]
         if not isinstance(name, str) or name not in candidates:
-            raise InvalidInput({f"{field}.candidate": f"no candidate named {name!r} in the bundle"})
+            raise InvalidInput({f"{field}.candidate": f"no candidate named {_shown(name)} in the bundle"})
         if name in found:
-            raise InvalidInput({f"{field}.candidate": f"{name!r} has arrays in this set already"})
+            raise InvalidInput({f"{field}.candidate": f"{shown(name)} has arrays in this set already"})
         encoded = _expect(entry["arrays"], str, f"{field}.arrays", "the archive of the arrays, in base64")
         try:
             archive = base64.b64decode(encoded, validate=True)
@@ -164,7 +180,7 @@ def _prediction_set(study: Study, entry: Any, path: str, candidates: set[str], m
         raise InvalidInput({f"{path}.labels": f"must hold 1 to {PREDICTIONS_MAX_CLASSES} labels, got {len(labels)}"})
     positive = entry.get("positive")
     if positive is not None and positive not in labels:
-        raise InvalidInput({f"{path}.positive": f"must be one of the labels or null, got {positive!r}"})
+        raise InvalidInput({f"{path}.positive": f"must be one of the labels or null, got {_shown(positive)}"})
     folds = _texts(entry.get("folds", []), f"{path}.folds")
     columns = _texts(entry.get("context_columns", []), f"{path}.context_columns")
     contexts = _expect(entry.get("contexts", []), list, f"{path}.contexts", "a list of each context's values")

@@ -2,13 +2,11 @@
 API's answer share the record's shape): one row per record, its changes as
 ``field: old → new`` in CSV and as a list in JSON."""
 
-import csv
-import io
 import json
 from collections.abc import Iterable
 from typing import Any
 
-from .results_export import _text_cell
+from .csv_safe import csv_text
 from .selectors import HistoryEntry
 
 CSV_COLUMNS = ("at", "user", "source", "kind", "object_id", "object_name", "action", "expert", "changes")
@@ -45,13 +43,10 @@ def _changes_text(entry: HistoryEntry) -> str:
 
 
 def history_csv(entries: Iterable[HistoryEntry]) -> str:
-    """Text a spreadsheet would run as a formula (a name, a value) starts
-    with ``'``, as in the results CSV."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
+    """Text a spreadsheet would run as a formula (a name, a value, a user)
+    starts with ``'``, as in every CSV (``workspace.csv_safe``)."""
+    rows: list[tuple[object, ...]] = [CSV_COLUMNS]
     for e in entries:
-        name, changes = _text_cell(e.object_name), _text_cell(_changes_text(e))
-        row = (e.at.isoformat(), e.user or "", e.source, e.kind, e.object_id, name, e.action)
-        writer.writerow((*row, e.expert or "", changes))
-    return out.getvalue()
+        row = (e.at.isoformat(), e.user or "", e.source, e.kind, e.object_id, e.object_name, e.action)
+        rows.append((*row, e.expert or "", _changes_text(e)))
+    return csv_text(rows, line_end="\n")

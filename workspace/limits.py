@@ -247,7 +247,8 @@ PREDICTIONS_MAX_BYTES = 20 * MB
 PREDICTIONS_MAX_ROWS = 1_000_000
 # What a prediction set's arrays may take in memory once read, when they come
 # as archives in a study bundle through the web or the API (an upload's are
-# bounded by its bytes): the arrays of the largest upload are a few times its
+# bounded by its bytes, and its instance ids and decompressed Parquet
+# columns by this, below): the arrays of the largest upload are a few times its
 # text (a "0," of two bytes is an 8-byte number), while a crafted archive of
 # a few kilobytes could announce gigabytes. ``import_study`` has no limit.
 PREDICTIONS_MAX_ARRAY_BYTES = 8 * PREDICTIONS_MAX_BYTES
@@ -264,6 +265,28 @@ PREDICTIONS_MAX_ARRAY_BYTES = 8 * PREDICTIONS_MAX_BYTES
 # what a group of experts validates candidate by candidate. The reader
 # stops at the block of rows that passes it.
 PREDICTIONS_MAX_CLASSES = 100
+# What a prediction file's text may expand to, whatever the file weighs
+# (issue 29: a 1,215-byte Parquet file whose dictionary held one 5 MiB label
+# for 400 rows took 28 s and 2.3 GB, and its refusal quoted the label).
+# Checked on Arrow's dictionaries before any value is made a row's string,
+# on a Parquet footer's announced sizes before any page is read, and on a
+# CSV's cells as they are read, whoever uploads the file:
+# - a label's length, and any text value's (a fold, a context's value, a
+#   candidate's name, an instance id), in characters. A label is shown on
+#   pages and in the confusion matrix; a Parquet column chunk is refused when
+#   its footer announces more than its values at this length could take.
+PREDICTIONS_MAX_LABEL_LENGTH = 1000
+# - the UTF-8 bytes of the distinct labels, folds, contexts and candidates'
+#   names together: what a set keeps as its lists (PredictionSet.labels,
+#   folds, contexts) and its pages list. Labels alone are at most
+#   PREDICTIONS_MAX_CLASSES x PREDICTIONS_MAX_LABEL_LENGTH (100 KB); the rest
+#   leaves room for tens of thousands of contexts.
+PREDICTIONS_MAX_DISTINCT_BYTES = 1 * MB
+# Through the web and the API, PREDICTIONS_MAX_ARRAY_BYTES also bounds an
+# upload's instance ids as an array (rows x 4 bytes x the longest id's
+# characters: NumPy gives each id the longest one's width) and what a
+# Parquet file's columns announce once decompressed. An error quotes at
+# most 40 characters of a value (evaluation.predictions.QUOTE_MAX_CHARS).
 
 # --- discussion ----------------------------------------------------------------------
 # One post in the thread of an attribute or a metric: a few paragraphs of

@@ -23,11 +23,12 @@ back: the measurements page's download of every value.
 """
 
 import csv
-import io
 import math
 import re
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any, NamedTuple
+
+from .csv_safe import csv_text
 
 LONG_HEADER = ["candidate", "metric", "value"]
 LONG_HEADER_ERRORS = [*LONG_HEADER, "standard_error"]
@@ -261,25 +262,16 @@ def measurements_csv_text(*, candidates: list[str], metrics: list[str], rows: It
     standard error is followed by its column ``<metric> (standard error)``,
     empty where a value has none. ``rows`` are ``{candidate__name,
     metric__name, value}``, optionally with ``standard_error``. A name a spreadsheet would
-    run as a formula is written with a leading ``'``, as in the results CSV
-    (results_export.FORMULA_START)."""
-    from .results_export import FORMULA_START  # the results CSV's rule, defined once there
-
-    def cell(text: str) -> str:
-        return f"'{text}" if text.startswith(FORMULA_START) else text
-
+    run as a formula is written with a leading ``'``, as in every CSV
+    (``workspace.csv_safe``)."""
     rows = list(rows)
     with_errors = {row["metric__name"] for row in rows if row.get("standard_error") is not None}
     header = [name for m in metrics for name in ([m, m + ERROR_SUFFIX] if m in with_errors else [m])]
     column = {name: i for i, name in enumerate(header)}
-    table: dict[str, list[str]] = {name: [""] * len(header) for name in candidates}
+    table: dict[str, list[object]] = {name: [None] * len(header) for name in candidates}
     for row in rows:
         values = table[row["candidate__name"]]
-        values[column[row["metric__name"]]] = repr(row["value"])
+        values[column[row["metric__name"]]] = float(row["value"])
         if row.get("standard_error") is not None:
-            values[column[row["metric__name"] + ERROR_SUFFIX]] = repr(row["standard_error"])
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\r\n")
-    writer.writerow(["candidate", *(cell(name) for name in header)])
-    writer.writerows([cell(name), *values] for name, values in table.items())
-    return out.getvalue()
+            values[column[row["metric__name"] + ERROR_SUFFIX]] = float(row["standard_error"])
+    return csv_text([["candidate", *header], *([name, *values] for name, values in table.items())])

@@ -4,9 +4,6 @@ page's download and ``GET /api/v1/runs/{run}/results.csv`` are the same
 bytes) and two runs compared (``engine.compare`` over the stored
 documents and snapshots, the earlier run always "before")."""
 
-import csv
-import io
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import cast
 
@@ -17,67 +14,44 @@ from engine.explain import MetricInfo, veto_sentences
 from engine.models import Run
 
 from . import selectors
+from .csv_safe import CSV_CONTENT_TYPE, csv_download, csv_text
 
 
 def metric_infos(score_inputs: dict) -> dict[str, MetricInfo]:
     return {m["name"]: MetricInfo(unit=m["unit"], better=m["better"]) for m in score_inputs["metrics"]}
 
 
-# A spreadsheet runs a cell that starts with one of these as a formula; text
-# cells that do are written with a leading apostrophe (OWASP's advice on CSV
-# injection). Numbers are written as numbers.
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-RESULTS_CSV_CONTENT_TYPE = "text/csv; charset=utf-8"
-
-
-def _text_cell(text: str) -> str:
-    return f"'{text}" if text.startswith(FORMULA_START) else text
+# (Every CSV goes through workspace.csv_safe: text a spreadsheet would run
+# as a formula starts with an apostrophe, numbers are numbers.)
+RESULTS_CSV_CONTENT_TYPE = CSV_CONTENT_TYPE
 
 
 def results_csv(document: dict, infos: dict[str, MetricInfo]) -> str:
     """One row per candidate in rank order: rank, name, cef, weighted_score,
     vetoed, veto reasons (the page's sentences), then each metric's group
     score. Numbers at full precision, as in the JSON document."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\r\n")
     metrics = document["metrics"]
-    writer.writerow(
-        ["rank", "name", "cef", "weighted_score", "vetoed", "veto_reasons", *(_text_cell(m) for m in metrics)]
-    )
-    for candidate in document["candidates"]:
-        writer.writerow(
-            [
-                candidate["rank"],
-                _text_cell(candidate["name"]),
-                repr(candidate["cef"]),
-                repr(candidate["weighted_score"]),
-                "true" if candidate["vetoed"] else "false",
-                _text_cell(" ".join(veto_sentences(candidate["name"], candidate["vetoes"], infos))),
-                *(repr(candidate["group_scores"][metric]) for metric in metrics),
-            ]
-        )
-    return out.getvalue()
-
-
-def _csv_bytes(rows: Iterable[list]) -> bytes:
-    """Rows as a CSV download: CRLF lines, with a byte-order mark so
-    spreadsheet programs read the names as UTF-8."""
-    out = io.StringIO()
-    csv.writer(out, lineterminator="\r\n").writerows(rows)
-    return b"\xef\xbb\xbf" + out.getvalue().encode()
+    rows: list[list[object]] = [["rank", "name", "cef", "weighted_score", "vetoed", "veto_reasons", *metrics]]
+    rows += [
+        [
+            candidate["rank"],
+            candidate["name"],
+            float(candidate["cef"]),
+            float(candidate["weighted_score"]),
+            "true" if candidate["vetoed"] else "false",
+            " ".join(veto_sentences(candidate["name"], candidate["vetoes"], infos)),
+            *(float(candidate["group_scores"][metric]) for metric in metrics),
+        ]
+        for candidate in document["candidates"]
+    ]
+    return csv_text(rows)
 
 
 def results_csv_bytes(*, run: Run) -> bytes:
     """The CSV download of a succeeded run, with a byte-order mark (as
-    ``_csv_bytes``)."""
+    ``csv_safe.csv_download``)."""
     infos = metric_infos(selectors.run_score_inputs(run_id=run.pk, keys=selectors.METRIC_INPUT_KEYS))
     return b"\xef\xbb\xbf" + results_csv(engine_selectors.results_document(run=run), infos).encode()
-
-
-def _number(value: float | None) -> str:
-    """A number at full precision, an empty cell where there is none."""
-    return "" if value is None else repr(value)
 
 
 def candidate_scores_csv_bytes(score_inputs: dict, name: str) -> bytes | None:
@@ -88,9 +62,9 @@ def candidate_scores_csv_bytes(score_inputs: dict, name: str) -> bytes | None:
     if name not in inputs.index:
         return None
     scores = inputs.score_matrix(name).tolist()
-    rows: list[list] = [["expert", *(_text_cell(metric) for metric in inputs.metrics)]]
-    rows += [[_text_cell(expert), *map(repr, row)] for expert, row in zip(inputs.experts, scores, strict=True)]
-    return _csv_bytes(rows)
+    rows: list[list[object]] = [["expert", *inputs.metrics]]
+    rows += [[expert, *row] for expert, row in zip(inputs.experts, scores, strict=True)]
+    return csv_download(rows)
 
 
 def candidate_scores_csv_filename(run: Run, name: str) -> str:
@@ -124,26 +98,26 @@ def comparison_csv_bytes(compared: "RunComparison") -> bytes:
     of it), in the order of the later run: ranks, move (up, down, same, new,
     gone) and places, CEF and weighted score before, after and their change;
     an empty cell where a run has no such candidate."""
-    rows: list[list] = [COMPARISON_CSV_COLUMNS]
+    rows: list[list[object]] = [list(COMPARISON_CSV_COLUMNS)]
     rows += [
         [
-            _text_cell(move.name),
-            "" if move.before_rank is None else move.before_rank,
-            "" if move.after_rank is None else move.after_rank,
+            move.name,
+            move.before_rank,
+            move.after_rank,
             move.status,
             move.places,
-            _number(move.before_cef),
-            _number(move.after_cef),
-            _number(move.cef_delta),
-            _number(move.before_weighted),
-            _number(move.after_weighted),
-            _number(move.weighted_delta),
+            move.before_cef,
+            move.after_cef,
+            move.cef_delta,
+            move.before_weighted,
+            move.after_weighted,
+            move.weighted_delta,
             _flag(move.before_vetoed),
             _flag(move.after_vetoed),
         ]
         for move in compared.comparison.candidates
     ]
-    return _csv_bytes(rows)
+    return csv_download(rows)
 
 
 def comparison_csv_filename(compared: "RunComparison") -> str:

@@ -260,6 +260,12 @@ def test_only_the_author_edits_their_post(world, clients):
             {"body": [f"Ensure this field has no more than {DISCUSSION_POST_MAX_CHARS} characters."]},
         ),
         ({"body": "a\x00b"}, {"body": ["Null characters are not allowed."]}),
+        # As in titles (issue 29, finding 11): text that displays in another order than it reads.
+        ({"body": "Accuracy \u202eis last"}, {"body": ["must not contain a bidirectional control (U+202E)"]}),
+        (
+            {"body": "one\n\u2067two\u2069"},
+            {"body": ["must not contain a bidirectional control (U+2067)"]},
+        ),
         ({"body": 12}, {"body": ["must be text, got int"]}),  # no longer coerced to "12" (issue 17, finding 8)
         ({"body": "ok", "author": "carol"}, {"author": ["is not a field of this request (the fields are body)"]}),
         (["body"], {"non_field_errors": ["Invalid data. Expected a dictionary, but got list."]}),

@@ -1,6 +1,7 @@
 """``Idempotency-Key`` on run launch and every create (issue 18, item 4;
 docs/api.md, "Idempotency")."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -139,6 +140,35 @@ def test_a_bad_key_is_a_400_naming_the_header(key, message, api, cast):
     assert response.json()["code"] == "invalid_input"
     assert error_fields(response) == {"Idempotency-Key": [message]}
     assert not Study.objects.exists()
+
+
+def test_the_schema_declares_the_key_the_api_takes(api, cast):
+    # Schemathesis sent an empty key, which the schema allowed and the API refuses (issue 29, finding 11).
+    schema = api(cast.alice).get("/api/schema/?format=json").json()
+    declared = [
+        parameter["schema"]
+        for operations in schema["paths"].values()
+        for operation in operations.values()
+        for parameter in operation.get("parameters", [])
+        if parameter["name"] == "Idempotency-Key"
+    ]
+    assert len(declared) >= 10
+    assert all(
+        found
+        == {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": limits.IDEMPOTENCY_KEY_MAX_LENGTH,
+            "pattern": "^[!-~]([ -~]*[!-~])?$",
+        }
+        for found in declared
+    )
+    pattern = re.compile(declared[0]["pattern"])
+    # Whatever the pattern matches, the API takes: every visible ASCII character, spaces inside.
+    for key in ("a", "a b", "~!", "k" * limits.IDEMPOTENCY_KEY_MAX_LENGTH):
+        assert pattern.fullmatch(key)
+    for key in ("", " ", " a", "clé", "a\tb"):
+        assert not pattern.fullmatch(key)
 
 
 def test_the_longest_key_is_accepted(api, cast):

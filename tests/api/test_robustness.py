@@ -2,7 +2,11 @@
 ``/api/v1/analyses/{id}/``): values, refusals that name the field and write
 nothing, and the page's numbers. Access is in test_access.py's matrix."""
 
+import json
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from engine import analyses as engine_analyses
 from engine import sensitivity
@@ -94,3 +98,51 @@ def test_analyses_of_an_unfinished_run_are_refused(api, cast, make_study):
     ):
         assert response.status_code == 409, response.content
     assert not Analysis.objects.exists()
+
+
+def test_what_if_takes_huge_weights_relative_to_each_other(api, cast, run):
+    # 1e308 + 1e308 overflows: the weights are scaled by the largest before they are summed (issue 29).
+    client = api(cast.bob)
+    url = f"{API}/runs/{run.pk}/robustness/what-if/"
+    attributes = run.results["selected_attributes"]
+    huge = client.post(url, {"attribute_weights": dict.fromkeys(attributes, 1e308)}, format="json")
+    assert huge.status_code == 200, huge.content
+    ones = client.post(url, {"attribute_weights": dict.fromkeys(attributes, 1)}, format="json")
+    assert huge.json() == ones.json()
+    assert huge.json()["attribute_weights"] == pytest.approx(dict.fromkeys(attributes, 1 / len(attributes)))
+
+
+def test_what_if_refuses_an_infinite_weight_naming_the_field(api, cast, run):
+    client = api(cast.bob)
+    url = f"{API}/runs/{run.pk}/robustness/what-if/"
+    attribute = run.results["selected_attributes"][0]
+    body = '{"attribute_weights": {' + json.dumps(attribute) + ": 1e309}}"  # (JSON's number, read as inf)
+    refused = client.generic("POST", url, body, content_type="application/json")
+    assert refused.status_code == 400
+    assert list(error_fields(refused)) in (["attribute_weights"], [f"attribute_weights.{attribute}"])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(
+        st.floats(min_value=0, max_value=1.7976931348623157e308, allow_nan=False, allow_infinity=False),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_any_finite_weights_give_shares_summing_to_1_or_a_400_naming_the_field(api, cast, run, values):
+    client = api(cast.bob)
+    attributes = run.results["selected_attributes"]
+    weights = dict(zip(attributes, values, strict=False))
+    response = client.post(f"{API}/runs/{run.pk}/robustness/what-if/", {"attribute_weights": weights}, format="json")
+    if response.status_code == 200:
+        shares = response.json()["attribute_weights"]
+        assert sum(shares.values()) == pytest.approx(1)
+        assert all(0 <= share <= 1 for share in shares.values())
+        assert len(response.json()["candidates"]) == len(run.results["candidates"])
+    else:
+        assert response.status_code == 400, response.content
+        assert list(error_fields(response)) == ["attribute_weights"]
+        # (only when every weight given, and every one kept from the run, is 0)
+        kept = [name for name in attributes if name not in weights]
+        assert not any(weights.values()) and not kept

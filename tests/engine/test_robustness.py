@@ -314,10 +314,31 @@ def test_metric_weights_from_attributes_and_back() -> None:
     # Slider positions in any unit; an attribute at 0 gives its metrics 0.
     assert np.allclose(metric_weights_from_attributes([50, 0, 50], shares, attribute_of), [0.125, 0.375, 0, 0.5])
     assert np.allclose(metric_shares([0.0, 0.0, 1.0], [0, 0, 1]), [0.5, 0.5, 1.0])
-    with pytest.raises(ValueError, match="not all be 0"):
+    with pytest.raises(ValueError, match="at least one attribute weight must be above 0"):
         metric_weights_from_attributes([0, 0, 0], shares, attribute_of)
     with pytest.raises(ValueError, match="attribute_of"):
         metric_weights_from_attributes([1, 1], shares, attribute_of)
+    # The largest finite numbers: their sum overflows, their ratios do not (issue 29).
+    equal = [1 / 12, 3 / 12, 1 / 3, 1 / 3]  # each attribute a third, shared by its metrics' shares
+    assert np.allclose(metric_weights_from_attributes([1e308, 1e308, 1e308], shares, attribute_of), equal)
+    with pytest.raises(ValueError, match="every attribute weight must be a finite number"):
+        metric_weights_from_attributes([np.inf, 1, 1], shares, attribute_of)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(min_value=0, allow_nan=False, allow_infinity=False), min_size=1, max_size=8))
+def test_relative_weights_of_any_finite_numbers_sum_to_1_or_are_refused_as_all_0(values) -> None:
+    if not any(values):
+        with pytest.raises(ValueError, match="at least one weight must be above 0"):
+            robustness.relative_weights(values)
+        return
+    weights = robustness.relative_weights(values)
+    assert np.isfinite(weights).all() and (weights >= 0).all()
+    assert weights.sum() == pytest.approx(1)
+    largest = max(values)
+    # Each weight is its number's share, computed exactly with fractions of the scaled numbers.
+    exact = [Fraction(value / largest) / sum(Fraction(v / largest) for v in values) for value in values]
+    assert weights.tolist() == pytest.approx([float(share) for share in exact], abs=1e-12)
 
 
 # --- rank probabilities -----------------------------------------------------------------

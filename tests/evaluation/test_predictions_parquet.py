@@ -31,9 +31,9 @@ from .test_predictions import BINARY, MULTICLASS, assert_same
 API = "/api/v1"
 
 
-def parquet_bytes(table: pa.Table) -> bytes:
+def parquet_bytes(table: pa.Table, **options) -> bytes:
     out = io.BytesIO()
-    pq.write_table(table, out)
+    pq.write_table(table, out, **options)
     return out.getvalue()
 
 
@@ -204,8 +204,19 @@ def test_duplicate_instances_name_both_rows():
 def test_too_many_labels_are_refused_as_in_a_csv():
     table = pa.table({"candidate": ["J48"] * 5, "y_true": ["a", "b", "c", "d", "e"], "y_pred": ["a"] * 5})
     with pytest.raises(PredictionFileTooManyClasses) as refused:
-        read_predictions(io.BytesIO(parquet_bytes(table)), max_classes=3)
+        read_predictions(io.BytesIO(parquet_bytes(table, use_dictionary=False)), max_classes=3)
     assert refused.value.errors[0].startswith("the file has 5 distinct labels; at most 3 are allowed")
+
+
+def test_a_label_dictionary_over_the_limit_is_refused_from_its_page_header():
+    # (Before any page is decoded: a dictionary of a million labels weighs a few megabytes.)
+    table = pa.table({"candidate": ["J48"] * 5, "y_true": ["a", "b", "c", "d", "e"], "y_pred": ["a"] * 5})
+    with pytest.raises(PredictionFileTooManyClasses) as refused:
+        read_predictions(io.BytesIO(parquet_bytes(table)), max_classes=3)
+    assert refused.value.errors == [
+        "column y_true: its dictionary holds 5 labels; at most 3 are allowed in a prediction set (labels of y_true "
+        "and y_pred, proba:<label> columns and the positive label, together)"
+    ]
 
 
 def test_an_unknown_candidate_and_too_many_rows_are_refused():
@@ -224,7 +235,7 @@ def test_a_damaged_or_misnamed_parquet_file_is_refused(tmp_path):
     with pytest.raises(PredictionFileError) as refused:
         read_predictions(named)
     assert refused.value.errors == [
-        f"the file is named {str(named)!r} but is not a Parquet file (a Parquet file starts with the bytes PAR1)"
+        f"the file is named {named.name!r} but is not a Parquet file (a Parquet file starts with the bytes PAR1)"
     ]
 
 

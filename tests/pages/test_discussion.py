@@ -220,6 +220,7 @@ def test_the_form_posts_to_its_thread_and_back_to_its_anchor(world, cast):
             f"Ensure this value has at most {DISCUSSION_POST_MAX_CHARS} characters",
         ),
         ("a\x00b", "Null characters are not allowed."),
+        ("Accuracy \u202eis last", "must not contain a bidirectional control (U+202E)"),
     ],
 )
 def test_a_refused_post_shows_the_error_on_that_threads_form_naming_the_field(world, cast, body, message):

@@ -258,6 +258,10 @@ REFUSALS = [
      "'A' is listed twice"),
     ("positive-unknown", setting("prediction_sets", 0, "positive", value="C"), "prediction_sets[0].positive",
      "must be one of the labels or null"),
+    ("label-too-long", setting("prediction_sets", 0, "labels", value=["A", "x" * 5_000_000]),
+     "prediction_sets[0].labels[1]",
+     "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'… (5,000,000 characters) is 5,000,000 characters long; a label, "
+     "a fold or a context is at most 1,000 characters"),
     ("uploaded-at", setting("prediction_sets", 0, "uploaded_at", value="yesterday"), "prediction_sets[0].uploaded_at",
      "must be a date and time (ISO 8601)"),
     ("unknown-expert", setting("elicited_metrics", "AUC", "answers", "dave", value="1"),

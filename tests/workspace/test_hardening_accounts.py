@@ -468,3 +468,23 @@ def test_a_worker_finds_the_reset_mail_task():
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "approve_site.settings"}
     found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
     assert found.stdout.strip() == "True", found.stderr
+
+
+@pytest.mark.parametrize("control", [chr(code) for code in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))])
+def test_text_of_many_lines_refuses_every_bidirectional_control_as_a_title_does(make_study, cast, control):
+    # One rule (services._checks): a post, a description, a round's message and reason hold none either.
+    built = make_study(Phase.VOTING)
+    accuracy = built.attributes["Accuracy"]
+    with pytest.raises(InvalidInput) as refused:
+        services.post_add(study=built.study, author=cast.bob, attribute=accuracy, body=f"a{control}b")
+    assert refused.value.errors == {"body": [f"must not contain a bidirectional control (U+{ord(control):04X})"]}
+    with pytest.raises(InvalidInput) as refused:
+        services.study_create(designer=cast.alice, title="Trial", description=f"Line one\nline{control} two")
+    assert list(refused.value.errors) == ["description"]
+
+
+def test_text_of_many_lines_keeps_line_breaks_marks_and_joiners(make_study, cast):
+    built = make_study(Phase.VOTING)
+    body = "First line\nsecond, with a mark \u200f and a family \U0001f468\u200d\U0001f469\u200d\U0001f467"
+    post = services.post_add(study=built.study, author=cast.bob, attribute=built.attributes["Accuracy"], body=body)
+    assert post.body == body

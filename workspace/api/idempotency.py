@@ -20,7 +20,6 @@ from collections.abc import Callable
 from typing import Any
 
 from django.http import QueryDict
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import exceptions, status
 from rest_framework.request import Request
@@ -34,9 +33,18 @@ REPLAYED_HEADER = "Idempotent-Replayed"
 # The answer's headers a replay sends again.
 KEPT_HEADERS = ("Location",)
 
+# What ``_key`` takes: 1 to IDEMPOTENCY_KEY_MAX_LENGTH visible ASCII characters
+# (the schema's pattern without a space at either end, which HTTP trims).
+KEY_SCHEMA = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": IDEMPOTENCY_KEY_MAX_LENGTH,
+    "pattern": "^[!-~]([ -~]*[!-~])?$",
+}
+
 PARAMETER = OpenApiParameter(
     HEADER,
-    OpenApiTypes.STR,
+    KEY_SCHEMA,
     location=OpenApiParameter.HEADER,
     required=False,
     description=(

@@ -68,4 +68,8 @@ class StrictPageNumberPagination(PageNumberPagination):
         for parameter in parameters:
             if parameter["name"] == self.page_size_query_param:
                 parameter["schema"] = {"type": "integer", "minimum": 1, "maximum": self.max_page_size}
+            elif parameter["name"] == self.page_query_param:
+                # What get_page_number takes (and ``last``, in the description): 0 is a 400.
+                parameter["schema"] = {"type": "integer", "minimum": 1}
+                parameter["description"] = "A page number from 1, or `last`."
         return parameters

@@ -197,12 +197,13 @@ class RunWhatIfView(RunScoped):
             wanted.get(name, float(current))
             for name, current in zip(stored.attributes, stored.attribute_weights, strict=True)
         ]
-        if sum(weights) <= 0:
-            raise InvalidInput({"attribute_weights": "at least one attribute weight must be above 0"})
-        total = sum(weights)
+        try:
+            shares = sensitivity.attribute_shares(weights)
+        except ValueError as error:
+            raise InvalidInput({"attribute_weights": str(error)}) from None
         rows = sensitivity.what_if(stored, weights)
         body = {
-            "attribute_weights": {name: w / total for name, w in zip(stored.attributes, weights, strict=True)},
+            "attribute_weights": dict(zip(stored.attributes, shares, strict=True)),
             "candidates": [vars(row) for row in rows],
         }
         return Response(WhatIfSerializer(body).data)

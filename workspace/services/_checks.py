@@ -60,6 +60,12 @@ def keys(entry: Any, field: str, required: Sequence[str], optional: Sequence[str
 # They break mail headers (a CR/LF in a subject) or make two names look the
 # same (``J48`` and ``J48\u200b``), or one read backwards.
 _NOT_ON_A_LINE = frozenset({"Cc", "Cf", "Zl", "Zp"})
+# The bidirectional embeddings, overrides and isolates (LRE, RLE, PDF, LRO,
+# RLO; LRI, RLI, FSI, PDI): no text holds them, a single line or many (a
+# post, a description), since they make text display in an order other than
+# the one it is stored and read in ("Trojan Source"). Marks (U+200E, U+200F)
+# and zero-width joiners stay allowed in text of many lines.
+_BIDIRECTIONAL_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
 
 
 def invisible_characters(value: str) -> list[str]:
@@ -80,7 +86,7 @@ def _character(char: str) -> str:
             kind = "a line break"
         elif category == "Cc":
             kind = "a control character"
-        elif unicodedata.bidirectional(char) in ("LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"):
+        elif _BIDIRECTIONAL_CONTROLS.match(char):
             kind = "a bidirectional control"
         else:
             kind = "an invisible character"
@@ -92,8 +98,10 @@ def text(value: Any, field: str, *, max_length: int, required: bool = True, mult
     not empty when ``required``, storable (no NUL, no lone surrogate).
     Unless ``multiline`` (a description, a post), one line of visible text:
     none of ``invisible_characters`` anywhere in it, the refusal naming the
-    first. Every name, title, unit, username and label is checked here, so
-    the pages, the API and a bundle import refuse the same text."""
+    first; text of many lines holds no bidirectional control either (the
+    same refusal). Every name, title, unit, username, label, description,
+    post, round message and reason is checked here, so the pages, the API
+    and a bundle import refuse the same text."""
     if not isinstance(value, str):
         raise InvalidInput({field: f"must be text, got {type(value).__name__}"})
     value = value.strip()
@@ -108,6 +116,8 @@ def text(value: Any, field: str, *, max_length: int, required: bool = True, mult
         found = invisible_characters(value)
         if found:
             raise InvalidInput({field: f"must be a single line of visible text: it contains {_character(found[0])}"})
+    elif control := _BIDIRECTIONAL_CONTROLS.search(value):
+        raise InvalidInput({field: f"must not contain {_character(control.group())}"})
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:

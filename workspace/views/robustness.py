@@ -147,20 +147,26 @@ def _what_if_weights(request: HttpRequest, stored: sensitivity.StoredRanking) ->
             errors.append(f"{name}: a weight from 0 to 100")
             value = current[i]
         wanted.append(value)
-    if not errors and sum(wanted) <= 0:
-        errors.append("At least one attribute weight must be above 0.")
+    if not errors:
+        try:
+            sensitivity.attribute_shares(wanted)  # (the API's check)
+        except ValueError as error:
+            errors.append(f"{str(error)[:1].upper()}{str(error)[1:]}.")
     return wanted, errors
 
 
 def _what_if_context(request: HttpRequest, run: Run, stored: sensitivity.StoredRanking) -> dict:
     wanted, errors = _what_if_weights(request, stored)
     rows = sensitivity.what_if(stored, wanted)[:WHAT_IF_ROWS] if not errors else []
-    total = sum(wanted) or 1.0
+    try:
+        shares = sensitivity.attribute_shares(wanted)
+    except ValueError:  # (listed in errors already)
+        shares = [0.0] * len(wanted)
     return {
         "run": run,
         "sliders": [
-            {"index": i, "name": name, "value": round(value, 1), "share": value / total}
-            for i, (name, value) in enumerate(zip(stored.attributes, wanted, strict=True))
+            {"index": i, "name": name, "value": round(value, 1), "share": share}
+            for i, (name, value, share) in enumerate(zip(stored.attributes, wanted, shares, strict=True))
         ],
         "what_if_rows": rows,
         "what_if_errors": errors,

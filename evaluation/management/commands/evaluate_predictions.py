@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from evaluation.predictions import PredictionFileError, read_predictions
 from evaluation.report import COMPUTATIONS, THRESHOLD_METHODS, Options, document_json, evaluation_document
+from evaluation.services import prediction_text_limits
 from workspace import limits
 
 
@@ -27,7 +28,8 @@ class Command(BaseCommand):
         "Compute every metric an approve-predictions/1 file's columns allow (CSV, or Parquet), per candidate, "
         "without a study. "
         "With --json, print the approve-evaluation/1 document. A file of more than "
-        f"{limits.PREDICTIONS_MAX_CLASSES} distinct labels is refused, as on the web."
+        f"{limits.PREDICTIONS_MAX_CLASSES} distinct labels, or a value (label, fold, context, instance id) of more "
+        f"than {limits.PREDICTIONS_MAX_LABEL_LENGTH} characters, is refused, as on the web."
     )
 
     def add_arguments(self, parser):
@@ -72,7 +74,12 @@ class Command(BaseCommand):
 
     def handle(self, *args, file, positive=None, **options):
         try:
-            data = read_predictions(file, positive=positive, max_classes=limits.PREDICTIONS_MAX_CLASSES)
+            data = read_predictions(
+                file,
+                positive=positive,
+                max_classes=limits.PREDICTIONS_MAX_CLASSES,
+                text_limits=prediction_text_limits(web=False),
+            )
         except OSError as error:
             raise CommandError(f"{file}: {error.strerror or error}") from None
         except PredictionFileError as error:

@@ -17,8 +17,9 @@ class Command(BaseCommand):
         "(20 MB, 1,000,000 rows): a file of millions of rows is read in batches into arrays of its size, which "
         "must fit in memory (about 40 bytes a row for labels, a score, a fold and a time). The set's evaluation "
         "and each candidate's report with the default options are computed and kept before the id is printed: the "
-        "pages and the API evaluate a set past the web's limits with those options only. The limit on distinct labels "
-        f"({limits.PREDICTIONS_MAX_CLASSES}) applies as on the web. The set has no uploader."
+        "pages and the API evaluate a set past the web's limits with those options only. The limits on distinct labels "
+        f"({limits.PREDICTIONS_MAX_CLASSES}) and on a value's length ({limits.PREDICTIONS_MAX_LABEL_LENGTH} "
+        "characters: a label, a fold, a context, an instance id) apply as on the web. The set has no uploader."
     )
 
     def add_arguments(self, parser):
