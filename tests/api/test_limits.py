@@ -472,4 +472,4 @@ def test_gunicorn_defaults_are_capped(monkeypatch):
 
 def test_the_image_and_the_compose_file_run_gunicorn_with_that_configuration():
     assert 'CMD ["gunicorn", "--config", "gunicorn.conf.py", "approve_site.wsgi"]' in (ROOT / "Dockerfile").read_text()
-    assert "exec gunicorn --config gunicorn.conf.py approve_site.wsgi" in (ROOT / "docker-compose.yml").read_text()
+    assert "command: gunicorn --config gunicorn.conf.py approve_site.wsgi" in (ROOT / "docker-compose.yml").read_text()
