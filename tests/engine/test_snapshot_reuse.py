@@ -248,6 +248,8 @@ NOT_INPUTS = {
     *("invitation_get_by_key", "invitation_inputs", "study_export_bundle", "study_export_json"),
     *("prediction_set_evaluation", "candidate_report_summary", "computation_parameter_names"),
     *("computation_parameters", "report_options"),
+    # the limits a prediction file's text is read under (issue 29)
+    "prediction_text_limits",
     # evaluations cached per prediction set, reminders' dates, a new or deleted study
     *("prediction_set_evaluations_keep", "reminders_send", "study_create", "study_delete"),
     # the history of deleted studies past their retention (issue 22)
