@@ -26,6 +26,7 @@ who overtakes whom), :func:`fragility` and :func:`most_fragile`,
 :func:`metric_weights_from_attributes` and :func:`metric_shares`.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -618,11 +619,14 @@ def pairwise_winning(cef: ArrayLike) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class LeaveOneOut:
-    """Result of :func:`leave_one_out`; row ``i`` of each (k, ...) array is
-    the run without expert ``i``.
+    """Result of :func:`leave_one_out`; row ``r`` of each (e, ...) array is
+    the run without expert ``experts[r]`` (row ``i`` without expert ``i``
+    when every expert is left out in turn).
 
     Attributes
     ----------
+    experts : ndarray (e,)
+        The experts left out, one per row.
     full_cef, full_ranks : ndarray (m,)
         The CEFs and competition ranks with every expert.
     cef, ranks : ndarray (k, m)
@@ -640,6 +644,7 @@ class LeaveOneOut:
         which every candidate ties).
     """
 
+    experts: np.ndarray
     full_cef: np.ndarray
     full_ranks: np.ndarray
     cef: np.ndarray
@@ -669,49 +674,67 @@ def leave_one_out(
     upper: ArrayLike,
     measurements: ArrayLike,
     tolerance: float = core.DEFAULT_TOLERANCE,
+    expert_values: core.ExpertValues | None = None,
+    experts: Sequence[int] | None = None,
 ) -> LeaveOneOut:
     """The ranking without each expert in turn (docs/method.md, "Robustness").
 
     Same arguments as ``engine.core.evaluate`` (the arrays of
-    ``engine.snapshot.snapshot_arrays``). For each expert ``i`` the engine
-    runs on the study without them (:func:`without_expert`): their weights
-    and ranges dropped, their row and column of the peer weights removed
-    and the other rows renormalised, so their influence is shared out as
-    the method shares it (the stationary distribution of the reduced
-    ``V``); their vetoes go with them. Cost: ``k`` evaluations. Needs at
-    least two experts.
+    ``engine.snapshot.snapshot_arrays``, and the experts' own values of the
+    elicited metrics). For each expert ``i`` the engine runs on the study
+    without them (:func:`without_expert`): their weights, ranges and own
+    values dropped, their row and column of the peer weights removed and
+    the other rows renormalised, so their influence is shared out as the
+    method shares it (the stationary distribution of the reduced ``V``);
+    their vetoes go with them. ``experts``: the experts to leave out, in
+    that order (default every expert; the analyses' chunks pass a range).
+    Cost: one evaluation with everyone, then one per expert left out. Needs
+    at least two experts. This is the one implementation: the robustness
+    page, the API and the analysis CSV show what it returns.
     """
     W = np.asarray(weights, dtype=np.float64)
     V = np.asarray(peer_weights, dtype=np.float64)
     L = np.asarray(lower, dtype=np.float64)
     U = np.asarray(upper, dtype=np.float64)
     M = np.asarray(measurements, dtype=np.float64)
-    full = core.evaluate(weights=W, peer_weights=V, lower=L, upper=U, measurements=M, tolerance=tolerance)
+    full = core.evaluate(
+        weights=W, peer_weights=V, lower=L, upper=U, measurements=M, tolerance=tolerance, expert_values=expert_values
+    )
     k = W.shape[0]
     if k < 2:
         raise ValueError("leave-one-out needs at least two experts (weights has one row)")
+    left_out = np.arange(k) if experts is None else np.asarray(experts, dtype=np.intp).reshape(-1)
+    if left_out.size and (left_out.min() < 0 or left_out.max() >= k):
+        raise ValueError(f"experts must be indices of the {k} experts")
     m = len(full.cef)
     full_ranks = competition_ranks(full.cef)
     full_top = full_ranks == 1
-    cef = np.empty((k, m))
-    ranks = np.empty((k, m), dtype=np.int64)
-    order = np.empty((k, m), dtype=np.intp)
-    changed = np.zeros(k, dtype=bool)
-    tau = np.full(k, np.nan)
+    e = len(left_out)
+    cef = np.empty((e, m))
+    ranks = np.empty((e, m), dtype=np.int64)
+    order = np.empty((e, m), dtype=np.intp)
+    changed = np.zeros(e, dtype=bool)
+    tau = np.full(e, np.nan)
     # The same checks evaluate makes, once, before rows are dropped.
     V = core._validated_peer_weights(V, expected_experts=k)
-    for expert in range(k):
+    for row, expert in enumerate(left_out.tolist()):
         W_i, V_i, L_i, U_i = without_expert(expert, W, V, L, U)
-        result = core.evaluate(weights=W_i, peer_weights=V_i, lower=L_i, upper=U_i, measurements=M, tolerance=tolerance)
-        cef[expert] = result.cef
-        ranks[expert] = competition_ranks(result.cef)
-        order[expert] = np.lexsort((np.arange(m), -result.weighted_scores, -result.cef))
-        changed[expert] = bool((ranks[expert] == 1).tolist() != full_top.tolist())
-        if np.array_equal(ranks[expert], full_ranks):
-            tau[expert] = 1.0
+        own = None
+        if expert_values is not None:
+            own = core.ExpertValues(expert_values.columns, np.delete(expert_values.values, expert, axis=1))
+        result = core.evaluate(
+            weights=W_i, peer_weights=V_i, lower=L_i, upper=U_i, measurements=M, tolerance=tolerance, expert_values=own
+        )
+        cef[row] = result.cef
+        ranks[row] = competition_ranks(result.cef)
+        order[row] = np.lexsort((np.arange(m), -result.weighted_scores, -result.cef))
+        changed[row] = bool((ranks[row] == 1).tolist() != full_top.tolist())
+        if np.array_equal(ranks[row], full_ranks):
+            tau[row] = 1.0
         elif m >= 2:
-            tau[expert] = _kendall_tau_b(full.cef, result.cef)
+            tau[row] = _kendall_tau_b(full.cef, result.cef)
     return LeaveOneOut(
+        experts=left_out,
         full_cef=np.asarray(full.cef),
         full_ranks=full_ranks,
         cef=cef,

@@ -8,14 +8,12 @@ only cuts it into units and words."""
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.stats import kendalltau
 
 from workspace.errors import InvalidInput
 
 from . import core, robustness
 from .analyses import KERNELS, RunInputs
 from .models import Analysis
-from .results import competition_ranks
 from .snapshot import snapshot_arrays, snapshot_expert_values, snapshot_standard_errors
 
 # The candidates named in each left-out expert's row.
@@ -26,22 +24,10 @@ def _names(names: Sequence[str], indices: Sequence[int]) -> list[str]:
     return [names[i] for i in indices]
 
 
-def _ranking(cef: np.ndarray, weighted: np.ndarray) -> tuple[list[int], list[int]]:
-    return competition_ranks(cef.tolist(), weighted.tolist())
-
-
-def _evaluation_arguments(
-    arrays: tuple[np.ndarray, ...], own: core.ExpertValues | None, expert: int | None = None
-) -> dict:
+def _evaluation_arguments(arrays: tuple[np.ndarray, ...], own: core.ExpertValues | None) -> dict:
     """``engine.core.evaluate``'s arguments from ``snapshot_arrays`` and
-    ``snapshot_expert_values``, without ``expert`` when given
-    (``engine.robustness.without_expert``; their own values of the elicited
-    metrics leave with them)."""
+    ``snapshot_expert_values``."""
     weights, peer, lower, upper, measurements = arrays
-    if expert is not None:
-        weights, peer, lower, upper = robustness.without_expert(expert, weights, peer, lower, upper)
-        if own is not None:
-            own = core.ExpertValues(own.columns, np.delete(own.values, expert, axis=1))
     return {
         "weights": weights,
         "peer_weights": peer,
@@ -68,23 +54,29 @@ class LeaveOneOut:
         snapshot = run.snapshot
         experts, candidates = snapshot["experts"], snapshot["candidates"]
         arrays = snapshot_arrays(snapshot)
-        own = snapshot_expert_values(snapshot)
         if len(experts) < 2:
             raise ValueError("leaving one expert out needs at least two experts")
-        full = core.evaluate(**_evaluation_arguments(arrays, own), tolerance=snapshot["tolerance"])
+        # The one implementation of the analysis (engine.robustness), for
+        # this chunk's experts; this kernel only names what it returns.
+        result = robustness.leave_one_out(
+            **_evaluation_arguments(arrays, snapshot_expert_values(snapshot)),
+            tolerance=snapshot["tolerance"],
+            experts=range(start, start + count),
+        )
         rows = []
-        for expert in range(start, start + count):
-            result = core.evaluate(**_evaluation_arguments(arrays, own, expert), tolerance=snapshot["tolerance"])
-            order, ranks = _ranking(result.cef, result.weighted_scores)
-            tau = kendalltau(full.cef, result.cef).statistic
+        for row, expert in enumerate(result.experts.tolist()):
+            order, ranks = result.order[row], result.ranks[row]
+            tau = float(result.kendall_tau[row])
             rows.append(
                 {
                     "index": expert,
                     "expert": experts[expert],
-                    "winner": _names(candidates, [c for c in order if ranks[c] == 1]),
-                    "top_three": _names(candidates, order[:TOP]),
-                    # Kendall's tau-b; undefined (NaN) when either ranking is all ties: 1 if both are.
-                    "tau": float(tau) if np.isfinite(tau) else float(np.array_equal(full.cef, result.cef)),
+                    "winner": _names(candidates, [int(c) for c in order if ranks[c] == 1]),
+                    "top_three": _names(candidates, order[:TOP].tolist()),
+                    # Kendall's tau-b; 1 when the ranks are unchanged, None
+                    # (undefined) when every candidate ties in one ranking only.
+                    "tau": tau if np.isfinite(tau) else None,
+                    "changes_winner": bool(result.winner_changed[row]),
                 }
             )
         return {"rows": rows}
@@ -95,7 +87,7 @@ class LeaveOneOut:
     def summary(self, run: RunInputs, spec: dict, merged: dict) -> dict:
         results = run.results["candidates"]
         winner = [c["name"] for c in results if c["rank"] == 1]
-        rows = [{**row, "changes_winner": sorted(row["winner"]) != sorted(winner)} for row in merged["rows"]]
+        rows = merged["rows"]
         changed = [row for row in rows if row["changes_winner"]]
         if changed:
             sentence = " ".join(

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from engine import analyses, services
 from engine import tasks as engine_tasks
-from engine.models import Analysis, AnalysisChunk, Run
+from engine.models import Analysis, AnalysisChunk
 from workspace.bundles import study_import_bundle
 from workspace.errors import InvalidInput, PhaseConflict
 from workspace.limits import ANALYSIS_SAMPLES_DEFAULT, ANALYSIS_SAMPLES_MAX
@@ -60,16 +60,6 @@ def kernel(monkeypatch):
     monkeypatch.setitem(analyses.KERNELS, Analysis.Kind.MONTE_CARLO, chosen)
     monkeypatch.setitem(analyses.KERNELS, Analysis.Kind.LEAVE_ONE_OUT, chosen)
     return chosen
-
-
-@pytest.fixture
-def run(db):
-    study = study_import_bundle(bundle=case_study_bundle())
-    run = services.run_launch(study=study, launched_by=study.designer)
-    services.run_execute(run_id=run.pk)
-    run.refresh_from_db()
-    assert run.status == Run.Status.SUCCEEDED
-    return run
 
 
 def launch(run, samples=None, seed=7, kind=Analysis.Kind.MONTE_CARLO, **kwargs):
