@@ -192,7 +192,7 @@ def net_passes(name: str, before: Mapping[str, float], after: Mapping[str, float
     in the later one; a new candidate strictly ahead in the later run passed
     it, and a gone candidate strictly ahead in the earlier run counts as
     passed. Ties pass nobody: equal CEFs share a competition rank
-    (``engine.results.competition_ranks``), so a tie that forms or breaks
+    (``engine.robustness.competition_ranks``), so a tie that forms or breaks
     around a candidate (a third candidate vetoed down to the same CEF 0)
     changes its rank number but is no move of its own."""
     mine_before, mine_after = before[name], after[name]

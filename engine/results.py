@@ -9,27 +9,12 @@ and builds nothing. No database access here.
 import numpy as np
 
 from . import core, disagreement
+from .robustness import competition_ranks, ranking_order
 from .rules import CONSISTENCY_THRESHOLD, SCALE_MAX, is_consistent
 from .selectors import document_tail
 from .snapshot import RunInputError, snapshot_arrays, snapshot_expert_values, snapshot_matrix
 
-__all__ = ["RESULTS_LAYOUT", "competition_ranks", "evaluate_snapshot"]
-
-
-def competition_ranks(cef: list[float], weighted: list[float]) -> tuple[list[int], list[int]]:
-    """Order (best first) and ranks where equal CEFs share a rank ("1, 2, 3, 3").
-
-    Within a tie the higher weighted score is listed first, so a vetoed
-    candidate's distance from the others stays visible.
-    """
-    order = sorted(range(len(cef)), key=lambda c: (-cef[c], -weighted[c], c))
-    ranks = [0] * len(cef)
-    for position, c in enumerate(order):
-        if position and cef[c] == cef[order[position - 1]]:
-            ranks[c] = ranks[order[position - 1]]
-        else:
-            ranks[c] = position + 1
-    return order, ranks
+__all__ = ["RESULTS_LAYOUT", "evaluate_snapshot"]
 
 
 def _vetoes(
@@ -163,7 +148,8 @@ def evaluate_snapshot(snapshot: dict) -> dict:
     shares = disagreement.veto_shares(lower, upper, measurements, own).tolist()
     cef = evaluation.cef.tolist()
     weighted = evaluation.weighted_scores.tolist()
-    order, ranks = competition_ranks(cef, weighted)
+    order = ranking_order(evaluation.cef, evaluation.weighted_scores).tolist()
+    ranks = competition_ranks(evaluation.cef).tolist()
     vetoed = np.flatnonzero(evaluation.vetoed)
     vetoes = dict(zip(vetoed.tolist(), _vetoes(lower, upper, measurements, vetoed, own), strict=True))
     group_scores = evaluation.group_scores.tolist()

@@ -56,6 +56,7 @@ __all__ = [
     "WhatIf",
     "bootstrap_seed",
     "competition_ranks",
+    "ranking_order",
     "crossings",
     "fragility",
     "leave_one_out",
@@ -476,12 +477,22 @@ def competition_ranks(cef: ArrayLike) -> np.ndarray:
     return ranks if values.ndim == 2 else ranks[0]
 
 
+def ranking_order(cef: ArrayLike, weighted: ArrayLike) -> np.ndarray:
+    """Candidates best first: by CEF, within a tie (equal CEFs share a
+    competition rank, :func:`competition_ranks`) the higher weighted score
+    first, so a vetoed candidate's distance from the others stays visible,
+    then by index. The one order the results, the what-if and the analyses
+    list candidates in."""
+    values = np.asarray(cef, dtype=np.float64)
+    return np.lexsort((np.arange(len(values)), -np.asarray(weighted, dtype=np.float64), -values))
+
+
 @dataclass(frozen=True, eq=False)
 class WhatIf:
     """Result of :func:`what_if`: ``weights`` (n,) as used (renormalised),
     ``cef`` and ``weighted_scores`` (m,), competition ``ranks`` (m,) and
     ``order`` (m,), candidates best first (ties by the higher weighted
-    score, then index, as ``engine.results.competition_ranks`` lists them)."""
+    score, then index: :func:`ranking_order`)."""
 
     weights: np.ndarray
     weighted_scores: np.ndarray
@@ -497,8 +508,13 @@ def what_if(a: ArrayLike, g: ArrayLike, vetoed: ArrayLike) -> WhatIf:
     weights, scores, mask = _problem(a, g, vetoed)
     weighted = (scores * weights).sum(axis=1)
     cef = np.where(mask, 0.0, weighted)
-    order = np.lexsort((np.arange(len(cef)), -weighted, -cef))
-    return WhatIf(weights=weights, weighted_scores=weighted, cef=cef, ranks=competition_ranks(cef), order=order)
+    return WhatIf(
+        weights=weights,
+        weighted_scores=weighted,
+        cef=cef,
+        ranks=competition_ranks(cef),
+        order=ranking_order(cef, weighted),
+    )
 
 
 def _attribute_index(attribute_of: ArrayLike, n: int, attributes: int | None = None) -> np.ndarray:
@@ -727,7 +743,7 @@ def leave_one_out(
         )
         cef[row] = result.cef
         ranks[row] = competition_ranks(result.cef)
-        order[row] = np.lexsort((np.arange(m), -result.weighted_scores, -result.cef))
+        order[row] = ranking_order(result.cef, result.weighted_scores)
         changed[row] = bool((ranks[row] == 1).tolist() != full_top.tolist())
         if np.array_equal(ranks[row], full_ranks):
             tau[row] = 1.0
@@ -986,10 +1002,19 @@ class Counts:
         return self.ranks[:, 0]
 
     def to_dict(self) -> dict:
-        """Plain JSON (lists of ints), what a task returns and a run stores."""
+        """Plain JSON, what a chunk returns and an analysis stores: the rank
+        counts as ``[candidate, rank, count]`` triples of the non-zero
+        entries (most of a large study's m × m are 0), the rest as lists of
+        ints. The one counts format (:meth:`from_dict` reads it back)."""
+        nonzero = np.argwhere(self.ranks > 0)
+        # Built by NumPy, not a loop: a chunk of a 1,000-candidate study has
+        # tens of thousands of entries, and its worker packs them (and the last
+        # chunk's worker unpacks every chunk's) before anything is stored.
+        triples = np.column_stack((nonzero, self.ranks[nonzero[:, 0], nonzero[:, 1]])).astype(np.int64)
         return {
             "samples": int(self.samples),
-            "ranks": self.ranks.tolist(),
+            "m": int(self.ranks.shape[0]),
+            "ranks": triples.tolist(),
             "pairwise": self.pairwise.tolist(),
             "pairwise_candidates": self.pairwise_candidates.tolist(),
             "central_weights": self.central_weights.tolist(),
@@ -997,11 +1022,14 @@ class Counts:
 
     @classmethod
     def from_dict(cls, data: dict) -> "Counts":
-        m = len(data["ranks"])
+        m = int(data["m"])
+        ranks = np.zeros((m, m), dtype=np.int64)
+        triples = np.array(data["ranks"], dtype=np.int64).reshape(-1, 3)
+        ranks[triples[:, 0], triples[:, 1]] = triples[:, 2]
         p = len(data["pairwise_candidates"])
         return cls(
             samples=int(data["samples"]),
-            ranks=np.array(data["ranks"], dtype=np.int64).reshape(m, m),
+            ranks=ranks,
             pairwise=np.array(data["pairwise"], dtype=np.int64).reshape(p, p),
             pairwise_candidates=np.array(data["pairwise_candidates"], dtype=np.intp),
             central_weights=np.array(data["central_weights"], dtype=np.int64).reshape(m, -1),

@@ -112,39 +112,6 @@ MONTE_CARLO_OPTIONS = {"judgments": bool, "peer_weights": bool, "ranges_percent"
 RANGES_PERCENT_MAX = 50
 
 
-def _pack(counts: robustness.Counts) -> dict:
-    """Counts as JSON, the rank counts as ``[candidate, rank, count]``
-    triples of the non-zero entries (most of a large study's m × m are 0)."""
-    nonzero = np.argwhere(counts.ranks > 0)
-    # Built by NumPy, not a loop: a chunk of a 1,000-candidate study has
-    # tens of thousands of entries, and its worker packs them (and the last
-    # chunk's worker unpacks every chunk's) before anything is stored.
-    triples = np.column_stack((nonzero, counts.ranks[nonzero[:, 0], nonzero[:, 1]])).astype(np.int64)
-    return {
-        "samples": int(counts.samples),
-        "m": int(counts.ranks.shape[0]),
-        "ranks": triples.tolist(),
-        "pairwise": counts.pairwise.tolist(),
-        "pairwise_candidates": counts.pairwise_candidates.tolist(),
-        "central_weights": counts.central_weights.tolist(),
-    }
-
-
-def _unpack(data: dict) -> robustness.Counts:
-    m = data["m"]
-    ranks = np.zeros((m, m), dtype=np.int64)
-    triples = np.array(data["ranks"], dtype=np.int64).reshape(-1, 3)
-    ranks[triples[:, 0], triples[:, 1]] = triples[:, 2]
-    p = len(data["pairwise_candidates"])
-    return robustness.Counts(
-        samples=data["samples"],
-        ranks=ranks,
-        pairwise=np.array(data["pairwise"], dtype=np.int64).reshape(p, p),
-        pairwise_candidates=np.array(data["pairwise_candidates"], dtype=np.intp),
-        central_weights=np.array(data["central_weights"], dtype=np.int64).reshape(m, -1),
-    )
-
-
 def _ahp_judgments(snapshot: dict) -> tuple[np.ndarray, np.ndarray] | None:
     """``(ahp_matrices (k, A, A), ahp_experts (k,))`` from a snapshot's
     ``attribute_judgments``: the experts who prioritised the attributes by
@@ -295,13 +262,13 @@ class MonteCarlo:
 
     def compute(self, run: RunInputs, spec: dict, seed: int, start: int, count: int) -> dict:
         counts = robustness.monte_carlo_chunk(self._inputs(run, spec), self._sampling(spec), seed, start, count)
-        return _pack(counts)
+        return counts.to_dict()
 
     def merge(self, counts: list[dict]) -> dict:
-        return _pack(robustness.merge([_unpack(chunk) for chunk in counts]))
+        return robustness.merge([robustness.Counts.from_dict(chunk) for chunk in counts]).to_dict()
 
     def summary(self, run: RunInputs, spec: dict, merged: dict) -> dict:
-        result = robustness.summary(_unpack(merged))
+        result = robustness.summary(robustness.Counts.from_dict(merged))
         snapshot = run.snapshot
         names = snapshot["candidates"]
         attributes = snapshot["attributes"]

@@ -17,7 +17,13 @@ def analysis_csv_rows(analysis: Analysis) -> list[list[object]]:
     if analysis.kind == Analysis.Kind.LEAVE_ONE_OUT:
         header: list[object] = ["expert_left_out", "winner", "top_three", "kendall_tau", "changes_winner"]
         return [header] + [
-            [row["expert"], " | ".join(row["winner"]), " | ".join(row["top_three"]), "" if row["tau"] is None else row["tau"], row["changes_winner"]]
+            [
+                row["expert"],
+                " | ".join(row["winner"]),
+                " | ".join(row["top_three"]),
+                "" if row["tau"] is None else row["tau"],
+                row["changes_winner"],
+            ]
             for row in summary["rows"]
         ]
     ranks = len(summary["candidates"][0]["ranks"]) if summary["candidates"] else 0

@@ -189,7 +189,7 @@ def bundle_check_limits(bundle: object) -> None:
     sets = check_size(
         bundle.get("prediction_sets"),
         field="prediction_sets",
-        limit=MAX_METRICS + MAX_CANDIDATES,
+        limit=PREDICTION_SETS_MAX,
         noun="prediction sets",
     )
     for position, entry in enumerate(sets if isinstance(sets, list) else []):

@@ -167,9 +167,7 @@ def test_a_monte_carlo_analysis_of_an_ahp_study_moves_the_judgments(run):
 
 
 def robustness_counts(counts):
-    from engine.robustness_kernels import _pack
-
-    return _pack(counts)
+    return counts.to_dict()
 
 
 def test_a_run_whose_snapshot_predates_the_judgments_still_analyses(db):
@@ -246,10 +244,8 @@ def test_the_expert_values_migration_bumps_every_study_too(run):
 
 
 def test_packed_counts_keep_their_layout_and_unpack_to_the_same_counts():
-    # _pack/_unpack are vectorised; the stored layout is unchanged:
+    # Counts.to_dict/from_dict, the one counts format, are vectorised; the stored layout is
     # [candidate, rank, count] triples of the non-zero entries, row by row.
-    from engine.robustness_kernels import _pack, _unpack
-
     rng = np.random.default_rng(3)
     ranks = rng.integers(0, 4, size=(30, 30)) * (rng.random((30, 30)) < 0.3)
     counts = robustness.Counts(
@@ -259,11 +255,13 @@ def test_packed_counts_keep_their_layout_and_unpack_to_the_same_counts():
         pairwise_candidates=np.array([0, 3, 7, 8, 29]),
         central_weights=rng.integers(0, 2**40, size=(30, 4)),
     )
-    packed = _pack(counts)
+    packed = counts.to_dict()
     assert packed["ranks"] == [[c, r, int(ranks[c, r])] for c in range(30) for r in range(30) if ranks[c, r] > 0]
     assert all(type(value) is int for triple in packed["ranks"] for value in triple)  # JSON-ready
-    again = _unpack(packed)
-    assert again.to_dict() == counts.to_dict()
+    again = robustness.Counts.from_dict(packed)
+    assert np.array_equal(again.ranks, counts.ranks) and again.samples == 17
+    assert np.array_equal(again.pairwise, counts.pairwise)
+    assert np.array_equal(again.central_weights, counts.central_weights)
     merged = robustness.merge([counts, again, counts])
     assert np.array_equal(merged.ranks, 3 * counts.ranks) and merged.samples == 51
     assert np.array_equal(merged.central_weights, 3 * counts.central_weights)

@@ -37,7 +37,7 @@ from engine import selectors as engine_selectors
 from engine import snapshot as engine_snapshot
 from engine import tasks as engine_tasks
 from engine.models import Run
-from engine.results import competition_ranks
+from engine.robustness import competition_ranks, ranking_order
 from engine.selectors import candidate_individual_scores, results_document, results_json
 from engine.services import (
     MAX_ATTEMPTS,
@@ -720,13 +720,14 @@ def test_succeeded_needs_results_in_the_database(study):
 def test_competition_ranks():
     cef = [0.3, 0.5, 0.3, 0.1, 0.0, 0.0, 0.3]
     weighted = [0.3, 0.5, 0.4, 0.1, 0.6, 0.7, 0.3]
-    order, ranks = competition_ranks(cef, weighted)
+    order, ranks = ranking_order(cef, weighted).tolist(), competition_ranks(cef).tolist()
     # 0.5 | 0.3 0.3 0.3 | 0.1 | 0 0: ranks 1 | 2 2 2 | 5 | 6 6; within a tie the higher weighted score,
     # then the original order.
     assert order == [1, 2, 0, 6, 3, 5, 4]
     assert ranks == [2, 1, 2, 5, 6, 6, 2]  # "1, 2, 2, 2, 5, 6, 6" in order
-    assert competition_ranks([0.9, 0.4, 0.4, 0.2], [0.9, 0.4, 0.4, 0.2]) == ([0, 1, 2, 3], [1, 2, 2, 4])
-    assert competition_ranks([], []) == ([], [])
+    tied = [0.9, 0.4, 0.4, 0.2]
+    assert ranking_order(tied, tied).tolist() == [0, 1, 2, 3] and competition_ranks(tied).tolist() == [1, 2, 2, 4]
+    assert ranking_order([], []).tolist() == [] and competition_ranks([]).tolist() == []
 
 
 # --- 8. the results document ---------------------------------------------------------
