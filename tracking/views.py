@@ -150,7 +150,10 @@ def mlflow_import(request: HttpRequest, study_id: int) -> HttpResponse:
     """Import the runs the mapping form names; the change report follows."""
     study = _designer_study(request, study_id)
     metrics = list(workspace_selectors.metric_list(study=study))
-    keys = sorted({value for name, value in request.POST.items() if name.startswith("key_") and value})
+    # QueryDict.items() gives each field's last value, a string.
+    keys = sorted(
+        {value for name, value in request.POST.items() if name.startswith("key_") and isinstance(value, str) and value}
+    )
     form = ImportForm(request.POST, metrics=metrics, keys=keys)
     if form.is_valid():
         data = form.cleaned_data
