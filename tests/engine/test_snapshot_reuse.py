@@ -13,6 +13,9 @@ from django.contrib import admin
 from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.db.models import F
+from hypothesis import HealthCheck, assume, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from engine import services as engine_services
 from engine.models import Run
@@ -539,6 +542,9 @@ GAPS = {
     "peer weights off by the tolerance": lambda s: PeerWeight.objects.filter(
         rater=_expert(s, "researcher"), ratee=_expert(s, "researcher")
     ).update(weight=F("weight") + 5e-7),
+    "peer weights off by just over the tolerance": lambda s: PeerWeight.objects.filter(
+        rater=_expert(s, "researcher"), ratee=_expert(s, "researcher")
+    ).update(weight=F("weight") + 1.01e-6),
     "an attribute weight": lambda s: (
         AttributeWeight.objects.filter(prioritisation__expert=_expert(s, "clinician")).first().delete()
     ),
@@ -565,6 +571,48 @@ def test_the_launchs_check_by_counts_agrees_with_reading_the_inputs(study, gap):
         with pytest.raises(PhaseConflict) as refused:
             launch(study)
         assert refused.value.code == "run_inputs_invalid" and str(refused.value).startswith("The run cannot start: ")
+
+
+class _Rollback(Exception):
+    """Undoes one example's changes (a savepoint) so the next starts from the case study."""
+
+
+@hypothesis_settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    gaps=st.one_of(st.just(set()), st.sets(st.sampled_from(sorted(set(GAPS) - {"nothing"})), max_size=3)),
+    peer_shift=st.sampled_from([0.0, 5e-7, -5e-7, 9.9e-7, 1.01e-6, -1.01e-6, 1e-3]),
+    weight=st.sampled_from([None, 1.0, 0.9999999, 1e-9]),
+)
+def test_the_check_by_counts_never_passes_inputs_the_run_refuses(study, gaps, peer_shift, weight):
+    """Issue 30 item 3: launch completeness is checked against the snapshot's
+    own validity rules (``snapshot_arrays``) for any mix of gaps, peer-weight
+    rows off by around the tolerance and odd peer weights (equal range
+    bounds and weights outside (0, 1] the database refuses): a "complete"
+    the run would then refuse is the one answer it may never give; without
+    a doubt (no change), the two agree."""
+    # The two gaps of the default-less metric write the same ranges: one at a time.
+    assume(not {"a range where the metric has no default", "every range given where the metric has no default"} <= gaps)
+    try:
+        with transaction.atomic():
+            for gap in sorted(gaps, key=lambda gap: (gap == "no expert", gap)):  # the others name experts
+                GAPS[gap](study)
+            researcher = PeerWeight.objects.filter(rater__study=study, rater__user__username="researcher")
+            researcher.filter(ratee__user__username="researcher").update(weight=F("weight") + peer_shift)
+            if weight is not None:
+                researcher.filter(ratee__user__username="clinician").update(weight=weight)
+            try:
+                snapshot_arrays(study_snapshot(study=study))
+            except RunInputError:
+                fit = False
+            else:
+                fit = True
+            complete = inputs_complete(study=study)
+            assert fit or not complete
+            if not gaps and peer_shift == 0.0 and weight is None:
+                assert complete and fit
+            raise _Rollback
+    except _Rollback:
+        pass
 
 
 # --- many at once (PostgreSQL) --------------------------------------------------------
