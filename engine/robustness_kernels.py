@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from workspace import limits
 from workspace.errors import InvalidInput
 
 from . import core, robustness
@@ -109,7 +110,7 @@ SUMMARY_RANKS = 10
 # What a Monte Carlo spec holds, with its type: the page's and the API's choices.
 MONTE_CARLO_OPTIONS = {"judgments": bool, "peer_weights": bool, "ranges_percent": float, "measurements": bool}
 # Range bounds move by less than half the range's width (engine.robustness.SamplingSpec).
-RANGES_PERCENT_MAX = 50
+RANGES_PERCENT_MAX = limits.RANGES_PERCENT_MAX
 
 
 def _ahp_judgments(snapshot: dict) -> tuple[np.ndarray, np.ndarray] | None:

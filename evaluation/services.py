@@ -650,9 +650,8 @@ def measurements_compute(*, study: Study, metrics: list[str] | None = None) -> C
 #: The designer's default tolerance: 4 (k - 1) ceil(log2(1 / 0.05)) = 40
 #: questions for three classes (the source's 0.01 asks 56).
 ELICITATION_EPSILON_DEFAULT = 0.05
-#: The most questions an elicited metric may ask each expert: beyond it the
-#: designer is asked for a larger tolerance or the diagonal kind.
-ELICITATION_MAX_QUESTIONS = 400
+#: The most questions an elicited metric may ask each expert (workspace.limits).
+ELICITATION_MAX_QUESTIONS = limits.ELICITATION_MAX_QUESTIONS
 
 
 def _elicitation_set_and_candidate(study: Study, prediction_set: Any, reference_candidate: Any) -> dict:

@@ -5,10 +5,10 @@ from django.conf import settings
 from django.db import models
 
 from workspace import history as recorded
+from workspace import limits
 from workspace.history import StudyHistory
 
-# An MLflow experiment's or run's id (a run's is 32 hexadecimal digits).
-MLFLOW_ID_MAX_LENGTH = 128
+MLFLOW_ID_MAX_LENGTH = limits.MLFLOW_ID_MAX_LENGTH
 
 
 class MlflowConnection(models.Model):

@@ -53,6 +53,7 @@ from urllib.parse import quote, urlencode
 
 from django.conf import settings
 
+from workspace import limits
 from workspace.errors import InvalidInput, ServiceError, Unavailable
 
 logger = logging.getLogger(__name__)
@@ -61,18 +62,17 @@ logger = logging.getLogger(__name__)
 # (request, headers, body), however slowly a server answers.
 TIMEOUT_SECONDS = 10
 CALL_SECONDS = 20
-# The most JSON one call reads, all its pages together (a server paging for
-# ever or answering huge pages is cut there), and the largest error answer.
-ANSWER_MAX_BYTES = 64 * 2**20
-ERROR_MAX_BYTES = 64 * 2**10
-# The most runs one import reads (a study holds at most MAX_CANDIDATES), and
-# a page of them; the most pages of any listing a server may make approve read.
-RUNS_MAX = 1000
+# The caps on what a server may make approve read (workspace.limits): the
+# JSON of one call, an error answer, the runs of an import, the artifacts
+# listed per run and a path's length.
+ANSWER_MAX_BYTES = limits.TRACKING_ANSWER_MAX_BYTES
+ERROR_MAX_BYTES = limits.TRACKING_ERROR_MAX_BYTES
+RUNS_MAX = limits.TRACKING_RUNS_MAX
+ARTIFACTS_LISTED_MAX = limits.TRACKING_ARTIFACTS_LISTED_MAX
+ARTIFACT_PATH_MAX_LENGTH = limits.TRACKING_ARTIFACT_PATH_MAX_LENGTH
+# A page of runs; the most pages of any listing a server may make approve read.
 RUNS_PAGE = 100
 PAGES_MAX = 100
-# The most artifacts listed per run when matching a pattern.
-ARTIFACTS_LISTED_MAX = 1000
-ARTIFACT_PATH_MAX_LENGTH = 1000
 # The most of a host's (checked) addresses tried, one after another.
 ADDRESSES_TRIED = 3
 

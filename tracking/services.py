@@ -38,11 +38,12 @@ from .remote import Connection, RemoteRun
 
 logger = logging.getLogger(__name__)
 
-URI_MAX_LENGTH = 500
-TOKEN_MAX_LENGTH = 2000
-FILTER_MAX_LENGTH = 2000
-KEY_MAX_LENGTH = 250
-PATTERN_MAX_LENGTH = 300
+# The fields' lengths, in the one limits module.
+URI_MAX_LENGTH = limits.TRACKING_URI_MAX_LENGTH
+TOKEN_MAX_LENGTH = limits.TRACKING_TOKEN_MAX_LENGTH
+FILTER_MAX_LENGTH = limits.TRACKING_FILTER_MAX_LENGTH
+KEY_MAX_LENGTH = limits.TRACKING_KEY_MAX_LENGTH
+PATTERN_MAX_LENGTH = limits.TRACKING_PATTERN_MAX_LENGTH
 # The tags publishing writes on each candidate's run, and on the summary run.
 TAG_STUDY, TAG_RANK, TAG_CEF, TAG_VETOED, TAG_RUN_URL = (
     "approve.study",

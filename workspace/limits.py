@@ -299,6 +299,36 @@ DISCUSSION_POST_MAX_CHARS = 5000
 ANALYSIS_SAMPLES_DEFAULT = 2000
 ANALYSIS_SAMPLES_MAX = 100_000
 
+# Leave-one-out has no options; a Monte Carlo's ranges move by less than this
+# share of their width (engine.robustness.SamplingSpec needs under half).
+RANGES_PERCENT_MAX = 50
+
+# --- elicited metrics (evaluation) ------------------------------------------------------
+# The most questions an elicited metric may ask each expert: beyond it the
+# designer is asked for a larger tolerance or the diagonal kind.
+ELICITATION_MAX_QUESTIONS = 400
+
+# --- MLflow tracking (tracking) -----------------------------------------------------------
+# A connection's fields and an import's mapping, as stored and as accepted.
+TRACKING_URI_MAX_LENGTH = 500
+TRACKING_TOKEN_MAX_LENGTH = 2000
+TRACKING_FILTER_MAX_LENGTH = 2000
+TRACKING_KEY_MAX_LENGTH = 250  # an MLflow metric key or a tag's name
+TRACKING_PATTERN_MAX_LENGTH = 300  # the prediction artifacts' path pattern
+# An MLflow experiment's or run's id (a run's is 32 hexadecimal digits).
+MLFLOW_ID_MAX_LENGTH = 128
+# The most JSON one call to a tracking server reads, all its pages together (a
+# server paging for ever or answering huge pages is cut there), and the
+# largest error answer read.
+TRACKING_ANSWER_MAX_BYTES = 64 * MB
+TRACKING_ERROR_MAX_BYTES = 64 * 1024
+# The most runs one import reads (a study holds at most MAX_CANDIDATES); the
+# most artifacts listed per run when matching a pattern, and an artifact
+# path's length.
+TRACKING_RUNS_MAX = MAX_CANDIDATES
+TRACKING_ARTIFACTS_LISTED_MAX = 1000
+TRACKING_ARTIFACT_PATH_MAX_LENGTH = 1000
+
 # --- API conventions (docs/api.md) ---------------------------------------------------
 # ``?page_size=`` on every list: from 1 to this many items a page (the default
 # is REST_FRAMEWORK's PAGE_SIZE); more is a 400 naming ``page_size``.

@@ -180,7 +180,20 @@ def test_every_expert_giving_the_same_value_equals_typing_it(problem):
 
 def test_leaving_an_expert_out_leaves_their_own_values_out(make_study):
     from engine.analyses import RunInputs
-    from engine.robustness_kernels import LeaveOneOut, _evaluation_arguments
+    from engine.robustness import without_expert
+    from engine.robustness_kernels import LeaveOneOut
+
+    def _evaluation_arguments(arrays, own, expert):
+        """The study without ``expert``, by hand: their rows and their own values gone."""
+        weights, peer, lower, upper = without_expert(expert, *arrays[:4])
+        values = core.ExpertValues(own.columns, np.delete(own.values, expert, axis=1))
+        return {
+            "weights": weights,
+            "peer_weights": peer,
+            "lower": lower,
+            "upper": upper,
+            "measurements": arrays[4],
+        }, values
 
     run = run_of(elicited_study(make_study))
     snapshot = run.snapshot
@@ -189,13 +202,15 @@ def test_leaving_an_expert_out_leaves_their_own_values_out(make_study):
     order = [snapshot["candidates"].index(name) for name in ("J48", "JRip")]
     # Without carol only bob's own values count (0.65, 0.4), without bob only carol's (0.35, 0.85).
     for left_out, expected in ((1, [0.65, 0.4]), (0, [0.35, 0.85])):
-        alone = core.evaluate(**_evaluation_arguments(arrays, own, left_out), tolerance=snapshot["tolerance"])
+        reduced, values = _evaluation_arguments(arrays, own, left_out)
+        alone = core.evaluate(**reduced, expert_values=values, tolerance=snapshot["tolerance"])
         assert alone.group_scores[order, auc] == pytest.approx(expected)
         assert alone.expert_influence.tolist() == [1.0]
     rows = LeaveOneOut().compute(RunInputs(snapshot=snapshot, results=run.results), {}, 0, 0, 2)["rows"]
     assert [row["expert"] for row in rows] == ["bob", "carol"]
     for row, left_out in zip(rows, (0, 1), strict=True):
-        alone = core.evaluate(**_evaluation_arguments(arrays, own, left_out), tolerance=snapshot["tolerance"])
+        reduced, values = _evaluation_arguments(arrays, own, left_out)
+        alone = core.evaluate(**reduced, expert_values=values, tolerance=snapshot["tolerance"])
         assert row["winner"] == [snapshot["candidates"][int(np.argmax(alone.cef))]]
 
 
