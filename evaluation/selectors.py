@@ -462,9 +462,7 @@ class ElicitedValue:
         revision round's feedback (``engine.feedback.summarise``; an elicited
         metric lies in [0, 1], so its coarse step is 0.05), never the lowest
         or highest."""
-        return feedback.summarise(
-            list(self.values.values()), step=feedback.bound_step(0.0, 1.0), origin=0.0, top=1.0
-        )
+        return feedback.summarise(list(self.values.values()), step=feedback.bound_step(0.0, 1.0), origin=0.0, top=1.0)
 
 
 # Each candidate's confusion matrix in a set (counts, rows and columns in

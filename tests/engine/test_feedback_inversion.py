@@ -293,7 +293,7 @@ def test_from_five_experts_only_inner_order_statistics_are_shown():
     assert shown == feedback.Summary(5, q1=0.2, median=0.3, q3=0.5)
     for n in range(5, 30):
         a = feedback.quartile_rank(n)
-        assert 2 <= a and n + 1 - a <= n - 1  # neither quartile is an extreme
+        assert a >= 2 and n + 1 - a <= n - 1  # neither quartile is an extreme
     shown = feedback.summarise([0.31, 0.34, 0.9], step=STEP)
     assert shown == feedback.Summary(3, band=(0.3, 0.35))
     assert feedback.summarise([1.0, 1.0, 1.0], step=STEP, top=1.0) == feedback.Summary(3, band=(0.95, 1.0))
