@@ -124,7 +124,7 @@ def bound_step(low: float, high: float) -> float:
     width = high - low
     if not (width > 0 and math.isfinite(width)):
         width = max(abs(low), abs(high), 1.0) if math.isfinite(low) and math.isfinite(high) else 1.0
-    return width / BOUND_STEPS
+    return _clean(width / BOUND_STEPS)
 
 
 def summarise(values: ArrayLike, *, step: float, origin: float = 0.0, top: float | None = None) -> Summary | None:
