@@ -188,7 +188,6 @@ def round_feedback(snapshot: dict[str, Any], spans: list[tuple[float, float] | N
 
     raters = [row for row in snapshot["peer_weights"] if row and None not in row]
     return {
-        "experts": len(snapshot["experts"]),
         "attributes": [
             {"name": name, "group": _weight(column(snapshot["attribute_weights"], j))}
             for j, name in enumerate(snapshot["attributes"])

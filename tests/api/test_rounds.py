@@ -76,7 +76,7 @@ def test_the_feedback_never_reveals_an_individuals_answer(panel, api, cast, read
             numbers.append(key)
 
     walk(body)
-    assert numbers and set(numbers) <= {"count", "median_band", "step", "experts"}
+    assert numbers and set(numbers) <= {"count", "median_band", "step"}
     # peer weights: the weights each receives summarised alike, no rater's row
     assert body["peer_weights"][0].keys() == {"name", "group", "own"}
     # ranges: each bound summarised on its own, never the sorted list
@@ -97,3 +97,18 @@ def test_the_designer_reads_no_feedback(panel, api, cast):  # noqa: F811
     services.round_open(study=panel.study, by=cast.alice)
     response = api(cast.alice).get(f"/api/v1/studies/{panel.study.pk}/rounds/feedback/")
     assert response.status_code == 403
+
+
+def test_re_reading_the_feedback_after_a_colleague_saves_isolates_nothing(panel, api, cast):  # noqa: F811
+    services.round_open(study=panel.study, by=cast.alice)
+    url = f"/api/v1/studies/{panel.study.pk}/rounds/feedback/"
+    before = api(cast.bob).get(url).json()
+    saved = api(cast.charlie).put(f"/api/v1/studies/{panel.study.pk}/my/ranges/", {"AUC": [0.1, 0.2]}, format="json")
+    assert saved.status_code == 200, saved.json()
+    after = api(cast.bob).get(url).json()
+    assert after == before  # the feedback the round opened with, to the digit
+    # charlie reads his own new range beside the same group figures
+    mine = api(cast.charlie).get(url).json()
+    auc = next(r for r in mine["ranges"] if r["name"] == "AUC")
+    assert auc["own"] == [0.1, 0.2]
+    assert auc["least_acceptable"] == next(r for r in before["ranges"] if r["name"] == "AUC")["least_acceptable"]

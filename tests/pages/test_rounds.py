@@ -57,6 +57,7 @@ def test_the_designer_opens_a_round_the_experts_see_the_group_and_the_designer_w
     assert "Revision round 1: how the group answered" in page
     assert "Check Accuracy, please" in page
     assert 'class="chart chart--box"' in page
+    assert 'class="box__median"' not in page  # three experts: the median's band only, no stroke
     assert "61.0 %" in page  # his own Accuracy weight, marked as his
     # bob confirms his ranges with a reason
     response = bob.post(f"/studies/{study}/my/round/ranges/", {"reason": "My AUC range is the clinic's"})
