@@ -28,10 +28,8 @@ __all__ = [
     "CONSENSUS_MEASURE",
     "CONSENSUS_WORDING",
     "WeightSpread",
-    "Quartiles",
     "ahp_consensus",
     "consensus_wording",
-    "quartiles",
     "veto_shares",
     "weight_rows",
     "weight_spread",
@@ -218,28 +216,3 @@ def consensus_wording(value: float) -> str:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value <= 1:
         raise ValueError(f"value must be a consensus in [0, 1], got {value!r}")
     return next(wording for bound, wording in reversed(CONSENSUS_WORDING) if value >= bound)
-
-
-class Quartiles(NamedTuple):
-    """A group's answers to one input, told without saying whose they are
-    (never its lowest or highest answer: those are one expert's own)."""
-
-    size: int  # how many values
-    q1: float
-    median: float
-    q3: float
-
-
-def quartiles(values: ArrayLike) -> Quartiles:
-    """The first quartile, median and third quartile of a group's values
-    (revision rounds' feedback): NumPy's default percentiles, linear
-    between the sorted values (type 7 of Hyndman and Fan), so with three
-    values the quartiles lie halfway between neighbours.
-
-    ValueError when ``values`` is empty or not finite.
-    """
-    values = core._as_finite_array(values, "values", 1)
-    if values.size == 0:
-        raise ValueError("values must hold at least one value")
-    q1, median, q3 = (float(q) for q in np.percentile(values, [25, 50, 75]))
-    return Quartiles(int(values.size), q1, median, q3)

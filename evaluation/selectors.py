@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, TypedDict
 import numpy as np
 from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet, Subquery
 
+from engine import feedback
 from workspace.models import Candidate, Measurement, Membership, Metric, Study
 
 from . import elicited as elicited_domain
@@ -451,7 +452,17 @@ class ElicitedValue:
 
     @property
     def spread(self) -> tuple[float, float] | None:
+        """The lowest and highest of the experts' values: the designer's only
+        (each is one expert's own answer, METHOD.md 9)."""
         return (min(self.values.values()), max(self.values.values())) if self.values else None
+
+    @property
+    def group(self) -> feedback.Summary | None:
+        """The experts' values as any member may read them: the summary of a
+        revision round's feedback (``engine.feedback.summarise``; an elicited
+        metric lies in [0, 1], so its coarse step is 0.05), never the lowest
+        or highest."""
+        return feedback.summarise(list(self.values.values()), step=feedback.bound_step(0.0, 1.0), origin=0.0, top=1.0)
 
 
 # Each candidate's confusion matrix in a set (counts, rows and columns in

@@ -121,6 +121,7 @@ PURE_MODULES = (
     "engine.layers",
     "engine.prioritisation",
     "engine.disagreement",
+    "engine.feedback",
     "engine.explain",
     "engine.compare",
     "engine.arguments",

@@ -748,7 +748,8 @@ def stacked_bar_chart(
 @dataclass(frozen=True)
 class BoxRow:
     """One input's group distribution on a shared axis: the box from the
-    first to the third quartile, the median's stroke, and one's own answer (a diamond; None
+    first to the third quartile (or the coarse band holding the median), the
+    median's stroke (None with a band), and one's own answer (a diamond; None
     when one gave none). ``box`` None: too few answers to show the group."""
 
     label: str
@@ -778,11 +779,12 @@ def box_plot(
     chart_id: str,
     title: str,
     description: str,
-    rows: Sequence[tuple[str, tuple[float, float, float] | None, float | None]],
+    rows: Sequence[tuple[str, tuple[float, float | None, float] | None, float | None]],
 ) -> BoxPlot:
     """Horizontal box plots of shares (weights) on one axis from 0 to 1.
-    ``rows``: ``(label, (min, q1, median, q3, max) or None, own value or
-    None)``."""
+    ``rows``: ``(label, (q1, median, q3) or None, own value or None)``; a
+    median of None draws the box alone (the coarse band holding the median,
+    engine.feedback)."""
     left = label_space([label for label, _, _ in rows])
     right = WIDTH - 24
     top = TOP
@@ -796,7 +798,7 @@ def box_plot(
                 short_label=shorten(label),
                 y=y,
                 box=(scale(group[0]), scale(group[2])) if group else None,
-                median=scale(group[1]) if group else None,
+                median=scale(group[1]) if group and group[1] is not None else None,
                 own=scale(own) if own is not None else None,
             )
         )

@@ -24,6 +24,8 @@ from itertools import accumulate
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from engine import feedback
+
 from .errors import InvalidInput
 
 MB = 1024 * 1024
@@ -426,9 +428,10 @@ HISTORY_PER_PAGE = 50
 # an expert gives for revising or confirming a step.
 ROUND_MESSAGE_MAX_CHARS = 2000
 ROUND_REASON_MAX_CHARS = 500
-# The group's distribution of an input is shown only when at least this many
-# experts gave it: with two, the median and one's own answer would give the
-# other's away.
-ROUND_FEEDBACK_MIN_EXPERTS = 3
+# How many experts' answers a round's feedback needs (METHOD.md 9): nothing
+# below the first, only the coarse band of the median below the second
+# (engine.feedback, where they are defined).
+ROUND_FEEDBACK_MIN_EXPERTS = feedback.MIN_EXPERTS
+ROUND_FEEDBACK_FINE_MIN_EXPERTS = feedback.FINE_MIN_EXPERTS
 # The most revision rounds a bundle may carry (each keeps every expert's inputs).
 ROUNDS_MAX = 50

@@ -767,7 +767,9 @@ class RevisionRound(models.Model):
     with an optional message, each expert sees the group's anonymised answers
     beside their own and revises or confirms each step; closing it freezes
     ``snapshot``, every expert's inputs at that moment
-    (``engine.snapshot.inputs_snapshot``). At most one round is open."""
+    (``engine.snapshot.inputs_snapshot``); opening it freezes ``feedback``,
+    the group feedback the experts read during it (METHOD.md 9, rule 4).
+    At most one round is open."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="rounds")
     number = models.PositiveIntegerField()
@@ -781,7 +783,10 @@ class RevisionRound(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     snapshot = models.JSONField(null=True, blank=True, help_text="the inputs at the round's close")
-    history = StudyHistory(kind="revision_round", scope=recorded.of_study, excluded_fields=["snapshot"])
+    # The group feedback every expert reads during the round, computed once
+    # from the inputs as they stood when it opened (engine.feedback.round_feedback).
+    feedback = models.JSONField(null=True, blank=True, help_text="the group feedback, frozen when the round opened")
+    history = StudyHistory(kind="revision_round", scope=recorded.of_study, excluded_fields=["snapshot", "feedback"])
 
     class Meta:
         ordering = ["study", "number"]

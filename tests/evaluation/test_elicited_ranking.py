@@ -422,6 +422,29 @@ def test_the_measurements_page_shows_the_spread_across_experts_once_closed(make_
     assert "AUC: each expert's own value" in second and "J48 0.24" not in second
 
 
+def test_an_expert_reads_the_values_across_experts_only_as_a_rounds_summary_never_the_extremes(make_study, client):
+    """The lowest and highest of the experts' values are each one expert's
+    own (METHOD.md 9): an expert reads the summary of a round's feedback,
+    which for two experts is nothing; the designer still reads both."""
+    import re
+
+    from tests.pages.test_studyhome import as_user, text_of
+
+    built = elicited_study(make_study)
+    workspace_services.study_close_assessment(study=built.study)
+    response = as_user(client, built.bob.user).get(f"/studies/{built.study.pk}/measurements/")
+    assert response.status_code == 200
+    table = re.search(r'<table class="table table--compact elicited-spread">.*?</table>', response.content.decode(),
+                      flags=re.S)  # fmt: skip
+    assert table is not None
+    rows = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", table.group(0)))
+    assert "Lowest" not in rows and "Highest" not in rows
+    assert "J48 fewer than 3 experts: not shown two.csv" in rows
+    for secret in ("0.24", "0.36", "0.26", "0.44"):  # carol's and bob's own values
+        assert secret not in rows
+    assert "no expert's value is shown" in text_of(response)
+
+
 def test_the_api_accepts_a_monte_carlo_analysis_of_such_a_run_and_returns_its_values(make_study, api, cast):
     from engine import analyses
     from engine.models import Analysis

@@ -12,6 +12,7 @@ from django.test import Client
 from tests.fixtures import CAROL_JUDGMENTS
 from workspace import services
 from workspace.models import Phase, RevisionRound, RoundResponse
+from workspace.templatetags.numbers import significant
 
 pytestmark = pytest.mark.django_db
 
@@ -56,6 +57,7 @@ def test_the_designer_opens_a_round_the_experts_see_the_group_and_the_designer_w
     assert "Revision round 1: how the group answered" in page
     assert "Check Accuracy, please" in page
     assert 'class="chart chart--box"' in page
+    assert 'class="box__median"' not in page  # three experts: the median's band only, no stroke
     assert "61.0 %" in page  # his own Accuracy weight, marked as his
     # bob confirms his ranges with a reason
     response = bob.post(f"/studies/{study}/my/round/ranges/", {"reason": "My AUC range is the clinic's"})
@@ -81,16 +83,25 @@ def test_no_step_page_reveals_another_experts_answer(panel, cast, step):
     if step != "peer-weights":
         assert "carol" not in feedback and "charlie" not in feedback
     else:
-        # the mean each receives, never a row: carol's row gave charlie 30 %, charlie himself 60 %
-        assert "30.0 %" not in feedback.replace("36.7 %", "")
-        assert "36.7 %" in feedback  # bob's mean: (60 + 30 + 20) / 3
+        # the coarse band of the weights each receives, never a row nor a mean: bob
+        # receives 60, 30 and 20 %, so the median's band is 30 to 35 %
+        text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", feedback))
+        assert "bob median between 30.0 % and 35.0 %" in text
+        # carol's 40 % for herself and bob's old mean 36.7 % nowhere (60 % is bob's own)
+        assert not re.search(r"\b(36\.7|40\.0) %", text), text
 
 
-def test_ranges_step_shows_the_groups_bounds_sorted_and_unpaired(panel, cast):
-    services.round_open(study=panel.study, by=cast.alice)
+def test_ranges_step_shows_each_bounds_median_band_never_the_list(panel, cast):
+    round = services.round_open(study=panel.study, by=cast.alice)
     page = client_of(cast.carol).get(f"/studies/{panel.study.pk}/my/ranges/").content.decode()
-    feedback = page[page.index('id="round"') :]
-    assert "0.6 · 0.71 · 0.75" in feedback and "0.91 · 0.95 · 0.99" in feedback
+    feedback = page[page.index('id="round"') : page.index("</section>", page.index('id="round"'))]
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", feedback))
+    assert "0.6 · 0.71" not in text and "0.99" not in text  # the old sorted list, charlie's extremes
+    auc = next(r for r in round.feedback["ranges"] if r["name"] == "AUC")
+    for bound in ("least_acceptable", "desired"):
+        low, high = auc[bound]["median_band"]
+        assert f"median between {significant(low)} and {significant(high)} 3 experts: a coarse band only" in text
+    assert "0.75 to 0.91" in text  # carol's own range
 
 
 def test_closing_asks_first_then_keeps_the_round_and_the_home_shows_convergence(panel, cast):

@@ -5,7 +5,8 @@ import copy
 
 import pytest
 
-from engine.disagreement import ahp_consensus, quartiles, weight_spread
+from engine import feedback as group_feedback
+from engine.disagreement import ahp_consensus, weight_spread
 from engine.snapshot import inputs_snapshot
 from tests.api.conftest import launch_and_finish
 from tests.fixtures import CAROL_JUDGMENTS, db_snapshot
@@ -150,26 +151,114 @@ def test_s_star_per_round_equals_engine_disagreement_on_that_rounds_inputs(panel
     assert rows[1].attribute_spread["Efficiency"] < rows[0].attribute_spread["Efficiency"]
 
 
-def test_feedback_tells_the_group_by_quartiles_and_marks_only_ones_own(panel, cast):
+def test_with_three_experts_feedback_tells_only_the_coarse_band_of_each_median(panel, cast):
     round = services.round_open(study=panel.study, by=cast.alice)
     feedback = selectors.round_feedback(study=panel.study, expert=panel.bob, round=round)
     accuracy = next(a for a in feedback.attributes if a.name == "Accuracy")
     snapshot = inputs_snapshot(study=panel.study)
     column = [row[0] for row in snapshot["attribute_weights"]]
-    assert accuracy.group == quartiles(column)
-    assert accuracy.own == 0.5  # bob: 50 / 100
-    # sorted, 3 values: the median is the middle one, the quartiles halfway
+    assert accuracy.group == group_feedback.summarise(column, step=0.05, top=1.0)
     low, mid, high = sorted(column)
-    assert (accuracy.group.q1, accuracy.group.median, accuracy.group.q3) == pytest.approx(
-        ((low + mid) / 2, mid, (mid + high) / 2)
-    )
+    band = accuracy.group.band
+    assert band[0] <= mid <= band[1] and band[1] - band[0] == pytest.approx(0.05)
+    assert band[0] * 20 == pytest.approx(int(band[0] * 20 + 0.5))  # on the grid of 5 points
+    assert (accuracy.group.q1, accuracy.group.median, accuracy.group.q3) == (None, None, None)
+    assert accuracy.own == 0.5  # bob: 50 / 100
+    # Ranges: each bound on its own, the band a twentieth of AUC's range
+    # (its candidates' values and default range), never the sorted list.
     auc = next(r for r in feedback.ranges if r.name == "AUC")
-    assert auc.least_acceptable == [0.6, 0.7, 0.75] and auc.desired == [0.9, 0.95, 0.99]
-    assert auc.own == (0.7, 0.95)
-    peers = {p.name: p.mean for p in feedback.peer_weights}
-    assert peers == pytest.approx(
-        {"bob": (0.6 + 0.3 + 0.2) / 3, "carol": (0.2 + 0.4 + 0.2) / 3, "charlie": (0.2 + 0.3 + 0.6) / 3}
+    [span] = [s for m, s in zip(snapshot["metrics"], _spans(panel), strict=True) if m["name"] == "AUC"]
+    assert auc.step == pytest.approx((span[1] - span[0]) / 20)
+    assert auc.least_acceptable == group_feedback.summarise(
+        [0.6, 0.7, 0.75], step=auc.step, origin=span[0], top=span[1]
     )
+    assert auc.least_acceptable.band[0] <= 0.7 <= auc.least_acceptable.band[1]
+    assert auc.desired.band[0] <= 0.95 <= auc.desired.band[1] and auc.desired.count == 3
+    assert auc.own == (0.7, 0.95)
+    # Peer weights: the weights each expert receives, (0.6, 0.3, 0.2) for
+    # bob: median 0.3, in [0.3, 0.35].
+    peers = {p.name: p.group.band for p in feedback.peer_weights}
+    assert peers == {"bob": (0.3, 0.35), "carol": (0.2, 0.25), "charlie": (0.3, 0.35)}
+    assert {p.name: p.own for p in feedback.peer_weights} == {"bob": 0.6, "carol": 0.2, "charlie": 0.2}
+
+
+def _spans(built):
+    return selectors.rounds.metric_spans(study=built.study, metrics=list(selectors.selected_metrics(built.study)))
+
+
+def test_a_colleagues_save_during_the_round_changes_nothing_another_reads_until_the_next_round(panel, cast):
+    round = services.round_open(study=panel.study, by=cast.alice)
+    assert round.feedback == selectors.round_feedback_frozen(study=panel.study)  # kept when it opened
+    before = selectors.round_feedback(study=panel.study, expert=panel.bob, round=round)
+    # carol and charlie move their AUC bounds and charlie his weights, far.
+    services.ranges_set(expert=panel.carol, ranges={"AUC": [0.5, 0.6], "Success rate": [0.82, 0.9]})
+    services.ranges_set(expert=panel.experts["charlie"], ranges={"AUC": [0.5, 0.6]})
+    services.priorities_set(
+        expert=panel.experts["charlie"], method="direct", weights={"Accuracy": 8, "Consistency": 1, "Efficiency": 1}
+    )
+    services.peer_weights_set(expert=panel.carol, weights={"bob": 0.1, "carol": 0.8, "charlie": 0.1})
+    after = selectors.round_feedback(
+        study=panel.study, expert=panel.bob, round=selectors.round_current(study=panel.study)
+    )
+    for kind in ("attributes", "metrics", "ranges", "peer_weights"):
+        assert getattr(after, kind) == getattr(before, kind), kind
+    # bob's own revision is his own to see at once; the group still is not.
+    services.ranges_set(expert=panel.bob, ranges={"AUC": [0.55, 0.65]})
+    mine = selectors.round_feedback(study=panel.study, expert=panel.bob, round=round)
+    auc = next(r for r in mine.ranges if r.name == "AUC")
+    assert auc.own == (0.55, 0.65)
+    assert auc.least_acceptable == next(r for r in before.ranges if r.name == "AUC").least_acceptable
+    # The next round's feedback has the changes: AUC's desired values are now 0.6, 0.6, 0.65.
+    services.round_close(study=panel.study, by=cast.alice)
+    second = services.round_open(study=panel.study, by=cast.alice)
+    auc = next(
+        r for r in selectors.round_feedback(study=panel.study, expert=panel.bob, round=second).ranges if r.name == "AUC"
+    )
+    assert auc.desired.band[0] <= 0.6 <= auc.desired.band[1]
+    assert auc.desired != next(r for r in before.ranges if r.name == "AUC").desired
+
+
+def test_a_round_without_kept_feedback_keeps_it_at_its_first_read(panel, cast):
+    round = services.round_open(study=panel.study, by=cast.alice)
+    kept = round.feedback
+    RevisionRound.objects.filter(pk=round.pk).update(feedback=None)  # opened before feedback was kept
+    services.ranges_set(expert=panel.carol, ranges={"AUC": [0.5, 0.6]})
+    round = selectors.round_current(study=panel.study)
+    selectors.round_feedback(study=panel.study, expert=panel.bob, round=round)
+    first = RevisionRound.objects.get(pk=round.pk).feedback
+    assert first is not None and first != kept  # computed from the inputs at that read
+    services.ranges_set(expert=panel.carol, ranges={"AUC": [0.8, 0.9]})
+    selectors.round_feedback(study=panel.study, expert=panel.bob, round=selectors.round_current(study=panel.study))
+    assert RevisionRound.objects.get(pk=round.pk).feedback == first  # and kept from then on
+
+
+FIVE = ("bob", "carol", "charlie", "dave", "erin")
+
+
+def test_from_five_experts_the_median_and_inner_quartiles_are_shown_never_an_extreme(make_study, cast):
+    from django.contrib.auth import get_user_model
+
+    for name in ("dave", "erin"):
+        setattr(cast, name, get_user_model().objects.create_user(username=name, password="x"))
+    built = make_study(Phase.ASSESSMENT, experts=FIVE)
+    weights = {"bob": 10, "carol": 20, "charlie": 30, "dave": 40, "erin": 90}
+    bounds = {"bob": 0.5, "carol": 0.6, "charlie": 0.65, "dave": 0.7, "erin": 0.85}
+    for name in FIVE:
+        rest = 100 - weights[name]
+        services.prioritisation_set(
+            expert=built.experts[name],
+            method="direct",
+            weights={"Accuracy": weights[name], "Consistency": rest / 2, "Efficiency": rest / 2},
+        )
+        services.ranges_set(expert=built.experts[name], ranges={"AUC": [bounds[name], 0.95]})
+    round = services.round_open(study=built.study, by=cast.alice)
+    feedback = selectors.round_feedback(study=built.study, expert=built.experts["erin"], round=round)
+    accuracy = next(a for a in feedback.attributes if a.name == "Accuracy")
+    assert accuracy.group == group_feedback.Summary(5, q1=0.2, median=0.3, q3=0.4)  # never 0.1 nor 0.9
+    assert accuracy.own == pytest.approx(0.9)
+    auc = next(r for r in feedback.ranges if r.name == "AUC")
+    assert auc.least_acceptable == group_feedback.Summary(5, q1=0.6, median=0.65, q3=0.7)
+    assert auc.desired == group_feedback.Summary(5, q1=0.95, median=0.95, q3=0.95)
 
 
 def test_with_fewer_than_three_answers_the_group_is_not_described(make_study, cast):
@@ -178,7 +267,7 @@ def test_with_fewer_than_three_answers_the_group_is_not_described(make_study, ca
     feedback = selectors.round_feedback(study=built.study, expert=built.bob, round=round)
     assert all(a.group is None for a in feedback.attributes + feedback.metrics)
     assert all(r.least_acceptable is None and r.desired is None for r in feedback.ranges)
-    assert all(p.mean is None for p in feedback.peer_weights)
+    assert all(p.group is None for p in feedback.peer_weights)
     assert feedback.attributes[0].own == 0.5
 
 

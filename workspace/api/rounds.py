@@ -3,10 +3,12 @@ the designer opens one), a round's status (who has responded, for the
 designer; your own responses for an expert), closing the open round
 (designer), and an expert's feedback view and response.
 
-The feedback is anonymised exactly as on the step pages
-(``workspace.selectors.rounds``): quartiles of the weights, the group's bounds
-each sorted on its own, the mean weight each expert receives, and the
-previous round's reasons without their authors.
+The feedback is the step pages' own (``workspace.selectors.round_feedback``,
+``engine.feedback``), kept when the round opened: each weight, each bound on
+its own and the weights each expert receives, summarised by the coarse band
+of the median below five experts and by the median and quartiles from five
+(never the lowest or highest), and the previous round's reasons without
+their authors.
 """
 
 from typing import Any
@@ -71,38 +73,67 @@ class RoundStatusSerializer(RoundSerializer):
     mine = RoundResponseSerializer(many=True, allow_null=True, help_text="your own responses (expert; null otherwise)")
 
 
-class QuartilesSerializer(serializers.Serializer):
-    count = serializers.IntegerField(source="size", help_text="how many experts gave this weight")
-    q1 = serializers.FloatField()
-    median = serializers.FloatField()
-    q3 = serializers.FloatField()
+class SummarySerializer(serializers.Serializer):
+    count = serializers.IntegerField(help_text="how many experts gave this input")
+    median_band = serializers.ListField(
+        source="band",
+        child=serializers.FloatField(),
+        min_length=2,
+        max_length=2,
+        allow_null=True,
+        help_text=f"with fewer than {limits.ROUND_FEEDBACK_FINE_MIN_EXPERTS} experts: the coarse step "
+        "`[low, high]` holding the median (five percentage points for a weight, a twentieth of the "
+        "metric's range for a bound), and nothing else; null from "
+        f"{limits.ROUND_FEEDBACK_FINE_MIN_EXPERTS} on",
+    )
+    q1 = serializers.FloatField(
+        allow_null=True,
+        help_text=f"from {limits.ROUND_FEEDBACK_FINE_MIN_EXPERTS} experts: the lower quartile, the order "
+        "statistic x(a), a = max(2, (n+3)//4), never the lowest answer; null below",
+    )
+    median = serializers.FloatField(
+        allow_null=True, help_text=f"from {limits.ROUND_FEEDBACK_FINE_MIN_EXPERTS} experts; null below"
+    )
+    q3 = serializers.FloatField(
+        allow_null=True,
+        help_text=f"from {limits.ROUND_FEEDBACK_FINE_MIN_EXPERTS} experts: the upper quartile x(n+1-a), "
+        "never the highest answer; null below",
+    )
+
+
+_NOT_SHOWN = f"null when fewer than {limits.ROUND_FEEDBACK_MIN_EXPERTS} experts gave one"
 
 
 class WeightFeedbackSerializer(serializers.Serializer):
     name = StrictCharField()
     attribute = StrictCharField(allow_null=True, help_text="a metric's attribute; null for an attribute")
-    group = QuartilesSerializer(
-        allow_null=True, help_text=f"null when fewer than {limits.ROUND_FEEDBACK_MIN_EXPERTS} experts gave one"
-    )
-    own = serializers.FloatField(allow_null=True, help_text="your weight; null if you gave none")
+    group = SummarySerializer(allow_null=True, help_text=f"the group's weights, as the round opened; {_NOT_SHOWN}")
+    own = serializers.FloatField(allow_null=True, help_text="your weight now; null if you gave none")
 
 
 class RangeFeedbackSerializer(serializers.Serializer):
     name = StrictCharField()
     better = StrictCharField()
     unit = StrictCharField()
-    least_acceptable = serializers.ListField(
-        child=serializers.FloatField(), allow_null=True, help_text="the group's, sorted (not paired with `desired`)"
+    step = serializers.FloatField(
+        allow_null=True,
+        help_text="the bounds' coarse step, a twentieth of the metric's range (its candidates' measured values "
+        "and default range; [0, 1] for an elicited metric); null when nothing gives the metric a range, and "
+        f"then nothing is shown below {limits.ROUND_FEEDBACK_FINE_MIN_EXPERTS} experts",
     )
-    desired = serializers.ListField(child=serializers.FloatField(), allow_null=True, help_text="the group's, sorted")
-    own = serializers.ListField(child=serializers.FloatField(), allow_null=True, help_text="yours")
+    least_acceptable = SummarySerializer(
+        allow_null=True, help_text=f"the group's least acceptable values, on their own (never paired); {_NOT_SHOWN}"
+    )
+    desired = SummarySerializer(allow_null=True, help_text=f"the group's desired values, on their own; {_NOT_SHOWN}")
+    own = serializers.ListField(
+        child=serializers.FloatField(), allow_null=True, help_text="yours now: [least acceptable, desired]"
+    )
 
 
 class PeerFeedbackSerializer(serializers.Serializer):
     name = StrictCharField(help_text="the expert weighed")
-    mean = serializers.FloatField(allow_null=True, help_text="the mean weight the group gives them")
-    raters = serializers.IntegerField()
-    own = serializers.FloatField(allow_null=True, help_text="the weight you give them")
+    group = SummarySerializer(allow_null=True, help_text=f"the weights the group gives them; {_NOT_SHOWN}")
+    own = serializers.FloatField(allow_null=True, help_text="the weight you give them now")
 
 
 class ReasonsSerializer(serializers.Serializer):
@@ -112,6 +143,9 @@ class ReasonsSerializer(serializers.Serializer):
 
 
 class FeedbackSerializer(serializers.Serializer):
+    """The group's answers as they stood when the round opened (a change
+    made during the round shows in the next round's), beside yours now."""
+
     round = RoundSerializer()
     attributes = WeightFeedbackSerializer(many=True)
     metrics = WeightFeedbackSerializer(many=True)
@@ -207,8 +241,8 @@ class RoundCloseView(RoundsScoped, APIView):
 class RoundFeedbackView(RoundsScoped, APIView):
     @extend_schema(responses=FeedbackSerializer)
     def get(self, request: Request, study_id: int) -> Response:
-        """The open round's anonymised group feedback beside your own answers
-        (expert; 404 when no round is open)."""
+        """The open round's anonymised group feedback, kept when it opened,
+        beside your own answers (expert; 404 when no round is open)."""
         expert = self.expert()
         feedback = selectors.round_feedback(study=self.study(), expert=expert, round=self.open_round())
         return Response(FeedbackSerializer(feedback).data)

@@ -2,31 +2,34 @@
 one, the group's anonymised feedback an expert reads, and the convergence
 across closed rounds.
 
-Anonymity (docs/method.md, "Revision rounds"): the feedback names no expert
-and keeps no expert's order. Weights are told as quartiles only (never the
-lowest or highest, which are one expert's own); ranges as
-the group's least acceptable and desired values each sorted on their own (so
-a bound is not paired with its other bound); peer weights as the mean weight
-each expert receives; reasons without their author, sorted by their text. An
-input fewer than ``ROUND_FEEDBACK_MIN_EXPERTS`` experts gave is not described
-at all (with two, the median and one's own answer give the other's away).
+The feedback (docs/method.md, "Revision-round feedback"; METHOD.md 9) is
+``engine.feedback.round_feedback``, computed once when the round opens
+(``round_feedback_frozen``, stored in ``RevisionRound.feedback``) and read
+unchanged for the whole round, beside the expert's own answers as they are
+now. It names no expert and keeps no expert's order: each input (a weight,
+a least acceptable or a desired value, the weight an expert receives) is
+summarised on its own, with fewer than five answers only by the coarse band
+of its median, from five on by its median and quartiles, never by the
+lowest or highest answer; reasons without their author, sorted by their text.
 """
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from django.db.models import QuerySet
+from django.db.models import Max, Min, QuerySet
 
-from engine.disagreement import Quartiles, ahp_consensus, quartiles, weight_spread
+from engine import feedback as group_feedback
+from engine.disagreement import ahp_consensus, weight_spread
+from engine.feedback import Summary
 
-from ..limits import ROUND_FEEDBACK_MIN_EXPERTS
-from ..models import Membership, RevisionRound, RoundResponse, RoundStep, Study
+from ..models import Measurement, Membership, Metric, RevisionRound, RoundResponse, RoundStep, Study
+from .design import selected_metrics
 from .experts import expert_list
 
 
 def round_list(*, study: Study) -> QuerySet[RevisionRound]:
-    """The study's rounds, first first, without their snapshots."""
-    return RevisionRound.objects.filter(study=study).defer("snapshot").order_by("number")
+    """The study's rounds, first first, without their snapshots and feedback."""
+    return RevisionRound.objects.filter(study=study).defer("snapshot", "feedback").order_by("number")
 
 
 def round_current(*, study: Study) -> RevisionRound | None:
@@ -77,88 +80,77 @@ def my_round_responses(*, round: RevisionRound, expert: Membership) -> dict[str,
 # --- the group's feedback --------------------------------------------------------------
 
 
+def metric_spans(*, study: Study, metrics: list[Metric]) -> list[tuple[float, float] | None]:
+    """Each metric's range as the bounds' coarse step reads it: the span of
+    its candidates' measured values and its default range (what every expert
+    sees without another's bounds); an elicited metric's is [0, 1] (its
+    values are the experts' own, and a metric of a confusion matrix lies
+    there); None when nothing is known. One query."""
+    measured = {
+        row["metric"]: (row["low"], row["high"])
+        for row in Measurement.objects.filter(study=study, metric__in=metrics)
+        .values("metric")
+        .annotate(low=Min("value"), high=Max("value"))
+    }
+    elicited = set(
+        Metric.objects.filter(pk__in=[m.pk for m in metrics], elicitation__isnull=False).values_list("pk", flat=True)
+    )
+    spans: list[tuple[float, float] | None] = []
+    for metric in metrics:
+        if metric.pk in elicited:
+            spans.append((0.0, 1.0))
+            continue
+        known = [
+            v
+            for v in (*measured.get(metric.pk, ()), metric.default_least_acceptable, metric.default_desired)
+            if v is not None
+        ]
+        spans.append((min(known), max(known)) if known else None)
+    return spans
+
+
+def round_feedback_frozen(*, study: Study) -> dict[str, Any]:
+    """The group feedback of a round opening now (``engine.feedback.round_feedback``
+    of the inputs as they stand): what ``round_open`` keeps with the round."""
+    from engine.snapshot import inputs_snapshot  # engine.snapshot reads workspace: imported when used
+
+    return group_feedback.round_feedback(
+        inputs_snapshot(study=study), metric_spans(study=study, metrics=list(selected_metrics(study)))
+    )
+
+
 @dataclass(frozen=True)
 class WeightFeedback:
-    """The group's weights of one attribute or metric: ``group`` None when
-    fewer than ROUND_FEEDBACK_MIN_EXPERTS experts gave one."""
+    """The group's weights of one attribute or metric (``group`` None when
+    fewer than engine.feedback.MIN_EXPERTS experts gave one), and yours."""
 
     name: str
-    group: Quartiles | None
+    group: Summary | None
     own: float | None
     attribute: str | None = None  # a metric's attribute
 
 
 @dataclass(frozen=True)
 class RangeFeedback:
-    """The group's bounds of one metric, each sorted on its own."""
+    """The group's least acceptable and desired values of one metric, each
+    summarised on its own (never paired), and your range."""
 
     name: str
     better: str
     unit: str
-    least_acceptable: list[float] | None
-    desired: list[float] | None
+    step: float | None  # the coarse step of the bounds (a twentieth of the metric's range)
+    least_acceptable: Summary | None
+    desired: Summary | None
     own: tuple[float, float] | None
 
 
 @dataclass(frozen=True)
 class PeerFeedback:
-    """How much the group trusts one expert, on average, and how much you do."""
+    """The weights the group gives one expert, and the weight you give them."""
 
     name: str
-    mean: float | None
-    raters: int
+    group: Summary | None
     own: float | None
-
-
-def _column(grid: list[list[Any]], j: int) -> list[float]:
-    return [row[j] for row in grid if row[j] is not None]
-
-
-def _weights(names: list[Any], grid: list[list[Any]], me: int | None) -> list[WeightFeedback]:
-    out = []
-    for j, name in enumerate(names):
-        values = _column(grid, j)
-        shown = quartiles(values) if len(values) >= ROUND_FEEDBACK_MIN_EXPERTS else None
-        own = grid[me][j] if me is not None else None
-        if isinstance(name, dict):  # a metric
-            out.append(WeightFeedback(name["name"], shown, own, name["attribute"]))
-        else:
-            out.append(WeightFeedback(name, shown, own))
-    return out
-
-
-def _ranges(snapshot: dict, me: int | None) -> list[RangeFeedback]:
-    out = []
-    for j, metric in enumerate(snapshot["metrics"]):
-        pairs = [(lo[j], up[j]) for lo, up in zip(snapshot["lower"], snapshot["upper"], strict=True)]
-        given = [pair for pair in pairs if pair[0] is not None and pair[1] is not None]
-        enough = len(given) >= ROUND_FEEDBACK_MIN_EXPERTS
-        out.append(
-            RangeFeedback(
-                name=metric["name"],
-                better=metric["better"],
-                unit=metric["unit"],
-                least_acceptable=sorted(p[0] for p in given) if enough else None,
-                desired=sorted(p[1] for p in given) if enough else None,
-                own=pairs[me] if me is not None and None not in pairs[me] else None,
-            )
-        )
-    return out
-
-
-def _peers(snapshot: dict, me: int | None) -> list[PeerFeedback]:
-    grid = snapshot["peer_weights"]
-    raters = [row for row in grid if None not in row]
-    enough = len(raters) >= ROUND_FEEDBACK_MIN_EXPERTS
-    return [
-        PeerFeedback(
-            name=name,
-            mean=sum(row[j] for row in raters) / len(raters) if enough else None,
-            raters=len(raters),
-            own=grid[me][j] if me is not None else None,
-        )
-        for j, name in enumerate(snapshot["experts"])
-    ]
 
 
 def _reasons(round: RevisionRound | None) -> dict[str, list[str]]:
@@ -180,25 +172,83 @@ class Feedback:
     peer_weights: list[PeerFeedback]
     previous_reasons: dict[str, list[str]]  # by step, from the round before
     mine: dict[str, RoundResponse]  # the expert's responses to this round, by step
-    min_experts: int = ROUND_FEEDBACK_MIN_EXPERTS
+    min_experts: int = group_feedback.MIN_EXPERTS
+    fine_min_experts: int = group_feedback.FINE_MIN_EXPERTS
+
+
+def _frozen(study: Study, round: RevisionRound) -> dict[str, Any]:
+    """The round's kept feedback. A round opened before feedback was kept, or
+    imported open from a bundle, has none: it is computed at its first read
+    and kept from then on (only if still none, so two first reads agree)."""
+    if round.feedback is None:
+        computed = round_feedback_frozen(study=study)
+        RevisionRound.objects.filter(pk=round.pk, feedback__isnull=True).update(feedback=computed)
+        round.feedback = RevisionRound.objects.values_list("feedback", flat=True).get(pk=round.pk)
+    return cast(dict[str, Any], round.feedback)
+
+
+def _own(grid: list[list[Any]], me: int | None, j: int) -> Any:
+    return grid[me][j] if me is not None and grid[me] else None
 
 
 def round_feedback(*, study: Study, expert: Membership, round: RevisionRound) -> Feedback:
-    """What ``expert`` reads in ``round``: every step's group distribution
-    (from the experts' inputs as they are now) beside their own answer, and
-    the reasons given in the round before, anonymised (module docstring)."""
+    """What ``expert`` reads in ``round``: the group's feedback kept when the
+    round opened (``RevisionRound.feedback``; a save during the round shows
+    in the next round's) beside their own answers as they are now, and the
+    reasons given in the round before, anonymised (module docstring)."""
     from engine.snapshot import inputs_snapshot  # engine.snapshot reads workspace: imported when used
 
-    snapshot = inputs_snapshot(study=study)
+    frozen = _frozen(study, round)
+    live = inputs_snapshot(study=study)
     username = expert.user.get_username()
-    me = snapshot["experts"].index(username) if username in snapshot["experts"] else None
-    previous = RevisionRound.objects.filter(study=study, number=round.number - 1).defer("snapshot").first()
+    me = live["experts"].index(username) if username in live["experts"] else None
+    attributes = {name: j for j, name in enumerate(live["attributes"])}
+    metrics = {m["name"]: j for j, m in enumerate(live["metrics"])}
+    experts = {name: j for j, name in enumerate(live["experts"])}
+
+    def own_weight(grid: str, index: dict[str, int], name: str) -> float | None:
+        return _own(live[grid], me, index[name]) if name in index else None
+
+    def own_range(name: str) -> tuple[float, float] | None:
+        if name not in metrics:
+            return None
+        pair = (_own(live["lower"], me, metrics[name]), _own(live["upper"], me, metrics[name]))
+        return None if pair[0] is None or pair[1] is None else (pair[0], pair[1])
+
+    previous = RevisionRound.objects.filter(study=study, number=round.number - 1).defer("snapshot", "feedback").first()
     return Feedback(
         round=round,
-        attributes=_weights(snapshot["attributes"], snapshot["attribute_weights"], me),
-        metrics=_weights(snapshot["metrics"], snapshot["metric_weights"], me),
-        ranges=_ranges(snapshot, me),
-        peer_weights=_peers(snapshot, me),
+        attributes=[
+            WeightFeedback(
+                a["name"], Summary.from_json(a["group"]), own_weight("attribute_weights", attributes, a["name"])
+            )
+            for a in frozen["attributes"]
+        ],
+        metrics=[
+            WeightFeedback(
+                m["name"],
+                Summary.from_json(m["group"]),
+                own_weight("metric_weights", metrics, m["name"]),
+                m["attribute"],
+            )
+            for m in frozen["metrics"]
+        ],
+        ranges=[
+            RangeFeedback(
+                name=r["name"],
+                better=r["better"],
+                unit=r["unit"],
+                step=r["step"],
+                least_acceptable=Summary.from_json(r["least_acceptable"]),
+                desired=Summary.from_json(r["desired"]),
+                own=own_range(r["name"]),
+            )
+            for r in frozen["ranges"]
+        ],
+        peer_weights=[
+            PeerFeedback(p["name"], Summary.from_json(p["group"]), own_weight("peer_weights", experts, p["name"]))
+            for p in frozen["peer_weights"]
+        ],
         previous_reasons=_reasons(previous),
         mine=my_round_responses(round=round, expert=expert),
     )

@@ -1,8 +1,9 @@
 """Revision rounds (Delphi): during the assessment the designer opens a
-numbered round; each expert sees the group's anonymised answers beside
-their own (``workspace.selectors.round_feedback``) and revises or confirms
-each step, optionally with a reason; closing the round freezes every
-expert's inputs in the round's ``snapshot``.
+numbered round, which keeps the group's anonymised feedback computed from
+the inputs as they stand (``feedback``, METHOD.md 9 rule 4); each expert
+reads it beside their own answers (``workspace.selectors.round_feedback``)
+and revises or confirms each step, optionally with a reason; closing the
+round freezes every expert's inputs in the round's ``snapshot``.
 
 Who may call these is checked by the pages and the API: ``round_open`` and
 ``round_close`` the designer, ``round_respond`` the expert. ``round_mark_revised``
@@ -24,6 +25,7 @@ from .. import history
 from ..errors import InvalidInput, PhaseConflict
 from ..limits import ROUND_MESSAGE_MAX_CHARS, ROUND_REASON_MAX_CHARS, ROUNDS_MAX
 from ..models import Membership, RevisionRound, RoundResponse, RoundStep, Study
+from ..selectors import round_feedback_frozen
 from ._checks import expect, keys, text
 from .phases import Action, require_phase
 
@@ -38,7 +40,10 @@ def _open_round(study: Study) -> RevisionRound | None:
 @transaction.atomic
 def round_open(*, study: Study, by: User, message: str = "") -> RevisionRound:
     """Open the study's next revision round (numbered from 1) with an
-    optional ``message`` to the experts. The assessment phase only, and one
+    optional ``message`` to the experts, keeping the group feedback of the
+    inputs as they stand now (``selectors.round_feedback_frozen``, under
+    the study's row lock, which every input service takes): what every
+    expert reads for the whole round. The assessment phase only, and one
     round at a time: a round already open is a ``PhaseConflict``
     (``round_open``)."""
     # Checked before the lock: a refused message writes nothing either way.
@@ -49,7 +54,9 @@ def round_open(*, study: Study, by: User, message: str = "") -> RevisionRound:
     if current is not None:
         raise PhaseConflict(f"Round {current.number} is open: close it before opening another.", ROUND_ALREADY_OPEN)
     last = RevisionRound.objects.filter(study=study).aggregate(last=Max("number"))["last"] or 0
-    return RevisionRound.objects.create(study=study, number=last + 1, message=message, opened_by=by)
+    return RevisionRound.objects.create(
+        study=study, number=last + 1, message=message, opened_by=by, feedback=round_feedback_frozen(study=study)
+    )
 
 
 @transaction.atomic

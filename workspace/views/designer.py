@@ -558,6 +558,7 @@ def _measurement_page(
         "mlflow_provenance": tracking_selectors.import_summaries(metrics=metrics, sources=read.imported),
         # Elicited metrics: each candidate's spread across the experts (once
         # closed), for the candidates of this page, as the table shows them.
+        "spread_min_experts": limits.ROUND_FEEDBACK_MIN_EXPERTS,
         "elicited_spreads": [
             replace(spread, values=[value for value in spread.values if value.candidate in shown_names])
             for spread in evaluation_selectors.elicited_spreads(study=study)

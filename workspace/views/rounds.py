@@ -13,6 +13,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from engine.feedback import Summary
+
 from .. import charts, limits, selectors, services
 from ..errors import InvalidInput, PhaseConflict
 from ..models import Membership, RoundStep, Study
@@ -25,15 +27,17 @@ STEP_PAGES = {
 }
 
 
+def _box(group: Summary | None) -> tuple[float, float | None, float] | None:
+    """A weight's box: the quartiles and median, or the median's coarse band."""
+    if group is None:
+        return None
+    if group.band is not None:
+        return (group.band[0], None, group.band[1])
+    return (cast(float, group.q1), group.median, cast(float, group.q3))
+
+
 def _percent_rows(items: list[selectors.rounds.WeightFeedback]) -> list[tuple[str, Any, float | None]]:
-    return [
-        (
-            item.name,
-            (item.group.q1, item.group.median, item.group.q3) if item.group else None,
-            item.own,
-        )
-        for item in items
-    ]
+    return [(item.name, _box(item.group), item.own) for item in items]
 
 
 def feedback_context(study: Study, expert: Membership, step: str) -> dict[str, Any]:
@@ -54,22 +58,24 @@ def feedback_context(study: Study, expert: Membership, step: str) -> dict[str, A
         "round_reasons": feedback.previous_reasons[step],
         "round_mine": feedback.mine.get(step),
         "round_reason_max": limits.ROUND_REASON_MAX_CHARS,
-        "round_min_experts": limits.ROUND_FEEDBACK_MIN_EXPERTS,
+        "round_min_experts": feedback.min_experts,
+        "round_fine_min_experts": feedback.fine_min_experts,
     }
     if step == RoundStep.PRIORITIES:
         context["round_charts"] = [
             charts.box_plot(
                 chart_id="round-attributes",
                 title="The group's attribute weights and yours",
-                description="For each attribute: the group's quartiles and median weight "
-                "and your own weight as a diamond. The table below gives the numbers.",
+                description="For each attribute: the group's quartiles and median weight (with fewer than "
+                "five experts, the five-point band holding the median) and your own weight as a diamond. "
+                "The table below gives the numbers.",
                 rows=_percent_rows(feedback.attributes),
             ),
             charts.box_plot(
                 chart_id="round-metrics",
                 title="The group's metric weights and yours",
                 description="For each metric: the group's weights (attribute weight times the metric's share) "
-                "and yours as a diamond. The table below gives the numbers.",
+                "as for the attributes, and yours as a diamond. The table below gives the numbers.",
                 rows=_percent_rows(feedback.metrics),
             ),
         ]
