@@ -416,6 +416,22 @@ ENGINE_WORKER_HEARTBEAT_SECONDS = env_int("ENGINE_WORKER_HEARTBEAT_SECONDS", 10)
 # chunk is claimed and leased like a run.
 ENGINE_ANALYSIS_CHUNK_SAMPLES = env_int("ENGINE_ANALYSIS_CHUNK_SAMPLES", 500)
 ENGINE_ANALYSIS_CHUNK_EXPERTS = env_int("ENGINE_ANALYSIS_CHUNK_EXPERTS", 5)
+# Robustness work bounded (issue 29, finding 10; engine.analyses.analysis_launch):
+# queued or running analyses at once per run, per study and per user (a
+# launch beyond is 409 naming the cap); launches per user per hour, and Monte
+# Carlo samples launched per study per hour (beyond, 429 naming the limit,
+# Retry-After when the oldest launch counted leaves the hour). The budget is
+# at least one analysis of the most samples (workspace.limits.ANALYSIS_SAMPLES_MAX).
+ANALYSES_ACTIVE_PER_RUN_MAX = env_int("ANALYSES_ACTIVE_PER_RUN_MAX", 3)
+ANALYSES_ACTIVE_PER_STUDY_MAX = env_int("ANALYSES_ACTIVE_PER_STUDY_MAX", 10)
+ANALYSES_ACTIVE_PER_USER_MAX = env_int("ANALYSES_ACTIVE_PER_USER_MAX", 10)
+ANALYSIS_LAUNCHES_PER_USER_PER_HOUR = env_int("ANALYSIS_LAUNCHES_PER_USER_PER_HOUR", 30)
+ANALYSIS_SAMPLES_PER_STUDY_PER_HOUR = env_int("ANALYSIS_SAMPLES_PER_STUDY_PER_HOUR", 500_000)
+# A run's individual scores are served in pages of at most this many bytes
+# (GET /api/v1/runs/{run}/results/?individual=true; issue 29, finding 8): the
+# whole document at 100 experts x 20 metrics x 1,000 candidates is 64 MB. A
+# page holds whole candidates (one at those limits is about 70 KB).
+RESULTS_INDIVIDUAL_PAGE_MAX_BYTES = env_int("RESULTS_INDIVIDUAL_PAGE_MAX_BYTES", 2 * 1024 * 1024)
 if not 0 < ENGINE_RUN_HEARTBEAT_SECONDS * 2 <= ENGINE_RUN_LEASE_SECONDS:
     raise ImproperlyConfigured("ENGINE_RUN_LEASE_SECONDS must be at least twice ENGINE_RUN_HEARTBEAT_SECONDS (> 0)")
 # The sweep runs in every worker's main process (engine.health.worker_sweep_start),
@@ -461,6 +477,8 @@ REST_FRAMEWORK = {
         "login": os.environ.get("LOGIN_THROTTLE_RATE", "10/minute"),
         # Study imports per user, the API and the page together (workspace.api.throttling).
         "import": os.environ.get("IMPORT_THROTTLE_RATE", "20/hour"),
+        # Pages of a run's individual scores per user (workspace.api.throttling.INDIVIDUAL_SCOPE).
+        "individual_scores": os.environ.get("RESULTS_INDIVIDUAL_THROTTLE_RATE", "60/minute"),
     },
 }
 SPECTACULAR_SETTINGS = {

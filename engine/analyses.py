@@ -25,18 +25,19 @@ import math
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol, cast
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import F, Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
 
-from workspace.errors import InvalidInput, PhaseConflict
+from workspace.errors import InvalidInput, PhaseConflict, RateLimited, ServiceError
 from workspace.limits import ANALYSIS_SAMPLES_DEFAULT, ANALYSIS_SAMPLES_MAX
+from workspace.models import Study
 
 from .models import Analysis, AnalysisChunk, Run
 from .services import (
@@ -113,6 +114,108 @@ def _check_seed(seed: object) -> int:
     return seed
 
 
+# --- bounds (issue 29, finding 10) --------------------------------------------------
+# Each limit is a setting (approve_site/settings.py, docs/architecture.md
+# "Limits"): queued or running analyses at once per run, per study and per
+# user; launches per user and Monte Carlo samples per study in the last hour.
+WINDOW = timedelta(hours=1)
+
+
+def _free_after(launches: list[tuple[datetime, int]], excess: int, now: datetime) -> float:
+    """The seconds until enough of ``launches`` (``(launched_at, units)`` in
+    the window, oldest first) leave it that ``excess`` units are freed."""
+    freed = 0
+    for launched_at, units in launches:
+        freed += units
+        if freed >= excess:
+            return max(1.0, (launched_at + WINDOW - now).total_seconds())
+    return WINDOW.total_seconds()
+
+
+def _cap_refusal(run: Run, launched_by: AbstractBaseUser | None) -> PhaseConflict | None:
+    """A cap on queued or running analyses reached (one query)."""
+    active = Q(status__in=ACTIVE)
+    # (not named "run": an aggregate's name would hide the field in the filters)
+    counted = {"of_run": Q(run=run), "of_study": Q(run__study_id=run.study_id)}
+    if launched_by is not None:
+        counted["of_user"] = Q(launched_by=launched_by)
+    counts = Analysis.objects.aggregate(**{key: Count("pk", filter=active & where) for key, where in counted.items()})
+    caps = (
+        ("of_run", settings.ANALYSES_ACTIVE_PER_RUN_MAX, "ANALYSES_ACTIVE_PER_RUN_MAX", "of this run"),
+        ("of_study", settings.ANALYSES_ACTIVE_PER_STUDY_MAX, "ANALYSES_ACTIVE_PER_STUDY_MAX", "of this study's runs"),
+        ("of_user", settings.ANALYSES_ACTIVE_PER_USER_MAX, "ANALYSES_ACTIVE_PER_USER_MAX", "launched by you"),
+    )
+    for key, cap, name, whose in caps:
+        if counts.get(key, 0) >= cap:
+            many = f"{cap:,} analysis {whose} is" if cap == 1 else f"{cap:,} analyses {whose} are"
+            return PhaseConflict(
+                f"{many} already queued or running, the most allowed at once ({name}): "
+                "wait for one to finish, or cancel one.",
+                code="analysis_limit",
+            )
+    return None
+
+
+def launch_refusals(
+    *,
+    run: Run,
+    launched_by: AbstractBaseUser | None,
+    samples: int | None = None,
+    now: datetime | None = None,
+) -> dict[str, ServiceError | None]:
+    """For each kind of analysis, why a new one of ``run`` by ``launched_by``
+    would be refused now, or None (two queries): a cap on queued or running
+    analyses reached (``PhaseConflict``, 409, code ``analysis_limit``); the
+    user's launches in the last hour, or for a Monte Carlo of ``samples``
+    the study's samples in the last hour (``RateLimited``, 429, with when it
+    would be allowed). Each message names the limit and its setting.
+    Without ``samples``, the budget refuses once none is left (what the
+    page says beside its button)."""
+    refusal: ServiceError | None = _cap_refusal(run, launched_by)
+    if refusal is not None:
+        return dict.fromkeys(Analysis.Kind.values, refusal)
+    now = now or timezone.now()
+    mine = Q(launched_by=launched_by) if launched_by is not None else Q(pk__in=[])
+    sampling = Q(run__study_id=run.study_id, kind=Analysis.Kind.MONTE_CARLO)
+    recent = list(
+        Analysis.objects.filter(mine | sampling, launched_at__gt=now - WINDOW)
+        .order_by("launched_at")
+        .values_list("launched_at", "units", "launched_by_id", "kind", "run__study")
+    )
+    limit = settings.ANALYSIS_LAUNCHES_PER_USER_PER_HOUR
+    launches = [(at, 1) for at, _, by, _, _ in recent if launched_by is not None and by == launched_by.pk]
+    if len(launches) >= limit:
+        refusal = RateLimited(
+            f"Too many launches: each user may launch at most {limit:,} robustness analyses an hour "
+            f"(ANALYSIS_LAUNCHES_PER_USER_PER_HOUR); you launched {len(launches):,} in the last hour.",
+            _free_after(launches, len(launches) - limit + 1, now),
+        )
+        return dict.fromkeys(Analysis.Kind.values, refusal)
+    budget = settings.ANALYSIS_SAMPLES_PER_STUDY_PER_HOUR
+    sampled = [
+        (at, units)
+        for at, units, _, kind, study_id in recent
+        if kind == Analysis.Kind.MONTE_CARLO and study_id == run.study_id
+    ]
+    used = sum(units for _, units in sampled)
+    asked = 1 if samples is None else samples
+    if used + asked > budget:
+        more = f", and {samples:,} more would exceed it." if samples is not None else ": none is left."
+        refusal = RateLimited(
+            f"The study's Monte Carlo budget: at most {budget:,} samples an hour for all its runs' analyses "
+            f"(ANALYSIS_SAMPLES_PER_STUDY_PER_HOUR); {used:,} were launched in the last hour{more}",
+            _free_after(sampled, used + asked - budget, now),
+        )
+    return {kind: refusal if kind == Analysis.Kind.MONTE_CARLO else None for kind in Analysis.Kind.values}
+
+
+def launch_refusal(
+    *, run: Run, launched_by: AbstractBaseUser | None, kind: str, samples: int | None = None
+) -> ServiceError | None:
+    """``launch_refusals`` for one kind."""
+    return launch_refusals(run=run, launched_by=launched_by, samples=samples)[kind]
+
+
 @transaction.atomic
 def analysis_launch(
     *,
@@ -141,6 +244,14 @@ def analysis_launch(
         raise InvalidInput({"samples": "only a Monte Carlo analysis takes a number of samples"})
     else:
         units = len(cast(dict, run.results)["experts"])
+    # Launches in one study wait for each other here (PostgreSQL), so that
+    # two at once cannot both pass a cap with one place left.
+    list(Study.objects.select_for_update().filter(pk=run.study_id).values_list("pk", flat=True))
+    refusal = launch_refusal(
+        run=run, launched_by=launched_by, kind=kind, samples=units if kind == Analysis.Kind.MONTE_CARLO else None
+    )
+    if refusal is not None:
+        raise refusal
     spec = chosen.prepare(run.pk, spec)
     analysis = Analysis.objects.create(
         run=run,

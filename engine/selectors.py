@@ -23,6 +23,7 @@ __all__ = [
     "comparison_document",
     "document_tail",
     "results_document",
+    "results_individual_page",
     "results_json",
     "runs_with_document",
 ]
@@ -208,19 +209,50 @@ def results_json(*, run: Run, individual: bool = False) -> bytes:
 
     Without individual scores it is the text stored when the run finished
     (read without parsing it when ``run`` comes from ``runs_with_document``);
-    with them it is built from the results and the snapshot."""
-    study: str | None
-    tail: str | None
+    with them it is built from the results and the snapshot (the whole of
+    it: the API serves it in pages, ``results_individual_page``)."""
     if individual:
+        return results_individual_page(run=run)[0]
+    study, tail = getattr(run, "stored_study", None), getattr(run, "stored_document", None)
+    if tail is None:  # loaded without runs_with_document, or stored before the text was
         results = _results(run)
-        study, tail = results["study"], document_tail(results, run.snapshot)
-    else:
-        study, tail = getattr(run, "stored_study", None), getattr(run, "stored_document", None)
-        if tail is None:  # loaded without runs_with_document, or stored before the text was
-            results = _results(run)
-            study, tail = results["study"], results.get("document") or document_tail(results)
+        study, tail = results["study"], results.get("document") or document_tail(results)
     # The start is a non-empty object: its "}" is replaced by the tail.
     return f"{_json(_document_start(run, study))[:-1]},{tail}}}".encode()
+
+
+def results_individual_page(*, run: Run, start: int = 0, max_bytes: int | None = None) -> tuple[bytes, int | None]:
+    """A page of the document with individual scores, and the position (in
+    rank order) of the next page's first candidate, None after the last.
+
+    The page is the whole document (``results_json(individual=True)``'s
+    bytes, key for key) but that its candidates are those from position
+    ``start``: as many whole candidates as fit, with everything else, in
+    ``max_bytes`` (at least one, whatever its size; without ``max_bytes``,
+    every one). Only the page's candidates are scored, plus the first one
+    that did not fit (issue 29, finding 8: the whole document at 100 experts
+    x 20 metrics x 1,000 candidates is 64 MB)."""
+    results = _results(run)
+    entries = results["candidates"]
+    if not (start == 0 or 0 <= start < len(entries)):
+        raise ValueError(f"must be from 0 to {len(entries) - 1} (a position among the run's candidates), got {start}")
+    head = f'{_json(_document_start(run, results["study"]))[:-1]},{_json(_document_body(results))[1:-1]},"candidates":['
+    used = len(head.encode()) + len("]}")
+    inputs = ScoreInputs(cast(dict, run.snapshot))
+    parts: list[str] = []
+    position = start
+    for entry in entries[start:]:
+        candidate = _candidate_out(entry, results["experts"], results["metrics"])
+        candidate["individual_scores"] = inputs.scores(entry["name"])
+        text = _json(candidate)
+        size = len(text.encode()) + (1 if parts else 0)  # the comma before it
+        if parts and max_bytes is not None and used + size > max_bytes:
+            break
+        parts.append(text)
+        used += size
+        position += 1
+    page = f"{head}{','.join(parts)}]}}".encode()
+    return page, position if position < len(entries) else None
 
 
 def candidate_individual_scores(*, run: Run, candidate_name: str) -> dict | None:

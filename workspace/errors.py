@@ -1,5 +1,6 @@
 """Errors raised by services. Pages and the API map them to responses:
-``InvalidInput`` → 400 with errors per field, ``PhaseConflict`` → 409."""
+``InvalidInput`` → 400 with errors per field, ``PhaseConflict`` → 409,
+``RateLimited`` → 429."""
 
 
 class ServiceError(Exception):
@@ -57,6 +58,16 @@ class PhaseConflict(ServiceError):
     def __init__(self, message: str, code: str = "phase_conflict") -> None:
         super().__init__(message)
         self.code = code
+
+
+class RateLimited(ServiceError):
+    """Too much asked for in a window (a throttle, a budget): the message
+    names the limit; ``retry_after`` is the seconds until it allows this
+    request again. The API answers 429 with ``Retry-After``."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class Unavailable(ServiceError):

@@ -78,6 +78,8 @@ def test_the_schema_declares_them_on_the_throttled_operations_only(cast):
     assert {(path, method) for path, method, _ in declared} == {
         ("/api/v1/auth/token/", "post"),
         ("/api/v1/studies/import/", "post"),
+        # with individual=true (tests/workspace/test_individual_score_pages.py)
+        ("/api/v1/runs/{run_id}/results/", "get"),
     }
     assert {code for path, _, code in declared if path == "/api/v1/auth/token/"} == {"201", "400", "415", "429"}
     throttled = schema["paths"]["/api/v1/auth/token/"]["post"]["responses"]["429"]["headers"]

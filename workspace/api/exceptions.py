@@ -21,7 +21,7 @@ from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from workspace.errors import InvalidInput, PhaseConflict, Unavailable
+from workspace.errors import InvalidInput, PhaseConflict, RateLimited, Unavailable
 
 # Every code an error answer may carry, with its status (docs/api.md lists
 # when each happens; tests/api/test_error_envelope.py checks the two agree).
@@ -43,6 +43,7 @@ CODES: dict[str, int] = {
     "already_expert": 409,
     "analysis_finished": 409,
     "analysis_not_finished": 409,
+    "analysis_limit": 409,
     "idempotency_conflict": 409,
     "mlflow_not_connected": 409,
     "mlflow_nothing_to_publish": 409,
@@ -75,6 +76,15 @@ class Conflict(exceptions.APIException):
     status_code = status.HTTP_409_CONFLICT
     default_detail = "The study's phase does not allow this."
     default_code = "phase_conflict"
+
+
+class ThrottledFor(exceptions.Throttled):
+    """429 with the refusal's own message (without DRF's "Expected available
+    in ..." suffix) and ``Retry-After`` the seconds given."""
+
+    def __init__(self, detail: str, wait: float) -> None:
+        super().__init__(detail=detail)
+        self.wait = wait
 
 
 def envelope(code: str, detail: str, fields: dict[str, list[str]] | None = None) -> dict[str, Any]:
@@ -147,6 +157,8 @@ def exception_handler(exc, context):
         exc = exceptions.ValidationError(exc.errors)
     elif isinstance(exc, PhaseConflict):
         exc = Conflict(str(exc), code=exc.code)
+    elif isinstance(exc, RateLimited):
+        exc = ThrottledFor(str(exc), exc.retry_after)
     elif isinstance(exc, Unavailable):
         exc = BadGateway(str(exc), code=exc.code)
     elif isinstance(exc, (ObjectDoesNotExist, Http404)):

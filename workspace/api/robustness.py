@@ -26,6 +26,7 @@ from workspace.selectors.studies import StudyWithRoles
 
 from .exceptions import Conflict
 from .idempotency import idempotent
+from .schema import error
 from .serializers import StrictCharField
 from .views import PaginatedListMixin, RunScoped
 
@@ -234,14 +235,31 @@ class RunAnalysesView(RunStudyScoped, PaginatedListMixin):
     @extend_schema(
         summary="Launch a robustness analysis of a run (designer)",
         request=AnalysisLaunchSerializer,
-        responses={202: AnalysisSerializer},
+        responses={
+            202: AnalysisSerializer,
+            409: error(
+                "The run has not succeeded, or a cap on queued or running analyses (per run, study or user) is "
+                "reached (`analysis_limit`); the detail names the cap and its setting."
+            ),
+            429: error(
+                "Too many launches by you in the last hour, or the study's Monte Carlo samples of the last hour "
+                "would exceed its budget; the detail names the limit and its setting."
+            ),
+        },
     )
     @idempotent
     def post(self, request, run_id):
         """Launch a robustness analysis of the succeeded run (the designer):
         ``leave_one_out``, or ``monte_carlo`` with what to sample. 202 with
         its ``Location``; poll it until ``succeeded``, ``failed`` or
-        ``cancelled``."""
+        ``cancelled``. Bounded (docs/api.md, "Robustness analyses"): at most
+        ``ANALYSES_ACTIVE_PER_RUN_MAX`` (3) queued or running per run,
+        ``ANALYSES_ACTIVE_PER_STUDY_MAX`` (10) per study and
+        ``ANALYSES_ACTIVE_PER_USER_MAX`` (10) per user, else 409
+        ``analysis_limit``; ``ANALYSIS_LAUNCHES_PER_USER_PER_HOUR`` (30)
+        launches per user and ``ANALYSIS_SAMPLES_PER_STUDY_PER_HOUR``
+        (500,000) Monte Carlo samples per study in the last hour, else 429
+        with ``Retry-After``."""
         self.require_designer(self.study_of_run(), "launch robustness analyses")
         serializer = AnalysisLaunchSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

@@ -564,6 +564,19 @@ RESPONSE_HEADERS = {
 }
 
 
+# Headers of one operation's answers beyond those: (name, required, description).
+OPERATION_HEADERS = {
+    ("v1_runs_results_retrieve", "200"): [
+        (
+            "Link",
+            False,
+            'With individual=true and more candidates to come: `<URL>; rel="next"`, the next page '
+            "(`?individual=true&cursor=N`).",
+        )
+    ],
+}
+
+
 def _nullable_types(schema: dict, components: dict) -> set[str | None]:
     """The types of the schemas that a nullable ``allOf`` or ``oneOf`` refers to
     (None for one without a type, such as drf-spectacular's NullEnum)."""
@@ -622,7 +635,11 @@ def postprocess_metadata(result: dict, generator: object, request: object, publi
         for status, response in operation.get("responses", {}).items():
             if status == "429" and not response.get("description"):
                 response["description"] = "Too many requests: try again after `Retry-After` seconds."
-            for name, required, description in RESPONSE_HEADERS.get(status, ()):
+            headers = [
+                *RESPONSE_HEADERS.get(status, ()),
+                *OPERATION_HEADERS.get((operation["operationId"], status), ()),
+            ]
+            for name, required, description in headers:
                 response.setdefault("headers", {})[name] = {
                     "description": description,
                     "required": required,

@@ -140,6 +140,22 @@ def import_refusal(wait: float | None = None) -> str:
     return f"{message} Try again in {later}."
 
 
+# --- a run's individual scores -------------------------------------------------------
+# GET /api/v1/runs/{run}/results/?individual=true scores every candidate of a
+# page from the run's snapshot (issue 29, finding 8): each user may ask for a
+# few pages a second on average, keyed on the user.
+INDIVIDUAL_SCOPE = "individual_scores"
+
+
+def individual_scores_refusal() -> str:
+    """Why a page of individual scores is refused (DRF adds when to try again)."""
+    count, _, period = (ScopedRateThrottle.THROTTLE_RATES.get(INDIVIDUAL_SCOPE) or "").partition("/")
+    return (
+        f"Too many requests for individual scores: each user may ask for at most {count} pages per {period} "
+        "(the site's RESULTS_INDIVIDUAL_THROTTLE_RATE)."
+    )
+
+
 def import_throttle_wait(request: Request | HttpRequest) -> float | None:
     """Count an import by the request's user: None when it may go ahead,
     else the seconds until it may (``Retry-After``)."""

@@ -39,10 +39,17 @@ from workspace.selectors.studies import StudyWithRoles
 from . import invitation_serializers as inv_s
 from . import presenters
 from . import serializers as s
-from .exceptions import Conflict
+from .exceptions import Conflict, ThrottledFor
 from .idempotency import idempotent
 from .schema import VALIDATION_ERROR, error, pagination_class, ref
-from .throttling import IMPORT_SCOPE, FailOpenScopedRateThrottle, RateLimitHeadersMixin, import_refusal
+from .throttling import (
+    IMPORT_SCOPE,
+    INDIVIDUAL_SCOPE,
+    FailOpenScopedRateThrottle,
+    RateLimitHeadersMixin,
+    import_refusal,
+    individual_scores_refusal,
+)
 
 # --- access ------------------------------------------------------------------------
 
@@ -125,14 +132,6 @@ def _study_detail(study_id, user, status_code=status.HTTP_200_OK, headers=None):
 # --- tokens ------------------------------------------------------------------------
 
 
-class LockedOut(exceptions.Throttled):
-    """429 with the lock-out's own message, and Retry-After the window."""
-
-    def __init__(self, detail: str, wait: int) -> None:
-        super().__init__(detail=detail)  # without DRF's "Expected available in ..." suffix
-        self.wait = wait
-
-
 class TokenCreateView(RateLimitHeadersMixin, APIView):
     """Exchange a username and password for a new API token (throttled)."""
 
@@ -152,7 +151,7 @@ class TokenCreateView(RateLimitHeadersMixin, APIView):
         # cannot move to the API, nor to a look-alike of the username.
         refusal = lockout.login_refusal(request, data["username"])
         if refusal is not None:
-            raise LockedOut(refusal, settings.LOGIN_FAILURE_WINDOW)
+            raise ThrottledFor(refusal, settings.LOGIN_FAILURE_WINDOW)
         # NFKC, as the log-in form reads a username.
         username = User.normalize_username(data["username"])
         user = authenticate(request, username=username, password=data["password"])
@@ -735,32 +734,90 @@ def _flag(request: Request, name: str) -> bool:
     return value == "true"
 
 
-class RunResultsView(RunScoped, APIView):
+def _cursor(request: Request, individual: bool) -> int:
+    """``?cursor=``: the position of a page's first candidate in rank order
+    (the ``next`` link's), 0 by default; only with individual scores."""
+    value = request.query_params.get("cursor")
+    if value is None:
+        return 0
+    if not individual:
+        raise exceptions.ValidationError({"cursor": ["only with individual=true (the document alone is one page)"]})
+    if not (value.isascii() and value.isdigit()) or len(value) > 9:
+        raise exceptions.ValidationError({"cursor": [f"must be a whole number from 0, got {value[:40]!r}"]})
+    return int(value)
+
+
+class RunResultsView(RateLimitHeadersMixin, RunScoped, APIView):
+    # Only the pages of individual scores are throttled (get_throttles): the
+    # document alone is its stored text, served without parsing it.
+    throttle_classes = [FailOpenScopedRateThrottle]
+    throttle_scope = INDIVIDUAL_SCOPE
+
+    def get_throttles(self):
+        if self.request.query_params.get("individual") != "true":
+            return []
+        return super().get_throttles()
+
+    def throttled(self, request, wait):
+        raise exceptions.Throttled(wait=wait, detail=individual_scores_refusal())
+
     @extend_schema(
         parameters=[
             OpenApiParameter(
                 "individual",
                 bool,
                 default=False,
-                description="add every candidate's individual scores, expert x metric (large: the document then "
-                "grows with the experts); one candidate's are at candidates/{name}/scores/",
-            )
+                description="add every candidate's individual scores, expert x metric; the document is then served "
+                "in pages of at most `RESULTS_INDIVIDUAL_PAGE_MAX_BYTES` (2 MiB) holding whole candidates in rank "
+                'order, the next page linked by the `Link` header (`rel="next"`, absent on the last page), and '
+                "each user may ask for `RESULTS_INDIVIDUAL_THROTTLE_RATE` pages (60 a minute; beyond, 429). One "
+                "candidate's are at candidates/{name}/scores/",
+            ),
+            OpenApiParameter(
+                "cursor",
+                int,
+                description="with individual=true: the position (from 0, in rank order) of the page's first "
+                "candidate, as the `Link` header's next URL gives it; default 0, the first page",
+            ),
         ],
         responses={
-            200: OpenApiResponse(response=ref("ResultsDocument"), description="an approve-results/1 document"),
+            200: OpenApiResponse(
+                response=ref("ResultsDocument"),
+                description="an approve-results/1 document; with individual=true, one page of it: every key, "
+                "the candidates those of the page",
+            ),
             400: VALIDATION_ERROR,
+            429: error("Too many pages of individual scores: try again after `Retry-After` seconds."),
         },
     )
     def get(self, request, run_id):
         """The ``approve-results/1`` document (409 until the run has succeeded),
-        as compact JSON: the same bytes ``run_validation --json`` prints."""
+        as compact JSON: the same bytes ``run_validation --json`` prints.
+        With individual scores, in pages of whole candidates (a page that
+        is not the last links to the next in ``Link``), their bytes those
+        of ``run_validation --json --individual`` when one page holds all."""
         individual = _flag(request, "individual")
-        # The document's stored text alone, unless individual scores are
-        # computed from the snapshot and the results.
-        run = self.succeeded_run(fields=selectors.RUN_JSON_FIELDS if individual else ("document",))
-        return HttpResponse(
-            engine_selectors.results_json(run=run, individual=individual), content_type="application/json"
-        )
+        cursor = _cursor(request, individual)
+        if not individual:
+            # The document's stored text alone.
+            return HttpResponse(
+                engine_selectors.results_json(run=self.succeeded_run(fields=("document",))),
+                content_type="application/json",
+            )
+        # The individual scores are computed from the snapshot and the results
+        # (without the stored text of the document).
+        run = self.succeeded_run(fields=("snapshot", "results_core"))
+        try:
+            page, following = engine_selectors.results_individual_page(
+                run=run, start=cursor, max_bytes=settings.RESULTS_INDIVIDUAL_PAGE_MAX_BYTES
+            )
+        except ValueError as error:
+            raise exceptions.ValidationError({"cursor": [str(error)]}) from None
+        response = HttpResponse(page, content_type="application/json")
+        if following is not None:
+            url = request.build_absolute_uri(request.path) + f"?individual=true&cursor={following}"
+            response["Link"] = f'<{url}>; rel="next"'
+        return response
 
 
 class CandidateScoresView(RunScoped, APIView):

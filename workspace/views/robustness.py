@@ -22,7 +22,7 @@ from engine import sensitivity
 from engine.models import Analysis, Run
 
 from .. import analysis_export, charts, selectors
-from ..errors import InvalidInput, PhaseConflict
+from ..errors import InvalidInput, PhaseConflict, RateLimited
 from ..limits import ANALYSIS_SAMPLES_DEFAULT, ANALYSIS_SAMPLES_MAX
 from .common import form_add_service_errors, require_designer, signed_in_user, study_for_member
 
@@ -185,6 +185,17 @@ def _analysis_context(run: Run) -> dict:
     }
 
 
+def _launch_refused(request: HttpRequest, run: Run, study: Any) -> dict:
+    """For the designer, why each kind's launch button is disabled (the
+    limit that a launch now would meet, named: engine.analyses.launch_refusal);
+    a kind that may be launched is left out."""
+    if not study.is_designer:
+        return {"launch_refused": {}}
+    user = signed_in_user(request)
+    refusals = engine_analyses.launch_refusals(run=run, launched_by=user)
+    return {"launch_refused": {kind: str(refusal) for kind, refusal in refusals.items() if refusal is not None}}
+
+
 def _acceptability_chart(analysis: Analysis) -> charts.StackedBarChart:
     summary = cast(dict, analysis.result)["summary"]
     rows = summary["candidates"][:ACCEPTABILITY_ROWS]
@@ -212,6 +223,7 @@ def _page_context(request: HttpRequest, run: Run, study: Any, form: MonteCarloFo
         "weights": _weights_context(stored),
         **_what_if_context(request, run, stored),
         **_analysis_context(run),
+        **_launch_refused(request, run, study),
         "form": form or MonteCarloForm(),
         "rows_shown": ACCEPTABILITY_ROWS,
         "ranks_shown": range(1, ACCEPTABILITY_RANKS + 1),
@@ -250,7 +262,7 @@ def robustness_page(request: HttpRequest, run_id: int) -> HttpResponse:
                 if form is None:
                     raise Http404(str(error)) from None
                 form_add_service_errors(form, error)
-            except PhaseConflict as error:
+            except (PhaseConflict, RateLimited) as error:  # RateLimited: a throttle or the budget
                 messages.error(request, str(error))
             else:
                 messages.success(request, f"{analysis.get_kind_display()} {analysis.pk} was launched.")
@@ -295,6 +307,7 @@ def analysis_status(request: HttpRequest, run_id: int, analysis_id: int) -> Http
         "ranks_shown": range(1, ACCEPTABILITY_RANKS + 1),
         "ranks_sliced": f":{ACCEPTABILITY_RANKS}",
         "form": MonteCarloForm(),
+        **_launch_refused(request, analysis.run, study),
     }
     if analysis.kind == Analysis.Kind.MONTE_CARLO and analysis.result:
         context["monte_carlo_chart"] = _acceptability_chart(analysis)
