@@ -16,7 +16,7 @@ from engine import analyses, services
 from engine.models import Analysis, AnalysisChunk, Run
 from workspace.errors import PhaseConflict, RateLimited
 
-from .test_analyses import kernel, launch, run  # noqa: F401  (fixtures)
+from .test_analyses import kernel, launch  # noqa: F401  (kernel: a fixture; run: tests/engine/conftest.py)
 
 
 def _refused(error_type, call):
