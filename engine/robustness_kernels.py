@@ -86,18 +86,11 @@ class LeaveOneOut:
         return {"rows": sorted((row for chunk in counts for row in chunk["rows"]), key=lambda row: row["index"])}
 
     def summary(self, run: RunInputs, spec: dict, merged: dict) -> dict:
+        """Numbers and names only: the words are written when shown (engine.analysis_words)."""
         results = run.results["candidates"]
         winner = [c["name"] for c in results if c["rank"] == 1]
         rows = merged["rows"]
-        changed = [row for row in rows if row["changes_winner"]]
-        if changed:
-            sentence = " ".join(
-                f"Without {row['expert']}, {' and '.join(row['winner'])} {'win' if len(row['winner']) > 1 else 'wins'}."
-                for row in changed
-            )
-        else:
-            sentence = f"No single expert's absence changes the winner ({' and '.join(winner)})."
-        return {"winner": winner, "rows": rows, "changed": [row["expert"] for row in changed], "sentence": sentence}
+        return {"winner": winner, "rows": rows, "changed": [row["expert"] for row in rows if row["changes_winner"]]}
 
 
 KERNELS[Analysis.Kind.LEAVE_ONE_OUT] = LeaveOneOut()
@@ -131,39 +124,34 @@ def _ahp_judgments(snapshot: dict) -> tuple[np.ndarray, np.ndarray] | None:
     return matrices, experts
 
 
-def _judgment_words(snapshot: dict) -> str:
-    judgments = _ahp_judgments(snapshot)
-    if judgments is None:
-        return (
-            "the experts' weights (each from a Dirichlet: this run's snapshot predates the recorded AHP judgments, "
-            "so they are not moved by steps of the scale)"
-        )
-    ahp = int(judgments[1].sum())
-    others = len(judgments[1]) - ahp
-    parts = []
-    if ahp:
-        parts.append(f"the AHP judgments of {ahp} expert{'s' if ahp != 1 else ''} (each ± 1 step of the scale)")
-    if others:
-        parts.append(f"the weights of {others} other expert{'s' if others != 1 else ''} (each from a Dirichlet)")
-    return " and ".join(parts)
-
-
-def _sampled_words(spec: dict, snapshot: dict) -> str:
-    parts = []
+def _sampled_inputs(spec: dict, snapshot: dict) -> dict:
+    """What a Monte Carlo moves, as data (``engine.analysis_words.sampled_words``
+    writes it out): the judgments (None when not sampled; with a snapshot
+    that predates the recorded AHP judgments, not recorded; else how many
+    experts' AHP judgments and how many others' weights), the peer weights,
+    the ranges' shift and the measurements (None when not sampled; else
+    the metrics bootstrapped, elicited and moved by standard errors)."""
+    judgments = None
     if spec["judgments"]:
-        parts.append(_judgment_words(snapshot))
-    if spec["peer_weights"]:
-        parts.append("the peer weights")
-    if spec["ranges_percent"]:
-        parts.append(f"the acceptable ranges (± {spec['ranges_percent']:g} % of their width)")
+        recorded = _ahp_judgments(snapshot)
+        if recorded is None:
+            judgments = {"recorded": False, "ahp": 0, "others": 0}
+        else:
+            ahp = int(recorded[1].sum())
+            judgments = {"recorded": True, "ahp": ahp, "others": len(recorded[1]) - ahp}
+    measurements = None
     if spec["measurements"]:
-        bootstrapped = [column["metric"] for column in spec.get("bootstrap", [])]
-        typed = spec.get("standard_errors", [])
-        bootstrapped += [f"{column['metric']} (each expert's own value)" for column in spec.get("elicited", [])]
-        how = [f"bootstrap of {', '.join(bootstrapped)}"] if bootstrapped else []
-        how += [f"{', '.join(typed)} from their standard errors"] if typed else []
-        parts.append(f"the measurements ({'; '.join(how) if how else 'none could be'})")
-    return ", ".join(parts)
+        measurements = {
+            "bootstrap": [column["metric"] for column in spec.get("bootstrap", [])],
+            "elicited": [column["metric"] for column in spec.get("elicited", [])],
+            "standard_errors": list(spec.get("standard_errors", [])),
+        }
+    return {
+        "judgments": judgments,
+        "peer_weights": bool(spec["peer_weights"]),
+        "ranges_percent": spec["ranges_percent"],
+        "measurements": measurements,
+    }
 
 
 class MonteCarlo:
@@ -293,22 +281,15 @@ class MonteCarlo:
             }
             for c in order
         ]
-        leaders = [row for row in rows if row["p_best"] > 0][:2]
-        parts = [
-            f"{row['name']} is best in {100 * row['p_best']:.0f} % ± {100 * row['se_best']:.0f} % of samples"
-            for row in leaders[:1]
-        ]
-        parts += [f"{row['name']} in {100 * row['p_best']:.0f} %" for row in leaders[1:]]
         return {
             "samples": result.samples,
-            "sampled": _sampled_words(spec, snapshot),
+            "sampled_inputs": _sampled_inputs(spec, snapshot),
             "attributes": attributes,
             "candidates": rows,
             "pairwise": {
                 "candidates": [names[c] for c in result.pairwise_candidates.tolist()],
                 "probabilities": result.pairwise.tolist(),
             },
-            "sentence": "; ".join(parts) + ".",
             "fixed": spec.get("fixed", []),
         }
 

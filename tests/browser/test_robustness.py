@@ -11,6 +11,7 @@ from playwright.sync_api import Page, expect
 
 from engine import analyses as engine_analyses
 from engine import services as engine_services
+from engine.analysis_words import with_words
 from engine.models import Analysis, Run
 from tests.browser.support import assert_accessible, login, screenshot
 from tests.fixtures import CASE_STUDY_PATH, PASSWORD
@@ -100,7 +101,9 @@ def test_the_designer_launches_leave_one_out_and_watches_it_finish(page: Page, c
     expect(table).to_be_visible()
     expect(table.locator("tbody tr")).to_have_count(4)
     analysis.refresh_from_db()
-    expect(page.locator("#analysis-leave_one_out")).to_contain_text(analysis.result["summary"]["sentence"])
+    expect(page.locator("#analysis-leave_one_out")).to_contain_text(
+        with_words(analysis.kind, analysis.result["summary"])["sentence"]
+    )
     page.set_viewport_size({"width": 390, "height": 844})
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     screenshot(page, "robustness-page-phone")

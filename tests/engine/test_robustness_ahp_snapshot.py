@@ -10,6 +10,7 @@ import pytest
 from engine import analyses, robustness, services
 from engine import snapshot as engine_snapshot
 from engine.analyses import run_inputs
+from engine.analysis_words import with_words
 from engine.models import Analysis, Run
 from engine.prioritisation import ahp_weights
 from engine.robustness_kernels import MonteCarlo
@@ -144,7 +145,9 @@ def test_a_monte_carlo_analysis_of_an_ahp_study_moves_the_judgments(run):
     assert analysis.status == Analysis.Status.SUCCEEDED, analysis.error
     summary = analysis.result["summary"]
     assert summary["samples"] == 600
-    assert summary["sampled"] == (
+    # Stored as data, written out when shown.
+    assert summary["sampled_inputs"]["judgments"] == {"recorded": True, "ahp": 2, "others": 2}
+    assert with_words(analysis.kind, summary)["sampled"] == (
         "the AHP judgments of 2 experts (each ± 1 step of the scale) and the weights of 2 other experts "
         "(each from a Dirichlet)"
     )
@@ -191,7 +194,8 @@ def test_a_run_whose_snapshot_predates_the_judgments_still_analyses(db):
         analyses.chunk_execute(chunk_id=chunk_id)
     analysis.refresh_from_db()
     assert analysis.status == Analysis.Status.SUCCEEDED, analysis.error
-    assert analysis.result["summary"]["sampled"].startswith(
+    assert analysis.result["summary"]["sampled_inputs"]["judgments"] == {"recorded": False, "ahp": 0, "others": 0}
+    assert with_words(analysis.kind, analysis.result["summary"])["sampled"].startswith(
         "the experts' weights (each from a Dirichlet: this run's snapshot predates the recorded AHP judgments"
     )
     direct = robustness.monte_carlo_chunk(inputs, MonteCarlo._sampling(spec), 5, 0, 300)

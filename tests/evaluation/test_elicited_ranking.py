@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import core
+from engine.analysis_words import with_words
 from engine.results import evaluate_snapshot
 from engine.snapshot import RunInputError, snapshot_arrays, snapshot_expert_values, study_snapshot
 from evaluation import services
@@ -306,7 +307,8 @@ def test_a_monte_carlo_analysis_resamples_each_expert_s_own_values(make_study, s
     names = run.snapshot["candidates"]
     for c, name in enumerate(names):
         assert rows[name]["p_best"] == pytest.approx(expected.ranks[c, 0] / 200)
-    assert "AUC (each expert's own value)" in result["summary"]["sampled"]
+    assert result["summary"]["sampled_inputs"]["measurements"]["elicited"] == ["AUC"]
+    assert "AUC (each expert's own value)" in with_words("monte_carlo", result["summary"])["sampled"]
 
 
 def test_a_monte_carlo_analysis_without_the_measurements_keeps_each_expert_s_own_values(make_study):

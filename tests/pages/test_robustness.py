@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from engine import analyses, core, sensitivity, services
+from engine.analysis_words import with_words
 from engine.models import Analysis
 from engine.snapshot import snapshot_arrays
 from workspace.bundles import study_import_bundle
@@ -64,7 +65,7 @@ def test_leave_one_out_through_the_page(client, run, django_capture_on_commit_ca
     execute_all(analysis)
     assert analysis.status == "succeeded"
     html = client.get(reverse("run_robustness", args=[run.pk])).content.decode()
-    assert escape(analysis.result["summary"]["sentence"]) in html
+    assert escape(with_words(analysis.kind, analysis.result["summary"])["sentence"]) in html
 
 
 def literal_ranking(run, attribute_weights):
@@ -193,7 +194,7 @@ def test_progress_is_polled_then_the_result_is_shown_and_downloadable(client, ru
     execute_all(analysis)
     done = client.get(status_url).content.decode()
     assert "hx-trigger" not in done
-    assert escape(analysis.result["summary"]["sentence"]) in done
+    assert escape(with_words(analysis.kind, analysis.result["summary"])["sentence"]) in done
     csv_response = client.get(reverse("run_analysis_csv", args=[run.pk, analysis.pk]))
     rows = list(csv.reader(io.StringIO(csv_response.content.decode())))
     assert rows[0] == ["expert_left_out", "winner", "top_three", "kendall_tau", "changes_winner"]
@@ -311,7 +312,7 @@ def test_monte_carlo_with_bootstrap_through_the_page(client, computed_run, setti
     for row in rows.values():
         assert row["se_best"] == pytest.approx((row["p_best"] * (1 - row["p_best"]) / 400) ** 0.5)
     html = client.get(reverse("run_robustness", args=[run.pk])).content.decode()
-    assert escape(summary["sentence"]) in html
+    assert escape(with_words(analysis.kind, summary)["sentence"]) in html
     assert "Measurements held fixed (2)" in html
     # the same analysis in one chunk gives the same counts
     settings.ENGINE_ANALYSIS_CHUNK_SAMPLES = 1000
@@ -352,7 +353,7 @@ def test_the_run_page_says_how_sure_and_links_here(client, run):
         )
     )
     page = client.get(reverse("run_page", args=[run.pk])).content.decode()
-    assert escape(analysis.result["summary"]["sentence"]) in page
+    assert escape(with_words(analysis.kind, analysis.result["summary"])["sentence"]) in page
 
 
 def _measurements_only(run, seed=3):
@@ -387,11 +388,14 @@ def test_monte_carlo_samples_a_typed_metric_from_its_standard_errors(db):
         p_best[name] = {row["name"]: row["p_best"] for row in summary["candidates"]}
         if name == "plain":
             assert "standard_errors" not in analysis.spec
-            assert summary["sampled"] == "the measurements (none could be)"
+            assert with_words(analysis.kind, summary)["sampled"] == "the measurements (none could be)"
             assert {item["metric"] for item in summary["fixed"]} >= {"Success rate"}
         else:
             assert analysis.spec["standard_errors"] == ["Success rate"]
-            assert summary["sampled"] == "the measurements (Success rate from their standard errors)"
+            assert (
+                with_words(analysis.kind, summary)["sampled"]
+                == "the measurements (Success rate from their standard errors)"
+            )
             assert "Success rate" not in {item["metric"] for item in summary["fixed"]}
             # the same seed gives the same counts
             assert _measurements_only(run).result == analysis.result

@@ -16,6 +16,7 @@ from rest_framework.response import Response
 
 from engine import analyses as engine_analyses
 from engine import sensitivity
+from engine.analysis_words import with_words
 from engine.models import Analysis
 from workspace import selectors
 from workspace.analysis_export import ANALYSIS_CSV_CONTENT_TYPE, analysis_csv, analysis_csv_filename
@@ -130,7 +131,10 @@ class AnalysisSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_summary(self, analysis: Analysis) -> dict[str, Any] | None:
-        return cast(dict, analysis.result)["summary"] if analysis.status == Analysis.Status.SUCCEEDED else None
+        if analysis.status != Analysis.Status.SUCCEEDED:
+            return None
+        # The stored numbers and names, with the sentences written now (engine.analysis_words).
+        return with_words(analysis.kind, cast(dict, analysis.result)["summary"])
 
 
 # --- views ---------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from typing import Any, cast
 from django.db.models import QuerySet
 
 from engine import sensitivity
+from engine.analysis_words import with_words
 from engine.models import Analysis, Run
 
 from ._queries import User
@@ -51,14 +52,33 @@ def analysis_get(*, analysis_id: int, user: User, run_id: int | None = None) -> 
 
 def analysis_sentences(*, run: Run) -> dict[str, str]:
     """The newest succeeded analysis of each kind's one-sentence summary,
-    ``{kind: sentence}``, extracted by the database (not the counts): one
+    ``{kind: sentence}``, written now (``engine.analysis_words``) from what
+    the database extracts of the stored summary (not the counts): a
+    leave-one-out's winner and rows, a Monte Carlo's two candidates most
+    often best (its summary lists them first); a summary stored with its
+    sentence (before the words were written when shown) gives that. One
     query."""
     rows = (
         Analysis.objects.filter(run=run, status=Analysis.Status.SUCCEEDED)
         .order_by("-launched_at", "-id")
-        .values_list("kind", "result__summary__sentence")
+        .values_list(
+            "kind",
+            "result__summary__sentence",
+            "result__summary__winner",
+            "result__summary__rows",
+            "result__summary__candidates__0",
+            "result__summary__candidates__1",
+        )
     )
     sentences: dict[str, str] = {}
-    for kind, sentence in rows:
-        sentences.setdefault(kind, sentence)
+    for kind, stored, winner, experts, first, second in rows:
+        if kind in sentences:
+            continue
+        if stored is not None:
+            summary: dict[str, Any] = {"sentence": stored}
+        elif kind == Analysis.Kind.LEAVE_ONE_OUT:
+            summary = {"winner": winner, "rows": experts}
+        else:
+            summary = {"candidates": [row for row in (first, second) if row is not None]}
+        sentences[kind] = with_words(kind, summary)["sentence"]
     return sentences
