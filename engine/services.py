@@ -356,7 +356,7 @@ def _held(run_id: int, attempt: int) -> QuerySet[Run]:
     return Run.objects.filter(pk=run_id, status=Run.Status.RUNNING, attempts=attempt)
 
 
-def _finish(run_id: int, attempt: int, **fields) -> int:
+def _finish(run_id: int, attempt: int, **fields: Any) -> int:
     """Store the outcome only if this attempt still holds the run; a worker
     whose lease was taken over must not overwrite its successor."""
     with transaction.atomic():

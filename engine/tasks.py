@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from celery import shared_task
+from celery import Task, shared_task
 from celery.exceptions import Ignore, SoftTimeLimitExceeded
 from celery.signals import worker_init, worker_ready, worker_shutdown
 from django.conf import settings
@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 
 
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None, ignore_result=True)
-def execute_run(self, run_id: int) -> str:
+def execute_run(self: Task, run_id: int) -> str:
     try:
         outcome = services.run_execute(run_id=run_id)
     except SoftTimeLimitExceeded:
@@ -54,7 +54,7 @@ def execute_run(self, run_id: int) -> str:
 
 
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None, ignore_result=True)
-def execute_analysis_chunk(self, chunk_id: int) -> str:
+def execute_analysis_chunk(self: Task, chunk_id: int) -> str:
     """One chunk of a robustness analysis (``engine.analyses``): claimed,
     leased and recovered like a run."""
     try:

@@ -12,6 +12,7 @@ from django.http import HttpResponse
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from engine import analyses as engine_analyses
@@ -29,7 +30,7 @@ from .exceptions import Conflict
 from .idempotency import idempotent
 from .schema import error
 from .serializers import StrictCharField
-from .views import PaginatedListMixin, RunScoped
+from .views import PaginatedListMixin, RunScoped, signed_in
 
 # --- serializers -------------------------------------------------------------------
 
@@ -152,7 +153,7 @@ class RunRobustnessView(RunScoped):
     @extend_schema(
         summary="How far each weight of a run can move before its ranking changes", responses=RobustnessSerializer
     )
-    def get(self, request, run_id):
+    def get(self, request: Request, run_id: int) -> Response:
         """Each weight's stability intervals (METHOD.md 8,
         ``engine.robustness.weight_stability``): attribute weights, then
         metric weights, with who overtakes the winner beyond each end."""
@@ -186,7 +187,7 @@ class RunWhatIfView(RunScoped):
         request=WhatIfRequestSerializer,
         responses={200: WhatIfSerializer},
     )
-    def post(self, request, run_id):
+    def post(self, request: Request, run_id: int) -> Response:
         """The ranking at other attribute weights, from the run's stored
         scores: every candidate best first. Writes nothing."""
         stored = selectors.run_stored_ranking(run=self.succeeded_run(fields=("results",)))
@@ -230,7 +231,7 @@ class RunStudyScoped(RunScoped):
 
 class RunAnalysesView(RunStudyScoped, PaginatedListMixin):
     @extend_schema(summary="List a run's robustness analyses", responses=AnalysisSerializer(many=True))
-    def get(self, request, run_id):
+    def get(self, request: Request, run_id: int) -> Response:
         """The run's robustness analyses, newest first (each with its
         summary once succeeded)."""
         run = self.run()
@@ -252,7 +253,7 @@ class RunAnalysesView(RunStudyScoped, PaginatedListMixin):
         },
     )
     @idempotent
-    def post(self, request, run_id):
+    def post(self, request: Request, run_id: int) -> Response:
         """Launch a robustness analysis of the succeeded run (the designer):
         ``leave_one_out``, or ``monte_carlo`` with what to sample. 202 with
         its ``Location``; poll it until ``succeeded``, ``failed`` or
@@ -272,7 +273,7 @@ class RunAnalysesView(RunStudyScoped, PaginatedListMixin):
         samples, seed = data.pop("samples", None), data.pop("seed", None)
         run = self.succeeded_run(fields=("results",))
         analysis = engine_analyses.analysis_launch(
-            run=run, kind=kind, launched_by=request.user, spec=data, samples=samples, seed=seed
+            run=run, kind=kind, launched_by=signed_in(request), spec=data, samples=samples, seed=seed
         )
         analysis = selectors.analysis_get(analysis_id=analysis.pk, user=request.user)
         location = request.build_absolute_uri(reverse("api:analysis-detail", kwargs={"analysis_id": analysis.pk}))
@@ -296,7 +297,7 @@ class AnalysisScoped(RunStudyScoped):
 
 class AnalysisDetailView(AnalysisScoped):
     @extend_schema(summary="Get a robustness analysis: status, progress, summary", responses=AnalysisSerializer)
-    def get(self, request, analysis_id):
+    def get(self, request: Request, analysis_id: int) -> Response:
         """An analysis's status, progress (``units_done`` of ``units``) and,
         once succeeded, its summary."""
         return Response(AnalysisSerializer(self.analysis()).data)
@@ -304,7 +305,7 @@ class AnalysisDetailView(AnalysisScoped):
 
 class AnalysisCancelView(AnalysisScoped):
     @extend_schema(summary="Cancel a robustness analysis (designer)", request=None, responses={200: AnalysisSerializer})
-    def post(self, request, analysis_id):
+    def post(self, request: Request, analysis_id: int) -> Response:
         """Cancel an unfinished analysis (the designer): chunks not yet
         started never run. 409 when it has already finished."""
         analysis = self.analysis()
@@ -320,7 +321,7 @@ class AnalysisCsvView(AnalysisScoped):
         operation_id="v1_analyses_result_csv_retrieve",
         responses={(200, "text/csv"): OpenApiResponse(description="the summary, one row per candidate or expert")},
     )
-    def get(self, request, analysis_id):
+    def get(self, request: Request, analysis_id: int) -> HttpResponse:
         """A succeeded analysis's summary as CSV: Monte Carlo, one row per
         candidate (probability of being best with its standard error, of
         each rank, central weights); leave-one-out, one row per expert."""

@@ -6,7 +6,7 @@ declared."""
 import copy
 import re
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, Literal, cast
 
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import force_instance
@@ -327,7 +327,7 @@ class ApproveAutoSchema(AutoSchema):
         description = self.get_description()
         return first_sentence(description) if description else None
 
-    def _get_request_body(self, direction="request"):
+    def _get_request_body(self, direction: Literal["request", "response"] = "request") -> Any:
         # A POST or PUT needs its body (drf-spectacular marks one required
         # only when its serializer has a required field, never a body given
         # as a schema: the bundle, the ranges, the peer weights), except where
@@ -345,7 +345,7 @@ class ApproveAutoSchema(AutoSchema):
             schema["additionalProperties"] = False
         return schema
 
-    def _get_paginator(self):
+    def _get_paginator(self) -> Any:
         # Views built on PaginatedListMixin paginate their GET lists by hand
         # (they are APIViews, without a pagination_class): document the
         # {count, next, previous, results} envelope and the page parameter.
@@ -353,7 +353,7 @@ class ApproveAutoSchema(AutoSchema):
             return pagination_class()
         return super()._get_paginator()
 
-    def _get_response_bodies(self, direction="response"):
+    def _get_response_bodies(self, direction: Literal["request", "response"] = "response") -> Any:
         # The success responses come from the view or its @extend_schema
         # (which replaces get_response_serializers, so the errors cannot be
         # added there); the error responses are added here, for every view.

@@ -115,7 +115,7 @@ class StudySerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
-    def get_my_roles(self, study) -> list[str]:
+    def get_my_roles(self, study: Study) -> list[str]:
         return sorted(m.role for m in getattr(study, "my_memberships", []))
 
 
@@ -176,7 +176,7 @@ class MemberWriteSerializer(WriteSerializer):
 # --- setup -------------------------------------------------------------------------
 
 
-def _selected(obj):
+def _selected(obj: QualityAttribute | Metric) -> bool | None:
     return obj.is_selected if services.selection_fixed(obj.study) else None
 
 
@@ -188,7 +188,7 @@ class AttributeSerializer(serializers.ModelSerializer):
         fields = ["id", "name", "kind", "description", "position", "selected"]
         read_only_fields = fields
 
-    def get_selected(self, attribute) -> bool | None:
+    def get_selected(self, attribute: QualityAttribute) -> bool | None:
         return _selected(attribute)
 
 
@@ -211,10 +211,10 @@ class MetricSerializer(serializers.ModelSerializer):
     @extend_schema_field(
         serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2, allow_null=True)
     )
-    def get_default_range(self, metric):
+    def get_default_range(self, metric: Metric) -> list[float] | None:
         return list(metric.default_range) if metric.default_range else None
 
-    def get_selected(self, metric) -> bool | None:
+    def get_selected(self, metric: Metric) -> bool | None:
         return _selected(metric)
 
 
@@ -271,7 +271,7 @@ class MeasurementRowSerializer(MeasurementSerializer):
 class BoundedListField(serializers.ListField):
     """A list refused by its length before any item is validated."""
 
-    def __init__(self, *, noun: str, **kwargs):
+    def __init__(self, *, noun: str, **kwargs: Any) -> None:
         self.noun = noun
         super().__init__(**kwargs)
 

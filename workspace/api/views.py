@@ -9,7 +9,7 @@ every input. An outsider never learns a study exists.
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
-from typing import Any, cast
+from typing import Any, Generic, NoReturn, TypeVar, cast
 
 from django.conf import settings
 from django.contrib.auth import authenticate
@@ -21,9 +21,11 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import exceptions, generics, status
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.permissions import AllowAny
+from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
+from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from engine import selectors as engine_selectors
@@ -52,6 +54,12 @@ from .throttling import (
 )
 
 # --- access ------------------------------------------------------------------------
+
+
+def signed_in(request: Request) -> User:
+    """The requesting user: every API view needs one signed in
+    (REST_FRAMEWORK's DEFAULT_PERMISSION_CLASSES, IsAuthenticated)."""
+    return cast(User, request.user)
 
 
 class StudyScoped(APIView):
@@ -103,13 +111,13 @@ class PaginatedListMixin(APIView):
         return paginator.get_paginated_response(serializer_class(page, many=True).data)
 
 
-def validated(serializer_class, data, **kwargs):
+def validated(serializer_class: type[BaseSerializer], data: Any, **kwargs: Any) -> Any:
     serializer = serializer_class(data=data, **kwargs)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
 
 
-def _body(request, kind, description):
+def _body(request: Request, kind: type | tuple[type, ...], description: str) -> Any:
     """The JSON body when it must be a free-form object or list (the services
     check its contents)."""
     if not isinstance(request.data, kind):
@@ -123,7 +131,9 @@ def location(request: Request, name: str, **kwargs: Any) -> dict[str, str]:
     return {"Location": request.build_absolute_uri(reverse(f"api:{name}", kwargs=kwargs))}
 
 
-def _study_detail(study_id, user, status_code=status.HTTP_200_OK, headers=None):
+def _study_detail(
+    study_id: int, user: User, status_code: int = status.HTTP_200_OK, headers: dict[str, str] | None = None
+) -> Response:
     """The study detail response (raises ``Study.DoesNotExist``, a 404)."""
     study = selectors.study_detail_get(study_id=study_id, user=user)
     return Response(s.StudyDetailSerializer(study).data, status=status_code, headers=headers)
@@ -145,7 +155,7 @@ class TokenCreateView(RateLimitHeadersMixin, APIView):
         responses={201: s.NewTokenSerializer, 429: error("Too many attempts: try again after `Retry-After` seconds.")},
         auth=[],
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         data = validated(s.TokenRequestSerializer, request.data)
         # The log-in page's lock-out, counted under the same key: guesses
         # cannot move to the API, nor to a look-alike of the username.
@@ -175,8 +185,8 @@ class TokenListView(generics.ListAPIView):
 
     serializer_class = s.TokenSerializer
 
-    def get_queryset(self):
-        return selectors.api_token_list(user=self.request.user)
+    def get_queryset(self) -> QuerySet[ApiToken]:
+        return selectors.api_token_list(user=signed_in(self.request))
 
 
 class TokenDetailView(APIView):
@@ -187,12 +197,12 @@ class TokenDetailView(APIView):
             raise exceptions.NotFound("No such token.") from None
 
     @extend_schema(responses=s.TokenSerializer)
-    def get(self, request, token_id):
+    def get(self, request: Request, token_id: int) -> Response:
         """One of your tokens (its key is never shown again)."""
         return Response(s.TokenSerializer(self.token()).data)
 
     @extend_schema(responses={204: None})
-    def delete(self, request, token_id):
+    def delete(self, request: Request, token_id: int) -> Response:
         """Revoke one of your tokens."""
         services.api_token_revoke(token=self.token())
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -203,18 +213,18 @@ class TokenDetailView(APIView):
 
 class StudyListView(PaginatedListMixin, APIView):
     @extend_schema(responses=s.StudySerializer(many=True))
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         """Studies you are a member of."""
         return self.paginated(selectors.studies_with_my_roles(request.user), s.StudySerializer)
 
     @extend_schema(request=s.StudyWriteSerializer, responses={201: s.StudyDetailSerializer})
     @idempotent
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         """Create a study; you become its designer."""
         data = validated(s.StudyWriteSerializer, request.data)
-        study = services.study_create(designer=request.user, **data)
+        study = services.study_create(designer=signed_in(request), **data)
         return _study_detail(
-            study.pk, request.user, status.HTTP_201_CREATED, location(request, "study-detail", study_id=study.pk)
+            study.pk, signed_in(request), status.HTTP_201_CREATED, location(request, "study-detail", study_id=study.pk)
         )
 
 
@@ -224,7 +234,7 @@ class StudyImportView(RateLimitHeadersMixin, APIView):
     throttle_classes = [FailOpenScopedRateThrottle]
     throttle_scope = IMPORT_SCOPE
 
-    def throttled(self, request, wait):
+    def throttled(self, request: Request, wait: float | None) -> NoReturn:
         raise exceptions.Throttled(wait=wait, detail=import_refusal())
 
     @extend_schema(
@@ -235,7 +245,7 @@ class StudyImportView(RateLimitHeadersMixin, APIView):
         },
     )
     @idempotent
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         """Import an ``approve-study/1`` bundle; you become its designer.
         Your own inputs are yours; other experts are invited (listed in
         ``invitations``). Only a staff user may import their inputs: they
@@ -247,7 +257,7 @@ class StudyImportView(RateLimitHeadersMixin, APIView):
         if designer is not None and designer != request.user.get_username():
             raise exceptions.ValidationError({"designer": ["must be your own username, or left out"]})
         limits.bundle_check_limits(bundle)
-        study = study_import_bundle(bundle=bundle, importer=request.user)
+        study = study_import_bundle(bundle=bundle, importer=signed_in(request))
         study = selectors.study_detail_get(study_id=study.pk, user=request.user)
         return Response(
             inv_s.ImportedStudySerializer(study).data,
@@ -258,23 +268,23 @@ class StudyImportView(RateLimitHeadersMixin, APIView):
 
 class StudyDetailView(StudyScoped, APIView):
     @extend_schema(responses=s.StudyDetailSerializer)
-    def get(self, request, study_id):
+    def get(self, request: Request, study_id: int) -> Response:
         """The study's setup, phase, selection and thresholds."""
         try:
-            return _study_detail(study_id, request.user)
+            return _study_detail(study_id, signed_in(request))
         except Study.DoesNotExist:
             raise exceptions.NotFound("No such study.") from None
 
     @extend_schema(request=s.StudyWriteSerializer(partial=True), responses=s.StudyDetailSerializer)
-    def patch(self, request, study_id):
+    def patch(self, request: Request, study_id: int) -> Response:
         """Change the title, description or (until voting closes) the vote thresholds."""
         self.require_designer("change the study")
         data = validated(s.StudyWriteSerializer, request.data, partial=True)
         services.study_update(study=self.study(), **data)
-        return _study_detail(study_id, request.user)
+        return _study_detail(study_id, signed_in(request))
 
     @extend_schema(responses={204: None})
-    def delete(self, request, study_id):
+    def delete(self, request: Request, study_id: int) -> Response:
         """Delete the study with everything in it, runs included."""
         self.require_designer("delete the study")
         services.study_delete(study=self.study())
@@ -285,7 +295,7 @@ class StudyExportView(StudyScoped, APIView):
     @extend_schema(
         responses={200: OpenApiResponse(response=ref("StudyBundle"), description="an approve-study/1 bundle")}
     )
-    def get(self, request, study_id):
+    def get(self, request: Request, study_id: int) -> Response:
         """The whole study as an ``approve-study/1`` bundle."""
         self.require_designer("export the study")
         return Response(study_export_bundle(study=self.study()))
@@ -293,13 +303,13 @@ class StudyExportView(StudyScoped, APIView):
 
 class StudyTransitionView(StudyScoped, APIView):
     @extend_schema(request=s.TransitionSerializer, responses={200: s.StudyDetailSerializer})
-    def post(self, request, study_id):
+    def post(self, request: Request, study_id: int) -> Response:
         """Move the study to the next phase (or back to assessment from closed).
         409 with the reason when its inputs do not allow it."""
         self.require_designer("change the study's phase")
         data = validated(s.TransitionSerializer, request.data)
         services.study_transition(study=self.study(), to=data["to"])
-        return _study_detail(study_id, request.user)
+        return _study_detail(study_id, signed_in(request))
 
 
 # --- members ---------------------------------------------------------------------
@@ -307,7 +317,7 @@ class StudyTransitionView(StudyScoped, APIView):
 
 class MemberListView(StudyScoped, PaginatedListMixin, APIView):
     @extend_schema(responses=s.MemberSerializer(many=True))
-    def get(self, request, study_id):
+    def get(self, request: Request, study_id: int) -> Response:
         """The designer and the experts."""
         return self.paginated(selectors.member_list(study=self.study()), s.MemberSerializer)
 
@@ -315,7 +325,7 @@ class MemberListView(StudyScoped, PaginatedListMixin, APIView):
         request=s.MemberWriteSerializer, responses={201: s.MemberSerializer, 202: inv_s.MemberInvitedSerializer}
     )
     @idempotent
-    def post(self, request, study_id):
+    def post(self, request: Request, study_id: int) -> Response:
         """Take the expert role yourself (201), or invite someone else, who
         becomes an expert by accepting (202, the same answer whether or not
         the account exists). Draft phase."""
@@ -337,7 +347,7 @@ class MemberListView(StudyScoped, PaginatedListMixin, APIView):
 
 class MemberDetailView(StudyScoped, APIView):
     @extend_schema(responses=s.MemberSerializer)
-    def get(self, request, study_id, username):
+    def get(self, request: Request, study_id: int, username: str) -> Response:
         """One expert of the study: their role and status (``pending``
         until they confirm inputs imported in their name)."""
         try:
@@ -347,7 +357,7 @@ class MemberDetailView(StudyScoped, APIView):
         return Response(s.MemberSerializer(membership).data)
 
     @extend_schema(responses={204: None})
-    def delete(self, request, study_id, username):
+    def delete(self, request: Request, study_id: int, username: str) -> Response:
         """Remove an expert, with all their inputs (draft phase)."""
         self.require_designer("remove experts")
         membership = selectors.expert_get(study=self.study(), username=username)
@@ -373,21 +383,25 @@ class SetupScoped(StudyScoped):
         return f"{self.noun}-detail"
 
 
-class SetupListView(SetupScoped, PaginatedListMixin, APIView, ABC):
+#: The kind of item a setup view lists or holds.
+SetupItem = TypeVar("SetupItem", QualityAttribute, Metric, Candidate)
+
+
+class SetupListView(SetupScoped, PaginatedListMixin, APIView, ABC, Generic[SetupItem]):
     """Members list the items; the designer adds them (each kind's ``create``)."""
 
     @abstractmethod
-    def create(self, data: dict[str, Any]) -> QualityAttribute | Metric | Candidate:
+    def create(self, data: dict[str, Any]) -> SetupItem:
         """Add the item through its service."""
 
     def queryset(self) -> SetupItems:
         return selectors.setup_item_list(study=self.study(), model=self.model)
 
-    def get(self, request, study_id):
+    def get(self, request: Request, study_id: int) -> Response:
         return self.paginated(self.queryset(), self.read_serializer)
 
     @idempotent
-    def post(self, request, study_id):
+    def post(self, request: Request, study_id: int) -> Response:
         self.require_designer(f"add {self.noun}s")
         data = validated(self.write_serializer, request.data)
         item = self.create(data)
@@ -399,50 +413,49 @@ class SetupListView(SetupScoped, PaginatedListMixin, APIView, ABC):
         )
 
 
-class SetupDetailView(SetupScoped, APIView, ABC):
+class SetupDetailView(SetupScoped, APIView, ABC, Generic[SetupItem]):
     """One item: members read it; the designer changes or removes it (each kind's ``update`` and ``remove``)."""
 
     @abstractmethod
-    def update(
-        self, item: QualityAttribute | Metric | Candidate, data: dict[str, Any]
-    ) -> QualityAttribute | Metric | Candidate:
+    def update(self, item: SetupItem, data: dict[str, Any]) -> SetupItem:
         """Change the item through its service."""
 
     @abstractmethod
-    def remove(self, item: QualityAttribute | Metric | Candidate) -> None:
+    def remove(self, item: SetupItem) -> None:
         """Remove the item through its service."""
 
-    def item(self) -> QualityAttribute | Metric | Candidate:
+    def item(self) -> SetupItem:
         try:
-            return selectors.setup_item_get(study=self.study(), model=self.model, pk=self.kwargs["pk"])
+            # Of this view's model, so of its kind.
+            return cast(SetupItem, selectors.setup_item_get(study=self.study(), model=self.model, pk=self.kwargs["pk"]))
         except self.model.DoesNotExist:
             # get_object_or_404's message, as before
             raise exceptions.NotFound(f"No {self.model._meta.object_name} matches the given query.") from None
 
-    def get(self, request, study_id, pk):
+    def get(self, request: Request, study_id: int, pk: int) -> Response:
         return Response(self.read_serializer(self.item()).data)
 
-    def patch(self, request, study_id, pk):
+    def patch(self, request: Request, study_id: int, pk: int) -> Response:
         self.require_designer(f"change {self.noun}s")
         item = self.item()
         data = validated(self.write_serializer, request.data, partial=True)
         item = self.update(item, data)
         return Response(self.read_serializer(item).data)
 
-    def delete(self, request, study_id, pk):
+    def delete(self, request: Request, study_id: int, pk: int) -> Response:
         self.require_designer(f"remove {self.noun}s")
         self.remove(self.item())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-def setup_list_schema(read, write, noun):
+def setup_list_schema(read: type[BaseSerializer], write: type[BaseSerializer], noun: str) -> Any:
     return extend_schema_view(
         get=extend_schema(responses=read(many=True), summary=f"List the study's {noun}s"),
         post=extend_schema(request=write, responses={201: read}, summary=f"Add a {noun} (designer)"),
     )
 
 
-def setup_detail_schema(read, write, noun):
+def setup_detail_schema(read: type[BaseSerializer], write: type[BaseSerializer], noun: str) -> Any:
     return extend_schema_view(
         get=extend_schema(responses=read, summary=f"One {noun} of the study"),
         patch=extend_schema(request=write(partial=True), responses=read, summary=f"Change a {noun} (designer)"),
@@ -450,7 +463,7 @@ def setup_detail_schema(read, write, noun):
     )
 
 
-def _attribute_by_name(study, name):
+def _attribute_by_name(study: Study, name: str) -> QualityAttribute:
     try:
         return selectors.attribute_get(study=study, name=name)
     except QualityAttribute.DoesNotExist:
@@ -458,7 +471,7 @@ def _attribute_by_name(study, name):
 
 
 @setup_list_schema(s.AttributeSerializer, s.AttributeWriteSerializer, "attribute")
-class AttributeListView(SetupListView):
+class AttributeListView(SetupListView[QualityAttribute]):
     model, read_serializer, write_serializer, noun = (
         QualityAttribute,
         s.AttributeSerializer,
@@ -466,12 +479,12 @@ class AttributeListView(SetupListView):
         "attribute",
     )
 
-    def create(self, data):
+    def create(self, data: dict[str, Any]) -> QualityAttribute:
         return services.attribute_add(study=self.study(), **data)
 
 
 @setup_detail_schema(s.AttributeSerializer, s.AttributeWriteSerializer, "attribute")
-class AttributeDetailView(SetupDetailView):
+class AttributeDetailView(SetupDetailView[QualityAttribute]):
     model, read_serializer, write_serializer, noun = (
         QualityAttribute,
         s.AttributeSerializer,
@@ -479,37 +492,37 @@ class AttributeDetailView(SetupDetailView):
         "attribute",
     )
 
-    def update(self, attribute, data):
+    def update(self, attribute: QualityAttribute, data: dict[str, Any]) -> QualityAttribute:
         return services.attribute_update(attribute=attribute, **data)
 
-    def remove(self, attribute):
+    def remove(self, attribute: QualityAttribute) -> None:
         services.attribute_remove(attribute=attribute)
 
 
 @setup_list_schema(s.MetricSerializer, s.MetricWriteSerializer, "metric")
-class MetricListView(SetupListView):
+class MetricListView(SetupListView[Metric]):
     model, read_serializer, write_serializer, noun = Metric, s.MetricSerializer, s.MetricWriteSerializer, "metric"
 
-    def create(self, data):
+    def create(self, data: dict[str, Any]) -> Metric:
         data["attribute"] = _attribute_by_name(self.study(), data["attribute"])
         return services.metric_add(study=self.study(), **data)
 
 
 @setup_detail_schema(s.MetricSerializer, s.MetricWriteSerializer, "metric")
-class MetricDetailView(SetupDetailView):
+class MetricDetailView(SetupDetailView[Metric]):
     model, read_serializer, write_serializer, noun = Metric, s.MetricSerializer, s.MetricWriteSerializer, "metric"
 
-    def update(self, metric, data):
+    def update(self, metric: Metric, data: dict[str, Any]) -> Metric:
         if "attribute" in data:
             data["attribute"] = _attribute_by_name(self.study(), data["attribute"])
         return services.metric_update(metric=metric, **data)
 
-    def remove(self, metric):
+    def remove(self, metric: Metric) -> None:
         services.metric_remove(metric=metric)
 
 
 @setup_list_schema(s.CandidateSerializer, s.CandidateWriteSerializer, "candidate")
-class CandidateListView(SetupListView):
+class CandidateListView(SetupListView[Candidate]):
     model, read_serializer, write_serializer, noun = (
         Candidate,
         s.CandidateSerializer,
@@ -517,12 +530,12 @@ class CandidateListView(SetupListView):
         "candidate",
     )
 
-    def create(self, data):
+    def create(self, data: dict[str, Any]) -> Candidate:
         return services.candidate_add(study=self.study(), **data)
 
 
 @setup_detail_schema(s.CandidateSerializer, s.CandidateWriteSerializer, "candidate")
-class CandidateDetailView(SetupDetailView):
+class CandidateDetailView(SetupDetailView[Candidate]):
     model, read_serializer, write_serializer, noun = (
         Candidate,
         s.CandidateSerializer,
@@ -530,22 +543,22 @@ class CandidateDetailView(SetupDetailView):
         "candidate",
     )
 
-    def update(self, candidate, data):
+    def update(self, candidate: Candidate, data: dict[str, Any]) -> Candidate:
         return services.candidate_update(candidate=candidate, **data)
 
-    def remove(self, candidate):
+    def remove(self, candidate: Candidate) -> None:
         services.candidate_remove(candidate=candidate)
 
 
 class MeasurementView(StudyScoped, PaginatedListMixin, APIView):
     @extend_schema(responses=s.MeasurementSerializer(many=True))
-    def get(self, request, study_id):
+    def get(self, request: Request, study_id: int) -> Response:
         """Every candidate's measured values, ``{candidate, metric, value,
         standard_error}`` (``standard_error`` null when none is given)."""
         return self.paginated(selectors.measurement_list(study=self.study()), s.MeasurementRowSerializer)
 
     @extend_schema(request=s.MeasurementSerializer(many=True), responses=s.MeasurementSerializer(many=True))
-    def put(self, request, study_id):
+    def put(self, request: Request, study_id: int) -> Response:
         """Bulk upsert: set each listed value; others are left as they are.
         An entry's optional ``standard_error`` sets the value's standard
         error (null removes it; omitted leaves it as it is)."""
@@ -564,7 +577,7 @@ class MeasurementView(StudyScoped, PaginatedListMixin, APIView):
 class MyInputView(StudyScoped, APIView):
     section = ""
 
-    def current(self):
+    def current(self) -> Any:
         expert = self.expert()
         inputs = selectors.expert_inputs_list(
             study=self.study(), experts=[expert], sections=[self.section], with_results=self.section == "priorities"
@@ -576,12 +589,12 @@ class MyVotesView(MyInputView):
     section = "votes"
 
     @extend_schema(responses=s.VotesSerializer)
-    def get(self, request, study_id):
+    def get(self, request: Request, study_id: int) -> Response:
         """Your votes: the complementary attributes and metrics you vote for."""
         return Response(self.current())
 
     @extend_schema(request=s.VotesSerializer, responses=s.VotesSerializer)
-    def put(self, request, study_id):
+    def put(self, request: Request, study_id: int) -> Response:
         """Replace your votes (voting phase)."""
         expert = self.expert()
         data = validated(s.VotesSerializer, request.data)
@@ -593,12 +606,12 @@ class MyPrioritiesView(MyInputView):
     section = "priorities"
 
     @extend_schema(responses=s.PrioritiesResponseSerializer)
-    def get(self, request, study_id):
+    def get(self, request: Request, study_id: int) -> Response:
         """Your prioritisation of the selected attributes, with its result."""
         return Response(presenters.priorities_out(self.current()))
 
     @extend_schema(request=s.PrioritiesSerializer, responses=s.PrioritiesResponseSerializer)
-    def put(self, request, study_id):
+    def put(self, request: Request, study_id: int) -> Response:
         """Set your prioritisation (assessment phase): ``direct`` weights, or
         ``ahp``/``lpr`` judgments over every pair. The response adds the
         resulting weights, the consistency ratio (above 0.10 is a warning)
@@ -619,7 +632,7 @@ class MyRangesView(MyInputView):
     section = "ranges"
 
     @extend_schema(responses={200: OpenApiResponse(response=ref("Ranges"))})
-    def get(self, request, study_id):
+    def get(self, request: Request, study_id: int) -> Response:
         """Your acceptable ranges ``{metric: [least acceptable, desired]}``;
         a metric left out uses its default range."""
         return Response(self.current())
@@ -627,7 +640,7 @@ class MyRangesView(MyInputView):
     @extend_schema(
         request={"application/json": ref("Ranges")}, responses={200: OpenApiResponse(response=ref("Ranges"))}
     )
-    def put(self, request, study_id):
+    def put(self, request: Request, study_id: int) -> Response:
         """Replace your acceptable ranges (assessment phase)."""
         expert = self.expert()
         ranges = _body(request, dict, "an object {metric: [least acceptable, desired]}")
@@ -640,7 +653,7 @@ class MyPeerWeightsView(MyInputView):
     section = "peer_weights"
 
     @extend_schema(responses={200: OpenApiResponse(response=ref("PeerWeights"))})
-    def get(self, request, study_id):
+    def get(self, request: Request, study_id: int) -> Response:
         """Your weights for every expert, yourself included."""
         return Response(self.current())
 
@@ -648,7 +661,7 @@ class MyPeerWeightsView(MyInputView):
         request={"application/json": ref("PeerWeights")},
         responses={200: OpenApiResponse(response=ref("PeerWeights"))},
     )
-    def put(self, request, study_id):
+    def put(self, request: Request, study_id: int) -> Response:
         """Set your row of peer weights (assessment phase): every expert, each
         in (0, 1), summing to 1."""
         expert = self.expert()
@@ -660,7 +673,7 @@ class MyPeerWeightsView(MyInputView):
 
 class ExpertInputsView(StudyScoped, APIView):
     @extend_schema(responses=s.ExpertInputsSerializer)
-    def get(self, request, study_id, username):
+    def get(self, request: Request, study_id: int, username: str) -> Response:
         """One expert's votes, priorities (with their ``result``: weights,
         consistency ratio, ``inconsistent``), ranges and peer weights
         (designer only)."""
@@ -678,17 +691,17 @@ class ExpertInputsView(StudyScoped, APIView):
 
 class RunListView(StudyScoped, PaginatedListMixin, APIView):
     @extend_schema(responses=s.RunSerializer(many=True))
-    def get(self, request, study_id):
+    def get(self, request: Request, study_id: int) -> Response:
         """The study's validation runs, newest first."""
         return self.paginated(selectors.run_list(study=self.study()), s.RunSerializer)
 
     @extend_schema(request=None, responses={202: s.RunSerializer})
     @idempotent
-    def post(self, request, study_id):
+    def post(self, request: Request, study_id: int) -> Response:
         """Launch a validation run of the closed study. 202 with the run's
         ``Location``; poll it until ``succeeded`` or ``failed``."""
         self.require_designer("launch validation runs")
-        run = engine_services.run_launch(study=self.study(), launched_by=request.user)
+        run = engine_services.run_launch(study=self.study(), launched_by=signed_in(request))
         # Read again: an eager worker may already have finished it.
         run = selectors.run_get(run_id=run.pk, user=request.user, fields=())
         location = request.build_absolute_uri(reverse("api:run-detail", kwargs={"run_id": run.pk}))
@@ -721,7 +734,7 @@ class RunScoped(APIView):
 
 class RunDetailView(RunScoped, APIView):
     @extend_schema(responses=s.RunSerializer)
-    def get(self, request, run_id):
+    def get(self, request: Request, run_id: int) -> Response:
         """A run's status, timings and error."""
         return Response(s.RunSerializer(self.run()).data)
 
@@ -753,12 +766,12 @@ class RunResultsView(RateLimitHeadersMixin, RunScoped, APIView):
     throttle_classes = [FailOpenScopedRateThrottle]
     throttle_scope = INDIVIDUAL_SCOPE
 
-    def get_throttles(self):
+    def get_throttles(self) -> list[BaseThrottle]:
         if self.request.query_params.get("individual") != "true":
             return []
         return super().get_throttles()
 
-    def throttled(self, request, wait):
+    def throttled(self, request: Request, wait: float | None) -> NoReturn:
         raise exceptions.Throttled(wait=wait, detail=individual_scores_refusal())
 
     @extend_schema(
@@ -790,7 +803,7 @@ class RunResultsView(RateLimitHeadersMixin, RunScoped, APIView):
             429: error("Too many pages of individual scores: try again after `Retry-After` seconds."),
         },
     )
-    def get(self, request, run_id):
+    def get(self, request: Request, run_id: int) -> HttpResponse:
         """The ``approve-results/1`` document (409 until the run has succeeded),
         as compact JSON: the same bytes ``run_validation --json`` prints.
         With individual scores, in pages of whole candidates (a page that
@@ -822,7 +835,7 @@ class RunResultsView(RateLimitHeadersMixin, RunScoped, APIView):
 
 class CandidateScoresView(RunScoped, APIView):
     @extend_schema(responses={200: OpenApiResponse(response=ref("CandidateScores"))})
-    def get(self, request, run_id, name):
+    def get(self, request: Request, run_id: int, name: str) -> Response:
         """One candidate's individual scores, ``{expert: {metric: score}}``,
         computed from the run's snapshot for that candidate only."""
         run = self.succeeded_run(fields=("snapshot",))
@@ -837,8 +850,11 @@ class _IgnoreAccept(DefaultContentNegotiation):
     written by the view): ``Accept: text/csv`` is not refused with 406, and
     an error is still the JSON the schema documents."""
 
-    def select_renderer(self, request, renderers, format_suffix=None):
-        return renderers[0], renderers[0].media_type
+    def select_renderer(
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
+        first = next(iter(renderers))  # the view's one renderer
+        return first, first.media_type
 
 
 class RunResultsCsvView(RunScoped, APIView):
@@ -857,7 +873,7 @@ class RunResultsCsvView(RunScoped, APIView):
             409: error("The run has not succeeded (yet); the detail says why."),
         },
     )
-    def get(self, request, run_id):
+    def get(self, request: Request, run_id: int) -> HttpResponse:
         """The results as CSV: the same bytes as the run page's download
         ``/runs/{run}/results.csv`` (409 until the run has succeeded)."""
         run = self.succeeded_run(fields=("document",))
@@ -879,7 +895,7 @@ class RunCompareView(APIView):
             409: error("A run compared with itself, or one of the two has no results (not succeeded)."),
         },
     )
-    def get(self, request, run_id, other_id):
+    def get(self, request: Request, run_id: int, other_id: int) -> Response:
         """Two runs of one study compared, as the page
         ``/runs/{run}/compare/{other}/`` shows them: the earlier run is
         always ``before``, whichever order the two are given in. Each
