@@ -19,6 +19,7 @@ memory cache, DEBUG on. A deployment sets:
 import os
 import ssl
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse, urlsplit, urlunsplit
 
 import dj_database_url
@@ -28,7 +29,7 @@ from redis.connection import parse_url as redis_parse_url
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
-def _bool_option(name, value, default):
+def _bool_option(name: str, value: str | None, default: bool) -> bool:
     """true/false (1/0, yes/no, on/off), or ``default`` for None."""
     if value is None:
         return default
@@ -40,16 +41,16 @@ def _bool_option(name, value, default):
     raise ImproperlyConfigured(f"{name} must be true or false, got {value!r}")
 
 
-def env_bool(name, default):
+def env_bool(name: str, default: bool) -> bool:
     value = os.environ.get(name)
     return _bool_option(name, None if value == "" else value, default)
 
 
-def env_list(name, default=""):
+def env_list(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
-def env_int(name, default):
+def env_int(name: str, default: int) -> int:
     value = os.environ.get(name)
     if value is None or value == "":
         return default
@@ -59,7 +60,7 @@ def env_int(name, default):
         raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from None
 
 
-def database_from_url(url):
+def database_from_url(url: str) -> dict[str, Any]:
     """Turn a database URL into a Django ``DATABASES`` entry, parsed by
     dj-database-url: every query option reaches ``OPTIONS`` (for PostgreSQL,
     libpq's connection parameters: ``sslmode``, ``sslrootcert``,
@@ -130,7 +131,7 @@ def database_from_url(url):
 _DJANGO_POSTGRES_OPTIONS = {"isolation_level", "assume_role", "server_side_binding", "pool", "cursor_factory"}
 
 
-def _libpq_options_check(options):
+def _libpq_options_check(options: dict[str, Any]) -> None:
     """Refuse an option libpq does not know, with libpq's own message (its
     parser, through psycopg2's ``parse_dsn``; values are checked when it
     connects)."""
@@ -151,7 +152,7 @@ REDIS_TLS_OPTIONS = ("ssl_cert_reqs", "ssl_ca_certs", "ssl_certfile", "ssl_keyfi
 _CERT_REQS = {"required": ssl.CERT_REQUIRED, "optional": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}
 
 
-def redis_from_url(url):
+def redis_from_url(url: str) -> tuple[str, dict[str, Any] | None]:
     """REDIS_URL, read by redis-py's own parser (``redis.connection.parse_url``,
     the one Django's cache connects with), as ``(url, tls)``: the URL without
     its query, for Celery's broker and the cache's ``LOCATION``, and the TLS
@@ -197,7 +198,7 @@ def redis_from_url(url):
     check_hostname = _bool_option("REDIS_URL: ssl_check_hostname", given.get("ssl_check_hostname"), reqs == "required")
     if check_hostname and reqs == "none":
         raise ImproperlyConfigured("REDIS_URL: ssl_check_hostname needs the certificate checked (ssl_cert_reqs=none)")
-    tls = {"ssl_cert_reqs": _CERT_REQS[reqs], "ssl_check_hostname": check_hostname}
+    tls: dict[str, Any] = {"ssl_cert_reqs": _CERT_REQS[reqs], "ssl_check_hostname": check_hostname}
     for name in ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile"):
         if name in given:
             if not given[name]:
@@ -628,7 +629,7 @@ if not 0 < PASSWORD_RESET_MAIL_LIMIT <= PASSWORD_RESET_CLIENT_LIMIT or PASSWORD_
 CELERY_IMPORTS = ["workspace.mail"]
 
 
-def email_from_url(url):
+def email_from_url(url: str) -> dict[str, Any]:
     """Django's e-mail settings from ``EMAIL_URL``:
 
     - ``console:`` (the default) prints messages to the log;

@@ -6,7 +6,7 @@ here next to them, so a browser and a script reach the same services.
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.http import JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import include, path
 from django.views import defaults
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
@@ -20,7 +20,7 @@ from workspace.api.exceptions import envelope
 from .health import health
 
 
-def not_found(request, exception):
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     """A URL that matches nothing: under ``api/`` the API's JSON error (its
     clients parse every answer, and the schema documents 404 as JSON), the
     page everywhere else."""
@@ -29,7 +29,7 @@ def not_found(request, exception):
     return defaults.page_not_found(request, exception)
 
 
-def server_error(request):
+def server_error(request: HttpRequest) -> HttpResponse:
     """An unexpected error: under ``api/`` the API's error envelope, the
     page everywhere else (the error is logged by Django either way)."""
     if request.path.startswith("/api/"):

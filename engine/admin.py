@@ -31,13 +31,13 @@ class RunAdmin(admin.ModelAdmin):
         "results",
     ]
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet:
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Run]:
         # The list shows none of the JSON fields (megabytes on a large study);
         # a run's page loads them when it shows them.
         return super().get_queryset(request).defer("snapshot", "results")
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: Run | None = None) -> bool:
         return False

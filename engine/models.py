@@ -85,11 +85,11 @@ class Run(models.Model):
             ),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"Run {self.pk} of {self.study} ({self.status})"
 
     @property
-    def is_finished(self):
+    def is_finished(self) -> bool:
         return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)
 
 
@@ -140,11 +140,11 @@ class Analysis(models.Model):
             ),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.get_kind_display()} {self.pk} of run {self.run_id} ({self.status})"
 
     @property
-    def is_finished(self):
+    def is_finished(self) -> bool:
         return self.status in (self.Status.SUCCEEDED, self.Status.FAILED, self.Status.CANCELLED)
 
 
@@ -177,5 +177,5 @@ class AnalysisChunk(models.Model):
         ]
         indexes = [models.Index(fields=["status", "lease_expires_at"], name="analysis_chunk_status_lease")]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"chunk {self.index} of analysis {self.analysis_id}"

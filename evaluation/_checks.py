@@ -4,6 +4,8 @@ No Django import here. The sum rule is the engine's (``engine.core``, METHOD.md
 intro): a sum that must equal 1 is checked to within 1e-6, then made exact.
 """
 
+from collections.abc import Iterable
+
 import numpy as np
 
 from engine.arguments import integer, positive_number  # noqa: F401  (re-exported for the library)
@@ -13,7 +15,7 @@ from engine.core import ROW_SUM_TOLERANCE, sums_to_one
 MAX_LISTED = 10
 
 
-def listed(items) -> str:
+def listed(items: Iterable[object]) -> str:
     """Items joined by commas, the first MAX_LISTED of them, then how many in all."""
     items = list(items)
     text = ", ".join(str(item) for item in items[:MAX_LISTED])

@@ -12,11 +12,11 @@ class CandidatePredictionArraysInline(admin.TabularInline):
     extra = 0
     can_delete = False
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet:
+    def get_queryset(self, request: HttpRequest) -> QuerySet[CandidatePredictionArrays]:
         # The archives are megabytes each; the inline shows what they hold.
         return super().get_queryset(request).select_related("candidate").defer("arrays")
 
-    def has_add_permission(self, request, obj=None):
+    def has_add_permission(self, request: HttpRequest, obj: PredictionSet | None = None) -> bool:
         return False
 
 
@@ -46,11 +46,11 @@ class PredictionSetAdmin(admin.ModelAdmin):
     readonly_fields = fields
     inlines = [CandidatePredictionArraysInline]
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet:
+    def get_queryset(self, request: HttpRequest) -> QuerySet[PredictionSet]:
         return super().get_queryset(request).defer("contexts")
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: PredictionSet | None = None) -> bool:
         return False

@@ -1,7 +1,7 @@
 """The evaluation pages' forms: they check the shape of what was typed; the
 services check the rest and name the field they refuse."""
 
-from typing import cast
+from typing import Any, cast
 
 from django import forms
 
@@ -10,7 +10,7 @@ from workspace.models import Candidate, Metric
 
 from . import report
 from .elicited import ANSWER_CHOICES
-from .models import ElicitedMetric, PredictionSet
+from .models import ElicitedMetric, MetricComputation, PredictionSet
 from .services import ELICITATION_EPSILON_DEFAULT, computation_parameter_names
 
 
@@ -33,7 +33,7 @@ class PredictionUploadForm(forms.Form):
         help_text="For a binary task: the label that counts as positive (needed for scores, precision and recall).",
     )
 
-    def __init__(self, *args, candidates: list[Candidate], **kwargs):
+    def __init__(self, *args: Any, candidates: list[Candidate], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         cast(forms.ChoiceField, self.fields["candidate"]).choices = [("", "The file names its candidates")] + [
             (c.name, c.name) for c in candidates
@@ -69,7 +69,7 @@ class ComputationForm(forms.Form):
     root = forms.FloatField(label="Root N (A3R)", initial=DEFAULTS.root)
     acc_d = forms.FloatField(label="AccD (ARR)", initial=DEFAULTS.acc_d)
 
-    def __init__(self, *args, metric: Metric, candidates: list[Candidate], **kwargs):
+    def __init__(self, *args: Any, metric: Metric, candidates: list[Candidate], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.metric = metric
         same_way = [c for c in report.COMPUTATIONS.values() if c.better == metric.better]
@@ -99,7 +99,7 @@ class ComputationForm(forms.Form):
         return parameters
 
     @classmethod
-    def initial_for(cls, mapping, candidates: list[Candidate]) -> dict:
+    def initial_for(cls, mapping: MetricComputation | None, candidates: list[Candidate]) -> dict:
         """A form's initial values from a metric's stored mapping."""
         if mapping is None:
             return {}
@@ -164,7 +164,7 @@ class ElicitationDesignForm(forms.Form):
         "(56 for three classes at 0.01, 40 at 0.05).",
     )
 
-    def __init__(self, *args, sets: list[PredictionSet], candidates: list[Candidate], **kwargs):
+    def __init__(self, *args: Any, sets: list[PredictionSet], candidates: list[Candidate], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         cast(forms.ChoiceField, self.fields["prediction_set"]).choices = [
             (s.pk, f"{s.name} ({s.row_count:,} rows)") for s in sets

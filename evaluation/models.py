@@ -38,7 +38,7 @@ class PredictionSet(models.Model):
     class Meta:
         ordering = ["-uploaded_at", "-id"]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.name} ({self.study})"
 
     @property
@@ -62,7 +62,7 @@ class CandidatePredictionArrays(models.Model):
             models.UniqueConstraint(fields=["prediction_set", "candidate"], name="prediction_arrays_unique_candidate")
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.candidate} in {self.prediction_set}"
 
     def predictions(self) -> CandidatePredictions:
@@ -88,7 +88,7 @@ class MetricComputation(models.Model):
     class Meta:
         ordering = ["metric"]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.metric} from {self.computation}"
 
 
@@ -114,7 +114,7 @@ class MeasurementSource(models.Model):
         ordering = ["candidate", "metric"]
         constraints = [models.UniqueConstraint(fields=["candidate", "metric"], name="measurement_source_unique")]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.candidate} {self.metric} from {self.computation}"
 
     def edited_since(self, current_value: float | None) -> bool:
@@ -147,7 +147,7 @@ class EvaluationCache(models.Model):
         ordering = ["prediction_set", "-computed_at", "-id"]
         constraints = [models.UniqueConstraint(fields=["prediction_set", "key"], name="evaluation_cache_unique_key")]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.kind} of {self.prediction_set}"
 
 
@@ -182,7 +182,7 @@ class ElicitedMetric(models.Model):
     class Meta:
         ordering = ["metric"]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.metric} elicited ({self.kind})"
 
 
@@ -206,5 +206,5 @@ class ElicitationAnswers(models.Model):
             models.UniqueConstraint(fields=["elicited_metric", "expert"], name="elicitation_answers_unique_expert"),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.expert} on {self.elicited_metric}"

@@ -26,7 +26,7 @@ class MlflowConnection(models.Model):
     # In the study's History: the URI and the check, never the token (only whether one changed: has_token).
     history = StudyHistory(kind="mlflow_connection", scope=recorded.of_study, excluded_fields=["token_encrypted"])
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.study} → {self.tracking_uri}"
 
     @property
@@ -48,7 +48,7 @@ class MlflowRunLink(models.Model):
     artifact_path = models.CharField(max_length=1000, blank=True)
     artifact_sha256 = models.CharField(max_length=64, blank=True)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.candidate} ← {self.run_id}"
 
 
@@ -72,7 +72,7 @@ class MlflowValueSource(models.Model):
         ordering = ["candidate", "metric"]
         constraints = [models.UniqueConstraint(fields=["candidate", "metric"], name="mlflow_value_source_unique")]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.candidate} {self.metric} from {self.run_id}/{self.metric_key}"
 
 
@@ -113,7 +113,7 @@ class MlflowImport(models.Model):
     class Meta:
         ordering = ["-imported_at", "-id"]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"import {self.pk} into {self.study}"
 
 
@@ -134,5 +134,5 @@ class MlflowPublication(models.Model):
     times = models.PositiveIntegerField(default=1, help_text="how many times it was published")
     history = StudyHistory(kind="mlflow_publication", scope=recorded.of_run)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"run {self.run_id} published to {self.summary_run_id}"

@@ -13,7 +13,7 @@ repairing, so it keeps to three habits:
 """
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, TypedDict, cast
 
 from django import forms
 from django.contrib import admin
@@ -22,8 +22,9 @@ from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Count, Q, QuerySet
-from django.forms.models import BaseInlineFormSet
+from django.db.models import Count, ForeignKey, Model, Q, QuerySet
+from django.forms.models import BaseInlineFormSet, ModelChoiceField, ModelChoiceIterator
+from django.http import HttpRequest
 
 from .models import (
     AcceptableRange,
@@ -48,10 +49,30 @@ from .models import (
 from .services import Action, inputs_changed, phase_allows
 from .services.accounts import USERNAME_TAKEN, usernames_taken
 
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+
+class ExpertCount(TypedDict):
+    _expert_count: int
+
+
+class MetricCount(TypedDict):
+    _metric_count: int
+
+
+class MeasurementCount(TypedDict):
+    _measurement_count: int
+
+
+# The rows of one expert's membership, and the rows of one prioritisation.
+ExpertInput = AttributeVote | MetricVote | AttributePrioritisation | MetricPrioritisation | AcceptableRange
+PrioritisationRow = AttributeJudgment | AttributeWeight | MetricJudgment | MetricWeight
+
 # --- shared helpers -------------------------------------------------------------
 
 
-def _membership_queryset():
+def _membership_queryset() -> QuerySet[Membership]:
     # Membership.__str__ names the user and the study: fetch both with it.
     return Membership.objects.select_related("user", "study")
 
@@ -66,7 +87,9 @@ class MembershipChoicesMixin(_AdminBase):
     """Foreign keys to Membership list their user and study without a query
     per option."""
 
-    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+    def formfield_for_foreignkey(
+        self, db_field: ForeignKey[Any, Any], request: HttpRequest, **kwargs: Any
+    ) -> "ModelChoiceField[Any] | None":
         if db_field.related_model is Membership and "queryset" not in kwargs:
             kwargs["queryset"] = _membership_queryset()
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
@@ -83,21 +106,26 @@ class StudyScopedInline(MembershipChoicesMixin, admin.TabularInline):
     scoped_choices: dict[str, Callable[[Any], QuerySet[Any]]] = {}
     extra = 0
 
-    def get_formset(self, request, obj=None, **kwargs):
+    def get_formset(
+        self, request: HttpRequest, obj: Model | None = None, **kwargs: Any
+    ) -> "type[BaseInlineFormSet[Any, Any, Any]]":
         # ModelAdmin instances are shared between requests: keep the parent on
         # the request, which formfield_for_foreignkey also receives.
-        request._approve_admin_parent = obj
+        request._approve_admin_parent = obj  # type: ignore[attr-defined]  # this admin's own attribute
         return super().get_formset(request, obj, **kwargs)
 
-    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+    def formfield_for_foreignkey(
+        self, db_field: ForeignKey[Any, Any], request: HttpRequest, **kwargs: Any
+    ) -> "ModelChoiceField[Any] | None":
         scope = self.scoped_choices.get(db_field.name)
         if scope is None:
             return super().formfield_for_foreignkey(db_field, request, **kwargs)
         parent = getattr(request, "_approve_admin_parent", None)
-        kwargs["queryset"] = scope(parent) if parent is not None else db_field.related_model.objects.none()
+        kwargs["queryset"] = scope(parent) if parent is not None else db_field.related_model._default_manager.none()
         formfield = super().formfield_for_foreignkey(db_field, request, **kwargs)
         if formfield is not None:
-            formfield.choices = list(formfield.choices)
+            # A ModelChoiceField's choices are its ModelChoiceIterator (a query each time it is read).
+            formfield.choices = list(cast("ModelChoiceIterator[Any]", formfield.choices))
         return formfield
 
 
@@ -129,23 +157,29 @@ class InputsAdmin(_AdminBase):
         if studies:
             inputs_changed(studies=studies)
 
-    def save_model(self, request, obj, form, change):
+    def save_model(self, request: HttpRequest, obj: Model, form: "forms.ModelForm[Any]", change: bool) -> None:
         self._bump([obj.pk])
         if isinstance(obj, Study) and obj.pk is not None:
             obj.input_version = Study.objects.values_list("input_version", flat=True).get(pk=obj.pk)
         super().save_model(request, obj, form, change)  # type: ignore[misc]  # a ModelAdmin's at run time
         self._bump([obj.pk])
 
-    def delete_model(self, request, obj):
+    def delete_model(self, request: HttpRequest, obj: Model) -> None:
         self._bump([obj.pk])
         super().delete_model(request, obj)  # type: ignore[misc]
 
-    def delete_queryset(self, request, queryset):
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         with transaction.atomic():
             self._bump(list(queryset.values_list("pk", flat=True)))
             super().delete_queryset(request, queryset)  # type: ignore[misc]
 
-    def save_formset(self, request, form, formset, change):
+    def save_formset(
+        self,
+        request: HttpRequest,
+        form: "forms.ModelForm[Any]",
+        formset: "BaseInlineFormSet[Any, Any, Any]",
+        change: bool,
+    ) -> None:
         self._bump([form.instance.pk])
         super().save_formset(request, form, formset, change)  # type: ignore[misc]
 
@@ -160,7 +194,7 @@ class MembershipInline(MembershipChoicesMixin, admin.TabularInline):
     readonly_fields = ("created_at",)
     autocomplete_fields = ("user",)
 
-    def get_queryset(self, request):
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Membership]:
         return super().get_queryset(request).select_related("user")
 
 
@@ -195,14 +229,14 @@ class StudyAdmin(InputsAdmin, admin.ModelAdmin):
     )
     inlines = (MembershipInline, QualityAttributeInline, CandidateInline)
 
-    def get_queryset(self, request):
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Study]:
         return (
             super()
             .get_queryset(request)
             .annotate(_expert_count=Count("memberships", filter=Q(memberships__role=Membership.Role.EXPERT)))
         )
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_readonly_fields(self, request: HttpRequest, obj: Study | None = None) -> tuple[str, ...]:
         # The designer's membership row must follow the study's designer;
         # changing one without the other would hide the study from its designer.
         if obj is None:
@@ -215,10 +249,16 @@ class StudyAdmin(InputsAdmin, admin.ModelAdmin):
         return fixed
 
     @admin.display(description="Experts", ordering="_expert_count")
-    def expert_count(self, obj):
+    def expert_count(self, obj: "WithAnnotations[Study, ExpertCount]") -> int:
         return obj._expert_count
 
-    def save_related(self, request, form, formsets, change):
+    def save_related(
+        self,
+        request: HttpRequest,
+        form: "forms.ModelForm[Study]",
+        formsets: "list[BaseInlineFormSet[Any, Study, Any]]",
+        change: bool,
+    ) -> None:
         super().save_related(request, form, formsets, change)
         # A study is visible through memberships, so a study added here needs
         # its designer's row (the application's study_create makes it too).
@@ -236,12 +276,12 @@ class MembershipAdmin(InputsAdmin, admin.ModelAdmin):
     autocomplete_fields = ("user", "study")
     readonly_fields = ("created_at",)
 
-    def get_queryset(self, request):
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Membership]:
         # Also used by the autocomplete of every foreign key to Membership.
         return super().get_queryset(request).select_related("user", "study")
 
     @admin.display(description="Phase", ordering="study__phase")
-    def study_phase(self, obj):
+    def study_phase(self, obj: Membership) -> str:
         return obj.study.get_phase_display()
 
 
@@ -275,12 +315,12 @@ class MeasurementAdminForm(forms.ModelForm):
 class MetricInlineFormSet(BaseInlineFormSet):
     """Metrics added under an attribute belong to the attribute's study."""
 
-    def _construct_form(self, i, **kwargs):
+    def _construct_form(self, i: int, **kwargs: Any) -> "forms.ModelForm[Metric]":
         form = super()._construct_form(i, **kwargs)  # type: ignore[misc]  # the stubs omit BaseFormSet._construct_form
         form.instance.study_id = self.instance.study_id
         return form
 
-    def clean(self):
+    def clean(self) -> None:
         super().clean()
         # ``study`` is not a form field, so Django skips the (study, name)
         # constraint: check it here instead of failing at the database.
@@ -319,15 +359,15 @@ class QualityAttributeAdmin(InputsAdmin, admin.ModelAdmin):
     autocomplete_fields = ("study",)
     inlines = (MetricInline,)
 
-    def get_queryset(self, request):
+    def get_queryset(self, request: HttpRequest) -> QuerySet[QualityAttribute]:
         return super().get_queryset(request).annotate(_metric_count=Count("metrics"))
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_readonly_fields(self, request: HttpRequest, obj: QualityAttribute | None = None) -> tuple[str, ...]:
         # Moving an attribute would leave its metrics in the old study.
         return ("study",) if obj is not None else ()
 
     @admin.display(description="Metrics", ordering="_metric_count")
-    def metric_count(self, obj):
+    def metric_count(self, obj: "WithAnnotations[QualityAttribute, MetricCount]") -> int:
         return obj._metric_count
 
 
@@ -365,18 +405,18 @@ class CandidateAdmin(InputsAdmin, admin.ModelAdmin):
     search_fields = ("name", "description", "study__title")
     autocomplete_fields = ("study",)
 
-    def get_queryset(self, request):
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Candidate]:
         return super().get_queryset(request).annotate(_measurement_count=Count("measurements"))
 
-    def get_inlines(self, request, obj):
+    def get_inlines(self, request: HttpRequest, obj: Candidate | None) -> tuple[type[MeasurementInline], ...]:
         # Measurements pick metrics of the candidate's study: known once saved.
         return (MeasurementInline,) if obj is not None else ()
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_readonly_fields(self, request: HttpRequest, obj: Candidate | None = None) -> tuple[str, ...]:
         return ("study",) if obj is not None else ()
 
     @admin.display(description="Measurements", ordering="_measurement_count")
-    def measurement_count(self, obj):
+    def measurement_count(self, obj: "WithAnnotations[Candidate, MeasurementCount]") -> int:
         return obj._measurement_count
 
 
@@ -389,7 +429,7 @@ class MeasurementAdmin(InputsAdmin, admin.ModelAdmin):
     autocomplete_fields = ("candidate", "metric")
 
     @admin.display(description="Study", ordering="candidate__study__title")
-    def study(self, obj):
+    def study(self, obj: Measurement) -> Study:
         return obj.candidate.study
 
     form = MeasurementAdminForm
@@ -405,16 +445,16 @@ class ExpertInputAdmin(InputsAdmin, MembershipChoicesMixin, admin.ModelAdmin):
 
     autocomplete_fields: ClassVar[tuple[str, ...]] = ("expert",)
 
-    def get_queryset(self, request):
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ExpertInput]:
         # Lists, change pages and inline choices all read the expert's user and study.
         return super().get_queryset(request).select_related("expert__user", "expert__study")
 
     @admin.display(description="Expert", ordering="expert__user__username")
-    def expert_user(self, obj):
+    def expert_user(self, obj: ExpertInput) -> User:
         return obj.expert.user
 
     @admin.display(description="Study", ordering="expert__study__title")
-    def study(self, obj):
+    def study(self, obj: ExpertInput) -> Study:
         return obj.expert.study
 
 
@@ -462,7 +502,9 @@ class AttributePrioritisationAdmin(ExpertInputAdmin):
     search_fields = ("expert__user__username", "expert__study__title")
     readonly_fields = ("consistency_ratio", "updated_at")
 
-    def get_inlines(self, request, obj):
+    def get_inlines(
+        self, request: HttpRequest, obj: AttributePrioritisation | None
+    ) -> tuple[type[StudyScopedInline], ...]:
         return (AttributeJudgmentInline, AttributeWeightInline) if obj is not None else ()
 
 
@@ -490,7 +532,9 @@ class MetricPrioritisationAdmin(ExpertInputAdmin):
     autocomplete_fields = ("expert", "attribute")
     readonly_fields = ("consistency_ratio", "updated_at")
 
-    def get_inlines(self, request, obj):
+    def get_inlines(
+        self, request: HttpRequest, obj: MetricPrioritisation | None
+    ) -> tuple[type[StudyScopedInline], ...]:
         return (MetricJudgmentInline, MetricWeightInline) if obj is not None else ()
 
 
@@ -503,7 +547,7 @@ class PrioritisationRowAdmin(InputsAdmin, admin.ModelAdmin):
     value_fields: tuple[str, ...] = ()
     list_filter = ("prioritisation__method", "prioritisation__expert__study__phase")
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls.list_display = ("expert_user", *cls.item_fields, *cls.value_fields, "study")
         cls.list_select_related = ("prioritisation__expert__user", "prioritisation__expert__study", *cls.item_fields)
@@ -511,11 +555,11 @@ class PrioritisationRowAdmin(InputsAdmin, admin.ModelAdmin):
         cls.autocomplete_fields = ("prioritisation", *cls.item_fields)
 
     @admin.display(description="Expert", ordering="prioritisation__expert__user__username")
-    def expert_user(self, obj):
+    def expert_user(self, obj: PrioritisationRow) -> User:
         return obj.prioritisation.expert.user
 
     @admin.display(description="Study", ordering="prioritisation__expert__study__title")
-    def study(self, obj):
+    def study(self, obj: PrioritisationRow) -> Study:
         return obj.prioritisation.expert.study
 
 
@@ -561,15 +605,15 @@ class PeerWeightAdmin(InputsAdmin, MembershipChoicesMixin, admin.ModelAdmin):
     autocomplete_fields = ("rater", "ratee")
 
     @admin.display(description="Rater", ordering="rater__user__username")
-    def rater_user(self, obj):
+    def rater_user(self, obj: PeerWeight) -> User:
         return obj.rater.user
 
     @admin.display(description="Ratee", ordering="ratee__user__username")
-    def ratee_user(self, obj):
+    def ratee_user(self, obj: PeerWeight) -> User:
         return obj.ratee.user
 
     @admin.display(description="Study", ordering="rater__study__title")
-    def study(self, obj):
+    def study(self, obj: PeerWeight) -> Study:
         return obj.rater.study
 
 
@@ -590,10 +634,10 @@ class ApiTokenAdmin(admin.ModelAdmin):
     readonly_fields = fields
     date_hierarchy = "created_at"
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: ApiToken | None = None) -> bool:
         return False
 
 
@@ -648,13 +692,13 @@ class HistoryRecordAdmin(admin.ModelAdmin):
     date_hierarchy = "history_date"
     list_select_related = ("history_user",)
 
-    def has_add_permission(self, request: Any) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request: Any, obj: Any = None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -677,11 +721,11 @@ class StudyDeletionAdmin(admin.ModelAdmin):
     search_fields = ("title", "=study_id")
     date_hierarchy = "deleted_at"
 
-    def has_add_permission(self, request: Any) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: StudyDeletion | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request: Any, obj: Any = None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: StudyDeletion | None = None) -> bool:
         return False

@@ -9,7 +9,7 @@ judgments as given, only the ranges an expert set), so export → import →
 export is the identity.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from django.contrib.auth.models import User
@@ -52,7 +52,9 @@ TOP_LEVEL = {
 PHASE_ORDER: list[str] = list(Phase.values)  # draft, voting, assessment, closed
 
 
-def _per_expert(bundle, key, experts, path=None):
+def _per_expert(
+    bundle: Mapping[str, Any], key: str, experts: Mapping[str, Membership], path: str | None = None
+) -> dict[str, Any]:
     """A ``{username: section}`` map whose keys are the bundle's experts.
     ``path`` is where the map sits in the bundle (default ``key``)."""
     path = path or key
@@ -64,7 +66,7 @@ def _per_expert(bundle, key, experts, path=None):
     return section
 
 
-def _check_envelope(bundle):
+def _check_envelope(bundle: dict) -> tuple[str, list[str]]:
     _expect(bundle, dict, "bundle", "a JSON object")
     if bundle.get("format") != FORMAT:
         raise InvalidInput({"format": f"must be {FORMAT!r}, got {bundle.get('format')!r}"})
@@ -88,7 +90,7 @@ def _check_envelope(bundle):
     return phase, experts
 
 
-def _later_sections_absent(bundle, phase):
+def _later_sections_absent(bundle: dict, phase: str) -> None:
     """A study put in an early phase cannot carry inputs of a later one."""
     needs = {
         "votes": services.opens_in(services.Action.VOTE),
@@ -124,7 +126,9 @@ def _later_sections_absent(bundle, phase):
                 )
 
 
-def _votes_present_unless_thresholds_decide(bundle, votes, attributes, metrics):
+def _votes_present_unless_thresholds_decide(
+    bundle: dict, votes: dict, attributes: dict[str, QualityAttribute], metrics: dict[str, Metric]
+) -> None:
     """FORMATS.md: ``votes`` may be left out only when thresholds of 0
     decide every complementary attribute and every metric. Otherwise a
     missing section would silently select nothing by vote."""
@@ -148,7 +152,7 @@ def _votes_present_unless_thresholds_decide(bundle, votes, attributes, metrics):
         )
 
 
-def _transition(service, study, phase):
+def _transition(service: Callable[..., Study], study: Study, phase: str) -> Study:
     try:
         return service(study=study)
     except PhaseConflict as conflict:

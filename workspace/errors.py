@@ -2,6 +2,9 @@
 ``InvalidInput`` → 400 with errors per field, ``PhaseConflict`` → 409,
 ``RateLimited`` → 429."""
 
+from collections.abc import Mapping
+from typing import Any
+
 
 class ServiceError(Exception):
     """Base class: a refused change. Nothing was written."""
@@ -14,23 +17,26 @@ class InvalidInput(ServiceError):
     ``peer_weights.clinician``) to a list of messages.
     """
 
-    def __init__(self, errors):
+    def __init__(self, errors: str | Mapping[str, Any]) -> None:
+        """``errors``: one message, or per field a message or an iterable of them."""
         if isinstance(errors, str):
             errors = {"non_field_errors": [errors]}
-        self.errors = {
+        # Lists of messages (str, or a form's lazy ones); Any so that callers
+        # may merge them into dicts of their own.
+        self.errors: dict[str, Any] = {
             field: [messages] if isinstance(messages, str) else list(messages) for field, messages in errors.items()
         }
         super().__init__(self.message)
 
     @property
-    def message(self):
+    def message(self) -> str:
         return "; ".join(
             message if field == "non_field_errors" else f"{field}: {message}"
             for field, messages in self.errors.items()
             for message in messages
         )
 
-    def prefixed(self, prefix):
+    def prefixed(self, prefix: str) -> "InvalidInput":
         """The same errors with their first path component replaced by
         ``prefix``: a service's ``weights.Accuracy`` becomes the bundle's
         ``priorities.clinician.Accuracy``."""
@@ -40,7 +46,7 @@ class InvalidInput(ServiceError):
             renamed.setdefault(f"{prefix}.{rest}" if rest else prefix, []).extend(messages)
         return InvalidInput(renamed)
 
-    def within(self, prefix):
+    def within(self, prefix: str) -> "InvalidInput":
         """The same errors nested under ``prefix``: ``name`` becomes
         ``attributes[2].name``."""
         nested: dict[str, list[str]] = {}

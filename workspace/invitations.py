@@ -24,21 +24,28 @@ addressee) is checked by the API, as everywhere.
 
 import hashlib
 import secrets
+from typing import NoReturn, cast
 
 from django.contrib.auth import get_user_model, password_validation
+from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import User as AuthUser  # for annotations: User below is get_user_model()'s
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from . import history, selectors, services
 from .errors import InvalidInput, PhaseConflict
-from .models import Invitation, Membership
+from .models import Invitation, Membership, Study
 from .services import _checks
 from .services.accounts import USERNAME_TAKEN, email_clean, username_clean, usernames_taken
 from .services.imports import invitations_create_many
 
 User = get_user_model()
 EXPERT, PENDING, ACTIVE = Membership.Role.EXPERT, Membership.Status.PENDING, Membership.Status.ACTIVE
+# The designer as the pages pass them: ``request.user`` behind login_required,
+# never anonymous (hence the casts where a user is stored).
+SignedIn = AuthUser | AnonymousUser
 
 
 # --- link keys -------------------------------------------------------------------
@@ -53,7 +60,9 @@ def _digest(key: str) -> str:
 
 
 @transaction.atomic
-def invitation_create(*, study, created_by, username: str | None = None) -> tuple[Invitation, str | None]:
+def invitation_create(
+    *, study: Study, created_by: SignedIn, username: str | None = None
+) -> tuple[Invitation, str | None]:
     """Invite ``username`` to be an expert of the study (draft phase), or,
     without a username, create a link invitation. Returns ``(invitation,
     key)``; ``key`` (links only) is not stored and cannot be shown again."""
@@ -61,7 +70,7 @@ def invitation_create(*, study, created_by, username: str | None = None) -> tupl
     services.require_phase(study, services.Action.INVITE_EXPERT)
     if username is None:
         key = secrets.token_urlsafe(24)
-        return Invitation.objects.create(study=study, digest=_digest(key), created_by=created_by), key
+        return Invitation.objects.create(study=study, digest=_digest(key), created_by=cast(AuthUser, created_by)), key
     username = username_clean(username=username)
     # Both checks look at this study only, whether or not the account exists.
     if Membership.objects.filter(study=study, role=EXPERT, user__username=username).exists():
@@ -72,16 +81,16 @@ def invitation_create(*, study, created_by, username: str | None = None) -> tupl
         .exists()
     ):
         raise InvalidInput({"username": f"{username} is already invited to this study"})
-    return Invitation.objects.create(study=study, username=username, created_by=created_by), None
+    return Invitation.objects.create(study=study, username=username, created_by=cast(AuthUser, created_by)), None
 
 
 @transaction.atomic
-def member_add(*, study, added_by, username: str) -> Membership | Invitation:
+def member_add(*, study: Study, added_by: SignedIn, username: str) -> Membership | Invitation:
     """The members endpoint: the designer naming themself takes the expert
     role at once (their own explicit choice); anyone else is invited."""
     username = username_clean(username=username)
     if username == added_by.get_username():
-        return services.expert_add(study=study, user=added_by)
+        return services.expert_add(study=study, user=cast(AuthUser, added_by))  # signed in: the designer
     return invitation_create(study=study, created_by=added_by, username=username)[0]
 
 
@@ -108,7 +117,7 @@ def invitation_refusal(invitation: Invitation) -> str | None:
     return message
 
 
-def _refuse(message: str, field: str | None, code: str = "invitation_closed"):
+def _refuse(message: str, field: str | None, code: str = "invitation_closed") -> NoReturn:
     if field is None:
         raise PhaseConflict(message[0].upper() + message[1:] + ".", code=code)
     raise InvalidInput({field: message})
@@ -168,7 +177,7 @@ def _inputs_of(membership: Membership) -> dict | None:
 
 @transaction.atomic
 def invitation_accept(
-    *, invitation: Invitation, user, confirm_inputs: bool = False, field: str | None = None
+    *, invitation: Invitation, user: AuthUser, confirm_inputs: bool = False, field: str | None = None
 ) -> Membership:
     """``user`` accepts: a pending membership becomes active and its imported
     inputs confirmed (any phase; ``confirm_inputs`` must be true when there
@@ -207,7 +216,7 @@ def invitation_accept(
 
 
 @transaction.atomic
-def invitation_accept_link(*, key: object, user) -> Membership:
+def invitation_accept_link(*, key: object, user: AuthUser) -> Membership:
     """Accept the link invitation whose key is ``key``; every refusal names
     ``key`` (unknown, used, revoked, expired) except the study's phase (409)."""
     if not isinstance(key, str) or not key:
@@ -284,7 +293,7 @@ def _without(section: object, names: list[str]) -> object:
     return {name: value for name, value in section.items() if name not in names}
 
 
-def import_bundle_consented(*, bundle: dict, experts: list[str], importer) -> dict:
+def import_bundle_consented(*, bundle: dict, experts: list[str], importer: AuthUser | None) -> dict:
     """The bundle as an import by ``importer`` may write it. Staff and the
     command line (``importer`` None) write every section. Anyone else is
     refused when it carries another person's inputs (the field named), and
@@ -317,7 +326,7 @@ def import_bundle_consented(*, bundle: dict, experts: list[str], importer) -> di
     return consented
 
 
-def import_experts(*, study, usernames: list[str], importer) -> dict[str, Membership]:
+def import_experts(*, study: Study, usernames: list[str], importer: AuthUser | None) -> dict[str, Membership]:
     """The bundle's experts as ``{username: membership}``, for those the
     import may write inputs for: the importer (their own), and everyone when
     the importer is staff (pending, marked imported by them, each with an
@@ -333,7 +342,7 @@ def import_experts(*, study, usernames: list[str], importer) -> dict[str, Member
     return {me: services.expert_add(study=study, user=importer)} if me in usernames else {}
 
 
-def _import_experts_trusted(*, study, usernames: list[str], importer) -> dict[str, Membership]:
+def _import_experts_trusted(*, study: Study, usernames: list[str], importer: AuthUser | None) -> dict[str, Membership]:
     """``import_experts`` for staff and the command line, in a number of
     queries that does not grow with the experts, refused as one expert at a
     time would be: the first malformed username, or the first one naming an
@@ -350,7 +359,7 @@ def _import_experts_trusted(*, study, usernames: list[str], importer) -> dict[st
     fields = [f"experts[{position}]" for position, name in enumerate(names) if name != me]
     accounts = dict(zip(others, services.users_get_or_create(usernames=others, fields=fields), strict=True))
     if me is not None:
-        accounts[me] = importer
+        accounts[me] = cast(AuthUser, importer)  # me is set: the importer's username
     memberships = services.experts_add(study=study, users=[accounts[name] for name in names])
     experts = dict(zip(usernames, memberships, strict=True))
     if importer is not None:
@@ -373,7 +382,7 @@ def _import_experts_trusted(*, study, usernames: list[str], importer) -> dict[st
 # --- reads -------------------------------------------------------------------------
 
 
-def invitation_list(*, study):
+def invitation_list(*, study: Study) -> QuerySet[Invitation]:
     """A study's invitations, newest first (the designer's list)."""
     return (
         Invitation.objects.filter(study=study)
@@ -382,7 +391,7 @@ def invitation_list(*, study):
     )
 
 
-def invitation_list_for_user(*, user):
+def invitation_list_for_user(*, user: AuthUser) -> QuerySet[Invitation]:
     """The pending invitations addressed to ``user``'s username (expired ones
     too, so a pending membership can still be declined), newest first."""
     return (
@@ -394,7 +403,7 @@ def invitation_list_for_user(*, user):
     )
 
 
-def invitation_get_for_user(*, user, pk: int) -> Invitation | None:
+def invitation_get_for_user(*, user: AuthUser, pk: int) -> Invitation | None:
     """One invitation addressed to ``user`` (any status), or None."""
     return Invitation.objects.filter(username=user.get_username(), pk=pk).select_related("study").first()
 

@@ -7,8 +7,8 @@ metric, one peer weight per rater and ratee. Rules that need several rows
 ``workspace.services``; models only describe.
 """
 
-from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, cast
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
@@ -110,7 +110,7 @@ class Study(models.Model):
             ),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.title
 
     def delete(self, using: Any = None, keep_parents: bool = False) -> tuple[int, dict[str, int]]:
@@ -173,7 +173,7 @@ class Membership(models.Model):
             ),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.user} ({self.role}) in {self.study}"
 
 
@@ -202,7 +202,7 @@ class QualityAttribute(models.Model):
             models.CheckConstraint(condition=~Q(name=""), name="attribute_name_not_empty"),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name
 
 
@@ -247,14 +247,15 @@ class Metric(models.Model):
             ),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name
 
     @property
-    def default_range(self):
+    def default_range(self) -> tuple[float, float] | None:
         if self.default_least_acceptable is None:
             return None
-        return (self.default_least_acceptable, self.default_desired)
+        # Both bounds or neither (the metric_default_range_valid constraint).
+        return (self.default_least_acceptable, cast(float, self.default_desired))
 
 
 class Candidate(models.Model):
@@ -271,7 +272,7 @@ class Candidate(models.Model):
             models.CheckConstraint(condition=~Q(name=""), name="candidate_name_not_empty"),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name
 
 
@@ -297,7 +298,7 @@ class Measurement(models.Model):
             models.UniqueConstraint(fields=["candidate", "metric"], name="measurement_unique"),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.candidate} {self.metric} = {self.value}"
 
     def save(self, *args: Any, **kwargs: Any) -> None:
@@ -320,7 +321,7 @@ class AttributeVote(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["expert", "attribute"], name="attribute_vote_unique")]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.expert.user} for {self.attribute}"
 
 
@@ -332,7 +333,7 @@ class MetricVote(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["expert", "metric"], name="metric_vote_unique")]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.expert.user} for {self.metric}"
 
 
@@ -406,7 +407,7 @@ class WeightBase(models.Model):
         abstract = True
 
 
-def _judgment_constraints(prefix):
+def _judgment_constraints(prefix: str) -> list[models.BaseConstraint]:
     # A small tolerance lets 1/9 written as 0.1111 pass; the service checks exactly
     # (engine.rules: SCALE_INPUT_SLACK must stay below SCALE_DATABASE_SLACK).
     return [
@@ -422,7 +423,7 @@ def _judgment_constraints(prefix):
     ]
 
 
-def _weight_constraints(prefix, item):
+def _weight_constraints(prefix: str, item: str) -> list[models.BaseConstraint]:
     return [
         models.UniqueConstraint(fields=["prioritisation", item], name=f"{prefix}_weight_unique"),
         models.CheckConstraint(condition=Q(weight__gt=0, weight__lte=1), name=f"{prefix}_weight_in_range"),
@@ -441,7 +442,7 @@ class AttributePrioritisation(PrioritisationBase):
             models.CheckConstraint(condition=Q(method__in=Method.values), name="attribute_prio_method_valid")
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.expert.user} ({self.method})"
 
 
@@ -454,7 +455,7 @@ class AttributeJudgment(JudgmentBase):
     class Meta:
         constraints = _judgment_constraints("attribute")
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.row} over {self.column}: {self.value:g}"
 
 
@@ -466,7 +467,7 @@ class AttributeWeight(WeightBase):
     class Meta:
         constraints = _weight_constraints("attribute", "attribute")
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.attribute}: {self.weight:g}"
 
 
@@ -484,7 +485,7 @@ class MetricPrioritisation(PrioritisationBase):
             models.CheckConstraint(condition=Q(method__in=Method.values), name="metric_prio_method_valid"),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.expert.user} on {self.attribute} ({self.method})"
 
 
@@ -497,7 +498,7 @@ class MetricJudgment(JudgmentBase):
     class Meta:
         constraints = _judgment_constraints("metric")
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.row} over {self.column}: {self.value:g}"
 
 
@@ -509,7 +510,7 @@ class MetricWeight(WeightBase):
     class Meta:
         constraints = _weight_constraints("metric", "metric")
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.metric}: {self.weight:g}"
 
 
@@ -532,7 +533,7 @@ class AcceptableRange(models.Model):
             models.CheckConstraint(condition=~Q(least_acceptable=F("desired")), name="range_bounds_distinct"),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.expert.user}: {self.metric} [{self.least_acceptable}, {self.desired}]"
 
 
@@ -552,7 +553,7 @@ class PeerWeight(models.Model):
             models.CheckConstraint(condition=Q(weight__gt=0, weight__lte=1), name="peer_weight_in_range"),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.rater.user} → {self.ratee.user}: {self.weight}"
 
 
@@ -586,11 +587,11 @@ class ApiToken(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.user} {self.prefix}… {self.name}"
 
 
-def _invitation_expiry():
+def _invitation_expiry() -> datetime:
     return timezone.now() + timedelta(days=settings.INVITATION_LIFETIME_DAYS)
 
 
@@ -640,15 +641,15 @@ class Invitation(models.Model):
             ),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.username or 'link'} to {self.study} ({self.status})"
 
     @property
-    def is_link(self):
+    def is_link(self) -> bool:
         return self.username is None
 
     @property
-    def is_expired(self):
+    def is_expired(self) -> bool:
         return self.status == self.Status.PENDING and self.expires_at <= timezone.now()
 
 
@@ -696,7 +697,7 @@ class Post(models.Model):
             ),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.author} on {self.attribute or self.metric}: {self.body[:40]}"
 
     @property
@@ -727,7 +728,7 @@ class IdempotencyKey(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "key"], name="idempotency_key_once_per_user")]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.user_id} {self.key}"
 
 
@@ -755,7 +756,7 @@ class StudyDeletion(models.Model):
     class Meta:
         ordering = ["-deleted_at", "-id"]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.title} (deleted {self.deleted_at:%Y-%m-%d})"
 
 
@@ -799,7 +800,7 @@ class RevisionRound(models.Model):
             ),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.study} round {self.number}"
 
     @property
@@ -845,5 +846,5 @@ class RoundResponse(models.Model):
             ),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.expert.user} {self.action} {self.step} in {self.round}"

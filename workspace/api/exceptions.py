@@ -13,12 +13,13 @@
 - ``detail`` is one sentence: the message, or on a 400 a summary of the fields.
 """
 
-from typing import Any
+from typing import Any, cast
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404
 from rest_framework import exceptions, status
+from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from workspace.errors import InvalidInput, PhaseConflict, RateLimited, Unavailable
@@ -151,7 +152,7 @@ def _code(exc: exceptions.APIException) -> str:
     return _BY_STATUS.get(exc.status_code, "server_error" if exc.status_code >= 500 else "invalid_input")
 
 
-def exception_handler(exc, context):
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     code: str | None = None
     if isinstance(exc, InvalidInput):
         exc = exceptions.ValidationError(exc.errors)
@@ -176,8 +177,9 @@ def exception_handler(exc, context):
         fields = _flatten(response.data)
         response.data = envelope(code or "invalid_input", summary(fields), fields)
         return response
-    detail = exc.detail
+    api_error = cast(exceptions.APIException, exc)  # DRF answers its own exceptions only (others: None above)
+    detail: str | list[Any] | dict[str, Any] = api_error.detail
     if not isinstance(detail, str):  # an APIException given a list or a dict
         detail = "; ".join(message for messages in _flatten(detail).values() for message in messages)
-    response.data = envelope(_code(exc), str(detail))
+    response.data = envelope(_code(api_error), str(detail))
     return response

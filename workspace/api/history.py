@@ -7,6 +7,8 @@ no write: a record cannot be changed or deleted."""
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
 
 from workspace import history, selectors
 
@@ -57,7 +59,7 @@ FILTERS = [
 
 class StudyHistoryView(StudyScoped, PaginatedListMixin):
     @extend_schema(parameters=FILTERS, responses=HistoryEntrySerializer(many=True))
-    def get(self, request, study_id):
+    def get(self, request: Request, study_id: int) -> Response:
         """The study's recorded changes you may see, newest first: the
         designer every one; an expert those of their own inputs and the
         study's public events. A filter that is not understood is a 400

@@ -24,6 +24,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import exceptions, status
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from workspace.limits import IDEMPOTENCY_KEY_LIFETIME_SECONDS, IDEMPOTENCY_KEY_MAX_LENGTH
 from workspace.services import idempotency
@@ -107,7 +108,7 @@ def idempotent(post: Callable[..., Response]) -> Callable[..., Response]:
     """Honour ``Idempotency-Key`` on a view's ``post`` (and declare it in the schema)."""
 
     @functools.wraps(post)
-    def honoured(view, request: Request, *args, **kwargs) -> Response:
+    def honoured(view: APIView, request: Request, *args: Any, **kwargs: Any) -> Response:
         key = _key(request)
         if key is None or not request.user.is_authenticated:
             return post(view, request, *args, **kwargs)

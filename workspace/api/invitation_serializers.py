@@ -3,12 +3,14 @@ of their own so the study views (members, import) use them too without an
 import cycle."""
 
 from collections.abc import Mapping
+from typing import Any, cast
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.utils.serializer_helpers import ReturnList
 
 from workspace import invitations, limits
-from workspace.models import Invitation
+from workspace.models import Invitation, Study
 
 from . import serializers as s
 
@@ -45,14 +47,14 @@ class InvitationSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     @extend_schema_field(serializers.ChoiceField(choices=["username", "link"]))
-    def get_kind(self, invitation):
+    def get_kind(self, invitation: Invitation) -> str:
         return "link" if invitation.is_link else "username"
 
     @extend_schema_field(serializers.ChoiceField(choices=STATUSES))
-    def get_status(self, invitation):
+    def get_status(self, invitation: Invitation) -> str:
         return _status(invitation)
 
-    def get_inputs_imported(self, invitation) -> bool:
+    def get_inputs_imported(self, invitation: Invitation) -> bool:
         """Whether it points at a membership whose inputs someone imported in the person's name."""
         return invitation.membership is not None and invitation.membership.inputs_imported_by_id is not None
 
@@ -84,7 +86,7 @@ class InvitationWriteSerializer(serializers.Serializer):
         help_text="whom to invite; leave out for a link invitation",
     )
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: object) -> dict[str, Any]:
         # An empty username is not a link invitation: refused, with what to do instead.
         if isinstance(data, Mapping) and "username" in data and data["username"] == "":
             raise serializers.ValidationError(
@@ -92,7 +94,7 @@ class InvitationWriteSerializer(serializers.Serializer):
             )
         return super().to_internal_value(data)
 
-    def validate(self, attrs):
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         kind, has_username = attrs.get("kind"), "username" in attrs
         if kind == "link" and has_username:
             raise serializers.ValidationError({"username": ["a link invitation has no username: leave it out"]})
@@ -122,9 +124,10 @@ class ImportedStudySerializer(s.StudyDetailSerializer):
         read_only_fields = fields
 
     @extend_schema_field(InvitationSerializer(many=True))
-    def get_invitations(self, study):
+    def get_invitations(self, study: Study) -> ReturnList:
         """The experts the import invited, in the bundle's order (they become experts by accepting)."""
-        return InvitationSerializer(invitations.invitation_list(study=study).order_by("id"), many=True).data
+        listed = InvitationSerializer(invitations.invitation_list(study=study).order_by("id"), many=True)
+        return cast(ReturnList, listed.data)  # many=True makes a ListSerializer (the stubs cannot tell)
 
 
 class StudyBriefSerializer(serializers.Serializer):
@@ -155,11 +158,11 @@ class MyInvitationSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     @extend_schema_field(serializers.ChoiceField(choices=STATUSES))
-    def get_status(self, invitation):
+    def get_status(self, invitation: Invitation) -> str:
         return _status(invitation)
 
     @extend_schema_field(ImportedInputsSerializer(allow_null=True))
-    def get_inputs(self, invitation):
+    def get_inputs(self, invitation: Invitation) -> dict | None:
         """The inputs someone imported in your name, as saved; accepting confirms them (null: none)."""
         return invitations.invitation_inputs(invitation=invitation)
 

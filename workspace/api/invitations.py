@@ -10,8 +10,12 @@
 Answers about a username never depend on whether the account exists.
 """
 
+from typing import cast
+
+from django.contrib.auth.models import User
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, status
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -28,7 +32,12 @@ CONFLICT = error(
 )
 
 
-def _only(request, allowed: set[str]) -> None:
+def _signed_in(request: Request) -> User:
+    """The requesting user: signed in (the API's default permission)."""
+    return cast(User, request.user)
+
+
+def _only(request: Request, allowed: set[str]) -> None:
     """Unknown fields are refused, not ignored."""
     if isinstance(request.data, dict):
         unknown = sorted(set(request.data) - allowed)
@@ -38,14 +47,14 @@ def _only(request, allowed: set[str]) -> None:
 
 class StudyInvitationListView(StudyScoped, PaginatedListMixin, APIView):
     @extend_schema(responses=inv.InvitationSerializer(many=True))
-    def get(self, request, study_id):
+    def get(self, request: Request, study_id: int) -> Response:
         """The study's invitations, newest first (designer)."""
         self.require_designer("see the invitations")
         return self.paginated(invitations.invitation_list(study=self.study()), inv.InvitationSerializer)
 
     @extend_schema(request=inv.InvitationWriteSerializer, responses={201: inv.NewInvitationSerializer})
     @idempotent
-    def post(self, request, study_id):
+    def post(self, request: Request, study_id: int) -> Response:
         """Invite a username, or, with ``{}`` (or ``{"kind": "link"}``), create
         a link invitation whose ``key`` is shown in this answer only (draft
         phase). An empty username is refused. The answer is the same whether
@@ -65,7 +74,7 @@ class StudyInvitationListView(StudyScoped, PaginatedListMixin, APIView):
 
 class StudyInvitationDetailView(StudyScoped, APIView):
     @extend_schema(responses=inv.InvitationSerializer)
-    def get(self, request, study_id, pk):
+    def get(self, request: Request, study_id: int, pk: int) -> Response:
         """One of the study's invitations and its status (designer; a link
         invitation's key is never shown again)."""
         self.require_designer("see the invitations")
@@ -75,7 +84,7 @@ class StudyInvitationDetailView(StudyScoped, APIView):
         return Response(inv.InvitationSerializer(invitation).data)
 
     @extend_schema(responses={204: None})
-    def delete(self, request, study_id, pk):
+    def delete(self, request: Request, study_id: int, pk: int) -> Response:
         """Revoke a pending invitation (designer, any phase); a pending
         membership it points at goes with the inputs imported for it.
         409 once it has been answered."""
@@ -89,15 +98,17 @@ class StudyInvitationDetailView(StudyScoped, APIView):
 
 class MyInvitationListView(PaginatedListMixin, APIView):
     @extend_schema(responses=inv.MyInvitationSerializer(many=True))
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         """Pending invitations addressed to you: the study, who invited you,
         until when, and the inputs someone imported in your name, if any."""
-        return self.paginated(invitations.invitation_list_for_user(user=request.user), inv.MyInvitationSerializer)
+        return self.paginated(
+            invitations.invitation_list_for_user(user=_signed_in(request)), inv.MyInvitationSerializer
+        )
 
 
 class MyInvitationScoped(APIView):
     def invitation(self) -> Invitation:
-        invitation = invitations.invitation_get_for_user(user=self.request.user, pk=self.kwargs["invitation_id"])
+        invitation = invitations.invitation_get_for_user(user=_signed_in(self.request), pk=self.kwargs["invitation_id"])
         if invitation is None:
             raise exceptions.NotFound("No such invitation.")
         return invitation
@@ -105,7 +116,7 @@ class MyInvitationScoped(APIView):
 
 class MyInvitationAcceptView(MyInvitationScoped, APIView):
     @extend_schema(request=inv.AcceptSerializer, responses={200: inv.AcceptedSerializer, 409: CONFLICT})
-    def post(self, request, invitation_id):
+    def post(self, request: Request, invitation_id: int) -> Response:
         """Accept: you become an expert of the study (a new membership only
         while it is in draft, 409 otherwise). When someone imported inputs in
         your name, ``{"confirm_inputs": true}`` confirms them (any phase)."""
@@ -113,14 +124,14 @@ class MyInvitationAcceptView(MyInvitationScoped, APIView):
         _only(request, {"confirm_inputs"})
         data = validated(inv.AcceptSerializer, request.data)
         membership = invitations.invitation_accept(
-            invitation=invitation, user=request.user, confirm_inputs=data["confirm_inputs"]
+            invitation=invitation, user=_signed_in(request), confirm_inputs=data["confirm_inputs"]
         )
         return Response(inv.AcceptedSerializer(membership).data)
 
 
 class MyInvitationDeclineView(MyInvitationScoped, APIView):
     @extend_schema(request=None, responses={204: None, 409: CONFLICT})
-    def post(self, request, invitation_id):
+    def post(self, request: Request, invitation_id: int) -> Response:
         """Decline: nothing of yours stays in the study (inputs imported in
         your name are deleted)."""
         invitations.invitation_decline(invitation=self.invitation())
@@ -133,11 +144,11 @@ class LinkAcceptView(APIView):
         request=inv.AcceptLinkSerializer,
         responses={200: inv.AcceptedSerializer, 409: CONFLICT},
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         """Accept a link invitation with its key: you become an expert of the
         study (draft phase). A used, revoked, expired or unknown key is
         refused naming ``key``."""
         _only(request, {"key"})
         data = validated(inv.AcceptLinkSerializer, request.data)
-        membership = invitations.invitation_accept_link(key=data["key"], user=request.user)
+        membership = invitations.invitation_accept_link(key=data["key"], user=_signed_in(request))
         return Response(inv.AcceptedSerializer(membership).data)

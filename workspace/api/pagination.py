@@ -12,17 +12,21 @@
 """
 
 import re
+from typing import Any
 
+from django.core.paginator import Paginator
 from rest_framework import exceptions
 from rest_framework.pagination import PageNumberPagination
+from rest_framework.request import Request
 from rest_framework.settings import api_settings
+from rest_framework.views import APIView
 
 from workspace import limits
 
 _WHOLE_NUMBER = re.compile(r"[0-9]+")
 
 
-def _single(request, name: str) -> str | None:
+def _single(request: Request, name: str) -> str | None:
     """The parameter's one value, None when left out; a 400 when repeated."""
     values = request.query_params.getlist(name)
     if not values:
@@ -39,7 +43,7 @@ class StrictPageNumberPagination(PageNumberPagination):
         f"How many items a page holds: from 1 to {limits.PAGE_SIZE_MAX} (default {api_settings.PAGE_SIZE})."
     )
 
-    def get_page_number(self, request, paginator):
+    def get_page_number(self, request: Request, paginator: Paginator) -> int:
         name = self.page_query_param
         value = _single(request, name)
         if value is None:
@@ -52,7 +56,7 @@ class StrictPageNumberPagination(PageNumberPagination):
             raise exceptions.ValidationError({name: [f"must be a whole number from 1, got {value!r}"]})
         return int(value)
 
-    def get_page_size(self, request):
+    def get_page_size(self, request: Request) -> int | None:
         name = self.page_size_query_param
         value = _single(request, name)
         if value is None:
@@ -63,7 +67,7 @@ class StrictPageNumberPagination(PageNumberPagination):
             )
         return int(value)
 
-    def get_schema_operation_parameters(self, view):
+    def get_schema_operation_parameters(self, view: APIView) -> list[dict[str, Any]]:
         parameters = super().get_schema_operation_parameters(view)
         for parameter in parameters:
             if parameter["name"] == self.page_size_query_param:

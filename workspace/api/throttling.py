@@ -6,11 +6,12 @@ into an outage of the whole site."""
 
 import logging
 import math
-from typing import cast
+from typing import Any, cast
 
 import redis
 from django.http import HttpRequest
 from rest_framework.request import Request
+from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle, ScopedRateThrottle
 from rest_framework.views import APIView
 
@@ -77,7 +78,7 @@ class FailOpenMixin(BaseThrottle):
 class RateLimitHeadersMixin(APIView):
     """A throttled view: every answer carries its rate-limit headers."""
 
-    def finalize_response(self, request, response, *args, **kwargs):
+    def finalize_response(self, request: Request, response: Response, *args: Any, **kwargs: Any) -> Response:
         response = super().finalize_response(request, response, *args, **kwargs)
         for name, value in getattr(self, "rate_limit_headers", {}).items():
             response[name] = value

@@ -3,12 +3,12 @@ the services check the rules (unique names, phases, directions) and their
 refusals are shown on the same forms (``form_add_service_errors``)."""
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
-from django.contrib.auth.models import User
+from django.contrib.auth.models import AnonymousUser, User
 
 from engine.rules import AHP_WEIGHTING_DEFAULT
 
@@ -24,7 +24,7 @@ from ..limits import (
     USERNAME_MAX_LENGTH,
 )
 from ..measurement_csv import number_parse
-from ..models import AhpWeighting, Direction, Membership, QualityAttribute
+from ..models import AhpWeighting, Candidate, Direction, Membership, Metric, QualityAttribute
 from ..services.accounts import USERNAME_TAKEN, usernames_taken
 
 
@@ -35,7 +35,7 @@ class PrefixedIds:
 
     id_prefix = ""
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("auto_id", f"{self.id_prefix}_%s")
         super().__init__(*args, **kwargs)
 
@@ -78,7 +78,7 @@ class StudyForm(PrefixedIds, forms.Form):
     )
 
     def __init__(
-        self, *args, thresholds_locked: str | None = None, weighting_locked: str | None = None, **kwargs
+        self, *args: Any, thresholds_locked: str | None = None, weighting_locked: str | None = None, **kwargs: Any
     ) -> None:
         """``thresholds_locked``, ``weighting_locked``: why the thresholds or
         the AHP weighting can no longer change (shown, and the fields
@@ -112,7 +112,7 @@ class BundleForm(forms.Form):
         widget=forms.ClearableFileInput(attrs={"accept": ".json,application/json"}),
     )
 
-    def __init__(self, *args, user=None, **kwargs) -> None:
+    def __init__(self, *args: Any, user: User | AnonymousUser | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.user = user
 
@@ -136,7 +136,8 @@ class BundleForm(forms.Form):
         # As the API's import: the importer designs the study, so a bundle
         # may not name someone else as its designer.
         designer = bundle.get("designer")
-        if designer is not None and designer != self.user.get_username():
+        # A bound form has its user (the page's, signed in).
+        if designer is not None and designer != cast(User, self.user).get_username():
             raise forms.ValidationError(
                 f"the bundle names {designer!r} as its designer: it must be your own username, or left out"
             )
@@ -164,7 +165,7 @@ class AttributeForm(PrefixedIds, forms.Form):
         help_text="One line the experts read when they vote and prioritise.",
     )
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["name"].widget.attrs.update({"autocomplete": "off", "list": "attribute-catalogue"})
 
@@ -201,7 +202,9 @@ class MetricForm(PrefixedIds, forms.Form):
     least_acceptable = _bound("Least acceptable value")
     desired = _bound("Desired value")
 
-    def __init__(self, *args, attributes=(), range_only: str | None = None, **kwargs) -> None:
+    def __init__(
+        self, *args: Any, attributes: Iterable[QualityAttribute] = (), range_only: str | None = None, **kwargs: Any
+    ) -> None:
         """``attributes``: the study's attributes to choose from.
         ``range_only``: why only the default range can change (the other
         fields are shown disabled), or None."""
@@ -263,7 +266,14 @@ class MeasurementTableForm(forms.Form):
     unmeasured. A measured value can be changed, not emptied (the service
     sets values; it removes none)."""
 
-    def __init__(self, *args, candidates=(), metrics=(), values=None, **kwargs) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        candidates: Iterable[Candidate] = (),
+        metrics: Sequence[Metric] = (),
+        values: dict[tuple[int, int], float] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.values = values or {}  # {(candidate id, metric id): value}
         self.cells = {}
@@ -380,7 +390,7 @@ class SignupForm(UserCreationForm):
         widget=forms.EmailInput(attrs={"autocomplete": "email"}),
     )
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["username"].widget.attrs.update({"autocomplete": "username", "autocapitalize": "none"})
         self.fields["password1"].widget.attrs["autocomplete"] = "new-password"

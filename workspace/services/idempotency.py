@@ -5,6 +5,7 @@ In the database so that every web process sees the same keys."""
 from datetime import timedelta
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -12,7 +13,7 @@ from ..limits import IDEMPOTENCY_CLAIM_SECONDS, IDEMPOTENCY_KEY_LIFETIME_SECONDS
 from ..models import IdempotencyKey
 
 
-def idempotency_claim(*, user, key: str, request_hash: str) -> tuple[IdempotencyKey, bool]:
+def idempotency_claim(*, user: User, key: str, request_hash: str) -> tuple[IdempotencyKey, bool]:
     """The user's row for ``key`` and whether this call made it (then the
     caller does the work and completes or releases it). Keys older than their
     lifetime are deleted first, everyone's (lazily, as keys come in), and so

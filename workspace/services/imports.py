@@ -13,6 +13,7 @@ again, when each item went through its one-item service (issue 17, finding
 from collections import defaultdict
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -108,7 +109,7 @@ def metrics_add_many(*, study: Study, entries: list[dict[str, Any]], path: str =
 
 
 @transaction.atomic
-def invitations_create_many(*, study: Study, created_by, usernames: dict[str, str]) -> list[Invitation]:
+def invitations_create_many(*, study: Study, created_by: User, usernames: dict[str, str]) -> list[Invitation]:
     """Invite each of ``{field: username}`` (draft phase), as
     ``invitation_create`` would one at a time: the first malformed username,
     or one already an expert or invited (or listed twice), is refused

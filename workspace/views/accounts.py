@@ -1,6 +1,7 @@
 """Account pages: log-in with its lock-out, password change and reset, API tokens."""
 
 import logging
+from typing import Any
 
 from django import forms
 from django.conf import settings
@@ -47,7 +48,7 @@ class ThrottledLoginView(LoginView):
     def attempted_username(self) -> str:
         return self.request.POST.get("username", "")
 
-    def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         message = lockout.login_refusal(request, self.attempted_username())
         if message is not None:
             form = self.get_form()
@@ -109,7 +110,7 @@ def _password_reset_enqueue(*, email: str, domain: str, use_https: bool) -> None
 class PasswordResetDonePage(PasswordResetDoneView):
     template_name = "accounts/password_reset_done.html"
 
-    def get_context_data(self, **kwargs) -> dict:
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         return {**super().get_context_data(**kwargs), "valid_hours": max(1, settings.PASSWORD_RESET_TIMEOUT // 3600)}
 
 
@@ -216,7 +217,7 @@ class TokenForm(forms.Form):
     )
     expires_in_days = forms.IntegerField(label="Lifetime in days", required=False)
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         longest = settings.API_TOKEN_MAX_LIFETIME_DAYS
         field = self.fields["expires_in_days"]

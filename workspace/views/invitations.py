@@ -9,6 +9,7 @@ log in and comes back here.
 
 from django.contrib import messages
 from django.contrib.auth import login
+from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -67,7 +68,7 @@ def _page(
     return _no_store(render(request, "invitations/invitation.html", context, status=status))
 
 
-def _confirmation_send(request: HttpRequest, user) -> None:
+def _confirmation_send(request: HttpRequest, user: User) -> None:
     """Mail the newcomer's address its confirmation link; say so."""
     confirm = reverse("account_email_confirm", args=[services.email_confirmation_token(user=user)])
     refused = services.email_change_notify(

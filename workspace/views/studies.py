@@ -19,13 +19,13 @@ from evaluation import selectors as evaluation_selectors
 from .. import invitations, selectors, services
 from ..errors import InvalidInput, PhaseConflict
 from ..forms.studyhome import InvitationAcceptForm
-from ..models import Membership, Phase, Study
+from ..models import Invitation, Membership, Phase, Study
 from ..selectors import ExpertProgress
 from ..selectors.experts import Progress
 from ..selectors.studies import DashboardRow
 from ..services import Action
 from . import rounds
-from .common import form_add_service_errors, require_designer, study_for_member
+from .common import form_add_service_errors, require_designer, signed_in_user, study_for_member
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
@@ -381,18 +381,19 @@ def home(request: HttpRequest) -> HttpResponse:
                 study.todo.append(("Designer", designer_todo(study, counts, study.expert_rows)))
             else:
                 study.todo.append(("Expert", expert_todo(study, membership, unfinished.get(membership.pk, ()))))
-    pending = list(invitations.invitation_list_for_user(user=request.user))
+    pending = list(invitations.invitation_list_for_user(user=signed_in_user(request)))
     for invitation in pending:
-        membership = invitation.membership
-        invitation.has_imported_inputs = membership is not None and membership.inputs_imported_by_id is not None
+        offered = invitation.membership
+        imported = offered is not None and offered.inputs_imported_by_id is not None
+        invitation.has_imported_inputs = imported  # type: ignore[attr-defined]  # the page's own, for the template
     return render(request, "workspace/home.html", {"studies": studies, "invitations": pending})
 
 
 # --- answering an invitation ------------------------------------------------------------
 
 
-def _my_invitation(request: HttpRequest, invitation_id: int):
-    invitation = invitations.invitation_get_for_user(user=request.user, pk=invitation_id)
+def _my_invitation(request: HttpRequest, invitation_id: int) -> Invitation:
+    invitation = invitations.invitation_get_for_user(user=signed_in_user(request), pk=invitation_id)
     if invitation is None:
         raise Http404("No such invitation.")
     return invitation
@@ -410,7 +411,7 @@ def invitation_accept(request: HttpRequest, invitation_id: int) -> HttpResponse:
     if form.is_bound and form.is_valid():
         try:
             membership = invitations.invitation_accept(
-                invitation=invitation, user=request.user, confirm_inputs=form.cleaned_data["confirm_inputs"]
+                invitation=invitation, user=signed_in_user(request), confirm_inputs=form.cleaned_data["confirm_inputs"]
             )
         except InvalidInput as error:
             form_add_service_errors(form, error)

@@ -1,7 +1,8 @@
 import time
+from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from engine.models import Run
 from engine.selectors import results_document, results_json, runs_with_document
@@ -22,7 +23,7 @@ class Command(BaseCommand):
         "(through Celery when a broker is configured, waiting for the result)."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study_id", type=int)
         parser.add_argument("--json", action="store_true", help="print the approve-results/1 document (compact JSON)")
         parser.add_argument(
@@ -33,7 +34,15 @@ class Command(BaseCommand):
         parser.add_argument("--close", action="store_true", help="close the assessment first if it is still open")
         parser.add_argument("--timeout", type=float, default=600, help="seconds to wait for a worker (default 600)")
 
-    def handle(self, *args, study_id, close=False, timeout=600, individual=False, **options):
+    def handle(
+        self,
+        *args: Any,
+        study_id: int,
+        close: bool = False,
+        timeout: float = 600,
+        individual: bool = False,
+        **options: Any,
+    ) -> None:
         as_json = options["json"]
         if individual and not as_json:
             raise CommandError("--individual only applies to --json")

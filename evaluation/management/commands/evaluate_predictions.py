@@ -4,8 +4,9 @@ Parquet) columns allow,
 per candidate, without a study (FORMATS.md, ``approve-evaluation/1``)."""
 
 import math
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from evaluation.predictions import PredictionFileError, read_predictions
 from evaluation.report import COMPUTATIONS, THRESHOLD_METHODS, Options, document_json, evaluation_document
@@ -32,7 +33,7 @@ class Command(BaseCommand):
         f"than {limits.PREDICTIONS_MAX_LABEL_LENGTH} characters, is refused, as on the web."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", help="the predictions file (approve-predictions/1): CSV, or Parquet")
         parser.add_argument("--positive", help="the positive label of a binary task")
         parser.add_argument("--json", action="store_true", help="print the approve-evaluation/1 document")
@@ -72,7 +73,7 @@ class Command(BaseCommand):
             help=f"ARR's AccD, accuracy traded per tenfold time (default {defaults.acc_d:g})",
         )
 
-    def handle(self, *args, file, positive=None, **options):
+    def handle(self, *args: Any, file: str, positive: str | None = None, **options: Any) -> None:
         try:
             data = read_predictions(
                 file,

@@ -1,7 +1,8 @@
 import os
 import sys
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from evaluation.selectors import prediction_set_get
 from evaluation.services import prediction_set_evaluations_keep, prediction_set_import
@@ -22,14 +23,23 @@ class Command(BaseCommand):
         "characters: a label, a fold, a context, an instance id) apply as on the web. The set has no uploader."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study_id", type=int)
         parser.add_argument("file", help="path of the CSV or Parquet file, or - for standard input")
         parser.add_argument("--candidate", help="the file is this candidate's alone (its candidate column is optional)")
         parser.add_argument("--positive", help="the positive label of a binary set (needed with a score column)")
         parser.add_argument("--name", help="the set's name (default: the file's name)")
 
-    def handle(self, *args, study_id, file, candidate=None, positive=None, name=None, **options):
+    def handle(
+        self,
+        *args: Any,
+        study_id: int,
+        file: str,
+        candidate: str | None = None,
+        positive: str | None = None,
+        name: str | None = None,
+        **options: Any,
+    ) -> None:
         study = Study.objects.filter(pk=study_id).first()
         if study is None:
             raise CommandError(f"no study with id {study_id}")

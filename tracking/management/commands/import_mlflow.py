@@ -1,7 +1,8 @@
 import json
 import os
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tracking import services
 from workspace.errors import InvalidInput, PhaseConflict, Unavailable
@@ -26,7 +27,7 @@ class Command(BaseCommand):
         "Runs imported before update their candidates; what changed is printed. All or nothing."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study_id", type=int)
         parser.add_argument("--experiment", required=True, help="the experiment's name or id")
         parser.add_argument(
@@ -50,7 +51,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
 
-    def handle(self, *args, study_id, **options):
+    def handle(self, *args: Any, study_id: int, **options: Any) -> None:
         study = Study.objects.filter(pk=study_id).first()
         if study is None:
             raise CommandError(f"no study with id {study_id}")

@@ -1,4 +1,6 @@
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.urls import reverse
 
 from engine.models import Run
@@ -15,7 +17,7 @@ class Command(BaseCommand):
         "results document and CSV. Idempotent. Prints the summary run's id."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("run_id", type=int)
         parser.add_argument(
             "--base-url",
@@ -23,7 +25,7 @@ class Command(BaseCommand):
             help="where approve is served, for approve.run_url (default http://127.0.0.1:8000)",
         )
 
-    def handle(self, *args, run_id, base_url, **options):
+    def handle(self, *args: Any, run_id: int, base_url: str, **options: Any) -> None:
         run = Run.objects.filter(pk=run_id).select_related("study").first()
         if run is None:
             raise CommandError(f"no run with id {run_id}")

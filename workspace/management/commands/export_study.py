@@ -1,6 +1,7 @@
 import json
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from workspace.bundles import study_export_bundle
 from workspace.models import Study
@@ -9,10 +10,10 @@ from workspace.models import Study
 class Command(BaseCommand):
     help = "Write a study as an approve-study/1 bundle to standard output."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study_id", type=int)
 
-    def handle(self, *args, study_id, **options):
+    def handle(self, *args: Any, study_id: int, **options: Any) -> None:
         study = Study.objects.select_related("designer").filter(pk=study_id).first()
         if study is None:
             raise CommandError(f"no study with id {study_id}")

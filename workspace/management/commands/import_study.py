@@ -1,8 +1,9 @@
 import json
 import sys
+from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from workspace.bundles import study_import_bundle
 from workspace.errors import InvalidInput
@@ -19,14 +20,14 @@ class Command(BaseCommand):
         "workspace/invitations.py.)"
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", help="path of the JSON bundle, or - for standard input")
         parser.add_argument(
             "--designer",
             help="username of the designer when the bundle names none (the account must exist)",
         )
 
-    def handle(self, *args, file, designer=None, **options):
+    def handle(self, *args: Any, file: str, designer: str | None = None, **options: Any) -> None:
         try:
             if file == "-":
                 bundle = json.load(sys.stdin)

@@ -3,10 +3,11 @@
 import json
 import secrets
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from workspace.bundles import study_import_bundle
@@ -22,11 +23,11 @@ class Command(BaseCommand):
         "it imports as the operator: the experts are active members and their inputs count."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--force", action="store_true", help="allow with DEBUG off (never on a real deployment)")
 
     @transaction.atomic
-    def handle(self, *args, force=False, **options):
+    def handle(self, *args: Any, force: bool = False, **options: Any) -> None:
         if not settings.DEBUG and not force:
             raise CommandError("load_demo sets known passwords: it only runs with DEBUG on (or --force)")
         bundle = json.loads(DEMO_BUNDLE.read_text(encoding="utf-8"))
