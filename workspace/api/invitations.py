@@ -10,9 +10,6 @@
 Answers about a username never depend on whether the account exists.
 """
 
-from typing import cast
-
-from django.contrib.auth.models import User
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, status
 from rest_framework.request import Request
@@ -25,16 +22,11 @@ from workspace.models import Invitation
 from . import invitation_serializers as inv
 from .idempotency import idempotent
 from .schema import error
-from .views import PaginatedListMixin, StudyScoped, location, validated
+from .views import PaginatedListMixin, StudyScoped, location, signed_in, validated
 
 CONFLICT = error(
     "The invitation can no longer be answered, or the study's phase does not allow it; the detail says why."
 )
-
-
-def _signed_in(request: Request) -> User:
-    """The requesting user: signed in (the API's default permission)."""
-    return cast(User, request.user)
 
 
 def _only(request: Request, allowed: set[str]) -> None:
@@ -101,14 +93,12 @@ class MyInvitationListView(PaginatedListMixin, APIView):
     def get(self, request: Request) -> Response:
         """Pending invitations addressed to you: the study, who invited you,
         until when, and the inputs someone imported in your name, if any."""
-        return self.paginated(
-            invitations.invitation_list_for_user(user=_signed_in(request)), inv.MyInvitationSerializer
-        )
+        return self.paginated(invitations.invitation_list_for_user(user=signed_in(request)), inv.MyInvitationSerializer)
 
 
 class MyInvitationScoped(APIView):
     def invitation(self) -> Invitation:
-        invitation = invitations.invitation_get_for_user(user=_signed_in(self.request), pk=self.kwargs["invitation_id"])
+        invitation = invitations.invitation_get_for_user(user=signed_in(self.request), pk=self.kwargs["invitation_id"])
         if invitation is None:
             raise exceptions.NotFound("No such invitation.")
         return invitation
@@ -124,7 +114,7 @@ class MyInvitationAcceptView(MyInvitationScoped, APIView):
         _only(request, {"confirm_inputs"})
         data = validated(inv.AcceptSerializer, request.data)
         membership = invitations.invitation_accept(
-            invitation=invitation, user=_signed_in(request), confirm_inputs=data["confirm_inputs"]
+            invitation=invitation, user=signed_in(request), confirm_inputs=data["confirm_inputs"]
         )
         return Response(inv.AcceptedSerializer(membership).data)
 
@@ -150,5 +140,5 @@ class LinkAcceptView(APIView):
         refused naming ``key``."""
         _only(request, {"key"})
         data = validated(inv.AcceptLinkSerializer, request.data)
-        membership = invitations.invitation_accept_link(key=data["key"], user=_signed_in(request))
+        membership = invitations.invitation_accept_link(key=data["key"], user=signed_in(request))
         return Response(inv.AcceptedSerializer(membership).data)
