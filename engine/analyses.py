@@ -24,9 +24,8 @@ import logging
 import math
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -36,10 +35,10 @@ from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
 
 from workspace.errors import InvalidInput, PhaseConflict, RateLimited, ServiceError
-from workspace.limits import ANALYSIS_SAMPLES_DEFAULT, ANALYSIS_SAMPLES_MAX
 from workspace.models import Study
 
 from .models import Analysis, AnalysisChunk, Run
+from .robustness_kernels import KERNELS, Kernel, RunInputs
 from .services import (
     BROKER_ERRORS,
     LAUNCH_PRIORITY,
@@ -55,55 +54,12 @@ logger = logging.getLogger(__name__)
 ACTIVE = (Analysis.Status.QUEUED, Analysis.Status.RUNNING)
 
 
-class Kernel(Protocol):
-    """What one kind of analysis computes from a run (its snapshot and
-        results): ``units`` of work, each unit's counts, their merge and the
-        summary the pages and the API show (the units are the spec's samples,
-    or the run's experts for leave-one-out). ``compute`` and ``merge`` must make
-        the merged counts independent of how the units were chunked."""
-
-    def check(self, spec: dict) -> dict: ...  # the spec, normalised; InvalidInput naming a field otherwise
-
-    def prepare(self, run_id: int, spec: dict) -> dict: ...  # at launch: what the run's data adds to the spec
-
-    def compute(self, run: "RunInputs", spec: dict, seed: int, start: int, count: int) -> dict: ...
-
-    def merge(self, counts: list[dict]) -> dict: ...
-
-    def summary(self, run: "RunInputs", spec: dict, merged: dict) -> dict: ...
-
-
-@dataclass(frozen=True)
-class RunInputs:
-    """A run's stored snapshot and results, as a kernel reads them."""
-
-    snapshot: dict
-    results: dict
-
-
-# The kernels by kind (``Analysis.Kind``), registered by ``engine.robustness_kernels``.
-KERNELS: dict[str, Kernel] = {}
-
-
 def kernel(kind: str) -> Kernel:
+    """The kernel of an analysis kind (``engine.robustness_kernels.KERNELS``)."""
     return KERNELS[kind]
 
 
-def _chunk_units(kind: str) -> int:
-    if kind == Analysis.Kind.LEAVE_ONE_OUT:
-        return max(1, settings.ENGINE_ANALYSIS_CHUNK_EXPERTS)
-    return max(1, settings.ENGINE_ANALYSIS_CHUNK_SAMPLES)
-
-
 # --- launch ----------------------------------------------------------------------
-
-
-def _check_samples(samples: object) -> int:
-    if samples is None:
-        return ANALYSIS_SAMPLES_DEFAULT
-    if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= ANALYSIS_SAMPLES_MAX:
-        raise InvalidInput({"samples": f"a whole number of samples from 1 to {ANALYSIS_SAMPLES_MAX:,}"})
-    return samples
 
 
 def _check_seed(seed: object) -> int:
@@ -238,18 +194,12 @@ def analysis_launch(
         )
     chosen = kernel(kind)
     spec = chosen.check(dict(spec or {}))
-    if kind == Analysis.Kind.MONTE_CARLO:
-        units = spec["samples"] = _check_samples(samples)
-    elif samples is not None:
-        raise InvalidInput({"samples": "only a Monte Carlo analysis takes a number of samples"})
-    else:
-        units = len(cast(dict, run.results)["experts"])
+    # The kernel says what its units are (samples, or the run's experts) and checks ``samples``.
+    units = chosen.units(cast(dict, run.results), spec, samples)
     # Launches in one study wait for each other here (PostgreSQL), so that
     # two at once cannot both pass a cap with one place left.
     list(Study.objects.select_for_update().filter(pk=run.study_id).values_list("pk", flat=True))
-    refusal = launch_refusal(
-        run=run, launched_by=launched_by, kind=kind, samples=units if kind == Analysis.Kind.MONTE_CARLO else None
-    )
+    refusal = launch_refusal(run=run, launched_by=launched_by, kind=kind, samples=units if chosen.sampled else None)
     if refusal is not None:
         raise refusal
     spec = chosen.prepare(run.pk, spec)
@@ -261,7 +211,7 @@ def analysis_launch(
         seed=_check_seed(seed),
         units=units,
     )
-    size = _chunk_units(kind)
+    size = chosen.chunk_units()
     lease = queue_lease(timezone.now())
     AnalysisChunk.objects.bulk_create(
         AnalysisChunk(

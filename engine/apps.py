@@ -6,10 +6,9 @@ class EngineConfig(AppConfig):
     verbose_name = "Validation engine"
 
     def ready(self) -> None:
-        # The robustness analyses' kernels register themselves (engine.analyses.KERNELS).
+        # Imported here, once the apps are loaded (a function-level import: AppConfig.ready's pattern).
         from workspace.services import before_inputs_change
 
-        from . import robustness_kernels  # noqa: F401
         from .services import runs_take_snapshots
 
         # A run launched but not yet given its snapshot gets it before the

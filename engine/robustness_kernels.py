@@ -1,21 +1,70 @@
-"""The kernels of the robustness analyses (``engine.analyses.KERNELS``):
-what each kind computes from a run's stored snapshot for a range of its
-units, how chunks merge, and the summary the pages and the API show.
+"""The kernels of the robustness analyses, one per kind in one table
+(``KERNELS``, read by the workflow ``engine.analyses``): what each kind's
+units are and how many go in a chunk, what it computes from a run's stored
+snapshot for a range of its units, how chunks merge, and the summary (numbers
+and names; ``engine.analysis_words`` writes the sentences).
 
 The mathematics is ``engine.core`` and ``engine.robustness``; this module
-only cuts it into units and words."""
+only cuts it into units."""
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
+from django.conf import settings
 
 from workspace import limits
 from workspace.errors import InvalidInput
 
 from . import core, robustness
-from .analyses import KERNELS, RunInputs
 from .models import Analysis
 from .snapshot import snapshot_arrays, snapshot_expert_values, snapshot_standard_errors
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    """A run's stored snapshot and results, as a kernel reads them."""
+
+    snapshot: dict
+    results: dict
+
+
+class Kernel(Protocol):
+    """What one kind of analysis computes from a run (its snapshot and
+    results): its ``units`` of work (the spec's samples, or the run's
+    experts for leave-one-out) and how many a chunk holds, each unit's
+    counts, their merge and the summary the pages and the API show.
+    ``compute`` and ``merge`` must make the merged counts independent of
+    how the units were chunked."""
+
+    #: Whether the units are samples (a Monte Carlo's, counted by the study's samples budget).
+    sampled: bool
+
+    def check(self, spec: dict) -> dict: ...  # the spec, normalised; InvalidInput naming a field otherwise
+
+    def units(self, results: dict, spec: dict, samples: object) -> int: ...  # InvalidInput naming ``samples``
+
+    def chunk_units(self) -> int: ...  # the units of one chunk (a setting)
+
+    def prepare(self, run_id: int, spec: dict) -> dict: ...  # at launch: what the run's data adds to the spec
+
+    def compute(self, run: RunInputs, spec: dict, seed: int, start: int, count: int) -> dict: ...
+
+    def merge(self, counts: list[dict]) -> dict: ...
+
+    def summary(self, run: RunInputs, spec: dict, merged: dict) -> dict: ...
+
+
+def check_samples(samples: object) -> int:
+    """A Monte Carlo's number of samples: the default when not given, else a
+    whole number from 1 to ``ANALYSIS_SAMPLES_MAX``."""
+    if samples is None:
+        return limits.ANALYSIS_SAMPLES_DEFAULT
+    if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= limits.ANALYSIS_SAMPLES_MAX:
+        raise InvalidInput({"samples": f"a whole number of samples from 1 to {limits.ANALYSIS_SAMPLES_MAX:,}"})
+    return samples
+
 
 # The candidates named in each left-out expert's row.
 TOP = 3
@@ -43,10 +92,21 @@ class LeaveOneOut:
     """Units are the run's experts, in the snapshot's order; each unit's
     outcome is the ranking of the run without that expert."""
 
+    sampled = False
+
     def check(self, spec: dict) -> dict:
         if spec:
             raise InvalidInput({"spec": "leaving one expert out takes no options"})
         return {}
+
+    def units(self, results: dict, spec: dict, samples: object) -> int:
+        """One unit per expert of the run; no samples."""
+        if samples is not None:
+            raise InvalidInput({"samples": "only a Monte Carlo analysis takes a number of samples"})
+        return len(results["experts"])
+
+    def chunk_units(self) -> int:
+        return max(1, settings.ENGINE_ANALYSIS_CHUNK_EXPERTS)
 
     def prepare(self, run_id: int, spec: dict) -> dict:
         return spec
@@ -91,9 +151,6 @@ class LeaveOneOut:
         winner = [c["name"] for c in results if c["rank"] == 1]
         rows = merged["rows"]
         return {"winner": winner, "rows": rows, "changed": [row["expert"] for row in rows if row["changes_winner"]]}
-
-
-KERNELS[Analysis.Kind.LEAVE_ONE_OUT] = LeaveOneOut()
 
 
 # --- Monte Carlo (SMAA-2 rank acceptability) ---------------------------------------------
@@ -157,6 +214,16 @@ def _sampled_inputs(spec: dict, snapshot: dict) -> dict:
 class MonteCarlo:
     """Units are samples; each unit's outcome depends on (seed, index) only
     (``engine.robustness.monte_carlo_chunk``)."""
+
+    sampled = True
+
+    def units(self, results: dict, spec: dict, samples: object) -> int:
+        """The samples asked for (the default when none), recorded in the spec."""
+        spec["samples"] = check_samples(samples)
+        return spec["samples"]
+
+    def chunk_units(self) -> int:
+        return max(1, settings.ENGINE_ANALYSIS_CHUNK_SAMPLES)
 
     def check(self, spec: dict) -> dict:
         unknown = sorted(set(spec) - set(MONTE_CARLO_OPTIONS))
@@ -294,4 +361,8 @@ class MonteCarlo:
         }
 
 
-KERNELS[Analysis.Kind.MONTE_CARLO] = MonteCarlo()
+#: Every kind of analysis and its kernel: the one table the workflow reads.
+KERNELS: dict[str, Kernel] = {
+    Analysis.Kind.LEAVE_ONE_OUT: LeaveOneOut(),
+    Analysis.Kind.MONTE_CARLO: MonteCarlo(),
+}

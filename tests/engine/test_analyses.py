@@ -15,6 +15,7 @@ from django.utils import timezone
 from engine import analyses, services
 from engine import tasks as engine_tasks
 from engine.models import Analysis, AnalysisChunk
+from engine.robustness_kernels import LeaveOneOut, MonteCarlo
 from workspace.bundles import study_import_bundle
 from workspace.errors import InvalidInput, PhaseConflict
 from workspace.limits import ANALYSIS_SAMPLES_DEFAULT, ANALYSIS_SAMPLES_MAX
@@ -32,8 +33,8 @@ class SumKernel:
 
     calls: list[tuple[int, int]]
 
-    def __init__(self):
-        self.calls = []
+    def __init__(self, calls=None):
+        self.calls = [] if calls is None else calls
 
     def check(self, spec):
         if spec.get("bad"):
@@ -54,11 +55,27 @@ class SumKernel:
         return {"mean": merged["sum"] / merged["n"]}
 
 
+class SampledSumKernel(SumKernel):
+    """Its units are samples, as a Monte Carlo's (the real kernel's rules)."""
+
+    sampled = True
+    units = MonteCarlo.units
+    chunk_units = MonteCarlo.chunk_units
+
+
+class PerExpertSumKernel(SumKernel):
+    """Its units are the run's experts, as leave-one-out's (the real kernel's rules)."""
+
+    sampled = False
+    units = LeaveOneOut.units
+    chunk_units = LeaveOneOut.chunk_units
+
+
 @pytest.fixture
 def kernel(monkeypatch):
-    chosen = SumKernel()
+    chosen = SampledSumKernel()
     monkeypatch.setitem(analyses.KERNELS, Analysis.Kind.MONTE_CARLO, chosen)
-    monkeypatch.setitem(analyses.KERNELS, Analysis.Kind.LEAVE_ONE_OUT, chosen)
+    monkeypatch.setitem(analyses.KERNELS, Analysis.Kind.LEAVE_ONE_OUT, PerExpertSumKernel(chosen.calls))
     return chosen
 
 
