@@ -763,6 +763,21 @@ class StudyDeletion(models.Model):
 # --- Revision rounds (issue 22: Delphi rounds in the assessment phase) ------------
 
 
+#: A round is open until it is closed: the one rule, for queries (``open``,
+#: ``closed``), for an instance (``RevisionRound.is_open``) and for the
+#: database's "at most one open" constraint.
+OPEN_ROUND = Q(closed_at__isnull=True)
+
+
+class RoundQuerySet(models.QuerySet["RevisionRound"]):
+    def open(self) -> "RoundQuerySet":
+        """The rounds still open (at most one per study)."""
+        return self.filter(OPEN_ROUND)
+
+    def closed(self) -> "RoundQuerySet":
+        return self.exclude(OPEN_ROUND)
+
+
 class RevisionRound(models.Model):
     """A numbered Delphi round of a study's assessment: opened by the designer
     with an optional message, each expert sees the group's anonymised answers
@@ -789,14 +804,16 @@ class RevisionRound(models.Model):
     feedback = models.JSONField(null=True, blank=True, help_text="the group feedback, frozen when the round opened")
     history = StudyHistory(kind="revision_round", scope=recorded.of_study, excluded_fields=["snapshot", "feedback"])
 
+    objects = RoundQuerySet.as_manager()
+
     class Meta:
         ordering = ["study", "number"]
         constraints = [
             models.UniqueConstraint(fields=["study", "number"], name="round_unique_number"),
-            models.UniqueConstraint(fields=["study"], condition=Q(closed_at__isnull=True), name="round_one_open"),
+            models.UniqueConstraint(fields=["study"], condition=OPEN_ROUND, name="round_one_open"),
             models.CheckConstraint(condition=Q(number__gte=1), name="round_number_positive"),
             models.CheckConstraint(
-                condition=Q(closed_at__isnull=True) | Q(snapshot__isnull=False), name="round_closed_has_snapshot"
+                condition=OPEN_ROUND | Q(snapshot__isnull=False), name="round_closed_has_snapshot"
             ),
         ]
 

@@ -56,6 +56,10 @@ def test_a_round_opens_numbered_only_in_the_assessment_and_one_at_a_time(make_st
     services.round_close(study=panel.study, by=cast.alice)
     second = services.round_open(study=panel.study, by=cast.alice)
     assert second.number == 2
+    # The one rule of an open round: the manager's open()/closed() and the instance's is_open agree.
+    rounds = RevisionRound.objects.filter(study=panel.study)
+    assert list(rounds.open()) == [second] and list(rounds.closed()) == [first]
+    assert [r.is_open for r in rounds.order_by("number")] == [False, True]
     assert RevisionRound.objects.filter(study=draft.study).count() == 0
     assert before["counts"]["RevisionRound"] == 0
 

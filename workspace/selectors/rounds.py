@@ -34,7 +34,7 @@ def round_list(*, study: Study) -> QuerySet[RevisionRound]:
 
 def round_current(*, study: Study) -> RevisionRound | None:
     """The study's open round, or None."""
-    return RevisionRound.objects.filter(study=study, closed_at__isnull=True).defer("snapshot").first()
+    return RevisionRound.objects.filter(study=study).open().defer("snapshot").first()
 
 
 def round_get(*, study: Study, number: int) -> RevisionRound:
@@ -299,6 +299,6 @@ def convergence_of(number: int, snapshot: dict) -> RoundConvergence:
 
 def round_convergence(*, study: Study) -> list[RoundConvergence]:
     """Each closed round's convergence, first first. One query."""
-    closed = RevisionRound.objects.filter(study=study, closed_at__isnull=False).order_by("number")
+    closed = RevisionRound.objects.filter(study=study).closed().order_by("number")
     # A closed round always has its snapshot (constraint round_closed_has_snapshot).
     return [convergence_of(number, snapshot or {}) for number, snapshot in closed.values_list("number", "snapshot")]

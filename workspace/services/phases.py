@@ -207,7 +207,7 @@ def study_close_voting(*, study: Study) -> Study:
 def study_close_assessment(*, study: Study) -> Study:
     study = locked(study)
     require_phase(study, Action.CLOSE_ASSESSMENT)
-    open_round = RevisionRound.objects.filter(study=study, closed_at__isnull=True).values_list("number", flat=True)
+    open_round = RevisionRound.objects.filter(study=study).open().values_list("number", flat=True)
     for number in open_round:
         raise PhaseConflict(
             f"Assessment cannot close while revision round {number} is open: close the round first.",

@@ -34,7 +34,7 @@ NO_OPEN_ROUND = "no_open_round"
 
 
 def _open_round(study: Study) -> RevisionRound | None:
-    return RevisionRound.objects.filter(study=study, closed_at__isnull=True).first()
+    return RevisionRound.objects.filter(study=study).open().first()
 
 
 @transaction.atomic
