@@ -20,7 +20,7 @@ import os
 import ssl
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlparse, urlsplit, urlunsplit
+from urllib.parse import ParseResult, SplitResult, parse_qs, unquote, urlparse, urlsplit, urlunsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -161,6 +161,19 @@ def redis_from_url(url: str) -> tuple[str, dict[str, Any] | None]:
     and /health/. With ``rediss://`` the server's certificate is verified
     (``ssl_cert_reqs=required``) and its host name checked unless the URL
     says otherwise: Celery alone would not verify it."""
+    parts = _checked_redis_url(url)
+    given = _redis_options(parts.query)
+    bare = urlunsplit(parts._replace(query="", fragment=""))
+    if parts.scheme == "redis":
+        if given:
+            raise ImproperlyConfigured(f"REDIS_URL: {', '.join(sorted(given))} need(s) rediss:// (Redis over TLS)")
+        return bare, None
+    return bare, _redis_tls(given)
+
+
+def _checked_redis_url(url: str) -> SplitResult:
+    """Decides whether REDIS_URL is a redis:// or rediss:// URL that redis-py
+    parses, naming a host and at most a database number; returns its parts."""
     parts = urlsplit(url)
     if parts.scheme not in {"redis", "rediss"}:
         raise ImproperlyConfigured(
@@ -175,21 +188,28 @@ def redis_from_url(url: str) -> tuple[str, dict[str, Any] | None]:
     path = parts.path.strip("/")
     if path and not path.isdigit():
         raise ImproperlyConfigured(f"REDIS_URL: the path is a database number, e.g. redis://redis:6379/0, got {path!r}")
-    query = parse_qs(parts.query, keep_blank_values=True)
-    unknown = sorted(set(query) - set(REDIS_TLS_OPTIONS))
+    return parts
+
+
+def _redis_options(query: str) -> dict[str, str]:
+    """Decides whether REDIS_URL's query holds only TLS options
+    (``REDIS_TLS_OPTIONS``), each once; returns them by name."""
+    options = parse_qs(query, keep_blank_values=True)
+    unknown = sorted(set(options) - set(REDIS_TLS_OPTIONS))
     if unknown:
         raise ImproperlyConfigured(
             f"REDIS_URL: unknown option(s) {', '.join(unknown)} (use {', '.join(REDIS_TLS_OPTIONS)})"
         )
-    repeated = sorted(name for name, values in query.items() if len(values) > 1)
+    repeated = sorted(name for name, values in options.items() if len(values) > 1)
     if repeated:
         raise ImproperlyConfigured(f"REDIS_URL: option(s) {', '.join(repeated)} given more than once")
-    given = {name: values[0] for name, values in query.items()}
-    bare = urlunsplit(parts._replace(query="", fragment=""))
-    if parts.scheme == "redis":
-        if given:
-            raise ImproperlyConfigured(f"REDIS_URL: {', '.join(sorted(given))} need(s) rediss:// (Redis over TLS)")
-        return bare, None
+    return {name: values[0] for name, values in options.items()}
+
+
+def _redis_tls(given: dict[str, str]) -> dict[str, Any]:
+    """Decides a rediss:// URL's TLS options from its query: the certificate
+    verified and its host name checked unless the query says otherwise, and
+    the certificate files it names (each with a path)."""
     reqs = given.get("ssl_cert_reqs", "required").strip().lower()
     if reqs not in _CERT_REQS:
         raise ImproperlyConfigured(
@@ -204,7 +224,7 @@ def redis_from_url(url: str) -> tuple[str, dict[str, Any] | None]:
             if not given[name]:
                 raise ImproperlyConfigured(f"REDIS_URL: {name} needs a file path")
             tls[name] = given[name]
-    return bare, tls
+    return tls
 
 
 DEBUG = env_bool("DEBUG", True)
@@ -652,10 +672,7 @@ def email_from_url(url: str) -> dict[str, Any]:
         "EMAIL_TIMEOUT": None,
         "EMAIL_FILE_PATH": None,
     }
-    options = {}
-    for pair in parsed.query.split("&") if parsed.query else []:
-        name, _, value = pair.partition("=")
-        options[name] = unquote(value)
+    options = _email_options(parsed.query)
     if parsed.scheme == "console":
         return {**defaults, "EMAIL_BACKEND": "django.core.mail.backends.console.EmailBackend"}
     if parsed.scheme == "dummy":
@@ -669,41 +686,64 @@ def email_from_url(url: str) -> dict[str, Any]:
             "EMAIL_FILE_PATH": unquote(parsed.path),
         }
     if parsed.scheme in {"smtp", "smtps"}:
-        unknown = sorted(set(options) - {"tls", "ssl", "timeout"})
-        if unknown:
-            raise ImproperlyConfigured(f"EMAIL_URL: unknown option(s) {', '.join(unknown)} (use tls, ssl, timeout)")
-        flags = {}
-        for name in ("tls", "ssl"):
-            value = options.get(name, "").strip().lower()
-            if value not in {"", "1", "true", "yes", "on", "0", "false", "no", "off"}:
-                raise ImproperlyConfigured(f"EMAIL_URL: {name} must be 1 or 0, got {options[name]!r}")
-            flags[name] = value in {"1", "true", "yes", "on"}
-        use_ssl = parsed.scheme == "smtps" or flags["ssl"]
-        if use_ssl and flags["tls"]:
-            raise ImproperlyConfigured("EMAIL_URL: choose tls (STARTTLS) or ssl (implicit TLS), not both")
-        if not parsed.hostname:
-            raise ImproperlyConfigured(
-                "EMAIL_URL must name the SMTP host, e.g. smtp://user:password@mail.example.com:587?tls=1"
-            )
-        try:
-            port = parsed.port or (465 if use_ssl else 587 if flags["tls"] else 25)
-            timeout = int(options.get("timeout", "10"))
-        except ValueError as error:
-            raise ImproperlyConfigured(f"EMAIL_URL: {error}") from None
-        return {
-            **defaults,
-            "EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend",
-            "EMAIL_HOST": parsed.hostname,
-            "EMAIL_PORT": port,
-            "EMAIL_HOST_USER": unquote(parsed.username or ""),
-            "EMAIL_HOST_PASSWORD": unquote(parsed.password or ""),
-            "EMAIL_USE_TLS": flags["tls"],
-            "EMAIL_USE_SSL": use_ssl,
-            "EMAIL_TIMEOUT": timeout,
-        }
+        return {**defaults, **_smtp_settings(parsed, options)}
     raise ImproperlyConfigured(
         f"EMAIL_URL scheme {parsed.scheme!r} is not supported (use console:, smtp://, smtps://, file://, dummy:)"
     )
+
+
+def _email_options(query: str) -> dict[str, str]:
+    """EMAIL_URL's query options by name, their values percent-decoded (the
+    last of a repeated one)."""
+    options = {}
+    for pair in query.split("&") if query else []:
+        name, _, value = pair.partition("=")
+        options[name] = unquote(value)
+    return options
+
+
+def _smtp_settings(parsed: ParseResult, options: dict[str, str]) -> dict[str, Any]:
+    """Decides the SMTP settings of an smtp:// or smtps:// EMAIL_URL: known
+    options only, STARTTLS or implicit TLS (not both), a host, and the port
+    (by default that of the TLS chosen) and timeout."""
+    unknown = sorted(set(options) - {"tls", "ssl", "timeout"})
+    if unknown:
+        raise ImproperlyConfigured(f"EMAIL_URL: unknown option(s) {', '.join(unknown)} (use tls, ssl, timeout)")
+    flags = _email_flags(options)
+    use_ssl = parsed.scheme == "smtps" or flags["ssl"]
+    if use_ssl and flags["tls"]:
+        raise ImproperlyConfigured("EMAIL_URL: choose tls (STARTTLS) or ssl (implicit TLS), not both")
+    if not parsed.hostname:
+        raise ImproperlyConfigured(
+            "EMAIL_URL must name the SMTP host, e.g. smtp://user:password@mail.example.com:587?tls=1"
+        )
+    try:
+        port = parsed.port or (465 if use_ssl else 587 if flags["tls"] else 25)
+        timeout = int(options.get("timeout", "10"))
+    except ValueError as error:
+        raise ImproperlyConfigured(f"EMAIL_URL: {error}") from None
+    return {
+        "EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+        "EMAIL_HOST": parsed.hostname,
+        "EMAIL_PORT": port,
+        "EMAIL_HOST_USER": unquote(parsed.username or ""),
+        "EMAIL_HOST_PASSWORD": unquote(parsed.password or ""),
+        "EMAIL_USE_TLS": flags["tls"],
+        "EMAIL_USE_SSL": use_ssl,
+        "EMAIL_TIMEOUT": timeout,
+    }
+
+
+def _email_flags(options: dict[str, str]) -> dict[str, bool]:
+    """Decides EMAIL_URL's tls and ssl options: each 1 or 0 (or true/false,
+    yes/no, on/off; off when not given)."""
+    flags = {}
+    for name in ("tls", "ssl"):
+        value = options.get(name, "").strip().lower()
+        if value not in {"", "1", "true", "yes", "on", "0", "false", "no", "off"}:
+            raise ImproperlyConfigured(f"EMAIL_URL: {name} must be 1 or 0, got {options[name]!r}")
+        flags[name] = value in {"1", "true", "yes", "on"}
+    return flags
 
 
 # Password reset links are sent by e-mail; with the console default they are

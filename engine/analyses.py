@@ -138,15 +138,37 @@ def launch_refusals(
         .order_by("launched_at")
         .values_list("launched_at", "units", "launched_by_id", "kind", "run__study")
     )
+    refusal = _launches_refusal(recent, launched_by, now)
+    if refusal is not None:
+        return dict.fromkeys(Analysis.Kind.values, refusal)
+    refusal = _budget_refusal(recent, run, samples, now)
+    return {kind: refusal if kind == Analysis.Kind.MONTE_CARLO else None for kind in Analysis.Kind.values}
+
+
+#: An analysis launched in the last hour as ``launch_refusals`` reads it:
+#: (launched at, units, launched by id (None once the user is deleted:
+#: Any, as the ORM's values_list types it int), kind, study id).
+_Recent = tuple[datetime, int, Any, str, int]
+
+
+def _launches_refusal(recent: list[_Recent], launched_by: AbstractBaseUser | None, now: datetime) -> RateLimited | None:
+    """Decides whether the user has used up their launches of the last hour
+    (``ANALYSIS_LAUNCHES_PER_USER_PER_HOUR``): that refusal, or None."""
     limit = settings.ANALYSIS_LAUNCHES_PER_USER_PER_HOUR
     launches = [(at, 1) for at, _, by, _, _ in recent if launched_by is not None and by == launched_by.pk]
-    if len(launches) >= limit:
-        refusal = RateLimited(
-            f"Too many launches: each user may launch at most {limit:,} robustness analyses an hour "
-            f"(ANALYSIS_LAUNCHES_PER_USER_PER_HOUR); you launched {len(launches):,} in the last hour.",
-            _free_after(launches, len(launches) - limit + 1, now),
-        )
-        return dict.fromkeys(Analysis.Kind.values, refusal)
+    if len(launches) < limit:
+        return None
+    return RateLimited(
+        f"Too many launches: each user may launch at most {limit:,} robustness analyses an hour "
+        f"(ANALYSIS_LAUNCHES_PER_USER_PER_HOUR); you launched {len(launches):,} in the last hour.",
+        _free_after(launches, len(launches) - limit + 1, now),
+    )
+
+
+def _budget_refusal(recent: list[_Recent], run: Run, samples: int | None, now: datetime) -> RateLimited | None:
+    """Decides whether ``samples`` more (without them, one) would exceed the
+    study's Monte Carlo budget of the last hour
+    (``ANALYSIS_SAMPLES_PER_STUDY_PER_HOUR``): that refusal, or None."""
     budget = settings.ANALYSIS_SAMPLES_PER_STUDY_PER_HOUR
     sampled = [
         (at, units)
@@ -155,14 +177,14 @@ def launch_refusals(
     ]
     used = sum(units for _, units in sampled)
     asked = 1 if samples is None else samples
-    if used + asked > budget:
-        more = f", and {samples:,} more would exceed it." if samples is not None else ": none is left."
-        refusal = RateLimited(
-            f"The study's Monte Carlo budget: at most {budget:,} samples an hour for all its runs' analyses "
-            f"(ANALYSIS_SAMPLES_PER_STUDY_PER_HOUR); {used:,} were launched in the last hour{more}",
-            _free_after(sampled, used + asked - budget, now),
-        )
-    return {kind: refusal if kind == Analysis.Kind.MONTE_CARLO else None for kind in Analysis.Kind.values}
+    if used + asked <= budget:
+        return None
+    more = f", and {samples:,} more would exceed it." if samples is not None else ": none is left."
+    return RateLimited(
+        f"The study's Monte Carlo budget: at most {budget:,} samples an hour for all its runs' analyses "
+        f"(ANALYSIS_SAMPLES_PER_STUDY_PER_HOUR); {used:,} were launched in the last hour{more}",
+        _free_after(sampled, used + asked - budget, now),
+    )
 
 
 def launch_refusal(

@@ -25,6 +25,7 @@ the kernel draws those values from Normal(value, standard error)
 """
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -119,11 +120,33 @@ def _elicited_columns_of(snapshot: dict) -> set[int]:
 
 
 def _reason(metric: str, j: int, snapshot: dict, by_candidate: dict, data: dict) -> dict | str:
+    """Why ``metric`` (column ``j``) cannot be resampled by the bootstrap, or
+    its planned column: every candidate's value computed the same way from
+    one prediction set, and the same as the run used."""
     names = snapshot["candidates"]
     if not by_candidate:
         return "typed, not computed from predictions, and no value has a standard error"
     if set(by_candidate) != set(names):
         return "not every candidate's value was computed from predictions"
+    computation = _one_computation(by_candidate, data)
+    if isinstance(computation, str):
+        return computation
+    kind, set_id, parameters = computation
+    arrays = _arrays(data[set_id], names, kind, parameters)
+    if isinstance(arrays, str):
+        return arrays
+    values = _value(kind, *arrays)
+    used = np.array([row[j] for row in snapshot["measurements"]], dtype=float)
+    if not np.allclose(values, used, rtol=0, atol=SAME_VALUE):
+        return "its values in the run differ from those the prediction set gives now"
+    return {"metric": metric, "kind": kind, "prediction_set": set_id, "parameters": parameters}
+
+
+def _one_computation(by_candidate: dict, data: dict) -> tuple[str, int, Any] | str:
+    """Decides whether every candidate's value was computed the same way
+    (one kind the bootstrap recomputes, from one prediction set that still
+    exists, with the same parameters): that (kind, set, parameters), or why
+    not."""
     kinds = {s.computation for s in by_candidate.values()}
     set_ids = {s.prediction_set_id for s in by_candidate.values()}
     parameters = [s.parameters for s in by_candidate.values()]
@@ -133,15 +156,7 @@ def _reason(metric: str, j: int, snapshot: dict, by_candidate: dict, data: dict)
         return "its candidates' values come from different or deleted prediction sets"
     if any(p != parameters[0] for p in parameters):
         return "its candidates' values were computed with different parameters"
-    kind, set_id = kinds.pop(), set_ids.pop()
-    arrays = _arrays(data[set_id], names, kind, parameters[0])
-    if isinstance(arrays, str):
-        return arrays
-    values = _value(kind, *arrays)
-    used = np.array([row[j] for row in snapshot["measurements"]], dtype=float)
-    if not np.allclose(values, used, rtol=0, atol=SAME_VALUE):
-        return "its values in the run differ from those the prediction set gives now"
-    return {"metric": metric, "kind": kind, "prediction_set": set_id, "parameters": parameters[0]}
+    return kinds.pop(), set_ids.pop(), parameters[0]
 
 
 def bootstrap_columns(snapshot: dict, plan: Sequence[dict]) -> tuple[BootstrapColumn, ...]:

@@ -1040,8 +1040,7 @@ class _Prepared:
     """Validated inputs and what every block reuses."""
 
     def __init__(self, inputs: MonteCarloInputs, spec: SamplingSpec):
-        from .prioritisation import _validated_matrices
-        from .rules import AHP_WEIGHTINGS, SCALE_VALUES
+        from .rules import SCALE_VALUES
 
         base = core.evaluate(
             weights=inputs.weights,
@@ -1061,69 +1060,16 @@ class _Prepared:
         self.upper = np.asarray(inputs.upper, dtype=np.float64)
         self.measurements = np.asarray(inputs.measurements, dtype=np.float64)
         m = len(self.measurements)
-        attribute_of = np.arange(n) if inputs.attribute_of is None else inputs.attribute_of
-        self.attribute_of = _attribute_index(attribute_of, n)
-        attributes = int(self.attribute_of.max()) + 1 if n else 0
-        if set(self.attribute_of.tolist()) != set(range(attributes)):
-            raise ValueError("attribute_of must number the attributes 0..A-1 with every attribute used")
-        self.attribute_weights = np.stack([np.bincount(self.attribute_of, row, attributes) for row in W])
-        self.shares = W / self.attribute_weights[:, self.attribute_of]
-        ahp = np.zeros(k, dtype=bool) if inputs.ahp_experts is None else np.asarray(inputs.ahp_experts, dtype=bool)
-        if ahp.shape != (k,):
-            raise ValueError(f"ahp_experts must have shape ({k},) (one flag per expert), got {ahp.shape}")
-        self.ahp_experts = np.flatnonzero(ahp)
-        self.dirichlet_experts = np.flatnonzero(~ahp)
-        if inputs.ahp_weighting not in AHP_WEIGHTINGS:
-            raise ValueError(f"ahp_weighting must be one of {', '.join(AHP_WEIGHTINGS)}")
-        self.ahp_weighting = inputs.ahp_weighting
-        self.pairs = np.triu_indices(attributes, k=1)
-        if len(self.ahp_experts):
-            if inputs.ahp_matrices is None:
-                raise ValueError("ahp_matrices are needed for the experts in ahp_experts")
-            matrices = _validated_matrices(inputs.ahp_matrices, "ahp_matrices")
-            if matrices.shape != (k, attributes, attributes):
-                raise ValueError(
-                    f"ahp_matrices must have shape ({k}, {attributes}, {attributes}) (an attribute matrix "
-                    f"per expert), got {matrices.shape}"
-                )
-            upper_values = matrices[self.ahp_experts][:, self.pairs[0], self.pairs[1]]
-            distance = np.abs(np.log(upper_values)[..., None] - np.log(SCALE_VALUES))
-            # (k_ahp, pairs) index into the scale
-            self.judgment_points = np.argmin(distance, axis=-1).astype(np.int8)
-            # Each cell of a matrix as an index into a sample's judgments
-            # extended by their reciprocals and the diagonal's 1, so that one
-            # gather builds every sampled matrix (SCALE_VALUES is symmetric:
-            # the reciprocal of point p is point 16 - p, exactly as stored).
-            count = len(self.pairs[0])
-            cells = np.full((attributes, attributes), 2 * count, dtype=np.intp)
-            cells[self.pairs] = np.arange(count)
-            cells[self.pairs[::-1]] = count + np.arange(count)
-            self.judgment_cells = cells.ravel()
+        attributes = self._set_attributes(inputs.attribute_of, n)
+        self._set_ahp(inputs, k, attributes)
         self.scale_values = SCALE_VALUES
         self._matrix_buffer: np.ndarray | None = None
         self._samplers: dict[str, _Dirichlet] = {}
         self._scores_buffer: np.ndarray | None = None
         self._counts: dict[tuple[int, int], np.ndarray] = {}
         self._counts_block: tuple[int, int, int] | None = None
-        self.standard_errors = np.zeros((m, n))
-        if inputs.standard_errors is not None:
-            errors = np.asarray(inputs.standard_errors, dtype=np.float64)
-            if errors.shape != (m, n):
-                raise ValueError(f"standard_errors must have shape ({m}, {n}) (one per measurement)")
-            errors = np.where(np.isnan(errors), 0.0, errors)
-            if not np.isfinite(errors).all() or errors.min() < 0:
-                raise ValueError("standard_errors must be non-negative and finite (or NaN for none)")
-            self.standard_errors = errors
-        if spec.pairwise is None:
-            # All candidates up to PAIRWISE_ALL; beyond, the run's best
-            # PAIRWISE_TOP (m^2 counts per sample would dominate the cost).
-            best_first = np.lexsort((np.arange(m), -np.asarray(base.weighted_scores), -np.asarray(base.cef)))
-            self.pairwise_candidates = np.arange(m) if m <= PAIRWISE_ALL else np.sort(best_first[:PAIRWISE_TOP])
-        else:
-            chosen = np.asarray(spec.pairwise, dtype=np.intp)
-            if len(chosen) and (chosen.min() < 0 or chosen.max() >= m or len(np.unique(chosen)) != len(chosen)):
-                raise ValueError(f"pairwise must list distinct candidate indices in 0..{m - 1}")
-            self.pairwise_candidates = chosen
+        self.standard_errors = self._standard_errors(inputs.standard_errors, m, n)
+        self.pairwise_candidates = self._pairwise_candidates(spec.pairwise, base, m)
         self.bootstrap = self._bootstrap_columns(inputs.bootstrap, m, n) if spec.bootstrap else []
         # Each expert's own values of the elicited metrics (validated as evaluate does), and
         # those resampled: the run's override, in every sample (core.with_own_scores).
@@ -1140,21 +1086,116 @@ class _Prepared:
         # sampled measurements stay nearly in it (core._group_scores_batch).
         self.measured_order = np.ascontiguousarray(np.argsort(self.measurements, axis=0).T)
         if not self.scores_vary:
-            # Fixed individual scores: g = pi Mbar is one product per sample.
-            self.vetoed = np.asarray(base.vetoed)
-            if spec.peer_weights:
-                position = (self.measurements[:, None, :] - self.lower) / (self.upper - self.lower)
-                # In single precision: the product below is most of such a
-                # sample, and sgemm takes half dgemm's time. Each g is then
-                # within about 1e-7 of its double value (far below what
-                # sampled weights move); the CEF is summed in double, so no
-                # two candidates tie by rounding that would not tie anyway.
-                individual = np.clip(position, 0.0, 1.0)
-                if self.expert_values is not None:
-                    individual[:, :, self.expert_values.columns] = core._own_scores(
-                        self.lower, self.upper, self.expert_values
-                    )
-                self.individual = individual.transpose(1, 0, 2).astype(np.float32, order="C").reshape(k, -1)
+            self._fix_individual_scores(spec, k)
+
+    def _set_attributes(self, attribute_of: ArrayLike | None, n: int) -> int:
+        """Decides which attribute each metric belongs to (each metric its own
+        when none is given), refusing a numbering that skips an attribute, and
+        sets each expert's attribute weights and each metric's share of its
+        attribute's weight; returns the number of attributes."""
+        self.attribute_of = _attribute_index(np.arange(n) if attribute_of is None else attribute_of, n)
+        attributes = int(self.attribute_of.max()) + 1 if n else 0
+        if set(self.attribute_of.tolist()) != set(range(attributes)):
+            raise ValueError("attribute_of must number the attributes 0..A-1 with every attribute used")
+        self.attribute_weights = np.stack([np.bincount(self.attribute_of, row, attributes) for row in self.weights])
+        self.shares = self.weights / self.attribute_weights[:, self.attribute_of]
+        return attributes
+
+    def _set_ahp(self, inputs: MonteCarloInputs, k: int, attributes: int) -> None:
+        """Decides which experts are sampled by AHP judgments (the others by
+        Dirichlet weights) and with which weighting, validated; for AHP experts
+        also their judgments as scale points and the cells of their matrices."""
+        from .rules import AHP_WEIGHTINGS
+
+        ahp = np.zeros(k, dtype=bool) if inputs.ahp_experts is None else np.asarray(inputs.ahp_experts, dtype=bool)
+        if ahp.shape != (k,):
+            raise ValueError(f"ahp_experts must have shape ({k},) (one flag per expert), got {ahp.shape}")
+        self.ahp_experts = np.flatnonzero(ahp)
+        self.dirichlet_experts = np.flatnonzero(~ahp)
+        if inputs.ahp_weighting not in AHP_WEIGHTINGS:
+            raise ValueError(f"ahp_weighting must be one of {', '.join(AHP_WEIGHTINGS)}")
+        self.ahp_weighting = inputs.ahp_weighting
+        self.pairs = np.triu_indices(attributes, k=1)
+        if len(self.ahp_experts):
+            self._set_judgments(inputs.ahp_matrices, k, attributes)
+
+    def _set_judgments(self, ahp_matrices: ArrayLike | None, k: int, attributes: int) -> None:
+        """Decides, from the AHP experts' validated attribute matrices, each
+        judgment's nearest scale point, and the gather that rebuilds a sampled
+        matrix from a sample's judgments."""
+        from .prioritisation import _validated_matrices
+        from .rules import SCALE_VALUES
+
+        if ahp_matrices is None:
+            raise ValueError("ahp_matrices are needed for the experts in ahp_experts")
+        matrices = _validated_matrices(ahp_matrices, "ahp_matrices")
+        if matrices.shape != (k, attributes, attributes):
+            raise ValueError(
+                f"ahp_matrices must have shape ({k}, {attributes}, {attributes}) (an attribute matrix "
+                f"per expert), got {matrices.shape}"
+            )
+        upper_values = matrices[self.ahp_experts][:, self.pairs[0], self.pairs[1]]
+        distance = np.abs(np.log(upper_values)[..., None] - np.log(SCALE_VALUES))
+        # (k_ahp, pairs) index into the scale
+        self.judgment_points = np.argmin(distance, axis=-1).astype(np.int8)
+        # Each cell of a matrix as an index into a sample's judgments
+        # extended by their reciprocals and the diagonal's 1, so that one
+        # gather builds every sampled matrix (SCALE_VALUES is symmetric:
+        # the reciprocal of point p is point 16 - p, exactly as stored).
+        count = len(self.pairs[0])
+        cells = np.full((attributes, attributes), 2 * count, dtype=np.intp)
+        cells[self.pairs] = np.arange(count)
+        cells[self.pairs[::-1]] = count + np.arange(count)
+        self.judgment_cells = cells.ravel()
+
+    @staticmethod
+    def _standard_errors(standard_errors: ArrayLike | None, m: int, n: int) -> np.ndarray:
+        """Decides each measurement's standard error: zero when none is given
+        or for a NaN, refusing a wrong shape, a negative or an infinite one."""
+        if standard_errors is None:
+            return np.zeros((m, n))
+        errors = np.asarray(standard_errors, dtype=np.float64)
+        if errors.shape != (m, n):
+            raise ValueError(f"standard_errors must have shape ({m}, {n}) (one per measurement)")
+        errors = np.where(np.isnan(errors), 0.0, errors)
+        if not np.isfinite(errors).all() or errors.min() < 0:
+            raise ValueError("standard_errors must be non-negative and finite (or NaN for none)")
+        return errors
+
+    @staticmethod
+    def _pairwise_candidates(pairwise: tuple[int, ...] | None, base: core.Evaluation, m: int) -> np.ndarray:
+        """Decides the candidates whose pairwise orders are counted: those
+        chosen (distinct indices, validated), else all up to PAIRWISE_ALL and
+        beyond, the run's best PAIRWISE_TOP."""
+        if pairwise is None:
+            # All candidates up to PAIRWISE_ALL; beyond, the run's best
+            # PAIRWISE_TOP (m^2 counts per sample would dominate the cost).
+            best_first = np.lexsort((np.arange(m), -np.asarray(base.weighted_scores), -np.asarray(base.cef)))
+            return np.arange(m) if m <= PAIRWISE_ALL else np.sort(best_first[:PAIRWISE_TOP])
+        chosen = np.asarray(pairwise, dtype=np.intp)
+        if len(chosen) and (chosen.min() < 0 or chosen.max() >= m or len(np.unique(chosen)) != len(chosen)):
+            raise ValueError(f"pairwise must list distinct candidate indices in 0..{m - 1}")
+        return chosen
+
+    def _fix_individual_scores(self, spec: SamplingSpec, k: int) -> None:
+        """With the individual scores fixed (nothing resamples them), sets
+        the run's vetoes and, when peer weights are sampled, the experts'
+        individual scores as one single-precision (k, m * n) matrix."""
+        # Fixed individual scores: g = pi Mbar is one product per sample.
+        self.vetoed = np.asarray(self.base.vetoed)
+        if spec.peer_weights:
+            position = (self.measurements[:, None, :] - self.lower) / (self.upper - self.lower)
+            # In single precision: the product below is most of such a
+            # sample, and sgemm takes half dgemm's time. Each g is then
+            # within about 1e-7 of its double value (far below what
+            # sampled weights move); the CEF is summed in double, so no
+            # two candidates tie by rounding that would not tie anyway.
+            individual = np.clip(position, 0.0, 1.0)
+            if self.expert_values is not None:
+                individual[:, :, self.expert_values.columns] = core._own_scores(
+                    self.lower, self.upper, self.expert_values
+                )
+            self.individual = individual.transpose(1, 0, 2).astype(np.float32, order="C").reshape(k, -1)
 
     # --- one block of samples ---------------------------------------------------
 
@@ -1218,38 +1259,62 @@ class _Prepared:
             where = f"elicited[{position}]"
             if own is None or column.metric not in own.columns.tolist():
                 raise ValueError(f"{where}.metric must be a column of expert_values")
-            weights = np.asarray(column.cell_weights, dtype=np.float64)
-            cells_count = weights.shape[1] if weights.ndim == 2 else 0
-            if weights.ndim != 2 or weights.shape[0] != k or round(np.sqrt(cells_count)) ** 2 != cells_count:
-                raise ValueError(f"{where}.cell_weights must have shape ({k}, L * L), got {weights.shape}")
-            if not np.isfinite(weights).all():
-                raise ValueError(f"{where}.cell_weights must be finite")
+            weights, cells_count = _Prepared._elicited_weights(where, column, k)
             m = own.values.shape[0]
             if len(column.cells) != m or len(column.prediction_sets) != m:
                 raise ValueError(f"{where} needs cells and prediction_sets for each of the {m} candidates")
-            groups: dict[tuple[int, int], list[tuple[int, np.ndarray]]] = {}
-            for c, cells in enumerate(column.cells):
-                if cells is None:
-                    continue
-                cells = np.asarray(cells)
-                if cells.ndim != 1 or not len(cells) or ((cells < 0) | (cells >= cells_count)).any():
-                    raise ValueError(
-                        f"{where}.cells[{c}] must be cell indices in 0..{cells_count - 1}, one per instance"
-                    )
-                groups.setdefault((int(column.prediction_sets[c]), len(cells)), []).append((c, cells.astype(np.intp)))
-            matrices = []
-            for (prediction_set, size), members in groups.items():
-                rows = np.concatenate([g * cells_count + cells for g, (_, cells) in enumerate(members)])
-                instances = np.tile(np.arange(size), len(members))
-                matrix = sparse.csr_matrix(
-                    (np.ones(len(rows)), (rows, instances)), shape=(len(members) * cells_count, size)
-                )
-                candidates = np.array([c for c, _ in members], dtype=np.intp)
-                matrices.append((prediction_set, size, candidates, matrix))
+            groups = _Prepared._elicited_groups(where, column, cells_count)
+            matrices = _Prepared._elicited_matrices(groups, cells_count)
             checked.append((own.columns.tolist().index(column.metric), np.ascontiguousarray(weights.T), matrices))
         if len({c[0] for c in checked}) != len(checked):
             raise ValueError("elicited: each metric may be filled by one column only")
         return checked
+
+    @staticmethod
+    def _elicited_weights(where: str, column: ElicitedColumn, k: int) -> tuple[np.ndarray, int]:
+        """Decides whether a column's cell weights are a finite (k, L * L)
+        array; returns them and their number of cells L * L."""
+        weights = np.asarray(column.cell_weights, dtype=np.float64)
+        cells_count = weights.shape[1] if weights.ndim == 2 else 0
+        if weights.ndim != 2 or weights.shape[0] != k or round(np.sqrt(cells_count)) ** 2 != cells_count:
+            raise ValueError(f"{where}.cell_weights must have shape ({k}, L * L), got {weights.shape}")
+        if not np.isfinite(weights).all():
+            raise ValueError(f"{where}.cell_weights must be finite")
+        return weights, cells_count
+
+    @staticmethod
+    def _elicited_groups(
+        where: str, column: ElicitedColumn, cells_count: int
+    ) -> dict[tuple[int, int], list[tuple[int, np.ndarray]]]:
+        """Decides whether each candidate's cells are cell indices, one per
+        instance, and groups the candidates that have cells by (prediction
+        set, number of instances), each with its cells."""
+        groups: dict[tuple[int, int], list[tuple[int, np.ndarray]]] = {}
+        for c, cells in enumerate(column.cells):
+            if cells is None:
+                continue
+            cells = np.asarray(cells)
+            if cells.ndim != 1 or not len(cells) or ((cells < 0) | (cells >= cells_count)).any():
+                raise ValueError(f"{where}.cells[{c}] must be cell indices in 0..{cells_count - 1}, one per instance")
+            groups.setdefault((int(column.prediction_sets[c]), len(cells)), []).append((c, cells.astype(np.intp)))
+        return groups
+
+    @staticmethod
+    def _elicited_matrices(
+        groups: dict[tuple[int, int], list[tuple[int, np.ndarray]]], cells_count: int
+    ) -> list[tuple[int, int, np.ndarray, sparse.csr_matrix]]:
+        """Per group: (set, N, the candidates, their cells as a
+        (candidates * L * L, N) 0/1 matrix)."""
+        matrices = []
+        for (prediction_set, size), members in groups.items():
+            rows = np.concatenate([g * cells_count + cells for g, (_, cells) in enumerate(members)])
+            instances = np.tile(np.arange(size), len(members))
+            matrix = sparse.csr_matrix(
+                (np.ones(len(rows)), (rows, instances)), shape=(len(members) * cells_count, size)
+            )
+            candidates = np.array([c for c, _ in members], dtype=np.intp)
+            matrices.append((prediction_set, size, candidates, matrix))
+        return matrices
 
     def counts(self, seed: int, block: int, size: int, prediction_set: int, instances: int) -> np.ndarray:
         """(size, N) the block's replicate counts of a set's N instances, drawn

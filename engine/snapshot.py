@@ -10,7 +10,7 @@ invalid input with a ``RunInputError`` worded with the study's names;
 from typing import Any
 
 import numpy as np
-from django.db.models import Count, F, Max, Min, Q, Sum
+from django.db.models import Count, F, Max, Min, Q, QuerySet, Sum
 
 from evaluation import selectors as evaluation_selectors
 from evaluation.models import ElicitationAnswers, ElicitedMetric
@@ -225,28 +225,49 @@ def _expert_value_grids(
         return []
     names = {e.pk: e.user.get_username() for e in experts}
     candidate_index = {c.name: c_i for c_i, c in enumerate(candidates)}
-    weights: dict[int, dict[str, list[float]]] = {}
-    for elicited_id, expert_id, found in ElicitationAnswers.objects.filter(
-        elicited_metric__in=elicited, expert_id__in=names, weights__isnull=False
-    ).values_list("elicited_metric_id", "expert_id", "weights"):
-        weights.setdefault(elicited_id, {})[names[expert_id]] = list(found or [])
+    weights = _finished_weights(elicited, names)
     order = [e.user.get_username() for e in experts]
     out = []
     for metric in elicited:
         j = metric_index[metric.metric_id]
-        values: dict[str, list[float | None]] = {}
-        reasons = {c.name: "it has no predictions in any set" for c in candidates}
-        for row in evaluation_selectors.elicited_values(elicited_metric=metric, finished=weights.get(metric.pk, {})):
-            if row.candidate in candidate_index and not row.reason:
-                del reasons[row.candidate]
-                values[row.candidate] = [row.values.get(name) for name in order]
-            elif row.candidate in candidate_index:
-                reasons[row.candidate] = row.reason
+        values, reasons = _elicited_column(metric, candidates, candidate_index, order, weights.get(metric.pk, {}))
         for name, c in candidate_index.items():
             known = [v for v in values.get(name, []) if v is not None]
             measurements[c][j] = float(np.median(known)) if known and len(known) == len(experts) else None
         out.append({"metric": j, "values": values, "reasons": reasons})
     return out
+
+
+def _finished_weights(elicited: list[ElicitedMetric], names: dict[int, str]) -> dict[int, dict[str, list[float]]]:
+    """By elicited metric, each expert's (by username) cell weights, for the
+    experts who have finished it (their weights are stored)."""
+    weights: dict[int, dict[str, list[float]]] = {}
+    for elicited_id, expert_id, found in ElicitationAnswers.objects.filter(
+        elicited_metric__in=elicited, expert_id__in=names, weights__isnull=False
+    ).values_list("elicited_metric_id", "expert_id", "weights"):
+        weights.setdefault(elicited_id, {})[names[expert_id]] = list(found or [])
+    return weights
+
+
+def _elicited_column(
+    metric: ElicitedMetric,
+    candidates: list[Candidate],
+    candidate_index: dict[str, int],
+    order: list[str],
+    finished: dict[str, list[float]],
+) -> tuple[dict[str, list[float | None]], dict[str, str]]:
+    """Decides, for one elicited metric, which of the study's candidates have
+    values (each expert's, in ``order``) and why the others have none (no
+    predictions in any set unless the selector gives a reason)."""
+    values: dict[str, list[float | None]] = {}
+    reasons = {c.name: "it has no predictions in any set" for c in candidates}
+    for row in evaluation_selectors.elicited_values(elicited_metric=metric, finished=finished):
+        if row.candidate in candidate_index and not row.reason:
+            del reasons[row.candidate]
+            values[row.candidate] = [row.values.get(name) for name in order]
+        elif row.candidate in candidate_index:
+            reasons[row.candidate] = row.reason
+    return values, reasons
 
 
 def _metric_out(metric: Metric, attributes: list[QualityAttribute], attribute_index: dict[int, int]) -> dict:
@@ -373,13 +394,34 @@ def inputs_complete(*, study: Study) -> bool:
     if not k or not metrics:
         return False
     metric_ids = [pk for pk, _, _, _ in metrics]
+    return (
+        _weights_complete(study, experts, k, metrics)
+        and _ranges_complete(experts, k, metrics, metric_ids)
+        and _peer_weights_complete(experts, k)
+        and _measurements_complete(study, metric_ids, len(metrics))
+    )
+
+
+#: A selected metric as ``inputs_complete`` reads it: (pk, attribute id,
+#: default least acceptable, default desired).
+_MetricRow = tuple[int, int, float | None, float | None]
+
+
+def _weights_complete(study: Study, experts: QuerySet[Membership], k: int, metrics: list[_MetricRow]) -> bool:
+    """Decides whether every attribute of a selected metric is selected and
+    each expert has a weight for each of them."""
     needed = {attribute for _, attribute, _, _ in metrics}
     if needed - set(selected_attributes(study).values_list("pk", flat=True)):
         return False
-    if AttributeWeight.objects.filter(prioritisation__expert__in=experts, attribute_id__in=needed).count() != k * len(
-        needed
-    ):
-        return False
+    return AttributeWeight.objects.filter(
+        prioritisation__expert__in=experts, attribute_id__in=needed
+    ).count() == k * len(needed)
+
+
+def _ranges_complete(experts: QuerySet[Membership], k: int, metrics: list[_MetricRow], metric_ids: list[int]) -> bool:
+    """Decides whether each expert has bounds that differ for each selected
+    metric: no equal default bounds, no equal range, and a range from each
+    expert for each metric without both defaults."""
     if any(low is not None and low == high for _, _, low, high in metrics):
         return False
     without_default = [pk for pk, _, low, high in metrics if low is None or high is None]
@@ -387,8 +429,12 @@ def inputs_complete(*, study: Study) -> bool:
         equal=Count("pk", filter=Q(least_acceptable=F("desired"))),
         covering=Count("pk", filter=Q(metric_id__in=without_default)),
     )
-    if ranges["equal"] or ranges["covering"] != k * len(without_default):
-        return False
+    return not (ranges["equal"] or ranges["covering"] != k * len(without_default))
+
+
+def _peer_weights_complete(experts: QuerySet[Membership], k: int) -> bool:
+    """Decides whether each expert rated each expert, with weights in (0, 1)
+    (positive when alone) summing to 1 within ``ROW_SUM_TOLERANCE``."""
     # Each rater's count, bounds and sum, in one pass over the k x k weights.
     rows = list(
         PeerWeight.objects.filter(rater__in=experts, ratee__in=experts)
@@ -397,15 +443,21 @@ def inputs_complete(*, study: Study) -> bool:
         .values_list("count", "low", "high", "total")
     )
     tolerance = core.ROW_SUM_TOLERANCE
-    if len(rows) != k or any(
-        count != k or not low > 0 or (k > 1 and not high < 1) or not abs(total - 1) <= tolerance
-        for count, low, high, total in rows
-    ):
-        return False
+    return not (
+        len(rows) != k
+        or any(
+            count != k or not low > 0 or (k > 1 and not high < 1) or not abs(total - 1) <= tolerance
+            for count, low, high, total in rows
+        )
+    )
+
+
+def _measurements_complete(study: Study, metric_ids: list[int], metric_count: int) -> bool:
+    """Decides whether each candidate has a value for each selected metric."""
     candidates = Candidate.objects.filter(study=study).count()
     # Through the study's own index (a measurement keeps its candidate's study).
     measured = Measurement.objects.filter(study=study, metric_id__in=metric_ids).count()
-    return measured == candidates * len(metrics)
+    return measured == candidates * metric_count
 
 
 # --- the engine's arrays ---------------------------------------------------------
@@ -455,20 +507,26 @@ def snapshot_expert_values(snapshot: dict) -> core.ExpertValues | None:
     experts, candidates = snapshot["experts"], snapshot["candidates"]
     metrics = [m["name"] for m in snapshot["metrics"]]
     for entry in found:
-        name = metrics[entry["metric"]]
-        rows = [entry["values"][candidate] for candidate in candidates if candidate in entry["values"]]
-        unfinished = [expert for i, expert in enumerate(experts) if any(row[i] is None for row in rows)]
-        if unfinished:
-            verb = "has" if len(unfinished) == 1 else "have"
-            raise RunInputError(f"{', '.join(unfinished)} {verb} not finished the elicited metric {name}")
-        for candidate in candidates:
-            if candidate not in entry["values"]:
-                reason = entry.get("reasons", {}).get(candidate, "it has no value")
-                raise RunInputError(f"the elicited metric {name} has no value for {candidate}: {reason}")
+        _check_expert_values(entry, metrics[entry["metric"]], experts, candidates)
     values = np.array(
         [[entry["values"][candidate] for candidate in candidates] for entry in found], dtype=float
     ).reshape(len(found), len(candidates), len(experts))
     return core.ExpertValues(np.array([entry["metric"] for entry in found], dtype=np.intp), values.transpose(1, 2, 0))
+
+
+def _check_expert_values(entry: dict, name: str, experts: list[str], candidates: list[str]) -> None:
+    """Decides whether one elicited metric's entry has every expert's value
+    for every candidate: RunInputError naming first the experts who have not
+    finished it, else the first candidate without a value and why."""
+    rows = [entry["values"][candidate] for candidate in candidates if candidate in entry["values"]]
+    unfinished = [expert for i, expert in enumerate(experts) if any(row[i] is None for row in rows)]
+    if unfinished:
+        verb = "has" if len(unfinished) == 1 else "have"
+        raise RunInputError(f"{', '.join(unfinished)} {verb} not finished the elicited metric {name}")
+    for candidate in candidates:
+        if candidate not in entry["values"]:
+            reason = entry.get("reasons", {}).get(candidate, "it has no value")
+            raise RunInputError(f"the elicited metric {name} has no value for {candidate}: {reason}")
 
 
 def snapshot_standard_errors(snapshot: dict) -> np.ndarray:
