@@ -35,7 +35,8 @@ from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
 
 from workspace.errors import InvalidInput, PhaseConflict, RateLimited, ServiceError
-from workspace.models import Study
+from workspace.models import Membership, Study
+from workspace.services.roles import require_role
 
 from .models import Analysis, AnalysisChunk, Run
 from .robustness_kernels import KERNELS, Kernel, RunInputs
@@ -210,6 +211,10 @@ def analysis_launch(
     (a random one is drawn and stored otherwise)."""
     if kind not in Analysis.Kind.values:
         raise InvalidInput({"kind": f"one of {', '.join(Analysis.Kind.values)}"})
+    if launched_by is not None:
+        require_role(
+            study=run.study, user=launched_by, role=Membership.Role.DESIGNER, action="launch robustness analyses"
+        )
     if run.status != Run.Status.SUCCEEDED:
         raise PhaseConflict(
             f"Robustness analyses need a succeeded run; run {run.pk} is {run.status}.", code="run_not_finished"

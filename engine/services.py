@@ -46,8 +46,9 @@ from kombu.exceptions import OperationalError as BrokerOperationalError
 
 from workspace import history
 from workspace.errors import PhaseConflict
-from workspace.models import RevisionRound, Study
+from workspace.models import Membership, RevisionRound, Study
 from workspace.services.phases import Action, phase_allows
+from workspace.services.roles import require_role
 
 from . import core
 from .models import Run
@@ -240,7 +241,11 @@ def run_launch(*, study: Study, launched_by: AbstractBaseUser | None, tolerance:
     the database (null while it waits too). The study's row lock, held
     ``FOR SHARE`` until commit, keeps the inputs as they are while the
     launch checks them (``_refuse_invalid_inputs``, only for the first
-    launch of a version, one at a time: the others were checked with it)."""
+    launch of a version, one at a time: the others were checked with it).
+    ``launched_by``: the study's designer (``RoleRequired`` otherwise), or
+    None for the system (a command, a task)."""
+    if launched_by is not None:
+        require_role(study=study, user=launched_by, role=Membership.Role.DESIGNER, action="launch validation runs")
     study = _lock_for_launch(study)
     if not phase_allows(study, Action.LAUNCH_RUN):
         raise PhaseConflict(

@@ -1,9 +1,11 @@
 """Errors raised by services. Pages and the API map them to responses:
-``InvalidInput`` → 400 with errors per field, ``PhaseConflict`` → 409,
-``RateLimited`` → 429."""
+``InvalidInput`` → 400 with errors per field, ``RoleRequired`` → 403,
+``PhaseConflict`` → 409, ``RateLimited`` → 429."""
 
 from collections.abc import Mapping
 from typing import Any
+
+from django.core.exceptions import PermissionDenied
 
 
 class ServiceError(Exception):
@@ -53,6 +55,13 @@ class InvalidInput(ServiceError):
         for field, messages in self.errors.items():
             nested.setdefault(prefix if field == "non_field_errors" else f"{prefix}.{field}", []).extend(messages)
         return InvalidInput(nested)
+
+
+class RoleRequired(ServiceError, PermissionDenied):
+    """The acting user does not hold the role the change needs
+    (``workspace.services.roles.require_role``); the message says who may
+    ("Only the designer of this study can …"). A ``PermissionDenied`` too,
+    so the pages answer it with their 403 page and its message."""
 
 
 class PhaseConflict(ServiceError):

@@ -812,9 +812,7 @@ class RevisionRound(models.Model):
             models.UniqueConstraint(fields=["study", "number"], name="round_unique_number"),
             models.UniqueConstraint(fields=["study"], condition=OPEN_ROUND, name="round_one_open"),
             models.CheckConstraint(condition=Q(number__gte=1), name="round_number_positive"),
-            models.CheckConstraint(
-                condition=OPEN_ROUND | Q(snapshot__isnull=False), name="round_closed_has_snapshot"
-            ),
+            models.CheckConstraint(condition=OPEN_ROUND | Q(snapshot__isnull=False), name="round_closed_has_snapshot"),
         ]
 
     def __str__(self) -> str:

@@ -1618,9 +1618,9 @@ REFUSED_WRITES = [
         "/studies/{study}/attributes/",
         {"name": "X"},
         403,
-        "Only the study's designer can add attributes.",
+        "Only the designer of this study can add attributes.",
     ),
-    (Phase.DRAFT, "bob", "delete", "/studies/{study}/", None, 403, "Only the study's designer can delete the study."),
+    (Phase.DRAFT, "bob", "delete", "/studies/{study}/", None, 403, "Only the designer of this study can delete the study."),
     (Phase.DRAFT, "bob", "post", "/studies/{study}/transitions/", {"to": "voting"}, 403, "designer"),
     (
         Phase.DRAFT,

@@ -183,7 +183,7 @@ def test_an_invitation_is_read_by_the_designer_only(api, cast, make_study):
     refused = api(cast.bob).get(url)
     assert (refused.status_code, refused.json()) == (
         403,
-        api_error("permission_denied", "Only the study's designer can see the invitations."),
+        api_error("permission_denied", "Only the designer of this study can see the invitations."),
     )
     assert api(cast.charlie).get(url).json() == api_error("not_found", "No such study.")
     missing = api(cast.alice).get(f"{API}/studies/{study.pk}/invitations/{invitation.pk + 100}/")

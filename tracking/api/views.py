@@ -21,6 +21,7 @@ from workspace.api.schema import VALIDATION_ERROR, error
 from workspace.api.serializers import BoundedListField, WriteSerializer
 from workspace.api.views import PaginatedListMixin, RunScoped, StudyScoped, validated
 from workspace.models import Membership, Study
+from workspace.services.roles import require_role
 
 UNAVAILABLE = error(
     "The study's MLflow server is unreachable (mlflow_unreachable), refused its token (mlflow_unauthorised), or "
@@ -368,8 +369,9 @@ class PublicationView(RunScoped, APIView):
             study = workspace_selectors.study_get(study_id=run.study_id, user=self.request.user)
         except Study.DoesNotExist:  # pragma: no cover - run_get already checked membership
             raise exceptions.NotFound("No such run.") from None
-        if Membership.Role.DESIGNER not in {m.role for m in study.my_memberships}:
-            raise exceptions.PermissionDenied("Only the study's designer can publish a run to MLflow.")
+        require_role(
+            study=study, user=self.request.user, role=Membership.Role.DESIGNER, action="publish a run to MLflow"
+        )
         return study
 
     @extend_schema(responses=PublicationSerializer)

@@ -22,7 +22,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from workspace.errors import InvalidInput, PhaseConflict, RateLimited, Unavailable
+from workspace.errors import InvalidInput, PhaseConflict, RateLimited, RoleRequired, Unavailable
 
 # Every code an error answer may carry, with its status (docs/api.md lists
 # when each happens; tests/api/test_error_envelope.py checks the two agree).
@@ -164,6 +164,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         exc = BadGateway(str(exc), code=exc.code)
     elif isinstance(exc, (ObjectDoesNotExist, Http404)):
         exc = exceptions.NotFound()
+    elif isinstance(exc, RoleRequired):
+        exc = exceptions.PermissionDenied(str(exc))
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied()
     elif isinstance(exc, exceptions.ParseError):

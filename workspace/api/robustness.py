@@ -25,6 +25,7 @@ from workspace.errors import InvalidInput
 from workspace.limits import ANALYSIS_SAMPLES_MAX
 from workspace.models import Membership, Study
 from workspace.selectors.studies import StudyWithRoles
+from workspace.services.roles import require_role
 
 from .exceptions import Conflict
 from .idempotency import idempotent
@@ -225,8 +226,7 @@ class RunStudyScoped(RunScoped):
             raise exceptions.NotFound("No such run.") from None
 
     def require_designer(self, study: StudyWithRoles, action: str) -> None:
-        if Membership.Role.DESIGNER not in {m.role for m in study.my_memberships}:
-            raise exceptions.PermissionDenied(f"Only the study's designer can {action}.")
+        require_role(study=study, user=self.request.user, role=Membership.Role.DESIGNER, action=action)
 
 
 class RunAnalysesView(RunStudyScoped, PaginatedListMixin):

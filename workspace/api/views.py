@@ -37,6 +37,7 @@ from workspace.models import ApiToken, Candidate, Membership, Metric, QualityAtt
 from workspace.results_export import RESULTS_CSV_CONTENT_TYPE
 from workspace.selectors.design import SetupItems, SetupModel
 from workspace.selectors.studies import StudyWithRoles
+from workspace.services.roles import require_role
 
 from . import invitation_serializers as inv_s
 from . import presenters
@@ -87,8 +88,8 @@ class StudyScoped(APIView):
         return {m.role for m in self.study().my_memberships}
 
     def require_designer(self, action: str = "do this") -> None:
-        if Membership.Role.DESIGNER not in self.roles():
-            raise exceptions.PermissionDenied(f"Only the study's designer can {action}.")
+        """403 unless the requesting user designs the study (the one role check, ``require_role``)."""
+        require_role(study=self.study(), user=self.request.user, role=Membership.Role.DESIGNER, action=action)
 
     def expert(self) -> Membership:
         """The requesting user's expert membership, or 403."""

@@ -28,6 +28,7 @@ from ..models import Membership, RevisionRound, RoundResponse, RoundStep, Study
 from ..selectors import round_feedback_frozen
 from ._checks import expect, keys, text
 from .phases import Action, require_phase
+from .roles import require_role
 
 ROUND_ALREADY_OPEN = "round_open"
 NO_OPEN_ROUND = "no_open_round"
@@ -46,6 +47,7 @@ def round_open(*, study: Study, by: User, message: str = "") -> RevisionRound:
     expert reads for the whole round. The assessment phase only, and one
     round at a time: a round already open is a ``PhaseConflict``
     (``round_open``)."""
+    require_role(study=study, user=by, role=Membership.Role.DESIGNER, action="open a revision round")
     # Checked before the lock: a refused message writes nothing either way.
     message = text(message, "message", max_length=ROUND_MESSAGE_MAX_CHARS, required=False, multiline=True)
     study = Study.objects.select_for_update().get(pk=study.pk)
@@ -68,6 +70,7 @@ def round_close(*, study: Study, by: User) -> RevisionRound:
     (``no_open_round``)."""
     from engine.snapshot import inputs_snapshot  # engine.snapshot reads workspace: imported when used
 
+    require_role(study=study, user=by, role=Membership.Role.DESIGNER, action="close a revision round")
     study = Study.objects.select_for_update().get(pk=study.pk)
     require_phase(study, Action.CLOSE_ROUND)
     current = _open_round(study)

@@ -5,7 +5,6 @@ from typing import TYPE_CHECKING, cast
 
 from django import forms
 from django.contrib.auth.models import User
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest
 
 from engine.models import Run
@@ -14,12 +13,14 @@ from .. import selectors
 from ..errors import InvalidInput
 from ..models import Membership, Study
 from ..selectors.studies import MyMemberships
+from ..services.roles import require_role
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
 
 
 class MemberRoles(MyMemberships):
+    member: User  # the signed-in user these roles are of
     my_roles: set[str]  # e.g. {"designer", "expert"}
     is_designer: bool
     is_expert: bool
@@ -44,6 +45,7 @@ def study_for_member(request: HttpRequest, study_id: int) -> "MemberStudy":
         study = cast("MemberStudy", selectors.study_get(study_id=study_id, user=request.user))  # roles set below
     except Study.DoesNotExist:
         raise Http404("No such study.") from None
+    study.member = signed_in_user(request)
     study.my_roles = {membership.role for membership in study.my_memberships}
     study.is_designer = Membership.Role.DESIGNER in study.my_roles
     study.is_expert = Membership.Role.EXPERT in study.my_roles
@@ -65,14 +67,14 @@ def run_for_member(request: HttpRequest, run_id: int, results: str = "results_co
 
 def require_designer(study: "MemberStudy", action: str) -> None:
     """403 (with a page saying what the member can do instead) unless the
-    user designs ``study``. ``action`` completes "Only the designer can …"."""
-    if not study.is_designer:
-        raise PermissionDenied(f"Only the designer of this study can {action}.")
+    user designs ``study`` (``workspace.services.roles.require_role``, the
+    one role check). ``action`` completes "Only the designer of this study can …"."""
+    require_role(study=study, user=study.member, role=Membership.Role.DESIGNER, action=action)
 
 
 def require_expert(study: "MemberStudy", action: str) -> None:
-    if not study.is_expert:
-        raise PermissionDenied(f"Only the experts of this study can {action}.")
+    """The same for the experts: "Only the experts of this study can …"."""
+    require_role(study=study, user=study.member, role=Membership.Role.EXPERT, action=action)
 
 
 def form_add_service_errors(form: forms.BaseForm, error: InvalidInput) -> None:
