@@ -275,50 +275,69 @@ def _per_hundred(value: float, share: float) -> float:
     return 100.0 * value / share if share > 0 else 0.0
 
 
-def question_for(elicited: ElicitedMetric, elicitation: Elicitation, labels: list[str]) -> Question | None:
-    """The next question, shown as rates out of 100 instances of each true
-    class, or None when every question is answered."""
-    query = elicitation.next_query()
-    if query is None:
-        return None
+def _found_sentence(row: list[float], shown: list[int], labels: list[str], decimals: int) -> str:
+    """A diagonal outcome in words: of 100 with each shown class, how many
+    are found."""
+    parts = [f"of 100 with {labels[c]}, {row[j]:.{decimals}f} found" for j, c in enumerate(shown)]
+    text = "; ".join(parts)
+    return text[0].upper() + text[1:] + "."
+
+
+def _diagonal_question(
+    elicited: ElicitedMetric,
+    labels: list[str],
+    shown: list[int],
+    prior: np.ndarray,
+    query: tuple[np.ndarray, np.ndarray],
+    number: int,
+    total: int,
+) -> Question:
+    """A diagonal question: per shown class (the restricted classifier
+    finds only class 0 and the searched class), how many of 100 each
+    outcome finds."""
     first, second = query
-    prior = class_prior(elicited)
-    number, total = elicitation.n_queries + 1, elicitation.total_queries
-    if isinstance(elicitation, DiagonalElicitation):
-        # The restricted classifier finds only class 0 and the searched class.
-        shown = [0, elicitation.search + 1]
-        rates = [[_per_hundred(d[c], prior[c]) for c in shown] for d in (first, second)]
-        decimals = _decimals(list(zip(rates[0], rates[1], strict=True)))
+    rates = [[_per_hundred(d[c], prior[c]) for c in shown] for d in (first, second)]
+    decimals = _decimals(list(zip(rates[0], rates[1], strict=True)))
+    outcomes = [Outcome([[f"{value:.{decimals}f}"] for value in row], [labels[c] for c in shown]) for row in rates]
+    return Question(
+        number,
+        total,
+        elicited.kind,
+        [labels[c] for c in shown],
+        ["found, of 100"],
+        outcomes[0],
+        outcomes[1],
+        _found_sentence(rates[0], shown, labels, decimals),
+        _found_sentence(rates[1], shown, labels, decimals),
+        [float(v) for v in first],
+        [float(v) for v in second],
+    )
 
-        def sentence(row: list[float]) -> str:
-            parts = [f"of 100 with {labels[c]}, {row[j]:.{decimals}f} found" for j, c in enumerate(shown)]
-            text = "; ".join(parts)
-            return text[0].upper() + text[1:] + "."
 
-        outcomes = [Outcome([[f"{value:.{decimals}f}"] for value in row], [labels[c] for c in shown]) for row in rates]
-        return Question(
-            number,
-            total,
-            elicited.kind,
-            [labels[c] for c in shown],
-            ["found, of 100"],
-            outcomes[0],
-            outcomes[1],
-            sentence(rates[0]),
-            sentence(rates[1]),
-            [float(v) for v in first],
-            [float(v) for v in second],
-        )
+def _costly_sentence(rows: list[list[float]], labels: list[str], decimals: int) -> str:
+    """An off-diagonal outcome in words: its most frequent confusion."""
+    k = len(labels)
+    i, j = max(((i, j) for i in range(k) for j in range(k) if i != j), key=lambda p: rows[p[0]][p[1]])
+    return f"Most often wrong: of 100 with {labels[i]}, {rows[i][j]:.{decimals}f} taken for {labels[j]}."
+
+
+def _offdiagonal_question(
+    elicited: ElicitedMetric,
+    elicitation: OffDiagonalElicitation,
+    labels: list[str],
+    prior: np.ndarray,
+    query: tuple[np.ndarray, np.ndarray],
+    number: int,
+    total: int,
+) -> Question:
+    """An off-diagonal question: per true class, how many of 100 each
+    outcome takes for each class."""
+    first, second = query
     k = len(labels)
     matrices = [elicitation.confusion_matrix(c) for c in (first, second)]
     rates_m = [[[_per_hundred(m[i, j], prior[i]) for j in range(k)] for i in range(k)] for m in matrices]
     pairs = [(rates_m[0][i][j], rates_m[1][i][j]) for i in range(k) for j in range(k) if i != j]
     decimals = _decimals(pairs)
-
-    def costly(rows: list[list[float]]) -> str:
-        i, j = max(((i, j) for i in range(k) for j in range(k) if i != j), key=lambda p: rows[p[0]][p[1]])
-        return f"Most often wrong: of 100 with {labels[i]}, {rows[i][j]:.{decimals}f} taken for {labels[j]}."
-
     outcomes = [Outcome([[f"{value:.{decimals}f}" for value in row] for row in rows], list(labels)) for rows in rates_m]
     return Question(
         number,
@@ -328,11 +347,25 @@ def question_for(elicited: ElicitedMetric, elicitation: Elicitation, labels: lis
         [f"taken for {label}" for label in labels],
         outcomes[0],
         outcomes[1],
-        costly(rates_m[0]),
-        costly(rates_m[1]),
+        _costly_sentence(rates_m[0], labels, decimals),
+        _costly_sentence(rates_m[1], labels, decimals),
         [float(v) for v in first],
         [float(v) for v in second],
     )
+
+
+def question_for(elicited: ElicitedMetric, elicitation: Elicitation, labels: list[str]) -> Question | None:
+    """The next question, shown as rates out of 100 instances of each true
+    class, or None when every question is answered."""
+    query = elicitation.next_query()
+    if query is None:
+        return None
+    prior = class_prior(elicited)
+    number, total = elicitation.n_queries + 1, elicitation.total_queries
+    if isinstance(elicitation, DiagonalElicitation):
+        shown = [0, elicitation.search + 1]
+        return _diagonal_question(elicited, labels, shown, prior, query, number, total)
+    return _offdiagonal_question(elicited, elicitation, labels, prior, query, number, total)
 
 
 # --- the result --------------------------------------------------------------------------------

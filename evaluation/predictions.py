@@ -39,6 +39,7 @@ the chunk that passes the limit (a header declaring more is refused before
 any row): no label table holds more than the limit and one chunk.
 """
 
+import _csv
 import csv
 import difflib
 import gc
@@ -903,7 +904,56 @@ def _mapped(codes: np.ndarray | None, mapping: np.ndarray | None) -> np.ndarray 
     return mapping[codes]
 
 
+def _proba_in_label_order(reader: _Reader, labels: list[str]) -> np.ndarray | None:
+    """The probability columns in the order of the labels (every label has
+    one: checked), or None without them."""
+    if not reader.chunks.proba:
+        return None
+    header_order = [label for label, _ in reader.layout.proba]
+    return _whole(reader.chunks.proba)[:, [header_order.index(label) for label in labels]]
+
+
+def _candidate_bounds(candidate: np.ndarray, candidates: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """Where each candidate's rows start and end (``bounds``, of the rows
+    in ``order``), and the order that groups them: None for a file written
+    candidate by candidate (codes follow first appearance, so they never
+    decrease: slices, views that copy nothing), otherwise a stable sort,
+    each candidate's rows in file order."""
+    # Counted in slices: bincount makes its input intp, twice a file's codes at once.
+    counts = np.zeros(candidates, dtype=np.int64)
+    for start in range(0, len(candidate), CHUNK_ROWS):
+        counts += np.bincount(candidate[start : start + CHUNK_ROWS], minlength=candidates)
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    grouped = bool(np.all(candidate[1:] >= candidate[:-1]))
+    order = None if grouped else np.argsort(candidate, kind="stable")
+    return bounds, order
+
+
+def _by_candidate(
+    names: list[str],
+    candidate: np.ndarray,
+    y_true: np.ndarray,
+    arrays: dict[str, np.ndarray | None],
+    lines: np.ndarray | None,
+    errors: _Errors,
+) -> dict[str, CandidatePredictions]:
+    """Each candidate's predictions, its rows of every array in file order;
+    a candidate's repeated instance ids are added to ``errors``."""
+    bounds, order = _candidate_bounds(candidate, len(names))
+    result = {}
+    for code, name in enumerate(names):
+        rows = slice(bounds[code], bounds[code + 1]) if order is None else order[bounds[code] : bounds[code + 1]]
+        own = {key: None if values is None else values[rows] for key, values in arrays.items()}
+        instance = own["instance"]
+        if instance is not None and lines is not None:
+            _check_instances(name, instance, lines[rows], errors)
+        result[name] = CandidatePredictions(name, y_true[rows], **own)
+    return result
+
+
 def _assemble(reader: _Reader, positive: str | None, errors: _Errors) -> PredictionData:
+    """The chunks read made one prediction set: labels in order, folds and
+    instance ids checked (every error together), each candidate's rows."""
     chunks = reader.chunks
     names = list(reader.candidate_codes)
     labels, pred_mapping = _label_order(reader, positive, errors)
@@ -928,29 +978,8 @@ def _assemble(reader: _Reader, positive: str | None, errors: _Errors) -> Predict
         "context": _joined(chunks.context),
         "instance": _joined(chunks.instance),
     }
-    if chunks.proba:
-        # Columns in the order of the labels (every label has one: checked).
-        header_order = [label for label, _ in reader.layout.proba]
-        arrays["proba"] = _whole(chunks.proba)[:, [header_order.index(label) for label in labels]]
-    # Counted in slices: bincount makes its input intp, twice a file's codes at once.
-    counts = np.zeros(len(names), dtype=np.int64)
-    for start in range(0, len(candidate), CHUNK_ROWS):
-        counts += np.bincount(candidate[start : start + CHUNK_ROWS], minlength=len(names))
-    bounds = np.concatenate([[0], np.cumsum(counts)])
-    # Each candidate's rows, in file order. A file written candidate by
-    # candidate (codes follow first appearance, so they never decrease)
-    # splits into slices, views that copy nothing; otherwise a stable sort
-    # groups each candidate's rows.
-    grouped = bool(np.all(candidate[1:] >= candidate[:-1]))
-    order = None if grouped else np.argsort(candidate, kind="stable")
-    result = {}
-    for code, name in enumerate(names):
-        rows = slice(bounds[code], bounds[code + 1]) if order is None else order[bounds[code] : bounds[code + 1]]
-        own = {key: None if values is None else values[rows] for key, values in arrays.items()}
-        instance = own["instance"]
-        if instance is not None and lines is not None:
-            _check_instances(name, instance, lines[rows], errors)
-        result[name] = CandidatePredictions(name, y_true[rows], **own)
+    arrays["proba"] = _proba_in_label_order(reader, labels)
+    result = _by_candidate(names, candidate, y_true, arrays, lines, errors)
     errors.raise_any()
     return PredictionData(
         labels=labels,
@@ -1077,6 +1106,63 @@ def read_predictions(
             stream.close()
 
 
+def _csv_rows(text: _Text) -> _csv.Reader:
+    """The file's rows as CSV, the delimiter told by the first line: tabs
+    for a spreadsheet's export (a header of tabs and no comma), else
+    commas."""
+    lines = _lines(text)
+    first = next(lines, None)
+    delimiter = "\t" if first is not None and "\t" in first and "," not in first else ","
+    return csv.reader(chain([first], lines) if first is not None else iter(()), delimiter=delimiter)
+
+
+def _csv_header(reader: _csv.Reader) -> list[str]:
+    """The first row that is not blank, or the file refused as empty."""
+    header = next((row for row in reader if row and any(cell.strip() for cell in row)), None)
+    if header is None:
+        raise PredictionFileError(
+            [
+                "the file is empty: give a header row (candidate,y_true,y_pred, ...), then one row per candidate "
+                "and test instance"
+            ]
+        )
+    return header
+
+
+def _csv_chunks(reader: _csv.Reader, parsed: _Reader, max_rows: int | None, max_classes: int | None) -> None:
+    """The rows after the header read chunk by chunk, refused as soon as
+    there are more than ``max_rows`` or more than ``max_classes`` labels
+    (the count exact when the file ends there)."""
+    while True:
+        before = reader.line_num
+        chunk = list(islice(reader, CHUNK_ROWS))
+        if not chunk:
+            break
+        parsed.chunk(chunk, _line_numbers(chunk, before, reader.line_num))
+        del chunk
+        if max_rows is not None and parsed.rows > max_rows:
+            raise PredictionFileError([f"too many rows: more than {max_rows}, the limit for a prediction file"])
+        if max_classes is not None and parsed.over_classes():
+            # Read no further: the count is exact when the file ends here.
+            ended = not any(reader)  # (stops at the next row that is not blank)
+            raise _classes_error(parsed.class_count(), max_classes, rows=None if ended else parsed.rows)
+
+
+def _csv_refusal(error: csv.Error, line: int, text_limits: TextLimits) -> PredictionFileError:
+    """The refusal of a file the csv module cannot read at ``line``: a value
+    too long (the csv module's own bound, far above ours: too long for it as
+    for us), or not CSV."""
+    if "field larger than field limit" in str(error) and text_limits.length is not None:
+        limit = text_limits.length
+        return PredictionFileTooLong(
+            [
+                f"line {line}: a value of more than {csv.field_size_limit():,} characters; a label, a "
+                f"fold, a context's value, a candidate's name or an instance id is at most {limit:,} characters"
+            ]
+        )
+    return PredictionFileError([f"line {line}: not readable as CSV ({error})"])
+
+
 def _read(
     text: _Text,
     candidate: str | None,
@@ -1087,46 +1173,16 @@ def _read(
     text_limits: TextLimits,
     errors: _Errors,
 ) -> PredictionData:
-    lines = _lines(text)
-    first = next(lines, None)
-    # Tabs for a spreadsheet's export: a header of tabs and no comma.
-    delimiter = "\t" if first is not None and "\t" in first and "," not in first else ","
-    reader = csv.reader(chain([first], lines) if first is not None else iter(()), delimiter=delimiter)
+    """A CSV file read: its header, its rows chunk by chunk, then the
+    whole file's checks and its candidates' arrays."""
+    reader = _csv_rows(text)
     try:
-        header = next((row for row in reader if row and any(cell.strip() for cell in row)), None)
-        if header is None:
-            raise PredictionFileError(
-                [
-                    "the file is empty: give a header row (candidate,y_true,y_pred, ...), then one row per candidate "
-                    "and test instance"
-                ]
-            )
+        header = _csv_header(reader)
         layout = _header(header, reader.line_num, one_candidate=candidate is not None, positive=positive, errors=errors)
         parsed = _reader(layout, errors, candidate, allowed, positive, max_classes, text_limits)
-        while True:
-            before = reader.line_num
-            chunk = list(islice(reader, CHUNK_ROWS))
-            if not chunk:
-                break
-            parsed.chunk(chunk, _line_numbers(chunk, before, reader.line_num))
-            del chunk
-            if max_rows is not None and parsed.rows > max_rows:
-                raise PredictionFileError([f"too many rows: more than {max_rows}, the limit for a prediction file"])
-            if max_classes is not None and parsed.over_classes():
-                # Read no further: the count is exact when the file ends here.
-                ended = not any(reader)  # (stops at the next row that is not blank)
-                raise _classes_error(parsed.class_count(), max_classes, rows=None if ended else parsed.rows)
+        _csv_chunks(reader, parsed, max_rows, max_classes)
     except csv.Error as error:
-        if "field larger than field limit" in str(error) and text_limits.length is not None:
-            # (The csv module's own bound, far above ours: the value is too long for it as for us.)
-            limit = text_limits.length
-            raise PredictionFileTooLong(
-                [
-                    f"line {reader.line_num}: a value of more than {csv.field_size_limit():,} characters; a label, a "
-                    f"fold, a context's value, a candidate's name or an instance id is at most {limit:,} characters"
-                ]
-            ) from None
-        raise PredictionFileError([f"line {reader.line_num}: not readable as CSV ({error})"]) from None
+        raise _csv_refusal(error, reader.line_num, text_limits) from None
     if not parsed.rows:
         errors.raise_any()
         raise PredictionFileError(["the file has a header but no rows: add one row per candidate and test instance"])

@@ -48,7 +48,7 @@ import pyarrow.parquet as pq
 
 from engine.core import ROW_SUM_TOLERANCE
 
-from .parquet_pages import PageError, pages
+from .parquet_pages import Page, PageError, pages
 from .predictions import (
     BLOCK_BYTES,
     CHUNK_ROWS,
@@ -373,8 +373,10 @@ class _Batches:
         self.context = [np.empty(capacity, dtype=np.int32) for _ in layout.context]
 
     def add(self, batch: pa.RecordBatch) -> None:
-        reader, layout = self.reader, self.reader.layout
-        fixed, chunks, rows = layout.fixed, reader.chunks, batch.num_rows
+        """One record batch's rows converted into the arrays after those
+        already read; ``_Slow`` when the precise reader must take over."""
+        reader = self.reader
+        rows = batch.num_rows
         if not rows:
             return
         done = reader.rows
@@ -383,15 +385,33 @@ class _Batches:
         here = slice(done, done + rows)
         start = done + 1  # (a row's number, from 1)
         self._candidates(batch, here, start)
+        self._label_columns(batch, here, start)
+        self._number_columns(batch, here)
+        self._code_columns(batch, here, start)
+        reader.rows += rows
+        if self.max_rows is not None and reader.rows > self.max_rows:
+            raise _Slow
+
+    def _label_columns(self, batch: pa.RecordBatch, here: slice, start: int) -> None:
+        """The batch's y_true and y_pred as codes; too many labels is the
+        file's refusal when ``final`` (with the rows read so far unless the
+        file has ended), else ``_Slow``."""
+        reader, fixed = self.reader, self.reader.layout.fixed
         self.codes["y_true"][here] = _encode(batch.column(fixed["y_true"]), reader.true_codes, reader, "y_true", start)
         if "y_pred" in fixed:
             column = batch.column(fixed["y_pred"])
             self.codes["y_pred"][here] = _encode(column, reader.pred_codes, reader, "y_pred", start)
         if reader.over_classes():
             if self.final and reader.max_classes is not None:
-                ended = done + rows >= self.capacity
-                raise _classes_error(reader.class_count(), reader.max_classes, rows=None if ended else done + rows)
+                ended = here.stop >= self.capacity
+                raise _classes_error(reader.class_count(), reader.max_classes, rows=None if ended else here.stop)
             raise _Slow
+
+    def _number_columns(self, batch: pa.RecordBatch, here: slice) -> None:
+        """The batch's score, time and probabilities as floats; ``_Slow``
+        when one is out of range or a row's probabilities do not sum to 1."""
+        layout = self.reader.layout
+        fixed = layout.fixed
         if "score" in fixed:
             self.floats["score"][here] = _numbers(batch.column(fixed["score"]), -np.inf, np.inf)
         if "time" in fixed:
@@ -402,6 +422,12 @@ class _Batches:
                 block[:, index] = _numbers(batch.column(position), 0, 1)
             if (np.abs(block.sum(axis=1) - 1) > ROW_SUM_TOLERANCE).any():
                 raise _Slow
+
+    def _code_columns(self, batch: pa.RecordBatch, here: slice, start: int) -> None:
+        """The batch's folds and context values as codes, and its instance
+        ids and line numbers kept as chunks."""
+        reader, layout = self.reader, self.reader.layout
+        fixed, chunks = layout.fixed, reader.chunks
         if "fold" in fixed:
             self.codes["fold"][here] = _encode(batch.column(fixed["fold"]), reader.fold_codes, reader, "fold", start)
         for index, (context, position) in enumerate(layout.context):
@@ -411,10 +437,7 @@ class _Batches:
             ids = _Codes()
             codes = _encode(batch.column(fixed["instance"]), ids, reader, "instance", start, distinct=False)
             chunks.instance.append(np.array(list(ids), dtype=str)[codes])
-            chunks.lines.append(np.arange(reader.rows + 1, reader.rows + rows + 1, dtype=np.int64))
-        reader.rows += rows
-        if self.max_rows is not None and reader.rows > self.max_rows:
-            raise _Slow
+            chunks.lines.append(np.arange(here.start + 1, here.stop + 1, dtype=np.int64))
 
     def _candidates(self, batch: pa.RecordBatch, here: slice, start: int) -> None:
         reader = self.reader
@@ -527,6 +550,76 @@ def _parquet_types(schema: pa.Schema, layout: _Layout, errors: _Errors) -> None:
     errors.raise_any()
 
 
+def _chunk_pages(stream: IO, chunk: pq.ColumnChunkMetaData, name: str, most: int) -> list[Page]:
+    """The headers of a column chunk's pages (``most`` of them at most), or
+    the file refused as unreadable naming the column."""
+    first = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
+    try:
+        return list(pages(stream, first, chunk.total_compressed_size, most=most))
+    except PageError as error:
+        raise PredictionFileError([f"not a readable Parquet file (column {cut(name)}: {error})"]) from None
+
+
+def _dictionary_checked(
+    page: Page, name: str, *, label: bool, instance: bool, limits: TextLimits, max_classes: int | None
+) -> None:
+    """A text column's dictionary page checked: no more than
+    ``max_classes`` labels (``label``: a y_true or y_pred column), no value
+    longer than ``TextLimits.length`` characters, and (but for the instance
+    ids) no more than ``TextLimits.distinct_bytes``."""
+    if page.dictionary_values is None:
+        return
+    if label and max_classes is not None and page.dictionary_values > max_classes:
+        raise PredictionFileTooManyClasses(
+            [
+                f"column {cut(name)}: its dictionary holds {page.dictionary_values:,} labels; at most "
+                f"{max_classes:,} are allowed in a prediction set (labels of y_true and y_pred, "
+                "proba:<label> columns and the positive label, together)"
+            ]
+        )
+    values_bytes = page.uncompressed - 4 * page.dictionary_values
+    if limits.length is not None and values_bytes > 4 * limits.length * max(page.dictionary_values, 1):
+        # (4 bytes a character at most: some value is longer than the limit.)
+        raise PredictionFileTooLong(
+            [
+                f"column {cut(name)}: its dictionary holds {page.dictionary_values:,} value"
+                f"{'s' if page.dictionary_values != 1 else ''} in {values_bytes:,} bytes, so one is longer "
+                f"than {limits.length:,} characters, the limit for a label, a fold, a context's value, "
+                "a candidate's name or an instance id"
+            ]
+        )
+    if not instance and limits.distinct_bytes is not None and values_bytes > limits.distinct_bytes:
+        raise distinct_bytes_error(name, limits.distinct_bytes)
+
+
+def _chunk_length_checked(name: str, announced: int, rows: int, length: int) -> None:
+    """A text column chunk's announced size checked against what ``rows``
+    values of at most ``length`` characters can take."""
+    most = rows * (4 * length + PARQUET_VALUE_OVERHEAD) + PARQUET_CHUNK_OVERHEAD
+    if announced > most:
+        raise PredictionFileTooLong(
+            [
+                f"column {cut(name)}: its values take {announced:,} bytes once decompressed (as the "
+                f"file's pages say), more than {rows:,} values can take ({most:,} bytes) "
+                f"when each is at most {length:,} characters, the limit for a label, a fold, a "
+                "context's value, a candidate's name or an instance id"
+            ]
+        )
+
+
+def _total_checked(total: int, array_bytes: int | None) -> None:
+    """All the pages' announced size together checked against
+    ``TextLimits.array_bytes`` (none: no limit)."""
+    if array_bytes is not None and total > array_bytes:
+        raise PredictionFileTooLong(
+            [
+                f"the file's columns take {total:,} bytes once decompressed (as its pages say); the limit for a "
+                f"prediction file is {array_bytes:,} bytes once read (import_predictions, run by the "
+                "operator, has none)"
+            ]
+        )
+
+
 def _parquet_sizes(
     stream: IO, parquet: pq.ParquetFile, layout: _Layout, limits: TextLimits, max_classes: int | None
 ) -> None:
@@ -551,11 +644,7 @@ def _parquet_sizes(
         row_group = metadata.row_group(group)
         for position in range(row_group.num_columns):
             chunk, name = row_group.column(position), names[position]
-            first = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
-            try:
-                found = list(pages(stream, first, chunk.total_compressed_size, most=budget or metadata.num_rows + 2))
-            except PageError as error:
-                raise PredictionFileError([f"not a readable Parquet file (column {cut(name)}: {error})"]) from None
+            found = _chunk_pages(stream, chunk, name, budget or metadata.num_rows + 2)
             if budget is not None:
                 budget -= len(found)
             announced = max(chunk.total_uncompressed_size, sum(page.uncompressed for page in found))
@@ -563,49 +652,17 @@ def _parquet_sizes(
             if position in numbers:
                 continue
             for page in found:
-                if page.dictionary_values is None:
-                    continue
-                if position in labels and max_classes is not None and page.dictionary_values > max_classes:
-                    raise PredictionFileTooManyClasses(
-                        [
-                            f"column {cut(name)}: its dictionary holds {page.dictionary_values:,} labels; at most "
-                            f"{max_classes:,} are allowed in a prediction set (labels of y_true and y_pred, "
-                            "proba:<label> columns and the positive label, together)"
-                        ]
-                    )
-                values_bytes = page.uncompressed - 4 * page.dictionary_values
-                if limits.length is not None and values_bytes > 4 * limits.length * max(page.dictionary_values, 1):
-                    # (4 bytes a character at most: some value is longer than the limit.)
-                    raise PredictionFileTooLong(
-                        [
-                            f"column {cut(name)}: its dictionary holds {page.dictionary_values:,} value"
-                            f"{'s' if page.dictionary_values != 1 else ''} in {values_bytes:,} bytes, so one is longer "
-                            f"than {limits.length:,} characters, the limit for a label, a fold, a context's value, "
-                            "a candidate's name or an instance id"
-                        ]
-                    )
-                if position != instance and limits.distinct_bytes is not None and values_bytes > limits.distinct_bytes:
-                    raise distinct_bytes_error(name, limits.distinct_bytes)
-            if limits.length is None:
-                continue
-            most = row_group.num_rows * (4 * limits.length + PARQUET_VALUE_OVERHEAD) + PARQUET_CHUNK_OVERHEAD
-            if announced > most:
-                raise PredictionFileTooLong(
-                    [
-                        f"column {cut(name)}: its values take {announced:,} bytes once decompressed (as the "
-                        f"file's pages say), more than {row_group.num_rows:,} values can take ({most:,} bytes) "
-                        f"when each is at most {limits.length:,} characters, the limit for a label, a fold, a "
-                        "context's value, a candidate's name or an instance id"
-                    ]
+                _dictionary_checked(
+                    page,
+                    name,
+                    label=position in labels,
+                    instance=position == instance,
+                    limits=limits,
+                    max_classes=max_classes,
                 )
-    if limits.array_bytes is not None and total > limits.array_bytes:
-        raise PredictionFileTooLong(
-            [
-                f"the file's columns take {total:,} bytes once decompressed (as its pages say); the limit for a "
-                f"prediction file is {limits.array_bytes:,} bytes once read (import_predictions, run by the "
-                "operator, has none)"
-            ]
-        )
+            if limits.length is not None:
+                _chunk_length_checked(name, announced, row_group.num_rows, limits.length)
+    _total_checked(total, limits.array_bytes)
 
 
 def _text_columns(parquet: pq.ParquetFile, layout: _Layout) -> list[str]:

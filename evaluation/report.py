@@ -715,6 +715,51 @@ def _let_go_of_arrays(report: CandidateReport) -> None:
             del report.__dict__[name]
 
 
+def _candidate_document(
+    report: CandidateReport, keys: tuple[str, ...]
+) -> tuple[dict[str, float | None], dict[str, str]]:
+    """One candidate's metrics of ``keys`` but the pairwise ones, those its
+    columns allow: their values (None where undefined) and the reasons
+    where undefined."""
+    values: dict[str, float | None] = {}
+    reasons: dict[str, str] = {}
+    for key in DOCUMENT_KEYS:
+        if key in ("a3r", "arr") or key not in keys:
+            continue
+        try:
+            values[key], reason = _evaluate(getattr(report, key), COMPUTATIONS[key].name)
+        except NotApplicable:
+            continue
+        if reason:
+            reasons[key] = reason
+    return values, reasons
+
+
+def _pairwise_document(
+    reports: list[CandidateReport],
+    key: str,
+    options: Options,
+    candidates: dict[str, dict[str, float | None]],
+    notes: dict[str, dict[str, str]],
+) -> None:
+    """A3R or ARR (``key``) of every candidate added to ``candidates``, the
+    reasons where undefined to ``notes``; nothing when the columns do not
+    allow it, and null for all with the reason when it cannot be computed."""
+    try:
+        scores = pairwise_scores(reports, key, options)
+    except NotApplicable:
+        return
+    except ValueError as error:
+        for report in reports:
+            candidates[report.name][key] = None
+            notes[report.name][key] = str(error)
+        return
+    for report, score in zip(reports, scores.tolist(), strict=True):
+        candidates[report.name][key], reason = _evaluate(_constant(score), COMPUTATIONS[key].name)
+        if reason:
+            notes[report.name][key] = reason
+
+
 def evaluation_document(
     data: PredictionData, options: Options = Options(), *, keys: tuple[str, ...] = DOCUMENT_KEYS
 ) -> dict:
@@ -724,36 +769,14 @@ def evaluation_document(
     ``notes[candidate][metric]``. A page that shows a few metrics asks for
     those only."""
     reports = [CandidateReport(data, name, options) for name in data.candidates]
-    candidates, notes = {}, {}
+    candidates: dict[str, dict[str, float | None]] = {}
+    notes: dict[str, dict[str, str]] = {}
     for report in reports:
-        values, reasons = {}, {}
-        for key in DOCUMENT_KEYS:
-            if key in ("a3r", "arr") or key not in keys:
-                continue
-            try:
-                values[key], reason = _evaluate(getattr(report, key), COMPUTATIONS[key].name)
-            except NotApplicable:
-                continue
-            if reason:
-                reasons[key] = reason
-        candidates[report.name], notes[report.name] = values, reasons
+        candidates[report.name], notes[report.name] = _candidate_document(report, keys)
         _let_go_of_arrays(report)
     for key in ("a3r", "arr"):
-        if key not in keys:
-            continue
-        try:
-            scores = pairwise_scores(reports, key, options)
-        except NotApplicable:
-            continue
-        except ValueError as error:
-            for report in reports:
-                candidates[report.name][key] = None
-                notes[report.name][key] = str(error)
-            continue
-        for report, score in zip(reports, scores.tolist(), strict=True):
-            candidates[report.name][key], reason = _evaluate(_constant(score), COMPUTATIONS[key].name)
-            if reason:
-                notes[report.name][key] = reason
+        if key in keys:
+            _pairwise_document(reports, key, options, candidates, notes)
     return {
         "format": FORMAT,
         "positive": data.positive,

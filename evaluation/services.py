@@ -51,7 +51,14 @@ from .models import (
     MetricComputation,
     PredictionSet,
 )
-from .predictions import CandidatePredictions, PredictionFileError, TextLimits, known_size, read_predictions
+from .predictions import (
+    CandidatePredictions,
+    PredictionData,
+    PredictionFileError,
+    TextLimits,
+    known_size,
+    read_predictions,
+)
 from .selectors import evaluation_cached, prediction_data_by_set, prediction_data_get
 
 
@@ -545,57 +552,68 @@ def _value_or_raise(value: float | ValueError) -> float:
     return value
 
 
-def measurements_compute(*, study: Study, metrics: list[str] | None = None) -> ComputeOutcome:
-    """Compute every mapped metric (or those named in ``metrics``, each of
-    which must be mapped) for every candidate from the candidate's newest
-    prediction set, and store the values through ``measurements_set`` with
-    their provenance. A candidate without predictions, or whose value is
-    undefined (one class only, a column the computation needs), is listed in
-    ``not_computed`` with the reason and its measurement left as it was. A3R
-    and ARR compare the candidates of one set. Its queries do not grow with
-    the number of metrics, candidates or sets (but for the upserts, which the
-    database may split into batches of many thousand rows)."""
-    mapped = MetricComputation.objects.filter(metric__study=study).select_related("metric")
-    if metrics is not None:
-        mapped = mapped.filter(metric__in=_mapped_metrics(study, metrics))
-    mappings = list(mapped.order_by("metric__attribute__position", "metric__position", "metric_id"))
-    if not mappings:
-        return ComputeOutcome()
-    candidates = list(Candidate.objects.filter(study=study).order_by("position", "id"))
-    newest = selectors.newest_prediction_sets(study_id=study.pk)
-    sets = PredictionSet.objects.in_bulk(set(newest.values()))
-    # A set of more labels than allowed (stored before the limit) is not
-    # evaluated, nor even read: its candidates are not computed, with the reason.
-    too_wide = {pk: reason for pk, s in sets.items() if (reason := _too_many_labels(s))}
-    data = prediction_data_by_set(prediction_sets=[s for pk, s in sets.items() if pk not in too_wide])
-    outcome = ComputeOutcome()
-    values: list[tuple[MetricComputation, Candidate, PredictionSet, float]] = []
-    for mapping in mappings:
-        # The mapping's parameters were checked when it was set; the defaults fill the rest.
-        options = report.Options(**mapping.parameters)
-        # A3R and ARR compare every candidate of a set: computed once per set.
-        pairwise: dict[int, dict[str, float | ValueError]] = {}
-        for candidate in candidates:
-            if candidate.pk not in newest:
-                outcome.not_computed.append(NotComputed(mapping.metric.name, candidate.name, "no predictions"))
-                continue
-            set_id = newest[candidate.pk]
-            if set_id in too_wide:
-                outcome.not_computed.append(NotComputed(mapping.metric.name, candidate.name, too_wide[set_id]))
-                continue
-            try:
-                if mapping.computation in report.PAIRWISE:
-                    if set_id not in pairwise:
-                        pairwise[set_id] = report.pairwise_values(data[set_id], mapping.computation, options)
-                    value = _value_or_raise(pairwise[set_id][candidate.name])
-                else:
-                    value = report.metric_value(data[set_id], candidate.name, mapping.computation, options)
-            except ValueError as error:
-                outcome.not_computed.append(NotComputed(mapping.metric.name, candidate.name, str(error)))
-                continue
-            values.append((mapping, candidate, sets[set_id], value))
-    if not values:
-        return outcome
+#: A value computed: of which mapping, for which candidate, from which set.
+_ComputedValue = tuple[MetricComputation, Candidate, PredictionSet, float]
+
+
+def _candidate_value(
+    mapping: MetricComputation,
+    candidate: Candidate,
+    data: PredictionData,
+    options: report.Options,
+    pairwise: dict[int, dict[str, float | ValueError]],
+    set_id: int,
+) -> float:
+    """The mapping's value for a candidate from its set's data (ValueError
+    when undefined); A3R and ARR compare every candidate of a set: computed
+    once per set, kept in ``pairwise`` by set."""
+    if mapping.computation in report.PAIRWISE:
+        if set_id not in pairwise:
+            pairwise[set_id] = report.pairwise_values(data, mapping.computation, options)
+        return _value_or_raise(pairwise[set_id][candidate.name])
+    return report.metric_value(data, candidate.name, mapping.computation, options)
+
+
+def _mapping_values(
+    mapping: MetricComputation,
+    candidates: list[Candidate],
+    newest: dict[int, int],
+    too_wide: dict[int, str],
+    data: dict[int, PredictionData],
+    sets: dict[int, PredictionSet],
+    outcome: ComputeOutcome,
+) -> list[_ComputedValue]:
+    """One mapping's value for each candidate from its newest set; a
+    candidate without predictions, of a set of too many labels or whose value
+    is undefined is added to ``outcome.not_computed`` with the reason."""
+    # The mapping's parameters were checked when it was set; the defaults fill the rest.
+    options = report.Options(**mapping.parameters)
+    # A3R and ARR compare every candidate of a set: computed once per set.
+    pairwise: dict[int, dict[str, float | ValueError]] = {}
+    values: list[_ComputedValue] = []
+    for candidate in candidates:
+        if candidate.pk not in newest:
+            outcome.not_computed.append(NotComputed(mapping.metric.name, candidate.name, "no predictions"))
+            continue
+        set_id = newest[candidate.pk]
+        if set_id in too_wide:
+            outcome.not_computed.append(NotComputed(mapping.metric.name, candidate.name, too_wide[set_id]))
+            continue
+        try:
+            value = _candidate_value(mapping, candidate, data[set_id], options, pairwise, set_id)
+        except ValueError as error:
+            outcome.not_computed.append(NotComputed(mapping.metric.name, candidate.name, str(error)))
+            continue
+        values.append((mapping, candidate, sets[set_id], value))
+    return values
+
+
+def _measurements_store(
+    study: Study, mappings: list[MetricComputation], candidates: list[Candidate], values: list[_ComputedValue]
+) -> dict[tuple[int, int], float]:
+    """Store the computed values, as measurements (``measurements_set``)
+    with their provenance, in one transaction; the values they replace,
+    ``{(candidate id, metric id): value}``."""
     with transaction.atomic():
         before = {
             (row.candidate_id, row.metric_id): row.value
@@ -638,6 +656,39 @@ def measurements_compute(*, study: Study, metrics: list[str] | None = None) -> C
                 "value",
             ],
         )
+    return before
+
+
+def measurements_compute(*, study: Study, metrics: list[str] | None = None) -> ComputeOutcome:
+    """Compute every mapped metric (or those named in ``metrics``, each of
+    which must be mapped) for every candidate from the candidate's newest
+    prediction set, and store the values through ``measurements_set`` with
+    their provenance. A candidate without predictions, or whose value is
+    undefined (one class only, a column the computation needs), is listed in
+    ``not_computed`` with the reason and its measurement left as it was. A3R
+    and ARR compare the candidates of one set. Its queries do not grow with
+    the number of metrics, candidates or sets (but for the upserts, which the
+    database may split into batches of many thousand rows)."""
+    mapped = MetricComputation.objects.filter(metric__study=study).select_related("metric")
+    if metrics is not None:
+        mapped = mapped.filter(metric__in=_mapped_metrics(study, metrics))
+    mappings = list(mapped.order_by("metric__attribute__position", "metric__position", "metric_id"))
+    if not mappings:
+        return ComputeOutcome()
+    candidates = list(Candidate.objects.filter(study=study).order_by("position", "id"))
+    newest = selectors.newest_prediction_sets(study_id=study.pk)
+    sets = PredictionSet.objects.in_bulk(set(newest.values()))
+    # A set of more labels than allowed (stored before the limit) is not
+    # evaluated, nor even read: its candidates are not computed, with the reason.
+    too_wide = {pk: reason for pk, s in sets.items() if (reason := _too_many_labels(s))}
+    data = prediction_data_by_set(prediction_sets=[s for pk, s in sets.items() if pk not in too_wide])
+    outcome = ComputeOutcome()
+    values: list[_ComputedValue] = []
+    for mapping in mappings:
+        values.extend(_mapping_values(mapping, candidates, newest, too_wide, data, sets, outcome))
+    if not values:
+        return outcome
+    before = _measurements_store(study, mappings, candidates, values)
     outcome.computed = [
         Computed(mapping.metric.name, candidate.name, before.get((candidate.pk, mapping.metric_id)), value, s.name)
         for mapping, candidate, s, value in values

@@ -530,6 +530,99 @@ def _elicitation_overview(
     }
 
 
+def _design_metric(study: Study, metric_id: int) -> Metric:
+    """The study metric the design page is about, with its computation;
+    404 when the study has no such metric."""
+    try:
+        return selectors.metric_with_computation_get(study=study, metric_id=metric_id)
+    except Metric.DoesNotExist:
+        raise Http404("No such metric.") from None
+
+
+def _answering_experts(metric: Metric, answered: dict[tuple[int, int], Any]) -> list[int]:
+    """The experts whose answers a change or a removal would delete (the
+    page asks first), in order."""
+    return sorted(row.expert_id for (metric_id, _), row in answered.items() if metric_id == metric.pk and row.answers)
+
+
+def _removal_unconfirmed(request: HttpRequest, answering: list[int]) -> bool:
+    """Whether the POST asks to stop eliciting while experts have answered
+    and has not confirmed it yet (the page then asks)."""
+    return (
+        request.method == "POST"
+        and "remove" in request.POST
+        and bool(answering)
+        and request.POST["remove"] != "confirm"
+    )
+
+
+def _elicitation_remove(request: HttpRequest, study: Study, metric: Metric) -> HttpResponse:
+    """Stop eliciting the metric (its experts' answers deleted), or say why
+    the phase refuses; back to the predictions page either way."""
+    try:
+        services.elicited_metric_remove(metric=metric)
+    except PhaseConflict as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, f"{metric.name} is no longer elicited; the experts' answers to it are deleted.")
+    return redirect(_page(study))
+
+
+def _design_initial(current: ElicitedMetric | None) -> dict[str, Any]:
+    """The design form's initial values: the stored design, or none when
+    the metric is not elicited yet."""
+    if current is None:
+        return {}
+    return {
+        "kind": current.kind,
+        "prediction_set": current.prediction_set_id,
+        "reference_candidate": current.reference_candidate.name,
+        "epsilon": current.epsilon,
+    }
+
+
+def _design_form(
+    request: HttpRequest, study: Study, sets: list[Any], candidates: list[Any], initial: dict[str, Any]
+) -> tuple[ElicitationDesignForm, str | None]:
+    """The design form and the phase's refusal of a change: outside the
+    phases that allow one, every field is disabled (the design is shown as
+    stored, with why)."""
+    form = ElicitationDesignForm(request.POST or None, sets=sets, candidates=candidates, initial=initial)
+    refusal = workspace_services.phase_refusal(study, workspace_services.Action.CHANGE_ELICITATION)
+    if refusal is not None:
+        for field in form.fields.values():
+            field.disabled = True
+    return form, refusal
+
+
+def _change_unconfirmed(
+    request: HttpRequest, form: ElicitationDesignForm, initial: dict[str, Any], answering: list[int]
+) -> bool:
+    """Whether the valid POST changes the stored design while experts have
+    answered and has not confirmed it yet (the page then asks)."""
+    changes = any(form.cleaned_data[name] != value for name, value in initial.items())
+    return bool(answering) and changes and "confirm" not in request.POST
+
+
+def _design_save(
+    request: HttpRequest, study: Study, metric: Metric, form: ElicitationDesignForm
+) -> tuple[HttpResponse | None, int]:
+    """Store the valid design: a redirect to the predictions page when
+    stored; otherwise no response, the service's errors on the form and the
+    status (409 for a phase conflict, else 200)."""
+    try:
+        services.elicited_metric_set(metric=metric, **form.cleaned_data)
+    except InvalidInput as error:
+        form_add_service_errors(form, error)
+    except PhaseConflict as error:
+        form.add_error(None, str(error))
+        return None, 409
+    else:
+        messages.success(request, f"{metric.name} is elicited from each expert: they answer its questions.")
+        return redirect(_page(study)), 200
+    return None, 200
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def elicitation_design_page(request: HttpRequest, study_id: int, metric_id: int) -> HttpResponse:
@@ -537,61 +630,26 @@ def elicitation_design_page(request: HttpRequest, study_id: int, metric_id: int)
     (``remove``: stop eliciting it); each expert's progress, and their
     results once the assessment has closed."""
     study = _designer_study(request, study_id)
-    try:
-        metric = selectors.metric_with_computation_get(study=study, metric_id=metric_id)
-    except Metric.DoesNotExist:
-        raise Http404("No such metric.") from None
+    metric = _design_metric(study, metric_id)
     current = getattr(metric, "elicitation", None)
     sets = list(selectors.prediction_set_choices(study=study))
     candidates = list(workspace_selectors.candidate_list(study=study))
     answered = selectors.elicitation_progress(study=study) if current is not None else {}
-    # The experts whose answers a change or a removal would delete: the page asks first.
-    answering = sorted(
-        row.expert_id for (metric_id, _), row in answered.items() if metric_id == metric.pk and row.answers
-    )
-    confirm = ""
-    if request.method == "POST" and "remove" in request.POST and answering and request.POST["remove"] != "confirm":
-        confirm = "remove"
-    elif request.method == "POST" and "remove" in request.POST:
-        try:
-            services.elicited_metric_remove(metric=metric)
-        except PhaseConflict as error:
-            messages.error(request, str(error))
-        else:
-            messages.success(request, f"{metric.name} is no longer elicited; the experts' answers to it are deleted.")
-        return redirect(_page(study))
-    initial = (
-        {
-            "kind": current.kind,
-            "prediction_set": current.prediction_set_id,
-            "reference_candidate": current.reference_candidate.name,
-            "epsilon": current.epsilon,
-        }
-        if current is not None
-        else {}
-    )
-    form = ElicitationDesignForm(request.POST or None, sets=sets, candidates=candidates, initial=initial)
-    # Outside the phases that allow a change, the design is shown as stored, with why.
-    refusal = workspace_services.phase_refusal(study, workspace_services.Action.CHANGE_ELICITATION)
-    if refusal is not None:
-        for field in form.fields.values():
-            field.disabled = True
+    answering = _answering_experts(metric, answered)
+    posted = request.method == "POST"
+    confirm = "remove" if _removal_unconfirmed(request, answering) else ""
+    if not confirm and posted and "remove" in request.POST:
+        return _elicitation_remove(request, study, metric)
+    initial = _design_initial(current)
+    form, refusal = _design_form(request, study, sets, candidates, initial)
     status = 200
-    if request.method == "POST" and not confirm and form.is_valid():
-        changes = any(form.cleaned_data[name] != value for name, value in initial.items())
-        if answering and changes and "confirm" not in request.POST:
+    if posted and not confirm and form.is_valid():
+        if _change_unconfirmed(request, form, initial, answering):
             confirm = "change"
-    if request.method == "POST" and not confirm and form.is_valid():
-        try:
-            services.elicited_metric_set(metric=metric, **form.cleaned_data)
-        except InvalidInput as error:
-            form_add_service_errors(form, error)
-        except PhaseConflict as error:
-            form.add_error(None, str(error))
-            status = 409
         else:
-            messages.success(request, f"{metric.name} is elicited from each expert: they answer its questions.")
-            return redirect(_page(study))
+            response, status = _design_save(request, study, metric, form)
+            if response is not None:
+                return response
     overview = (
         _elicitation_overview(study, metric, current, answered, request.GET.get("page")) if current is not None else {}
     )

@@ -13,6 +13,7 @@ import logging
 import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -162,6 +163,34 @@ def import_preview(*, study: Study, experiment: Any, filter: Any = "") -> Previe
     return Preview(experiment_id, experiment_name, remote.runs_search(connection, experiment_id, _filter(filter)))
 
 
+def _mapped_entry(entry: Any, where: str, metrics: dict[str, Metric], seen: set[str]) -> MappedMetric:
+    """One entry of the mapping (at ``where``) checked: an object of key,
+    metric and optionally unit, naming a study metric not mapped before
+    (``seen``), in the metric's own unit; InvalidInput naming the field
+    otherwise."""
+    if not isinstance(entry, dict) or not {"key", "metric"} <= set(entry) <= {"key", "metric", "unit"}:
+        raise InvalidInput({where: ["must be an object with key and metric (and optionally unit)"]})
+    key = text(entry["key"], f"{where}.key", max_length=KEY_MAX_LENGTH)
+    name = text(entry["metric"], f"{where}.metric", max_length=limits.NAME_MAX_LENGTH)
+    unit = entry.get("unit")
+    unit = None if unit is None else text(unit, f"{where}.unit", max_length=limits.UNIT_MAX_LENGTH, required=False)
+    metric = metrics.get(name)
+    if metric is None:
+        raise InvalidInput({f"{where}.metric": [f"no metric named {name!r} in this study"]})
+    if name in seen:
+        raise InvalidInput({f"{where}.metric": [f"{name} is mapped twice"]})
+    if unit is not None and unit != metric.unit:
+        raise InvalidInput(
+            {
+                f"{where}.unit": [
+                    f"{name} is measured in {metric.unit or 'no unit'}, but {key} is declared in {unit or 'no unit'}:"
+                    " convert it in MLflow, or map another metric"
+                ]
+            }
+        )
+    return MappedMetric(key, metric)
+
+
 def _mapping(study: Study, mapping: Any) -> list[MappedMetric]:
     """``[{"key", "metric", "unit"?}]`` checked: each study metric mapped
     once, and a declared unit the metric's own."""
@@ -173,36 +202,14 @@ def _mapping(study: Study, mapping: Any) -> list[MappedMetric]:
     errors: dict[str, list[str]] = {}
     seen: set[str] = set()
     for index, entry in enumerate(mapping):
-        where = f"mapping[{index}]"
-        if not isinstance(entry, dict) or not {"key", "metric"} <= set(entry) <= {"key", "metric", "unit"}:
-            errors[where] = ["must be an object with key and metric (and optionally unit)"]
-            continue
         try:
-            key = text(entry["key"], f"{where}.key", max_length=KEY_MAX_LENGTH)
-            name = text(entry["metric"], f"{where}.metric", max_length=limits.NAME_MAX_LENGTH)
-            unit = entry.get("unit")
-            unit = (
-                None if unit is None else text(unit, f"{where}.unit", max_length=limits.UNIT_MAX_LENGTH, required=False)
-            )
+            found = _mapped_entry(entry, f"mapping[{index}]", metrics, seen)
         except InvalidInput as error:
             for path, messages in error.errors.items():
                 errors.setdefault(path, []).extend(messages)
             continue
-        metric = metrics.get(name)
-        if metric is None:
-            errors[f"{where}.metric"] = [f"no metric named {name!r} in this study"]
-            continue
-        if name in seen:
-            errors[f"{where}.metric"] = [f"{name} is mapped twice"]
-            continue
-        if unit is not None and unit != metric.unit:
-            errors[f"{where}.unit"] = [
-                f"{name} is measured in {metric.unit or 'no unit'}, but {key} is declared in {unit or 'no unit'}:"
-                " convert it in MLflow, or map another metric"
-            ]
-            continue
-        seen.add(name)
-        mapped.append(MappedMetric(key, metric))
+        seen.add(found.metric.name)
+        mapped.append(found)
     if errors:
         raise InvalidInput(errors)
     return mapped
@@ -607,27 +614,12 @@ def imports_recover_stale(*, now: Any = None) -> list[int]:
     return queued + running
 
 
-@transaction.atomic
-def _import_write(
-    study: Study,
-    imported_by: User | None,
-    connection: Connection,
-    experiment_id: str,
-    runs: list[RemoteRun],
-    values: dict[str, dict[str, float]],
-    existing: dict[str, Candidate],
-    new: dict[str, str],
-    artifacts: dict[str, _Artifact],
-    request: dict[str, Any],
-    step: int | None,
-    mapped: list[MappedMetric],
-    positive: Any,
-    record: MlflowImport | None = None,
-) -> ImportOutcome:
-    """The import's writes, all in one transaction; ``record``: the queued
-    import's, completed."""
-    now = timezone.now()
-    study = locked(study)
+def _import_candidates(
+    study: Study, runs: list[RemoteRun], existing: dict[str, Candidate], new: dict[str, str]
+) -> tuple[list[Candidate], dict[str, Candidate]]:
+    """The new runs' candidates added (``new``: their names); those
+    created, and each run's candidate, new or imported before
+    (``existing``)."""
     created = workspace_services.candidates_add(
         study=study,
         candidates=[
@@ -635,7 +627,24 @@ def _import_write(
         ],
     )
     by_name = {candidate.name: candidate for candidate in created}
-    candidates = {run.run_id: existing.get(run.run_id) or by_name[new[run.run_id]] for run in runs}
+    return created, {run.run_id: existing.get(run.run_id) or by_name[new[run.run_id]] for run in runs}
+
+
+def _import_measurements(
+    study: Study,
+    connection: Connection,
+    experiment_id: str,
+    runs: list[RemoteRun],
+    values: dict[str, dict[str, float]],
+    candidates: dict[str, Candidate],
+    mapped: list[MappedMetric],
+    step: int | None,
+    now: datetime,
+    outcome: ImportOutcome,
+) -> None:
+    """Each run's values stored as its candidate's measurements (only those
+    new or changed are written, and listed in ``outcome.changes``; the rest
+    counted as unchanged), each with its MLflow provenance."""
     keys = {entry.metric.name: entry.key for entry in mapped}
     metric_ids = {entry.metric.name: entry.metric.pk for entry in mapped}
     before = {
@@ -644,7 +653,6 @@ def _import_write(
             study=study, candidate_id__in=[c.pk for c in candidates.values()], metric_id__in=metric_ids.values()
         ).values_list("candidate_id", "metric_id", "value")
     }
-    outcome = ImportOutcome(import_id=0, experiment_id=experiment_id, runs=len(runs), created=[c.name for c in created])
     writes: list[dict[str, Any]] = []
     sources: list[MlflowValueSource] = []
     for run in runs:
@@ -687,6 +695,50 @@ def _import_write(
         unique_fields=["candidate", "metric"],
         update_fields=["tracking_uri", "experiment_id", "run_id", "metric_key", "step", "value", "imported_at"],
     )
+
+
+def _import_artifact(
+    study: Study,
+    imported_by: User | None,
+    run: RemoteRun,
+    index: int,
+    candidate: Candidate,
+    artifact: _Artifact,
+    positive: Any,
+) -> int:
+    """A run's predictions artifact imported as a prediction set of its
+    candidate; its id. InvalidInput names the run's artifact
+    (``runs[index].artifact``)."""
+    try:
+        with artifact.local.open("rb") as stream:
+            prediction_set = evaluation_services.prediction_set_import(
+                study=study,
+                stream=stream,
+                name=f"{candidate.name}: MLflow {run.run_id[:8]} {artifact.path}"[:200],
+                uploaded_by=imported_by,
+                candidate=candidate.name,
+                positive=positive,
+            )
+    except InvalidInput as error:
+        raise error.within(f"runs[{index}].artifact") from None
+    return prediction_set.pk
+
+
+def _import_links(
+    study: Study,
+    imported_by: User | None,
+    connection: Connection,
+    experiment_id: str,
+    runs: list[RemoteRun],
+    candidates: dict[str, Candidate],
+    artifacts: dict[str, _Artifact],
+    positive: Any,
+    now: datetime,
+    outcome: ImportOutcome,
+) -> None:
+    """Each candidate's link to its run saved; a predictions artifact not
+    imported before (another path or content) imported, and listed in
+    ``outcome.prediction_sets``."""
     links = {link.run_id: link for link in MlflowRunLink.objects.filter(candidate__in=list(candidates.values()))}
     for index, run in enumerate(runs):
         candidate = candidates[run.run_id]
@@ -694,28 +746,31 @@ def _import_write(
         link.tracking_uri, link.experiment_id, link.imported_at = connection.tracking_uri, experiment_id, now
         artifact = artifacts.get(run.run_id)
         if artifact is not None and (artifact.path, artifact.sha256) != (link.artifact_path, link.artifact_sha256):
-            try:
-                with artifact.local.open("rb") as stream:
-                    prediction_set = evaluation_services.prediction_set_import(
-                        study=study,
-                        stream=stream,
-                        name=f"{candidate.name}: MLflow {run.run_id[:8]} {artifact.path}"[:200],
-                        uploaded_by=imported_by,
-                        candidate=candidate.name,
-                        positive=positive,
-                    )
-            except InvalidInput as error:
-                raise error.within(f"runs[{index}].artifact") from None
+            prediction_set = _import_artifact(study, imported_by, run, index, candidate, artifact, positive)
             outcome.prediction_sets.append(
-                {"candidate": candidate.name, "prediction_set": prediction_set.pk, "artifact": artifact.path}
+                {"candidate": candidate.name, "prediction_set": prediction_set, "artifact": artifact.path}
             )
             link.artifact_path, link.artifact_sha256 = artifact.path, artifact.sha256
         link.save()
-    # Saved twice (its outcome names its id) and recorded once, complete, in the study's History.
+
+
+def _import_record(
+    study: Study,
+    imported_by: User | None,
+    experiment_id: str,
+    request: dict[str, Any],
+    runs: int,
+    now: datetime,
+    outcome: ImportOutcome,
+    record: MlflowImport | None,
+) -> None:
+    """The import recorded as succeeded with its outcome (``record``: the
+    queued import's; else a new one): saved twice (its outcome names its
+    id) and recorded once, complete, in the study's History."""
     if record is None:
         record = MlflowImport(study=study, imported_by=imported_by, experiment_id=experiment_id, request=request)
     record.imported_at, record.experiment_id, record.outcome = now, experiment_id, {}
-    record.status, record.runs_total, record.runs_read = MlflowImport.Status.SUCCEEDED, len(runs), len(runs)
+    record.status, record.runs_total, record.runs_read = MlflowImport.Status.SUCCEEDED, runs, runs
     record.lease_expires_at = None
     record.skip_history_when_saving = True  # type: ignore[attr-defined]
     record.save()
@@ -723,6 +778,34 @@ def _import_write(
     record.outcome = outcome.as_dict()
     record.save(update_fields=["outcome"])
     history.record([record], "+")
+
+
+@transaction.atomic
+def _import_write(
+    study: Study,
+    imported_by: User | None,
+    connection: Connection,
+    experiment_id: str,
+    runs: list[RemoteRun],
+    values: dict[str, dict[str, float]],
+    existing: dict[str, Candidate],
+    new: dict[str, str],
+    artifacts: dict[str, _Artifact],
+    request: dict[str, Any],
+    step: int | None,
+    mapped: list[MappedMetric],
+    positive: Any,
+    record: MlflowImport | None = None,
+) -> ImportOutcome:
+    """The import's writes, all in one transaction; ``record``: the queued
+    import's, completed."""
+    now = timezone.now()
+    study = locked(study)
+    created, candidates = _import_candidates(study, runs, existing, new)
+    outcome = ImportOutcome(import_id=0, experiment_id=experiment_id, runs=len(runs), created=[c.name for c in created])
+    _import_measurements(study, connection, experiment_id, runs, values, candidates, mapped, step, now, outcome)
+    _import_links(study, imported_by, connection, experiment_id, runs, candidates, artifacts, positive, now, outcome)
+    _import_record(study, imported_by, experiment_id, request, len(runs), now, outcome, record)
     return outcome
 
 

@@ -13,7 +13,7 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
-from django.core.paginator import Paginator
+from django.core.paginator import Page, Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -59,6 +59,27 @@ def refusal_on(form: forms.BaseForm, error: ServiceError, names: dict[str, str] 
             form.add_error(None, [f"{path}: {text}" for text in texts])
 
 
+def _runs_preview(
+    request: HttpRequest, study: Study, search: RunSearchForm
+) -> tuple[services.Preview | None, Page | None]:
+    """The runs the valid search finds, and the page of them shown; none,
+    the refusal on the search form, when the service refuses."""
+    try:
+        preview = services.import_preview(
+            study=study, experiment=search.cleaned_data["experiment"], filter=search.cleaned_data["filter"]
+        )
+    except ServiceError as error:
+        refusal_on(search, error)
+        return None, None
+    return preview, Paginator(preview.runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
+
+
+def _import_report(request: HttpRequest, study: Study) -> MlflowImport | None:
+    """The import whose change report ``?report=`` asks for, if any."""
+    report_id = request.GET.get("report", "")
+    return selectors.import_get(study=study, import_id=int(report_id)) if report_id.isdigit() else None
+
+
 def _mlflow_page(
     request: HttpRequest,
     study: Study,
@@ -66,28 +87,23 @@ def _mlflow_page(
     connection_form: ConnectionForm | None = None,
     import_form: ImportForm | None = None,
 ) -> HttpResponse:
+    """The MLflow page: the connection, the runs previewed and the mapping
+    form (a new one unless ``import_form``, refused, is shown again), the
+    imports; the change report alone when the progress is polled."""
     connection = selectors.connection_get(study=study)
     search = RunSearchForm(request.GET if "experiment" in request.GET else None)
     preview, page = None, None
+    # (The data of a refused import form, shown again; a new form has none.)
     data = import_form.data if import_form is not None else None
     if import_form is None and connection is not None and search.is_valid():
-        try:
-            preview = services.import_preview(
-                study=study, experiment=search.cleaned_data["experiment"], filter=search.cleaned_data["filter"]
-            )
-        except ServiceError as error:
-            refusal_on(search, error)
-        else:
-            page = Paginator(preview.runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
-            data = None
+        preview, page = _runs_preview(request, study, search)
     if import_form is None and preview is not None:
         import_form = ImportForm(
             initial=search.cleaned_data,
             metrics=list(workspace_selectors.metric_list(study=study)),
             keys=preview.metric_keys,
         )
-    report_id = request.GET.get("report", "")
-    report = selectors.import_get(study=study, import_id=int(report_id)) if report_id.isdigit() else None
+    report = _import_report(request, study)
     if report is not None and request.headers.get("HX-Request"):
         # The progress polled: the report alone.
         return render(request, "tracking/_import_report.html", {"study": study, "report": report})
