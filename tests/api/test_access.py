@@ -1620,7 +1620,15 @@ REFUSED_WRITES = [
         403,
         "Only the designer of this study can add attributes.",
     ),
-    (Phase.DRAFT, "bob", "delete", "/studies/{study}/", None, 403, "Only the designer of this study can delete the study."),
+    (
+        Phase.DRAFT,
+        "bob",
+        "delete",
+        "/studies/{study}/",
+        None,
+        403,
+        "Only the designer of this study can delete the study.",
+    ),
     (Phase.DRAFT, "bob", "post", "/studies/{study}/transitions/", {"to": "voting"}, 403, "designer"),
     (
         Phase.DRAFT,

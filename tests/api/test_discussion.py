@@ -217,7 +217,9 @@ def test_only_the_designer_hides_and_unhides(world, clients):
         for action in ("hide", "unhide"):
             response = clients[actor].post(f"{world['base']}posts/{first.pk}/{action}/")
             assert response.status_code == 403
-            assert response.json() == api_error("permission_denied", f"Only the designer of this study can {action} posts.")
+            assert response.json() == api_error(
+                "permission_denied", f"Only the designer of this study can {action} posts."
+            )
     assert not Post.objects.get(pk=first.pk).is_hidden
 
     hidden = clients["alice"].post(f"{world['base']}posts/{first.pk}/hide/")
