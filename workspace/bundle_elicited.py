@@ -14,7 +14,7 @@ path in the bundle."""
 import base64
 import binascii
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evaluation import selectors as evaluation_selectors
@@ -133,44 +133,65 @@ def _set_candidates(entries: Any, path: str, candidates: set[str], shape: dict, 
     for position, entry in enumerate(entries):
         field = f"{path}[{position}]"
         _keys(entry, field, required=("candidate", "arrays"), optional=("columns",))
-        name = entry["candidate"]
-        if not isinstance(name, str) or name not in candidates:
-            raise InvalidInput({f"{field}.candidate": f"no candidate named {_shown(name)} in the bundle"})
-        if name in found:
-            raise InvalidInput({f"{field}.candidate": f"{shown(name)} has arrays in this set already"})
-        encoded = _expect(entry["arrays"], str, f"{field}.arrays", "the archive of the arrays, in base64")
-        try:
-            archive = base64.b64decode(encoded, validate=True)
-        except (binascii.Error, ValueError) as error:
-            raise InvalidInput({f"{field}.arrays": f"not base64 ({error})"}) from None
-        remaining = None if max_rows is None else max_rows - rows
-        # The memory limit goes with the row limit: both are the web's and the API's.
-        memory = None if max_rows is None else PREDICTIONS_MAX_ARRAY_BYTES - size
-        try:
-            arrays = arrays_checked(name, archive, max_rows=remaining, max_bytes=memory, **shape)
-        except TooManyBytes:
-            raise InvalidInput(
-                {
-                    f"{field}.arrays": f"too large: the set's arrays would take more than "
-                    f"{PREDICTIONS_MAX_ARRAY_BYTES:,} bytes once read, the limit for a prediction set brought "
-                    "in a bundle (import_study, run by the operator, has none)"
-                }
-            ) from None
-        except TooManyRows:
-            raise InvalidInput(
-                {
-                    f"{field}.arrays": f"too many rows: the set's candidates hold more than {max_rows:,} instances "
-                    "together, the limit for a prediction set (import_study, run by the operator, has none)"
-                }
-            ) from None
-        except ValueError as error:
-            raise InvalidInput({f"{field}.arrays": str(error)}) from None
+        name = _set_candidate_name(entry, field, candidates, found)
+        archive = _archive_decode(entry, field)
+        arrays = _archive_read(name, archive, field, shape, max_rows=max_rows, rows=rows, size=size)
         if "columns" in entry and entry["columns"] != arrays.columns:
             raise InvalidInput({f"{field}.columns": f"must be the archive's optional arrays, {arrays.columns}"})
         rows += len(arrays)
         size += sum(values.nbytes for values in (getattr(arrays, key) for key in ("y_true", *arrays.columns)))
         found[name] = arrays
     return found
+
+
+def _set_candidate_name(entry: dict, field: str, candidates: set[str], found: Mapping[str, object]) -> str:
+    """The entry's candidate: one of the bundle's, not given arrays in this
+    set already."""
+    name = entry["candidate"]
+    if not isinstance(name, str) or name not in candidates:
+        raise InvalidInput({f"{field}.candidate": f"no candidate named {_shown(name)} in the bundle"})
+    if name in found:
+        raise InvalidInput({f"{field}.candidate": f"{shown(name)} has arrays in this set already"})
+    return name
+
+
+def _archive_decode(entry: dict, field: str) -> bytes:
+    """The entry's ``arrays``: the archive's bytes from its base64 text."""
+    encoded = _expect(entry["arrays"], str, f"{field}.arrays", "the archive of the arrays, in base64")
+    try:
+        return base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError) as error:
+        raise InvalidInput({f"{field}.arrays": f"not base64 ({error})"}) from None
+
+
+def _archive_read(
+    name: str, archive: bytes, field: str, shape: dict, *, max_rows: int | None, rows: int, size: int
+) -> CandidatePredictions:
+    """The candidate's arrays read from the archive, checked whole; refused
+    when, with the set's ``rows`` and ``size`` so far, they go over the
+    row or memory limit (none when ``max_rows`` is None)."""
+    remaining = None if max_rows is None else max_rows - rows
+    # The memory limit goes with the row limit: both are the web's and the API's.
+    memory = None if max_rows is None else PREDICTIONS_MAX_ARRAY_BYTES - size
+    try:
+        return arrays_checked(name, archive, max_rows=remaining, max_bytes=memory, **shape)
+    except TooManyBytes:
+        raise InvalidInput(
+            {
+                f"{field}.arrays": f"too large: the set's arrays would take more than "
+                f"{PREDICTIONS_MAX_ARRAY_BYTES:,} bytes once read, the limit for a prediction set brought "
+                "in a bundle (import_study, run by the operator, has none)"
+            }
+        ) from None
+    except TooManyRows:
+        raise InvalidInput(
+            {
+                f"{field}.arrays": f"too many rows: the set's candidates hold more than {max_rows:,} instances "
+                "together, the limit for a prediction set (import_study, run by the operator, has none)"
+            }
+        ) from None
+    except ValueError as error:
+        raise InvalidInput({f"{field}.arrays": str(error)}) from None
 
 
 def _prediction_set(study: Study, entry: Any, path: str, candidates: set[str], max_rows: int | None) -> PredictionSet:

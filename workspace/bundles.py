@@ -9,7 +9,7 @@ judgments as given, only the ranges an expert set), so export → import →
 export is the identity.
 """
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from django.contrib.auth.models import User
@@ -432,34 +432,12 @@ def study_export_bundle(*, study: Study) -> dict:
         "designer": study.designer.get_username(),
         "experts": list(sections),
         "attributes": list(attributes.values("name", "kind", "description")),
-        "metrics": [
-            {
-                "name": m["name"],
-                "attribute": m["attribute__name"],
-                "better": m["better"],
-                "unit": m["unit"],
-                "default_range": None
-                if m["default_least_acceptable"] is None
-                else [_number_out(m["default_least_acceptable"]), _number_out(cast(float, m["default_desired"]))],
-            }
-            for m in metrics
-        ],
+        "metrics": _metrics_out(metrics),
         # "standard_errors" (optional) only for a candidate with any: bundles
         # of studies without them stay as they were.
-        "candidates": [
-            {
-                "name": name,
-                "description": description,
-                "measurements": measurements.get(pk, {}),
-                **({"standard_errors": standard_errors[pk]} if pk in standard_errors else {}),
-            }
-            for pk, name, description in candidates
-        ],
+        "candidates": _candidates_out(candidates, measurements, standard_errors),
         # Before voting opens nobody has voted: the votes are empty, not "no" votes.
-        "votes": {
-            kind: {} if study.phase == Phase.DRAFT else {name: s["votes"][kind] for name, s in sections.items()}
-            for kind in ("attributes", "metrics")
-        },
+        "votes": _votes_out(study, sections),
         "priorities": {name: s["priorities"] for name, s in sections.items() if s["priorities"] is not None},
         "ranges": {name: s["ranges"] for name, s in sections.items() if s["ranges"]},
         "peer_weights": {name: s["peer_weights"] for name, s in sections.items() if s["peer_weights"]},
@@ -468,14 +446,64 @@ def study_export_bundle(*, study: Study) -> dict:
         **({"rounds": rounds} if rounds else {}),
         # "prediction_sets" and "elicited_metrics" (optional) only for a study
         # with elicited metrics: the same.
-        **(
-            bundle_elicited.elicited_export(
-                study=study, metrics=[m["name"] for m in metrics if m["elicitation"]], experts=list(sections)
-            )
-            if any(m["elicitation"] for m in metrics)
-            else {}
-        ),
+        **_elicited_out(study, metrics, sections),
     }
+
+
+def _metrics_out(metrics: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The bundle's metrics: name, attribute, direction, unit, and the
+    default range (None when it has none)."""
+    return [
+        {
+            "name": m["name"],
+            "attribute": m["attribute__name"],
+            "better": m["better"],
+            "unit": m["unit"],
+            "default_range": None
+            if m["default_least_acceptable"] is None
+            else [_number_out(m["default_least_acceptable"]), _number_out(cast(float, m["default_desired"]))],
+        }
+        for m in metrics
+    ]
+
+
+def _candidates_out(
+    candidates: Iterable[tuple[int, str, str]],
+    measurements: Mapping[int, dict[str, Any]],
+    standard_errors: Mapping[int, dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """The bundle's candidates with their measurements, and their standard
+    errors only for a candidate with any."""
+    return [
+        {
+            "name": name,
+            "description": description,
+            "measurements": measurements.get(pk, {}),
+            **({"standard_errors": standard_errors[pk]} if pk in standard_errors else {}),
+        }
+        for pk, name, description in candidates
+    ]
+
+
+def _votes_out(study: Study, sections: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each expert's attribute and metric votes; empty while the study is a
+    draft (nobody has voted)."""
+    return {
+        kind: {} if study.phase == Phase.DRAFT else {name: s["votes"][kind] for name, s in sections.items()}
+        for kind in ("attributes", "metrics")
+    }
+
+
+def _elicited_out(
+    study: Study, metrics: Sequence[Mapping[str, Any]], sections: Mapping[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """The elicited metrics' sections of the bundle; nothing (and no query)
+    for a study without elicited metrics."""
+    if not any(m["elicitation"] for m in metrics):
+        return {}
+    return bundle_elicited.elicited_export(
+        study=study, metrics=[m["name"] for m in metrics if m["elicitation"]], experts=list(sections)
+    )
 
 
 def study_export_json(*, study: Study) -> bytes:

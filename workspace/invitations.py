@@ -348,13 +348,7 @@ def _import_experts_trusted(*, study: Study, usernames: list[str], importer: Aut
     time would be: the first malformed username, or the first one naming an
     expert already added."""
     me = importer.get_username() if importer is not None else None
-    names, seen = [], set()
-    for position, username in enumerate(usernames):
-        name = username if username == me else username_clean(username=username, field=f"experts[{position}]")
-        names.append(name)
-        if name in seen:
-            break  # experts_add refuses it, before any later username is looked at
-        seen.add(name)
+    names = _usernames_cleaned(usernames, me)
     others = [name for name in names if name != me]
     fields = [f"experts[{position}]" for position, name in enumerate(names) if name != me]
     accounts = dict(zip(others, services.users_get_or_create(usernames=others, fields=fields), strict=True))
@@ -363,20 +357,37 @@ def _import_experts_trusted(*, study: Study, usernames: list[str], importer: Aut
     memberships = services.experts_add(study=study, users=[accounts[name] for name in names])
     experts = dict(zip(usernames, memberships, strict=True))
     if importer is not None:
-        imported = [membership for username, membership in experts.items() if username != me]
-        for membership in imported:
-            membership.status, membership.inputs_imported_by = PENDING, importer
-        history.bulk_update(Membership, imported, ["status", "inputs_imported_by"])
-        history.bulk_create(
-            Invitation,
-            [
-                Invitation(
-                    study=study, username=membership.user.get_username(), membership=membership, created_by=importer
-                )
-                for membership in imported
-            ],
-        )
+        _imported_invite(study, [membership for username, membership in experts.items() if username != me], importer)
     return experts
+
+
+def _usernames_cleaned(usernames: list[str], me: str | None) -> list[str]:
+    """The usernames checked and cleaned (the importer's own kept as it is),
+    up to and including the first one given twice, which ``experts_add``
+    refuses before any later username is looked at."""
+    names, seen = [], set()
+    for position, username in enumerate(usernames):
+        name = username if username == me else username_clean(username=username, field=f"experts[{position}]")
+        names.append(name)
+        if name in seen:
+            break  # experts_add refuses it, before any later username is looked at
+        seen.add(name)
+    return names
+
+
+def _imported_invite(study: Study, imported: list[Membership], importer: AuthUser) -> None:
+    """The imported experts (not the importer) made pending, with the
+    inputs the importer brought, each with an invitation to accept them."""
+    for membership in imported:
+        membership.status, membership.inputs_imported_by = PENDING, importer
+    history.bulk_update(Membership, imported, ["status", "inputs_imported_by"])
+    history.bulk_create(
+        Invitation,
+        [
+            Invitation(study=study, username=membership.user.get_username(), membership=membership, created_by=importer)
+            for membership in imported
+        ],
+    )
 
 
 # --- reads -------------------------------------------------------------------------

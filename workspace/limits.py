@@ -168,17 +168,42 @@ def bundle_check_limits(bundle: object) -> None:
     attribute_count = len(attributes) if isinstance(attributes, list) else 0
     metric_count = len(metrics) if isinstance(metrics, list) else 0
 
+    entries = _measurement_entries(candidates)
+    entries += _vote_entries(bundle.get("votes"))
+    entries += _expert_entries(bundle, attribute_count=attribute_count, metric_count=metric_count)
+    _elicited_check_limits(bundle)
+    if entries > BUNDLE_MAX_ENTRIES:
+        noun = "entries (measurements, vote names, weights, judgments, ranges and peer weights together)"
+        raise InvalidInput({"bundle": too_many(noun, entries, BUNDLE_MAX_ENTRIES)})
+
+
+def _measurement_entries(candidates: object) -> int:
+    """How many measurements the bundle's candidates give; refused when a
+    candidate gives more than one per metric limit."""
     entries = 0
     for position, candidate in enumerate(candidates if isinstance(candidates, list) else []):
         values = candidate.get("measurements") if isinstance(candidate, dict) else None
         field = f"candidates[{position}].measurements"
         entries += _counted(values, field=field, limit=MAX_METRICS, noun="measurements")
-    votes = bundle.get("votes")
+    return entries
+
+
+def _vote_entries(votes: object) -> int:
+    """How many names the bundle's votes give; refused when a section has
+    more experts, or an expert more names, than the limits."""
+    entries = 0
     if isinstance(votes, dict):
         for kind, limit in (("attributes", MAX_ATTRIBUTES), ("metrics", MAX_METRICS)):
             section = check_size(votes.get(kind), field=f"votes.{kind}", limit=MAX_EXPERTS, noun="experts")
             for username, names in section.items() if isinstance(section, dict) else ():
                 entries += _counted(names, field=f"votes.{kind}.{username}", limit=limit, noun=f"{kind} voted for")
+    return entries
+
+
+def _expert_entries(bundle: dict, *, attribute_count: int, metric_count: int) -> int:
+    """How many judgments, ranges and peer weights the experts' sections
+    give (in that order of checking); refused over any section's limit."""
+    entries = 0
     for username, priorities in _per_expert(bundle, "priorities").items():
         entries += priorities_check_limits(
             priorities, field=f"priorities.{username}", attributes=attribute_count, metrics=metric_count
@@ -187,6 +212,13 @@ def bundle_check_limits(bundle: object) -> None:
         entries += _counted(ranges, field=f"ranges.{username}", limit=MAX_METRICS, noun="ranges")
     for username, weights in _per_expert(bundle, "peer_weights").items():
         entries += _counted(weights, field=f"peer_weights.{username}", limit=MAX_EXPERTS, noun="peer weights")
+    return entries
+
+
+def _elicited_check_limits(bundle: dict) -> None:
+    """Refuses the elicited metrics' sections over their sizes: at most one
+    prediction set per elicited metric, each for at most every candidate,
+    and at most one answer per expert."""
     # The elicited metrics' sets: at most one per elicited metric and one per candidate.
     sets = check_size(
         bundle.get("prediction_sets"),
@@ -203,9 +235,6 @@ def bundle_check_limits(bundle: object) -> None:
         if isinstance(entry, dict):
             field = f"elicited_metrics.{name}.answers"
             check_size(entry.get("answers"), field=field, limit=MAX_EXPERTS, noun="experts")
-    if entries > BUNDLE_MAX_ENTRIES:
-        noun = "entries (measurements, vote names, weights, judgments, ranges and peer weights together)"
-        raise InvalidInput({"bundle": too_many(noun, entries, BUNDLE_MAX_ENTRIES)})
 
 
 # --- fields ------------------------------------------------------------------------

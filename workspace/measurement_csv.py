@@ -125,21 +125,28 @@ def _header(header: list[str], metrics: Collection[str], errors: _Errors) -> tup
     if not columns or columns[0].casefold() != "candidate":
         errors.add(1, "the first column must be 'candidate' (then either 'metric,value', or one column per metric)")
         return False, columns
+    _metric_columns_check(columns[1:], metrics, errors)
+    if len(columns) == 1:
+        errors.add(1, "no metric columns: add 'metric,value' or one column per metric after 'candidate'")
+    return False, ["candidate", *columns[1:]]
+
+
+def _metric_columns_check(names: list[str], metrics: Collection[str], errors: _Errors) -> None:
+    """Notes an error for each wide-layout column after 'candidate' that has
+    no name, repeats an earlier one, is a standard-error column without its
+    metric's column, or names no metric of the study."""
     seen = set()
-    for position, name in enumerate(columns[1:], start=2):
+    for position, name in enumerate(names, start=2):
         if not name:
             errors.add(1, "the column has no name (it must be a metric's name)", column=str(position))
         elif name in seen:
             errors.add(1, "the metric is given twice", column=name)
         elif name not in metrics and name.endswith(ERROR_SUFFIX) and name[: -len(ERROR_SUFFIX)] in metrics:
-            if name[: -len(ERROR_SUFFIX)] not in columns[1:]:
+            if name[: -len(ERROR_SUFFIX)] not in names:
                 errors.add(1, "a standard-error column needs its metric's column too", column=name)
         elif name not in metrics:
             errors.add(1, f"no metric named {name!r} in this study", column=name)
         seen.add(name)
-    if len(columns) == 1:
-        errors.add(1, "no metric columns: add 'metric,value' or one column per metric after 'candidate'")
-    return False, ["candidate", *columns[1:]]
 
 
 def measurements_parse(text: str, *, candidates: Collection[str], metrics: Collection[str], max_rows: int) -> list[Row]:
@@ -184,46 +191,93 @@ def _rows(
             errors.add(line, f"{len(raw)} values, but the header has {len(columns)} columns")
             continue
         candidate = cells[0]
-        if not candidate:
-            errors.add(line, "empty: name the candidate", column="candidate")
-        elif candidate not in candidates:
-            errors.add(line, f"no candidate named {candidate!r} in this study", column="candidate")
+        _candidate_check(candidate, line, candidates, errors)
         if is_long:
-            error_cells = {cells[1]: (cells[3], "standard_error")} if len(columns) == 4 else {}
-            pairs = [(cells[1], cells[2], "value")]
-            if not cells[1]:
-                errors.add(line, "empty: name the metric", column="metric")
-            elif cells[1] not in metrics:
-                errors.add(line, f"no metric named {cells[1]!r} in this study", column="metric")
+            pairs, error_cells = _long_pairs(cells, line, len(columns), metrics, errors)
         else:
-            named = dict(zip(columns[1:], cells[1:], strict=True))
-            error_cells = {
-                name[: -len(ERROR_SUFFIX)]: (cell, name)
-                for name, cell in named.items()
-                if name not in metrics and name.endswith(ERROR_SUFFIX)
-            }
-            # An empty cell of the wide table leaves the value unmeasured.
-            pairs = [(metric, cell, metric) for metric, cell in named.items() if cell and metric in metrics]
-            for metric, (cell, column) in error_cells.items():
-                if cell and not named.get(metric):
-                    errors.add(line, "a standard error needs its value (the metric's cell is empty)", column=column)
-        for metric, cell, column in pairs:
-            try:
-                value = number_parse(cell)
-                error = _error_parse(*error_cells[metric]) if metric in error_cells else None
-            except ValueError as problem:
-                # (message,) from number_parse; (message, column) from _error_parse
-                errors.add(line, problem.args[0], column=problem.args[1] if len(problem.args) > 1 else column)
-                continue
-            key = (candidate, metric)
-            if key in first_line:
-                errors.add(line, f"{candidate} / {metric} is already given on line {first_line[key]}")
-                continue
-            first_line[key] = line
-            rows.append(Row(candidate, metric, value, line, error, metric in error_cells))
+            pairs, error_cells = _wide_pairs(cells, line, columns, metrics, errors)
+        _pairs_add(rows, first_line, candidate, pairs, error_cells, line, errors)
     if len(rows) > max_rows:
         raise CsvRefused([f"too many measurements: {len(rows)} given, the limit is {max_rows} at once"])
     return rows
+
+
+# (metric, value cell, the value's column) of one row
+_Pairs = list[tuple[str, str, str]]
+# metric -> (its standard-error cell, that cell's column)
+_ErrorCells = dict[str, tuple[str, str]]
+
+
+def _candidate_check(candidate: str, line: int, candidates: Collection[str], errors: _Errors) -> None:
+    """Notes an error when the row's candidate cell is empty or names no
+    candidate of the study."""
+    if not candidate:
+        errors.add(line, "empty: name the candidate", column="candidate")
+    elif candidate not in candidates:
+        errors.add(line, f"no candidate named {candidate!r} in this study", column="candidate")
+
+
+def _long_pairs(
+    cells: list[str], line: int, width: int, metrics: Collection[str], errors: _Errors
+) -> tuple[_Pairs, _ErrorCells]:
+    """A long-layout row's one measurement (and its standard-error cell when
+    the header has that column); an error noted when the metric cell is
+    empty or names no metric of the study."""
+    error_cells = {cells[1]: (cells[3], "standard_error")} if width == 4 else {}
+    pairs = [(cells[1], cells[2], "value")]
+    if not cells[1]:
+        errors.add(line, "empty: name the metric", column="metric")
+    elif cells[1] not in metrics:
+        errors.add(line, f"no metric named {cells[1]!r} in this study", column="metric")
+    return pairs, error_cells
+
+
+def _wide_pairs(
+    cells: list[str], line: int, columns: list[str], metrics: Collection[str], errors: _Errors
+) -> tuple[_Pairs, _ErrorCells]:
+    """A wide-layout row's measurements (the metrics with a non-empty cell)
+    and standard-error cells; an error noted for each standard error whose
+    metric's cell is empty."""
+    named = dict(zip(columns[1:], cells[1:], strict=True))
+    error_cells = {
+        name[: -len(ERROR_SUFFIX)]: (cell, name)
+        for name, cell in named.items()
+        if name not in metrics and name.endswith(ERROR_SUFFIX)
+    }
+    # An empty cell of the wide table leaves the value unmeasured.
+    pairs = [(metric, cell, metric) for metric, cell in named.items() if cell and metric in metrics]
+    for metric, (cell, column) in error_cells.items():
+        if cell and not named.get(metric):
+            errors.add(line, "a standard error needs its value (the metric's cell is empty)", column=column)
+    return pairs, error_cells
+
+
+def _pairs_add(
+    rows: list[Row],
+    first_line: dict[tuple[str, str], int],
+    candidate: str,
+    pairs: _Pairs,
+    error_cells: _ErrorCells,
+    line: int,
+    errors: _Errors,
+) -> None:
+    """Appends to ``rows`` each pair whose value (and standard error) parse
+    and whose candidate / metric is not given on an earlier line
+    (``first_line``, updated); an error noted for every other pair."""
+    for metric, cell, column in pairs:
+        try:
+            value = number_parse(cell)
+            error = _error_parse(*error_cells[metric]) if metric in error_cells else None
+        except ValueError as problem:
+            # (message,) from number_parse; (message, column) from _error_parse
+            errors.add(line, problem.args[0], column=problem.args[1] if len(problem.args) > 1 else column)
+            continue
+        key = (candidate, metric)
+        if key in first_line:
+            errors.add(line, f"{candidate} / {metric} is already given on line {first_line[key]}")
+            continue
+        first_line[key] = line
+        rows.append(Row(candidate, metric, value, line, error, metric in error_cells))
 
 
 def _error_parse(cell: str, column: str) -> float | None:

@@ -594,31 +594,49 @@ def _fix_nullable(node: object, components: dict) -> None:
     reference (``allOf``/``oneOf`` of components) the type of what it refers
     to; and it has no list of types: ``[X, "null"]`` becomes X or null."""
     if isinstance(node, dict):
-        kinds = node.get("type")
-        if isinstance(kinds, list) and "null" in kinds and len(kinds) == 2:
-            # OpenAPI 3.1's ["string", "null"] (inline schemas): in 3.0, the
-            # value's schema or null (as drf-spectacular's NullEnum says it),
-            # which plain JSON Schema validators read the same way.
-            value = {key: node.pop(key) for key in list(node) if key not in ("description", "readOnly")}
-            value["type"] = next(kind for kind in kinds if kind != "null")
-            node["anyOf"] = [value, ref("NullEnum")]
-        single = [key for key in ("allOf", "oneOf") if isinstance(node.get(key), list) and len(node[key]) == 1]
-        if node.get("nullable") and single and "$ref" in node[single[0]][0]:
-            # A nullable reference to a component: the component or null
-            # (anyOf with NullEnum). Generated clients (openapi-python-client)
-            # read `allOf` + `nullable` as never null and fail on a null.
-            node.pop("nullable")
-            node.pop("type", None)
-            node["anyOf"] = [node.pop(single[0])[0], ref("NullEnum")]
-        if node.get("nullable") and "type" not in node:
-            types = _nullable_types(node, components)
-            if len(types) == 1 and None not in types:
-                node["type"] = types.pop()
+        _type_list_as_any_of(node)
+        _nullable_ref_as_any_of(node)
+        _nullable_type_add(node, components)
         for value in node.values():
             _fix_nullable(value, components)
     elif isinstance(node, list):
         for value in node:
             _fix_nullable(value, components)
+
+
+def _type_list_as_any_of(node: dict) -> None:
+    """A schema typed ``[X, "null"]`` becomes ``anyOf`` of its X schema and
+    NullEnum."""
+    kinds = node.get("type")
+    if isinstance(kinds, list) and "null" in kinds and len(kinds) == 2:
+        # OpenAPI 3.1's ["string", "null"] (inline schemas): in 3.0, the
+        # value's schema or null (as drf-spectacular's NullEnum says it),
+        # which plain JSON Schema validators read the same way.
+        value = {key: node.pop(key) for key in list(node) if key not in ("description", "readOnly")}
+        value["type"] = next(kind for kind in kinds if kind != "null")
+        node["anyOf"] = [value, ref("NullEnum")]
+
+
+def _nullable_ref_as_any_of(node: dict) -> None:
+    """A nullable schema whose ``allOf``/``oneOf`` is one component
+    reference becomes ``anyOf`` of that reference and NullEnum."""
+    single = [key for key in ("allOf", "oneOf") if isinstance(node.get(key), list) and len(node[key]) == 1]
+    if node.get("nullable") and single and "$ref" in node[single[0]][0]:
+        # A nullable reference to a component: the component or null
+        # (anyOf with NullEnum). Generated clients (openapi-python-client)
+        # read `allOf` + `nullable` as never null and fail on a null.
+        node.pop("nullable")
+        node.pop("type", None)
+        node["anyOf"] = [node.pop(single[0])[0], ref("NullEnum")]
+
+
+def _nullable_type_add(node: dict, components: dict) -> None:
+    """A nullable schema without a ``type`` gets the one type of the schemas
+    it refers to, when they have exactly one."""
+    if node.get("nullable") and "type" not in node:
+        types = _nullable_types(node, components)
+        if len(types) == 1 and None not in types:
+            node["type"] = types.pop()
 
 
 def postprocess_metadata(result: dict, generator: object, request: object, public: bool) -> dict:

@@ -182,27 +182,42 @@ def history_list(
     found: dict[tuple[str, int], Any] = {}
     previous: dict[tuple[str, int], Any] = {}
     for kind, ids in by_kind.items():
-        history = KINDS[kind].history  # type: ignore[attr-defined]
-        before = history.filter(id=OuterRef("id"), history_id__lt=OuterRef("history_id")).order_by("-history_id")
-        records = list(
-            history.filter(history_id__in=ids)
-            .select_related("history_user")
-            .annotate(previous_id=Subquery(before.values("history_id")[:1]))
-        )
-        earlier = {r.previous_id for r in records if r.previous_id is not None and r.history_type == "~"}
-        earlier_records = {r.history_id: r for r in history.filter(history_id__in=earlier)} if earlier else {}
-        for record in records:
-            found[(kind, record.history_id)] = record
-            if record.previous_id in earlier_records:
-                previous[(kind, record.history_id)] = earlier_records[record.previous_id]
-    experts = {r.history_expert_id for r in found.values() if r.history_expert_id is not None}
-    names = dict(Membership.objects.filter(pk__in=experts).values_list("pk", F("user__username"))) if experts else {}
+        _kind_records_read(kind, ids, found, previous)
+    names = _expert_names(found.values())
     referenced = _referenced_names([*found.values(), *previous.values()])
     entries = []
     for _, history_id, kind in keys:
         record = found[(kind, history_id)]
         entries.append(_entry(kind, record, previous.get((kind, history_id)), names, referenced))
     return entries
+
+
+def _kind_records_read(
+    kind: str, ids: list[int], found: dict[tuple[str, int], Any], previous: dict[tuple[str, int], Any]
+) -> None:
+    """Adds the records of one kind with these history ids to ``found``,
+    and to ``previous`` the record each change ("~") follows (two queries,
+    the second only when some record is a change with an earlier one)."""
+    history = KINDS[kind].history  # type: ignore[attr-defined]
+    before = history.filter(id=OuterRef("id"), history_id__lt=OuterRef("history_id")).order_by("-history_id")
+    records = list(
+        history.filter(history_id__in=ids)
+        .select_related("history_user")
+        .annotate(previous_id=Subquery(before.values("history_id")[:1]))
+    )
+    earlier = {r.previous_id for r in records if r.previous_id is not None and r.history_type == "~"}
+    earlier_records = {r.history_id: r for r in history.filter(history_id__in=earlier)} if earlier else {}
+    for record in records:
+        found[(kind, record.history_id)] = record
+        if record.previous_id in earlier_records:
+            previous[(kind, record.history_id)] = earlier_records[record.previous_id]
+
+
+def _expert_names(records: Iterable[Any]) -> dict[int, str]:
+    """The usernames of the experts the records were made for, by
+    membership id (one query, none when no record names an expert)."""
+    experts = {r.history_expert_id for r in records if r.history_expert_id is not None}
+    return dict(Membership.objects.filter(pk__in=experts).values_list("pk", F("user__username"))) if experts else {}
 
 
 def _name_column(model: type) -> Any:
@@ -299,34 +314,48 @@ def _value(value: Any) -> str | None:
     return str(value)
 
 
+def _changes(record: Any, previous: Any, fields: list[str]) -> list[Change]:
+    """The record's changes to ``fields``: every non-empty value when it
+    created or deleted the row, every value when it changed a row with no
+    earlier record, else the values that differ from ``previous``."""
+    now = {name: _value(getattr(record, name)) for name in fields}
+    if record.history_type == "+":
+        return [Change(name, None, value) for name, value in now.items() if value not in (None, "")]
+    if record.history_type == "-":
+        return [Change(name, value, None) for name, value in now.items() if value not in (None, "")]
+    if previous is None:
+        return [Change(name, None, value) for name, value in now.items()]
+    return [
+        Change(name, _value(getattr(previous, name)), value)
+        for name, value in now.items()
+        if _value(getattr(previous, name)) != value
+    ]
+
+
+def _changes_named(
+    changes: list[Change], targets: Mapping[str, type], referenced: Mapping[tuple[type, int], str]
+) -> list[Change]:
+    """The changes, those to a foreign key (``targets``: column -> model)
+    with the names of the rows its old and new values refer to."""
+
+    def name_of(field: str, value: str | None) -> str | None:
+        return None if value is None else referenced.get((targets[field], int(value)))
+
+    return [
+        Change(c.field, c.old, c.new, name_of(c.field, c.old), name_of(c.field, c.new)) if c.field in targets else c
+        for c in changes
+    ]
+
+
 def _entry(
     kind: str, record: Any, previous: Any, names: Mapping[int, str], referenced: Mapping[tuple[type, int], str]
 ) -> HistoryEntry:
     tracked = record.instance_type.history.model.tracked_fields
     fields = [field.attname for field in tracked if field.attname != "id"]
-    now = {name: _value(getattr(record, name)) for name in fields}
-    if record.history_type == "+":
-        changes = [Change(name, None, value) for name, value in now.items() if value not in (None, "")]
-    elif record.history_type == "-":
-        changes = [Change(name, value, None) for name, value in now.items() if value not in (None, "")]
-    elif previous is None:
-        changes = [Change(name, None, value) for name, value in now.items()]
-    else:
-        changes = [
-            Change(name, _value(getattr(previous, name)), value)
-            for name, value in now.items()
-            if _value(getattr(previous, name)) != value
-        ]
+    changes = _changes(record, previous, fields)
     targets = {field.attname: field.related_model for field in _foreign_keys(record.instance_type)}
     if targets:
-
-        def name_of(field: str, value: str | None) -> str | None:
-            return None if value is None else referenced.get((targets[field], int(value)))
-
-        changes = [
-            Change(c.field, c.old, c.new, name_of(c.field, c.old), name_of(c.field, c.new)) if c.field in targets else c
-            for c in changes
-        ]
+        changes = _changes_named(changes, targets, referenced)
     user = record.history_user.get_username() if record.history_user is not None else None
     expert = record.history_expert_id
     return HistoryEntry(

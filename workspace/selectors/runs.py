@@ -375,30 +375,49 @@ def run_pair_get(*, run_id: int, other_id: int, user: User) -> tuple[Run, Run]:
     A thousand candidates' entries and measurements are not parsed to find
     that nothing changed."""
     visible = studies_visible_to(user)
-    annotations: dict[str, Any] = {f"results_{key}": KeyTransform(key, "results") for key in COMPARED_RESULTS_KEYS}
-    annotations["results_candidates"] = _CandidatesPicked(COMPARED_CANDIDATE_KEYS)
-    annotations |= {f"snapshot_{key}": KeyTransform(key, "snapshot") for key in COMPARED_INDEX_KEYS}
-    annotations |= {f"input_{key}": _InputUnlessSame(key, run_id + other_id) for key in COMPARED_INPUT_KEYS}
+    annotations = _pair_annotations(run_id, other_id)
     pair = list(
         _runs(()).select_related("study").annotate(**annotations).filter(pk__in={run_id, other_id}, study__in=visible)
     )
     runs = {run.pk: run for run in pair}
     if run_id not in runs or other_id not in runs:
         raise Run.DoesNotExist
-    same = (
-        {key for key in COMPARED_INPUT_KEYS if all(getattr(run, f"input_{key}") is None for run in pair)}
-        if len(pair) == 2
-        else set()
-    )
+    same = _inputs_same(pair)
     for run in pair:
         _results_picked(run, COMPARED_RESULTS_KEYS, COMPARED_CANDIDATE_KEYS)
-        snapshot = {key: getattr(run, f"snapshot_{key}") for key in COMPARED_INDEX_KEYS}
-        if snapshot["ahp_weighting"] is None:  # snapshots from before the setting have none
-            del snapshot["ahp_weighting"]
-        snapshot |= {key: getattr(run, f"input_{key}") for key in COMPARED_INPUT_KEYS if key not in same}
-        run.snapshot = snapshot
-        run.inputs_same = frozenset(same)  # type: ignore[attr-defined]
+        _pair_snapshot_set(run, same)
     return runs[run_id], runs[other_id]
+
+
+def _pair_annotations(run_id: int, other_id: int) -> dict[str, Any]:
+    """What ``run_pair_get`` reads of each run's JSON: the compared results
+    and candidates' entries, the snapshot's index keys, and each compared
+    input unless it is the same in both runs."""
+    annotations: dict[str, Any] = {f"results_{key}": KeyTransform(key, "results") for key in COMPARED_RESULTS_KEYS}
+    annotations["results_candidates"] = _CandidatesPicked(COMPARED_CANDIDATE_KEYS)
+    annotations |= {f"snapshot_{key}": KeyTransform(key, "snapshot") for key in COMPARED_INDEX_KEYS}
+    annotations |= {f"input_{key}": _InputUnlessSame(key, run_id + other_id) for key in COMPARED_INPUT_KEYS}
+    return annotations
+
+
+def _inputs_same(pair: list[Run]) -> set[str]:
+    """The compared inputs equal in the two runs (read as None in both);
+    none when the pair is one run compared with itself."""
+    if len(pair) != 2:
+        return set()
+    return {key for key in COMPARED_INPUT_KEYS if all(getattr(run, f"input_{key}") is None for run in pair)}
+
+
+def _pair_snapshot_set(run: Run, same: set[str]) -> None:
+    """The run's ``snapshot``: its index keys (without ``ahp_weighting``
+    when the snapshot predates it) and the inputs not ``same``, named in
+    ``run.inputs_same``."""
+    snapshot = {key: getattr(run, f"snapshot_{key}") for key in COMPARED_INDEX_KEYS}
+    if snapshot["ahp_weighting"] is None:  # snapshots from before the setting have none
+        del snapshot["ahp_weighting"]
+    snapshot |= {key: getattr(run, f"input_{key}") for key in COMPARED_INPUT_KEYS if key not in same}
+    run.snapshot = snapshot
+    run.inputs_same = frozenset(same)  # type: ignore[attr-defined]
 
 
 def run_comparable_list(*, run: Run) -> QuerySet[Run]:

@@ -12,6 +12,7 @@ is called by the input services themselves (``priorities_set``,
 an open round is the expert's revision of that step whoever saved it.
 """
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -174,72 +175,104 @@ def rounds_import(
     rounds: list[RevisionRound] = []
     responses: list[RoundResponse] = []
     for position, entry in enumerate(entries):
-        path = f"rounds[{position}]"
-        keys(entry, path, required=("number", "opened_at"), optional=("message", "closed_at", "inputs", "responses"))
-        if entry["number"] != position + 1 or isinstance(entry["number"], bool):
-            raise InvalidInput({f"{path}.number": f"must be {position + 1} (rounds are numbered from 1, in order)"})
-        closed = entry.get("closed_at") is not None
         last = position == len(entries) - 1
-        if not closed and not (last and last_may_be_open):
-            raise InvalidInput(
-                {f"{path}.closed_at": "is required: only the last round of a study in assessment may be open"}
-            )
-        inputs = entry.get("inputs")
-        if closed:
-            keys(inputs, f"{path}.inputs", required=INPUT_KEYS)
-            for key in ("attribute_weights", "metric_weights"):
-                expect(inputs[key], list, f"{path}.inputs.{key}", "a list of rows, one per expert")
-        elif inputs is not None:
-            raise InvalidInput({f"{path}.inputs": "an open round has no inputs yet"})
-        round = RevisionRound(
-            study=study,
-            number=position + 1,
-            message=text(
-                entry.get("message", ""),
-                f"{path}.message",
-                max_length=ROUND_MESSAGE_MAX_CHARS,
-                required=False,
-                multiline=True,
-            ),
-            opened_at=_moment(entry["opened_at"], f"{path}.opened_at"),
-            closed_at=_moment(entry["closed_at"], f"{path}.closed_at") if closed else None,
-            snapshot=inputs,
-        )
+        round = _round_read(study, entry, position, may_be_open=last and last_may_be_open, input_keys=INPUT_KEYS)
         rounds.append(round)
-        given = expect(entry.get("responses", {}), dict, f"{path}.responses", "an object keyed by expert username")
-        for username, steps in given.items():
-            if username not in experts:
-                raise InvalidInput({f"{path}.responses.{username}": "is not one of the bundle's experts"})
-            expect(steps, dict, f"{path}.responses.{username}", "an object keyed by step")
-            for step, answer in steps.items():
-                where = f"{path}.responses.{username}.{step}"
-                if step not in RoundStep.values:
-                    raise InvalidInput({where: f"is not a step (the steps are {', '.join(RoundStep.values)})"})
-                keys(answer, where, required=("action",), optional=("reason",))
-                if answer["action"] not in RoundResponse.Action.values:
-                    raise InvalidInput({f"{where}.action": "must be revised or confirmed"})
-                reason = text(
-                    answer.get("reason", ""),
-                    f"{where}.reason",
-                    max_length=ROUND_REASON_MAX_CHARS,
-                    required=False,
-                    multiline=True,
-                )
-                responses.append(
-                    RoundResponse(
-                        round=round,
-                        expert=experts[username],
-                        step=step,
-                        action=answer["action"],
-                        reason=reason,
-                        responded_at=round.closed_at or round.opened_at,
-                    )
-                )
+        responses.extend(_round_responses_read(round, entry, f"rounds[{position}]", experts))
     history.bulk_create(RevisionRound, rounds)
     for response in responses:
         response.round_id = response.round.pk
     history.bulk_create(RoundResponse, responses)
     return rounds
+
+
+def _round_read(
+    study: Study, entry: Any, position: int, *, may_be_open: bool, input_keys: Sequence[str]
+) -> RevisionRound:
+    """The bundle's round at ``position`` as a round (not yet saved):
+    numbered ``position + 1``, closed with its inputs unless it
+    ``may_be_open``; refused with its path otherwise."""
+    path = f"rounds[{position}]"
+    keys(entry, path, required=("number", "opened_at"), optional=("message", "closed_at", "inputs", "responses"))
+    if entry["number"] != position + 1 or isinstance(entry["number"], bool):
+        raise InvalidInput({f"{path}.number": f"must be {position + 1} (rounds are numbered from 1, in order)"})
+    closed = entry.get("closed_at") is not None
+    if not closed and not may_be_open:
+        raise InvalidInput(
+            {f"{path}.closed_at": "is required: only the last round of a study in assessment may be open"}
+        )
+    inputs = _round_inputs_read(entry, path, closed=closed, input_keys=input_keys)
+    return RevisionRound(
+        study=study,
+        number=position + 1,
+        message=text(
+            entry.get("message", ""),
+            f"{path}.message",
+            max_length=ROUND_MESSAGE_MAX_CHARS,
+            required=False,
+            multiline=True,
+        ),
+        opened_at=_moment(entry["opened_at"], f"{path}.opened_at"),
+        closed_at=_moment(entry["closed_at"], f"{path}.closed_at") if closed else None,
+        snapshot=inputs,
+    )
+
+
+def _round_inputs_read(entry: Any, path: str, *, closed: bool, input_keys: Sequence[str]) -> Any:
+    """A round's ``inputs``: for a closed round every input key, its weights
+    lists; an open round has none (refused if given)."""
+    inputs = entry.get("inputs")
+    if closed:
+        keys(inputs, f"{path}.inputs", required=input_keys)
+        for key in ("attribute_weights", "metric_weights"):
+            expect(inputs[key], list, f"{path}.inputs.{key}", "a list of rows, one per expert")
+    elif inputs is not None:
+        raise InvalidInput({f"{path}.inputs": "an open round has no inputs yet"})
+    return inputs
+
+
+def _round_responses_read(
+    round: RevisionRound, entry: Any, path: str, experts: dict[str, Membership]
+) -> list[RoundResponse]:
+    """The round's ``responses`` (not yet saved): keyed by the bundle's
+    experts, then by step, each an action and an optional reason; refused
+    with its path otherwise."""
+    responses = []
+    given = expect(entry.get("responses", {}), dict, f"{path}.responses", "an object keyed by expert username")
+    for username, steps in given.items():
+        if username not in experts:
+            raise InvalidInput({f"{path}.responses.{username}": "is not one of the bundle's experts"})
+        expect(steps, dict, f"{path}.responses.{username}", "an object keyed by step")
+        for step, answer in steps.items():
+            responses.append(
+                _response_read(round, experts[username], step, answer, f"{path}.responses.{username}.{step}")
+            )
+    return responses
+
+
+def _response_read(round: RevisionRound, expert: Membership, step: str, answer: Any, where: str) -> RoundResponse:
+    """One expert's answer to one step of the round: a known step, an action
+    (revised or confirmed) and an optional reason."""
+    if step not in RoundStep.values:
+        raise InvalidInput({where: f"is not a step (the steps are {', '.join(RoundStep.values)})"})
+    keys(answer, where, required=("action",), optional=("reason",))
+    if answer["action"] not in RoundResponse.Action.values:
+        raise InvalidInput({f"{where}.action": "must be revised or confirmed"})
+    reason = text(
+        answer.get("reason", ""),
+        f"{where}.reason",
+        max_length=ROUND_REASON_MAX_CHARS,
+        required=False,
+        multiline=True,
+    )
+    return RoundResponse(
+        round=round,
+        expert=expert,
+        step=step,
+        action=answer["action"],
+        reason=reason,
+        responded_at=round.closed_at or round.opened_at,
+    )
 
 
 def rounds_export(*, study: Study) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ nothing written.
 """
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
@@ -485,46 +485,13 @@ def _measurement_page(
     csv_errors: Sequence[str] = (),
 ) -> HttpResponse:
     read = read or MeasurementPage.read(study, request.GET.get("page"))
-    candidates, metrics, values, sources = read.candidates, read.metrics, read.values, read.sources
+    candidates, metrics = read.candidates, read.metrics
     cells = len(candidates) * len(metrics)
-    shown_cells = len(read.shown) * len(metrics)
-    # A form body holds at most limits.FORM_MAX_FIELDS fields (Django's own
-    # limit, the CSRF token included); a page wider than that is edited
-    # through CSV.
-    too_big = shown_cells >= limits.FORM_MAX_FIELDS - 10
-    editable = study.is_designer and shown_cells > 0 and not too_big
-    # The table's form is built only for what was posted: a page shown
-    # afresh writes its 500 inputs from the values, with nothing to check.
-    errors = table.errors if editable and table is not None else {}
-    posted = table.data if editable and table is not None and table.is_bound else None
-
-    def cell(candidate: Candidate, metric: Metric) -> dict:
-        """A cell, and when editable its input as plain data: the template
-        writes 500 inputs a page, which Django's widget rendering would
-        make the page's main cost."""
-        value = values.get((candidate.pk, metric.pk))
-        source = sources.get((candidate.pk, metric.pk))
-        computed = source if source is not None and not source.edited_since(value) else None
-        mlflow = read.imported.get((candidate.pk, metric.pk))
-        entry = {
-            "imported": mlflow if mlflow is not None and mlflow.value == value else None,
-            "metric": metric,
-            "value": value,
-            "standard_error": read.standard_errors.get((candidate.pk, metric.pk)),
-            "computed": computed,
-            "input": None,
-        }
-        if editable:
-            name = f.cell_name(candidate.pk, metric.pk)
-            entry["input"] = {
-                "name": name,
-                "label": f"{metric.name} of {candidate.name}",
-                "text": posted.get(name, "") if posted is not None else f.number_text(value),
-                "errors": errors.get(name),
-            }
-        return entry
-
-    rows = [{"candidate": c, "cells": [cell(c, m) for m in metrics]} for c in read.shown]
+    too_big, editable, errors, posted = _measurement_table_state(study, read, table)
+    rows = [
+        {"candidate": c, "cells": [_measurement_cell(read, c, m, editable, posted, errors) for m in metrics]}
+        for c in read.shown
+    ]
     shown_names = {c.name for c in read.shown}
     measured = sum(cast(Any, m).measured_count for m in metrics)  # metric_list(measured=True)
     context = {
@@ -545,26 +512,91 @@ def _measurement_page(
         "csv_form": (upload or f.MeasurementCsvForm()) if study.is_designer else None,
         "csv_errors": csv_errors,
         "max_rows": limits.MEASUREMENTS_PER_PUT_MAX,
-        "provenance": [
-            summary
-            for summary in evaluation_selectors.source_summaries(
-                metrics=metrics,
-                sources=sources,
-                values=values,
-                candidate_names={c.pk: c.name for c in candidates},
-            )
-            if summary.computed
-        ],
+        "provenance": _computed_provenance(read),
         "mlflow_provenance": tracking_selectors.import_summaries(metrics=metrics, sources=read.imported),
         # Elicited metrics: each candidate's spread across the experts (once
         # closed), for the candidates of this page, as the table shows them.
         "spread_min_experts": limits.ROUND_FEEDBACK_MIN_EXPERTS,
-        "elicited_spreads": [
-            replace(spread, values=[value for value in spread.values if value.candidate in shown_names])
-            for spread in evaluation_selectors.elicited_spreads(study=study)
-        ],
+        "elicited_spreads": _elicited_spreads_shown(study, shown_names),
     }
     return render(request, "designer/measurements.html", context)
+
+
+def _measurement_table_state(
+    study: Study, read: MeasurementPage, table: forms.Form | None
+) -> tuple[bool, bool, Mapping[str, Any], Mapping[str, Any] | None]:
+    """(too big to edit in the page?, editable?, the posted table's errors,
+    the posted data or None): whether this page's table is a form, and what
+    was posted to it."""
+    shown_cells = len(read.shown) * len(read.metrics)
+    # A form body holds at most limits.FORM_MAX_FIELDS fields (Django's own
+    # limit, the CSRF token included); a page wider than that is edited
+    # through CSV.
+    too_big = shown_cells >= limits.FORM_MAX_FIELDS - 10
+    editable = study.is_designer and shown_cells > 0 and not too_big
+    # The table's form is built only for what was posted: a page shown
+    # afresh writes its 500 inputs from the values, with nothing to check.
+    errors = table.errors if editable and table is not None else {}
+    posted = table.data if editable and table is not None and table.is_bound else None
+    return too_big, editable, errors, posted
+
+
+def _measurement_cell(
+    read: MeasurementPage,
+    candidate: Candidate,
+    metric: Metric,
+    editable: bool,
+    posted: Mapping[str, Any] | None,
+    errors: Mapping[str, Any],
+) -> dict:
+    """A cell, and when editable its input as plain data: the template
+    writes 500 inputs a page, which Django's widget rendering would
+    make the page's main cost."""
+    value = read.values.get((candidate.pk, metric.pk))
+    source = read.sources.get((candidate.pk, metric.pk))
+    computed = source if source is not None and not source.edited_since(value) else None
+    mlflow = read.imported.get((candidate.pk, metric.pk))
+    entry = {
+        "imported": mlflow if mlflow is not None and mlflow.value == value else None,
+        "metric": metric,
+        "value": value,
+        "standard_error": read.standard_errors.get((candidate.pk, metric.pk)),
+        "computed": computed,
+        "input": None,
+    }
+    if editable:
+        name = f.cell_name(candidate.pk, metric.pk)
+        entry["input"] = {
+            "name": name,
+            "label": f"{metric.name} of {candidate.name}",
+            "text": posted.get(name, "") if posted is not None else f.number_text(value),
+            "errors": errors.get(name),
+        }
+    return entry
+
+
+def _computed_provenance(read: MeasurementPage) -> list:
+    """The source summaries of the page's metrics that some computed value
+    still holds."""
+    return [
+        summary
+        for summary in evaluation_selectors.source_summaries(
+            metrics=read.metrics,
+            sources=read.sources,
+            values=read.values,
+            candidate_names={c.pk: c.name for c in read.candidates},
+        )
+        if summary.computed
+    ]
+
+
+def _elicited_spreads_shown(study: Study, shown_names: set[str]) -> list:
+    """The elicited metrics' spreads, each limited to the candidates this
+    page shows."""
+    return [
+        replace(spread, values=[value for value in spread.values if value.candidate in shown_names])
+        for spread in evaluation_selectors.elicited_spreads(study=study)
+    ]
 
 
 @login_required
@@ -671,15 +703,7 @@ def _experts_page(
     members = list(selectors.member_list(study=study))
     experts = [m for m in members if m.role == Membership.Role.EXPERT]
     active = [m for m in experts if m.status == Membership.Status.ACTIVE]
-    assessing = services.phase_allows(study, services.Action.PRIORITISE)  # inputs are being given
-    missing = selectors.missing_input_list(study=study) if assessing else None
-    for expert in experts:
-        expert.missing = None if missing is None else missing.get(expert.user.get_username(), [])
-    # What does not block closing but a reminder asks about (issue 16).
-    notes = selectors.input_note_list(study=study) if assessing else {}
-    for expert in experts:
-        found = notes.get(expert.user.get_username(), {})
-        expert.notes = [selectors.note_words(note, value, to_expert=False) for note, value in found.items()]
+    _experts_inputs_annotate(study, experts)
     context = {
         "study": study,
         "study_tab": "experts",
@@ -703,6 +727,20 @@ def _experts_page(
         # The key is shown once: not in a cache, not in the browser's history.
         response["Cache-Control"] = "no-store"
     return response
+
+
+def _experts_inputs_annotate(study: Study, experts: list[Membership]) -> None:
+    """Sets each expert's ``missing`` (the inputs still to give, None when
+    the phase takes none) and ``notes`` (what does not block closing but a
+    reminder asks about, issue 16)."""
+    assessing = services.phase_allows(study, services.Action.PRIORITISE)  # inputs are being given
+    missing = selectors.missing_input_list(study=study) if assessing else None
+    for expert in experts:
+        expert.missing = None if missing is None else missing.get(expert.user.get_username(), [])
+    notes = selectors.input_note_list(study=study) if assessing else {}
+    for expert in experts:
+        found = notes.get(expert.user.get_username(), {})
+        expert.notes = [selectors.note_words(note, value, to_expert=False) for note, value in found.items()]
 
 
 def _designer_study(request: HttpRequest, study_id: int, action: str) -> Study:

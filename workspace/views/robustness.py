@@ -243,33 +243,42 @@ def robustness_page(request: HttpRequest, run_id: int) -> HttpResponse:
         kind = request.POST.get("kind", Analysis.Kind.MONTE_CARLO)
         form = MonteCarloForm(request.POST) if kind == Analysis.Kind.MONTE_CARLO else None
         if form is None or form.is_valid():
-            data = form.cleaned_data if form else {}
-            spec: dict[str, object] = {
-                key: data[key] for key in ("judgments", "peer_weights", "measurements") if key in data
-            }
-            if form:
-                spec["ranges_percent"] = data["ranges_percent"] or 0.0
-            try:
-                analysis = engine_analyses.analysis_launch(
-                    run=run,
-                    kind=kind,
-                    launched_by=signed_in_user(request),
-                    spec=spec,
-                    samples=data.get("samples"),
-                    seed=data.get("seed"),
-                )
-            except InvalidInput as error:
-                if form is None:
-                    raise Http404(str(error)) from None
-                form_add_service_errors(form, error)
-            except (PhaseConflict, RateLimited) as error:  # RateLimited: a throttle or the budget
-                messages.error(request, str(error))
-            else:
-                messages.success(request, f"{analysis.get_kind_display()} {analysis.pk} was launched.")
-                return redirect(reverse("run_robustness", args=[run.pk]) + f"#analysis-{analysis.kind}")
+            launched = _analysis_launch(request, run, kind, form)
+            if launched is not None:
+                return launched
     context = _page_context(request, run, study, form)
     status = 400 if form is not None and form.errors else 200
     return render(request, "studyhome/robustness.html", context, status=status)
+
+
+def _analysis_launch(request: HttpRequest, run: Run, kind: str, form: MonteCarloForm | None) -> HttpResponse | None:
+    """Launches the analysis (a Monte Carlo with the valid ``form``'s
+    choices, else leave-one-out): the redirect to its card, or None with
+    the refusal on the form or in a message (404 for a refused
+    leave-one-out)."""
+    data = form.cleaned_data if form else {}
+    spec: dict[str, object] = {key: data[key] for key in ("judgments", "peer_weights", "measurements") if key in data}
+    if form:
+        spec["ranges_percent"] = data["ranges_percent"] or 0.0
+    try:
+        analysis = engine_analyses.analysis_launch(
+            run=run,
+            kind=kind,
+            launched_by=signed_in_user(request),
+            spec=spec,
+            samples=data.get("samples"),
+            seed=data.get("seed"),
+        )
+    except InvalidInput as error:
+        if form is None:
+            raise Http404(str(error)) from None
+        form_add_service_errors(form, error)
+    except (PhaseConflict, RateLimited) as error:  # RateLimited: a throttle or the budget
+        messages.error(request, str(error))
+    else:
+        messages.success(request, f"{analysis.get_kind_display()} {analysis.pk} was launched.")
+        return redirect(reverse("run_robustness", args=[run.pk]) + f"#analysis-{analysis.kind}")
+    return None
 
 
 @login_required

@@ -104,24 +104,31 @@ def home_context(study: Study) -> dict[str, Any]:
     }
     points = [c for c in convergence if c.attribute_consensus is not None]
     if points:
-        numbers = [c.number for c in points]
-        context["convergence_chart"] = charts.line_chart(
-            chart_id="round-convergence",
-            title="Convergence across revision rounds",
-            description="For each closed round: the AHP-OS consensus S* of the attribute weights (1: the experts "
-            "agree) and the largest spread (standard deviation) of an attribute's weight. The table gives the numbers.",
-            lines=[
-                ("Consensus S*", "solid", numbers, [c.attribute_consensus or 0.0 for c in points], True),
-                ("Largest weight spread", "dashed", numbers, [c.largest_spread or 0.0 for c in points], True),
-            ],
-            x_range=(min(numbers) - 0.5, max(numbers) + 0.5),
-            x_whole=True,
-            y_range=(0.0, 1.0),
-            x_label="Round",
-            y_label="Value",
-            value_format="{:.3g}",
-        )
+        context["convergence_chart"] = _convergence_chart(points)
     return context
+
+
+def _convergence_chart(points: list[selectors.RoundConvergence]) -> charts.LineChart:
+    """The line chart of the closed rounds' convergence (``points``, each
+    with its attribute consensus): the consensus S* and the largest weight
+    spread per round."""
+    numbers = [c.number for c in points]
+    return charts.line_chart(
+        chart_id="round-convergence",
+        title="Convergence across revision rounds",
+        description="For each closed round: the AHP-OS consensus S* of the attribute weights (1: the experts "
+        "agree) and the largest spread (standard deviation) of an attribute's weight. The table gives the numbers.",
+        lines=[
+            ("Consensus S*", "solid", numbers, [c.attribute_consensus or 0.0 for c in points], True),
+            ("Largest weight spread", "dashed", numbers, [c.largest_spread or 0.0 for c in points], True),
+        ],
+        x_range=(min(numbers) - 0.5, max(numbers) + 0.5),
+        x_whole=True,
+        y_range=(0.0, 1.0),
+        x_label="Round",
+        y_label="Value",
+        value_format="{:.3g}",
+    )
 
 
 @login_required

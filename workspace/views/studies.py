@@ -454,12 +454,9 @@ def study_home(request: HttpRequest, study_id: int) -> HttpResponse:
     setup = selectors.study_setup_get(study=study)
     experts = cast("list[ExpertRow]", list(selectors.expert_progress_list(study=study)))  # pending_reason set below
     mine = next((e for e in experts if e.user_id == request.user.pk), None) if study.is_expert else None
-    shown = [e.pk for e in experts] if study.is_designer else [mine.pk] if mine is not None else []
-    elicited = evaluation_selectors.elicitation_steps_by_expert(study=study, expert_ids=shown) if shown else {}
+    elicited = _elicitations_shown(study, experts, mine)
     my_steps = expert_steps(study, mine, elicitations=elicited[mine.pk]) if mine is not None else None
-    for expert in experts:
-        pending = expert.status == Membership.Status.PENDING
-        expert.pending_reason = selectors.pending_reason(expert) if pending else ""
+    _pending_reasons_set(experts)
     context = {
         "study": study,
         "study_tab": "home",
@@ -468,26 +465,51 @@ def study_home(request: HttpRequest, study_id: int) -> HttpResponse:
         "experts": experts,
         "my_steps": my_steps,
         "next_step": next((step for step in my_steps or () if step.state in ("missing", "todo", "unconfirmed")), None),
-        "grid": [
-            (expert, expert_steps(study, expert, for_designer=True, elicitations=elicited[expert.pk]))
-            for expert in experts
-        ]
-        if study.is_designer
-        else None,
+        "grid": _progress_grid(study, experts, elicited),
         # The grid's columns after the four steps: each elicited metric's questions.
         "grid_elicited": [step.name for step in next(iter(elicited.values()), [])],
         "actions": _actions(study) if study.is_designer else [],
         **rounds.home_context(study),
     }
     if study.is_designer:
-        counts = SetupCounts(
-            attributes=len(setup["attributes"]),
-            metrics=len(setup["metrics"]),
-            candidates=setup["candidate_count"],
-            runs=None,  # not read here: the Runs tab lists them
-        )
-        context["designer_todo"] = designer_todo(study, counts, list(experts))
+        context["designer_todo"] = _home_designer_todo(study, setup, experts)
     return render(request, "studyhome/study_home.html", context)
+
+
+def _elicitations_shown(study: Study, experts: "list[ExpertRow]", mine: "ExpertRow | None") -> dict:
+    """The elicitation steps of the experts the home shows steps for: every
+    expert to the designer, else only mine (no query when none)."""
+    shown = [e.pk for e in experts] if study.is_designer else [mine.pk] if mine is not None else []
+    return evaluation_selectors.elicitation_steps_by_expert(study=study, expert_ids=shown) if shown else {}
+
+
+def _pending_reasons_set(experts: "list[ExpertRow]") -> None:
+    """Sets each expert's ``pending_reason``: why a pending expert is not
+    active yet, empty for the others."""
+    for expert in experts:
+        pending = expert.status == Membership.Status.PENDING
+        expert.pending_reason = selectors.pending_reason(expert) if pending else ""
+
+
+def _progress_grid(study: Study, experts: "list[ExpertRow]", elicited: dict) -> list | None:
+    """Every expert's steps as the designer sees them; None for anyone else."""
+    if not study.is_designer:
+        return None
+    return [
+        (expert, expert_steps(study, expert, for_designer=True, elicitations=elicited[expert.pk])) for expert in experts
+    ]
+
+
+def _home_designer_todo(study: Study, setup: dict, experts: "list[ExpertRow]") -> list[str]:
+    """What the designer still has to do, from the setup's counts (the runs
+    not read here: the Runs tab lists them) and the experts' progress."""
+    counts = SetupCounts(
+        attributes=len(setup["attributes"]),
+        metrics=len(setup["metrics"]),
+        candidates=setup["candidate_count"],
+        runs=None,  # not read here: the Runs tab lists them
+    )
+    return designer_todo(study, counts, list(experts))
 
 
 @login_required
