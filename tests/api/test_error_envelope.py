@@ -77,7 +77,7 @@ def test_permission_not_found_method_accept_and_media_type(api, cast, make_study
     bob = api(cast.bob)
     denied = bob.get(f"{API}/studies/{study.pk}/export/")
     assert denied.status_code == 403 and denied.json()["code"] == "permission_denied"
-    assert denied.json()["fields"] == {} and denied.json()["detail"].startswith("Only the study's designer")
+    assert denied.json()["fields"] == {} and denied.json()["detail"].startswith("Only the designer of this study")
     assert api(cast.charlie).get(f"{API}/studies/{study.pk}/").json() == api_error("not_found", "No such study.")
     assert bob.get(f"{API}/no-such-thing/").json() == api_error("not_found", "Not found.")
     method = bob.put(f"{API}/studies/", {}, format="json")

@@ -222,7 +222,7 @@ TAKE_THE_LOCK = {
     "invitation_accept_link": ("invitation_accept",),
     "invitation_accept_with_signup": ("invitation_accept_link",),
     "import_experts": ("invitations_create_many", "expert_add", "_import_experts_trusted"),
-    "measurements_compute": ("measurements_set",),
+    "measurements_compute": ("measurements_set", "_measurements_store"),  # the store step calls measurements_set
     "metric_computation_set": (),
     "metric_computation_remove": (),
     "prediction_set_import": ("_set_stored",),
