@@ -81,18 +81,26 @@ def error(description: str) -> OpenApiResponse:
     return OpenApiResponse(response=ref("ErrorBody"), description=description)
 
 
+# Components other apps add (their documents' JSON Schema), registered from
+# their AppConfig.ready (``component_register``): this module imports no app above it.
+_REGISTERED: dict[str, dict] = {}
+
+
+def component_register(name: str, schema: dict) -> None:
+    """Add a component given as JSON Schema (``evaluation`` adds ``EvaluationDocument``)."""
+    _REGISTERED[name] = schema
+
+
 def components() -> dict[str, dict]:
     """The components given as JSON Schema, by name (added to the schema by
-    ``postprocess_components``)."""
-    from evaluation.api.computations import EVALUATION_SCHEMA  # (it imports the views, which import this)
-
+    ``postprocess_components``): workspace's own and the registered ones."""
     from . import serializers as s
 
     return {
         "ErrorBody": ERROR_BODY,
         "ValidationError": VALIDATION_ERROR_BODY,
         "ResultsDocument": s.RESULTS_SCHEMA,
-        "EvaluationDocument": EVALUATION_SCHEMA,
+        **_REGISTERED,
         "StudyBundle": s.BUNDLE_SCHEMA,
         "CandidateScores": s.SCORES_SCHEMA,
         "Ranges": s.RANGES_SCHEMA,
