@@ -54,7 +54,9 @@ def _judgment_words(judgments: Mapping[str, Any]) -> str:
     if judgments["ahp"]:
         parts.append(f"the AHP judgments of {_plural(judgments['ahp'], 'expert')} (each ± 1 step of the scale)")
     if judgments["others"]:
-        parts.append(f"the weights of {_plural(judgments['others'], 'other expert')} (each from a Dirichlet)")
+        # "other" only beside the AHP experts just named.
+        who = _plural(judgments["others"], "other expert" if judgments["ahp"] else "expert")
+        parts.append(f"the weights of {who} (each from a Dirichlet)")
     return " and ".join(parts)
 
 

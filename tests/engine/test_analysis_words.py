@@ -67,6 +67,12 @@ def test_what_a_monte_carlo_moved_in_words(sampled, words):
     assert sampled_words(sampled) == words
 
 
+def test_without_ahp_experts_the_dirichlet_experts_are_not_called_other():
+    sampled = {"judgments": {"recorded": True, "ahp": 0, "others": 4}, "peer_weights": False, "ranges_percent": 0,
+               "measurements": None}  # fmt: skip
+    assert sampled_words(sampled) == "the weights of 4 experts (each from a Dirichlet)"
+
+
 def test_a_summary_stored_with_its_sentences_is_shown_as_stored():
     legacy = {"winner": ["A"], "rows": [], "changed": [], "sentence": "As stored."}
     assert with_words("leave_one_out", legacy)["sentence"] == "As stored."
