@@ -11,6 +11,7 @@ from django.urls import include, path
 from django.views import defaults
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from engine.api import urls as engine_api
 from evaluation.api import urls as evaluation_api
 from tracking.api import urls as tracking_api
 from workspace import views as pages
@@ -64,7 +65,17 @@ urlpatterns = [
     # Each app owns its REST endpoints; one "api" namespace holds them all under /api/v1/.
     path(
         "api/v1/",
-        include(([*workspace_api.urlpatterns, *evaluation_api.urlpatterns, *tracking_api.urlpatterns], "api")),
+        include(
+            (
+                [
+                    *workspace_api.urlpatterns,
+                    *engine_api.urlpatterns,
+                    *evaluation_api.urlpatterns,
+                    *tracking_api.urlpatterns,
+                ],
+                "api",
+            )
+        ),
     ),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves Swagger UI's start-up script from a URL
@@ -74,6 +85,7 @@ urlpatterns = [
         SpectacularSwaggerSplitView.as_view(url_name="api-schema", template_name="api/swagger_ui.html"),
         name="api-docs",
     ),
+    path("", include("engine.urls")),
     path("", include("evaluation.urls")),
     path("", include("tracking.urls")),
     path("", include("workspace.urls")),

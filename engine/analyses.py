@@ -39,7 +39,7 @@ from workspace.models import Membership, Study
 from workspace.services.roles import require_role
 
 from .models import Analysis, AnalysisChunk, Run
-from .robustness_kernels import KERNELS, Kernel, RunInputs
+from .robustness_kernels import KERNELS, Kernel, RunInputs, run_inputs
 from .services import (
     BROKER_ERRORS,
     LAUNCH_PRIORITY,
@@ -273,11 +273,6 @@ def _enqueue(chunk_ids: list[int], priority: int = LAUNCH_PRIORITY) -> bool:
         AnalysisChunk.objects.filter(pk__in=chunk_ids, status=AnalysisChunk.Status.QUEUED).update(lease_expires_at=None)
         return False
     return True
-
-
-def run_inputs(run_id: int) -> RunInputs:
-    snapshot, results = Run.objects.values_list("snapshot", "results").get(pk=run_id)
-    return RunInputs(snapshot=cast(dict, snapshot), results=cast(dict, results))  # a succeeded run's
 
 
 # --- execute ---------------------------------------------------------------------

@@ -177,7 +177,7 @@ def _step(span: tuple[float, float] | None) -> float | None:
 
 def round_feedback(snapshot: dict[str, Any], spans: list[tuple[float, float] | None]) -> dict[str, Any]:
     """A round's group feedback, as JSON, from the experts' inputs
-    ``snapshot`` (``engine.snapshot.inputs_snapshot``'s layout) and each
+    ``snapshot`` (``workspace.selectors.snapshot.inputs_snapshot``'s layout) and each
     selected metric's range ``spans[j]`` (``(low, high)``, what is known of
     the metric without the experts' bounds; None when nothing is): each
     input summarised on its own (:func:`summarise`), nothing per expert.

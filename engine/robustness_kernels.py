@@ -9,7 +9,7 @@ only cuts it into units."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 import numpy as np
 from django.conf import settings
@@ -18,7 +18,7 @@ from workspace import limits
 from workspace.errors import InvalidInput
 
 from . import core, robustness
-from .models import Analysis
+from .models import Analysis, Run
 from .snapshot import snapshot_arrays, snapshot_expert_values, snapshot_standard_errors
 
 
@@ -28,6 +28,12 @@ class RunInputs:
 
     snapshot: dict
     results: dict
+
+
+def run_inputs(run_id: int) -> RunInputs:
+    """The stored snapshot and results of a (succeeded) run."""
+    snapshot, results = Run.objects.values_list("snapshot", "results").get(pk=run_id)
+    return RunInputs(snapshot=cast(dict, snapshot), results=cast(dict, results))
 
 
 class Kernel(Protocol):
@@ -253,7 +259,6 @@ class MonteCarlo:
         (docs/method.md 7.4)."""
         if not spec["measurements"]:
             return spec
-        from .analyses import run_inputs
         from .bootstrap_sources import bootstrap_plan, elicited_plan, typed_sampled
 
         snapshot = run_inputs(run_id).snapshot

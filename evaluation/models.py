@@ -10,6 +10,7 @@ from django.utils import timezone
 from workspace import history as recorded
 from workspace.history import StudyHistory
 
+from . import report
 from .arrays import arrays_unpack
 from .predictions import CandidatePredictions
 
@@ -116,6 +117,12 @@ class MeasurementSource(models.Model):
 
     def __str__(self) -> str:
         return f"{self.candidate} {self.metric} from {self.computation}"
+
+    @property
+    def computation_name(self) -> str:
+        """The computation as the pages name it (its key if no longer known)."""
+        computation = report.COMPUTATIONS.get(self.computation)
+        return computation.name if computation else self.computation
 
     def edited_since(self, current_value: float | None) -> bool:
         """Whether the measurement, whose value is now ``current_value`` (None

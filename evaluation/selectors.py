@@ -698,3 +698,39 @@ def elicited_spreads(*, study: Study) -> list[ElicitedSpread]:
         )
         for metric in metrics
     ]
+
+
+def elicitations_missing(*, study: Study, experts: list[int]) -> dict[int, list[str]]:
+    """Per expert (membership id) who has not finished answering every
+    selected elicited metric, what the study home lists as missing ("answers
+    to the elicited metric A, B", in the metrics' order): one query, two
+    with any. Registered into ``workspace.extensions.MISSING_INPUTS``."""
+    metrics = list(
+        ElicitedMetric.objects.filter(metric__study=study, metric__is_selected=True)
+        .order_by("metric__attribute__position", "metric__attribute_id", "metric__position", "metric_id")
+        .values_list("pk", "metric__name")
+    )
+    if not metrics:
+        return {}
+    finished = set(
+        ElicitationAnswers.objects.filter(
+            elicited_metric_id__in=[pk for pk, _ in metrics], weights__isnull=False
+        ).values_list("expert_id", "elicited_metric_id")
+    )
+    missing = {expert: [name for pk, name in metrics if (expert, pk) not in finished] for expert in experts}
+    return {
+        expert: [f"answers to the elicited metric {', '.join(names)}"] for expert, names in missing.items() if names
+    }
+
+
+def elicitation_answers_given(*, expert: Membership) -> dict[str, str]:
+    """The expert's answers to the elicited metrics, ``{metric: codes}`` (a
+    bundle's ``elicited_metrics.<metric>.answers.<expert>``), in the metrics'
+    order: what an invitation shows as inputs already given. Registered into
+    ``workspace.extensions.EXPERT_INPUTS`` as ``elicitation_answers``."""
+    return dict(
+        ElicitationAnswers.objects.filter(expert=expert)
+        .exclude(answers="")
+        .order_by("elicited_metric__metric__position", "elicited_metric_id")
+        .values_list("elicited_metric__metric__name", "answers")
+    )

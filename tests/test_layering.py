@@ -16,7 +16,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # The pages and the API of each app: a package (every module under it) or a
 # module, counted when it exists (``evaluation/api/`` may still be to come).
-LAYERS = ("workspace/views", "workspace/api", "evaluation/views", "evaluation/api", "tracking/api", "tracking/views")
+LAYERS = (
+    "workspace/views",
+    "workspace/api",
+    "engine/views",
+    "engine/api",
+    "evaluation/views",
+    "evaluation/api",
+    "tracking/api",
+    "tracking/views",
+)
 
 # A model's managers, and the shortcuts that query through them.
 MANAGERS = {"objects", "_default_manager", "_base_manager"}
@@ -78,7 +87,7 @@ def test_the_check_sees_a_manager(source: str) -> None:
 
 
 def test_the_check_lets_selectors_and_services_through() -> None:
-    source = "run = selectors.run_get(run_id=1, user=user)\nservices.api_token_revoke(token=token)\nobjects = []"
+    source = "run = engine_selectors.run_get(run_id=1, user=user)\nservices.api_token_revoke(token=token)\nobjects = []"
     assert manager_uses(source) == []
 
 
@@ -161,3 +170,63 @@ def test_the_pure_modules_import_no_django() -> None:
 
 def test_the_purity_probe_finds_a_module_that_imports_django() -> None:
     assert django_importers(("engine.rules", "django.utils.text")) == "django.utils.text django\n"
+
+
+# --- the layers contract (.importlinter) ---------------------------------------------
+
+
+def _layers_contract() -> tuple[list[list[str]], list[str]]:
+    """The layers contract's layers (top first, each a list of modules) and its ignored imports."""
+    import configparser
+
+    config = configparser.ConfigParser()
+    config.read(ROOT / ".importlinter")
+    contract = config["importlinter:contract:layers"]
+    layers = [[module.strip() for module in line.split(":")] for line in contract["layers"].split("\n") if line.strip()]
+    ignored = [line.strip() for line in contract.get("ignore_imports", "").split("\n") if line.strip()]
+    return layers, ignored
+
+
+@pytest.mark.parametrize("app", ["engine", "evaluation"])
+def test_every_module_of_a_split_app_stands_in_exactly_one_layer(app: str) -> None:
+    """engine and evaluation each hold pure modules (the bottom layer) and
+    Django ones (their app's layer): each module is listed, so a new one
+    cannot slip past the contract unlisted."""
+    layers, _ = _layers_contract()
+    listed = [module for layer in layers for module in layer if module.startswith(f"{app}.")]
+    present = sorted(
+        f"{app}.{path.stem if path.is_file() else path.name}"
+        for path in (ROOT / app).iterdir()
+        if (path.suffix == ".py" and path.name != "__init__.py") or (path / "__init__.py").is_file()
+    )
+    assert sorted(listed) == present
+
+
+def test_the_layers_run_from_the_site_down_to_the_pure_method() -> None:
+    layers, ignored = _layers_contract()
+    tops = [layer[0].split(".")[0] if len(layer) == 1 else layer[0] for layer in layers]
+    assert tops[:2] == ["approve_site.urls", "tracking"]
+    assert layers[4] == ["workspace"]
+    assert "engine.core" in layers[-1] and "evaluation.metrics" in layers[-1]
+    assert "engine.services" in layers[2] and "evaluation.services" in layers[3]
+    # The known debt may shrink, never grow: each is a workspace page reading an app above.
+    assert len(ignored) <= 4
+    assert all(entry.startswith("workspace.views.") for entry in ignored)
+
+
+def test_lint_imports_fails_on_an_import_up_the_layers(tmp_path: Path) -> None:
+    """The contract bites: a workspace module importing the engine's runs
+    is reported (the check run on a copy of the tree with one such import)."""
+    import shutil
+
+    copy = tmp_path / "tree"
+    for name in ("approve_site", "engine", "evaluation", "tracking", "workspace"):
+        shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / ".importlinter", copy / ".importlinter")
+    (copy / "workspace" / "upward.py").write_text("from engine import services\n")
+    lint = Path(sys.executable).with_name("lint-imports")
+    found = subprocess.run(
+        [str(lint), "--no-cache"], cwd=copy, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(copy)}
+    )
+    assert found.returncode == 1, found.stdout
+    assert "workspace.upward -> engine.services" in found.stdout

@@ -25,12 +25,12 @@ from kombu.exceptions import OperationalError
 from engine import selectors as engine_selectors
 from engine import services as engine_services
 from engine.models import Run
+from engine.results_export import results_csv_bytes
 from evaluation import services as evaluation_services
 from workspace import history, limits
 from workspace import services as workspace_services
 from workspace.errors import InvalidInput, PhaseConflict, ServiceError
 from workspace.models import Candidate, Measurement, Metric, Study
-from workspace.results_export import results_csv_bytes
 from workspace.services import expect, locked, text
 
 from . import remote, secrets

@@ -20,10 +20,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from engine.models import Run
+from engine.views.common import run_for_member
 from workspace import selectors as workspace_selectors
 from workspace.errors import InvalidInput, ServiceError
 from workspace.models import Study
-from workspace.views.common import require_designer, run_for_member, study_for_member
+from workspace.views.common import require_designer, study_for_member
 
 from . import selectors, services
 from .forms import ConnectionForm, ImportForm, RunSearchForm

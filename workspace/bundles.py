@@ -17,8 +17,9 @@ from django.db import transaction
 
 from engine.rules import AHP_WEIGHTING_DEFAULT
 
-from . import bundle_elicited, history, invitations, limits, services
+from . import history, invitations, limits, services
 from .errors import InvalidInput, PhaseConflict
+from .extensions import BUNDLE_SECTIONS
 from .limits import ATTRIBUTE_THRESHOLD_DEFAULT, METRIC_THRESHOLD_DEFAULT
 from .models import Measurement, Membership, Metric, Phase, QualityAttribute, Study
 from .selectors import expert_inputs_list, expert_list
@@ -295,14 +296,15 @@ def _give_assessment_inputs(study: Study, bundle: dict, experts: dict[str, Membe
         raise error.prefixed("peer_weights") from None
 
 
-def _elicitation_answers(bundle: dict, experts: dict[str, Membership]) -> dict[str, dict[Membership, Any]]:
-    """Each elicited metric's ``answers``, ``{metric: {expert: codes}}``,
-    keyed by the bundle's experts (their shape checked by the import)."""
-    section = bundle.get("elicited_metrics") or {}
+def _section_answers(bundle: dict, key: str, experts: dict[str, Membership]) -> dict[str, dict[Membership, Any]]:
+    """Each entry's ``answers`` of the bundle's section ``key`` (an elicited
+    metric's), ``{entry: {expert: answers}}``, keyed by the bundle's experts
+    (their shape checked by the import)."""
+    section = bundle.get(key) or {}
     return {
         name: {
             experts[username]: codes
-            for username, codes in _per_expert(entry, "answers", experts, f"elicited_metrics.{name}.answers").items()
+            for username, codes in _per_expert(entry, "answers", experts, f"{key}.{name}.answers").items()
         }
         for name, entry in section.items()
     }
@@ -339,15 +341,11 @@ def _import_bundle(*, bundle: dict, importer: User | None, max_rows: int | None)
     attributes = _add_attributes(study, bundle.get("attributes", []))
     metrics = _add_metrics(study, bundle.get("metrics", []), attributes)
     _add_candidates(study, bundle.get("candidates", []), metrics)
-    sets = bundle_elicited.prediction_sets_import(
-        study=study,
-        entries=bundle.get("prediction_sets", []),
-        candidates={entry["name"] for entry in bundle.get("candidates", [])},
-        max_rows=max_rows,
-    )
-    elicited = bundle_elicited.elicited_metrics_import(
-        section=bundle.get("elicited_metrics", {}), metrics=metrics, sets=sets
-    )
+    # The sections the apps above add (evaluation: prediction sets, elicited metrics).
+    states = [
+        section.setup_import(study=study, bundle=bundle, metrics=metrics, max_rows=max_rows)
+        for section in BUNDLE_SECTIONS
+    ]
     if phase == Phase.DRAFT:
         return study
 
@@ -356,7 +354,8 @@ def _import_bundle(*, bundle: dict, importer: User | None, max_rows: int | None)
     if phase != Phase.VOTING:
         _transition(services.study_close_voting, study, phase)
         _give_assessment_inputs(study, bundle, experts)
-        bundle_elicited.elicitation_answers_import(answers=_elicitation_answers(bundle, experts), elicited=elicited)
+        for section, state in zip(BUNDLE_SECTIONS, states, strict=True):
+            section.answers_import(answers=_section_answers(bundle, section.answers_key, experts), state=state)
         if bundle.get("rounds"):
             services.rounds.rounds_import(
                 study=study, entries=bundle["rounds"], experts=experts, last_may_be_open=phase == Phase.ASSESSMENT
@@ -499,11 +498,13 @@ def _elicited_out(
 ) -> dict[str, Any]:
     """The elicited metrics' sections of the bundle; nothing (and no query)
     for a study without elicited metrics."""
-    if not any(m["elicitation"] for m in metrics):
+    elicited = [m["name"] for m in metrics if m["elicitation"]]
+    if not elicited:
         return {}
-    return bundle_elicited.elicited_export(
-        study=study, metrics=[m["name"] for m in metrics if m["elicitation"]], experts=list(sections)
-    )
+    out: dict[str, Any] = {}
+    for section in BUNDLE_SECTIONS:
+        out.update(section.export(study=study, metrics=elicited, experts=list(sections)))
+    return out
 
 
 def study_export_json(*, study: Study) -> bytes:

@@ -170,6 +170,16 @@ class LegendItem:
 
 
 @dataclass(frozen=True)
+class HeatCell:
+    """One expert's score of one metric in a candidate's heat table."""
+
+    score: float
+    step: int
+    vetoed: bool
+    range_text: str
+
+
+@dataclass(frozen=True)
 class Bar:
     series: Series
     x: float

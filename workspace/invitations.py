@@ -36,6 +36,7 @@ from django.utils import timezone
 
 from . import history, selectors, services
 from .errors import InvalidInput, PhaseConflict
+from .extensions import EXPERT_INPUTS
 from .models import Invitation, Membership, Study
 from .services import _checks
 from .services.accounts import USERNAME_TAKEN, email_clean, username_clean, usernames_taken
@@ -157,20 +158,14 @@ def _inputs_of(membership: Membership) -> dict | None:
     """The membership's inputs in bundle shape, with its answers to the
     elicited metrics (``elicitation_answers``: ``{metric: codes}``, a bundle's
     ``elicited_metrics.<metric>.answers.<expert>``), or None when it has none."""
-    # Imported here: the evaluation app's models import the workspace's.
-    from evaluation.models import ElicitationAnswers
-
     section = selectors.expert_inputs_list(study=membership.study, experts=[membership])[membership.user.get_username()]
-    section["elicitation_answers"] = dict(
-        ElicitationAnswers.objects.filter(expert=membership)
-        .exclude(answers="")
-        .order_by("elicited_metric__metric__position", "elicited_metric_id")
-        .values_list("elicited_metric__metric__name", "answers")
-    )
+    # The apps above add theirs (evaluation: "elicitation_answers").
+    for key, read in EXPERT_INPUTS.items():
+        section[key] = read(expert=membership)
     has_any = (
         section["votes"]["attributes"]
         or section["votes"]["metrics"]
-        or any(section[key] for key in ("priorities", "ranges", "peer_weights", "elicitation_answers"))
+        or any(section[key] for key in ("priorities", "ranges", "peer_weights", *EXPERT_INPUTS))
     )
     return section if has_any else None
 

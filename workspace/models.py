@@ -783,7 +783,7 @@ class RevisionRound(models.Model):
     with an optional message, each expert sees the group's anonymised answers
     beside their own and revises or confirms each step; closing it freezes
     ``snapshot``, every expert's inputs at that moment
-    (``engine.snapshot.inputs_snapshot``); opening it freezes ``feedback``,
+    (``workspace.selectors.snapshot.inputs_snapshot``); opening it freezes ``feedback``,
     the group feedback the experts read during it (METHOD.md 9, rule 4).
     At most one round is open."""
 

@@ -4,11 +4,11 @@ link to them. Grouped by the area of the pages (workspace/views/)."""
 from django.urls import path
 
 from . import views
-from .views import designer, expert, history, invitations, results, robustness, rounds, runs, studies
+from .views import designer, expert, history, invitations, rounds, studies
 
 urlpatterns = [
     path("", views.home, name="home"),
-    # --- studyhome: the dashboard's invitations, a study's home and phases, runs ---
+    # --- studyhome: the dashboard's invitations, a study's home and phases ---
     path("invitations/<int:invitation_id>/accept/", studies.invitation_accept, name="invitation_accept"),
     path("invitations/<int:invitation_id>/decline/", studies.invitation_decline, name="invitation_decline"),
     path("studies/<int:study_id>/", studies.study_home, name="study_home"),
@@ -18,40 +18,7 @@ urlpatterns = [
     path("studies/<int:study_id>/rounds/open/", rounds.round_open_page, name="round_open"),
     path("studies/<int:study_id>/rounds/close/", rounds.round_close_page, name="round_close"),
     path("studies/<int:study_id>/my/round/<slug:step>/", rounds.round_respond_page, name="round_respond"),
-    path("studies/<int:study_id>/runs/", runs.runs_page, name="runs_page"),
     path("studies/<int:study_id>/history/", history.history_page, name="study_history"),
-    path("studies/<int:study_id>/runs/status/", runs.runs_status, name="runs_status"),
-    path("runs/<int:run_id>/", runs.run_page, name="run_page"),
-    path("runs/<int:run_id>/status/", runs.run_status, name="run_status"),
-    path("runs/<int:run_id>/results.json", results.results_json_download, name="run_results_json"),
-    path("runs/<int:run_id>/results.csv", results.results_csv_download, name="run_results_csv"),
-    path("runs/<int:run_id>/weights/", results.weights_section, name="run_weights"),
-    path(
-        "runs/<int:run_id>/candidates/<path:name>/scores.csv",
-        results.candidate_scores_csv,
-        name="run_candidate_scores_csv",
-    ),
-    path("runs/<int:run_id>/candidates/<path:name>/", results.candidate_page, name="run_candidate"),
-    path("runs/<int:run_id>/compare/", results.compare_choose, name="run_compare_choose"),
-    path("runs/<int:run_id>/compare/<int:other_id>/", results.compare_page, name="run_compare"),
-    path("runs/<int:run_id>/compare/<int:other_id>/compared.csv", results.compare_csv, name="run_compare_csv"),
-    path("runs/<int:run_id>/robustness/", robustness.robustness_page, name="run_robustness"),
-    path("runs/<int:run_id>/robustness/what-if/", robustness.robustness_what_if, name="run_robustness_what_if"),
-    path(
-        "runs/<int:run_id>/robustness/analyses/<int:analysis_id>/status/",
-        robustness.analysis_status,
-        name="run_analysis_status",
-    ),
-    path(
-        "runs/<int:run_id>/robustness/analyses/<int:analysis_id>/cancel/",
-        robustness.analysis_cancel,
-        name="run_analysis_cancel",
-    ),
-    path(
-        "runs/<int:run_id>/robustness/analyses/<int:analysis_id>.csv",
-        robustness.analysis_csv,
-        name="run_analysis_csv",
-    ),
     # --- discussion: the page, and where its forms post ---
     path("studies/<int:study_id>/discussion/", views.discussion_page, name="discussion"),
     path(

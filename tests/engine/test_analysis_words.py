@@ -10,7 +10,7 @@ import pytest
 from engine import analyses
 from engine.analysis_words import leave_one_out_sentence, monte_carlo_sentence, sampled_words, with_words
 from engine.models import Analysis
-from workspace.selectors.analyses import analysis_sentences
+from engine.selectors.analyses import analysis_sentences
 
 
 def loo(rows, winner=("A",)):

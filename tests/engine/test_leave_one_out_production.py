@@ -18,10 +18,10 @@ from scipy.stats import kendalltau
 
 from engine import analyses, core, robustness
 from engine.analyses import RunInputs
+from engine.analysis_export import analysis_csv_rows
 from engine.models import Analysis
 from engine.robustness_kernels import TOP, LeaveOneOut
 from engine.snapshot import snapshot_arrays, snapshot_expert_values
-from workspace.analysis_export import analysis_csv_rows
 
 from .test_robustness_elicited import study as elicited_study
 

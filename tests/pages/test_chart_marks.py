@@ -17,12 +17,11 @@ from django.utils.html import format_html_join
 from django.utils.safestring import mark_safe
 
 from engine.compare import Delta
-from workspace.charts import Dot, DotRow, Series, bar_chart, line_chart, range_strip
+from workspace.charts import Dot, DotRow, HeatCell, Series, bar_chart, line_chart, range_strip
 from workspace.forms.expert import SCALE_POINTS, point_label
 from workspace.templatetags import chart_marks
 from workspace.templatetags.numbers import significant
 from workspace.templatetags.strips import binned_strip
-from workspace.views.results import HeatCell
 
 NUMBERS = [
     0.0,

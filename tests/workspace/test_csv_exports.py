@@ -25,9 +25,9 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from engine import analyses
 from engine import services as engine_services
 from engine.models import Run
+from engine.results_export import results_csv_bytes
 from workspace import csv_safe
 from workspace.bundles import study_import_bundle
-from workspace.results_export import results_csv_bytes
 
 from ..engine.test_runs import CASE_STUDY_PATH
 

@@ -7,13 +7,13 @@ import pytest
 
 from engine import feedback as group_feedback
 from engine.disagreement import ahp_consensus, weight_spread
-from engine.snapshot import inputs_snapshot
 from tests.api.conftest import launch_and_finish
 from tests.fixtures import CAROL_JUDGMENTS, db_snapshot
 from workspace import selectors, services
 from workspace.bundles import study_export_bundle, study_import_bundle
 from workspace.errors import InvalidInput, PhaseConflict
 from workspace.models import Phase, RevisionRound, RoundResponse
+from workspace.selectors.snapshot import inputs_snapshot
 
 pytestmark = pytest.mark.django_db
 

@@ -6,9 +6,9 @@ import pytest
 from engine import selectors as engine_selectors
 from engine import services as engine_services
 from engine.models import Run
+from engine.selectors import RUN_JSON_FIELDS
 from workspace import selectors, services
 from workspace.models import ApiToken, Candidate, Measurement, Membership, Metric, Study
-from workspace.selectors import RUN_JSON_FIELDS
 
 pytestmark = pytest.mark.django_db
 
@@ -129,17 +129,17 @@ def test_a_run_is_read_with_the_json_fields_asked_for(make_study, cast, django_a
     engine_services.run_execute(run_id=run.pk)  # as a worker would, with or without a broker
     for fields, loaded in [((), set()), (("results",), {"results"}), (RUN_JSON_FIELDS, set(RUN_JSON_FIELDS))]:
         with django_assert_num_queries(1):
-            read = selectors.run_get(run_id=run.pk, user=cast.bob, fields=fields)
+            read = engine_selectors.run_get(run_id=run.pk, user=cast.bob, fields=fields)
             assert read.launched_by == cast.alice
         assert set(RUN_JSON_FIELDS) - read.get_deferred_fields() == loaded
-    assert selectors.run_get(run_id=run.pk, user=cast.bob).get_deferred_fields() == {"snapshot"}
-    document = selectors.run_get(run_id=run.pk, user=cast.bob, fields=("document",))
+    assert engine_selectors.run_get(run_id=run.pk, user=cast.bob).get_deferred_fields() == {"snapshot"}
+    document = engine_selectors.run_get(run_id=run.pk, user=cast.bob, fields=("document",))
     assert engine_selectors.results_json(run=document) == engine_selectors.results_json(run=Run.objects.get(pk=run.pk))
-    assert list(selectors.run_list(study=built.study)) == [run]
+    assert list(engine_selectors.run_list(study=built.study)) == [run]
     with pytest.raises(Run.DoesNotExist):
-        selectors.run_get(run_id=run.pk, user=cast.charlie)
+        engine_selectors.run_get(run_id=run.pk, user=cast.charlie)
     with pytest.raises(ValueError):
-        selectors.run_get(run_id=run.pk, user=cast.bob, fields=("document", "results"))
+        engine_selectors.run_get(run_id=run.pk, user=cast.bob, fields=("document", "results"))
 
 
 def test_one_candidate_is_read_out_of_a_runs_results_and_snapshot(make_study, cast, django_assert_num_queries):
@@ -155,17 +155,17 @@ def test_one_candidate_is_read_out_of_a_runs_results_and_snapshot(make_study, ca
     assert 'it\'s "quoted" $[*] é' in names and len(names) > 1
     for c, name in enumerate(names):
         with django_assert_num_queries(1):
-            one = selectors.run_candidate_get(run_id=run.pk, user=cast.bob, name=name)
+            one = engine_selectors.run_candidate_get(run_id=run.pk, user=cast.bob, name=name)
         assert one.results["candidates"] == [entry for entry in whole.results["candidates"] if entry["name"] == name]
         assert one.results["metric_weights"] == whole.results["metric_weights"]
         with django_assert_num_queries(1):
-            inputs = selectors.run_score_inputs(run_id=run.pk, candidate=name)
+            inputs = engine_selectors.run_score_inputs(run_id=run.pk, candidate=name)
         assert inputs["candidates"] == [name] and inputs["measurements"] == [whole.snapshot["measurements"][c]]
         assert inputs["lower"] == whole.snapshot["lower"] and inputs["experts"] == whole.snapshot["experts"]
-    assert selectors.run_candidate_get(run_id=run.pk, user=cast.bob, name="nobody").results["candidates"] == []
-    assert selectors.run_score_inputs(run_id=run.pk, candidate="nobody")["measurements"] == []
+    assert engine_selectors.run_candidate_get(run_id=run.pk, user=cast.bob, name="nobody").results["candidates"] == []
+    assert engine_selectors.run_score_inputs(run_id=run.pk, candidate="nobody")["measurements"] == []
     with pytest.raises(Run.DoesNotExist):
-        selectors.run_candidate_get(run_id=run.pk, user=cast.charlie, name=names[0])
+        engine_selectors.run_candidate_get(run_id=run.pk, user=cast.charlie, name=names[0])
 
 
 def test_one_candidate_s_own_elicited_values_are_read_out_of_a_runs_snapshot(make_study, cast):
@@ -184,22 +184,22 @@ def test_one_candidate_s_own_elicited_values_are_read_out_of_a_runs_snapshot(mak
     ]
     snapshot = Run.objects.get(pk=run.pk).snapshot
     Run.objects.filter(pk=run.pk).update(snapshot={**snapshot, "expert_values": entries})
-    assert selectors.run_score_inputs(run_id=run.pk, candidate=quoted)["expert_values"] == [
+    assert engine_selectors.run_score_inputs(run_id=run.pk, candidate=quoted)["expert_values"] == [
         {"metric": 0, "values": {quoted: [0.1, 0.2]}, "reasons": {}},
         {"metric": 2, "values": {}, "reasons": {quoted: "it has no predictions in any set"}},
     ]
-    assert selectors.run_score_inputs(run_id=run.pk, candidate=other)["expert_values"] == [
+    assert engine_selectors.run_score_inputs(run_id=run.pk, candidate=other)["expert_values"] == [
         {"metric": 0, "values": {other: [0.3, None]}, "reasons": {}},
         {"metric": 2, "values": {other: [0.5, 0.6]}, "reasons": {}},
     ]
-    assert selectors.run_score_inputs(run_id=run.pk, candidate="nobody")["expert_values"] == [
+    assert engine_selectors.run_score_inputs(run_id=run.pk, candidate="nobody")["expert_values"] == [
         {"metric": 0, "values": {}, "reasons": {}},
         {"metric": 2, "values": {}, "reasons": {}},
     ]
     # The whole snapshot's, without a candidate; none in a snapshot before version 3.
-    assert selectors.run_score_inputs(run_id=run.pk)["expert_values"] == entries
+    assert engine_selectors.run_score_inputs(run_id=run.pk)["expert_values"] == entries
     Run.objects.filter(pk=run.pk).update(snapshot={k: v for k, v in snapshot.items() if k != "expert_values"})
-    assert selectors.run_score_inputs(run_id=run.pk, candidate=quoted)["expert_values"] is None
+    assert engine_selectors.run_score_inputs(run_id=run.pk, candidate=quoted)["expert_values"] is None
 
 
 @pytest.mark.parametrize(
@@ -217,7 +217,7 @@ def test_one_candidate_s_own_elicited_values_are_read_out_of_a_runs_snapshot(mak
 )
 def test_a_pair_of_runs_is_compared_as_from_their_whole_snapshots(make_study, cast, change):
     from engine.compare import snapshot_changes
-    from workspace.results_export import run_comparison
+    from engine.results_export import run_comparison
 
     built = make_study("closed")
     first = engine_services.run_launch(study=built.study, launched_by=cast.alice)
@@ -235,7 +235,7 @@ def test_a_pair_of_runs_is_compared_as_from_their_whole_snapshots(make_study, ca
     whole = {run.pk: Run.objects.get(pk=run.pk) for run in (first, second)}
     expected = snapshot_changes(whole[first.pk].snapshot, whole[second.pk].snapshot)
     assert bool(expected) == (change is not None)
-    a, b = selectors.run_pair_get(run_id=second.pk, other_id=first.pk, user=cast.bob)
+    a, b = engine_selectors.run_pair_get(run_id=second.pk, other_id=first.pk, user=cast.bob)
     changed = {change[0]} if change else set()
     if "lower" in changed or "upper" in changed:
         changed = {"lower", "upper"}
@@ -257,7 +257,7 @@ def test_a_runs_ranking_is_read_as_from_its_whole_results(make_study, cast, djan
     engine_services.run_execute(run_id=run.pk)
     whole = Run.objects.get(pk=run.pk)
     with django_assert_num_queries(1):
-        read = selectors.run_ranking_get(run_id=run.pk, user=cast.bob)
+        read = engine_selectors.run_ranking_get(run_id=run.pk, user=cast.bob)
     assert read.results["experts"] == whole.results["experts"]
     assert read.results["candidates"] == [
         {key: c[key] for key in ("name", "group_scores", "vetoed")} for c in whole.results["candidates"]
@@ -267,7 +267,7 @@ def test_a_runs_ranking_is_read_as_from_its_whole_results(make_study, cast, djan
     assert a.candidates == b.candidates and (a.scores == b.scores).all() and (a.vetoed == b.vetoed).all()
     assert (a.weights == b.weights).all()
     with pytest.raises(Run.DoesNotExist):
-        selectors.run_ranking_get(run_id=run.pk, user=cast.charlie)
+        engine_selectors.run_ranking_get(run_id=run.pk, user=cast.charlie)
 
 
 def test_the_selected_measurements_are_packed_as_their_rows_say(make_study, django_assert_num_queries):

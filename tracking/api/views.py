@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from engine.api.runs import RunScoped
 from tracking import selectors, services
 from tracking.models import MlflowConnection, MlflowImport, MlflowPublication
 from workspace import limits
@@ -19,7 +20,7 @@ from workspace import selectors as workspace_selectors
 from workspace.api.idempotency import idempotent
 from workspace.api.schema import VALIDATION_ERROR, error
 from workspace.api.serializers import BoundedListField, WriteSerializer
-from workspace.api.views import PaginatedListMixin, RunScoped, StudyScoped, validated
+from workspace.api.views import PaginatedListMixin, StudyScoped, validated
 from workspace.models import Membership, Study
 from workspace.services.roles import require_role
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import discussion, history, robustness, rounds, views
+from . import discussion, history, rounds, views
 from . import invitations as inv
 
 urlpatterns = [
@@ -32,7 +32,6 @@ urlpatterns = [
     path("studies/<int:study_id>/my/ranges/", views.MyRangesView.as_view(), name="my-ranges"),
     path("studies/<int:study_id>/my/peer-weights/", views.MyPeerWeightsView.as_view(), name="my-peer-weights"),
     path("studies/<int:study_id>/inputs/<str:username>/", views.ExpertInputsView.as_view(), name="expert-inputs"),
-    path("studies/<int:study_id>/runs/", views.RunListView.as_view(), name="run-list"),
     path("studies/<int:study_id>/history/", history.StudyHistoryView.as_view(), name="study-history"),
     # the discussion: a thread per attribute and per metric
     path("studies/<int:study_id>/discussion/", discussion.DiscussionView.as_view(), name="discussion"),
@@ -70,17 +69,4 @@ urlpatterns = [
     path("invitations/accept/", inv.LinkAcceptView.as_view(), name="invitation-accept-link"),
     path("invitations/<int:invitation_id>/accept/", inv.MyInvitationAcceptView.as_view(), name="invitation-accept"),
     path("invitations/<int:invitation_id>/decline/", inv.MyInvitationDeclineView.as_view(), name="invitation-decline"),
-    path("runs/<int:run_id>/", views.RunDetailView.as_view(), name="run-detail"),
-    path("runs/<int:run_id>/results/", views.RunResultsView.as_view(), name="run-results"),
-    path("runs/<int:run_id>/results.csv", views.RunResultsCsvView.as_view(), name="run-results-csv"),
-    path("runs/<int:run_id>/compare/<int:other_id>/", views.RunCompareView.as_view(), name="run-compare"),
-    path(
-        "runs/<int:run_id>/candidates/<str:name>/scores/", views.CandidateScoresView.as_view(), name="candidate-scores"
-    ),
-    path("runs/<int:run_id>/robustness/", robustness.RunRobustnessView.as_view(), name="run-robustness"),
-    path("runs/<int:run_id>/robustness/what-if/", robustness.RunWhatIfView.as_view(), name="run-what-if"),
-    path("runs/<int:run_id>/analyses/", robustness.RunAnalysesView.as_view(), name="run-analyses"),
-    path("analyses/<int:analysis_id>/", robustness.AnalysisDetailView.as_view(), name="analysis-detail"),
-    path("analyses/<int:analysis_id>/cancel/", robustness.AnalysisCancelView.as_view(), name="analysis-cancel"),
-    path("analyses/<int:analysis_id>/result.csv", robustness.AnalysisCsvView.as_view(), name="analysis-csv"),
 ]

@@ -13,23 +13,14 @@ surface, so callers write ``selectors.study_get(...)``:
 - ``inputs``: what experts entered, in bundle shape;
 - ``design``: attributes, metrics, candidates, measurements, ballots and
   the vote's selection;
-- ``runs``: validation runs (``fields`` names the JSON a read loads);
-- ``analyses``: robustness analyses of runs;
 - ``discussion``: threads and posts;
 - ``rounds``: revision rounds, their responses, feedback and convergence;
 - ``accounts``: API tokens;
 - ``history``: a study's recorded changes (issue 22).
 """
 
+from ._queries import User
 from .accounts import api_token_by_digest, api_token_get, api_token_list, email_confirmation_get
-from .analyses import (
-    analysis_get,
-    analysis_latest,
-    analysis_list,
-    analysis_sentences,
-    run_snapshot_parts,
-    run_stored_ranking,
-)
 from .design import (
     attribute_get,
     attribute_list,
@@ -97,29 +88,18 @@ from .rounds import (
     round_list,
     round_responses,
 )
-from .runs import (
-    METRIC_INPUT_KEYS,
-    RUN_FIELDS,
-    RUN_JSON_FIELDS,
-    SCORE_INPUT_KEYS,
-    run_candidate_get,
-    run_comparable_list,
-    run_get,
-    run_list,
-    run_pair_get,
-    run_ranking_get,
-    run_score_inputs,
-)
 from .studies import (
     dashboard_studies,
     studies_visible_to,
     studies_with_my_roles,
+    study_content_counts,
     study_detail_get,
     study_get,
     study_setup_get,
 )
 
 __all__ = [
+    "User",
     "HistoryEntry",
     "HistoryFilter",
     "HistoryPages",
@@ -141,19 +121,9 @@ __all__ = [
     "round_latest_number",
     "round_list",
     "round_responses",
-    "analysis_get",
-    "analysis_latest",
-    "analysis_list",
-    "analysis_sentences",
-    "run_snapshot_parts",
-    "run_stored_ranking",
     "email_confirmation_get",
     "ASSESSMENT_INPUTS",
     "INPUT_SECTIONS",
-    "RUN_FIELDS",
-    "RUN_JSON_FIELDS",
-    "SCORE_INPUT_KEYS",
-    "METRIC_INPUT_KEYS",
     "THREAD_KINDS",
     "ExpertProgress",
     "Thread",
@@ -192,13 +162,6 @@ __all__ = [
     "pending_reason",
     "post_get",
     "ranges_needed",
-    "run_comparable_list",
-    "run_get",
-    "run_list",
-    "run_candidate_get",
-    "run_pair_get",
-    "run_ranking_get",
-    "run_score_inputs",
     "selected_attributes",
     "selected_measurement_arrays",
     "selected_measurement_list",
@@ -207,6 +170,7 @@ __all__ = [
     "setup_item_list",
     "studies_visible_to",
     "studies_with_my_roles",
+    "study_content_counts",
     "study_detail_get",
     "study_get",
     "study_setup_get",

@@ -14,6 +14,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 
 from engine.rules import CONSISTENCY_THRESHOLD, is_consistent
 
+from ..extensions import MISSING_INPUTS
 from ..models import (
     AcceptableRange,
     AttributePrioritisation,
@@ -259,31 +260,6 @@ def note_words(note: str, value: float, *, to_expert: bool) -> str:
     return f"default ranges not confirmed ({count} metric{'' if count == 1 else 's'})"
 
 
-def _unfinished_elicitations(study: Study, experts: list[int]) -> dict[int, list[str]]:
-    """Per expert (membership id), the selected elicited metrics they have
-    not finished answering, in the metrics' order: one query, two with any."""
-    # Imported here: the evaluation app's models import the workspace's.
-    from evaluation.models import ElicitationAnswers, ElicitedMetric
-
-    metrics = list(
-        ElicitedMetric.objects.filter(metric__study=study, metric__is_selected=True)
-        .order_by("metric__attribute__position", "metric__attribute_id", "metric__position", "metric_id")
-        .values_list("pk", "metric__name")
-    )
-    if not metrics:
-        return {}
-    finished = set(
-        ElicitationAnswers.objects.filter(
-            elicited_metric_id__in=[pk for pk, _ in metrics], weights__isnull=False
-        ).values_list("expert_id", "elicited_metric_id")
-    )
-    return {
-        expert: [name for pk, name in metrics if (expert, pk) not in finished]
-        for expert in experts
-        if any((expert, pk) not in finished for pk, _ in metrics)
-    }
-
-
 def missing_input_list(*, study: Study) -> dict[str, list[str]]:
     """What each expert still has to give before assessment can close:
     ``{username: [what is missing, ...]}``, only experts with gaps (a pending
@@ -291,7 +267,8 @@ def missing_input_list(*, study: Study) -> dict[str, list[str]]:
     Four queries, five with selected elicited metrics: those an expert
     has not finished answering (issue 21, docs/method.md 7.4)."""
     experts = list(expert_progress_list(study=study))
-    unanswered = _unfinished_elicitations(study, [expert.pk for expert in experts])
+    # The apps above add theirs (evaluation: the elicited metrics not yet answered).
+    others = [provider(study=study, experts=[expert.pk for expert in experts]) for provider in MISSING_INPUTS]
     needed = ranges_needed().filter(study=study).order_by("attribute__position", "attribute__id", "position", "id")
     needed_names = list(needed.values_list("pk", "name"))
     ranged = set(AcceptableRange.objects.filter(expert__study=study).values_list("expert_id", "metric_id"))
@@ -308,8 +285,7 @@ def missing_input_list(*, study: Study) -> dict[str, list[str]]:
                 missing.append(f"acceptable range for {', '.join(unranged)}")
             else:
                 missing.append(words[gap])
-        if unanswered.get(expert.pk):
-            missing.append(f"answers to the elicited metric {', '.join(unanswered[expert.pk])}")
+        missing += [gap for provided in others for gap in provided.get(expert.pk, ())]
         if missing:
             gaps[expert.user.get_username()] = missing
     return gaps

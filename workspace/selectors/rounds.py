@@ -25,6 +25,7 @@ from engine.feedback import Summary
 from ..models import Measurement, Membership, Metric, RevisionRound, RoundResponse, RoundStep, Study
 from .design import selected_metrics
 from .experts import expert_list
+from .snapshot import inputs_snapshot
 
 
 def round_list(*, study: Study) -> QuerySet[RevisionRound]:
@@ -112,7 +113,6 @@ def metric_spans(*, study: Study, metrics: list[Metric]) -> list[tuple[float, fl
 def round_feedback_frozen(*, study: Study) -> dict[str, Any]:
     """The group feedback of a round opening now (``engine.feedback.round_feedback``
     of the inputs as they stand): what ``round_open`` keeps with the round."""
-    from engine.snapshot import inputs_snapshot  # engine.snapshot reads workspace: imported when used
 
     return group_feedback.round_feedback(
         inputs_snapshot(study=study), metric_spans(study=study, metrics=list(selected_metrics(study)))
@@ -196,7 +196,6 @@ def round_feedback(*, study: Study, expert: Membership, round: RevisionRound) ->
     round opened (``RevisionRound.feedback``; a save during the round shows
     in the next round's) beside their own answers as they are now, and the
     reasons given in the round before, anonymised (module docstring)."""
-    from engine.snapshot import inputs_snapshot  # engine.snapshot reads workspace: imported when used
 
     frozen = _frozen(study, round)
     live = inputs_snapshot(study=study)

@@ -5,8 +5,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from django.db.models import OuterRef, Prefetch, QuerySet
 
-from engine.models import Run
-
+from ..extensions import STUDY_CONTENTS
 from ..models import Candidate, Membership, Metric, QualityAttribute, Study
 from ._queries import User, count_of
 from .design import selected_attributes, selected_metrics
@@ -108,7 +107,8 @@ def dashboard_studies(*, user: User) -> list[DashboardStudy]:
                 attribute_count=count_of(QualityAttribute.objects.filter(study=OuterRef("pk"))),
                 metric_count=count_of(Metric.objects.filter(study=OuterRef("pk"))),
                 candidate_count=count_of(Candidate.objects.filter(study=OuterRef("pk"))),
-                run_count=count_of(Run.objects.filter(study=OuterRef("pk"))),
+                # run_count: the engine's runs (workspace.extensions.STUDY_CONTENTS)
+                **{key: count_of(rows().filter(study=OuterRef("pk"))) for key, rows in STUDY_CONTENTS.items()},
             )
             .order_by("-created_at", "-id")
         ),
@@ -125,6 +125,12 @@ def dashboard_studies(*, user: User) -> list[DashboardStudy]:
     for study in studies:
         study.expert_rows = by_study.get(study.pk, [])
     return studies
+
+
+def study_content_counts(*, study: Study) -> dict[str, int]:
+    """What the apps above keep for ``study``, counted by the key each
+    registered (``workspace.extensions.STUDY_CONTENTS``: ``run_count``)."""
+    return {key: rows().filter(study=study).count() for key, rows in STUDY_CONTENTS.items()}
 
 
 def study_setup_get(*, study: Study) -> dict[str, Any]:

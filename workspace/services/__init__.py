@@ -31,7 +31,7 @@ of other apps (``evaluation.services``), with ``before_inputs_change``, where
 the engine registers what must happen before a study's inputs change.
 """
 
-from ._checks import before_inputs_change, expect, inputs_changed, locked, number, text
+from ._checks import before_inputs_change, expect, inputs_changed, iso_moment, keys, locked, moment, number, text
 from .accounts import (
     api_token_create,
     api_token_record_use,
@@ -101,6 +101,9 @@ from .setup import (
 __all__ = [
     "before_inputs_change",
     "expect",
+    "iso_moment",
+    "keys",
+    "moment",
     "inputs_changed",
     "locked",
     "number",

@@ -7,12 +7,15 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from numbers import Real
 from typing import Any
 
 from django.db import router
 from django.db.models import F, Max, Model, QuerySet
 from django.db.models.manager import BaseManager
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from engine.rules import range_direction_problem, range_width_invalid
 
@@ -272,3 +275,18 @@ def apply_changes(
     for name, value in changes.items():
         setattr(instance, name, cleaners[name](value))
     return list(changes)
+
+
+def moment(value: Any, field: str) -> datetime:
+    """A bundle's date and time (ISO 8601; without an offset: UTC), or ``InvalidInput`` on ``field``."""
+    if not isinstance(value, str):
+        raise InvalidInput({field: "must be a date and time (ISO 8601)"})
+    parsed = parse_datetime(value)
+    if parsed is None:
+        raise InvalidInput({field: f"must be a date and time (ISO 8601), got {value!r}"})
+    return parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed, UTC)
+
+
+def iso_moment(when: datetime) -> str:
+    """``when`` as a bundle writes it: ISO 8601, UTC as ``Z``."""
+    return when.isoformat().replace("+00:00", "Z")

@@ -13,21 +13,20 @@ an open round is the expert's revision of that step whoever saved it.
 """
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from .. import history
 from ..errors import InvalidInput, PhaseConflict
 from ..limits import ROUND_MESSAGE_MAX_CHARS, ROUND_REASON_MAX_CHARS, ROUNDS_MAX
 from ..models import Membership, RevisionRound, RoundResponse, RoundStep, Study
 from ..selectors import round_feedback_frozen
-from ._checks import expect, keys, text
+from ..selectors.snapshot import INPUT_KEYS, inputs_snapshot
+from ._checks import expect, iso_moment, keys, moment, text
 from .phases import Action, require_phase
 from .roles import require_role
 
@@ -65,11 +64,10 @@ def round_open(*, study: Study, by: User, message: str = "") -> RevisionRound:
 @transaction.atomic
 def round_close(*, study: Study, by: User) -> RevisionRound:
     """Close the open round, freezing every expert's inputs at this moment
-    in its ``snapshot`` (``engine.snapshot.inputs_snapshot``). Under the
+    in its ``snapshot`` (``workspace.selectors.snapshot.inputs_snapshot``). Under the
     study's row lock, which every input service takes, so the snapshot is
     one consistent state. No open round is a ``PhaseConflict``
     (``no_open_round``)."""
-    from engine.snapshot import inputs_snapshot  # engine.snapshot reads workspace: imported when used
 
     require_role(study=study, user=by, role=Membership.Role.DESIGNER, action="close a revision round")
     study = Study.objects.select_for_update().get(pk=study.pk)
@@ -147,15 +145,6 @@ def round_mark_revised(*, experts: list[Membership], step: str) -> None:
 # --- bundles (workspace.bundles): a study's rounds written and read back -----------------
 
 
-def _moment(value: Any, field: str) -> datetime:
-    if not isinstance(value, str):
-        raise InvalidInput({field: "must be a date and time (ISO 8601)"})
-    moment = parse_datetime(value)
-    if moment is None:
-        raise InvalidInput({field: f"must be a date and time (ISO 8601), got {value!r}"})
-    return moment if timezone.is_aware(moment) else timezone.make_aware(moment, UTC)
-
-
 @transaction.atomic
 def rounds_import(
     *, study: Study, entries: Any, experts: dict[str, Membership], last_may_be_open: bool
@@ -163,11 +152,10 @@ def rounds_import(
     """The ``rounds`` of a bundle (FORMATS.md) for a study just imported in
     the assessment or closed phase: numbered 1, 2, ... in order, every round
     closed with its ``inputs`` (the snapshot at its close, with every key of
-    ``engine.snapshot.inputs_snapshot``) but the last when
+    ``workspace.selectors.snapshot.inputs_snapshot``) but the last when
     ``last_may_be_open`` (a study in assessment); ``responses`` keyed by the
     bundle's experts. Checked whole before anything is written; a bad entry
     is refused with its path (``rounds[1].responses.bob.ranges.action``)."""
-    from engine.snapshot import INPUT_KEYS  # engine.snapshot reads workspace: imported when used
 
     expect(entries, list, "rounds", "a list of rounds")
     if len(entries) > ROUNDS_MAX:
@@ -212,8 +200,8 @@ def _round_read(
             required=False,
             multiline=True,
         ),
-        opened_at=_moment(entry["opened_at"], f"{path}.opened_at"),
-        closed_at=_moment(entry["closed_at"], f"{path}.closed_at") if closed else None,
+        opened_at=moment(entry["opened_at"], f"{path}.opened_at"),
+        closed_at=moment(entry["closed_at"], f"{path}.closed_at") if closed else None,
         snapshot=inputs,
     )
 
@@ -297,13 +285,9 @@ def rounds_export(*, study: Study) -> list[dict[str, Any]]:
         answers.setdefault(round_id, {}).setdefault(username, {})[step] = answer
     out = []
     for pk, number, message, opened_at, closed_at, snapshot in rounds:
-        entry: dict[str, Any] = {"number": number, "message": message, "opened_at": _iso(opened_at)}
+        entry: dict[str, Any] = {"number": number, "message": message, "opened_at": iso_moment(opened_at)}
         if closed_at is not None:
-            entry.update(closed_at=_iso(closed_at), inputs=snapshot)
+            entry.update(closed_at=iso_moment(closed_at), inputs=snapshot)
         entry["responses"] = answers.get(pk, {})
         out.append(entry)
     return out
-
-
-def _iso(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")

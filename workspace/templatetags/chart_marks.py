@@ -24,15 +24,12 @@ from django.utils.http import RFC3986_SUBDELIMS
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timezone import localtime
 
-from evaluation.templatetags.evaluation_tags import computation_name
-
-from ..charts import BarRow, DotRow, Frame, Line
+from ..charts import BarRow, DotRow, Frame, HeatCell, Line
 from ..forms.expert import SCALE_POINTS, point_label
 
 if TYPE_CHECKING:
     from engine.compare import Delta
 
-    from ..views.results import HeatCell
 from .numbers import significant
 
 register = template.Library()
@@ -113,7 +110,7 @@ _VETO_MARK = ' <span aria-hidden="true">✕</span><span class="visually-hidden">
 
 
 @register.simple_tag
-def heat_cells(expert: str, cells: Iterable["HeatCell"]) -> SafeString:
+def heat_cells(expert: str, cells: Iterable[HeatCell]) -> SafeString:
     """An expert's row of a candidate's heat table (templates/results/_candidate.html):
     each score shaded by its step, a veto marked ✕ and in words, the expert's
     range in the cell's title."""
@@ -229,7 +226,7 @@ def _measurement_cell(cell: dict[str, Any], max_length: int) -> str:
     computed = cell["computed"]
     if computed:
         when = date_filter(localtime(computed.computed_at), "j M Y, H:i")
-        title = f"{computation_name(computed.computation)} of {computed.prediction_set_name}, {when} UTC"
+        title = f"{computed.computation_name} of {computed.prediction_set_name}, {when} UTC"
         shown += f'<span class="cell__source" title="{escaped(title)}">computed</span>'
     imported = cell.get("imported")
     if imported:

@@ -7,8 +7,6 @@ from django import forms
 from django.contrib.auth.models import User
 from django.http import Http404, HttpRequest
 
-from engine.models import Run
-
 from .. import selectors
 from ..errors import InvalidInput
 from ..models import Membership, Study
@@ -50,19 +48,6 @@ def study_for_member(request: HttpRequest, study_id: int) -> "MemberStudy":
     study.is_designer = Membership.Role.DESIGNER in study.my_roles
     study.is_expert = Membership.Role.EXPERT in study.my_roles
     return study
-
-
-def run_for_member(request: HttpRequest, run_id: int, results: str = "results_core") -> tuple[Run, "MemberStudy"]:
-    """A run of a study the user is a member of, with its results (without
-    their stored document text; ``results`` names how much of them, a field
-    of ``selectors.run_get``) but not its snapshot, and that study as
-    ``study_for_member`` gives it; 404 for anyone else. Three queries."""
-    try:
-        # the pages never serve the stored document text: not read
-        run = selectors.run_get(run_id=run_id, user=request.user, fields=(results,))
-    except Run.DoesNotExist:
-        raise Http404("No such run.") from None
-    return run, study_for_member(request, run.study_id)
 
 
 def require_designer(study: "MemberStudy", action: str) -> None:

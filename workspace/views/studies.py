@@ -550,7 +550,7 @@ def _phase_preview(study: Study, to: str) -> dict:
                 for name, found in notes.items()
             },
         }
-    return {"run_count": selectors.run_list(study=study).count()}
+    return selectors.study_content_counts(study=study)
 
 
 @login_required
@@ -608,6 +608,6 @@ def study_delete(request: HttpRequest, study_id: int) -> HttpResponse:
         "study_tab": "home",
         "setup": setup,
         "expert_count": selectors.expert_list(study=study).count(),
-        "run_count": selectors.run_list(study=study).count(),
+        **selectors.study_content_counts(study=study),
     }
     return render(request, "studyhome/study_delete.html", context)

@@ -14,9 +14,9 @@ from typing import cast
 from django.db.models import Manager, QuerySet
 from django.db.models.fields.json import KT
 
-from . import disagreement
-from .models import Run
-from .snapshot import ScoreInputs
+from engine import disagreement
+from engine.models import Run
+from engine.snapshot import ScoreInputs
 
 __all__ = [
     "candidate_individual_scores",

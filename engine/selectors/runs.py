@@ -13,10 +13,10 @@ from django.db.models import F, Func, JSONField, QuerySet, Value
 from django.db.models.fields.json import KeyTransform
 
 from engine.models import Run
+from workspace.models import Study
+from workspace.selectors import User, studies_visible_to
 
-from ..models import Study
-from ._queries import User
-from .studies import studies_visible_to
+from .documents import runs_with_document
 
 RUN_JSON_FIELDS = ("snapshot", "results")
 # "document": instead of the JSON, the results document's stored text, read
@@ -187,9 +187,6 @@ def _runs(fields: Iterable[str]) -> QuerySet[Run]:
     if "results_weights" in fields:
         runs = runs.annotate(**{f"results_{key}": KeyTransform(key, "results") for key in RESULTS_WEIGHTS_KEYS})
     if "document" in fields:
-        # engine.selectors reads workspace.selectors (through engine.snapshot): imported when used.
-        from engine.selectors import runs_with_document
-
         return runs_with_document(queryset=runs)
     return runs.defer(*(name for name in RUN_JSON_FIELDS if name not in fields))
 

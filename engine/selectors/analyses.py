@@ -8,9 +8,7 @@ from django.db.models import QuerySet
 from engine import sensitivity
 from engine.analysis_words import with_words
 from engine.models import Analysis, Run
-
-from ._queries import User
-from .studies import studies_visible_to
+from workspace.selectors import User, studies_visible_to
 
 
 def run_snapshot_parts(*, run_id: int, keys: tuple[str, ...]) -> dict[str, Any]:

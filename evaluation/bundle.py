@@ -15,20 +15,22 @@ import base64
 import binascii
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
-from evaluation import selectors as evaluation_selectors
-from evaluation import services as evaluation_services
-from evaluation.arrays import TooManyBytes, TooManyRows, arrays_checked
-from evaluation.models import CandidatePredictionArrays, ElicitationAnswers, ElicitedMetric, PredictionSet
-from evaluation.predictions import CandidatePredictions, cut, shown
+from workspace.errors import InvalidInput
+from workspace.extensions import BundleSection
+from workspace.limits import PREDICTIONS_MAX_ARRAY_BYTES, PREDICTIONS_MAX_CLASSES, PREDICTIONS_MAX_LABEL_LENGTH
+from workspace.models import Membership, Metric, Study
+from workspace.services import expect as _expect
+from workspace.services import iso_moment
+from workspace.services import keys as _keys
+from workspace.services import moment as _moment
 
-from .errors import InvalidInput
-from .limits import PREDICTIONS_MAX_ARRAY_BYTES, PREDICTIONS_MAX_CLASSES, PREDICTIONS_MAX_LABEL_LENGTH
-from .models import Membership, Metric, Study
-from .services import rounds
-from .services._checks import expect as _expect
-from .services._checks import keys as _keys
+from . import selectors as evaluation_selectors
+from . import services as evaluation_services
+from .arrays import TooManyBytes, TooManyRows, arrays_checked
+from .models import CandidatePredictionArrays, ElicitationAnswers, ElicitedMetric, PredictionSet
+from .predictions import CandidatePredictions, cut, shown
 
 SET_KEYS = ("name", "uploaded_at", "positive", "labels", "folds", "context_columns", "contexts", "candidates")
 
@@ -72,7 +74,7 @@ def elicited_export(*, study: Study, metrics: Sequence[str], experts: Sequence[s
         "prediction_sets": [
             {
                 "name": s.name,
-                "uploaded_at": rounds._iso(s.uploaded_at),
+                "uploaded_at": iso_moment(s.uploaded_at),
                 "positive": s.positive,
                 "labels": s.labels,
                 "folds": s.folds,
@@ -211,7 +213,7 @@ def _prediction_set(study: Study, entry: Any, path: str, candidates: set[str], m
             raise InvalidInput(
                 {f"{path}.contexts[{position}]": f"must hold a value per context column ({len(columns)})"}
             )
-    uploaded_at = rounds._moment(entry["uploaded_at"], f"{path}.uploaded_at")
+    uploaded_at = _moment(entry["uploaded_at"], f"{path}.uploaded_at")
     shape = {"labels": len(labels), "folds": len(folds), "contexts": len(contexts)}
     arrays = _set_candidates(entry["candidates"], f"{path}.candidates", candidates, shape, max_rows)
     try:
@@ -289,3 +291,26 @@ def elicitation_answers_import(
                 evaluation_services.elicitation_answers_restore(elicited_metric=elicited[name], answers=by_expert)
             except InvalidInput as error:
                 raise error.within(f"elicited_metrics.{name}.answers") from None
+
+
+def _setup_import(*, study: Study, bundle: dict, metrics: dict[str, Metric], max_rows: int | None) -> object:
+    """The draft's part: the prediction sets, then the elicited metrics made
+    from them (what ``_answers_import`` later gives answers to)."""
+    sets = prediction_sets_import(
+        study=study,
+        entries=bundle.get("prediction_sets", []),
+        candidates={entry["name"] for entry in bundle.get("candidates", [])},
+        max_rows=max_rows,
+    )
+    return elicited_metrics_import(section=bundle.get("elicited_metrics", {}), metrics=metrics, sets=sets)
+
+
+def _answers_import(*, answers: dict[str, dict[Membership, Any]], state: object) -> None:
+    elicitation_answers_import(answers=answers, elicited=cast(dict[str, ElicitedMetric], state))
+
+
+#: The bundle's "prediction_sets" and "elicited_metrics" sections, registered
+#: into workspace's bundle (evaluation/apps.py).
+SECTION = BundleSection(
+    answers_key="elicited_metrics", export=elicited_export, setup_import=_setup_import, answers_import=_answers_import
+)

@@ -14,14 +14,16 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from engine import services as engine_services
-from engine.models import Run
+from workspace import services
+from workspace.errors import PhaseConflict
+from workspace.models import Study
+from workspace.views.common import require_designer, signed_in_user, study_for_member
 
-from .. import selectors, services
-from ..errors import PhaseConflict
-from ..models import Study
+from .. import selectors as engine_selectors
+from .. import services as engine_services
+from ..models import Run
 from . import results
-from .common import require_designer, run_for_member, signed_in_user, study_for_member
+from .common import run_for_member
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
@@ -38,7 +40,7 @@ ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
 
 
 def _runs_context(study: Study) -> dict:
-    runs = cast("list[RunRow]", list(selectors.run_list(study=study)))  # previous_succeeded set below
+    runs = cast("list[RunRow]", list(engine_selectors.run_list(study=study)))  # previous_succeeded set below
     # Each succeeded run links to a comparison with the succeeded run before it.
     previous = None
     for run in reversed(runs):
@@ -86,9 +88,9 @@ def _run_context(request: HttpRequest, run: Run, study: Study) -> dict:
         context["results"] = results.results_context(
             run, candidate=request.GET.get("candidate"), page=request.GET.get("page")
         )
-        context["comparable"] = list(selectors.run_comparable_list(run=run))
+        context["comparable"] = list(engine_selectors.run_comparable_list(run=run))
         # The robustness analyses' sentences, if any ran (the page /runs/{run}/robustness/ has the rest).
-        context["robustness"] = selectors.analysis_sentences(run=run)
+        context["robustness"] = engine_selectors.analysis_sentences(run=run)
         # The consistency ratios recorded in the run's snapshot (absent from
         # runs launched before they were): never recomputed from live inputs.
         consistency = cast(dict, run.results).get("consistency")
@@ -114,7 +116,7 @@ def run_status(request: HttpRequest, run_id: int) -> HttpResponse:
     its results (not even read). Once the run has succeeded the answer loads
     the run page's live part, results and all, once (htmx)."""
     try:
-        run = selectors.run_get(run_id=run_id, user=request.user, fields=())
+        run = engine_selectors.run_get(run_id=run_id, user=request.user, fields=())
     except Run.DoesNotExist:
         raise Http404("No such run.") from None
     study = study_for_member(request, run.study_id)

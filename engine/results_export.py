@@ -7,14 +7,13 @@ documents and snapshots, the earlier run always "before")."""
 from dataclasses import dataclass
 from typing import cast
 
-from engine import selectors as engine_selectors
-from engine import snapshot as engine_snapshot
-from engine.compare import Comparison, compare_runs
-from engine.explain import MetricInfo, veto_sentences
-from engine.models import Run
+from workspace.csv_safe import CSV_CONTENT_TYPE, csv_download, csv_text
 
-from . import selectors
-from .csv_safe import CSV_CONTENT_TYPE, csv_download, csv_text
+from . import selectors as engine_selectors
+from . import snapshot as engine_snapshot
+from .compare import Comparison, compare_runs
+from .explain import MetricInfo, veto_sentences
+from .models import Run
 
 
 def metric_infos(score_inputs: dict) -> dict[str, MetricInfo]:
@@ -50,7 +49,7 @@ def results_csv(document: dict, infos: dict[str, MetricInfo]) -> str:
 def results_csv_bytes(*, run: Run) -> bytes:
     """The CSV download of a succeeded run, with a byte-order mark (as
     ``csv_safe.csv_download``)."""
-    infos = metric_infos(selectors.run_score_inputs(run_id=run.pk, keys=selectors.METRIC_INPUT_KEYS))
+    infos = metric_infos(engine_selectors.run_score_inputs(run_id=run.pk, keys=engine_selectors.METRIC_INPUT_KEYS))
     return b"\xef\xbb\xbf" + results_csv(engine_selectors.results_document(run=run), infos).encode()
 
 
@@ -176,7 +175,7 @@ def comparison_refusal(first: Run, second: Run) -> ComparisonRefused | None:
 
 
 def run_comparison(first: Run, second: Run) -> RunComparison:
-    """The two runs (from ``selectors.run_pair_get``) compared, the earlier
+    """The two runs (from ``engine_selectors.run_pair_get``) compared, the earlier
     as "before" (``ComparisonRefused`` if they cannot be)."""
     refusal = comparison_refusal(first, second)
     if refusal is not None:

@@ -9,7 +9,6 @@ snapshot, exactly as the API's scores endpoint does.
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import wraps
 from typing import Any, cast
 
@@ -20,13 +19,14 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from engine import selectors as engine_selectors
-from engine import snapshot as engine_snapshot
-from engine.explain import MetricInfo, influence_sentence, join_names, percent, quantity, veto_sentences
-from engine.models import Run
+from workspace import charts
+from workspace.models import Study
+from workspace.views.common import study_for_member
 
-from .. import charts, selectors
-from ..models import Study
+from .. import selectors as engine_selectors
+from .. import snapshot as engine_snapshot
+from ..explain import MetricInfo, influence_sentence, join_names, percent, quantity, veto_sentences
+from ..models import Run
 from ..results_export import (
     RESULTS_CSV_CONTENT_TYPE,
     ComparisonRefused,
@@ -39,7 +39,7 @@ from ..results_export import (
     results_csv_filename,
     run_comparison,
 )
-from .common import run_for_member, study_for_member
+from .common import run_for_member
 
 # Candidates per page of the ranking (and bars in its chart).
 RANKING_PAGE_SIZE = 25
@@ -200,14 +200,6 @@ def _influence(document: dict) -> dict:
 HEAT_PAGE_SIZE = 25
 
 
-@dataclass(frozen=True)
-class HeatCell:
-    score: float
-    step: int
-    vetoed: bool
-    range_text: str
-
-
 def candidate_breakdown(
     document: dict, score_inputs: dict, name: str, infos: dict[str, MetricInfo], page: str | int | None = None
 ) -> dict | None:
@@ -247,7 +239,7 @@ def candidate_breakdown(
         {
             "expert": experts[i],
             "cells": [
-                HeatCell(
+                charts.HeatCell(
                     score=float(scores[i, j]),
                     step=charts.heat_step(float(scores[i, j])),
                     vetoed=bool(scores[i, j] == 0),
@@ -290,7 +282,7 @@ ON_DEMAND_CELLS = 400
 def results_context(run: Run, *, candidate: str | None = None, page: str | int | None = None) -> dict:
     """Everything the run page shows of a succeeded run: two queries' worth
     (the run's results, already loaded, and the parts of its snapshot read
-    by ``selectors.run_score_inputs``). Only the candidates shown are put in
+    by ``engine_selectors.run_score_inputs``). Only the candidates shown are put in
     the document's shape. The weights and the breakdown are left out (None)
     when large (``ON_DEMAND_CELLS``): the page then names what it will load
     (``weights_on_demand``, ``breakdown_on_demand``)."""
@@ -304,8 +296,8 @@ def results_context(run: Run, *, candidate: str | None = None, page: str | int |
     shown = {c["name"] for c in Paginator(stored, RANKING_PAGE_SIZE).get_page(page).object_list}
     document = engine_selectors.results_document(run=run, candidates=shown | ({chosen} if chosen else set()))
     scored = chosen is not None and not breakdown_on_demand
-    score_inputs = selectors.run_score_inputs(
-        run_id=run.pk, keys=selectors.SCORE_INPUT_KEYS if scored else selectors.METRIC_INPUT_KEYS
+    score_inputs = engine_selectors.run_score_inputs(
+        run_id=run.pk, keys=engine_selectors.SCORE_INPUT_KEYS if scored else engine_selectors.METRIC_INPUT_KEYS
     )
     infos = metric_infos(score_inputs)
     return {
@@ -372,14 +364,14 @@ def candidate_page(request: HttpRequest, run_id: int, name: str) -> HttpResponse
     section alone for htmx, otherwise as a page of its own."""
     try:
         # Of the thousand candidates, the database hands over the one shown.
-        run = selectors.run_candidate_get(run_id=run_id, user=request.user, name=name)
+        run = engine_selectors.run_candidate_get(run_id=run_id, user=request.user, name=name)
     except Run.DoesNotExist:
         raise Http404("No such run.") from None
     study = study_for_member(request, run.study_id)
     if run.status != Run.Status.SUCCEEDED:
         return _not_succeeded(request, run, study, "candidate scores")
     document = engine_selectors.results_document(run=run, candidates={name})
-    score_inputs = selectors.run_score_inputs(run_id=run.pk, candidate=name)
+    score_inputs = engine_selectors.run_score_inputs(run_id=run.pk, candidate=name)
     breakdown = candidate_breakdown(
         document, score_inputs, name, metric_infos(score_inputs), page=request.GET.get("page")
     )
@@ -396,7 +388,7 @@ def candidate_scores_csv(request: HttpRequest, run_id: int, name: str) -> HttpRe
     run, study = run_for_member(request, run_id)
     if run.status != Run.Status.SUCCEEDED:
         return _not_succeeded(request, run, study, "candidate scores")
-    content = candidate_scores_csv_bytes(selectors.run_score_inputs(run_id=run.pk), name)
+    content = candidate_scores_csv_bytes(engine_selectors.run_score_inputs(run_id=run.pk), name)
     if content is None:
         raise Http404("No such candidate in this run.")
     return _download(content, RESULTS_CSV_CONTENT_TYPE, candidate_scores_csv_filename(run, name))
@@ -428,7 +420,7 @@ def results_json_download(request: HttpRequest, run_id: int) -> HttpResponse:
     """The ``approve-results/1`` document: the bytes the API and
     ``run_validation --json`` give (one ``results_json``)."""
     try:
-        run = selectors.run_get(run_id=run_id, user=request.user, fields=("document",))
+        run = engine_selectors.run_get(run_id=run_id, user=request.user, fields=("document",))
     except Run.DoesNotExist:
         raise Http404("No such run.") from None
     if run.status != Run.Status.SUCCEEDED:
@@ -470,7 +462,7 @@ def compare_choose(request: HttpRequest, run_id: int) -> HttpResponse:
 def compare_page(request: HttpRequest, run_id: int, other_id: int) -> HttpResponse:
     """Two runs of one study side by side, the earlier as "before"."""
     try:
-        first, second = selectors.run_pair_get(run_id=run_id, other_id=other_id, user=request.user)
+        first, second = engine_selectors.run_pair_get(run_id=run_id, other_id=other_id, user=request.user)
     except Run.DoesNotExist:
         raise Http404("No such run.") from None
     study = study_for_member(request, first.study_id)
@@ -498,7 +490,7 @@ def compare_csv(request: HttpRequest, run_id: int, other_id: int) -> HttpRespons
     """Every candidate of two runs compared (the comparison's table, all
     pages), as CSV."""
     try:
-        first, second = selectors.run_pair_get(run_id=run_id, other_id=other_id, user=request.user)
+        first, second = engine_selectors.run_pair_get(run_id=run_id, other_id=other_id, user=request.user)
     except Run.DoesNotExist:
         raise Http404("No such run.") from None
     study = study_for_member(request, first.study_id)

@@ -17,14 +17,15 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from engine import analyses as engine_analyses
-from engine import sensitivity
-from engine.models import Analysis, Run
+from workspace import charts
+from workspace.errors import InvalidInput, PhaseConflict, RateLimited
+from workspace.limits import ANALYSIS_SAMPLES_DEFAULT, ANALYSIS_SAMPLES_MAX
+from workspace.views.common import form_add_service_errors, require_designer, signed_in_user, study_for_member
 
-from .. import analysis_export, charts, selectors
-from ..errors import InvalidInput, PhaseConflict, RateLimited
-from ..limits import ANALYSIS_SAMPLES_DEFAULT, ANALYSIS_SAMPLES_MAX
-from .common import form_add_service_errors, require_designer, signed_in_user, study_for_member
+from .. import analyses as engine_analyses
+from .. import analysis_export, sensitivity
+from .. import selectors as engine_selectors
+from ..models import Analysis, Run
 
 # Candidates drawn in each weight's chart (the run's best, and whoever
 # overtakes the winner), and shown in the what-if ranking.
@@ -73,7 +74,7 @@ def _succeeded(request: HttpRequest, run_id: int) -> tuple[Run, Any]:
     """The run with what its stored ranking is read from (a thousand
     candidates' group scores, not their vetoes and sentences)."""
     try:
-        run = selectors.run_ranking_get(run_id=run_id, user=request.user)
+        run = engine_selectors.run_ranking_get(run_id=run_id, user=request.user)
     except Run.DoesNotExist:
         raise Http404("No such run.") from None
     study = study_for_member(request, run.study_id)
@@ -175,13 +176,13 @@ def _what_if_context(request: HttpRequest, run: Run, stored: sensitivity.StoredR
 
 
 def _analysis_context(run: Run) -> dict:
-    latest = {kind: selectors.analysis_latest(run=run, kind=kind) for kind in Analysis.Kind.values}
+    latest = {kind: engine_selectors.analysis_latest(run=run, kind=kind) for kind in Analysis.Kind.values}
     monte_carlo = latest[Analysis.Kind.MONTE_CARLO]
     return {
         "leave_one_out": latest[Analysis.Kind.LEAVE_ONE_OUT],
         "monte_carlo": monte_carlo,
         "monte_carlo_chart": _acceptability_chart(monte_carlo) if monte_carlo and monte_carlo.result else None,
-        "analyses": list(selectors.analysis_list(run=run)),
+        "analyses": list(engine_selectors.analysis_list(run=run)),
     }
 
 
@@ -215,7 +216,7 @@ def _acceptability_chart(analysis: Analysis) -> charts.StackedBarChart:
 
 
 def _page_context(request: HttpRequest, run: Run, study: Any, form: MonteCarloForm | None = None) -> dict:
-    stored = selectors.run_stored_ranking(run=run)
+    stored = engine_selectors.run_stored_ranking(run=run)
     return {
         "run": run,
         "study": study,
@@ -288,7 +289,7 @@ def robustness_what_if(request: HttpRequest, run_id: int) -> HttpResponse:
     run's stored scores; writes nothing. htmx swaps the fragment in; without
     JavaScript the form submits to the page, which shows the same."""
     run, study = _succeeded(request, run_id)
-    context = _what_if_context(request, run, selectors.run_stored_ranking(run=run))
+    context = _what_if_context(request, run, engine_selectors.run_stored_ranking(run=run))
     if request.headers.get("HX-Request"):
         return render(request, "studyhome/_what_if_ranking.html", context)
     query = request.META.get("QUERY_STRING", "")
@@ -297,7 +298,7 @@ def robustness_what_if(request: HttpRequest, run_id: int) -> HttpResponse:
 
 def _analysis_for_member(request: HttpRequest, run_id: int, analysis_id: int) -> tuple[Analysis, Any]:
     try:
-        analysis = selectors.analysis_get(analysis_id=analysis_id, user=request.user, run_id=run_id)
+        analysis = engine_selectors.analysis_get(analysis_id=analysis_id, user=request.user, run_id=run_id)
     except Analysis.DoesNotExist:
         raise Http404("No such analysis.") from None
     return analysis, study_for_member(request, analysis.run.study_id)

@@ -15,23 +15,25 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from engine import analyses as engine_analyses
-from engine import sensitivity
-from engine.analysis_words import with_words
-from engine.models import Analysis
 from workspace import selectors
-from workspace.analysis_export import ANALYSIS_CSV_CONTENT_TYPE, analysis_csv, analysis_csv_filename
+from workspace.api.exceptions import Conflict
+from workspace.api.idempotency import idempotent
+from workspace.api.schema import error
+from workspace.api.serializers import StrictCharField
+from workspace.api.views import PaginatedListMixin, signed_in
 from workspace.errors import InvalidInput
 from workspace.limits import ANALYSIS_SAMPLES_MAX
 from workspace.models import Membership, Study
 from workspace.selectors.studies import StudyWithRoles
 from workspace.services.roles import require_role
 
-from .exceptions import Conflict
-from .idempotency import idempotent
-from .schema import error
-from .serializers import StrictCharField
-from .views import PaginatedListMixin, RunScoped, signed_in
+from .. import analyses as engine_analyses
+from .. import selectors as engine_selectors
+from .. import sensitivity
+from ..analysis_export import ANALYSIS_CSV_CONTENT_TYPE, analysis_csv, analysis_csv_filename
+from ..analysis_words import with_words
+from ..models import Analysis
+from .runs import RunScoped
 
 # --- serializers -------------------------------------------------------------------
 
@@ -158,7 +160,7 @@ class RunRobustnessView(RunScoped):
         """Each weight's stability intervals (METHOD.md 8,
         ``engine.robustness.weight_stability``): attribute weights, then
         metric weights, with who overtakes the winner beyond each end."""
-        stored = selectors.run_stored_ranking(run=self.succeeded_run(fields=("results",)))
+        stored = engine_selectors.run_stored_ranking(run=self.succeeded_run(fields=("results",)))
         reports = sensitivity.weight_reports(stored)
         fragile = sensitivity.most_fragile(reports)
         leader = stored.candidates[0] if stored.candidates else ""
@@ -191,7 +193,7 @@ class RunWhatIfView(RunScoped):
     def post(self, request: Request, run_id: int) -> Response:
         """The ranking at other attribute weights, from the run's stored
         scores: every candidate best first. Writes nothing."""
-        stored = selectors.run_stored_ranking(run=self.succeeded_run(fields=("results",)))
+        stored = engine_selectors.run_stored_ranking(run=self.succeeded_run(fields=("results",)))
         serializer = WhatIfRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         wanted = serializer.validated_data["attribute_weights"]
@@ -235,7 +237,7 @@ class RunAnalysesView(RunStudyScoped, PaginatedListMixin):
         """The run's robustness analyses, newest first (each with its
         summary once succeeded)."""
         run = self.run()
-        return self.paginated(selectors.analysis_list(run=run, with_result=True), AnalysisSerializer)
+        return self.paginated(engine_selectors.analysis_list(run=run, with_result=True), AnalysisSerializer)
 
     @extend_schema(
         summary="Launch a robustness analysis of a run (designer)",
@@ -275,7 +277,7 @@ class RunAnalysesView(RunStudyScoped, PaginatedListMixin):
         analysis = engine_analyses.analysis_launch(
             run=run, kind=kind, launched_by=signed_in(request), spec=data, samples=samples, seed=seed
         )
-        analysis = selectors.analysis_get(analysis_id=analysis.pk, user=request.user)
+        analysis = engine_selectors.analysis_get(analysis_id=analysis.pk, user=request.user)
         location = request.build_absolute_uri(reverse("api:analysis-detail", kwargs={"analysis_id": analysis.pk}))
         return Response(
             AnalysisSerializer(analysis).data, status=status.HTTP_202_ACCEPTED, headers={"Location": location}
@@ -288,7 +290,9 @@ class AnalysisScoped(RunStudyScoped):
     def analysis(self) -> Analysis:
         if not hasattr(self, "_analysis"):
             try:
-                self._analysis = selectors.analysis_get(analysis_id=self.kwargs["analysis_id"], user=self.request.user)
+                self._analysis = engine_selectors.analysis_get(
+                    analysis_id=self.kwargs["analysis_id"], user=self.request.user
+                )
             except Analysis.DoesNotExist:
                 raise exceptions.NotFound("No such analysis.") from None
             self.kwargs["run_id"] = self._analysis.run_id
@@ -312,7 +316,9 @@ class AnalysisCancelView(AnalysisScoped):
         self.require_designer(self.study_of_run(), "cancel robustness analyses")
         if not engine_analyses.analysis_cancel(analysis=analysis):
             raise Conflict(f"Analysis {analysis.pk} has already {analysis.status}.", code="analysis_finished")
-        return Response(AnalysisSerializer(selectors.analysis_get(analysis_id=analysis.pk, user=request.user)).data)
+        return Response(
+            AnalysisSerializer(engine_selectors.analysis_get(analysis_id=analysis.pk, user=request.user)).data
+        )
 
 
 class AnalysisCsvView(AnalysisScoped):

@@ -3,9 +3,9 @@ download and the API's (``engine.analyses`` stores the summary)."""
 
 from typing import cast
 
-from engine.models import Analysis
+from workspace.csv_safe import CSV_CONTENT_TYPE, csv_text
 
-from .csv_safe import CSV_CONTENT_TYPE, csv_text
+from .models import Analysis
 
 ANALYSIS_CSV_CONTENT_TYPE = CSV_CONTENT_TYPE
 

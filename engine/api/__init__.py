@@ -1,0 +1,1 @@
+"""REST API v1 for validation runs and their robustness analyses."""
