@@ -32,7 +32,7 @@ and prints the ratios, the command's over scikit-learn alone (issue 19's
 goal: at most 1.5, for time and for peak memory), whether the values agree
 with scikit-learn's to 1e-12, and the uploads' times (goal: under 2 s).
 BLAS single-threaded; pyarrow's CSV reader on its own thread pool (the
-process's CPUs, evaluation/predictions_arrow.py).
+process's CPUs, evaluation/predictions/arrow.py).
 """
 
 import argparse

@@ -5,7 +5,7 @@ dictionary page holds.
 
 The footer's sizes (``ColumnChunkMetaData.total_uncompressed_size``) are the
 writer's word for the same thing, but a reader trusts the page headers:
-``predictions_arrow`` checks these, before pyarrow reads a page.
+``evaluation.predictions.arrow`` checks these, before pyarrow reads a page.
 
 A page header is a Thrift struct in the compact protocol (parquet.thrift's
 ``PageHeader``); only the fields read here are kept, the others skipped.

@@ -36,11 +36,7 @@ from workspace.models import Candidate, Direction, Measurement, Membership, Metr
 from workspace.services import expect, locked, number, text
 
 from . import elicited as elicited_domain
-from . import (
-    predictions_arrow,  # noqa: F401  (pyarrow loaded with the app, not by the first upload)
-    report,
-    selectors,
-)
+from . import report, selectors
 from .arrays import arrays_pack
 from .models import (
     CandidatePredictionArrays,
@@ -57,7 +53,7 @@ from .predictions import (
     PredictionFileError,
     TextLimits,
     known_size,
-    read_predictions,
+    read_predictions,  # (its package imports pyarrow: loaded with the app, not by the first upload)
 )
 from .selectors import evaluation_cached, prediction_data_by_set, prediction_data_get
 

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
-from evaluation import predictions, report, services
+from evaluation import report, services
 from evaluation.models import EvaluationCache, PredictionSet
-from evaluation.predictions import PredictionFileError, PredictionFileTooManyClasses, read_predictions
+from evaluation.predictions import PredictionFileError, PredictionFileTooManyClasses, precise, read_predictions
 from tests.fixtures import error_fields
 from tests.pages.test_studyhome import as_user, text_of
 from workspace import limits
@@ -68,7 +68,7 @@ def test_declared_labels_count_and_too_many_proba_columns_are_refused_at_the_hea
     header = ",".join(f"proba:l{i}" for i in range(LIMIT + 1))
     row = ",".join(["1"] + ["0"] * LIMIT)
     text = f"candidate,y_true,{header}\nJ48,l0,{row}\n"
-    reader = mock.patch.object(predictions._Reader, "chunk", side_effect=AssertionError("no row is read"))
+    reader = mock.patch.object(precise._Reader, "chunk", side_effect=AssertionError("no row is read"))
     with reader, pytest.raises(PredictionFileTooManyClasses) as refused:
         read_predictions(io.BytesIO(text.encode()), max_classes=LIMIT)
     assert refused.value.errors == [refusal(LIMIT + 1)]
@@ -93,15 +93,15 @@ def test_the_reader_stops_at_the_chunk_that_passes_the_limit(monkeypatch):
     """No per-label structure grows past the limit by more than one chunk's
     rows: the rest of the file is not parsed, and the message says what was
     counted."""
-    monkeypatch.setattr(predictions, "CHUNK_ROWS", 50)
+    monkeypatch.setattr(precise, "CHUNK_ROWS", 50)
     sizes = []
-    chunk = predictions._Reader.chunk
+    chunk = precise._Reader.chunk
 
     def counting(reader, rows, lines):
         chunk(reader, rows, lines)
         sizes.append(len(reader.true_codes))
 
-    monkeypatch.setattr(predictions._Reader, "chunk", counting)
+    monkeypatch.setattr(precise._Reader, "chunk", counting)
     text = many_labels(100_000)  # a new label on every row
     with pytest.raises(PredictionFileTooManyClasses) as refused:
         read_predictions(io.BytesIO(text), max_classes=120)
@@ -117,7 +117,7 @@ def test_the_reader_stops_at_the_chunk_that_passes_the_limit(monkeypatch):
 
 
 def test_a_file_that_ends_with_the_chunk_past_the_limit_has_its_exact_count(monkeypatch):
-    monkeypatch.setattr(predictions, "CHUNK_ROWS", 50)
+    monkeypatch.setattr(precise, "CHUNK_ROWS", 50)
     text = many_labels(30, rows=140).decode() + "J48,x1,l0\nJ48,x2,l0\n\n\n"
     with pytest.raises(PredictionFileTooManyClasses) as refused:
         read_predictions(io.BytesIO(text.encode()), max_classes=31)

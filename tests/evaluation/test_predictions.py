@@ -18,7 +18,6 @@ from django.core.management import CommandError, call_command
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evaluation import predictions as reader_module
 from evaluation.arrays import arrays_pack, arrays_unpack
 from evaluation.models import CandidatePredictionArrays, PredictionSet
 from evaluation.predictions import (
@@ -27,6 +26,7 @@ from evaluation.predictions import (
     PredictionFileTooLarge,
     read_predictions,
 )
+from evaluation.predictions import precise as reader_module
 from evaluation.selectors import prediction_data_get
 from evaluation.services import prediction_set_delete, prediction_set_import
 from workspace.errors import InvalidInput

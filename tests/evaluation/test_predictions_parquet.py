@@ -1,4 +1,4 @@
-"""approve-predictions/1 read by pyarrow (``evaluation.predictions_arrow``):
+"""approve-predictions/1 read by pyarrow (``evaluation.predictions.arrow``):
 a CSV's fast path reads to exactly what the precise reader reads, and the
 same columns in a Parquet file read to the same arrays and the same
 evaluation; a Parquet file's refusals name the column and the row; the
@@ -13,13 +13,13 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
-from evaluation import predictions_arrow
 from evaluation.models import PredictionSet
 from evaluation.predictions import (
     PARQUET_MEDIA_TYPE,
     PredictionData,
     PredictionFileError,
     PredictionFileTooManyClasses,
+    arrow,
     read_predictions,
 )
 from evaluation.report import document_json, evaluation_document
@@ -87,13 +87,13 @@ def test_the_fast_path_reads_what_the_precise_reader_reads(content, positive, mo
     """Candidates interleaved, an empty context, two context columns,
     probabilities in another order than the labels: the same arrays."""
     taken = []
-    fast = predictions_arrow._Batches.data
+    fast = arrow._Batches.data
 
     def counting(*args, **kwargs):
         taken.append(True)
         return fast(*args, **kwargs)
 
-    monkeypatch.setattr(predictions_arrow._Batches, "data", counting)
+    monkeypatch.setattr(arrow._Batches, "data", counting)
     quick = read_predictions(io.BytesIO(content.encode()), positive=positive)
     assert taken == [True]  # read by pyarrow, not given up on
     precise = read_predictions(Pipe(content.encode()), positive=positive)  # a stream that cannot seek

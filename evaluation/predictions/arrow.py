@@ -1,13 +1,16 @@
 """approve-predictions/1 read at Arrow speed: a CSV through pyarrow's
 multithreaded CSV reader, and the same columns in a Parquet file.
 
-Pure: pyarrow and NumPy, no Django; ``predictions.read_predictions`` calls
-``read_arrow`` first and reads the file itself when it answers None.
+Pure: pyarrow and NumPy, no Django; ``evaluation.predictions.read_predictions``
+calls ``read_arrow`` first and has the precise reader (``precise``) read the
+file when it answers None. It imports ``_common`` and ``precise`` (whose
+``_Reader`` it fills and whose ``_assemble`` makes its arrays); neither
+imports it.
 
 The fast path reads the file with strict types (labels, folds, contexts,
 instance ids and candidates as text, dictionary-encoded; score, time and
 probabilities as float64, with no null values) and checks every rule of
-``predictions`` over whole arrays. It only accepts: anything it does not
+the precise reader over whole arrays. It only accepts: anything it does not
 take as ordinary, any pyarrow error and any value a rule refuses make it
 give up (``_Slow``), and the precise reader then reads the file again, row
 by row, for the refusal's exact messages and lines. A refused file is
@@ -48,8 +51,8 @@ import pyarrow.parquet as pq
 
 from engine.core import ROW_SUM_TOLERANCE
 
-from .parquet_pages import Page, PageError, pages
-from .predictions import (
+from ..parquet_pages import Page, PageError, pages
+from ._common import (
     BLOCK_BYTES,
     CHUNK_ROWS,
     CONTEXT,
@@ -62,14 +65,8 @@ from .predictions import (
     PredictionFileTooLong,
     PredictionFileTooManyClasses,
     TextLimits,
-    _assemble,
     _classes_error,
-    _Codes,
     _Errors,
-    _header,
-    _Layout,
-    _Reader,
-    _reader,
     _size_error,
     cut,
     distinct_bytes_error,
@@ -77,6 +74,7 @@ from .predictions import (
     shown,
     too_long_error,
 )
+from .precise import _assemble, _Codes, _header, _Layout, _Reader, _reader
 
 PARQUET_MAGIC = b"PAR1"
 # The most pages a Parquet file uploaded through the web or the API may have

@@ -1,37 +1,19 @@
-"""Prediction sets (``approve-predictions/1``, FORMATS.md): read a CSV of
-candidates' predictions on a test set into arrays, or refuse the whole file
-with line-numbered errors (``line 14, column proba:benign: not a number
-('abc')``).
+"""The precise reader of ``approve-predictions/1`` (``evaluation.predictions``):
+a CSV read row by row with the standard library's csv module, every rule
+checked on every row, and a refused file's errors named by line and column
+(``line 14, column proba:benign: not a number ('abc')``). The Arrow reader
+(``arrow``) fills this module's ``_Reader`` from pyarrow's batches and
+assembles its arrays with ``_assemble``, so that both readers apply the same
+rules; a CSV it gives up on is read here, from the start.
 
-Pure: the standard library and NumPy, no Django (``evaluate_predictions``
-reads a file without any study). The study's side (candidate names, limits)
-comes in as arguments.
+Pure: the standard library and NumPy, no Django and no pyarrow. It imports
+``_common`` alone of the package.
 
-The file: UTF-8 (a byte-order mark is allowed), a header row, then one row
-per candidate and test instance. Commas separate the cells, or tabs when the
-header holds tabs and no comma (a spreadsheet's export). Cells are taken as
-written: labels, folds, instance ids and contexts are text, so ``1`` and
-``1.0`` are two labels, and so are ``spam`` and ``spam `` (only the header's
-column names are trimmed). Numbers are what Python's ``float`` reads,
-finite. An empty cell is an error, but in a ``context:<name>`` column, where
-it is a value like any other.
-
-Labels come in one documented order, which every array's codes follow:
-first the labels of ``y_true`` in the order they first appear, then the
-declared ones that ``y_true`` lacks: the ``proba:<label>`` columns in the
-header's order, then the positive label (declared, it may appear in
-``y_pred`` alone, or nowhere when the file has one label only: every
-instance is then negative). A declared positive label makes the task
-binary: when it is the only label so far (every instance positive), the
-first other label of ``y_pred`` is the negative one, as the positive may be
-``y_pred``'s alone when every instance is negative. Folds, contexts and candidates are in the order they first
-appear.
-
-Speed: the file is read in blocks and parsed in chunks of ``CHUNK_ROWS``
-rows; each chunk's columns are converted by NumPy in bulk and labels are
-mapped to codes through dicts, so no Python object per row outlives its
-chunk. Whole-file checks (undeclared labels, folds, duplicate instances) run
-on the concatenated arrays.
+Speed: the file is read in blocks of ``BLOCK_BYTES`` and parsed in chunks of
+``CHUNK_ROWS`` rows; each chunk's columns are converted by NumPy in bulk and
+labels are mapped to codes through dicts, so no Python object per row
+outlives its chunk. Whole-file checks (undeclared labels, folds, duplicate
+instances) run on the concatenated arrays.
 
 Classes: with ``max_classes``, the distinct labels (y_true's, y_pred's and
 the declared ones) are counted after each chunk, and the reading stops at
@@ -42,11 +24,8 @@ any row): no label table holds more than the limit and one chunk.
 import _csv
 import csv
 import difflib
-import gc
 import io
-import math
-import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain, islice
 from typing import IO, Any
@@ -55,239 +34,33 @@ import numpy as np
 
 from engine.core import ROW_SUM_TOLERANCE
 
-CHUNK_ROWS = 100_000
-# Bytes read from the file at a time (cut at the last line break for decoding).
-BLOCK_BYTES = 1 << 20
-# A refused file lists at most this many errors: enough to see a pattern,
-# not a page per bad row.
-MAX_ERRORS = 20
-# An error quotes at most this many characters of a value (a label, a cell,
-# a column's name), then an ellipsis and the value's real length; a list of
-# values (a file's labels, its folds) names at most QUOTE_MAX_VALUES of them.
-# With MAX_ERRORS, no refusal is more than a few kilobytes, whatever the file holds.
-QUOTE_MAX_CHARS = 40
-QUOTE_MAX_VALUES = 5
-
-FIXED_COLUMNS = ("candidate", "y_true", "y_pred", "score", "fold", "time", "instance")
-PROBA = "proba:"
-CONTEXT = "context:"
-COLUMNS_HELP = "candidate, y_true, y_pred, score, proba:<label>, fold, time, context:<name>, instance"
-MB = 1024 * 1024
-# The media type of a Parquet file (the API's raw body; evaluation.predictions_arrow reads it).
-PARQUET_MEDIA_TYPE = "application/vnd.apache.parquet"
-
-
-class PredictionFileError(ValueError):
-    """The file is refused; ``errors`` lists why, each naming its line
-    (and column) where there is one. Nothing of it is to be stored."""
-
-    def __init__(self, errors: Iterable[str]) -> None:
-        self.errors = list(errors)
-        super().__init__("; ".join(self.errors))
-
-
-class PredictionFileTooLarge(PredictionFileError):
-    """The file is over the size limit it was read with (``max_bytes``)."""
-
-
-class PredictionFileTooManyClasses(PredictionFileError):
-    """The file has more distinct labels than the limit it was read with
-    (``max_classes``)."""
-
-
-class PredictionFileTooLong(PredictionFileError):
-    """A value of the file, or what its text takes together, is over a
-    limit of ``TextLimits``."""
-
-
-@dataclass(frozen=True)
-class TextLimits:
-    """Bounds on what a file's text expands to, whatever the file weighs
-    (a Parquet file's dictionary holds a value once for any number of rows,
-    and a compressed column of one value repeated weighs nearly nothing).
-    None: no bound.
-
-    ``length``: the characters of any one text value (a label, a fold, a
-    context's value, a candidate's name, an instance id), checked on each
-    chunk's cells, or on an Arrow dictionary before any value is decoded.
-    ``distinct_bytes``: the UTF-8 bytes of the distinct labels, folds,
-    contexts and candidates' names together (what a set keeps as lists),
-    counted as they first appear. ``array_bytes``: the memory of the
-    instance ids' array (rows × 4 bytes × the longest id) and what a
-    Parquet file's columns announce once decompressed."""
-
-    length: int | None = None
-    distinct_bytes: int | None = None
-    array_bytes: int | None = None
-
-
-NO_TEXT_LIMITS = TextLimits()
-# What a value of ``TextLimits.length`` characters may take in a Parquet
-# column chunk once decompressed: 4 bytes a character (UTF-8) and a 4-byte
-# length (or a dictionary index); and per column chunk, page headers and levels.
-PARQUET_VALUE_OVERHEAD = 8
-PARQUET_CHUNK_OVERHEAD = 64 * 1024
-
-
-def too_long_error(
-    errors: "_Errors", *, line: int | None, column: str, head: str, length: int, limit: int
-) -> PredictionFileTooLong:
-    """A value of ``length`` characters over ``TextLimits.length``; ``head``:
-    its first characters (at least ``QUOTE_MAX_CHARS``), all the message quotes."""
-    message = (
-        f"a value of {length:,} characters ({head[:QUOTE_MAX_CHARS]!r}…); a label, a fold, a context's value, "
-        f"a candidate's name or an instance id is at most {limit:,} characters"
-    )
-    return PredictionFileTooLong([errors.text(message, line=line, column=column)])
-
-
-def distinct_bytes_error(column: str, limit: int) -> PredictionFileTooLong:
-    return PredictionFileTooLong(
-        [
-            f"column {cut(column)}: the file's distinct labels, folds, contexts and candidates' names take more than "
-            f"{limit:,} bytes together, the limit for a prediction set"
-        ]
-    )
-
-
-def instance_bytes_error(rows: int, width: int, limit: int) -> PredictionFileTooLong:
-    return PredictionFileTooLong(
-        [
-            f"column instance: the instance ids would take {rows * width * 4:,} bytes in memory ({rows:,} rows, each "
-            f"as long as the longest id, {width:,} characters, at 4 bytes a character); the limit is {limit:,} bytes: "
-            "give shorter ids"
-        ]
-    )
-
-
-def _classes_error(count: int, limit: int, *, rows: int | None = None) -> PredictionFileTooManyClasses:
-    """``rows``: the file was not read to its end (the count is of its first ``rows`` rows)."""
-    if rows is None:
-        said = f"the file has {count:,} distinct labels"
-    else:
-        said = f"the file has more than {limit:,} distinct labels ({count:,} in its first {rows:,} rows)"
-    return PredictionFileTooManyClasses(
-        [
-            f"{said}; at most {limit:,} are allowed in a prediction set (labels of y_true and y_pred, "
-            "proba:<label> columns and the positive label, together)"
-        ]
-    )
-
-
-@dataclass
-class CandidatePredictions:
-    """One candidate's rows, in file order. Codes index the labels, folds and
-    contexts of the ``PredictionData`` they belong to."""
-
-    name: str
-    y_true: np.ndarray  # int32 codes into PredictionData.labels
-    y_pred: np.ndarray | None = None  # int32 codes into labels
-    score: np.ndarray | None = None  # float64, binary only: the positive label's score
-    proba: np.ndarray | None = None  # float64 (n, len(labels)), columns in the order of labels
-    fold: np.ndarray | None = None  # int32 codes into PredictionData.folds
-    time: np.ndarray | None = None  # float64 seconds per instance
-    context: np.ndarray | None = None  # int32 codes into PredictionData.contexts
-    instance: np.ndarray | None = None  # str (fixed-width unicode) instance ids
-
-    # The optional arrays, in this order wherever they are listed.
-    OPTIONAL = ("y_pred", "score", "proba", "fold", "time", "context", "instance")
-
-    @property
-    def columns(self) -> list[str]:
-        """The optional arrays this candidate has."""
-        return [name for name in self.OPTIONAL if getattr(self, name) is not None]
-
-    def __len__(self) -> int:
-        return len(self.y_true)
-
-
-@dataclass
-class PredictionData:
-    labels: list[str]  # see the module's docstring for the order
-    positive: str | None
-    folds: list[str]
-    context_columns: list[str]  # the <name>s of the context:<name> columns, in file order
-    contexts: list[tuple[str, ...]]  # one per distinct tuple of context values
-    candidates: dict[str, CandidatePredictions]  # in order of first appearance
-    rows: int
-
-
-# --- errors ---------------------------------------------------------------------------
-
-
-class _Errors:
-    """Errors collected while reading; the file is refused at the end, or as
-    soon as ``MAX_ERRORS`` have been found. They are listed by line (those
-    of no line last), whatever order the checks found them in."""
-
-    def __init__(self, word: str = "line") -> None:
-        # "line" for a CSV's lines, "row" for a Parquet file's rows (from 1).
-        self.word = word
-        self.found: list[tuple[float, int, str]] = []
-
-    def text(self, message: str, *, line: int | None = None, column: str | None = None) -> str:
-        """``message`` placed: its line (or row) and column first."""
-        where = [f"{self.word} {line}"] if line is not None else []
-        where += [f"column {cut(column)}"] if column is not None else []
-        return f"{', '.join(where)}: {message}" if where else message
-
-    def add(self, message: str, *, line: int | None = None, column: str | None = None) -> None:
-        text = self.text(message, line=line, column=column)
-        self.found.append((line if line is not None else math.inf, len(self.found), text))
-        if len(self.found) >= MAX_ERRORS:
-            raise PredictionFileError([*self.messages, f"stopped after {MAX_ERRORS} errors; there may be more"])
-
-    @property
-    def messages(self) -> list[str]:
-        return [text for _, _, text in sorted(self.found)]
-
-    def raise_any(self) -> None:
-        if self.found:
-            raise PredictionFileError(self.messages)
-
-
-def cut(value: str) -> str:
-    """``value`` as an error shows it: whole up to ``QUOTE_MAX_CHARS``
-    characters, else its start, an ellipsis and its real length."""
-    if len(value) <= QUOTE_MAX_CHARS:
-        return value
-    return f"{value[:QUOTE_MAX_CHARS]}… ({len(value):,} characters)"
-
-
-def shown(value: str) -> str:
-    """``value`` quoted in an error (``repr``), cut as ``cut`` cuts it."""
-    if len(value) <= QUOTE_MAX_CHARS:
-        return repr(value)
-    return f"{value[:QUOTE_MAX_CHARS]!r}… ({len(value):,} characters)"
-
-
-def _quoted(names: Iterable[str]) -> str:
-    """Values quoted in an error: ``QUOTE_MAX_VALUES`` at most, then how many more."""
-    names = list(names)
-    listed = ", ".join(shown(name) for name in names[:QUOTE_MAX_VALUES])
-    more = len(names) - QUOTE_MAX_VALUES
-    return f"{listed} and {more:,} more" if more > 0 else listed
-
+from ._common import (
+    BLOCK_BYTES,
+    CHUNK_ROWS,
+    COLUMNS_HELP,
+    CONTEXT,
+    FIXED_COLUMNS,
+    NO_TEXT_LIMITS,
+    PROBA,
+    QUOTE_MAX_CHARS,
+    CandidatePredictions,
+    PredictionData,
+    PredictionFileError,
+    PredictionFileTooLong,
+    TextLimits,
+    _classes_error,
+    _Errors,
+    _quoted,
+    _size_error,
+    cut,
+    distinct_bytes_error,
+    instance_bytes_error,
+    known_size,
+    shown,
+    too_long_error,
+)
 
 # --- reading text -----------------------------------------------------------------------
-
-
-def _size_error(size: int | None, limit: int) -> PredictionFileTooLarge:
-    said = f"is {size} bytes" if size is not None else f"is more than {limit} bytes"
-    return PredictionFileTooLarge(
-        [f"the file {said}; the limit for a prediction file is {limit} bytes ({limit / MB:g} MB)"]
-    )
-
-
-def known_size(source: Any) -> int | None:
-    """The size of an open file or an upload, when it can be told without reading."""
-    size = getattr(source, "size", None)  # Django's uploaded files
-    if isinstance(size, int):
-        return size
-    try:
-        return os.fstat(source.fileno()).st_size
-    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
-        return None
 
 
 class _Text:
@@ -992,118 +765,7 @@ def _assemble(reader: _Reader, positive: str | None, errors: _Errors) -> Predict
     )
 
 
-def _open(source: Any) -> tuple[IO, bool]:
-    """The binary stream of a path or an open stream, and whether it was
-    opened here (and is to be closed here)."""
-    if isinstance(source, (str, os.PathLike)):
-        try:
-            return open(source, "rb"), True  # noqa: SIM115 (closed by the caller)
-        except OSError as error:
-            raise PredictionFileError([f"cannot read {os.fspath(source)}: {error.strerror}"]) from None
-    return source, False
-
-
-class _Prefixed:
-    """A stream whose first bytes were read already (to tell a Parquet
-    file), read again first."""
-
-    def __init__(self, head: bytes, stream: IO) -> None:
-        self.head = head
-        self.stream = stream
-
-    def read(self, size: int = -1) -> bytes:
-        if not self.head:
-            return self.stream.read(size)
-        if 0 <= size <= len(self.head):
-            part, self.head = self.head[:size], self.head[size:]
-            return part
-        head, self.head = self.head, b""
-        return head + self.stream.read(-1 if size < 0 else size - len(head))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.stream, name)
-
-
-def _seekable_if_parquet(stream: Any, max_bytes: int | None) -> Any:
-    """A stream that cannot seek (standard input, a request's body): a
-    Parquet file is read into memory (its footer comes last), anything else
-    is left to the readers, its first bytes put back."""
-    try:
-        if stream.seekable():
-            return stream
-    except (AttributeError, ValueError):
-        pass
-    head = stream.read(4)
-    if isinstance(head, str) or head != b"PAR1":
-        return _Prefixed(head, stream) if head else stream
-    rest = stream.read() if max_bytes is None else stream.read(max_bytes)
-    if max_bytes is not None and len(head) + len(rest) > max_bytes:
-        raise _size_error(None, max_bytes)
-    return io.BytesIO(head + rest)
-
-
-def read_predictions(
-    stream_or_path: Any,
-    *,
-    candidate: str | None = None,
-    positive: str | None = None,
-    candidates: Iterable[str] | None = None,
-    max_bytes: int | None = None,
-    max_rows: int | None = None,
-    max_classes: int | None = None,
-    text_limits: TextLimits = NO_TEXT_LIMITS,
-) -> PredictionData:
-    """Read an ``approve-predictions/1`` CSV or Parquet file (a path, or a
-    binary or text stream) into arrays, or raise ``PredictionFileError``
-    listing why it is refused (``PredictionFileTooLarge`` when over
-    ``max_bytes``). ``predictions_arrow`` reads it first (a Parquet file,
-    and a CSV at Arrow speed); this module's reader reads a CSV it gives
-    up on, for the refusal's exact lines.
-
-    ``candidate``: the file is for that one candidate (a ``candidate``
-    column is then optional, and must name it on every row).
-    ``positive``: the positive label of a binary set (required by ``score``).
-    ``candidates``: the names the file may use (None: any).
-    ``max_bytes``, ``max_rows``: limits (None: none).
-    ``max_classes``: the most distinct labels (None: any number); the
-    reading stops at the end of the chunk that passes it
-    (``PredictionFileTooManyClasses``).
-    ``text_limits``: what the file's text may expand to (``TextLimits``;
-    ``PredictionFileTooLong``), checked before the values it bounds are made.
-    """
-    allowed = None if candidates is None else set(candidates)
-    errors = _Errors()
-    if candidate is not None and allowed is not None and candidate not in allowed:
-        raise PredictionFileError([f"candidate: no candidate named {shown(candidate)} in this study"])
-    stream, opened = _open(stream_or_path)
-    collecting = gc.isenabled()
-    # A chunk is a hundred thousand lists of strings: the cyclic collector
-    # would walk them again and again, and none of them holds a cycle.
-    gc.disable()
-    try:
-        from .predictions_arrow import read_arrow  # (it imports this module)
-
-        name = os.fspath(stream_or_path) if opened else getattr(stream, "name", None)
-        stream = _seekable_if_parquet(stream, max_bytes)
-        data = read_arrow(
-            stream,
-            name=name if isinstance(name, str) else None,
-            candidate=candidate,
-            positive=positive,
-            allowed=allowed,
-            max_bytes=max_bytes,
-            max_rows=max_rows,
-            max_classes=max_classes,
-            text_limits=text_limits,
-        )
-        if data is not None:
-            return data
-        return _read(_Text(stream, max_bytes), candidate, positive, allowed, max_rows, max_classes, text_limits, errors)
-    finally:
-        if collecting:
-            gc.enable()
-        if opened:
-            stream.close()
+# --- the CSV, row by row ---------------------------------------------------------------
 
 
 def _csv_rows(text: _Text) -> _csv.Reader:
@@ -1188,3 +850,22 @@ def _read(
         raise PredictionFileError(["the file has a header but no rows: add one row per candidate and test instance"])
     errors.raise_any()  # whole-file checks mean little over rows that do not read
     return _assemble(parsed, positive, errors)
+
+
+def read_precise(
+    stream: IO,
+    *,
+    candidate: str | None,
+    positive: str | None,
+    allowed: set[str] | None,
+    max_bytes: int | None,
+    max_rows: int | None,
+    max_classes: int | None,
+    text_limits: TextLimits = NO_TEXT_LIMITS,
+) -> PredictionData:
+    """A CSV file (a binary or text stream) read row by row into arrays, or
+    ``PredictionFileError`` listing why it is refused, each error on its line
+    (the options are ``read_predictions``'s; ``allowed``: the candidates' names
+    the file may use, None: any)."""
+    text = _Text(stream, max_bytes)
+    return _read(text, candidate, positive, allowed, max_rows, max_classes, text_limits, _Errors())
