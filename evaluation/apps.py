@@ -6,19 +6,40 @@ class EvaluationConfig(AppConfig):
     verbose_name = "Evaluation from predictions"
 
     def ready(self) -> None:
-        # The API schema's EvaluationDocument component: evaluation registers
-        # it, so workspace's schema imports nothing of evaluation (a
-        # function-level import: AppConfig.ready's pattern).
+        # evaluation registers its parts of workspace's pages, bundle and API
+        # schema into workspace's extension points, so workspace imports
+        # nothing of evaluation (docs/architecture.md, "Layers"). Imported
+        # here, once the apps are loaded (AppConfig.ready's pattern).
+        from workspace import extensions as ext
         from workspace.api.schema import component_register
-        from workspace.extensions import bundle_section_register, expert_inputs_register, missing_inputs_register
 
+        from . import selectors
         from .api.computations import EVALUATION_SCHEMA
         from .bundle import SECTION
-        from .selectors import elicitation_answers_given, elicitations_missing
 
         component_register("EvaluationDocument", EVALUATION_SCHEMA)
         # A study bundle's prediction sets and elicited metrics (workspace.bundles).
-        bundle_section_register(SECTION)
-        # What an expert still has to give, and has given, of the elicited metrics.
-        missing_inputs_register(elicitations_missing)
-        expert_inputs_register("elicitation_answers", elicitation_answers_given)
+        ext.bundle_section_register(SECTION)
+        # The elicited metrics: an expert's questions, what is missing and given.
+        ext.expert_questions_register(
+            ext.ExpertQuestions(
+                steps=selectors.elicitation_steps,
+                steps_by_expert=selectors.elicitation_steps_by_expert,
+                unfinished=selectors.elicitations_unfinished,
+                own_values=selectors.own_elicited_values,
+            )
+        )
+        ext.missing_inputs_register(selectors.elicitations_missing)
+        ext.expert_inputs_register("elicitation_answers", selectors.elicitation_answers_given)
+        # The measurements page: values computed from predictions, and the elicited spreads.
+        ext.value_sources_register(
+            ext.ValueSources(
+                key="computed",
+                summaries_key="provenance",
+                read=selectors.measurement_sources,
+                holds=lambda source, value: not source.edited_since(value),
+                summaries=selectors.computed_summaries,
+                also_shown=selectors.computed_measurements,
+            )
+        )
+        ext.measurement_section_register("elicited_spreads", selectors.elicited_spreads_shown)

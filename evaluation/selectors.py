@@ -2,6 +2,7 @@
 resolved for the user (``workspace.selectors.study_get``: an outsider never
 gets that far)."""
 
+import dataclasses
 import json
 import threading
 from collections import OrderedDict
@@ -10,9 +11,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
-from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.db.models import Exists, OuterRef, Prefetch, QuerySet, Subquery
 
 from engine import feedback
+from workspace.extensions import QuestionStep
 from workspace.models import Candidate, Measurement, Membership, Metric, Study
 
 from . import elicited as elicited_domain
@@ -165,25 +167,28 @@ def measurement_sources(*, study: Study) -> dict[tuple[int, int], MeasurementSou
     return {(s.candidate_id, s.metric_id): s for s in MeasurementSource.objects.filter(study=study)}
 
 
-def measurement_values_shown(
-    *, study: Study, candidate_ids: list[int]
-) -> tuple[dict[tuple[int, int], float], dict[tuple[int, int], float]]:
-    """``({(candidate id, metric id): value}, {...: standard error})`` of
-    the measurements a page of the measurements table shows: those of
-    ``candidate_ids``, and every one computed from predictions (whose
-    provenance the page summarises, typed over or not, for every
-    candidate); the second holds only the values that have a standard
-    error. One query of plain values."""
-    computed = MeasurementSource.objects.filter(
-        study=study, candidate_id=OuterRef("candidate_id"), metric_id=OuterRef("metric_id")
+def computed_measurements(*, study: Study) -> Exists:
+    """The study's measurements computed from predictions (whether typed
+    over since or not), as a filter of ``Measurement`` rows: the
+    measurements table reads them for its summary of every candidate."""
+    return Exists(
+        MeasurementSource.objects.filter(
+            study=study, candidate_id=OuterRef("candidate_id"), metric_id=OuterRef("metric_id")
+        )
     )
-    rows = Measurement.objects.filter(study=study).filter(Q(candidate_id__in=candidate_ids) | Exists(computed))
-    values, errors = {}, {}
-    for candidate, metric, value, error in rows.values_list("candidate_id", "metric_id", "value", "standard_error"):
-        values[(candidate, metric)] = value
-        if error is not None:
-            errors[(candidate, metric)] = error
-    return values, errors
+
+
+def computed_summaries(
+    *,
+    metrics: list[Metric],
+    sources: dict[tuple[int, int], MeasurementSource],
+    values: dict[tuple[int, int], float],
+    candidate_names: dict[int, str],
+) -> list[MetricSources]:
+    """``source_summaries`` of the metrics that some computed value still
+    holds (the measurements table's "Computed from predictions")."""
+    summaries = source_summaries(metrics=metrics, sources=sources, values=values, candidate_names=candidate_names)
+    return [summary for summary in summaries if summary.computed]
 
 
 def source_summaries(
@@ -350,16 +355,6 @@ def elicitation_state(*, elicited_metric: ElicitedMetric, expert: Membership) ->
     )
 
 
-@dataclass(frozen=True)
-class ElicitationStep:
-    """An elicited metric as one of an expert's steps."""
-
-    metric_id: int
-    name: str
-    answered: int
-    finished: bool
-
-
 def _answered_metrics(study: Study) -> QuerySet[ElicitedMetric]:
     """The elicited metrics the experts answer: all of them until the vote
     closes, the selected ones from then on."""
@@ -369,7 +364,7 @@ def _answered_metrics(study: Study) -> QuerySet[ElicitedMetric]:
     return rows
 
 
-def elicitation_steps(*, study: Study, expert: Membership) -> list[ElicitationStep]:
+def elicitation_steps(*, study: Study, expert: Membership) -> list[QuestionStep]:
     """The elicited metrics the expert answers (once the selection is fixed,
     the selected ones only) with their progress: one query."""
     mine = ElicitationAnswers.objects.filter(elicited_metric=OuterRef("pk"), expert=expert)
@@ -379,14 +374,14 @@ def elicitation_steps(*, study: Study, expert: Membership) -> list[ElicitationSt
         .order_by("metric__position", "metric_id")
     )
     return [
-        ElicitationStep(metric_id, name, len(answers or ""), weights is not None)
+        QuestionStep(metric_id, name, len(answers or ""), weights is not None)
         for metric_id, name, answers, weights in rows.values_list(
             "metric_id", "metric__name", "mine_answers", "mine_weights"
         )
     ]
 
 
-def elicitation_steps_by_expert(*, study: Study, expert_ids: list[int]) -> dict[int, list[ElicitationStep]]:
+def elicitation_steps_by_expert(*, study: Study, expert_ids: list[int]) -> dict[int, list[QuestionStep]]:
     """``elicitation_steps`` for each of the study's experts ``expert_ids``
     (membership ids), for the study home and the designer's progress grid:
     two queries whatever their number (one when the study elicits nothing)."""
@@ -403,8 +398,7 @@ def elicitation_steps_by_expert(*, study: Study, expert_ids: list[int]) -> dict[
             answered[(elicited_id, expert_id)] = (len(answers), weights is not None)
     return {
         expert_id: [
-            ElicitationStep(metric_id, name, *answered.get((pk, expert_id), (0, False)))
-            for pk, metric_id, name in metrics
+            QuestionStep(metric_id, name, *answered.get((pk, expert_id), (0, False))) for pk, metric_id, name in metrics
         ]
         for expert_id in expert_ids
     }
@@ -734,3 +728,12 @@ def elicitation_answers_given(*, expert: Membership) -> dict[str, str]:
         .order_by("elicited_metric__metric__position", "elicited_metric_id")
         .values_list("elicited_metric__metric__name", "answers")
     )
+
+
+def elicited_spreads_shown(*, study: Study, candidates: set[str]) -> list[ElicitedSpread]:
+    """``elicited_spreads``, each limited to ``candidates`` (the names a page
+    of the measurements table shows)."""
+    return [
+        dataclasses.replace(spread, values=[value for value in spread.values if value.candidate in candidates])
+        for spread in elicited_spreads(study=study)
+    ]

@@ -74,3 +74,16 @@ def import_summaries(
         if summary.last_imported is None or source.imported_at > summary.last_imported:
             summary.last_imported = source.imported_at
     return [summary for summary in summaries.values() if summary.imported]
+
+
+def imports_summarised(
+    *,
+    metrics: list[Metric],
+    sources: dict[tuple[int, int], MlflowValueSource],
+    values: dict[tuple[int, int], float],
+    candidate_names: dict[int, str],
+) -> list[MetricImports]:
+    """``import_summaries`` as the measurements page asks every source
+    (``workspace.extensions.ValueSources.summaries``): the values and the
+    names are not needed."""
+    return import_summaries(metrics=metrics, sources=sources)

@@ -14,6 +14,15 @@ engine's runs app, tracking) register into them in their
 - ``EXPERT_INPUTS``: an expert's inputs kept by another app, shown with
   theirs when an invitation carries inputs (evaluation:
   ``elicitation_answers``).
+- ``EXPERT_QUESTIONS``: questions an expert answers as steps after the four
+  (evaluation's elicited metrics): the steps, the to-do, and the expert's
+  own values of those metrics that the ranges step previews.
+- ``VALUE_SOURCES``: where measurements came from, marked on the
+  measurements table's cells and summarised under it (evaluation: computed
+  from predictions; tracking: imported from MLflow).
+- ``MEASUREMENT_SECTIONS``: more of the measurements page, for the
+  candidates it shows (evaluation: the elicited metrics' spreads across
+  the experts, ``elicited_spreads``).
 """
 
 from collections.abc import Callable, Sequence
@@ -103,3 +112,151 @@ def expert_inputs_register(key: str, read: _ExpertInputs) -> None:
     if key in EXPERT_INPUTS:
         raise ImproperlyConfigured(f"An expert input is already registered as {key!r}.")
     EXPERT_INPUTS[key] = read
+
+
+# --- an expert's questions (evaluation's elicited metrics) ---------------------------
+
+
+@dataclass(frozen=True)
+class QuestionStep:
+    """One metric's questions as one of an expert's steps."""
+
+    metric_id: int
+    name: str
+    answered: int
+    finished: bool
+
+
+class _Steps(Protocol):
+    def __call__(self, *, study: "Study", expert: "Membership") -> list[QuestionStep]: ...
+
+
+class _StepsByExpert(Protocol):
+    def __call__(self, *, study: "Study", expert_ids: list[int]) -> dict[int, list[QuestionStep]]: ...
+
+
+class _Unfinished(Protocol):
+    def __call__(self, *, memberships: "list[Membership]") -> dict[int, list[str]]: ...
+
+
+class _OwnValues(Protocol):
+    def __call__(self, *, study: "Study", expert: "Membership") -> dict[int, dict[str, float] | None]: ...
+
+
+@dataclass(frozen=True)
+class ExpertQuestions:
+    """``steps``: the questions the expert answers, with their progress (the
+    step pages); ``steps_by_expert``: the same for each expert id given (the
+    study home, the progress grid); ``unfinished``: per expert membership,
+    the names of the metrics whose questions are open and unfinished (the
+    dashboard's to-do); ``own_values``: per metric id, the expert's own
+    value of each candidate, or None while unfinished (the ranges step)."""
+
+    steps: _Steps
+    steps_by_expert: _StepsByExpert
+    unfinished: _Unfinished
+    own_values: _OwnValues
+
+
+EXPERT_QUESTIONS: list[ExpertQuestions] = []
+
+
+def expert_questions_register(questions: ExpertQuestions) -> None:
+    """Add ``questions`` to every expert's steps."""
+    EXPERT_QUESTIONS.append(questions)
+
+
+def question_steps(*, study: "Study", expert: "Membership") -> list[QuestionStep]:
+    return [step for questions in EXPERT_QUESTIONS for step in questions.steps(study=study, expert=expert)]
+
+
+def question_steps_by_expert(*, study: "Study", expert_ids: list[int]) -> dict[int, list[QuestionStep]]:
+    steps: dict[int, list[QuestionStep]] = {expert: [] for expert in expert_ids}
+    for questions in EXPERT_QUESTIONS:
+        for expert, found in questions.steps_by_expert(study=study, expert_ids=expert_ids).items():
+            steps[expert] += found
+    return steps
+
+
+def questions_unfinished(*, memberships: "list[Membership]") -> dict[int, list[str]]:
+    unfinished: dict[int, list[str]] = {}
+    for questions in EXPERT_QUESTIONS:
+        for expert, names in questions.unfinished(memberships=memberships).items():
+            unfinished.setdefault(expert, []).extend(names)
+    return unfinished
+
+
+def own_values(*, study: "Study", expert: "Membership") -> dict[int, dict[str, float] | None]:
+    return {
+        metric: values
+        for questions in EXPERT_QUESTIONS
+        for metric, values in questions.own_values(study=study, expert=expert).items()
+    }
+
+
+# --- where measurements came from (the measurements table) ---------------------------
+
+
+class _SourcesRead(Protocol):
+    def __call__(self, *, study: "Study") -> dict[tuple[int, int], Any]: ...
+
+
+class _Holds(Protocol):
+    def __call__(self, source: Any, value: float | None) -> bool: ...
+
+
+class _Summaries(Protocol):
+    def __call__(
+        self,
+        *,
+        metrics: "list[Metric]",
+        sources: dict[tuple[int, int], Any],
+        values: dict[tuple[int, int], float],
+        candidate_names: dict[int, str],
+    ) -> list: ...
+
+
+class _AlsoShown(Protocol):
+    def __call__(self, *, study: "Study") -> Any: ...
+
+
+@dataclass(frozen=True)
+class ValueSources:
+    """``read``: every source of the study's values by (candidate id, metric
+    id), one query; ``holds``: whether a source still holds the cell's value
+    (typed over, it does not); ``summaries``: the table's summary of them
+    (the metrics of the page in order); ``also_shown``: besides the page's
+    candidates, the measurements the table reads for the summaries (an
+    ``Exists`` over the ``Measurement`` rows), or None. A cell holds its
+    source under ``key``, and the page's context the summaries under
+    ``summaries_key``."""
+
+    key: str
+    summaries_key: str
+    read: _SourcesRead
+    holds: _Holds
+    summaries: _Summaries
+    also_shown: _AlsoShown | None = None
+
+
+VALUE_SOURCES: list[ValueSources] = []
+
+
+def value_sources_register(sources: ValueSources) -> None:
+    """Mark and summarise ``sources`` on the measurements table."""
+    VALUE_SOURCES.append(sources)
+
+
+class _MeasurementSection(Protocol):
+    def __call__(self, *, study: "Study", candidates: set[str]) -> Any: ...
+
+
+#: key in the measurements page's context -> what it shows for the page's candidates (by name)
+MEASUREMENT_SECTIONS: dict[str, _MeasurementSection] = {}
+
+
+def measurement_section_register(key: str, read: _MeasurementSection) -> None:
+    """Show ``read(study=..., candidates=...)`` on the measurements page as ``key``."""
+    if key in MEASUREMENT_SECTIONS:
+        raise ImproperlyConfigured(f"A measurements section is already registered as {key!r}.")
+    MEASUREMENT_SECTIONS[key] = read

@@ -1,9 +1,12 @@
 """The study's design: attributes, metrics, candidates, measurements, the
 ballots and the selection the vote fixes."""
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 from django.db import connection
-from django.db.models import Count, Prefetch, QuerySet
+from django.db.models import Count, Prefetch, Q, QuerySet
 
 from ..models import Candidate, Measurement, Metric, QualityAttribute, Study
 
@@ -220,3 +223,25 @@ def vote_selection_get(*, study: Study) -> tuple[set[int], set[int]]:
     metrics = Metric.objects.filter(study=study).annotate(vote_count=Count("votes"))
     metric_ids = {m.pk for m in metrics if m.attribute_id in attribute_ids and m.vote_count >= study.metric_threshold}
     return attribute_ids, metric_ids
+
+
+def measurement_values_shown(
+    *, study: Study, candidate_ids: list[int], also: Sequence[Any] = ()
+) -> tuple[dict[tuple[int, int], float], dict[tuple[int, int], float]]:
+    """``({(candidate id, metric id): value}, {...: standard error})`` of
+    the measurements a page of the measurements table shows: those of
+    ``candidate_ids``, and every one ``also`` selects (filters of
+    ``Measurement`` rows: the values whose sources the page summarises for
+    every candidate, ``workspace.extensions.ValueSources.also_shown``); the
+    second holds only the values that have a standard error. One query of
+    plain values."""
+    shown = Q(candidate_id__in=candidate_ids)
+    for rows in also:
+        shown |= rows
+    values, errors = {}, {}
+    measured = Measurement.objects.filter(study=study).filter(shown)
+    for candidate, metric, value, error in measured.values_list("candidate_id", "metric_id", "value", "standard_error"):
+        values[(candidate, metric)] = value
+        if error is not None:
+            errors[(candidate, metric)] = error
+    return values, errors

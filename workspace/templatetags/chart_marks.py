@@ -223,7 +223,7 @@ def _measurement_cell(cell: dict[str, Any], max_length: int) -> str:
             '<span class="cell__se" title="standard error: sampled by a Monte Carlo analysis">'
             f"± {significant(float(cell['standard_error']))}</span>"
         )
-    computed = cell["computed"]
+    computed = cell.get("computed")
     if computed:
         when = date_filter(localtime(computed.computed_at), "j M Y, H:i")
         title = f"{computed.computation_name} of {computed.prediction_set_name}, {when} UTC"

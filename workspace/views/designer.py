@@ -10,7 +10,7 @@ nothing written.
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, cast
 
 from django import forms
@@ -26,14 +26,13 @@ from django.views import View
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from engine.rules import CONSISTENCY_THRESHOLD, is_consistent
-from evaluation import selectors as evaluation_selectors
-from tracking import selectors as tracking_selectors
 
 from .. import invitations, limits, reminders, selectors, services
 from ..api.throttling import import_refusal, import_throttle_wait
 from ..bundles import study_export_json, study_import_bundle
 from ..catalogue import ATTRIBUTE_CATALOGUE, catalogue_definition
 from ..errors import InvalidInput, ServiceError
+from ..extensions import MEASUREMENT_SECTIONS, VALUE_SOURCES
 from ..forms import designer as f
 from ..measurement_csv import CsvRefused, measurements_csv_text, measurements_parse, rows_as_measurements, text_decode
 from ..models import Candidate, Membership, Metric, Phase, QualityAttribute, Study
@@ -442,15 +441,16 @@ class MeasurementPage:
     candidates): the study's candidates and metrics, the page, and the values
     it shows. Five queries: candidates, metrics with how many are measured,
     the values shown (evaluation.selectors.measurement_values_shown), where
-    computed values came from, where values imported from MLflow came from."""
+    and each of the sources registered (workspace.extensions.VALUE_SOURCES:
+    computed from predictions, imported from MLflow) by (candidate id,
+    metric id)."""
 
     candidates: list[Candidate]
     metrics: list[Metric]
     page: Page
     values: dict[tuple[int, int], float]
-    sources: dict
+    sources: dict[str, dict[tuple[int, int], Any]]  # by ValueSources.key
     standard_errors: dict[tuple[int, int], float]
-    imported: dict  # where values imported from MLflow came from (tracking.selectors.value_sources)
 
     @classmethod
     def read(cls, study: Study, number: str | None) -> "MeasurementPage":
@@ -458,9 +458,10 @@ class MeasurementPage:
         metrics = list(selectors.metric_list(study=study, measured=True))
         page = Paginator(candidates, limits.CANDIDATES_PER_PAGE).get_page(number)
         ids = [c.pk for c in page.object_list]
-        values, errors = evaluation_selectors.measurement_values_shown(study=study, candidate_ids=ids)
-        sources = evaluation_selectors.measurement_sources(study=study)
-        return cls(candidates, metrics, page, values, sources, errors, tracking_selectors.value_sources(study=study))
+        also = [source.also_shown(study=study) for source in VALUE_SOURCES if source.also_shown is not None]
+        values, errors = selectors.measurement_values_shown(study=study, candidate_ids=ids, also=also)
+        sources = {source.key: source.read(study=study) for source in VALUE_SOURCES}
+        return cls(candidates, metrics, page, values, sources, errors)
 
     @property
     def shown(self) -> list[Candidate]:
@@ -512,12 +513,13 @@ def _measurement_page(
         "csv_form": (upload or f.MeasurementCsvForm()) if study.is_designer else None,
         "csv_errors": csv_errors,
         "max_rows": limits.MEASUREMENTS_PER_PUT_MAX,
-        "provenance": _computed_provenance(read),
-        "mlflow_provenance": tracking_selectors.import_summaries(metrics=metrics, sources=read.imported),
+        **_source_summaries(read),
         # Elicited metrics: each candidate's spread across the experts (once
         # closed), for the candidates of this page, as the table shows them.
         "spread_min_experts": limits.ROUND_FEEDBACK_MIN_EXPERTS,
-        "elicited_spreads": _elicited_spreads_shown(study, shown_names),
+        **{
+            key: read_section(study=study, candidates=shown_names) for key, read_section in MEASUREMENT_SECTIONS.items()
+        },
     }
     return render(request, "designer/measurements.html", context)
 
@@ -553,17 +555,15 @@ def _measurement_cell(
     writes 500 inputs a page, which Django's widget rendering would
     make the page's main cost."""
     value = read.values.get((candidate.pk, metric.pk))
-    source = read.sources.get((candidate.pk, metric.pk))
-    computed = source if source is not None and not source.edited_since(value) else None
-    mlflow = read.imported.get((candidate.pk, metric.pk))
-    entry = {
-        "imported": mlflow if mlflow is not None and mlflow.value == value else None,
+    entry: dict[str, Any] = {
         "metric": metric,
         "value": value,
         "standard_error": read.standard_errors.get((candidate.pk, metric.pk)),
-        "computed": computed,
         "input": None,
     }
+    for kind in VALUE_SOURCES:  # "computed", "imported": the source if it still holds the value
+        source = read.sources[kind.key].get((candidate.pk, metric.pk))
+        entry[kind.key] = source if source is not None and kind.holds(source, value) else None
     if editable:
         name = f.cell_name(candidate.pk, metric.pk)
         entry["input"] = {
@@ -575,28 +575,16 @@ def _measurement_cell(
     return entry
 
 
-def _computed_provenance(read: MeasurementPage) -> list:
-    """The source summaries of the page's metrics that some computed value
-    still holds."""
-    return [
-        summary
-        for summary in evaluation_selectors.source_summaries(
-            metrics=read.metrics,
-            sources=read.sources,
-            values=read.values,
-            candidate_names={c.pk: c.name for c in read.candidates},
+def _source_summaries(read: MeasurementPage) -> dict[str, list]:
+    """Each registered source's summary of the page's metrics, under its
+    ``summaries_key`` ("provenance", "mlflow_provenance")."""
+    names = {c.pk: c.name for c in read.candidates}
+    return {
+        kind.summaries_key: kind.summaries(
+            metrics=read.metrics, sources=read.sources[kind.key], values=read.values, candidate_names=names
         )
-        if summary.computed
-    ]
-
-
-def _elicited_spreads_shown(study: Study, shown_names: set[str]) -> list:
-    """The elicited metrics' spreads, each limited to the candidates this
-    page shows."""
-    return [
-        replace(spread, values=[value for value in spread.values if value.candidate in shown_names])
-        for spread in evaluation_selectors.elicited_spreads(study=study)
-    ]
+        for kind in VALUE_SOURCES
+    }
 
 
 @login_required

@@ -26,9 +26,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from engine import core
 from engine.rules import AHP_WEIGHTINGS, CONSISTENCY_THRESHOLD, PERCENT_TOTAL, PERCENT_TOTAL_SLACK, is_consistent
-from evaluation import selectors as evaluation_selectors
 
-from .. import charts, limits, selectors, services
+from .. import charts, extensions, limits, selectors, services
 from ..errors import InvalidInput, PhaseConflict
 from ..forms.expert import (
     SCALE_POINTS,
@@ -146,7 +145,7 @@ def _step_context(study: Study, expert: Membership, step: Step) -> dict[str, Any
         "next_step": STEPS[position + 1] if position + 1 < len(STEPS) else None,
         "next_url": _url(STEPS[position + 1], study) if position + 1 < len(STEPS) else None,
         "readonly": readonly_reason(study, step),
-        "elicitations": evaluation_selectors.elicitation_steps(study=study, expert=expert),
+        "elicitations": extensions.question_steps(study=study, expert=expert),
     }
 
 
@@ -557,9 +556,9 @@ def _measured(study: Study, metrics: list[Metric], expert: Membership) -> dict[i
     """Each selected metric's measured candidates (one query, 20,000 rows at
     the documented limits: split by metric with NumPy, not row by row); an
     elicited metric's are the expert's own values, as a run reads them
-    (``evaluation.selectors.own_elicited_values``), not the typed ones."""
+    (``workspace.extensions.own_values``: evaluation's), not the typed ones."""
     metric_ids, position, values, candidates = selectors.selected_measurement_arrays(study=study)
-    own = evaluation_selectors.own_elicited_values(study=study, expert=expert)
+    own = extensions.own_values(study=study, expert=expert)
     index = {name: i for i, name in enumerate(candidates)}
     measured = {}
     for metric in metrics:

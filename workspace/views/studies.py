@@ -14,9 +14,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from engine.rules import CONSISTENCY_THRESHOLD
-from evaluation import selectors as evaluation_selectors
 
-from .. import invitations, selectors, services
+from .. import extensions, invitations, selectors, services
 from ..errors import InvalidInput, PhaseConflict
 from ..forms.studyhome import InvitationAcceptForm
 from ..models import Invitation, Membership, Phase, Study
@@ -211,7 +210,7 @@ def _assessment_steps(study: Study, expert: ExpertProgress) -> list[Step]:
     return [priorities, ranges, peers]
 
 
-def _elicitation_step(study: Study, step: evaluation_selectors.ElicitationStep, *, for_designer: bool = False) -> Step:
+def _elicitation_step(study: Study, step: extensions.QuestionStep, *, for_designer: bool = False) -> Step:
     """An elicited metric's questions as one of the expert's steps (after the four)."""
     key, label = f"elicitation/{step.metric_id}", f"Questions on {step.name}"
     if not services.has_opened(study, Action.ELICIT):
@@ -231,12 +230,12 @@ def expert_steps(
     expert: ExpertProgress,
     *,
     for_designer: bool = False,
-    elicitations: Sequence[evaluation_selectors.ElicitationStep] = (),
+    elicitations: Sequence[extensions.QuestionStep] = (),
 ) -> list[Step]:
     """The four steps of an expert with progress annotations
     (``selectors.expert_progress_annotate``), each done or not, then a step
     per elicited metric they answer (``elicitations``, from
-    ``evaluation.selectors.elicitation_steps_by_expert``); worded for the
+    ``workspace.extensions.question_steps_by_expert``); worded for the
     expert, or ``for_designer`` (the progress grid) about them."""
     return [
         _votes_step(study, expert, for_designer=for_designer),
@@ -258,7 +257,7 @@ def next_step_key(study: Study, steps: list[Step]) -> str:
 def expert_todo(study: Study, expert: ExpertProgress, unfinished: Sequence[str] = ()) -> list[str]:
     """What the expert still has to do, in words (the dashboard);
     ``unfinished``: the elicited metrics whose questions they have not
-    finished (``evaluation.selectors.elicitations_unfinished``)."""
+    finished (``workspace.extensions.questions_unfinished``)."""
     if not services.has_opened(study, Action.VOTE):
         return ["Waiting for the designer to open voting."]
     if services.phase_allows(study, Action.VOTE):
@@ -365,7 +364,7 @@ def home(request: HttpRequest) -> HttpResponse:
     """My studies with, per role, what is still to do; and the invitations
     addressed to me, to accept or decline."""
     studies = cast("list[DashboardEntry]", selectors.dashboard_studies(user=request.user))  # todo set here
-    unfinished = evaluation_selectors.elicitations_unfinished(
+    unfinished = extensions.questions_unfinished(
         memberships=[membership for study in studies for membership in study.my_memberships]
     )
     for study in studies:
@@ -480,7 +479,7 @@ def _elicitations_shown(study: Study, experts: "list[ExpertRow]", mine: "ExpertR
     """The elicitation steps of the experts the home shows steps for: every
     expert to the designer, else only mine (no query when none)."""
     shown = [e.pk for e in experts] if study.is_designer else [mine.pk] if mine is not None else []
-    return evaluation_selectors.elicitation_steps_by_expert(study=study, expert_ids=shown) if shown else {}
+    return extensions.question_steps_by_expert(study=study, expert_ids=shown) if shown else {}
 
 
 def _pending_reasons_set(experts: "list[ExpertRow]") -> None:
@@ -523,7 +522,7 @@ def my_steps(request: HttpRequest, study_id: int) -> HttpResponse:
         mine = next((e for e in selectors.expert_progress_list(study=study) if e.user_id == request.user.pk), None)
     if mine is None:
         return redirect(f"/studies/{study.pk}/my/votes/")
-    elicited = evaluation_selectors.elicitation_steps_by_expert(study=study, expert_ids=[mine.pk])[mine.pk]
+    elicited = extensions.question_steps_by_expert(study=study, expert_ids=[mine.pk])[mine.pk]
     key = next_step_key(study, expert_steps(study, mine, elicitations=elicited))
     return redirect(f"/studies/{study.pk}/my/{key}/")
 
