@@ -229,3 +229,27 @@ def test_lint_imports_fails_on_an_import_up_the_layers(tmp_path: Path) -> None:
     )
     assert found.returncode == 1, found.stdout
     assert "workspace.upward -> engine.services" in found.stdout
+
+
+def test_every_module_of_workspace_is_kernel_or_domain() -> None:
+    """The kernel contract names workspace's kernel modules and forbids them
+    every other module of workspace: each module stands in one list, so a
+    new domain module is forbidden to the kernel from the start."""
+    import configparser
+
+    config = configparser.ConfigParser()
+    config.read(ROOT / ".importlinter")
+    contract = config["importlinter:contract:kernel"]
+    kernel = contract["source_modules"].split()
+    domain = contract["forbidden_modules"].split()
+    assert not set(kernel) & set(domain)
+    present = set()
+    for package in (ROOT / "workspace", ROOT / "workspace" / "api"):
+        prefix = "workspace" if package.name == "workspace" else "workspace.api"
+        for path in package.iterdir():
+            if path.name == "api" or path.name == "__init__.py":
+                continue
+            if (path.suffix == ".py") or (path / "__init__.py").is_file():
+                present.add(f"{prefix}.{path.stem if path.is_file() else path.name}")
+    assert sorted(kernel + domain) == sorted(present)
+    assert {"workspace.errors", "workspace.limits", "workspace.history", "workspace.api.pagination"} <= set(kernel)
