@@ -28,6 +28,7 @@ shown. No Django import here.
 """
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -175,7 +176,7 @@ def _step(span: tuple[float, float] | None) -> float | None:
     return bound_step(span[0], span[1]) if span is not None else None
 
 
-def round_feedback(snapshot: dict[str, Any], spans: list[tuple[float, float] | None]) -> dict[str, Any]:
+def round_feedback(snapshot: Mapping[str, Any], spans: list[tuple[float, float] | None]) -> dict[str, Any]:
     """A round's group feedback, as JSON, from the experts' inputs
     ``snapshot`` (``workspace.selectors.snapshot.inputs_snapshot``'s layout) and each
     selected metric's range ``spans[j]`` (``(low, high)``, what is known of

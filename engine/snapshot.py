@@ -7,7 +7,8 @@ invalid input with a ``RunInputError`` worded with the study's names;
 ``ScoreInputs`` scores one candidate at a time from a snapshot's bounds.
 """
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypedDict
 
 import numpy as np
 from django.db.models import Count, F, Max, Min, Q, QuerySet, Sum
@@ -134,7 +135,36 @@ def _elicited_column(
     return values, reasons
 
 
-def study_snapshot(*, study: Study, tolerance: float = core.DEFAULT_TOLERANCE) -> dict:
+class RunSnapshot(TypedDict):
+    """A run's snapshot (version ``SNAPSHOT_VERSION``), its keys in this
+    order: the study, the design inputs (``workspace.selectors.snapshot.
+    DesignInputs``), the candidates and their measurements, the
+    prioritisations (``PrioritisationInputs``), the experts' own values of
+    the elicited metrics. Older versions lack the later keys; readers take
+    each absence as documented where it is read."""
+
+    version: int
+    study: dict[str, Any]  # {"id", "title"}
+    tolerance: float
+    ahp_weighting: str
+    experts: list[str]
+    attributes: list[str]
+    metrics: list[dict[str, Any]]
+    attribute_weights: Grid
+    metric_weights: Grid
+    peer_weights: Grid
+    lower: Grid
+    upper: Grid
+    candidates: list[str]
+    measurements: Grid
+    standard_errors: Grid
+    consistency: list[dict[str, Any]]
+    attribute_methods: list[str | None]
+    attribute_judgments: list[Grid | None]
+    expert_values: list[dict[str, Any]]
+
+
+def study_snapshot(*, study: Study, tolerance: float = core.DEFAULT_TOLERANCE) -> RunSnapshot:
     """Every input a run needs, as plain JSON, in a fixed order.
 
     Rows are experts (by membership id), columns the selected metrics (by
@@ -151,28 +181,37 @@ def study_snapshot(*, study: Study, tolerance: float = core.DEFAULT_TOLERANCE) -
     metric_index = {m.pk: j for j, m in enumerate(metrics)}
     measurements, standard_errors = _measurement_grids(study, candidates, metric_index)
     expert_values = _expert_value_grids(study, experts, candidates, metrics, measurements)
-    return {
-        "version": SNAPSHOT_VERSION,
-        "study": {"id": study.pk, "title": study.title},
-        "tolerance": tolerance,
+    return RunSnapshot(
+        version=SNAPSHOT_VERSION,
+        study={"id": study.pk, "title": study.title},
+        tolerance=tolerance,
         # how AHP weights were computed (the run keeps its method; snapshots
         # from before the setting have none: the paper's column means)
-        "ahp_weighting": study.ahp_weighting,
-        **{key: inputs[key] for key in INPUT_KEYS[:-3]},
-        "candidates": [c.name for c in candidates],
-        "measurements": measurements,
+        ahp_weighting=study.ahp_weighting,
+        experts=inputs["experts"],
+        attributes=inputs["attributes"],
+        metrics=inputs["metrics"],
+        attribute_weights=inputs["attribute_weights"],
+        metric_weights=inputs["metric_weights"],
+        peer_weights=inputs["peer_weights"],
+        lower=inputs["lower"],
+        upper=inputs["upper"],
+        candidates=[c.name for c in candidates],
+        measurements=measurements,
         # Each measurement's standard error (None: none given), sampled by a
         # Monte Carlo analysis. Snapshots from before it have no key: read
         # with snapshot_standard_errors, which takes that as none at all.
-        "standard_errors": standard_errors,
+        standard_errors=standard_errors,
         # How each expert prioritised the attributes and, for AHP, their
         # judgments (version 2; older snapshots have neither).
-        **{key: inputs[key] for key in INPUT_KEYS[-3:]},
+        consistency=inputs["consistency"],
+        attribute_methods=inputs["attribute_methods"],
+        attribute_judgments=inputs["attribute_judgments"],
         # Each expert's own value of each selected elicited metric (version 3;
         # older snapshots have none): [{"metric": column, "values": {candidate:
         # [value per expert]}, "reasons": {candidate: why it has no value}}].
-        "expert_values": expert_values,
-    }
+        expert_values=expert_values,
+    )
 
 
 def inputs_complete(*, study: Study) -> bool:
@@ -273,7 +312,9 @@ class RunInputError(ValueError):
     """The snapshot cannot be evaluated; the message is for people."""
 
 
-def snapshot_matrix(snapshot: dict, key: str, row_names: list[str], column_names: list[str], what: str) -> np.ndarray:
+def snapshot_matrix(
+    snapshot: Mapping[str, Any], key: str, row_names: list[str], column_names: list[str], what: str
+) -> np.ndarray:
     """A float array from a snapshot grid, or RunInputError naming the gap."""
     grid = snapshot[key]
     for i, row in enumerate(grid):
@@ -283,7 +324,7 @@ def snapshot_matrix(snapshot: dict, key: str, row_names: list[str], column_names
     return np.array(grid, dtype=float).reshape(len(row_names), len(column_names))
 
 
-def snapshot_arrays(snapshot: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def snapshot_arrays(snapshot: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The engine's arrays ``(W, V, L, U, M)`` from a snapshot."""
     experts = snapshot["experts"]
     metrics = [m["name"] for m in snapshot["metrics"]]
@@ -302,7 +343,7 @@ def snapshot_arrays(snapshot: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     return weights, peer_weights, lower, upper, measurements
 
 
-def snapshot_expert_values(snapshot: dict) -> core.ExpertValues | None:
+def snapshot_expert_values(snapshot: Mapping[str, Any]) -> core.ExpertValues | None:
     """The experts' own values of the elicited metrics as ``engine.core``
     takes them (None without any, as for every snapshot before version 3),
     or RunInputError naming the expert who has not finished or the
@@ -335,7 +376,7 @@ def _check_expert_values(entry: dict, name: str, experts: list[str], candidates:
             raise RunInputError(f"the elicited metric {name} has no value for {candidate}: {reason}")
 
 
-def snapshot_standard_errors(snapshot: dict) -> np.ndarray:
+def snapshot_standard_errors(snapshot: Mapping[str, Any]) -> np.ndarray:
     """The measurements' standard errors as an (m, n) array, NaN where none
     is given (and everywhere for a snapshot taken before they existed)."""
     shape = (len(snapshot["candidates"]), len(snapshot["metrics"]))

@@ -245,6 +245,7 @@ TAKE_THE_LOCK = {
 NOT_INPUTS = {
     # checks, reads, previews, the phase table
     *("expect", "number", "text", "locked", "inputs_changed", "PHASE_RULES", "Action", "has_opened", "opens_in"),
+    *("keys", "moment", "iso_moment"),
     "before_inputs_change",
     *("phase_allows", "phase_refusal", "require_phase", "selection_fixed", "prioritisation_preview", "range_check"),
     *("invitation_refusal", "invitation_list", "invitation_list_for_user", "invitation_get_for_user"),

@@ -17,6 +17,7 @@ from django.utils.html import format_html_join
 from django.utils.safestring import mark_safe
 
 from engine.compare import Delta
+from evaluation.models import MeasurementSource
 from workspace.charts import Dot, DotRow, HeatCell, Series, bar_chart, line_chart, range_strip
 from workspace.forms.expert import SCALE_POINTS, point_label
 from workspace.templatetags import chart_marks
@@ -206,10 +207,12 @@ title="standard error: sampled by a Monte Carlo analysis">± {{ cell.standard_er
 
 
 def test_measurement_cells_are_the_cells_the_template_loop_wrote():
-    computed = SimpleNamespace(
+    # a real source (unsaved): the cell reads its computation's name from it
+    computed = MeasurementSource(
         computation="accuracy",
         prediction_set_name="Fold <1> & co",
         computed_at=datetime.datetime(2026, 3, 4, 5, 6, tzinfo=datetime.UTC),
+        value=12.5,
     )
 
     def cell(value=None, standard_error=None, computed=None, field=None):
@@ -230,6 +233,7 @@ def test_measurement_cells_are_the_cells_the_template_loop_wrote():
     assert 'value="0.5&quot;"' in written and "AUC of &lt;J48&gt;" in written
     assert "not a number (&#x27;lots&#x27;)" in written and 'class="cell--invalid"' in written
     assert "Fold &lt;1&gt; &amp; co, 4 Mar 2026, 05:06 UTC" in written and "± 1e-07" in written
+    assert f'title="{computed.computation_name} of Fold' in written and computed.computation_name != "accuracy"
 
 
 # What templates/charts/strip.html wrote for a binned strip before it was

@@ -14,7 +14,7 @@ lowest or highest answer; reasons without their author, sorted by their text.
 """
 
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from django.db.models import Max, Min, QuerySet
 
@@ -46,6 +46,9 @@ def round_get(*, study: Study, number: int) -> RevisionRound:
 def round_latest_number(*, study: Study) -> int | None:
     """The number of the study's latest round, open or closed (None: none yet)."""
     return RevisionRound.objects.filter(study=study).order_by("-number").values_list("number", flat=True).first()
+
+
+_WeightGrid = Literal["attribute_weights", "metric_weights", "peer_weights"]
 
 
 @dataclass
@@ -205,7 +208,9 @@ def round_feedback(*, study: Study, expert: Membership, round: RevisionRound) ->
     metrics = {m["name"]: j for j, m in enumerate(live["metrics"])}
     experts = {name: j for j, name in enumerate(live["experts"])}
 
-    def own_weight(grid: str, index: dict[str, int], name: str) -> float | None:
+    def own_weight(
+        grid: Literal["attribute_weights", "metric_weights", "peer_weights"], index: dict[str, int], name: str
+    ) -> float | None:
         return _own(live[grid], me, index[name]) if name in index else None
 
     def own_range(name: str) -> tuple[float, float] | None:

@@ -4,7 +4,7 @@ measurements (``engine.snapshot.study_snapshot`` builds the run's around
 it). A revision round freezes it at its close and computes its group
 feedback from it; the engine copies it into every run it launches."""
 
-from typing import Any
+from typing import Any, TypedDict
 
 from ..models import (
     AcceptableRange,
@@ -165,24 +165,42 @@ def _metric_out(metric: Metric, attributes: list[QualityAttribute], attribute_in
     }
 
 
-#: The keys of inputs_snapshot, in a run snapshot's order around the candidates
-#: (a revision round's kept inputs have exactly these).
-INPUT_KEYS = (
-    "experts",
-    "attributes",
-    "metrics",
-    "attribute_weights",
-    "metric_weights",
-    "peer_weights",
-    "lower",
-    "upper",
-    "consistency",
-    "attribute_methods",
-    "attribute_judgments",
-)
+class DesignInputs(TypedDict):
+    """The experts, the selection and the experts' weights and ranges: a
+    run's snapshot holds them before its candidates. Rows are experts (in
+    ``experts``' order), columns the selected attributes or metrics."""
+
+    experts: list[str]
+    attributes: list[str]
+    metrics: list[dict[str, Any]]  # {"name", "attribute", "better", "unit"}
+    attribute_weights: Grid
+    metric_weights: Grid
+    peer_weights: Grid
+    lower: Grid
+    upper: Grid
 
 
-def inputs_snapshot(*, study: Study) -> dict:
+class PrioritisationInputs(TypedDict):
+    """How each expert prioritised the attributes and, for AHP, their
+    judgments: a run's snapshot holds them after its candidates (version 2)."""
+
+    consistency: list[dict[str, Any]]
+    attribute_methods: list[str | None]
+    attribute_judgments: list[Grid | None]
+
+
+class InputsSnapshot(DesignInputs, PrioritisationInputs):
+    """``inputs_snapshot``: both, in this order (a revision round's kept
+    inputs have exactly these keys)."""
+
+
+#: The keys of each part, in their order (a TypedDict's annotations keep it).
+DESIGN_INPUT_KEYS: tuple[str, ...] = tuple(DesignInputs.__annotations__)
+PRIORITISATION_INPUT_KEYS: tuple[str, ...] = tuple(PrioritisationInputs.__annotations__)
+INPUT_KEYS: tuple[str, ...] = DESIGN_INPUT_KEYS + PRIORITISATION_INPUT_KEYS
+
+
+def inputs_snapshot(*, study: Study) -> InputsSnapshot:
     """The experts' inputs of a study as plain JSON, laid out as in a run's
     snapshot (``study_snapshot``) without the candidates and their
     measurements: what a revision round freezes at its close
@@ -191,7 +209,7 @@ def inputs_snapshot(*, study: Study) -> dict:
     return inputs_read(study, list(selected_metrics(study)), list(expert_list(study=study)))
 
 
-def inputs_read(study: Study, metrics: list[Metric], experts: list[Membership]) -> dict:
+def inputs_read(study: Study, metrics: list[Metric], experts: list[Membership]) -> InputsSnapshot:
     """``inputs_snapshot`` of these (selected) metrics and experts, read once by a caller that has them."""
     attributes = list(selected_attributes(study))
     expert_index = {e.pk: i for i, e in enumerate(experts)}
@@ -199,17 +217,16 @@ def inputs_read(study: Study, metrics: list[Metric], experts: list[Membership]) 
     metric_index = {m.pk: j for j, m in enumerate(metrics)}
     attribute_weights, methods = _attribute_weight_grid(study, expert_index, attribute_index)
     lower, upper = _range_grids(study, metrics, expert_index, metric_index)
-    values = {
-        "experts": [e.user.get_username() for e in experts],
-        "attributes": [a.name for a in attributes],
-        "metrics": [_metric_out(m, attributes, attribute_index) for m in metrics],
-        "attribute_weights": attribute_weights,
-        "metric_weights": _metric_weight_grid(study, experts, metrics, attribute_weights, attribute_index),
-        "peer_weights": _peer_weight_grid(study, expert_index),
-        "lower": lower,
-        "upper": upper,
-        "consistency": _consistency(study, experts, attributes),
-        "attribute_methods": methods,
-        "attribute_judgments": _attribute_judgment_grids(study, expert_index, attribute_index, methods),
-    }
-    return {key: values[key] for key in INPUT_KEYS}
+    return InputsSnapshot(
+        experts=[e.user.get_username() for e in experts],
+        attributes=[a.name for a in attributes],
+        metrics=[_metric_out(m, attributes, attribute_index) for m in metrics],
+        attribute_weights=attribute_weights,
+        metric_weights=_metric_weight_grid(study, experts, metrics, attribute_weights, attribute_index),
+        peer_weights=_peer_weight_grid(study, expert_index),
+        lower=lower,
+        upper=upper,
+        consistency=_consistency(study, experts, attributes),
+        attribute_methods=methods,
+        attribute_judgments=_attribute_judgment_grids(study, expert_index, attribute_index, methods),
+    )
