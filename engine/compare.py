@@ -145,7 +145,7 @@ class Movements(Sequence[Movement]):
             return list(self) == list(other)
         return NotImplemented
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # equal by value, so unhashable (object's __hash__ is a method)
 
 
 _ABSENT: Mapping = {}

@@ -166,7 +166,7 @@ def _groups(groups: object, n: int) -> list[np.ndarray]:
     if groups is None:
         return [np.array([j]) for j in range(n)]
     try:
-        listed = [np.asarray(group) for group in groups]  # type: ignore[attr-defined]
+        listed = [np.asarray(group) for group in groups]  # type: ignore[attr-defined]  # groups may be any iterable; a non-iterable is refused below
     except TypeError:
         raise ValueError("groups must be a sequence of index arrays") from None
     seen = np.zeros(n, dtype=np.int64)

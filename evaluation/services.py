@@ -418,7 +418,7 @@ def _parameter(name: str, value: Any, field: str, candidate_names: set[str]) -> 
             if isinstance(count, bool) or not isinstance(count, Real):
                 raise InvalidInput(refusal)
             # int() takes any numbers.Real, but typeshed's Real does not say so.
-            whole = int(count)  # type: ignore[call-overload]
+            whole = int(count)  # type: ignore[call-overload]  # int() takes any numbers.Real; typeshed's Real does not say so
             if count != whole or count < 0:
                 raise InvalidInput(refusal)
             counts[candidate] = whole

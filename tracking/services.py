@@ -497,7 +497,7 @@ def _import_queue(
         lease_expires_at=engine_services.queue_lease(now),
     )
     # Recorded in the study's History once it succeeds, complete.
-    record.skip_history_when_saving = True  # type: ignore[attr-defined]
+    record.skip_history_when_saving = True  # type: ignore[attr-defined]  # django-simple-history reads this flag off the instance
     record.save()
     transaction.on_commit(lambda: _enqueue(record.pk))
     return record
@@ -772,7 +772,7 @@ def _import_record(
     record.imported_at, record.experiment_id, record.outcome = now, experiment_id, {}
     record.status, record.runs_total, record.runs_read = MlflowImport.Status.SUCCEEDED, runs, runs
     record.lease_expires_at = None
-    record.skip_history_when_saving = True  # type: ignore[attr-defined]
+    record.skip_history_when_saving = True  # type: ignore[attr-defined]  # django-simple-history reads this flag off the instance
     record.save()
     outcome.import_id = record.pk
     record.outcome = outcome.as_dict()

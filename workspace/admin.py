@@ -166,12 +166,12 @@ class InputsAdmin(_AdminBase):
 
     def delete_model(self, request: HttpRequest, obj: Model) -> None:
         self._bump([obj.pk])
-        super().delete_model(request, obj)  # type: ignore[misc]
+        super().delete_model(request, obj)  # type: ignore[misc]  # the mixin's super() is the ModelAdmin it is mixed into
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         with transaction.atomic():
             self._bump(list(queryset.values_list("pk", flat=True)))
-            super().delete_queryset(request, queryset)  # type: ignore[misc]
+            super().delete_queryset(request, queryset)  # type: ignore[misc]  # the mixin's super() is the ModelAdmin it is mixed into
 
     def save_formset(
         self,
@@ -181,7 +181,7 @@ class InputsAdmin(_AdminBase):
         change: bool,
     ) -> None:
         self._bump([form.instance.pk])
-        super().save_formset(request, form, formset, change)  # type: ignore[misc]
+        super().save_formset(request, form, formset, change)  # type: ignore[misc]  # the mixin's super() is the ModelAdmin it is mixed into
 
 
 # --- the study ------------------------------------------------------------------
@@ -706,7 +706,7 @@ def _register_history_admins() -> None:
     from .history import KINDS
 
     for model in KINDS.values():
-        admin.site.register(model.history.model, HistoryRecordAdmin)  # type: ignore[attr-defined]
+        admin.site.register(model.history.model, HistoryRecordAdmin)  # type: ignore[attr-defined]  # django-simple-history adds the history manager at run time
 
 
 _register_history_admins()

@@ -196,7 +196,7 @@ def by_expert(name: str = "expert") -> Scope:
         (study_id,) = _related(instance, name, ("study_id",), memo)
         return study_id, getattr(instance, f"{name}_id")
 
-    scope.needs = (name, ("study_id",))  # type: ignore[attr-defined]
+    scope.needs = (name, ("study_id",))  # type: ignore[attr-defined]  # the scope function carries what it reads, as an attribute
     return scope
 
 
@@ -211,7 +211,7 @@ def through(name: str) -> Scope:
         study_id, expert_id = _related(instance, name, ("expert__study_id", "expert_id"), memo)
         return study_id, expert_id
 
-    scope.needs = (name, ("expert__study_id", "expert_id"))  # type: ignore[attr-defined]
+    scope.needs = (name, ("expert__study_id", "expert_id"))  # type: ignore[attr-defined]  # the scope function carries what it reads, as an attribute
     return scope
 
 
@@ -220,7 +220,7 @@ def of_metric(instance: Any, memo: dict) -> tuple[int | None, int | None]:
     return study_id, None
 
 
-of_metric.needs = ("metric", ("study_id",))  # type: ignore[attr-defined]
+of_metric.needs = ("metric", ("study_id",))  # type: ignore[attr-defined]  # the scope function carries what it reads, as an attribute
 
 
 def of_run(instance: Any, memo: dict) -> tuple[int | None, int | None]:
@@ -228,7 +228,7 @@ def of_run(instance: Any, memo: dict) -> tuple[int | None, int | None]:
     return study_id, None
 
 
-of_run.needs = ("run", ("study_id",))  # type: ignore[attr-defined]
+of_run.needs = ("run", ("study_id",))  # type: ignore[attr-defined]  # the scope function carries what it reads, as an attribute
 
 
 def _prime(model: type, objs: Sequence[Any], memo: dict) -> None:
@@ -325,7 +325,7 @@ def record(objs: Iterable[Any], history_type: str, *, model: type | None = None)
     if not objs:
         return 0
     model = model or type(objs[0])
-    history_model = model.history.model  # type: ignore[attr-defined]
+    history_model = model.history.model  # type: ignore[attr-defined]  # django-simple-history adds the history manager at run time
     context = _current()
     _prime(model, objs, context.scopes)
     if connection.vendor == "postgresql" and len(objs) >= COPY_FROM_ROWS:
@@ -380,7 +380,7 @@ def _record_copied(model: Any, objs: list[Any], history_type: str, context: _Con
 
 def bulk_create(model: type, objs: Iterable[Any], **kwargs: Any) -> list[Any]:
     """``model.objects.bulk_create`` and one ``+`` record per row."""
-    created = model._default_manager.bulk_create(list(objs), **kwargs)  # type: ignore[attr-defined]
+    created = model._default_manager.bulk_create(list(objs), **kwargs)  # type: ignore[attr-defined]  # any model class: its default manager exists at run time
     record(created, "+", model=model)
     return created
 
@@ -388,7 +388,7 @@ def bulk_create(model: type, objs: Iterable[Any], **kwargs: Any) -> list[Any]:
 def bulk_update(model: type, objs: Iterable[Any], fields: Sequence[str]) -> int:
     """``model.objects.bulk_update`` and one ``~`` record per row."""
     objs = list(objs)
-    changed = model._default_manager.bulk_update(objs, fields)  # type: ignore[attr-defined]
+    changed = model._default_manager.bulk_update(objs, fields)  # type: ignore[attr-defined]  # any model class: its default manager exists at run time
     record(objs, "~", model=model)
     return changed
 

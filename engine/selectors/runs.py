@@ -414,7 +414,7 @@ def _pair_snapshot_set(run: Run, same: set[str]) -> None:
         del snapshot["ahp_weighting"]
     snapshot |= {key: getattr(run, f"input_{key}") for key in COMPARED_INPUT_KEYS if key not in same}
     run.snapshot = snapshot
-    run.inputs_same = frozenset(same)  # type: ignore[attr-defined]
+    run.inputs_same = frozenset(same)  # type: ignore[attr-defined]  # an attribute the comparison pages read, set on this instance only
 
 
 def run_comparable_list(*, run: Run) -> QuerySet[Run]:

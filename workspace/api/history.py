@@ -36,7 +36,7 @@ class HistoryEntrySerializer(serializers.Serializer):
     at = serializers.DateTimeField(help_text="when the change was made")
     user = StrictCharField(allow_null=True, help_text="who made it; null for the system or a deleted account")
     # "source" is also a Field attribute; DRF takes declared fields off the class.
-    source = serializers.ChoiceField(choices=history.SOURCES, help_text="where it came from")  # type: ignore[assignment]
+    source = serializers.ChoiceField(choices=history.SOURCES, help_text="where it came from")  # type: ignore[assignment]  # a declared field named like Field.source (see above)
     kind = serializers.ChoiceField(choices=history.KIND_NAMES, help_text="what changed")
     object_id = serializers.IntegerField(help_text="the id of the row changed")
     object_name = StrictCharField(help_text="its name or title, when it has one")

@@ -59,14 +59,14 @@ class FailOpenMixin(BaseThrottle):
             return True
         headers = self.rate_limit_headers()
         if headers is not None:
-            view.rate_limit_headers = headers  # type: ignore[attr-defined]
+            view.rate_limit_headers = headers  # type: ignore[attr-defined]  # the view carries the headers to finalize_response
         return allowed
 
     def rate_limit_headers(self) -> dict[str, str] | None:
         history = getattr(self, "history", None)
         if history is None or getattr(self, "num_requests", None) is None:
             return None  # no rate for this scope, or a request not counted
-        limit, duration, now = self.num_requests, self.duration, self.now  # type: ignore[attr-defined]
+        limit, duration, now = self.num_requests, self.duration, self.now  # type: ignore[attr-defined]  # set by SimpleRateThrottle.allow_request before this is called
         reset = duration - (now - history[-1]) if history else duration
         return {
             LIMIT_HEADER: str(limit),

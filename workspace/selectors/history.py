@@ -129,7 +129,7 @@ def history_filter_parse(params: Mapping[str, Any]) -> HistoryFilter:
 def _visible(study: Study, user: Any, kind: str, model: type, filters: HistoryFilter) -> QuerySet | None:
     """One kind's records of the study that the user may see, filtered; None
     when the user may see none of them."""
-    records = model.history.filter(history_study_id=study.pk)  # type: ignore[attr-defined]
+    records = model.history.filter(history_study_id=study.pk)  # type: ignore[attr-defined]  # django-simple-history adds the history manager at run time
     if study.designer_id != user.pk and kind not in PUBLIC_KINDS:
         own = Membership.objects.filter(study=study, user=user, role=Membership.Role.EXPERT).values("pk")
         records = records.filter(history_expert_id__in=Subquery(own))
@@ -198,7 +198,7 @@ def _kind_records_read(
     """Adds the records of one kind with these history ids to ``found``,
     and to ``previous`` the record each change ("~") follows (two queries,
     the second only when some record is a change with an earlier one)."""
-    history = KINDS[kind].history  # type: ignore[attr-defined]
+    history = KINDS[kind].history  # type: ignore[attr-defined]  # django-simple-history adds the history manager at run time
     before = history.filter(id=OuterRef("id"), history_id__lt=OuterRef("history_id")).order_by("-history_id")
     records = list(
         history.filter(history_id__in=ids)
@@ -223,7 +223,7 @@ def _expert_names(records: Iterable[Any]) -> dict[int, str]:
 def _name_column(model: type) -> Any:
     """What names a row of ``model`` in the history, or None: its name or
     title, an expert's username, a user's."""
-    fields = {field.name for field in model._meta.get_fields()}  # type: ignore[attr-defined]
+    fields = {field.name for field in model._meta.get_fields()}  # type: ignore[attr-defined]  # any model class: its _meta exists at run time
     if model is Membership:
         return F("user__username")
     for name in ("name", "title", "username"):
@@ -233,7 +233,7 @@ def _name_column(model: type) -> Any:
 
 
 def _foreign_keys(model: type) -> list[Any]:
-    tracked = model.history.model.tracked_fields  # type: ignore[attr-defined]
+    tracked = model.history.model.tracked_fields  # type: ignore[attr-defined]  # django-simple-history adds the history manager at run time
     return [field for field in tracked if field.many_to_one and _name_column(field.related_model) is not None]
 
 
@@ -249,7 +249,7 @@ def _referenced_names(records: Iterable[Any]) -> dict[tuple[type, int], str]:
                 wanted.setdefault(field.related_model, set()).add(value)
     found: dict[tuple[type, int], str] = {}
     for model, ids in wanted.items():
-        rows = model._base_manager.filter(pk__in=ids).values_list("pk", _name_column(model))  # type: ignore[attr-defined]
+        rows = model._base_manager.filter(pk__in=ids).values_list("pk", _name_column(model))  # type: ignore[attr-defined]  # any model class: its base manager exists at run time
         found.update(((model, pk), str(name)) for pk, name in rows)
     return found
 

@@ -145,7 +145,7 @@ def study_deletions_purge(*, now: datetime | None = None) -> int:
         if not expired:
             return 0
         for model in history.KINDS.values():
-            model.history.filter(history_study_id__in=expired).delete()  # type: ignore[attr-defined]
+            model.history.filter(history_study_id__in=expired).delete()  # type: ignore[attr-defined]  # django-simple-history adds the history manager at run time
         StudyDeletion.objects.filter(study_id__in=expired).delete()
     return len(expired)
 
