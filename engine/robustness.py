@@ -35,8 +35,11 @@ from numpy.typing import ArrayLike
 from scipy import sparse
 from scipy.stats import kendalltau
 
+from evaluation.bootstrap import bootstrap_counts, weighted_accuracy, weighted_roc_auc
+
 from . import core
-from .prioritisation import _ahp_arrays
+from .prioritisation import _ahp_arrays, _validated_matrices
+from .rules import AHP_WEIGHTINGS, SCALE_VALUES
 
 __all__ = [
     "BOOTSTRAP_KINDS",
@@ -1040,8 +1043,6 @@ class _Prepared:
     """Validated inputs and what every block reuses."""
 
     def __init__(self, inputs: MonteCarloInputs, spec: SamplingSpec):
-        from .rules import SCALE_VALUES
-
         base = core.evaluate(
             weights=inputs.weights,
             peer_weights=inputs.peer_weights,
@@ -1105,8 +1106,6 @@ class _Prepared:
         """Decides which experts are sampled by AHP judgments (the others by
         Dirichlet weights) and with which weighting, validated; for AHP experts
         also their judgments as scale points and the cells of their matrices."""
-        from .rules import AHP_WEIGHTINGS
-
         ahp = np.zeros(k, dtype=bool) if inputs.ahp_experts is None else np.asarray(inputs.ahp_experts, dtype=bool)
         if ahp.shape != (k,):
             raise ValueError(f"ahp_experts must have shape ({k},) (one flag per expert), got {ahp.shape}")
@@ -1123,9 +1122,6 @@ class _Prepared:
         """Decides, from the AHP experts' validated attribute matrices, each
         judgment's nearest scale point, and the gather that rebuilds a sampled
         matrix from a sample's judgments."""
-        from .prioritisation import _validated_matrices
-        from .rules import SCALE_VALUES
-
         if ahp_matrices is None:
             raise ValueError("ahp_matrices are needed for the experts in ahp_experts")
         matrices = _validated_matrices(ahp_matrices, "ahp_matrices")
@@ -1234,8 +1230,6 @@ class _Prepared:
         """``measured`` (size, m, n) with the bootstrapped columns replaced by
         their values on the block's replicates (the run's value where a
         replicate leaves a metric undefined, e.g. an AUC with one class)."""
-        from evaluation.bootstrap import weighted_accuracy, weighted_roc_auc
-
         measured = np.array(measured, dtype=np.float64)
         for metric, kind, truth, predictions, prediction_set, pos_label in self.bootstrap:
             counts = self.counts(seed, block, size, prediction_set, len(truth))
@@ -1319,8 +1313,6 @@ class _Prepared:
     def counts(self, seed: int, block: int, size: int, prediction_set: int, instances: int) -> np.ndarray:
         """(size, N) the block's replicate counts of a set's N instances, drawn
         once per block and shared by every column of that set (paired)."""
-        from evaluation.bootstrap import bootstrap_counts
-
         if self._counts_block != (seed, block, size):
             self._counts_block, self._counts = (seed, block, size), {}  # the previous block's are not read again
         key = (prediction_set, instances)

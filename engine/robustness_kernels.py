@@ -18,6 +18,7 @@ from workspace import limits
 from workspace.errors import InvalidInput
 
 from . import core, robustness
+from .bootstrap_sources import bootstrap_columns, bootstrap_plan, elicited_columns, elicited_plan, typed_sampled
 from .models import Analysis, Run
 from .snapshot import snapshot_arrays, snapshot_expert_values, snapshot_standard_errors
 
@@ -259,8 +260,6 @@ class MonteCarlo:
         (docs/method.md 7.4)."""
         if not spec["measurements"]:
             return spec
-        from .bootstrap_sources import bootstrap_plan, elicited_plan, typed_sampled
-
         snapshot = run_inputs(run_id).snapshot
         columns, fixed = bootstrap_plan(snapshot)
         elicited, held = elicited_plan(snapshot)
@@ -282,13 +281,9 @@ class MonteCarlo:
         attributes = {name: i for i, name in enumerate(snapshot["attributes"])}
         columns: tuple[robustness.BootstrapColumn, ...] = ()
         if spec.get("bootstrap"):
-            from .bootstrap_sources import bootstrap_columns
-
             columns = bootstrap_columns(snapshot, spec["bootstrap"])
         elicited: tuple[robustness.ElicitedColumn, ...] = ()
         if spec.get("elicited"):
-            from .bootstrap_sources import elicited_columns
-
             elicited = elicited_columns(snapshot, spec["elicited"])
         # AHP experts' judgments move by a step of the scale; without them
         # (a version 1 snapshot) every expert's weights come from a Dirichlet.

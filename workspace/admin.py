@@ -26,6 +26,7 @@ from django.db.models import Count, ForeignKey, Model, Q, QuerySet
 from django.forms.models import BaseInlineFormSet, ModelChoiceField, ModelChoiceIterator
 from django.http import HttpRequest
 
+from .history import KINDS
 from .models import (
     AcceptableRange,
     ApiToken,
@@ -703,8 +704,6 @@ class HistoryRecordAdmin(admin.ModelAdmin):
 
 
 def _register_history_admins() -> None:
-    from .history import KINDS
-
     for model in KINDS.values():
         admin.site.register(model.history.model, HistoryRecordAdmin)  # type: ignore[attr-defined]  # django-simple-history adds the history manager at run time
 
