@@ -254,13 +254,16 @@ def _publication_out(run_id: int, publication: MlflowPublication | None) -> dict
 
 
 class ConnectionView(StudyScoped, APIView):
-    @extend_schema(responses=ConnectionSerializer)
+    schema_tag = "mlflow"
+
+    @extend_schema(summary="Get the study's MLflow connection (designer)", responses=ConnectionSerializer)
     def get(self, request: Request, study_id: int) -> Response:
         """The study's MLflow connection (designer): the URI, whether a token is stored, what the last check found."""
         self.require_designer("see the MLflow connection")
         return Response(ConnectionSerializer(_connection_out(selectors.connection_get(study=self.study()))).data)
 
     @extend_schema(
+        summary="Connect the study to an MLflow tracking server",
         request=ConnectionWriteSerializer,
         responses={200: ConnectionSerializer, 400: VALIDATION_ERROR, 502: UNAVAILABLE},
     )
@@ -273,7 +276,7 @@ class ConnectionView(StudyScoped, APIView):
         )
         return Response(ConnectionSerializer(_connection_out(connection)).data)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(summary="Disconnect the study from MLflow", responses={204: None})
     def delete(self, request: Request, study_id: int) -> Response:
         """Disconnect the study from MLflow (designer); imported values stay, with their provenance."""
         self.require_designer("disconnect the study from MLflow")
@@ -282,7 +285,10 @@ class ConnectionView(StudyScoped, APIView):
 
 
 class RunPreviewView(StudyScoped, APIView):
+    schema_tag = "mlflow"
+
     @extend_schema(
+        summary="Preview the MLflow runs an import would read",
         parameters=[
             OpenApiParameter("experiment", str, required=True, description="an experiment's name or id"),
             OpenApiParameter("filter", str, description="MLflow's search syntax, e.g. tags.stage = 'candidate'"),
@@ -310,13 +316,16 @@ class RunPreviewView(StudyScoped, APIView):
 
 
 class ImportListView(StudyScoped, PaginatedListMixin, APIView):
-    @extend_schema(responses=ImportRecordSerializer(many=True))
+    schema_tag = "mlflow"
+
+    @extend_schema(summary="List the study's MLflow imports", responses=ImportRecordSerializer(many=True))
     def get(self, request: Request, study_id: int) -> Response:
         """The study's MLflow imports, newest first (designer): what each asked for and what it changed."""
         self.require_designer("see the MLflow imports")
         return self.paginated(selectors.import_list(study=self.study()), ImportRecordSerializer)
 
     @extend_schema(
+        summary="Import MLflow runs as candidates",
         request=ImportWriteSerializer,
         responses={
             200: ImportOutcomeSerializer,
@@ -346,6 +355,8 @@ class ImportListView(StudyScoped, PaginatedListMixin, APIView):
 
 
 class ImportView(StudyScoped, APIView):
+    schema_tag = "mlflow"
+
     @extend_schema(responses=ImportStatusSerializer)
     def get(self, request: Request, study_id: int, import_id: int) -> Response:
         """One MLflow import (designer): its status, the runs read of how many, then its change report or error."""
@@ -357,13 +368,17 @@ class ImportView(StudyScoped, APIView):
 
 
 class SourceListView(StudyScoped, PaginatedListMixin, APIView):
-    @extend_schema(responses=SourceSerializer(many=True))
+    schema_tag = "mlflow"
+
+    @extend_schema(summary="List where each imported measurement came from", responses=SourceSerializer(many=True))
     def get(self, request: Request, study_id: int) -> Response:
         """Where each imported measurement came from: the tracking URI, experiment, run, metric key and step."""
         return self.paginated(selectors.value_source_list(study=self.study()), SourceSerializer)
 
 
 class PublicationView(RunScoped, APIView):
+    schema_tag = "mlflow"
+
     def _study(self) -> Study:
         run = self.run()
         try:
@@ -375,13 +390,14 @@ class PublicationView(RunScoped, APIView):
         )
         return study
 
-    @extend_schema(responses=PublicationSerializer)
+    @extend_schema(summary="Get a run's publication to MLflow", responses=PublicationSerializer)
     def get(self, request: Request, run_id: int) -> Response:
         """Where and when the run's decision was published to MLflow (members)."""
         run = self.run()
         return Response(PublicationSerializer(_publication_out(run.pk, selectors.publication_get(run=run))).data)
 
     @extend_schema(
+        summary="Publish a run's decision to MLflow",
         request=None,
         responses={200: PublicationSerializer, 409: NOT_CONNECTED, 502: UNAVAILABLE},
     )
