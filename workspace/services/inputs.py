@@ -42,6 +42,7 @@ from ..models import (
 )
 from ..selectors import expert_list, selected_attributes, selected_metrics
 from ._checks import keys, locked, names, number, range_pair
+from .panel import require_taking_part
 from .phases import Action, require_phase
 from .rounds import round_mark_revised
 
@@ -120,6 +121,7 @@ def _votes_replace(model: type[Model], field: str, wanted: Mapping[Membership, S
 def votes_set(*, expert: Membership, attributes: Sequence[str] = (), metrics: Sequence[str] = ()) -> None:
     """Replace the expert's votes: the complementary attributes and the
     metrics they vote for (METHOD.md section 2)."""
+    require_taking_part(expert)
     by_name, metric_by_name = _votes_context(locked(expert.study))
     _votes_store({expert: _votes_checked(attributes, metrics, by_name, metric_by_name)})
 
@@ -391,6 +393,7 @@ def prioritisation_set(
     Returns the saved ``AttributePrioritisation``, whose ``result`` holds the
     weights, the consistency ratio and the most inconsistent judgments.
     """
+    require_taking_part(expert)
     study = locked(expert.study)
     require_phase(study, Action.PRIORITISE)
     plan = _planned(
@@ -427,6 +430,7 @@ def metric_prioritisation_set(
 ) -> MetricPrioritisation:
     """Set the expert's local prioritisation of one attribute's selected
     metrics (METHOD.md section 3, several metrics per attribute)."""
+    require_taking_part(expert)
     study = locked(expert.study)
     require_phase(study, Action.PRIORITISE)
     if attribute.study_id != study.pk:
@@ -545,6 +549,7 @@ def priorities_set(
     Inconsistent judgments (CR above engine.rules.CONSISTENCY_THRESHOLD) are
     stored as given; ``acknowledge_inconsistency`` records that the expert
     chose to keep them (``inconsistency_acknowledged_at``, METHOD.md 3)."""
+    require_taking_part(expert)
     items = _Items.of(locked(expert.study))
     plan = _priorities_planned(
         items, method=method, weights=weights, judgments=judgments, metric_priorities=metric_priorities
@@ -579,6 +584,7 @@ def priorities_set_many(*, study: Study, priorities: Mapping[Membership, Any]) -
 @transaction.atomic
 def metric_prioritisation_clear(*, expert: Membership, attribute: QualityAttribute) -> None:
     """Back to an equal split of the attribute's weight over its metrics."""
+    require_taking_part(expert)
     study = locked(expert.study)
     require_phase(study, Action.PRIORITISE)
     history.delete(MetricPrioritisation.objects.filter(expert=expert, attribute=attribute))
@@ -640,6 +646,7 @@ def range_check(*, metric: Metric, value: Any) -> tuple[float, float]:
 def ranges_set(*, expert: Membership, ranges: dict[str, list[float]]) -> None:
     """Replace the expert's ranges: ``{metric: [least_acceptable, desired]}``
     over selected metrics. A metric left out falls back to its default range."""
+    require_taking_part(expert)
     metrics = _ranges_context(locked(expert.study))
     _ranges_store({expert: _ranges_checked(ranges, metrics)})
     round_mark_revised(experts=[expert], step=RoundStep.RANGES)
@@ -736,6 +743,7 @@ def peer_weights_set(*, expert: Membership, weights: dict[str, float]) -> None:
     """Set the expert's row of V: ``{username: weight}`` over every expert,
     self included, each in [MIN_PEER_WEIGHT, 1), summing to 1 (METHOD.md
     section 5)."""
+    require_taking_part(expert)
     experts = _peer_weights_context(locked(expert.study))
     _peer_weights_store({expert: _peer_weights_checked(weights, experts)})
     round_mark_revised(experts=[expert], step=RoundStep.PEER_WEIGHTS)

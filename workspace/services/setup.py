@@ -13,12 +13,13 @@ from django.utils import timezone
 from engine.rules import AHP_WEIGHTING_DEFAULT, AHP_WEIGHTINGS
 
 from .. import history
-from ..errors import InvalidInput
+from ..errors import InvalidInput, PhaseConflict
 from ..limits import (
     ATTRIBUTE_THRESHOLD_DEFAULT,
     ITEM_DESCRIPTION_MAX_LENGTH,
     METRIC_THRESHOLD_DEFAULT,
     NAME_MAX_LENGTH,
+    QUORUM_MAX,
     STUDY_DESCRIPTION_MAX_LENGTH,
     TITLE_MAX_LENGTH,
     UNIT_MAX_LENGTH,
@@ -29,6 +30,7 @@ from ..models import (
     Measurement,
     Membership,
     Metric,
+    Phase,
     QualityAttribute,
     Study,
     StudyDeletion,
@@ -78,8 +80,9 @@ def study_create(
 @transaction.atomic
 def study_update(*, study: Study, **changes: Any) -> Study:
     """Change title, description (any phase), thresholds (until voting
-    closes) or the AHP weighting (while the design may change: the phase
-    table's ``CHANGE_ATTRIBUTE``, before any expert has judged)."""
+    closes), the AHP weighting (while the design may change: the phase
+    table's ``CHANGE_ATTRIBUTE``, before any expert has judged) or the
+    quorum (until the study closes: the experts who must take part)."""
     study = locked(study)
 
     def vote_threshold(name: str) -> Callable[[Any], int]:
@@ -98,6 +101,13 @@ def study_update(*, study: Study, **changes: Any) -> Study:
             require_phase(study, Action.CHANGE_ATTRIBUTE, "Changing the AHP weighting")
         return value
 
+    def quorum(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= QUORUM_MAX:
+            raise InvalidInput({"quorum": f"must be a whole number from 0 to {QUORUM_MAX}, got {value!r}"})
+        if value != study.quorum and study.phase == Phase.CLOSED:
+            raise PhaseConflict("The study is closed: reopen the assessment to change its quorum.")
+        return value
+
     fields = apply_changes(
         study,
         changes,
@@ -109,6 +119,7 @@ def study_update(*, study: Study, **changes: Any) -> Study:
             "attribute_threshold": vote_threshold("attribute_threshold"),
             "metric_threshold": vote_threshold("metric_threshold"),
             "ahp_weighting": weighting,
+            "quorum": quorum,
         },
     )
     study.save(update_fields=[*fields, "updated_at"])
