@@ -36,9 +36,11 @@ TOP_LEVEL = {
     "phase",
     "attribute_threshold",
     "metric_threshold",
+    "quorum",
     "ahp_weighting",
     "designer",
     "experts",
+    "absent",
     "attributes",
     "metrics",
     "candidates",
@@ -98,6 +100,7 @@ def _later_sections_absent(bundle: dict, phase: str) -> None:
         "priorities": services.opens_in(services.Action.PRIORITISE),
         "ranges": services.opens_in(services.Action.SET_RANGES),
         "peer_weights": services.opens_in(services.Action.WEIGH_PEERS),
+        "absent": services.opens_in(services.Action.EXCLUDE_EXPERT),
     }
     for key, first_phase in needs.items():
         section = bundle.get(key) or {}
@@ -181,6 +184,7 @@ def _create_study(bundle: dict, importer: User | None) -> Study:
             attribute_threshold=bundle.get("attribute_threshold", ATTRIBUTE_THRESHOLD_DEFAULT),
             metric_threshold=bundle.get("metric_threshold", METRIC_THRESHOLD_DEFAULT),
             ahp_weighting=bundle.get("ahp_weighting", AHP_WEIGHTING_DEFAULT),
+            quorum=bundle.get("quorum", 0),
         )
     except InvalidInput as error:
         raise error.prefixed(next(iter(error.errors))) from None
@@ -310,6 +314,25 @@ def _section_answers(bundle: dict, key: str, experts: dict[str, Membership]) -> 
     }
 
 
+def _mark_absent(study: Study, bundle: dict, experts: dict[str, Membership]) -> None:
+    """The bundle's ``absent`` experts (``{username: {"absence", "reason"}}``)
+    marked through the designer's service, once voting has opened."""
+    for username, entry in _per_expert(bundle, "absent", experts).items():
+        path = f"absent.{username}"
+        _keys(entry, path, required=("absence", "reason"))
+        try:
+            services.expert_absence_set(
+                study=study,
+                expert=experts[username],
+                absence=entry["absence"],
+                reason=entry["reason"],
+                acting=study.designer,
+                tell=False,
+            )
+        except InvalidInput as error:
+            raise error.within(path) from None
+
+
 def study_import_bundle(
     *, bundle: dict, importer: User | None = None, max_rows: int | None = limits.PREDICTIONS_MAX_ROWS
 ) -> Study:
@@ -350,6 +373,8 @@ def _import_bundle(*, bundle: dict, importer: User | None, max_rows: int | None)
         return study
 
     _transition(services.study_open_voting, study, phase)
+    # Who does not take part, before any vote is counted or input owed.
+    _mark_absent(study, bundle, experts)
     _cast_votes(study, bundle, phase, experts, attributes, metrics)
     if phase != Phase.VOTING:
         _transition(services.study_close_voting, study, phase)
@@ -428,8 +453,12 @@ def study_export_bundle(*, study: Study) -> dict:
         "attribute_threshold": study.attribute_threshold,
         "metric_threshold": study.metric_threshold,
         **weighting,
+        # "quorum" and "absent" (optional) only when set: bundles of studies
+        # without them stay as they were.
+        **({"quorum": study.quorum} if study.quorum else {}),
         "designer": study.designer.get_username(),
         "experts": list(sections),
+        **_absent_out(experts),
         "attributes": list(attributes.values("name", "kind", "description")),
         "metrics": _metrics_out(metrics),
         # "standard_errors" (optional) only for a candidate with any: bundles
@@ -505,6 +534,11 @@ def _elicited_out(
     for section in BUNDLE_SECTIONS:
         out.update(section.export(study=study, metrics=elicited, experts=list(sections)))
     return out
+
+
+def _absent_out(experts: Sequence[Membership]) -> dict[str, Any]:
+    absent = {e.user.get_username(): {"absence": e.absence, "reason": e.absence_reason} for e in experts if e.absence}
+    return {"absent": absent} if absent else {}
 
 
 def study_export_json(*, study: Study) -> bytes:

@@ -82,6 +82,8 @@ urlpatterns = [
         name="invitation_revoke",
     ),
     path("studies/<int:study_id>/experts/<str:username>/remove/", designer.expert_remove, name="expert_remove"),
+    path("studies/<int:study_id>/experts/<str:username>/exclude/", designer.expert_exclude, name="expert_exclude"),
+    path("studies/<int:study_id>/experts/<str:username>/readmit/", designer.expert_readmit, name="expert_readmit"),
     path("studies/<int:study_id>/inputs/<str:username>/", designer.expert_inputs_page, name="expert_inputs"),
     path("invitations/<str:key>/", invitations.invitation_page, name="invitation"),
     path("invitations/<str:key>/decline/", invitations.invitation_decline_page, name="invitation_link_decline"),

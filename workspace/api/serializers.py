@@ -106,6 +106,7 @@ class StudySerializer(serializers.ModelSerializer):
             "phase",
             "attribute_threshold",
             "metric_threshold",
+            "quorum",
             "ahp_weighting",
             "designer",
             "my_roles",
@@ -147,6 +148,13 @@ class StudyWriteSerializer(WriteSerializer):
     description = StrictCharField(required=False, allow_blank=True, max_length=limits.STUDY_DESCRIPTION_MAX_LENGTH)
     attribute_threshold = serializers.IntegerField(required=False, min_value=0, max_value=limits.MAX_THRESHOLD)
     metric_threshold = serializers.IntegerField(required=False, min_value=0, max_value=limits.MAX_THRESHOLD)
+    quorum = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=limits.QUORUM_MAX,
+        help_text="the fewest experts who must take part (not excluded or abstaining) to close the assessment; "
+        "0: any number",
+    )
     ahp_weighting = serializers.ChoiceField(
         choices=AhpWeighting.choices,
         required=False,
@@ -161,10 +169,25 @@ class TransitionSerializer(WriteSerializer):
 
 class MemberSerializer(serializers.ModelSerializer):
     username = StrictCharField(source="user.username")
+    absence = serializers.ChoiceField(
+        choices=Membership.Absence.choices,
+        help_text="'' while they take part; excluded or abstaining: their inputs are kept but not used",
+    )
+    absence_reason = StrictCharField(help_text="why, as the designer gave it ('' while they take part)")
+    absent_since = serializers.DateTimeField(allow_null=True)
 
     class Meta:
         model = Membership
-        fields = ["username", "role", "status"]
+        fields = ["username", "role", "status", "absence", "absence_reason", "absent_since"]
+        read_only_fields = fields
+
+
+class AbsenceWriteSerializer(WriteSerializer):
+    absence = serializers.ChoiceField(
+        choices=[Membership.Absence.EXCLUDED, Membership.Absence.ABSTAINING],
+        help_text="excluded: they no longer take part; abstaining: for the rest of the study",
+    )
+    reason = StrictCharField(max_length=limits.ABSENCE_REASON_MAX_CHARS, help_text="recorded, shown to them")
 
 
 class MemberWriteSerializer(WriteSerializer):

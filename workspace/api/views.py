@@ -387,6 +387,51 @@ class MemberDetailView(StudyScoped, APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+class MemberAbsenceView(StudyScoped, APIView):
+    """An expert's absence (docs/method.md, "Absent experts"): in voting
+    and the assessment the designer excludes an expert or marks them
+    abstaining, and re-admits them until the study closes."""
+
+    schema_tag = "setup"
+
+    def _expert(self, username: str) -> Membership:
+        self.require_designer("exclude or re-admit experts")
+        try:
+            return selectors.expert_get(study=self.study(), username=username)
+        except Membership.DoesNotExist:
+            raise exceptions.NotFound("No such expert in this study.") from None
+
+    @extend_schema(
+        summary="Exclude an expert, or mark them abstaining",
+        request=s.AbsenceWriteSerializer,
+        responses={200: s.MemberSerializer, 409: error("The phase does not allow it (draft or closed).")},
+    )
+    def put(self, request: Request, study_id: int, username: str) -> Response:
+        """Exclude the expert (``absence: excluded``) or mark them abstaining
+        for the rest of the study, with a ``reason`` recorded in the history
+        and shown to them. Their inputs are kept but not used: their votes
+        are not counted, no run and no revision round uses their inputs,
+        the assessment closes without them (given the study's ``quorum``).
+        Giving it again changes the kind or the reason."""
+        expert = self._expert(username)
+        data = validated(s.AbsenceWriteSerializer, request.data)
+        changed = services.expert_absence_set(
+            study=self.study(), expert=expert, absence=data["absence"], reason=data["reason"], acting=signed_in(request)
+        )
+        return Response(s.MemberSerializer(changed).data)
+
+    @extend_schema(
+        summary="Re-admit an excluded or abstaining expert",
+        request=None,
+        responses={200: s.MemberSerializer, 409: error("The phase does not allow it (draft or closed).")},
+    )
+    def delete(self, request: Request, study_id: int, username: str) -> Response:
+        """The expert takes part again: their kept inputs count again."""
+        expert = self._expert(username)
+        changed = services.expert_readmit(study=self.study(), expert=expert, acting=signed_in(request))
+        return Response(s.MemberSerializer(changed).data)
+
+
 # --- setup: attributes, metrics, candidates -----------------------------------------
 
 

@@ -15,9 +15,11 @@ from engine.rules import AHP_WEIGHTING_DEFAULT
 from .. import limits
 from ..catalogue import ATTRIBUTE_CATALOGUE
 from ..limits import (
+    ABSENCE_REASON_MAX_CHARS,
     ITEM_DESCRIPTION_MAX_LENGTH,
     MAX_THRESHOLD,
     NAME_MAX_LENGTH,
+    QUORUM_MAX,
     STUDY_DESCRIPTION_MAX_LENGTH,
     TITLE_MAX_LENGTH,
     UNIT_MAX_LENGTH,
@@ -67,6 +69,16 @@ class StudyForm(PrefixedIds, forms.Form):
         "Metric vote threshold", "A metric of a selected attribute is selected with at least this many votes."
     )
 
+    quorum = forms.IntegerField(
+        label="Quorum",
+        required=False,
+        min_value=0,
+        max_value=QUORUM_MAX,
+        help_text="The fewest experts who must take part (not excluded or abstaining) for the assessment to close; "
+        "0 or empty: any number.",
+        widget=forms.NumberInput(attrs={"min": 0, "max": QUORUM_MAX, "class": "input--short"}),
+    )
+
     ahp_weighting = forms.ChoiceField(
         label="AHP weights computed by",
         choices=AhpWeighting.choices,
@@ -95,6 +107,9 @@ class StudyForm(PrefixedIds, forms.Form):
         if weighting_locked:
             self.fields["ahp_weighting"].disabled = True
             self.fields["ahp_weighting"].help_text = weighting_locked
+
+    def clean_quorum(self) -> int:
+        return self.cleaned_data.get("quorum") or 0
 
     def clean_ahp_weighting(self) -> str:
         """Not posted (the new-study page does not ask): the study's current
@@ -349,6 +364,28 @@ class InviteForm(forms.Form):
         max_length=USERNAME_MAX_LENGTH,
         help_text="They see the invitation when they log in and become an expert by accepting it.",
         widget=forms.TextInput(attrs={"autocomplete": "off", "autocapitalize": "none"}),
+    )
+
+
+class AbsenceForm(forms.Form):
+    """Exclude an expert, or mark them abstaining (workspace.services.panel)."""
+
+    absence = forms.ChoiceField(
+        label="How",
+        widget=forms.RadioSelect,
+        choices=[
+            ("excluded", "Exclude them: they no longer take part (on leave, left the team)"),
+            ("abstaining", "They abstain for the rest of the study: they may still read it"),
+        ],
+        initial="excluded",
+        error_messages={"required": "choose how they are absent"},
+    )
+    reason = forms.CharField(
+        label="Why",
+        max_length=ABSENCE_REASON_MAX_CHARS,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Recorded in the history, shown to them and on the close confirmation.",
+        error_messages={"required": "say why (recorded in the history and shown to them)"},
     )
 
 

@@ -73,11 +73,14 @@ def _tell(expert: Membership, study: Study, sentence: str) -> None:
 
 
 @transaction.atomic
-def expert_absence_set(*, study: Study, expert: Membership, absence: Any, reason: Any, acting: User) -> Membership:
+def expert_absence_set(
+    *, study: Study, expert: Membership, absence: Any, reason: Any, acting: User, tell: bool = True
+) -> Membership:
     """Exclude ``expert`` (``absence="excluded"``) or mark them abstaining,
     with a ``reason`` the history, the expert and the close confirmation
     read; allowed in voting and assessment. Changing an absent expert's kind
-    or reason is allowed too."""
+    or reason is allowed too. ``tell``: e-mail the expert (a bundle's import
+    replays an earlier decision and does not)."""
     study = locked(study)
     require_role(study=study, user=acting, role=Membership.Role.DESIGNER, action="exclude an expert")
     require_phase(study, Action.EXCLUDE_EXPERT)
@@ -91,12 +94,13 @@ def expert_absence_set(*, study: Study, expert: Membership, absence: Any, reason
     expert.absent_since = expert.absent_since if was else timezone.now()
     expert.save(update_fields=["absence", "absence_reason", "absent_since"])
     done = "marked you as abstaining in" if kind == Membership.Absence.ABSTAINING else "excluded you from"
-    _tell(
-        expert,
-        study,
-        f"The designer has {done} this study: “{why}”. Your inputs are kept but no longer used; "
-        "you can still read the study.",
-    )
+    if tell:
+        _tell(
+            expert,
+            study,
+            f"The designer has {done} this study: “{why}”. Your inputs are kept but no longer used; "
+            "you can still read the study.",
+        )
     return expert
 
 

@@ -229,13 +229,15 @@ def study_close_assessment(*, study: Study) -> Study:
     return _move(study, Phase.CLOSED)
 
 
-def quorum_problem(*, study: Study, taking_part: int) -> str | None:
+def quorum_problem(*, study: Study, taking_part: int, absent: int | None = None) -> str | None:
     """Why the assessment cannot close for want of experts, or None: at least
-    one expert, and at least the study's quorum, must take part."""
+    one expert, and at least the study's quorum, must take part. ``absent``:
+    how many are excluded or abstaining, when the caller knows (else read)."""
     needed = max(study.quorum, 1)
     if taking_part >= needed:
         return None
-    absent = expert_list(study=study).exclude(absence=Membership.Absence.NONE).count()
+    if absent is None:
+        absent = expert_list(study=study).exclude(absence=Membership.Absence.NONE).count()
     left_out = f" ({absent} excluded or abstaining)" if absent else ""
     return (
         f"at least {needed} expert{'s' if needed != 1 else ''} must take part to close the assessment; "

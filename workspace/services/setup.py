@@ -60,6 +60,7 @@ def study_create(
     attribute_threshold: int = ATTRIBUTE_THRESHOLD_DEFAULT,
     metric_threshold: int = METRIC_THRESHOLD_DEFAULT,
     ahp_weighting: str = AHP_WEIGHTING_DEFAULT,
+    quorum: int = 0,
 ) -> Study:
     if ahp_weighting not in AHP_WEIGHTINGS:
         raise InvalidInput({"ahp_weighting": f"must be one of {', '.join(AHP_WEIGHTINGS)}, got {ahp_weighting!r}"})
@@ -71,10 +72,17 @@ def study_create(
         attribute_threshold=threshold(attribute_threshold, "attribute_threshold"),
         metric_threshold=threshold(metric_threshold, "metric_threshold"),
         ahp_weighting=ahp_weighting,
+        quorum=_quorum(quorum),
         designer=designer,
     )
     Membership.objects.create(study=study, user=designer, role=Membership.Role.DESIGNER)
     return study
+
+
+def _quorum(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= QUORUM_MAX:
+        raise InvalidInput({"quorum": f"must be a whole number from 0 to {QUORUM_MAX}, got {value!r}"})
+    return value
 
 
 @transaction.atomic
@@ -102,8 +110,7 @@ def study_update(*, study: Study, **changes: Any) -> Study:
         return value
 
     def quorum(value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= QUORUM_MAX:
-            raise InvalidInput({"quorum": f"must be a whole number from 0 to {QUORUM_MAX}, got {value!r}"})
+        value = _quorum(value)
         if value != study.quorum and study.phase == Phase.CLOSED:
             raise PhaseConflict("The study is closed: reopen the assessment to change its quorum.")
         return value

@@ -37,7 +37,7 @@ from ..forms import designer as f
 from ..measurement_csv import CsvRefused, measurements_csv_text, measurements_parse, rows_as_measurements, text_decode
 from ..models import Candidate, Membership, Metric, Phase, QualityAttribute, Study
 from ..services import Action, phase_refusal
-from .common import form_add_service_errors, require_designer, study_for_member
+from .common import form_add_service_errors, require_designer, signed_in_user, study_for_member
 
 # A new study's vote thresholds, as the form first shows them.
 THRESHOLD_DEFAULTS = {
@@ -233,7 +233,7 @@ def _form_kwargs(kind: str, study: Study, attributes: list[QualityAttribute], lo
 
 
 def _study_form(study: Study, data: Any = None) -> f.StudyForm:
-    fields = ("title", "description", "attribute_threshold", "metric_threshold", "ahp_weighting")
+    fields = ("title", "description", "attribute_threshold", "metric_threshold", "quorum", "ahp_weighting")
     initial = {name: getattr(study, name) for name in fields}
     locks = _locks(study)
     return f.StudyForm(
@@ -690,7 +690,8 @@ def _experts_page(
 ) -> HttpResponse:
     members = list(selectors.member_list(study=study))
     experts = [m for m in members if m.role == Membership.Role.EXPERT]
-    active = [m for m in experts if m.status == Membership.Status.ACTIVE]
+    # an absent expert is not reminded: they owe nothing
+    active = [m for m in experts if m.status == Membership.Status.ACTIVE and not m.absence]
     _experts_inputs_annotate(study, experts)
     context = {
         "study": study,
@@ -703,6 +704,7 @@ def _experts_page(
         "has_active": bool(active),
         "invite_lock": phase_refusal(study, Action.INVITE_EXPERT),
         "remove_lock": phase_refusal(study, Action.REMOVE_EXPERT),
+        "exclude_lock": phase_refusal(study, Action.EXCLUDE_EXPERT),
         "reminder_link": request.build_absolute_uri(study_home(study)),
         "new_link": new_link,
         "link_error": link_error,
@@ -851,12 +853,75 @@ def expert_remove(request: HttpRequest, study_id: int, username: str) -> HttpRes
     return _confirm(request, context, refused=bool(refusal) and request.method == "POST")
 
 
+def _expert_of(study: Study, username: str) -> Membership:
+    try:
+        return selectors.expert_get(study=study, username=username)
+    except Membership.DoesNotExist:
+        raise Http404("No such expert.") from None
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def expert_exclude(request: HttpRequest, study_id: int, username: str) -> HttpResponse:
+    """GET: how excluding the expert works, with the form (how, why); POST:
+    exclude them or mark them abstaining (``services.expert_absence_set``)."""
+    study = _designer_study(request, study_id, "exclude experts")
+    membership = _expert_of(study, username)
+    refusal = phase_refusal(study, Action.EXCLUDE_EXPERT)
+    form = f.AbsenceForm(request.POST or None, initial={"absence": membership.absence or "excluded"})
+    if request.method == "POST" and refusal is None and form.is_valid():
+        try:
+            services.expert_absence_set(
+                study=study,
+                expert=membership,
+                absence=form.cleaned_data["absence"],
+                reason=form.cleaned_data["reason"],
+                acting=signed_in_user(request),
+            )
+        except InvalidInput as error:
+            form_add_service_errors(form, error)
+        except ServiceError as error:
+            refusal = str(error)
+        else:
+            word = "is excluded" if form.cleaned_data["absence"] == "excluded" else "abstains"
+            messages.success(
+                request,
+                f"{username} {word}: their inputs are kept but not used; you can re-admit them until the study closes.",
+            )
+            return redirect(f"/studies/{study.pk}/experts/")
+    context = {
+        "study": study,
+        "study_tab": "experts",
+        "expert": membership,
+        "form": form,
+        "refusal": refusal,
+        "taking_part": selectors.panel_list(study=study).exclude(pk=membership.pk).count(),
+    }
+    status = 409 if refusal and request.method == "POST" else 400 if form.errors else 200
+    return render(request, "designer/expert_exclude.html", context, status=status)
+
+
+@login_required
+@require_POST
+def expert_readmit(request: HttpRequest, study_id: int, username: str) -> HttpResponse:
+    """Let an excluded or abstaining expert take part again."""
+    study = _designer_study(request, study_id, "re-admit experts")
+    membership = _expert_of(study, username)
+    try:
+        services.expert_readmit(study=study, expert=membership, acting=signed_in_user(request))
+    except ServiceError as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, f"{username} takes part again: their inputs count again.")
+    return redirect(f"/studies/{study.pk}/experts/")
+
+
 @login_required
 @require_POST
 def reminders_send(request: HttpRequest, study_id: int) -> HttpResponse:
     """E-mail a reminder to the chosen active experts; the page says who got it."""
     study = _designer_study(request, study_id, "send reminders")
-    active = [m for m in selectors.expert_list(study=study) if m.status == Membership.Status.ACTIVE]
+    active = [m for m in selectors.panel_list(study=study) if m.status == Membership.Status.ACTIVE]
     form = f.ReminderForm(request.POST, experts=active)
     if not form.is_valid():
         return _experts_page(request, study, remind=form)

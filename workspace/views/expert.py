@@ -109,6 +109,17 @@ def readonly_reason(study: Study, step: Step) -> str | None:
     return f"The assessment has closed; your {step.noun} are shown as saved. Only the designer can reopen it."
 
 
+def _absent_reason(expert: Membership) -> str | None:
+    """Why an excluded or abstaining expert's step is read-only, or None."""
+    if not expert.absence:
+        return None
+    how = "marked you as abstaining in" if expert.absence == Membership.Absence.ABSTAINING else "excluded you from"
+    return (
+        f"The designer has {how} this study: “{expert.absence_reason}”. Your inputs are kept but no longer "
+        "used, and you cannot change them; the designer can re-admit you until the study closes."
+    )
+
+
 def _step_state(study: Study, step: Step, done: dict[str, bool]) -> str:
     """later, missing, done, or "not confirmed" (the designer's default
     ranges the expert has not saved or confirmed yet)."""
@@ -144,7 +155,7 @@ def _step_context(study: Study, expert: Membership, step: Step) -> dict[str, Any
         ],
         "next_step": STEPS[position + 1] if position + 1 < len(STEPS) else None,
         "next_url": _url(STEPS[position + 1], study) if position + 1 < len(STEPS) else None,
-        "readonly": readonly_reason(study, step),
+        "readonly": _absent_reason(expert) or readonly_reason(study, step),
         "elicitations": extensions.question_steps(study=study, expert=expert),
     }
 
