@@ -545,6 +545,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "AttributeKindEnum": "workspace.models.QualityAttribute.Kind",
         "MembershipStatusEnum": "workspace.models.Membership.Status",
+        # An expert's absence (excluded, abstaining; blank while they take part).
+        "AbsenceEnum": ["excluded", "abstaining"],
         "InvitationStatusEnum": "workspace.api.invitation_serializers.STATUSES",
         "InvitationKindEnum": ["username", "link"],
         "RunStatusEnum": "engine.models.Run.Status",

@@ -120,10 +120,11 @@ def _moved(response, world):
 def _members(response, world):
     body = response.json()
     assert body["count"] == 3
+    present = {"absence": "", "absence_reason": "", "absent_since": None}  # everyone takes part
     assert body["results"] == [
-        {"username": "alice", "role": "designer", "status": "active"},
-        {"username": "bob", "role": "expert", "status": "active"},
-        {"username": "carol", "role": "expert", "status": "active"},
+        {"username": "alice", "role": "designer", "status": "active", **present},
+        {"username": "bob", "role": "expert", "status": "active", **present},
+        {"username": "carol", "role": "expert", "status": "active", **present},
     ]
 
 
@@ -137,7 +138,14 @@ def _member_invited(response, world):
 
 
 def _member_bob(response, world):
-    assert response.json() == {"username": "bob", "role": "expert", "status": "active"}
+    assert response.json() == {
+        "username": "bob",
+        "role": "expert",
+        "status": "active",
+        "absence": "",
+        "absence_reason": "",
+        "absent_since": None,
+    }
 
 
 def _one_item(name):

@@ -196,6 +196,9 @@ TAKE_THE_LOCK = {
     "expert_add": (),
     "expert_remove": (),
     "experts_add": (),
+    # who takes part (issue 31): an absent expert's inputs leave the snapshot
+    "expert_absence_set": (),
+    "expert_readmit": (),
     "votes_set": (),
     "votes_set_many": (),
     "prioritisation_set": (),
@@ -246,6 +249,8 @@ NOT_INPUTS = {
     # checks, reads, previews, the phase table
     *("expect", "number", "text", "locked", "inputs_changed", "PHASE_RULES", "Action", "has_opened", "opens_in"),
     *("keys", "moment", "iso_moment"),
+    # absent experts: the refusal an absent expert's input meets, the quorum's words, their names
+    *("require_taking_part", "quorum_problem", "ABSENCES"),
     "before_inputs_change",
     *("phase_allows", "phase_refusal", "require_phase", "selection_fixed", "prioritisation_preview", "range_check"),
     *("invitation_refusal", "invitation_list", "invitation_list_for_user", "invitation_get_for_user"),

@@ -170,7 +170,8 @@ class TransitionSerializer(WriteSerializer):
 class MemberSerializer(serializers.ModelSerializer):
     username = StrictCharField(source="user.username")
     absence = serializers.ChoiceField(
-        choices=Membership.Absence.choices,
+        choices=[Membership.Absence.EXCLUDED, Membership.Absence.ABSTAINING],
+        allow_blank=True,
         help_text="'' while they take part; excluded or abstaining: their inputs are kept but not used",
     )
     absence_reason = StrictCharField(help_text="why, as the designer gave it ('' while they take part)")
@@ -636,9 +637,30 @@ BUNDLE_SCHEMA = {
         "phase": {"$ref": "#/components/schemas/PhaseEnum"},
         "attribute_threshold": {"type": "integer", "minimum": 0, "description": "default 1"},
         "metric_threshold": {"type": "integer", "minimum": 0, "description": "default 0"},
+        "quorum": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": limits.QUORUM_MAX,
+            "description": "default 0: the fewest experts who must take part to close the assessment",
+        },
         "ahp_weighting": {"$ref": "#/components/schemas/AhpWeightingEnum"},
         "designer": {"type": "string", "description": "a username; through the API, your own or left out"},
         "experts": {**_NAMES, "description": "distinct usernames"},
+        "absent": {
+            "type": "object",
+            "description": "optional, from voting on: {username: {absence, reason}}, the experts who do not take "
+            "part (their inputs kept but not used)",
+            "additionalProperties": {
+                "x-component": "Absence",
+                "type": "object",
+                "required": ["absence", "reason"],
+                "additionalProperties": False,
+                "properties": {
+                    "absence": {"type": "string", "enum": ["excluded", "abstaining"]},
+                    "reason": {"type": "string", "minLength": 1, "maxLength": limits.ABSENCE_REASON_MAX_CHARS},
+                },
+            },
+        },
         "attributes": {
             "type": "array",
             "items": {
