@@ -104,7 +104,14 @@ def test_answers_about_a_username_do_not_reveal_whether_the_account_exists(make_
 def test_the_designer_can_still_take_the_expert_role_at_once(make_study, clients, cast):
     built = make_study(Phase.DRAFT)
     added = ok(invite(clients["alice"], built.study.pk, "alice"), 201)
-    assert added == {"username": "alice", "role": "expert", "status": "active"}
+    assert added == {
+        "username": "alice",
+        "role": "expert",
+        "status": "active",
+        "absence": "",
+        "absence_reason": "",
+        "absent_since": None,
+    }
     detail = ok(clients["alice"].get(f"{API}/studies/{built.study.pk}/"))
     assert detail["my_roles"] == ["designer", "expert"] and "alice" in detail["experts"]
     assert not Invitation.objects.exists()

@@ -209,6 +209,9 @@ def test_a_member_is_read_by_members_and_only_experts_are_found(api, cast, make_
         "username": "bob",
         "role": "expert",
         "status": "active",
+        "absence": "",
+        "absence_reason": "",
+        "absent_since": None,
     }
     designer = api(cast.bob).get(f"{API}/studies/{study.pk}/members/alice/")
     assert (designer.status_code, designer.json()) == (
