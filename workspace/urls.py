@@ -72,6 +72,7 @@ urlpatterns = [
         name="measurements_csv_download",
     ),
     path("studies/<int:study_id>/bundle.json", designer.study_bundle_download, name="study_bundle_download"),
+    path("studies/<int:study_id>/copy/", designer.study_copy_page, name="study_copy"),
     path("studies/<int:study_id>/experts/", designer.experts_page, name="study_experts"),
     path("studies/<int:study_id>/experts/invite/", designer.expert_invite, name="expert_invite"),
     path("studies/<int:study_id>/experts/link/", designer.invitation_link_create, name="invitation_link_create"),

@@ -334,6 +334,8 @@ class Made:
 MADE = {
     (f"{API}/auth/token/", "201"): Made(f"{API}/auth/tokens/"),
     (f"{API}/studies/import/", "201"): Made(f"{API}/studies/"),
+    # A study's copy: the new study, not an object under the copied one's path.
+    (f"{API}/studies/{{study_id}}/copy/", "201"): Made(f"{API}/studies/"),
     (f"{API}/studies/{{study_id}}/runs/", "202"): Made(f"{API}/runs/", also=(f"{API}/studies/{{study_id}}/runs/",)),
     # Taking the expert role yourself: the membership, your inputs.
     (f"{API}/studies/{{study_id}}/members/", "201"): Made(
@@ -375,6 +377,7 @@ BODY_LINKS = {
         OPEN_VOTING,
     ],
     (f"{API}/studies/import/", "201"): [OPEN_VOTING],
+    (f"{API}/studies/{{study_id}}/copy/", "201"): [OPEN_VOTING],
     (f"{API}/studies/{{study_id}}/attributes/", "201"): [
         (
             "AddMetricToIt",

@@ -38,6 +38,18 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+class StrictBooleanField(serializers.BooleanField):
+    """true or false, and only those: DRF's BooleanField also takes ``"yes"``,
+    ``1`` or ``"off"``."""
+
+    default_error_messages = {"not_boolean": "must be true or false, got {type}"}
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("not_boolean", type=type(data).__name__)
+        return data
+
+
 class WriteSerializer(serializers.Serializer):
     """A request body: a field it does not know is refused (400 naming it),
     never silently ignored."""
@@ -141,6 +153,21 @@ class StudyDetailSerializer(StudySerializer):
             "attributes": [a.name for a in study.selected_attributes],
             "metrics": [m.name for m in study.selected_metrics],
         }
+
+
+class StudyCopySerializer(WriteSerializer):
+    title = StrictCharField(
+        required=False, max_length=limits.TITLE_MAX_LENGTH, help_text='the copy\'s title (default "Copy of <title>")'
+    )
+    measurements = StrictBooleanField(
+        required=False, default=True, help_text="copy the measurements and their standard errors (default true)"
+    )
+    predictions = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="copy every prediction set, with the elicited metrics' designs (default false: an elicited "
+        "metric becomes an ordinary one)",
+    )
 
 
 class StudyWriteSerializer(WriteSerializer):

@@ -11,6 +11,7 @@ urlpatterns = [
     path("studies/import/", views.StudyImportView.as_view(), name="study-import"),
     path("studies/<int:study_id>/", views.StudyDetailView.as_view(), name="study-detail"),
     path("studies/<int:study_id>/export/", views.StudyExportView.as_view(), name="study-export"),
+    path("studies/<int:study_id>/copy/", views.StudyCopyView.as_view(), name="study-copy"),
     path("studies/<int:study_id>/transitions/", views.StudyTransitionView.as_view(), name="study-transitions"),
     path("studies/<int:study_id>/members/", views.MemberListView.as_view(), name="member-list"),
     path("studies/<int:study_id>/members/<str:username>/", views.MemberDetailView.as_view(), name="member-detail"),

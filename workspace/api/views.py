@@ -25,7 +25,7 @@ from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
 from workspace import invitations, limits, lockout, selectors, services
-from workspace.bundles import study_export_bundle, study_import_bundle
+from workspace.bundles import study_copy, study_export_bundle, study_import
 from workspace.models import ApiToken, Candidate, Membership, Metric, QualityAttribute, Study
 from workspace.selectors.design import SetupItems, SetupModel
 from workspace.selectors.studies import StudyWithRoles
@@ -247,21 +247,21 @@ class StudyImportView(RateLimitHeadersMixin, APIView):
     )
     @idempotent
     def post(self, request: Request) -> Response:
-        """Import an ``approve-study/1`` bundle; you become its designer.
-        Your own inputs are yours; other experts are invited (listed in
-        ``invitations``). Only a staff user may import their inputs: they
-        then await each expert's confirmation. Each user may import
-        ``IMPORT_THROTTLE_RATE`` studies (20 an hour), with the page's
-        imports: beyond, 429 with ``Retry-After``."""
+        """Import an ``approve-study/1`` bundle; you become its designer,
+        whoever the bundle names. Your own inputs are yours; other experts
+        are invited (listed in ``invitations``). Only a staff user may import
+        their inputs: they then await each expert's confirmation. Anyone
+        else's import leaves them out (``inputs_left_out``, said in
+        ``notes``) and makes the study a draft: a designer's own download
+        comes back as a copy. Each user may import ``IMPORT_THROTTLE_RATE``
+        studies (20 an hour), with the page's imports: beyond, 429 with
+        ``Retry-After``."""
         bundle = _body(request, dict, "an approve-study/1 bundle (a JSON object)")
-        designer = bundle.get("designer")
-        if designer is not None and designer != request.user.get_username():
-            raise exceptions.ValidationError({"designer": ["must be your own username, or left out"]})
         limits.bundle_check_limits(bundle)
-        study = study_import_bundle(bundle=bundle, importer=signed_in(request))
-        study = selectors.study_detail_get(study_id=study.pk, user=request.user)
+        imported = study_import(bundle=bundle, importer=signed_in(request))
+        study = selectors.study_detail_get(study_id=imported.study.pk, user=request.user)
         return Response(
-            inv_s.ImportedStudySerializer(study).data,
+            inv_s.ImportedStudySerializer(study, context={"imported": imported}).data,
             status=status.HTTP_201_CREATED,
             headers=location(request, "study-detail", study_id=study.pk),
         )
@@ -309,6 +309,29 @@ class StudyExportView(StudyScoped, APIView):
         """The whole study as an ``approve-study/1`` bundle."""
         self.require_designer("export the study")
         return Response(study_export_bundle(study=self.study()))
+
+
+class StudyCopyView(StudyScoped, APIView):
+    schema_tag = "studies"
+
+    @extend_schema(
+        summary="Copy the study's setup into a new draft study",
+        request=s.StudyCopySerializer,
+        responses={201: s.StudyDetailSerializer},
+    )
+    @idempotent
+    def post(self, request: Request, study_id: int) -> Response:
+        """A new draft study that you design, with this one's setup
+        (attributes, metrics, candidates, thresholds, AHP weighting, quorum),
+        its measurements unless ``measurements`` is false, and its prediction
+        sets when ``predictions`` is true. Never anyone's inputs, nor the
+        experts: invite them again. Only the study's designer copies it."""
+        self.require_designer("copy the study")
+        data = validated(s.StudyCopySerializer, request.data)
+        copy = study_copy(study=self.study(), designer=signed_in(request), **data)
+        return _study_detail(
+            copy.pk, signed_in(request), status.HTTP_201_CREATED, location(request, "study-detail", study_id=copy.pk)
+        )
 
 
 class StudyTransitionView(StudyScoped, APIView):

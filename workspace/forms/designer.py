@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
-from django.contrib.auth.models import AnonymousUser, User
+from django.contrib.auth.models import User
 
 from engine.rules import AHP_WEIGHTING_DEFAULT
 
@@ -117,6 +117,48 @@ class StudyForm(PrefixedIds, forms.Form):
         return self.cleaned_data.get("ahp_weighting") or self.initial.get("ahp_weighting", AHP_WEIGHTING_DEFAULT)
 
 
+class StudyCopyForm(PrefixedIds, forms.Form):
+    """A study's copy (``bundles.study_copy``): its title (empty: "Copy of
+    <title>") and what comes with the setup."""
+
+    id_prefix = "copy"
+    title = forms.CharField(
+        label="Title of the new study",
+        required=False,
+        max_length=TITLE_MAX_LENGTH,
+        help_text="Left empty: “Copy of” the study's title.",
+    )
+    measurements = forms.BooleanField(
+        label="Copy the measurements",
+        required=False,
+        initial=True,
+        help_text="Every candidate's measured values, with their standard errors.",
+    )
+    predictions = forms.BooleanField(
+        label="Copy the prediction sets",
+        required=False,
+        initial=False,
+        help_text="Every prediction set uploaded to the study, whole, with the elicited metrics' questions made "
+        "from them. Without them an elicited metric becomes an ordinary one, measured as any other.",
+    )
+
+    def clean_title(self) -> str | None:
+        return self.cleaned_data.get("title") or None
+
+
+class TemplateForm(StudyCopyForm):
+    """The new-study page's "Start from a template": any study the user
+    designs (``studies``), copied as ``StudyCopyForm`` says."""
+
+    id_prefix = "template"
+    field_order = ["template", "title", "measurements", "predictions"]
+    template = forms.TypedChoiceField(label="Study to start from", coerce=int, empty_value=None)
+
+    def __init__(self, *args: Any, studies: Iterable[tuple[int, str]] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        cast(forms.ChoiceField, self.fields["template"]).choices = [("", "Choose one of your studies"), *studies]
+
+
 class BundleForm(forms.Form):
     """An ``approve-study/1`` file, read and decoded here; what it says is
     checked by the import."""
@@ -126,10 +168,6 @@ class BundleForm(forms.Form):
         help_text="An approve-study/1 JSON file, e.g. one exported from another approve.",
         widget=forms.ClearableFileInput(attrs={"accept": ".json,application/json"}),
     )
-
-    def __init__(self, *args: Any, user: User | AnonymousUser | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.user = user
 
     def clean_bundle(self) -> dict:
         upload = self.cleaned_data["bundle"]
@@ -148,14 +186,7 @@ class BundleForm(forms.Form):
             raise forms.ValidationError(f"the file is not valid JSON ({error})") from None
         if not isinstance(bundle, dict):
             raise forms.ValidationError("the file must hold a JSON object (an approve-study/1 bundle)")
-        # As the API's import: the importer designs the study, so a bundle
-        # may not name someone else as its designer.
-        designer = bundle.get("designer")
-        # A bound form has its user (the page's, signed in).
-        if designer is not None and designer != cast(User, self.user).get_username():
-            raise forms.ValidationError(
-                f"the bundle names {designer!r} as its designer: it must be your own username, or left out"
-            )
+        # Whoever the bundle names, the importer designs the study (the import says so).
         return bundle
 
 

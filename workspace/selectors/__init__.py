@@ -26,6 +26,7 @@ from .design import (
     attribute_list,
     ballot_list,
     candidate_list,
+    elicited_metric_names,
     measurement_list,
     measurement_values,
     measurement_values_shown,
@@ -93,6 +94,7 @@ from .rounds import (
 )
 from .studies import (
     dashboard_studies,
+    studies_designed_by,
     studies_visible_to,
     studies_with_my_roles,
     study_content_counts,
@@ -137,7 +139,9 @@ __all__ = [
     "attribute_list",
     "ballot_list",
     "candidate_list",
+    "elicited_metric_names",
     "dashboard_studies",
+    "studies_designed_by",
     "discussion_get",
     "discussion_item_get",
     "absent_list",

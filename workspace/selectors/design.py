@@ -38,6 +38,13 @@ def metric_list(*, study: Study, measured: bool = False) -> QuerySet[Metric]:
     return metrics.annotate(measured_count=Count("measurements")) if measured else metrics
 
 
+def elicited_metric_names(*, study: Study) -> list[str]:
+    """The names of the study's elicited metrics, in its order (one query;
+    evaluation keeps their design, a metric's ``elicitation``)."""
+    elicited = Metric.objects.filter(study=study, elicitation__isnull=False).order_by(*METRIC_ORDER)
+    return list(elicited.values_list("name", flat=True))
+
+
 def candidate_list(*, study: Study) -> QuerySet[Candidate]:
     """The study's candidates in its order (one query)."""
     return study.candidates.order_by("position", "id")
