@@ -265,6 +265,8 @@ NOT_INPUTS = {
     "study_deletions_purge",
     # a new study (replayed through the services above), and a bundle's check before it
     *("study_import_bundle", "import_bundle_consented"),
+    # a copy of a study, or an import, is a new study: it changes no other study's inputs (issue 31)
+    *("study_import", "study_copy", "copy_title", "bundle_setup_only"),
     # accounts: e-mail, passwords, tokens, new users (a username never changes here: the admin, below)
     *("email_change_notify", "email_confirm", "email_confirmation_token", "user_email_set", "user_get_or_create"),
     *("users_get_or_create", "user_password_set", "api_token_create", "api_token_record_use", "api_token_revoke"),
