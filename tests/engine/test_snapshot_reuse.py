@@ -275,6 +275,8 @@ NOT_INPUTS = {
     *("post_add", "post_edit", "post_hide", "post_unhide"),
     # tracking: a study's MLflow connection, a preview, a run published (none is an input)
     *("connection_of", "connection_set", "connection_remove", "import_preview", "mlflow_publish"),
+    # the experiments of the server, for the page's picker (read from MLflow)
+    "experiment_list",
     # the recovery sweep's part for imports: sent again or failed, nothing written to a study
     "imports_recover_stale",
     # revision rounds: their own rows (a round's snapshot is read from the inputs, never written to them)
