@@ -163,10 +163,11 @@ def _what_if_context(request: HttpRequest, run: Run, stored: sensitivity.StoredR
         shares = sensitivity.attribute_shares(wanted)
     except ValueError:  # (listed in errors already)
         shares = [0.0] * len(wanted)
+    at_run = [100 * float(w) for w in stored.attribute_weights]
     return {
         "run": run,
         "sliders": [
-            {"index": i, "name": name, "value": round(value, 1), "share": share}
+            {"index": i, "name": name, "value": round(value, 1), "share": share, "run_value": round(at_run[i], 1)}
             for i, (name, value, share) in enumerate(zip(stored.attributes, wanted, shares, strict=True))
         ],
         "what_if_rows": rows,
