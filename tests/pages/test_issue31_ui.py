@@ -6,13 +6,19 @@ runs are numbered per study, open-round steps read "to revise", the
 reference candidate's removal is refused before confirming, the demo's
 experts have e-mail addresses, and tables that scroll say so."""
 
+import html
 import re
+from fractions import Fraction
 
 import pytest
 from django.urls import reverse
 
 from engine import services as engine_services
+from engine.prioritisation import consistency, pairwise_matrix
+from engine.rules import SCALE_POINTS, is_consistent
 from workspace.bundles import study_import_bundle
+from workspace.forms.expert import point_label
+from workspace.models import Phase
 
 from ..engine.test_runs import case_study_bundle
 
@@ -69,3 +75,99 @@ def test_every_what_if_slider_triggers_the_live_ranking(client, run):
     drawn = [float(v) for v in re.findall(r'data-run-value="([^"]+)"', body)]
     assert drawn == pytest.approx(at_run, abs=0.05)
     assert "data-what-if-reset" in body
+
+
+# --- 6. an inconsistent save lands on its question; hints say what they replace ----------
+
+NAMES = ["Accuracy", "Consistency", "Efficiency"]
+
+
+def _pair(built, a: str, b: str) -> str:
+    return f"ahp-{built.attributes[a].pk}-{built.attributes[b].pk}"
+
+
+def _judged(built, judgments) -> dict:
+    return {"method": "ahp", **{_pair(built, NAMES[i], NAMES[j]): v for i, j, v in judgments}}
+
+
+def _least_change(judgments) -> tuple[int, float]:
+    """By brute force, one changed judgment at a time (engine.prioritisation.
+    consistency, not the repair search): the fewest points along the scale a
+    single change needs to make the judgments consistent, and the lowest
+    ratio among the changes of that size."""
+    best: tuple[int, float] | None = None
+    for position, (i, j, value) in enumerate(judgments):
+        start = SCALE_POINTS.index(Fraction(value))
+        for index, point in enumerate(SCALE_POINTS):
+            if index == start:
+                continue
+            changed = [(a, b, float(Fraction(v))) for a, b, v in judgments]
+            changed[position] = (i, j, float(point))
+            ratio = consistency(pairwise_matrix(3, changed)).ratio
+            if is_consistent(ratio):
+                candidate = (abs(index - start), ratio)
+                best = candidate if best is None or candidate < best else best
+    assert best is not None
+    return best
+
+
+@pytest.mark.parametrize(
+    "judgments",
+    [
+        [(0, 1, "3"), (0, 2, "5"), (1, 2, "1/2")],  # CR 0.14
+        [(0, 1, "5"), (1, 2, "3"), (0, 2, "1/3")],  # a cycle: A > B > C > A
+    ],
+)
+def test_the_first_repair_is_the_smallest_change_and_says_what_it_replaces(make_study, cast, client, judgments):
+    built = make_study(Phase.ASSESSMENT)
+    client.force_login(cast.bob)
+    response = client.post(f"/studies/{built.study.pk}/my/priorities/preview/", _judged(built, judgments))
+    result = response.context["results"][0]
+    assert result["consistent"] is False and result["hint_kind"] == "repair"
+    first = result["hints"][0]
+    steps, ratio = _least_change(judgments)
+    assert first["steps"] == steps
+    i, j = NAMES.index(first["row"]), NAMES.index(first["column"])
+    changed = [(a, b, float(Fraction(first["suggested"] if (a, b) == (i, j) else v))) for a, b, v in judgments]
+    assert consistency(pairwise_matrix(3, changed)).ratio == pytest.approx(ratio)
+    said = next(v for a, b, v in judgments if (a, b) == (i, j))
+    text = html.unescape(response.content.decode())
+    assert (
+        f"{first['row']} / {first['column']}</strong>: replaces your "
+        f"“{point_label('ahp', first['row'], first['column'], said)}” by "
+        f"“{point_label('ahp', first['row'], first['column'], first['suggested'])}” "
+        f"({steps} point{'s' if steps > 1 else ''} along the scale); your judgments would then be "
+        f"consistent (CR {ratio:.2f} ≤ 0.10)."
+    ) in text
+    # Every hint after the first changes at least as much.
+    assert [h["steps"] for h in result["hints"]] == sorted(h["steps"] for h in result["hints"])
+
+
+def test_the_cycle_no_longer_turns_the_strongest_judgment_into_equal_unsaid(make_study, cast, client):
+    """The finding: with A 5 × B, B 3 × C, C 3 × A, the first Apply set the 5
+    to "equally important" (the value the near-equal weights imply), which
+    leaves the judgments inconsistent (CR 0.75). Now every hint offered
+    makes them consistent and names the judgment it replaces."""
+    built = make_study(Phase.ASSESSMENT)
+    client.force_login(cast.bob)
+    judgments = [(0, 1, "5"), (1, 2, "3"), (0, 2, "1/3")]
+    response = client.post(f"/studies/{built.study.pk}/my/priorities/preview/", _judged(built, judgments))
+    for hint in response.context["results"][0]["hints"]:
+        assert hint["consistent_after"] and hint["suggested"] != "1"
+        assert "replaces your" in html.unescape(response.content.decode())
+
+
+def test_an_inconsistent_save_opens_the_page_on_its_question(make_study, cast, client):
+    built = make_study(Phase.ASSESSMENT)
+    client.force_login(cast.bob)
+    data = _judged(built, [(0, 1, "3"), (0, 2, "5"), (1, 2, "1/2")])
+    data[f"local-{built.attributes['Accuracy'].pk}-method"] = "equal"
+    response = client.post(f"/studies/{built.study.pk}/my/priorities/", data)
+    assert response.status_code == 200
+    text = response.content.decode()
+    box = _tag(text, r'<div[^>]*id="confirm-inconsistent"[^>]*>')
+    assert 'tabindex="-1"' in box and " autofocus" in box
+    assert len(re.findall(r"\sautofocus[\s>]", text)) == 1, "the box is the page's only autofocus"
+    assert "Not saved yet: your judgments are inconsistent." in text
+    # A page that saved nothing inconsistent has no such focus.
+    assert " autofocus" not in client.get(f"/studies/{built.study.pk}/my/priorities/").content.decode()
