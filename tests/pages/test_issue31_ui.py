@@ -14,7 +14,7 @@ import pytest
 from django.urls import reverse
 
 from engine import services as engine_services
-from engine.prioritisation import consistency, pairwise_matrix
+from engine.prioritisation import consistency, pairwise_matrix, smallest_repairs
 from engine.rules import SCALE_POINTS, is_consistent
 from workspace.bundles import study_import_bundle
 from workspace.forms.expert import point_label
@@ -171,3 +171,27 @@ def test_an_inconsistent_save_opens_the_page_on_its_question(make_study, cast, c
     assert "Not saved yet: your judgments are inconsistent." in text
     # A page that saved nothing inconsistent has no such focus.
     assert " autofocus" not in client.get(f"/studies/{built.study.pk}/my/priorities/").content.decode()
+
+
+def test_smallest_repairs_edges_and_a_large_matrix():
+    consistent = pairwise_matrix(3, [(0, 1, 2), (0, 2, 4), (1, 2, 2)])
+    inconsistent = pairwise_matrix(3, [(0, 1, 3), (0, 2, 5), (1, 2, 0.5)])
+    assert smallest_repairs(consistent) == [] and smallest_repairs(pairwise_matrix(2, [(0, 1, 9)])) == []
+    assert smallest_repairs(inconsistent, top=0) == [] and len(smallest_repairs(inconsistent, top=10)) == 3
+    with pytest.raises(ValueError, match="top must be a non-negative integer"):
+        smallest_repairs(inconsistent, top=-1)
+    # 12 items (66 pairs, more than are searched): one slip in a consistent matrix is found and undone.
+    n = 12
+    weights = [2.0 ** (k % 4) for k in range(n)]
+    judgments = [(i, j, weights[i] / weights[j]) for i in range(n) for j in range(i + 1, n)]
+    judgments[5] = (0, 6, 9.0)  # was 1/4: CR 0.11
+    matrix = pairwise_matrix(n, judgments)
+    assert not is_consistent(consistency(matrix).ratio)
+    first = smallest_repairs(matrix)[0]
+    repaired = matrix.copy()
+    repaired[first.row, first.column], repaired[first.column, first.row] = (
+        first.suggested_value,
+        1 / first.suggested_value,
+    )
+    assert (first.row, first.column) == (0, 6) and first.ratio == pytest.approx(consistency(repaired).ratio)
+    assert is_consistent(first.ratio) and (first.suggested_value, first.steps) == (8.0, 1)
