@@ -9,6 +9,7 @@ experts have e-mail addresses, and tables that scroll say so."""
 import html
 import re
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
@@ -195,3 +196,52 @@ def test_smallest_repairs_edges_and_a_large_matrix():
     )
     assert (first.row, first.column) == (0, 6) and first.ratio == pytest.approx(consistency(repaired).ratio)
     assert is_consistent(first.ratio) and (first.suggested_value, first.steps) == (8.0, 1)
+
+
+# --- 12. the consistency table and the AHP scale on a phone -----------------------------
+
+STATIC = Path(__file__).resolve().parents[2] / "static" / "css"
+
+
+def _rule(css: str, selector: str) -> str:
+    """The declarations of the first rule whose selector list is exactly ``selector``."""
+    found = re.search(r"(?:^|\})\s*" + re.escape(selector) + r"\s*\{([^}]*)\}", css, re.MULTILINE)
+    assert found, f"no rule for {selector}"
+    return found.group(1)
+
+
+def _rem(length: str) -> float:
+    value, unit = re.fullmatch(r"([\d.]+)(rem|px)", length.strip()).groups()
+    return float(value) * (16 if unit == "rem" else 1) / 16
+
+
+def test_the_run_pages_consistency_table_stacks_on_a_phone(make_study, cast, client):
+    built = make_study(Phase.CLOSED)  # carol prioritises by AHP
+    run = engine_services.run_launch(study=built.study, launched_by=cast.alice)
+    engine_services.run_execute(run_id=run.pk)
+    client.force_login(cast.alice)
+    text = client.get(f"/runs/{run.pk}/").content.decode()
+    section = text[text.index('<section class="card run-consistency"') :]
+    section = section[: section.index("</section>")]
+    wrapper = _tag(section, r'<div class="table-scroll"[^>]*>')
+    assert 'role="region"' in wrapper and 'tabindex="0"' in wrapper
+    assert "table--stack" in _tag(section, r"<table[^>]*>")
+    cells = re.findall(r"<td[^>]*>", section)
+    assert cells and all("data-label=" in cell for cell in cells)
+    assert re.findall(r'data-label="([^"]+)"', section)[:4] == ["Prioritisation", "Method", "CR", "Verdict"]
+    # The stacked row's header cell heads its card instead of keeping its table layout.
+    assert "display: block" in _rule((STATIC / "approve.css").read_text(), ".table--stack tbody th")
+
+
+def test_the_ahp_scale_points_are_24_px_targets_in_the_css():
+    css = (STATIC / "pages" / "expert.css").read_text()
+    radio = _rule(css, ".pair__point input")
+    for side in ("width", "height"):
+        assert _rem(re.search(side + r":\s*([^;]+);", radio).group(1)) >= 1.5
+    point = _rule(css, ".pair__point")
+    assert _rem(re.search(r"min-width:\s*([^;]+);", point).group(1)) >= 1.5
+    assert _rem(re.search(r"min-height:\s*([^;]+);", point).group(1)) >= 1.5
+    columns = re.search(r"grid-template-columns:\s*repeat\(17,\s*minmax\(([^,]+),", _rule(css, ".pair__points"))
+    assert columns and _rem(columns.group(1)) >= 1.5
+    # Below 17 such points the scale folds onto rows of eight, "equal" alone between them.
+    assert "repeat(8, minmax(1.5rem, 1fr))" in css and "@container (max-width: 27rem)" in css
