@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
+from engine import analyses
 from engine import services as engine_services
 from engine.prioritisation import consistency, pairwise_matrix, smallest_repairs
 from engine.rules import SCALE_POINTS, is_consistent
+from workspace import charts
 from workspace.bundles import study_import_bundle
 from workspace.forms.expert import point_label
 from workspace.models import Phase
@@ -245,3 +247,53 @@ def test_the_ahp_scale_points_are_24_px_targets_in_the_css():
     assert columns and _rem(columns.group(1)) >= 1.5
     # Below 17 such points the scale folds onto rows of eight, "equal" alone between them.
     assert "repeat(8, minmax(1.5rem, 1fr))" in css and "@container (max-width: 27rem)" in css
+
+
+# --- 13. smaller findings --------------------------------------------------------------
+
+
+def _monte_carlo(run):
+    analysis = analyses.analysis_launch(
+        run=run, kind="monte_carlo", launched_by=None, samples=50, seed=3, spec={"peer_weights": True}
+    )
+    for chunk_id in analysis.chunks.values_list("pk", flat=True):
+        analyses.chunk_execute(chunk_id=chunk_id)
+    analysis.refresh_from_db()
+    return analysis
+
+
+def test_the_monte_carlo_card_names_only_ranks_that_exist(client, run):
+    candidates = len(run.results["candidates"])
+    assert candidates == 4
+    analysis = _monte_carlo(run)
+    client.force_login(run.study.designer)
+    for url in (
+        reverse("run_robustness", args=[run.pk]),
+        reverse("run_analysis_status", args=[run.pk, analysis.pk]),
+    ):
+        response = client.get(url)
+        text = response.content.decode()
+        card = text[text.index('id="analysis-monte_carlo"') :]
+        legend = re.findall(r'<text x="[\d.]+" y="16">([^<]+)</text>', card)
+        assert legend == ["rank 1", "rank 2", "rank 3", "rank 4"]
+        assert "or lower" not in card and "Rank 5" not in card
+        assert re.findall(r'<th scope="col" class="number">Rank (\d)</th>', card) == ["1", "2", "3", "4"]
+        chart = response.context["monte_carlo_chart"]
+        # Each bar is its candidate's four rank shares, no rest.
+        assert len(chart.legend) == 4 and all(len(row.segments) <= 4 for row in chart.rows)
+
+
+def test_a_long_legend_starts_at_the_charts_left_edge():
+    long_names = ["LogisticRegression (149b846f)", "RandomForestClassifier (a0b1c2d3)"]
+    chart = charts.stacked_bar_chart(
+        chart_id="c",
+        title="t",
+        description="d",
+        labels=long_names,
+        parts=[f"rank {r}" for r in range(1, 6)],
+        values=[[0.2] * 5, [0.1] * 5],
+        rest_label="rank 6 or lower",
+    )
+    last = chart.legend[-1]
+    assert last.series.name == "rank 6 or lower"
+    assert last.text_x + len(last.series.name) * charts.FONT_WIDTH <= charts.WIDTH
