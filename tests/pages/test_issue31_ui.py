@@ -8,14 +8,17 @@ experts have e-mail addresses, and tables that scroll say so."""
 
 import html
 import re
+import threading
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from django.db import IntegrityError, connection, transaction
 from django.urls import reverse
 
 from engine import analyses
 from engine import services as engine_services
+from engine.models import Run
 from engine.prioritisation import consistency, pairwise_matrix, smallest_repairs
 from engine.rules import SCALE_POINTS, is_consistent
 from workspace import charts
@@ -297,3 +300,113 @@ def test_a_long_legend_starts_at_the_charts_left_edge():
     last = chart.legend[-1]
     assert last.series.name == "rank 6 or lower"
     assert last.text_x + len(last.series.name) * charts.FONT_WIDTH <= charts.WIDTH
+
+
+def _runs_of(study, count):
+    runs = []
+    for _ in range(count):
+        run = engine_services.run_launch(study=study, launched_by=study.designer)
+        engine_services.run_execute(run_id=run.pk)
+        runs.append(run)
+    return runs
+
+
+def test_runs_are_numbered_within_their_study(make_study, cast, client, api):
+    other = make_study(Phase.CLOSED, title="Another study")
+    _runs_of(other.study, 3)  # runs of another study come first: ids 1 to 3
+    built = make_study(Phase.CLOSED)
+    client.force_login(cast.alice)
+    response = client.post(f"/studies/{built.study.pk}/runs/", follow=True)
+    first = Run.objects.filter(study=built.study).get()
+    assert (first.number, first.pk) == (1, 4)
+    text = response.content.decode()
+    assert "Run 1 was launched." in text and '<h2 class="run-head__title">Run 1</h2>' in text
+    engine_services.run_execute(run_id=first.pk)
+    (second,) = _runs_of(built.study, 1)
+    assert second.number == 2
+    runs = client.get(f"/studies/{built.study.pk}/runs/").content.decode()
+    assert f'<a class="table__title" href="/runs/{first.pk}/">Run 1</a>' in runs
+    assert f'<a class="table__title" href="/runs/{second.pk}/">Run 2</a>' in runs
+    assert f'href="/runs/{first.pk}/compare/{second.pk}/">with run 1</a>' in runs
+    compared = client.get(f"/runs/{first.pk}/compare/{second.pk}/").content.decode()
+    assert "Run 1 → run 2" in compared
+    assert "How sure is run 2's ranking?" in html.unescape(
+        client.get(f"/runs/{second.pk}/robustness/").content.decode()
+    )
+    # The API keeps the id and adds the number.
+    body = api(cast.alice).get(f"/api/v1/runs/{second.pk}/").json()
+    assert (body["id"], body["number"]) == (second.pk, 2)
+    listed = api(cast.alice).get(f"/api/v1/studies/{built.study.pk}/runs/").json()["results"]
+    assert [(r["id"], r["number"]) for r in listed] == [(second.pk, 2), (first.pk, 1)]
+    # The results document's "run" stays the id.
+    assert client.get(f"/runs/{second.pk}/results.json").json()["run"] == second.pk
+
+
+def test_a_studys_runs_never_share_a_number(make_study):
+    built = make_study(Phase.CLOSED)
+    run = engine_services.run_launch(study=built.study, launched_by=built.study.designer)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Run.objects.create(study=built.study, number=run.number)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Run.objects.create(study=built.study, number=0)
+    assert Run.objects.create(study=built.study).number == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_numbers_existing_runs_per_study_by_id():
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    before, after = [("engine", "0011_snapshot_expert_values")], [("engine", "0012_run_number")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    try:
+        apps = executor.loader.project_state(before).apps
+        designer = apps.get_model("auth", "User").objects.create(username="designer")
+        Study, OldRun = apps.get_model("workspace", "Study"), apps.get_model("engine", "Run")
+        one, two = (Study.objects.create(title=title, designer=designer) for title in ("One", "Two"))
+        order = [one, two, one, one, two]
+        ids = [OldRun.objects.create(study=study).pk for study in order]
+        History = apps.get_model("engine", "HistoricalRun")
+        NOW = "2026-01-01T00:00:00Z"
+        for pk, study in zip(ids, order, strict=True):
+            History.objects.create(id=pk, study_id=study.pk, launched_at=NOW, history_date=NOW, history_type="+")
+        History.objects.create(id=999, study_id=one.pk, launched_at=NOW, history_date=NOW, history_type="-")
+        executor = MigrationExecutor(connection)
+        executor.migrate(after)
+        apps = executor.loader.project_state(after).apps
+        numbers = dict(apps.get_model("engine", "Run").objects.values_list("pk", "number"))
+        assert [numbers[pk] for pk in ids] == [1, 1, 2, 3, 2]
+        copies = dict(apps.get_model("engine", "HistoricalRun").objects.values_list("id", "number"))
+        assert copies == {**numbers, 999: 0}
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="launches at once: PostgreSQL (SQLite serialises writes)")
+@pytest.mark.django_db(transaction=True)
+def test_launches_at_once_take_the_numbers_in_turn(monkeypatch):
+    """Eight launches of one study at once, after a first (so that each
+    copies its snapshot and none waits to check the inputs; each its own
+    connection, the study's row lock only shared between them), each slow to
+    commit once its run is written: runs numbered 2 to 9, none refused."""
+    from tests.engine.test_snapshot_reuse import _at_once
+
+    monkeypatch.setattr(engine_services, "_enqueue", lambda run_id, *priority: True)
+    study = study_import_bundle(bundle=case_study_bundle())
+    first = engine_services.run_launch(study=study, launched_by=study.designer)
+    real_on_commit = transaction.on_commit
+
+    def slow_commit(function, *args, **kwargs):
+        threading.Event().wait(0.2)  # the run is written, not yet committed
+        return real_on_commit(function, *args, **kwargs)
+
+    monkeypatch.setattr(engine_services.transaction, "on_commit", slow_commit)
+    try:
+        runs = _at_once(8, lambda i: engine_services.run_launch(study=study, launched_by=study.designer).pk)
+        assert first.number == 1
+        assert sorted(Run.objects.filter(pk__in=runs).values_list("number", flat=True)) == list(range(2, 10))
+    finally:
+        Run.objects.filter(study=study).delete()
+        study.delete()
