@@ -297,7 +297,7 @@ def publish_page(request: HttpRequest, run_id: int) -> HttpResponse:
     require_designer(study, "publish a run to MLflow")
     error = None
     if run.status != Run.Status.SUCCEEDED:
-        error = f"Run {run.pk} is {run.status}: only a succeeded run can be published."
+        error = f"Run {run.number} is {run.status}: only a succeeded run can be published."
     elif request.method == "POST":
         run_url = request.build_absolute_uri(reverse("run_page", kwargs={"run_id": run.pk}))
         try:

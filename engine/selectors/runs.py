@@ -424,7 +424,7 @@ def run_comparable_list(*, run: Run) -> QuerySet[Run]:
     return (
         Run.objects.filter(study_id=run.study_id, status=Run.Status.SUCCEEDED)
         .exclude(pk=run.pk)
-        .only("pk", "launched_at", "study_id")
+        .only("pk", "number", "launched_at", "study_id")
     )
 
 

@@ -272,10 +272,11 @@ def _judgments(items: list[str], weights: Any, judgments: Any, method: str) -> l
 
 
 def _prioritised(
-    *, method: str, items: list[str], weights: Any, judgments: Any, weighting: str
+    *, method: str, items: list[str], weights: Any, judgments: Any, weighting: str, repairs: bool = False
 ) -> tuple[Prioritisation, dict[str, float], list[Judgment]]:
     """Validate one prioritisation over named ``items`` and compute it (AHP
-    weights by the study's ``weighting``, ``Study.ahp_weighting``); writes
+    weights by the study's ``weighting``, ``Study.ahp_weighting``; with
+    ``repairs``, the smallest repairs of inconsistent judgments too); writes
     nothing. Returns ``(result, given, judgment_rows)``: the typed direct
     weights by item name, and the judgments as given."""
     _method(method)
@@ -285,7 +286,11 @@ def _prioritised(
     rows = _judgments(items, weights, judgments, method)
     index = {name: position for position, name in enumerate(items)}
     result = prioritise(
-        method, len(items), judgments=[(index[r], index[c], to_scale(v)) for r, c, v in rows], weighting=weighting
+        method,
+        len(items),
+        judgments=[(index[r], index[c], to_scale(v)) for r, c, v in rows],
+        weighting=weighting,
+        repairs=repairs,
     )
     return result, {}, rows
 
@@ -318,9 +323,26 @@ def prioritisation_preview(
 ) -> dict[str, Any]:
     """The result saving this prioritisation of ``items`` would store (weights,
     consistency ratio, most inconsistent judgments), refused exactly as
-    ``prioritisation_set`` refuses it. Writes nothing: the pages' live preview."""
-    result, _, _ = _prioritised(method=method, items=items, weights=weights, judgments=judgments, weighting=weighting)
-    return _result_record(result, items)
+    ``prioritisation_set`` refuses it, and, not stored, ``repairs``: the
+    smallest changes of one judgment that make inconsistent judgments
+    consistent (``engine.prioritisation.smallest_repairs``), by item name.
+    Writes nothing: the pages' live preview."""
+    result, _, _ = _prioritised(
+        method=method, items=items, weights=weights, judgments=judgments, weighting=weighting, repairs=True
+    )
+    record = _result_record(result, items)
+    record["repairs"] = [
+        {
+            "row": items[r.row],
+            "column": items[r.column],
+            "value": r.value,
+            "suggested_value": r.suggested_value,
+            "steps": r.steps,
+            "consistency_ratio": r.ratio,
+        }
+        for r in result.repairs
+    ]
+    return record
 
 
 @dataclass(frozen=True)

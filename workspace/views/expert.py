@@ -286,25 +286,48 @@ def _section_result(form: PrioritiesForm, section: Section, weighting: str) -> d
         entry["consistency_ratio"] = result["consistency_ratio"]
         entry["consistent"] = is_consistent(result["consistency_ratio"])
         entry["statement"] = consistency_statement(result["consistency_ratio"])
-        entry["hints"] = []
-        for hint in result["most_inconsistent"]:
-            row, column = by_name[hint["row"]], by_name[hint["column"]]
-            current, suggested = scale_point(hint["value"])[0], scale_point(hint["suggested_value"])[0]
-            if current == suggested:
-                continue
-            entry["hints"].append(
-                {
-                    "row": row.name,
-                    "column": column.name,
-                    "field": section.pair_field(method, row, column),
-                    "current": current,
-                    "current_label": point_label(method, row.name, column.name, current),
-                    "suggested": suggested,
-                    "suggested_label": point_label(method, row.name, column.name, suggested),
-                    "error": hint["error"],
-                }
-            )
+        entry["hints"] = _hints(section, method, result, by_name, consistent=entry["consistent"])
+        # Inconsistent judgments: the smallest repairs, which say whether one
+        # change is enough ("repair"), or the changes that help most ("improve").
+        # Consistent ones: the judgments closest to inconsistent ("tune").
+        if entry["consistent"]:
+            entry["hint_kind"] = "tune"
+        else:
+            entry["hint_kind"] = "repair" if all(h["consistent_after"] for h in entry["hints"]) else "improve"
     return entry
+
+
+def _hints(
+    section: Section, method: str, result: dict[str, Any], by_name: dict[str, Any], *, consistent: bool
+) -> list[dict[str, Any]]:
+    """The repair hints of one prioritisation, each saying which of the
+    expert's judgments it replaces by what: for inconsistent judgments the
+    smallest changes of one judgment that make them consistent, the least
+    change first (``result["repairs"]``, engine.prioritisation.smallest_repairs);
+    for consistent ones the judgments that disagree most with the weights,
+    with the value the weights imply (``most_inconsistent``)."""
+    hints = []
+    for hint in result["most_inconsistent"] if consistent else result["repairs"]:
+        row, column = by_name[hint["row"]], by_name[hint["column"]]
+        current, suggested = scale_point(hint["value"])[0], scale_point(hint["suggested_value"])[0]
+        if current == suggested:
+            continue
+        after = hint.get("consistency_ratio")
+        hints.append(
+            {
+                "row": row.name,
+                "column": column.name,
+                "field": section.pair_field(method, row, column),
+                "current": current,
+                "current_label": point_label(method, row.name, column.name, current),
+                "suggested": suggested,
+                "suggested_label": point_label(method, row.name, column.name, suggested),
+                "steps": hint.get("steps"),
+                "statement_after": consistency_statement(after) if after is not None else "",
+                "consistent_after": after is not None and is_consistent(after),
+            }
+        )
+    return hints
 
 
 def _priorities_form(request: HttpRequest, study: Study, expert: Membership, *, stored: bool) -> PrioritiesForm:
