@@ -273,7 +273,7 @@ def test_comparison_shows_which_expert_changed_what_and_how_the_ranking_moved(cl
     assert client.get(f"/runs/{first.pk}/compare/{second.pk}/").context["comparison"].changes == comparison.changes
     # the run page offers the other run to compare with
     offered = text_of(client.get(f"/runs/{second.pk}/"))
-    assert f"Compare with another run Run of this study Run {first.pk}, launched" in offered
+    assert f"Compare with another run Run of this study Run {Run.objects.get(pk=first.pk).number}, launched" in offered
 
 
 def test_comparison_of_runs_with_identical_inputs_says_nothing_changed(client, demo):
