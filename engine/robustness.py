@@ -5,8 +5,10 @@ Everything here is pure NumPy (no Django) and works on arrays a run's
 snapshot gives (``engine.snapshot.snapshot_arrays``) or on the results'
 consensus weights ``a`` (n,), group scores ``g`` (m, n) and veto mask
 ``vetoed`` (m,). A candidate's CEF is ``0`` when vetoed, else
-``sum_j a_j g_cj``; ranks are competition ranks, ``1 + #{d : CEF_d > CEF_c}``
-(equal scores share a rank).
+``sum_j a_j g_cj``; ranks are competition ranks, ``1 + #{d : CEF_d > CEF_c +
+TIE}`` (equal scores share a rank; two CEFs within ``engine.rules.TIE`` =
+1e-12 are equal, METHOD.md 6.2), and every comparison here of who beats whom
+is ``engine.rules.beats``.
 
 The three functions METHOD.md 8 binds, exactly as defined there:
 
@@ -17,7 +19,7 @@ The three functions METHOD.md 8 binds, exactly as defined there:
   samples in which each candidate takes each rank (SMAA-2's rank
   acceptability indices);
 * :func:`pairwise_winning` - the share of samples in which candidate ``c``
-  scores strictly above ``d``.
+  scores above ``d`` by more than TIE.
 
 Around them, for the pages: :func:`sensitivity_lines` (each CEF as an affine
 function of a group's weight), :func:`crossings` (where two lines cross,
@@ -39,7 +41,7 @@ from evaluation.bootstrap import bootstrap_counts, weighted_accuracy, weighted_r
 
 from . import core
 from .prioritisation import _ahp_arrays, _validated_matrices
-from .rules import AHP_WEIGHTINGS, SCALE_VALUES
+from .rules import AHP_WEIGHTINGS, SCALE_VALUES, TIE, beats
 
 __all__ = [
     "BOOTSTRAP_KINDS",
@@ -461,33 +463,56 @@ def most_fragile(stability: WeightStability) -> int | None:
 # --------------------------------------------------------------------------
 
 
-def competition_ranks(cef: ArrayLike) -> np.ndarray:
-    """Competition ranks ``1 + #{d : CEF_d > CEF_c}`` of one CEF vector
-    (m,) or of each row of a stack (S, m), vectorised."""
-    values = np.asarray(cef, dtype=np.float64)
-    stack = np.atleast_2d(values)
+def _competition_ranks(stack: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(ranks (S, m), chained (S,)) of a stack of CEF vectors: ``chained``
+    marks the rows where equality within TIE is no equivalence there
+    (0, 0.8e-12, 1.6e-12). In the other rows the equal CEFs form groups,
+    each more than TIE from the next, so ``rank_c < rank_d`` exactly when
+    ``CEF_c > CEF_d + TIE``."""
     samples, m = stack.shape
-    # Any order of equal values gives the same ranks: a tie shares the
-    # position of its first member.
-    order = np.argsort(-stack, axis=1)
+    order = np.argsort(-stack, axis=1, kind="stable")
     ordered = np.take_along_axis(stack, order, axis=1)
+    # Best first, a run of values each within TIE of the one before shares
+    # the position of its first member: everything before the run beats
+    # all of it, nothing in it or after it does ...
     positions = np.broadcast_to(np.arange(m), (samples, m))
     starts = np.ones((samples, m), dtype=bool)
-    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    starts[:, 1:] = beats(ordered[:, :-1], ordered[:, 1:])
     first_of_tie = np.maximum.accumulate(np.where(starts, positions, 0), axis=1)
+    sorted_ranks = first_of_tie + 1
+    # ... unless the run spans more than TIE. Such rows, rare, are counted literally.
+    head = np.take_along_axis(ordered, first_of_tie, axis=1)
+    chained = np.asarray(beats(head, ordered).any(axis=1))
+    for row in np.flatnonzero(chained).tolist():
+        ascending = ordered[row, ::-1]
+        sorted_ranks[row] = 1 + m - np.searchsorted(ascending, ordered[row] + TIE, side="right")
     ranks = np.empty((samples, m), dtype=np.int64)
-    np.put_along_axis(ranks, order, first_of_tie + 1, axis=1)
+    np.put_along_axis(ranks, order, sorted_ranks, axis=1)
+    return ranks, chained
+
+
+def competition_ranks(cef: ArrayLike) -> np.ndarray:
+    """Competition ranks ``1 + #{d : CEF_d > CEF_c + TIE}`` (METHOD.md 6.2
+    and 8: two CEFs within ``engine.rules.TIE`` are equal) of one CEF vector
+    (m,) or of each row of a stack (S, m), vectorised."""
+    values = np.asarray(cef, dtype=np.float64)
+    ranks, _ = _competition_ranks(np.atleast_2d(values))
     return ranks if values.ndim == 2 else ranks[0]
 
 
 def ranking_order(cef: ArrayLike, weighted: ArrayLike) -> np.ndarray:
-    """Candidates best first: by CEF, within a tie (equal CEFs share a
-    competition rank, :func:`competition_ranks`) the higher weighted score
-    first, so a vetoed candidate's distance from the others stays visible,
-    then by index. The one order the results, the what-if and the analyses
-    list candidates in."""
-    values = np.asarray(cef, dtype=np.float64)
-    return np.lexsort((np.arange(len(values)), -np.asarray(weighted, dtype=np.float64), -values))
+    """Candidates best first: by competition rank (:func:`competition_ranks`,
+    equal CEFs share one), within a rank the higher weighted score first
+    (weighted scores within TIE are equal too), so a vetoed candidate's
+    distance from the others stays visible, then by index. The one order
+    the results, the what-if and the analyses list candidates in."""
+    return _ranking_order(competition_ranks(cef), weighted)
+
+
+def _ranking_order(ranks: np.ndarray, weighted: ArrayLike) -> np.ndarray:
+    """:func:`ranking_order` from the CEFs' competition ranks."""
+    weighted_ranks = competition_ranks(np.asarray(weighted, dtype=np.float64))
+    return np.lexsort((np.arange(len(ranks)), weighted_ranks, ranks))
 
 
 @dataclass(frozen=True, eq=False)
@@ -511,12 +536,9 @@ def what_if(a: ArrayLike, g: ArrayLike, vetoed: ArrayLike) -> WhatIf:
     weights, scores, mask = _problem(a, g, vetoed)
     weighted = (scores * weights).sum(axis=1)
     cef = np.where(mask, 0.0, weighted)
+    ranks = competition_ranks(cef)
     return WhatIf(
-        weights=weights,
-        weighted_scores=weighted,
-        cef=cef,
-        ranks=competition_ranks(cef),
-        order=ranking_order(cef, weighted),
+        weights=weights, weighted_scores=weighted, cef=cef, ranks=ranks, order=_ranking_order(ranks, weighted)
     )
 
 
@@ -595,16 +617,29 @@ def rank_counts(ranks: np.ndarray) -> np.ndarray:
     return np.bincount(flat.ravel(), minlength=m * m).reshape(m, m)
 
 
-def pairwise_counts(ranks: np.ndarray, *, block: int = 1 << 22) -> np.ndarray:
-    """(m, m) integer counts: entry [c, d] the number of rows of ``ranks``
-    (S, m) with rank_c < rank_d, i.e. CEF_c > CEF_d (competition ranks)."""
+def pairwise_counts(cef: np.ndarray, *, block: int = 1 << 22) -> np.ndarray:
+    """(m, m) integer counts: entry [c, d] the number of rows of ``cef``
+    (S, m) with ``CEF_c > CEF_d + TIE`` (``engine.rules.beats``)."""
+    ranks, chained = _competition_ranks(cef)
+    return _pairwise_counts(ranks, cef, chained, block=block)
+
+
+def _pairwise_counts(ranks: np.ndarray, cef: np.ndarray, chained: np.ndarray, *, block: int = 1 << 22) -> np.ndarray:
+    """:func:`pairwise_counts` from the rows' competition ranks (S, p) (of
+    all the row's candidates: ``_competition_ranks``), their CEFs and which
+    rows are chained: there the ranks do not say who beats whom (0,
+    0.8e-12 and 1.6e-12 rank 2, 1, 1, yet only the last beats the first),
+    so those rows, rare, compare the CEFs."""
     samples, m = ranks.shape
     counts = np.zeros((m, m), dtype=np.int64)
     step = max(1, block // max(m * m, 1))
     small = ranks.astype(np.int32)
+    small[chained] = 0  # compared below
     for first in range(0, samples, step):
         part = small[first : first + step]
         counts += (part[:, :, None] < part[:, None, :]).sum(axis=0, dtype=np.int64)
+    for row in np.flatnonzero(chained).tolist():
+        counts += beats(cef[row, :, None], cef[row, None, :])
     return counts
 
 
@@ -624,11 +659,11 @@ def pairwise_winning(cef: ArrayLike) -> np.ndarray:
     """Pairwise winning indices (METHOD.md 8, binding).
 
     ``cef``: (S, m) sampled CEFs. Entry [c, d] is the share of samples with
-    ``CEF_c > CEF_d`` (strictly; diagonal 0), so ``p[c, d] + p[d, c]`` plus
-    the share of ties is 1.
+    ``CEF_c > CEF_d + TIE`` (strictly; diagonal 0), so ``p[c, d] + p[d, c]``
+    plus the share of ties (CEFs within TIE) is 1.
     """
     values = _samples(cef)
-    return pairwise_counts(competition_ranks(values)) / len(values)
+    return pairwise_counts(values) / len(values)
 
 
 # --------------------------------------------------------------------------
@@ -657,8 +692,9 @@ class LeaveOneOut:
     winner_changed : ndarray of bool (k,)
         The set of first-ranked candidates differs from the full run's.
     kendall_tau : ndarray (k,)
-        Kendall's tau-b between the full CEFs and the CEFs without the
-        expert (ties counted as tau-b counts them); 1.0 when the two
+        Kendall's tau-b between the full ranking and the ranking without
+        the expert (their competition ranks, so CEFs within TIE are ties,
+        counted as tau-b counts them); 1.0 when the two
         rankings are identical, NaN when undefined otherwise (a ranking in
         which every candidate ties).
     """
@@ -746,12 +782,13 @@ def leave_one_out(
         )
         cef[row] = result.cef
         ranks[row] = competition_ranks(result.cef)
-        order[row] = ranking_order(result.cef, result.weighted_scores)
+        order[row] = _ranking_order(ranks[row], result.weighted_scores)
         changed[row] = bool((ranks[row] == 1).tolist() != full_top.tolist())
         if np.array_equal(ranks[row], full_ranks):
             tau[row] = 1.0
         elif m >= 2:
-            tau[row] = _kendall_tau_b(full.cef, result.cef)
+            # On the competition ranks, not the CEFs: CEFs within TIE are a tie.
+            tau[row] = _kendall_tau_b(-full_ranks, -ranks[row])
     return LeaveOneOut(
         experts=left_out,
         full_cef=np.asarray(full.cef),
@@ -986,7 +1023,7 @@ class Counts:
     ranks : ndarray of int64 (m, m)
         [c, r]: samples in which candidate c has competition rank r + 1.
     pairwise : ndarray of int64 (p, p)
-        [c, d]: samples with CEF_c > CEF_d, among ``pairwise_candidates``.
+        [c, d]: samples with CEF_c > CEF_d + TIE, among ``pairwise_candidates``.
     pairwise_candidates : ndarray of int (p,)
     central_weights : ndarray of int64 (m, n)
         Sum of the consensus metric weights of the samples in which c is
@@ -1180,18 +1217,29 @@ class _Prepared:
         # Fixed individual scores: g = pi Mbar is one product per sample.
         self.vetoed = np.asarray(self.base.vetoed)
         if spec.peer_weights:
-            position = (self.measurements[:, None, :] - self.lower) / (self.upper - self.lower)
             # In single precision: the product below is most of such a
             # sample, and sgemm takes half dgemm's time. Each g is then
             # within about 1e-7 of its double value (far below what
-            # sampled weights move); the CEF is summed in double, so no
-            # two candidates tie by rounding that would not tie anyway.
-            individual = np.clip(position, 0.0, 1.0)
-            if self.expert_values is not None:
-                individual[:, :, self.expert_values.columns] = core._own_scores(
-                    self.lower, self.upper, self.expert_values
-                )
+            # sampled weights move); the CEF is summed in double.
+            individual = self._individual(np.arange(len(self.measurements)))
             self.individual = individual.transpose(1, 0, 2).astype(np.float32, order="C").reshape(k, -1)
+            # Candidates tied in the run (within TIE, METHOD.md 6.2) are
+            # scored in double in every sample: single precision would order
+            # two roundings of one exact value (6/25 as 0.24 and
+            # 0.24000000000000002) by its own rounding. A tie that holds in
+            # the samples holds in the run, whose weights are one of them.
+            self.tied = _tied_candidates(np.where(self.vetoed, np.nan, np.asarray(self.base.cef)))
+            self.tied_individual = individual[self.tied].transpose(1, 0, 2).reshape(k, -1)
+
+    def _individual(self, candidates: np.ndarray) -> np.ndarray:
+        """(len(candidates), k, n) the fixed individual scores ``m̄_cij`` of
+        the candidates, in double."""
+        position = (self.measurements[candidates][:, None, :] - self.lower) / (self.upper - self.lower)
+        individual = np.clip(position, 0.0, 1.0)
+        if self.expert_values is not None:
+            own = core.ExpertValues(self.expert_values.columns, self.expert_values.values[candidates])
+            individual[:, :, own.columns] = core._own_scores(self.lower, self.upper, own)
+        return individual
 
     # --- one block of samples ---------------------------------------------------
 
@@ -1408,6 +1456,9 @@ class _Prepared:
                     self._scores_buffer = np.empty((size, m * n), dtype=np.float32)
                 g = np.matmul(influence.astype(np.float32), self.individual, out=self._scores_buffer)
                 weighted = np.matmul(g.reshape(size, m, n).astype(np.float64), a[:, :, None])[..., 0]
+                if len(self.tied):
+                    tied = (influence @ self.tied_individual).reshape(size, len(self.tied), n)
+                    weighted[:, self.tied] = np.matmul(tied, a[:, :, None])[..., 0]
             else:
                 weighted = a @ np.asarray(self.base.group_scores).T
             return np.where(self.vetoed, 0.0, weighted), a
@@ -1589,6 +1640,18 @@ def _stationary_batch(chains: np.ndarray, start: np.ndarray) -> np.ndarray:
     return influence / influence.sum(axis=-1, keepdims=True)
 
 
+def _tied_candidates(cef: np.ndarray) -> np.ndarray:
+    """The candidates whose CEF is within TIE of another's (NaN: left out),
+    in index order."""
+    order = np.argsort(cef, kind="stable")
+    ordered = cef[order]
+    close = ~beats(ordered[1:], ordered[:-1]) & ~np.isnan(ordered[1:]) & ~np.isnan(ordered[:-1])
+    near = np.zeros(len(cef), dtype=bool)
+    near[:-1] |= close
+    near[1:] |= close
+    return np.sort(order[near])
+
+
 def _check_seed(seed: object) -> int:
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
@@ -1626,10 +1689,10 @@ def monte_carlo_chunk(inputs: MonteCarloInputs, spec: SamplingSpec, seed: int, s
         cef, a = prepared.cef(seed, block, SAMPLE_BLOCK)
         keep = slice(max(start, first) - first, min(end, first + SAMPLE_BLOCK) - first)
         cef, a = cef[keep], a[keep]
-        ranks = competition_ranks(cef)
+        ranks, chained = _competition_ranks(cef)
         ranks_total += rank_counts(ranks)
         if len(chosen):
-            pairwise_total += pairwise_counts(ranks[:, chosen])
+            pairwise_total += _pairwise_counts(ranks[:, chosen], cef[:, chosen], chained)
         fixed = np.rint(np.ldexp(a, CENTRAL_WEIGHT_BITS)).astype(np.int64)
         central_total += (ranks == 1).T.astype(np.int64) @ fixed
     return Counts(
