@@ -82,11 +82,6 @@ __all__ = [
     "without_expert",
 ]
 
-# Two lines tied at a group's current weight count as identical (the same
-# line, so never untied) when their slopes differ by at most this, relative
-# to the largest slope: below it the difference is the rounding of the sums.
-_SAME_SLOPE = 1e-12
-
 # A consensus weight vector must sum to 1 within this before it is
 # renormalised exactly (METHOD.md intro; engine.core.ROW_SUM_TOLERANCE).
 _SUM_TOLERANCE = 1e-6
@@ -239,28 +234,43 @@ class SensitivityLines:
     cef: np.ndarray
 
 
-def _lines(
-    weights: np.ndarray, scores: np.ndarray, vetoed: np.ndarray, groups: list[np.ndarray]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(share (G,), intercept (G, m), slope (G, m)) of METHOD.md 8's
-    reweighting: in-group weights ``a_j t / s_k``, the others
-    ``a_j (1 - t) / (1 - s_k)`` (equal splits when ``s_k`` is 0 or 1)."""
+def _ends(weights: np.ndarray, rows: np.ndarray, groups: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(share (G,), at_zero (r, G), at_one (r, G)) of METHOD.md 8's
+    reweighting, for each row of ``rows`` (r, n): ``rows @ a(t)`` at t = 0
+    and t = 1, with in-group weights ``a_j t / s_k`` and the others
+    ``a_j (1 - t) / (1 - s_k)`` (equal splits when ``s_k`` is 0 or 1).
+    Linear in ``rows``: the rows may be scores (a CEF's line) or differences
+    of two candidates' scores (the line of their CEFs' difference)."""
     n = len(weights)
     members = np.zeros((len(groups), n))
     for k, group in enumerate(groups):
         members[k, group] = 1.0
     share = members @ weights
-    inside = scores @ (members * weights).T  # (m, G): sum_{j in S_k} a_j g_cj
-    outside = scores @ ((1.0 - members) * weights).T
+    inside = rows @ (members * weights).T  # (r, G): sum_{j in S_k} a_j x_j
+    outside = rows @ ((1.0 - members) * weights).T
     size_inside = members.sum(axis=1)
     size_outside = n - size_inside
-    mean_inside = scores @ members.T / size_inside
     with np.errstate(divide="ignore", invalid="ignore"):
-        mean_outside = np.where(size_outside > 0, scores @ (1.0 - members).T / np.maximum(size_outside, 1), 0.0)
-        per_unit_inside = np.where(share > 0, inside / share, mean_inside)  # CEF at t = 1
-        per_unit_outside = np.where((share < 1) & (size_outside > 0), outside / (1.0 - share), mean_outside)  # t = 0
-    intercept = np.where(vetoed[:, None], 0.0, per_unit_outside).T
-    slope = np.where(vetoed[:, None], 0.0, per_unit_inside - per_unit_outside).T
+        at_one = inside / share
+        at_zero = outside / (1.0 - share)
+    # The equal splits, only where a group's share is 0 or 1 (rare).
+    empty, whole = share <= 0, (share >= 1) | (size_outside == 0)
+    if empty.any():
+        at_one[:, empty] = rows @ members[empty].T / size_inside[empty]
+    if whole.any():
+        split = np.where(size_outside[whole] > 0, size_outside[whole], 1.0)
+        at_zero[:, whole] = np.where(size_outside[whole] > 0, rows @ (1.0 - members[whole]).T / split, 0.0)
+    return share, at_zero, at_one
+
+
+def _lines(
+    weights: np.ndarray, scores: np.ndarray, vetoed: np.ndarray, groups: list[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(share (G,), intercept (G, m), slope (G, m)) of every candidate's CEF
+    line (:func:`_ends`); a vetoed candidate's is 0."""
+    share, at_zero, at_one = _ends(weights, scores, groups)
+    intercept = np.where(vetoed[:, None], 0.0, at_zero).T
+    slope = np.where(vetoed[:, None], 0.0, at_one - at_zero).T
     return share, intercept, slope
 
 
@@ -278,33 +288,148 @@ def sensitivity_lines(a: ArrayLike, g: ArrayLike, vetoed: ArrayLike, *, groups: 
     return SensitivityLines(share=share, intercept=intercept, slope=slope, cef=_cef(weights, scores, mask))
 
 
-def _same_slope(difference: np.ndarray, slope: np.ndarray) -> np.ndarray:
-    scale = np.abs(slope).max(axis=-1, keepdims=True) if slope.size else np.zeros(1)
-    return np.abs(difference) <= _SAME_SLOPE * np.maximum(scale, 1.0)
+class _Differences:
+    """The lines of CEF differences ``D(t) = CEF_c(t) - CEF_d(t)`` of pairs
+    of candidates, per group, computed from the differences of their
+    scores (not as a difference of two CEF lines, whose rounding, about
+    1e-17 of each CEF, swamps two near-duplicates' difference of 1e-12).
+
+    ``at_zero`` and ``at_one`` (G, P) are D(0) and D(1). A pair is *the same
+    line* in a group when they tie (within TIE) over the whole scan, and
+    the lines *cross* at ``t = D(0) / (D(0) - D(1))`` when, beyond that,
+    the candidate behind comes to beat the other (by more than TIE) before
+    the end of the scan: lines that only meet within TIE never cross."""
+
+    def __init__(
+        self,
+        weights: np.ndarray,
+        effective: np.ndarray,
+        first: np.ndarray,
+        second: np.ndarray,
+        groups: list[np.ndarray],
+    ):
+        _, at_zero, at_one = _ends(weights, effective[first] - effective[second], groups)
+        self.at_zero, self.at_one = at_zero.T, at_one.T
+
+    @property
+    def same_line(self) -> np.ndarray:
+        return (np.abs(self.at_zero) <= TIE) & (np.abs(self.at_one) <= TIE)
+
+    def crossing(self) -> np.ndarray:
+        """(G, P) where D(t) = 0: NaN unless one end is above TIE and the
+        other below -TIE (a real crossing inside [0, 1])."""
+        zero, one = self.at_zero, self.at_one
+        real = ((zero > TIE) & (one < -TIE)) | ((zero < -TIE) & (one > TIE))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(real, zero / (zero - one), np.nan)
 
 
-def _bounds(
-    lead: np.ndarray, slope_gap: np.ndarray, share: np.ndarray, moving: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The interval of t around s on which ``lead + slope_gap (t - s) >= 0``
-    for every pair (last axis), intersected with [0, 1].
+def _effective(scores: np.ndarray, vetoed: np.ndarray) -> np.ndarray:
+    """Scores whose weighted sum is the CEF: a vetoed candidate's are 0."""
+    return np.where(vetoed[:, None], 0.0, scores)
 
-    ``lead`` (>= 0) is each pair's CEF difference at s and ``moving``
-    marks the pairs whose lines differ in slope (the others never cross).
-    A tied pair whose lines differ is untied on both sides of s, which pins
-    the interval to ``[s, s]``."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        # Measured from s, so a crossing is never placed on the wrong side.
-        distance = lead / np.abs(slope_gap)
-    falling = (slope_gap < 0) & moving
-    rising = (slope_gap > 0) & moving
-    share = np.asarray(share)
-    high = np.minimum(1.0, share + np.where(falling, distance, np.inf).min(axis=-1, initial=np.inf))
-    low = np.maximum(0.0, share - np.where(rising, distance, np.inf).min(axis=-1, initial=np.inf))
-    pinned = ((lead == 0) & moving).any(axis=-1)
-    high = np.where(pinned, share, np.maximum(high, share))
-    low = np.where(pinned, share, np.minimum(low, share))
-    return low, high
+
+def _tied_pairs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions ``(i, j)``, ``i < j``, of the pairs of ``values`` (sorted
+    best first) within TIE of each other. Such pairs lie in runs of
+    neighbours each within TIE of the next, usually none."""
+    close = np.flatnonzero(~beats(values[:-1], values[1:]))
+    first, second = [np.array([], dtype=np.intp)], [np.array([], dtype=np.intp)]
+    if len(close):
+        # runs of neighbours: starts where a close pair does not follow another
+        starts = close[np.diff(close, prepend=-2) > 1]
+        ends = close[np.diff(close, append=len(values) + 1) > 1] + 2
+        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+            i, j = np.triu_indices(end - start, k=1)
+            keep = ~beats(values[start + i], values[start + j])
+            first.append(start + i[keep])
+            second.append(start + j[keep])
+    return np.concatenate(first), np.concatenate(second)
+
+
+def _nearest_crossings(share: np.ndarray, crossing: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per group (rows of ``crossing``, (G, P)), the nearest crossing at or
+    above its share and at or below it (1 and 0 when there is none)."""
+    share = share[:, None]
+    above = np.where(crossing >= share, crossing, np.inf).min(axis=1, initial=1.0)
+    below = np.where(crossing <= share, crossing, -np.inf).max(axis=1, initial=0.0)
+    return np.minimum(above, 1.0), np.maximum(below, 0.0)
+
+
+class _Scan:
+    """What :func:`weight_stability` computes once: the candidates with
+    distinct lines (two candidates with the same scores, or both vetoed,
+    have the same line in every scan and stay tied), best first at the
+    current weights, their competition ranks and their lines."""
+
+    def __init__(self, weights: np.ndarray, scores: np.ndarray, vetoed: np.ndarray, groups: list[np.ndarray]):
+        effective = _effective(scores, vetoed)
+        _, distinct = np.unique(effective, axis=0, return_index=True)
+        cef = _cef(weights, scores, vetoed)[distinct]
+        order = np.argsort(-cef, kind="stable")
+        self.weights, self.groups = weights, groups
+        self.effective = effective[distinct][order]
+        self.cef = cef[order]
+        self.ranks = competition_ranks(self.cef)  # ascending along the order
+        self.share, self.intercept, self.slope = _lines(
+            weights, self.effective, np.zeros(len(order), dtype=bool), groups
+        )
+
+    def differences(self, first: np.ndarray, second: np.ndarray) -> _Differences:
+        return _Differences(self.weights, self.effective, first, second, self.groups)
+
+    def pinned(self, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+        """(G,): some pair tied now (positions ``first``, ``second``) is not
+        tied along the whole scan, so any move of the weight unties it."""
+        if not len(first):
+            return np.zeros(len(self.share), dtype=bool)
+        return np.asarray((~self.differences(first, second).same_line).any(axis=1))
+
+    def ranking(self) -> tuple[np.ndarray, np.ndarray]:
+        """(low, high) of the ranking interval: the nearest real crossing of
+        a pair ordered now. A first guess from the pairs next to each other
+        in the order (the first to cross, unless ties within TIE reorder
+        their neighbours), then the pairs the lines show reversed at the
+        guess: their crossings come before it, if any does."""
+        ahead = np.flatnonzero(beats(self.cef[:-1], self.cef[1:]))
+        high, low = _nearest_crossings(self.share, self.differences(ahead, ahead + 1).crossing())
+        behind = np.flatnonzero(self.ranks > 1)
+        # Each candidate q against those ahead of it now (the positions
+        # before its rank), but for q - 1 when it is one of them: that pair
+        # of neighbours is the guess's.
+        last = self.ranks[behind] - 2 - (self.ranks[behind] - 1 == behind)
+        behind, last = behind[last >= 0], last[last >= 0]
+        for end in (high, low):
+            at_end = self.intercept + self.slope * end[:, None]  # (G, m)
+            lowest = np.minimum.accumulate(at_end, axis=1)
+            reversed_ = at_end[:, behind] > lowest[:, last] - TIE
+            for k in np.flatnonzero(reversed_.any(axis=1)).tolist():
+                pairs = self._reversed_pairs(at_end[k], behind[reversed_[k]], last[reversed_[k]], k)
+                above, below = _nearest_crossings(self.share[k : k + 1], pairs.crossing())
+                end[k] = min(end[k], above[0]) if end is high else max(end[k], below[0])
+        return low, high
+
+    def _reversed_pairs(self, at_end: np.ndarray, behind: np.ndarray, last: np.ndarray, k: int) -> _Differences:
+        """The differences, in group ``k``, of each candidate of ``behind``
+        and those ahead of it (positions up to ``last``) whose line is below
+        or within TIE of its own at the guess."""
+        first, second = [], []
+        for q, up_to in zip(behind.tolist(), last.tolist(), strict=True):
+            ahead_of_q = np.flatnonzero(at_end[: up_to + 1] < at_end[q] + TIE)
+            first.append(ahead_of_q)
+            second.append(np.full(len(ahead_of_q), q))
+        return _Differences(
+            self.weights, self.effective, np.concatenate(first), np.concatenate(second), [self.groups[k]]
+        )
+
+    def winner(self, pinned: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(low, high) of the winner interval: the nearest real crossing of
+        a first-ranked candidate with any other."""
+        top = np.flatnonzero(self.ranks == 1)
+        others = np.flatnonzero(self.ranks > 1)
+        first, second = np.repeat(top, len(others)), np.tile(others, len(top))
+        high, low = _nearest_crossings(self.share, self.differences(first, second).crossing())
+        return np.where(pinned, self.share, low), np.where(pinned, self.share, high)
 
 
 def weight_stability(a: ArrayLike, g: ArrayLike, vetoed: ArrayLike, *, groups: object = None) -> WeightStability:
@@ -316,19 +441,22 @@ def weight_stability(a: ArrayLike, g: ArrayLike, vetoed: ArrayLike, *, groups: o
     if ``s_k = 1``), so each unvetoed CEF is affine in ``t``
     (:func:`sensitivity_lines`) and a vetoed one stays 0.
 
-    * ranking interval: the closed interval around ``s_k`` on which no pair
-      ordered ``CEF_c > CEF_d`` at ``s_k`` reverses, and no pair tied at
-      ``s_k`` whose lines differ is untied (then it is ``[s_k, s_k]``);
-      pairs may tie at its ends. By continuity the first pair to cross
-      going away from ``s_k`` is adjacent in the order at ``s_k``, so only
-      adjacent pairs are checked: ``O(m log m + G m)`` after the
-      ``O(G m n)`` lines.
-    * winner interval: the same for every candidate ranked first at ``s_k``
-      against every other candidate.
+    Equal is METHOD.md 6.2's: two CEFs within ``engine.rules.TIE`` (1e-12)
+    are equal, as in the run's competition ranks. Each pair's difference
+    ``CEF_c(t) - CEF_d(t)`` is a line of ``t`` computed from the
+    difference of their scores, so two near-duplicates give exact ends.
 
-    Ties are exact equality of the CEFs computed as ``engine.core`` computes
-    them (so they match the run's competition ranks); two tied lines are
-    the same line when their slopes differ by at most 1e-12 (relative).
+    * ranking interval: the closed interval around ``s_k`` on which no pair
+      ordered ``CEF_c > CEF_d + TIE`` at ``s_k`` crosses (the lines meet,
+      and beyond, d comes to beat c by more than TIE before the end of the
+      scan: lines that only meet within TIE never cross), and no pair tied
+      at ``s_k`` that is not tied along the whole scan exists (then it is
+      ``[s_k, s_k]``: any move unties it); pairs may tie at its ends. Cost:
+      ``O(G m n)`` for the pairs next to each other in the order at
+      ``s_k``, and more only for pairs within TIE of each other.
+    * winner interval: the same for every candidate ranked first at ``s_k``
+      against every other candidate (two of them tied, and not along the
+      whole scan, pin it to ``[s_k, s_k]``).
 
     Parameters
     ----------
@@ -347,32 +475,23 @@ def weight_stability(a: ArrayLike, g: ArrayLike, vetoed: ArrayLike, *, groups: o
     WeightStability
     """
     weights, scores, mask = _problem(a, g, vetoed)
-    share, _, slope = _lines(weights, scores, mask, _groups(groups, len(weights)))
-    cef = _cef(weights, scores, mask)
-    m = len(cef)
-    if m < 2:
+    scan = _Scan(weights, scores, mask, _groups(groups, len(weights)))
+    share = scan.share
+    if len(scan.cef) < 2:
         whole = (np.zeros_like(share), np.ones_like(share))
         return WeightStability(share, *whole, *whole)
-    # Ranking: adjacent pairs of the order at s (ties broken by slope, so a
-    # tie's lines sit next to each other whatever their indices).
-    order = np.lexsort((slope[0], -cef))
-    sorted_cef = cef[order]
-    lead = sorted_cef[:-1] - sorted_cef[1:]  # >= 0
-    slope_gap = slope[:, order[:-1]] - slope[:, order[1:]]  # (G, m - 1)
-    ranking_low, ranking_high = _bounds(lead, slope_gap, share, ~_same_slope(slope_gap, slope))
-    # Winner: a first-ranked candidate against every other candidate. Tied
-    # winners whose lines differ pin the interval; identical ones are one line.
-    top = np.flatnonzero(cef == cef.max())
-    best = top[0]
-    others = np.arange(m) != best
-    gap = slope[:, [best]] - slope[:, others]
-    winner_low, winner_high = _bounds(cef[best] - cef[others], gap, share, ~_same_slope(gap, slope))
+    first, second = _tied_pairs(scan.cef)
+    ranking_pinned = scan.pinned(first, second)
+    on_top = (scan.ranks[first] == 1) & (scan.ranks[second] == 1)
+    winner_pinned = scan.pinned(first[on_top], second[on_top])
+    ranking_low, ranking_high = scan.ranking()
+    winner_low, winner_high = scan.winner(winner_pinned)
     return WeightStability(
         share=share,
-        ranking_low=ranking_low,
-        ranking_high=ranking_high,
-        winner_low=winner_low,
-        winner_high=winner_high,
+        ranking_low=np.where(ranking_pinned, share, np.minimum(ranking_low, share)),
+        ranking_high=np.where(ranking_pinned, share, np.maximum(ranking_high, share)),
+        winner_low=np.minimum(winner_low, share),
+        winner_high=np.maximum(winner_high, share),
     )
 
 
@@ -398,29 +517,33 @@ def crossings(
 
     ``candidates`` (indices) limits the pairs to those among them, e.g. the
     top ten of the run, since ``m`` candidates have up to ``m (m - 1) / 2``
-    crossings per group; default all. Identical lines (the same intercept
-    and slope, e.g. two vetoed candidates) never cross; lines tied at the
-    current weight with different slopes cross there.
+    crossings per group; default all. Equal is METHOD.md 6.2's (within
+    TIE), and each pair's difference is a line computed from the
+    difference of their scores: lines tied along the whole scan (the same
+    scores, two vetoed candidates, two near-duplicates) never cross; lines
+    tied at the current weight and not along the whole scan cross there;
+    other lines cross where they meet, when beyond it the one behind comes
+    to beat the other by more than TIE before the end of the scan.
     """
     weights, scores, mask = _problem(a, g, vetoed)
-    share, intercept, slope = _lines(weights, scores, mask, _groups(groups, len(weights)))
+    group_list = _groups(groups, len(weights))
     cef = _cef(weights, scores, mask)
     chosen = np.arange(len(cef)) if candidates is None else np.unique(np.asarray(candidates, dtype=np.intp))
     if len(chosen) and (chosen.min() < 0 or chosen.max() >= len(cef)):
         raise ValueError(f"candidates must be indices in 0..{len(cef) - 1}")
     first, second = np.triu_indices(len(chosen), k=1)
     c, d = chosen[first], chosen[second]
-    lead = cef[c] - cef[d]  # difference at s
+    share, _, _ = _ends(weights, np.zeros((0, len(weights))), group_list)
+    pairs = _Differences(weights, _effective(scores, mask), c, d, group_list)
+    tied = ~beats(cef[c], cef[d]) & ~beats(cef[d], cef[c])
+    slope = pairs.at_one - pairs.at_zero
+    t = np.where(tied[None, :] & ~pairs.same_line, share[:, None], pairs.crossing())
     result: list[list[Crossing]] = []
     for k in range(len(share)):
-        slope_gap = slope[k, c] - slope[k, d]
-        moving = ~_same_slope(slope_gap, slope[k])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = share[k] - lead / slope_gap
-        inside = moving & (t >= 0.0) & (t <= 1.0)
+        inside = np.isfinite(t[k])
         found = []
         for t_cross, c_index, d_index, gap in zip(
-            t[inside].tolist(), c[inside].tolist(), d[inside].tolist(), slope_gap[inside].tolist(), strict=True
+            t[k, inside].tolist(), c[inside].tolist(), d[inside].tolist(), slope[k, inside].tolist(), strict=True
         ):
             # Beyond the crossing (away from s) c leads when its slope is the
             # larger going up, the smaller going down.

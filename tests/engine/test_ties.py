@@ -9,10 +9,11 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from django.urls import reverse
+from django.utils.html import escape
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import compare, robustness, services
+from engine import compare, robustness, sensitivity, services
 from engine.models import Run
 from engine.rules import TIE
 from workspace.bundles import study_import_bundle
@@ -78,11 +79,35 @@ def test_a_run_gives_two_roundings_of_six_25_the_same_rank(six_25_run):
     assert [c["name"] for c in run.results["candidates"]] == ["P", "Q", "R"]
 
 
-def test_the_run_page_says_the_tie(six_25_run, client):
+def test_the_run_pages_say_the_tie_and_the_sensitivity_names_no_weight_for_noise(six_25_run, client):
     run = six_25_run
     client.force_login(run.study.designer)
     page = client.get(reverse("run_page", args=[run.pk])).content.decode()
     assert "P and Q share the first rank with a CEF of 0.2400." in page
+    # The tie is exact (6/25 both): any move of a weight the two score
+    # differently on breaks it, so those weights' intervals are [s, s] and
+    # the sentence says the tie, whichever of the two roundings came first.
+    stored = sensitivity.stored_ranking(run.results, run.snapshot["metrics"])
+    reports = {report.name: report for report in sensitivity.weight_reports(stored)}
+    assert reports["Accuracy"].fragility == float("inf")  # P and Q score alike on it
+    for name in ("Consistency", "Comprehensibility"):
+        assert reports[name].ranking == (reports[name].share, reports[name].share)
+        assert reports[name].fragility == 0.0
+    sentence = sensitivity.fragility_sentence(list(reports.values()), "P")
+    assert sentence == (
+        "The most fragile weight is Consistency's (0.200): Q and P tie there, and if it moved at all the tie "
+        "would break (Q ahead if it rose, P if it fell)."
+    )
+    robustness_page = client.get(reverse("run_robustness", args=[run.pk])).content.decode()
+    assert escape(sentence) in robustness_page
+    # the same candidates listed the other way round say the same
+    swapped = copy.deepcopy(run.results)
+    swapped["candidates"] = swapped["candidates"][1::-1] + swapped["candidates"][2:]
+    reports = sensitivity.weight_reports(sensitivity.stored_ranking(swapped, run.snapshot["metrics"]))
+    assert [(r.ranking, r.winner, r.fragility) for r in reports] == [
+        (r.ranking, r.winner, r.fragility)
+        for r in sensitivity.weight_reports(sensitivity.stored_ranking(run.results, run.snapshot["metrics"]))
+    ]
 
 
 # --- competition ranks: a literal reference ------------------------------------------
