@@ -35,7 +35,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import sparse
-from scipy.stats import kendalltau
+from scipy.stats import kendalltau, norm
 
 from evaluation.bootstrap import bootstrap_counts, weighted_accuracy, weighted_roc_auc
 
@@ -78,6 +78,8 @@ __all__ = [
     "summary",
     "weight_stability",
     "what_if",
+    "WILSON_Z",
+    "wilson_interval",
     "relative_weights",
     "without_expert",
 ]
@@ -1858,20 +1860,28 @@ def merge(counts_list: list[Counts]) -> Counts:
     )
 
 
+#: The normal quantile of the Wilson score intervals: 95 % two-sided.
+WILSON_Z = float(norm.ppf(0.975))
+
+
 @dataclass(frozen=True, eq=False)
 class Summary:
     """Probabilities from merged counts, each with its Monte Carlo standard
-    error ``sqrt(p (1 - p) / S)`` (binomial).
+    error ``sqrt(p (1 - p) / S)`` (binomial) and its 95 % Wilson score
+    interval (:func:`wilson_interval`: where the standard error says "0 ± 0"
+    after no success, the interval says how high it may still be).
 
     Attributes
     ----------
     samples : int
     rank_acceptability, rank_acceptability_se : ndarray (m, m)
         [c, r]: the probability that candidate c has rank r + 1.
-    best, best_se : ndarray (m,)
+    rank_acceptability_low, rank_acceptability_high : ndarray (m, m)
+        Its Wilson interval.
+    best, best_se, best_low, best_high : ndarray (m,)
         The probability that c is ranked first (column 0 of the above).
-    pairwise, pairwise_se : ndarray (p, p)
-        [c, d]: the probability that ``CEF_c > CEF_d`` among
+    pairwise, pairwise_se, pairwise_low, pairwise_high : ndarray (p, p)
+        [c, d]: the probability that ``CEF_c > CEF_d + TIE`` among
         ``pairwise_candidates``.
     pairwise_candidates : ndarray (p,)
     central_weights : ndarray (m, n)
@@ -1883,10 +1893,16 @@ class Summary:
     samples: int
     rank_acceptability: np.ndarray
     rank_acceptability_se: np.ndarray
+    rank_acceptability_low: np.ndarray
+    rank_acceptability_high: np.ndarray
     best: np.ndarray
     best_se: np.ndarray
+    best_low: np.ndarray
+    best_high: np.ndarray
     pairwise: np.ndarray
     pairwise_se: np.ndarray
+    pairwise_low: np.ndarray
+    pairwise_high: np.ndarray
     pairwise_candidates: np.ndarray
     central_weights: np.ndarray
 
@@ -1895,9 +1911,33 @@ def _binomial_se(probability: np.ndarray, samples: int) -> np.ndarray:
     return np.sqrt(probability * (1.0 - probability) / samples)
 
 
+def wilson_interval(successes: ArrayLike, samples: int, z: float = WILSON_Z) -> tuple[np.ndarray, np.ndarray]:
+    """The Wilson score interval (E. B. Wilson, JASA 22, 1927) of a binomial
+    probability from ``successes`` of ``samples`` (integers, elementwise):
+    ``(p + z²/2S ± z sqrt(p (1 - p)/S + z²/4S²)) / (1 + z²/S)`` with
+    ``p = successes / S``, 95 % two-sided at the default ``z``. Unlike
+    ``p ± z SE`` it stays inside [0, 1] and is not empty at 0 or S
+    successes: 0 of 1,000 gives [0, 0.00383]."""
+    if isinstance(samples, bool) or not isinstance(samples, int | np.integer) or samples < 1:
+        raise ValueError(f"samples must be a positive integer, got {samples!r}")
+    count = np.asarray(successes, dtype=np.float64)
+    if ((count < 0) | (count > samples) | (count != np.round(count))).any():
+        raise ValueError(f"successes must be integers from 0 to {samples}")
+    p = count / samples
+    z2 = z * z
+    centre = (p + z2 / (2 * samples)) / (1 + z2 / samples)
+    half = z / (1 + z2 / samples) * np.sqrt(p * (1 - p) / samples + z2 / (4 * samples * samples))
+    # At 0 and S successes the ends are exactly 0 and 1 (the formula's
+    # rounding would leave them a few ulps off).
+    low = np.where(count == 0, 0.0, np.clip(centre - half, 0.0, 1.0))
+    high = np.where(count == samples, 1.0, np.clip(centre + half, 0.0, 1.0))
+    return low, high
+
+
 def summary(counts: Counts) -> Summary:
     """Rank acceptability indices, probability of being best, pairwise
-    winning indices and central weights, with standard errors."""
+    winning indices and central weights, with standard errors and Wilson
+    intervals."""
     if counts.samples < 1:
         raise ValueError("summary needs at least one sample")
     S = counts.samples
@@ -1907,14 +1947,22 @@ def summary(counts: Counts) -> Summary:
     with np.errstate(invalid="ignore", divide="ignore"):
         central = np.ldexp(counts.central_weights.astype(np.float64), -CENTRAL_WEIGHT_BITS) / best[:, None]
     central = np.where(best[:, None] > 0, central, np.nan)
+    rank_low, rank_high = wilson_interval(counts.ranks, S)
+    pairwise_low, pairwise_high = wilson_interval(counts.pairwise, S)
     return Summary(
         samples=S,
         rank_acceptability=acceptability,
         rank_acceptability_se=_binomial_se(acceptability, S),
+        rank_acceptability_low=rank_low,
+        rank_acceptability_high=rank_high,
         best=acceptability[:, 0],
         best_se=_binomial_se(acceptability[:, 0], S),
+        best_low=rank_low[:, 0],
+        best_high=rank_high[:, 0],
         pairwise=pairwise,
         pairwise_se=_binomial_se(pairwise, S),
+        pairwise_low=pairwise_low,
+        pairwise_high=pairwise_high,
         pairwise_candidates=counts.pairwise_candidates.copy(),
         central_weights=central,
     )
