@@ -46,6 +46,7 @@ from .rules import AHP_WEIGHTINGS, SCALE_VALUES, TIE, beats
 __all__ = [
     "BOOTSTRAP_KINDS",
     "CENTRAL_WEIGHT_BITS",
+    "CONCENTRATION_MIN",
     "PAIRWISE_ALL",
     "PAIRWISE_TOP",
     "SAMPLE_BLOCK",
@@ -960,6 +961,14 @@ _JUDGMENTS, _DIRICHLET, _PEERS, _RANGES, _MEASUREMENTS = range(5)
 # row is renormalised: peer weights must stay positive (METHOD.md 5).
 _TINY = 1e-300
 
+#: The smallest Dirichlet concentration ``SamplingSpec`` takes (weights and
+#: peer weights). A row's gammas all fall below _TINY, and the draw becomes
+#: the centre (every entry lifted alike) instead of near a vertex, with
+#: probability about ``_TINY ** concentration = e^(-690.8 concentration)``
+#: whatever the row's length: 1e-30 at 0.1, but one draw in 1,000 at 0.01
+#: and one in two at 0.001 (docs/method.md 8.3).
+CONCENTRATION_MIN = 0.1
+
 
 @dataclass(frozen=True)
 class SamplingSpec:
@@ -977,7 +986,8 @@ class SamplingSpec:
         its attribute.
     weight_concentration : float
         The Dirichlet concentration ``kappa`` of direct and LPR weights:
-        mean ``w``, variance ``w (1 - w) / (kappa + 1)``.
+        mean ``w``, variance ``w (1 - w) / (kappa + 1)``; at least
+        ``CONCENTRATION_MIN`` (0.1).
     peer_weights : bool
         Each expert's row of peer weights from ``Dirichlet(peer_concentration * v_i)``.
     peer_concentration : float
@@ -1014,8 +1024,13 @@ class SamplingSpec:
     def __post_init__(self) -> None:
         for name in ("weight_concentration", "peer_concentration"):
             value = getattr(self, name)
-            if not (isinstance(value, int | float) and np.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be a positive number, got {value!r}")
+            if isinstance(value, bool) or not (isinstance(value, int | float) and np.isfinite(value)):
+                raise ValueError(f"{name} must be a number, got {value!r}")
+            if not value >= CONCENTRATION_MIN:
+                raise ValueError(
+                    f"{name} must be at least {CONCENTRATION_MIN:g}, got {float(value)!r}: below it some "
+                    "Dirichlet draws fall on the centre instead of near a corner (one in a thousand at 0.01)"
+                )
         if not (isinstance(self.range_fraction, int | float) and 0 <= self.range_fraction < 0.5):
             raise ValueError(f"range_fraction must lie in [0, 0.5), got {self.range_fraction!r}")
 
