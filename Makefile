@@ -17,10 +17,12 @@ MLFLOW_PORT ?= 5000
 BOOTSTRAP_PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3 2>/dev/null)
 # Extra arguments for pytest: `make test PYTEST_ARGS="-k ranges -x"`.
 PYTEST_ARGS ?=
+# Extra arguments for bench/mutation.py: `make mutation MUTATION_ARGS="--module engine/core.py --all"`.
+MUTATION_ARGS ?=
 RUNSERVER_ADDRESS ?= 127.0.0.1:8000
 
 .DEFAULT_GOAL := help
-.PHONY: help install install-mlflow lock run test worker check migrate mlflow
+.PHONY: help install install-mlflow lock run test worker check migrate mlflow mutation
 
 help:
 	@echo "make run      install, migrate, load the demo study, serve on http://$(RUNSERVER_ADDRESS)/"
@@ -31,6 +33,7 @@ help:
 	@echo "make worker   run a Celery worker (needs REDIS_URL)"
 	@echo "make check    Django's system checks"
 	@echo "make mlflow   a local MLflow tracking server on http://127.0.0.1:$(MLFLOW_PORT)/ (data in ./mlflow-data)"
+	@echo "make mutation mutation testing of the method and the analyses (about 20 minutes; MUTATION_ARGS=\"--sample 300 --jobs 1\")"
 
 install: $(STAMP)
 
@@ -84,6 +87,10 @@ run: migrate
 
 test: install install-mlflow
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# Not part of CI (too slow): bench/mutation.py, README.md "Mutation testing".
+mutation: install
+	$(PYTHON) bench/mutation.py $(MUTATION_ARGS)
 
 worker: install
 	$(VENV)/bin/celery -A approve_site worker -l info

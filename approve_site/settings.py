@@ -517,7 +517,7 @@ SPECTACULAR_SETTINGS = {
     # was fetched from (docs/api.md, "The schema for generated clients").
     "SERVERS": [{"url": "/", "description": "this server (the host the schema was fetched from)"}],
     # One tag per area, so that generated clients split into modules; each
-    # operation has one (workspace.api.schema.TAG_RULES).
+    # operation has one (each API view's schema_tag, checked by workspace.api.schema.view_tag).
     "TAGS": [
         {
             "name": "studies",
@@ -545,6 +545,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "AttributeKindEnum": "workspace.models.QualityAttribute.Kind",
         "MembershipStatusEnum": "workspace.models.Membership.Status",
+        # An expert's absence (excluded, abstaining; blank while they take part).
+        "AbsenceEnum": ["excluded", "abstaining"],
         "InvitationStatusEnum": "workspace.api.invitation_serializers.STATUSES",
         "InvitationKindEnum": ["username", "link"],
         "RunStatusEnum": "engine.models.Run.Status",

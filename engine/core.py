@@ -291,6 +291,21 @@ def _renormalised_rows(array: np.ndarray, name: str, row_meaning: str) -> np.nda
     return array / row_sums[:, None]
 
 
+def peer_weights_kept(peer_weights: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """V among the experts ``keep`` selects (a boolean mask): the others' rows
+    and columns removed and each remaining row divided by its sum, so what an
+    expert gave the removed ones is shared out in proportion over the rest.
+    The one rule for an expert left out: leave-one-expert-out
+    (``engine.robustness.without_expert``) and the excluded and abstaining
+    experts of a study (docs/method.md, "Absent experts"). A row left
+    summing to 0 (or holding NaN, a gap) stays 0 (or NaN), for the
+    validation of V to refuse."""
+    reduced = np.asarray(peer_weights, dtype=np.float64)[np.ix_(keep, keep)]
+    sums = reduced.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(sums > 0, reduced / np.where(sums > 0, sums, 1.0), reduced)
+
+
 def _validated_peer_weights(
     peer_weights: ArrayLike, name: str = "peer_weights", *, expected_experts: int | None = None
 ) -> np.ndarray:

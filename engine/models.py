@@ -5,9 +5,11 @@ number). A candidate's k x n individual scores are recomputed from the
 snapshot when asked for.
 """
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import Max, Q
 
 from workspace import history as recorded
 from workspace.history import StudyHistory
@@ -23,6 +25,12 @@ class Run(models.Model):
         FAILED = "failed", "Failed"
 
     study = models.ForeignKey("workspace.Study", on_delete=models.CASCADE, related_name="runs")
+    # The run's number within its study, 1 for its first run, in launch order:
+    # what the pages call it ("Run 3"). Assigned when the run is created
+    # (``save``; ``engine.services.run_launch`` holds the study's numbering
+    # lock for it); the id stays the run's address (/runs/{id}/, the API's
+    # ``id``, the results document's ``run``).
+    number = models.PositiveIntegerField(editable=False)
     launched_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="launched_runs"
     )
@@ -83,10 +91,21 @@ class Run(models.Model):
             models.CheckConstraint(
                 condition=~Q(status="succeeded") | Q(snapshot__isnull=False), name="run_succeeded_has_snapshot"
             ),
+            models.UniqueConstraint(fields=["study", "number"], name="run_unique_number"),
+            models.CheckConstraint(condition=Q(number__gte=1), name="run_number_positive"),
         ]
 
     def __str__(self) -> str:
-        return f"Run {self.pk} of {self.study} ({self.status})"
+        return f"Run {self.number} of {self.study} ({self.status})"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """A new run takes the study's next number (one more than its
+        highest); a launch holds the study's numbering lock meanwhile
+        (``engine.services.run_launch``), so two launches never take the same."""
+        if self._state.adding and self.number is None:
+            highest = Run.objects.filter(study_id=self.study_id).aggregate(highest=Max("number"))["highest"]
+            self.number = (highest or 0) + 1
+        super().save(*args, **kwargs)
 
     @property
     def is_finished(self) -> bool:

@@ -34,8 +34,10 @@ AHPy's (Saaty 2005: 0.52 at n = 3) nor AHP-OS's (0.57 at n = 3):
 ``CR > CONSISTENCY_THRESHOLD`` (engine.rules) is shown as inconsistent: a warning,
 never a refusal. Repair hints use Saaty's (2003) error of a judgment against
 the weights, ``o_ij w_j / w_i``, with the suggestion rounded to the scale
-(:func:`most_inconsistent`); they are this project's presentation, not a
-copy of any other tool's.
+(:func:`most_inconsistent`); the expert's page offers instead the smallest
+change of one judgment that makes the judgments consistent
+(:func:`smallest_repairs`), which never moves a judgment further than it
+must. Both are this project's presentation, not a copy of any other tool's.
 
 Matrix functions accept one (n, n) matrix or, where stated, a stack
 (..., n, n) so that many experts are handled without a Python loop. Indices
@@ -56,10 +58,13 @@ from .arguments import integer
 from .rules import (
     AHP_WEIGHTING_DEFAULT,
     AHP_WEIGHTINGS,
+    CONSISTENCY_THRESHOLD,
     MIN_DIRECT_SHARE,
     SCALE_ENGINE_SLACK,
     SCALE_MAX,
     SCALE_MIN,
+    SCALE_POINTS,
+    SCALE_VALUES,
     direct_shares,
     is_consistent,
     nearest_scale_point,
@@ -71,6 +76,7 @@ __all__ = [
     "Consistency",
     "InconsistentJudgment",
     "Prioritisation",
+    "Repair",
     "ahp_priorities",
     "ahp_weights",
     "consistency",
@@ -81,6 +87,7 @@ __all__ = [
     "principal_eigenvectors",
     "prioritise",
     "random_index",
+    "smallest_repairs",
 ]
 
 #: The prioritisation methods of METHOD.md 3.
@@ -143,6 +150,8 @@ class Prioritisation:
     weights: np.ndarray
     consistency_ratio: float | None = None
     most_inconsistent: list["InconsistentJudgment"] = field(default_factory=list)
+    # The smallest single-judgment repairs (:func:`smallest_repairs`), when asked for.
+    repairs: list["Repair"] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------
@@ -655,6 +664,19 @@ def consistency_ratios(matrices: ArrayLike) -> np.ndarray:
     return _consistency_arrays(_validated_matrices(matrices, "matrices"))[3]
 
 
+def _top(top: object) -> int:
+    """How many hints are asked for: a non-negative integer (ValueError otherwise)."""
+    if isinstance(top, bool):
+        raise ValueError(f"top must be a non-negative integer, got {top!r}")
+    try:
+        count = operator.index(cast(SupportsIndex, top))  # a TypeError otherwise, caught
+    except TypeError:
+        raise ValueError(f"top must be a non-negative integer, got {top!r}") from None
+    if count < 0:
+        raise ValueError(f"top must be a non-negative integer, got {count}")
+    return count
+
+
 def most_inconsistent(matrix: ArrayLike, weights: ArrayLike, *, top: object = 3) -> list[InconsistentJudgment]:
     """The judgments that disagree most with the weights, with repair hints.
 
@@ -688,14 +710,7 @@ def most_inconsistent(matrix: ArrayLike, weights: ArrayLike, *, top: object = 3)
     bad = np.flatnonzero(~np.isfinite(positive) | (positive <= 0))
     if len(bad):
         raise ValueError(f"weights must be positive and finite; position {bad[0]} is {positive[bad[0]]:.10g}")
-    if isinstance(top, bool):
-        raise ValueError(f"top must be a non-negative integer, got {top!r}")
-    try:
-        count = operator.index(cast(SupportsIndex, top))  # a TypeError otherwise, caught
-    except TypeError:
-        raise ValueError(f"top must be a non-negative integer, got {top!r}") from None
-    if count < 0:
-        raise ValueError(f"top must be a non-negative integer, got {count}")
+    count = _top(top)
 
     rows, columns = np.triu_indices(n, k=1)
     deviation = checked[rows, columns] * positive[columns] / positive[rows]
@@ -711,6 +726,113 @@ def most_inconsistent(matrix: ArrayLike, weights: ArrayLike, *, top: object = 3)
         )
         for p in order
     ]
+
+
+#: The judged pairs :func:`smallest_repairs` tries, each at the 16 other
+#: points of the scale: every pair up to 10 items (45 pairs), beyond that
+#: the 45 of largest Saaty error, so a page's live check stays fast.
+REPAIR_PAIRS_SEARCHED = 45
+
+
+@dataclass(frozen=True)
+class Repair:
+    """One judgment ``(row, column)``, ``row < column``, moved from ``value``
+    to the scale point ``suggested_value``, ``steps`` points of the scale
+    away (1/2 to 1 is one step, 5 to 1/4 seven), and the consistency ratio
+    ``ratio`` the judgments would have with that one change."""
+
+    row: int
+    column: int
+    value: float
+    suggested_value: float
+    steps: int
+    ratio: float
+
+    @property
+    def is_consistent(self) -> bool:
+        return is_consistent(self.ratio)
+
+
+def smallest_repairs(matrix: ArrayLike, *, top: object = 3) -> list[Repair]:
+    """The smallest changes of one judgment each that make ``matrix`` consistent.
+
+    Every judged pair ``i < j`` is tried at each other point of Saaty's
+    scale (its reciprocal mirrored) and the consistency ratio recomputed, in
+    one batch (:func:`consistency_ratios`). A pair's repair is the point
+    nearest its judgment, in steps of the scale, among those giving a
+    consistent matrix (``CR <= CONSISTENCY_THRESHOLD``; equal steps: the
+    lower ratio). Repairs come fewest steps first, then lower ratio, then
+    row and column order, so the first is the least the expert must change.
+    When no single change makes the judgments consistent, each pair's point
+    of lowest ratio (equal ratios: the nearer) stands in, lowest ratio
+    first, if it lowers the ratio at all.
+
+    Unlike :func:`most_inconsistent`, which names the judgments that
+    disagree most with the weights and the value the weights imply (for a
+    cyclic matrix, whose weights are near equal, "equally important" for
+    each, however strong the judgment), this never suggests more change
+    than consistency needs. Pairs beyond ``REPAIR_PAIRS_SEARCHED`` (more
+    than 10 items) are tried in order of Saaty's error, largest first.
+
+    Parameters
+    ----------
+    matrix : array-like of shape (n, n)
+    top : int, default 3
+
+    Returns
+    -------
+    list of Repair (empty for a consistent matrix, n < 3 or top == 0).
+    """
+    checked = _validated_matrices(matrix, stack=False)
+    count = _top(top)
+    n = checked.shape[0]
+    before = float(consistency_ratios(checked))
+    if n < 3 or count == 0 or is_consistent(before):
+        return []
+    rows, columns = np.triu_indices(n, k=1)
+    if len(rows) > REPAIR_PAIRS_SEARCHED:
+        weights = _column_means(checked[None])[0]
+        deviation = checked[rows, columns] * weights[columns] / weights[rows]
+        worst = np.argsort(-np.maximum(deviation, 1.0 / deviation), kind="stable")[:REPAIR_PAIRS_SEARCHED]
+        rows, columns = rows[np.sort(worst)], columns[np.sort(worst)]
+    points = len(SCALE_VALUES)
+    pairs = len(rows)
+    stack = np.repeat(checked[None], pairs * points, axis=0)
+    which = np.arange(pairs * points)
+    pair_of, point_of = which // points, which % points
+    stack[which, rows[pair_of], columns[pair_of]] = SCALE_VALUES[point_of]
+    stack[which, columns[pair_of], rows[pair_of]] = 1.0 / SCALE_VALUES[point_of]
+    ratios = consistency_ratios(stack).reshape(pairs, points)
+    current = np.array([_scale_index(v) for v in checked[rows, columns]])
+    steps = np.abs(np.arange(points)[None, :] - current[:, None])
+    ratios[np.arange(pairs), current] = np.inf  # the judgment as it is: no change
+    repairs = []
+    for p in range(pairs):
+        good = np.flatnonzero(ratios[p] <= CONSISTENCY_THRESHOLD)
+        if len(good):
+            k = min(good.tolist(), key=lambda k: (steps[p, k], ratios[p, k]))
+        else:
+            k = min(range(points), key=lambda k: (ratios[p, k], steps[p, k]))
+        repairs.append(
+            Repair(
+                row=int(rows[p]),
+                column=int(columns[p]),
+                value=float(checked[rows[p], columns[p]]),
+                suggested_value=float(SCALE_VALUES[k]),
+                steps=int(steps[p, k]),
+                ratio=float(ratios[p, k]),
+            )
+        )
+    consistent = [r for r in repairs if r.is_consistent]
+    if consistent:
+        return sorted(consistent, key=lambda r: (r.steps, r.ratio, r.row, r.column))[:count]
+    better = [r for r in repairs if r.ratio < before]
+    return sorted(better, key=lambda r: (r.ratio, r.steps, r.row, r.column))[:count]
+
+
+def _scale_index(value: float) -> int:
+    """The position of the scale point nearest ``value`` (0 for 1/9, 16 for 9)."""
+    return SCALE_POINTS.index(nearest_scale_point(value))
 
 
 # --------------------------------------------------------------------------
@@ -758,6 +880,7 @@ def prioritise(
     weights: Iterable[Any] | None = None,
     *,
     weighting: str = AHP_WEIGHTING_DEFAULT,
+    repairs: bool = False,
 ) -> Prioritisation:
     """An expert's weights over ``n`` attributes by one of the METHOD.md 3 methods.
 
@@ -773,6 +896,9 @@ def prioritise(
     weighting : one of ``engine.rules.AHP_WEIGHTINGS``, for "ahp"
         How the weights come from the matrix (:func:`ahp_weights`); the
         study's setting. LPR keeps its own formula.
+    repairs : bool, default False
+        Also compute :func:`smallest_repairs` (the expert's page does; a
+        save does not need them).
 
     Returns
     -------
@@ -780,7 +906,8 @@ def prioritise(
         ``weights`` (n,) summing to 1. For "direct" ``consistency_ratio`` is
         None and ``most_inconsistent`` empty; for "ahp" and "lpr" they are
         the matrix's :func:`consistency` ratio and the top three of
-        :func:`most_inconsistent` against the method's weights.
+        :func:`most_inconsistent` against the method's weights, and with
+        ``repairs`` the top three of :func:`smallest_repairs`.
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
@@ -807,4 +934,5 @@ def prioritise(
         weights=method_weights,
         consistency_ratio=float(ratio),
         most_inconsistent=most_inconsistent(matrix, method_weights, top=3),
+        repairs=smallest_repairs(matrix, top=3) if repairs else [],
     )

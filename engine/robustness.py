@@ -843,8 +843,7 @@ def without_expert(
     remaining row of ``V`` divided by its sum (METHOD.md: a row that must
     sum to 1 is renormalised exactly)."""
     keep = np.arange(len(weights)) != expert
-    reduced = peer_weights[np.ix_(keep, keep)]
-    return weights[keep], reduced / reduced.sum(axis=1, keepdims=True), lower[keep], upper[keep]
+    return weights[keep], core.peer_weights_kept(peer_weights, keep), lower[keep], upper[keep]
 
 
 def leave_one_out(

@@ -144,6 +144,9 @@ def _lock_for_launch(study: Study) -> Study:
 # study)): workers taking snapshots, launches checking the inputs.
 _BUILD_LOCK_KEY = 17_06
 _CHECK_LOCK_KEY = 17_07
+# ... and launches numbering their run (Run.number): the study's row lock is
+# only shared between launches, so the next number is taken under this one.
+_NUMBER_LOCK_KEY = 17_08
 
 
 def _one_at_a_time(key: int, study: Study) -> None:
@@ -199,7 +202,10 @@ def _launch_copying(study: Study, launched_by: User | None, tolerance: float) ->
 
 def _queued_run(study: Study, launched_by: User | None, tolerance: float, snapshot: RawSQL | None) -> Run:
     """A new queued run of ``study`` at its current ``input_version``, with
-    ``snapshot`` (a copy of another run's, or None: taken later)."""
+    ``snapshot`` (a copy of another run's, or None: taken later), numbered
+    next in the study (``Run.save``) while holding the study's numbering
+    lock until the launch commits: concurrent launches take 1, 2, 3 in turn."""
+    _one_at_a_time(_NUMBER_LOCK_KEY, study)
     return Run.objects.create(
         study=study,
         launched_by=launched_by,

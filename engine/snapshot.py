@@ -8,7 +8,7 @@ invalid input with a ``RunInputError`` worded with the study's names;
 """
 
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 from django.db.models import Count, F, Max, Min, Q, QuerySet, Sum
@@ -162,6 +162,7 @@ class RunSnapshot(TypedDict):
     attribute_methods: list[str | None]
     attribute_judgments: list[Grid | None]
     expert_values: list[dict[str, Any]]
+    absent: NotRequired[list[dict[str, str]]]  # {"expert", "absence", "reason"}
 
 
 def study_snapshot(*, study: Study, tolerance: float = core.DEFAULT_TOLERANCE) -> RunSnapshot:
@@ -175,8 +176,9 @@ def study_snapshot(*, study: Study, tolerance: float = core.DEFAULT_TOLERANCE) -
     separate reads below see one consistent state.
     """
     metrics = list(selected_metrics(study))
-    experts = list(expert_list(study=study))
-    inputs = inputs_read(study, metrics, experts)
+    everyone = list(expert_list(study=study))
+    inputs = inputs_read(study, metrics, everyone)
+    experts = [e for e in everyone if not e.absence]  # who takes part: the rows
     candidates = list(Candidate.objects.filter(study=study).order_by("position", "id"))
     metric_index = {m.pk: j for j, m in enumerate(metrics)}
     measurements, standard_errors = _measurement_grids(study, candidates, metric_index)
@@ -211,6 +213,14 @@ def study_snapshot(*, study: Study, tolerance: float = core.DEFAULT_TOLERANCE) -
         # older snapshots have none): [{"metric": column, "values": {candidate:
         # [value per expert]}, "reasons": {candidate: why it has no value}}].
         expert_values=expert_values,
+        # The experts left out, with why (docs/method.md, "Absent experts"):
+        # their inputs are kept in the study but not in this run. Older
+        # snapshots have no key: none was.
+        absent=[
+            {"expert": e.user.get_username(), "absence": e.absence, "reason": e.absence_reason}
+            for e in everyone
+            if e.absence
+        ],
     )
 
 
@@ -232,6 +242,9 @@ def inputs_complete(*, study: Study) -> bool:
         # the full read names the gap.
         return False
     experts = Membership.objects.filter(study=study, role=Membership.Role.EXPERT)
+    if experts.exclude(absence=Membership.Absence.NONE).exists():
+        # Their peer weights are shared out over the others: the full read decides.
+        return False
     k = experts.count()
     metrics = list(
         selected_metrics(study).values_list("pk", "attribute_id", "default_least_acceptable", "default_desired")

@@ -38,21 +38,22 @@ SET_KEYS = ("name", "uploaded_at", "positive", "labels", "folds", "context_colum
 # --- export ------------------------------------------------------------------------------
 
 
-def elicited_export(*, study: Study, metrics: Sequence[str], experts: Sequence[str]) -> dict:
+def elicited_export(*, study: Study, metrics: Sequence[str], experts: Sequence[str], every_set: bool = False) -> dict:
     """``{"prediction_sets": [...], "elicited_metrics": {...}}`` of a study
     with elicited metrics (``metrics``, in the bundle's order; the answers
     in the order of ``experts``), or ``{}`` without any.
     The sets: each elicited metric's, and each candidate's newest (where its
     value is read from), oldest first, each whole (every candidate's
-    arrays, so that the set is the one uploaded)."""
+    arrays, so that the set is the one uploaded); with ``every_set`` (a
+    study's copy), every set of the study, elicited metrics or not (``{}``
+    for a study without sets)."""
     found = {e.metric.name: e for e in evaluation_selectors.elicited_metric_list(study=study)}
-    if not found:
+    if not found and not every_set:
         return {}
     elicited = [found[name] for name in metrics if name in found]
-    wanted = {e.prediction_set_id for e in elicited} | set(
-        evaluation_selectors.newest_prediction_sets(study_id=study.pk).values()
-    )
-    sets = list(PredictionSet.objects.filter(pk__in=wanted).order_by("uploaded_at", "id"))
+    sets = _sets_exported(study, elicited, every_set)
+    if not sets:
+        return {}
     index = {s.pk: position for position, s in enumerate(sets)}
     arrays: dict[int, list[dict]] = {s.pk: [] for s in sets}
     for set_id, candidate, columns, archive in (
@@ -95,6 +96,18 @@ def elicited_export(*, study: Study, metrics: Sequence[str], experts: Sequence[s
             for e in elicited
         },
     }
+
+
+def _sets_exported(study: Study, elicited: Sequence[ElicitedMetric], every_set: bool) -> list[PredictionSet]:
+    """The sets a bundle carries, oldest first: every set of the study with
+    ``every_set``, else the elicited metrics' and each candidate's newest."""
+    sets = PredictionSet.objects.filter(study=study)
+    if not every_set:
+        wanted = {e.prediction_set_id for e in elicited} | set(
+            evaluation_selectors.newest_prediction_sets(study_id=study.pk).values()
+        )
+        sets = sets.filter(pk__in=wanted)
+    return list(sets.order_by("uploaded_at", "id"))
 
 
 # --- import ------------------------------------------------------------------------------

@@ -812,6 +812,7 @@ def elicitation_answer(
     search is finished, the next answers are the consistency check's
     (``elicited.CHECKS`` questions asked again, stored after the search's);
     the answer that finishes the check stores the recovered weights."""
+    workspace_services.require_taking_part(expert)
     row = _answers_locked(elicited_metric, expert)
     if answer not in elicited_domain.ANSWER_CHOICES:
         raise InvalidInput({"answer": f"must be one of first, second, none; got {answer!r}"})

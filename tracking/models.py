@@ -9,6 +9,28 @@ from workspace import limits
 from workspace.history import StudyHistory
 
 MLFLOW_ID_MAX_LENGTH = limits.MLFLOW_ID_MAX_LENGTH
+# An experiment's name as kept beside its id (MLflow sets no limit: the rest is cut).
+EXPERIMENT_NAME_MAX_LENGTH = 500
+
+
+def experiment_words(name: str, experiment_id: str) -> str:
+    """An experiment as the pages name it: ``breast-cancer (id 4472…)``,
+    or its id alone when its name was not kept (imported before names were)."""
+    return f"{name} (id {experiment_id})" if name else f"id {experiment_id}"
+
+
+class ExperimentNamed(models.Model):
+    """A record of an MLflow experiment: its id, and its name when recorded."""
+
+    experiment_id = models.CharField(max_length=MLFLOW_ID_MAX_LENGTH)
+    experiment_name = models.CharField(max_length=EXPERIMENT_NAME_MAX_LENGTH, blank=True)
+
+    class Meta:
+        abstract = True
+
+    @property
+    def experiment_shown(self) -> str:
+        return experiment_words(self.experiment_name, self.experiment_id)
 
 
 class MlflowConnection(models.Model):
@@ -34,13 +56,12 @@ class MlflowConnection(models.Model):
         return bool(self.token_encrypted)
 
 
-class MlflowRunLink(models.Model):
+class MlflowRunLink(ExperimentNamed):
     """The MLflow run a candidate was imported from: re-imports update it,
     and publishing tags it."""
 
     candidate = models.OneToOneField("workspace.Candidate", on_delete=models.CASCADE, related_name="mlflow_run")
     tracking_uri = models.CharField(max_length=500)
-    experiment_id = models.CharField(max_length=MLFLOW_ID_MAX_LENGTH)
     run_id = models.CharField(max_length=MLFLOW_ID_MAX_LENGTH)
     imported_at = models.DateTimeField()
     # The prediction artifact last imported from the run (path and SHA-256):
@@ -52,7 +73,7 @@ class MlflowRunLink(models.Model):
         return f"{self.candidate} ← {self.run_id}"
 
 
-class MlflowValueSource(models.Model):
+class MlflowValueSource(ExperimentNamed):
     """Where an imported measurement came from: the tracking URI, the
     experiment, the run, the metric key and step, and the value it gave."""
 
@@ -60,7 +81,6 @@ class MlflowValueSource(models.Model):
     candidate = models.ForeignKey("workspace.Candidate", on_delete=models.CASCADE, related_name="+")
     metric = models.ForeignKey("workspace.Metric", on_delete=models.CASCADE, related_name="+")
     tracking_uri = models.CharField(max_length=500)
-    experiment_id = models.CharField(max_length=MLFLOW_ID_MAX_LENGTH)
     run_id = models.CharField(max_length=MLFLOW_ID_MAX_LENGTH)
     metric_key = models.CharField(max_length=250)
     # The step read; null: the latest value.
@@ -76,7 +96,7 @@ class MlflowValueSource(models.Model):
         return f"{self.candidate} {self.metric} from {self.run_id}/{self.metric_key}"
 
 
-class MlflowImport(models.Model):
+class MlflowImport(ExperimentNamed):
     """One import, as recorded: what was asked and what it changed. An
     import of more than ``limits.MLFLOW_IMPORT_INLINE_RUNS`` runs is recorded
     queued, then runs as a Celery task (``tracking.tasks``), which reports the
@@ -93,7 +113,6 @@ class MlflowImport(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     imported_at = models.DateTimeField()
-    experiment_id = models.CharField(max_length=MLFLOW_ID_MAX_LENGTH)
     # The request (filter, mapping, step, name tag, artifact pattern) and the outcome (tracking.services).
     request = models.JSONField(default=dict)
     outcome = models.JSONField(default=dict)
@@ -117,7 +136,7 @@ class MlflowImport(models.Model):
         return f"import {self.pk} into {self.study}"
 
 
-class MlflowPublication(models.Model):
+class MlflowPublication(ExperimentNamed):
     """A validation run's decision written to MLflow: once per run (publishing
     again rewrites the same tags and the same summary run)."""
 
@@ -127,7 +146,6 @@ class MlflowPublication(models.Model):
     )
     published_at = models.DateTimeField()
     tracking_uri = models.CharField(max_length=500)
-    experiment_id = models.CharField(max_length=MLFLOW_ID_MAX_LENGTH)
     summary_run_id = models.CharField(max_length=MLFLOW_ID_MAX_LENGTH)
     # {candidate name: MLflow run id} of the runs tagged.
     tagged = models.JSONField(default=dict)

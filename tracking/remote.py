@@ -75,6 +75,8 @@ RUNS_PAGE = 100
 PAGES_MAX = 100
 # The most of a host's (checked) addresses tried, one after another.
 ADDRESSES_TRIED = 3
+# The most experiments listed for the page's picker (more: the name or id is typed).
+EXPERIMENTS_LISTED_MAX = 1000
 
 UNREACHABLE = (
     "Could not reach the tracking server: nothing answered there as MLflow in time (an unknown host, a closed "
@@ -598,6 +600,24 @@ class _Rest:
                 return count
         raise _NotMlflow("pages")
 
+    def experiments(self, max_results: int) -> list[Experiment]:
+        found: list[Experiment] = []
+        token = None
+        for _ in range(PAGES_MAX):
+            page = self._post(
+                "experiments/search",
+                {"max_results": min(1000, max_results - len(found)), **({"page_token": token} if token else {})},
+            )
+            for entry in _items(page, "experiments"):
+                stage = entry.get("lifecycle_stage", "active") if isinstance(entry, dict) else None
+                found.append(
+                    Experiment(_identifier(entry, "experiment_id"), _field(entry, "name", str), stage == "active")
+                )
+            token = _page_token(page)
+            if token is None or len(found) >= max_results:
+                return found[:max_results]
+        raise _NotMlflow("pages")
+
     def _experiment(self, endpoint: str, **query: str) -> Experiment | None:
         try:
             found = _field(self._get(endpoint, **query), "experiment", dict)
@@ -839,6 +859,25 @@ class _File:
                 return count
         raise TrackerError(STORE_UNREADABLE, "mlflow_unreachable")
 
+    def experiments(self, max_results: int) -> list[Experiment]:
+        self._experiment_folders()
+        found: list[Experiment] = []
+        token = None
+        for _ in range(PAGES_MAX):
+            page = self._calling(
+                partial(
+                    self._store.search_experiments, max_results=min(1000, max_results - len(found)), page_token=token
+                )
+            )
+            found += [
+                Experiment(str(entry.experiment_id), str(entry.name), entry.lifecycle_stage == "active")
+                for entry in page
+            ]
+            token = page.token
+            if not token or len(found) >= max_results:
+                return found[:max_results]
+        raise TrackerError(STORE_UNREADABLE, "mlflow_unreachable")
+
     def _experiment(self, call: Callable[[], Any]) -> Experiment | None:
         self._experiment_folders()
         try:
@@ -977,6 +1016,7 @@ class Tracker(Protocol):
     """What approve asks of a tracking server or store (``_Rest``, ``_File``)."""
 
     def experiment_count(self) -> int: ...
+    def experiments(self, max_results: int) -> list[Experiment]: ...
     def experiment_by_name(self, name: str) -> Experiment | None: ...
     def experiment_by_id(self, experiment_id: str) -> Experiment | None: ...
     def runs(self, experiment_id: str, filter_string: str, max_results: int) -> list[RemoteRun]: ...
@@ -1017,6 +1057,13 @@ def experiment_count(connection: Connection) -> int:
     """How many (active) experiments the server holds."""
     with connected(connection) as tracker:
         return tracker.experiment_count()
+
+
+def experiments(connection: Connection, max_results: int = EXPERIMENTS_LISTED_MAX) -> list[Experiment]:
+    """The server's active experiments, at most ``max_results`` (in the
+    server's order: MLflow's newest first)."""
+    with connected(connection) as tracker:
+        return [found for found in tracker.experiments(max_results) if found.active]
 
 
 def experiment_resolve(connection: Connection, experiment: str) -> tuple[str, str]:

@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from django.db.models import QuerySet
 
@@ -33,6 +34,43 @@ def import_list(*, study: Study) -> QuerySet[MlflowImport]:
 def import_get(*, study: Study, import_id: int) -> MlflowImport | None:
     """One of the study's imports, or None."""
     return import_list(study=study).filter(pk=import_id).first()
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def outcome_words(outcome: dict[str, Any]) -> str:
+    """A succeeded import's counts, as the page's list of imports gives them:
+    "4 runs: 12 values changed, 4 unchanged, 1 run skipped". Each value read
+    is either changed or unchanged, so the values add up to the runs times
+    the metrics mapped; the runs skipped are not among the runs."""
+    runs, changed = outcome.get("runs", 0), len(outcome.get("changes", []))
+    words = f"{_counted(runs, 'run')}: {_counted(changed, 'value')} changed, {outcome.get('unchanged', 0)} unchanged"
+    skipped = len(outcome.get("skipped", []))
+    return f"{words}, {_counted(skipped, 'run')} skipped" if skipped else words
+
+
+@dataclass
+class ImportRow:
+    """An import in the page's list: the record, and what it did in words
+    (its counts once succeeded, else its status)."""
+
+    record: MlflowImport
+    words: str
+
+
+def import_rows(*, study: Study, most: int) -> list[ImportRow]:
+    """The study's ``most`` latest imports, each with what it did in words."""
+    return [
+        ImportRow(
+            record,
+            outcome_words(record.outcome)
+            if record.status == MlflowImport.Status.SUCCEEDED
+            else record.get_status_display(),
+        )
+        for record in import_list(study=study)[:most]
+    ]
 
 
 def publication_get(*, run: Run) -> MlflowPublication | None:

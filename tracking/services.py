@@ -8,6 +8,7 @@ MLflow first (tags and the summary run, each write idempotent), then records
 the publication.
 """
 
+import csv
 import hashlib
 import logging
 import tempfile
@@ -21,6 +22,8 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 from kombu.exceptions import OperationalError
+from pyarrow import ArrowException, parquet
+from pyarrow import compute as arrow_compute
 
 from engine import selectors as engine_selectors
 from engine import services as engine_services
@@ -34,8 +37,15 @@ from workspace.models import Candidate, Measurement, Metric, Study
 from workspace.services import expect, locked, text
 
 from . import remote, secrets
-from .models import MlflowConnection, MlflowImport, MlflowPublication, MlflowRunLink, MlflowValueSource
-from .remote import Connection, RemoteRun
+from .models import (
+    EXPERIMENT_NAME_MAX_LENGTH,
+    MlflowConnection,
+    MlflowImport,
+    MlflowPublication,
+    MlflowRunLink,
+    MlflowValueSource,
+)
+from .remote import Connection, Experiment, RemoteRun
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +64,9 @@ TAG_STUDY, TAG_RANK, TAG_CEF, TAG_VETOED, TAG_RUN_URL = (
     "approve.run_url",
 )
 TAG_SUMMARY_OF = "approve.summary_of"
+# What an import does with a run (not imported before) named like an existing
+# candidate: update that candidate, import it as a new one, or leave it out.
+ON_EXISTING = ("update", "new", "skip")
 
 
 # --- the connection ---------------------------------------------------------------
@@ -111,6 +124,15 @@ def connection_remove(*, study: Study) -> None:
     MlflowConnection.objects.filter(study=study).delete()
 
 
+def experiment_list(*, study: Study) -> tuple[list[Experiment], bool]:
+    """The active experiments of the study's server, by name, for the page's
+    picker: at most ``remote.EXPERIMENTS_LISTED_MAX``, and whether it has
+    more (then a name or id is typed). Nothing is written."""
+    most = remote.EXPERIMENTS_LISTED_MAX
+    found = remote.experiments(connection_of(study), most + 1)
+    return sorted(found[:most], key=lambda experiment: (experiment.name.casefold(), experiment.name)), len(found) > most
+
+
 # --- the import --------------------------------------------------------------------
 
 
@@ -122,9 +144,16 @@ class MappedMetric:
 
 @dataclass
 class Preview:
+    """The runs an import would read; ``linked``: those imported before
+    (``{run id: the candidate they update}``), ``named_like``: the others
+    whose name (or name tag) is an existing candidate's (``{run id: that
+    candidate}``), for which an import asks what to do (``on_existing``)."""
+
     experiment_id: str
     experiment_name: str
     runs: list[RemoteRun]
+    linked: dict[str, str] = field(default_factory=dict)
+    named_like: dict[str, str] = field(default_factory=dict)
 
     @property
     def metric_keys(self) -> list[str]:
@@ -143,6 +172,11 @@ class ImportOutcome:
     changes: list[dict[str, Any]] = field(default_factory=list)
     unchanged: int = 0
     prediction_sets: list[dict[str, Any]] = field(default_factory=list)
+    experiment_name: str = ""
+    # Runs named like an existing candidate: those that updated it, those left out
+    # (each {"run_id", "name", "candidate"}).
+    matched: list[dict[str, str]] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -154,13 +188,27 @@ def _filter(value: Any) -> str:
     return text(value, "filter", max_length=FILTER_MAX_LENGTH, required=False)
 
 
-def import_preview(*, study: Study, experiment: Any, filter: Any = "") -> Preview:  # noqa: A002
+def _name_tag(value: Any) -> str | None:
+    return None if value in (None, "") else text(value, "name_tag", max_length=KEY_MAX_LENGTH)
+
+
+def import_preview(*, study: Study, experiment: Any, filter: Any = "", name_tag: Any = None) -> Preview:  # noqa: A002
     """The runs of ``experiment`` (name or id) that match ``filter``, with
-    their metrics; nothing is written."""
+    their metrics, and which of them match a candidate of the study (by
+    the run's name, or its ``name_tag`` tag); nothing is written."""
     connection = connection_of(study)
     name = text(experiment, "experiment", max_length=KEY_MAX_LENGTH)
+    tag = _name_tag(name_tag)
     experiment_id, experiment_name = remote.experiment_resolve(connection, name)
-    return Preview(experiment_id, experiment_name, remote.runs_search(connection, experiment_id, _filter(filter)))
+    runs = remote.runs_search(connection, experiment_id, _filter(filter))
+    linked, named = _matches(study, runs, tag, connection.tracking_uri)
+    return Preview(
+        experiment_id,
+        experiment_name,
+        runs,
+        linked={run_id: candidate.name for run_id, candidate in linked.items()},
+        named_like={run_id: candidate.name for run_id, candidate in named.items()},
+    )
 
 
 def _mapped_entry(entry: Any, where: str, metrics: dict[str, Metric], seen: set[str]) -> MappedMetric:
@@ -229,12 +277,15 @@ def _run_values(
     mapped: list[MappedMetric],
     step: int | None,
     progress: Callable[[int], None] | None = None,
+    skipped: frozenset[str] = frozenset(),
 ) -> dict[str, dict[str, float]]:
-    """``{run id: {metric name: value}}``, every mapped key of every run;
-    InvalidInput naming each run that lacks one."""
+    """``{run id: {metric name: value}}``, every mapped key of every run but
+    the ``skipped`` ones; InvalidInput naming each run that lacks one."""
     values: dict[str, dict[str, float]] = {}
     errors: dict[str, list[str]] = {}
     for index, run in enumerate(runs):
+        if run.run_id in skipped:
+            continue
         found: dict[str, float] = {}
         for entry in mapped:
             value = run.metrics.get(entry.key)
@@ -259,44 +310,150 @@ def _run_values(
     return values
 
 
-def _names(
+def _candidate_name(run: RemoteRun, name_tag: str | None) -> str | None:
+    """The name a run gives its candidate: its name, or its ``name_tag``
+    tag, spaces folded and cut to a name's length; None without one."""
+    base = run.tags.get(name_tag) if name_tag else run.name
+    if not base or not base.strip():
+        return None
+    return " ".join(base.split())[: limits.NAME_MAX_LENGTH]
+
+
+def _matches(
     study: Study, runs: list[RemoteRun], name_tag: str | None, uri: str
-) -> tuple[dict[str, Candidate], dict[str, str]]:
-    """The candidates the runs update (``{run id: candidate}``, those imported
-    before from the same runs) and the names of the new ones (``{run id:
-    name}``): the run's name, or its ``name_tag`` tag; a name already taken
-    gets the run id's first characters added."""
+) -> tuple[dict[str, Candidate], dict[str, Candidate]]:
+    """The candidates the runs match: ``linked`` (``{run id: candidate}``)
+    those imported from the same runs of the same server before;
+    ``named`` the others' candidates named as the run would name its own
+    (its name, or its ``name_tag`` tag)."""
     links = {
         link.run_id: link.candidate
         for link in MlflowRunLink.objects.filter(candidate__study=study, tracking_uri=uri).select_related("candidate")
     }
+    candidates = {candidate.name: candidate for candidate in Candidate.objects.filter(study=study)}
+    linked: dict[str, Candidate] = {}
+    named: dict[str, Candidate] = {}
+    for run in runs:
+        if run.run_id in links:
+            linked[run.run_id] = links[run.run_id]
+            continue
+        name = _candidate_name(run, name_tag)
+        if name is not None and name in candidates:
+            named[run.run_id] = candidates[name]
+    return linked, named
+
+
+def _on_existing(value: Any) -> str | dict[str, str] | None:
+    """``on_existing`` checked: None (ask), one of ``ON_EXISTING`` for every
+    run named like a candidate, or ``{run id: choice}`` run by run."""
+    words = "must be update, new or skip, or an object {run id: update, new or skip}"
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        if value not in ON_EXISTING:
+            raise InvalidInput({"on_existing": words})
+        return value
+    if not isinstance(value, dict):
+        raise InvalidInput({"on_existing": words})
+    errors = {
+        f"on_existing.{str(key)[: limits.MLFLOW_ID_MAX_LENGTH]}": ["must be update, new or skip"]
+        for key, choice in value.items()
+        if not isinstance(key, str) or len(key) > limits.MLFLOW_ID_MAX_LENGTH or choice not in ON_EXISTING
+    }
+    if errors:
+        raise InvalidInput(errors)
+    return {key: choice for key, choice in value.items() if choice}
+
+
+@dataclass
+class _Plan:
+    """What an import does with each run: ``existing``, the candidate it
+    updates (``{run id: candidate}``: imported before, or named like it and
+    updating it); ``new``, the name of the candidate it makes; ``matched``
+    and ``skipped``, the runs named like a candidate that update it or are
+    left out (``ImportOutcome``'s)."""
+
+    existing: dict[str, Candidate] = field(default_factory=dict)
+    new: dict[str, str] = field(default_factory=dict)
+    matched: list[dict[str, str]] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def skipped_ids(self) -> frozenset[str]:
+        return frozenset(entry["run_id"] for entry in self.skipped)
+
+
+def _choice_refusal(run: RemoteRun, candidate: Candidate, choice: str | None, updating: RemoteRun | None) -> str | None:
+    """Why a run named like ``candidate`` cannot have ``choice`` (None: no
+    choice made, so it is asked), or None."""
+    if choice is None:
+        return (
+            f"run {run.name!r} ({run.run_id}) is named like the candidate {candidate.name!r}: choose update "
+            "(that candidate's measurements), new (another candidate) or skip"
+        )
+    if choice == "update" and updating is not None:
+        return (
+            f"run {run.name!r} ({run.run_id}) would update the candidate {candidate.name!r}, which run "
+            f"{updating.name!r} ({updating.run_id}) updates already: choose new or skip"
+        )
+    return None
+
+
+def _new_name(run: RemoteRun, base: str, taken: set[str]) -> str | None:
+    """A new candidate's name: ``base``, or with the run id's first
+    characters when taken; None when that is taken too."""
+    name = base
+    if name in taken:
+        suffix = f" ({run.run_id[:8]})"
+        name = base[: limits.NAME_MAX_LENGTH - len(suffix)] + suffix
+    return None if name in taken else name
+
+
+def _plan(
+    study: Study, runs: list[RemoteRun], name_tag: str | None, uri: str, on_existing: str | dict[str, str] | None
+) -> _Plan:
+    """What the import does with each run (``_Plan``): a run imported
+    before updates its candidate; one named like a candidate does what
+    ``on_existing`` says for it (asked, InvalidInput on
+    ``on_existing.<run id>``, when it says nothing); any other makes a new
+    candidate, its name taken from the run (with the run id's first
+    characters when another run of the import took it)."""
+    linked, named = _matches(study, runs, name_tag, uri)
     taken = set(Candidate.objects.filter(study=study).values_list("name", flat=True))
-    existing: dict[str, Candidate] = {}
-    new: dict[str, str] = {}
+    updating = {candidate.pk: run for run in runs if (candidate := linked.get(run.run_id)) is not None}
+    plan = _Plan(existing=dict(linked))
     errors: dict[str, list[str]] = {}
     for index, run in enumerate(runs):
-        if run.run_id in links:
-            existing[run.run_id] = links[run.run_id]
+        if run.run_id in linked:
             continue
-        base = run.tags.get(name_tag) if name_tag else run.name
-        if not base or not base.strip():
+        base = _candidate_name(run, name_tag)
+        if base is None:
             errors[f"runs[{index}]"] = [f"run {run.name!r} ({run.run_id}) has no tag {name_tag!r} to name it by"]
             continue
-        base = " ".join(base.split())[: limits.NAME_MAX_LENGTH]
-        name = base
-        if name in taken:
-            suffix = f" ({run.run_id[:8]})"
-            name = base[: limits.NAME_MAX_LENGTH - len(suffix)] + suffix
-        if name in taken:
-            errors[f"runs[{index}]"] = [f"run {run.run_id} would be named {name!r}, which is taken"]
+        candidate = named.get(run.run_id)
+        if candidate is not None:
+            choice = on_existing.get(run.run_id) if isinstance(on_existing, dict) else on_existing
+            refusal = _choice_refusal(run, candidate, choice, updating.get(candidate.pk))
+            if refusal is not None:
+                errors[f"on_existing.{run.run_id}"] = [refusal]
+                continue
+            entry = {"run_id": run.run_id, "name": run.name, "candidate": candidate.name}
+            if choice != "new":
+                (plan.skipped if choice == "skip" else plan.matched).append(entry)
+                if choice == "update":
+                    updating[candidate.pk], plan.existing[run.run_id] = run, candidate
+                continue
+        name = _new_name(run, base, taken)
+        if name is None:
+            errors[f"runs[{index}]"] = [f"run {run.run_id} would be named {base!r}, which is taken"]
             continue
         taken.add(name)
-        new[run.run_id] = name
+        plan.new[run.run_id] = name
     if errors:
         raise InvalidInput(errors)
     if len(taken) > limits.MAX_CANDIDATES:
         raise InvalidInput({"filter": f"a study holds at most {limits.MAX_CANDIDATES} candidates"})
-    return existing, new
+    return plan
 
 
 @dataclass
@@ -312,13 +469,17 @@ def _artifacts(
     pattern: str,
     folder: str,
     progress: Callable[[int], None] | None = None,
+    skipped: frozenset[str] = frozenset(),
 ) -> dict[str, _Artifact]:
-    """Each run's one artifact matching ``pattern``, downloaded into
-    ``folder``: streamed, and refused as soon as it is larger than
-    ``limits.PREDICTIONS_MAX_BYTES`` (or kept where approve does not read)."""
+    """Each run's (but the ``skipped`` ones') one artifact matching
+    ``pattern``, downloaded into ``folder``: streamed, and refused as soon as
+    it is larger than ``limits.PREDICTIONS_MAX_BYTES`` (or kept where approve
+    does not read)."""
     found: dict[str, _Artifact] = {}
     errors: dict[str, list[str]] = {}
     for index, run in enumerate(runs):
+        if run.run_id in skipped:
+            continue
         try:
             paths = remote.artifacts_matching(connection, run.run_id, pattern)
             if len(paths) != 1:
@@ -340,6 +501,95 @@ def _artifacts(
     return found
 
 
+class PositiveLabelNeeded(InvalidInput):
+    """The prediction artifacts have a score column and no positive label
+    was named: refused under ``positive``, naming the artifacts' classes
+    (``classes``, in the order the predictions reader takes them)."""
+
+    def __init__(self, classes: list[str]) -> None:
+        listed = ", ".join(repr(label) for label in classes[:CLASSES_SHOWN])
+        more = f" and {len(classes) - CLASSES_SHOWN} more" if len(classes) > CLASSES_SHOWN else ""
+        their = f" (their classes, in order: {listed}{more})" if classes else ""
+        super().__init__(
+            {
+                "positive": [
+                    "the prediction artifacts have a score column, which is the positive label's score: "
+                    f"name the positive label{their}"
+                ]
+            }
+        )
+        self.classes = classes
+
+
+# The most of an artifact's classes a refusal names.
+CLASSES_SHOWN = 20
+
+
+def _ordered_labels(first: dict[str, None], then: dict[str, None]) -> list[str]:
+    return [*first, *(label for label in then if label not in first)]
+
+
+def _csv_classes(local: Path) -> list[str] | None:
+    """A CSV artifact's classes (``y_true``'s in order of appearance, then
+    ``y_pred``'s others) when it has a score column; else None."""
+    with local.open(encoding="utf-8-sig", newline="") as stream:
+        header = stream.readline()
+        delimiter = "\t" if "\t" in header and "," not in header else ","
+        names = [name.strip() for name in next(csv.reader([header], delimiter=delimiter), [])]
+        if "score" not in names:
+            return None
+        columns = {name: names.index(name) for name in ("y_true", "y_pred") if name in names}
+        found: dict[str, dict[str, None]] = {name: {} for name in columns}
+        for row in csv.reader(stream, delimiter=delimiter):
+            for name, column in columns.items():
+                if column < len(row) and len(found[name]) <= limits.PREDICTIONS_MAX_CLASSES:
+                    found[name].setdefault(row[column], None)
+    return _ordered_labels(found.get("y_true", {}), found.get("y_pred", {}))
+
+
+def _parquet_classes(local: Path) -> list[str] | None:
+    """A Parquet artifact's classes, as ``_csv_classes``."""
+    table = parquet.ParquetFile(local)
+    names = list(table.schema_arrow.names)
+    if "score" not in names:
+        return None
+    columns = [name for name in ("y_true", "y_pred") if name in names]
+    found: dict[str, dict[str, None]] = {name: {} for name in columns}
+    for batch in table.iter_batches(columns=columns):
+        for name in columns:
+            if len(found[name]) <= limits.PREDICTIONS_MAX_CLASSES:
+                for label in arrow_compute.unique(batch.column(name)).to_pylist():
+                    found[name].setdefault(str(label), None)
+    return _ordered_labels(found.get("y_true", {}), found.get("y_pred", {}))
+
+
+def _scored_classes(artifact: _Artifact) -> list[str] | None:
+    """The artifact's classes when it has a score column, else None (also
+    when it cannot be read so: the predictions reader then says why)."""
+    try:
+        with artifact.local.open("rb") as stream:
+            magic = stream.read(4)
+        return _parquet_classes(artifact.local) if magic == b"PAR1" else _csv_classes(artifact.local)
+    except (OSError, ValueError, csv.Error, ArrowException):
+        return None
+
+
+def _positive_needed(artifacts: dict[str, _Artifact], positive: Any) -> None:
+    """PositiveLabelNeeded when no positive label is named and an artifact
+    has a score column (naming the classes of the artifacts)."""
+    if positive not in (None, ""):
+        return
+    classes: dict[str, None] = {}
+    scored = False
+    for artifact in artifacts.values():
+        found = _scored_classes(artifact)
+        if found is not None:
+            scored = True
+            classes.update(dict.fromkeys(found))
+    if scored:
+        raise PositiveLabelNeeded(list(classes))
+
+
 def _checked_request(
     study: Study,
     *,
@@ -350,6 +600,7 @@ def _checked_request(
     name_tag: Any,
     artifact_pattern: Any,
     positive: Any,
+    on_existing: Any = None,
 ) -> tuple[dict[str, Any], list[MappedMetric]]:
     """The import's request, checked (as recorded on ``MlflowImport.request``),
     and its mapping. InvalidInput naming each bad field."""
@@ -357,7 +608,8 @@ def _checked_request(
     filter_string = _filter(filter)
     mapped = _mapping(study, mapping)
     step = _step(step)
-    tag = None if name_tag in (None, "") else text(name_tag, "name_tag", max_length=KEY_MAX_LENGTH)
+    tag = _name_tag(name_tag)
+    choices = _on_existing(on_existing)
     pattern = (
         None
         if artifact_pattern in (None, "")
@@ -373,15 +625,18 @@ def _checked_request(
     }
     if positive is not None:
         request["positive"] = positive
+    if choices is not None:
+        request["on_existing"] = choices
     return request, mapped
 
 
-def _matching_runs(connection: Connection, request: dict[str, Any]) -> tuple[str, list[RemoteRun]]:
-    experiment_id, _ = remote.experiment_resolve(connection, request["experiment"])
+def _matching_runs(connection: Connection, request: dict[str, Any]) -> tuple[Experiment, list[RemoteRun]]:
+    """The experiment (active) and its runs the request names."""
+    experiment_id, name = remote.experiment_resolve(connection, request["experiment"])
     runs = remote.runs_search(connection, experiment_id, request["filter"])
     if not runs:
         raise InvalidInput({"filter": "no run of the experiment matches"})
-    return experiment_id, runs
+    return Experiment(experiment_id, name[:EXPERIMENT_NAME_MAX_LENGTH], True), runs
 
 
 def mlflow_import(
@@ -395,20 +650,26 @@ def mlflow_import(
     name_tag: Any = None,
     artifact_pattern: Any = None,
     positive: Any = None,
+    on_existing: Any = None,
     inline: bool = False,
 ) -> ImportOutcome | MlflowImport:
     """Import the runs of ``experiment`` matching ``filter`` as candidates
     (docs/api.md, "MLflow"): the mapped metric keys become measurements (the
     latest value, or the one at ``step``), the artifact matching
-    ``artifact_pattern`` (approve-predictions/1, CSV or Parquet) the
-    candidate's prediction set. Runs imported before update their candidates;
-    the outcome lists exactly what changed. All or nothing.
+    ``artifact_pattern`` (approve-predictions/1, CSV or Parquet; ``positive``
+    its positive label, needed with a score column) the candidate's
+    prediction set. Runs imported before update their candidates; a run
+    named like an existing candidate (by its name, or its ``name_tag`` tag)
+    does what ``on_existing`` says (``update``, ``new`` or ``skip``, for all
+    such runs or ``{run id: choice}``), and is refused, asked, when it says
+    nothing. The outcome lists exactly what changed. All or nothing.
 
     Up to ``limits.MLFLOW_IMPORT_INLINE_RUNS`` matching runs (or any number
     with ``inline``) are imported at once and the outcome returned; more are
     recorded queued and imported by a Celery task (``import_execute``), and
     the queued ``MlflowImport`` is returned. The request is checked first
-    either way: a bad field is refused at once."""
+    either way: a bad field, or a run named like a candidate with no choice
+    for it, is refused at once."""
     connection = connection_of(study)
     request, mapped = _checked_request(
         study,
@@ -419,47 +680,53 @@ def mlflow_import(
         name_tag=name_tag,
         artifact_pattern=artifact_pattern,
         positive=positive,
+        on_existing=on_existing,
     )
-    experiment_id, runs = _matching_runs(connection, request)
+    found, runs = _matching_runs(connection, request)
+    plan = _plan(study, runs, request["name_tag"], connection.tracking_uri, request.get("on_existing"))
     if not inline and len(runs) > limits.MLFLOW_IMPORT_INLINE_RUNS:
-        return _import_queue(study, imported_by, experiment_id, request, len(runs))
-    return _import_runs(study, imported_by, connection, experiment_id, runs, mapped, request)
+        return _import_queue(study, imported_by, found, request, len(runs))
+    return _import_runs(study, imported_by, _Reading(connection, found, runs, mapped, request), plan=plan)
+
+
+@dataclass
+class _Reading:
+    """What an import reads from: the server, the experiment, the runs
+    matching (``runs[i]`` in refusals), the mapping and the request."""
+
+    connection: Connection
+    experiment: Experiment
+    runs: list[RemoteRun]
+    mapped: list[MappedMetric]
+    request: dict[str, Any]
+
+    @property
+    def step(self) -> int | None:
+        return self.request["step"]
 
 
 def _import_runs(
     study: Study,
     imported_by: User | None,
-    connection: Connection,
-    experiment_id: str,
-    runs: list[RemoteRun],
-    mapped: list[MappedMetric],
-    request: dict[str, Any],
+    reading: _Reading,
+    *,
+    plan: _Plan | None = None,
     record: MlflowImport | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> ImportOutcome:
-    """Read every run's values (and artifacts), check them, then write in
-    one transaction. ``progress(runs read)`` is called as runs are read."""
-    step, pattern = request["step"], request["artifact_pattern"]
-    values = _run_values(connection, runs, mapped, step, None if pattern else progress)
-    existing, new = _names(study, runs, request["name_tag"], connection.tracking_uri)
+    """Read every run's values (and artifacts) but the skipped ones', check
+    them, then write in one transaction. ``plan``: what to do with each run,
+    checked already (else made here, against the study as it is now).
+    ``progress(runs read)`` is called as runs are read."""
+    request, runs, connection = reading.request, reading.runs, reading.connection
+    if plan is None:
+        plan = _plan(study, runs, request["name_tag"], connection.tracking_uri, request.get("on_existing"))
+    pattern, skipped = request["artifact_pattern"], plan.skipped_ids
+    values = _run_values(connection, runs, reading.mapped, reading.step, None if pattern else progress, skipped)
     with tempfile.TemporaryDirectory(prefix="approve-mlflow-") as folder:
-        artifacts = _artifacts(connection, runs, pattern, folder, progress) if pattern else {}
-        return _import_write(
-            study,
-            imported_by,
-            connection,
-            experiment_id,
-            runs,
-            values,
-            existing,
-            new,
-            artifacts,
-            request,
-            step,
-            mapped,
-            request.get("positive"),
-            record,
-        )
+        artifacts = _artifacts(connection, runs, pattern, folder, progress, skipped) if pattern else {}
+        _positive_needed(artifacts, request.get("positive"))
+        return _import_write(study, imported_by, reading, values, plan, artifacts, record)
 
 
 def _enqueue(import_id: int) -> None:
@@ -483,14 +750,15 @@ def _enqueue(import_id: int) -> None:
 
 @transaction.atomic
 def _import_queue(
-    study: Study, imported_by: User | None, experiment_id: str, request: dict[str, Any], total: int
+    study: Study, imported_by: User | None, experiment: Experiment, request: dict[str, Any], total: int
 ) -> MlflowImport:
     now = timezone.now()
     record = MlflowImport(
         study=study,
         imported_by=imported_by,
         imported_at=now,
-        experiment_id=experiment_id,
+        experiment_id=experiment.experiment_id,
+        experiment_name=experiment.name,
         request=request,
         status=MlflowImport.Status.QUEUED,
         runs_total=total,
@@ -550,15 +818,11 @@ def _import_execute_claimed(import_id: int) -> str:
         request, mapped = _checked_request(
             record.study, **{**record.request, "positive": record.request.get("positive")}
         )
-        experiment_id, runs = _matching_runs(connection, request)
+        found, runs = _matching_runs(connection, request)
         _import_runs(
             record.study,
             record.imported_by,
-            connection,
-            experiment_id,
-            runs,
-            mapped,
-            request,
+            _Reading(connection, found, runs, mapped, request),
             record=record,
             progress=_import_progress(import_id, len(runs)),
         )
@@ -615,36 +879,37 @@ def imports_recover_stale(*, now: Any = None) -> list[int]:
 
 
 def _import_candidates(
-    study: Study, runs: list[RemoteRun], existing: dict[str, Candidate], new: dict[str, str]
+    study: Study, runs: list[RemoteRun], plan: _Plan
 ) -> tuple[list[Candidate], dict[str, Candidate]]:
-    """The new runs' candidates added (``new``: their names); those
-    created, and each run's candidate, new or imported before
-    (``existing``)."""
+    """The new runs' candidates added (``plan.new``: their names); those
+    created, and each imported run's candidate, new or existing
+    (``plan.existing``); a skipped run has none."""
     created = workspace_services.candidates_add(
         study=study,
         candidates=[
-            {"name": new[run.run_id], "description": f"MLflow run {run.run_id}"} for run in runs if run.run_id in new
+            {"name": plan.new[run.run_id], "description": f"MLflow run {run.run_id}"}
+            for run in runs
+            if run.run_id in plan.new
         ],
     )
     by_name = {candidate.name: candidate for candidate in created}
-    return created, {run.run_id: existing.get(run.run_id) or by_name[new[run.run_id]] for run in runs}
+    candidates = {run_id: by_name[name] for run_id, name in plan.new.items()}
+    return created, {**plan.existing, **candidates}
 
 
 def _import_measurements(
     study: Study,
-    connection: Connection,
-    experiment_id: str,
-    runs: list[RemoteRun],
+    reading: _Reading,
     values: dict[str, dict[str, float]],
     candidates: dict[str, Candidate],
-    mapped: list[MappedMetric],
-    step: int | None,
     now: datetime,
     outcome: ImportOutcome,
 ) -> None:
-    """Each run's values stored as its candidate's measurements (only those
-    new or changed are written, and listed in ``outcome.changes``; the rest
-    counted as unchanged), each with its MLflow provenance."""
+    """Each imported run's values stored as its candidate's measurements
+    (only those new or changed are written, and listed in
+    ``outcome.changes``; the rest counted as unchanged), each with its MLflow
+    provenance."""
+    mapped, experiment = reading.mapped, reading.experiment
     keys = {entry.metric.name: entry.key for entry in mapped}
     metric_ids = {entry.metric.name: entry.metric.pk for entry in mapped}
     before = {
@@ -655,8 +920,10 @@ def _import_measurements(
     }
     writes: list[dict[str, Any]] = []
     sources: list[MlflowValueSource] = []
-    for run in runs:
-        candidate = candidates[run.run_id]
+    for run in reading.runs:
+        candidate = candidates.get(run.run_id)
+        if candidate is None:
+            continue  # skipped
         for metric_name, value in values[run.run_id].items():
             old = before.get((candidate.pk, metric_ids[metric_name]))
             if old == value:
@@ -678,11 +945,12 @@ def _import_measurements(
                     study=study,
                     candidate=candidate,
                     metric_id=metric_ids[metric_name],
-                    tracking_uri=connection.tracking_uri,
-                    experiment_id=experiment_id,
+                    tracking_uri=reading.connection.tracking_uri,
+                    experiment_id=experiment.experiment_id,
+                    experiment_name=experiment.name,
                     run_id=run.run_id,
                     metric_key=keys[metric_name],
-                    step=step,
+                    step=reading.step,
                     value=value,
                     imported_at=now,
                 )
@@ -693,7 +961,10 @@ def _import_measurements(
         sources,
         update_conflicts=True,
         unique_fields=["candidate", "metric"],
-        update_fields=["tracking_uri", "experiment_id", "run_id", "metric_key", "step", "value", "imported_at"],
+        update_fields=[
+            *("tracking_uri", "experiment_id", "experiment_name", "run_id", "metric_key", "step", "value"),
+            "imported_at",
+        ],
     )
 
 
@@ -707,7 +978,8 @@ def _import_artifact(
     positive: Any,
 ) -> int:
     """A run's predictions artifact imported as a prediction set of its
-    candidate; its id. InvalidInput names the run's artifact
+    candidate (``positive``: its positive label, for the predictions
+    reader); its id. InvalidInput names the run's artifact
     (``runs[index].artifact``)."""
     try:
         with artifact.local.open("rb") as stream:
@@ -727,25 +999,29 @@ def _import_artifact(
 def _import_links(
     study: Study,
     imported_by: User | None,
-    connection: Connection,
-    experiment_id: str,
-    runs: list[RemoteRun],
+    reading: _Reading,
     candidates: dict[str, Candidate],
     artifacts: dict[str, _Artifact],
-    positive: Any,
     now: datetime,
     outcome: ImportOutcome,
 ) -> None:
-    """Each candidate's link to its run saved; a predictions artifact not
-    imported before (another path or content) imported, and listed in
-    ``outcome.prediction_sets``."""
-    links = {link.run_id: link for link in MlflowRunLink.objects.filter(candidate__in=list(candidates.values()))}
-    for index, run in enumerate(runs):
-        candidate = candidates[run.run_id]
-        link = links.get(run.run_id) or MlflowRunLink(candidate=candidate, run_id=run.run_id)
-        link.tracking_uri, link.experiment_id, link.imported_at = connection.tracking_uri, experiment_id, now
+    """Each candidate's link to its run saved (a candidate updated by
+    another run than before is linked to that run now); a predictions
+    artifact not imported before (another path or content) imported, and
+    listed in ``outcome.prediction_sets``."""
+    links = {link.candidate_id: link for link in MlflowRunLink.objects.filter(candidate__in=list(candidates.values()))}
+    for index, run in enumerate(reading.runs):
+        candidate = candidates.get(run.run_id)
+        if candidate is None:
+            continue  # skipped
+        link = links.get(candidate.pk) or MlflowRunLink(candidate=candidate)
+        if link.run_id != run.run_id:
+            link.run_id, link.artifact_path, link.artifact_sha256 = run.run_id, "", ""
+        link.tracking_uri, link.imported_at = reading.connection.tracking_uri, now
+        link.experiment_id, link.experiment_name = reading.experiment.experiment_id, reading.experiment.name
         artifact = artifacts.get(run.run_id)
         if artifact is not None and (artifact.path, artifact.sha256) != (link.artifact_path, link.artifact_sha256):
+            positive = reading.request.get("positive")
             prediction_set = _import_artifact(study, imported_by, run, index, candidate, artifact, positive)
             outcome.prediction_sets.append(
                 {"candidate": candidate.name, "prediction_set": prediction_set, "artifact": artifact.path}
@@ -757,9 +1033,7 @@ def _import_links(
 def _import_record(
     study: Study,
     imported_by: User | None,
-    experiment_id: str,
-    request: dict[str, Any],
-    runs: int,
+    reading: _Reading,
     now: datetime,
     outcome: ImportOutcome,
     record: MlflowImport | None,
@@ -767,10 +1041,13 @@ def _import_record(
     """The import recorded as succeeded with its outcome (``record``: the
     queued import's; else a new one): saved twice (its outcome names its
     id) and recorded once, complete, in the study's History."""
+    experiment = reading.experiment
     if record is None:
-        record = MlflowImport(study=study, imported_by=imported_by, experiment_id=experiment_id, request=request)
-    record.imported_at, record.experiment_id, record.outcome = now, experiment_id, {}
-    record.status, record.runs_total, record.runs_read = MlflowImport.Status.SUCCEEDED, runs, runs
+        record = MlflowImport(study=study, imported_by=imported_by, request=reading.request)
+    record.imported_at, record.outcome = now, {}
+    record.experiment_id, record.experiment_name = experiment.experiment_id, experiment.name
+    matching = len(reading.runs)
+    record.status, record.runs_total, record.runs_read = MlflowImport.Status.SUCCEEDED, matching, matching
     record.lease_expires_at = None
     record.skip_history_when_saving = True  # type: ignore[attr-defined]  # django-simple-history reads this flag off the instance
     record.save()
@@ -784,28 +1061,29 @@ def _import_record(
 def _import_write(
     study: Study,
     imported_by: User | None,
-    connection: Connection,
-    experiment_id: str,
-    runs: list[RemoteRun],
+    reading: _Reading,
     values: dict[str, dict[str, float]],
-    existing: dict[str, Candidate],
-    new: dict[str, str],
+    plan: _Plan,
     artifacts: dict[str, _Artifact],
-    request: dict[str, Any],
-    step: int | None,
-    mapped: list[MappedMetric],
-    positive: Any,
     record: MlflowImport | None = None,
 ) -> ImportOutcome:
     """The import's writes, all in one transaction; ``record``: the queued
     import's, completed."""
     now = timezone.now()
     study = locked(study)
-    created, candidates = _import_candidates(study, runs, existing, new)
-    outcome = ImportOutcome(import_id=0, experiment_id=experiment_id, runs=len(runs), created=[c.name for c in created])
-    _import_measurements(study, connection, experiment_id, runs, values, candidates, mapped, step, now, outcome)
-    _import_links(study, imported_by, connection, experiment_id, runs, candidates, artifacts, positive, now, outcome)
-    _import_record(study, imported_by, experiment_id, request, len(runs), now, outcome, record)
+    created, candidates = _import_candidates(study, reading.runs, plan)
+    outcome = ImportOutcome(
+        import_id=0,
+        experiment_id=reading.experiment.experiment_id,
+        experiment_name=reading.experiment.name,
+        runs=len(candidates),
+        created=[c.name for c in created],
+        matched=plan.matched,
+        skipped=plan.skipped,
+    )
+    _import_measurements(study, reading, values, candidates, now, outcome)
+    _import_links(study, imported_by, reading, candidates, artifacts, now, outcome)
+    _import_record(study, imported_by, reading, now, outcome, record)
     return outcome
 
 
@@ -845,6 +1123,7 @@ def mlflow_publish(*, run: Run, published_by: User | None, run_url: str) -> Mlfl
     study_tag = f"{study.title} (study {study.pk})"
     ranked = [entry for entry in document["candidates"] if entry["name"] in links]
     experiment_id = links[ranked[0]["name"]].experiment_id
+    experiment_name = links[ranked[0]["name"]].experiment_name
     summary_of = f"{study.pk}/{run.pk}"
     previous = MlflowPublication.objects.filter(run=run).first()
     summary_id = remote.publish(
@@ -873,6 +1152,7 @@ def mlflow_publish(*, run: Run, published_by: User | None, run_url: str) -> Mlfl
         "published_at": timezone.now(),
         "tracking_uri": connection.tracking_uri,
         "experiment_id": experiment_id,
+        "experiment_name": experiment_name,
         "summary_run_id": summary_id,
         "tagged": {name: link.run_id for name, link in links.items()},
         "times": (previous.times + 1) if previous else 1,

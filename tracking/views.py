@@ -7,7 +7,7 @@ one service of ``tracking.services``; a refusal is shown on the form it came
 from, naming the field, with nothing written: never a 500.
 """
 
-from typing import cast
+from typing import Any, cast
 
 from django import forms
 from django.contrib import messages
@@ -29,6 +29,7 @@ from workspace.views.common import require_designer, study_for_member
 from . import selectors, services
 from .forms import ConnectionForm, ImportForm, RunSearchForm
 from .models import MlflowImport
+from .remote import Experiment
 
 # Runs previewed a page.
 RUNS_PER_PAGE = 25
@@ -60,19 +61,54 @@ def refusal_on(form: forms.BaseForm, error: ServiceError, names: dict[str, str] 
             form.add_error(None, [f"{path}: {text}" for text in texts])
 
 
-def _runs_preview(
-    request: HttpRequest, study: Study, search: RunSearchForm
-) -> tuple[services.Preview | None, Page | None]:
-    """The runs the valid search finds, and the page of them shown; none,
-    the refusal on the search form, when the service refuses."""
+def _runs_preview(study: Study, search: RunSearchForm, name_tag: str | None = None) -> services.Preview | None:
+    """The runs the valid search finds (matched to the candidates by
+    ``name_tag``, else by name); none, the refusal on the search form, when
+    the service refuses."""
     try:
-        preview = services.import_preview(
-            study=study, experiment=search.cleaned_data["experiment"], filter=search.cleaned_data["filter"]
+        return services.import_preview(
+            study=study,
+            experiment=search.cleaned_data["experiment"],
+            filter=search.cleaned_data["filter"],
+            name_tag=name_tag,
         )
     except ServiceError as error:
         refusal_on(search, error)
-        return None, None
-    return preview, Paginator(preview.runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
+        return None
+
+
+def _experiments(study: Study) -> tuple[list[Experiment] | None, str]:
+    """The server's experiments for the picker, or None (the name or id is
+    then typed) with why: more than can be listed, or the server's refusal."""
+    try:
+        experiments, more = services.experiment_list(study=study)
+    except ServiceError as error:
+        return None, f"The experiments could not be listed: {error}"
+    if more:
+        return None, f"The server has more than {len(experiments)} experiments: type the name or id."
+    return experiments, ""
+
+
+def _named_like(preview: services.Preview | None) -> dict[str, tuple[str, str]]:
+    """The runs of the preview named like an existing candidate: ``{run id: (run name, candidate)}``."""
+    if preview is None:
+        return {}
+    names = {run.run_id: run.name for run in preview.runs}
+    return {run_id: (names[run_id], candidate) for run_id, candidate in preview.named_like.items()}
+
+
+def _run_rows(preview: services.Preview, page: Page, keys: list[str]) -> list[dict[str, Any]]:
+    """The page's runs: each run, its value of each key (None: none), and
+    the candidate it updates (imported before) or is named like."""
+    return [
+        {
+            "run": run,
+            "values": [run.metrics.get(key) for key in keys],
+            "linked": preview.linked.get(run.run_id),
+            "named_like": preview.named_like.get(run.run_id),
+        }
+        for run in page.object_list
+    ]
 
 
 def _import_report(request: HttpRequest, study: Study) -> MlflowImport | None:
@@ -81,34 +117,51 @@ def _import_report(request: HttpRequest, study: Study) -> MlflowImport | None:
     return selectors.import_get(study=study, import_id=int(report_id)) if report_id.isdigit() else None
 
 
+def _new_import_form(study: Study, search: RunSearchForm) -> tuple[ImportForm | None, services.Preview | None]:
+    """The mapping form for the runs the search finds, and their preview;
+    none while nothing is searched, or the search is refused."""
+    preview = _runs_preview(study, search) if search.is_valid() else None
+    if preview is None:
+        return None, None
+    form = ImportForm(
+        initial=search.cleaned_data,
+        metrics=list(workspace_selectors.metric_list(study=study)),
+        keys=preview.metric_keys,
+        named_like=_named_like(preview),
+    )
+    return form, preview
+
+
 def _mlflow_page(
     request: HttpRequest,
     study: Study,
     *,
     connection_form: ConnectionForm | None = None,
-    import_form: ImportForm | None = None,
+    refused: tuple[ImportForm, services.Preview | None] | None = None,
 ) -> HttpResponse:
-    """The MLflow page: the connection, the runs previewed and the mapping
-    form (a new one unless ``import_form``, refused, is shown again), the
-    imports; the change report alone when the progress is polled."""
-    connection = selectors.connection_get(study=study)
-    search = RunSearchForm(request.GET if "experiment" in request.GET else None)
-    preview, page = None, None
-    # (The data of a refused import form, shown again; a new form has none.)
-    data = import_form.data if import_form is not None else None
-    if import_form is None and connection is not None and search.is_valid():
-        preview, page = _runs_preview(request, study, search)
-    if import_form is None and preview is not None:
-        import_form = ImportForm(
-            initial=search.cleaned_data,
-            metrics=list(workspace_selectors.metric_list(study=study)),
-            keys=preview.metric_keys,
-        )
+    """The MLflow page: the connection, the experiment picker, the runs
+    previewed and the mapping form (a new one, unless ``refused``: the
+    refused import form shown again, with the runs its experiment and
+    filter find), the imports; the change report alone when the progress is
+    polled."""
     report = _import_report(request, study)
     if report is not None and request.headers.get("HX-Request"):
         # The progress polled: the report alone.
         return render(request, "tracking/_import_report.html", {"study": study, "report": report})
-    imports = list(selectors.import_list(study=study)[:10])
+    connection = selectors.connection_get(study=study)
+    experiments, experiments_note = _experiments(study) if connection is not None else (None, "")
+    import_form: ImportForm | None
+    preview: services.Preview | None
+    if refused is not None:
+        import_form, preview = refused
+        data = {name: refused[0].data.get(name, "") for name in ("experiment", "filter")}
+        search = RunSearchForm(data, experiments=experiments)
+        search.is_valid()
+    else:
+        search = RunSearchForm(request.GET if "experiment" in request.GET else None, experiments=experiments)
+        import_form, preview = _new_import_form(study, search) if connection is not None else (None, None)
+    page = Paginator(preview.runs, RUNS_PER_PAGE).get_page(request.GET.get("page")) if preview else None
+    keys = preview.metric_keys if preview else []
     context = {
         "study": study,
         "study_tab": "mlflow",
@@ -116,12 +169,13 @@ def _mlflow_page(
         "connection_form": connection_form
         or ConnectionForm(initial={"tracking_uri": connection.tracking_uri if connection else ""}),
         "search_form": search,
+        "experiments_note": experiments_note,
         "preview": preview,
         "page": page,
-        "keys": preview.metric_keys if preview else [],
+        "keys": keys,
+        "run_rows": _run_rows(preview, page, keys) if preview and page else [],
         "import_form": import_form,
-        "import_data": data,
-        "imports": imports,
+        "imports": selectors.import_rows(study=study, most=10),
         "report": report,
     }
     return render(request, "tracking/mlflow.html", context)
@@ -161,17 +215,52 @@ def connection_save(request: HttpRequest, study_id: int) -> HttpResponse:
     return _mlflow_page(request, study, connection_form=form)
 
 
+def _posted_preview(study: Study, request: HttpRequest) -> services.Preview | None:
+    """The runs the posted experiment and filter find, matched by the posted
+    name tag (None when the service refuses: the import then says why)."""
+    search = RunSearchForm({name: request.POST.get(name, "") for name in ("experiment", "filter")})
+    if not search.is_valid():
+        return None
+    name_tag = request.POST.get("name_tag", "")
+    return _runs_preview(study, search, name_tag if isinstance(name_tag, str) and name_tag.strip() else None)
+
+
+def _import_form(
+    request: HttpRequest, study: Study, preview: services.Preview | None, classes: list[str] | None = None
+) -> ImportForm:
+    """The posted mapping form, its key lists every key the preview's runs
+    have (and any posted), its questions the runs named like a candidate."""
+    # QueryDict.items() gives each field's last value, a string.
+    posted = {value for name, value in request.POST.items() if name.startswith("key_") and isinstance(value, str)}
+    keys = sorted({*(preview.metric_keys if preview else []), *(key for key in posted if key)})
+    metrics = list(workspace_selectors.metric_list(study=study))
+    return ImportForm(request.POST, metrics=metrics, keys=keys, named_like=_named_like(preview), classes=classes)
+
+
+def _imported(request: HttpRequest, study: Study, outcome: services.ImportOutcome | MlflowImport) -> HttpResponse:
+    """Where an import leads: its change report (or progress), said above it."""
+    if isinstance(outcome, MlflowImport):
+        messages.info(request, f"{outcome.runs_total} runs to import: the import runs in the background.")
+        return redirect(f"{_page(study)}?report={outcome.pk}#report")
+    changed, skipped = len(outcome.changes), len(outcome.skipped)
+    left_out = f", {skipped} run{'' if skipped == 1 else 's'} skipped" if skipped else ""
+    messages.success(
+        request,
+        f"{outcome.runs} run{'' if outcome.runs == 1 else 's'} imported: "
+        f"{changed} value{'' if changed == 1 else 's'} changed, {outcome.unchanged} unchanged{left_out}.",
+    )
+    return redirect(f"{_page(study)}?report={outcome.import_id}#report")
+
+
 @login_required
 @require_POST
 def mlflow_import(request: HttpRequest, study_id: int) -> HttpResponse:
-    """Import the runs the mapping form names; the change report follows."""
+    """Import the runs the mapping form names; the change report follows.
+    Refused, the form is shown again with every key and run the experiment
+    offers (read again), not only those chosen."""
     study = _designer_study(request, study_id)
-    metrics = list(workspace_selectors.metric_list(study=study))
-    # QueryDict.items() gives each field's last value, a string.
-    keys = sorted(
-        {value for name, value in request.POST.items() if name.startswith("key_") and isinstance(value, str) and value}
-    )
-    form = ImportForm(request.POST, metrics=metrics, keys=keys)
+    preview = _posted_preview(study, request)
+    form = _import_form(request, study, preview)
     if form.is_valid():
         data = form.cleaned_data
         try:
@@ -184,21 +273,19 @@ def mlflow_import(request: HttpRequest, study_id: int) -> HttpResponse:
                 step=data["step"],
                 name_tag=data["name_tag"] or None,
                 artifact_pattern=data["artifact_pattern"] or None,
+                positive=data["positive"] or None,
+                on_existing=form.on_existing(),
             )
+        except services.PositiveLabelNeeded as error:
+            # The artifacts carry scores: the positive label asked, a choice of their classes.
+            form = _import_form(request, study, preview, classes=error.classes)
+            form.is_valid()
+            refusal_on(form, error, form.field_names())
         except ServiceError as error:
             refusal_on(form, error, form.field_names())
         else:
-            if isinstance(outcome, MlflowImport):
-                messages.info(request, f"{outcome.runs_total} runs to import: the import runs in the background.")
-                return redirect(f"{_page(study)}?report={outcome.pk}#report")
-            changed = len(outcome.changes)
-            messages.success(
-                request,
-                f"{outcome.runs} run{'' if outcome.runs == 1 else 's'} imported: "
-                f"{changed} value{'' if changed == 1 else 's'} changed, {outcome.unchanged} unchanged.",
-            )
-            return redirect(f"{_page(study)}?report={outcome.import_id}#report")
-    return _mlflow_page(request, study, import_form=form)
+            return _imported(request, study, outcome)
+    return _mlflow_page(request, study, refused=(form, preview))
 
 
 @login_required
@@ -210,7 +297,7 @@ def publish_page(request: HttpRequest, run_id: int) -> HttpResponse:
     require_designer(study, "publish a run to MLflow")
     error = None
     if run.status != Run.Status.SUCCEEDED:
-        error = f"Run {run.pk} is {run.status}: only a succeeded run can be published."
+        error = f"Run {run.number} is {run.status}: only a succeeded run can be published."
     elif request.method == "POST":
         run_url = request.build_absolute_uri(reverse("run_page", kwargs={"run_id": run.pk}))
         try:

@@ -6,10 +6,12 @@ refusal rolls everything back and is reported with the bundle path of the
 offending field (``peer_weights.clinician: row sums to 0.9, must be 1``).
 Export writes back exactly what was entered (typed direct weights, the
 judgments as given, only the ranges an expert set), so export → import →
-export is the identity.
+export is the identity. A study's copy (``study_copy``) is its export, as a
+draft without anyone's inputs or experts, imported again.
 """
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from django.contrib.auth.models import User
@@ -20,13 +22,14 @@ from engine.rules import AHP_WEIGHTING_DEFAULT
 from . import history, invitations, limits, services
 from .errors import InvalidInput, PhaseConflict
 from .extensions import BUNDLE_SECTIONS
-from .limits import ATTRIBUTE_THRESHOLD_DEFAULT, METRIC_THRESHOLD_DEFAULT
+from .limits import ATTRIBUTE_THRESHOLD_DEFAULT, METRIC_THRESHOLD_DEFAULT, TITLE_MAX_LENGTH
 from .models import Measurement, Membership, Metric, Phase, QualityAttribute, Study
 from .selectors import expert_inputs_list, expert_list
 from .selectors import number_out as _number_out
 from .services import imports
 from .services._checks import expect as _expect
 from .services._checks import keys as _keys
+from .services.roles import require_role
 
 FORMAT = "approve-study/1"
 TOP_LEVEL = {
@@ -36,9 +39,11 @@ TOP_LEVEL = {
     "phase",
     "attribute_threshold",
     "metric_threshold",
+    "quorum",
     "ahp_weighting",
     "designer",
     "experts",
+    "absent",
     "attributes",
     "metrics",
     "candidates",
@@ -98,6 +103,7 @@ def _later_sections_absent(bundle: dict, phase: str) -> None:
         "priorities": services.opens_in(services.Action.PRIORITISE),
         "ranges": services.opens_in(services.Action.SET_RANGES),
         "peer_weights": services.opens_in(services.Action.WEIGH_PEERS),
+        "absent": services.opens_in(services.Action.EXCLUDE_EXPERT),
     }
     for key, first_phase in needs.items():
         section = bundle.get(key) or {}
@@ -166,11 +172,13 @@ def _transition(service: Callable[..., Study], study: Study, phase: str) -> Stud
 
 
 def _create_study(bundle: dict, importer: User | None) -> Study:
+    """The study, designed by the importer (whoever the bundle names), or on
+    the command line by the bundle's ``designer``."""
     designer_name = bundle.get("designer")
-    if designer_name is None:
-        if importer is None:
-            raise InvalidInput({"designer": "is required when no importing user is given"})
+    if importer is not None:
         designer = importer
+    elif designer_name is None:
+        raise InvalidInput({"designer": "is required when no importing user is given"})
     else:
         designer = services.user_get_or_create(username=designer_name, field="designer")
     try:
@@ -181,6 +189,7 @@ def _create_study(bundle: dict, importer: User | None) -> Study:
             attribute_threshold=bundle.get("attribute_threshold", ATTRIBUTE_THRESHOLD_DEFAULT),
             metric_threshold=bundle.get("metric_threshold", METRIC_THRESHOLD_DEFAULT),
             ahp_weighting=bundle.get("ahp_weighting", AHP_WEIGHTING_DEFAULT),
+            quorum=bundle.get("quorum", 0),
         )
     except InvalidInput as error:
         raise error.prefixed(next(iter(error.errors))) from None
@@ -310,9 +319,82 @@ def _section_answers(bundle: dict, key: str, experts: dict[str, Membership]) -> 
     }
 
 
+def _mark_absent(study: Study, bundle: dict, experts: dict[str, Membership]) -> None:
+    """The bundle's ``absent`` experts (``{username: {"absence", "reason"}}``)
+    marked through the designer's service, once voting has opened."""
+    for username, entry in _per_expert(bundle, "absent", experts).items():
+        path = f"absent.{username}"
+        _keys(entry, path, required=("absence", "reason"))
+        try:
+            services.expert_absence_set(
+                study=study,
+                expert=experts[username],
+                absence=entry["absence"],
+                reason=entry["reason"],
+                acting=study.designer,
+                tell=False,
+            )
+        except InvalidInput as error:
+            raise error.within(path) from None
+
+
+# The sections of a bundle holding the experts' inputs, or who takes part:
+# a draft has none of them.
+INPUT_SECTIONS = ("votes", "priorities", "ranges", "peer_weights", "rounds", "absent")
+
+
+def bundle_setup_only(bundle: dict) -> dict:
+    """The bundle as a draft of its setup: phase ``draft``, without anyone's
+    inputs (``INPUT_SECTIONS`` and the elicited metrics' answers); the
+    experts stay listed (an import invites them)."""
+    setup = {key: value for key, value in bundle.items() if key not in INPUT_SECTIONS}
+    setup["phase"] = Phase.DRAFT
+    elicited = bundle.get("elicited_metrics")
+    if isinstance(elicited, dict):
+        setup["elicited_metrics"] = {
+            name: {key: value for key, value in entry.items() if key != "answers"} if isinstance(entry, dict) else entry
+            for name, entry in elicited.items()
+        }
+    return setup
+
+
+@dataclass(frozen=True)
+class Imported:
+    """What an import made: the study; the other experts whose inputs it left
+    out (an import by someone not staff, ``invitations.import_bundle_consented``:
+    the study is then a draft); the designer the bundle named when it was not
+    the importer, who designs the study instead."""
+
+    study: Study
+    inputs_left_out: list[str] = field(default_factory=list)
+    designer_named: str | None = None
+
+    @property
+    def notes(self) -> list[str]:
+        """What the importer is told the import did otherwise than the bundle says."""
+        notes = []
+        if self.inputs_left_out:
+            count = len(self.inputs_left_out)
+            notes.append(
+                f"The inputs of {count} expert{'s' if count != 1 else ''} ({', '.join(self.inputs_left_out)}) "
+                f"were left out: {invitations.INPUTS_LEFT_OUT}. The study was imported as a draft, "
+                "without anyone's inputs; the experts are invited and give their own."
+            )
+        if self.designer_named is not None:
+            notes.append(f"The bundle named {self.designer_named} as its designer; you design the imported study.")
+        return notes
+
+
 def study_import_bundle(
     *, bundle: dict, importer: User | None = None, max_rows: int | None = limits.PREDICTIONS_MAX_ROWS
 ) -> Study:
+    """``study_import``'s study."""
+    return study_import(bundle=bundle, importer=importer, max_rows=max_rows).study
+
+
+def study_import(
+    *, bundle: dict, importer: User | None = None, max_rows: int | None = limits.PREDICTIONS_MAX_ROWS
+) -> Imported:
     """See ``_import_bundle``; every row it writes is recorded as coming from
     an ``import`` (the importer's, or the command's user: none)."""
     with history.source("import", user=importer):
@@ -320,23 +402,33 @@ def study_import_bundle(
 
 
 @transaction.atomic
-def _import_bundle(*, bundle: dict, importer: User | None, max_rows: int | None) -> Study:
+def _import_bundle(*, bundle: dict, importer: User | None, max_rows: int | None) -> Imported:
     """Create a study from an ``approve-study/1`` bundle; all or nothing.
 
     The study is built as a person would, phase by phase: setup in the
     draft (the prediction sets and elicited metrics with it), then the
     votes, then the assessment inputs (the elicited metrics' answers with
     them), stopping at the bundle's phase. ``importer`` is the user
-    importing (the API); None is the command line. What an import may
-    write in other experts' names: ``workspace.invitations``. ``max_rows``:
-    the most rows of a prediction set, as an upload's (None: any number,
-    the operator's ``import_study``)."""
+    importing (the page, the API), who designs the study; None is the
+    command line. What an import may write in other experts' names:
+    ``workspace.invitations``; when it leaves some out, the study is a
+    draft (``bundle_setup_only``: the phase came from inputs it no longer
+    has). ``max_rows``: the most rows of a prediction set, as an upload's
+    (None: any number, the operator's ``import_study``)."""
     phase, expert_names = _check_envelope(bundle)
     _later_sections_absent(bundle, phase)
     if bundle.get("rounds") and phase not in (Phase.ASSESSMENT, Phase.CLOSED):
         raise InvalidInput({"rounds": f"a study imported in the {phase} phase has no revision rounds yet"})
-    bundle = invitations.import_bundle_consented(bundle=bundle, experts=expert_names, importer=importer)
-    study = _create_study(bundle, importer)
+    bundle, left_out = invitations.import_bundle_consented(bundle=bundle, experts=expert_names, importer=importer)
+    if left_out:
+        bundle, phase = bundle_setup_only(bundle), Phase.DRAFT
+    named = bundle.get("designer")
+    imported = Imported(
+        study=_create_study(bundle, importer),
+        inputs_left_out=left_out,
+        designer_named=named if importer is not None and named not in (None, importer.get_username()) else None,
+    )
+    study = imported.study
     experts = invitations.import_experts(study=study, usernames=expert_names, importer=importer)
     attributes = _add_attributes(study, bundle.get("attributes", []))
     metrics = _add_metrics(study, bundle.get("metrics", []), attributes)
@@ -346,10 +438,25 @@ def _import_bundle(*, bundle: dict, importer: User | None, max_rows: int | None)
         section.setup_import(study=study, bundle=bundle, metrics=metrics, max_rows=max_rows)
         for section in BUNDLE_SECTIONS
     ]
-    if phase == Phase.DRAFT:
-        return study
+    if phase != Phase.DRAFT:
+        _import_phases(study, bundle, phase, experts, attributes, metrics, states)
+    return imported
 
+
+def _import_phases(
+    study: Study,
+    bundle: dict,
+    phase: str,
+    experts: dict[str, Membership],
+    attributes: dict[str, QualityAttribute],
+    metrics: dict[str, Metric],
+    states: list[object],
+) -> None:
+    """From the draft to the bundle's ``phase``: the votes, then the
+    assessment's inputs and rounds, closing last."""
     _transition(services.study_open_voting, study, phase)
+    # Who does not take part, before any vote is counted or input owed.
+    _mark_absent(study, bundle, experts)
     _cast_votes(study, bundle, phase, experts, attributes, metrics)
     if phase != Phase.VOTING:
         _transition(services.study_close_voting, study, phase)
@@ -364,7 +471,47 @@ def _import_bundle(*, bundle: dict, importer: User | None, max_rows: int | None)
             _transition(services.study_close_assessment, study, phase)
     # The transitions saved locked copies: reread, or the caller gets "draft".
     study.refresh_from_db()
-    return study
+
+
+# --- a study's copy ----------------------------------------------------------------
+
+
+def copy_title(title: str) -> str:
+    """A copy's title unless another is given: "Copy of <title>", cut to
+    the longest a title may be."""
+    default = f"Copy of {title}"
+    return default if len(default) <= TITLE_MAX_LENGTH else default[: TITLE_MAX_LENGTH - 1] + "…"
+
+
+@transaction.atomic
+def study_copy(
+    *, study: Study, designer: User, title: str | None = None, measurements: bool = True, predictions: bool = False
+) -> Study:
+    """A new draft study designed by ``designer``, the study's designer
+    (anyone else: ``RoleRequired``), with its setup: the title (``title``,
+    else ``copy_title``), description, vote thresholds, AHP weighting,
+    quorum, attributes, metrics and candidates; the measurements (with
+    their standard errors) when ``measurements``; every prediction set, and
+    the elicited metrics' designs with them, when ``predictions`` (the
+    sections of ``BUNDLE_SECTIONS``; without them an elicited metric is an
+    ordinary one). Never anyone's inputs, nor the experts: the designer
+    invites them again. The study's export, as ``bundle_setup_only`` and
+    without experts, imported by the designer."""
+    require_role(study=study, user=designer, role=Membership.Role.DESIGNER, action="copy the study")
+    title = copy_title(study.title) if title is None else services.text(title, "title", max_length=TITLE_MAX_LENGTH)
+    bundle = bundle_setup_only(study_export_bundle(study=study, every_prediction_set=predictions))
+    del bundle["designer"]  # the importer's
+    bundle.update(title=title, experts=[])
+    if not measurements:
+        bundle["candidates"] = [
+            {key: value for key, value in entry.items() if key not in ("measurements", "standard_errors")}
+            for entry in bundle["candidates"]
+        ]
+    if not predictions:
+        for key in ("prediction_sets", "elicited_metrics"):
+            bundle.pop(key, None)
+    # The sets were uploaded here already: the upload's limit is not asked again.
+    return study_import_bundle(bundle=bundle, importer=designer, max_rows=None)
 
 
 def _measurements_out(study: Study, metrics: Sequence[Mapping[str, Any]]) -> tuple[dict[int, dict], dict[int, dict]]:
@@ -386,10 +533,12 @@ def _measurements_out(study: Study, metrics: Sequence[Mapping[str, Any]]) -> tup
     return measurements, errors
 
 
-def study_export_bundle(*, study: Study) -> dict:
+def study_export_bundle(*, study: Study, every_prediction_set: bool = False) -> dict:
     """The study as an ``approve-study/1`` document, read as plain values
     (issue 19: no model instance per attribute, metric, candidate or input
-    row; only the experts' memberships are instances)."""
+    row; only the experts' memberships are instances). With
+    ``every_prediction_set`` (a copy's), every prediction set of the study
+    is written, not only those its elicited metrics need."""
     experts = list(expert_list(study=study))
     attributes = QualityAttribute.objects.filter(study=study).order_by("position", "id")
     metrics = list(
@@ -428,8 +577,12 @@ def study_export_bundle(*, study: Study) -> dict:
         "attribute_threshold": study.attribute_threshold,
         "metric_threshold": study.metric_threshold,
         **weighting,
+        # "quorum" and "absent" (optional) only when set: bundles of studies
+        # without them stay as they were.
+        **({"quorum": study.quorum} if study.quorum else {}),
         "designer": study.designer.get_username(),
         "experts": list(sections),
+        **_absent_out(experts),
         "attributes": list(attributes.values("name", "kind", "description")),
         "metrics": _metrics_out(metrics),
         # "standard_errors" (optional) only for a candidate with any: bundles
@@ -445,7 +598,7 @@ def study_export_bundle(*, study: Study) -> dict:
         **({"rounds": rounds} if rounds else {}),
         # "prediction_sets" and "elicited_metrics" (optional) only for a study
         # with elicited metrics: the same.
-        **_elicited_out(study, metrics, sections),
+        **_elicited_out(study, metrics, sections, every_prediction_set),
     }
 
 
@@ -494,17 +647,22 @@ def _votes_out(study: Study, sections: Mapping[str, dict[str, Any]]) -> dict[str
 
 
 def _elicited_out(
-    study: Study, metrics: Sequence[Mapping[str, Any]], sections: Mapping[str, dict[str, Any]]
+    study: Study, metrics: Sequence[Mapping[str, Any]], sections: Mapping[str, dict[str, Any]], every_set: bool
 ) -> dict[str, Any]:
     """The elicited metrics' sections of the bundle; nothing (and no query)
-    for a study without elicited metrics."""
+    for a study without elicited metrics, unless ``every_set``."""
     elicited = [m["name"] for m in metrics if m["elicitation"]]
-    if not elicited:
+    if not elicited and not every_set:
         return {}
     out: dict[str, Any] = {}
     for section in BUNDLE_SECTIONS:
-        out.update(section.export(study=study, metrics=elicited, experts=list(sections)))
+        out.update(section.export(study=study, metrics=elicited, experts=list(sections), every_set=every_set))
     return out
+
+
+def _absent_out(experts: Sequence[Membership]) -> dict[str, Any]:
+    absent = {e.user.get_username(): {"absence": e.absence, "reason": e.absence_reason} for e in experts if e.absence}
+    return {"absent": absent} if absent else {}
 
 
 def study_export_json(*, study: Study) -> bytes:

@@ -292,6 +292,7 @@ def bar_chart(
 
 
 LEGEND_SWATCH = 14
+LEGEND_LEFT = 8  # where a legend too wide for the plot's width starts instead
 
 
 def legend_items(series: Sequence[Series], left: float) -> list[LegendItem]:
@@ -711,13 +712,15 @@ def stacked_bar_chart(
     labels: Sequence[str],
     parts: Sequence[str],
     values: Sequence[Sequence[float]],
-    rest_label: str,
+    rest_label: str | None,
 ) -> StackedBarChart:
     """One horizontal bar per label, from 0 to 1, split into ``parts``
-    (``values[r][p]``, shares) and the rest (``rest_label``). Parts are
+    (``values[r][p]``, shares) and the rest (``rest_label``; None when the
+    parts are all there is: no rest segment, no legend entry). Parts are
     shades of one hue from dark to light, with a thin white edge between
     them, so the order reads in grey-scale; every segment's share is in its
-    title and the page's table."""
+    title and the page's table. The legend starts at the plot's left edge,
+    or at the chart's when it would not fit there."""
     left = label_space(labels)
     plot_right = WIDTH - 24
     scale = LinearScale(0.0, 1.0, left, plot_right)
@@ -726,8 +729,8 @@ def stacked_bar_chart(
     for r, label in enumerate(labels):
         top = TOP + r * (height + ROW_GAP)
         segments, start = [], 0.0
-        shares = [*values[r], max(1.0 - sum(values[r]), 0.0)]
-        names = [*parts, rest_label]
+        shares = [*values[r], max(1.0 - sum(values[r]), 0.0)] if rest_label else list(values[r])
+        names = [*parts, rest_label] if rest_label else list(parts)
         for p, share in enumerate(shares):
             if share <= 0:
                 start += share
@@ -748,7 +751,10 @@ def stacked_bar_chart(
         plot_bottom=bottom,
         ticks=scale.ticks(percent=True),
     )
-    legend = legend_items([Series(name, f"stack-{p}") for p, name in enumerate([*parts, rest_label])], left)
+    series = [Series(name, f"stack-{p}") for p, name in enumerate([*parts, *([rest_label] if rest_label else [])])]
+    legend = legend_items(series, left)
+    if legend and legend[-1].text_x + len(legend[-1].series.name) * FONT_WIDTH > WIDTH:
+        legend = legend_items(series, LEGEND_LEFT)  # long labels leave the legend too little room
     return StackedBarChart(frame=frame, rows=rows, legend=legend, bar_height=height)
 
 

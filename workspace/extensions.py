@@ -48,7 +48,9 @@ def study_content_register(key: str, rows: Callable[[], QuerySet]) -> None:
 
 
 class _Export(Protocol):
-    def __call__(self, *, study: "Study", metrics: Sequence[str], experts: Sequence[str]) -> dict: ...
+    def __call__(
+        self, *, study: "Study", metrics: Sequence[str], experts: Sequence[str], every_set: bool = False
+    ) -> dict: ...
 
 
 class _SetupImport(Protocol):
@@ -66,7 +68,9 @@ class BundleSection:
     """Sections of a study bundle that another app writes and reads.
 
     ``export`` gives the sections of a study whose ``metrics`` (names) are
-    the app's (the bundle reads which: a metric's ``elicitation``);
+    the app's (the bundle reads which: a metric's ``elicitation``), and
+    with ``every_set`` (a study's copy) every prediction set of the study,
+    even without such metrics;
     ``setup_import`` stores them in the draft and returns what
     ``answers_import`` needs in the assessment, where it gets each metric's
     experts' answers found under ``answers_key`` (``{metric: {expert: answers}}``,

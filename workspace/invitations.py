@@ -14,7 +14,10 @@ their name, without saying yes (issue 11, item 4).
   vote or the assessment is refused naming them) until they accept, which
   confirms the inputs. Declining deletes the membership with those inputs.
 - An import by anyone else writes nothing in another person's name and
-  creates no account: the other experts become invitations.
+  creates no account: the other experts become invitations, and the inputs
+  the bundle holds for them are left out (the study is then imported as a
+  draft, ``workspace.bundles``), so a designer imports their own download
+  as a copy.
 - Command-line imports (``importer=None``: the operator with shell access)
   are trusted as before: active memberships, inputs counted.
 
@@ -288,24 +291,18 @@ def _without(section: object, names: list[str]) -> object:
     return {name: value for name, value in section.items() if name not in names}
 
 
-def import_bundle_consented(*, bundle: dict, experts: list[str], importer: AuthUser | None) -> dict:
-    """The bundle as an import by ``importer`` may write it. Staff and the
-    command line (``importer`` None) write every section. Anyone else is
-    refused when it carries another person's inputs (the field named), and
-    the others' empty sections are dropped (they are invited instead)."""
+def import_bundle_consented(*, bundle: dict, experts: list[str], importer: AuthUser | None) -> tuple[dict, list[str]]:
+    """The bundle as an import by ``importer`` may write it, and the other
+    experts whose inputs it leaves out, in the bundle's order. Staff and
+    the command line (``importer`` None) write every section and leave
+    nothing out. Anyone else writes no other person's inputs: their
+    sections are dropped (the experts are invited instead) and those who
+    had any are named, for the importer to be told."""
     if importer is None or importer.is_staff:
-        return bundle
+        return bundle, []
     me = importer.get_username()
     others = [name for name in experts if name != me]
-    errors = {
-        f"{path}.{name}": [
-            f"only staff can import inputs entered by someone else; {name} is invited and enters their own"
-        ]
-        for name in others
-        for path in _input_paths(bundle, name)
-    }
-    if errors:
-        raise InvalidInput(errors)
+    left_out = [name for name in others if _input_paths(bundle, name)]
     consented = dict(bundle)
     if isinstance(bundle.get("votes"), dict):
         consented["votes"] = {kind: _without(section, others) for kind, section in bundle["votes"].items()}
@@ -318,7 +315,10 @@ def import_bundle_consented(*, bundle: dict, experts: list[str], importer: AuthU
             else entry
             for name, entry in bundle["elicited_metrics"].items()
         }
-    return consented
+    return consented, left_out
+
+
+INPUTS_LEFT_OUT = "only staff can import inputs entered by someone else"
 
 
 def import_experts(*, study: Study, usernames: list[str], importer: AuthUser | None) -> dict[str, Membership]:

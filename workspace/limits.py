@@ -464,3 +464,8 @@ ROUND_FEEDBACK_MIN_EXPERTS = feedback.MIN_EXPERTS
 ROUND_FEEDBACK_FINE_MIN_EXPERTS = feedback.FINE_MIN_EXPERTS
 # The most revision rounds a bundle may carry (each keeps every expert's inputs).
 ROUNDS_MAX = 50
+# --- Absent experts (docs/method.md, "Absent experts") ---
+# The longest reason the designer gives for excluding an expert, and the
+# largest quorum a study may ask (the experts who must take part to close).
+ABSENCE_REASON_MAX_CHARS = 500
+QUORUM_MAX = 1000

@@ -31,6 +31,7 @@ from engine.rules import (
 from . import history as recorded
 from .history import StudyHistory
 from .limits import (
+    ABSENCE_REASON_MAX_CHARS,
     ATTRIBUTE_THRESHOLD_DEFAULT,
     DISCUSSION_POST_MAX_CHARS,
     IDEMPOTENCY_KEY_MAX_LENGTH,
@@ -82,6 +83,9 @@ class Study(models.Model):
     # docs/method.md): the paper's method unless the designer chooses another
     # while the design may change.
     ahp_weighting = models.CharField(max_length=20, choices=AhpWeighting.choices, default=AHP_WEIGHTING_DEFAULT)
+    # The fewest experts who must take part (not excluded or abstaining) for
+    # the assessment to close (docs/method.md, "Absent experts"); 0: any number.
+    quorum = models.PositiveIntegerField(default=0)
     designer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="designed_studies")
     # Counts the changes that may alter a run's snapshot (engine.snapshot):
     # every one bumps it in its own transaction (workspace.services._checks:
@@ -156,6 +160,20 @@ class Membership(models.Model):
     # when, and whether it reached them ("" when it did) or why not.
     last_reminded_at = models.DateTimeField(null=True, blank=True)
     last_reminder_unreached = models.CharField(max_length=300, blank=True, default="")
+
+    class Absence(models.TextChoices):
+        # An expert who takes part: their inputs count ("").
+        NONE = "", "Takes part"
+        # Taken off the panel by the designer (on leave, left the team).
+        EXCLUDED = "excluded", "Excluded"
+        # Keeps watching but gives no more inputs for the rest of the study.
+        ABSTAINING = "abstaining", "Abstaining"
+
+    # An absent expert's inputs are kept but not used: no run, no revision
+    # round, no close check counts them (docs/method.md, "Absent experts").
+    absence = models.CharField(max_length=12, choices=Absence.choices, default=Absence.NONE, blank=True)
+    absence_reason = models.CharField(max_length=ABSENCE_REASON_MAX_CHARS, blank=True, default="")
+    absent_since = models.DateTimeField(null=True, blank=True)
     if TYPE_CHECKING:
         missing: list[str] | None  # set by the experts page (None outside the assessment)
         notes: list[str]  # set by the experts page: input_notes in words (issue 16)
@@ -170,6 +188,10 @@ class Membership(models.Model):
             models.CheckConstraint(condition=Q(status__in=["active", "pending"]), name="membership_status_valid"),
             models.CheckConstraint(
                 condition=Q(status="active") | Q(role="expert"), name="membership_only_experts_pending"
+            ),
+            models.CheckConstraint(
+                condition=Q(absence="") | Q(role="expert", absence__in=["excluded", "abstaining"]),
+                name="membership_only_experts_absent",
             ),
         ]
 

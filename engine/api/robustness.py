@@ -153,6 +153,8 @@ def _crossing(crossing: sensitivity.Crossing | None) -> dict | None:
 
 
 class RunRobustnessView(RunScoped):
+    schema_tag = "runs"
+
     @extend_schema(
         summary="How far each weight of a run can move before its ranking changes", responses=RobustnessSerializer
     )
@@ -185,6 +187,8 @@ class RunRobustnessView(RunScoped):
 
 
 class RunWhatIfView(RunScoped):
+    schema_tag = "runs"
+
     @extend_schema(
         summary="Rank a run's candidates at other attribute weights (writes nothing)",
         request=WhatIfRequestSerializer,
@@ -220,6 +224,8 @@ class RunWhatIfView(RunScoped):
 
 class RunStudyScoped(RunScoped):
     """A run's view that also needs the requester's roles in its study."""
+
+    schema_tag = "runs"
 
     def study_of_run(self) -> StudyWithRoles:
         try:

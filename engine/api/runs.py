@@ -39,12 +39,14 @@ from . import serializers as s
 
 
 class RunListView(StudyScoped, PaginatedListMixin, APIView):
-    @extend_schema(responses=s.RunSerializer(many=True))
+    schema_tag = "runs"
+
+    @extend_schema(summary="List the study's runs", responses=s.RunSerializer(many=True))
     def get(self, request: Request, study_id: int) -> Response:
         """The study's validation runs, newest first."""
         return self.paginated(selectors.run_list(study=self.study()), s.RunSerializer)
 
-    @extend_schema(request=None, responses={202: s.RunSerializer})
+    @extend_schema(summary="Launch a validation run", request=None, responses={202: s.RunSerializer})
     @idempotent
     def post(self, request: Request, study_id: int) -> Response:
         """Launch a validation run of the closed study. 202 with the run's
@@ -82,7 +84,9 @@ class RunScoped(APIView):
 
 
 class RunDetailView(RunScoped, APIView):
-    @extend_schema(responses=s.RunSerializer)
+    schema_tag = "runs"
+
+    @extend_schema(summary="Get a run's status, timings and error", responses=s.RunSerializer)
     def get(self, request: Request, run_id: int) -> Response:
         """A run's status, timings and error."""
         return Response(s.RunSerializer(self.run()).data)
@@ -114,6 +118,7 @@ class RunResultsView(RateLimitHeadersMixin, RunScoped, APIView):
     # document alone is its stored text, served without parsing it.
     throttle_classes = [FailOpenScopedRateThrottle]
     throttle_scope = INDIVIDUAL_SCOPE
+    schema_tag = "runs"
 
     def get_throttles(self) -> list[BaseThrottle]:
         if self.request.query_params.get("individual") != "true":
@@ -124,6 +129,7 @@ class RunResultsView(RateLimitHeadersMixin, RunScoped, APIView):
         raise exceptions.Throttled(wait=wait, detail=individual_scores_refusal())
 
     @extend_schema(
+        summary="Get a run's results document",
         parameters=[
             OpenApiParameter(
                 "individual",
@@ -183,7 +189,12 @@ class RunResultsView(RateLimitHeadersMixin, RunScoped, APIView):
 
 
 class CandidateScoresView(RunScoped, APIView):
-    @extend_schema(responses={200: OpenApiResponse(response=ref("CandidateScores"))})
+    schema_tag = "runs"
+
+    @extend_schema(
+        summary="Get one candidate's individual scores in a run",
+        responses={200: OpenApiResponse(response=ref("CandidateScores"))},
+    )
     def get(self, request: Request, run_id: int, name: str) -> Response:
         """One candidate's individual scores, ``{expert: {metric: score}}``,
         computed from the run's snapshot for that candidate only."""
@@ -207,9 +218,11 @@ class _IgnoreAccept(DefaultContentNegotiation):
 
 
 class RunResultsCsvView(RunScoped, APIView):
+    schema_tag = "runs"
     content_negotiation_class = _IgnoreAccept
 
     @extend_schema(
+        summary="Download a run's results as CSV",
         # the path's ".csv" would put a dot in the generated name
         operation_id="v1_runs_results_csv_retrieve",
         responses={
@@ -232,7 +245,10 @@ class RunResultsCsvView(RunScoped, APIView):
 
 
 class RunCompareView(APIView):
+    schema_tag = "runs"
+
     @extend_schema(
+        summary="Compare two runs of one study (rank moves, deltas, changed inputs)",
         responses={
             200: OpenApiResponse(
                 response=s.RunComparisonSerializer, description="the two runs compared, the earlier as before"

@@ -11,12 +11,16 @@ from ..models import Run
 
 class RunSerializer(serializers.ModelSerializer):
     study = serializers.IntegerField(source="study_id")
+    number = serializers.IntegerField(
+        read_only=True, help_text="the run's number within its study, 1 for its first run (the pages' 'Run 1')"
+    )
     launched_by = StrictCharField(source="launched_by.username", allow_null=True, default=None)
 
     class Meta:
         model = Run
         fields = [
             "id",
+            "number",
             "study",
             "status",
             "launched_by",

@@ -183,7 +183,8 @@ def _runs(fields: Iterable[str]) -> QuerySet[Run]:
         raise ValueError("fields name one of 'results', 'results_core' and 'results_weights'")
     runs = Run.objects.select_related("launched_by")
     if "results_core" in fields:
-        runs = runs.annotate(results_core=_WithoutDocument())
+        # with who was left out of the run (absent experts), for the run page
+        runs = runs.annotate(results_core=_WithoutDocument(), snapshot_absent=KeyTransform("absent", "snapshot"))
     if "results_weights" in fields:
         runs = runs.annotate(**{f"results_{key}": KeyTransform(key, "results") for key in RESULTS_WEIGHTS_KEYS})
     if "document" in fields:
@@ -423,7 +424,7 @@ def run_comparable_list(*, run: Run) -> QuerySet[Run]:
     return (
         Run.objects.filter(study_id=run.study_id, status=Run.Status.SUCCEEDED)
         .exclude(pk=run.pk)
-        .only("pk", "launched_at", "study_id")
+        .only("pk", "number", "launched_at", "study_id")
     )
 
 

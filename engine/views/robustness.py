@@ -165,10 +165,11 @@ def _what_if_context(request: HttpRequest, run: Run, stored: sensitivity.StoredR
         shares = sensitivity.attribute_shares(wanted)
     except ValueError:  # (listed in errors already)
         shares = [0.0] * len(wanted)
+    at_run = [100 * float(w) for w in stored.attribute_weights]
     return {
         "run": run,
         "sliders": [
-            {"index": i, "name": name, "value": round(value, 1), "share": share}
+            {"index": i, "name": name, "value": round(value, 1), "share": share, "run_value": round(at_run[i], 1)}
             for i, (name, value, share) in enumerate(zip(stored.attributes, wanted, shares, strict=True))
         ],
         "what_if_rows": rows,
@@ -183,8 +184,27 @@ def _analysis_context(run: Run) -> dict:
     return {
         "leave_one_out": latest[Analysis.Kind.LEAVE_ONE_OUT],
         "monte_carlo": monte_carlo,
-        "monte_carlo_chart": _acceptability_chart(monte_carlo) if monte_carlo and monte_carlo.result else None,
+        **_acceptability_context(monte_carlo),
         "analyses": list(engine_selectors.analysis_list(run=run)),
+    }
+
+
+def _ranks_shown(analysis: Analysis | None) -> int:
+    """How many ranks the Monte Carlo card shows: ACCEPTABILITY_RANKS, or
+    fewer when the run has fewer candidates (four candidates have no rank 5)."""
+    if analysis is None or not analysis.result:
+        return ACCEPTABILITY_RANKS
+    return min(ACCEPTABILITY_RANKS, len(cast(dict, analysis.result)["summary"]["candidates"]))
+
+
+def _acceptability_context(analysis: Analysis | None) -> dict:
+    """The Monte Carlo card's chart and table sizes: the ranks that exist."""
+    ranks = _ranks_shown(analysis)
+    return {
+        "monte_carlo_chart": _acceptability_chart(analysis) if analysis is not None and analysis.result else None,
+        "rows_shown": ACCEPTABILITY_ROWS,
+        "ranks_shown": range(1, ranks + 1),
+        "ranks_sliced": f":{ranks}",
     }
 
 
@@ -202,18 +222,21 @@ def _launch_refused(request: HttpRequest, run: Run, study: Any) -> dict:
 def _acceptability_chart(analysis: Analysis) -> charts.StackedBarChart:
     summary = cast(dict, analysis.result)["summary"]
     rows = summary["candidates"][:ACCEPTABILITY_ROWS]
-    ranks = [row["ranks"][:ACCEPTABILITY_RANKS] for row in rows]
+    shown = _ranks_shown(analysis)
+    # Only ranks that exist: with as many candidates as ranks shown there is no "or lower".
+    rest = f"rank {shown + 1} or lower" if len(summary["candidates"]) > shown else None
     return charts.stacked_bar_chart(
         chart_id=f"acceptability-{analysis.pk}",
         title="How often each candidate takes each rank",
         description=(
-            "One bar per candidate, the share of the samples in which it ranked first, second and so on; "
-            f"the rest of the bar is rank {ACCEPTABILITY_RANKS + 1} or lower. The table below gives the numbers."
+            "One bar per candidate, the share of the samples in which it ranked first, second and so on"
+            + (f"; the rest of the bar is {rest}." if rest else ".")
+            + " The table below gives the numbers."
         ),
         labels=[row["name"] for row in rows],
-        parts=[f"rank {r + 1}" for r in range(ACCEPTABILITY_RANKS)],
-        values=ranks,
-        rest_label=f"rank {ACCEPTABILITY_RANKS + 1} or lower",
+        parts=[f"rank {r + 1}" for r in range(shown)],
+        values=[row["ranks"][:shown] for row in rows],
+        rest_label=rest,
     )
 
 
@@ -228,9 +251,6 @@ def _page_context(request: HttpRequest, run: Run, study: Any, form: MonteCarloFo
         **_analysis_context(run),
         **_launch_refused(request, run, study),
         "form": form or MonteCarloForm(),
-        "rows_shown": ACCEPTABILITY_ROWS,
-        "ranks_shown": range(1, ACCEPTABILITY_RANKS + 1),
-        "ranks_sliced": f":{ACCEPTABILITY_RANKS}",
     }
 
 
@@ -315,14 +335,10 @@ def analysis_status(request: HttpRequest, run_id: int, analysis_id: int) -> Http
         "analysis": analysis,
         "run": analysis.run,
         "study": study,
-        "rows_shown": ACCEPTABILITY_ROWS,
-        "ranks_shown": range(1, ACCEPTABILITY_RANKS + 1),
-        "ranks_sliced": f":{ACCEPTABILITY_RANKS}",
         "form": MonteCarloForm(),
         **_launch_refused(request, analysis.run, study),
+        **_acceptability_context(analysis if analysis.kind == Analysis.Kind.MONTE_CARLO else None),
     }
-    if analysis.kind == Analysis.Kind.MONTE_CARLO and analysis.result:
-        context["monte_carlo_chart"] = _acceptability_chart(analysis)
     return render(request, f"studyhome/_analysis_{analysis.kind}.html", context)
 
 

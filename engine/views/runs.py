@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
 
 class PreviousSucceeded(TypedDict):
-    previous_succeeded: int | None  # the succeeded run before it, to compare with
+    previous_succeeded: int | None  # the succeeded run before it, to compare with (its id)
+    previous_number: int | None  # ... and its number in the study
 
 
 if TYPE_CHECKING:
@@ -42,11 +43,13 @@ ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
 def _runs_context(study: Study) -> dict:
     runs = cast("list[RunRow]", list(engine_selectors.run_list(study=study)))  # previous_succeeded set below
     # Each succeeded run links to a comparison with the succeeded run before it.
-    previous = None
+    previous: Run | None = None
     for run in reversed(runs):
-        run.previous_succeeded = previous if run.status == Run.Status.SUCCEEDED else None
+        before = previous if run.status == Run.Status.SUCCEEDED else None
+        run.previous_succeeded = before.pk if before else None
+        run.previous_number = before.number if before else None
         if run.status == Run.Status.SUCCEEDED:
-            previous = run.pk
+            previous = run
     return {"study": study, "runs": runs, "polling": any(run.status in ACTIVE for run in runs)}
 
 
@@ -63,7 +66,7 @@ def runs_page(request: HttpRequest, study_id: int) -> HttpResponse:
         except PhaseConflict as error:
             refusal = str(error)
         else:
-            messages.success(request, f"Run {run.pk} was launched.")
+            messages.success(request, f"Run {run.number} was launched.")
             return redirect("run_page", run_id=run.pk)
     context = {
         **_runs_context(study),

@@ -230,6 +230,8 @@ class MetricComputationView(StudyScoped, APIView):
     """What one study metric is computed from (the page
     ``/studies/{id}/predictions/metrics/{metric}/``)."""
 
+    schema_tag = "evaluation"
+
     def metric(self) -> Metric:
         try:
             return selectors.metric_with_computation_get(study=self.study(), metric_id=self.kwargs["pk"])
@@ -244,13 +246,17 @@ class MetricComputationView(StudyScoped, APIView):
             )
         return mapping
 
-    @extend_schema(responses=ComputationSerializer)
+    @extend_schema(summary="Get a metric's computation from predictions", responses=ComputationSerializer)
     def get(self, request: Request, study_id: int, pk: int) -> Response:
         """The metric's computation from predictions and its parameters; 404
         when the metric is not computed (its values are typed)."""
         return Response(ComputationSerializer(self.mapping(self.metric())).data)
 
-    @extend_schema(request=ComputationWriteSerializer, responses=ComputationSerializer)
+    @extend_schema(
+        summary="Compute a metric from predictions",
+        request=ComputationWriteSerializer,
+        responses=ComputationSerializer,
+    )
     def put(self, request: Request, study_id: int, pk: int) -> Response:
         """Compute the metric from predictions (designer, any phase),
         replacing its computation if it had one: a computation of the
@@ -264,7 +270,7 @@ class MetricComputationView(StudyScoped, APIView):
         )
         return Response(ComputationSerializer(mapping).data)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(summary="Stop computing a metric from predictions", responses={204: None})
     def delete(self, request: Request, study_id: int, pk: int) -> Response:
         """Stop computing the metric from predictions (designer); its values stay."""
         self.require_designer("stop computing metrics")
@@ -275,7 +281,12 @@ class MetricComputationView(StudyScoped, APIView):
 
 
 class ComputationListView(StudyScoped, APIView):
-    @extend_schema(responses=CatalogueEntrySerializer(many=True))
+    schema_tag = "evaluation"
+
+    @extend_schema(
+        summary="List the computations a metric can take from predictions",
+        responses=CatalogueEntrySerializer(many=True),
+    )
     def get(self, request: Request, study_id: int) -> Response:
         """Every computation a metric can take from predictions, with its
         definition, which way it runs, what it needs and its parameters."""
@@ -284,7 +295,13 @@ class ComputationListView(StudyScoped, APIView):
 
 
 class MeasurementComputeView(StudyScoped, APIView):
-    @extend_schema(request=ComputeRequestSerializer, responses=ComputeOutcomeSerializer)
+    schema_tag = "evaluation"
+
+    @extend_schema(
+        summary="Compute the measurements from predictions",
+        request=ComputeRequestSerializer,
+        responses=ComputeOutcomeSerializer,
+    )
     def post(self, request: Request, study_id: int) -> Response:
         """Compute every mapped metric now (or those named), for every
         candidate from its newest prediction set (designer, any phase). Each
@@ -298,7 +315,11 @@ class MeasurementComputeView(StudyScoped, APIView):
 
 
 class MeasurementSourceListView(StudyScoped, PaginatedListMixin, APIView):
-    @extend_schema(responses=MeasurementSourceSerializer(many=True))
+    schema_tag = "evaluation"
+
+    @extend_schema(
+        summary="List where each computed measurement came from", responses=MeasurementSourceSerializer(many=True)
+    )
     def get(self, request: Request, study_id: int) -> Response:
         """Where each computed measurement came from: the set, the
         computation and its parameters, when, the value computed, and
@@ -308,6 +329,7 @@ class MeasurementSourceListView(StudyScoped, PaginatedListMixin, APIView):
 
 class PredictionSetEvaluationView(PredictionSetScoped, APIView):
     @extend_schema(
+        summary="Evaluate a prediction set",
         parameters=REPORT_QUERY,
         responses={
             200: OpenApiResponse(response=ref("EvaluationDocument"), description="an approve-evaluation/1 document"),

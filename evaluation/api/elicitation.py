@@ -150,6 +150,8 @@ class _ElicitedScoped(StudyScoped):
 class ElicitationDesignView(_ElicitedScoped):
     """How one study metric is elicited (the page ``.../predictions/metrics/{metric}/elicitation/``)."""
 
+    schema_tag = "setup"
+
     def metric(self) -> Metric:
         try:
             return selectors.metric_with_computation_get(study=self.study(), metric_id=self.kwargs["metric_id"])
@@ -185,6 +187,8 @@ class ElicitationDesignView(_ElicitedScoped):
 
 
 class ElicitationProgressView(_ElicitedScoped):
+    schema_tag = "setup"
+
     @extend_schema(responses=ElicitationProgressSerializer(many=True))
     def get(self, request: Request, study_id: int, metric_id: int) -> Response:
         """Each expert's progress (designer); their weights once the assessment has closed."""
@@ -211,6 +215,8 @@ class ElicitationProgressView(_ElicitedScoped):
 
 
 class _MyElicitation(_ElicitedScoped):
+    schema_tag = "inputs"
+
     def state(self) -> Response:
         state = selectors.elicitation_state(elicited_metric=self.elicited(), expert=self.expert())
         return Response(ElicitationStateSerializer(state).data)

@@ -120,15 +120,17 @@ def _upload_fields(request: Request) -> dict[str, Any]:
 
 
 class PredictionSetListView(StudyScoped, PaginatedListMixin, APIView):
+    schema_tag = "evaluation"
     parser_classes = [MultiPartParser, CsvBodyParser, ParquetBodyParser]
     max_body_bytes = limits.PREDICTIONS_MAX_BYTES  # (limits.BodySizeLimitMiddleware)
 
-    @extend_schema(responses=PredictionSetSerializer(many=True))
+    @extend_schema(summary="List the study's prediction sets", responses=PredictionSetSerializer(many=True))
     def get(self, request: Request, study_id: int) -> Response:
         """The study's prediction sets, newest first."""
         return self.paginated(selectors.prediction_set_list(study=self.study()), PredictionSetSerializer)
 
     @extend_schema(
+        summary="Upload a prediction set",
         request={
             "multipart/form-data": PredictionUploadSerializer,
             "text/csv": {"type": "string", "format": "binary", "description": "the CSV file itself"},
@@ -168,6 +170,7 @@ class PredictionSetListView(StudyScoped, PaginatedListMixin, APIView):
 
 
 class PredictionSetScoped(StudyScoped):
+    schema_tag = "evaluation"
     kwargs: dict[str, Any]  # the view's (a mixin of APIView)
 
     def prediction_set(self, *, contexts: bool = False) -> PredictionSet:
@@ -182,12 +185,12 @@ class PredictionSetScoped(StudyScoped):
 
 
 class PredictionSetDetailView(PredictionSetScoped, APIView):
-    @extend_schema(responses=PredictionSetSerializer)
+    @extend_schema(summary="Get a prediction set", responses=PredictionSetSerializer)
     def get(self, request: Request, study_id: int, pk: int) -> Response:
         """One prediction set: its labels, folds and candidates."""
         return Response(PredictionSetSerializer(self.prediction_set()).data)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(summary="Delete a prediction set", responses={204: None})
     def delete(self, request: Request, study_id: int, pk: int) -> Response:
         """Delete a prediction set with its arrays (designer)."""
         self.require_designer("delete prediction sets")

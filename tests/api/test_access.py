@@ -112,6 +112,17 @@ def _exported(response, world):
     assert [a["name"] for a in bundle["attributes"]] == ["Accuracy", "Consistency", "Efficiency", "Flexibility"]
 
 
+def _copied(response, world):
+    body = response.json()
+    assert (body["title"], body["phase"], body["designer"], body["experts"]) == ("A copy", "draft", "alice", [])
+    assert response["Location"].endswith(f"/api/v1/studies/{body['id']}/")
+    copy = Study.objects.get(pk=body["id"])
+    assert list(copy.attributes.order_by("position").values_list("name", flat=True)) == list(
+        world.study.attributes.order_by("position").values_list("name", flat=True)
+    )
+    assert not copy.memberships.filter(role="expert").exists()
+
+
 def _moved(response, world):
     assert response.json()["phase"] == NEXT_PHASE[world.phase]
     assert Study.objects.get(pk=world.study.pk).phase == NEXT_PHASE[world.phase]
@@ -120,10 +131,11 @@ def _moved(response, world):
 def _members(response, world):
     body = response.json()
     assert body["count"] == 3
+    present = {"absence": "", "absence_reason": "", "absent_since": None}  # everyone takes part
     assert body["results"] == [
-        {"username": "alice", "role": "designer", "status": "active"},
-        {"username": "bob", "role": "expert", "status": "active"},
-        {"username": "carol", "role": "expert", "status": "active"},
+        {"username": "alice", "role": "designer", "status": "active", **present},
+        {"username": "bob", "role": "expert", "status": "active", **present},
+        {"username": "carol", "role": "expert", "status": "active", **present},
     ]
 
 
@@ -137,7 +149,14 @@ def _member_invited(response, world):
 
 
 def _member_bob(response, world):
-    assert response.json() == {"username": "bob", "role": "expert", "status": "active"}
+    assert response.json() == {
+        "username": "bob",
+        "role": "expert",
+        "status": "active",
+        "absence": "",
+        "absence_reason": "",
+        "absent_since": None,
+    }
 
 
 def _one_item(name):
@@ -658,6 +677,7 @@ ROWS = [
     Row("study-patch", "patch", S + "/", 403, 200, body={"title": "Renamed study"}, check=_renamed),
     Row("study-delete", "delete", S + "/", 403, 204, check=_deleted),
     Row("export", "get", S + "/export/", 403, 200, check=_exported),
+    Row("study-copy", "post", S + "/copy/", 403, 201, body={"title": "A copy"}, check=_copied),
     Row(
         "transition",
         "post",
@@ -1215,13 +1235,19 @@ def test_any_user_may_create_and_import_studies_and_becomes_their_designer(clien
         "clinician",
     ]
     assert Study.objects.get(pk=imported.json()["id"]).designer.username == "charlie"
-    # Nobody imports a study in someone else's name.
+    # Nobody imports a study in someone else's name: the importer designs it, whoever the bundle names.
     case_study["designer"] = "alice"
     with_other = charlie.post(API + "/studies/import/", case_study, format="json")
-    assert with_other.status_code == 400
-    assert error_fields(with_other) == {"designer": ["must be your own username, or left out"]}
+    assert with_other.status_code == 201
+    assert (with_other.json()["designer"], with_other.json()["inputs_left_out"]) == ("charlie", [])
+    assert with_other.json()["notes"] == ["The bundle named alice as its designer; you design the imported study."]
     listed = charlie.get(API + "/studies/").json()
-    assert sorted(s["title"] for s in listed["results"]) == ["Cancer diagnosis from microarray data", "Charlie's own"]
+    assert sorted(s["title"] for s in listed["results"]) == [
+        "Cancer diagnosis from microarray data",
+        "Cancer diagnosis from microarray data",
+        "Charlie's own",
+    ]
+    assert Study.objects.filter(designer__username="alice").count() == 0
 
 
 def test_tokens_of_another_user_are_not_found(clients, cast):

@@ -10,7 +10,7 @@ import pytest
 
 from evaluation.models import CandidatePredictionArrays, ElicitationAnswers, ElicitedMetric, PredictionSet
 from tests.workspace.test_bundle_elicited import elicited_study
-from workspace.bundles import study_export_bundle, study_import_bundle
+from workspace.bundles import study_export_bundle, study_import
 from workspace.models import Study
 
 pytestmark = pytest.mark.django_db
@@ -46,14 +46,12 @@ def test_export_and_import_through_the_api(make_study, clients, cast):
 
 def test_refusals_through_the_api_name_the_path_and_store_nothing(make_study, clients):
     bundle = study_export_bundle(study=elicited_study(make_study).study)
+    # Everyone's answers in alice's import: only staff imports others' inputs, so they are left out.
+    left_out = clients["alice"].post(f"{API}/studies/import/", bundle, format="json")
+    assert left_out.status_code == 201
+    assert (left_out.json()["phase"], left_out.json()["inputs_left_out"]) == ("draft", ["bob", "carol"])
+    assert not ElicitationAnswers.objects.filter(elicited_metric__metric__study_id=left_out.json()["id"]).exists()
     before = stored()
-    # Everyone's answers in alice's import: only staff imports others' inputs.
-    refused = clients["alice"].post(f"{API}/studies/import/", bundle, format="json")
-    assert refused.status_code == 400
-    fields = refused.json()["fields"]
-    assert fields["elicited_metrics.AUC.answers.bob"] == [
-        "only staff can import inputs entered by someone else; bob is invited and enters their own"
-    ]
     bad = copy.deepcopy(bundle)
     bad["prediction_sets"][0]["candidates"][1]["arrays"] = base64.b64encode(b"PK\x03\x04 not a zip").decode()
     draft = {key: bad[key] for key in ("format", "title", "attributes", "metrics", "candidates", "prediction_sets")}
@@ -68,7 +66,7 @@ def test_refusals_through_the_api_name_the_path_and_store_nothing(make_study, cl
 def test_the_api_keeps_an_upload_s_row_limit(make_study, clients, monkeypatch):
     bundle = study_export_bundle(study=elicited_study(make_study).study)
     draft = {key: bundle[key] for key in ("format", "title", "attributes", "metrics", "candidates", "prediction_sets")}
-    monkeypatch.setitem(study_import_bundle.__kwdefaults__, "max_rows", 9)
+    monkeypatch.setitem(study_import.__kwdefaults__, "max_rows", 9)
     before = stored()
     refused = clients["alice"].post(f"{API}/studies/import/", draft, format="json")
     assert refused.status_code == 400

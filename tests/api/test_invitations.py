@@ -104,7 +104,14 @@ def test_answers_about_a_username_do_not_reveal_whether_the_account_exists(make_
 def test_the_designer_can_still_take_the_expert_role_at_once(make_study, clients, cast):
     built = make_study(Phase.DRAFT)
     added = ok(invite(clients["alice"], built.study.pk, "alice"), 201)
-    assert added == {"username": "alice", "role": "expert", "status": "active"}
+    assert added == {
+        "username": "alice",
+        "role": "expert",
+        "status": "active",
+        "absence": "",
+        "absence_reason": "",
+        "absent_since": None,
+    }
     detail = ok(clients["alice"].get(f"{API}/studies/{built.study.pk}/"))
     assert detail["my_roles"] == ["designer", "expert"] and "alice" in detail["experts"]
     assert not Invitation.objects.exists()
@@ -175,15 +182,19 @@ def test_a_link_joins_only_while_the_study_is_in_draft(make_study, clients):
 # --- imports -------------------------------------------------------------------------------
 
 
-def test_a_non_staff_import_refuses_other_peoples_inputs(clients, case_study, unchanged):
+def test_a_non_staff_import_leaves_out_other_peoples_inputs_and_says_so(clients, case_study):
     del case_study["designer"]
-    with unchanged():
-        response = clients["charlie"].post(API + "/studies/import/", case_study, format="json")
-    assert response.status_code == 400
-    assert error_fields(response)["priorities.clinician"] == [
-        "only staff can import inputs entered by someone else; clinician is invited and enters their own"
+    response = clients["charlie"].post(API + "/studies/import/", case_study, format="json")
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert (body["phase"], body["designer"], body["experts"]) == ("draft", "charlie", [])
+    assert body["inputs_left_out"] == CASE_EXPERTS
+    assert body["notes"] == [
+        "The inputs of 4 experts (statistician, informatician, researcher, clinician) were left out: only staff "
+        "can import inputs entered by someone else. The study was imported as a draft, without anyone's inputs; "
+        "the experts are invited and give their own."
     ]
-    assert set(error_fields(response)) == {f"{s}.{n}" for n in CASE_EXPERTS for s in ("priorities", "peer_weights")}
+    assert [i["username"] for i in body["invitations"]] == CASE_EXPERTS
     assert not User.objects.filter(username__in=CASE_EXPERTS).exists()
 
 

@@ -42,6 +42,7 @@ CREATES = [
     Create("/api/v1/auth/token/", Phase.DRAFT, "<credentials>", 201),
     Create("/api/v1/studies/", Phase.DRAFT, {"title": "A new study"}, 201),
     Create("/api/v1/studies/import/", Phase.DRAFT, "<bundle>", 201),
+    Create("/api/v1/studies/{study_id}/copy/", Phase.CLOSED, {"title": "A copy"}, 201),
     Create("/api/v1/studies/{study_id}/members/", Phase.DRAFT, {"username": "alice"}, 201, key="username"),
     Create("/api/v1/studies/{study_id}/members/", Phase.DRAFT, {"username": "charlie"}, 202, key="<invitation>"),
     Create("/api/v1/studies/{study_id}/invitations/", Phase.DRAFT, {"username": "dave"}, 201),
@@ -209,6 +210,9 @@ def test_a_member_is_read_by_members_and_only_experts_are_found(api, cast, make_
         "username": "bob",
         "role": "expert",
         "status": "active",
+        "absence": "",
+        "absence_reason": "",
+        "absent_since": None,
     }
     designer = api(cast.bob).get(f"{API}/studies/{study.pk}/members/alice/")
     assert (designer.status_code, designer.json()) == (

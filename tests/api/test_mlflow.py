@@ -6,7 +6,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from tests.fixtures import complete_assessment
-from tests.tracking.conftest import EXPERIMENT, free_port, log_models
+from tests.tracking.conftest import EXPERIMENT, free_port, log_models, mlflow_server  # noqa: F401  (fixture)
 from tracking import remote
 from tracking.models import MlflowConnection
 from workspace import services
@@ -118,3 +118,70 @@ def test_refusals_in_the_envelope(make_study, api, cast, store, unchanged):
     assert answer.json()["fields"] == {"experiment": [f"unknown experiment 'nope' at {uri}"]}
     answer = alice.get(f"{base}/runs/")
     assert answer.status_code == 400 and "experiment" in answer.json()["fields"]
+
+
+def test_the_page_s_choices_through_the_api(make_study, api, cast, mlflow_server):  # noqa: F811
+    """Issue 31, item 4: the API takes the page's positive label and its per-run (or global) choice for a run
+    named like a candidate, says which runs are, and names the experiment beside its id."""
+    from tests.tracking.test_import_choices import artifact_classes
+
+    runs = log_models(mlflow_server, experiment="api-choices")
+    experiment_id = MlflowClient(tracking_uri=mlflow_server).get_experiment_by_name("api-choices").experiment_id
+    built = make_study(Phase.DRAFT)
+    services.candidate_add(study=built.study, name="tree", description="typed")
+    base = f"/api/v1/studies/{built.study.pk}/mlflow"
+    alice = api(cast.alice)
+    assert alice.put(f"{base}/connection/", {"tracking_uri": mlflow_server}, format="json").status_code == 200
+    # Typing the id stays possible.
+    preview = alice.get(f"{base}/runs/", {"experiment": experiment_id}).json()
+    assert (preview["experiment_name"], preview["named_like"], preview["linked"]) == (
+        "api-choices",
+        {runs["tree"]: "tree"},
+        {},
+    )
+    assert alice.get(f"{base}/runs/", {"experiment": experiment_id, "name_tag": "family"}).json()["named_like"] == {}
+
+    body = {"experiment": experiment_id, "mapping": MAPPING, "artifact_pattern": "predictions/*.csv"}
+    answer = alice.post(f"{base}/imports/", body, format="json")
+    assert answer.status_code == 400
+    assert answer.json()["fields"] == {
+        f"on_existing.{runs['tree']}": [
+            f"run 'tree' ({runs['tree']}) is named like the candidate 'tree': choose update (that candidate's "
+            "measurements), new (another candidate) or skip"
+        ]
+    }
+    answer = alice.post(f"{base}/imports/", body | {"on_existing": {runs["tree"]: "skip"}}, format="json")
+    assert answer.status_code == 400
+    listed = ", ".join(f"'{label}'" for label in artifact_classes())
+    assert answer.json()["fields"] == {
+        "positive": [
+            "the prediction artifacts have a score column, which is the positive label's score: name the positive "
+            f"label (their classes, in order: {listed})"
+        ]
+    }
+    assert not Measurement.objects.filter(study=built.study, candidate__name__in=list(runs)).exists()
+
+    answer = alice.post(
+        f"{base}/imports/", body | {"on_existing": {runs["tree"]: "skip"}, "positive": "benign"}, format="json"
+    )
+    assert answer.status_code == 200, answer.content
+    outcome = answer.json()
+    assert (outcome["experiment_id"], outcome["experiment_name"], outcome["runs"]) == (experiment_id, "api-choices", 3)
+    assert outcome["skipped"] == [{"run_id": runs["tree"], "name": "tree", "candidate": "tree"}]
+    assert outcome["matched"] == [] and sorted(outcome["created"]) == ["knn", "logistic", "naive-bayes"]
+    assert len(outcome["changes"]) == 12 and len(outcome["prediction_sets"]) == 3
+    record = alice.get(f"{base}/imports/").json()["results"][0]
+    assert (record["experiment_id"], record["experiment_name"]) == (experiment_id, "api-choices")
+    assert alice.get(f"{base}/imports/{record['id']}/").json()["experiment_name"] == "api-choices"
+    assert {s["experiment_name"] for s in alice.get(f"{base}/sources/").json()["results"]} == {"api-choices"}
+
+    # One choice for every such run; a choice that is none of the three is refused.
+    answer = alice.post(f"{base}/imports/", body | {"on_existing": "merge", "positive": "benign"}, format="json")
+    assert answer.json()["fields"] == {
+        "on_existing": ["must be update, new or skip, or an object {run id: update, new or skip}"]
+    }
+    answer = alice.post(f"{base}/imports/", body | {"on_existing": "update", "positive": "benign"}, format="json")
+    assert answer.status_code == 200, answer.content
+    assert answer.json()["matched"] == [{"run_id": runs["tree"], "name": "tree", "candidate": "tree"}]
+    tree_auc = MlflowClient(tracking_uri=mlflow_server).get_run(runs["tree"]).data.metrics["roc_auc"]
+    assert Measurement.objects.get(candidate__name="tree", metric__name="AUC").value == tree_auc

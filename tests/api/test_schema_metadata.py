@@ -5,9 +5,14 @@ a summary and exactly one declared tag per operation, ``servers``,
 201/202, ``WWW-Authenticate`` on 401, ``Retry-After`` on 429)."""
 
 import pytest
+from django.urls import path as route
+from drf_spectacular.generators import SchemaGenerator
+from drf_spectacular.utils import extend_schema
 from drf_spectacular.validation import validate_schema
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
-from workspace.api.schema import first_sentence, operation_tag
+from workspace.api.schema import SchemaTagMissing, first_sentence
 
 METHODS = ("get", "put", "post", "patch", "delete")
 TAGS = ["studies", "setup", "inputs", "runs", "evaluation", "mlflow", "discussion", "invitations", "accounts"]
@@ -89,13 +94,52 @@ def test_operations_get_their_area_and_sentence(schema, path, method, tag, summa
     assert operation["summary"] == summary
 
 
-def test_a_new_view_gets_its_area_by_path_and_its_docstrings_first_sentence():
-    # Views added later (the run's CSV, a comparison) need no table entry.
-    assert operation_tag("/api/v1/runs/{run_id}/results.csv") == "runs"
-    assert operation_tag("/api/v1/runs/{run_id}/compare/{other}/") == "runs"
-    assert operation_tag("/api/v1/studies/{study_id}/runs/{id}/") == "runs"
-    assert operation_tag("/api/v1/studies/{study_id}/metrics/{id}/computation/") == "evaluation"
-    assert operation_tag("/api/v1/studies/{study_id}/metrics/{id}/") == "setup"
+class _Tagged(APIView):
+    schema_tag = "runs"
+
+    @extend_schema(summary="Get the thing, as its view says", responses={200: None})
+    def get(self, request: object) -> Response:
+        """Not the summary. Only the description."""
+        return Response()
+
+    @extend_schema(request=None, responses={200: None})
+    def post(self, request: object) -> Response:
+        """The docstring's sentence, on one
+        line. The rest is the description."""
+        return Response()
+
+
+class _Untagged(APIView):
+    @extend_schema(summary="Get nothing", responses={200: None})
+    def get(self, request: object) -> Response:
+        return Response()
+
+
+class _Undeclared(_Untagged):
+    schema_tag = "runz"
+
+
+def _generated(view: type[APIView]) -> dict:
+    return SchemaGenerator(patterns=[route("api/v1/thing/", view.as_view())]).get_schema(request=None, public=True)
+
+
+def test_a_view_declares_its_area_and_its_methods_their_summaries():
+    item = _generated(_Tagged)["paths"]["/api/v1/thing/"]
+    assert (item["get"]["tags"], item["post"]["tags"]) == (["runs"], ["runs"])
+    assert item["get"]["summary"] == "Get the thing, as its view says"
+    assert item["get"]["description"] == "Not the summary. Only the description."
+    # Without a summary, the docstring's first sentence.
+    assert item["post"]["summary"] == "The docstring's sentence, on one line"
+
+
+def test_a_view_without_a_declared_area_is_an_error():
+    with pytest.raises(SchemaTagMissing, match=r"test_schema_metadata\._Untagged declares no schema_tag"):
+        _generated(_Untagged)
+    with pytest.raises(SchemaTagMissing, match=r"_Undeclared\.schema_tag is 'runz', not a tag of"):
+        _generated(_Undeclared)
+
+
+def test_first_sentence():
     assert first_sentence("The run's results as CSV, one row\n    per candidate. 409 until done.") == (
         "The run's results as CSV, one row per candidate"
     )

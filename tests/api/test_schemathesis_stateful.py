@@ -343,5 +343,5 @@ def test_request_schemas_say_unknown_fields_are_refused(api, cast, document):
     # And the API does refuse what the schema now forbids.
     response = api(cast.alice).post("/api/v1/studies/", {"title": "t", "phase": "closed"}, format="json")
     assert response.status_code == 400
-    fields = "title, description, attribute_threshold, metric_threshold, ahp_weighting"
+    fields = "title, description, attribute_threshold, metric_threshold, quorum, ahp_weighting"
     assert error_fields(response) == {"phase": [f"is not a field of this request (the fields are {fields})"]}

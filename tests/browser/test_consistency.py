@@ -1,5 +1,6 @@
 """Issue 16, findings 1 and 7 in a real browser: saving inconsistent AHP
-judgments asks first, the designer's grid flags them; default ranges are
+judgments asks first, on the question itself (issue 31, finding 6), the
+designer's grid flags them; default ranges are
 "not confirmed" until the expert confirms them. At 1280 px and 390 px."""
 
 import re
@@ -38,6 +39,10 @@ def test_inconsistent_judgments_are_kept_only_when_the_expert_says_so(page: Page
     with page.expect_navigation():
         page.get_by_role("button", name="Save my priorities").click()
     alert = page.locator("#confirm-inconsistent")
+    # The page opens on the question, focused, not at its top (issue 31, finding 6).
+    expect(alert).to_be_focused()
+    expect(alert).to_be_in_viewport()
+    assert page.evaluate("window.scrollY") > 0
     expect(alert).to_contain_text("Not saved yet: your judgments are inconsistent.")
     expect(alert).to_contain_text("Attributes: inconsistent (CR 0.14 > 0.10)")
     assert not AttributePrioritisation.objects.filter(expert=assessment.bob).exists()

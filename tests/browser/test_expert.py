@@ -51,10 +51,17 @@ def test_inconsistent_ahp_is_flagged_and_repaired_before_saving(page: Page, asse
     screenshot(page, "expert-priorities-inconsistent")
     assert_accessible(page)
 
-    page.get_by_role("button", name="Apply 3 to Accuracy / Efficiency").click()
+    # The first hint is the smallest change that makes them consistent, and says what it replaces
+    # (issue 31, finding 6): one point along the scale, 2 to 1.
+    expect(page.locator("#priorities-result .hint").first).to_contain_text(
+        "Consistency / Efficiency: replaces your “Efficiency equally to moderately more important than "
+        "Consistency (2)” by “Consistency and Efficiency equally important (1)” (1 point along the scale); "
+        "your judgments would then be consistent (CR 0.03 ≤ 0.10)."
+    )
+    page.get_by_role("button", name="Apply 1 to Consistency / Efficiency").click()
     expect(verdict).to_have_attribute("data-consistency", "consistent")
-    expect(verdict).to_contain_text("Judgments: consistent (CR 0.05 ≤ 0.10)")
-    expect(point(page, "Accuracy moderately more important than Efficiency (3)")).to_be_checked()
+    expect(verdict).to_contain_text("Judgments: consistent (CR 0.03 ≤ 0.10)")
+    expect(point(page, "Consistency and Efficiency equally important (1)")).to_be_checked()
     assert not AttributePrioritisation.objects.filter(expert=assessment.bob).exists(), "nothing is saved before Save"
     screenshot(page, "expert-priorities-repaired")
 
@@ -64,11 +71,11 @@ def test_inconsistent_ahp_is_flagged_and_repaired_before_saving(page: Page, asse
     saved = inputs_of(assessment, "bob")["priorities"]
     assert saved == {
         "method": "ahp",
-        "judgments": [["Accuracy", "Consistency", 3], ["Accuracy", "Efficiency", 3], ["Efficiency", "Consistency", 2]],
+        "judgments": [["Accuracy", "Consistency", 3], ["Accuracy", "Efficiency", 5], ["Consistency", "Efficiency", 1]],
     }
     # Back on the page: the answers are kept and the step is marked done.
     page.goto(step_url(assessment, "priorities"))
-    expect(point(page, "Accuracy moderately more important than Efficiency (3)")).to_be_checked()
+    expect(point(page, "Consistency and Efficiency equally important (1)")).to_be_checked()
     expect(page.get_by_role("link", name=re.compile("Step 2: Priorities"))).to_contain_text("done")
     screenshot(page, "expert-priorities-saved")
     assert_accessible(page)

@@ -291,11 +291,11 @@ def ahp_judgments(order: list[str], said: dict[tuple[str, str], int]) -> list[tu
 
 
 def engine_ahp(order: list[str], judgments: list[tuple[str, str, float]]) -> tuple[float, list]:
-    """The engine's consistency ratio and repair hints for these judgments."""
+    """The engine's consistency ratio and the repairs the page offers for
+    these judgments (the smallest change first)."""
     index = {name: i for i, name in enumerate(order)}
     matrix = prioritisation.pairwise_matrix(len(order), [(index[a], index[b], v) for a, b, v in judgments])
-    weights = prioritisation.ahp_weights(matrix)
-    return prioritisation.consistency(matrix).ratio, prioritisation.most_inconsistent(matrix, weights)
+    return prioritisation.consistency(matrix).ratio, prioritisation.smallest_repairs(matrix)
 
 
 def ahp_label(order: list[str], winner: str, loser: str, strength: int) -> str:
@@ -321,10 +321,14 @@ def frank_repairs_an_inconsistent_ahp(page: Page, study: Study) -> None:
     expect(verdict).to_contain_text(f"Judgments: inconsistent (CR {ratio:.2f} > 0.10)")
     check(page, "priorities-ahp-inconsistent")
 
-    # The worst judgment, with the value the engine suggests, one click away.
-    worst = hints[0]
-    row, column, suggested = order[worst.row], order[worst.column], int(worst.suggested_value)
-    assert {row, column} == {"Accuracy", "Efficiency"} and worst.suggested_value == suggested
+    # The smallest change that makes the judgments consistent, one click away.
+    smallest = hints[0]
+    row, column, suggested = order[smallest.row], order[smallest.column], int(smallest.suggested_value)
+    assert {row, column} == {"Accuracy", "Efficiency"} and smallest.suggested_value == suggested
+    expect(page.locator("#priorities-result .hint").first).to_contain_text(
+        f"replaces your “{ahp_label(order, 'Accuracy', 'Efficiency', AHP[('Accuracy', 'Efficiency')])}” "
+        f"by “{ahp_label(order, 'Accuracy', 'Efficiency', suggested)}”"
+    )
     page.get_by_role("button", name=f"Apply {suggested} to {row} / {column}").click()
     repaired = {**AHP, ("Accuracy", "Efficiency"): suggested}
     repaired_ratio, _ = engine_ahp(order, ahp_judgments(order, repaired))

@@ -65,17 +65,21 @@ def test_enter_on_a_judgment_does_not_submit_and_apply_comes_before_save(page: P
     assert not AttributePrioritisation.objects.filter(expert=assessment.bob).exists(), "Enter saved the matrix"
     expect(page.locator(f'input[name="{answered["name"]}"][value="{answered["value"]}"]')).to_be_checked()
 
-    # Answer the other two pairs fast, with arrows, to an inconsistent matrix.
+    # Answer the other two pairs fast, from the keyboard, to a cycle no single change repairs
+    # (the first pair's arrow chose "1/9": B 9 x A; Space on the first point, "9": A 9 x C;
+    # the arrow back to the last point, "1/9": C 9 x B).
     names = [first["name"]]
-    for _ in range(2):
+    for key in ("Space", "ArrowLeft"):
         element = tab_to(page, lambda e: e["type"] == "radio" and e["name"] not in names)
         names.append(element["name"])
-        for _ in range(6):
-            page.keyboard.press("ArrowRight")
+        page.keyboard.press(key)
         page.keyboard.press("Enter")
     assert page.url == url
     verdict = page.locator("#priorities-result [data-consistency]").first
     expect(verdict).to_have_attribute("data-consistency", "inconsistent")
+    expect(page.locator("#priorities-result .hints__intro").first).to_contain_text(
+        "No single change makes your judgments consistent"
+    )
     assert not AttributePrioritisation.objects.filter(expert=assessment.bob).exists()
 
     # From the last judgment, Tab reaches the repair hints' Apply before Save.

@@ -115,7 +115,7 @@ def test_two_runs_before_and_after_an_experts_change(page: Page, live_server, de
     page.get_by_label("Run of this study").select_option(str(first.pk))
     page.get_by_role("button", name="Compare").click()
     assert page.url == f"{live_server.url}/runs/{second.pk}/compare/{first.pk}/"
-    expect(page.get_by_role("heading", name=f"Run {first.pk} → run {second.pk}")).to_be_visible()
+    expect(page.get_by_role("heading", name=f"Run {first.number} → run {second.number}")).to_be_visible()
     changes = page.locator(".changes table")
     expect(changes).to_have_count(1)
     expect(changes).to_contain_text("clinician's inputs")
@@ -220,7 +220,7 @@ def test_a_large_studys_sections_load_when_reached_and_page(page: Page, live_ser
     assert_accessible(page)
     # a section as a page of its own (the no-JavaScript link's)
     page.goto(f"/runs/{run.pk}/weights/")
-    expect(page.get_by_role("heading", name=f"Run {run.pk}: What the experts weighed")).to_be_visible()
+    expect(page.get_by_role("heading", name=f"Run {run.number}: What the experts weighed")).to_be_visible()
     screenshot(page, f"results-large-weights-{name}")
     assert_accessible(page)
 
@@ -232,7 +232,7 @@ def test_a_large_studys_sections_without_javascript(page_nojs: Page, live_server
     page_nojs.get_by_role("link", name="Show what the experts weighed").click()
     assert page_nojs.url == f"{live_server.url}/runs/{run.pk}/weights/"
     expect(page_nojs.locator(".weights-table")).to_have_count(2)
-    page_nojs.get_by_role("link", name=f"Back to run {run.pk}").click()
+    page_nojs.get_by_role("link", name=f"Back to run {run.number}").click()
     best = run.results["candidates"][0]["name"]
     page_nojs.get_by_role("link", name=f"Show why {best} scored as it did").click()
     expect(page_nojs.locator(".heat-table tbody tr")).to_have_count(25)

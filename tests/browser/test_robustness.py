@@ -1,5 +1,6 @@
 """The robustness page in Chromium (issue 20): the what-if sliders re-rank
-with htmx as they move, and without JavaScript the form does the same; a
+with htmx as they move, every slider on its own (issue 31, finding 5), and
+without JavaScript the form does the same; a
 leave-one-out analysis launched by the designer shows its progress and then
 its table. Screenshots at 1280 and 390 px and an axe scan."""
 
@@ -7,12 +8,15 @@ import copy
 import json
 
 import pytest
+from django.template.defaultfilters import floatformat
 from playwright.sync_api import Page, expect
 
 from engine import analyses as engine_analyses
 from engine import services as engine_services
 from engine.analysis_words import with_words
 from engine.models import Analysis, Run
+from engine.selectors import run_stored_ranking
+from engine.sensitivity import attribute_shares, what_if
 from tests.browser.support import assert_accessible, login, screenshot
 from tests.fixtures import CASE_STUDY_PATH, PASSWORD
 from workspace.bundles import study_import_bundle
@@ -69,6 +73,28 @@ def test_sliders_re_rank_as_they_move(page: Page, close_run) -> None:
 
     page.get_by_role("link", name="Reset to the run's weights").click()
     expect(first_in_what_if(page)).to_have_text("JRip")
+
+
+def test_each_slider_alone_re_ranks(page: Page, close_run) -> None:
+    """Moving any one slider, not only the first, asks for the ranking at
+    the new weights (the form's trigger listens to every slider)."""
+    run = close_run
+    stored = run_stored_ranking(run=run)
+    # The sliders' values as the page draws them (one decimal).
+    drawn = [round(100 * float(w), 1) for w in stored.attribute_weights]
+    login(page, run.study.designer.username, PASSWORD)
+    page.goto(f"/runs/{run.pk}/robustness/")
+    assert len(stored.attributes) >= 2
+    for index, name in enumerate(stored.attributes):
+        if index:
+            page.get_by_role("link", name="Reset to the run's weights").click()
+        expect(page.get_by_text("At the run's weights:")).to_be_visible()
+        slide(page, name, "End")
+        moved = [100.0 if i == index else value for i, value in enumerate(drawn)]
+        share = attribute_shares(moved)[index]
+        expect(page.locator(f"#w{index}-value")).to_have_text("100.0")
+        expect(page.locator("#what-if-ranking")).to_contain_text(f"{name} {floatformat(share, 3)}")
+        expect(first_in_what_if(page)).to_have_text(what_if(stored, moved)[0].name)
 
 
 def test_without_javascript_the_form_re_ranks(page_nojs: Page, close_run) -> None:

@@ -108,7 +108,7 @@ def test_the_run_page_and_the_list_turn_from_queued_to_done_by_polling(page: Pag
     second = queued_run(demo)
     page.goto(f"/studies/{demo.study.pk}/runs/")
     row = page.locator("#runs-live tbody tr").first
-    expect(row).to_contain_text(f"Run {second.pk}")
+    expect(row).to_contain_text(f"Run {second.number}")
     expect(row).to_contain_text("Queued")
     screenshot(page, "studyhome-runs-queued")
     Run.objects.filter(pk=second.pk).update(status=Run.Status.FAILED, error="The inputs cannot be evaluated: test.")

@@ -196,6 +196,9 @@ TAKE_THE_LOCK = {
     "expert_add": (),
     "expert_remove": (),
     "experts_add": (),
+    # who takes part (issue 31): an absent expert's inputs leave the snapshot
+    "expert_absence_set": (),
+    "expert_readmit": (),
     "votes_set": (),
     "votes_set_many": (),
     "prioritisation_set": (),
@@ -246,6 +249,8 @@ NOT_INPUTS = {
     # checks, reads, previews, the phase table
     *("expect", "number", "text", "locked", "inputs_changed", "PHASE_RULES", "Action", "has_opened", "opens_in"),
     *("keys", "moment", "iso_moment"),
+    # absent experts: the refusal an absent expert's input meets, the quorum's words, their names
+    *("require_taking_part", "quorum_problem", "ABSENCES"),
     "before_inputs_change",
     *("phase_allows", "phase_refusal", "require_phase", "selection_fixed", "prioritisation_preview", "range_check"),
     *("invitation_refusal", "invitation_list", "invitation_list_for_user", "invitation_get_for_user"),
@@ -260,6 +265,8 @@ NOT_INPUTS = {
     "study_deletions_purge",
     # a new study (replayed through the services above), and a bundle's check before it
     *("study_import_bundle", "import_bundle_consented"),
+    # a copy of a study, or an import, is a new study: it changes no other study's inputs (issue 31)
+    *("study_import", "study_copy", "copy_title", "bundle_setup_only"),
     # accounts: e-mail, passwords, tokens, new users (a username never changes here: the admin, below)
     *("email_change_notify", "email_confirm", "email_confirmation_token", "user_email_set", "user_get_or_create"),
     *("users_get_or_create", "user_password_set", "api_token_create", "api_token_record_use", "api_token_revoke"),
@@ -268,6 +275,8 @@ NOT_INPUTS = {
     *("post_add", "post_edit", "post_hide", "post_unhide"),
     # tracking: a study's MLflow connection, a preview, a run published (none is an input)
     *("connection_of", "connection_set", "connection_remove", "import_preview", "mlflow_publish"),
+    # the experiments of the server, for the page's picker (read from MLflow)
+    "experiment_list",
     # the recovery sweep's part for imports: sent again or failed, nothing written to a study
     "imports_recover_stale",
     # revision rounds: their own rows (a round's snapshot is read from the inputs, never written to them)

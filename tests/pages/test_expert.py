@@ -515,16 +515,18 @@ def test_ahp_preview_reports_the_engines_ratio_and_repairs(make_study, client_of
     with unchanged():
         response = client_of(cast.bob).post(url(built, "priorities", preview=True), data)
     assert response.status_code == 200
-    engine = prioritise("ahp", 3, judgments=[(i, j, float(Fraction(v))) for i, j, v in judgments])
+    engine = prioritise("ahp", 3, judgments=[(i, j, float(Fraction(v))) for i, j, v in judgments], repairs=True)
     result = response.context["results"][0]
     assert result["consistency_ratio"] == pytest.approx(engine.consistency_ratio, rel=1e-12)
     assert [w["percent"] / 100 for w in result["weights"]] == pytest.approx(list(engine.weights), rel=1e-12)
     comparison = "≤" if engine.consistency_ratio <= 0.10 else ">"
     verdict = "consistent" if engine.consistency_ratio <= 0.10 else "inconsistent"
     assert f"{verdict} (CR {engine.consistency_ratio:.2f} {comparison} 0.10)" in body(response)
+    # Inconsistent judgments: the smallest repairs (issue 31, finding 6); consistent ones: Saaty's hints.
+    offered = engine.most_inconsistent if engine.consistency_ratio <= 0.10 else engine.repairs
     expected_hints = [
         (names[h.row], names[h.column], scale_point(h.suggested_value)[0])
-        for h in engine.most_inconsistent
+        for h in offered
         if scale_point(h.value)[0] != scale_point(h.suggested_value)[0]
     ]
     assert [(h["row"], h["column"], h["suggested"]) for h in result["hints"]] == expected_hints

@@ -148,7 +148,7 @@ def test_a_candidates_breakdown_alone_for_htmx(client, demo):
     # without JavaScript (issue 19): the section as a page of its own, back to the run
     plain = client.get(f"/runs/{run.pk}/candidates/J48/")
     assert plain.status_code == 200 and "<html" in plain.content.decode()
-    assert f"Run {run.pk}: Why J48 scored as it did Back to run {run.pk}" in text_of(plain)
+    assert f"Run {run.number}: Why J48 scored as it did Back to run {run.number}" in text_of(plain)
     assert text_of(partial) in text_of(plain)
     assert client.get(f"/runs/{run.pk}/candidates/C4.5/", headers={"HX-Request": "true"}).status_code == 404
 
@@ -231,9 +231,8 @@ def test_downloads_are_for_members_of_a_succeeded_run(client, cast, make_study):
         assert as_user(client, cast.charlie).get(f"/runs/{queued.pk}/{suffix}").status_code == 404
         response = as_user(client, cast.bob).get(f"/runs/{queued.pk}/{suffix}")
         assert response.status_code == 409
-        assert f"Run {queued.pk} has no results yet It is queued: its results exist once it has succeeded." in text_of(
-            response
-        )
+        said = f"Run {queued.number} has no results yet It is queued: its results exist once it has succeeded."
+        assert said in text_of(response)
     client.logout()
     assert client.get(f"/runs/{queued.pk}/results.csv").status_code == 302  # to the log-in page
 
@@ -261,7 +260,7 @@ def test_comparison_shows_which_expert_changed_what_and_how_the_ranking_moved(cl
     response = client.get(chosen["Location"])
     assert response.status_code == 200
     page = text_of(response)
-    assert f"Run {first.pk} → run {second.pk}" in page  # the earlier run is "before", whatever the URL's order
+    assert f"Run {first.number} → run {second.number}" in page  # the earlier run is "before", whatever the URL's order
     assert "statistician's inputs What Before After acceptable range of Success rate [0.8, 0.95] [0.86, 0.95]" in page
     comparison = response.context["comparison"]
     assert [(c.who, c.what) for c in comparison.changes] == [("statistician", "acceptable range of Success rate")]
@@ -396,7 +395,7 @@ def test_the_runs_list_links_each_succeeded_run_to_a_comparison_with_the_one_bef
     body = response.content.decode()
     # the failed run in between is skipped; the first run has nothing before it
     assert body.count('href="/runs/') == 3 + 1
-    assert f'href="/runs/{first.pk}/compare/{third.pk}/">with run {first.pk}</a>' in body
+    assert f'href="/runs/{first.pk}/compare/{third.pk}/">with run {first.number}</a>' in body
     rows = {run.pk: run.previous_succeeded for run in response.context["runs"]}
     assert rows == {third.pk: first.pk, queued.pk: None, first.pk: None}
 
@@ -527,7 +526,7 @@ def test_a_large_studys_heavy_sections_load_on_demand(client, wide):
     assert len(breakdown.context["breakdown"]["heat"]) == 25
     # without JavaScript: the same sections as pages of their own
     alone = client.get(weights_url)
-    assert f"Run {run.pk}: What the experts weighed Back to run {run.pk}" in text_of(alone)
+    assert f"Run {run.number}: What the experts weighed Back to run {run.number}" in text_of(alone)
     assert text_of(section) in text_of(alone)
 
 

@@ -88,3 +88,46 @@ def test_the_download_makes_a_fixed_number_of_queries(make_study, cast, django_a
 
 
 QUERIES = 15
+
+
+def test_the_designer_imports_her_own_download_back_as_a_copy(make_study, cast) -> None:
+    """Issue 31, item 3: a closed study's bundle holds bob's and carol's
+    inputs; her import leaves them out, says so, and makes a draft."""
+    built = make_study(Phase.CLOSED)
+    client = client_for(cast.alice)
+    exported = client.get(download_path(built.study)).content
+    response = client.post("/studies/new/", {"form": "import", "bundle": upload(exported, "approve-study.json")})
+    copy = Study.objects.exclude(pk=built.study.pk).get()
+    assert response.status_code == 302 and response["Location"] == f"/studies/{copy.pk}/"
+    assert (copy.phase, copy.designer) == (Phase.DRAFT, cast.alice)
+    home = body(client.get(response["Location"]))
+    assert (
+        "The study “Choosing a classifier” was imported. The inputs of 2 experts (bob, carol) were left out: only "
+        "staff can import inputs entered by someone else. The study was imported as a draft, without anyone&#x27;s "
+        "inputs; the experts are invited and give their own. Invited as experts (they join by accepting): bob, carol."
+    ) in home
+    assert not copy.memberships.filter(role="expert").exists()
+    again, original = json.loads(client.get(download_path(copy)).content), json.loads(exported)
+    for key in ("attributes", "metrics", "candidates", "attribute_threshold", "metric_threshold"):
+        assert again[key] == original[key], key
+    assert (again["priorities"], again["peer_weights"]) == ({}, {}) and original["priorities"]
+
+
+def test_a_staff_import_of_the_download_is_the_full_import_as_before(make_study, cast) -> None:
+    # In voting: the experts' imported votes hold the vote open until they confirm them (formats.md).
+    built = make_study(Phase.VOTING)
+    cast.alice.is_staff = True
+    cast.alice.save(update_fields=["is_staff"])
+    client = client_for(cast.alice)
+    exported = client.get(download_path(built.study)).content
+    response = client.post("/studies/new/", {"form": "import", "bundle": upload(exported, "approve-study.json")})
+    copy = Study.objects.exclude(pk=built.study.pk).get()
+    assert response.status_code == 302 and copy.phase == Phase.VOTING
+    experts = copy.memberships.filter(role="expert").order_by("user__username")
+    assert [(m.user.username, m.status, m.inputs_imported_by) for m in experts] == [
+        ("bob", "pending", cast.alice),
+        ("carol", "pending", cast.alice),
+    ]
+    assert "were left out" not in body(client.get(response["Location"]))
+    again = json.loads(client.get(download_path(copy)).content)
+    assert again["votes"] == json.loads(exported)["votes"] and again["votes"]["attributes"]["bob"]

@@ -513,7 +513,7 @@ def test_launch_then_the_list_polls_until_the_run_is_done(client, cast, make_stu
     assert f'hx-get="/studies/{built.study.pk}/runs/status/" hx-trigger="every 2s"' in raw
     assert "<noscript>" in raw and f'<a href="{path}">Refresh</a>' in raw
     row = text_of(listing)
-    assert f"Run {run.pk} Queued alice" in row and "1e-09" in row
+    assert f"Run {run.number} Queued alice" in row and "1e-09" in row
     assert 'name="htmx-config"' in raw and "vendor/htmx/htmx.min.js" in raw
 
     partial = client.get(f"/studies/{built.study.pk}/runs/status/")

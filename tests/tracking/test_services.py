@@ -173,15 +173,28 @@ def test_a_chosen_step_and_a_tag_name_the_values_and_candidates(make_study, tmp_
     assert MlflowValueSource.objects.filter(step=0).count() == 4
 
 
-def test_names_already_taken_get_the_run_id(make_study, tmp_path, settings):
+def test_a_run_named_like_a_candidate_is_asked_about_and_new_gets_the_run_id(make_study, tmp_path, settings, unchanged):
     settings.TRACKING_FILE_ROOTS = [str(tmp_path)]
     uri = f"file:{tmp_path / 'mlruns'}"
     runs = log_models(uri, models={"J48": lambda: __import__("sklearn.naive_bayes").naive_bayes.GaussianNB()})
     study = make_study(Phase.DRAFT).study  # has a typed candidate J48
     services.connection_set(study=study, tracking_uri=uri)
-    outcome = services.mlflow_import(
-        study=study, imported_by=None, experiment=EXPERIMENT, mapping=[{"key": "accuracy", "metric": "AUC"}]
-    )
+    arguments = {
+        "study": study,
+        "imported_by": None,
+        "experiment": EXPERIMENT,
+        "mapping": [{"key": "accuracy", "metric": "AUC"}],
+    }
+    # Never silently a second J48: asked (it was "J48 (5758d413)" without a word).
+    with unchanged(), pytest.raises(InvalidInput) as refused:
+        services.mlflow_import(**arguments)
+    assert refused.value.errors == {
+        f"on_existing.{runs['J48']}": [
+            f"run 'J48' ({runs['J48']}) is named like the candidate 'J48': choose update (that candidate's "
+            "measurements), new (another candidate) or skip"
+        ]
+    }
+    outcome = services.mlflow_import(**arguments, on_existing="new")
     assert outcome.created == [f"J48 ({runs['J48'][:8]})"]
 
 

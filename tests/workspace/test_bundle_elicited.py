@@ -25,7 +25,7 @@ from tests.evaluation.test_elicited import TWO_CLASSES, answer_all
 from tests.fixtures import VOTES, complete_assessment
 from tests.workspace.test_bundles import _paths
 from workspace import invitations, services
-from workspace.bundles import study_export_bundle, study_import_bundle
+from workspace.bundles import study_export_bundle, study_import, study_import_bundle
 from workspace.errors import InvalidInput
 from workspace.models import Invitation, Study
 
@@ -331,15 +331,17 @@ def test_rows_are_limited_as_an_upload_s_but_not_on_the_command_line(exported, u
     assert json.dumps(study_export_bundle(study=Study.objects.get(pk=int(out.getvalue())))) == json.dumps(exported)
 
 
-def test_a_staff_import_keeps_others_answers_pending_and_anyone_else_s_is_refused(exported, cast, unchanged):
+def test_a_staff_import_keeps_others_answers_pending_and_anyone_else_s_leaves_them_out(exported, cast):
     # Only the answers: a staff import's pending experts hold up the vote when they carry votes.
     assessment = {**copy.deepcopy(exported), "phase": "assessment", "attribute_threshold": 0}
     for key in ("votes", "priorities", "ranges", "peer_weights"):
         del assessment[key]
-    with unchanged(), pytest.raises(InvalidInput) as refused:
-        study_import_bundle(bundle=copy.deepcopy(assessment), importer=cast.alice)
-    message = "only staff can import inputs entered by someone else; bob is invited and enters their own"
-    assert refused.value.errors["elicited_metrics.AUC.answers.bob"] == [message]
+    # Not staff: the answers are left out, the elicited metric kept, the study a draft.
+    imported = study_import(bundle=copy.deepcopy(assessment), importer=cast.alice)
+    assert imported.inputs_left_out == ["bob", "carol"] and imported.study.phase == "draft"
+    assert not ElicitationAnswers.objects.filter(elicited_metric__metric__study=imported.study).exists()
+    draft = study_export_bundle(study=imported.study)["elicited_metrics"]
+    assert draft == {"AUC": {**exported["elicited_metrics"]["AUC"], "answers": {}}}
     cast.alice.is_staff = True
     cast.alice.save()
     copy_ = study_import_bundle(bundle=assessment, importer=cast.alice)

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from engine import snapshot as engine_snapshot
 from workspace import invitations, selectors, services
-from workspace.bundles import study_import_bundle
+from workspace.bundles import study_import, study_import_bundle
 from workspace.errors import InvalidInput, PhaseConflict
 from workspace.models import (
     AcceptableRange,
@@ -194,17 +194,40 @@ def test_the_default_lifetime_comes_from_the_settings(make_study, cast, settings
 # --- imports ---------------------------------------------------------------------------
 
 
-def test_a_non_staff_import_refuses_another_persons_inputs_and_writes_nothing(case_study, cast, unchanged):
-    del case_study["designer"]
-    with unchanged(), pytest.raises(InvalidInput) as info:
-        study_import_bundle(bundle=copy.deepcopy(case_study), importer=cast.charlie)
-    message = "only staff can import inputs entered by someone else; {} is invited and enters their own"
-    assert info.value.errors == {
-        f"{section}.{name}": [message.format(name)]
-        for name in CASE_EXPERTS
-        for section in ("priorities", "peer_weights")
-    }
-    assert not User.objects.filter(username__in=CASE_EXPERTS).exists()
+def test_a_non_staff_import_leaves_out_another_persons_inputs_and_imports_a_draft(case_study, cast):
+    """The designer's own download comes back as a copy: the other experts'
+    inputs left out and said so, the experts invited, the study a draft."""
+    imported = study_import(bundle=copy.deepcopy(case_study), importer=cast.charlie)
+    study = imported.study
+    assert imported.inputs_left_out == CASE_EXPERTS
+    assert imported.designer_named == "designer"
+    assert imported.notes == [
+        "The inputs of 4 experts (statistician, informatician, researcher, clinician) were left out: only staff "
+        "can import inputs entered by someone else. The study was imported as a draft, without anyone's inputs; "
+        "the experts are invited and give their own.",
+        "The bundle named designer as its designer; you design the imported study.",
+    ]
+    assert (study.phase, study.designer, study.title) == (Phase.DRAFT, cast.charlie, case_study["title"])
+    # Nothing written in anyone's name, no account made; the setup whole.
+    assert not User.objects.filter(username__in=[*CASE_EXPERTS, "designer"]).exists()
+    assert not Membership.objects.filter(study=study, role="expert").exists()
+    assert not AttributePrioritisation.objects.filter(expert__study=study).exists()
+    assert not PeerWeight.objects.filter(rater__study=study).exists()
+    assert sorted(study.invitations.values_list("username", flat=True)) == sorted(CASE_EXPERTS)
+    assert list(study.attributes.order_by("position").values_list("name", flat=True)) == [
+        a["name"] for a in case_study["attributes"]
+    ]
+    assert study.candidates.count() == len(case_study["candidates"]) == 4
+
+
+def test_one_experts_inputs_left_out_are_said_in_the_singular(case_study, cast):
+    as_phase(case_study, "voting")
+    for section in ("priorities", "ranges", "peer_weights"):
+        del case_study[section]
+    case_study["votes"] = {"attributes": {"clinician": ["Efficiency"]}, "metrics": {}}
+    imported = study_import(bundle=case_study, importer=cast.charlie)
+    assert imported.inputs_left_out == ["clinician"] and imported.study.phase == Phase.DRAFT
+    assert imported.notes[0].startswith("The inputs of 1 expert (clinician) were left out: only staff can import")
 
 
 def test_a_non_staff_import_invites_the_other_experts_without_creating_accounts(case_study, cast):

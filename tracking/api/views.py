@@ -6,7 +6,7 @@ from typing import Any, cast
 
 from django.contrib.auth.models import User
 from django.urls import reverse
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -73,6 +73,15 @@ class PreviewSerializer(serializers.Serializer):
     experiment_name = serializers.CharField()
     metric_keys = serializers.ListField(child=serializers.CharField(), help_text="every metric key of the runs")
     runs = RemoteRunSerializer(many=True)
+    linked = serializers.DictField(
+        child=serializers.CharField(),
+        help_text="{run id: candidate} of the runs imported before: an import updates those candidates",
+    )
+    named_like = serializers.DictField(
+        child=serializers.CharField(),
+        help_text="{run id: candidate} of the other runs named (or, with name_tag, tagged) like an existing "
+        "candidate: an import asks what to do with each (on_existing)",
+    )
 
 
 class MappingEntrySerializer(serializers.Serializer):
@@ -84,6 +93,23 @@ class MappingEntrySerializer(serializers.Serializer):
         allow_blank=True,
         help_text="the key's unit: refused unless it is the metric's own",
     )
+
+
+ON_EXISTING_SCHEMA = {
+    "description": "what to do with a run not imported before that is named (or, with name_tag, tagged) like an "
+    "existing candidate: update that candidate's measurements, import it as a new candidate (named with the run "
+    "id), or skip it; one choice for every such run, or {run id: choice}. Left out: each such run is refused "
+    "under on_existing.<run id>, asked",
+    "oneOf": [
+        {"type": "string", "enum": list(services.ON_EXISTING)},
+        {"type": "object", "additionalProperties": {"type": "string", "enum": list(services.ON_EXISTING)}},
+    ],
+}
+
+
+@extend_schema_field(ON_EXISTING_SCHEMA)
+class OnExistingField(serializers.JSONField):
+    """``update``, ``new`` or ``skip``, or ``{run id: choice}`` (the services check it)."""
 
 
 class ImportWriteSerializer(WriteSerializer):
@@ -113,8 +139,13 @@ class ImportWriteSerializer(WriteSerializer):
         help_text="a glob of the run's approve-predictions/1 artifact (CSV or Parquet), e.g. predictions/*.csv",
     )
     positive = serializers.CharField(
-        max_length=1000, required=False, allow_blank=True, help_text="the prediction sets' positive label"
+        max_length=limits.PREDICTIONS_MAX_LABEL_LENGTH,
+        required=False,
+        allow_blank=True,
+        help_text="the prediction sets' positive label: needed when the artifacts have a score column (else "
+        "refused under positive, naming their classes in order)",
     )
+    on_existing = OnExistingField(required=False)
 
 
 class ChangeSerializer(serializers.Serializer):
@@ -132,14 +163,27 @@ class ImportedSetSerializer(serializers.Serializer):
     artifact = serializers.CharField()
 
 
+class MatchedRunSerializer(serializers.Serializer):
+    run_id = serializers.CharField()
+    name = serializers.CharField(help_text="the run's name")
+    candidate = serializers.CharField(help_text="the existing candidate it is named like")
+
+
 class ImportOutcomeSerializer(serializers.Serializer):
     import_id = serializers.IntegerField()
     experiment_id = serializers.CharField()
-    runs = serializers.IntegerField(help_text="runs imported")
+    experiment_name = serializers.CharField(default="")
+    runs = serializers.IntegerField(help_text="runs imported (the skipped ones not counted)")
     created = serializers.ListField(child=serializers.CharField(), help_text="candidates added")
     changes = ChangeSerializer(many=True, help_text="every measurement new or changed, and nothing else")
     unchanged = serializers.IntegerField(help_text="values read that were already the measurements")
     prediction_sets = ImportedSetSerializer(many=True, help_text="prediction sets made from new or changed artifacts")
+    matched = MatchedRunSerializer(
+        many=True, default=list, help_text="runs named like an existing candidate that updated it (on_existing)"
+    )
+    skipped = MatchedRunSerializer(
+        many=True, default=list, help_text="runs named like an existing candidate left out (on_existing)"
+    )
 
 
 class ImportRecordSerializer(serializers.Serializer):
@@ -147,6 +191,7 @@ class ImportRecordSerializer(serializers.Serializer):
     imported_at = serializers.DateTimeField()
     imported_by = serializers.CharField(source="imported_by.username", allow_null=True, default=None)
     experiment_id = serializers.CharField()
+    experiment_name = serializers.CharField(help_text="the experiment's name when imported ('' before names were kept)")
     request = serializers.JSONField()
     outcome = serializers.JSONField()
 
@@ -172,6 +217,7 @@ class ImportStatusSerializer(serializers.Serializer):
     imported_at = serializers.DateTimeField(help_text="when queued, then when written")
     imported_by = serializers.CharField(source="imported_by.username", allow_null=True, default=None)
     experiment_id = serializers.CharField()
+    experiment_name = serializers.CharField(help_text="the experiment's name when imported ('' before names were kept)")
     request = serializers.JSONField()
     outcome = ImportOutcomeSerializer(allow_null=True, help_text="the change report once succeeded; null before")
     error = ImportErrorSerializer(allow_null=True, help_text="why it failed (nothing was written); null otherwise")
@@ -181,7 +227,7 @@ def _status_out(record: MlflowImport) -> dict[str, Any]:
     succeeded, failed = record.status == MlflowImport.Status.SUCCEEDED, record.status == MlflowImport.Status.FAILED
     return {
         **{name: getattr(record, name) for name in ("id", "status", "runs_total", "runs_read", "imported_at")},
-        **{name: getattr(record, name) for name in ("imported_by", "experiment_id", "request")},
+        **{name: getattr(record, name) for name in ("imported_by", "experiment_id", "experiment_name", "request")},
         "outcome": record.outcome if succeeded else None,
         "error": record.error if failed else None,
     }
@@ -192,6 +238,7 @@ class SourceSerializer(serializers.Serializer):
     metric = serializers.CharField(source="metric.name")
     tracking_uri = serializers.CharField()
     experiment_id = serializers.CharField()
+    experiment_name = serializers.CharField(help_text="the experiment's name when imported ('' before names were kept)")
     run_id = serializers.CharField()
     metric_key = serializers.CharField()
     step = serializers.IntegerField(allow_null=True, help_text="null: the latest value")
@@ -204,6 +251,7 @@ class PublicationSerializer(serializers.Serializer):
     run = serializers.IntegerField()
     tracking_uri = serializers.CharField(allow_null=True)
     experiment_id = serializers.CharField(allow_null=True)
+    experiment_name = serializers.CharField(allow_null=True, help_text="the experiment's name ('' when not kept)")
     summary_run_id = serializers.CharField(
         allow_null=True, help_text="the MLflow run holding approve/results.json and approve/results.csv"
     )
@@ -238,13 +286,17 @@ def _connection_out(connection: MlflowConnection | None) -> dict[str, Any]:
 
 def _publication_out(run_id: int, publication: MlflowPublication | None) -> dict[str, Any]:
     if publication is None:
-        empty = ("tracking_uri", "experiment_id", "summary_run_id", "tagged", "published_at", "published_by")
+        empty = [
+            *("tracking_uri", "experiment_id", "experiment_name", "summary_run_id", "tagged", "published_at"),
+            "published_by",
+        ]
         return {"published": False, "run": run_id, **dict.fromkeys(empty), "times": 0}
     return {
         "published": True,
         "run": run_id,
         "tracking_uri": publication.tracking_uri,
         "experiment_id": publication.experiment_id,
+        "experiment_name": publication.experiment_name,
         "summary_run_id": publication.summary_run_id,
         "tagged": publication.tagged,
         "published_at": publication.published_at,
@@ -254,13 +306,16 @@ def _publication_out(run_id: int, publication: MlflowPublication | None) -> dict
 
 
 class ConnectionView(StudyScoped, APIView):
-    @extend_schema(responses=ConnectionSerializer)
+    schema_tag = "mlflow"
+
+    @extend_schema(summary="Get the study's MLflow connection (designer)", responses=ConnectionSerializer)
     def get(self, request: Request, study_id: int) -> Response:
         """The study's MLflow connection (designer): the URI, whether a token is stored, what the last check found."""
         self.require_designer("see the MLflow connection")
         return Response(ConnectionSerializer(_connection_out(selectors.connection_get(study=self.study()))).data)
 
     @extend_schema(
+        summary="Connect the study to an MLflow tracking server",
         request=ConnectionWriteSerializer,
         responses={200: ConnectionSerializer, 400: VALIDATION_ERROR, 502: UNAVAILABLE},
     )
@@ -273,7 +328,7 @@ class ConnectionView(StudyScoped, APIView):
         )
         return Response(ConnectionSerializer(_connection_out(connection)).data)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(summary="Disconnect the study from MLflow", responses={204: None})
     def delete(self, request: Request, study_id: int) -> Response:
         """Disconnect the study from MLflow (designer); imported values stay, with their provenance."""
         self.require_designer("disconnect the study from MLflow")
@@ -282,41 +337,55 @@ class ConnectionView(StudyScoped, APIView):
 
 
 class RunPreviewView(StudyScoped, APIView):
+    schema_tag = "mlflow"
+
     @extend_schema(
+        summary="Preview the MLflow runs an import would read",
         parameters=[
             OpenApiParameter("experiment", str, required=True, description="an experiment's name or id"),
             OpenApiParameter("filter", str, description="MLflow's search syntax, e.g. tags.stage = 'candidate'"),
+            OpenApiParameter(
+                "name_tag", str, description="match runs to candidates by this tag (default: by the run's name)"
+            ),
         ],
         responses={200: PreviewSerializer, 400: VALIDATION_ERROR, 409: NOT_CONNECTED, 502: UNAVAILABLE},
     )
     def get(self, request: Request, study_id: int) -> Response:
         """The runs of an MLflow experiment that match a filter, with their metrics (designer).
 
-        What an import would read; nothing is written."""
+        What an import would read, and which runs match existing candidates; nothing is written."""
         self.require_designer("preview MLflow runs")
         experiment = request.query_params.get("experiment")
         if not experiment:
             raise exceptions.ValidationError({"experiment": ["This query parameter is required."]})
         preview = services.import_preview(
-            study=self.study(), experiment=experiment, filter=request.query_params.get("filter", "")
+            study=self.study(),
+            experiment=experiment,
+            filter=request.query_params.get("filter", ""),
+            name_tag=request.query_params.get("name_tag") or None,
         )
         body = {
             "experiment_id": preview.experiment_id,
             "experiment_name": preview.experiment_name,
             "metric_keys": preview.metric_keys,
             "runs": preview.runs,
+            "linked": preview.linked,
+            "named_like": preview.named_like,
         }
         return Response(PreviewSerializer(body).data)
 
 
 class ImportListView(StudyScoped, PaginatedListMixin, APIView):
-    @extend_schema(responses=ImportRecordSerializer(many=True))
+    schema_tag = "mlflow"
+
+    @extend_schema(summary="List the study's MLflow imports", responses=ImportRecordSerializer(many=True))
     def get(self, request: Request, study_id: int) -> Response:
         """The study's MLflow imports, newest first (designer): what each asked for and what it changed."""
         self.require_designer("see the MLflow imports")
         return self.paginated(selectors.import_list(study=self.study()), ImportRecordSerializer)
 
     @extend_schema(
+        summary="Import MLflow runs as candidates",
         request=ImportWriteSerializer,
         responses={
             200: ImportOutcomeSerializer,
@@ -346,6 +415,8 @@ class ImportListView(StudyScoped, PaginatedListMixin, APIView):
 
 
 class ImportView(StudyScoped, APIView):
+    schema_tag = "mlflow"
+
     @extend_schema(responses=ImportStatusSerializer)
     def get(self, request: Request, study_id: int, import_id: int) -> Response:
         """One MLflow import (designer): its status, the runs read of how many, then its change report or error."""
@@ -357,13 +428,17 @@ class ImportView(StudyScoped, APIView):
 
 
 class SourceListView(StudyScoped, PaginatedListMixin, APIView):
-    @extend_schema(responses=SourceSerializer(many=True))
+    schema_tag = "mlflow"
+
+    @extend_schema(summary="List where each imported measurement came from", responses=SourceSerializer(many=True))
     def get(self, request: Request, study_id: int) -> Response:
         """Where each imported measurement came from: the tracking URI, experiment, run, metric key and step."""
         return self.paginated(selectors.value_source_list(study=self.study()), SourceSerializer)
 
 
 class PublicationView(RunScoped, APIView):
+    schema_tag = "mlflow"
+
     def _study(self) -> Study:
         run = self.run()
         try:
@@ -375,13 +450,14 @@ class PublicationView(RunScoped, APIView):
         )
         return study
 
-    @extend_schema(responses=PublicationSerializer)
+    @extend_schema(summary="Get a run's publication to MLflow", responses=PublicationSerializer)
     def get(self, request: Request, run_id: int) -> Response:
         """Where and when the run's decision was published to MLflow (members)."""
         run = self.run()
         return Response(PublicationSerializer(_publication_out(run.pk, selectors.publication_get(run=run))).data)
 
     @extend_schema(
+        summary="Publish a run's decision to MLflow",
         request=None,
         responses={200: PublicationSerializer, 409: NOT_CONNECTED, 502: UNAVAILABLE},
     )

@@ -86,6 +86,8 @@ class NoBodySerializer(WriteSerializer):
 
 
 class DiscussionScoped(StudyScoped):
+    schema_tag = "discussion"
+
     def is_designer(self) -> bool:
         return Membership.Role.DESIGNER in self.roles()
 
@@ -108,7 +110,7 @@ class DiscussionScoped(StudyScoped):
 
 
 class DiscussionView(DiscussionScoped, APIView):
-    @extend_schema(responses=DiscussionSerializer)
+    @extend_schema(summary="List the study's discussion threads", responses=DiscussionSerializer)
     def get(self, request: Request, study_id: int) -> Response:
         """Every thread of the study, one per attribute and per metric, each
         with its posts, oldest first."""
@@ -153,14 +155,14 @@ class ThreadView(DiscussionScoped, APIView):
 def thread_schema(kind: str, article: str) -> Callable[[type[ThreadView]], type[ThreadView]]:
     return extend_schema_view(
         get=extend_schema(
+            summary=f"Get the thread of {article} {kind}",
             responses=ThreadSerializer,
-            summary=f"The thread of {article} {kind}",
             description=f"The {kind}'s posts, oldest first.",
         ),
         post=extend_schema(
+            summary=f"Post in the thread of {article} {kind}",
             request=PostWriteSerializer,
             responses={201: PostSerializer},
-            summary=f"Post in the thread of {article} {kind}",
             description=f"Add your post to the {kind}'s thread (any member, in any phase).",
         ),
     )
@@ -177,13 +179,13 @@ class MetricThreadView(ThreadView):
 
 
 class PostDetailView(DiscussionScoped, APIView):
-    @extend_schema(responses=PostSerializer)
+    @extend_schema(summary="Get one post of the study's discussion", responses=PostSerializer)
     def get(self, request: Request, study_id: int, pk: int) -> Response:
         """One post of the study's discussion (a hidden post's ``body`` is
         null for everyone but the designer)."""
         return Response(self.post_data(self.post_obj()))
 
-    @extend_schema(request=PostWriteSerializer, responses=PostSerializer)
+    @extend_schema(summary="Edit your own post", request=PostWriteSerializer, responses=PostSerializer)
     def put(self, request: Request, study_id: int, pk: int) -> Response:
         """Replace the body of your own post; it is then marked edited. A post
         the designer has hidden can no longer change (400)."""
@@ -195,7 +197,7 @@ class PostDetailView(DiscussionScoped, APIView):
 
 
 class PostHideView(DiscussionScoped, APIView):
-    @extend_schema(request=None, responses=PostSerializer)
+    @extend_schema(summary="Hide a post", request=None, responses=PostSerializer)
     def post(self, request: Request, study_id: int, pk: int) -> Response:
         """Hide a post from everyone but you (designer). Hiding a hidden post
         changes nothing."""
@@ -206,7 +208,7 @@ class PostHideView(DiscussionScoped, APIView):
 
 
 class PostUnhideView(DiscussionScoped, APIView):
-    @extend_schema(request=None, responses=PostSerializer)
+    @extend_schema(summary="Show a hidden post again", request=None, responses=PostSerializer)
     def post(self, request: Request, study_id: int, pk: int) -> Response:
         """Show a hidden post to every member again (designer)."""
         self.require_designer("unhide posts")

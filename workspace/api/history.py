@@ -58,6 +58,8 @@ FILTERS = [
 
 
 class StudyHistoryView(StudyScoped, PaginatedListMixin):
+    schema_tag = "studies"
+
     @extend_schema(parameters=FILTERS, responses=HistoryEntrySerializer(many=True))
     def get(self, request: Request, study_id: int) -> Response:
         """The study's recorded changes you may see, newest first: the

@@ -117,11 +117,26 @@ def member_invited(invitation: Invitation) -> dict:
 
 
 class ImportedStudySerializer(s.StudyDetailSerializer):
+    """The imported study; the context's ``imported`` (``bundles.Imported``)
+    says what the import left out."""
+
     invitations = serializers.SerializerMethodField()
+    inputs_left_out = serializers.SerializerMethodField()
+    notes = serializers.SerializerMethodField()
 
     class Meta(s.StudyDetailSerializer.Meta):
-        fields = [*s.StudyDetailSerializer.Meta.fields, "invitations"]
+        fields = [*s.StudyDetailSerializer.Meta.fields, "invitations", "inputs_left_out", "notes"]
         read_only_fields = fields
+
+    def get_inputs_left_out(self, study: Study) -> list[str]:
+        """The other experts whose inputs the bundle held and the import left out (only staff import
+        them); the study is then a draft."""
+        return list(self.context["imported"].inputs_left_out)
+
+    def get_notes(self, study: Study) -> list[str]:
+        """What the import did otherwise than the bundle says, in sentences (the inputs left out, the
+        designer the bundle named); empty when nothing."""
+        return list(self.context["imported"].notes)
 
     @extend_schema_field(InvitationSerializer(many=True))
     def get_invitations(self, study: Study) -> ReturnList:

@@ -38,13 +38,19 @@ def _only(request: Request, allowed: set[str]) -> None:
 
 
 class StudyInvitationListView(StudyScoped, PaginatedListMixin, APIView):
-    @extend_schema(responses=inv.InvitationSerializer(many=True))
+    schema_tag = "invitations"
+
+    @extend_schema(summary="List the study's invitations", responses=inv.InvitationSerializer(many=True))
     def get(self, request: Request, study_id: int) -> Response:
         """The study's invitations, newest first (designer)."""
         self.require_designer("see the invitations")
         return self.paginated(invitations.invitation_list(study=self.study()), inv.InvitationSerializer)
 
-    @extend_schema(request=inv.InvitationWriteSerializer, responses={201: inv.NewInvitationSerializer})
+    @extend_schema(
+        summary="Invite an expert",
+        request=inv.InvitationWriteSerializer,
+        responses={201: inv.NewInvitationSerializer},
+    )
     @idempotent
     def post(self, request: Request, study_id: int) -> Response:
         """Invite a username, or, with ``{}`` (or ``{"kind": "link"}``), create
@@ -65,7 +71,11 @@ class StudyInvitationListView(StudyScoped, PaginatedListMixin, APIView):
 
 
 class StudyInvitationDetailView(StudyScoped, APIView):
-    @extend_schema(responses=inv.InvitationSerializer)
+    schema_tag = "invitations"
+
+    @extend_schema(
+        summary="Get one of the study's invitations and its status (designer)", responses=inv.InvitationSerializer
+    )
     def get(self, request: Request, study_id: int, pk: int) -> Response:
         """One of the study's invitations and its status (designer; a link
         invitation's key is never shown again)."""
@@ -75,7 +85,7 @@ class StudyInvitationDetailView(StudyScoped, APIView):
             raise exceptions.NotFound("No such invitation.")
         return Response(inv.InvitationSerializer(invitation).data)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(summary="Revoke a pending invitation", responses={204: None})
     def delete(self, request: Request, study_id: int, pk: int) -> Response:
         """Revoke a pending invitation (designer, any phase); a pending
         membership it points at goes with the inputs imported for it.
@@ -89,7 +99,9 @@ class StudyInvitationDetailView(StudyScoped, APIView):
 
 
 class MyInvitationListView(PaginatedListMixin, APIView):
-    @extend_schema(responses=inv.MyInvitationSerializer(many=True))
+    schema_tag = "invitations"
+
+    @extend_schema(summary="List the invitations addressed to you", responses=inv.MyInvitationSerializer(many=True))
     def get(self, request: Request) -> Response:
         """Pending invitations addressed to you: the study, who invited you,
         until when, and the inputs someone imported in your name, if any."""
@@ -97,6 +109,8 @@ class MyInvitationListView(PaginatedListMixin, APIView):
 
 
 class MyInvitationScoped(APIView):
+    schema_tag = "invitations"
+
     def invitation(self) -> Invitation:
         invitation = invitations.invitation_get_for_user(user=signed_in(self.request), pk=self.kwargs["invitation_id"])
         if invitation is None:
@@ -105,7 +119,11 @@ class MyInvitationScoped(APIView):
 
 
 class MyInvitationAcceptView(MyInvitationScoped, APIView):
-    @extend_schema(request=inv.AcceptSerializer, responses={200: inv.AcceptedSerializer, 409: CONFLICT})
+    @extend_schema(
+        summary="Accept an invitation",
+        request=inv.AcceptSerializer,
+        responses={200: inv.AcceptedSerializer, 409: CONFLICT},
+    )
     def post(self, request: Request, invitation_id: int) -> Response:
         """Accept: you become an expert of the study (a new membership only
         while it is in draft, 409 otherwise). When someone imported inputs in
@@ -120,7 +138,7 @@ class MyInvitationAcceptView(MyInvitationScoped, APIView):
 
 
 class MyInvitationDeclineView(MyInvitationScoped, APIView):
-    @extend_schema(request=None, responses={204: None, 409: CONFLICT})
+    @extend_schema(summary="Decline an invitation", request=None, responses={204: None, 409: CONFLICT})
     def post(self, request: Request, invitation_id: int) -> Response:
         """Decline: nothing of yours stays in the study (inputs imported in
         your name are deleted)."""
@@ -129,7 +147,10 @@ class MyInvitationDeclineView(MyInvitationScoped, APIView):
 
 
 class LinkAcceptView(APIView):
+    schema_tag = "invitations"
+
     @extend_schema(
+        summary="Accept a link invitation with its key",
         operation_id="v1_invitations_accept_link",
         request=inv.AcceptLinkSerializer,
         responses={200: inv.AcceptedSerializer, 409: CONFLICT},

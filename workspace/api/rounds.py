@@ -176,6 +176,8 @@ class NoBodySerializer(WriteSerializer):
 
 
 class RoundsScoped(StudyScoped):
+    schema_tag = "studies"
+
     def round_obj(self) -> RevisionRound:
         try:
             return selectors.round_get(study=self.study(), number=self.kwargs["number"])
@@ -200,12 +202,12 @@ class RoundsScoped(StudyScoped):
 
 
 class RoundListView(RoundsScoped, APIView):
-    @extend_schema(responses=RoundSerializer(many=True))
+    @extend_schema(summary="List the study's revision rounds", responses=RoundSerializer(many=True))
     def get(self, request: Request, study_id: int) -> Response:
         """The study's revision rounds, first first (any member)."""
         return Response(RoundSerializer(list(selectors.round_list(study=self.study())), many=True).data)
 
-    @extend_schema(request=RoundOpenSerializer, responses={201: RoundStatusSerializer})
+    @extend_schema(summary="Open a revision round", request=RoundOpenSerializer, responses={201: RoundStatusSerializer})
     @idempotent
     def post(self, request: Request, study_id: int) -> Response:
         """Open the next revision round (designer; assessment phase; 409
@@ -221,7 +223,7 @@ class RoundListView(RoundsScoped, APIView):
 
 
 class RoundDetailView(RoundsScoped, APIView):
-    @extend_schema(responses=RoundStatusSerializer)
+    @extend_schema(summary="Get a revision round's status", responses=RoundStatusSerializer)
     def get(self, request: Request, study_id: int, number: int) -> Response:
         """A round's status: for the designer, who has responded per step;
         for an expert, their own responses (never another's)."""
@@ -229,7 +231,7 @@ class RoundDetailView(RoundsScoped, APIView):
 
 
 class RoundCloseView(RoundsScoped, APIView):
-    @extend_schema(request=None, responses=RoundStatusSerializer)
+    @extend_schema(summary="Close the open revision round", request=None, responses=RoundStatusSerializer)
     def post(self, request: Request, study_id: int) -> Response:
         """Close the open round, keeping every expert's inputs as its
         snapshot (designer; 409 ``no_open_round`` when none is open)."""
@@ -239,7 +241,7 @@ class RoundCloseView(RoundsScoped, APIView):
 
 
 class RoundFeedbackView(RoundsScoped, APIView):
-    @extend_schema(responses=FeedbackSerializer)
+    @extend_schema(summary="Get the group's anonymised answers beside yours", responses=FeedbackSerializer)
     def get(self, request: Request, study_id: int) -> Response:
         """The open round's anonymised group feedback, kept when it opened,
         beside your own answers (expert; 404 when no round is open)."""
@@ -247,7 +249,11 @@ class RoundFeedbackView(RoundsScoped, APIView):
         feedback = selectors.round_feedback(study=self.study(), expert=expert, round=self.open_round())
         return Response(FeedbackSerializer(feedback).data)
 
-    @extend_schema(request=RespondSerializer, responses=RoundResponseSerializer)
+    @extend_schema(
+        summary="Confirm a step for the open revision round",
+        request=RespondSerializer,
+        responses=RoundResponseSerializer,
+    )
     def post(self, request: Request, study_id: int) -> Response:
         """Confirm a step for the open round, with an optional reason shown to
         the group, without your name, in the next round (expert; a step you

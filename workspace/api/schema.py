@@ -8,8 +8,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
+from django.core.exceptions import ImproperlyConfigured
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import force_instance
+from drf_spectacular.settings import spectacular_settings
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework.pagination import BasePagination
 from rest_framework.settings import api_settings
@@ -189,131 +191,36 @@ OPTIONAL_BODIES = frozenset(
 # --- tags and summaries -------------------------------------------------------------
 # One tag per area, so that generated clients split into modules; the tags
 # are declared at the top level with their descriptions
-# (settings.SPECTACULAR_SETTINGS["TAGS"]).
-
-# The first rule whose pattern matches the path after /api/v1 gives the tag.
-TAG_RULES = (
-    (r"/mlflow/", "mlflow"),
-    (r"^/auth/", "accounts"),
-    (r"^/invitations/|^/studies/{[^}]+}/invitations/", "invitations"),
-    (r"^/runs/|^/studies/{[^}]+}/runs/|^/analyses/", "runs"),
-    (r"^/studies/{[^}]+}/discussion/", "discussion"),
-    (
-        r"^/studies/{[^}]+}/(predictions|computations)/|^/studies/{[^}]+}/metrics/{[^}]+}/computation/"
-        r"|^/studies/{[^}]+}/measurements/(compute|sources)/",
-        "evaluation",
-    ),
-    (r"^/studies/{[^}]+}/(my|inputs|measurements)/", "inputs"),
-    (r"^/studies/{[^}]+}/(attributes|metrics|candidates|members)/", "setup"),
-    (r"^/studies/", "studies"),
-)
+# (settings.SPECTACULAR_SETTINGS["TAGS"]). Each API view names its area in
+# ``schema_tag`` (a class attribute, on a module's base class where all its
+# views share it), and each operation its summary in
+# ``@extend_schema(summary=...)``; an operation without one gets its
+# docstring's first sentence.
 
 
-def operation_tag(path: str) -> str:
-    """The area (tag) of the operation at ``path``."""
-    rest = path.removeprefix(API)
-    for pattern, tag in TAG_RULES:
-        if re.search(pattern, rest):
-            return tag
-    return "studies"
+class SchemaTagMissing(ImproperlyConfigured):
+    """An API view without a ``schema_tag``, or with one that is not declared
+    in ``SPECTACULAR_SETTINGS["TAGS"]``: the schema is not generated."""
 
 
-# A short sentence per operation; an operation missing here (a new view) gets
-# its docstring's first sentence.
-SUMMARIES = {
-    "v1_auth_tokens_retrieve": "Get one of your tokens (its key is never shown again)",
-    "v1_runs_compare_retrieve": "Compare two runs of one study (rank moves, deltas, changed inputs)",
-    "v1_runs_results_csv_retrieve": "Download a run's results as CSV",
-    "v1_studies_attributes_retrieve": "Get one attribute of the study",
-    "v1_studies_candidates_retrieve": "Get one candidate of the study",
-    "v1_studies_discussion_posts_retrieve": "Get one post of the study's discussion",
-    "v1_studies_invitations_retrieve": "Get one of the study's invitations and its status (designer)",
-    "v1_studies_members_retrieve": "Get one expert of the study",
-    "v1_studies_metrics_retrieve": "Get one metric of the study",
-    "v1_auth_token_create": "Create an API token with a username and password",
-    "v1_auth_tokens_list": "List your API tokens",
-    "v1_auth_tokens_destroy": "Revoke one of your tokens",
-    "v1_invitations_list": "List the invitations addressed to you",
-    "v1_invitations_accept_create": "Accept an invitation",
-    "v1_invitations_decline_create": "Decline an invitation",
-    "v1_invitations_accept_link": "Accept a link invitation with its key",
-    "v1_runs_retrieve": "Get a run's status, timings and error",
-    "v1_runs_candidates_scores_retrieve": "Get one candidate's individual scores in a run",
-    "v1_runs_results_retrieve": "Get a run's results document",
-    "v1_studies_list": "List your studies",
-    "v1_studies_create": "Create a study",
-    "v1_studies_retrieve": "Get a study",
-    "v1_studies_partial_update": "Change a study's title, description or thresholds",
-    "v1_studies_destroy": "Delete a study with everything in it",
-    "v1_studies_attributes_list": "List the study's attributes",
-    "v1_studies_attributes_create": "Add an attribute",
-    "v1_studies_attributes_partial_update": "Change an attribute",
-    "v1_studies_attributes_destroy": "Remove an attribute",
-    "v1_studies_candidates_list": "List the study's candidates",
-    "v1_studies_candidates_create": "Add a candidate",
-    "v1_studies_candidates_partial_update": "Change a candidate",
-    "v1_studies_candidates_destroy": "Remove a candidate",
-    "v1_studies_computations_list": "List the computations a metric can take from predictions",
-    "v1_studies_discussion_retrieve": "List the study's discussion threads",
-    "v1_studies_discussion_attributes_retrieve": "Get the thread of an attribute",
-    "v1_studies_discussion_attributes_create": "Post in the thread of an attribute",
-    "v1_studies_discussion_metrics_retrieve": "Get the thread of a metric",
-    "v1_studies_discussion_metrics_create": "Post in the thread of a metric",
-    "v1_studies_discussion_posts_update": "Edit your own post",
-    "v1_studies_discussion_posts_hide_create": "Hide a post",
-    "v1_studies_discussion_posts_unhide_create": "Show a hidden post again",
-    "v1_studies_rounds_list": "List the study's revision rounds",
-    "v1_studies_rounds_create": "Open a revision round",
-    "v1_studies_rounds_retrieve": "Get a revision round's status",
-    "v1_studies_rounds_close_create": "Close the open revision round",
-    "v1_studies_rounds_feedback_retrieve": "Get the group's anonymised answers beside yours",
-    "v1_studies_rounds_feedback_create": "Confirm a step for the open revision round",
-    "v1_studies_export_retrieve": "Export the study as a bundle",
-    "v1_studies_inputs_retrieve": "Get one expert's inputs",
-    "v1_studies_invitations_list": "List the study's invitations",
-    "v1_studies_invitations_create": "Invite an expert",
-    "v1_studies_invitations_destroy": "Revoke a pending invitation",
-    "v1_studies_measurements_list": "List the measured values",
-    "v1_studies_measurements_update": "Set measured values",
-    "v1_studies_measurements_compute_create": "Compute the measurements from predictions",
-    "v1_studies_measurements_sources_list": "List where each computed measurement came from",
-    "v1_studies_members_list": "List the study's members",
-    "v1_studies_members_create": "Take the expert role, or invite an expert",
-    "v1_studies_members_destroy": "Remove an expert",
-    "v1_studies_metrics_list": "List the study's metrics",
-    "v1_studies_metrics_create": "Add a metric",
-    "v1_studies_metrics_partial_update": "Change a metric",
-    "v1_studies_metrics_destroy": "Remove a metric",
-    "v1_studies_metrics_computation_retrieve": "Get a metric's computation from predictions",
-    "v1_studies_metrics_computation_update": "Compute a metric from predictions",
-    "v1_studies_metrics_computation_destroy": "Stop computing a metric from predictions",
-    "v1_studies_my_peer_weights_retrieve": "Get your peer weights",
-    "v1_studies_my_peer_weights_update": "Set your peer weights",
-    "v1_studies_my_priorities_retrieve": "Get your prioritisation",
-    "v1_studies_my_priorities_update": "Set your prioritisation",
-    "v1_studies_my_ranges_retrieve": "Get your acceptable ranges",
-    "v1_studies_my_ranges_update": "Set your acceptable ranges",
-    "v1_studies_my_votes_retrieve": "Get your votes",
-    "v1_studies_my_votes_update": "Set your votes",
-    "v1_studies_predictions_list": "List the study's prediction sets",
-    "v1_studies_predictions_create": "Upload a prediction set",
-    "v1_studies_predictions_retrieve": "Get a prediction set",
-    "v1_studies_predictions_destroy": "Delete a prediction set",
-    "v1_studies_predictions_evaluation_retrieve": "Evaluate a prediction set",
-    "v1_studies_runs_list": "List the study's runs",
-    "v1_studies_runs_create": "Launch a validation run",
-    "v1_studies_transitions_create": "Move the study to another phase",
-    "v1_studies_import_create": "Import a study bundle",
-    "v1_studies_mlflow_connection_retrieve": "Get the study's MLflow connection (designer)",
-    "v1_studies_mlflow_connection_update": "Connect the study to an MLflow tracking server",
-    "v1_studies_mlflow_connection_destroy": "Disconnect the study from MLflow",
-    "v1_studies_mlflow_runs_retrieve": "Preview the MLflow runs an import would read",
-    "v1_studies_mlflow_imports_list": "List the study's MLflow imports",
-    "v1_studies_mlflow_imports_create": "Import MLflow runs as candidates",
-    "v1_studies_mlflow_sources_list": "List where each imported measurement came from",
-    "v1_runs_mlflow_retrieve": "Get a run's publication to MLflow",
-    "v1_runs_mlflow_create": "Publish a run's decision to MLflow",
-}
+def declared_tags() -> list[str]:
+    """The tags the schema declares, in their order."""
+    return [tag["name"] for tag in spectacular_settings.TAGS]
+
+
+def view_tag(view: object) -> str:
+    """The area (tag) a view declares in ``schema_tag``."""
+    name = f"{type(view).__module__}.{type(view).__qualname__}"
+    tag = getattr(view, "schema_tag", None)
+    if tag is None:
+        raise SchemaTagMissing(
+            f"{name} declares no schema_tag: give it (or its module's base view) schema_tag = one of {declared_tags()}"
+        )
+    if tag not in declared_tags():
+        raise SchemaTagMissing(
+            f"{name}.schema_tag is {tag!r}, not a tag of SPECTACULAR_SETTINGS['TAGS'] ({declared_tags()})"
+        )
+    return str(tag)
 
 
 def first_sentence(text: str) -> str:
@@ -325,11 +232,12 @@ def first_sentence(text: str) -> str:
 
 class ApproveAutoSchema(AutoSchema):
     def get_tags(self) -> list[str]:
-        return [operation_tag(self.path)]
+        return [view_tag(self.view)]
 
     def get_summary(self) -> str | None:
-        # (SUMMARIES overrides @extend_schema's summaries in postprocess_metadata.)
-        summary = SUMMARIES.get(self.get_operation_id()) or super().get_summary()
+        # Reached when the method's @extend_schema gives no summary (its
+        # override of get_summary returns the one it gives).
+        summary = super().get_summary()
         if summary:
             return summary
         description = self.get_description()
@@ -426,6 +334,8 @@ class Made:
 MADE = {
     (f"{API}/auth/token/", "201"): Made(f"{API}/auth/tokens/"),
     (f"{API}/studies/import/", "201"): Made(f"{API}/studies/"),
+    # A study's copy: the new study, not an object under the copied one's path.
+    (f"{API}/studies/{{study_id}}/copy/", "201"): Made(f"{API}/studies/"),
     (f"{API}/studies/{{study_id}}/runs/", "202"): Made(f"{API}/runs/", also=(f"{API}/studies/{{study_id}}/runs/",)),
     # Taking the expert role yourself: the membership, your inputs.
     (f"{API}/studies/{{study_id}}/members/", "201"): Made(
@@ -467,6 +377,7 @@ BODY_LINKS = {
         OPEN_VOTING,
     ],
     (f"{API}/studies/import/", "201"): [OPEN_VOTING],
+    (f"{API}/studies/{{study_id}}/copy/", "201"): [OPEN_VOTING],
     (f"{API}/studies/{{study_id}}/attributes/", "201"): [
         (
             "AddMetricToIt",
@@ -656,7 +567,6 @@ def postprocess_metadata(result: dict, generator: object, request: object, publi
     _fix_nullable(components, components)
     for _path, _method, operation in _operations(result.get("paths", {})):
         _fix_nullable(operation, components)
-        operation["summary"] = SUMMARIES.get(operation["operationId"]) or operation.get("summary")
         operation.setdefault("security", [])
         for status, response in operation.get("responses", {}).items():
             if status == "429" and not response.get("description"):

@@ -38,6 +38,18 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+class StrictBooleanField(serializers.BooleanField):
+    """true or false, and only those: DRF's BooleanField also takes ``"yes"``,
+    ``1`` or ``"off"``."""
+
+    default_error_messages = {"not_boolean": "must be true or false, got {type}"}
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("not_boolean", type=type(data).__name__)
+        return data
+
+
 class WriteSerializer(serializers.Serializer):
     """A request body: a field it does not know is refused (400 naming it),
     never silently ignored."""
@@ -106,6 +118,7 @@ class StudySerializer(serializers.ModelSerializer):
             "phase",
             "attribute_threshold",
             "metric_threshold",
+            "quorum",
             "ahp_weighting",
             "designer",
             "my_roles",
@@ -142,11 +155,33 @@ class StudyDetailSerializer(StudySerializer):
         }
 
 
+class StudyCopySerializer(WriteSerializer):
+    title = StrictCharField(
+        required=False, max_length=limits.TITLE_MAX_LENGTH, help_text='the copy\'s title (default "Copy of <title>")'
+    )
+    measurements = StrictBooleanField(
+        required=False, default=True, help_text="copy the measurements and their standard errors (default true)"
+    )
+    predictions = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="copy every prediction set, with the elicited metrics' designs (default false: an elicited "
+        "metric becomes an ordinary one)",
+    )
+
+
 class StudyWriteSerializer(WriteSerializer):
     title = StrictCharField(max_length=limits.TITLE_MAX_LENGTH)
     description = StrictCharField(required=False, allow_blank=True, max_length=limits.STUDY_DESCRIPTION_MAX_LENGTH)
     attribute_threshold = serializers.IntegerField(required=False, min_value=0, max_value=limits.MAX_THRESHOLD)
     metric_threshold = serializers.IntegerField(required=False, min_value=0, max_value=limits.MAX_THRESHOLD)
+    quorum = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=limits.QUORUM_MAX,
+        help_text="the fewest experts who must take part (not excluded or abstaining) to close the assessment; "
+        "0: any number",
+    )
     ahp_weighting = serializers.ChoiceField(
         choices=AhpWeighting.choices,
         required=False,
@@ -161,10 +196,26 @@ class TransitionSerializer(WriteSerializer):
 
 class MemberSerializer(serializers.ModelSerializer):
     username = StrictCharField(source="user.username")
+    absence = serializers.ChoiceField(
+        choices=[Membership.Absence.EXCLUDED, Membership.Absence.ABSTAINING],
+        allow_blank=True,
+        help_text="'' while they take part; excluded or abstaining: their inputs are kept but not used",
+    )
+    absence_reason = StrictCharField(help_text="why, as the designer gave it ('' while they take part)")
+    absent_since = serializers.DateTimeField(allow_null=True)
 
     class Meta:
         model = Membership
-        fields = ["username", "role", "status"]
+        fields = ["username", "role", "status", "absence", "absence_reason", "absent_since"]
+        read_only_fields = fields
+
+
+class AbsenceWriteSerializer(WriteSerializer):
+    absence = serializers.ChoiceField(
+        choices=[Membership.Absence.EXCLUDED, Membership.Absence.ABSTAINING],
+        help_text="excluded: they no longer take part; abstaining: for the rest of the study",
+    )
+    reason = StrictCharField(max_length=limits.ABSENCE_REASON_MAX_CHARS, help_text="recorded, shown to them")
 
 
 class MemberWriteSerializer(WriteSerializer):
@@ -613,9 +664,30 @@ BUNDLE_SCHEMA = {
         "phase": {"$ref": "#/components/schemas/PhaseEnum"},
         "attribute_threshold": {"type": "integer", "minimum": 0, "description": "default 1"},
         "metric_threshold": {"type": "integer", "minimum": 0, "description": "default 0"},
+        "quorum": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": limits.QUORUM_MAX,
+            "description": "default 0: the fewest experts who must take part to close the assessment",
+        },
         "ahp_weighting": {"$ref": "#/components/schemas/AhpWeightingEnum"},
         "designer": {"type": "string", "description": "a username; through the API, your own or left out"},
         "experts": {**_NAMES, "description": "distinct usernames"},
+        "absent": {
+            "type": "object",
+            "description": "optional, from voting on: {username: {absence, reason}}, the experts who do not take "
+            "part (their inputs kept but not used)",
+            "additionalProperties": {
+                "x-component": "Absence",
+                "type": "object",
+                "required": ["absence", "reason"],
+                "additionalProperties": False,
+                "properties": {
+                    "absence": {"type": "string", "enum": ["excluded", "abstaining"]},
+                    "reason": {"type": "string", "minLength": 1, "maxLength": limits.ABSENCE_REASON_MAX_CHARS},
+                },
+            },
+        },
         "attributes": {
             "type": "array",
             "items": {

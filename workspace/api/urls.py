@@ -11,9 +11,15 @@ urlpatterns = [
     path("studies/import/", views.StudyImportView.as_view(), name="study-import"),
     path("studies/<int:study_id>/", views.StudyDetailView.as_view(), name="study-detail"),
     path("studies/<int:study_id>/export/", views.StudyExportView.as_view(), name="study-export"),
+    path("studies/<int:study_id>/copy/", views.StudyCopyView.as_view(), name="study-copy"),
     path("studies/<int:study_id>/transitions/", views.StudyTransitionView.as_view(), name="study-transitions"),
     path("studies/<int:study_id>/members/", views.MemberListView.as_view(), name="member-list"),
     path("studies/<int:study_id>/members/<str:username>/", views.MemberDetailView.as_view(), name="member-detail"),
+    path(
+        "studies/<int:study_id>/members/<str:username>/absence/",
+        views.MemberAbsenceView.as_view(),
+        name="member-absence",
+    ),
     path("studies/<int:study_id>/invitations/", inv.StudyInvitationListView.as_view(), name="study-invitation-list"),
     path(
         "studies/<int:study_id>/invitations/<int:pk>/",

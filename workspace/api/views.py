@@ -25,7 +25,7 @@ from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
 from workspace import invitations, limits, lockout, selectors, services
-from workspace.bundles import study_export_bundle, study_import_bundle
+from workspace.bundles import study_copy, study_export_bundle, study_import
 from workspace.models import ApiToken, Candidate, Membership, Metric, QualityAttribute, Study
 from workspace.selectors.design import SetupItems, SetupModel
 from workspace.selectors.studies import StudyWithRoles
@@ -136,12 +136,14 @@ def _study_detail(
 class TokenCreateView(RateLimitHeadersMixin, APIView):
     """Exchange a username and password for a new API token (throttled)."""
 
+    schema_tag = "accounts"
     authentication_classes = []
     permission_classes = [AllowAny]
     throttle_classes = [FailOpenScopedRateThrottle]
     throttle_scope = "login"
 
     @extend_schema(
+        summary="Create an API token with a username and password",
         request=s.TokenRequestSerializer,
         responses={201: s.NewTokenSerializer, 429: error("Too many attempts: try again after `Retry-After` seconds.")},
         auth=[],
@@ -170,10 +172,12 @@ class TokenCreateView(RateLimitHeadersMixin, APIView):
         )
 
 
+@extend_schema_view(get=extend_schema(summary="List your API tokens"))
 class TokenListView(generics.ListAPIView):
     """Your API tokens (keys are never shown again), with when each expires;
     expired ones are listed until revoked."""
 
+    schema_tag = "accounts"
     serializer_class = s.TokenSerializer
 
     def get_queryset(self) -> QuerySet[ApiToken]:
@@ -181,18 +185,20 @@ class TokenListView(generics.ListAPIView):
 
 
 class TokenDetailView(APIView):
+    schema_tag = "accounts"
+
     def token(self) -> ApiToken:
         try:
             return selectors.api_token_get(user=self.request.user, token_id=self.kwargs["token_id"])
         except ApiToken.DoesNotExist:
             raise exceptions.NotFound("No such token.") from None
 
-    @extend_schema(responses=s.TokenSerializer)
+    @extend_schema(summary="Get one of your tokens (its key is never shown again)", responses=s.TokenSerializer)
     def get(self, request: Request, token_id: int) -> Response:
         """One of your tokens (its key is never shown again)."""
         return Response(s.TokenSerializer(self.token()).data)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(summary="Revoke one of your tokens", responses={204: None})
     def delete(self, request: Request, token_id: int) -> Response:
         """Revoke one of your tokens."""
         services.api_token_revoke(token=self.token())
@@ -203,12 +209,14 @@ class TokenDetailView(APIView):
 
 
 class StudyListView(PaginatedListMixin, APIView):
-    @extend_schema(responses=s.StudySerializer(many=True))
+    schema_tag = "studies"
+
+    @extend_schema(summary="List your studies", responses=s.StudySerializer(many=True))
     def get(self, request: Request) -> Response:
         """Studies you are a member of."""
         return self.paginated(selectors.studies_with_my_roles(request.user), s.StudySerializer)
 
-    @extend_schema(request=s.StudyWriteSerializer, responses={201: s.StudyDetailSerializer})
+    @extend_schema(summary="Create a study", request=s.StudyWriteSerializer, responses={201: s.StudyDetailSerializer})
     @idempotent
     def post(self, request: Request) -> Response:
         """Create a study; you become its designer."""
@@ -220,6 +228,7 @@ class StudyListView(PaginatedListMixin, APIView):
 
 
 class StudyImportView(RateLimitHeadersMixin, APIView):
+    schema_tag = "studies"
     max_body_bytes = limits.IMPORT_BODY_MAX_BYTES  # a whole study (limits.BodySizeLimitMiddleware)
     # A few imports an hour per user, with the page's (throttling.IMPORT_SCOPE).
     throttle_classes = [FailOpenScopedRateThrottle]
@@ -229,6 +238,7 @@ class StudyImportView(RateLimitHeadersMixin, APIView):
         raise exceptions.Throttled(wait=wait, detail=import_refusal())
 
     @extend_schema(
+        summary="Import a study bundle",
         request={"application/json": ref("StudyBundle")},
         responses={
             201: inv_s.ImportedStudySerializer,
@@ -237,28 +247,30 @@ class StudyImportView(RateLimitHeadersMixin, APIView):
     )
     @idempotent
     def post(self, request: Request) -> Response:
-        """Import an ``approve-study/1`` bundle; you become its designer.
-        Your own inputs are yours; other experts are invited (listed in
-        ``invitations``). Only a staff user may import their inputs: they
-        then await each expert's confirmation. Each user may import
-        ``IMPORT_THROTTLE_RATE`` studies (20 an hour), with the page's
-        imports: beyond, 429 with ``Retry-After``."""
+        """Import an ``approve-study/1`` bundle; you become its designer,
+        whoever the bundle names. Your own inputs are yours; other experts
+        are invited (listed in ``invitations``). Only a staff user may import
+        their inputs: they then await each expert's confirmation. Anyone
+        else's import leaves them out (``inputs_left_out``, said in
+        ``notes``) and makes the study a draft: a designer's own download
+        comes back as a copy. Each user may import ``IMPORT_THROTTLE_RATE``
+        studies (20 an hour), with the page's imports: beyond, 429 with
+        ``Retry-After``."""
         bundle = _body(request, dict, "an approve-study/1 bundle (a JSON object)")
-        designer = bundle.get("designer")
-        if designer is not None and designer != request.user.get_username():
-            raise exceptions.ValidationError({"designer": ["must be your own username, or left out"]})
         limits.bundle_check_limits(bundle)
-        study = study_import_bundle(bundle=bundle, importer=signed_in(request))
-        study = selectors.study_detail_get(study_id=study.pk, user=request.user)
+        imported = study_import(bundle=bundle, importer=signed_in(request))
+        study = selectors.study_detail_get(study_id=imported.study.pk, user=request.user)
         return Response(
-            inv_s.ImportedStudySerializer(study).data,
+            inv_s.ImportedStudySerializer(study, context={"imported": imported}).data,
             status=status.HTTP_201_CREATED,
             headers=location(request, "study-detail", study_id=study.pk),
         )
 
 
 class StudyDetailView(StudyScoped, APIView):
-    @extend_schema(responses=s.StudyDetailSerializer)
+    schema_tag = "studies"
+
+    @extend_schema(summary="Get a study", responses=s.StudyDetailSerializer)
     def get(self, request: Request, study_id: int) -> Response:
         """The study's setup, phase, selection and thresholds."""
         try:
@@ -266,7 +278,11 @@ class StudyDetailView(StudyScoped, APIView):
         except Study.DoesNotExist:
             raise exceptions.NotFound("No such study.") from None
 
-    @extend_schema(request=s.StudyWriteSerializer(partial=True), responses=s.StudyDetailSerializer)
+    @extend_schema(
+        summary="Change a study's title, description or thresholds",
+        request=s.StudyWriteSerializer(partial=True),
+        responses=s.StudyDetailSerializer,
+    )
     def patch(self, request: Request, study_id: int) -> Response:
         """Change the title, description or (until voting closes) the vote thresholds."""
         self.require_designer("change the study")
@@ -274,7 +290,7 @@ class StudyDetailView(StudyScoped, APIView):
         services.study_update(study=self.study(), **data)
         return _study_detail(study_id, signed_in(request))
 
-    @extend_schema(responses={204: None})
+    @extend_schema(summary="Delete a study with everything in it", responses={204: None})
     def delete(self, request: Request, study_id: int) -> Response:
         """Delete the study with everything in it, runs included."""
         self.require_designer("delete the study")
@@ -283,8 +299,11 @@ class StudyDetailView(StudyScoped, APIView):
 
 
 class StudyExportView(StudyScoped, APIView):
+    schema_tag = "studies"
+
     @extend_schema(
-        responses={200: OpenApiResponse(response=ref("StudyBundle"), description="an approve-study/1 bundle")}
+        summary="Export the study as a bundle",
+        responses={200: OpenApiResponse(response=ref("StudyBundle"), description="an approve-study/1 bundle")},
     )
     def get(self, request: Request, study_id: int) -> Response:
         """The whole study as an ``approve-study/1`` bundle."""
@@ -292,8 +311,37 @@ class StudyExportView(StudyScoped, APIView):
         return Response(study_export_bundle(study=self.study()))
 
 
+class StudyCopyView(StudyScoped, APIView):
+    schema_tag = "studies"
+
+    @extend_schema(
+        summary="Copy the study's setup into a new draft study",
+        request=s.StudyCopySerializer,
+        responses={201: s.StudyDetailSerializer},
+    )
+    @idempotent
+    def post(self, request: Request, study_id: int) -> Response:
+        """A new draft study that you design, with this one's setup
+        (attributes, metrics, candidates, thresholds, AHP weighting, quorum),
+        its measurements unless ``measurements`` is false, and its prediction
+        sets when ``predictions`` is true. Never anyone's inputs, nor the
+        experts: invite them again. Only the study's designer copies it."""
+        self.require_designer("copy the study")
+        data = validated(s.StudyCopySerializer, request.data)
+        copy = study_copy(study=self.study(), designer=signed_in(request), **data)
+        return _study_detail(
+            copy.pk, signed_in(request), status.HTTP_201_CREATED, location(request, "study-detail", study_id=copy.pk)
+        )
+
+
 class StudyTransitionView(StudyScoped, APIView):
-    @extend_schema(request=s.TransitionSerializer, responses={200: s.StudyDetailSerializer})
+    schema_tag = "studies"
+
+    @extend_schema(
+        summary="Move the study to another phase",
+        request=s.TransitionSerializer,
+        responses={200: s.StudyDetailSerializer},
+    )
     def post(self, request: Request, study_id: int) -> Response:
         """Move the study to the next phase (or back to assessment from closed).
         409 with the reason when its inputs do not allow it."""
@@ -307,13 +355,17 @@ class StudyTransitionView(StudyScoped, APIView):
 
 
 class MemberListView(StudyScoped, PaginatedListMixin, APIView):
-    @extend_schema(responses=s.MemberSerializer(many=True))
+    schema_tag = "setup"
+
+    @extend_schema(summary="List the study's members", responses=s.MemberSerializer(many=True))
     def get(self, request: Request, study_id: int) -> Response:
         """The designer and the experts."""
         return self.paginated(selectors.member_list(study=self.study()), s.MemberSerializer)
 
     @extend_schema(
-        request=s.MemberWriteSerializer, responses={201: s.MemberSerializer, 202: inv_s.MemberInvitedSerializer}
+        summary="Take the expert role, or invite an expert",
+        request=s.MemberWriteSerializer,
+        responses={201: s.MemberSerializer, 202: inv_s.MemberInvitedSerializer},
     )
     @idempotent
     def post(self, request: Request, study_id: int) -> Response:
@@ -337,7 +389,9 @@ class MemberListView(StudyScoped, PaginatedListMixin, APIView):
 
 
 class MemberDetailView(StudyScoped, APIView):
-    @extend_schema(responses=s.MemberSerializer)
+    schema_tag = "setup"
+
+    @extend_schema(summary="Get one expert of the study", responses=s.MemberSerializer)
     def get(self, request: Request, study_id: int, username: str) -> Response:
         """One expert of the study: their role and status (``pending``
         until they confirm inputs imported in their name)."""
@@ -347,13 +401,58 @@ class MemberDetailView(StudyScoped, APIView):
             raise exceptions.NotFound("No such expert in this study.") from None
         return Response(s.MemberSerializer(membership).data)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(summary="Remove an expert", responses={204: None})
     def delete(self, request: Request, study_id: int, username: str) -> Response:
         """Remove an expert, with all their inputs (draft phase)."""
         self.require_designer("remove experts")
         membership = selectors.expert_get(study=self.study(), username=username)
         services.expert_remove(study=self.study(), user=membership.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MemberAbsenceView(StudyScoped, APIView):
+    """An expert's absence (docs/method.md, "Absent experts"): in voting
+    and the assessment the designer excludes an expert or marks them
+    abstaining, and re-admits them until the study closes."""
+
+    schema_tag = "setup"
+
+    def _expert(self, username: str) -> Membership:
+        self.require_designer("exclude or re-admit experts")
+        try:
+            return selectors.expert_get(study=self.study(), username=username)
+        except Membership.DoesNotExist:
+            raise exceptions.NotFound("No such expert in this study.") from None
+
+    @extend_schema(
+        summary="Exclude an expert, or mark them abstaining",
+        request=s.AbsenceWriteSerializer,
+        responses={200: s.MemberSerializer, 409: error("The phase does not allow it (draft or closed).")},
+    )
+    def put(self, request: Request, study_id: int, username: str) -> Response:
+        """Exclude the expert (``absence: excluded``) or mark them abstaining
+        for the rest of the study, with a ``reason`` recorded in the history
+        and shown to them. Their inputs are kept but not used: their votes
+        are not counted, no run and no revision round uses their inputs,
+        the assessment closes without them (given the study's ``quorum``).
+        Giving it again changes the kind or the reason."""
+        expert = self._expert(username)
+        data = validated(s.AbsenceWriteSerializer, request.data)
+        changed = services.expert_absence_set(
+            study=self.study(), expert=expert, absence=data["absence"], reason=data["reason"], acting=signed_in(request)
+        )
+        return Response(s.MemberSerializer(changed).data)
+
+    @extend_schema(
+        summary="Re-admit an excluded or abstaining expert",
+        request=None,
+        responses={200: s.MemberSerializer, 409: error("The phase does not allow it (draft or closed).")},
+    )
+    def delete(self, request: Request, study_id: int, username: str) -> Response:
+        """The expert takes part again: their kept inputs count again."""
+        expert = self._expert(username)
+        changed = services.expert_readmit(study=self.study(), expert=expert, acting=signed_in(request))
+        return Response(s.MemberSerializer(changed).data)
 
 
 # --- setup: attributes, metrics, candidates -----------------------------------------
@@ -363,6 +462,7 @@ class SetupScoped(StudyScoped):
     """What the views of one kind of setup item (attributes, metrics,
     candidates) name: its model, its serializers and its noun."""
 
+    schema_tag = "setup"
     model: SetupModel
     read_serializer: type[BaseSerializer]
     write_serializer: type[BaseSerializer]
@@ -439,18 +539,20 @@ class SetupDetailView(SetupScoped, APIView, ABC, Generic[SetupItem]):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-def setup_list_schema(read: type[BaseSerializer], write: type[BaseSerializer], noun: str) -> Any:
+def setup_list_schema(read: type[BaseSerializer], write: type[BaseSerializer], noun: str, article: str) -> Any:
+    """The schema of a list of ``noun``s: its summaries ("Add an attribute") and bodies."""
     return extend_schema_view(
-        get=extend_schema(responses=read(many=True), summary=f"List the study's {noun}s"),
-        post=extend_schema(request=write, responses={201: read}, summary=f"Add a {noun} (designer)"),
+        get=extend_schema(summary=f"List the study's {noun}s", responses=read(many=True)),
+        post=extend_schema(summary=f"Add {article} {noun}", request=write, responses={201: read}),
     )
 
 
-def setup_detail_schema(read: type[BaseSerializer], write: type[BaseSerializer], noun: str) -> Any:
+def setup_detail_schema(read: type[BaseSerializer], write: type[BaseSerializer], noun: str, article: str) -> Any:
+    """The schema of one ``noun``: its summaries ("Change an attribute") and bodies."""
     return extend_schema_view(
-        get=extend_schema(responses=read, summary=f"One {noun} of the study"),
-        patch=extend_schema(request=write(partial=True), responses=read, summary=f"Change a {noun} (designer)"),
-        delete=extend_schema(responses={204: None}, summary=f"Remove a {noun} (designer)"),
+        get=extend_schema(summary=f"Get one {noun} of the study", responses=read),
+        patch=extend_schema(summary=f"Change {article} {noun}", request=write(partial=True), responses=read),
+        delete=extend_schema(summary=f"Remove {article} {noun}", responses={204: None}),
     )
 
 
@@ -461,7 +563,7 @@ def _attribute_by_name(study: Study, name: str) -> QualityAttribute:
         raise exceptions.ValidationError({"attribute": [f"no attribute named {name!r} in this study"]}) from None
 
 
-@setup_list_schema(s.AttributeSerializer, s.AttributeWriteSerializer, "attribute")
+@setup_list_schema(s.AttributeSerializer, s.AttributeWriteSerializer, "attribute", "an")
 class AttributeListView(SetupListView[QualityAttribute]):
     model, read_serializer, write_serializer, noun = (
         QualityAttribute,
@@ -474,7 +576,7 @@ class AttributeListView(SetupListView[QualityAttribute]):
         return services.attribute_add(study=self.study(), **data)
 
 
-@setup_detail_schema(s.AttributeSerializer, s.AttributeWriteSerializer, "attribute")
+@setup_detail_schema(s.AttributeSerializer, s.AttributeWriteSerializer, "attribute", "an")
 class AttributeDetailView(SetupDetailView[QualityAttribute]):
     model, read_serializer, write_serializer, noun = (
         QualityAttribute,
@@ -490,7 +592,7 @@ class AttributeDetailView(SetupDetailView[QualityAttribute]):
         services.attribute_remove(attribute=attribute)
 
 
-@setup_list_schema(s.MetricSerializer, s.MetricWriteSerializer, "metric")
+@setup_list_schema(s.MetricSerializer, s.MetricWriteSerializer, "metric", "a")
 class MetricListView(SetupListView[Metric]):
     model, read_serializer, write_serializer, noun = Metric, s.MetricSerializer, s.MetricWriteSerializer, "metric"
 
@@ -499,7 +601,7 @@ class MetricListView(SetupListView[Metric]):
         return services.metric_add(study=self.study(), **data)
 
 
-@setup_detail_schema(s.MetricSerializer, s.MetricWriteSerializer, "metric")
+@setup_detail_schema(s.MetricSerializer, s.MetricWriteSerializer, "metric", "a")
 class MetricDetailView(SetupDetailView[Metric]):
     model, read_serializer, write_serializer, noun = Metric, s.MetricSerializer, s.MetricWriteSerializer, "metric"
 
@@ -512,7 +614,7 @@ class MetricDetailView(SetupDetailView[Metric]):
         services.metric_remove(metric=metric)
 
 
-@setup_list_schema(s.CandidateSerializer, s.CandidateWriteSerializer, "candidate")
+@setup_list_schema(s.CandidateSerializer, s.CandidateWriteSerializer, "candidate", "a")
 class CandidateListView(SetupListView[Candidate]):
     model, read_serializer, write_serializer, noun = (
         Candidate,
@@ -525,7 +627,7 @@ class CandidateListView(SetupListView[Candidate]):
         return services.candidate_add(study=self.study(), **data)
 
 
-@setup_detail_schema(s.CandidateSerializer, s.CandidateWriteSerializer, "candidate")
+@setup_detail_schema(s.CandidateSerializer, s.CandidateWriteSerializer, "candidate", "a")
 class CandidateDetailView(SetupDetailView[Candidate]):
     model, read_serializer, write_serializer, noun = (
         Candidate,
@@ -542,13 +644,19 @@ class CandidateDetailView(SetupDetailView[Candidate]):
 
 
 class MeasurementView(StudyScoped, PaginatedListMixin, APIView):
-    @extend_schema(responses=s.MeasurementSerializer(many=True))
+    schema_tag = "inputs"
+
+    @extend_schema(summary="List the measured values", responses=s.MeasurementSerializer(many=True))
     def get(self, request: Request, study_id: int) -> Response:
         """Every candidate's measured values, ``{candidate, metric, value,
         standard_error}`` (``standard_error`` null when none is given)."""
         return self.paginated(selectors.measurement_list(study=self.study()), s.MeasurementRowSerializer)
 
-    @extend_schema(request=s.MeasurementSerializer(many=True), responses=s.MeasurementSerializer(many=True))
+    @extend_schema(
+        summary="Set measured values",
+        request=s.MeasurementSerializer(many=True),
+        responses=s.MeasurementSerializer(many=True),
+    )
     def put(self, request: Request, study_id: int) -> Response:
         """Bulk upsert: set each listed value; others are left as they are.
         An entry's optional ``standard_error`` sets the value's standard
@@ -566,6 +674,7 @@ class MeasurementView(StudyScoped, PaginatedListMixin, APIView):
 
 
 class MyInputView(StudyScoped, APIView):
+    schema_tag = "inputs"
     section = ""
 
     def current(self) -> Any:
@@ -579,12 +688,12 @@ class MyInputView(StudyScoped, APIView):
 class MyVotesView(MyInputView):
     section = "votes"
 
-    @extend_schema(responses=s.VotesSerializer)
+    @extend_schema(summary="Get your votes", responses=s.VotesSerializer)
     def get(self, request: Request, study_id: int) -> Response:
         """Your votes: the complementary attributes and metrics you vote for."""
         return Response(self.current())
 
-    @extend_schema(request=s.VotesSerializer, responses=s.VotesSerializer)
+    @extend_schema(summary="Set your votes", request=s.VotesSerializer, responses=s.VotesSerializer)
     def put(self, request: Request, study_id: int) -> Response:
         """Replace your votes (voting phase)."""
         expert = self.expert()
@@ -596,12 +705,14 @@ class MyVotesView(MyInputView):
 class MyPrioritiesView(MyInputView):
     section = "priorities"
 
-    @extend_schema(responses=s.PrioritiesResponseSerializer)
+    @extend_schema(summary="Get your prioritisation", responses=s.PrioritiesResponseSerializer)
     def get(self, request: Request, study_id: int) -> Response:
         """Your prioritisation of the selected attributes, with its result."""
         return Response(presenters.priorities_out(self.current()))
 
-    @extend_schema(request=s.PrioritiesSerializer, responses=s.PrioritiesResponseSerializer)
+    @extend_schema(
+        summary="Set your prioritisation", request=s.PrioritiesSerializer, responses=s.PrioritiesResponseSerializer
+    )
     def put(self, request: Request, study_id: int) -> Response:
         """Set your prioritisation (assessment phase): ``direct`` weights, or
         ``ahp``/``lpr`` judgments over every pair. The response adds the
@@ -622,14 +733,16 @@ class MyPrioritiesView(MyInputView):
 class MyRangesView(MyInputView):
     section = "ranges"
 
-    @extend_schema(responses={200: OpenApiResponse(response=ref("Ranges"))})
+    @extend_schema(summary="Get your acceptable ranges", responses={200: OpenApiResponse(response=ref("Ranges"))})
     def get(self, request: Request, study_id: int) -> Response:
         """Your acceptable ranges ``{metric: [least acceptable, desired]}``;
         a metric left out uses its default range."""
         return Response(self.current())
 
     @extend_schema(
-        request={"application/json": ref("Ranges")}, responses={200: OpenApiResponse(response=ref("Ranges"))}
+        summary="Set your acceptable ranges",
+        request={"application/json": ref("Ranges")},
+        responses={200: OpenApiResponse(response=ref("Ranges"))},
     )
     def put(self, request: Request, study_id: int) -> Response:
         """Replace your acceptable ranges (assessment phase)."""
@@ -643,12 +756,13 @@ class MyRangesView(MyInputView):
 class MyPeerWeightsView(MyInputView):
     section = "peer_weights"
 
-    @extend_schema(responses={200: OpenApiResponse(response=ref("PeerWeights"))})
+    @extend_schema(summary="Get your peer weights", responses={200: OpenApiResponse(response=ref("PeerWeights"))})
     def get(self, request: Request, study_id: int) -> Response:
         """Your weights for every expert, yourself included."""
         return Response(self.current())
 
     @extend_schema(
+        summary="Set your peer weights",
         request={"application/json": ref("PeerWeights")},
         responses={200: OpenApiResponse(response=ref("PeerWeights"))},
     )
@@ -663,7 +777,9 @@ class MyPeerWeightsView(MyInputView):
 
 
 class ExpertInputsView(StudyScoped, APIView):
-    @extend_schema(responses=s.ExpertInputsSerializer)
+    schema_tag = "inputs"
+
+    @extend_schema(summary="Get one expert's inputs", responses=s.ExpertInputsSerializer)
     def get(self, request: Request, study_id: int, username: str) -> Response:
         """One expert's votes, priorities (with their ``result``: weights,
         consistency ratio, ``inconsistent``), ranges and peer weights

@@ -8,16 +8,18 @@ from typing import Any, cast
 
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
-from django.contrib.auth.models import AnonymousUser, User
+from django.contrib.auth.models import User
 
 from engine.rules import AHP_WEIGHTING_DEFAULT
 
 from .. import limits
 from ..catalogue import ATTRIBUTE_CATALOGUE
 from ..limits import (
+    ABSENCE_REASON_MAX_CHARS,
     ITEM_DESCRIPTION_MAX_LENGTH,
     MAX_THRESHOLD,
     NAME_MAX_LENGTH,
+    QUORUM_MAX,
     STUDY_DESCRIPTION_MAX_LENGTH,
     TITLE_MAX_LENGTH,
     UNIT_MAX_LENGTH,
@@ -67,6 +69,16 @@ class StudyForm(PrefixedIds, forms.Form):
         "Metric vote threshold", "A metric of a selected attribute is selected with at least this many votes."
     )
 
+    quorum = forms.IntegerField(
+        label="Quorum",
+        required=False,
+        min_value=0,
+        max_value=QUORUM_MAX,
+        help_text="The fewest experts who must take part (not excluded or abstaining) for the assessment to close; "
+        "0 or empty: any number.",
+        widget=forms.NumberInput(attrs={"min": 0, "max": QUORUM_MAX, "class": "input--short"}),
+    )
+
     ahp_weighting = forms.ChoiceField(
         label="AHP weights computed by",
         choices=AhpWeighting.choices,
@@ -96,10 +108,55 @@ class StudyForm(PrefixedIds, forms.Form):
             self.fields["ahp_weighting"].disabled = True
             self.fields["ahp_weighting"].help_text = weighting_locked
 
+    def clean_quorum(self) -> int:
+        return self.cleaned_data.get("quorum") or 0
+
     def clean_ahp_weighting(self) -> str:
         """Not posted (the new-study page does not ask): the study's current
         weighting, or the paper's method for a new study."""
         return self.cleaned_data.get("ahp_weighting") or self.initial.get("ahp_weighting", AHP_WEIGHTING_DEFAULT)
+
+
+class StudyCopyForm(PrefixedIds, forms.Form):
+    """A study's copy (``bundles.study_copy``): its title (empty: "Copy of
+    <title>") and what comes with the setup."""
+
+    id_prefix = "copy"
+    title = forms.CharField(
+        label="Title of the new study",
+        required=False,
+        max_length=TITLE_MAX_LENGTH,
+        help_text="Left empty: “Copy of” the study's title.",
+    )
+    measurements = forms.BooleanField(
+        label="Copy the measurements",
+        required=False,
+        initial=True,
+        help_text="Every candidate's measured values, with their standard errors.",
+    )
+    predictions = forms.BooleanField(
+        label="Copy the prediction sets",
+        required=False,
+        initial=False,
+        help_text="Every prediction set uploaded to the study, whole, with the elicited metrics' questions made "
+        "from them. Without them an elicited metric becomes an ordinary one, measured as any other.",
+    )
+
+    def clean_title(self) -> str | None:
+        return self.cleaned_data.get("title") or None
+
+
+class TemplateForm(StudyCopyForm):
+    """The new-study page's "Start from a template": any study the user
+    designs (``studies``), copied as ``StudyCopyForm`` says."""
+
+    id_prefix = "template"
+    field_order = ["template", "title", "measurements", "predictions"]
+    template = forms.TypedChoiceField(label="Study to start from", coerce=int, empty_value=None)
+
+    def __init__(self, *args: Any, studies: Iterable[tuple[int, str]] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        cast(forms.ChoiceField, self.fields["template"]).choices = [("", "Choose one of your studies"), *studies]
 
 
 class BundleForm(forms.Form):
@@ -111,10 +168,6 @@ class BundleForm(forms.Form):
         help_text="An approve-study/1 JSON file, e.g. one exported from another approve.",
         widget=forms.ClearableFileInput(attrs={"accept": ".json,application/json"}),
     )
-
-    def __init__(self, *args: Any, user: User | AnonymousUser | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.user = user
 
     def clean_bundle(self) -> dict:
         upload = self.cleaned_data["bundle"]
@@ -133,14 +186,7 @@ class BundleForm(forms.Form):
             raise forms.ValidationError(f"the file is not valid JSON ({error})") from None
         if not isinstance(bundle, dict):
             raise forms.ValidationError("the file must hold a JSON object (an approve-study/1 bundle)")
-        # As the API's import: the importer designs the study, so a bundle
-        # may not name someone else as its designer.
-        designer = bundle.get("designer")
-        # A bound form has its user (the page's, signed in).
-        if designer is not None and designer != cast(User, self.user).get_username():
-            raise forms.ValidationError(
-                f"the bundle names {designer!r} as its designer: it must be your own username, or left out"
-            )
+        # Whoever the bundle names, the importer designs the study (the import says so).
         return bundle
 
 
@@ -349,6 +395,28 @@ class InviteForm(forms.Form):
         max_length=USERNAME_MAX_LENGTH,
         help_text="They see the invitation when they log in and become an expert by accepting it.",
         widget=forms.TextInput(attrs={"autocomplete": "off", "autocapitalize": "none"}),
+    )
+
+
+class AbsenceForm(forms.Form):
+    """Exclude an expert, or mark them abstaining (workspace.services.panel)."""
+
+    absence = forms.ChoiceField(
+        label="How",
+        widget=forms.RadioSelect,
+        choices=[
+            ("excluded", "Exclude them: they no longer take part (on leave, left the team)"),
+            ("abstaining", "They abstain for the rest of the study: they may still read it"),
+        ],
+        initial="excluded",
+        error_messages={"required": "choose how they are absent"},
+    )
+    reason = forms.CharField(
+        label="Why",
+        max_length=ABSENCE_REASON_MAX_CHARS,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Recorded in the history, shown to them and on the close confirmation.",
+        error_messages={"required": "say why (recorded in the history and shown to them)"},
     )
 
 

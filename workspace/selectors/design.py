@@ -8,7 +8,7 @@ import numpy as np
 from django.db import connection
 from django.db.models import Count, Prefetch, Q, QuerySet
 
-from ..models import Candidate, Measurement, Metric, QualityAttribute, Study
+from ..models import Candidate, Measurement, Membership, Metric, QualityAttribute, Study
 
 # --- setup items ---------------------------------------------------------------------
 
@@ -36,6 +36,13 @@ def metric_list(*, study: Study, measured: bool = False) -> QuerySet[Metric]:
     many candidates are measured on each."""
     metrics = Metric.objects.filter(study=study).select_related("attribute").order_by(*METRIC_ORDER)
     return metrics.annotate(measured_count=Count("measurements")) if measured else metrics
+
+
+def elicited_metric_names(*, study: Study) -> list[str]:
+    """The names of the study's elicited metrics, in its order (one query;
+    evaluation keeps their design, a metric's ``elicitation``)."""
+    elicited = Metric.objects.filter(study=study, elicitation__isnull=False).order_by(*METRIC_ORDER)
+    return list(elicited.values_list("name", flat=True))
 
 
 def candidate_list(*, study: Study) -> QuerySet[Candidate]:
@@ -177,8 +184,8 @@ def ballot_list(*, study: Study, with_tallies: bool) -> list[QualityAttribute]:
     metrics = Metric.objects.order_by("position", "id")
     attributes = QualityAttribute.objects.filter(study=study).order_by("position", "id")
     if with_tallies:
-        metrics = metrics.annotate(vote_count=Count("votes"))
-        attributes = attributes.annotate(vote_count=Count("votes"))
+        metrics = metrics.annotate(vote_count=Count("votes", filter=COUNTED_VOTES))
+        attributes = attributes.annotate(vote_count=Count("votes", filter=COUNTED_VOTES))
     # The prefetch's to_attr is declared on the model (QualityAttribute.ballot_metrics).
     ballot: Prefetch = Prefetch("metrics", queryset=metrics, to_attr="ballot_metrics")
     return list(attributes.prefetch_related(ballot))
@@ -209,6 +216,11 @@ def ranges_needed() -> QuerySet[Metric]:
     return Metric.objects.filter(is_selected=True, default_least_acceptable__isnull=True)
 
 
+#: The votes that count: those of experts who take part (an excluded or
+#: abstaining expert's votes are kept but not counted).
+COUNTED_VOTES = Q(votes__expert__absence=Membership.Absence.NONE)
+
+
 def vote_selection_get(*, study: Study) -> tuple[set[int], set[int]]:
     """The selection the votes give now: ``(attribute ids, metric ids)``.
 
@@ -216,11 +228,11 @@ def vote_selection_get(*, study: Study) -> tuple[set[int], set[int]]:
     (METHOD.md section 2, Decision); a metric when its attribute is selected
     and it has at least the metric threshold of votes.
     """
-    attributes = QualityAttribute.objects.filter(study=study).annotate(vote_count=Count("votes"))
+    attributes = QualityAttribute.objects.filter(study=study).annotate(vote_count=Count("votes", filter=COUNTED_VOTES))
     attribute_ids = {
         a.pk for a in attributes if a.kind == QualityAttribute.Kind.MAIN or a.vote_count >= study.attribute_threshold
     }
-    metrics = Metric.objects.filter(study=study).annotate(vote_count=Count("votes"))
+    metrics = Metric.objects.filter(study=study).annotate(vote_count=Count("votes", filter=COUNTED_VOTES))
     metric_ids = {m.pk for m in metrics if m.attribute_id in attribute_ids and m.vote_count >= study.metric_threshold}
     return attribute_ids, metric_ids
 

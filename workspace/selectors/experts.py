@@ -40,6 +40,18 @@ def expert_list(*, study: Study | None) -> QuerySet[Membership]:
     return experts if study is None else experts.filter(study=study)
 
 
+def panel_list(*, study: Study) -> QuerySet[Membership]:
+    """The experts who take part: ``expert_list`` without the excluded and
+    abstaining ones (docs/method.md, "Absent experts"), whose inputs are
+    kept but not used. The rows of V and W in every run."""
+    return expert_list(study=study).filter(absence=Membership.Absence.NONE)
+
+
+def absent_list(*, study: Study) -> QuerySet[Membership]:
+    """The excluded and abstaining experts, in the order they joined."""
+    return expert_list(study=study).exclude(absence=Membership.Absence.NONE)
+
+
 def expert_get(*, study: Study, username: str) -> Membership:
     """The study's expert ``username`` (``Membership.DoesNotExist`` if none).
     A username with a NUL character names nobody; it must not reach the
@@ -78,7 +90,7 @@ def unconfirmed_votes(*, study: Study) -> list[str]:
     voted = Q(Exists(AttributeVote.objects.filter(expert=OuterRef("pk")))) | Q(
         Exists(MetricVote.objects.filter(expert=OuterRef("pk")))
     )
-    pending = _pending_experts(study).filter(voted)
+    pending = _pending_experts(study).filter(voted, absence=Membership.Absence.NONE)
     return [pending_reason(m) for m in pending.select_related("user", "inputs_imported_by").order_by("id")]
 
 
@@ -265,8 +277,9 @@ def missing_input_list(*, study: Study) -> dict[str, list[str]]:
     ``{username: [what is missing, ...]}``, only experts with gaps (a pending
     expert's gap is their consent: imported inputs count once confirmed).
     Four queries, five with selected elicited metrics: those an expert
-    has not finished answering (issue 21, docs/method.md 7.4)."""
-    experts = list(expert_progress_list(study=study))
+    has not finished answering (issue 21, docs/method.md 7.4). Excluded and
+    abstaining experts owe nothing."""
+    experts = list(expert_progress_list(study=study).filter(absence=Membership.Absence.NONE))
     # The apps above add theirs (evaluation: the elicited metrics not yet answered).
     others = [provider(study=study, experts=[expert.pk for expert in experts]) for provider in MISSING_INPUTS]
     needed = ranges_needed().filter(study=study).order_by("attribute__position", "attribute__id", "position", "id")

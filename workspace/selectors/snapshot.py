@@ -6,6 +6,10 @@ feedback from it; the engine copies it into every run it launches."""
 
 from typing import Any, TypedDict
 
+import numpy as np
+
+from engine import core
+
 from ..models import (
     AcceptableRange,
     AttributeJudgment,
@@ -25,6 +29,9 @@ from .experts import expert_list
 
 Grid = list[list[Any]]
 
+# The absence of an expert who takes part (Membership.Absence.NONE).
+TAKES_PART = Membership.Absence.NONE
+
 
 def _attribute_weight_grid(
     study: Study, expert_index: dict[int, int], attribute_index: dict[int, int]
@@ -35,7 +42,7 @@ def _attribute_weight_grid(
     grid: Grid = [[None] * len(attribute_index) for _ in expert_index]
     methods: list[str | None] = [None] * len(expert_index)
     for expert_id, attribute_id, weight, method in AttributeWeight.objects.filter(
-        prioritisation__expert__study=study
+        prioritisation__expert__study=study, prioritisation__expert__absence=TAKES_PART
     ).values_list("prioritisation__expert_id", "attribute_id", "weight", "prioritisation__method"):
         methods[expert_index[expert_id]] = method
         if attribute_id in attribute_index:
@@ -57,7 +64,9 @@ def _attribute_judgment_grids(
         for method in methods
     ]
     for expert_id, row_id, column_id, value in AttributeJudgment.objects.filter(
-        prioritisation__expert__study=study, prioritisation__method=Method.AHP
+        prioritisation__expert__study=study,
+        prioritisation__expert__absence=TAKES_PART,
+        prioritisation__method=Method.AHP,
     ).values_list("prioritisation__expert_id", "row_id", "column_id", "value"):
         grid = grids[expert_index[expert_id]]
         if grid is not None and row_id in attribute_index and column_id in attribute_index:
@@ -79,7 +88,7 @@ def _metric_weight_grid(
     local = {
         (expert_id, metric_id): weight
         for expert_id, metric_id, weight in MetricWeight.objects.filter(
-            prioritisation__expert__study=study
+            prioritisation__expert__study=study, prioritisation__expert__absence=TAKES_PART
         ).values_list("prioritisation__expert_id", "metric_id", "weight")
     }
     metrics_per_attribute: dict[int, int] = {}
@@ -104,7 +113,7 @@ def _range_grids(
     lower: Grid = [[m.default_least_acceptable for m in metrics] for _ in expert_index]
     upper: Grid = [[m.default_desired for m in metrics] for _ in expert_index]
     for expert_id, metric_id, least_acceptable, desired in AcceptableRange.objects.filter(
-        expert__study=study
+        expert__study=study, expert__absence=TAKES_PART
     ).values_list("expert_id", "metric_id", "least_acceptable", "desired"):
         if metric_id in metric_index:
             i, j = expert_index[expert_id], metric_index[metric_id]
@@ -126,10 +135,12 @@ def _consistency(study: Study, experts: list[Membership], attributes: list[Quali
     position = {a.pk: j for j, a in enumerate(attributes)}
     names = {e.pk: e.user.get_username() for e in experts}
     rows: list[tuple[tuple[int, int], str, str | None, AttributePrioritisation | MetricPrioritisation]] = []
-    for p in AttributePrioritisation.objects.filter(expert__study=study, consistency_ratio__isnull=False):
+    for p in AttributePrioritisation.objects.filter(
+        expert__study=study, expert__absence=TAKES_PART, consistency_ratio__isnull=False
+    ):
         rows.append(((rank[p.expert_id], -1), names[p.expert_id], None, p))
     local = MetricPrioritisation.objects.filter(
-        expert__study=study, consistency_ratio__isnull=False, attribute__is_selected=True
+        expert__study=study, expert__absence=TAKES_PART, consistency_ratio__isnull=False, attribute__is_selected=True
     ).select_related("attribute")
     for m in local:
         rows.append(((rank[m.expert_id], position.get(m.attribute_id, -1)), names[m.expert_id], m.attribute.name, m))
@@ -146,14 +157,25 @@ def _consistency(study: Study, experts: list[Membership], attributes: list[Quali
     ]
 
 
-def _peer_weight_grid(study: Study, expert_index: dict[int, int]) -> Grid:
-    """Each expert's (row) weight of each expert (column)."""
-    grid: Grid = [[None] * len(expert_index) for _ in expert_index]
+def _peer_weight_grid(study: Study, expert_index: dict[int, int], absent: list[Membership]) -> Grid:
+    """Each expert's (row) weight of each expert (column), among the experts
+    who take part. What a rater gave the ``absent`` experts is shared out in
+    proportion over the others (``engine.core.peer_weights_kept``, the rule
+    leave-one-out uses; docs/method.md, "Absent experts"); a rater's row with
+    a gap keeps it, for the run's check to name."""
+    everyone = {**expert_index, **{e.pk: len(expert_index) + i for i, e in enumerate(absent)}}
+    grid: Grid = [[None] * len(everyone) for _ in everyone]
     for rater_id, ratee_id, weight in PeerWeight.objects.filter(rater__study=study).values_list(
         "rater_id", "ratee_id", "weight"
     ):
-        grid[expert_index[rater_id]][expert_index[ratee_id]] = weight
-    return grid
+        if rater_id in expert_index and ratee_id in everyone:
+            grid[everyone[rater_id]][everyone[ratee_id]] = weight
+    k = len(expert_index)
+    if not absent:
+        return grid[:k]
+    V = np.array([[np.nan if weight is None else weight for weight in row] for row in grid], dtype=np.float64)
+    shared = core.peer_weights_kept(V, np.arange(len(everyone)) < k)
+    return [shared[i].tolist() if None not in grid[i] else grid[i][:k] for i in range(k)]
 
 
 def _metric_out(metric: Metric, attributes: list[QualityAttribute], attribute_index: dict[int, int]) -> dict:
@@ -205,12 +227,17 @@ def inputs_snapshot(*, study: Study) -> InputsSnapshot:
     snapshot (``study_snapshot``) without the candidates and their
     measurements: what a revision round freezes at its close
     (``workspace.services.round_close``) and what its group feedback is
-    computed from."""
+    computed from. Only the experts who take part: an excluded or abstaining
+    expert's inputs are kept but not used (docs/method.md, "Absent experts")."""
     return inputs_read(study, list(selected_metrics(study)), list(expert_list(study=study)))
 
 
 def inputs_read(study: Study, metrics: list[Metric], experts: list[Membership]) -> InputsSnapshot:
-    """``inputs_snapshot`` of these (selected) metrics and experts, read once by a caller that has them."""
+    """``inputs_snapshot`` of these (selected) metrics and of the experts
+    among ``experts`` (``expert_list``) who take part, read once by a caller
+    that has them."""
+    absent = [e for e in experts if e.absence]
+    experts = [e for e in experts if not e.absence]
     attributes = list(selected_attributes(study))
     expert_index = {e.pk: i for i, e in enumerate(experts)}
     attribute_index = {a.pk: j for j, a in enumerate(attributes)}
@@ -223,7 +250,7 @@ def inputs_read(study: Study, metrics: list[Metric], experts: list[Membership]) 
         metrics=[_metric_out(m, attributes, attribute_index) for m in metrics],
         attribute_weights=attribute_weights,
         metric_weights=_metric_weight_grid(study, experts, metrics, attribute_weights, attribute_index),
-        peer_weights=_peer_weight_grid(study, expert_index),
+        peer_weights=_peer_weight_grid(study, expert_index, absent),
         lower=lower,
         upper=upper,
         consistency=_consistency(study, experts, attributes),

@@ -56,6 +56,13 @@ def _my_memberships(user: User) -> Prefetch:
     return Prefetch("memberships", queryset=mine, to_attr="my_memberships")
 
 
+def studies_designed_by(*, user: User) -> list[tuple[int, str]]:
+    """The studies ``user`` designs, newest first, as ``(id, title)`` (the
+    new-study page's templates): one query."""
+    designed = studies_visible_to(user).filter(designer=user.pk).order_by("-created_at", "-id")
+    return list(designed.values_list("pk", "title"))
+
+
 def studies_with_my_roles(user: User) -> QuerySet[StudyWithRoles]:
     """The user's studies with their designers and, as ``my_memberships``,
     the user's own memberships: two queries however many studies."""

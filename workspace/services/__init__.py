@@ -18,6 +18,7 @@ the API and the pages call these same functions, as ``services.<name>``:
   through ``phase_allows``, ``phase_refusal`` and ``require_phase`` by
   services, pages and templates alike) and the transitions between phases;
 - ``accounts``: users and API tokens;
+- ``panel``: who takes part (an expert excluded, abstaining, re-admitted);
 - ``discussion``: posts in the thread of an attribute or a metric;
 - ``imports``: the bundle importer's bulk versions of the setup services
   (attributes, metrics, invitations, a new study's measurements), called as
@@ -61,6 +62,7 @@ from .inputs import (
     votes_set,
     votes_set_many,
 )
+from .panel import ABSENCES, expert_absence_set, expert_readmit, require_taking_part
 from .phases import (
     PHASE_RULES,
     Action,
@@ -68,6 +70,7 @@ from .phases import (
     opens_in,
     phase_allows,
     phase_refusal,
+    quorum_problem,
     require_phase,
     selection_fixed,
     study_close_assessment,
@@ -99,6 +102,11 @@ from .setup import (
 )
 
 __all__ = [
+    "ABSENCES",
+    "expert_absence_set",
+    "expert_readmit",
+    "quorum_problem",
+    "require_taking_part",
     "before_inputs_change",
     "expect",
     "iso_moment",

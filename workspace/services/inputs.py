@@ -42,6 +42,7 @@ from ..models import (
 )
 from ..selectors import expert_list, selected_attributes, selected_metrics
 from ._checks import keys, locked, names, number, range_pair
+from .panel import require_taking_part
 from .phases import Action, require_phase
 from .rounds import round_mark_revised
 
@@ -120,6 +121,7 @@ def _votes_replace(model: type[Model], field: str, wanted: Mapping[Membership, S
 def votes_set(*, expert: Membership, attributes: Sequence[str] = (), metrics: Sequence[str] = ()) -> None:
     """Replace the expert's votes: the complementary attributes and the
     metrics they vote for (METHOD.md section 2)."""
+    require_taking_part(expert)
     by_name, metric_by_name = _votes_context(locked(expert.study))
     _votes_store({expert: _votes_checked(attributes, metrics, by_name, metric_by_name)})
 
@@ -270,10 +272,11 @@ def _judgments(items: list[str], weights: Any, judgments: Any, method: str) -> l
 
 
 def _prioritised(
-    *, method: str, items: list[str], weights: Any, judgments: Any, weighting: str
+    *, method: str, items: list[str], weights: Any, judgments: Any, weighting: str, repairs: bool = False
 ) -> tuple[Prioritisation, dict[str, float], list[Judgment]]:
     """Validate one prioritisation over named ``items`` and compute it (AHP
-    weights by the study's ``weighting``, ``Study.ahp_weighting``); writes
+    weights by the study's ``weighting``, ``Study.ahp_weighting``; with
+    ``repairs``, the smallest repairs of inconsistent judgments too); writes
     nothing. Returns ``(result, given, judgment_rows)``: the typed direct
     weights by item name, and the judgments as given."""
     _method(method)
@@ -283,7 +286,11 @@ def _prioritised(
     rows = _judgments(items, weights, judgments, method)
     index = {name: position for position, name in enumerate(items)}
     result = prioritise(
-        method, len(items), judgments=[(index[r], index[c], to_scale(v)) for r, c, v in rows], weighting=weighting
+        method,
+        len(items),
+        judgments=[(index[r], index[c], to_scale(v)) for r, c, v in rows],
+        weighting=weighting,
+        repairs=repairs,
     )
     return result, {}, rows
 
@@ -316,9 +323,26 @@ def prioritisation_preview(
 ) -> dict[str, Any]:
     """The result saving this prioritisation of ``items`` would store (weights,
     consistency ratio, most inconsistent judgments), refused exactly as
-    ``prioritisation_set`` refuses it. Writes nothing: the pages' live preview."""
-    result, _, _ = _prioritised(method=method, items=items, weights=weights, judgments=judgments, weighting=weighting)
-    return _result_record(result, items)
+    ``prioritisation_set`` refuses it, and, not stored, ``repairs``: the
+    smallest changes of one judgment that make inconsistent judgments
+    consistent (``engine.prioritisation.smallest_repairs``), by item name.
+    Writes nothing: the pages' live preview."""
+    result, _, _ = _prioritised(
+        method=method, items=items, weights=weights, judgments=judgments, weighting=weighting, repairs=True
+    )
+    record = _result_record(result, items)
+    record["repairs"] = [
+        {
+            "row": items[r.row],
+            "column": items[r.column],
+            "value": r.value,
+            "suggested_value": r.suggested_value,
+            "steps": r.steps,
+            "consistency_ratio": r.ratio,
+        }
+        for r in result.repairs
+    ]
+    return record
 
 
 @dataclass(frozen=True)
@@ -391,6 +415,7 @@ def prioritisation_set(
     Returns the saved ``AttributePrioritisation``, whose ``result`` holds the
     weights, the consistency ratio and the most inconsistent judgments.
     """
+    require_taking_part(expert)
     study = locked(expert.study)
     require_phase(study, Action.PRIORITISE)
     plan = _planned(
@@ -427,6 +452,7 @@ def metric_prioritisation_set(
 ) -> MetricPrioritisation:
     """Set the expert's local prioritisation of one attribute's selected
     metrics (METHOD.md section 3, several metrics per attribute)."""
+    require_taking_part(expert)
     study = locked(expert.study)
     require_phase(study, Action.PRIORITISE)
     if attribute.study_id != study.pk:
@@ -545,6 +571,7 @@ def priorities_set(
     Inconsistent judgments (CR above engine.rules.CONSISTENCY_THRESHOLD) are
     stored as given; ``acknowledge_inconsistency`` records that the expert
     chose to keep them (``inconsistency_acknowledged_at``, METHOD.md 3)."""
+    require_taking_part(expert)
     items = _Items.of(locked(expert.study))
     plan = _priorities_planned(
         items, method=method, weights=weights, judgments=judgments, metric_priorities=metric_priorities
@@ -579,6 +606,7 @@ def priorities_set_many(*, study: Study, priorities: Mapping[Membership, Any]) -
 @transaction.atomic
 def metric_prioritisation_clear(*, expert: Membership, attribute: QualityAttribute) -> None:
     """Back to an equal split of the attribute's weight over its metrics."""
+    require_taking_part(expert)
     study = locked(expert.study)
     require_phase(study, Action.PRIORITISE)
     history.delete(MetricPrioritisation.objects.filter(expert=expert, attribute=attribute))
@@ -640,6 +668,7 @@ def range_check(*, metric: Metric, value: Any) -> tuple[float, float]:
 def ranges_set(*, expert: Membership, ranges: dict[str, list[float]]) -> None:
     """Replace the expert's ranges: ``{metric: [least_acceptable, desired]}``
     over selected metrics. A metric left out falls back to its default range."""
+    require_taking_part(expert)
     metrics = _ranges_context(locked(expert.study))
     _ranges_store({expert: _ranges_checked(ranges, metrics)})
     round_mark_revised(experts=[expert], step=RoundStep.RANGES)
@@ -736,6 +765,7 @@ def peer_weights_set(*, expert: Membership, weights: dict[str, float]) -> None:
     """Set the expert's row of V: ``{username: weight}`` over every expert,
     self included, each in [MIN_PEER_WEIGHT, 1), summing to 1 (METHOD.md
     section 5)."""
+    require_taking_part(expert)
     experts = _peer_weights_context(locked(expert.study))
     _peer_weights_store({expert: _peer_weights_checked(weights, experts)})
     round_mark_revised(experts=[expert], step=RoundStep.PEER_WEIGHTS)

@@ -17,7 +17,7 @@ from django.db.models import Count
 
 from .. import history
 from ..errors import InvalidInput, PhaseConflict
-from ..models import Metric, Phase, QualityAttribute, RevisionRound, Study
+from ..models import Membership, Metric, Phase, QualityAttribute, RevisionRound, Study
 from ..selectors import expert_list, missing_input_list, unconfirmed_votes, vote_selection_get
 from ._checks import locked
 
@@ -34,6 +34,8 @@ class Action(StrEnum):
     CHANGE_THRESHOLD = "change_threshold"
     ADD_EXPERT = "add_expert"
     REMOVE_EXPERT = "remove_expert"
+    EXCLUDE_EXPERT = "exclude_expert"
+    READMIT_EXPERT = "readmit_expert"
     INVITE_EXPERT = "invite_expert"
     JOIN_AS_EXPERT = "join_as_expert"
     ADD_ATTRIBUTE = "add_attribute"
@@ -72,6 +74,9 @@ PHASE_RULES: dict[Action, PhaseRule] = {
     # Opening the vote fixes the experts, the attributes and the metrics.
     Action.ADD_EXPERT: PhaseRule((DRAFT,), "Adding an expert"),
     Action.REMOVE_EXPERT: PhaseRule((DRAFT,), "Removing an expert"),
+    # Once the panel is fixed, an absent expert is excluded instead (their inputs kept, not used).
+    Action.EXCLUDE_EXPERT: PhaseRule((VOTING, ASSESSMENT), "Excluding an expert"),
+    Action.READMIT_EXPERT: PhaseRule((VOTING, ASSESSMENT), "Re-admitting an expert"),
     Action.INVITE_EXPERT: PhaseRule((DRAFT,), "Inviting an expert"),
     Action.JOIN_AS_EXPERT: PhaseRule((DRAFT,), "Joining a study as an expert"),
     Action.ADD_ATTRIBUTE: PhaseRule((DRAFT,), "Adding an attribute"),
@@ -213,11 +218,31 @@ def study_close_assessment(*, study: Study) -> Study:
             f"Assessment cannot close while revision round {number} is open: close the round first.",
             code="transition_blocked",
         )
+    taking_part = expert_list(study=study).filter(absence=Membership.Absence.NONE).count()
+    short = quorum_problem(study=study, taking_part=taking_part)
+    if short:
+        raise PhaseConflict(f"Assessment cannot close: {short}.", code="transition_blocked")
     gaps = missing_input_list(study=study)
     if gaps:
         detail = "; ".join(f"{name}: {', '.join(items)}" for name, items in gaps.items())
         raise PhaseConflict(f"Assessment cannot close, inputs are missing: {detail}.", code="transition_blocked")
     return _move(study, Phase.CLOSED)
+
+
+def quorum_problem(*, study: Study, taking_part: int, absent: int | None = None) -> str | None:
+    """Why the assessment cannot close for want of experts, or None: at least
+    one expert, and at least the study's quorum, must take part. ``absent``:
+    how many are excluded or abstaining, when the caller knows (else read)."""
+    needed = max(study.quorum, 1)
+    if taking_part >= needed:
+        return None
+    if absent is None:
+        absent = expert_list(study=study).exclude(absence=Membership.Absence.NONE).count()
+    left_out = f" ({absent} excluded or abstaining)" if absent else ""
+    return (
+        f"at least {needed} expert{'s' if needed != 1 else ''} must take part to close the assessment; "
+        f"{taking_part} do{'es' if taking_part == 1 else ''}{left_out}"
+    )
 
 
 @transaction.atomic

@@ -27,6 +27,7 @@ from ..models import Membership, RevisionRound, RoundResponse, RoundStep, Study
 from ..selectors import round_feedback_frozen
 from ..selectors.snapshot import INPUT_KEYS, inputs_snapshot
 from ._checks import expect, iso_moment, keys, moment, text
+from .panel import require_taking_part
 from .phases import Action, require_phase
 from .roles import require_role
 
@@ -95,6 +96,7 @@ def round_respond(*, expert: Membership, step: str, reason: str = "") -> RoundRe
     which stays ``revised``; ``reason`` (optional, one short paragraph)
     replaces any earlier one and is shown without its author to the group
     in the next round. No open round is a ``PhaseConflict`` (``no_open_round``)."""
+    require_taking_part(expert)
     step = _step(step)
     reason = text(reason, "reason", max_length=ROUND_REASON_MAX_CHARS, required=False, multiline=True)
     study = Study.objects.select_for_update().get(pk=expert.study_id)

@@ -13,12 +13,13 @@ from django.utils import timezone
 from engine.rules import AHP_WEIGHTING_DEFAULT, AHP_WEIGHTINGS
 
 from .. import history
-from ..errors import InvalidInput
+from ..errors import InvalidInput, PhaseConflict
 from ..limits import (
     ATTRIBUTE_THRESHOLD_DEFAULT,
     ITEM_DESCRIPTION_MAX_LENGTH,
     METRIC_THRESHOLD_DEFAULT,
     NAME_MAX_LENGTH,
+    QUORUM_MAX,
     STUDY_DESCRIPTION_MAX_LENGTH,
     TITLE_MAX_LENGTH,
     UNIT_MAX_LENGTH,
@@ -29,6 +30,7 @@ from ..models import (
     Measurement,
     Membership,
     Metric,
+    Phase,
     QualityAttribute,
     Study,
     StudyDeletion,
@@ -58,6 +60,7 @@ def study_create(
     attribute_threshold: int = ATTRIBUTE_THRESHOLD_DEFAULT,
     metric_threshold: int = METRIC_THRESHOLD_DEFAULT,
     ahp_weighting: str = AHP_WEIGHTING_DEFAULT,
+    quorum: int = 0,
 ) -> Study:
     if ahp_weighting not in AHP_WEIGHTINGS:
         raise InvalidInput({"ahp_weighting": f"must be one of {', '.join(AHP_WEIGHTINGS)}, got {ahp_weighting!r}"})
@@ -69,17 +72,25 @@ def study_create(
         attribute_threshold=threshold(attribute_threshold, "attribute_threshold"),
         metric_threshold=threshold(metric_threshold, "metric_threshold"),
         ahp_weighting=ahp_weighting,
+        quorum=_quorum(quorum),
         designer=designer,
     )
     Membership.objects.create(study=study, user=designer, role=Membership.Role.DESIGNER)
     return study
 
 
+def _quorum(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= QUORUM_MAX:
+        raise InvalidInput({"quorum": f"must be a whole number from 0 to {QUORUM_MAX}, got {value!r}"})
+    return value
+
+
 @transaction.atomic
 def study_update(*, study: Study, **changes: Any) -> Study:
     """Change title, description (any phase), thresholds (until voting
-    closes) or the AHP weighting (while the design may change: the phase
-    table's ``CHANGE_ATTRIBUTE``, before any expert has judged)."""
+    closes), the AHP weighting (while the design may change: the phase
+    table's ``CHANGE_ATTRIBUTE``, before any expert has judged) or the
+    quorum (until the study closes: the experts who must take part)."""
     study = locked(study)
 
     def vote_threshold(name: str) -> Callable[[Any], int]:
@@ -98,6 +109,12 @@ def study_update(*, study: Study, **changes: Any) -> Study:
             require_phase(study, Action.CHANGE_ATTRIBUTE, "Changing the AHP weighting")
         return value
 
+    def quorum(value: Any) -> int:
+        value = _quorum(value)
+        if value != study.quorum and study.phase == Phase.CLOSED:
+            raise PhaseConflict("The study is closed: reopen the assessment to change its quorum.")
+        return value
+
     fields = apply_changes(
         study,
         changes,
@@ -109,6 +126,7 @@ def study_update(*, study: Study, **changes: Any) -> Study:
             "attribute_threshold": vote_threshold("attribute_threshold"),
             "metric_threshold": vote_threshold("metric_threshold"),
             "ahp_weighting": weighting,
+            "quorum": quorum,
         },
     )
     study.save(update_fields=[*fields, "updated_at"])

@@ -233,7 +233,7 @@ def _measurement_cell(cell: dict[str, Any], max_length: int) -> str:
         step = f" at step {imported.step}" if imported.step is not None else ""
         title = (
             f"MLflow {imported.metric_key}{step} of run {imported.run_id}, "
-            f"experiment {imported.experiment_id}, {imported.tracking_uri}"
+            f"experiment {imported.experiment_shown}, {imported.tracking_uri}"
         )
         shown += f'<span class="cell__source" title="{escaped(title)}">MLflow</span>'
     return f'<td class="{"cell--invalid" if field and field["errors"] else ""}">{shown}</td>'

@@ -29,7 +29,7 @@ from engine.rules import CONSISTENCY_THRESHOLD, is_consistent
 
 from .. import invitations, limits, reminders, selectors, services
 from ..api.throttling import import_refusal, import_throttle_wait
-from ..bundles import study_export_json, study_import_bundle
+from ..bundles import copy_title, study_copy, study_export_json, study_import
 from ..catalogue import ATTRIBUTE_CATALOGUE, catalogue_definition
 from ..errors import InvalidInput, ServiceError
 from ..extensions import MEASUREMENT_SECTIONS, VALUE_SOURCES
@@ -37,7 +37,7 @@ from ..forms import designer as f
 from ..measurement_csv import CsvRefused, measurements_csv_text, measurements_parse, rows_as_measurements, text_decode
 from ..models import Candidate, Membership, Metric, Phase, QualityAttribute, Study
 from ..services import Action, phase_refusal
-from .common import form_add_service_errors, require_designer, study_for_member
+from .common import form_add_service_errors, require_designer, signed_in_user, study_for_member
 
 # A new study's vote thresholds, as the form first shows them.
 THRESHOLD_DEFAULTS = {
@@ -68,21 +68,33 @@ def study_home(study: Study) -> str:
 
 @method_decorator(login_required, name="dispatch")
 class StudyNewPage(View):
-    """Create a study, or import an ``approve-study/1`` bundle file."""
+    """Create a study, start from a template (a copy of one the user
+    designs), or import an ``approve-study/1`` bundle file."""
 
     # A bundle holds a whole study (limits.BodySizeLimitMiddleware reads this).
     max_body_bytes = limits.IMPORT_BODY_MAX_BYTES
 
     def render_page(
-        self, create: forms.Form, upload: forms.Form, bundle_errors: Sequence[str] = (), import_refused: str = ""
+        self,
+        create: forms.Form,
+        upload: forms.Form,
+        bundle_errors: Sequence[str] = (),
+        import_refused: str = "",
+        template: f.TemplateForm | None = None,
+        status: int = 200,
     ) -> HttpResponse:
         context = {
             "create_form": create,
             "bundle_form": upload,
             "bundle_errors": bundle_errors,
             "import_refused": import_refused,
+            "template_form": template or self.template_form(),
         }
-        return render(self.request, "designer/study_new.html", context)
+        return render(self.request, "designer/study_new.html", context, status=status)
+
+    def template_form(self, data: Any = None) -> f.TemplateForm:
+        studies = selectors.studies_designed_by(user=signed_in_user(self.request))
+        return f.TemplateForm(data, studies=studies, initial={"measurements": True})
 
     def get(self, request: HttpRequest) -> HttpResponse:
         return self.render_page(f.StudyForm(initial=THRESHOLD_DEFAULTS), f.BundleForm())
@@ -90,6 +102,8 @@ class StudyNewPage(View):
     def post(self, request: HttpRequest) -> HttpResponse:
         if request.POST.get("form") == "import":
             return self.post_import(request)
+        if request.POST.get("form") == "template":
+            return self.post_template(request)
         form = f.StudyForm(request.POST)
         if form.is_valid():
             try:
@@ -103,6 +117,20 @@ class StudyNewPage(View):
                 return redirect(study_home(study))
         return self.render_page(form, f.BundleForm())
 
+    def post_template(self, request: HttpRequest) -> HttpResponse:
+        """A copy of the chosen study (one the user designs: the choices)."""
+        form = self.template_form(request.POST)
+        if form.is_valid():
+            options = dict(form.cleaned_data)
+            template = selectors.study_get(study_id=options.pop("template"), user=request.user)
+            try:
+                copy = study_copy(study=template, designer=signed_in_user(request), **options)
+            except InvalidInput as error:
+                form_add_service_errors(form, error)
+            else:
+                return _copied(request, template, copy, options)
+        return self.render_page(f.StudyForm(initial=THRESHOLD_DEFAULTS), f.BundleForm(), template=form, status=400)
+
     def post_import(self, request: HttpRequest) -> HttpResponse:
         # The API's import throttle, one counter per user for both.
         wait = import_throttle_wait(request)
@@ -113,22 +141,70 @@ class StudyNewPage(View):
             page.status_code = 429
             page["Retry-After"] = str(math.ceil(wait))
             return page
-        form = f.BundleForm(request.POST, request.FILES, user=request.user)
+        form = f.BundleForm(request.POST, request.FILES)
         bundle_errors = []
         if form.is_valid():
             try:
                 limits.bundle_check_limits(form.cleaned_data["bundle"])
-                study = study_import_bundle(bundle=form.cleaned_data["bundle"], importer=cast(User, request.user))
+                imported = study_import(bundle=form.cleaned_data["bundle"], importer=cast(User, request.user))
             except InvalidInput as error:
                 # Each problem at its place in the bundle: "metrics[2].default_range: ...".
                 bundle_errors = [f"{path}: {message}" for path, msgs in error.errors.items() for message in msgs]
                 form.add_error("bundle", "the bundle was refused and nothing was imported; see the problems listed")
             else:
-                invited = [i.username for i in invitations.invitation_list(study=study) if i.username]
+                study = imported.study
+                listed = invitations.invitation_list(study=study).order_by("id")  # in the bundle's order
+                invited = [i.username for i in listed if i.username]
+                notes = "".join(f" {note}" for note in imported.notes)
                 note = f" Invited as experts (they join by accepting): {', '.join(invited)}." if invited else ""
-                messages.success(request, f"The study “{study.title}” was imported.{note}")
+                messages.success(request, f"The study “{study.title}” was imported.{notes}{note}")
                 return redirect(study_home(study))
         return self.render_page(f.StudyForm(initial=THRESHOLD_DEFAULTS), form, bundle_errors)
+
+
+# --- /studies/{id}/copy/ -----------------------------------------------------------------------
+
+
+def _copied(request: HttpRequest, study: Study, copy: Study, options: Mapping[str, Any]) -> HttpResponse:
+    """After a copy: say what came with it, and go to the copy's setup."""
+    parts = ["its setup"]
+    if options["measurements"]:
+        parts.append("the measurements")
+    if options["predictions"]:
+        parts.append("the prediction sets")
+    messages.success(
+        request,
+        f"The study “{copy.title}” was made from “{study.title}” with {' and '.join(parts)}, in the draft phase "
+        "and without anyone's inputs. Invite the experts from its Experts tab.",
+    )
+    return redirect("study_setup", study_id=copy.pk)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def study_copy_page(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Copy the study: GET says what is copied and what is not, POST copies
+    it (``bundles.study_copy``) and goes to the copy's setup; a refusal is
+    a 400 naming the field, nothing written."""
+    study = _designer_study(request, study_id, "copy the study")
+    data = request.POST if request.method == "POST" else None
+    form = f.StudyCopyForm(data, initial={"title": copy_title(study.title), "measurements": True})
+    if form.is_bound and form.is_valid():
+        try:
+            copy = study_copy(study=study, designer=signed_in_user(request), **form.cleaned_data)
+        except InvalidInput as error:
+            form_add_service_errors(form, error)
+        else:
+            return _copied(request, study, copy, form.cleaned_data)
+    setup = selectors.study_setup_get(study=study)
+    context = {
+        "study": study,
+        "study_tab": "home",
+        "form": form,
+        "setup": setup,
+        "elicited": selectors.elicited_metric_names(study=study),
+    }
+    return render(request, "designer/study_copy.html", context, status=400 if form.errors else 200)
 
 
 # --- /studies/{id}/setup/ ----------------------------------------------------------------------
@@ -233,7 +309,7 @@ def _form_kwargs(kind: str, study: Study, attributes: list[QualityAttribute], lo
 
 
 def _study_form(study: Study, data: Any = None) -> f.StudyForm:
-    fields = ("title", "description", "attribute_threshold", "metric_threshold", "ahp_weighting")
+    fields = ("title", "description", "attribute_threshold", "metric_threshold", "quorum", "ahp_weighting")
     initial = {name: getattr(study, name) for name in fields}
     locks = _locks(study)
     return f.StudyForm(
@@ -690,7 +766,8 @@ def _experts_page(
 ) -> HttpResponse:
     members = list(selectors.member_list(study=study))
     experts = [m for m in members if m.role == Membership.Role.EXPERT]
-    active = [m for m in experts if m.status == Membership.Status.ACTIVE]
+    # an absent expert is not reminded: they owe nothing
+    active = [m for m in experts if m.status == Membership.Status.ACTIVE and not m.absence]
     _experts_inputs_annotate(study, experts)
     context = {
         "study": study,
@@ -703,6 +780,7 @@ def _experts_page(
         "has_active": bool(active),
         "invite_lock": phase_refusal(study, Action.INVITE_EXPERT),
         "remove_lock": phase_refusal(study, Action.REMOVE_EXPERT),
+        "exclude_lock": phase_refusal(study, Action.EXCLUDE_EXPERT),
         "reminder_link": request.build_absolute_uri(study_home(study)),
         "new_link": new_link,
         "link_error": link_error,
@@ -851,12 +929,75 @@ def expert_remove(request: HttpRequest, study_id: int, username: str) -> HttpRes
     return _confirm(request, context, refused=bool(refusal) and request.method == "POST")
 
 
+def _expert_of(study: Study, username: str) -> Membership:
+    try:
+        return selectors.expert_get(study=study, username=username)
+    except Membership.DoesNotExist:
+        raise Http404("No such expert.") from None
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def expert_exclude(request: HttpRequest, study_id: int, username: str) -> HttpResponse:
+    """GET: how excluding the expert works, with the form (how, why); POST:
+    exclude them or mark them abstaining (``services.expert_absence_set``)."""
+    study = _designer_study(request, study_id, "exclude experts")
+    membership = _expert_of(study, username)
+    refusal = phase_refusal(study, Action.EXCLUDE_EXPERT)
+    form = f.AbsenceForm(request.POST or None, initial={"absence": membership.absence or "excluded"})
+    if request.method == "POST" and refusal is None and form.is_valid():
+        try:
+            services.expert_absence_set(
+                study=study,
+                expert=membership,
+                absence=form.cleaned_data["absence"],
+                reason=form.cleaned_data["reason"],
+                acting=signed_in_user(request),
+            )
+        except InvalidInput as error:
+            form_add_service_errors(form, error)
+        except ServiceError as error:
+            refusal = str(error)
+        else:
+            word = "is excluded" if form.cleaned_data["absence"] == "excluded" else "abstains"
+            messages.success(
+                request,
+                f"{username} {word}: their inputs are kept but not used; you can re-admit them until the study closes.",
+            )
+            return redirect(f"/studies/{study.pk}/experts/")
+    context = {
+        "study": study,
+        "study_tab": "experts",
+        "expert": membership,
+        "form": form,
+        "refusal": refusal,
+        "taking_part": selectors.panel_list(study=study).exclude(pk=membership.pk).count(),
+    }
+    status = 409 if refusal and request.method == "POST" else 400 if form.errors else 200
+    return render(request, "designer/expert_exclude.html", context, status=status)
+
+
+@login_required
+@require_POST
+def expert_readmit(request: HttpRequest, study_id: int, username: str) -> HttpResponse:
+    """Let an excluded or abstaining expert take part again."""
+    study = _designer_study(request, study_id, "re-admit experts")
+    membership = _expert_of(study, username)
+    try:
+        services.expert_readmit(study=study, expert=membership, acting=signed_in_user(request))
+    except ServiceError as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, f"{username} takes part again: their inputs count again.")
+    return redirect(f"/studies/{study.pk}/experts/")
+
+
 @login_required
 @require_POST
 def reminders_send(request: HttpRequest, study_id: int) -> HttpResponse:
     """E-mail a reminder to the chosen active experts; the page says who got it."""
     study = _designer_study(request, study_id, "send reminders")
-    active = [m for m in selectors.expert_list(study=study) if m.status == Membership.Status.ACTIVE]
+    active = [m for m in selectors.panel_list(study=study) if m.status == Membership.Status.ACTIVE]
     form = f.ReminderForm(request.POST, experts=active)
     if not form.is_valid():
         return _experts_page(request, study, remind=form)

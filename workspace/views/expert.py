@@ -109,6 +109,17 @@ def readonly_reason(study: Study, step: Step) -> str | None:
     return f"The assessment has closed; your {step.noun} are shown as saved. Only the designer can reopen it."
 
 
+def _absent_reason(expert: Membership) -> str | None:
+    """Why an excluded or abstaining expert's step is read-only, or None."""
+    if not expert.absence:
+        return None
+    how = "marked you as abstaining in" if expert.absence == Membership.Absence.ABSTAINING else "excluded you from"
+    return (
+        f"The designer has {how} this study: “{expert.absence_reason}”. Your inputs are kept but no longer "
+        "used, and you cannot change them; the designer can re-admit you until the study closes."
+    )
+
+
 def _step_state(study: Study, step: Step, done: dict[str, bool]) -> str:
     """later, missing, done, or "not confirmed" (the designer's default
     ranges the expert has not saved or confirmed yet)."""
@@ -144,7 +155,7 @@ def _step_context(study: Study, expert: Membership, step: Step) -> dict[str, Any
         ],
         "next_step": STEPS[position + 1] if position + 1 < len(STEPS) else None,
         "next_url": _url(STEPS[position + 1], study) if position + 1 < len(STEPS) else None,
-        "readonly": readonly_reason(study, step),
+        "readonly": _absent_reason(expert) or readonly_reason(study, step),
         "elicitations": extensions.question_steps(study=study, expert=expert),
     }
 
@@ -275,25 +286,48 @@ def _section_result(form: PrioritiesForm, section: Section, weighting: str) -> d
         entry["consistency_ratio"] = result["consistency_ratio"]
         entry["consistent"] = is_consistent(result["consistency_ratio"])
         entry["statement"] = consistency_statement(result["consistency_ratio"])
-        entry["hints"] = []
-        for hint in result["most_inconsistent"]:
-            row, column = by_name[hint["row"]], by_name[hint["column"]]
-            current, suggested = scale_point(hint["value"])[0], scale_point(hint["suggested_value"])[0]
-            if current == suggested:
-                continue
-            entry["hints"].append(
-                {
-                    "row": row.name,
-                    "column": column.name,
-                    "field": section.pair_field(method, row, column),
-                    "current": current,
-                    "current_label": point_label(method, row.name, column.name, current),
-                    "suggested": suggested,
-                    "suggested_label": point_label(method, row.name, column.name, suggested),
-                    "error": hint["error"],
-                }
-            )
+        entry["hints"] = _hints(section, method, result, by_name, consistent=entry["consistent"])
+        # Inconsistent judgments: the smallest repairs, which say whether one
+        # change is enough ("repair"), or the changes that help most ("improve").
+        # Consistent ones: the judgments closest to inconsistent ("tune").
+        if entry["consistent"]:
+            entry["hint_kind"] = "tune"
+        else:
+            entry["hint_kind"] = "repair" if all(h["consistent_after"] for h in entry["hints"]) else "improve"
     return entry
+
+
+def _hints(
+    section: Section, method: str, result: dict[str, Any], by_name: dict[str, Any], *, consistent: bool
+) -> list[dict[str, Any]]:
+    """The repair hints of one prioritisation, each saying which of the
+    expert's judgments it replaces by what: for inconsistent judgments the
+    smallest changes of one judgment that make them consistent, the least
+    change first (``result["repairs"]``, engine.prioritisation.smallest_repairs);
+    for consistent ones the judgments that disagree most with the weights,
+    with the value the weights imply (``most_inconsistent``)."""
+    hints = []
+    for hint in result["most_inconsistent"] if consistent else result["repairs"]:
+        row, column = by_name[hint["row"]], by_name[hint["column"]]
+        current, suggested = scale_point(hint["value"])[0], scale_point(hint["suggested_value"])[0]
+        if current == suggested:
+            continue
+        after = hint.get("consistency_ratio")
+        hints.append(
+            {
+                "row": row.name,
+                "column": column.name,
+                "field": section.pair_field(method, row, column),
+                "current": current,
+                "current_label": point_label(method, row.name, column.name, current),
+                "suggested": suggested,
+                "suggested_label": point_label(method, row.name, column.name, suggested),
+                "steps": hint.get("steps"),
+                "statement_after": consistency_statement(after) if after is not None else "",
+                "consistent_after": after is not None and is_consistent(after),
+            }
+        )
+    return hints
 
 
 def _priorities_form(request: HttpRequest, study: Study, expert: Membership, *, stored: bool) -> PrioritiesForm:

@@ -348,11 +348,22 @@ def designer_todo(study: Study, counts: SetupCounts, experts: list[ExpertProgres
     """What the designer still has to do or wait for, in words (the
     dashboard and the study home), from the study's ``counts`` and its
     experts' progress."""
+    absent = [e for e in experts if e.absence]
+    experts = [e for e in experts if not e.absence]  # the others owe nothing
     active = [e for e in experts if e.status == Membership.Status.ACTIVE]
     pending = len(experts) - len(active)
     lines = PHASE_TODO[Phase(study.phase)](counts, experts, active)
     if pending:
         lines.append(f"{_plural(pending, 'expert')} still to accept the invitation.")
+    if absent and study.phase != Phase.CLOSED:
+        names = ", ".join(e.user.get_username() for e in absent)
+        lines.append(f"Not taking part (their inputs are not used): {names}.")
+    short = None
+    if study.phase == Phase.ASSESSMENT:
+        short = services.quorum_problem(study=study, taking_part=len(experts), absent=len(absent))
+    if short:
+        lines = [line for line in lines if not line.startswith("Ready to close")]
+        lines.append(f"Closing is refused: {short}.")
     return lines
 
 
@@ -463,6 +474,8 @@ def study_home(request: HttpRequest, study_id: int) -> HttpResponse:
         "setup": setup,
         "experts": experts,
         "my_steps": my_steps,
+        # excluded or abstaining: a banner instead of the steps
+        "my_absence": mine if mine is not None and mine.absence else None,
         "next_step": next((step for step in my_steps or () if step.state in ("missing", "todo", "unconfirmed")), None),
         "grid": _progress_grid(study, experts, elicited),
         # The grid's columns after the four steps: each elicited metric's questions.
@@ -543,6 +556,8 @@ def _phase_preview(study: Study, to: str) -> dict:
     if (study.phase, to) == (Phase.ASSESSMENT, Phase.CLOSED):
         notes = selectors.input_note_list(study=study)
         return {
+            "absent": list(selectors.absent_list(study=study)),
+            "quorum_short": services.quorum_problem(study=study, taking_part=selectors.panel_list(study=study).count()),
             "gaps": selectors.missing_input_list(study=study),
             "notes": {
                 name: [selectors.note_words(note, value, to_expert=False) for note, value in found.items()]

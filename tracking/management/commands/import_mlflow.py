@@ -24,7 +24,8 @@ class Command(BaseCommand):
     help = (
         "Import the runs of an MLflow experiment as candidates of the study (docs/api.md, MLflow): each mapped "
         "metric key becomes a measurement, an artifact matching --artifact the candidate's prediction set. "
-        "Runs imported before update their candidates; what changed is printed. All or nothing."
+        "Runs imported before update their candidates (a run named like another candidate: --on-existing); "
+        "what changed is printed. All or nothing."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -42,7 +43,13 @@ class Command(BaseCommand):
         parser.add_argument("--step", type=int, help="read each metric at this step (default: its latest value)")
         parser.add_argument("--name-tag", help="name candidates by this tag (default: the run's name)")
         parser.add_argument("--artifact", help="glob of the prediction artifact, e.g. 'predictions/*.csv'")
-        parser.add_argument("--positive", help="the prediction sets' positive label")
+        parser.add_argument("--positive", help="the prediction sets' positive label (needed with a score column)")
+        parser.add_argument(
+            "--on-existing",
+            choices=services.ON_EXISTING,
+            help="a run named like an existing candidate: update it, import it as a new one, or skip it "
+            "(default: refused, naming each such run)",
+        )
         parser.add_argument(
             "--tracking-uri", help="connect the study to this server (or file: store) first, replacing its connection"
         )
@@ -69,6 +76,7 @@ class Command(BaseCommand):
                 name_tag=options["name_tag"],
                 artifact_pattern=options["artifact"],
                 positive=options["positive"],
+                on_existing=options["on_existing"],
                 inline=True,  # a command waits for its import, however many runs
             )
             assert isinstance(outcome, services.ImportOutcome)  # inline: never queued
@@ -83,6 +91,10 @@ class Command(BaseCommand):
         for change in outcome.changes:
             before = "new" if change["before"] is None else f"{change['before']:g} →"
             self.stdout.write(f"  {change['candidate']} / {change['metric']}: {before} {change['value']:g}")
+        for entry in outcome.matched:
+            self.stdout.write(f"  {entry['name']} ({entry['run_id']}) updates {entry['candidate']}")
+        for entry in outcome.skipped:
+            self.stdout.write(f"  skipped {entry['name']} ({entry['run_id']}), named like {entry['candidate']}")
         for made in outcome.prediction_sets:
             self.stdout.write(f"  {made['candidate']}: prediction set {made['prediction_set']} from {made['artifact']}")
         self.stdout.write(f"{len(outcome.changes)} values changed, {outcome.unchanged} unchanged")
