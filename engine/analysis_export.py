@@ -27,13 +27,17 @@ def analysis_csv_rows(analysis: Analysis) -> list[list[object]]:
             for row in summary["rows"]
         ]
     ranks = len(summary["candidates"][0]["ranks"]) if summary["candidates"] else 0
-    header = ["candidate", "p_best", "se_best", *(f"p_rank_{r + 1}" for r in range(ranks))]
+    # The 95 % Wilson intervals, in analyses stored since issue 31.
+    wilson = bool(summary["candidates"]) and "wilson_best" in summary["candidates"][0]
+    header = ["candidate", "p_best", "se_best", *(["p_best_low_95", "p_best_high_95"] if wilson else [])]
+    header += [f"p_rank_{r + 1}" for r in range(ranks)]
     header += [f"central_weight:{name}" for name in summary["attributes"]]
     return [header] + [
         [
             row["name"],
             row["p_best"],
             row["se_best"],
+            *(row["wilson_best"] if wilson else []),
             *row["ranks"],
             *(row["central_weights"] or [""] * len(summary["attributes"])),
         ]

@@ -33,11 +33,19 @@ def leave_one_out_sentence(summary: Mapping[str, Any]) -> str:
     )
 
 
+def interval_words(interval: Sequence[float]) -> str:
+    """A 95 % Wilson interval of a share, in percent ("95 %: 0.0–0.4 %")."""
+    low, high = interval
+    return f"95 %: {100 * low:.1f}–{100 * high:.1f} %"
+
+
 def monte_carlo_sentence(summary: Mapping[str, Any]) -> str:
-    """The candidate most often best, with its standard error, and the runner-up."""
+    """The candidate most often best, with its standard error and its
+    Wilson interval (stored by analyses since issue 31), and the runner-up."""
     leaders = [row for row in summary["candidates"] if row["p_best"] > 0][:2]
     parts = [
         f"{row['name']} is best in {100 * row['p_best']:.0f} % ± {100 * row['se_best']:.0f} % of samples"
+        + (f" ({interval_words(row['wilson_best'])})" if "wilson_best" in row else "")
         for row in leaders[:1]
     ]
     parts += [f"{row['name']} in {100 * row['p_best']:.0f} %" for row in leaders[1:]]

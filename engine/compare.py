@@ -14,7 +14,7 @@ from typing import NamedTuple, overload
 import numpy as np
 
 from .explain import number
-from .rules import AHP_WEIGHTING_DEFAULT
+from .rules import AHP_WEIGHTING_DEFAULT, TIE, beats
 
 # Differences below this are float noise from renormalisation, not changes.
 EPSILON = 1e-12
@@ -191,19 +191,22 @@ def net_passes(name: str, before: Mapping[str, float], after: Mapping[str, float
     when ``y`` was strictly ahead in the earlier run and is strictly behind
     in the later one; a new candidate strictly ahead in the later run passed
     it, and a gone candidate strictly ahead in the earlier run counts as
-    passed. Ties pass nobody: equal CEFs share a competition rank
+    passed. Ties pass nobody: equal CEFs (within ``engine.rules.TIE``,
+    METHOD.md 6.2) share a competition rank
     (``engine.robustness.competition_ranks``), so a tie that forms or breaks
     around a candidate (a third candidate vetoed down to the same CEF 0)
-    changes its rank number but is no move of its own."""
+    changes its rank number but is no move of its own, and two roundings
+    of one score are no move at all. "Strictly ahead" is ahead by more
+    than TIE."""
     mine_before, mine_after = before[name], after[name]
     gained = 0
     for other in before.keys() | after.keys():
         if other == name:
             continue
-        was_ahead = other in before and before[other] > mine_before
-        was_behind = other in before and before[other] < mine_before
-        is_ahead = other in after and after[other] > mine_after
-        is_behind = other in after and after[other] < mine_after
+        was_ahead = other in before and before[other] > mine_before + TIE
+        was_behind = other in before and mine_before > before[other] + TIE
+        is_ahead = other in after and after[other] > mine_after + TIE
+        is_behind = other in after and mine_after > after[other] + TIE
         if other not in after:
             gained += was_ahead
         elif other not in before:
@@ -230,17 +233,17 @@ def all_net_passes(before: Mapping[str, float], after: Mapping[str, float]) -> d
     gained = np.zeros(len(both), dtype=np.int64)
     for start in range(0, len(both), _PASSES_BLOCK):
         rows = slice(start, start + _PASSES_BLOCK)
-        was_ahead = mine_before[None, :] > mine_before[rows, None]
-        was_behind = mine_before[None, :] < mine_before[rows, None]
-        is_ahead = mine_after[None, :] > mine_after[rows, None]
-        is_behind = mine_after[None, :] < mine_after[rows, None]
+        was_ahead = beats(mine_before[None, :], mine_before[rows, None])
+        was_behind = beats(mine_before[rows, None], mine_before[None, :])
+        is_ahead = beats(mine_after[None, :], mine_after[rows, None])
+        is_behind = beats(mine_after[rows, None], mine_after[None, :])
         gained[rows] = (was_ahead & is_behind).sum(axis=1) - (was_behind & is_ahead).sum(axis=1)
     # a gone candidate strictly ahead before counts as passed; a new one
-    # strictly ahead after passed it
+    # strictly ahead after passed it (ahead by more than TIE: above x + TIE)
     gone = np.sort(np.array([cef for name, cef in before.items() if name not in after], dtype=float))
     new = np.sort(np.array([cef for name, cef in after.items() if name not in before], dtype=float))
-    gained += len(gone) - np.searchsorted(gone, mine_before, side="right")
-    gained -= len(new) - np.searchsorted(new, mine_after, side="right")
+    gained += len(gone) - np.searchsorted(gone, mine_before + TIE, side="right")
+    gained -= len(new) - np.searchsorted(new, mine_after + TIE, side="right")
     return {name: int(g) for name, g in zip(both, gained, strict=True)}
 
 

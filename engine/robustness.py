@@ -5,8 +5,10 @@ Everything here is pure NumPy (no Django) and works on arrays a run's
 snapshot gives (``engine.snapshot.snapshot_arrays``) or on the results'
 consensus weights ``a`` (n,), group scores ``g`` (m, n) and veto mask
 ``vetoed`` (m,). A candidate's CEF is ``0`` when vetoed, else
-``sum_j a_j g_cj``; ranks are competition ranks, ``1 + #{d : CEF_d > CEF_c}``
-(equal scores share a rank).
+``sum_j a_j g_cj``; ranks are competition ranks, ``1 + #{d : CEF_d > CEF_c +
+TIE}`` (equal scores share a rank; two CEFs within ``engine.rules.TIE`` =
+1e-12 are equal, METHOD.md 6.2), and every comparison here of who beats whom
+is ``engine.rules.beats``.
 
 The three functions METHOD.md 8 binds, exactly as defined there:
 
@@ -17,7 +19,7 @@ The three functions METHOD.md 8 binds, exactly as defined there:
   samples in which each candidate takes each rank (SMAA-2's rank
   acceptability indices);
 * :func:`pairwise_winning` - the share of samples in which candidate ``c``
-  scores strictly above ``d``.
+  scores above ``d`` by more than TIE.
 
 Around them, for the pages: :func:`sensitivity_lines` (each CEF as an affine
 function of a group's weight), :func:`crossings` (where two lines cross,
@@ -33,17 +35,18 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import sparse
-from scipy.stats import kendalltau
+from scipy.stats import kendalltau, norm
 
 from evaluation.bootstrap import bootstrap_counts, weighted_accuracy, weighted_roc_auc
 
 from . import core
 from .prioritisation import _ahp_arrays, _validated_matrices
-from .rules import AHP_WEIGHTINGS, SCALE_VALUES
+from .rules import AHP_WEIGHTINGS, SCALE_VALUES, TIE, beats
 
 __all__ = [
     "BOOTSTRAP_KINDS",
     "CENTRAL_WEIGHT_BITS",
+    "CONCENTRATION_MIN",
     "PAIRWISE_ALL",
     "PAIRWISE_TOP",
     "SAMPLE_BLOCK",
@@ -76,14 +79,11 @@ __all__ = [
     "summary",
     "weight_stability",
     "what_if",
+    "WILSON_Z",
+    "wilson_interval",
     "relative_weights",
     "without_expert",
 ]
-
-# Two lines tied at a group's current weight count as identical (the same
-# line, so never untied) when their slopes differ by at most this, relative
-# to the largest slope: below it the difference is the rounding of the sums.
-_SAME_SLOPE = 1e-12
 
 # A consensus weight vector must sum to 1 within this before it is
 # renormalised exactly (METHOD.md intro; engine.core.ROW_SUM_TOLERANCE).
@@ -237,28 +237,43 @@ class SensitivityLines:
     cef: np.ndarray
 
 
-def _lines(
-    weights: np.ndarray, scores: np.ndarray, vetoed: np.ndarray, groups: list[np.ndarray]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(share (G,), intercept (G, m), slope (G, m)) of METHOD.md 8's
-    reweighting: in-group weights ``a_j t / s_k``, the others
-    ``a_j (1 - t) / (1 - s_k)`` (equal splits when ``s_k`` is 0 or 1)."""
+def _ends(weights: np.ndarray, rows: np.ndarray, groups: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(share (G,), at_zero (r, G), at_one (r, G)) of METHOD.md 8's
+    reweighting, for each row of ``rows`` (r, n): ``rows @ a(t)`` at t = 0
+    and t = 1, with in-group weights ``a_j t / s_k`` and the others
+    ``a_j (1 - t) / (1 - s_k)`` (equal splits when ``s_k`` is 0 or 1).
+    Linear in ``rows``: the rows may be scores (a CEF's line) or differences
+    of two candidates' scores (the line of their CEFs' difference)."""
     n = len(weights)
     members = np.zeros((len(groups), n))
     for k, group in enumerate(groups):
         members[k, group] = 1.0
     share = members @ weights
-    inside = scores @ (members * weights).T  # (m, G): sum_{j in S_k} a_j g_cj
-    outside = scores @ ((1.0 - members) * weights).T
+    inside = rows @ (members * weights).T  # (r, G): sum_{j in S_k} a_j x_j
+    outside = rows @ ((1.0 - members) * weights).T
     size_inside = members.sum(axis=1)
     size_outside = n - size_inside
-    mean_inside = scores @ members.T / size_inside
     with np.errstate(divide="ignore", invalid="ignore"):
-        mean_outside = np.where(size_outside > 0, scores @ (1.0 - members).T / np.maximum(size_outside, 1), 0.0)
-        per_unit_inside = np.where(share > 0, inside / share, mean_inside)  # CEF at t = 1
-        per_unit_outside = np.where((share < 1) & (size_outside > 0), outside / (1.0 - share), mean_outside)  # t = 0
-    intercept = np.where(vetoed[:, None], 0.0, per_unit_outside).T
-    slope = np.where(vetoed[:, None], 0.0, per_unit_inside - per_unit_outside).T
+        at_one = inside / share
+        at_zero = outside / (1.0 - share)
+    # The equal splits, only where a group's share is 0 or 1 (rare).
+    empty, whole = share <= 0, (share >= 1) | (size_outside == 0)
+    if empty.any():
+        at_one[:, empty] = rows @ members[empty].T / size_inside[empty]
+    if whole.any():
+        split = np.where(size_outside[whole] > 0, size_outside[whole], 1.0)
+        at_zero[:, whole] = np.where(size_outside[whole] > 0, rows @ (1.0 - members[whole]).T / split, 0.0)
+    return share, at_zero, at_one
+
+
+def _lines(
+    weights: np.ndarray, scores: np.ndarray, vetoed: np.ndarray, groups: list[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(share (G,), intercept (G, m), slope (G, m)) of every candidate's CEF
+    line (:func:`_ends`); a vetoed candidate's is 0."""
+    share, at_zero, at_one = _ends(weights, scores, groups)
+    intercept = np.where(vetoed[:, None], 0.0, at_zero).T
+    slope = np.where(vetoed[:, None], 0.0, at_one - at_zero).T
     return share, intercept, slope
 
 
@@ -276,33 +291,148 @@ def sensitivity_lines(a: ArrayLike, g: ArrayLike, vetoed: ArrayLike, *, groups: 
     return SensitivityLines(share=share, intercept=intercept, slope=slope, cef=_cef(weights, scores, mask))
 
 
-def _same_slope(difference: np.ndarray, slope: np.ndarray) -> np.ndarray:
-    scale = np.abs(slope).max(axis=-1, keepdims=True) if slope.size else np.zeros(1)
-    return np.abs(difference) <= _SAME_SLOPE * np.maximum(scale, 1.0)
+class _Differences:
+    """The lines of CEF differences ``D(t) = CEF_c(t) - CEF_d(t)`` of pairs
+    of candidates, per group, computed from the differences of their
+    scores (not as a difference of two CEF lines, whose rounding, about
+    1e-17 of each CEF, swamps two near-duplicates' difference of 1e-12).
+
+    ``at_zero`` and ``at_one`` (G, P) are D(0) and D(1). A pair is *the same
+    line* in a group when they tie (within TIE) over the whole scan, and
+    the lines *cross* at ``t = D(0) / (D(0) - D(1))`` when, beyond that,
+    the candidate behind comes to beat the other (by more than TIE) before
+    the end of the scan: lines that only meet within TIE never cross."""
+
+    def __init__(
+        self,
+        weights: np.ndarray,
+        effective: np.ndarray,
+        first: np.ndarray,
+        second: np.ndarray,
+        groups: list[np.ndarray],
+    ):
+        _, at_zero, at_one = _ends(weights, effective[first] - effective[second], groups)
+        self.at_zero, self.at_one = at_zero.T, at_one.T
+
+    @property
+    def same_line(self) -> np.ndarray:
+        return (np.abs(self.at_zero) <= TIE) & (np.abs(self.at_one) <= TIE)
+
+    def crossing(self) -> np.ndarray:
+        """(G, P) where D(t) = 0: NaN unless one end is above TIE and the
+        other below -TIE (a real crossing inside [0, 1])."""
+        zero, one = self.at_zero, self.at_one
+        real = ((zero > TIE) & (one < -TIE)) | ((zero < -TIE) & (one > TIE))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(real, zero / (zero - one), np.nan)
 
 
-def _bounds(
-    lead: np.ndarray, slope_gap: np.ndarray, share: np.ndarray, moving: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The interval of t around s on which ``lead + slope_gap (t - s) >= 0``
-    for every pair (last axis), intersected with [0, 1].
+def _effective(scores: np.ndarray, vetoed: np.ndarray) -> np.ndarray:
+    """Scores whose weighted sum is the CEF: a vetoed candidate's are 0."""
+    return np.where(vetoed[:, None], 0.0, scores)
 
-    ``lead`` (>= 0) is each pair's CEF difference at s and ``moving``
-    marks the pairs whose lines differ in slope (the others never cross).
-    A tied pair whose lines differ is untied on both sides of s, which pins
-    the interval to ``[s, s]``."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        # Measured from s, so a crossing is never placed on the wrong side.
-        distance = lead / np.abs(slope_gap)
-    falling = (slope_gap < 0) & moving
-    rising = (slope_gap > 0) & moving
-    share = np.asarray(share)
-    high = np.minimum(1.0, share + np.where(falling, distance, np.inf).min(axis=-1, initial=np.inf))
-    low = np.maximum(0.0, share - np.where(rising, distance, np.inf).min(axis=-1, initial=np.inf))
-    pinned = ((lead == 0) & moving).any(axis=-1)
-    high = np.where(pinned, share, np.maximum(high, share))
-    low = np.where(pinned, share, np.minimum(low, share))
-    return low, high
+
+def _tied_pairs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions ``(i, j)``, ``i < j``, of the pairs of ``values`` (sorted
+    best first) within TIE of each other. Such pairs lie in runs of
+    neighbours each within TIE of the next, usually none."""
+    close = np.flatnonzero(~beats(values[:-1], values[1:]))
+    first, second = [np.array([], dtype=np.intp)], [np.array([], dtype=np.intp)]
+    if len(close):
+        # runs of neighbours: starts where a close pair does not follow another
+        starts = close[np.diff(close, prepend=-2) > 1]
+        ends = close[np.diff(close, append=len(values) + 1) > 1] + 2
+        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+            i, j = np.triu_indices(end - start, k=1)
+            keep = ~beats(values[start + i], values[start + j])
+            first.append(start + i[keep])
+            second.append(start + j[keep])
+    return np.concatenate(first), np.concatenate(second)
+
+
+def _nearest_crossings(share: np.ndarray, crossing: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per group (rows of ``crossing``, (G, P)), the nearest crossing at or
+    above its share and at or below it (1 and 0 when there is none)."""
+    share = share[:, None]
+    above = np.where(crossing >= share, crossing, np.inf).min(axis=1, initial=1.0)
+    below = np.where(crossing <= share, crossing, -np.inf).max(axis=1, initial=0.0)
+    return np.minimum(above, 1.0), np.maximum(below, 0.0)
+
+
+class _Scan:
+    """What :func:`weight_stability` computes once: the candidates with
+    distinct lines (two candidates with the same scores, or both vetoed,
+    have the same line in every scan and stay tied), best first at the
+    current weights, their competition ranks and their lines."""
+
+    def __init__(self, weights: np.ndarray, scores: np.ndarray, vetoed: np.ndarray, groups: list[np.ndarray]):
+        effective = _effective(scores, vetoed)
+        _, distinct = np.unique(effective, axis=0, return_index=True)
+        cef = _cef(weights, scores, vetoed)[distinct]
+        order = np.argsort(-cef, kind="stable")
+        self.weights, self.groups = weights, groups
+        self.effective = effective[distinct][order]
+        self.cef = cef[order]
+        self.ranks = competition_ranks(self.cef)  # ascending along the order
+        self.share, self.intercept, self.slope = _lines(
+            weights, self.effective, np.zeros(len(order), dtype=bool), groups
+        )
+
+    def differences(self, first: np.ndarray, second: np.ndarray) -> _Differences:
+        return _Differences(self.weights, self.effective, first, second, self.groups)
+
+    def pinned(self, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+        """(G,): some pair tied now (positions ``first``, ``second``) is not
+        tied along the whole scan, so any move of the weight unties it."""
+        if not len(first):
+            return np.zeros(len(self.share), dtype=bool)
+        return np.asarray((~self.differences(first, second).same_line).any(axis=1))
+
+    def ranking(self) -> tuple[np.ndarray, np.ndarray]:
+        """(low, high) of the ranking interval: the nearest real crossing of
+        a pair ordered now. A first guess from the pairs next to each other
+        in the order (the first to cross, unless ties within TIE reorder
+        their neighbours), then the pairs the lines show reversed at the
+        guess: their crossings come before it, if any does."""
+        ahead = np.flatnonzero(beats(self.cef[:-1], self.cef[1:]))
+        high, low = _nearest_crossings(self.share, self.differences(ahead, ahead + 1).crossing())
+        behind = np.flatnonzero(self.ranks > 1)
+        # Each candidate q against those ahead of it now (the positions
+        # before its rank), but for q - 1 when it is one of them: that pair
+        # of neighbours is the guess's.
+        last = self.ranks[behind] - 2 - (self.ranks[behind] - 1 == behind)
+        behind, last = behind[last >= 0], last[last >= 0]
+        for end in (high, low):
+            at_end = self.intercept + self.slope * end[:, None]  # (G, m)
+            lowest = np.minimum.accumulate(at_end, axis=1)
+            reversed_ = at_end[:, behind] > lowest[:, last] - TIE
+            for k in np.flatnonzero(reversed_.any(axis=1)).tolist():
+                pairs = self._reversed_pairs(at_end[k], behind[reversed_[k]], last[reversed_[k]], k)
+                above, below = _nearest_crossings(self.share[k : k + 1], pairs.crossing())
+                end[k] = min(end[k], above[0]) if end is high else max(end[k], below[0])
+        return low, high
+
+    def _reversed_pairs(self, at_end: np.ndarray, behind: np.ndarray, last: np.ndarray, k: int) -> _Differences:
+        """The differences, in group ``k``, of each candidate of ``behind``
+        and those ahead of it (positions up to ``last``) whose line is below
+        or within TIE of its own at the guess."""
+        first, second = [], []
+        for q, up_to in zip(behind.tolist(), last.tolist(), strict=True):
+            ahead_of_q = np.flatnonzero(at_end[: up_to + 1] < at_end[q] + TIE)
+            first.append(ahead_of_q)
+            second.append(np.full(len(ahead_of_q), q))
+        return _Differences(
+            self.weights, self.effective, np.concatenate(first), np.concatenate(second), [self.groups[k]]
+        )
+
+    def winner(self, pinned: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(low, high) of the winner interval: the nearest real crossing of
+        a first-ranked candidate with any other."""
+        top = np.flatnonzero(self.ranks == 1)
+        others = np.flatnonzero(self.ranks > 1)
+        first, second = np.repeat(top, len(others)), np.tile(others, len(top))
+        high, low = _nearest_crossings(self.share, self.differences(first, second).crossing())
+        return np.where(pinned, self.share, low), np.where(pinned, self.share, high)
 
 
 def weight_stability(a: ArrayLike, g: ArrayLike, vetoed: ArrayLike, *, groups: object = None) -> WeightStability:
@@ -314,19 +444,22 @@ def weight_stability(a: ArrayLike, g: ArrayLike, vetoed: ArrayLike, *, groups: o
     if ``s_k = 1``), so each unvetoed CEF is affine in ``t``
     (:func:`sensitivity_lines`) and a vetoed one stays 0.
 
-    * ranking interval: the closed interval around ``s_k`` on which no pair
-      ordered ``CEF_c > CEF_d`` at ``s_k`` reverses, and no pair tied at
-      ``s_k`` whose lines differ is untied (then it is ``[s_k, s_k]``);
-      pairs may tie at its ends. By continuity the first pair to cross
-      going away from ``s_k`` is adjacent in the order at ``s_k``, so only
-      adjacent pairs are checked: ``O(m log m + G m)`` after the
-      ``O(G m n)`` lines.
-    * winner interval: the same for every candidate ranked first at ``s_k``
-      against every other candidate.
+    Equal is METHOD.md 6.2's: two CEFs within ``engine.rules.TIE`` (1e-12)
+    are equal, as in the run's competition ranks. Each pair's difference
+    ``CEF_c(t) - CEF_d(t)`` is a line of ``t`` computed from the
+    difference of their scores, so two near-duplicates give exact ends.
 
-    Ties are exact equality of the CEFs computed as ``engine.core`` computes
-    them (so they match the run's competition ranks); two tied lines are
-    the same line when their slopes differ by at most 1e-12 (relative).
+    * ranking interval: the closed interval around ``s_k`` on which no pair
+      ordered ``CEF_c > CEF_d + TIE`` at ``s_k`` crosses (the lines meet,
+      and beyond, d comes to beat c by more than TIE before the end of the
+      scan: lines that only meet within TIE never cross), and no pair tied
+      at ``s_k`` that is not tied along the whole scan exists (then it is
+      ``[s_k, s_k]``: any move unties it); pairs may tie at its ends. Cost:
+      ``O(G m n)`` for the pairs next to each other in the order at
+      ``s_k``, and more only for pairs within TIE of each other.
+    * winner interval: the same for every candidate ranked first at ``s_k``
+      against every other candidate (two of them tied, and not along the
+      whole scan, pin it to ``[s_k, s_k]``).
 
     Parameters
     ----------
@@ -345,32 +478,23 @@ def weight_stability(a: ArrayLike, g: ArrayLike, vetoed: ArrayLike, *, groups: o
     WeightStability
     """
     weights, scores, mask = _problem(a, g, vetoed)
-    share, _, slope = _lines(weights, scores, mask, _groups(groups, len(weights)))
-    cef = _cef(weights, scores, mask)
-    m = len(cef)
-    if m < 2:
+    scan = _Scan(weights, scores, mask, _groups(groups, len(weights)))
+    share = scan.share
+    if len(scan.cef) < 2:
         whole = (np.zeros_like(share), np.ones_like(share))
         return WeightStability(share, *whole, *whole)
-    # Ranking: adjacent pairs of the order at s (ties broken by slope, so a
-    # tie's lines sit next to each other whatever their indices).
-    order = np.lexsort((slope[0], -cef))
-    sorted_cef = cef[order]
-    lead = sorted_cef[:-1] - sorted_cef[1:]  # >= 0
-    slope_gap = slope[:, order[:-1]] - slope[:, order[1:]]  # (G, m - 1)
-    ranking_low, ranking_high = _bounds(lead, slope_gap, share, ~_same_slope(slope_gap, slope))
-    # Winner: a first-ranked candidate against every other candidate. Tied
-    # winners whose lines differ pin the interval; identical ones are one line.
-    top = np.flatnonzero(cef == cef.max())
-    best = top[0]
-    others = np.arange(m) != best
-    gap = slope[:, [best]] - slope[:, others]
-    winner_low, winner_high = _bounds(cef[best] - cef[others], gap, share, ~_same_slope(gap, slope))
+    first, second = _tied_pairs(scan.cef)
+    ranking_pinned = scan.pinned(first, second)
+    on_top = (scan.ranks[first] == 1) & (scan.ranks[second] == 1)
+    winner_pinned = scan.pinned(first[on_top], second[on_top])
+    ranking_low, ranking_high = scan.ranking()
+    winner_low, winner_high = scan.winner(winner_pinned)
     return WeightStability(
         share=share,
-        ranking_low=ranking_low,
-        ranking_high=ranking_high,
-        winner_low=winner_low,
-        winner_high=winner_high,
+        ranking_low=np.where(ranking_pinned, share, np.minimum(ranking_low, share)),
+        ranking_high=np.where(ranking_pinned, share, np.maximum(ranking_high, share)),
+        winner_low=np.minimum(winner_low, share),
+        winner_high=np.maximum(winner_high, share),
     )
 
 
@@ -396,29 +520,33 @@ def crossings(
 
     ``candidates`` (indices) limits the pairs to those among them, e.g. the
     top ten of the run, since ``m`` candidates have up to ``m (m - 1) / 2``
-    crossings per group; default all. Identical lines (the same intercept
-    and slope, e.g. two vetoed candidates) never cross; lines tied at the
-    current weight with different slopes cross there.
+    crossings per group; default all. Equal is METHOD.md 6.2's (within
+    TIE), and each pair's difference is a line computed from the
+    difference of their scores: lines tied along the whole scan (the same
+    scores, two vetoed candidates, two near-duplicates) never cross; lines
+    tied at the current weight and not along the whole scan cross there;
+    other lines cross where they meet, when beyond it the one behind comes
+    to beat the other by more than TIE before the end of the scan.
     """
     weights, scores, mask = _problem(a, g, vetoed)
-    share, intercept, slope = _lines(weights, scores, mask, _groups(groups, len(weights)))
+    group_list = _groups(groups, len(weights))
     cef = _cef(weights, scores, mask)
     chosen = np.arange(len(cef)) if candidates is None else np.unique(np.asarray(candidates, dtype=np.intp))
     if len(chosen) and (chosen.min() < 0 or chosen.max() >= len(cef)):
         raise ValueError(f"candidates must be indices in 0..{len(cef) - 1}")
     first, second = np.triu_indices(len(chosen), k=1)
     c, d = chosen[first], chosen[second]
-    lead = cef[c] - cef[d]  # difference at s
+    share, _, _ = _ends(weights, np.zeros((0, len(weights))), group_list)
+    pairs = _Differences(weights, _effective(scores, mask), c, d, group_list)
+    tied = ~beats(cef[c], cef[d]) & ~beats(cef[d], cef[c])
+    slope = pairs.at_one - pairs.at_zero
+    t = np.where(tied[None, :] & ~pairs.same_line, share[:, None], pairs.crossing())
     result: list[list[Crossing]] = []
     for k in range(len(share)):
-        slope_gap = slope[k, c] - slope[k, d]
-        moving = ~_same_slope(slope_gap, slope[k])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = share[k] - lead / slope_gap
-        inside = moving & (t >= 0.0) & (t <= 1.0)
+        inside = np.isfinite(t[k])
         found = []
         for t_cross, c_index, d_index, gap in zip(
-            t[inside].tolist(), c[inside].tolist(), d[inside].tolist(), slope_gap[inside].tolist(), strict=True
+            t[k, inside].tolist(), c[inside].tolist(), d[inside].tolist(), slope[k, inside].tolist(), strict=True
         ):
             # Beyond the crossing (away from s) c leads when its slope is the
             # larger going up, the smaller going down.
@@ -461,33 +589,56 @@ def most_fragile(stability: WeightStability) -> int | None:
 # --------------------------------------------------------------------------
 
 
-def competition_ranks(cef: ArrayLike) -> np.ndarray:
-    """Competition ranks ``1 + #{d : CEF_d > CEF_c}`` of one CEF vector
-    (m,) or of each row of a stack (S, m), vectorised."""
-    values = np.asarray(cef, dtype=np.float64)
-    stack = np.atleast_2d(values)
+def _competition_ranks(stack: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(ranks (S, m), chained (S,)) of a stack of CEF vectors: ``chained``
+    marks the rows where equality within TIE is no equivalence there
+    (0, 0.8e-12, 1.6e-12). In the other rows the equal CEFs form groups,
+    each more than TIE from the next, so ``rank_c < rank_d`` exactly when
+    ``CEF_c > CEF_d + TIE``."""
     samples, m = stack.shape
-    # Any order of equal values gives the same ranks: a tie shares the
-    # position of its first member.
-    order = np.argsort(-stack, axis=1)
+    order = np.argsort(-stack, axis=1, kind="stable")
     ordered = np.take_along_axis(stack, order, axis=1)
+    # Best first, a run of values each within TIE of the one before shares
+    # the position of its first member: everything before the run beats
+    # all of it, nothing in it or after it does ...
     positions = np.broadcast_to(np.arange(m), (samples, m))
     starts = np.ones((samples, m), dtype=bool)
-    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    starts[:, 1:] = beats(ordered[:, :-1], ordered[:, 1:])
     first_of_tie = np.maximum.accumulate(np.where(starts, positions, 0), axis=1)
+    sorted_ranks = first_of_tie + 1
+    # ... unless the run spans more than TIE. Such rows, rare, are counted literally.
+    head = np.take_along_axis(ordered, first_of_tie, axis=1)
+    chained = np.asarray(beats(head, ordered).any(axis=1))
+    for row in np.flatnonzero(chained).tolist():
+        ascending = ordered[row, ::-1]
+        sorted_ranks[row] = 1 + m - np.searchsorted(ascending, ordered[row] + TIE, side="right")
     ranks = np.empty((samples, m), dtype=np.int64)
-    np.put_along_axis(ranks, order, first_of_tie + 1, axis=1)
+    np.put_along_axis(ranks, order, sorted_ranks, axis=1)
+    return ranks, chained
+
+
+def competition_ranks(cef: ArrayLike) -> np.ndarray:
+    """Competition ranks ``1 + #{d : CEF_d > CEF_c + TIE}`` (METHOD.md 6.2
+    and 8: two CEFs within ``engine.rules.TIE`` are equal) of one CEF vector
+    (m,) or of each row of a stack (S, m), vectorised."""
+    values = np.asarray(cef, dtype=np.float64)
+    ranks, _ = _competition_ranks(np.atleast_2d(values))
     return ranks if values.ndim == 2 else ranks[0]
 
 
 def ranking_order(cef: ArrayLike, weighted: ArrayLike) -> np.ndarray:
-    """Candidates best first: by CEF, within a tie (equal CEFs share a
-    competition rank, :func:`competition_ranks`) the higher weighted score
-    first, so a vetoed candidate's distance from the others stays visible,
-    then by index. The one order the results, the what-if and the analyses
-    list candidates in."""
-    values = np.asarray(cef, dtype=np.float64)
-    return np.lexsort((np.arange(len(values)), -np.asarray(weighted, dtype=np.float64), -values))
+    """Candidates best first: by competition rank (:func:`competition_ranks`,
+    equal CEFs share one), within a rank the higher weighted score first
+    (weighted scores within TIE are equal too), so a vetoed candidate's
+    distance from the others stays visible, then by index. The one order
+    the results, the what-if and the analyses list candidates in."""
+    return _ranking_order(competition_ranks(cef), weighted)
+
+
+def _ranking_order(ranks: np.ndarray, weighted: ArrayLike) -> np.ndarray:
+    """:func:`ranking_order` from the CEFs' competition ranks."""
+    weighted_ranks = competition_ranks(np.asarray(weighted, dtype=np.float64))
+    return np.lexsort((np.arange(len(ranks)), weighted_ranks, ranks))
 
 
 @dataclass(frozen=True, eq=False)
@@ -511,12 +662,9 @@ def what_if(a: ArrayLike, g: ArrayLike, vetoed: ArrayLike) -> WhatIf:
     weights, scores, mask = _problem(a, g, vetoed)
     weighted = (scores * weights).sum(axis=1)
     cef = np.where(mask, 0.0, weighted)
+    ranks = competition_ranks(cef)
     return WhatIf(
-        weights=weights,
-        weighted_scores=weighted,
-        cef=cef,
-        ranks=competition_ranks(cef),
-        order=ranking_order(cef, weighted),
+        weights=weights, weighted_scores=weighted, cef=cef, ranks=ranks, order=_ranking_order(ranks, weighted)
     )
 
 
@@ -595,16 +743,29 @@ def rank_counts(ranks: np.ndarray) -> np.ndarray:
     return np.bincount(flat.ravel(), minlength=m * m).reshape(m, m)
 
 
-def pairwise_counts(ranks: np.ndarray, *, block: int = 1 << 22) -> np.ndarray:
-    """(m, m) integer counts: entry [c, d] the number of rows of ``ranks``
-    (S, m) with rank_c < rank_d, i.e. CEF_c > CEF_d (competition ranks)."""
+def pairwise_counts(cef: np.ndarray, *, block: int = 1 << 22) -> np.ndarray:
+    """(m, m) integer counts: entry [c, d] the number of rows of ``cef``
+    (S, m) with ``CEF_c > CEF_d + TIE`` (``engine.rules.beats``)."""
+    ranks, chained = _competition_ranks(cef)
+    return _pairwise_counts(ranks, cef, chained, block=block)
+
+
+def _pairwise_counts(ranks: np.ndarray, cef: np.ndarray, chained: np.ndarray, *, block: int = 1 << 22) -> np.ndarray:
+    """:func:`pairwise_counts` from the rows' competition ranks (S, p) (of
+    all the row's candidates: ``_competition_ranks``), their CEFs and which
+    rows are chained: there the ranks do not say who beats whom (0,
+    0.8e-12 and 1.6e-12 rank 2, 1, 1, yet only the last beats the first),
+    so those rows, rare, compare the CEFs."""
     samples, m = ranks.shape
     counts = np.zeros((m, m), dtype=np.int64)
     step = max(1, block // max(m * m, 1))
     small = ranks.astype(np.int32)
+    small[chained] = 0  # compared below
     for first in range(0, samples, step):
         part = small[first : first + step]
         counts += (part[:, :, None] < part[:, None, :]).sum(axis=0, dtype=np.int64)
+    for row in np.flatnonzero(chained).tolist():
+        counts += beats(cef[row, :, None], cef[row, None, :])
     return counts
 
 
@@ -624,11 +785,11 @@ def pairwise_winning(cef: ArrayLike) -> np.ndarray:
     """Pairwise winning indices (METHOD.md 8, binding).
 
     ``cef``: (S, m) sampled CEFs. Entry [c, d] is the share of samples with
-    ``CEF_c > CEF_d`` (strictly; diagonal 0), so ``p[c, d] + p[d, c]`` plus
-    the share of ties is 1.
+    ``CEF_c > CEF_d + TIE`` (strictly; diagonal 0), so ``p[c, d] + p[d, c]``
+    plus the share of ties (CEFs within TIE) is 1.
     """
     values = _samples(cef)
-    return pairwise_counts(competition_ranks(values)) / len(values)
+    return pairwise_counts(values) / len(values)
 
 
 # --------------------------------------------------------------------------
@@ -657,8 +818,9 @@ class LeaveOneOut:
     winner_changed : ndarray of bool (k,)
         The set of first-ranked candidates differs from the full run's.
     kendall_tau : ndarray (k,)
-        Kendall's tau-b between the full CEFs and the CEFs without the
-        expert (ties counted as tau-b counts them); 1.0 when the two
+        Kendall's tau-b between the full ranking and the ranking without
+        the expert (their competition ranks, so CEFs within TIE are ties,
+        counted as tau-b counts them); 1.0 when the two
         rankings are identical, NaN when undefined otherwise (a ranking in
         which every candidate ties).
     """
@@ -745,12 +907,13 @@ def leave_one_out(
         )
         cef[row] = result.cef
         ranks[row] = competition_ranks(result.cef)
-        order[row] = ranking_order(result.cef, result.weighted_scores)
+        order[row] = _ranking_order(ranks[row], result.weighted_scores)
         changed[row] = bool((ranks[row] == 1).tolist() != full_top.tolist())
         if np.array_equal(ranks[row], full_ranks):
             tau[row] = 1.0
         elif m >= 2:
-            tau[row] = _kendall_tau_b(full.cef, result.cef)
+            # On the competition ranks, not the CEFs: CEFs within TIE are a tie.
+            tau[row] = _kendall_tau_b(-full_ranks, -ranks[row])
     return LeaveOneOut(
         experts=left_out,
         full_cef=np.asarray(full.cef),
@@ -797,6 +960,14 @@ _JUDGMENTS, _DIRICHLET, _PEERS, _RANGES, _MEASUREMENTS = range(5)
 # row is renormalised: peer weights must stay positive (METHOD.md 5).
 _TINY = 1e-300
 
+#: The smallest Dirichlet concentration ``SamplingSpec`` takes (weights and
+#: peer weights). A row's gammas all fall below _TINY, and the draw becomes
+#: the centre (every entry lifted alike) instead of near a vertex, with
+#: probability about ``_TINY ** concentration = e^(-690.8 concentration)``
+#: whatever the row's length: 1e-30 at 0.1, but one draw in 1,000 at 0.01
+#: and one in two at 0.001 (docs/method.md 8.3).
+CONCENTRATION_MIN = 0.1
+
 
 @dataclass(frozen=True)
 class SamplingSpec:
@@ -814,7 +985,8 @@ class SamplingSpec:
         its attribute.
     weight_concentration : float
         The Dirichlet concentration ``kappa`` of direct and LPR weights:
-        mean ``w``, variance ``w (1 - w) / (kappa + 1)``.
+        mean ``w``, variance ``w (1 - w) / (kappa + 1)``; at least
+        ``CONCENTRATION_MIN`` (0.1).
     peer_weights : bool
         Each expert's row of peer weights from ``Dirichlet(peer_concentration * v_i)``.
     peer_concentration : float
@@ -851,8 +1023,13 @@ class SamplingSpec:
     def __post_init__(self) -> None:
         for name in ("weight_concentration", "peer_concentration"):
             value = getattr(self, name)
-            if not (isinstance(value, int | float) and np.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be a positive number, got {value!r}")
+            if isinstance(value, bool) or not (isinstance(value, int | float) and np.isfinite(value)):
+                raise ValueError(f"{name} must be a number, got {value!r}")
+            if not value >= CONCENTRATION_MIN:
+                raise ValueError(
+                    f"{name} must be at least {CONCENTRATION_MIN:g}, got {float(value)!r}: below it some "
+                    "Dirichlet draws fall on the centre instead of near a corner (one in a thousand at 0.01)"
+                )
         if not (isinstance(self.range_fraction, int | float) and 0 <= self.range_fraction < 0.5):
             raise ValueError(f"range_fraction must lie in [0, 0.5), got {self.range_fraction!r}")
 
@@ -985,7 +1162,7 @@ class Counts:
     ranks : ndarray of int64 (m, m)
         [c, r]: samples in which candidate c has competition rank r + 1.
     pairwise : ndarray of int64 (p, p)
-        [c, d]: samples with CEF_c > CEF_d, among ``pairwise_candidates``.
+        [c, d]: samples with CEF_c > CEF_d + TIE, among ``pairwise_candidates``.
     pairwise_candidates : ndarray of int (p,)
     central_weights : ndarray of int64 (m, n)
         Sum of the consensus metric weights of the samples in which c is
@@ -1179,18 +1356,29 @@ class _Prepared:
         # Fixed individual scores: g = pi Mbar is one product per sample.
         self.vetoed = np.asarray(self.base.vetoed)
         if spec.peer_weights:
-            position = (self.measurements[:, None, :] - self.lower) / (self.upper - self.lower)
             # In single precision: the product below is most of such a
             # sample, and sgemm takes half dgemm's time. Each g is then
             # within about 1e-7 of its double value (far below what
-            # sampled weights move); the CEF is summed in double, so no
-            # two candidates tie by rounding that would not tie anyway.
-            individual = np.clip(position, 0.0, 1.0)
-            if self.expert_values is not None:
-                individual[:, :, self.expert_values.columns] = core._own_scores(
-                    self.lower, self.upper, self.expert_values
-                )
+            # sampled weights move); the CEF is summed in double.
+            individual = self._individual(np.arange(len(self.measurements)))
             self.individual = individual.transpose(1, 0, 2).astype(np.float32, order="C").reshape(k, -1)
+            # Candidates tied in the run (within TIE, METHOD.md 6.2) are
+            # scored in double in every sample: single precision would order
+            # two roundings of one exact value (6/25 as 0.24 and
+            # 0.24000000000000002) by its own rounding. A tie that holds in
+            # the samples holds in the run, whose weights are one of them.
+            self.tied = _tied_candidates(np.where(self.vetoed, np.nan, np.asarray(self.base.cef)))
+            self.tied_individual = individual[self.tied].transpose(1, 0, 2).reshape(k, -1)
+
+    def _individual(self, candidates: np.ndarray) -> np.ndarray:
+        """(len(candidates), k, n) the fixed individual scores ``m̄_cij`` of
+        the candidates, in double."""
+        position = (self.measurements[candidates][:, None, :] - self.lower) / (self.upper - self.lower)
+        individual = np.clip(position, 0.0, 1.0)
+        if self.expert_values is not None:
+            own = core.ExpertValues(self.expert_values.columns, self.expert_values.values[candidates])
+            individual[:, :, own.columns] = core._own_scores(self.lower, self.upper, own)
+        return individual
 
     # --- one block of samples ---------------------------------------------------
 
@@ -1407,6 +1595,9 @@ class _Prepared:
                     self._scores_buffer = np.empty((size, m * n), dtype=np.float32)
                 g = np.matmul(influence.astype(np.float32), self.individual, out=self._scores_buffer)
                 weighted = np.matmul(g.reshape(size, m, n).astype(np.float64), a[:, :, None])[..., 0]
+                if len(self.tied):
+                    tied = (influence @ self.tied_individual).reshape(size, len(self.tied), n)
+                    weighted[:, self.tied] = np.matmul(tied, a[:, :, None])[..., 0]
             else:
                 weighted = a @ np.asarray(self.base.group_scores).T
             return np.where(self.vetoed, 0.0, weighted), a
@@ -1588,6 +1779,18 @@ def _stationary_batch(chains: np.ndarray, start: np.ndarray) -> np.ndarray:
     return influence / influence.sum(axis=-1, keepdims=True)
 
 
+def _tied_candidates(cef: np.ndarray) -> np.ndarray:
+    """The candidates whose CEF is within TIE of another's (NaN: left out),
+    in index order."""
+    order = np.argsort(cef, kind="stable")
+    ordered = cef[order]
+    close = ~beats(ordered[1:], ordered[:-1]) & ~np.isnan(ordered[1:]) & ~np.isnan(ordered[:-1])
+    near = np.zeros(len(cef), dtype=bool)
+    near[:-1] |= close
+    near[1:] |= close
+    return np.sort(order[near])
+
+
 def _check_seed(seed: object) -> int:
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
@@ -1625,10 +1828,10 @@ def monte_carlo_chunk(inputs: MonteCarloInputs, spec: SamplingSpec, seed: int, s
         cef, a = prepared.cef(seed, block, SAMPLE_BLOCK)
         keep = slice(max(start, first) - first, min(end, first + SAMPLE_BLOCK) - first)
         cef, a = cef[keep], a[keep]
-        ranks = competition_ranks(cef)
+        ranks, chained = _competition_ranks(cef)
         ranks_total += rank_counts(ranks)
         if len(chosen):
-            pairwise_total += pairwise_counts(ranks[:, chosen])
+            pairwise_total += _pairwise_counts(ranks[:, chosen], cef[:, chosen], chained)
         fixed = np.rint(np.ldexp(a, CENTRAL_WEIGHT_BITS)).astype(np.int64)
         central_total += (ranks == 1).T.astype(np.int64) @ fixed
     return Counts(
@@ -1671,20 +1874,28 @@ def merge(counts_list: list[Counts]) -> Counts:
     )
 
 
+#: The normal quantile of the Wilson score intervals: 95 % two-sided.
+WILSON_Z = float(norm.ppf(0.975))
+
+
 @dataclass(frozen=True, eq=False)
 class Summary:
     """Probabilities from merged counts, each with its Monte Carlo standard
-    error ``sqrt(p (1 - p) / S)`` (binomial).
+    error ``sqrt(p (1 - p) / S)`` (binomial) and its 95 % Wilson score
+    interval (:func:`wilson_interval`: where the standard error says "0 ± 0"
+    after no success, the interval says how high it may still be).
 
     Attributes
     ----------
     samples : int
     rank_acceptability, rank_acceptability_se : ndarray (m, m)
         [c, r]: the probability that candidate c has rank r + 1.
-    best, best_se : ndarray (m,)
+    rank_acceptability_low, rank_acceptability_high : ndarray (m, m)
+        Its Wilson interval.
+    best, best_se, best_low, best_high : ndarray (m,)
         The probability that c is ranked first (column 0 of the above).
-    pairwise, pairwise_se : ndarray (p, p)
-        [c, d]: the probability that ``CEF_c > CEF_d`` among
+    pairwise, pairwise_se, pairwise_low, pairwise_high : ndarray (p, p)
+        [c, d]: the probability that ``CEF_c > CEF_d + TIE`` among
         ``pairwise_candidates``.
     pairwise_candidates : ndarray (p,)
     central_weights : ndarray (m, n)
@@ -1696,10 +1907,16 @@ class Summary:
     samples: int
     rank_acceptability: np.ndarray
     rank_acceptability_se: np.ndarray
+    rank_acceptability_low: np.ndarray
+    rank_acceptability_high: np.ndarray
     best: np.ndarray
     best_se: np.ndarray
+    best_low: np.ndarray
+    best_high: np.ndarray
     pairwise: np.ndarray
     pairwise_se: np.ndarray
+    pairwise_low: np.ndarray
+    pairwise_high: np.ndarray
     pairwise_candidates: np.ndarray
     central_weights: np.ndarray
 
@@ -1708,9 +1925,33 @@ def _binomial_se(probability: np.ndarray, samples: int) -> np.ndarray:
     return np.sqrt(probability * (1.0 - probability) / samples)
 
 
+def wilson_interval(successes: ArrayLike, samples: int, z: float = WILSON_Z) -> tuple[np.ndarray, np.ndarray]:
+    """The Wilson score interval (E. B. Wilson, JASA 22, 1927) of a binomial
+    probability from ``successes`` of ``samples`` (integers, elementwise):
+    ``(p + z²/2S ± z sqrt(p (1 - p)/S + z²/4S²)) / (1 + z²/S)`` with
+    ``p = successes / S``, 95 % two-sided at the default ``z``. Unlike
+    ``p ± z SE`` it stays inside [0, 1] and is not empty at 0 or S
+    successes: 0 of 1,000 gives [0, 0.00383]."""
+    if isinstance(samples, bool) or not isinstance(samples, int | np.integer) or samples < 1:
+        raise ValueError(f"samples must be a positive integer, got {samples!r}")
+    count = np.asarray(successes, dtype=np.float64)
+    if ((count < 0) | (count > samples) | (count != np.round(count))).any():
+        raise ValueError(f"successes must be integers from 0 to {samples}")
+    p = count / samples
+    z2 = z * z
+    centre = (p + z2 / (2 * samples)) / (1 + z2 / samples)
+    half = z / (1 + z2 / samples) * np.sqrt(p * (1 - p) / samples + z2 / (4 * samples * samples))
+    # At 0 and S successes the ends are exactly 0 and 1 (the formula's
+    # rounding would leave them a few ulps off).
+    low = np.where(count == 0, 0.0, np.clip(centre - half, 0.0, 1.0))
+    high = np.where(count == samples, 1.0, np.clip(centre + half, 0.0, 1.0))
+    return low, high
+
+
 def summary(counts: Counts) -> Summary:
     """Rank acceptability indices, probability of being best, pairwise
-    winning indices and central weights, with standard errors."""
+    winning indices and central weights, with standard errors and Wilson
+    intervals."""
     if counts.samples < 1:
         raise ValueError("summary needs at least one sample")
     S = counts.samples
@@ -1720,14 +1961,22 @@ def summary(counts: Counts) -> Summary:
     with np.errstate(invalid="ignore", divide="ignore"):
         central = np.ldexp(counts.central_weights.astype(np.float64), -CENTRAL_WEIGHT_BITS) / best[:, None]
     central = np.where(best[:, None] > 0, central, np.nan)
+    rank_low, rank_high = wilson_interval(counts.ranks, S)
+    pairwise_low, pairwise_high = wilson_interval(counts.pairwise, S)
     return Summary(
         samples=S,
         rank_acceptability=acceptability,
         rank_acceptability_se=_binomial_se(acceptability, S),
+        rank_acceptability_low=rank_low,
+        rank_acceptability_high=rank_high,
         best=acceptability[:, 0],
         best_se=_binomial_se(acceptability[:, 0], S),
+        best_low=rank_low[:, 0],
+        best_high=rank_high[:, 0],
         pairwise=pairwise,
         pairwise_se=_binomial_se(pairwise, S),
+        pairwise_low=pairwise_low,
+        pairwise_high=pairwise_high,
         pairwise_candidates=counts.pairwise_candidates.copy(),
         central_weights=central,
     )

@@ -338,12 +338,21 @@ class MonteCarlo:
                 return None
             return np.bincount(attribute_of, weights=result.central_weights[c], minlength=len(attributes)).tolist()
 
+        def interval(low: np.ndarray, high: np.ndarray) -> list:
+            """[low, high], or a list of them along the last axis."""
+            return np.stack((low, high), axis=-1).tolist()
+
         rows = [
             {
                 "name": names[c],
                 "p_best": float(result.best[c]),
                 "se_best": float(result.best_se[c]),
+                # 95 % Wilson score intervals (engine.robustness.wilson_interval)
+                "wilson_best": interval(result.best_low[c], result.best_high[c]),
                 "ranks": result.rank_acceptability[c, :SUMMARY_RANKS].tolist(),
+                "wilson_ranks": interval(
+                    result.rank_acceptability_low[c, :SUMMARY_RANKS], result.rank_acceptability_high[c, :SUMMARY_RANKS]
+                ),
                 "central_weights": central(c),
             }
             for c in order
@@ -356,6 +365,8 @@ class MonteCarlo:
             "pairwise": {
                 "candidates": [names[c] for c in result.pairwise_candidates.tolist()],
                 "probabilities": result.pairwise.tolist(),
+                "wilson_low": result.pairwise_low.tolist(),
+                "wilson_high": result.pairwise_high.tolist(),
             },
             "fixed": spec.get("fixed", []),
         }

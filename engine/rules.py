@@ -1,4 +1,5 @@
-"""The method's input rules, each defined once (METHOD.md sections 3-5).
+"""The method's rules, each defined once: the input rules (METHOD.md
+sections 3-5) and when two scores are equal (section 6.2).
 
 The engine's math (``engine.prioritisation``, ``engine.core``), the models'
 database constraints, the services that refuse bad input and the API that
@@ -35,6 +36,8 @@ __all__ = [
     "SCALE_POINTS",
     "SCALE_POINT_SLACK",
     "SCALE_VALUES",
+    "TIE",
+    "beats",
     "direct_shares",
     "is_consistent",
     "nearest_scale_point",
@@ -71,6 +74,24 @@ AHP_WEIGHTINGS: dict[str, str] = {
 
 #: The paper's method is the default, and the method of bundles that name none.
 AHP_WEIGHTING_DEFAULT = "column_means"
+
+
+# --- equal scores (METHOD.md 6.2) -------------------------------------------------------
+
+#: Two CEFs are equal when they differ by at most this (absolute; a CEF lies
+#: in [0, 1]), so two roundings of the same exact value (6/25 computed as
+#: 0.24 and as 0.24000000000000002) never order two candidates. Every
+#: ranking uses it through :func:`beats`: the results, the what-if, the
+#: comparison of two runs, the weights' sensitivity, the Monte Carlo rank
+#: counts and leave one expert out.
+TIE = 1e-12
+
+
+def beats(first: ArrayLike, second: ArrayLike) -> np.ndarray:
+    """``first > second + TIE`` elementwise (METHOD.md 6.2: "CEF_d > CEF_c"
+    in section 8 means "CEF_d > CEF_c + TIE"); neither beats the other when
+    they are equal. A competition rank is ``1 + #{d : beats(CEF_d, CEF_c)}``."""
+    return np.asarray(first, dtype=np.float64) > np.asarray(second, dtype=np.float64) + TIE
 
 
 # --- display (docs/pages.md, "Numbers") -----------------------------------------------

@@ -128,15 +128,24 @@ class WeightReport:
         return _first_change(self._stored, self._group, self.share, self._at, self.intercepts, self.slopes)
 
 
+def _first_at(intercepts: np.ndarray, slopes: np.ndarray, t: float) -> int:
+    """The candidate listed first at weight ``t`` (clipped to [0, 1]): the
+    best CEF, equal CEFs (within TIE) by the run's order."""
+    cef = intercepts + slopes * min(max(t, 0.0), 1.0)
+    return int(robustness.ranking_order(cef, cef)[0])
+
+
 def _first_beyond(stored: StoredRanking, intercepts: np.ndarray, slopes: np.ndarray, t: float) -> str:
     """Who is first just beyond ``t`` (past an end of the winner's interval)."""
-    t = min(max(t, 0.0), 1.0)
-    return stored.candidates[int(np.argmax(intercepts + slopes * t))]
+    return stored.candidates[_first_at(intercepts, slopes, t)]
 
 
 # How far past an interval's end the overtaker is looked for: well below any
 # weight a page shows, well above the CEFs' rounding.
 _BEYOND = 1e-9
+# How many neighbouring pairs are handed to robustness.crossings as the ones
+# that may cross at an interval's end.
+_GUESSES = 3
 # An interval end this close to 0 or 1 is the end of the scan, reached by rounding.
 _EDGE = 1e-12
 
@@ -150,15 +159,18 @@ def _first_change(
     adjacent pairs, and the leader with whoever is first just beyond, are
     handed to ``engine.robustness.crossings``: O(m), not O(m^2)."""
     cef = intercepts + slopes * share
-    order = np.argsort(-cef, kind="stable")
+    order = robustness.ranking_order(cef, cef)
     ahead, behind = order[:-1], order[1:]
     with np.errstate(divide="ignore", invalid="ignore"):
         t = share - (cef[ahead] - cef[behind]) / (slopes[ahead] - slopes[behind])
     distance = np.where(np.isfinite(t), np.abs(t - at), np.inf)
-    chosen = {int(order[0]), int(np.argmax(intercepts + slopes * min(max(at + np.sign(at - share) * _BEYOND, 0), 1)))}
-    if len(distance) and np.isfinite(distance.min()):
-        pair = int(np.argmin(distance))
-        chosen |= {int(ahead[pair]), int(behind[pair])}
+    chosen = {int(order[0]), _first_at(intercepts, slopes, at + np.sign(at - share) * _BEYOND)}
+    # The pairs whose lines, as drawn, cross nearest: a guess (the lines'
+    # rounding can move two near-duplicates' crossing anywhere), which
+    # robustness.crossings then computes from their scores' difference.
+    for pair in np.argsort(distance, kind="stable")[:_GUESSES].tolist():
+        if np.isfinite(distance[pair]):
+            chosen |= {int(ahead[pair]), int(behind[pair])}
     rest = np.setdiff1d(np.arange(len(stored.weights)), group)
     partition = [group, rest] if len(rest) else [group]  # crossings take groups that partition the metrics
     found = robustness.crossings(
@@ -179,7 +191,7 @@ def _reports(stored: StoredRanking, kind: str, names: list[str], groups: list[np
         share, intercepts, slopes = float(stability.share[k]), lines.intercept[k], lines.slope[k]
         ranking = (float(stability.ranking_low[k]), float(stability.ranking_high[k]))
         winner = (float(stability.winner_low[k]), float(stability.winner_high[k]))
-        leader = stored.candidates[int(np.argmax(intercepts + slopes * share))]
+        leader = stored.candidates[_first_at(intercepts, slopes, share)]
         below = Crossing(winner[0], _first_beyond(stored, intercepts, slopes, winner[0] - _BEYOND), leader)
         above = Crossing(winner[1], _first_beyond(stored, intercepts, slopes, winner[1] + _BEYOND), leader)
         nearest = float(fragility[k])
@@ -234,9 +246,14 @@ def fragility_sentence(reports: Sequence[WeightReport], leader: str) -> str:
     if report is None or report.first_change is None:
         return f"No single weight changes the ranking: {leader} stays first whatever any weight is, from 0 to 1."
     change = report.first_change
-    moved = f"fell below {change.at:.3f}" if change.at < report.share else f"rose above {change.at:.3f}"
     if change.at == report.share:
-        moved = f"moved at all from {report.share:.3f}"
+        # a tie (METHOD.md 6.2: within TIE) that any move of the weight breaks
+        return (
+            f"The most fragile weight is {report.name}'s ({report.share:.3f}): {change.overtaker} and "
+            f"{change.overtaken} tie there, and if it moved at all the tie would break "
+            f"({change.overtaker} ahead if it rose, {change.overtaken} if it fell)."
+        )
+    moved = f"fell below {change.at:.3f}" if change.at < report.share else f"rose above {change.at:.3f}"
     return (
         f"The most fragile weight is {report.name}'s ({report.share:.3f}): if it {moved}, "
         f"{change.overtaker} would overtake {change.overtaken}."

@@ -50,6 +50,18 @@ SCORE_SERIES = (charts.Series("CEF", "solid"), charts.Series("Weighted score wit
 # --- the ranking -------------------------------------------------------------------------
 
 
+def _first_words(candidates: list[dict]) -> str:
+    """Who ranks first, in a sentence; several when their CEFs are equal
+    (within TIE, METHOD.md 6.2: they share the rank)."""
+    if not candidates:
+        return ""
+    first = [candidate["name"] for candidate in candidates if candidate["rank"] == 1]
+    cef = f"{candidates[0]['cef']:.4f}"
+    if len(first) > 1:
+        return f"{', '.join(first[:-1])} and {first[-1]} share the first rank with a CEF of {cef}. "
+    return f"{candidates[0]['name']} ranks first with a CEF of {cef}. "
+
+
 def _ranking(stored: list[dict], document: dict, infos: dict[str, MetricInfo], page_number: str | int | None) -> dict:
     """The ranking's page ``page_number``: ``stored`` is every candidate as
     the run stored them (rank order), ``document`` the results document with
@@ -63,13 +75,11 @@ def _ranking(stored: list[dict], document: dict, infos: dict[str, MetricInfo], p
         for entry in page.object_list
     ]
     vetoed = sum(1 for candidate in candidates if candidate["vetoed"])
-    best = candidates[0] if candidates else None
     description = (
         f"For each candidate ranked {page.start_index()} to {page.end_index()} of {len(candidates)}, a solid bar "
         "for its CEF and a hatched bar for its weighted score without the veto, on a scale from 0 to 1. "
     )
-    if best:
-        description += f"{best['name']} ranks first with a CEF of {best['cef']:.4f}. "
+    description += _first_words(candidates)
     if vetoed:
         description += f"{vetoed} vetoed candidate{'s have' if vetoed != 1 else ' has'} a CEF of 0. "
     description += "The ranking table lists the same numbers."

@@ -26,6 +26,7 @@ from .. import analyses as engine_analyses
 from .. import analysis_export, sensitivity
 from .. import selectors as engine_selectors
 from ..models import Analysis, Run
+from ..robustness import ranking_order
 
 # Candidates drawn in each weight's chart (the run's best, and whoever
 # overtakes the winner), and shown in the what-if ranking.
@@ -85,7 +86,8 @@ def _succeeded(request: HttpRequest, run_id: int) -> tuple[Run, Any]:
 
 def _weight_chart(stored: sensitivity.StoredRanking, report: sensitivity.WeightReport, index: int) -> charts.LineChart:
     cef = report.intercepts + report.slopes * report.share
-    shown = [int(i) for i in cef.argsort(kind="stable")[::-1][:CHART_CANDIDATES]]
+    # the best first, equal CEFs (within TIE, METHOD.md 6.2) in the run's order
+    shown = [int(i) for i in ranking_order(cef, cef)[:CHART_CANDIDATES]]
     for crossing in (report.below, report.above):
         if crossing and stored.candidates.index(crossing.overtaker) not in shown:
             shown.append(stored.candidates.index(crossing.overtaker))

@@ -146,3 +146,29 @@ def test_any_finite_weights_give_shares_summing_to_1_or_a_400_naming_the_field(a
         # (only when every weight given, and every one kept from the run, is 0)
         kept = [name for name in attributes if name not in weights]
         assert not any(weights.values()) and not kept
+
+
+def test_a_monte_carlo_summary_gives_each_probability_its_wilson_interval(api, cast, run, settings):
+    client = api(cast.alice)
+    launched = client.post(
+        f"{API}/runs/{run.pk}/analyses/",
+        {"kind": "monte_carlo", "samples": 120, "seed": 4, "judgments": True, "peer_weights": True},
+        format="json",
+    )
+    assert launched.status_code == 202
+    analysis = Analysis.objects.get()
+    for chunk_id in analysis.chunks.values_list("pk", flat=True):
+        engine_analyses.chunk_execute(chunk_id=chunk_id)
+    summary = client.get(launched["Location"]).json()["summary"]
+    z2 = 1.959963984540054**2
+    for row in summary["candidates"]:
+        p = row["p_best"]
+        # the Wilson score interval, written out
+        centre = (p + z2 / 240) / (1 + z2 / 120)
+        half = 1.959963984540054 / (1 + z2 / 120) * (p * (1 - p) / 120 + z2 / (4 * 120**2)) ** 0.5
+        assert row["wilson_best"] == pytest.approx([max(centre - half, 0.0), min(centre + half, 1.0)], abs=1e-12)
+        assert len(row["wilson_ranks"]) == len(row["ranks"])
+        assert all(low <= share <= high for share, (low, high) in zip(row["ranks"], row["wilson_ranks"], strict=True))
+    pairwise = summary["pairwise"]
+    size = len(pairwise["candidates"])
+    assert [len(pairwise[key]) for key in ("probabilities", "wilson_low", "wilson_high")] == [size] * 3

@@ -402,3 +402,35 @@ def test_monte_carlo_samples_a_typed_metric_from_its_standard_errors(db):
     assert p_best["plain"]["JRip"] == 1.0 and p_best["plain"]["J48"] == 0.0
     assert 0 < p_best["uncertain"]["JRip"] < 1
     assert 0 < p_best["uncertain"]["J48"] < 1
+
+
+def test_monte_carlo_shows_a_wilson_interval_beside_each_standard_error(client, run):
+    # Issue 31: a share never seen read "0.0 % ± 0.0 %"; its 95 % Wilson interval says how high it may be.
+    analysis = analyses.analysis_launch(
+        run=run,
+        kind="monte_carlo",
+        launched_by=None,
+        samples=200,
+        seed=3,
+        spec={"judgments": True, "peer_weights": True, "ranges_percent": 0, "measurements": False},
+    )
+    execute_all(analysis)
+    analysis.refresh_from_db()
+    rows = {row["name"]: row for row in analysis.result["summary"]["candidates"]}
+    never = rows["IBk"]  # vetoed: never best, never ranked above a candidate that is not
+    assert (never["p_best"], never["se_best"]) == (0.0, 0.0)
+    z2 = 1.959963984540054**2
+    assert never["wilson_best"] == [0.0, pytest.approx(z2 / (200 + z2))]  # 1.9 %
+    login(client, run)
+    html = client.get(reverse("run_robustness", args=[run.pk])).content.decode()
+    assert '0.0 % <span class="muted">± 0.0 %</span><br><span class="small muted">95 %: 0.0–1.9 %</span>' in html
+    for row in rows.values():
+        low, high = row["wilson_best"]
+        assert f"95 %: {100 * low:.1f}–{100 * high:.1f} %" in html
+        for low, high in row["wilson_ranks"][:5]:
+            assert f'title="95 %: {100 * low:.1f}–{100 * high:.1f} %"' in html
+    csv_response = client.get(reverse("run_analysis_csv", args=[run.pk, analysis.pk]))
+    table = list(csv.reader(io.StringIO(csv_response.content.decode())))
+    assert table[0][:5] == ["candidate", "p_best", "se_best", "p_best_low_95", "p_best_high_95"]
+    ibk = next(line for line in table if line[0] == "IBk")
+    assert [float(value) for value in ibk[3:5]] == pytest.approx(never["wilson_best"])
