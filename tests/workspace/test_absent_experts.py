@@ -149,3 +149,15 @@ def test_who_may_exclude_and_when_and_the_checks_of_each_field(make_study, cast)
     with pytest.raises(InvalidInput) as refused:
         services.expert_readmit(study=built.study, expert=built.bob, acting=built.study.designer)
     assert refused.value.errors == {"username": ["bob takes part already"]}
+
+
+def test_a_bundle_s_ahp_weighting_that_is_not_a_text_is_refused_naming_it(cast):
+    """Found by schemathesis: an object for ahp_weighting was a server error."""
+    from workspace.bundles import study_import_bundle
+
+    for weighting in ({}, [], 3):
+        with pytest.raises(InvalidInput) as refused:
+            study_import_bundle(
+                bundle={"format": "approve-study/1", "title": "T", "ahp_weighting": weighting}, importer=cast.alice
+            )
+        assert list(refused.value.errors) == ["ahp_weighting"]

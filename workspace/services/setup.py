@@ -62,7 +62,7 @@ def study_create(
     ahp_weighting: str = AHP_WEIGHTING_DEFAULT,
     quorum: int = 0,
 ) -> Study:
-    if ahp_weighting not in AHP_WEIGHTINGS:
+    if not isinstance(ahp_weighting, str) or ahp_weighting not in AHP_WEIGHTINGS:
         raise InvalidInput({"ahp_weighting": f"must be one of {', '.join(AHP_WEIGHTINGS)}, got {ahp_weighting!r}"})
     study = Study.objects.create(
         title=text(title, "title", max_length=TITLE_MAX_LENGTH),
@@ -103,7 +103,7 @@ def study_update(*, study: Study, **changes: Any) -> Study:
         return clean
 
     def weighting(value: Any) -> str:
-        if value not in AHP_WEIGHTINGS:
+        if not isinstance(value, str) or value not in AHP_WEIGHTINGS:
             raise InvalidInput({"ahp_weighting": f"must be one of {', '.join(AHP_WEIGHTINGS)}, got {value!r}"})
         if value != study.ahp_weighting:
             require_phase(study, Action.CHANGE_ATTRIBUTE, "Changing the AHP weighting")
