@@ -358,6 +358,12 @@ def test_the_leave_one_out_table_shows_each_stored_row_and_its_tau(analysed, cli
     assert {row["changes_winner"] for row in rows} == {True, False}
 
 
+def _interval(row):
+    """The stored Wilson interval of a best-in share, as the page writes it."""
+    low, high = row["wilson_best"]
+    return f"{share(low)[:-2]}–{share(high)}"
+
+
 def test_the_monte_carlo_table_shows_each_stored_share_and_its_standard_error(analysed, client):
     run, _, monte_carlo = analysed
     client.force_login(run.study.designer)
@@ -368,7 +374,12 @@ def test_the_monte_carlo_table_shows_each_stored_share_and_its_standard_error(an
     shown = min(len(candidates), 5)  # only the ranks that exist (issue 31, finding 13)
     assert table[0] == ["Candidate", "Best in", *(f"Rank {rank}" for rank in range(1, shown + 1))]
     assert table[1:] == [
-        [row["name"], f"{share(row['p_best'])} ± {share(row['se_best'])}", *map(share, row["ranks"][:shown])]
+        [
+            row["name"],
+            # the share, its standard error, then its 95 % Wilson interval (issue 31, finding 9)
+            f"{share(row['p_best'])} ± {share(row['se_best'])}95 %: {_interval(row)}",
+            *map(share, row["ranks"][:shown]),
+        ]
         for row in candidates[:10]
     ]
     assert 0 < candidates[0]["p_best"] < 1  # a share that is neither none nor all of the samples
