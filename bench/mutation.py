@@ -122,15 +122,7 @@ MODULES: dict[str, tuple[str, ...]] = {
 
 # Tests left out of every run (`--deselect`), each with why: a test that fails without any
 # mutant keeps its modules from being tested at all. Remove a line once its test passes.
-DESELECT: tuple[str, ...] = (
-    # A property test that fails on its own with Hypothesis seeds 0 and 20240611 (it passes
-    # when its 30 random examples miss the case, so `make test` is flaky on it): e.g.
-    # g = [[0.5, 0.25, 0.25], [0.25, 0.5, 0.5], [0.375, 0.5, 0.25]], raw = [0.25, 1.0, 0.5],
-    # metric 1: the literal scan sees the ranking change at a share of 0.14285, while
-    # weight_reports says it never changes (fragility inf).
-    "tests/engine/test_sensitivity.py::"
-    "test_the_most_fragile_weight_is_where_a_literal_scan_first_sees_the_ranking_change",
-)
+DESELECT: tuple[str, ...] = ()
 
 # Where a module "APP/FILE.py" of MODULES is looked for, in this order.
 MODULE_DIRS = ("{app}/method", "{app}")
