@@ -998,6 +998,7 @@ ROWS = [
         check=_mlflow_connected,
     ),
     Row("mlflow-connection-delete", "delete", S + "/mlflow/connection/", 403, 204, check=_mlflow_disconnected),
+    Row("mlflow-experiments", "get", S + "/mlflow/experiments/", 403, 409),
     Row("mlflow-runs", "get", S + "/mlflow/runs/?experiment=candidates", 403, 409),
     Row("mlflow-imports-get", "get", S + "/mlflow/imports/", 403, 200, check=_one_failed_import),
     Row("mlflow-import-get", "get", S + "/mlflow/imports/{mlflow_import}/", 403, 200, check=_failed_import),

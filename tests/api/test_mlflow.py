@@ -52,6 +52,16 @@ def test_connect_preview_import_and_publish(make_study, api, cast, store):
         False,
     )
 
+    # The picker's list: the store's experiments by name, as many as the check found.
+    listed = alice.get(f"{base}/experiments/").json()
+    assert listed["more"] is False
+    assert sorted(e["name"] for e in listed["experiments"]) == sorted(["Default", EXPERIMENT])
+    assert [e["name"] for e in listed["experiments"]] == sorted(
+        (e["name"] for e in listed["experiments"]), key=str.casefold
+    )
+    named = {e["name"]: e["experiment_id"] for e in listed["experiments"]}
+    assert named[EXPERIMENT] == MlflowClient(tracking_uri=uri).get_experiment_by_name(EXPERIMENT).experiment_id
+
     preview = alice.get(f"{base}/runs/", {"experiment": EXPERIMENT, "filter": "tags.stage = 'candidate'"}).json()
     assert sorted(run["name"] for run in preview["runs"]) == sorted(runs)
     assert preview["metric_keys"] == ["accuracy", "fit_seconds", "fold_std", "roc_auc"]

@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from engine.api.runs import RunScoped
-from tracking import selectors, services
+from tracking import remote, selectors, services
 from tracking.models import MlflowConnection, MlflowImport, MlflowPublication
 from workspace import limits
 from workspace import selectors as workspace_selectors
@@ -334,6 +334,35 @@ class ConnectionView(StudyScoped, APIView):
         self.require_designer("disconnect the study from MLflow")
         services.connection_remove(study=self.study())
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ExperimentSerializer(serializers.Serializer):
+    experiment_id = serializers.CharField()
+    name = serializers.CharField()
+
+
+class ExperimentListSerializer(serializers.Serializer):
+    experiments = ExperimentSerializer(many=True, help_text="the server's active experiments, by name")
+    more = serializers.BooleanField(
+        help_text=f"the server has more than {remote.EXPERIMENTS_LISTED_MAX} active experiments: "
+        "only that many are listed (name or id the others)"
+    )
+
+
+class ExperimentListView(StudyScoped, APIView):
+    schema_tag = "mlflow"
+
+    @extend_schema(
+        summary="List the experiments of the study's MLflow server",
+        responses={200: ExperimentListSerializer, 409: NOT_CONNECTED, 502: UNAVAILABLE},
+    )
+    def get(self, request: Request, study_id: int) -> Response:
+        """The active experiments of the study's MLflow server, by name (designer): what the page's picker
+        offers, for the ``experiment`` of a preview or an import. Nothing is written."""
+        self.require_designer("list MLflow experiments")
+        experiments, more = services.experiment_list(study=self.study())
+        listed = [{"experiment_id": e.experiment_id, "name": e.name} for e in experiments]
+        return Response(ExperimentListSerializer({"experiments": listed, "more": more}).data)
 
 
 class RunPreviewView(StudyScoped, APIView):
