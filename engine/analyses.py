@@ -217,7 +217,7 @@ def analysis_launch(
         )
     if run.status != Run.Status.SUCCEEDED:
         raise PhaseConflict(
-            f"Robustness analyses need a succeeded run; run {run.pk} is {run.status}.", code="run_not_finished"
+            f"Robustness analyses need a succeeded run; {run.label.lower()} is {run.status}.", code="run_not_finished"
         )
     chosen = kernel(kind)
     spec = chosen.check(dict(spec or {}))

@@ -108,6 +108,12 @@ class Run(models.Model):
         super().save(*args, **kwargs)
 
     @property
+    def label(self) -> str:
+        """How messages name the run: its number in the study (what pages
+        show) and its id (what the API's paths take), e.g. "Run 3 (id 12)"."""
+        return f"Run {self.number} (id {self.pk})"
+
+    @property
     def is_finished(self) -> bool:
         return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)
 

@@ -152,11 +152,11 @@ def comparison_refusal(first: Run, second: Run) -> ComparisonRefused | None:
     """Why ``first`` and ``second`` cannot be compared, or None."""
     if first.pk == second.pk:
         return ComparisonRefused(
-            f"Run {first.pk} compared with itself changes nothing: choose another run of the study.", 409, "same_run"
+            f"{first.label} compared with itself changes nothing: choose another run of the study.", 409, "same_run"
         )
     if first.study_id != second.study_id:
         return ComparisonRefused(
-            f"Run {first.pk} belongs to the study {first.study.title!r} and run {second.pk} to "
+            f"{first.label} belongs to the study {first.study.title!r} and {second.label.lower()} to "
             f"{second.study.title!r}: only runs of the same study can be compared.",
             400,
         )
@@ -164,7 +164,7 @@ def comparison_refusal(first: Run, second: Run) -> ComparisonRefused | None:
     if unfinished:
         return ComparisonRefused(
             " ".join(
-                f"Run {run.pk} has not succeeded (it is {run.get_status_display().lower()}), so it has no results "
+                f"{run.label} has not succeeded (it is {run.get_status_display().lower()}), so it has no results "
                 "to compare yet."
                 for run in unfinished
             ),

@@ -76,7 +76,7 @@ class RunScoped(APIView):
     def succeeded_run(self, *, fields: Iterable[str] = ()) -> Run:
         run = self.run(fields=fields)
         if run.status != Run.Status.SUCCEEDED:
-            detail = f"Run {run.pk} is {run.status}; results exist once it has succeeded."
+            detail = f"{run.label} is {run.status}; results exist once it has succeeded."
             if run.status == Run.Status.FAILED:
                 detail += f" It failed: {run.error}"
             raise Conflict(detail, code="run_not_finished")

@@ -1772,7 +1772,8 @@ def test_results_are_409_until_the_run_has_succeeded(make_study, clients, django
             response = clients[actor].get(url)
             assert response.status_code == 409
             assert response.json() == api_error(
-                "run_not_finished", f"Run {run_id} is queued; results exist once it has succeeded."
+                "run_not_finished",
+                f"{Run.objects.get(pk=run_id).label} is queued; results exist once it has succeeded.",
             )
         assert clients[actor].get(f"{API}/runs/{run_id}/").json()["status"] == "queued"
     assert clients["charlie"].get(f"{API}/runs/{run_id}/results/").status_code == 404
@@ -1782,7 +1783,8 @@ def test_results_are_409_until_the_run_has_succeeded(make_study, clients, django
     failed = clients["bob"].get(f"{API}/runs/{run_id}/results/")
     assert failed.status_code == 409
     assert failed.json()["detail"] == (
-        f"Run {run_id} is failed; results exist once it has succeeded. It failed: The inputs cannot be evaluated: boom."
+        f"{Run.objects.get(pk=run_id).label} is failed; results exist once it has succeeded. "
+        "It failed: The inputs cannot be evaluated: boom."
     )
 
     # Once it has run, every member reads the results; an unknown candidate is 404.

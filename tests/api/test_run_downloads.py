@@ -78,7 +78,7 @@ def test_the_api_csv_is_409_until_the_run_has_succeeded_and_404_for_outsiders(ap
     assert response.status_code == 409
     assert response["Content-Type"] == "application/json"
     assert response.json() == api_error(
-        "run_not_finished", f"Run {queued.pk} is queued; results exist once it has succeeded."
+        "run_not_finished", f"{queued.label} is queued; results exist once it has succeeded."
     )
     outsider = api(cast.charlie).get(f"{API}/runs/{queued.pk}/results.csv")
     assert (outsider.status_code, outsider.json()) == (404, api_error("not_found", "No such run."))
@@ -144,14 +144,14 @@ def test_the_api_comparison_refuses_as_the_page_does(api, cast, make_study, case
     assert response.status_code == 400
     assert error_fields(response) == {
         "other_id": [
-            f"Run {run.pk} belongs to the study 'Choosing a classifier' and run {other.pk} to 'Another choice': "
+            f"{run.label} belongs to the study 'Choosing a classifier' and {other.label.lower()} to 'Another choice': "
             "only runs of the same study can be compared."
         ]
     }
     itself = alice.get(f"{API}/runs/{run.pk}/compare/{run.pk}/")
     assert (itself.status_code, itself.json()) == (
         409,
-        api_error("same_run", f"Run {run.pk} compared with itself changes nothing: choose another run of the study."),
+        api_error("same_run", f"{run.label} compared with itself changes nothing: choose another run of the study."),
     )
     queued = engine_services.run_launch(study=study, launched_by=cast.alice)
     unfinished = alice.get(f"{API}/runs/{run.pk}/compare/{queued.pk}/")
@@ -159,7 +159,7 @@ def test_the_api_comparison_refuses_as_the_page_does(api, cast, make_study, case
         409,
         api_error(
             "run_not_finished",
-            f"Run {queued.pk} has not succeeded (it is queued), so it has no results to compare yet.",
+            f"{queued.label} has not succeeded (it is queued), so it has no results to compare yet.",
         ),
     )
     # bob is an expert of the first study only, charlie of neither: 404, as for a run that does not exist

@@ -293,15 +293,15 @@ def test_comparison_is_refused_in_words(client, cast, make_study, case_study):
     response = client.get(f"/runs/{run.pk}/compare/{other.pk}/")
     assert response.status_code == 400
     assert (
-        f"These runs cannot be compared. Run {run.pk} belongs to the study 'Choosing a classifier' "
-        f"and run {other.pk} to 'Another choice': only runs of the same study can be compared."
+        f"These runs cannot be compared. {run.label} belongs to the study 'Choosing a classifier' "
+        f"and {other.label.lower()} to 'Another choice': only runs of the same study can be compared."
     ) in text_of(response)
     itself = client.get(f"/runs/{run.pk}/compare/{run.pk}/")
     assert itself.status_code == 409 and "compared with itself changes nothing" in text_of(itself)
     queued = engine_services.run_launch(study=study, launched_by=cast.alice)
     unfinished = client.get(f"/runs/{run.pk}/compare/{queued.pk}/")
     assert unfinished.status_code == 409
-    assert f"Run {queued.pk} has not succeeded (it is queued), so it has no results to compare yet." in text_of(
+    assert f"{queued.label} has not succeeded (it is queued), so it has no results to compare yet." in text_of(
         unfinished
     )
     # someone outside either study learns nothing of it: bob is an expert of
