@@ -22,6 +22,7 @@ from workspace.models import (
     Study,
 )
 from workspace.selectors.studies import StudyDetail
+from workspace.services.panel import ABSENCES
 
 
 class StrictCharField(serializers.CharField):
@@ -197,7 +198,7 @@ class TransitionSerializer(WriteSerializer):
 class MemberSerializer(serializers.ModelSerializer):
     username = StrictCharField(source="user.username")
     absence = serializers.ChoiceField(
-        choices=[Membership.Absence.EXCLUDED, Membership.Absence.ABSTAINING],
+        choices=list(ABSENCES),
         allow_blank=True,
         help_text="'' while they take part; excluded or abstaining: their inputs are kept but not used",
     )
@@ -212,7 +213,7 @@ class MemberSerializer(serializers.ModelSerializer):
 
 class AbsenceWriteSerializer(WriteSerializer):
     absence = serializers.ChoiceField(
-        choices=[Membership.Absence.EXCLUDED, Membership.Absence.ABSTAINING],
+        choices=list(ABSENCES),
         help_text="excluded: they no longer take part; abstaining: for the rest of the study",
     )
     reason = StrictCharField(max_length=limits.ABSENCE_REASON_MAX_CHARS, help_text="recorded, shown to them")
@@ -683,7 +684,7 @@ BUNDLE_SCHEMA = {
                 "required": ["absence", "reason"],
                 "additionalProperties": False,
                 "properties": {
-                    "absence": {"type": "string", "enum": ["excluded", "abstaining"]},
+                    "absence": {"type": "string", "enum": [str(absence) for absence in ABSENCES]},
                     "reason": {"type": "string", "minLength": 1, "maxLength": limits.ABSENCE_REASON_MAX_CHARS},
                 },
             },

@@ -49,7 +49,8 @@ def require_taking_part(expert: Membership) -> None:
 
 def _absence(value: Any) -> str:
     if value not in ABSENCES:
-        raise InvalidInput({"absence": f"must be 'excluded' or 'abstaining', got {value!r}"})
+        kinds = " or ".join(repr(str(absence)) for absence in ABSENCES)
+        raise InvalidInput({"absence": f"must be {kinds}, got {value!r}"})
     return str(value)
 
 
