@@ -1,0 +1,91 @@
+"""Issue 31, finding 13 (the rest): during an open revision round the steps
+it reopens read "to revise" until the expert responds; the elicitation's
+reference candidate is refused before any confirmation, naming the
+elicited metric; the demo's experts have e-mail addresses and an expert
+without one is pointed out; tables that scroll sideways say so."""
+
+import re
+
+import pytest
+from django.test import Client
+
+from workspace import services
+from workspace.models import Phase
+
+pytestmark = pytest.mark.django_db
+
+
+def client_of(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def _tiles(page: str) -> dict[str, str]:
+    """The expert's step tiles on the study home: label -> state shown."""
+    steps = page[page.index('id="my-steps-title"') : page.index("</ol>", page.index('id="my-steps-title"'))]
+    return {
+        label: state
+        for state, label in re.findall(
+            r'<span class="step__state[^"]*">([^<]+)</span>\s*<span class="step__body">\s*'
+            r'<a class="step__label"[^>]*>([^<]+)</a>',
+            steps,
+        )
+    }
+
+
+def _grid_row(page: str, username: str) -> list[str]:
+    grid = page[page.index('id="progress-title"') :]
+    row = re.search(rf'<span class="table__title">{username}</span>.*?</tr>', grid, re.S).group(0)
+    return re.findall(r'<span class="badge badge--step-[a-z]+">([^<]+)</span>', row)
+
+
+# --- an open round's steps read "to revise" until the expert responds -----------------
+
+
+def test_an_open_rounds_steps_read_to_revise_until_the_expert_responds(make_study, cast):
+    built = make_study(Phase.ASSESSMENT, inputs=True)
+    bob = client_of(cast.bob)
+    home = f"/studies/{built.study.pk}/"
+    before = _tiles(bob.get(home).content.decode())
+    assert [before[s] for s in ("Priorities", "Acceptable ranges", "Peer weights")] == ["Done"] * 3
+    services.round_open(study=built.study, by=cast.alice)
+    during = bob.get(home).content.decode()
+    tiles = _tiles(during)
+    assert [tiles[s] for s in ("Votes", "Priorities", "Acceptable ranges", "Peer weights")] == [
+        "Done",  # not reopened by the round
+        "To revise",
+        "To revise",
+        "To revise",
+    ]
+    assert "Revision round 1 is open: revise your priorities or confirm them unchanged." in during
+    # The next step is the first to revise; My steps opens it.
+    assert f'href="/studies/{built.study.pk}/my/priorities/">Priorities</a></p>' in during
+    assert bob.get(f"/studies/{built.study.pk}/my/")["Location"] == f"/studies/{built.study.pk}/my/priorities/"
+    # Confirmed unchanged (ranges) or saved (peer weights): done again.
+    services.round_respond(expert=built.bob, step="ranges")
+    services.peer_weights_set(expert=built.bob, weights={"bob": 0.7, "carol": 0.3})
+    tiles = _tiles(bob.get(home).content.decode())
+    assert [tiles[s] for s in ("Priorities", "Acceptable ranges", "Peer weights")] == ["To revise", "Done", "Done"]
+    # The designer's grid says the same of each expert.
+    grid = client_of(cast.alice).get(home).content.decode()
+    assert _grid_row(grid, "bob") == ["Done", "To revise", "Done", "Done"]
+    assert _grid_row(grid, "carol") == ["None", "To revise", "To revise", "To revise"]  # she cast no vote
+    # The step pages' indicator too, and the round's status in the API for the expert.
+    page = bob.get(f"/studies/{built.study.pk}/my/ranges/").content.decode()
+    states = re.findall(r'<span class="steps__state">([^<]+)</span>', page)
+    assert states == ["done", "to revise", "done", "done"]
+    services.round_close(study=built.study, by=cast.alice)
+    tiles = _tiles(bob.get(home).content.decode())
+    assert [tiles[s] for s in ("Priorities", "Acceptable ranges", "Peer weights")] == ["Done"] * 3
+
+
+def test_the_api_says_which_steps_the_expert_has_still_to_revise(make_study, cast, api):
+    built = make_study(Phase.ASSESSMENT, inputs=True)
+    services.round_open(study=built.study, by=cast.alice)
+    services.round_respond(expert=built.bob, step="ranges")
+    path = f"/api/v1/studies/{built.study.pk}/rounds/1/"
+    assert api(cast.bob).get(path).json()["to_revise"] == ["priorities", "peer_weights"]
+    assert api(cast.alice).get(path).json()["to_revise"] is None  # not an expert: see responses
+    services.round_close(study=built.study, by=cast.alice)
+    assert api(cast.bob).get(path).json()["to_revise"] == []  # closed: nothing left to revise
