@@ -9,8 +9,9 @@ import re
 import pytest
 from django.test import Client
 
+from tests.evaluation.elicited_fixtures import add_elicited_metric
 from workspace import services
-from workspace.models import Phase
+from workspace.models import Candidate, Phase
 
 pytestmark = pytest.mark.django_db
 
@@ -89,3 +90,40 @@ def test_the_api_says_which_steps_the_expert_has_still_to_revise(make_study, cas
     assert api(cast.alice).get(path).json()["to_revise"] is None  # not an expert: see responses
     services.round_close(study=built.study, by=cast.alice)
     assert api(cast.bob).get(path).json()["to_revise"] == []  # closed: nothing left to revise
+
+
+# --- the elicitation's reference candidate: refused before any confirmation -------------
+
+KEPT = (
+    "J48 can't be removed: the elicited metric Cost-weighted accuracy asks its questions from J48's "
+    "predictions: choose another reference candidate for it first."
+)
+
+
+def test_the_reference_candidate_is_refused_before_confirming_naming_the_elicited_metric(make_study, cast, api):
+    built = make_study()
+    add_elicited_metric(built)
+    j48, jrip = built.candidates["J48"], built.candidates["JRip"]
+    alice = client_of(cast.alice)
+    setup = alice.get(f"/studies/{built.study.pk}/setup/").content.decode()
+    # The candidates table: no Remove for J48, and why; JRip keeps its Remove.
+    assert f"/setup/candidates/{j48.pk}/remove/" not in setup
+    assert f"/setup/candidates/{jrip.pk}/remove/" in setup
+    assert "Can't be removed: the elicited metric Cost-weighted accuracy asks its questions" in setup
+    path = f"/studies/{built.study.pk}/setup/candidates/{j48.pk}/remove/"
+    page = alice.get(path)
+    text = page.content.decode()
+    assert page.status_code == 200 and KEPT.replace("'", "&#x27;") in text
+    assert "The candidate “J48” can&#x27;t be removed" in text
+    assert "<form" not in text[text.index('id="confirm-title"') :].split("</section>")[0]  # no removal form
+    refused = alice.post(path)
+    assert refused.status_code == 409 and Candidate.objects.filter(pk=j48.pk).exists()
+    # The API refuses it too, with the same reason (services.candidate_remove's own rule).
+    response = api(cast.alice).delete(f"/api/v1/studies/{built.study.pk}/candidates/{j48.pk}/")
+    assert response.json()["fields"] == {"candidate": [KEPT.removeprefix("J48 can't be removed: ").rstrip(".")]}
+    assert Candidate.objects.filter(pk=j48.pk).exists()
+    # Another candidate still asks to confirm, then goes.
+    assert (
+        "Remove candidate</button>"
+        in alice.get(f"/studies/{built.study.pk}/setup/candidates/{jrip.pk}/remove/").content.decode()
+    )
