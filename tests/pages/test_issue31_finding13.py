@@ -4,14 +4,16 @@ reference candidate is refused before any confirmation, naming the
 elicited metric; the demo's experts have e-mail addresses and an expert
 without one is pointed out; tables that scroll sideways say so."""
 
+import io
 import re
 
 import pytest
+from django.core.management import call_command
 from django.test import Client
 
 from tests.evaluation.elicited_fixtures import add_elicited_metric
 from workspace import services
-from workspace.models import Candidate, Phase
+from workspace.models import Candidate, Membership, Phase, Study
 
 pytestmark = pytest.mark.django_db
 
@@ -127,3 +129,32 @@ def test_the_reference_candidate_is_refused_before_confirming_naming_the_elicite
         "Remove candidate</button>"
         in alice.get(f"/studies/{built.study.pk}/setup/candidates/{jrip.pk}/remove/").content.decode()
     )
+
+
+# --- e-mail addresses: the demo's experts have one; an expert without one is pointed out -----
+
+
+def test_the_demos_accounts_get_example_org_addresses(settings):
+    settings.DEBUG = True
+    out = io.StringIO()
+    call_command("load_demo", stdout=out)
+    study = Study.objects.get()
+    experts = Membership.objects.filter(study=study, role="expert").select_related("user")
+    assert experts.count() == 4
+    assert {m.user.email for m in experts} == {f"{m.user.username}@example.org" for m in experts}
+    assert study.designer.email == "designer@example.org"
+    assert "statistician@example.org" in out.getvalue()
+
+
+def test_an_expert_without_an_address_is_pointed_out_to_the_designer(make_study, cast):
+    built = make_study(Phase.DRAFT)
+    type(cast.bob).objects.filter(pk=cast.bob.pk).update(email="bob@example.org")
+    alice = client_of(cast.alice)
+    page = alice.get(f"/studies/{built.study.pk}/experts/").content.decode()
+    assert '<span class="table__sub">bob@example.org</span>' in page
+    carol = re.search(r'<span class="table__title">carol</span>.*?</td>', page, re.S).group(0)
+    assert "<strong>no e-mail address</strong>: reminders can't reach them" in carol.replace("&#x27;", "'")
+    # The designer adding themselves without an address is told at once.
+    response = alice.post(f"/studies/{built.study.pk}/experts/invite/", {"username": "alice"}, follow=True)
+    said = [str(m) for m in response.context["messages"]]
+    assert said == ["You are now an expert of this study too. You have no e-mail address: reminders can't reach you."]

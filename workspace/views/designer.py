@@ -859,13 +859,16 @@ def expert_invite(request: HttpRequest, study_id: int) -> HttpResponse:
             service_errors(form, error)
         else:
             if isinstance(added, Membership):
-                messages.success(request, "You are now an expert of this study too.")
+                unreachable = "" if added.user.email else " You have no e-mail address: reminders can't reach you."
+                messages.success(request, f"You are now an expert of this study too.{unreachable}")
             else:
+                # The same words whether or not the account exists, or has an address.
                 messages.success(
                     request,
                     f"{added.username} is invited: the invitation waits for “{added.username}” to sign in and "
                     "accept; if no account has that name yet, it waits until one is created. Check the spelling "
-                    "below: a mistyped name can be revoked.",
+                    "below: a mistyped name can be revoked. Once they accept, the experts' list shows their "
+                    "e-mail address, or that they have none and reminders can't reach them.",
                 )
             return redirect(f"/studies/{study.pk}/experts/")
     return _experts_page(request, study, invite=form)
