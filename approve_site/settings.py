@@ -568,6 +568,8 @@ SPECTACULAR_SETTINGS = {
         "HistoryKindEnum": "workspace.history.KIND_NAMES",
         "HistorySourceEnum": "workspace.history.SOURCES",
         "HistoryActionEnum": "workspace.history.ACTIONS",
+        # A revision round's steps: a response's and those still to revise.
+        "StepEnum": "workspace.models.RoundStep",
     },
     # The default enum hook, then the links from each create answer to the
     # operations on what it made (workspace/api/schema.py).

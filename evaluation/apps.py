@@ -43,3 +43,5 @@ class EvaluationConfig(AppConfig):
             )
         )
         ext.measurement_section_register("elicited_spreads", selectors.elicited_spreads_shown)
+        # An elicited metric's reference candidate is kept while it makes the questions.
+        ext.candidate_keeper_register(selectors.reference_candidates_kept)

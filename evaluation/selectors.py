@@ -6,6 +6,7 @@ import dataclasses
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, TypedDict
@@ -715,6 +716,36 @@ def elicitations_missing(*, study: Study, experts: list[int]) -> dict[int, list[
     return {
         expert: [f"answers to the elicited metric {', '.join(names)}"] for expert, names in missing.items() if names
     }
+
+
+def reference_candidates_kept(*, study: Study, candidates: Sequence[int] | None) -> dict[int, list[str]]:
+    """Per candidate id (of ``candidates``, or every one of the study) that
+    is an elicited metric's reference candidate, why it cannot be removed:
+    the questions of those metrics (named, in the metrics' order) are made
+    from its predictions. One query. Registered into
+    ``workspace.extensions.CANDIDATE_KEEPERS``."""
+    rows = ElicitedMetric.objects.filter(metric__study=study)
+    if candidates is not None:
+        rows = rows.filter(reference_candidate_id__in=candidates)
+    names: dict[int, tuple[str, list[str]]] = {}
+    ordered = rows.order_by("metric__attribute__position", "metric__attribute_id", "metric__position", "metric_id")
+    for candidate, candidate_name, metric in ordered.values_list(
+        "reference_candidate_id", "reference_candidate__name", "metric__name"
+    ):
+        names.setdefault(candidate, (candidate_name, []))[1].append(metric)
+    return {candidate: [_kept_because(name, metrics)] for candidate, (name, metrics) in names.items()}
+
+
+def _kept_because(candidate: str, metrics: list[str]) -> str:
+    if len(metrics) == 1:
+        return (
+            f"the elicited metric {metrics[0]} asks its questions from {candidate}'s predictions: "
+            "choose another reference candidate for it first"
+        )
+    return (
+        f"the elicited metrics {', '.join(metrics[:-1])} and {metrics[-1]} ask their questions from {candidate}'s "
+        "predictions: choose another reference candidate for them first"
+    )
 
 
 def elicitation_answers_given(*, expert: Membership) -> dict[str, str]:

@@ -23,6 +23,11 @@ engine's runs app, tracking) register into them in their
 - ``MEASUREMENT_SECTIONS``: more of the measurements page, for the
   candidates it shows (evaluation: the elicited metrics' spreads across
   the experts, ``elicited_spreads``).
+- ``CANDIDATE_KEEPERS``: why a candidate cannot be removed (evaluation:
+  an elicited metric's questions are made from its predictions, its
+  reference candidate): ``candidate_remove`` refuses with it, and the
+  setup page and the removal's confirmation say it instead of offering
+  the removal.
 """
 
 from collections.abc import Callable, Sequence
@@ -264,3 +269,30 @@ def measurement_section_register(key: str, read: _MeasurementSection) -> None:
     if key in MEASUREMENT_SECTIONS:
         raise ImproperlyConfigured(f"A measurements section is already registered as {key!r}.")
     MEASUREMENT_SECTIONS[key] = read
+
+
+# --- why a candidate cannot be removed -------------------------------------------------
+
+
+class _CandidateKeeper(Protocol):
+    def __call__(self, *, study: "Study", candidates: Sequence[int] | None) -> dict[int, list[str]]: ...
+
+
+#: Each gives, per candidate id it keeps (of ``candidates``, or of the whole
+#: study when None), why it cannot be removed, in words naming what keeps it.
+CANDIDATE_KEEPERS: list[_CandidateKeeper] = []
+
+
+def candidate_keeper_register(keeper: _CandidateKeeper) -> None:
+    """Refuse to remove the candidates ``keeper`` gives reasons for."""
+    CANDIDATE_KEEPERS.append(keeper)
+
+
+def candidate_removal_refusals(*, study: "Study", candidates: Sequence[int] | None = None) -> dict[int, list[str]]:
+    """Per candidate id of ``study`` (of ``candidates`` when given) that
+    cannot be removed, every reason registered (one query per keeper)."""
+    refusals: dict[int, list[str]] = {}
+    for keeper in CANDIDATE_KEEPERS:
+        for candidate, reasons in keeper(study=study, candidates=candidates).items():
+            refusals.setdefault(candidate, []).extend(reasons)
+    return refusals

@@ -37,7 +37,9 @@ def test_an_existing_and_a_missing_account_get_the_same_answer_and_the_same_hint
     said = [[str(m) for m in response.context["messages"]] for response in (existing, missing)]
     assert said[0] == [
         "charlie is invited: the invitation waits for “charlie” to sign in and accept; if no account has that "
-        "name yet, it waits until one is created. Check the spelling below: a mistyped name can be revoked."
+        "name yet, it waits until one is created. Check the spelling below: a mistyped name can be revoked. "
+        "Once they accept, the experts' list shows their e-mail address, or that they have none and reminders "
+        "can't reach them."
     ]
     assert said[1] == [said[0][0].replace("charlie", "charly")]
     page = body(client.get(f"/studies/{built.study.pk}/experts/"))

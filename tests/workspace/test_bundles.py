@@ -1101,14 +1101,17 @@ def test_export_study_command_refuses_an_unknown_study(db):
         call_command("export_study", "999", stdout=io.StringIO())
 
 
-def _demo_accounts(output):
-    """``{username: (password, role)}`` from load_demo's output."""
+def _demo_accounts(output, *, addresses=None):
+    """``{username: (password, role)}`` from load_demo's output; each
+    account's printed e-mail address into ``addresses`` when given."""
     lines = output.split("Demo accounts", 1)[1].splitlines()[1:]
     accounts = {}
     for line in lines:
         if line.strip():
-            username, password, role = line.split(None, 2)
+            username, password, email, role = line.split(None, 3)
             accounts[username] = (password, role)
+            if addresses is not None:
+                addresses[username] = email
     return accounts
 
 

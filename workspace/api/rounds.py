@@ -71,6 +71,13 @@ class RoundStatusSerializer(RoundSerializer):
         many=True, allow_null=True, help_text="who has responded, per step (designer; null for an expert)"
     )
     mine = RoundResponseSerializer(many=True, allow_null=True, help_text="your own responses (expert; null otherwise)")
+    to_revise = serializers.ListField(
+        child=serializers.ChoiceField(choices=RoundStep.choices),
+        allow_null=True,
+        help_text="the steps of this round you have not responded to yet, neither saved during it nor "
+        "confirmed: they read 'to revise', not done, until you do ([] once the round has closed; expert; "
+        "null otherwise)",
+    )
 
 
 class SummarySerializer(serializers.Serializer):
@@ -198,6 +205,10 @@ class RoundsScoped(StudyScoped):
         expert = next((m for m in self.study().my_memberships if m.role == Membership.Role.EXPERT), None)
         mine = list(selectors.my_round_responses(round=round, expert=expert).values()) if expert else None
         data["mine"] = RoundResponseSerializer(mine, many=True).data if mine is not None else None
+        if mine is None:
+            data["to_revise"] = None
+        else:
+            data["to_revise"] = selectors.steps_to_revise({r.step: r for r in mine}) if round.is_open else []
         return data
 
 

@@ -91,6 +91,7 @@ from .rounds import (
     round_latest_number,
     round_list,
     round_responses,
+    steps_to_revise,
 )
 from .studies import (
     dashboard_studies,
@@ -126,6 +127,7 @@ __all__ = [
     "round_latest_number",
     "round_list",
     "round_responses",
+    "steps_to_revise",
     "email_confirmation_get",
     "ASSESSMENT_INPUTS",
     "INPUT_SECTIONS",

@@ -13,6 +13,7 @@ of its median, from five on by its median and quartiles, never by the
 lowest or highest answer; reasons without their author, sorted by their text.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
@@ -62,8 +63,21 @@ class ExpertResponses:
     def responded(self) -> bool:
         return len(self.steps) == len(RoundStep.values)
 
+    @property
+    def to_revise(self) -> list[str]:
+        return steps_to_revise(self.steps)
+
     def cells(self) -> list[tuple[str, RoundResponse | None]]:
         return [(step, self.steps.get(step)) for step in RoundStep.values]
+
+
+def steps_to_revise(responses: Mapping[str, object]) -> list[str]:
+    """The open round's steps (``RoundStep`` order) an expert has not
+    responded to, given their ``responses`` by step: neither saved during
+    the round nor confirmed unchanged. Until they respond, a step the round
+    reopens reads "to revise", not "done" (the study home, the step pages,
+    the API's round status)."""
+    return [step for step in RoundStep.values if step not in responses]
 
 
 def round_responses(*, study: Study, round: RevisionRound) -> list[ExpertResponses]:

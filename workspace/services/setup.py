@@ -14,6 +14,7 @@ from engine.rules import AHP_WEIGHTING_DEFAULT, AHP_WEIGHTINGS
 
 from .. import history
 from ..errors import InvalidInput, PhaseConflict
+from ..extensions import candidate_removal_refusals
 from ..limits import (
     ATTRIBUTE_THRESHOLD_DEFAULT,
     ITEM_DESCRIPTION_MAX_LENGTH,
@@ -409,17 +410,15 @@ def candidate_update(*, candidate: Candidate, **changes: Any) -> Candidate:
 
 @transaction.atomic
 def candidate_remove(*, candidate: Candidate) -> None:
-    """Remove the candidate, unless an elicited metric's questions are made
-    from its predictions (``evaluation.models.ElicitedMetric``)."""
+    """Remove the candidate, unless something keeps it
+    (``workspace.extensions.CANDIDATE_KEEPERS``: evaluation's elicited
+    metrics make their questions from their reference candidate's
+    predictions): then InvalidInput naming ``candidate`` with why, as the
+    pages say it before offering the removal."""
     locked(candidate.study)
-    referencing = [e.metric.name for e in candidate.elicited_metrics_referencing.select_related("metric")]
-    if referencing:
-        raise InvalidInput(
-            {
-                "candidate": f"the elicited metric {', '.join(referencing)} asks its questions from "
-                f"{candidate.name}'s predictions: choose another reference candidate for it first"
-            }
-        )
+    reasons = candidate_removal_refusals(study=candidate.study, candidates=[candidate.pk]).get(candidate.pk)
+    if reasons:
+        raise InvalidInput({"candidate": "; ".join(reasons)})
     history.delete(Candidate.objects.filter(pk=candidate.pk))
 
 

@@ -32,7 +32,7 @@ from ..api.throttling import import_refusal, import_throttle_wait
 from ..bundles import copy_title, study_copy, study_export_json, study_import
 from ..catalogue import ATTRIBUTE_CATALOGUE, catalogue_definition
 from ..errors import InvalidInput, ServiceError
-from ..extensions import MEASUREMENT_SECTIONS, VALUE_SOURCES
+from ..extensions import MEASUREMENT_SECTIONS, VALUE_SOURCES, candidate_removal_refusals
 from ..forms import designer as f
 from ..measurement_csv import CsvRefused, measurements_csv_text, measurements_parse, rows_as_measurements, text_decode
 from ..models import Candidate, Membership, Metric, Phase, QualityAttribute, Study
@@ -317,6 +317,14 @@ def _study_form(study: Study, data: Any = None) -> f.StudyForm:
     )
 
 
+def _kept_set(study: Study, candidates: list[Candidate]) -> None:
+    """Sets each candidate's ``kept``: why it cannot be removed (the table
+    says it instead of offering *Remove*), empty when it can. One query."""
+    kept = candidate_removal_refusals(study=study) if candidates else {}
+    for candidate in candidates:
+        candidate.kept = "; ".join(kept.get(candidate.pk, ()))  # type: ignore[attr-defined]  # for the template
+
+
 def _setup_page(request: HttpRequest, study: Study, **forms_given: forms.Form) -> HttpResponse:
     """The setup page; ``forms_given`` are bound forms to show with their errors."""
     attributes = list(selectors.attribute_list(study=study))
@@ -347,6 +355,7 @@ def _setup_page(request: HttpRequest, study: Study, **forms_given: forms.Form) -
         "catalogue_all": ATTRIBUTE_CATALOGUE,
     }
     if study.is_designer:
+        _kept_set(study, candidates)
         context |= {
             "study_form": forms_given.get("details") or _study_form(study),
             "attribute_form": forms_given.get("attributes") or f.AttributeForm(),
@@ -470,6 +479,16 @@ def _removal_consequences(kind: str, item: SetupItem) -> list[str]:
     return [f"{_plural(values, 'measured value')} of this {KINDS[kind].noun} are deleted."]
 
 
+def _kept(kind: str, item: SetupItem) -> str | None:
+    """Why the item cannot be removed whatever the phase, or None: a
+    candidate something keeps (``workspace.extensions.CANDIDATE_KEEPERS``,
+    the rule ``services.candidate_remove`` refuses with). One query."""
+    if kind != "candidates":
+        return None
+    reasons = candidate_removal_refusals(study=item.study, candidates=[item.pk]).get(item.pk)
+    return "; ".join(reasons) if reasons else None
+
+
 def _confirm(request: HttpRequest, context: dict, *, refused: bool) -> HttpResponse:
     """A confirmation page; 409 when the action it confirms was refused."""
     return render(request, "designer/confirm.html", context, status=409 if refused else 200)
@@ -488,6 +507,10 @@ def setup_item_remove(request: HttpRequest, study_id: int, kind: str, pk: int) -
     require_designer(study, f"remove {setup.noun}s")
     item = _item(study, setup, pk)
     refusal = phase_refusal(study, setup.remove_action, f"Removing {setup.noun}s")
+    kept = _kept(kind, item) if refusal is None else None
+    if kept:
+        # Said before any confirmation (the service refuses it the same way).
+        refusal = f"{item.name} can't be removed: {kept}."
     if request.method == "POST" and refusal is None:
         try:
             setup.remove(item)
@@ -499,7 +522,9 @@ def setup_item_remove(request: HttpRequest, study_id: int, kind: str, pk: int) -
     context = {
         "study": study,
         "study_tab": "setup",
-        "title": f"Remove the {setup.noun} “{item.name}”?",
+        "title": f"The {setup.noun} “{item.name}” can't be removed"
+        if kept
+        else f"Remove the {setup.noun} “{item.name}”?",
         "consequences": _removal_consequences(kind, item) if refusal is None else [],
         "refusal": refusal,
         "button": f"Remove {setup.noun}",
@@ -834,13 +859,16 @@ def expert_invite(request: HttpRequest, study_id: int) -> HttpResponse:
             service_errors(form, error)
         else:
             if isinstance(added, Membership):
-                messages.success(request, "You are now an expert of this study too.")
+                unreachable = "" if added.user.email else " You have no e-mail address: reminders can't reach you."
+                messages.success(request, f"You are now an expert of this study too.{unreachable}")
             else:
+                # The same words whether or not the account exists, or has an address.
                 messages.success(
                     request,
                     f"{added.username} is invited: the invitation waits for “{added.username}” to sign in and "
                     "accept; if no account has that name yet, it waits until one is created. Check the spelling "
-                    "below: a mistyped name can be revoked.",
+                    "below: a mistyped name can be revoked. Once they accept, the experts' list shows their "
+                    "e-mail address, or that they have none and reminders can't reach them.",
                 )
             return redirect(f"/studies/{study.pk}/experts/")
     return _experts_page(request, study, invite=form)

@@ -209,7 +209,21 @@ def _wants_save(request: HttpRequest) -> bool:
 
 
 def _render_step(request: HttpRequest, template: str, context: dict[str, Any], status: int = 200) -> HttpResponse:
+    _round_states(context)
     return render(request, f"expert/{template}", context, status=status)
+
+
+def _round_states(context: dict[str, Any]) -> None:
+    """During an open round (its ``feedback`` in the context, with the
+    expert's responses), the steps it reopens that they have not responded
+    to read "to revise" instead of done in the step indicator."""
+    feedback = context.get("feedback")
+    if feedback is None:
+        return
+    to_revise = selectors.steps_to_revise(feedback.mine)
+    for item in context["steps"]:
+        if item["state"] == "done" and item["step"].key in to_revise:
+            item["state"] = "revise"
 
 
 # --- 1. votes ---------------------------------------------------------------------------

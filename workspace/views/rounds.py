@@ -4,6 +4,8 @@ reason) from the step's page, which shows the group's anonymised answers
 beside their own (``feedback_context``); the study home shows who has
 responded and the convergence across closed rounds (``home_context``)."""
 
+from collections.abc import Collection
+from dataclasses import dataclass
 from typing import Any, cast
 
 from django.contrib import messages
@@ -17,7 +19,7 @@ from engine.feedback import Summary
 
 from .. import charts, limits, selectors, services
 from ..errors import InvalidInput, PhaseConflict
-from ..models import Membership, RoundStep, Study
+from ..models import Membership, RevisionRound, RoundStep, Study
 from .common import require_designer, require_expert, study_for_member
 
 STEP_PAGES = {
@@ -80,6 +82,44 @@ def feedback_context(study: Study, expert: Membership, step: str) -> dict[str, A
             ),
         ]
     return context
+
+
+@dataclass(frozen=True)
+class Revision:
+    """The open revision round as an expert's steps read it: its number and
+    the steps (``RoundStep`` values) they have not responded to yet
+    (``selectors.steps_to_revise``)."""
+
+    number: int
+    steps: Collection[str]
+
+
+def revisions(context: dict[str, Any], mine: Membership | None) -> dict[int, Revision]:
+    """From the study home's rounds (``home_context``): per expert id, the
+    open round's steps still to revise, for every expert taking part when
+    the designer reads the home (their grid of responses, no query), else
+    for ``mine`` only (one query). Empty when no round is open."""
+    current = context.get("round")
+    if current is None:
+        return {}
+    rows = context["round_responses"]
+    if rows is not None:
+        return {row.expert.pk: Revision(current.number, row.to_revise) for row in rows if not row.expert.absence}
+    return {} if mine is None else {mine.pk: _revision(current, mine)}
+
+
+def my_revision(study: Study, mine: Membership) -> Revision | None:
+    """The open round's steps ``mine`` has still to revise, or None when no
+    round is open (no query outside the assessment)."""
+    if not services.phase_allows(study, services.Action.OPEN_ROUND):
+        return None
+    current = selectors.round_current(study=study)
+    return None if current is None else _revision(current, mine)
+
+
+def _revision(current: RevisionRound, expert: Membership) -> Revision:
+    responses = selectors.my_round_responses(round=current, expert=expert)
+    return Revision(current.number, selectors.steps_to_revise(responses))
 
 
 def home_context(study: Study) -> dict[str, Any]:

@@ -133,7 +133,30 @@ class Step:
             "later": "Later",
             "inconsistent": "Inconsistent",
             "unconfirmed": "Default ranges (not confirmed)",
+            "revise": "To revise",
         }[self.state]
+
+
+# The steps a round reopens, as they are named to the expert.
+REVISED_NOUNS = {"priorities": "priorities", "ranges": "acceptable ranges", "peer-weights": "peer weights"}
+
+
+def _to_revise(steps: list[Step], revision: rounds.Revision | None, *, for_designer: bool) -> list[Step]:
+    """``steps`` with those the open round reopens and the expert has not yet
+    responded to (saved or confirmed unchanged) reading "to revise" instead
+    of done; a step still missing stays missing."""
+    if revision is None:
+        return steps
+    if for_designer:
+        ask = f"Revision round {revision.number} is open: not yet revised or confirmed."
+    else:
+        ask = f"Revision round {revision.number} is open: revise your {{}} or confirm them unchanged."
+    return [
+        Step(step.key, step.label, "revise", f"{ask.format(REVISED_NOUNS[step.key])} {step.text}", step.at)
+        if step.state in ("done", "inconsistent") and step.key.replace("-", "_") in revision.steps
+        else step
+        for step in steps
+    ]
 
 
 def _plural(count: int, word: str) -> str:
@@ -231,15 +254,18 @@ def expert_steps(
     *,
     for_designer: bool = False,
     elicitations: Sequence[extensions.QuestionStep] = (),
+    revision: rounds.Revision | None = None,
 ) -> list[Step]:
     """The four steps of an expert with progress annotations
     (``selectors.expert_progress_annotate``), each done or not, then a step
     per elicited metric they answer (``elicitations``, from
     ``workspace.extensions.question_steps_by_expert``); worded for the
-    expert, or ``for_designer`` (the progress grid) about them."""
+    expert, or ``for_designer`` (the progress grid) about them. During an
+    open round (``revision``) the steps it reopens that they have not
+    responded to read "to revise"."""
     return [
         _votes_step(study, expert, for_designer=for_designer),
-        *_assessment_steps(study, expert),
+        *_to_revise(_assessment_steps(study, expert), revision, for_designer=for_designer),
         *(_elicitation_step(study, step, for_designer=for_designer) for step in elicitations),
     ]
 
@@ -248,7 +274,7 @@ def next_step_key(study: Study, steps: list[Step]) -> str:
     """Where *My steps* opens: the first step open and not done, else the
     first step of the current phase (votes until voting closes, then
     priorities)."""
-    step = next((step for step in steps if step.state in ("missing", "todo")), None)
+    step = next((step for step in steps if step.state in ("missing", "todo", "revise")), None)
     if step is not None:
         return step.key
     return "priorities" if services.has_opened(study, Action.PRIORITISE) else "votes"
@@ -465,7 +491,11 @@ def study_home(request: HttpRequest, study_id: int) -> HttpResponse:
     experts = cast("list[ExpertRow]", list(selectors.expert_progress_list(study=study)))  # pending_reason set below
     mine = next((e for e in experts if e.user_id == request.user.pk), None) if study.is_expert else None
     elicited = _elicitations_shown(study, experts, mine)
-    my_steps = expert_steps(study, mine, elicitations=elicited[mine.pk]) if mine is not None else None
+    round_context = rounds.home_context(study)
+    revisions = rounds.revisions(round_context, mine)
+    my_steps = None
+    if mine is not None:
+        my_steps = expert_steps(study, mine, elicitations=elicited[mine.pk], revision=revisions.get(mine.pk))
     _pending_reasons_set(experts)
     context = {
         "study": study,
@@ -476,12 +506,14 @@ def study_home(request: HttpRequest, study_id: int) -> HttpResponse:
         "my_steps": my_steps,
         # excluded or abstaining: a banner instead of the steps
         "my_absence": mine if mine is not None and mine.absence else None,
-        "next_step": next((step for step in my_steps or () if step.state in ("missing", "todo", "unconfirmed")), None),
-        "grid": _progress_grid(study, experts, elicited),
+        "next_step": next(
+            (step for step in my_steps or () if step.state in ("missing", "todo", "unconfirmed", "revise")), None
+        ),
+        "grid": _progress_grid(study, experts, elicited, revisions),
         # The grid's columns after the four steps: each elicited metric's questions.
         "grid_elicited": [step.name for step in next(iter(elicited.values()), [])],
         "actions": _actions(study) if study.is_designer else [],
-        **rounds.home_context(study),
+        **round_context,
     }
     if study.is_designer:
         context["designer_todo"] = _home_designer_todo(study, setup, experts)
@@ -503,12 +535,24 @@ def _pending_reasons_set(experts: "list[ExpertRow]") -> None:
         expert.pending_reason = selectors.pending_reason(expert) if pending else ""
 
 
-def _progress_grid(study: Study, experts: "list[ExpertRow]", elicited: dict) -> list | None:
+def _progress_grid(
+    study: Study, experts: "list[ExpertRow]", elicited: dict, revisions: "dict[int, rounds.Revision]"
+) -> list | None:
     """Every expert's steps as the designer sees them; None for anyone else."""
     if not study.is_designer:
         return None
     return [
-        (expert, expert_steps(study, expert, for_designer=True, elicitations=elicited[expert.pk])) for expert in experts
+        (
+            expert,
+            expert_steps(
+                study,
+                expert,
+                for_designer=True,
+                elicitations=elicited[expert.pk],
+                revision=revisions.get(expert.pk),
+            ),
+        )
+        for expert in experts
     ]
 
 
@@ -536,7 +580,8 @@ def my_steps(request: HttpRequest, study_id: int) -> HttpResponse:
     if mine is None:
         return redirect(f"/studies/{study.pk}/my/votes/")
     elicited = extensions.question_steps_by_expert(study=study, expert_ids=[mine.pk])[mine.pk]
-    key = next_step_key(study, expert_steps(study, mine, elicitations=elicited))
+    revision = rounds.my_revision(study, mine)
+    key = next_step_key(study, expert_steps(study, mine, elicitations=elicited, revision=revision))
     return redirect(f"/studies/{study.pk}/my/{key}/")
 
 

@@ -14,13 +14,17 @@ from workspace.bundles import study_import_bundle
 from workspace.models import Study
 
 DEMO_BUNDLE = Path(__file__).resolve().parents[2] / "demo" / "case-study-1.json"
+# The demo accounts' addresses: example.org never receives mail (RFC 2606).
+DEMO_MAIL_DOMAIN = "example.org"
 
 
 class Command(BaseCommand):
     help = (
         "Import the case-study-1 demo study (once) and give its designer, its four "
-        "experts and an 'admin' superuser fresh passwords, printed here. Like import_study, "
-        "it imports as the operator: the experts are active members and their inputs count."
+        "experts and an 'admin' superuser fresh passwords, printed here, and an address "
+        f"@{DEMO_MAIL_DOMAIN} to any without one (reminders reach them; the console mail "
+        "backend prints them). Like import_study, it imports as the operator: the experts "
+        "are active members and their inputs count."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -48,6 +52,8 @@ class Command(BaseCommand):
             user.set_password(password)
             if username == "admin":
                 user.is_staff = user.is_superuser = True
+            if not user.email:
+                user.email = f"{username}@{DEMO_MAIL_DOMAIN}"
             user.save()
-            self.stdout.write(f"  {username:<15} {password:<14} {role}")
+            self.stdout.write(f"  {username:<15} {password:<14} {user.email:<28} {role}")
         self.stdout.write("")
