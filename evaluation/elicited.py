@@ -48,6 +48,7 @@ __all__ = [
     "reference_eta",
     "diagonal_pairs",
     "result_for",
+    "reference_ranges",
     "result_of",
     "typed_per_instance",
     "typed_ratio_problem",
@@ -597,6 +598,41 @@ def result_of(
     bounds = elicitation.bounds if elicitation.finished else None
     pairs = diagonal_pairs(weights, labels, prior, bounds, typed, elicitation.ratio_ranges)
     return result_for(elicited.kind, weights, labels, prior, pairs)
+
+
+#: The most candidates whose ranges the design page shows (each read and checked).
+RANGES_CANDIDATES_MAX = 10
+
+
+def reference_ranges(elicited: ElicitedMetric) -> list[tuple[str, list[str] | None]]:
+    """A diagonal design's "wider reference": for each candidate of its set
+    (the first ``RANGES_CANDIDATES_MAX`` by name), the range of ratios per
+    100 cases of each class its probabilities can show for each pair
+    (reference class, class i), in words, or None when its predictions have
+    no class probabilities or cannot weigh a pair. A search stops at the
+    edge of its reference's range, so a candidate with a wider one can show
+    stronger trade-offs."""
+    labels = [str(label) for label in elicited.prediction_set.labels]
+    rows = (
+        CandidatePredictionArrays.objects.filter(prediction_set_id=elicited.prediction_set_id)
+        .select_related("candidate")
+        .order_by("candidate__name")[:RANGES_CANDIDATES_MAX]
+    )
+    found: list[tuple[str, list[str] | None]] = []
+    for row in rows:
+        try:
+            eta = _class_probabilities(row.predictions(), labels, elicited.prediction_set.positive)
+            search = DiagonalElicitation(eta)
+        except ValueError:
+            found.append((row.candidate.name, None))
+            continue
+        prior = eta.mean(axis=0)
+        words = [
+            f"{labels[i]}: {_odds(low * prior[i] / prior[0])} to {_odds(high * prior[i] / prior[0])}"
+            for i, (low, high) in enumerate(search.ratio_ranges, start=1)
+        ]
+        found.append((row.candidate.name, words))
+    return found
 
 
 def typed_ratio_problem(pair: Pair, ratio: float) -> str | None:

@@ -522,8 +522,10 @@ def _elicitation_overview(
         }
         for value in values_page.object_list
     ]
+    diagonal = current.kind == ElicitedMetric.Kind.DIAGONAL
     return {
         "progress": progress,
+        "reference_ranges": elicited_domain.reference_ranges(current) if diagonal else [],
         "values": rows,
         "page": values_page,
         "values_by_expert": by_expert,

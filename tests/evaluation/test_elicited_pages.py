@@ -374,3 +374,11 @@ def test_at_the_edge_the_page_says_at_least_and_takes_a_typed_ratio(client, make
     assert "finding tumour A against finding tumour C: 1 : 5.0 (as you typed it)" in typed
     assert "You typed the ratio where your answers reached the edge" in typed
     assert ElicitationAnswers.objects.get(expert=built.bob).typed_ratios == {"2": 5.0}
+    # The designer's page lists what each candidate's probabilities can show: a wider reference.
+    design = text_of(
+        as_user(client, cast.alice).get(
+            f"/studies/{built.study.pk}/predictions/metrics/{elicited.metric_id}/elicitation/"
+        )
+    )
+    assert "J48 (the reference) tumour B: 3.5 : 1 to 1 : 5.7; tumour C: 2.2 : 1 to 1 : 3.3" in design
+    assert "JRip tumour B:" in design
