@@ -311,9 +311,12 @@ class _BinarySearchElicitation(ABC):
 
     @property
     def weights(self) -> np.ndarray:
+        self._require_finished()
+        return self._result()
+
+    def _require_finished(self) -> None:
         if not self.finished:
             raise ValueError(f"the elicitation is not finished: {self.total_queries - self.n_queries} questions remain")
-        return self._result()
 
     def next_query(self) -> tuple[np.ndarray, np.ndarray] | None:
         """The pair of confusions ``(first, second)`` to compare, or None when finished."""
@@ -369,7 +372,12 @@ class DiagonalElicitation(_BinarySearchElicitation):
     over which the restricted classifier changes with ``m`` (the ratios
     ``eta_i / (eta_0 + eta_i)`` of the samples), not all of [0, 1]; see
     ``_changing_range``. A ratio ``a_i / a_0`` outside what the samples can
-    show is returned at the nearest end of that range.
+    show is returned at the nearest end of that range, and said so: a search
+    whose final interval still holds an end of the range is *at the edge*
+    (:attr:`bounds`), its ratio only known to be at least (or at most) the
+    ratio at the interval's other end. Every ratio beyond the edge gives the
+    same answers, so no more questions on these probabilities can tell them
+    apart (:attr:`ratio_ranges` says what they can show).
 
     Parameters
     ----------
@@ -388,6 +396,16 @@ class DiagonalElicitation(_BinarySearchElicitation):
     finished : bool
     weights : ndarray of shape (k,)
         The elicited ``a``: non-negative, summing to 1 (only when finished).
+    ratios : ndarray of shape (k,)
+        ``a_i / a_0`` as found (``ratios[0]`` is 1; only when finished).
+    bounds : tuple of (str, float) or None, one per class 1..k-1
+        None where the search ended inside the range the probabilities can
+        show; ``("at least", r)`` where it ended at the edge of the largest
+        ratios ``a_i / a_0`` they show (the true ratio is ``>= r``), ``("at
+        most", r)`` at the edge of the smallest (only when finished).
+    ratio_ranges : tuple of (float, float), one per class 1..k-1
+        The smallest and largest ratio ``a_i / a_0`` the probabilities can
+        show (the ends of the searched range of ``m``).
     answers : tuple of bool
         The answers so far, to replay on a new instance.
     """
@@ -398,12 +416,14 @@ class DiagonalElicitation(_BinarySearchElicitation):
         self._eta.setflags(write=False)
         self._k = self._eta.shape[1]
         self._ratios = np.ones(self._k)
+        self._bounds: list[tuple[str, float] | None] = []
         # All checked now, rather than when the search reaches the class.
         self._ranges = [_changing_range(self._eta, i) for i in range(1, self._k)]
         super().__init__(1.0, self._k - 1, epsilon)
 
     def _restart(self) -> None:
         self._ratios = np.ones(self._k)
+        self._bounds = []
 
     # Search s is over m for the pair of classes (0, s + 1).
     def _interval(self, search: int) -> tuple[float, float]:
@@ -414,9 +434,41 @@ class DiagonalElicitation(_BinarySearchElicitation):
 
     def _found(self, search: int, value: float) -> None:
         self._ratios[search + 1] = (1 - value) / value
+        self._bounds.append(_edge(self._ranges[search], self._low, self._high))
 
     def _result(self) -> np.ndarray:
         return self._ratios / self._ratios.sum()
+
+    @property
+    def ratios(self) -> np.ndarray:
+        self._require_finished()
+        return self._ratios.copy()
+
+    @property
+    def bounds(self) -> tuple[tuple[str, float] | None, ...]:
+        self._require_finished()
+        return tuple(self._bounds)
+
+    @property
+    def ratio_ranges(self) -> tuple[tuple[float, float], ...]:
+        return tuple((_ratio_at(high), _ratio_at(low)) for low, high in self._ranges)
+
+
+def _ratio_at(m: float) -> float:
+    """The ratio ``a_i / a_0 = (1 - m) / m`` a restricted classifier's ``m`` stands for."""
+    return (1 - m) / m if m > 0 else math.inf
+
+
+def _edge(searched: tuple[float, float], low: float, high: float) -> tuple[str, float] | None:
+    """Whether a search over ``searched`` that ended on ``[low, high]`` is at
+    an edge of it, and the bound on ``a_i / a_0`` it then shows (module
+    ``DiagonalElicitation.bounds``). Halving keeps an end of the range
+    exactly, so the comparison is exact."""
+    if low == searched[0]:
+        return ("at least", _ratio_at(high))
+    if high == searched[1]:
+        return ("at most", _ratio_at(low))
+    return None
 
 
 def _run(

@@ -18,9 +18,10 @@ equally good outcomes; it is kept as ``0`` so that the expert's own words
 are shown back and counted.
 """
 
+import math
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -31,6 +32,7 @@ from .predictions import CandidatePredictions
 __all__ = [
     "ANSWER_CODES",
     "Outcome",
+    "Pair",
     "Question",
     "Result",
     "CHECKS",
@@ -44,7 +46,12 @@ __all__ = [
     "final_weights",
     "question_for",
     "reference_eta",
+    "diagonal_pairs",
     "result_for",
+    "reference_ranges",
+    "result_of",
+    "typed_per_instance",
+    "typed_ratio_problem",
 ]
 
 #: What each stored character means, and the answer it gives the search.
@@ -174,13 +181,24 @@ def consistent(answers: str, total: int) -> bool | None:
     )
 
 
-def final_weights(elicitation: Elicitation, answers: str) -> list[float] | None:
+def final_weights(
+    elicitation: Elicitation, answers: str, typed: dict[str, float] | None = None, prior: np.ndarray | None = None
+) -> list[float] | None:
     """The weights stored for ``answers`` (``elicitation`` replayed from
     them): the search's once it and the check are answered (the search's
-    total and ``CHECKS`` answers), else None."""
+    total and ``CHECKS`` answers), else None. ``typed`` (a diagonal
+    metric's) replaces the ratio of class ``int(key)`` to the reference
+    class by the expert's, typed per 100 cases of each class, so read at the
+    class ``prior`` (``typed_per_instance``)."""
     if len(answers) < elicitation.total_queries + CHECKS:
         return None
-    return [float(w) for w in elicitation.weights]
+    if not typed or not isinstance(elicitation, DiagonalElicitation):
+        return [float(w) for w in elicitation.weights]
+    assert prior is not None
+    ratios = elicitation.ratios
+    for key, ratio in typed.items():
+        ratios[int(key)] = typed_per_instance(ratio, prior, int(key))
+    return [float(w) for w in ratios / ratios.sum()]
 
 
 def answers_problem(answers: object, total: int) -> str | None:
@@ -372,44 +390,266 @@ def question_for(elicited: ElicitedMetric, elicitation: Elicitation, labels: lis
 
 
 @dataclass(frozen=True)
+class Pair:
+    """One compared pair of a diagonal metric: the reference class (the
+    first label, class 0 of the search) against ``label``. ``ratio`` is per
+    100 cases of each class, as the questions show them: finding one more
+    of 100 with ``label`` is worth ``ratio`` times finding one more of 100
+    with the reference class (``a_i zeta_i / (a_0 zeta_0)``); ``per_instance``
+    is the same at the study's prevalence, one instance against one
+    (``a_i / a_0``). ``bound`` is ``at least`` or ``at most`` when the search
+    ended at the edge of what the reference candidate's probabilities can
+    show (``bound_ratio``, per class, is then all the answers tell);
+    ``typed`` when the expert typed the ratio, which replaces the search's.
+    ``shown`` is the range of per-class ratios those probabilities can show
+    (None when the search was not replayed)."""
+
+    reference: str
+    label: str
+    index: int  # the class's position in the labels (1..k-1)
+    ratio: float
+    per_instance: float
+    bound: str | None
+    bound_ratio: float | None
+    typed: bool
+    shown: tuple[float, float] | None
+
+    @property
+    def at_edge(self) -> bool:
+        """The search stopped at the edge and no typed ratio replaces it."""
+        return self.bound is not None and not self.typed
+
+    @property
+    def bound_words(self) -> str:
+        """What the answers showed at the edge, e.g. ``at least 1 : 3.3`` ("" inside)."""
+        return _bound_odds(self.bound, self.bound_ratio) if self.bound and self.bound_ratio is not None else ""
+
+    @property
+    def typed_value(self) -> str:
+        """The typed ratio as the form shows it again ("" when none)."""
+        return f"{self.ratio:g}" if self.typed else ""
+
+
+@dataclass(frozen=True)
 class Result:
     """The recovered metric: one weight per class (diagonal) or per
-    confusion ``true → predicted`` (off-diagonal, as costs: ``-a``)."""
+    confusion ``true → predicted`` (off-diagonal, as costs: ``-a``).
+    ``sentence`` says it per 100 cases of each class (as the questions are
+    asked), ``per_instance`` at the study's prevalence; a diagonal metric's
+    ``pairs`` compare each class with the reference class."""
 
     labels: list[str]  # what each weight is of
     values: list[float]  # the weights (diagonal) or the costs (off-diagonal), >= 0
     sentence: str
+    per_instance: str = ""
+    pairs: list[Pair] = field(default_factory=list)
+
+    @property
+    def at_edge(self) -> bool:
+        return any(pair.at_edge for pair in self.pairs)
 
 
 def _times(high: float, low: float) -> str:
     return "infinitely many" if low <= 0 else f"{high / low:.1f}"
 
 
-def result_for(kind: str, weights: list[float], labels: list[str]) -> Result:
-    """The stored weights in words: what each weighs, and the sentence
-    comparing the heaviest with the lightest."""
+def _number(value: float) -> str:
+    """A ratio as shown: one decimal from 1 on, two significant digits below."""
+    if not math.isfinite(value):
+        return "infinity"
+    return f"{value:.1f}" if value >= 1 else f"{value:.2g}"
+
+
+def _odds(ratio: float) -> str:
+    """``1 : r`` (reference : other) from 1 on; below, the other way round, ``1/r : 1``."""
+    return f"1 : {_number(ratio)}" if ratio >= 1 or ratio <= 0 else f"{_number(1 / ratio)} : 1"
+
+
+def _bound_odds(bound: str, ratio: float) -> str:
+    """``at least 1 : r`` (or at most); below 1 the other way round, which turns the bound."""
+    if ratio >= 1 or ratio <= 0:
+        return f"{bound} 1 : {_number(ratio)}"
+    turned = "at most" if bound == "at least" else "at least"
+    return f"{turned} {_number(1 / ratio)} : 1"
+
+
+def _per_class(a: np.ndarray, prior: np.ndarray, i: int) -> float:
+    """Per 100 cases of each class: ``a_i zeta_i / (a_0 zeta_0)``."""
+    reference = a[0] * prior[0]
+    return float(a[i] * prior[i] / reference) if reference > 0 else math.inf
+
+
+def typed_per_instance(ratio: float, prior: np.ndarray, i: int) -> float:
+    """A ratio typed per 100 cases of each class as ``a_i / a_0``."""
+    return float(ratio * prior[0] / prior[i])
+
+
+def diagonal_pairs(
+    weights: list[float],
+    labels: list[str],
+    prior: np.ndarray,
+    bounds: "tuple[tuple[str, float] | None, ...] | None" = None,
+    typed: dict[str, float] | None = None,
+    ranges: "tuple[tuple[float, float], ...] | None" = None,
+) -> list[Pair]:
+    """The pairs (reference class, class i) of a diagonal metric's stored
+    ``weights`` (``Pair``): ``bounds`` and ``ranges`` are the search's
+    (``DiagonalElicitation.bounds``, ``.ratio_ranges``, per instance; None
+    when not replayed), ``typed`` the expert's typed ratios by class index."""
+    a = np.asarray(weights, dtype=np.float64)
+    typed = typed or {}
+    pairs = []
+    for i in range(1, len(labels)):
+        bound = bounds[i - 1] if bounds is not None else None
+        scale = prior[i] / prior[0] if prior[0] > 0 else math.inf
+        pairs.append(
+            Pair(
+                reference=labels[0],
+                label=labels[i],
+                index=i,
+                ratio=_per_class(a, prior, i),
+                per_instance=float(a[i] / a[0]) if a[0] > 0 else math.inf,
+                bound=bound[0] if bound is not None else None,
+                bound_ratio=float(bound[1] * scale) if bound is not None else None,
+                typed=str(i) in typed,
+                shown=(float(ranges[i - 1][0] * scale), float(ranges[i - 1][1] * scale)) if ranges else None,
+            )
+        )
+    return pairs
+
+
+def _pair_clause(pair: Pair, value: float, bound: float | None) -> str:
+    """``1 : r`` (reference : other), or the bound at the edge."""
+    if pair.at_edge and pair.bound is not None and bound is not None:
+        return f"{_bound_odds(pair.bound, bound)} (the edge of what the reference candidate's probabilities can show)"
+    return _odds(value) + (" (as you typed it)" if pair.typed else "")
+
+
+def _diagonal_sentences(pairs: list[Pair], prior: np.ndarray, labels: list[str]) -> tuple[str, str]:
+    """The per-class sentence and the per-instance one of a diagonal metric."""
+    per_class = "; ".join(
+        f"finding {pair.reference} against finding {pair.label}: {_pair_clause(pair, pair.ratio, pair.bound_ratio)}"
+        for pair in pairs
+    )
+    prevalence = ", ".join(f"{label} {100 * share:.0f} %" for label, share in zip(labels, prior, strict=True))
+    per_instance = "; ".join(
+        f"one {pair.reference} found against one {pair.label}: "
+        + _pair_clause(
+            pair,
+            pair.per_instance,
+            typed_per_instance(pair.bound_ratio, prior, pair.index) if pair.bound_ratio is not None else None,
+        )
+        for pair in pairs
+    )
+    return (
+        f"Per 100 cases of each class, {per_class}.",
+        f"Per instance, at the study's prevalence ({prevalence}): {per_instance}.",
+    )
+
+
+def result_for(
+    kind: str,
+    weights: list[float],
+    labels: list[str],
+    prior: np.ndarray | None = None,
+    pairs: list[Pair] | None = None,
+) -> Result:
+    """The stored weights in words: what each weighs and, diagonal, each
+    class against the reference class per 100 cases of each class and per
+    instance at the study's ``prior`` (``diagonal_pairs``; without ``prior``
+    the classes are taken as equally common); off-diagonal, the heaviest
+    cost against the lightest."""
     k = len(labels)
     if kind == ElicitedMetric.Kind.DIAGONAL:
         names = [f"finding {label}" for label in labels]
         values = [float(w) for w in weights]
-        top, bottom = int(np.argmax(values)), int(np.argmin(values))
-        sentence = (
-            f"You value finding {labels[top]} {_times(values[top], values[bottom])} times as much as "
-            f"finding {labels[bottom]}."
-        )
-        if values[top] == values[bottom]:
-            sentence = "You value finding every class equally."
-        return Result(names, values, sentence)
-    pairs = [(i, j) for i in range(k) for j in range(k) if i != j]
-    names = [f"{labels[i]} taken for {labels[j]}" for i, j in pairs]
+        prior = np.full(k, 1.0 / k) if prior is None else np.asarray(prior, dtype=np.float64)
+        pairs = diagonal_pairs(weights, labels, prior) if pairs is None else pairs
+        sentence, per_instance = _diagonal_sentences(pairs, prior, labels)
+        return Result(names, values, sentence, per_instance, pairs)
+    pairs_ij = [(i, j) for i in range(k) for j in range(k) if i != j]
+    names = [f"{labels[i]} taken for {labels[j]}" for i, j in pairs_ij]
     values = [max(-float(w), 0.0) for w in weights]
     top, bottom = int(np.argmax(values)), int(np.argmin(values))
     sentence = (
-        f"Taking {labels[pairs[top][0]]} for {labels[pairs[top][1]]} costs you "
-        f"{_times(values[top], values[bottom])} times as much as taking {labels[pairs[bottom][0]]} for "
-        f"{labels[pairs[bottom][1]]}."
+        f"Taking {labels[pairs_ij[top][0]]} for {labels[pairs_ij[top][1]]} costs you "
+        f"{_times(values[top], values[bottom])} times as much as taking {labels[pairs_ij[bottom][0]]} for "
+        f"{labels[pairs_ij[bottom][1]]}."
     )
     return Result(names, values, sentence)
+
+
+def result_of(
+    elicited: ElicitedMetric,
+    weights: list[float],
+    answers: str,
+    typed: dict[str, float],
+    elicitation: Elicitation | None = None,
+) -> Result:
+    """The result of an expert's stored ``weights`` with what their answers
+    show (``elicitation``, replayed from them when not given: where a search
+    stopped at the edge) and their typed ratios."""
+    labels = [str(label) for label in elicited.prediction_set.labels]
+    if elicited.kind != ElicitedMetric.Kind.DIAGONAL:
+        return result_for(elicited.kind, weights, labels)
+    prior = class_prior(elicited)
+    elicitation = elicitation_replayed(elicited, answers) if elicitation is None else elicitation
+    assert isinstance(elicitation, DiagonalElicitation)
+    bounds = elicitation.bounds if elicitation.finished else None
+    pairs = diagonal_pairs(weights, labels, prior, bounds, typed, elicitation.ratio_ranges)
+    return result_for(elicited.kind, weights, labels, prior, pairs)
+
+
+#: The most candidates whose ranges the design page shows (each read and checked).
+RANGES_CANDIDATES_MAX = 10
+
+
+def reference_ranges(elicited: ElicitedMetric) -> list[tuple[str, list[str] | None]]:
+    """A diagonal design's "wider reference": for each candidate of its set
+    (the first ``RANGES_CANDIDATES_MAX`` by name), the range of ratios per
+    100 cases of each class its probabilities can show for each pair
+    (reference class, class i), in words, or None when its predictions have
+    no class probabilities or cannot weigh a pair. A search stops at the
+    edge of its reference's range, so a candidate with a wider one can show
+    stronger trade-offs."""
+    labels = [str(label) for label in elicited.prediction_set.labels]
+    rows = (
+        CandidatePredictionArrays.objects.filter(prediction_set_id=elicited.prediction_set_id)
+        .select_related("candidate")
+        .order_by("candidate__name")[:RANGES_CANDIDATES_MAX]
+    )
+    found: list[tuple[str, list[str] | None]] = []
+    for row in rows:
+        try:
+            eta = _class_probabilities(row.predictions(), labels, elicited.prediction_set.positive)
+            search = DiagonalElicitation(eta)
+        except ValueError:
+            found.append((row.candidate.name, None))
+            continue
+        prior = eta.mean(axis=0)
+        words = [
+            f"{labels[i]}: {_odds(low * prior[i] / prior[0])} to {_odds(high * prior[i] / prior[0])}"
+            for i, (low, high) in enumerate(search.ratio_ranges, start=1)
+        ]
+        found.append((row.candidate.name, words))
+    return found
+
+
+def typed_ratio_problem(pair: Pair, ratio: float) -> str | None:
+    """Why ``ratio`` (per 100 cases of each class, finite) cannot replace
+    ``pair``'s, or None: it must be positive and agree with what the answers
+    showed (at least, or at most, the bound as shown)."""
+    if ratio <= 0:
+        return f"must be a positive number (1 : {ratio:g} weighs {pair.label} at nothing or less), got {ratio:g}"
+    if pair.bound is None or pair.bound_ratio is None:
+        return None
+    shown = float(_number(pair.bound_ratio))
+    if (pair.bound == "at least" and ratio < shown) or (pair.bound == "at most" and ratio > shown):
+        return (
+            f"must be {pair.bound} {_number(pair.bound_ratio)} (1 : ratio), as your answers showed "
+            f"({pair.bound_words}); got {ratio:g}"
+        )
+    return None
 
 
 def cell_weights(kind: str, weights: list[float], classes: int) -> np.ndarray:

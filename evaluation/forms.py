@@ -177,3 +177,12 @@ class ElicitationAnswerForm(forms.Form):
 
     answer = forms.ChoiceField(choices=[(a, a) for a in ANSWER_CHOICES])
     question = forms.IntegerField(min_value=1)
+
+
+class ElicitationRatioForm(forms.Form):
+    """A ratio typed where a search stopped at the edge (the service checks
+    the class and the ratio against the answers); ``untype`` takes it back."""
+
+    class_label = forms.CharField(max_length=200)
+    ratio = forms.FloatField(required=False)
+    untype = forms.BooleanField(required=False)

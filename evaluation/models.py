@@ -204,6 +204,10 @@ class ElicitationAnswers(models.Model):
     answers = models.TextField(blank=True, default="")
     # The recovered metric's weights once every question is answered, else null.
     weights = models.JSONField(null=True, blank=True)
+    # Ratios the expert typed where a search stopped at the edge of what the
+    # reference's probabilities can show: {class index: ratio per 100 cases
+    # of each class}, each replacing that pair's ratio in the weights.
+    typed_ratios = models.JSONField(default=dict, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
     history = StudyHistory(kind="elicitation_answers", scope=recorded.by_expert("expert"))
 

@@ -330,10 +330,12 @@ def elicitation_state(*, elicited_metric: ElicitedMetric, expert: Membership) ->
     process has not read them yet)."""
     row = elicitation_answers_get(elicited_metric=elicited_metric, expert=expert)
     answers = row.answers if row is not None else ""
+    typed = row.typed_ratios if row is not None else {}
     labels = [str(label) for label in elicited_metric.prediction_set.labels]
     elicitation = elicited_domain.elicitation_replayed(elicited_metric, answers)
     total = elicitation.total_queries
-    weights = elicited_domain.final_weights(elicitation, answers)
+    prior = elicited_domain.class_prior(elicited_metric) if typed else None
+    weights = elicited_domain.final_weights(elicitation, answers, typed, prior)
     question = elicited_domain.question_for(elicited_metric, elicitation, labels)
     if question is None:
         question = elicited_domain.check_question(elicited_metric, answers, labels)
@@ -349,7 +351,9 @@ def elicitation_state(*, elicited_metric: ElicitedMetric, expert: Membership) ->
         total=total,
         answers=answers,
         question=question,
-        result=elicited_domain.result_for(elicited_metric.kind, weights, labels) if weights is not None else None,
+        result=elicited_domain.result_of(elicited_metric, weights, answers, typed, elicitation)
+        if weights is not None
+        else None,
         weights=weights,
         check=check,
         consistent=elicited_domain.consistent(answers, total),

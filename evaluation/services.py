@@ -857,13 +857,56 @@ def elicitation_answers_restore(
 
 
 @transaction.atomic
+def elicitation_ratio_type(
+    *, elicited_metric: ElicitedMetric, expert: Membership, class_label: Any, ratio: Any
+) -> ElicitationAnswers:
+    """Type the ratio of class ``class_label`` to the reference class (the set's
+    first label) where the expert's search stopped at the edge of what the
+    reference candidate's probabilities can show: ``1 : ratio``, per 100
+    cases of each class as the questions are asked; it replaces the
+    search's in the stored weights. ``ratio`` None takes a typed one back.
+    Only once every question is answered, for a pair at the edge, and a
+    ratio that agrees with the answers (``elicited.typed_ratio_problem``)."""
+    workspace_services.require_taking_part(expert)
+    row = _answers_locked(elicited_metric, expert)
+    if elicited_metric.kind != ElicitedMetric.Kind.DIAGONAL:
+        raise InvalidInput({"class_label": "only a diagonal metric compares each class with the reference class"})
+    if row.weights is None:
+        raise InvalidInput({"ratio": "answer every question first (the search's and the check's)"})
+    result = elicited_domain.result_of(elicited_metric, row.weights, row.answers, row.typed_ratios)
+    pair = next((pair for pair in result.pairs if pair.label == class_label), None)
+    if pair is None:
+        names = ", ".join(other.label for other in result.pairs)
+        reference = result.pairs[0].reference
+        raise InvalidInput({"class_label": f"must be a class compared with {reference}: {names}; got {class_label!r}"})
+    if pair.bound is None:
+        inside = f"your answers found {pair.label}'s ratio inside what the reference can show"
+        raise InvalidInput({"class_label": f"{inside}: go back to change it"})
+    typed = dict(row.typed_ratios)
+    if ratio is None:
+        typed.pop(str(pair.index), None)
+    else:
+        ratio = number(ratio, "ratio")
+        problem = elicited_domain.typed_ratio_problem(pair, ratio)
+        if problem is not None:
+            raise InvalidInput({"ratio": problem})
+        typed[str(pair.index)] = ratio
+    elicitation = elicited_domain.elicitation_replayed(elicited_metric, row.answers)
+    prior = elicited_domain.class_prior(elicited_metric)
+    row.typed_ratios, row.weights = typed, elicited_domain.final_weights(elicitation, row.answers, typed, prior)
+    row.save(update_fields=["typed_ratios", "weights", "updated_at"])
+    return row
+
+
+@transaction.atomic
 def elicitation_back(*, elicited_metric: ElicitedMetric, expert: Membership) -> ElicitationAnswers:
     """Take back the last answer: the search is replayed without it."""
     row = _answers_locked(elicited_metric, expert)
     if not row.answers:
         raise InvalidInput({"answer": "no question is answered yet"})
-    row.answers, row.weights = row.answers[:-1], None
-    row.save(update_fields=["answers", "weights", "updated_at"])
+    # The typed ratios go too: they replaced what the answers gave.
+    row.answers, row.weights, row.typed_ratios = row.answers[:-1], None, {}
+    row.save(update_fields=["answers", "weights", "typed_ratios", "updated_at"])
     return row
 
 
@@ -871,6 +914,6 @@ def elicitation_back(*, elicited_metric: ElicitedMetric, expert: Membership) -> 
 def elicitation_reset(*, elicited_metric: ElicitedMetric, expert: Membership) -> ElicitationAnswers:
     """Start the expert's questions again from the first (their answers cleared)."""
     row = _answers_locked(elicited_metric, expert)
-    row.answers, row.weights = "", None
-    row.save(update_fields=["answers", "weights", "updated_at"])
+    row.answers, row.weights, row.typed_ratios = "", None, {}
+    row.save(update_fields=["answers", "weights", "typed_ratios", "updated_at"])
     return row

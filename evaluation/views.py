@@ -34,6 +34,7 @@ from .forms import (
     ComputationForm,
     ElicitationAnswerForm,
     ElicitationDesignForm,
+    ElicitationRatioForm,
     PredictionUploadForm,
     ReportOptionsForm,
 )
@@ -494,9 +495,9 @@ def _elicitation_overview(
         row = answered.get((metric.pk, expert.pk))
         weights = row.weights if row is not None else None
         result = None
-        if closed and weights is not None:
-            finished[expert.user.get_username()] = weights
-            result = elicited_domain.result_for(current.kind, weights, list(current.prediction_set.labels))
+        if closed and row is not None and row.weights is not None:
+            finished[expert.user.get_username()] = row.weights
+            result = elicited_domain.result_of(current, row.weights, row.answers, row.typed_ratios)
         progress.append(
             {
                 "name": expert.user.get_username(),
@@ -521,8 +522,10 @@ def _elicitation_overview(
         }
         for value in values_page.object_list
     ]
+    diagonal = current.kind == ElicitedMetric.Kind.DIAGONAL
     return {
         "progress": progress,
+        "reference_ranges": elicited_domain.reference_ranges(current) if diagonal else [],
         "values": rows,
         "page": values_page,
         "values_by_expert": by_expert,
@@ -678,6 +681,20 @@ def _expert_of(request: HttpRequest, study_id: int) -> tuple[Study, Membership]:
     return study, expert
 
 
+def _ratio_type(request: HttpRequest, elicited: ElicitedMetric, expert: Membership) -> None:
+    """Store the ratio the expert typed for a pair at the edge (or take it back)."""
+    form = ElicitationRatioForm(request.POST)
+    if not form.is_valid():
+        raise InvalidInput({name: list(found) for name, found in form.errors.items()})
+    ratio = None if form.cleaned_data["untype"] else form.cleaned_data["ratio"]
+    if ratio is None and not form.cleaned_data["untype"]:
+        raise InvalidInput({"ratio": ["type the ratio, a number such as 5 for 1 : 5"]})
+    services.elicitation_ratio_type(
+        elicited_metric=elicited, expert=expert, class_label=form.cleaned_data["class_label"], ratio=ratio
+    )
+    messages.success(request, "Your typed ratio is stored." if ratio is not None else "Your typed ratio is taken back.")
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def elicitation_page(request: HttpRequest, study_id: int, metric_id: int) -> HttpResponse:
@@ -693,6 +710,8 @@ def elicitation_page(request: HttpRequest, study_id: int, metric_id: int) -> Htt
                 services.elicitation_back(elicited_metric=elicited, expert=expert)
             elif "reset" in request.POST:
                 services.elicitation_reset(elicited_metric=elicited, expert=expert)
+            elif "class_label" in request.POST:
+                _ratio_type(request, elicited, expert)
             else:
                 form = ElicitationAnswerForm(request.POST)
                 if not form.is_valid():
@@ -714,5 +733,7 @@ def elicitation_page(request: HttpRequest, study_id: int, metric_id: int) -> Htt
         "percent": round(100 * len(state.answers) / (state.total + elicited_domain.CHECKS)),
         "steps": state.total + elicited_domain.CHECKS,
         "chart": _weights_chart("elicited-weights", state.result, "Your") if state.result is not None else None,
+        # The pairs whose search stopped at the edge: a bound, and a ratio to type.
+        "edge_pairs": [pair for pair in state.result.pairs if pair.bound] if state.result is not None else [],
     }
     return render(request, "evaluation/elicitation.html", context)

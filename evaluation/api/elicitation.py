@@ -7,7 +7,8 @@ Members read how a metric is elicited; the designer sets it (draft and
 voting) and sees each expert's progress, and their results once the
 assessment has closed. Only the expert answers their own questions
 (assessment): ``GET`` the state (the next question, or the result), ``POST``
-an answer, ``POST`` back one question or reset.
+an answer, ``POST`` back one question or reset, ``POST`` a typed ratio
+where a search stopped at the edge of what the reference can show.
 """
 
 from drf_spectacular.utils import extend_schema
@@ -82,12 +83,52 @@ class CheckAnswerSerializer(serializers.Serializer):
     answer = serializers.CharField(allow_null=True, help_text="the answer now; null until given")
 
 
+class PairSerializer(serializers.Serializer):
+    reference = serializers.CharField(help_text="the reference class (the set's first label), weighed as 1")
+    class_label = serializers.CharField(
+        source="label", help_text="the class compared with it: type a ratio for it with this class_label"
+    )
+    ratio = serializers.FloatField(
+        help_text="1 : ratio, per 100 cases of each class as the questions are asked: finding one more of 100 with "
+        "class_label is worth ratio times finding one more of 100 with the reference class"
+    )
+    per_instance = serializers.FloatField(
+        help_text="the same at the study's prevalence, one instance against one (the ratio of the weights)"
+    )
+    at_edge = serializers.BooleanField(
+        help_text="the search stopped at the edge of what the reference candidate's probabilities can show and no "
+        "typed ratio replaces it: ratio is then not a value, bound is all the answers tell"
+    )
+    bound = serializers.ChoiceField(
+        choices=["at least", "at most"],
+        allow_null=True,
+        help_text="at the edge: the true ratio is at least (or at most) bound_ratio; null inside the range",
+    )
+    bound_ratio = serializers.FloatField(allow_null=True, help_text="per 100 cases of each class; null inside")
+    typed = serializers.BooleanField(help_text="ratio is the one the expert typed (POST .../ratio/)")
+    shown = serializers.ListField(
+        child=serializers.FloatField(),
+        min_length=2,
+        max_length=2,
+        allow_null=True,
+        help_text="the smallest and largest ratio (per 100 cases of each class) the reference candidate's "
+        "probabilities can show",
+    )
+
+
 class ResultSerializer(serializers.Serializer):
     labels = serializers.ListField(child=serializers.CharField(), help_text="what each value weighs")
     values = serializers.ListField(
         child=serializers.FloatField(), help_text="the weights (diagonal) or costs (off-diagonal), >= 0"
     )
-    sentence = serializers.CharField()
+    sentence = serializers.CharField(help_text="the result per 100 cases of each class, as the questions are asked")
+    per_instance = serializers.CharField(
+        allow_blank=True, help_text="diagonal: the same per instance, at the study's prevalence; empty otherwise"
+    )
+    pairs = PairSerializer(
+        many=True, help_text="diagonal: each class against the reference class; empty for off-diagonal"
+    )
+    at_edge = serializers.BooleanField(help_text="some pair is at the edge (see pairs[].at_edge)")
 
 
 class ElicitationStateSerializer(serializers.Serializer):
@@ -120,6 +161,17 @@ class ElicitationAnswerSerializer(WriteSerializer):
         required=False,
         min_value=1,
         help_text="the number of the question answered: a repeated request is refused rather than taken as the next",
+    )
+
+
+class ElicitationRatioSerializer(WriteSerializer):
+    class_label = serializers.CharField(
+        max_length=200, help_text="the class whose ratio to the reference class is typed (a pair at the edge)"
+    )
+    ratio = serializers.FloatField(
+        allow_null=True,
+        help_text="1 : ratio, per 100 cases of each class; it must agree with the answers' bound (at least or at "
+        "most); null takes a typed ratio back",
     )
 
 
@@ -240,6 +292,27 @@ class MyElicitationAnswerView(_MyElicitation):
         expert = self.expert()
         data = validated(ElicitationAnswerSerializer, request.data)
         services.elicitation_answer(elicited_metric=self.elicited(), expert=expert, **data)
+        return self.state()
+
+
+class MyElicitationRatioView(_MyElicitation):
+    @extend_schema(
+        summary="Type a ratio where your search reached the edge",
+        request=ElicitationRatioSerializer,
+        responses=ElicitationStateSerializer,
+    )
+    def post(self, request: Request, study_id: int, metric_id: int) -> Response:
+        """Where a search stopped at the edge of what the reference
+        candidate's probabilities can show (``result.pairs[].at_edge``),
+        type the ratio you mean for that class against the reference class,
+        per 100 cases of each class: it replaces the bound in your stored
+        weights. Once every question is answered; assessment phase. The
+        other way on is a wider reference: the designer chooses another
+        reference candidate (``PUT .../elicitation/``, which clears every
+        expert's answers)."""
+        expert = self.expert()
+        data = validated(ElicitationRatioSerializer, request.data)
+        services.elicitation_ratio_type(elicited_metric=self.elicited(), expert=expert, **data)
         return self.state()
 
 

@@ -28,6 +28,11 @@ urlpatterns = [
         name="my-elicitation-answers",
     ),
     path(
+        "studies/<int:study_id>/my/elicitation/<int:metric_id>/ratio/",
+        elicitation.MyElicitationRatioView.as_view(),
+        name="my-elicitation-ratio",
+    ),
+    path(
         "studies/<int:study_id>/my/elicitation/<int:metric_id>/back/",
         elicitation.MyElicitationBackView.as_view(),
         name="my-elicitation-back",

@@ -900,6 +900,15 @@ ROWS = [
         check=_answered,
     ),
     Row(
+        # Nothing is finished in the world, so a typed ratio is refused (400, the field named).
+        "my-elicitation-ratio",
+        "post",
+        S + "/my/elicitation/{elicited}/ratio/",
+        only([Phase.ASSESSMENT], 400),
+        403,
+        body={"class_label": "B", "ratio": 5},
+    ),
+    Row(
         "my-elicitation-back",
         "post",
         S + "/my/elicitation/{elicited}/back/",

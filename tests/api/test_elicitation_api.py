@@ -8,9 +8,10 @@ import pytest
 
 from evaluation import elicited as elicited_domain
 from evaluation.elicitation import elicit_diagonal
-from evaluation.models import ElicitationAnswers, ElicitedMetric
-from tests.evaluation.elicited_fixtures import add_elicited_metric, linear_oracle, upload
+from evaluation.models import ElicitationAnswers, ElicitedMetric, HistoricalElicitationAnswers
+from tests.evaluation.elicited_fixtures import add_elicited_metric, linear_oracle, per_class_oracle, upload
 from tests.evaluation.test_elicitation import THREE_CLASSES
+from tests.evaluation.test_elicited import answer_all
 from tests.fixtures import VOTES, complete_assessment
 from workspace.services import metric_add, study_close_assessment, study_close_voting, study_open_voting, votes_set
 
@@ -51,7 +52,9 @@ def test_table_2_through_the_api(make_study, api, cast, published):
     assert state["consistent"] is True and [c["question"] for c in state["check"]] == [1, 29]
     assert state["finished"] and state["weights"] == [float(w) for w in expected]
     assert np.abs(np.array(state["weights"]) - published).max() <= 0.02
-    assert state["result"]["sentence"].startswith("You value finding")
+    assert state["result"]["sentence"].startswith("Per 100 cases of each class, finding tumour A against finding")
+    assert state["result"]["per_instance"].startswith("Per instance, at the study's prevalence (")
+    assert not state["result"]["at_edge"] and [p["at_edge"] for p in state["result"]["pairs"]] == [False, False]
 
 
 def test_resume_from_another_client_back_and_reset(make_study, api, cast):
@@ -186,3 +189,67 @@ def test_refusals_use_the_envelope_and_write_nothing(make_study, api, cast):
     assert api(cast.charlie).get(me).status_code == 404
     missing = f"{API}/studies/{built.study.pk}/my/elicitation/{built.metrics['AUC'].pk}/"
     assert bob.get(missing).status_code == 404
+
+
+def test_a_search_at_the_edge_says_so_and_takes_a_typed_ratio(make_study, api, cast):
+    # Issue 31: J48's probabilities show tumour C against tumour A per class up to 1 : 3.3; an
+    # expert who means 1 : 5 (or 1 : 4) is told "at least 1 : 3..." and may type the 5.
+    built = make_study()
+    elicited = add_elicited_metric(built, epsilon=0.1)
+    to_assessment(built)
+    prior = elicited_domain.class_prior(elicited)
+    answer_all(elicited, built.bob, per_class_oracle([1.0, 2.0, 5.0], prior))
+    me = f"{API}/studies/{built.study.pk}/my/elicitation/{elicited.metric_id}/"
+    bob = api(cast.bob)
+    state = bob.get(me).json()
+    b, c = state["result"]["pairs"]
+    assert state["result"]["at_edge"] is True
+    assert (b["class_label"], b["at_edge"], b["bound"], b["bound_ratio"]) == ("tumour B", False, None, None)
+    assert b["ratio"] == pytest.approx(2.0, abs=0.3)
+    assert (c["class_label"], c["at_edge"], c["bound"], c["typed"]) == ("tumour C", True, "at least", False)
+    # The bound is true, and near the largest ratio the reference can show.
+    assert c["shown"][1] == pytest.approx(3.306, abs=0.01) and 2.5 < c["bound_ratio"] < 3.306
+    assert (
+        f"finding tumour A against finding tumour C: at least 1 : {c['bound_ratio']:.1f} (the edge"
+        in (state["result"]["sentence"])
+    )
+    ratio_url = me + "ratio/"
+    row = ElicitationAnswers.objects.get(expert=built.bob)
+    history = HistoricalElicitationAnswers.objects.count()
+    for body, field, words in [
+        ({"class_label": "tumour C", "ratio": "many"}, "ratio", "A valid number is required."),
+        ({"class_label": "tumour C", "ratio": 2}, "ratio", "must be at least 2.9 (1 : ratio), as your answers showed"),
+        ({"class_label": "tumour C", "ratio": -5}, "ratio", "must be a positive number"),
+        ({"class_label": "tumour B", "ratio": 5}, "class_label", "inside what the reference can show"),
+        ({"class_label": "tumour Z", "ratio": 5}, "class_label", "must be a class compared with tumour A"),
+        ({"ratio": 5}, "class_label", "This field is required."),
+    ]:
+        refused = bob.post(ratio_url, body, format="json")
+        assert refused.status_code == 400, refused.json()
+        assert list(refused.json()["fields"]) == [field] and words in refused.json()["fields"][field][0]
+    stored = ElicitationAnswers.objects.get(expert=built.bob)
+    assert (stored.typed_ratios, stored.weights) == ({}, row.weights)
+    assert HistoricalElicitationAnswers.objects.count() == history
+    typed = bob.post(ratio_url, {"class_label": "tumour C", "ratio": 5}, format="json")
+    assert typed.status_code == 200, typed.json()
+    c = typed.json()["result"]["pairs"][1]
+    assert (c["typed"], c["at_edge"], c["ratio"], c["bound"]) == (True, False, pytest.approx(5.0), "at least")
+    assert typed.json()["result"]["at_edge"] is False
+    assert "tumour C: 1 : 5.0 (as you typed it)" in typed.json()["result"]["sentence"]
+    stored = ElicitationAnswers.objects.get(expert=built.bob)
+    assert stored.typed_ratios == {"2": 5.0} and typed.json()["weights"] == stored.weights
+    # The weights: tumour B's ratio as the answers gave it, tumour C's as typed (per instance at the prior).
+    a = np.array(stored.weights)
+    assert a[2] / a[0] == pytest.approx(5.0 * prior[0] / prior[2]) and a[1] / a[0] == pytest.approx(
+        row.weights[1] / row.weights[0]
+    )
+    assert HistoricalElicitationAnswers.objects.count() == history + 1
+    # Taken back: the search's weights again; going back one question drops typed ratios.
+    back = bob.post(ratio_url, {"class_label": "tumour C", "ratio": None}, format="json").json()
+    assert back["weights"] == row.weights and back["result"]["at_edge"] is True
+    bob.post(ratio_url, {"class_label": "tumour C", "ratio": 4}, format="json")
+    bob.post(me + "back/")
+    assert ElicitationAnswers.objects.get(expert=built.bob).typed_ratios == {}
+    # Before the end: nothing to type.
+    early = bob.post(ratio_url, {"class_label": "tumour C", "ratio": 4}, format="json")
+    assert early.status_code == 400 and list(early.json()["fields"]) == ["ratio"]

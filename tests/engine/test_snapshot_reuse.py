@@ -240,6 +240,7 @@ TAKE_THE_LOCK = {
     "elicited_metric_set": (),
     "elicited_metric_remove": (),
     "elicitation_answer": ("_answers_locked",),
+    "elicitation_ratio_type": ("_answers_locked",),
     "elicitation_back": ("_answers_locked",),
     "elicitation_reset": ("_answers_locked",),
 }

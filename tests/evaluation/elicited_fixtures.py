@@ -70,6 +70,19 @@ def linear_oracle(weights):
     return oracle
 
 
+def per_class_oracle(weights, prior):
+    """An expert who weighs the classes per 100 cases of each, as the questions show them:
+    ``weights . (d / prior)``, which is the linear oracle of ``weights / prior``."""
+    return linear_oracle(np.asarray(weights, dtype=float) / np.asarray(prior))
+
+
+def skewed_binary_eta(n: int = 201) -> np.ndarray:
+    """Two classes, the second (say, a cancer) a third of the instances, with probabilities from 0.0003 to 0.98."""
+    x = np.linspace(-1, 1, n)
+    second = 1 / (1 + np.exp(-(6 * x - 2)))
+    return np.column_stack([1 - second, second])
+
+
 def library_weights(kind, oracle, eta, epsilon):
     run = elicit_diagonal if kind == "diagonal" else elicit_offdiagonal
     return run(oracle, eta, epsilon=epsilon)

@@ -4,7 +4,7 @@ properties of the restricted Bayes-optimal confusions and of the sphere."""
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from evaluation.elicitation import (
@@ -189,6 +189,54 @@ def test_a_ratio_the_samples_cannot_show_ends_at_the_nearest_end():
     # and the estimate stops where the last sample switches, a_1 / a_0 = e^2.
     weights, _ = elicit_diagonal(linear_oracle([1.0, 20.0, 1.0]), THREE_CLASSES)
     assert weights[1] / weights[0] == pytest.approx(np.exp(2), rel=0.05)
+
+
+PREPARED = DiagonalElicitation(THREE_CLASSES)
+
+
+@settings(max_examples=40, deadline=None)
+@example([0.02, 0.49, 0.49])  # issue 31: came back (0.031, 0.226, 0.743), and nothing said so
+@given(st.lists(st.floats(0.01, 1.0), min_size=3, max_size=3))
+def test_a_random_metric_is_recovered_or_said_to_be_at_the_edge_never_capped_silently(raw):
+    # Source 003's set-up, any metric of the simplex: a quarter of them have a
+    # ratio beyond what the probabilities can show (issue 31 item 2).
+    true_weights = np.array(raw) / sum(raw)
+    elicitation = PREPARED.unanswered()
+    oracle = linear_oracle(true_weights)
+    while (query := elicitation.next_query()) is not None:
+        elicitation.answer(oracle(*query))
+    bounds = elicitation.bounds
+    if not any(bounds):
+        assert np.abs(elicitation.weights - true_weights).max() <= 0.02
+    for i, bound in enumerate(bounds, start=1):
+        ratio = true_weights[i] / true_weights[0]
+        low, high = elicitation.ratio_ranges[i - 1]
+        if bound is None:
+            # Inside: found within the search's tolerance, and showable.
+            assert low <= ratio <= high
+            assert elicitation.ratios[i] == pytest.approx(ratio, rel=0.1)
+        else:
+            # What the answers show is true, and it is the edge of what can be shown
+            # (within epsilon = 0.01 in m = 1 / (1 + ratio), the searched parameter).
+            edge = high if bound[0] == "at least" else low
+            assert ratio >= bound[1] if bound[0] == "at least" else ratio <= bound[1]
+            assert abs(1 / (1 + bound[1]) - 1 / (1 + edge)) <= 0.01
+
+
+def test_the_issue_s_metric_is_said_to_be_at_the_edge():
+    weights, _ = elicit_diagonal(linear_oracle([0.02, 0.49, 0.49]), THREE_CLASSES)
+    elicitation = DiagonalElicitation(THREE_CLASSES)
+    oracle = linear_oracle([0.02, 0.49, 0.49])
+    while (query := elicitation.next_query()) is not None:
+        elicitation.answer(oracle(*query))
+    np.testing.assert_array_equal(elicitation.weights, weights)
+    # Both ratios are 24.5: beyond e^2 = 7.4, the most classes 1 and 0 can show, and inside e^4 = 54.6
+    # for classes 2 and 0. The first is only "at least" the edge (not the 7.3 it came back as).
+    assert elicitation.ratio_ranges[0] == pytest.approx((np.exp(-2), np.exp(2)), rel=1e-9)
+    # At least the ratio at the inner end of the search's last interval: within it of the edge.
+    assert elicitation.bounds[0] == ("at least", pytest.approx(np.exp(2), rel=0.1))
+    assert elicitation.bounds[0][1] < np.exp(2) < elicitation.ratios[1] / 0.95
+    assert elicitation.bounds[1] is None and elicitation.ratios[2] == pytest.approx(24.5, rel=0.1)
 
 
 def test_the_question_by_question_protocol():

@@ -14,7 +14,15 @@ from evaluation.models import ElicitationAnswers, ElicitedMetric
 from workspace.errors import InvalidInput, PhaseConflict
 from workspace.services import candidate_remove, study_close_voting, study_delete, study_open_voting
 
-from .elicited_fixtures import LABELS, add_elicited_metric, library_weights, linear_oracle, softmax_eta
+from .elicited_fixtures import (
+    LABELS,
+    add_elicited_metric,
+    library_weights,
+    linear_oracle,
+    per_class_oracle,
+    skewed_binary_eta,
+    softmax_eta,
+)
 
 
 def to_assessment(built):
@@ -65,9 +73,45 @@ def test_answering_question_by_question_equals_the_library(make_study, kind, eps
         # Recovered within the source's tolerance (Table 2: 0.02 in max norm).
         assert np.abs(np.array(state.weights) - truth).max() < 0.02
         assert state.result.labels == [f"finding {label}" for label in LABELS]
-        assert state.result.sentence.startswith("You value finding tumour B 2.")
+        # Per 100 cases of each class as asked (2.5 at the classes' shares), and per instance 2.5.
+        prior = softmax_eta().mean(axis=0)
+        per_class = 2.5 * prior[1] / prior[0]
+        assert state.result.sentence.startswith(
+            f"Per 100 cases of each class, finding tumour A against finding tumour B: 1 : {per_class:.1f}; "
+        )
+        assert "one tumour A found against one tumour B: 1 : 2.5;" in state.result.per_instance
+        assert not state.result.at_edge
     # Carol has answered nothing: her state is the first question.
     assert selectors.elicitation_state(elicited_metric=elicited, expert=built.carol).question.number == 1
+
+
+def test_a_trade_off_meant_per_class_is_told_per_class_and_4_to_1_differs_from_5_to_1(make_study):
+    # Issue 31: the questions show each class per 100 of its cases, so an expert for whom finding
+    # one more of 100 with class 1 (a cancer, a third of the instances) is worth 5 of 100 with
+    # class 0 is told 1 : 5, not the 1 : 9.9 of the weights per instance; 4 : 1 is told 4.
+    built = make_study()
+    elicited = add_elicited_metric(built, eta=skewed_binary_eta(), epsilon=0.01)
+    to_assessment(built)
+    prior = elicited_domain.class_prior(elicited)
+    assert 0.3 < prior[1] < 0.35
+    told = {}
+    for expert, meant in ((built.bob, 4.0), (built.carol, 5.0)):
+        answer_all(elicited, expert, per_class_oracle([1.0, meant], prior))
+        result = selectors.elicitation_state(elicited_metric=elicited, expert=expert).result
+        (pair,) = result.pairs
+        assert (pair.reference, pair.label, pair.bound, result.at_edge) == ("class 0", "class 1", None, False)
+        # Within the search's tolerance (epsilon 0.01 in m is 0.2 in the ratio here).
+        assert pair.ratio == pytest.approx(meant, abs=0.2)
+        assert pair.per_instance == pytest.approx(pair.ratio * prior[0] / prior[1], rel=1e-12)
+        compared = "finding class 0 against finding class 1"
+        assert result.sentence == f"Per 100 cases of each class, {compared}: 1 : {pair.ratio:.1f}."
+        shares = f"class 0 {100 * prior[0]:.0f} %, class 1 {100 * prior[1]:.0f} %"
+        assert result.per_instance == (
+            f"Per instance, at the study's prevalence ({shares}): "
+            f"one class 0 found against one class 1: 1 : {pair.per_instance:.1f}."
+        )
+        told[meant] = result.sentence
+    assert told[5.0].endswith("1 : 5.0.") and told[4.0] != told[5.0]
 
 
 def test_resuming_replays_to_the_same_question_and_back_and_reset(make_study):

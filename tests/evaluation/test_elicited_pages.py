@@ -103,7 +103,11 @@ def test_the_expert_answers_with_plain_forms(client, make_study, cast, django_as
     assert f"All {count} questions and the 2 check questions answered" in text
     assert "Your check answers disagree with your first answers" in text and "question 1 asked again" in text
     assert "keep my answers" in text and "Start again (redo)" in text
-    assert "You value finding tumour B 2." in text and "<svg" in done.content.decode()
+    prior = elicited_domain.class_prior(elicited)
+    per_class = expected[1] * prior[1] / (expected[0] * prior[0])
+    assert f"Per 100 cases of each class, finding tumour A against finding tumour B: 1 : {per_class:.1f};" in text
+    assert "Per instance, at the study's prevalence (tumour A 29 %, tumour B 36 %, tumour C 35 %)" in text
+    assert "<svg" in done.content.decode() and "edge of what" not in text
     stored = ElicitationAnswers.objects.get(expert=built.bob)
     np.testing.assert_array_equal(stored.weights, expected)
     # The step is listed with the expert's others, done.
@@ -172,8 +176,10 @@ def test_the_designer_sees_each_expert_s_values_once_the_assessment_has_closed(c
     built, metric = closed_with_answers(make_study)
     page = as_user(client, cast.alice).get(f"/studies/{built.study.pk}/predictions/metrics/{metric.pk}/elicitation/")
     text = text_of(page)
-    assert "You value finding A 4.0 times as much as finding B." in text
-    assert "You value finding B 4.0 times as much as finding A." in text
+    # Per 100 cases of each class (A has 54.6 % of J48's probability, B 45.4 %): bob's 0.8 and 0.2
+    # (4 : 1 per instance) are 4.8 : 1 per class; carol's the other way round, 1 : 3.3.
+    assert "Per 100 cases of each class, finding A against finding B: 4.8 : 1." in text
+    assert "Per 100 cases of each class, finding A against finding B: 1 : 3.3." in text
     # By hand (tests/evaluation/test_elicited.py): J48 0.36 for bob, 0.24 for carol; JRip 0.26 and 0.44.
     assert "J48 two.csv 0.3600 0.2400 0.2400–0.3600" in text
     assert "JRip two.csv 0.2600 0.4400 0.2600–0.4400" in text
@@ -341,3 +347,38 @@ def test_once_closed_the_design_is_shown_as_stored_with_why(client, make_study, 
     body = page.content.decode()
     assert re.search(r'<select name="kind"[^>]*disabled', body) and re.search(r'name="epsilon"[^>]*disabled', body)
     assert ">Save</button>" not in body
+
+
+def test_at_the_edge_the_page_says_at_least_and_takes_a_typed_ratio(client, make_study, cast):
+    # Issue 31: tumour C against tumour A per class reaches only 1 : 3.3 with J48's probabilities.
+    from tests.evaluation.elicited_fixtures import per_class_oracle
+    from tests.evaluation.test_elicited import answer_all
+
+    built = make_study()
+    elicited = add_elicited_metric(built, epsilon=0.1)
+    study_open_voting(study=built.study)
+    study_close_voting(study=built.study)
+    answer_all(elicited, built.bob, per_class_oracle([1.0, 2.0, 5.0], elicited_domain.class_prior(elicited)))
+    url = f"/studies/{built.study.pk}/my/elicitation/{elicited.metric_id}/"
+    bob = as_user(client, cast.bob)
+    text = text_of(bob.get(url))
+    assert "finding tumour A against finding tumour C: at least 1 : 2.9 (the edge of what" in text
+    assert "Your answers reached the edge of what the reference candidate's probabilities can show (J48)" in text
+    assert "ask the study's designer to choose a wider reference" in text
+    assert "Finding tumour A against finding tumour C, per 100 cases of each class: 1 :" in text
+    refused = bob.post(url, {"class_label": "tumour C", "ratio": "2"}, follow=True)
+    assert "must be at least 2.9 (1 : ratio)" in text_of(refused)
+    assert ElicitationAnswers.objects.get(expert=built.bob).typed_ratios == {}
+    assert bob.post(url, {"class_label": "tumour C", "ratio": "5"}).status_code == 302
+    typed = text_of(bob.get(url))
+    assert "finding tumour A against finding tumour C: 1 : 5.0 (as you typed it)" in typed
+    assert "You typed the ratio where your answers reached the edge" in typed
+    assert ElicitationAnswers.objects.get(expert=built.bob).typed_ratios == {"2": 5.0}
+    # The designer's page lists what each candidate's probabilities can show: a wider reference.
+    design = text_of(
+        as_user(client, cast.alice).get(
+            f"/studies/{built.study.pk}/predictions/metrics/{elicited.metric_id}/elicitation/"
+        )
+    )
+    assert "J48 (the reference) tumour B: 3.5 : 1 to 1 : 5.7; tumour C: 2.2 : 1 to 1 : 3.3" in design
+    assert "JRip tumour B:" in design
