@@ -866,6 +866,19 @@ BUNDLE_SCHEMA = {
 }
 
 
+class RangeToConfirmSerializer(serializers.Serializer):
+    metric = StrictCharField()
+    better = serializers.ChoiceField(choices=Direction.choices)
+    unit = StrictCharField(allow_blank=True)
+    range = serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2)
+    own_values = serializers.DictField(child=serializers.FloatField(), allow_null=True)
+    proposed = serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2, allow_null=True)
+
+
+class RangesToConfirmSerializer(serializers.Serializer):
+    to_confirm = RangeToConfirmSerializer(many=True)
+
+
 class ExpertInputsSerializer(serializers.Serializer):
     votes = VotesSerializer()
     priorities = PrioritiesResponseSerializer(allow_null=True)

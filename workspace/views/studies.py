@@ -175,12 +175,13 @@ def _assessment_steps(study: Study, expert: ExpertProgress) -> list[Step]:
     else:
         priorities = Step("priorities", "Priorities", "missing", "The selected attributes are not prioritised yet.")
     if "ranges" in gaps:
-        ranges = Step(
-            "ranges",
-            "Acceptable ranges",
-            "missing",
-            f"No range yet for {_plural(expert.ranges_missing, 'metric')} without a default range.",
-        )
+        texts = [f"No range yet for {_plural(expert.ranges_missing, 'metric')} without a default range."]
+        texts = texts if expert.ranges_missing else []
+        if expert.ranges_to_confirm:
+            texts.append(
+                f"{_plural(expert.ranges_to_confirm, 'range')} to confirm: the metric's values changed (made elicited)."
+            )
+        ranges = Step("ranges", "Acceptable ranges", "missing", " ".join(texts))
     elif "ranges_unconfirmed" in notes:
         ranges = Step(
             "ranges",
