@@ -5,7 +5,9 @@ is asked again: the close check names them, the ranges page shows each
 expert's values against their old range, and once confirmed or changed
 the run is not all-vetoed (docs/method.md 7.4)."""
 
+import copy
 import io
+import json
 
 import pytest
 from django.urls import reverse
@@ -16,7 +18,8 @@ from tests.api.conftest import launch_and_finish
 from tests.fixtures import VOTES, complete_assessment
 from workspace import selectors
 from workspace import services as workspace_services
-from workspace.errors import PhaseConflict
+from workspace.bundles import study_export_bundle, study_import_bundle
+from workspace.errors import InvalidInput, PhaseConflict
 from workspace.models import AcceptableRange
 
 from .test_elicited import TWO_CLASSES
@@ -137,3 +140,24 @@ def test_the_design_changed_again_asks_again_and_removing_it_too(make_study):
     services.elicited_metric_remove(metric=elicited.metric)
     # The measured values again (saving ranges replaces the rows).
     assert AcceptableRange.objects.get(expert=built.bob, metric=elicited.metric).needs_confirmation
+
+
+def test_a_bundle_carries_the_ranges_to_confirm(make_study):
+    """export → import → export is the identity with ranges to confirm
+    (``ranges_to_confirm``), and the imported study asks them again."""
+    built, prediction_set = ready_study(make_study)
+    made_elicited(built, prediction_set)
+    workspace_services.ranges_set(expert=built.carol, ranges={"AUC": [0.35, 0.1]})  # carol confirms hers
+    first = study_export_bundle(study=built.study)
+    assert first["ranges_to_confirm"] == {"bob": ["AUC"]}
+    assert first["ranges"]["bob"] == {"AUC": [0.95, 0.7]}
+    assert [m for m in first["metrics"] if m["name"] == "AUC"][0]["better"] == "lower"
+    copied = study_import_bundle(bundle=copy.deepcopy(first))
+    assert json.dumps(study_export_bundle(study=copied)) == json.dumps(first)
+    asked = selectors.to_confirm().filter(expert__study=copied)
+    assert list(asked.values_list("expert__user__username", "metric__name")) == [("bob", "AUC")]
+    bad = copy.deepcopy(first)
+    bad["ranges_to_confirm"] = {"bob": ["Success rate"]}
+    with pytest.raises(InvalidInput) as refused:
+        study_import_bundle(bundle=bad)
+    assert refused.value.errors == {"ranges_to_confirm.bob": ["no range of theirs in the bundle for Success rate"]}
