@@ -78,8 +78,8 @@ def test_made_elicited_the_ranges_are_asked_again_and_closing_names_them(make_st
     assert stored == {"bob": (0.95, 0.7, True), "carol": (0.9, 0.75, True)}
     gaps = selectors.missing_input_list(study=built.study)
     words = (
-        "confirmation of their acceptable range for AUC (its values changed: they are now the expert's own "
-        "elicited values)"
+        "confirmation of their acceptable range for AUC (its values changed: it was made elicited, or its "
+        "elicitation changed or stopped)"
     )
     assert gaps == {"bob": [words], "carol": [words]}
     with pytest.raises(PhaseConflict) as refused:
@@ -161,3 +161,50 @@ def test_a_bundle_carries_the_ranges_to_confirm(make_study):
     with pytest.raises(InvalidInput) as refused:
         study_import_bundle(bundle=bad)
     assert refused.value.errors == {"ranges_to_confirm.bob": ["no range of theirs in the bundle for Success rate"]}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_turns_an_off_diagonal_metric_into_a_cost_and_asks_its_ranges_again():
+    """evaluation 0007: an off-diagonal metric's default range and ranges,
+    on minus the cost until then, are negated onto the cost (lower is
+    better), and in a study still open its ranges are to confirm."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    before = [("evaluation", "0006_elicitation_history"), ("workspace", "0020_range_needs_confirmation")]
+    after = [("evaluation", "0007_elicited_units")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    try:
+        apps = executor.loader.project_state(before).apps
+        model = apps.get_model
+        designer = model("auth", "User").objects.create(username="designer")
+        bob = model("auth", "User").objects.create(username="bob")
+        study = model("workspace", "Study").objects.create(title="One", designer=designer, phase="assessment")
+        attribute = model("workspace", "QualityAttribute").objects.create(study=study, name="Accuracy")
+        metric = model("workspace", "Metric").objects.create(
+            study=study, attribute=attribute, name="Cost", default_least_acceptable=-0.3, default_desired=-0.1
+        )
+        candidate = model("workspace", "Candidate").objects.create(study=study, name="J48")
+        expert = model("workspace", "Membership").objects.create(study=study, user=bob, role="expert")
+        model("workspace", "AcceptableRange").objects.create(
+            expert=expert, metric=metric, least_acceptable=-0.2, desired=-0.05
+        )
+        prediction_set = model("evaluation", "PredictionSet").objects.create(
+            study=study, name="p.csv", row_count=1, byte_count=1
+        )
+        model("evaluation", "ElicitedMetric").objects.create(
+            metric=metric, kind="offdiagonal", prediction_set=prediction_set, reference_candidate=candidate, epsilon=0.1
+        )
+        executor = MigrationExecutor(connection)
+        executor.migrate(after)
+        apps = executor.loader.project_state(after).apps
+        migrated = apps.get_model("workspace", "Metric").objects.get(pk=metric.pk)
+        assert (migrated.better, migrated.unit) == ("lower", UNIT)
+        assert (migrated.default_least_acceptable, migrated.default_desired) == (0.3, 0.1)
+        stored = apps.get_model("workspace", "AcceptableRange").objects.get(metric_id=metric.pk)
+        assert (stored.least_acceptable, stored.desired, stored.needs_confirmation) == (0.2, 0.05, True)
+        assert apps.get_model("workspace", "Study").objects.get(pk=study.pk).input_version == 1
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())

@@ -351,8 +351,8 @@ def _range_gaps(
         gaps.append(f"acceptable range for {', '.join(unranged)}")
     if confirming:
         gaps.append(
-            f"confirmation of their acceptable range for {', '.join(confirming)} (its values changed: they are "
-            "now the expert's own elicited values)"
+            f"confirmation of their acceptable range for {', '.join(confirming)} (its values changed: it was "
+            "made elicited, or its elicitation changed or stopped)"
         )
     return gaps
 
@@ -361,7 +361,8 @@ def missing_input_list(*, study: Study) -> dict[str, list[str]]:
     """What each expert still has to give before assessment can close:
     ``{username: [what is missing, ...]}``, only experts with gaps (a pending
     expert's gap is their consent: imported inputs count once confirmed).
-    Four queries, five with selected elicited metrics: those an expert
+    Five queries (the ranges to confirm, ``to_confirm``, one of them), six
+    with selected elicited metrics: those an expert
     has not finished answering (issue 21, docs/method.md 7.4). Excluded and
     abstaining experts owe nothing."""
     experts = list(expert_progress_list(study=study).filter(absence=Membership.Absence.NONE))
