@@ -96,6 +96,11 @@ def test_confirmed_or_changed_on_the_page_the_run_is_not_all_vetoed(make_study, 
     built, prediction_set = ready_study(make_study)
     made_elicited(built, prediction_set)
     auc = built.metrics["AUC"]
+    # The study home is not "Ready to close": it names the ranges to confirm.
+    client.force_login(built.study.designer)
+    home = client.get(reverse("study_home", args=[built.study.pk])).content.decode()
+    assert "Ready to close" not in home
+    assert "Ranges to confirm, their metric&#x27;s values having changed (made elicited): bob: AUC; carol: AUC." in home
     client.force_login(built.bob.user)
     url = reverse("expert_ranges", args=[built.study.pk])
     page = client.get(url).content.decode()
