@@ -213,3 +213,24 @@ def test_the_migration_turns_an_off_diagonal_metric_into_a_cost_and_asks_its_ran
     finally:
         executor = MigrationExecutor(connection)
         executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+def test_an_elicited_metric_s_unit_and_direction_follow_its_kind_only(make_study):
+    built = make_study()
+    prediction_set = services.prediction_set_import(
+        study=built.study, stream=io.BytesIO(TWO_CLASSES.encode()), name="two.csv", uploaded_by=None
+    )
+    auc = built.metrics["AUC"]
+    services.elicited_metric_set(
+        metric=auc, kind="offdiagonal", prediction_set=prediction_set.pk, reference_candidate="J48", epsilon=0.1
+    )
+    with pytest.raises(InvalidInput) as refused:
+        workspace_services.metric_update(metric=auc, better="higher", unit="ratio")
+    assert refused.value.errors == {
+        "better": ["AUC is elicited: its direction follows its kind (docs/method.md 7.4)"],
+        "unit": ["AUC is elicited: its unit follows its kind (docs/method.md 7.4)"],
+    }
+    # The designer's form sends them unchanged with a new name: accepted.
+    workspace_services.metric_update(metric=auc, name="Cost", better="lower", unit=UNIT, default_range=[0.4, 0.1])
+    auc.refresh_from_db()
+    assert (auc.name, auc.better, auc.default_range) == ("Cost", "lower", (0.4, 0.1))

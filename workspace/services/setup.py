@@ -322,6 +322,9 @@ def metric_add(
     )
 
 
+_FOLLOWED = {"better": "direction", "unit": "unit"}
+
+
 def _refuse_elicited_changes(metric: Metric, changes: dict[str, Any], cleaners: dict[str, Any]) -> None:
     """An elicited metric's direction and unit follow its kind (set by
     evaluation.services): changing either is refused, naming the field."""
@@ -330,7 +333,10 @@ def _refuse_elicited_changes(metric: Metric, changes: dict[str, Any], cleaners: 
     ]
     if follows and Metric.objects.filter(pk=metric.pk, elicitation__isnull=False).exists():
         raise InvalidInput(
-            {key: f"{metric.name} is elicited: its {key} follows its kind (docs/method.md 7.4)" for key in follows}
+            {
+                key: f"{metric.name} is elicited: its {_FOLLOWED[key]} follows its kind (docs/method.md 7.4)"
+                for key in follows
+            }
         )
 
 
