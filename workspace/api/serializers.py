@@ -763,6 +763,11 @@ BUNDLE_SCHEMA = {
         "ranges": _by_expert(
             "{expert: {metric: [least acceptable, desired]}}", {"$ref": "#/components/schemas/Ranges"}
         ),
+        "ranges_to_confirm": _by_expert(
+            "{expert: [metric, ...]}: the ranges in `ranges` still to confirm, their metric made elicited since "
+            "(optional: written only while some are; docs/formats.md)",
+            _NAMES,
+        ),
         "peer_weights": _by_expert("{expert: {expert: weight}}", _numbers_by_name("{expert: weight}")),
         "prediction_sets": {
             "type": "array",
