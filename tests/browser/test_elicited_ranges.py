@@ -29,6 +29,10 @@ def test_an_expert_confirms_a_new_range_against_their_own_values(page: Page, liv
     table = page.get_by_role("region", name="Candidates measured on AUC")
     expect(table.get_by_role("row", name="J48")).to_contain_text("0.26")
     assert_accessible(page)
+    # A phone: the notices wrap, nothing scrolls sideways.
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.set_viewport_size({"width": 1280, "height": 900})
     page.get_by_label(f"AUC: least acceptable ({UNIT})").fill("0.25")
     page.get_by_label(f"AUC: desired ({UNIT})").fill("0.2")
     page.get_by_role("button", name=re.compile("^(Confirm these ranges|Save my ranges)$")).click()
