@@ -15,6 +15,8 @@ class MetricInfo:
 
     unit: str = ""
     better: str = "higher"  # or "lower"
+    # An elicited metric: each expert reads their own value (docs/method.md 7.4).
+    elicited: bool = False
 
 
 def number(value: float) -> str:
@@ -57,16 +59,27 @@ def veto_sentences(candidate: str, vetoes: list[Mapping], metrics: Mapping[str, 
         For bob and dave the least acceptable Training time is 50 ms, for
         carol 40 ms (lower is better); Stump measured 60 ms.
 
+    An elicited metric's value is each vetoing expert's own (the veto's
+    ``value``), so the sentence gives each expert's, experts with the same
+    value named together::
+
+        For bob the least acceptable Cost is 0.02 expected cost per
+        instance, for carol 0.05 expected cost per instance (lower is
+        better); by each one's own elicited metric Stump has 0.03 expected
+        cost per instance for bob, 0.06 expected cost per instance for carol.
+
+    Values that differ between the experts of one metric are given per
+    expert even without ``elicited`` (only an elicited metric has them).
     Usernames are kept as they are (never capitalised: that would change
     the name). Metrics come in the order of their first veto.
     """
     metrics = metrics or {}
     by_metric: dict[str, dict[float, list[str]]] = {}
-    measured: dict[str, float] = {}
+    values: dict[str, dict[float, list[str]]] = {}
     for veto in vetoes:
         bounds = by_metric.setdefault(veto["metric"], {})
         bounds.setdefault(veto["range"][0], []).append(veto["expert"])
-        measured[veto["metric"]] = veto["value"]
+        values.setdefault(veto["metric"], {}).setdefault(veto["value"], []).append(veto["expert"])
     sentences = []
     for metric, bounds in by_metric.items():
         info = metrics.get(metric, MetricInfo())
@@ -80,8 +93,22 @@ def veto_sentences(candidate: str, vetoes: list[Mapping], metrics: Mapping[str, 
             claim += "".join(f", for {join_names(experts)} {bound}" for experts, bound in others)
         if info.better == "lower":
             claim += " (lower is better)"
-        sentences.append(f"{claim}; {candidate} measured {quantity(measured[metric], info.unit, bound=False)}.")
+        sentences.append(f"{claim}; {_values_clause(candidate, values[metric], info)}.")
     return sentences
+
+
+def _values_clause(candidate: str, values: Mapping[float, list[str]], info: MetricInfo) -> str:
+    """What the candidate has on the metric: its one measured value, or an
+    elicited metric's value by each vetoing expert's own metric."""
+    if len(values) == 1 and not info.elicited:
+        return f"{candidate} measured {quantity(next(iter(values)), info.unit, bound=False)}"
+    if len(values) == 1 and len(experts := next(iter(values.values()))) == 1:
+        value = quantity(next(iter(values)), info.unit, bound=False)
+        return f"by {experts[0]}'s own elicited metric {candidate} has {value}"
+    parts = [
+        f"{quantity(value, info.unit, bound=False)} for {join_names(experts)}" for value, experts in values.items()
+    ]
+    return f"by each one's own elicited metric {candidate} has {', '.join(parts)}"
 
 
 def influence_sentence(influence: Mapping[str, float]) -> str:

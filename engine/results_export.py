@@ -17,7 +17,13 @@ from .models import Run
 
 
 def metric_infos(score_inputs: dict) -> dict[str, MetricInfo]:
-    return {m["name"]: MetricInfo(unit=m["unit"], better=m["better"]) for m in score_inputs["metrics"]}
+    """Each metric's unit and direction, and whether it is elicited (when
+    ``score_inputs`` hold the experts' own values: their columns)."""
+    elicited = {entry["metric"] for entry in score_inputs.get("expert_values") or []}
+    return {
+        m["name"]: MetricInfo(unit=m["unit"], better=m["better"], elicited=j in elicited)
+        for j, m in enumerate(score_inputs["metrics"])
+    }
 
 
 # (Every CSV goes through workspace.csv_safe: text a spreadsheet would run

@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
+from workspace import services as workspace_services
 from workspace.errors import InvalidInput
 from workspace.extensions import BundleSection
 from workspace.limits import PREDICTIONS_MAX_ARRAY_BYTES, PREDICTIONS_MAX_CLASSES, PREDICTIONS_MAX_LABEL_LENGTH
@@ -315,7 +316,20 @@ def _setup_import(*, study: Study, bundle: dict, metrics: dict[str, Metric], max
         candidates={entry["name"] for entry in bundle.get("candidates", [])},
         max_rows=max_rows,
     )
-    return elicited_metrics_import(section=bundle.get("elicited_metrics", {}), metrics=metrics, sets=sets)
+    made = elicited_metrics_import(section=bundle.get("elicited_metrics", {}), metrics=metrics, sets=sets)
+    _defaults_restored(bundle, {name: metrics[name] for name in made})
+    return made
+
+
+def _defaults_restored(bundle: dict, elicited: dict[str, Metric]) -> None:
+    """The bundle's default ranges of its elicited metrics, which making them
+    elicited cleared (``evaluation.services``): restored when the bundle's
+    direction is the kind's (a bundle written since; an older one's default
+    was on the old scale and stays cleared)."""
+    for entry in bundle.get("metrics", []):
+        metric = elicited.get(entry.get("name"))
+        if metric is not None and entry.get("default_range") is not None and entry.get("better") == metric.better:
+            workspace_services.metric_update(metric=metric, default_range=entry["default_range"])
 
 
 def _answers_import(*, answers: dict[str, dict[Membership, Any]], state: object) -> None:

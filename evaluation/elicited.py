@@ -655,21 +655,23 @@ def typed_ratio_problem(pair: Pair, ratio: float) -> str | None:
 def cell_weights(kind: str, weights: list[float], classes: int) -> np.ndarray:
     """An expert's elicited metric as a weight per cell of the confusion
     matrix, ``(classes * classes,)`` row-major (true class down, predicted
-    across): ``a`` on the diagonal (weighted accuracy) or off it, 0 elsewhere,
-    so that the metric is ``cell_weights @ C.ravel()`` (``metric_value``)."""
+    across): ``a`` on the diagonal (weighted accuracy) or the costs ``-a``
+    off it (``a <= 0``: expected cost), 0 elsewhere, so that the metric is
+    ``cell_weights @ C.ravel()`` (``metric_value``)."""
     a = np.asarray(weights, dtype=np.float64)
     grid = np.zeros((classes, classes))
     if kind == ElicitedMetric.Kind.DIAGONAL:
         np.fill_diagonal(grid, a)
     else:
-        grid[~np.eye(classes, dtype=bool)] = a
+        grid[~np.eye(classes, dtype=bool)] = -a
     return grid.ravel()
 
 
 def metric_value(kind: str, weights: list[float], confusion: np.ndarray) -> float:
     """An expert's elicited metric of a confusion matrix ``C_ij = P(Y = i, h = j)``
-    (fractions of all instances): ``<a, diag C>`` (weighted accuracy) or
-    ``<a, offdiag C>`` (``a <= 0``: minus the expected cost; higher is better),
+    (fractions of all instances): ``<a, diag C>`` (weighted accuracy, higher
+    is better) or ``<-a, offdiag C>`` (``a <= 0``: the expected cost, lower
+    is better),
     from the weights of its cells (``cell_weights``): ``metric_values`` of one."""
     return float(metric_values(kind, [weights], np.asarray(confusion, dtype=np.float64)[None])[0, 0])
 

@@ -32,7 +32,7 @@ from django.utils import timezone
 from workspace import history, limits
 from workspace import services as workspace_services
 from workspace.errors import InvalidInput
-from workspace.models import Candidate, Direction, Measurement, Membership, Metric, Phase, Study
+from workspace.models import AcceptableRange, Candidate, Direction, Measurement, Membership, Metric, Phase, Study
 from workspace.services import expect, locked, number, text
 
 from . import elicited as elicited_domain
@@ -729,8 +729,9 @@ def elicited_metric_set(
     ``kind`` (``diagonal`` or ``offdiagonal``), the id of the prediction set
     and the name of the reference candidate whose class probabilities make
     the questions, and the tolerance ``epsilon``. Changing any of them
-    clears every expert's answers (their questions were others). Refused for
-    a lower-is-better metric (an elicited metric is higher-is-better), one
+    clears every expert's answers (their questions were others), and makes
+    the metric follow its values (``_metric_follows_elicitation``: unit,
+    direction, default range, ranges to confirm). Refused for a metric
     computed from predictions, a candidate without class probabilities in
     the set, a tolerance that asks more than ``ELICITATION_MAX_QUESTIONS``,
     or, in the assessment (when the experts answer), a metric the vote did
@@ -741,8 +742,6 @@ def elicited_metric_set(
         raise InvalidInput({"kind": f"must be one of {', '.join(ElicitedMetric.Kind.values)}, got {kind!r}"})
     epsilon = number(epsilon, "epsilon")
     found = _elicitation_set_and_candidate(study, prediction_set, reference_candidate)
-    if metric.better != Direction.HIGHER:
-        raise InvalidInput({"metric": f"{metric.name} is lower-is-better; an elicited metric is higher-is-better"})
     if study.phase == Phase.ASSESSMENT and not metric.is_selected:
         raise InvalidInput({"metric": f"{metric.name} was not selected by the vote: no run uses it"})
     if MetricComputation.objects.filter(metric=metric).exists():
@@ -769,6 +768,7 @@ def elicited_metric_set(
     current = ElicitedMetric.objects.filter(metric=metric).first()
     if current is None:
         elicited.save()
+        _metric_follows_elicitation(metric, kind)
         return elicited
     same = (current.kind, current.prediction_set_id, current.reference_candidate_id, current.epsilon) == (
         kind,
@@ -781,15 +781,51 @@ def elicited_metric_set(
         current.kind, current.prediction_set, current.reference_candidate = kind, found["set"], found["candidate"]
         current.epsilon = epsilon
         current.save()
+        _metric_follows_elicitation(metric, kind)
     return current
+
+
+#: What an elicited metric's values are, by kind: its unit and direction
+#: (docs/method.md 7.4). A diagonal metric is a weighted accuracy (the
+#: expert's weights sum to 1, so it lies in [0, 1]); an off-diagonal one is
+#: the expected cost of a prediction, the expert's costs of the confusions
+#: weighted by how often each happens (costs of unit Euclidean norm).
+ELICITED_UNITS = {
+    ElicitedMetric.Kind.DIAGONAL: ("weighted accuracy", Direction.HIGHER),
+    ElicitedMetric.Kind.OFFDIAGONAL: ("expected cost per instance", Direction.LOWER),
+}
+
+
+def _metric_follows_elicitation(metric: Metric, kind: str) -> None:
+    """The metric made elicited (or its design changed), under the study's
+    lock: its values are now each expert's own, on another scale. Its unit
+    and direction become the kind's (``ELICITED_UNITS``); its default range,
+    set for the old values, is cleared; every expert's range of it is
+    marked as needing confirmation (``AcceptableRange.needs_confirmation``),
+    its bounds swapped when the direction flips so that it stays a valid
+    range of the new direction until the expert confirms or changes it."""
+    unit, better = ELICITED_UNITS[ElicitedMetric.Kind(kind)]
+    flips = metric.better != better
+    metric.unit, metric.better = unit, better
+    metric.default_least_acceptable = metric.default_desired = None
+    metric.save(update_fields=["unit", "better", "default_least_acceptable", "default_desired"])
+    ranges = list(AcceptableRange.objects.filter(metric=metric))
+    for row in ranges:
+        row.needs_confirmation = True
+        if flips:
+            row.least_acceptable, row.desired = row.desired, row.least_acceptable
+    history.bulk_update(AcceptableRange, ranges, ["needs_confirmation", "least_acceptable", "desired"])
 
 
 @transaction.atomic
 def elicited_metric_remove(*, metric: Metric) -> None:
-    """Stop eliciting ``metric``: the experts' answers go with it; the metric stays."""
+    """Stop eliciting ``metric``: the experts' answers go with it; the metric
+    stays, and its values are the measured ones again, so every expert's
+    range of it is marked as needing confirmation."""
     study = locked(metric.study)
     workspace_services.require_phase(study, workspace_services.Action.CHANGE_ELICITATION)
-    history.delete(ElicitedMetric.objects.filter(metric=metric))
+    if history.delete(ElicitedMetric.objects.filter(metric=metric)):
+        history.update(AcceptableRange.objects.filter(metric=metric), needs_confirmation=True)
 
 
 def _answers_locked(elicited: ElicitedMetric, expert: Membership) -> ElicitationAnswers:

@@ -24,7 +24,7 @@ from .errors import InvalidInput, PhaseConflict
 from .extensions import BUNDLE_SECTIONS
 from .limits import ATTRIBUTE_THRESHOLD_DEFAULT, METRIC_THRESHOLD_DEFAULT, TITLE_MAX_LENGTH
 from .models import Measurement, Membership, Metric, Phase, QualityAttribute, Study
-from .selectors import expert_inputs_list, expert_list
+from .selectors import expert_inputs_list, expert_list, to_confirm
 from .selectors import number_out as _number_out
 from .services import imports
 from .services._checks import expect as _expect
@@ -50,6 +50,7 @@ TOP_LEVEL = {
     "votes",
     "priorities",
     "ranges",
+    "ranges_to_confirm",
     "peer_weights",
     "rounds",
     "prediction_sets",
@@ -296,8 +297,10 @@ def _give_assessment_inputs(study: Study, bundle: dict, experts: dict[str, Membe
         # A closed study's inputs are final: the defaults an expert did not
         # override were their ranges, confirmed (METHOD.md 4, Decision).
         ranges = {**{expert: {} for expert in experts.values()}, **ranges}
-    # Ranges given in a bundle count as confirmed (services.ranges_set_many).
-    services.ranges_set_many(study=study, ranges=ranges)
+    # Ranges given in a bundle count as confirmed (services.ranges_set_many),
+    # but those its "ranges_to_confirm" names (a metric made elicited since).
+    to_confirm = {experts[name]: m for name, m in _per_expert(bundle, "ranges_to_confirm", experts).items()}
+    services.ranges_set_many(study=study, ranges=ranges, to_confirm=to_confirm)
     peer_weights = _per_expert(bundle, "peer_weights", experts)
     try:
         services.peer_weights_set_many(study=study, weights={experts[name]: w for name, w in peer_weights.items()})
@@ -340,7 +343,7 @@ def _mark_absent(study: Study, bundle: dict, experts: dict[str, Membership]) -> 
 
 # The sections of a bundle holding the experts' inputs, or who takes part:
 # a draft has none of them.
-INPUT_SECTIONS = ("votes", "priorities", "ranges", "peer_weights", "rounds", "absent")
+INPUT_SECTIONS = ("votes", "priorities", "ranges", "ranges_to_confirm", "peer_weights", "rounds", "absent")
 
 
 def bundle_setup_only(bundle: dict) -> dict:
@@ -592,6 +595,9 @@ def study_export_bundle(*, study: Study, every_prediction_set: bool = False) -> 
         "votes": _votes_out(study, sections),
         "priorities": {name: s["priorities"] for name, s in sections.items() if s["priorities"] is not None},
         "ranges": {name: s["ranges"] for name, s in sections.items() if s["ranges"]},
+        # "ranges_to_confirm" (optional) only while a range is to confirm:
+        # bundles of studies without one stay as they were.
+        **_to_confirm_out(study),
         "peer_weights": {name: s["peer_weights"] for name, s in sections.items() if s["peer_weights"]},
         # "rounds" (optional) only for a study with revision rounds: bundles
         # of studies without them stay as they were.
@@ -600,6 +606,20 @@ def study_export_bundle(*, study: Study, every_prediction_set: bool = False) -> 
         # with elicited metrics: the same.
         **_elicited_out(study, metrics, sections, every_prediction_set),
     }
+
+
+def _to_confirm_out(study: Study) -> dict[str, dict[str, list[str]]]:
+    """``{"ranges_to_confirm": {username: [metric, ...]}}``: the ranges their
+    experts must still confirm (``selectors.to_confirm``), or nothing."""
+    found: dict[str, list[str]] = {}
+    for username, metric in (
+        to_confirm()
+        .filter(expert__study=study)
+        .order_by("expert_id", "metric__attribute__position", "metric__attribute_id", "metric__position", "metric_id")
+        .values_list("expert__user__username", "metric__name")
+    ):
+        found.setdefault(username, []).append(metric)
+    return {"ranges_to_confirm": found} if found else {}
 
 
 def _metrics_out(metrics: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -547,6 +547,10 @@ class AcceptableRange(models.Model):
     metric = models.ForeignKey(Metric, on_delete=models.CASCADE, related_name="ranges")
     least_acceptable = models.FloatField()
     desired = models.FloatField()
+    # Set when the metric's values changed under the range (it became an
+    # elicited metric, or its elicitation changed: evaluation.services), so
+    # the expert is asked to confirm or change it; saving ranges clears it.
+    needs_confirmation = models.BooleanField(default=False)
     history = StudyHistory(kind="range", scope=recorded.by_expert())
 
     class Meta:

@@ -284,6 +284,10 @@ def _my_ranges(response, world):
     assert response.json() == ({"AUC": [0.7, 0.95]} if world.phase == Phase.CLOSED else {})
 
 
+def _no_ranges_to_confirm(response, world):
+    assert response.json() == {"to_confirm": []}  # no metric of the world is elicited
+
+
 def _ranges_set(response, world):
     assert response.json() == {"AUC": [0.6, 0.9]}
 
@@ -818,6 +822,7 @@ ROWS = [
         check=_priorities_set,
     ),
     Row("ranges-get", "get", S + "/my/ranges/", 200, 403, check=_my_ranges),
+    Row("ranges-to-confirm-get", "get", S + "/my/ranges/to-confirm/", 200, 403, check=_no_ranges_to_confirm),
     Row(
         "ranges-put",
         "put",
@@ -1368,6 +1373,7 @@ BOB_READS = [
     "/studies/{study}/my/votes/",
     "/studies/{study}/my/priorities/",
     "/studies/{study}/my/ranges/",
+    "/studies/{study}/my/ranges/to-confirm/",
     "/studies/{study}/my/peer-weights/",
     "/studies/{study}/runs/",
     "/studies/{study}/history/?page_size=200",

@@ -185,6 +185,8 @@ def _build_world(phase, cast, title):
     elicited_metric_set(
         metric=elicited, kind="diagonal", prediction_set=proba_set.pk, reference_candidate="J48", epsilon=0.2
     )
+    # Making it elicited cleared the default range set for its typed values: one on its scale.
+    services.metric_update(metric=elicited, default_range=[0.3, 0.9])
     world = {
         "study": study.pk,
         "attributes": [a.pk for a in attributes],

@@ -17,6 +17,25 @@ def test_one_expert_one_metric_reads_as_the_issue_says():
     assert sentences == ["clinician's least acceptable Comprehensibility rating is 6; IBk measured 0."]
 
 
+def test_an_elicited_metric_s_veto_gives_each_expert_s_own_value():
+    """Issue 31: each expert has their own value of an elicited metric, so
+    the sentence gives the vetoing expert's, not one shared measured value."""
+    unit = "expected cost per instance"
+    vetoes = [veto("bob", "Cost", 0.03, 0.02, 0.01), veto("carol", "Cost", 0.06, 0.05, 0.01)]
+    infos = {"Cost": MetricInfo(unit=unit, better="lower", elicited=True)}
+    assert veto_sentences("Stump", vetoes, infos) == [
+        f"For bob the least acceptable Cost is 0.02 {unit}, for carol 0.05 {unit} (lower is better); "
+        f"by each one's own elicited metric Stump has 0.03 {unit} for bob, 0.06 {unit} for carol."
+    ]
+    # Without knowing the metric is elicited, values that differ are still each expert's.
+    assert veto_sentences("Stump", vetoes)[0].endswith("Stump has 0.03 for bob, 0.06 for carol.")
+    alone = veto_sentences("Stump", vetoes[:1], infos)
+    assert alone == [
+        f"bob's least acceptable Cost is 0.02 {unit} (lower is better); "
+        f"by bob's own elicited metric Stump has 0.03 {unit}."
+    ]
+
+
 def test_experts_with_the_same_bound_share_a_sentence():
     vetoes = [veto(name, "Comprehensibility rating", 0, 6) for name in ("statistician", "informatician", "clinician")]
     assert veto_sentences("IBk", vetoes) == [

@@ -52,12 +52,15 @@ def add_elicited_metric(built, *, kind="diagonal", epsilon=0.01, name="Cost-weig
         name=name,
         better="higher",
         unit="",
-        default_range=[0.3, 0.9],
     )
     built.metrics[name] = metric
     elicited = evaluation_services.elicited_metric_set(
         metric=metric, kind=kind, prediction_set=prediction_set.pk, reference_candidate="J48", epsilon=epsilon
     )
+    # A default range on the elicited scale (making it elicited cleared any
+    # earlier one): a weighted accuracy, higher is better; a cost, lower.
+    services.metric_update(metric=metric, default_range=[0.3, 0.9] if kind == "diagonal" else [0.9, 0.3])
+    metric.refresh_from_db()
     return elicited
 
 

@@ -211,12 +211,16 @@ def test_the_designer_s_refusals(make_study):
         with pytest.raises(InvalidInput) as refused:
             services.elicited_metric_set(metric=metric, **{**arguments, **change})
         assert refused.value.errors == {field: [message]}
+    # A lower-is-better metric made a weighted accuracy follows it: higher is
+    # better, its unit the kind's, its default range (for the old values) gone.
     lower = built.metrics["Fold stdev"]
-    with pytest.raises(InvalidInput) as refused:
-        services.elicited_metric_set(
-            metric=lower, kind="diagonal", prediction_set=set_id, reference_candidate="J48", epsilon=0.05
-        )
-    assert refused.value.errors == {"metric": ["Fold stdev is lower-is-better; an elicited metric is higher-is-better"]}
+    assert lower.better == "lower"
+    services.elicited_metric_set(
+        metric=lower, kind="diagonal", prediction_set=set_id, reference_candidate="J48", epsilon=0.05
+    )
+    lower.refresh_from_db()
+    assert (lower.better, lower.unit, lower.default_range) == ("higher", "weighted accuracy", None)
+    services.elicited_metric_remove(metric=lower)
     # The set the questions come from cannot be deleted.
     with pytest.raises(InvalidInput) as kept:
         services.prediction_set_delete(prediction_set=elicited.prediction_set)
@@ -419,7 +423,7 @@ def test_scores_outside_0_and_1_are_not_probabilities(make_study):
 )
 def test_every_candidate_s_values_at_once_equal_a_literal_sum_over_the_cells(kind, classes, candidates, experts, seed):
     """``metric_values`` (the design page's and a run's, in one product) is each expert's
-    ``sum_ij a_ij C_ij`` over the diagonal or off it, written out cell by cell."""
+    ``sum_ij a_ij C_ij`` over the diagonal, or ``sum_ij -a_ij C_ij`` off it, written out cell by cell."""
     rng = np.random.default_rng(seed)
     confusions = rng.dirichlet(np.ones(classes * classes), candidates).reshape(candidates, classes, classes)
     size = classes if kind == "diagonal" else classes * (classes - 1)
@@ -429,6 +433,8 @@ def test_every_candidate_s_values_at_once_equal_a_literal_sum_over_the_cells(kin
     for c in range(candidates):
         for e, a in enumerate(weights):
             cells = [(i, j) for i in range(classes) for j in range(classes) if (i == j) == (kind == "diagonal")]
-            literal = sum(a[n] * confusions[c][i][j] for n, (i, j) in enumerate(cells))
+            # The off-diagonal kind's value is the expected cost: the costs -a.
+            sign = 1 if kind == "diagonal" else -1
+            literal = sign * sum(a[n] * confusions[c][i][j] for n, (i, j) in enumerate(cells))
             assert values[c, e] == pytest.approx(literal, abs=1e-12)
             assert elicited_domain.metric_value(kind, a, confusions[c]) == pytest.approx(literal, abs=1e-12)

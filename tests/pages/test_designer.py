@@ -917,8 +917,9 @@ PAGE_QUERIES = [
     # members with their users, invitations with their people
     ("designer", Phase.DRAFT, "experts/", 6),
     # ... and what each expert still has to give: experts with their
-    # progress, the metrics needing a range, the ranges, the selected elicited metrics (issue 21)
-    ("designer", Phase.ASSESSMENT, "experts/", 11),  # and the notes on inputs (issue 16: selectors.input_note_list)
+    # progress, the metrics needing a range, the ranges, the selected elicited metrics (issue 21),
+    # the ranges to confirm (issue 31)
+    ("designer", Phase.ASSESSMENT, "experts/", 12),  # and the notes on inputs (issue 16: selectors.input_note_list)
     # the expert; votes (2); priorities: prioritisations, weights, judgments,
     # local ones with their weights and judgments (6); ranges; peer weights
     ("designer", Phase.CLOSED, "inputs/bob/", 13),

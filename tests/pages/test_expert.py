@@ -627,8 +627,9 @@ def grow(built):
         # judgments (3), my local prioritisations (1: there are none, so no weights or judgments)
         (Phase.ASSESSMENT, "priorities", 6 + 6 + 1),
         # + selected metrics, my ranges, the measurements of the selected metrics (3), the
-        # elicited metrics whose values are my own (1; my answers only when there are some)
-        (Phase.ASSESSMENT, "ranges", 6 + 4 + 1),
+        # elicited metrics whose values are my own (1; my answers only when there are some),
+        # my ranges to confirm (1)
+        (Phase.ASSESSMENT, "ranges", 6 + 4 + 1 + 1),
         # + the experts with their users, my peer weights (2)
         (Phase.ASSESSMENT, "peer-weights", 6 + 2 + 1),
     ],

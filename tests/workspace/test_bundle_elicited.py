@@ -221,10 +221,6 @@ def setting(*path, value):
     return mutate
 
 
-def lower_is_better(bundle):
-    bundle["elicited_metrics"]["Training time"] = bundle["elicited_metrics"].pop("AUC")
-
-
 def reference_in_newer_set(bundle):
     bundle["elicited_metrics"]["AUC"].update(prediction_set=1, reference_candidate="JRip")
 
@@ -270,8 +266,6 @@ REFUSALS = [
      "elicited_metrics.AUC.answers.bob", "answer 3 is '3': each answer is 1 (the first outcome), 2 (the second) or 0"),
     ("too-many-answers", too_many_answers, "elicited_metrics.AUC.answers.bob",
      "19 answers, more than the search's 16 questions and the check's 2"),
-    ("lower-is-better", lower_is_better, "elicited_metrics.Training time",
-     "Training time is lower-is-better; an elicited metric is higher-is-better"),
     ("unknown-metric", setting("elicited_metrics", "Recall", value={}), "elicited_metrics.Recall",
      "no metric of that name in the bundle"),
     ("set-index", setting("elicited_metrics", "AUC", "prediction_set", value=2), "elicited_metrics.AUC.prediction_set",

@@ -764,6 +764,11 @@ BUNDLE_SCHEMA = {
         "ranges": _by_expert(
             "{expert: {metric: [least acceptable, desired]}}", {"$ref": "#/components/schemas/Ranges"}
         ),
+        "ranges_to_confirm": _by_expert(
+            "{expert: [metric, ...]}: the ranges in `ranges` still to confirm, their metric made elicited since "
+            "(optional: written only while some are; docs/formats.md)",
+            _NAMES,
+        ),
         "peer_weights": _by_expert("{expert: {expert: weight}}", _numbers_by_name("{expert: weight}")),
         "prediction_sets": {
             "type": "array",
@@ -865,6 +870,19 @@ BUNDLE_SCHEMA = {
         },
     },
 }
+
+
+class RangeToConfirmSerializer(serializers.Serializer):
+    metric = StrictCharField()
+    better = serializers.ChoiceField(choices=Direction.choices)
+    unit = StrictCharField(allow_blank=True)
+    range = serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2)
+    own_values = serializers.DictField(child=serializers.FloatField(), allow_null=True)
+    proposed = serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2, allow_null=True)
+
+
+class RangesToConfirmSerializer(serializers.Serializer):
+    to_confirm = RangeToConfirmSerializer(many=True)
 
 
 class ExpertInputsSerializer(serializers.Serializer):

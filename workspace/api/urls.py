@@ -36,6 +36,11 @@ urlpatterns = [
     path("studies/<int:study_id>/my/votes/", views.MyVotesView.as_view(), name="my-votes"),
     path("studies/<int:study_id>/my/priorities/", views.MyPrioritiesView.as_view(), name="my-priorities"),
     path("studies/<int:study_id>/my/ranges/", views.MyRangesView.as_view(), name="my-ranges"),
+    path(
+        "studies/<int:study_id>/my/ranges/to-confirm/",
+        views.MyRangesToConfirmView.as_view(),
+        name="my-ranges-to-confirm",
+    ),
     path("studies/<int:study_id>/my/peer-weights/", views.MyPeerWeightsView.as_view(), name="my-peer-weights"),
     path("studies/<int:study_id>/inputs/<str:username>/", views.ExpertInputsView.as_view(), name="expert-inputs"),
     path("studies/<int:study_id>/history/", history.StudyHistoryView.as_view(), name="study-history"),

@@ -753,6 +753,34 @@ class MyRangesView(MyInputView):
         return Response(self.current())
 
 
+class MyRangesToConfirmView(MyInputView):
+    @extend_schema(summary="Get your ranges to confirm", responses=s.RangesToConfirmSerializer)
+    def get(self, request: Request, study_id: int) -> Response:
+        """Your acceptable ranges whose metric's values changed under them (it
+        was made elicited, or its elicitation changed: docs/method.md 7.4),
+        which the assessment cannot close without: each with the range as
+        stored, your own value of each candidate (null until you finish its
+        questions) and the range proposed from their spread (null with fewer
+        than two distinct values). Saving your ranges
+        (``PUT .../my/ranges/``) confirms them, changed or not."""
+        found = selectors.ranges_to_confirm_list(study=self.study(), expert=self.expert())
+        return Response(
+            {
+                "to_confirm": [
+                    {
+                        "metric": item.metric.name,
+                        "better": item.metric.better,
+                        "unit": item.metric.unit,
+                        "range": [selectors.number_out(bound) for bound in item.range],
+                        "own_values": item.own_values,
+                        "proposed": item.proposed,
+                    }
+                    for item in found
+                ]
+            }
+        )
+
+
 class MyPeerWeightsView(MyInputView):
     section = "peer_weights"
 

@@ -46,6 +46,7 @@ from .experts import (
     ASSESSMENT_INPUTS,
     INPUT_NOTES,
     ExpertProgress,
+    RangeToConfirm,
     absent_list,
     consistency_words,
     consistency_worst,
@@ -64,6 +65,9 @@ from .experts import (
     note_words,
     panel_list,
     pending_reason,
+    proposed_range,
+    ranges_to_confirm_list,
+    to_confirm,
     unconfirmed_votes,
 )
 from .history import (
@@ -169,6 +173,10 @@ __all__ = [
     "panel_list",
     "metric_list",
     "missing_input_list",
+    "to_confirm",
+    "RangeToConfirm",
+    "proposed_range",
+    "ranges_to_confirm_list",
     "note_words",
     "number_out",
     "pending_reason",

@@ -7,6 +7,9 @@ home's progress grid, the expert's steps and the close-phase check
 (``missing_input_list``) all read it there.
 """
 
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, TypedDict
 
@@ -14,11 +17,12 @@ from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 
 from engine.rules import CONSISTENCY_THRESHOLD, is_consistent
 
-from ..extensions import MISSING_INPUTS
+from ..extensions import MISSING_INPUTS, own_values
 from ..models import (
     AcceptableRange,
     AttributePrioritisation,
     AttributeVote,
+    Direction,
     Membership,
     Metric,
     MetricPrioritisation,
@@ -113,6 +117,7 @@ class Progress(TypedDict):
     ranges_missing: int
     ranges_given: int
     ranges_defaulted: int
+    ranges_to_confirm: int
     peers_rated: int
     experts_total: int
     attribute_consistency: float | None
@@ -141,7 +146,9 @@ def expert_progress_annotate(memberships: QuerySet[Membership]) -> QuerySet[Expe
       selected metrics;
     - ``ranges_defaulted``: selected metrics with a default range the
       expert has no range of their own for (unconfirmed while
-      ``ranges_confirmed_at`` is null);
+      ``ranges_confirmed_at`` is null); ``ranges_to_confirm``: the
+      expert's ranges on selected metrics whose values changed under them
+      (``AcceptableRange.needs_confirmation``: the metric became elicited);
     - ``peers_rated`` / ``experts_total``: peer weights given, and the
       study's experts (complete when equal: one weight per expert);
     - ``attribute_consistency`` / ``metric_consistency``: the consistency
@@ -166,6 +173,7 @@ def expert_progress_annotate(memberships: QuerySet[Membership]) -> QuerySet[Expe
         ranges_missing=count_of(needed.exclude(Exists(ranged))),
         ranges_given=count_of(AcceptableRange.objects.filter(expert=OuterRef("pk"), metric__is_selected=True)),
         ranges_defaulted=count_of(defaulted),
+        ranges_to_confirm=count_of(to_confirm().filter(expert=OuterRef("pk"))),
         attribute_consistency=Subquery(prioritisation.values("consistency_ratio")[:1]),
         metric_consistency=Subquery(local.order_by("-consistency_ratio").values("consistency_ratio")[:1]),
         peers_rated=count_of(PeerWeight.objects.filter(rater=OuterRef("pk"))),
@@ -191,11 +199,12 @@ def input_gaps(expert: ExpertProgress) -> list[str]:
     """The assessment inputs (``ASSESSMENT_INPUTS``, in that order) that
     ``expert``, annotated by ``expert_progress_annotate``, has not given:
     no prioritisation of the attributes; no range for a metric of
-    ``design.ranges_needed``; not a weight for every expert of the study.
-    The one definition of a missing input."""
+    ``design.ranges_needed``, or a range still to confirm (``to_confirm``);
+    not a weight for every expert of the study. The one definition of a
+    missing input."""
     missing = {
         "priorities": expert.prioritised_at is None,
-        "ranges": expert.ranges_missing > 0,
+        "ranges": expert.ranges_missing > 0 or expert.ranges_to_confirm > 0,
         "peer_weights": expert.peers_rated != expert.experts_total,
     }
     return [key for key in ASSESSMENT_INPUTS if missing[key]]
@@ -272,11 +281,88 @@ def note_words(note: str, value: float, *, to_expert: bool) -> str:
     return f"default ranges not confirmed ({count} metric{'' if count == 1 else 's'})"
 
 
+def to_confirm() -> QuerySet[AcceptableRange]:
+    """The ranges on selected metrics that their experts must confirm or
+    change before the assessment can close (filter it to a study or an
+    expert): the metric's values changed under them
+    (``AcceptableRange.needs_confirmation``, docs/method.md 7.4)."""
+    return AcceptableRange.objects.filter(needs_confirmation=True, metric__is_selected=True)
+
+
+def proposed_range(values: Iterable[float], better: str) -> list[float] | None:
+    """The range proposed to an expert for a metric whose values are their
+    own (an elicited metric, docs/method.md 7.4), from the spread of their
+    values over the candidates: the desired value is their best value, the
+    least acceptable one a tenth of the spread beyond their worst, so that
+    the proposal vetoes no candidate (the expert narrows it); both rounded
+    to two digits below the spread's first. None with fewer than two
+    distinct values (no spread to propose from)."""
+    found = [float(value) for value in values]
+    if len(set(found)) < 2:
+        return None
+    low, high = min(found), max(found)
+    spread = high - low
+    digits = 2 - math.floor(math.log10(spread))
+    margin = spread / 10
+    pair = [low - margin, high] if better == Direction.HIGHER else [high + margin, low]
+    return [round(bound, digits) for bound in pair]
+
+
+@dataclass(frozen=True)
+class RangeToConfirm:
+    """One of the expert's ranges to confirm or change: the metric, the
+    range as stored, the expert's own value of each candidate (None until
+    they finish its questions), and the range proposed from them."""
+
+    metric: Metric
+    range: list[float]
+    own_values: dict[str, float] | None
+    proposed: list[float] | None
+
+
+def ranges_to_confirm_list(*, study: Study, expert: Membership) -> list[RangeToConfirm]:
+    """The expert's ranges to confirm (``to_confirm``), in the metrics'
+    order, each with their own values of the metric
+    (``workspace.extensions.own_values``) and the proposal
+    (``proposed_range``). One query when there is none."""
+    rows = list(
+        to_confirm()
+        .filter(expert=expert)
+        .select_related("metric")
+        .order_by("metric__attribute__position", "metric__attribute_id", "metric__position", "metric_id")
+    )
+    own = own_values(study=study, expert=expert) if rows else {}
+    out = []
+    for row in rows:
+        values = own.get(row.metric_id)
+        proposed = proposed_range(values.values(), row.metric.better) if values else None
+        out.append(RangeToConfirm(row.metric, [row.least_acceptable, row.desired], values, proposed))
+    return out
+
+
+def _range_gaps(
+    expert_id: int, needed: list[tuple[int, str]], ranged: set[tuple[int, int]], confirming: list[str]
+) -> list[str]:
+    """The expert's missing ranges in words: the metrics of ``needed``
+    without one of theirs, and those whose range they must confirm."""
+    gaps = []
+    unranged = [name for pk, name in needed if (expert_id, pk) not in ranged]
+    if unranged:
+        gaps.append(f"acceptable range for {', '.join(unranged)}")
+    if confirming:
+        gaps.append(
+            f"confirmation of their acceptable range for {', '.join(confirming)} (its values changed: it was "
+            "made elicited, or its elicitation changed or stopped)"
+        )
+    return gaps
+
+
 def missing_input_list(*, study: Study) -> dict[str, list[str]]:
     """What each expert still has to give before assessment can close:
     ``{username: [what is missing, ...]}``, only experts with gaps (a pending
     expert's gap is their consent: imported inputs count once confirmed).
-    Four queries, five with selected elicited metrics: those an expert
+    Five queries (the ranges to confirm, ``to_confirm``, one of them), six
+    with selected elicited metrics: those an expert
     has not finished answering (issue 21, docs/method.md 7.4). Excluded and
     abstaining experts owe nothing."""
     experts = list(expert_progress_list(study=study).filter(absence=Membership.Absence.NONE))
@@ -285,6 +371,14 @@ def missing_input_list(*, study: Study) -> dict[str, list[str]]:
     needed = ranges_needed().filter(study=study).order_by("attribute__position", "attribute__id", "position", "id")
     needed_names = list(needed.values_list("pk", "name"))
     ranged = set(AcceptableRange.objects.filter(expert__study=study).values_list("expert_id", "metric_id"))
+    confirming: dict[int, list[str]] = {}
+    for expert_id, name in (
+        to_confirm()
+        .filter(expert__study=study)
+        .order_by("metric__attribute__position", "metric__attribute_id", "metric__position", "metric_id")
+        .values_list("expert_id", "metric__name")
+    ):
+        confirming.setdefault(expert_id, []).append(name)
     words = {"priorities": "prioritisation of the attributes", "peer_weights": "weights for fellow experts"}
     gaps = {}
     for expert in experts:
@@ -294,8 +388,7 @@ def missing_input_list(*, study: Study) -> dict[str, list[str]]:
         missing = []
         for gap in input_gaps(expert):
             if gap == "ranges":
-                unranged = [name for pk, name in needed_names if (expert.pk, pk) not in ranged]
-                missing.append(f"acceptable range for {', '.join(unranged)}")
+                missing += _range_gaps(expert.pk, needed_names, ranged, confirming.get(expert.pk, []))
             else:
                 missing.append(words[gap])
         missing += [gap for provided in others for gap in provided.get(expert.pk, ())]

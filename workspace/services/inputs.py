@@ -640,9 +640,15 @@ def _ranges_checked(ranges: Any, metrics: dict[str, Metric]) -> dict[Metric, tup
     return pairs
 
 
-def _ranges_store(ranges: dict[Membership, dict[Metric, tuple[float, float]]]) -> None:
+def _ranges_store(
+    ranges: dict[Membership, dict[Metric, tuple[float, float]]],
+    to_confirm: Mapping[Membership, set[Metric]] | None = None,
+) -> None:
     """Replace these experts' ranges; saving ranges (page, API or bundle)
-    confirms the step, default ranges included (``ranges_confirmed_at``)."""
+    confirms the step, default ranges included (``ranges_confirmed_at``),
+    and confirms each range (``needs_confirmation``), but those of
+    ``to_confirm`` (a bundle's ``ranges_to_confirm``)."""
+    to_confirm = to_confirm or {}
     history.delete(AcceptableRange.objects.filter(expert__in=ranges))
     history.update(
         Membership.objects.filter(pk__in=[expert.pk for expert in ranges]), ranges_confirmed_at=timezone.now()
@@ -650,7 +656,13 @@ def _ranges_store(ranges: dict[Membership, dict[Metric, tuple[float, float]]]) -
     history.bulk_create(
         AcceptableRange,
         [
-            AcceptableRange(expert=expert, metric=m, least_acceptable=lo, desired=hi)
+            AcceptableRange(
+                expert=expert,
+                metric=m,
+                least_acceptable=lo,
+                desired=hi,
+                needs_confirmation=m in to_confirm.get(expert, ()),
+            )
             for expert, pairs in ranges.items()
             for m, (lo, hi) in pairs.items()
         ],
@@ -675,11 +687,15 @@ def ranges_set(*, expert: Membership, ranges: dict[str, list[float]]) -> None:
 
 
 @transaction.atomic
-def ranges_set_many(*, study: Study, ranges: Mapping[Membership, Any]) -> None:
+def ranges_set_many(
+    *, study: Study, ranges: Mapping[Membership, Any], to_confirm: Mapping[Membership, Any] | None = None
+) -> None:
     """``ranges_set`` for several experts of the study at once, in a number
     of queries that does not grow with them (the bundle importer). Experts
     are checked in order; the first refused is named
-    ``ranges.<username>.<metric>``, and nothing is written."""
+    ``ranges.<username>.<metric>``, and nothing is written. ``to_confirm``
+    (a bundle's ``ranges_to_confirm``): per expert, the names of metrics
+    whose range given here stays to confirm (``needs_confirmation``)."""
     study = locked(study)
     metrics = _ranges_context(study)
     usernames = _expert_usernames(study, ranges, "ranges")
@@ -689,7 +705,27 @@ def ranges_set_many(*, study: Study, ranges: Mapping[Membership, Any]) -> None:
             checked[expert] = _ranges_checked(expert_ranges, metrics)
         except InvalidInput as error:
             raise error.prefixed(f"ranges.{usernames[expert.pk]}") from None
-    _ranges_store(checked)
+    _ranges_store(checked, _to_confirm_checked(to_confirm or {}, checked, usernames))
+
+
+def _to_confirm_checked(
+    to_confirm: Mapping[Membership, Any],
+    checked: dict[Membership, dict[Metric, tuple[float, float]]],
+    usernames: dict[int, str],
+) -> dict[Membership, set[Metric]]:
+    """``ranges_set_many``'s ``to_confirm`` as metrics, each one of a range
+    given for that expert (refused naming ``ranges_to_confirm.<username>``)."""
+    found: dict[Membership, set[Metric]] = {}
+    for expert, metric_names in to_confirm.items():
+        field = f"ranges_to_confirm.{usernames.get(expert.pk, expert.pk)}"
+        given = {metric.name: metric for metric in checked.get(expert, {})}
+        if not isinstance(metric_names, list) or not all(isinstance(name, str) for name in metric_names):
+            raise InvalidInput({field: "must be a list of metric names"})
+        unknown = [name for name in metric_names if name not in given]
+        if unknown:
+            raise InvalidInput({field: f"no range of theirs in the bundle for {', '.join(unknown)}"})
+        found[expert] = {given[name] for name in metric_names}
+    return found
 
 
 def _peer_weight_problem(value: float, lone: bool) -> str | None:

@@ -323,6 +323,24 @@ def metric_add(
     )
 
 
+_FOLLOWED = {"better": "direction", "unit": "unit"}
+
+
+def _refuse_elicited_changes(metric: Metric, changes: dict[str, Any], cleaners: dict[str, Any]) -> None:
+    """An elicited metric's direction and unit follow its kind (set by
+    evaluation.services): changing either is refused, naming the field."""
+    follows = [
+        key for key in ("better", "unit") if key in changes and cleaners[key](changes[key]) != getattr(metric, key)
+    ]
+    if follows and Metric.objects.filter(pk=metric.pk, elicitation__isnull=False).exists():
+        raise InvalidInput(
+            {
+                key: f"{metric.name} is elicited: its {_FOLLOWED[key]} follows its kind (docs/method.md 7.4)"
+                for key in follows
+            }
+        )
+
+
 @transaction.atomic
 def metric_update(*, metric: Metric, **changes: Any) -> Metric:
     """Change a metric. Its default range may change until assessment starts
@@ -335,6 +353,7 @@ def metric_update(*, metric: Metric, **changes: Any) -> Metric:
         "unit": _unit,
     }
     refuse_unknown(changes, [*cleaners, "default_range"])
+    _refuse_elicited_changes(metric, changes, cleaners)
     changes = dict(changes)
     has_range = "default_range" in changes
     default_range = changes.pop("default_range", metric.default_range)

@@ -573,6 +573,7 @@ def range_outcome(
     values = measured.values
     if not values.size:
         return outcome
+    outcome["span"] = (float(values.min()), float(values.max()))
     scores, vetoed = core.veto_preview_arrays(least, desired, values)
     outcome["vetoed"][measured.rows[vetoed]] = True
     outcome["vetoed_count"] = int(np.count_nonzero(vetoed))
@@ -668,7 +669,25 @@ def _ranges_context(request: HttpRequest, study: Study, expert: Membership) -> d
     return {"form": form, "metrics": metrics, "saved": saved}
 
 
-def _range_rows(form: RangesForm, outcomes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _to_confirm(metric: Metric, stored: list[float] | None, outcome: dict[str, Any]) -> dict[str, Any] | None:
+    """What the page says of a range to confirm (``selectors.to_confirm``:
+    the metric's values changed under it): the range as stored, the span of
+    the expert's own values, and the range proposed from them
+    (``selectors.proposed_range``); None for a range not to confirm."""
+    if stored is None:
+        return None
+    span = outcome.get("span")
+    return {
+        "stored": "{:g} to {:g}".format(*stored),
+        "span": span,
+        "proposed": selectors.proposed_range(span, metric.better) if span else None,
+    }
+
+
+def _range_rows(
+    form: RangesForm, outcomes: list[dict[str, Any]], confirming: Mapping[int, list[float]] | None = None
+) -> list[dict[str, Any]]:
+    confirming = confirming or {}
     return [
         {
             "outcome": outcome,
@@ -676,10 +695,17 @@ def _range_rows(form: RangesForm, outcomes: list[dict[str, Any]]) -> list[dict[s
             "least": form[f"least-{metric.pk}"],
             "desired": form[f"desired-{metric.pk}"],
             "default": metric.default_range and "{:g} to {:g}".format(*metric.default_range),
+            "confirm": _to_confirm(metric, confirming.get(metric.pk), outcome),
         }
         for outcome in outcomes
         for metric in [outcome["metric"]]
     ]
+
+
+def _confirming(expert: Membership) -> dict[int, list[float]]:
+    """The expert's ranges to confirm, by metric id, as stored (one query)."""
+    rows = selectors.to_confirm().filter(expert=expert).values_list("metric_id", "least_acceptable", "desired")
+    return {metric: [least, desired] for metric, least, desired in rows}
 
 
 def _wants_ranges_save(request: HttpRequest) -> bool:
@@ -705,10 +731,12 @@ def ranges_page(request: HttpRequest, study_id: int) -> HttpResponse:
     _freeze(form, context)  # before the outcomes: a frozen form reads its stored values
     outcomes = _range_outcomes(request, form, context["metrics"], study, context["saved"], expert)
     unconfirmed = any(s["state"] == "unconfirmed" for s in context["steps"] if s["step"] == step)
+    confirming = _confirming(expert)
     context.update(
-        rows=_range_rows(form, outcomes),
+        rows=_range_rows(form, outcomes, confirming),
         vetoes=_veto_summary(outcomes),
         ranges_unconfirmed=unconfirmed,
+        ranges_to_confirm=[metric.name for metric in context["metrics"] if metric.pk in confirming],
         marks_max=limits.STRIP_MARKS_MAX,
         **rounds.feedback_context(study, expert, RoundStep.RANGES),
     )

@@ -198,12 +198,13 @@ def _assessment_steps(study: Study, expert: ExpertProgress) -> list[Step]:
     else:
         priorities = Step("priorities", "Priorities", "missing", "The selected attributes are not prioritised yet.")
     if "ranges" in gaps:
-        ranges = Step(
-            "ranges",
-            "Acceptable ranges",
-            "missing",
-            f"No range yet for {_plural(expert.ranges_missing, 'metric')} without a default range.",
-        )
+        texts = [f"No range yet for {_plural(expert.ranges_missing, 'metric')} without a default range."]
+        texts = texts if expert.ranges_missing else []
+        if expert.ranges_to_confirm:
+            texts.append(
+                f"{_plural(expert.ranges_to_confirm, 'range')} to confirm: the metric's values changed (made elicited)."
+            )
+        ranges = Step("ranges", "Acceptable ranges", "missing", " ".join(texts))
     elif "ranges_unconfirmed" in notes:
         ranges = Step(
             "ranges",
@@ -351,9 +352,28 @@ def _assessment_todo(counts: SetupCounts, experts: list[ExpertProgress], active:
         )
     if notes["ranges_unconfirmed"]:
         lines.append(f"{_plural(notes['ranges_unconfirmed'], 'expert')} not yet confirmed the default ranges.")
+    lines += _to_confirm_todo(active)
     if not gaps and all(e.status == Membership.Status.ACTIVE for e in experts):
         lines.append("Ready to close: every expert has given every input.")
     return lines
+
+
+def _to_confirm_todo(active: list[ExpertProgress]) -> list[str]:
+    """The ranges still to confirm, naming each expert and metric (one
+    query, only when there are some: ``ranges_to_confirm``)."""
+    if not any(e.ranges_to_confirm for e in active):
+        return []
+    rows = (
+        selectors.to_confirm()
+        .filter(expert__in=[e.pk for e in active])
+        .order_by("expert_id", "metric__attribute__position", "metric__attribute_id", "metric__position", "metric_id")
+        .values_list("expert__user__username", "metric__name")
+    )
+    by_expert: dict[str, list[str]] = {}
+    for username, metric in rows:
+        by_expert.setdefault(username, []).append(metric)
+    named = "; ".join(f"{username}: {', '.join(metrics)}" for username, metrics in by_expert.items())
+    return [f"Ranges to confirm, their metric's values having changed (made elicited): {named}."]
 
 
 def _closed_todo(counts: SetupCounts, experts: list[ExpertProgress], active: list[ExpertProgress]) -> list[str]:
