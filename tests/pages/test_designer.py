@@ -908,8 +908,9 @@ def assert_queries(django_assert_num_queries, client: Client, path: str, count: 
 # Every page: the session and the user (2), the study and my roles in it (2),
 # then its own reads, named below.
 PAGE_QUERIES = [
-    # attributes, metrics with their attributes, candidates
-    ("designer", Phase.DRAFT, "setup/", 7),
+    # attributes, metrics with their attributes, candidates; for the designer, why
+    # a candidate can't be removed (workspace.extensions.CANDIDATE_KEEPERS: one query)
+    ("designer", Phase.DRAFT, "setup/", 8),
     ("expert", Phase.DRAFT, "setup/", 7),
     # candidates, metrics, measured values, where computed values came from, where imported ones did (MLflow)
     ("designer", Phase.DRAFT, "measurements/", 9),
