@@ -641,19 +641,21 @@ def _ranges_checked(ranges: Any, metrics: dict[str, Metric]) -> dict[Metric, tup
 
 
 def _ranges_store(ranges: dict[Membership, dict[Metric, tuple[float, float]]]) -> None:
-    """Replace these experts' ranges; saving ranges (page, API or bundle)
+    """Replace these experts' ranges, in place (``history.replace``: one
+    record per range changed); saving ranges (page, API or bundle)
     confirms the step, default ranges included (``ranges_confirmed_at``)."""
-    history.delete(AcceptableRange.objects.filter(expert__in=ranges))
     history.update(
         Membership.objects.filter(pk__in=[expert.pk for expert in ranges]), ranges_confirmed_at=timezone.now()
     )
-    history.bulk_create(
-        AcceptableRange,
+    history.replace(
+        AcceptableRange.objects.filter(expert__in=ranges),
         [
             AcceptableRange(expert=expert, metric=m, least_acceptable=lo, desired=hi)
             for expert, pairs in ranges.items()
             for m, (lo, hi) in pairs.items()
         ],
+        key=("expert_id", "metric_id"),
+        values=("least_acceptable", "desired"),
     )
 
 
@@ -748,15 +750,17 @@ def _peer_weights_context(study: Study, raters: Iterable[Membership] = ()) -> di
 
 def _peer_weights_store(rows: dict[Membership, dict[int, float]]) -> None:
     # Stored as given (so a bundle round-trips exactly); the engine
-    # renormalises each row when it snapshots the study.
-    history.delete(PeerWeight.objects.filter(rater__in=rows))
-    history.bulk_create(
-        PeerWeight,
+    # renormalises each row when it snapshots the study. Replaced in place:
+    # one record per weight changed (``history.replace``).
+    history.replace(
+        PeerWeight.objects.filter(rater__in=rows),
         [
             PeerWeight(rater_id=rater.pk, ratee_id=ratee, weight=value)
             for rater, values in rows.items()
             for ratee, value in values.items()
         ],
+        key=("rater_id", "ratee_id"),
+        values=("weight",),
     )
 
 
