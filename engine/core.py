@@ -369,8 +369,7 @@ def _validated_ranges(lower: ArrayLike, upper: ArrayLike, shape: tuple[int, int]
     equal = np.argwhere(equal_mask)
     if len(equal):
         raise ValueError(
-            "an acceptable range needs lower != upper; equal bounds "
-            f"for (expert, metric) {_format_positions(equal)}"
+            f"an acceptable range needs lower != upper; equal bounds for (expert, metric) {_format_positions(equal)}"
         )
     return lower, upper
 
