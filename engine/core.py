@@ -347,7 +347,7 @@ def _validated_weights(weights: ArrayLike) -> np.ndarray:
     not_positive = np.argwhere(weights <= 0) if weights.min() <= 0 else np.empty((0, 2), dtype=np.intp)
     if len(not_positive):
         raise ValueError(
-            "weights must be strictly positive (no zero weights, METHOD.md 3); "
+            "weights must be strictly positive (the method allows no zero weight); "
             f"(expert, metric) {_format_positions(not_positive)} "
             f"{'is' if len(not_positive) == 1 else 'are'} not"
         )
@@ -369,8 +369,7 @@ def _validated_ranges(lower: ArrayLike, upper: ArrayLike, shape: tuple[int, int]
     equal = np.argwhere(equal_mask)
     if len(equal):
         raise ValueError(
-            "an acceptable range needs lower != upper (METHOD.md 4); equal bounds "
-            f"for (expert, metric) {_format_positions(equal)}"
+            f"an acceptable range needs lower != upper; equal bounds for (expert, metric) {_format_positions(equal)}"
         )
     return lower, upper
 

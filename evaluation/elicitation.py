@@ -538,7 +538,7 @@ def _feasible_radius(eta: np.ndarray) -> float:
     if np.linalg.cond(second_moments) > _SINGULAR:
         raise ValueError(
             "eta does not separate the classes (its second-moment matrix is singular), so no sphere of "
-            "confusions around the uniform classifier exists (source 003, Assumption 2); pass radius"
+            "confusions around the uniform classifier exists, as the method requires; pass radius"
         )
     u = np.linalg.solve(second_moments, eta.T)
     squared_norms = (u * u).sum(axis=0)

@@ -88,7 +88,7 @@ STORE_UNREADABLE = (
     "Could not read the MLflow store: there is no MLflow store there, it cannot be read, or it holds a "
     "symbolic link or a special file (refused: a store is read only under TRACKING_FILE_ROOTS)."
 )
-_ROOTS_ONLY = "file: stores are allowed only under the folders in TRACKING_FILE_ROOTS (docs/api.md)"
+_ROOTS_ONLY = "file: stores are allowed only under the folders in TRACKING_FILE_ROOTS (a setting of the server)"
 _URI_SHAPE = (
     "must be http://…, https://… or file:/… (a local MLflow store), written plainly: http(s)://host[:port][/path] "
     "with a lower-case host name or address; no user name, backslash, %-escape, space, query or trailing dot"

@@ -50,6 +50,44 @@ KIND_NAMES = (
     *("mlflow_connection", "mlflow_import", "mlflow_publication"),
 )
 ACTIONS = ("created", "changed", "deleted")
+# Each kind in words: the History filter's label (plural) and what one record
+# is about (singular, for a sentence that knows nothing more of it).
+KIND_WORDS = {
+    "study": ("Study settings and phases", "the study"),
+    "membership": ("Panel membership", "a panel membership"),
+    "attribute": ("Attributes", "an attribute"),
+    "metric": ("Metrics", "a metric"),
+    "candidate": ("Candidates", "a candidate"),
+    "measurement": ("Measurements", "a measurement"),
+    "attribute_vote": ("Attribute votes", "an attribute vote"),
+    "metric_vote": ("Metric votes", "a metric vote"),
+    "attribute_prioritisation": ("Attribute priorities", "attribute priorities"),
+    "attribute_judgment": ("Attribute judgments (pairwise)", "an attribute judgment"),
+    "attribute_weight": ("Attribute weights", "an attribute weight"),
+    "metric_prioritisation": ("Metric priorities", "metric priorities"),
+    "metric_judgment": ("Metric judgments (pairwise)", "a metric judgment"),
+    "metric_weight": ("Metric weights", "a metric weight"),
+    "range": ("Acceptable ranges", "an acceptable range"),
+    "peer_weight": ("Peer weights", "a peer weight"),
+    "invitation": ("Invitations", "an invitation"),
+    "run": ("Runs", "a run"),
+    "prediction_set": ("Prediction sets", "a prediction set"),
+    "computation": ("Metric computations", "how a metric is computed"),
+    "measurement_source": ("Computed measurements", "a computed measurement"),
+    "elicited_metric": ("Elicited metrics", "an elicited metric"),
+    "elicitation_answers": ("Elicitation answers", "elicitation answers"),
+    "revision_round": ("Revision rounds", "a revision round"),
+    "round_response": ("Round responses", "a round response"),
+    "mlflow_connection": ("MLflow connection", "the MLflow connection"),
+    "mlflow_import": ("MLflow imports", "an MLflow import"),
+    "mlflow_publication": ("MLflow publications", "an MLflow publication"),
+}
+assert tuple(KIND_WORDS) == KIND_NAMES, "KIND_WORDS must word every kind of KIND_NAMES, in its order"
+
+
+def kind_label(kind: str) -> str:
+    """A kind as the History filter names it ("Attribute votes")."""
+    return KIND_WORDS[kind][0]
 
 
 @dataclass
@@ -465,3 +503,30 @@ def delete(queryset: Any, *, cascade_recorded: bool = True) -> int:
     with _bulk_deleting():
         _, counts = collector.delete()
     return counts.get(queryset.model._meta.label, 0)
+
+
+def replace(queryset: Any, rows: Iterable[Any], *, key: Sequence[str], values: Sequence[str]) -> None:
+    """Make the rows of ``queryset`` be ``rows`` (unsaved instances), matched
+    on the columns ``key``: a row whose ``values`` differ is updated in
+    place (one ``~`` record), a new one created (``+``), one no longer given
+    deleted (``-``); a row given as it stands is left alone and leaves no
+    record. An input saved as a whole (an expert's ranges, their peer
+    weights) so leaves one record per row it changes, not a deletion and a
+    creation of every row. Queries do not grow with the rows."""
+    model = queryset.model
+    existing = {tuple(getattr(row, name) for name in key): row for row in queryset}
+    changed, created = [], []
+    for row in rows:
+        old = existing.pop(tuple(getattr(row, name) for name in key), None)
+        if old is None:
+            created.append(row)
+        elif any(getattr(old, name) != getattr(row, name) for name in values):
+            for name in values:
+                setattr(old, name, getattr(row, name))
+            changed.append(old)
+    if existing:
+        delete(model._default_manager.filter(pk__in=[row.pk for row in existing.values()]))
+    if changed:
+        bulk_update(model, changed, values)
+    if created:
+        bulk_create(model, created)

@@ -9,7 +9,7 @@ from typing import Any
 from .csv_safe import csv_text
 from .selectors import HistoryEntry
 
-CSV_COLUMNS = ("at", "user", "source", "kind", "object_id", "object_name", "action", "expert", "changes")
+CSV_COLUMNS = ("at", "user", "source", "kind", "object_id", "object_name", "action", "expert", "changes", "sentence")
 
 
 def entry_document(entry: HistoryEntry) -> dict[str, Any]:
@@ -20,6 +20,7 @@ def entry_document(entry: HistoryEntry) -> dict[str, Any]:
         "user": entry.user,
         "source": entry.source,
         "kind": entry.kind,
+        "kind_label": entry.kind_label,
         "object_id": entry.object_id,
         "object_name": entry.object_name,
         "action": entry.action,
@@ -28,6 +29,7 @@ def entry_document(entry: HistoryEntry) -> dict[str, Any]:
             {"field": c.field, "old": c.old, "new": c.new, "old_name": c.old_name, "new_name": c.new_name}
             for c in entry.changes
         ],
+        "sentence": entry.sentence,
     }
 
 
@@ -48,5 +50,5 @@ def history_csv(entries: Iterable[HistoryEntry]) -> str:
     rows: list[tuple[object, ...]] = [CSV_COLUMNS]
     for e in entries:
         row = (e.at.isoformat(), e.user or "", e.source, e.kind, e.object_id, e.object_name, e.action)
-        rows.append((*row, e.expert or "", _changes_text(e)))
+        rows.append((*row, e.expert or "", _changes_text(e), e.sentence))
     return csv_text(rows, line_end="\n")

@@ -55,7 +55,7 @@ class Phase(models.TextChoices):
 class AhpWeighting(models.TextChoices):
     """How AHP weights come from a matrix (engine.rules.AHP_WEIGHTINGS)."""
 
-    COLUMN_MEANS = "column_means", "Column means (the paper's method)"
+    COLUMN_MEANS = "column_means", "Column means (the method's own, the default)"
     EIGENVECTOR = "eigenvector", "Principal eigenvector"
     GEOMETRIC_MEAN = "geometric_mean", "Row geometric mean"
 

@@ -170,7 +170,7 @@ class MeasurementSourceSerializer(serializers.Serializer):
 _DOCUMENT_VALUES = {key: {"type": "number", "nullable": True} for key in report.DOCUMENT_KEYS}
 EVALUATION_SCHEMA = {
     "type": "object",
-    "description": "An approve-evaluation/1 document (docs/formats.md), compact JSON.",
+    "description": "An approve-evaluation/1 document, compact JSON.",
     "required": ["format", "positive", "candidates", "notes"],
     "properties": {
         "format": {"x-component": "EvaluationFormat", "type": "string", "enum": [report.FORMAT]},

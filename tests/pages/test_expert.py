@@ -722,7 +722,7 @@ def test_the_priorities_forms_default_button_is_disabled_so_enter_submits_nothin
 @pytest.mark.parametrize(
     ("weighting", "sentence"),
     [
-        ("column_means", "the row means of the column-normalised matrix (the paper's method"),
+        ("column_means", "the row means of the column-normalised matrix (the method's own way, the default)"),
         ("eigenvector", "the principal eigenvector (as AHP-OS, AHPy and Expert Choice do)"),
         ("geometric_mean", "the normalised geometric means of the rows"),
     ],

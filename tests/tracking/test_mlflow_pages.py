@@ -182,6 +182,7 @@ def test_connection_changes_imports_and_publications_are_in_the_history(make_stu
     assert [(e.action, e.user) for e in imports] == [("created", None), ("created", "alice")]
     assert [(e.action, e.source) for e in entries("mlflow_publication")] == [("created", "page")]
     page = client.get(f"/studies/{study.pk}/history/", {"kind": "mlflow_publication"}).content.decode()
-    assert "mlflow_publication #" in page
+    # In words (issue 31): who published which run, no kind's code or record number.
+    assert "published run " in page and " to MLflow." in page and "mlflow_publication #" not in page
     # An expert sees none of them (the designer's link, not a public event).
     assert entries("mlflow_connection", user=cast.bob) == []

@@ -37,12 +37,21 @@ class HistoryEntrySerializer(serializers.Serializer):
     user = StrictCharField(allow_null=True, help_text="who made it; null for the system or a deleted account")
     # "source" is also a Field attribute; DRF takes declared fields off the class.
     source = serializers.ChoiceField(choices=history.SOURCES, help_text="where it came from")  # type: ignore[assignment]  # a declared field named like Field.source (see above)
-    kind = serializers.ChoiceField(choices=history.KIND_NAMES, help_text="what changed")
+    kind = serializers.ChoiceField(
+        choices=history.KIND_NAMES, help_text="what changed (a machine value; see kind_label)"
+    )
+    kind_label = StrictCharField(
+        help_text="the kind in words, as the History tab's filter names it (`Attribute votes`)"
+    )
     object_id = serializers.IntegerField(help_text="the id of the row changed")
     object_name = StrictCharField(help_text="its name or title, when it has one")
     action = serializers.ChoiceField(choices=history.ACTIONS)
     expert = StrictCharField(allow_null=True, help_text="whose input it is; null for the study's events")
     changes = HistoryChangeSerializer(many=True, help_text="the values before and after, per column changed")
+    sentence = StrictCharField(
+        help_text="the change in words, as the History tab shows it: who did what, naming people and values "
+        "(`Clara Clinician changed their range for Sensitivity from 0.9–0.98 to 0.85–0.98.`)"
+    )
 
 
 FILTERS = [
@@ -50,7 +59,8 @@ FILTERS = [
     OpenApiParameter(
         "kind",
         {"x-component": "HistoryKindEnum", "type": "string", "enum": list(history.KIND_NAMES)},
-        description="only this kind of record",
+        description="only this kind of record; each kind's label: "
+        + "; ".join(f"`{kind}` {history.kind_label(kind)}" for kind in history.KIND_NAMES),
     ),
     OpenApiParameter("since", OpenApiTypes.DATE, description="from this day (UTC), inclusive"),
     OpenApiParameter("until", OpenApiTypes.DATE, description="until this day (UTC), inclusive"),

@@ -186,7 +186,7 @@ class StudyWriteSerializer(WriteSerializer):
     ahp_weighting = serializers.ChoiceField(
         choices=AhpWeighting.choices,
         required=False,
-        help_text="How AHP weights come from judgments (default column_means, the paper's method); "
+        help_text="How AHP weights come from judgments (default column_means, the method's own); "
         "changes only in the draft phase",
     )
 
@@ -533,7 +533,7 @@ _RESULTS_CANDIDATE_SCHEMA = {
 }
 RESULTS_SCHEMA = {
     "type": "object",
-    "description": "An approve-results/1 document (docs/formats.md): keys in this order, compact JSON. A reader "
+    "description": "An approve-results/1 document: keys in this order, compact JSON. A reader "
     "ignores keys it does not know; the optional ones are absent from runs stored before they existed.",
     "required": [
         "format",
@@ -654,7 +654,7 @@ _LOCAL_PRIORITY_SCHEMA: dict[str, Any] = {
 # schema gives the shape.
 BUNDLE_SCHEMA = {
     "type": "object",
-    "description": "An approve-study/1 bundle (docs/formats.md): a study's setup and every expert's inputs, "
+    "description": "An approve-study/1 bundle: a study's setup and every expert's inputs, "
     "by name. Import refuses a field not listed here.",
     "required": ["format", "title"],
     "additionalProperties": False,
@@ -773,7 +773,7 @@ BUNDLE_SCHEMA = {
         "prediction_sets": {
             "type": "array",
             "description": "the prediction sets the elicited metrics need, oldest first: each elicited metric's and "
-            "each candidate's newest, whole (optional: written only with elicited metrics; docs/formats.md)",
+            "each candidate's newest, whole (optional: written only with elicited metrics)",
             "items": {
                 "x-component": "BundlePredictionSet",
                 "type": "object",
@@ -818,7 +818,7 @@ BUNDLE_SCHEMA = {
         "elicited_metrics": {
             "type": "object",
             "description": "{metric: how each expert's own value is elicited, and their answers} (optional: "
-            "written only with elicited metrics; docs/formats.md)",
+            "written only with elicited metrics)",
             "additionalProperties": {
                 "x-component": "BundleElicitedMetric",
                 "type": "object",
@@ -844,7 +844,7 @@ BUNDLE_SCHEMA = {
         },
         "rounds": {
             "type": "array",
-            "description": "the study's revision rounds, in order (optional; docs/formats.md)",
+            "description": "the study's revision rounds, in order (optional)",
             "items": {
                 "type": "object",
                 "x-component": "BundleRound",

@@ -83,7 +83,7 @@ class StudyForm(PrefixedIds, forms.Form):
         label="AHP weights computed by",
         choices=AhpWeighting.choices,
         help_text=(
-            "How an expert's AHP judgments become weights: the paper's column means (the default), the principal "
+            "How an expert's AHP judgments become weights: column means (the method's own, the default), the principal "
             "eigenvector (as AHP-OS, AHPy and Expert Choice compute it) or the row geometric mean. The consistency "
             "ratio is the same for all three."
         ),

@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, overload
 
 from django.db.models import F, OuterRef, QuerySet, Subquery, Value
@@ -25,8 +25,9 @@ from django.db.models.fields import CharField
 from django.utils import timezone
 
 from ..errors import InvalidInput
-from ..history import KINDS
+from ..history import KINDS, kind_label
 from ..models import Membership, Study
+from .history_words import SOURCE_WORDS, Facts, Person, column_of, field_words, person_name, sentence, shown
 
 # What an expert sees of the others' doings: the study's public events.
 PUBLIC_KINDS = frozenset(
@@ -70,6 +71,11 @@ class Change:
     # those rows still exist; else None.
     old_name: str | None = None
     new_name: str | None = None
+    # The page's words: the column ("Least acceptable") and its values as
+    # the pages write them (a choice's label, a row's name, a time).
+    label: str = ""
+    old_words: str | None = None
+    new_words: str | None = None
 
     def shown(self, value: str | None, name: str | None) -> str | None:
         return value if value is None or name is None else f"{name} (#{value})"
@@ -95,6 +101,21 @@ class HistoryEntry:
     source: str  # page, api, admin, import, command, task, system
     expert: str | None  # whose input it is (an expert's username), None for the study's events
     changes: tuple[Change, ...]
+    # In words (workspace.selectors.history_words): "Clara Clinician changed
+    # their range for AUC from 0.7–0.9 to 0.75–0.9."
+    sentence: str = ""
+    user_name: str | None = None  # who made it, as the pages name people
+    # The values the page lists under the sentence, in words (``changes``
+    # without the row's parent ids and stored data).
+    details: tuple[Change, ...] = ()
+
+    @property
+    def kind_label(self) -> str:
+        return kind_label(self.kind)
+
+    @property
+    def source_words(self) -> str:
+        return SOURCE_WORDS.get(self.source, self.source)
 
 
 def history_filter_parse(params: Mapping[str, Any]) -> HistoryFilter:
@@ -183,12 +204,12 @@ def history_list(
     previous: dict[tuple[str, int], Any] = {}
     for kind, ids in by_kind.items():
         _kind_records_read(kind, ids, found, previous)
-    names = _expert_names(found.values())
+    people = _people([*found.values(), *previous.values()])
     referenced = _referenced_names([*found.values(), *previous.values()])
     entries = []
     for _, history_id, kind in keys:
         record = found[(kind, history_id)]
-        entries.append(_entry(kind, record, previous.get((kind, history_id)), names, referenced))
+        entries.append(_entry(kind, record, previous.get((kind, history_id)), people, referenced))
     return entries
 
 
@@ -213,11 +234,36 @@ def _kind_records_read(
             previous[(kind, record.history_id)] = earlier_records[record.previous_id]
 
 
-def _expert_names(records: Iterable[Any]) -> dict[int, str]:
-    """The usernames of the experts the records were made for, by
-    membership id (one query, none when no record names an expert)."""
-    experts = {r.history_expert_id for r in records if r.history_expert_id is not None}
-    return dict(Membership.objects.filter(pk__in=experts).values_list("pk", F("user__username"))) if experts else {}
+@dataclass(frozen=True)
+class _Member(Person):
+    username: str = ""
+
+
+def _memberships_named(record: Any) -> Iterator[int]:
+    """The memberships a record names: whose input it is, a foreign key to
+    one (a peer weight's ratee), a membership's own row."""
+    if record.history_expert_id is not None:
+        yield record.history_expert_id
+    if record.instance_type is Membership:
+        yield record.id
+    for field in _foreign_keys(record.instance_type):
+        if field.related_model is Membership and getattr(record, field.attname) is not None:
+            yield getattr(record, field.attname)
+
+
+def _people(records: Iterable[Any]) -> dict[int, _Member]:
+    """The members the records name, by membership id, with their user and
+    how the pages name them (one query, none when no record names one)."""
+    wanted = {pk for record in records for pk in _memberships_named(record)}
+    if not wanted:
+        return {}
+    rows = Membership.objects.filter(pk__in=wanted).values_list(
+        "pk", "user_id", "user__first_name", "user__last_name", "user__username"
+    )
+    return {
+        pk: _Member(user_id, f"{first} {last}".strip() or username, username)
+        for pk, user_id, first, last, username in rows
+    }
 
 
 def _name_column(model: type) -> Any:
@@ -226,15 +272,20 @@ def _name_column(model: type) -> Any:
     fields = {field.name for field in model._meta.get_fields()}  # type: ignore[attr-defined]  # any model class: its _meta exists at run time
     if model is Membership:
         return F("user__username")
-    for name in ("name", "title", "username"):
+    for name in ("name", "title", "username", "number"):
         if name in fields:
             return F(name)
-    return None
+    # An elicited metric is named by its metric.
+    return F("metric__name") if "metric" in fields else None
 
 
 def _foreign_keys(model: type) -> list[Any]:
     tracked = model.history.model.tracked_fields  # type: ignore[attr-defined]  # django-simple-history adds the history manager at run time
-    return [field for field in tracked if field.many_to_one and _name_column(field.related_model) is not None]
+    return [
+        field
+        for field in tracked
+        if (field.many_to_one or field.one_to_one) and _name_column(field.related_model) is not None
+    ]
 
 
 def _referenced_names(records: Iterable[Any]) -> dict[tuple[type, int], str]:
@@ -293,11 +344,13 @@ def history_all(*, study: Study, user: Any, filters: HistoryFilter) -> Iterator[
         offset += EXPORT_CHUNK
 
 
-def history_people(*, study: Study) -> list[str]:
-    """Who may appear as having made a change: the designer and the members."""
-    names = set(Membership.objects.filter(study=study).values_list("user__username", flat=True))
-    names.add(study.designer.get_username())
-    return sorted(names)
+def history_people(*, study: Study) -> list[tuple[str, str]]:
+    """Who may appear as having made a change, (username, name as the pages
+    show it): the designer and the members, by name."""
+    people = {study.designer.get_username(): person_name(study.designer)}
+    rows = Membership.objects.filter(study=study).values_list("user__username", "user__first_name", "user__last_name")
+    people.update((username, f"{first} {last}".strip() or username) for username, first, last in rows)
+    return sorted(people.items(), key=lambda pair: (pair[1].casefold(), pair[0]))
 
 
 def _value(value: Any) -> str | None:
@@ -347,8 +400,28 @@ def _changes_named(
     ]
 
 
+# Columns the page's details leave out: the row's parents, which the sentence names.
+_UNDETAILED = frozenset({"study_id", "prioritisation_id"})
+
+
+def _worded(changes: list[Change], facts: Facts) -> list[Change]:
+    """The changes the page lists, their column and values in its words."""
+    record, previous = facts.record, facts.previous
+    worded = []
+    for c in changes:
+        column = column_of(record.instance_type, c.field)
+        if c.field in _UNDETAILED or column.get_internal_type() == "JSONField":
+            continue
+        old = None if c.old is None or previous is None else shown(facts, c.field, getattr(previous, c.field))
+        new = None if c.new is None else shown(facts, c.field, getattr(record, c.field))
+        if c.old is not None and previous is None:  # a deletion: the row's last values
+            old = shown(facts, c.field, getattr(record, c.field))
+        worded.append(replace(c, label=field_words(record, c.field), old_words=old, new_words=new))
+    return worded
+
+
 def _entry(
-    kind: str, record: Any, previous: Any, names: Mapping[int, str], referenced: Mapping[tuple[type, int], str]
+    kind: str, record: Any, previous: Any, people: Mapping[int, _Member], referenced: Mapping[tuple[type, int], str]
 ) -> HistoryEntry:
     tracked = record.instance_type.history.model.tracked_fields
     fields = [field.attname for field in tracked if field.attname != "id"]
@@ -356,17 +429,36 @@ def _entry(
     targets = {field.attname: field.related_model for field in _foreign_keys(record.instance_type)}
     if targets:
         changes = _changes_named(changes, targets, referenced)
-    user = record.history_user.get_username() if record.history_user is not None else None
+    author = record.history_user
+    user = author.get_username() if author is not None else None
     expert = record.history_expert_id
+    action = TYPES[record.history_type]
+    facts = Facts(
+        kind=kind,
+        action=action,
+        record=record,
+        previous=previous,
+        changed=tuple(c.field for c in changes),
+        names=referenced,
+        people=people,
+        actor_id=author.pk if author is not None else None,
+    )
+    user_name = person_name(author) if author is not None else None
+    member = people.get(expert) if expert is not None else None
     return HistoryEntry(
         id=record.history_id,
         kind=kind,
         object_id=record.id,
         object_name=str(getattr(record, "name", None) or getattr(record, "title", None) or ""),
-        action=TYPES[record.history_type],
+        action=action,
         at=record.history_date,
         user=user,
         source=record.history_source,
-        expert=names.get(expert, f"expert #{expert}") if expert is not None else None,
+        expert=(member.username if member is not None else "an expert no longer in the study")
+        if expert is not None
+        else None,
         changes=tuple(changes),
+        details=tuple(_worded(changes, facts)),
+        sentence=sentence(facts, user_name or "The system"),
+        user_name=user_name,
     )

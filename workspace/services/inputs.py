@@ -644,17 +644,17 @@ def _ranges_store(
     ranges: dict[Membership, dict[Metric, tuple[float, float]]],
     to_confirm: Mapping[Membership, set[Metric]] | None = None,
 ) -> None:
-    """Replace these experts' ranges; saving ranges (page, API or bundle)
-    confirms the step, default ranges included (``ranges_confirmed_at``),
-    and confirms each range (``needs_confirmation``), but those of
+    """Replace these experts' ranges, in place (``history.replace``: one
+    record per range changed); saving ranges (page, API or bundle) confirms
+    the step, default ranges included (``ranges_confirmed_at``), and
+    confirms each range (``needs_confirmation``), but those of
     ``to_confirm`` (a bundle's ``ranges_to_confirm``)."""
     to_confirm = to_confirm or {}
-    history.delete(AcceptableRange.objects.filter(expert__in=ranges))
     history.update(
         Membership.objects.filter(pk__in=[expert.pk for expert in ranges]), ranges_confirmed_at=timezone.now()
     )
-    history.bulk_create(
-        AcceptableRange,
+    history.replace(
+        AcceptableRange.objects.filter(expert__in=ranges),
         [
             AcceptableRange(
                 expert=expert,
@@ -666,6 +666,8 @@ def _ranges_store(
             for expert, pairs in ranges.items()
             for m, (lo, hi) in pairs.items()
         ],
+        key=("expert_id", "metric_id"),
+        values=("least_acceptable", "desired", "needs_confirmation"),
     )
 
 
@@ -784,15 +786,17 @@ def _peer_weights_context(study: Study, raters: Iterable[Membership] = ()) -> di
 
 def _peer_weights_store(rows: dict[Membership, dict[int, float]]) -> None:
     # Stored as given (so a bundle round-trips exactly); the engine
-    # renormalises each row when it snapshots the study.
-    history.delete(PeerWeight.objects.filter(rater__in=rows))
-    history.bulk_create(
-        PeerWeight,
+    # renormalises each row when it snapshots the study. Replaced in place:
+    # one record per weight changed (``history.replace``).
+    history.replace(
+        PeerWeight.objects.filter(rater__in=rows),
         [
             PeerWeight(rater_id=rater.pk, ratee_id=ratee, weight=value)
             for rater, values in rows.items()
             for ratee, value in values.items()
         ],
+        key=("rater_id", "ratee_id"),
+        values=("weight",),
     )
 
 

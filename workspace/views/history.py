@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET
 
 from .. import limits, selectors
 from ..errors import InvalidInput
-from ..history import KINDS, SOURCES
+from ..history import KINDS, SOURCES, kind_label
 from ..history_export import history_csv, history_json
 from .common import study_for_member
 
@@ -46,7 +46,7 @@ def history_page(request: HttpRequest, study_id: int) -> HttpResponse:
         "page": page,
         "filters": filters,
         "errors": errors,
-        "kinds": list(KINDS),
+        "kinds": [(kind, kind_label(kind)) for kind in KINDS],
         "sources": SOURCES,
         "people": selectors.history_people(study=study),
         "query": query.urlencode(),

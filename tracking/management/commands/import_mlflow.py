@@ -22,8 +22,8 @@ def _mapping(text: str) -> dict[str, str]:
 
 class Command(BaseCommand):
     help = (
-        "Import the runs of an MLflow experiment as candidates of the study (docs/api.md, MLflow): each mapped "
-        "metric key becomes a measurement, an artifact matching --artifact the candidate's prediction set. "
+        "Import the runs of an MLflow experiment as candidates of the study, as the API's MLflow import does: "
+        "each mapped metric key becomes a measurement, an artifact matching --artifact the candidate's prediction set. "
         "Runs imported before update their candidates (a run named like another candidate: --on-existing); "
         "what changed is printed. All or nothing."
     )
