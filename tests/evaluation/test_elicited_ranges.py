@@ -227,8 +227,8 @@ def test_an_elicited_metric_s_unit_and_direction_follow_its_kind_only(make_study
     with pytest.raises(InvalidInput) as refused:
         workspace_services.metric_update(metric=auc, better="higher", unit="ratio")
     assert refused.value.errors == {
-        "better": ["AUC is elicited: its direction follows its kind (docs/method.md 7.4)"],
-        "unit": ["AUC is elicited: its unit follows its kind (docs/method.md 7.4)"],
+        "better": ["AUC is elicited: its direction follows its kind (weighted accuracy is higher-is-better, expected cost lower-is-better)"],
+        "unit": ["AUC is elicited: its unit follows its kind (weighted accuracy is higher-is-better, expected cost lower-is-better)"],
     }
     # The designer's form sends them unchanged with a new name: accepted.
     workspace_services.metric_update(metric=auc, name="Cost", better="lower", unit=UNIT, default_range=[0.4, 0.1])

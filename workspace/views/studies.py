@@ -148,7 +148,7 @@ def _to_revise(steps: list[Step], revision: rounds.Revision | None, *, for_desig
     if revision is None:
         return steps
     if for_designer:
-        ask = f"Revision round {revision.number} is open: not yet revised or confirmed."
+        ask = f"Not yet revised or confirmed in round {revision.number}."
     else:
         ask = f"Revision round {revision.number} is open: revise your {{}} or confirm them unchanged."
     return [
