@@ -766,7 +766,7 @@ BUNDLE_SCHEMA = {
         ),
         "ranges_to_confirm": _by_expert(
             "{expert: [metric, ...]}: the ranges in `ranges` still to confirm, their metric made elicited since "
-            "(optional: written only while some are; docs/formats.md)",
+            "(optional: written only while some are)",
             _NAMES,
         ),
         "peer_weights": _by_expert("{expert: {expert: weight}}", _numbers_by_name("{expert: weight}")),
