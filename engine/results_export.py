@@ -17,9 +17,11 @@ from .models import Run
 
 
 def metric_infos(score_inputs: dict) -> dict[str, MetricInfo]:
-    """Each metric's unit and direction, and whether it is elicited (when
-    ``score_inputs`` hold the experts' own values: their columns)."""
+    """Each metric's unit and direction, and whether it is elicited (the
+    columns of the experts' own values when ``score_inputs`` hold them, else
+    their ``elicited_metrics``, as ``run_score_inputs`` gives them)."""
     elicited = {entry["metric"] for entry in score_inputs.get("expert_values") or []}
+    elicited |= set(score_inputs.get("elicited_metrics") or [])
     return {
         m["name"]: MetricInfo(unit=m["unit"], better=m["better"], elicited=j in elicited)
         for j, m in enumerate(score_inputs["metrics"])

@@ -169,6 +169,37 @@ class _OwnExpertValues(Func):
         return sql, [*snapshot_params, *name_params, *name_params, *name_params, *name_params, *snapshot_params]
 
 
+class _ElicitedMetrics(Func):
+    """Of a run's snapshot, the indexes of its elicited metrics (the
+    ``metric`` of each ``expert_values`` entry; null for a snapshot without
+    them), picked by the database: the ranking's sentences say "by bob's own
+    elicited metric" without reading every expert's values."""
+
+    output_field = JSONField()
+
+    def __init__(self) -> None:
+        super().__init__(F("snapshot"))
+
+    def as_sql(self, compiler: Any, connection: Any, *args: Any, **extra: Any) -> Any:  # SQLite
+        snapshot, params = compiler.compile(self.source_expressions[0])
+        sql = (
+            f"(CASE WHEN json_type({snapshot}, '$.expert_values') = 'array' THEN ("
+            "SELECT json_group_array(json_extract(entry.value, '$.metric')) "
+            f"FROM json_each({snapshot}, '$.expert_values') AS entry) END)"
+        )
+        return sql, [*params, *params]
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        snapshot, params = compiler.compile(self.source_expressions[0])
+        sql = (
+            f"(CASE WHEN jsonb_typeof({snapshot} -> 'expert_values') = 'array' THEN coalesce(("
+            "SELECT jsonb_agg(entry.value -> 'metric' ORDER BY entry.position) "
+            f"FROM jsonb_array_elements({snapshot} -> 'expert_values') WITH ORDINALITY AS entry(value, position)), "
+            "'[]'::jsonb) END)"
+        )
+        return sql, [*params, *params]
+
+
 def _results_core(runs: Iterable[Run]) -> None:
     for run in runs:
         run.results = run.results_core  # type: ignore[attr-defined]  # annotated by _runs
@@ -461,8 +492,14 @@ def run_score_inputs(
     score one."""
     keys = tuple(keys)
     if candidate is None:
-        row = Run.objects.filter(pk=run_id).values(*(f"snapshot__{key}" for key in keys)).get()
-        return {key: row[f"snapshot__{key}"] for key in keys}
+        query = Run.objects.filter(pk=run_id)
+        if "expert_values" not in keys:
+            query = query.annotate(elicited_metrics=_ElicitedMetrics())
+        row = query.values(*(f"snapshot__{key}" for key in keys), *query.query.annotations).get()
+        inputs = {key: row[f"snapshot__{key}"] for key in keys}
+        if "expert_values" not in keys:
+            inputs["elicited_metrics"] = row["elicited_metrics"]
+        return inputs
     own = ("candidates", "measurements", "expert_values")
     rest = [key for key in keys if key not in own]
     picked: dict[str, Func] = {"measured_row": _MeasuredRow(candidate)}

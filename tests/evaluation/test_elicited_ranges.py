@@ -36,6 +36,9 @@ OWN = {
 UNIT = "expected cost per instance"
 
 
+KINDS_RULE = "(weighted accuracy is higher-is-better, expected cost lower-is-better)"
+
+
 def ready_study(make_study):
     """The standard study in assessment, every input given (AUC ranges on the
     typed AUC, 0.88 and 0.9), a two-class prediction set uploaded."""
@@ -227,8 +230,8 @@ def test_an_elicited_metric_s_unit_and_direction_follow_its_kind_only(make_study
     with pytest.raises(InvalidInput) as refused:
         workspace_services.metric_update(metric=auc, better="higher", unit="ratio")
     assert refused.value.errors == {
-        "better": ["AUC is elicited: its direction follows its kind (weighted accuracy is higher-is-better, expected cost lower-is-better)"],
-        "unit": ["AUC is elicited: its unit follows its kind (weighted accuracy is higher-is-better, expected cost lower-is-better)"],
+        "better": [f"AUC is elicited: its direction follows its kind {KINDS_RULE}"],
+        "unit": [f"AUC is elicited: its unit follows its kind {KINDS_RULE}"],
     }
     # The designer's form sends them unchanged with a new name: accepted.
     workspace_services.metric_update(metric=auc, name="Cost", better="lower", unit=UNIT, default_range=[0.4, 0.1])

@@ -6,12 +6,15 @@ import io
 
 import numpy as np
 import pytest
+from django.utils.html import escape
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import core
+from engine import selectors as engine_selectors
 from engine.analysis_words import with_words
 from engine.results import evaluate_snapshot
+from engine.results_export import results_csv_bytes
 from engine.snapshot import RunInputError, snapshot_arrays, snapshot_expert_values, study_snapshot
 from evaluation import services
 from evaluation.models import ElicitationAnswers
@@ -112,6 +115,21 @@ def test_an_expert_s_own_value_vetoes_and_is_listed(make_study):
     assert by_name["J48"]["vetoes"] == [[1, auc, pytest.approx(0.24), 0.3, 0.5]]
     assert by_name["J48"]["veto_shares"][auc] == 0.5
     assert not by_name["JRip"]["vetoed"]
+
+
+def test_the_ranking_and_its_csv_say_the_vetoing_expert_s_own_elicited_value(make_study, client):
+    # One expert vetoes: the sentence still says whose metric it is, not "J48 measured 0.24".
+    built = elicited_study(make_study, carol=(0.3, 0.5))
+    run = run_of(built)
+    said = "by carol's own elicited metric J48 has 0.24"
+    client.force_login(built.study.designer)
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert escape(said) in page and "J48 measured" not in page
+    exported = results_csv_bytes(run=run).decode("utf-8-sig")
+    assert said in exported and "J48 measured" not in exported
+    # Read without every expert's values: the snapshot's elicited columns alone.
+    inputs = engine_selectors.run_score_inputs(run_id=run.pk, keys=engine_selectors.METRIC_INPUT_KEYS)
+    assert inputs["elicited_metrics"] == [run.results["metrics"].index("AUC")]
 
 
 def test_an_unfinished_expert_refuses_the_launch_by_name(make_study):
