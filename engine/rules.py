@@ -67,7 +67,7 @@ def is_consistent(consistency_ratio: float) -> bool:
 #: matrix (``engine.prioritisation.ahp_weights``), each with the sentence the
 #: priorities page completes: "Weights from your judgments are computed by ...".
 AHP_WEIGHTINGS: dict[str, str] = {
-    "column_means": "the row means of the column-normalised matrix (the paper's method, source 000's appendix)",
+    "column_means": "the row means of the column-normalised matrix (the paper's method, from its appendix)",
     "eigenvector": "the principal eigenvector (as AHP-OS, AHPy and Expert Choice do)",
     "geometric_mean": "the normalised geometric means of the rows (the row geometric mean method, as AHP-OS offers)",
 }

@@ -721,7 +721,8 @@ def test_the_priorities_forms_default_button_is_disabled_so_enter_submits_nothin
 @pytest.mark.parametrize(
     ("weighting", "sentence"),
     [
-        ("column_means", "the row means of the column-normalised matrix (the paper's method"),
+        # the paper's appendix, not the specification's internal "source 000" (issue 31's walk-through)
+        ("column_means", "the row means of the column-normalised matrix (the paper's method, from its appendix)."),
         ("eigenvector", "the principal eigenvector (as AHP-OS, AHPy and Expert Choice do)"),
         ("geometric_mean", "the normalised geometric means of the rows"),
     ],
@@ -733,6 +734,7 @@ def test_the_priorities_page_names_the_weighting_and_saving_uses_it(make_study, 
     client = client_of(cast.bob)
     page = html.unescape(body(client.get(url(built, "priorities"))))
     assert f"Weights from your judgments are computed by {sentence}" in page
+    assert "source 000" not in page
     accuracy, success, auc = built.attributes["Accuracy"].pk, built.metrics["Success rate"].pk, built.metrics["AUC"].pk
     data = {
         "method": "ahp",
