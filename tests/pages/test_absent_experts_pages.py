@@ -3,6 +3,8 @@ designer excludes an expert on the Experts tab (how and why asked), the
 expert reads why on their home and their steps turn read-only, the close
 confirmation names who is left out, and a bundle carries it all."""
 
+import re
+
 import pytest
 
 from workspace import services
@@ -125,3 +127,19 @@ def test_the_run_page_says_who_was_left_out(make_study, cast, client):
     engine_services.run_execute(run_id=run.pk)
     page = _client(client, cast.bob).get(f"/runs/{run.pk}/").content.decode()
     assert "Without <strong>carol</strong> (excluded: on leave): their inputs were kept but not used" in page
+
+
+@pytest.mark.parametrize(
+    ("absence", "said"), [("excluded", "excluded you from"), ("abstaining", "marked you as abstaining in")]
+)
+def test_the_dashboard_asks_nothing_of_an_absent_expert(make_study, cast, client, absence, said):
+    # issue 31's walk-through: an expert excluded half-way read "Still to give: peer weights."
+    built = make_study(Phase.ASSESSMENT)
+    services.expert_absence_set(
+        study=built.study, expert=built.carol, absence=absence, reason="on leave", acting=cast.alice
+    )
+    page = " ".join(re.sub(r"<[^>]+>", " ", _client(client, cast.carol).get("/").content.decode()).split())
+    assert "Still to give" not in page and "assessment steps done" not in page
+    assert f"As expert: The designer has {said} this study: nothing to give." in page
+    bob = _client(client, cast.bob).get("/").content.decode()
+    assert "Still to give: priorities, acceptable ranges, peer weights." in bob

@@ -67,3 +67,9 @@ def form_add_service_errors(form: forms.BaseForm, error: InvalidInput) -> None:
     names, messages about no field of the form above it."""
     for field, field_messages in error.errors.items():
         form.add_error(field if field in form.fields else None, list(field_messages))
+
+
+def absent_how(expert: Membership) -> str:
+    """How the designer has set an absent expert aside, worded for them:
+    "excluded you from" or "marked you as abstaining in" (this study)."""
+    return "marked you as abstaining in" if expert.absence == Membership.Absence.ABSTAINING else "excluded you from"

@@ -42,7 +42,7 @@ from ..forms.expert import (
 from ..models import Membership, Metric, RoundStep, Study
 from ..services import Action
 from . import rounds
-from .common import require_expert, study_for_member
+from .common import absent_how, require_expert, study_for_member
 
 
 @dataclass(frozen=True)
@@ -113,10 +113,9 @@ def _absent_reason(expert: Membership) -> str | None:
     """Why an excluded or abstaining expert's step is read-only, or None."""
     if not expert.absence:
         return None
-    how = "marked you as abstaining in" if expert.absence == Membership.Absence.ABSTAINING else "excluded you from"
     return (
-        f"The designer has {how} this study: “{expert.absence_reason}”. Your inputs are kept but no longer "
-        "used, and you cannot change them; the designer can re-admit you until the study closes."
+        f"The designer has {absent_how(expert)} this study: “{expert.absence_reason}”. Your inputs are kept "
+        "but no longer used, and you cannot change them; the designer can re-admit you until the study closes."
     )
 
 

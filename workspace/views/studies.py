@@ -24,7 +24,7 @@ from ..selectors.experts import Progress
 from ..selectors.studies import DashboardRow
 from ..services import Action
 from . import rounds
-from .common import form_add_service_errors, require_designer, signed_in_user, study_for_member
+from .common import absent_how, form_add_service_errors, require_designer, signed_in_user, study_for_member
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
@@ -287,6 +287,8 @@ def expert_todo(study: Study, expert: ExpertProgress, unfinished: Sequence[str] 
     finished (``workspace.extensions.questions_unfinished``)."""
     if not services.has_opened(study, Action.VOTE):
         return ["Waiting for the designer to open voting."]
+    if expert.absence:  # excluded or abstaining: their inputs are not used, nothing is asked of them
+        return [f"The designer has {absent_how(expert)} this study: nothing to give."]
     if services.phase_allows(study, Action.VOTE):
         step = _votes_step(study, expert)
         return ["Voting: open. " + ("Your votes are cast." if step.state == "done" else "You have not voted yet.")]
