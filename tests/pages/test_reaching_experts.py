@@ -280,3 +280,12 @@ def test_the_experts_page_keeps_each_experts_last_reminder(make_study, cast, mon
     client.post(f"/studies/{built.study.pk}/experts/remind/", {"experts": ["carol"]})
     assert Membership.objects.get(study=built.study, user__username="carol").last_reminder_unreached == ""
     assert Membership.objects.get(study=built.study, user__username="charlie").last_reminder_unreached != ""
+
+
+def test_the_reminder_form_ticks_only_the_experts_an_e_mail_can_reach(make_study, cast) -> None:
+    built = make_study(Phase.VOTING, experts=("bob", "carol"))
+    User.objects.filter(username="bob").update(email="bob@example.org")
+    form = client_for(cast.alice).get(f"/studies/{built.study.pk}/experts/").context["remind_form"]
+    assert form["experts"].initial == ["bob"]
+    # carol stays listed, to be chosen knowingly.
+    assert dict(form.fields["experts"].choices)["carol"] == "carol (no e-mail address)"

@@ -439,7 +439,8 @@ class ReminderForm(forms.Form):
         cast(forms.ChoiceField, self.fields["experts"]).choices = [
             (m.user.get_username(), f"{m.user.get_username()} ({m.user.email or 'no e-mail address'})") for m in experts
         ]
-        self.fields["experts"].initial = [m.user.get_username() for m in experts]
+        # Ticked: those an e-mail can reach (the others are listed, unticked, to choose knowingly).
+        self.fields["experts"].initial = [m.user.get_username() for m in experts if m.user.email]
 
 
 EMAIL_MAX_LENGTH = User._meta.get_field("email").max_length  # django.contrib.auth's column
