@@ -143,3 +143,17 @@ def test_the_dashboard_asks_nothing_of_an_absent_expert(make_study, cast, client
     assert f"As expert: The designer has {said} this study: nothing to give." in page
     bob = _client(client, cast.bob).get("/").content.decode()
     assert "Still to give: priorities, acceptable ranges, peer weights." in bob
+
+
+def test_the_peer_weights_step_says_an_absent_expert_s_weight_is_not_used(make_study, cast, client):
+    built = make_study(Phase.ASSESSMENT, inputs=True)
+    services.expert_absence_set(
+        study=built.study, expert=built.carol, absence="excluded", reason="on leave", acting=cast.alice, tell=False
+    )
+    page = _client(client, cast.bob).get(f"/studies/{built.study.pk}/my/peer-weights/")
+    form = page.context["form"]
+    assert form.fields[f"peer-{built.carol.pk}"].help_text.startswith(
+        "carol is excluded from this study: this weight is not used"
+    )
+    assert form.fields[f"peer-{built.bob.pk}"].help_text == ""
+    assert "the method leaves them out and rescales the other weights" in page.content.decode()

@@ -20,6 +20,7 @@ from engine.rules import SCALE_POINTS as ENGINE_SCALE_POINTS
 from ..errors import InvalidInput
 from ..models import Membership, Method, Metric, QualityAttribute
 from ..selectors import number_out
+from ..services.panel import ABSENCES
 from .widgets import PlainNumberInput
 
 
@@ -415,6 +416,14 @@ class RangesForm(forms.Form):
 # --- peer weights -----------------------------------------------------------------------
 
 
+# Under an absent expert's field: the method drops their row and column of V
+# and rescales the rest, so whatever is given here does not count.
+_ABSENT_PEER_HELP = (
+    "{name} is {how} this study: this weight is not used (the method leaves them out and rescales the "
+    "other weights), but the row must still add up to 100."
+)
+
+
 class PeerWeightsForm(forms.Form):
     """A percentage for every expert of the study, oneself included."""
 
@@ -425,7 +434,11 @@ class PeerWeightsForm(forms.Form):
             username = expert.user.get_username()
             label = f"{username}, self-confidence" if expert.pk == me.pk else username
             self.fields[f"peer-{expert.pk}"] = forms.FloatField(
-                label=f"{label} (%)", widget=_number_input(min="0", max="100", **{"class": "peer-weight"})
+                label=f"{label} (%)",
+                widget=_number_input(min="0", max="100", **{"class": "peer-weight"}),
+                help_text=_ABSENT_PEER_HELP.format(name=username, how=ABSENCES[Membership.Absence(expert.absence)])
+                if expert.absence
+                else "",
             )
 
     @staticmethod
