@@ -218,7 +218,8 @@ def _assessment_steps(study: Study, expert: ExpertProgress) -> list[Step]:
             "ranges",
             "Acceptable ranges",
             "done",
-            f"{_plural(expert.ranges_given, 'range')} set; the designer's default applies to the other metrics.",
+            f"{_plural(expert.ranges_given, 'range')} set"
+            + ("; the designer's default applies to the other metrics." if expert.ranges_defaulted else "."),
         )
     else:
         ranges = Step("ranges", "Acceptable ranges", "done", "The designer's default ranges apply to every metric.")
