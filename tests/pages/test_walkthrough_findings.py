@@ -32,3 +32,14 @@ def test_the_votes_step_says_a_metric_threshold_of_zero_in_words(make_study, cas
     page = _client(client, cast.bob).get(f"/studies/{built.study.pk}/my/votes/").content.decode()
     assert "A metric is selected when its attribute is, whatever its votes." in page
     assert "at least 0 votes" not in page
+
+
+def test_an_excluded_expert_s_step_not_given_reads_not_needed(make_study, cast, client):
+    built = make_study(Phase.ASSESSMENT)
+    services.expert_absence_set(
+        study=built.study, expert=built.carol, absence="excluded", reason="on leave", acting=cast.alice, tell=False
+    )
+    page = _client(client, cast.carol).get(f"/studies/{built.study.pk}/my/peer-weights/")
+    states = {s["step"].key: s["state"] for s in page.context["steps"]}
+    assert states["peer_weights"] == "not-needed"
+    assert "not needed" in page.content.decode() and "missing" not in states.values()

@@ -119,13 +119,14 @@ def _absent_reason(expert: Membership) -> str | None:
     )
 
 
-def _step_state(study: Study, step: Step, done: dict[str, bool]) -> str:
+def _step_state(study: Study, step: Step, done: dict[str, bool], *, absent: bool = False) -> str:
     """later, missing, done, or "not confirmed" (the designer's default
-    ranges the expert has not saved or confirmed yet)."""
+    ranges the expert has not saved or confirmed yet); for an excluded or
+    abstaining expert, a step not given is not needed, not missing."""
     if _not_open_yet(study, step):
         return "later"
     if not done[step.key]:
-        return "missing"
+        return "not-needed" if absent else "missing"
     if step.key == "ranges" and done["ranges_unconfirmed"]:
         return "unconfirmed"
     return "done"
@@ -146,7 +147,7 @@ def _step_context(study: Study, expert: Membership, step: Step) -> dict[str, Any
                 "current": s == step,
                 "url": _url(s, study),
                 # A step whose phase has not come yet is neither done nor missing.
-                "state": _step_state(study, s, done),
+                "state": _step_state(study, s, done, absent=bool(expert.absence)),
                 # Once voting has closed, a ballot without a vote is final, not missing.
                 "voted_nothing": s.key == "votes" and not done[s.key] and not services.phase_allows(study, s.action),
             }
