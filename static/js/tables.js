@@ -17,9 +17,11 @@
   }) : null;
 
   function hintOf(box) {
+    // A hint an htmx swap took away (its box kept) is made again.
     var id = box.getAttribute("data-scroll-hint");
-    if (id) {
-      return document.getElementById(id);
+    var found = id ? document.getElementById(id) : null;
+    if (found) {
+      return found;
     }
     count += 1;
     id = "table-scroll-hint-" + count;
@@ -36,6 +38,9 @@
   }
 
   function update(box) {
+    if (!box.isConnected) {
+      return;  // swapped out since it was watched
+    }
     var wider = box.scrollWidth - box.clientWidth > 1;
     var left = box.scrollLeft;
     box.classList.toggle("table-scroll--overflows", wider);
