@@ -192,8 +192,9 @@ RUN_QUERIES = {
     # prioritisations; their weights with attributes; their judgments with
     # rows and columns; local prioritisations (none here, so nothing is
     # prefetched for them); ranges; peer weights with their ratees; the
-    # revision rounds (none here, so their responses are not read)
-    "/studies/{study}/export/": 3 + 14,
+    # revision rounds (none here, so their responses are not read); the
+    # ranges to confirm
+    "/studies/{study}/export/": 3 + 14 + 1,
 }
 
 

@@ -249,8 +249,9 @@ INPUT_QUERIES = {
     # SCOPED; the experts with their users; the attributes; the metrics with
     # their attributes; the candidates; their measurements (plain values,
     # one query); then every expert's four sections (2 + 6 + 1 + 1); the
-    # revision rounds (1; none here, so no responses are read)
-    "export/": SCOPED + 5 + 10 + 1,
+    # revision rounds (1; none here, so no responses are read); the ranges to
+    # confirm (1)
+    "export/": SCOPED + 5 + 10 + 1 + 1,
 }
 
 
