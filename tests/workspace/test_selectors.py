@@ -86,11 +86,12 @@ def test_every_view_of_missing_inputs_reads_the_same_gaps(make_study, cast):
     }
 
 
-def test_missing_inputs_read_in_four_queries_however_many_experts(make_study, django_assert_num_queries):
+def test_missing_inputs_read_in_five_queries_however_many_experts(make_study, django_assert_num_queries):
     built = make_study("assessment", inputs=True)
-    # experts with their progress, metrics needing a range, ranges, elicited metrics selected (none:
-    # their answers are not read; with some, one query more: tests/evaluation/test_elicited_ranking.py)
-    with django_assert_num_queries(4):
+    # experts with their progress, metrics needing a range, ranges, the ranges to confirm, elicited
+    # metrics selected (none: their answers are not read; with some, one query more:
+    # tests/evaluation/test_elicited_ranking.py)
+    with django_assert_num_queries(5):
         assert selectors.missing_input_list(study=built.study) == {}
 
 
