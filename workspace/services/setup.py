@@ -335,7 +335,8 @@ def _refuse_elicited_changes(metric: Metric, changes: dict[str, Any], cleaners: 
     if follows and Metric.objects.filter(pk=metric.pk, elicitation__isnull=False).exists():
         raise InvalidInput(
             {
-                key: f"{metric.name} is elicited: its {_FOLLOWED[key]} follows its kind (weighted accuracy is higher-is-better, expected cost lower-is-better)"
+                key: f"{metric.name} is elicited: its {_FOLLOWED[key]} follows its kind "
+                "(weighted accuracy is higher-is-better, expected cost lower-is-better)"
                 for key in follows
             }
         )
