@@ -261,10 +261,17 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "simple_history",
+    # Two-factor sign-in (accounts.otp): TOTP devices and recovery codes.
+    "django_otp",
+    "django_otp.plugins.otp_totp",
+    "django_otp.plugins.otp_static",
     "workspace",
     "engine",
     "evaluation",
     "tracking",
+    "accounts",
+    "notifications",
+    "webhooks",
 ]
 
 MIDDLEWARE = [
@@ -796,6 +803,24 @@ TRACKING_FILE_ROOTS = [root for root in os.environ.get("TRACKING_FILE_ROOTS", ""
 TRACKING_ALLOWED_HOSTS = [
     host.strip() for host in os.environ.get("TRACKING_ALLOWED_HOSTS", "").split(",") if host.strip()
 ]
+
+# --- Single sign-on (accounts, OpenID Connect) -------------------------------------
+# (issue 32, item 1)
+
+# --- Self sign-up (accounts) -------------------------------------------------------
+# (issue 32, item 2)
+
+# --- Two-factor sign-in (accounts) -------------------------------------------------
+# (issue 32, item 3)
+
+# --- Notifications (notifications/) ------------------------------------------------
+# (issue 32, item 4)
+
+# --- Webhooks (webhooks/) ----------------------------------------------------------
+# (issue 32, item 5)
+
+# --- Observability: logs, metrics, error reporting, tracing ------------------------
+# (issue 32, item 7)
 
 LOGGING = {
     "version": 1,

@@ -205,10 +205,12 @@ def test_every_module_of_a_split_app_stands_in_exactly_one_layer(app: str) -> No
 def test_the_layers_run_from_the_site_down_to_the_pure_method() -> None:
     layers, ignored = _layers_contract()
     tops = [layer[0].split(".")[0] if len(layer) == 1 else layer[0] for layer in layers]
-    assert tops[:2] == ["approve_site.urls", "tracking"]
-    assert layers[4] == ["workspace"]
+    assert tops[:3] == ["approve_site.urls", "accounts", "tracking"]
+    # Accounts, notifications and webhooks: siblings, none imports another.
+    assert layers[1] == ["accounts", "notifications", "webhooks"]
+    assert layers[5] == ["workspace"]
     assert "engine.core" in layers[-1] and "evaluation.metrics" in layers[-1]
-    assert "engine.services" in layers[2] and "evaluation.services" in layers[3]
+    assert "engine.services" in layers[3] and "evaluation.services" in layers[4]
     # No exception: nothing is ignored.
     assert ignored == []
 
@@ -219,7 +221,16 @@ def test_lint_imports_fails_on_an_import_up_the_layers(tmp_path: Path) -> None:
     import shutil
 
     copy = tmp_path / "tree"
-    for name in ("approve_site", "engine", "evaluation", "tracking", "workspace"):
+    for name in (
+        "approve_site",
+        "engine",
+        "evaluation",
+        "tracking",
+        "workspace",
+        "accounts",
+        "notifications",
+        "webhooks",
+    ):
         shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / ".importlinter", copy / ".importlinter")
     (copy / "workspace" / "upward.py").write_text("from engine import services\n")

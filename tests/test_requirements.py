@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # The code that runs in production: the Django project and its apps, and the
 # two files gunicorn and manage.py read. Not the tests, the benchmarks or the
 # documentation's examples, which run with the development requirements.
-PACKAGES = ("approve_site", "workspace", "engine", "evaluation", "tracking")
+PACKAGES = ("approve_site", "workspace", "engine", "evaluation", "tracking", "accounts", "notifications", "webhooks")
 FILES = ("manage.py", "gunicorn.conf.py")
 LOCAL = set(PACKAGES)
 

@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class WebhooksConfig(AppConfig):
+    """A study's webhooks: signed JSON deliveries of its events to the URLs
+    its designer registers (issue 32); it listens to workspace's events."""
+
+    name = "webhooks"
+    verbose_name = "Webhooks"
