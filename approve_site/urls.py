@@ -11,9 +11,12 @@ from django.urls import include, path
 from django.views import defaults
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from accounts.api import urls as accounts_api
 from engine.api import urls as engine_api
 from evaluation.api import urls as evaluation_api
+from notifications.api import urls as notifications_api
 from tracking.api import urls as tracking_api
+from webhooks.api import urls as webhooks_api
 from workspace import views as pages
 from workspace.api import urls as workspace_api
 from workspace.api.exceptions import envelope
@@ -72,6 +75,9 @@ urlpatterns = [
                     *engine_api.urlpatterns,
                     *evaluation_api.urlpatterns,
                     *tracking_api.urlpatterns,
+                    *accounts_api.urlpatterns,
+                    *notifications_api.urlpatterns,
+                    *webhooks_api.urlpatterns,
                 ],
                 "api",
             )
@@ -85,6 +91,9 @@ urlpatterns = [
         SpectacularSwaggerSplitView.as_view(url_name="api-schema", template_name="api/swagger_ui.html"),
         name="api-docs",
     ),
+    path("", include("accounts.urls")),
+    path("", include("notifications.urls")),
+    path("", include("webhooks.urls")),
     path("", include("engine.urls")),
     path("", include("evaluation.urls")),
     path("", include("tracking.urls")),

@@ -1,0 +1,5 @@
+"""The notifications pages (docs/pages.md)."""
+
+from django.urls import URLPattern, URLResolver
+
+urlpatterns: list[URLPattern | URLResolver] = []
