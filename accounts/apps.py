@@ -9,3 +9,8 @@ class AccountsConfig(AppConfig):
 
     name = "accounts"
     verbose_name = "Accounts and sign-in"
+
+    def ready(self) -> None:
+        from .otp import signals
+
+        signals.connect()

@@ -811,7 +811,40 @@ TRACKING_ALLOWED_HOSTS = [
 # (issue 32, item 2)
 
 # --- Two-factor sign-in (accounts) -------------------------------------------------
-# (issue 32, item 3)
+# (issue 32, item 3; accounts/otp, docs/accounts.md "Two-factor sign-in")
+# django-otp's middleware tells whether a session was verified with a code;
+# ours then keeps a signed-in session whose user has a device (or must set
+# one up) on the code page (or the set-up page) until it is, whatever way
+# the session was signed in.
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1,
+    "django_otp.middleware.OTPMiddleware",
+)
+MIDDLEWARE.insert(MIDDLEWARE.index("django_otp.middleware.OTPMiddleware") + 1, "accounts.otp.middleware.TwoFactorMiddleware")
+# The name authenticator apps show for the site's entry (the issuer of the
+# otpauth:// URI the QR code holds), e.g. "approve (Example Hospital)".
+OTP_TOTP_ISSUER = os.environ.get("TWO_FACTOR_ISSUER", "approve")
+# The admin's device pages never show a TOTP secret or its QR code.
+OTP_ADMIN_HIDE_SENSITIVE_DATA = True
+# Wrong codes are counted like passwords (workspace.lockout's counting):
+# TWO_FACTOR_FAILURE_LIMIT for one account (whatever the address: whoever
+# types a code has the password) lock that account's code entry for
+# TWO_FACTOR_FAILURE_WINDOW seconds from the first failure, and
+# TWO_FACTOR_FAILURE_ADDRESS_LIMIT from one client address lock that address.
+# django-otp's own back-off (1, 2, 4... seconds between tries, kept in the
+# database) stays on under it, also while the cache is unreachable.
+TWO_FACTOR_FAILURE_LIMIT = env_int("TWO_FACTOR_FAILURE_LIMIT", 5)
+TWO_FACTOR_FAILURE_ADDRESS_LIMIT = env_int("TWO_FACTOR_FAILURE_ADDRESS_LIMIT", 50)
+TWO_FACTOR_FAILURE_WINDOW = env_int("TWO_FACTOR_FAILURE_WINDOW", 900)
+if not 0 < TWO_FACTOR_FAILURE_LIMIT <= TWO_FACTOR_FAILURE_ADDRESS_LIMIT or TWO_FACTOR_FAILURE_WINDOW <= 0:
+    raise ImproperlyConfigured(
+        "need 0 < TWO_FACTOR_FAILURE_LIMIT <= TWO_FACTOR_FAILURE_ADDRESS_LIMIT and TWO_FACTOR_FAILURE_WINDOW > 0"
+    )
+# A session remembers whether its user has a device or must set one up (from
+# sign-in); it looks again at least this often, so a device set up in another
+# session, a site policy turned on or a new designer role applies to it within
+# this many seconds (becoming staff applies at once).
+TWO_FACTOR_RECHECK_SECONDS = env_int("TWO_FACTOR_RECHECK_SECONDS", 60)
 
 # --- Notifications (notifications/) ------------------------------------------------
 # (issue 32, item 4)

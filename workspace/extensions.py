@@ -28,6 +28,9 @@ engine's runs app, tracking) register into them in their
   reference candidate): ``candidate_remove`` refuses with it, and the
   setup page and the removal's confirmation say it instead of offering
   the removal.
+- ``TOKEN_SECOND_FACTORS``: what the API's token endpoint (username and
+  password) must also check before it makes a token (accounts: a current
+  two-factor code, ``otp_code``, for a user who has two-factor sign-in).
 """
 
 from collections.abc import Callable, Sequence
@@ -296,3 +299,20 @@ def candidate_removal_refusals(*, study: "Study", candidates: Sequence[int] | No
         for candidate, reasons in keeper(study=study, candidates=candidates).items():
             refusals.setdefault(candidate, []).extend(reasons)
     return refusals
+
+
+# --- the API's token endpoint: a second factor --------------------------------------
+
+
+class _TokenSecondFactor(Protocol):
+    def __call__(self, *, request: Any, user: Any, code: str) -> None: ...
+
+
+#: Each raises a DRF ``APIException`` to refuse a token to ``user``, who gave
+#: the right password, given the request's ``otp_code`` ("" without one).
+TOKEN_SECOND_FACTORS: list[_TokenSecondFactor] = []
+
+
+def token_second_factor_register(check: _TokenSecondFactor) -> None:
+    """Run ``check`` before the token endpoint makes a token."""
+    TOKEN_SECOND_FACTORS.append(check)

@@ -83,6 +83,15 @@ class TokenRequestSerializer(WriteSerializer):
             "configured); without it, the site's default (API_TOKEN_LIFETIME_DAYS, 90 unless configured)"
         ),
     )
+    otp_code = StrictCharField(
+        max_length=64,
+        required=False,
+        allow_blank=True,
+        help_text=(
+            "a current code from the account's authenticator app, or one of its recovery codes: required when the "
+            "account uses two-factor sign-in"
+        ),
+    )
 
 
 class TokenSerializer(serializers.ModelSerializer):

@@ -24,7 +24,7 @@ from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
-from workspace import invitations, limits, lockout, selectors, services
+from workspace import extensions, invitations, limits, lockout, selectors, services
 from workspace.bundles import study_copy, study_export_bundle, study_import
 from workspace.models import ApiToken, Candidate, Membership, Metric, QualityAttribute, Study
 from workspace.selectors.design import SetupItems, SetupModel
@@ -145,7 +145,11 @@ class TokenCreateView(RateLimitHeadersMixin, APIView):
     @extend_schema(
         summary="Create an API token with a username and password",
         request=s.TokenRequestSerializer,
-        responses={201: s.NewTokenSerializer, 429: error("Too many attempts: try again after `Retry-After` seconds.")},
+        responses={
+            201: s.NewTokenSerializer,
+            403: error("The account must set up two-factor sign-in on the site first."),
+            429: error("Too many attempts: try again after `Retry-After` seconds."),
+        },
         auth=[],
     )
     def post(self, request: Request) -> Response:
@@ -162,6 +166,9 @@ class TokenCreateView(RateLimitHeadersMixin, APIView):
             lockout.login_failed(request, data["username"])
             raise exceptions.ValidationError({"non_field_errors": ["Unable to log in with those credentials."]})
         lockout.login_succeeded(request, data["username"])
+        # A second factor (two-factor sign-in, in the accounts app) may refuse it.
+        for check in extensions.TOKEN_SECOND_FACTORS:
+            check(request=request, user=user, code=data.get("otp_code", ""))
         token, key = services.api_token_create(
             user=user, name=data.get("name", ""), expires_in_days=data.get("expires_in_days")
         )
