@@ -820,7 +820,9 @@ MIDDLEWARE.insert(
     MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1,
     "django_otp.middleware.OTPMiddleware",
 )
-MIDDLEWARE.insert(MIDDLEWARE.index("django_otp.middleware.OTPMiddleware") + 1, "accounts.otp.middleware.TwoFactorMiddleware")
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("django_otp.middleware.OTPMiddleware") + 1, "accounts.otp.middleware.TwoFactorMiddleware"
+)
 # The name authenticator apps show for the site's entry (the issuer of the
 # otpauth:// URI the QR code holds), e.g. "approve (Example Hospital)".
 OTP_TOTP_ISSUER = os.environ.get("TWO_FACTOR_ISSUER", "approve")

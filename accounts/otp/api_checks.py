@@ -2,9 +2,9 @@
 password) and two-factor sign-in: a password alone must not get a token
 that a code would have been needed for on the site."""
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.http import HttpRequest
-from django.conf import settings
 from rest_framework import exceptions
 
 from workspace.api.exceptions import ThrottledFor
@@ -26,7 +26,12 @@ def api_token_second_factor(*, request: HttpRequest, user: User, code: str) -> N
         )
     if not code.strip():
         raise exceptions.ValidationError(
-            {"otp_code": ["Your account uses two-factor sign-in: send a current code from your app (or a recovery code) as otp_code."]}
+            {
+                "otp_code": [
+                    "Your account uses two-factor sign-in: send a current code from your app (or a recovery code) "
+                    "as otp_code."
+                ]
+            }
         )
     try:
         services.code_verify(request=request, user=user, code=code)

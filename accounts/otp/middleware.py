@@ -12,7 +12,6 @@ error envelope rather than redirected.
 """
 
 from collections.abc import Callable
-from typing import cast
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -55,7 +54,7 @@ class TwoFactorMiddleware:
             return self.get_response(request)
         if not request.user.is_authenticated:
             return self.get_response(request)
-        refusal = self.refusal(request, cast(User, request.user))
+        refusal = self.refusal(request, request.user)
         return refusal if refusal is not None else self.get_response(request)
 
     def refusal(self, request: HttpRequest, user: User) -> HttpResponse | None:
@@ -72,7 +71,11 @@ class TwoFactorMiddleware:
         if path.startswith(API_PREFIX):
             if _token_authorization(request):
                 return None
-            message = API_REFUSAL.format(verify=target) if state == services.VERIFY else API_SETUP_REFUSAL.format(setup=target)
+            message = (
+                API_REFUSAL.format(verify=target)
+                if state == services.VERIFY
+                else API_SETUP_REFUSAL.format(setup=target)
+            )
             return JsonResponse(envelope("two_factor_required", message), status=403)
         if request.method in {"GET", "HEAD"}:
             target += "?" + urlencode({"next": request.get_full_path()})

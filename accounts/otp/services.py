@@ -100,7 +100,11 @@ def session_state(request: HttpRequest, user: User, *, fresh: bool = False) -> s
     if not fresh and isinstance(stored, dict) and stored.get("user") == user.pk:
         age = time.time() - float(stored.get("at", 0))
         staff_now = stored.get("state") == FREE and (user.is_staff or user.is_superuser)
-        if 0 <= age < settings.TWO_FACTOR_RECHECK_SECONDS and not staff_now and stored.get("state") in {FREE, VERIFY, SETUP}:
+        if (
+            0 <= age < settings.TWO_FACTOR_RECHECK_SECONDS
+            and not staff_now
+            and stored.get("state") in {FREE, VERIFY, SETUP}
+        ):
             return str(stored["state"])
     state = state_of(user)
     state_remember(request.session, user, state)
@@ -164,7 +168,11 @@ def two_factor_enable(*, user: User, key: str, code: str) -> Enabled:
     totp.time = time.time()
     if not totp.verify(int(digits), tolerance=1):
         raise InvalidInput(
-            {"code": ["That code does not match: check that the app shows approve's entry and that its clock is right."]}
+            {
+                "code": [
+                    "That code does not match: check that the app shows approve's entry and that its clock is right."
+                ]
+            }
         )
     device = TOTPDevice.objects.create(
         user=user, name=TOTP_NAME, key=key, confirmed=True, last_t=totp.t(), drift=totp.drift
@@ -316,10 +324,7 @@ def code_verify(*, request: HttpRequest, user: User, code: str) -> Device:
     if not text or len(text) > 64:
         raise CodeRefused(WRONG_CODE)
     with transaction.atomic():
-        if re.fullmatch(rf"\d{{{TOTP_DIGITS}}}", text):
-            device = _totp_match(user, text)
-        else:
-            device = _recovery_match(user, text)
+        device = _totp_match(user, text) if re.fullmatch(rf"\d{{{TOTP_DIGITS}}}", text) else _recovery_match(user, text)
     if device is None:
         _code_failed(request, user)
         refusal = code_refusal(request, user)
@@ -367,7 +372,11 @@ def two_factor_disable(*, request: HttpRequest, user: User, code: str, password:
     required), confirmed by a current code or the password."""
     if is_required(user):
         raise InvalidInput(
-            {"code": ["Your account must use two-factor sign-in: it cannot be turned off (an administrator can reset it)."]}
+            {
+                "code": [
+                    "Your account must use two-factor sign-in: it cannot be turned off (an administrator can reset it)."
+                ]
+            }
         )
     if not is_enabled(user):
         raise InvalidInput({"code": ["Two-factor sign-in is not on for your account."]})

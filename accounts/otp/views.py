@@ -53,7 +53,7 @@ def two_factor_page(request: HttpRequest) -> HttpResponse:
     if services.is_enabled(user):
         if request.method == "POST":
             return redirect("two_factor")
-        context = {
+        context: dict[str, object] = {
             "since": services.enabled_since(user=user),
             "codes_left": services.recovery_codes_left(user=user),
             "required": services.is_required(user),
@@ -70,14 +70,14 @@ def two_factor_page(request: HttpRequest) -> HttpResponse:
             request.session.pop(services.SESSION_SETUP_KEY, None)
             services.session_verified(request, enabled.device)
             return _codes_page(request, enabled.recovery_codes, first=True)
-    context = {
+    setup: dict[str, object] = {
         "form": form,
         "qr": qr_svg(services.setup_uri(user, key)),
         "secret": services.secret_text(key),
         "required": services.session_state(request, user) == services.SETUP,
         "next": request.POST.get("next") or request.GET.get("next", ""),
     }
-    response = render(request, "accounts/two_factor/setup.html", context)
+    response = render(request, "accounts/two_factor/setup.html", setup)
     response["Cache-Control"] = "no-store"
     return response
 

@@ -29,6 +29,7 @@ class Command(BaseCommand):
         required = " They must set it up again when they next sign in." if services.is_required(user) else ""
         self.stdout.write(
             self.style.SUCCESS(
-                f"Removed {removed} two-factor device(s) of {user.username}: their password alone signs them in.{required}"
+                f"Removed {removed} two-factor device(s) of {user.username}: "
+                f"their password alone signs them in.{required}"
             )
         )
