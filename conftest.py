@@ -63,3 +63,12 @@ def _fresh_elicitation_searches():
 
     forget_prepared()
     forget_confusions()
+
+
+@pytest.fixture
+def admin_client(db, admin_user):
+    """pytest-django's ``admin_client``, its session verified with a real
+    second-factor code: staff must use two-factor sign-in (accounts.otp)."""
+    from tests.two_factor import verified_client
+
+    return verified_client(admin_user)

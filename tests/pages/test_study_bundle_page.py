@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from tests.pages.test_designer import body, client_for, grow, upload
+from tests.two_factor import verified_client
 from workspace import invitations
 from workspace.models import Invitation, Phase, Study
 
@@ -118,7 +119,7 @@ def test_a_staff_import_of_the_download_is_the_full_import_as_before(make_study,
     built = make_study(Phase.VOTING)
     cast.alice.is_staff = True
     cast.alice.save(update_fields=["is_staff"])
-    client = client_for(cast.alice)
+    client = verified_client(cast.alice)  # staff sign in with a second factor (tests/two_factor.py)
     exported = client.get(download_path(built.study)).content
     response = client.post("/studies/new/", {"form": "import", "bundle": upload(exported, "approve-study.json")})
     copy = Study.objects.exclude(pk=built.study.pk).get()

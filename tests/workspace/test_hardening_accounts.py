@@ -18,6 +18,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from tests.fixtures import PASSWORD, api_error, error_fields
+from tests.two_factor import verified_client
 from workspace import invitations, services
 from workspace.bundles import study_import_bundle
 from workspace.errors import InvalidInput
@@ -428,8 +429,7 @@ def test_a_reminder_for_an_old_title_with_a_line_break_is_sent_with_a_clean_subj
 @pytest.mark.parametrize("name", ["ａｌｉｃｅ", "ALICE", "Alice"])
 def test_the_admin_refuses_a_look_alike_username(cast, name):
     admin = User.objects.create_superuser(username="root", password=PASSWORD)
-    client = Client()
-    client.force_login(admin)
+    client = verified_client(admin)  # staff sign in with a second factor (tests/two_factor.py)
     before = User.objects.count()
     added = client.post(
         "/admin/auth/user/add/",

@@ -7,6 +7,7 @@ from django.test import Client
 from django.urls import reverse
 
 from tests.fixtures import PASSWORD
+from tests.two_factor import verified_client
 from workspace import services
 from workspace.models import Phase
 
@@ -112,7 +113,7 @@ def test_admin_shows_the_demo_study(client, django_user_model):
 
     call_command("load_demo", "--force", stdout=io.StringIO())
     admin = django_user_model.objects.get(username="admin")
-    client.force_login(admin)
+    verified_client(admin, client)  # staff sign in with a second factor (tests/two_factor.py)
     response = client.get(reverse("admin:workspace_study_changelist"))
     assert response.status_code == 200
     assert "Cancer diagnosis from microarray data" in response.content.decode()
@@ -129,7 +130,7 @@ def test_every_admin_list_and_change_page_opens(client, django_user_model):
     study = Study.objects.get()
     run = run_launch(study=study, launched_by=study.designer)
     run_execute(run_id=run.pk)
-    client.force_login(django_user_model.objects.get(username="admin"))
+    verified_client(django_user_model.objects.get(username="admin"), client)
     opened = []
     for model in admin.site._registry:
         meta = model._meta
@@ -147,7 +148,7 @@ def test_every_admin_list_and_change_page_opens(client, django_user_model):
 def test_admin_freezes_thresholds_once_voting_has_closed(client, cast, make_study):
     cast.alice.is_staff = cast.alice.is_superuser = True
     cast.alice.save()
-    client.force_login(cast.alice)
+    verified_client(cast.alice, client)  # staff sign in with a second factor (tests/two_factor.py)
     draft, closed = make_study(Phase.DRAFT), make_study(Phase.CLOSED)
     draft_page = client.get(reverse("admin:workspace_study_change", args=[draft.study.pk])).content.decode()
     closed_page = client.get(reverse("admin:workspace_study_change", args=[closed.study.pk])).content.decode()
