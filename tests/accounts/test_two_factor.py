@@ -81,6 +81,9 @@ def test_set_up_with_a_real_authenticator_and_confirmation(cast):
     secret = page_secret(html)
     assert len(secret) == 32 and secret == secret.upper()
     assert page["Cache-Control"] == "no-store"
+    # The QR code holds the otpauth:// URI of that secret, which apps read.
+    parsed = pyotp.parse_uri(services.setup_uri(cast.alice, client.session[services.SESSION_SETUP_KEY]))
+    assert (parsed.secret, parsed.issuer, parsed.name) == (secret, "approve", "approve:alice")
     # A reload shows the same secret (the app may already hold it).
     assert page_secret(client.get(SETUP).content.decode()) == secret
 
