@@ -361,15 +361,16 @@ def confirm_with_code_or_password(*, request: HttpRequest, user: User, code: str
 def devices_delete(*, user: User) -> int:
     """Remove every device of ``user`` (any kind django-otp knows); how many."""
     removed = 0
-    for model in device_classes():
-        removed += model.objects.filter(user=user).delete()[1].get(model._meta.label, 0)
+    with transaction.atomic():
+        for model in device_classes():
+            removed += model.objects.filter(user=user).delete()[1].get(model._meta.label, 0)
     return removed
 
 
-@transaction.atomic
 def two_factor_disable(*, request: HttpRequest, user: User, code: str, password: str) -> None:
     """Turn two-factor sign-in off for the signed-in user (refused when it is
-    required), confirmed by a current code or the password."""
+    required), confirmed by a current code or the password. Not one
+    transaction: a wrong code's count (django-otp's back-off) must stay."""
     if is_required(user):
         raise InvalidInput(
             {
