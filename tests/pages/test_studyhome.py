@@ -14,6 +14,7 @@ from engine import selectors as engine_selectors
 from engine import services as engine_services
 from engine.models import Run
 from tests.fixtures import complete_assessment
+from tests.two_factor import verified_client
 from workspace import invitations, services
 from workspace.bundles import study_import_bundle
 from workspace.models import AttributePrioritisation, Invitation, Membership, PeerWeight, Phase, Study
@@ -227,7 +228,7 @@ def test_imported_inputs_are_shown_and_must_be_confirmed(client, imported, uncha
 
 def test_a_refused_close_names_who_is_missing_what(client, cast, imported, unchanged):
     study, _, _ = imported
-    as_user(client, cast.alice)
+    verified_client(cast.alice, client)  # alice is staff: signed in with a second factor (tests/two_factor.py)
     confirm = text_of(client.get(f"/studies/{study.pk}/phase/closed/"))
     assert "clinician: clinician has not yet confirmed the inputs imported by alice" in confirm
     with unchanged():
