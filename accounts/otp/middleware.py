@@ -65,10 +65,10 @@ class TwoFactorMiddleware:
         if state == services.VERIFY and is_verified is not None and is_verified():
             return None
         target = reverse("two_factor_verify") if state == services.VERIFY else reverse("two_factor")
-        path = request.path_info
-        if path in {target, reverse("logout")}:
+        # reverse() includes the script prefix, as request.path does.
+        if request.path in {target, reverse("logout")}:
             return None
-        if path.startswith(API_PREFIX):
+        if request.path_info.startswith(API_PREFIX):
             if _token_authorization(request):
                 return None
             message = (

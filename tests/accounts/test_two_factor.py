@@ -482,3 +482,11 @@ def test_the_admin_refuses_an_unverified_session_even_without_the_middleware(cas
     client.force_login(root)
     response = client.get("/admin/")
     assert response.status_code == 302 and response["Location"].startswith("/admin/login/")
+
+
+def test_the_code_page_sends_on_whoever_has_nothing_to_verify(cast):
+    anonymous = Client().get(VERIFY)
+    assert anonymous.status_code == 302 and anonymous["Location"].startswith(reverse("login"))
+    free = sign_in("alice")
+    assert free.get(VERIFY + "?next=/accounts/tokens/")["Location"] == "/accounts/tokens/"
+    assert free.get(reverse("home")).status_code == 200 and free.get("/api/v1/studies/").status_code == 200
