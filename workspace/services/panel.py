@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..errors import InvalidInput, PhaseConflict
+from ..events import event_publish
 from ..limits import ABSENCE_REASON_MAX_CHARS
 from ..models import Membership, Study
 from ._checks import locked, subject_line, text
@@ -94,13 +95,15 @@ def expert_absence_set(
     expert.absence, expert.absence_reason = kind, why
     expert.absent_since = expert.absent_since if was else timezone.now()
     expert.save(update_fields=["absence", "absence_reason", "absent_since"])
-    done = "marked you as abstaining in" if kind == Membership.Absence.ABSTAINING else "excluded you from"
-    if tell:
-        _tell(
-            expert,
-            study,
-            f"The designer has {done} this study: “{why}”. Your inputs are kept but no longer used; "
-            "you can still read the study.",
+    if tell:  # the notifications app tells the expert (in the app, and by e-mail per their preferences)
+        event_publish(
+            "expert.excluded",
+            study_id=study.pk,
+            actor_id=acting.pk,
+            membership_id=expert.pk,
+            user_id=expert.user_id,
+            absence=kind,
+            reason=why,
         )
     return expert
 

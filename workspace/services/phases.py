@@ -17,6 +17,7 @@ from django.db.models import Count
 
 from .. import history
 from ..errors import InvalidInput, PhaseConflict
+from ..events import event_publish
 from ..models import Membership, Metric, Phase, QualityAttribute, RevisionRound, Study
 from ..selectors import expert_list, missing_input_list, unconfirmed_votes, vote_selection_get
 from ._checks import locked
@@ -253,8 +254,9 @@ def study_reopen_assessment(*, study: Study) -> Study:
 
 
 def _move(study: Study, phase: str) -> Study:
-    study.phase = phase
+    was, study.phase = study.phase, phase
     study.save(update_fields=["phase", "updated_at"])
+    event_publish("phase.changed", study_id=study.pk, **{"from": was, "to": phase})
     return study
 
 
