@@ -49,15 +49,17 @@ def _designers(study: Study) -> list[User]:
 def _with_steps(study: Study, phase: str) -> list[User]:
     """The experts taking part who still have steps in ``phase``: in
     voting those without a vote, in the assessment those with inputs still
-    missing (``selectors.missing_input_list``)."""
+    missing (``selectors.missing_input_list``); once it closed (nothing can
+    be missing then), those who left a step to review (unconfirmed default
+    ranges, inconsistent priorities: ``selectors.input_note_list``)."""
     panel = list(selectors.panel_list(study=study))
     if phase == Phase.VOTING:
         progress = selectors.expert_progress_list(study=study).filter(absence=Membership.Absence.NONE)
-        ids = [expert.user_id for expert in progress if expert.votes_cast == 0]
-    else:
-        missing = selectors.missing_input_list(study=study)
-        ids = [expert.user_id for expert in panel if expert.user.get_username() in missing]
-    return _users(ids)
+        return _users([expert.user_id for expert in progress if expert.votes_cast == 0])
+    left = set(selectors.missing_input_list(study=study))
+    if phase == Phase.CLOSED:
+        left |= {name for name, notes in selectors.input_note_list(study=study).items() if notes}
+    return _users([expert.user_id for expert in panel if expert.user.get_username() in left])
 
 
 _PHASE_WORDS: dict[tuple[str, str], str] = {
@@ -69,7 +71,7 @@ _PHASE_WORDS: dict[tuple[str, str], str] = {
         "The assessment of {title} opened: please give your priorities, ranges and peer weights."
     ),
     (Phase.ASSESSMENT, Phase.CLOSED): (
-        "The assessment of {title} closed while you still had steps to do: the inputs you gave are the ones used."
+        "The assessment of {title} closed while you still had steps to review: your inputs are used as you left them."
     ),
     (Phase.CLOSED, Phase.ASSESSMENT): "The assessment of {title} reopened: you still have steps to do.",
 }
@@ -81,9 +83,8 @@ def phase_changed(event: Event, study: Study) -> list[Draft]:
     words = _PHASE_WORDS.get((event.data.get("from", ""), event.data.get("to", "")))
     if words is None:
         return []
-    phase = Phase.ASSESSMENT if event.data["to"] == Phase.CLOSED else event.data["to"]
     text = words.format(title=_title(study))
-    return [Draft(user, text, study_home(study)) for user in _with_steps(study, phase)]
+    return [Draft(user, text, study_home(study)) for user in _with_steps(study, event.data["to"])]
 
 
 def _round(event: Event, study: Study, opened: bool) -> list[Draft]:

@@ -55,6 +55,28 @@ def event_notify(*, kind: str, study_id: int, actor_id: int | None, data: dict[s
     return len(ids)
 
 
+def _send(task: Task, message: EmailMultiAlternatives, what: str) -> str | None:
+    """Send ``message``: None once sent, or why the mail server refused it
+    for good. Under a worker a refusal is retried later (``task.retry``,
+    exponential back-off), NOTIFICATIONS_MAIL_MAX_RETRIES times; in eager
+    mode (no worker: tests, a site without Redis) the tries follow at once."""
+    retries = task.request.retries or 0
+    while True:
+        try:
+            message.send()
+        except MAIL_ERRORS as error:
+            reason = str(error) or type(error).__name__
+            if retries >= settings.NOTIFICATIONS_MAIL_MAX_RETRIES:
+                logger.error("%s not sent, giving up after %s tries: %s", what, retries + 1, reason)
+                return reason
+            logger.warning("%s not sent (try %s): %s", what, retries + 1, reason)
+            if not task.request.is_eager:
+                raise task.retry(exc=error, countdown=_retry_in(retries)) from error
+            retries += 1
+        else:
+            return None
+
+
 def _refused(notification: Notification, reason: str) -> None:
     services.mail_failed(notification=notification, reason=reason)
     if notification.kind == "reminder.sent" and notification.study is not None:
@@ -73,17 +95,9 @@ def notification_mail_send(self: Task, *, notification_id: int) -> str:
     notification = Notification.objects.select_related("recipient", "study").filter(pk=notification_id).first()
     if notification is None or notification.mail != Notification.Mail.PENDING or not notification.recipient.email:
         return "nothing to send"
-    try:
-        mail.notification_message(notification).send()
-    except MAIL_ERRORS as error:
-        reason = str(error) or type(error).__name__
-        if self.request.retries < settings.NOTIFICATIONS_MAIL_MAX_RETRIES:
-            logger.warning(
-                "notification %s not sent (attempt %s): %s", notification_id, self.request.retries + 1, reason
-            )
-            raise self.retry(exc=error, countdown=_retry_in(self.request.retries)) from error
-        logger.error("notification %s not sent, giving up: %s", notification_id, reason)
-        _refused(notification, reason)
+    refused = _send(self, mail.notification_message(notification), f"notification {notification_id}")
+    if refused is not None:
+        _refused(notification, refused)
         return "failed"
     services.mail_sent(notifications=[notification])
     return "sent"
@@ -129,11 +143,4 @@ def invitation_mail_send(self: Task, *, invitation_id: int, key: str) -> str:
         [address],
     )
     message.attach_alternative(loader.render_to_string("notifications/invitation.html", context), "text/html")
-    try:
-        message.send()
-    except MAIL_ERRORS as error:
-        if self.request.retries < settings.NOTIFICATIONS_MAIL_MAX_RETRIES:
-            raise self.retry(exc=error, countdown=_retry_in(self.request.retries)) from error
-        logger.error("invitation %s not mailed, giving up: %s", invitation_id, error)
-        return "failed"
-    return "sent"
+    return "sent" if _send(self, message, f"invitation {invitation_id}") is None else "failed"
