@@ -262,6 +262,8 @@ NOT_INPUTS = {
     "prediction_text_limits",
     # evaluations cached per prediction set, reminders' dates, a new or deleted study
     *("prediction_set_evaluations_keep", "reminders_send", "study_create", "study_delete"),
+    # a reminder's text, and the note that its mail was refused (issue 32: sent by the notifications' task)
+    *("reminder_bodies", "reminder_unreached_set"),
     # the history of deleted studies past their retention (issue 22)
     "study_deletions_purge",
     # a new study (replayed through the services above), and a bundle's check before it

@@ -17,6 +17,14 @@ from workspace import events
 
 
 @pytest.fixture(autouse=True)
+def _eager(request):
+    """The tasks run in-process, also with REDIS_URL set (no worker runs in
+    these tests), except in the test of a real worker."""
+    if "real_worker" not in request.node.name:
+        request.getfixturevalue("eager_celery")
+
+
+@pytest.fixture(autouse=True)
 def _site_url(settings):
     settings.NOTIFICATIONS_SITE_URL = "https://approve.example.org"
 
@@ -33,5 +41,9 @@ def published(monkeypatch):
     """The events published from now on (only recorded: no notification
     is written), as ``(kind, study_id, actor_id, data)``."""
     seen: list[tuple] = []
-    monkeypatch.setattr(events, "LISTENERS", [lambda event: seen.append((event.kind, event.study_id, event.actor_id, event.data))])
+
+    def record(event):
+        seen.append((event.kind, event.study_id, event.actor_id, event.data))
+
+    monkeypatch.setattr(events, "LISTENERS", [record])
     return seen

@@ -4,7 +4,8 @@ listener needs (workspace.events; docs/notifications.md)."""
 import pytest
 from django.utils import timezone
 
-from engine import analyses, services as engine_services
+from engine import analyses
+from engine import services as engine_services
 from engine.models import Analysis, Run
 from tracking import services as tracking_services
 from tracking.models import MlflowRunLink
@@ -103,7 +104,12 @@ def test_an_invitation_by_username_is_published(make_study, cast, published, aft
             {"invitation_id": invitation.pk, "username": "charlie", "email": None},
         ),
         # A plain link: its key is in no event (the designer hands it over).
-        ("invitation.created", built.study.pk, cast.alice.pk, {"invitation_id": link.pk, "username": None, "email": None}),
+        (
+            "invitation.created",
+            built.study.pk,
+            cast.alice.pk,
+            {"invitation_id": link.pk, "username": None, "email": None},
+        ),
     ]
     assert key not in repr(published)
 

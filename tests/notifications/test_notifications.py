@@ -56,9 +56,7 @@ def test_voting_opening_tells_each_expert_by_the_app_and_mail(make_study, cast, 
     addresses(bob="bob@example.org", carol="carol@example.org")
     with after_commit():
         services.study_open_voting(study=built.study)
-    text = (
-        "Voting opened in “Choosing a classifier”: please vote on the complementary attributes and the metrics."
-    )
+    text = "Voting opened in “Choosing a classifier”: please vote on the complementary attributes and the metrics."
     assert told("phase.changed") == [("bob", text), ("carol", text)]
     assert sorted(m.to[0] for m in mail.outbox) == ["bob@example.org", "carol@example.org"]
     message = next(m for m in mail.outbox if m.to == ["bob@example.org"])
@@ -93,7 +91,10 @@ def test_the_assessment_opening_tells_the_experts_who_have_steps(make_study, cas
     with after_commit():
         services.study_close_voting(study=built.study)
     assert told("phase.changed") == [
-        (name, "The assessment of “Choosing a classifier” opened: please give your priorities, ranges and peer weights.")
+        (
+            name,
+            "The assessment of “Choosing a classifier” opened: please give your priorities, ranges and peer weights.",
+        )
         for name in ("bob", "carol")
     ]
     assert mail.outbox == []  # nobody has an address: told in the app only
@@ -103,7 +104,9 @@ def test_the_assessment_opening_tells_the_experts_who_have_steps(make_study, cas
 def test_a_round_tells_the_experts_taking_part_and_nothing_of_the_others(make_study, cast, after_commit) -> None:
     built = make_study(Phase.ASSESSMENT, inputs=True)
     addresses(bob="bob@example.org", carol="carol@example.org")
-    services.expert_absence_set(study=built.study, expert=built.carol, absence="excluded", reason="x", acting=cast.alice)
+    services.expert_absence_set(
+        study=built.study, expert=built.carol, absence="excluded", reason="x", acting=cast.alice
+    )
     with after_commit():
         services.round_open(study=built.study, by=cast.alice, message="")
     assert [name for name, _ in told("round.opened")] == ["bob"]  # carol is excluded
@@ -142,7 +145,10 @@ def test_an_invitation_tells_the_account_invited(make_study, cast, after_commit)
         invitations.invitation_create(study=built.study, created_by=cast.alice, username="nobody-yet")
         invitations.invitation_create(study=built.study, created_by=cast.alice)  # a link: told to nobody
     assert told("invitation.created") == [
-        ("charlie", "You are invited to be an expert of “Choosing a classifier”: accept or decline on your studies page.")
+        (
+            "charlie",
+            "You are invited to be an expert of “Choosing a classifier”: accept or decline on your studies page.",
+        )
     ]
     (message,) = mail.outbox
     assert message.subject == "Invitation to Choosing a classifier" and f"Open it: {SITE}/\n" in message.body
@@ -194,7 +200,9 @@ def test_a_reminder_is_mailed_by_the_task_with_what_is_still_missing(make_study,
     assert [name for name, _ in told("reminder.sent")] == ["bob", "carol"]  # carol in the app
 
 
-def test_a_reminder_the_mail_server_refuses_for_good_is_noted_on_the_expert(make_study, cast, after_commit, monkeypatch):
+def test_a_reminder_the_mail_server_refuses_for_good_is_noted_on_the_expert(
+    make_study, cast, after_commit, monkeypatch
+):
     built = make_study(Phase.VOTING)
     addresses(bob="bob@example.org")
     attempts = []
@@ -251,7 +259,9 @@ def test_the_reminder_report_says_who_turned_reminders_off_or_chose_the_digest(m
     notification_services.preferences_set(user=cast.bob, email_off=["reminder.sent"], digest=False)
     notification_services.preferences_set(user=cast.carol, email_off=[], digest=True)
     with after_commit():
-        report = reminders.reminders_send(study=built.study, experts=[built.bob, built.carol], link="http://x/", note="")
+        report = reminders.reminders_send(
+            study=built.study, experts=[built.bob, built.carol], link="http://x/", note=""
+        )
     assert report.sent == [] and report.digest == ["carol"]
     assert report.unreached == [("bob", "they turned reminder e-mails off")]
     assert mail.outbox == []

@@ -99,7 +99,7 @@ def test_the_preferences_page_saves_each_kind_and_the_digest(cast) -> None:
     page = client.get("/accounts/notifications/").content.decode()
     assert 'href="/accounts/notifications/" aria-current="page">Notifications</a>' in page
     assert 'id="no-email"' in page  # bob has no address: said
-    form = {kind: "on" for kind in ("invitation.created", "round.opened", "round.closed", "reminder.sent")}
+    form = dict.fromkeys(("invitation.created", "round.opened", "round.closed", "reminder.sent"), "on")
     response = client.post("/accounts/notifications/", {**form, "digest": "on"}, follow=True)
     assert "Your notification preferences are saved." in response.content.decode()
     preference = NotificationPreference.objects.get(user=cast.bob)
@@ -158,9 +158,7 @@ def test_the_api_reads_and_replaces_the_preferences(cast) -> None:
     api = api_for(cast.bob)
     got = api.get("/api/v1/notifications/preferences/").json()
     assert got["email_off"] == [] and got["digest"] is False and "run.failed" in got["kinds"]
-    put = api.put(
-        "/api/v1/notifications/preferences/", {"email_off": ["run.failed"], "digest": True}, format="json"
-    )
+    put = api.put("/api/v1/notifications/preferences/", {"email_off": ["run.failed"], "digest": True}, format="json")
     assert put.status_code == 200 and put.json()["email_off"] == ["run.failed"] and put.json()["digest"] is True
     bad = api.put("/api/v1/notifications/preferences/", {"email_off": ["nope"], "digest": True}, format="json")
     assert bad.status_code == 400 and "email_off" in json.dumps(bad.json())

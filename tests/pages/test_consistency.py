@@ -112,7 +112,9 @@ def test_the_close_confirmation_lists_the_inconsistent_expert_but_closing_is_all
     assert built.study.phase == Phase.CLOSED
 
 
-def test_a_reminder_asks_the_inconsistent_expert_to_revise(inconsistent_bob, cast, django_capture_on_commit_callbacks):
+def test_a_reminder_asks_the_inconsistent_expert_to_revise(
+    inconsistent_bob, cast, django_capture_on_commit_callbacks, eager_celery
+):
     built = inconsistent_bob
     experts = body(login(cast.alice).get(f"/studies/{built.study.pk}/experts/"))
     assert f"To review: judgments inconsistent, consistency ratio of {CYCLE_CR:.2f} (at most 0.10)" in experts

@@ -806,7 +806,7 @@ def test_removing_an_expert_after_the_draft_is_refused_with_the_reason(make_stud
 
 
 def test_reminders_are_e_mailed_with_what_each_expert_still_has_to_give(
-    make_study, cast, django_capture_on_commit_callbacks
+    make_study, cast, django_capture_on_commit_callbacks, eager_celery
 ) -> None:
     built = make_study(Phase.ASSESSMENT)
     User.objects.filter(username="bob").update(email="bob@example.org")
@@ -814,7 +814,8 @@ def test_reminders_are_e_mailed_with_what_each_expert_still_has_to_give(
     # Sent by the notifications' task once the request's change commits, never in the request.
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(
-            f"/studies/{built.study.pk}/experts/remind/", {"experts": ["bob", "carol"], "note": "Before Friday, please."}
+            f"/studies/{built.study.pk}/experts/remind/",
+            {"experts": ["bob", "carol"], "note": "Before Friday, please."},
         )
         assert mail.outbox == []
     assert response.status_code == 200
@@ -831,7 +832,7 @@ def test_reminders_are_e_mailed_with_what_each_expert_still_has_to_give(
 
 
 def test_a_reminder_the_mail_server_refuses_is_reported(
-    make_study, cast, monkeypatch, django_capture_on_commit_callbacks
+    make_study, cast, monkeypatch, django_capture_on_commit_callbacks, eager_celery
 ) -> None:
     built = make_study(Phase.VOTING)
     User.objects.filter(username__in=["bob", "carol"]).update(email="someone@example.org")

@@ -11,7 +11,7 @@ from django.core.mail import EmailMessage
 from django.test import Client
 
 from tests.pages.test_designer import body, client_for, form_errors, new_link
-from workspace import reminders, services
+from workspace import services
 from workspace.models import EmailConfirmation, Membership, Phase
 
 User = get_user_model()
@@ -213,7 +213,7 @@ def refusing(address: str):
 
 
 def test_a_reminder_names_whom_it_could_not_reach_and_why(
-    make_study, cast, monkeypatch, django_capture_on_commit_callbacks
+    make_study, cast, monkeypatch, django_capture_on_commit_callbacks, eager_celery
 ) -> None:
     built = make_study(Phase.VOTING, experts=("bob", "carol", "charlie"))
     User.objects.filter(username="bob").update(email="bob@example.org")
@@ -238,7 +238,9 @@ def test_a_reminder_names_whom_it_could_not_reach_and_why(
     assert "<strong>not reached</strong>, the mail server refused the message (mailbox unavailable)" in page
 
 
-def test_an_expert_who_joined_with_an_address_is_reached(make_study, cast, django_capture_on_commit_callbacks) -> None:
+def test_an_expert_who_joined_with_an_address_is_reached(
+    make_study, cast, django_capture_on_commit_callbacks, eager_celery
+) -> None:
     built = make_study(Phase.DRAFT, experts=())
     path = new_link(client_for(cast.alice), built.study)
     join(path, email="dana@example.org")
@@ -252,7 +254,7 @@ def test_an_expert_who_joined_with_an_address_is_reached(make_study, cast, djang
 
 
 def test_the_experts_page_keeps_each_experts_last_reminder(
-    make_study, cast, monkeypatch, django_capture_on_commit_callbacks
+    make_study, cast, monkeypatch, django_capture_on_commit_callbacks, eager_celery
 ) -> None:
     built = make_study(Phase.VOTING, experts=("bob", "carol", "charlie"))
     User.objects.filter(username="bob").update(email="bob@example.org")
