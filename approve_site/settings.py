@@ -837,6 +837,8 @@ if (
         "need NOTIFICATIONS_MAIL_MAX_RETRIES >= 0, NOTIFICATIONS_MAIL_RETRY_SECONDS > 0 "
         "and 0 <= NOTIFICATIONS_DIGEST_HOUR < 24"
     )
+from typing import cast as _cast  # noqa: E402  (kept in this block)
+
 from celery.schedules import crontab  # noqa: E402  (kept in this block)
 
 CELERY_BEAT_SCHEDULE["notifications-daily-digest"] = {
@@ -844,11 +846,13 @@ CELERY_BEAT_SCHEDULE["notifications-daily-digest"] = {
     "schedule": crontab(minute=0, hour=NOTIFICATIONS_DIGEST_HOUR),
 }
 # The API's notifications endpoints (notifications/api/) under their own tag.
-SPECTACULAR_SETTINGS["TAGS"].append(
+_cast(list, SPECTACULAR_SETTINGS["TAGS"]).append(
     {"name": "notifications", "description": "Your notifications (in the app) and your e-mail preferences."}
 )
 # The header's unread count (one query per page, only for a signed-in user).
-TEMPLATES[0]["OPTIONS"]["context_processors"].append("notifications.context_processors.unread_notifications")
+_cast(dict, TEMPLATES[0]["OPTIONS"])["context_processors"].append(
+    "notifications.context_processors.unread_notifications"
+)
 
 # --- Webhooks (webhooks/) ----------------------------------------------------------
 # (issue 32, item 5)

@@ -132,7 +132,7 @@ def expert_excluded(event: Event, study: Study) -> list[Draft]:
 
 def run_finished(event: Event, study: Study) -> list[Draft]:
     """The study's designers."""
-    run = Run.objects.filter(pk=event.data.get("run_id"), study=study).first()
+    run = Run.objects.filter(pk=event.data["run_id"], study=study).first()
     if run is None:
         return []
     if run.status == Run.Status.SUCCEEDED:
@@ -144,7 +144,7 @@ def run_finished(event: Event, study: Study) -> list[Draft]:
 
 def analysis_finished(event: Event, study: Study) -> list[Draft]:
     """The study's designers."""
-    analysis = Analysis.objects.filter(pk=event.data.get("analysis_id"), run__study=study).select_related("run").first()
+    analysis = Analysis.objects.filter(pk=event.data["analysis_id"], run__study=study).select_related("run").first()
     if analysis is None:
         return []
     what = f"The robustness analysis “{analysis.get_kind_display()}” of run {analysis.run.number} of {_title(study)}"

@@ -83,7 +83,9 @@ def unsubscribe_read(*, token: str) -> tuple[User, str] | None:
         return None
     if not isinstance(value, dict) or value.get("k") not in (*KINDS, ALL_KINDS):
         return None
-    user = User.objects.filter(pk=value.get("u"), is_active=True).first()
+    if not isinstance(value.get("u"), int):
+        return None
+    user = User.objects.filter(pk=value["u"], is_active=True).first()
     return (user, value["k"]) if user else None
 
 

@@ -11,6 +11,7 @@ and the ``allows`` template filter), and the API calls the services.
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Count
@@ -256,7 +257,8 @@ def study_reopen_assessment(*, study: Study) -> Study:
 def _move(study: Study, phase: str) -> Study:
     was, study.phase = study.phase, phase
     study.save(update_fields=["phase", "updated_at"])
-    event_publish("phase.changed", study_id=study.pk, **{"from": was, "to": phase})
+    changed: dict[str, Any] = {"from": was, "to": phase}  # "from" is a Python keyword
+    event_publish("phase.changed", study_id=study.pk, **changed)
     return study
 
 
