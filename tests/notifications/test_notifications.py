@@ -377,3 +377,76 @@ def test_unsubscribing_from_all_stops_what_is_waiting(make_study, cast, after_co
     assert NotificationPreference.objects.get(user=cast.bob).email_off == list(notification_services.KINDS)
     digests_send.apply()
     assert len(mail.outbox) == (0 if digest else 1)
+
+
+# --- the worker's retries, an invitation addressed to an e-mail address ----------------------------
+
+
+def test_under_a_worker_a_refused_mail_is_retried_later_with_growing_waits(cast, monkeypatch, settings) -> None:
+    from celery.exceptions import Retry
+
+    from notifications.tasks import notification_mail_send
+
+    cast.bob.email = "bob@example.org"
+    cast.bob.save()
+    notification = Notification.objects.create(
+        recipient=cast.bob, kind="run.failed", text="x", link="/", mail=Notification.Mail.PENDING
+    )
+
+    def refuse(self, *args, **kwargs):
+        raise smtplib.SMTPServerDisconnected("gone")
+
+    monkeypatch.setattr("django.core.mail.EmailMessage.send", refuse)
+    waits = []
+
+    def retry(exc=None, countdown=None, **kwargs):
+        waits.append(countdown)
+        return Retry(exc=exc, when=countdown)
+
+    monkeypatch.setattr(notification_mail_send, "retry", retry)
+    for retries in range(settings.NOTIFICATIONS_MAIL_MAX_RETRIES):
+        notification_mail_send.push_request(retries=retries, is_eager=False)
+        try:
+            with pytest.raises(Retry):
+                notification_mail_send.run(notification_id=notification.pk)
+        finally:
+            notification_mail_send.pop_request()
+    assert waits == [60, 120, 240, 480, 960]
+    notification.refresh_from_db()
+    assert notification.mail == Notification.Mail.PENDING  # still to be tried
+    notification_mail_send.push_request(retries=settings.NOTIFICATIONS_MAIL_MAX_RETRIES, is_eager=False)
+    try:
+        assert notification_mail_send.run(notification_id=notification.pk) == "failed"
+    finally:
+        notification_mail_send.pop_request()
+    notification.refresh_from_db()
+    assert notification.mail == Notification.Mail.FAILED and notification.mail_error == "gone"
+
+
+def test_an_invitation_addressed_to_an_email_address_mails_its_link(make_study, cast, monkeypatch, after_commit):
+    """Invitation.email comes with single sign-on; an invitation with one is
+    mailed the link (its key travels only in the task's message)."""
+    from notifications import selectors as notification_selectors
+
+    built = make_study(Phase.DRAFT)
+    with after_commit():
+        link, key = invitations.invitation_create(study=built.study, created_by=cast.alice)
+    link.email = "newcomer@example.org"
+    monkeypatch.setattr(notification_selectors, "pending_invitation", lambda pk: link if pk == link.pk else None)
+    from notifications.tasks import event_notify
+
+    with after_commit():
+        event_notify.apply(
+            kwargs={
+                "kind": "invitation.created",
+                "study_id": built.study.pk,
+                "actor_id": cast.alice.pk,
+                "data": {"invitation_id": link.pk, "username": None, "email": "newcomer@example.org", "key": key},
+                "at": "2026-12-02T00:00:00+00:00",
+            }
+        )
+    (message,) = mail.outbox
+    plain, html = parts(message)
+    assert message.to == ["newcomer@example.org"] and message.subject == "Invitation to Choosing a classifier"
+    assert f"{SITE}/invitations/{key}/" in plain and f'href="{SITE}/invitations/{key}/"' in html
+    assert not Notification.objects.exists()  # no account to list it for
