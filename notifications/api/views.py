@@ -38,7 +38,12 @@ class NotificationListView(PaginatedListMixin, APIView):
 class NotificationsReadView(APIView):
     schema_tag = "notifications"
 
-    @extend_schema(summary="Mark your notifications read", request=s.MarkReadSerializer, responses=s.MarkedSerializer)
+    @extend_schema(
+        summary="Mark your notifications read",
+        operation_id="v1_notifications_read_many",
+        request=s.MarkReadSerializer,
+        responses=s.MarkedSerializer,
+    )
     def post(self, request: Request) -> Response:
         """Mark the notifications ``ids`` read, or every unread one without
         ``ids``; ids that are not yours are ignored."""
@@ -52,7 +57,12 @@ class NotificationsReadView(APIView):
 class NotificationReadView(APIView):
     schema_tag = "notifications"
 
-    @extend_schema(summary="Mark one of your notifications read", request=None, responses=s.NotificationSerializer)
+    @extend_schema(
+        summary="Mark one of your notifications read",
+        operation_id="v1_notifications_read_one",
+        request=None,
+        responses=s.NotificationSerializer,
+    )
     def post(self, request: Request, pk: int) -> Response:
         """Mark it read (404 for a notification that is not yours)."""
         user = signed_in(request)

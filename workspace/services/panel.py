@@ -5,8 +5,10 @@ until the study closes (docs/method.md, "Absent experts").
 An absent expert keeps their membership and their inputs, which no run, no
 revision round and no close check uses: the method runs without their row
 and column of V (each other expert's peer weights shared out in proportion
-over the rest, ``engine.core.peer_weights_kept``). They are told by e-mail
-(when they have an address) and by their study home.
+over the rest, ``engine.core.peer_weights_kept``). They are told by their
+study home and, for an exclusion or abstention, by the notifications app
+(event ``expert.excluded``: in the app, and by e-mail as they choose); a
+re-admission is e-mailed directly (when they have an address).
 """
 
 import logging
@@ -81,8 +83,8 @@ def expert_absence_set(
     """Exclude ``expert`` (``absence="excluded"``) or mark them abstaining,
     with a ``reason`` the history, the expert and the close confirmation
     read; allowed in voting and assessment. Changing an absent expert's kind
-    or reason is allowed too. ``tell``: e-mail the expert (a bundle's import
-    replays an earlier decision and does not)."""
+    or reason is allowed too. ``tell``: publish ``expert.excluded`` so the
+    expert is told (a bundle's import replays an earlier decision and does not)."""
     study = locked(study)
     require_role(study=study, user=acting, role=Membership.Role.DESIGNER, action="exclude an expert")
     require_phase(study, Action.EXCLUDE_EXPERT)
