@@ -430,7 +430,9 @@ def test_every_admin_of_a_model_a_snapshot_reads_bumps_the_version():
     # The history's records and the deleted studies (issue 22) are read-only there.
     history = {name for name in registered if name.startswith("Historical")} | {"StudyDeletion"}
     assert all(not registered[name].has_change_permission(None) for name in history)
-    assert set(registered) - read - history == {"ApiToken", "Group", "Run", "PredictionSet"}
+    # The notifications and their preferences (issue 32) hold none either.
+    notifications = {"Notification", "NotificationPreference"}
+    assert set(registered) - read - history == {"ApiToken", "Group", "Run", "PredictionSet", *notifications}
 
 
 def test_admin_study_paths_lead_to_the_study(study):
