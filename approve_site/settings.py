@@ -849,7 +849,45 @@ if not 0 < TWO_FACTOR_FAILURE_LIMIT <= TWO_FACTOR_FAILURE_ADDRESS_LIMIT or TWO_F
 TWO_FACTOR_RECHECK_SECONDS = env_int("TWO_FACTOR_RECHECK_SECONDS", 60)
 
 # --- Notifications (notifications/) ------------------------------------------------
-# (issue 32, item 4)
+# (issue 32, item 4; docs/notifications.md)
+# The site's address as people open it, for the links in notification
+# e-mails (written by a worker, outside any request).
+NOTIFICATIONS_SITE_URL = os.environ.get("NOTIFICATIONS_SITE_URL", "http://localhost:8000")
+# A notification mail the server refuses is tried again this many times,
+# after NOTIFICATIONS_MAIL_RETRY_SECONDS, then twice, four times... as long
+# (at most an hour apart); then it is marked refused.
+NOTIFICATIONS_MAIL_MAX_RETRIES = env_int("NOTIFICATIONS_MAIL_MAX_RETRIES", 5)
+NOTIFICATIONS_MAIL_RETRY_SECONDS = env_int("NOTIFICATIONS_MAIL_RETRY_SECONDS", 60)
+# How long a mail's unsubscribe link works (seconds; a year by default).
+NOTIFICATIONS_UNSUBSCRIBE_MAX_AGE = env_int("NOTIFICATIONS_UNSUBSCRIBE_MAX_AGE", 365 * 24 * 3600)
+# The daily digest goes out at this hour (UTC) from `celery beat`
+# (or at once with `manage.py notifications_digest`).
+NOTIFICATIONS_DIGEST_HOUR = env_int("NOTIFICATIONS_DIGEST_HOUR", 7)
+if (
+    NOTIFICATIONS_MAIL_MAX_RETRIES < 0
+    or NOTIFICATIONS_MAIL_RETRY_SECONDS <= 0
+    or not 0 <= NOTIFICATIONS_DIGEST_HOUR < 24
+):
+    raise ImproperlyConfigured(
+        "need NOTIFICATIONS_MAIL_MAX_RETRIES >= 0, NOTIFICATIONS_MAIL_RETRY_SECONDS > 0 "
+        "and 0 <= NOTIFICATIONS_DIGEST_HOUR < 24"
+    )
+from typing import cast as _cast  # noqa: E402  (kept in this block)
+
+from celery.schedules import crontab  # noqa: E402  (kept in this block)
+
+CELERY_BEAT_SCHEDULE["notifications-daily-digest"] = {
+    "task": "notifications.tasks.digests_send",
+    "schedule": crontab(minute=0, hour=NOTIFICATIONS_DIGEST_HOUR),
+}
+# The API's notifications endpoints (notifications/api/) under their own tag.
+_cast(list, SPECTACULAR_SETTINGS["TAGS"]).append(
+    {"name": "notifications", "description": "Your notifications (in the app) and your e-mail preferences."}
+)
+# The header's unread count (one query per page, only for a signed-in user).
+_cast(dict, TEMPLATES[0]["OPTIONS"])["context_processors"].append(
+    "notifications.context_processors.unread_notifications"
+)
 
 # --- Webhooks (webhooks/) ----------------------------------------------------------
 # (issue 32, item 5)

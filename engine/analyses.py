@@ -35,6 +35,7 @@ from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
 
 from workspace.errors import InvalidInput, PhaseConflict, RateLimited, ServiceError
+from workspace.events import event_publish
 from workspace.models import Membership, Study
 from workspace.services.roles import require_role
 
@@ -308,10 +309,28 @@ def _renewer(chunk_id: int, attempt: int) -> Callable[[], bool]:
     return renew
 
 
-def _fail(analysis_id: int, error: str) -> None:
-    Analysis.objects.filter(pk=analysis_id, status__in=ACTIVE).update(
-        status=Analysis.Status.FAILED, error=error, finished_at=timezone.now()
+def _finished_publish(analysis_id: int) -> None:
+    """Tell the listeners (workspace.events) that the analysis finished,
+    with its status (succeeded or failed), kind and run."""
+    study_id, run_id, number, kind, status = Analysis.objects.values_list(
+        "run__study_id", "run_id", "run__number", "kind", "status"
+    ).get(pk=analysis_id)
+    event_publish(
+        "analysis.finished",
+        study_id=study_id,
+        analysis_id=analysis_id,
+        run_id=run_id,
+        run_number=number,
+        analysis_kind=kind,
+        status=status,
     )
+
+
+def _fail(analysis_id: int, error: str) -> None:
+    if Analysis.objects.filter(pk=analysis_id, status__in=ACTIVE).update(
+        status=Analysis.Status.FAILED, error=error, finished_at=timezone.now()
+    ):
+        _finished_publish(analysis_id)
 
 
 def chunk_execute(*, chunk_id: int) -> str:
@@ -357,9 +376,10 @@ def analysis_merge(*, analysis_id: int, inputs: RunInputs | None = None) -> str:
     merged = chosen.merge(counts)
     inputs = inputs or run_inputs(analysis.run_id)
     result = {"counts": merged, "summary": chosen.summary(inputs, analysis.spec, merged)}
-    Analysis.objects.filter(pk=analysis_id, status__in=ACTIVE).update(
+    if Analysis.objects.filter(pk=analysis_id, status__in=ACTIVE).update(
         status=Analysis.Status.SUCCEEDED, result=result, finished_at=timezone.now()
-    )
+    ):
+        _finished_publish(analysis_id)
     return Analysis.Status.SUCCEEDED
 
 

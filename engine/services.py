@@ -46,6 +46,7 @@ from kombu.exceptions import OperationalError as BrokerOperationalError
 
 from workspace import history
 from workspace.errors import PhaseConflict
+from workspace.events import event_publish
 from workspace.models import Membership, RevisionRound, Study
 from workspace.services.phases import Action, phase_allows
 from workspace.services.roles import require_role
@@ -367,6 +368,13 @@ def _held(run_id: int, attempt: int) -> QuerySet[Run]:
     return Run.objects.filter(pk=run_id, status=Run.Status.RUNNING, attempts=attempt)
 
 
+def _finished_publish(run_id: int) -> None:
+    """Tell the listeners (workspace.events) the run's outcome, once it is
+    stored: ``run.succeeded`` or ``run.failed``, with its id and number."""
+    study_id, number, status = Run.objects.values_list("study_id", "number", "status").get(pk=run_id)
+    event_publish(f"run.{status}", study_id=study_id, run_id=run_id, number=number, status=status)
+
+
 def _finish(run_id: int, attempt: int, **fields: Any) -> int:
     """Store the outcome only if this attempt still holds the run; a worker
     whose lease was taken over must not overwrite its successor."""
@@ -374,6 +382,7 @@ def _finish(run_id: int, attempt: int, **fields: Any) -> int:
         finished = _held(run_id, attempt).update(finished_at=timezone.now(), **fields)
         if finished:
             history.record_query(Run.objects.filter(pk=run_id), "~")
+            _finished_publish(run_id)
     return finished
 
 
@@ -526,6 +535,7 @@ def run_fail_timeout(*, run_id: int, seconds: float) -> None:
         )
         if failed:
             history.record_query(Run.objects.filter(pk=run_id), "~")
+            _finished_publish(run_id)
 
 
 def runs_recover_stale(*, now: datetime | None = None) -> list[int]:

@@ -7,3 +7,12 @@ class NotificationsConfig(AppConfig):
 
     name = "notifications"
     verbose_name = "Notifications"
+
+    def ready(self) -> None:
+        from workspace.events import event_listen
+        from workspace.extensions import mail_choices_register
+
+        from . import services, tasks
+
+        event_listen(tasks.event_enqueue)
+        mail_choices_register(services.mail_choices)

@@ -33,6 +33,7 @@ from evaluation import services as evaluation_services
 from workspace import history, limits
 from workspace import services as workspace_services
 from workspace.errors import InvalidInput, PhaseConflict, ServiceError
+from workspace.events import event_publish
 from workspace.models import Candidate, Measurement, Metric, Study
 from workspace.services import expect, locked, text
 
@@ -1158,4 +1159,13 @@ def mlflow_publish(*, run: Run, published_by: User | None, run_url: str) -> Mlfl
         "times": (previous.times + 1) if previous else 1,
     }
     publication, _ = MlflowPublication.objects.update_or_create(run=run, defaults=values)
+    event_publish(
+        "decision.recorded",
+        study_id=study.pk,
+        actor_id=published_by.pk if published_by else None,
+        run_id=run.pk,
+        number=run.number,
+        experiment_name=experiment_name,
+        times=publication.times,
+    )
     return publication

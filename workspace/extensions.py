@@ -316,3 +316,34 @@ TOKEN_SECOND_FACTORS: list[_TokenSecondFactor] = []
 def token_second_factor_register(check: _TokenSecondFactor) -> None:
     """Run ``check`` before the token endpoint makes a token."""
     TOKEN_SECOND_FACTORS.append(check)
+
+
+# --- how the apps above e-mail a person (notifications: their preferences) ---------
+
+
+class _MailChoices(Protocol):
+    def __call__(self, *, kind: str, user_ids: list[int]) -> dict[int, str]: ...
+
+
+# Each provider answers, for an event kind (a key of ``events.EVENT_KINDS``)
+# and users, how each who is not e-mailed at once gets it: ``MAIL_DIGEST``
+# (in their daily digest) or ``MAIL_OFF`` (they turned those e-mails off);
+# users left out are e-mailed at once. The reminders' report reads it.
+MAIL_DIGEST, MAIL_OFF = "digest", "off"
+MAIL_CHOICES: list[_MailChoices] = []
+
+
+def mail_choices_register(provider: _MailChoices) -> None:
+    """Let ``provider`` say how people get the e-mails of each kind."""
+    if provider in MAIL_CHOICES:
+        raise ImproperlyConfigured(f"{provider!r} already says how people get their e-mails.")
+    MAIL_CHOICES.append(provider)
+
+
+def mail_choices(*, kind: str, user_ids: list[int]) -> dict[int, str]:
+    """``{user id: MAIL_DIGEST or MAIL_OFF}`` for those of ``user_ids`` not
+    e-mailed at once about ``kind``."""
+    chosen: dict[int, str] = {}
+    for provider in MAIL_CHOICES:
+        chosen.update(provider(kind=kind, user_ids=user_ids))
+    return chosen

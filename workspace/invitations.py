@@ -39,6 +39,7 @@ from django.utils import timezone
 
 from . import history, selectors, services
 from .errors import InvalidInput, PhaseConflict
+from .events import event_publish
 from .extensions import EXPERT_INPUTS
 from .models import Invitation, Membership, Study
 from .services import _checks
@@ -74,7 +75,9 @@ def invitation_create(
     services.require_phase(study, services.Action.INVITE_EXPERT)
     if username is None:
         key = secrets.token_urlsafe(24)
-        return Invitation.objects.create(study=study, digest=_digest(key), created_by=cast(AuthUser, created_by)), key
+        link = Invitation.objects.create(study=study, digest=_digest(key), created_by=cast(AuthUser, created_by))
+        _created_publish(link, key)
+        return link, key
     username = username_clean(username=username)
     # Both checks look at this study only, whether or not the account exists.
     if Membership.objects.filter(study=study, role=EXPERT, user__username=username).exists():
@@ -85,7 +88,27 @@ def invitation_create(
         .exists()
     ):
         raise InvalidInput({"username": f"{username} is already invited to this study"})
-    return Invitation.objects.create(study=study, username=username, created_by=cast(AuthUser, created_by)), None
+    invitation = Invitation.objects.create(study=study, username=username, created_by=cast(AuthUser, created_by))
+    _created_publish(invitation, None)
+    return invitation, None
+
+
+def _created_publish(invitation: Invitation, key: str | None) -> None:
+    """Publish ``invitation.created``: the username invited, or for a link
+    addressed to an e-mail address (``Invitation.email``, where single
+    sign-on adds it) the address and the link's ``key``, which only the
+    mail to that address carries (a plain link invitation is told to
+    nobody: the designer hands its key over)."""
+    email = getattr(invitation, "email", None) or None
+    event_publish(
+        "invitation.created",
+        study_id=invitation.study_id,
+        actor_id=invitation.created_by_id,
+        invitation_id=invitation.pk,
+        username=invitation.username,
+        email=email,
+        **({"key": key} if email and key else {}),
+    )
 
 
 @transaction.atomic

@@ -1,18 +1,20 @@
 """Reminders: the designer e-mails experts the study's link and what each
-still has to do. Sent through Django's e-mail framework (``EMAIL_URL`` in
-the settings: the console by default, SMTP in production)."""
+still has to do. The request decides whom the reminder can reach and
+publishes ``reminder.sent`` (workspace.events); the notifications app writes
+and sends each mail by a Celery task, outside the request, through Django's
+e-mail framework (``EMAIL_URL`` in the settings: the console by default,
+SMTP in production). A mail the server refuses for good is noted on the
+expert's membership (``reminder_unreached_set``): the experts page says it."""
 
 import logging
-import smtplib
 from dataclasses import dataclass, field
 
-from django.conf import settings
-from django.core.mail import send_mail
 from django.utils import timezone
 
 from . import history, selectors, services
+from .events import event_publish
+from .extensions import MAIL_DIGEST, MAIL_OFF, mail_choices
 from .models import Membership, Phase, Study
-from .services._checks import subject_line
 
 logger = logging.getLogger(__name__)
 
@@ -23,22 +25,28 @@ _WHAT_NOW: dict[str, str] = {
     Phase.CLOSED: "The assessment is closed; the designer validates the candidates.",
 }
 
+#: Why a reminder did not reach an expert who turned reminder e-mails off.
+TURNED_OFF = "they turned reminder e-mails off"
+
 
 @dataclass
 class ReminderReport:
-    """Who got a reminder (``sent``: (username, address)), who has no
-    e-mail address, and whose message the mail server refused."""
+    """Whom a reminder is being e-mailed to (``sent``: (username, address),
+    sent by a task outside the request), who gets it in their daily digest,
+    who has no e-mail address and who turned reminder e-mails off. Every
+    one of them also finds it in their notifications."""
 
     sent: list[tuple[str, str]] = field(default_factory=list)
+    digest: list[str] = field(default_factory=list)
     no_address: list[str] = field(default_factory=list)
-    failed: list[tuple[str, str]] = field(default_factory=list)
+    turned_off: list[str] = field(default_factory=list)
 
     @property
     def unreached(self) -> list[tuple[str, str]]:
-        """Whom the reminder did not reach and why, in the order chosen:
-        ``("clinician", "no e-mail address")``."""
+        """Whom the reminder's e-mail does not reach and why, in the order
+        chosen: ``("clinician", "no e-mail address")``."""
         return [(name, "no e-mail address") for name in self.no_address] + [
-            (name, f"the mail server refused the message ({error})") for name, error in self.failed
+            (name, TURNED_OFF) for name in self.turned_off
         ]
 
 
@@ -59,36 +67,69 @@ def _body(
     return "\n".join(lines)
 
 
-def reminders_send(*, study: Study, experts: list[Membership], link: str, note: str = "") -> ReminderReport:
-    """E-mail each of ``experts`` (memberships with their users) a reminder
-    with ``link`` (the study's home) and, during the assessment, what they
-    still have to give and the notes on what they gave, each naming its step
-    ("Your priorities have a consistency ratio of 0.29 (at most 0.10):
-    please revise them"). Each membership keeps when it was last reminded
-    and whether that reached them (the experts page shows it); the report
-    says what was sent."""
+def reminder_bodies(*, study: Study, experts: list[Membership], link: str, note: str) -> dict[int, str]:
+    """The reminder's text for each of ``experts`` (``{membership id:
+    text}``): the study's ``link``, during the assessment what each still
+    has to give and the notes on what they gave, and the designer's
+    ``note``. Read when the mail is written, so it says what is missing
+    then."""
     assessment = services.phase_allows(study, services.Action.PRIORITISE)  # inputs are being given
     missing = selectors.missing_input_list(study=study) if assessment else {}
     notes = selectors.input_note_list(study=study) if assessment else {}
+    return {
+        expert.pk: _body(
+            study,
+            expert.user.get_username(),
+            link,
+            missing.get(expert.user.get_username()),
+            notes.get(expert.user.get_username()),
+            note,
+        )
+        for expert in experts
+    }
+
+
+def reminders_send(*, study: Study, experts: list[Membership], link: str, note: str = "") -> ReminderReport:
+    """Remind each of ``experts`` (memberships with their users) of the
+    study, with ``link`` (the study's home) and ``note``: publishes
+    ``reminder.sent`` for the notifications app, which e-mails each of them
+    (``reminder_bodies``: during the assessment what they still have to
+    give and the notes on what they gave, each naming its step, "Your
+    priorities have a consistency ratio of 0.29 (at most 0.10): please
+    revise them"), by a task, as their preferences say. Each membership
+    keeps when it was last reminded and whether that reached them (the
+    experts page shows it); the report says to whom it is being sent."""
     report = ReminderReport()
     now = timezone.now()
+    chosen = mail_choices(kind="reminder.sent", user_ids=[expert.user_id for expert in experts])
     for expert in experts:
-        username = expert.user.get_username()
-        address = expert.user.email
+        username, address = expert.user.get_username(), expert.user.email
         expert.last_reminded_at, expert.last_reminder_unreached = now, ""
         if not address:
             report.no_address.append(username)
             expert.last_reminder_unreached = "no e-mail address"
-            continue
-        body = _body(study, username, link, missing.get(username), notes.get(username), note)
-        try:
-            send_mail(subject_line(f"Reminder: {study.title}"), body, settings.DEFAULT_FROM_EMAIL, [address])
-        except (smtplib.SMTPException, OSError) as error:
-            logger.warning("reminder to %s not sent: %s", address, error)
-            reason = str(error) or type(error).__name__
-            report.failed.append((username, reason))
-            expert.last_reminder_unreached = f"the mail server refused the message ({reason})"[:300]
+        elif chosen.get(expert.user_id) == MAIL_OFF:
+            report.turned_off.append(username)
+            expert.last_reminder_unreached = TURNED_OFF
+        elif chosen.get(expert.user_id) == MAIL_DIGEST:
+            report.digest.append(username)
         else:
             report.sent.append((username, address))
     history.bulk_update(Membership, experts, ["last_reminded_at", "last_reminder_unreached"])
+    if experts:
+        event_publish(
+            "reminder.sent",
+            study_id=study.pk,
+            actor_id=study.designer_id,
+            membership_ids=[expert.pk for expert in experts],
+            link=link,
+            note=note,
+        )
     return report
+
+
+def reminder_unreached_set(*, membership_id: int, reason: str) -> None:
+    """Note on the membership that the mail server refused its last
+    reminder for good (the experts page shows ``reason``)."""
+    words = f"the mail server refused the message ({reason})"[:300]
+    Membership.objects.filter(pk=membership_id).update(last_reminder_unreached=words)

@@ -112,14 +112,17 @@ def test_the_close_confirmation_lists_the_inconsistent_expert_but_closing_is_all
     assert built.study.phase == Phase.CLOSED
 
 
-def test_a_reminder_asks_the_inconsistent_expert_to_revise(inconsistent_bob, cast):
+def test_a_reminder_asks_the_inconsistent_expert_to_revise(
+    inconsistent_bob, cast, django_capture_on_commit_callbacks, eager_celery
+):
     built = inconsistent_bob
     experts = body(login(cast.alice).get(f"/studies/{built.study.pk}/experts/"))
     assert f"To review: judgments inconsistent, consistency ratio of {CYCLE_CR:.2f} (at most 0.10)" in experts
     assert experts.count("To review:") == 1
     cast.bob.email, cast.carol.email = "bob@example.org", "carol@example.org"
     cast.bob.save(), cast.carol.save()
-    login(cast.alice).post(f"/studies/{built.study.pk}/experts/remind/", {"experts": ["bob", "carol"], "note": ""})
+    with django_capture_on_commit_callbacks(execute=True):  # the mails are sent by a task after the commit
+        login(cast.alice).post(f"/studies/{built.study.pk}/experts/remind/", {"experts": ["bob", "carol"], "note": ""})
     bodies = {message.to[0]: message.body for message in mail.outbox}
     assert (
         f"Your priorities have a consistency ratio of {CYCLE_CR:.2f} (at most 0.10): please revise them."

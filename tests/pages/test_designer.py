@@ -805,16 +805,22 @@ def test_removing_an_expert_after_the_draft_is_refused_with_the_reason(make_stud
 # --- reminders ------------------------------------------------------------------------------------------
 
 
-def test_reminders_are_e_mailed_with_what_each_expert_still_has_to_give(make_study, cast) -> None:
+def test_reminders_are_e_mailed_with_what_each_expert_still_has_to_give(
+    make_study, cast, django_capture_on_commit_callbacks, eager_celery
+) -> None:
     built = make_study(Phase.ASSESSMENT)
     User.objects.filter(username="bob").update(email="bob@example.org")
     client = client_for(cast.alice)
-    response = client.post(
-        f"/studies/{built.study.pk}/experts/remind/", {"experts": ["bob", "carol"], "note": "Before Friday, please."}
-    )
+    # Sent by the notifications' task once the request's change commits, never in the request.
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            f"/studies/{built.study.pk}/experts/remind/",
+            {"experts": ["bob", "carol"], "note": "Before Friday, please."},
+        )
+        assert mail.outbox == []
     assert response.status_code == 200
     report = body(response)
-    assert "Reminder sent by e-mail to bob (bob@example.org)." in report
+    assert "Reminder being e-mailed to bob (bob@example.org)." in report
     assert response.context["sent"].unreached == [("carol", "no e-mail address")]
     assert "<li><strong>carol</strong>: no e-mail address</li>" in report
     assert len(mail.outbox) == 1
@@ -825,16 +831,22 @@ def test_reminders_are_e_mailed_with_what_each_expert_still_has_to_give(make_stu
     assert "Before Friday, please." in message.body
 
 
-def test_a_reminder_the_mail_server_refuses_is_reported(make_study, cast, monkeypatch) -> None:
+def test_a_reminder_the_mail_server_refuses_is_reported(
+    make_study, cast, monkeypatch, django_capture_on_commit_callbacks, eager_celery
+) -> None:
     built = make_study(Phase.VOTING)
     User.objects.filter(username__in=["bob", "carol"]).update(email="someone@example.org")
 
     def refuse(*args, **kwargs) -> None:
         raise ConnectionRefusedError("connection refused")
 
-    monkeypatch.setattr("workspace.reminders.send_mail", refuse)
-    response = client_for(cast.alice).post(f"/studies/{built.study.pk}/experts/remind/", {"experts": ["bob"]})
-    assert "<li><strong>bob</strong>: the mail server refused the message (connection refused)</li>" in body(response)
+    monkeypatch.setattr("django.core.mail.EmailMessage.send", refuse)
+    client = client_for(cast.alice)
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(f"/studies/{built.study.pk}/experts/remind/", {"experts": ["bob"]})
+    # The task gave up after its tries: the experts page says it.
+    page = body(client.get(f"/studies/{built.study.pk}/experts/"))
+    assert "<strong>not reached</strong>, the mail server refused the message (connection refused)" in page
 
 
 def test_reminder_form_needs_an_expert(make_study, cast) -> None:
@@ -905,31 +917,32 @@ def assert_queries(django_assert_num_queries, client: Client, path: str, count: 
         assert client.get(path).status_code in (200, 410), path
 
 
-# Every page: the session and the user (2), the study and my roles in it (2),
+# Every page: the session and the user (2), the header's unread notifications (1,
+# notifications.context_processors), the study and my roles in it (2),
 # then its own reads, named below.
 PAGE_QUERIES = [
     # attributes, metrics with their attributes, candidates; for the designer, why
     # a candidate can't be removed (workspace.extensions.CANDIDATE_KEEPERS: one query)
-    ("designer", Phase.DRAFT, "setup/", 8),
-    ("expert", Phase.DRAFT, "setup/", 7),
+    ("designer", Phase.DRAFT, "setup/", 9),
+    ("expert", Phase.DRAFT, "setup/", 8),
     # candidates, metrics, measured values, where computed values came from, where imported ones did (MLflow)
-    ("designer", Phase.DRAFT, "measurements/", 9),
-    ("expert", Phase.CLOSED, "measurements/", 10),  # 9, and the elicited metrics' spreads once closed (issue 21)
+    ("designer", Phase.DRAFT, "measurements/", 10),
+    ("expert", Phase.CLOSED, "measurements/", 11),  # 9, and the elicited metrics' spreads once closed (issue 21)
     # members with their users, invitations with their people
-    ("designer", Phase.DRAFT, "experts/", 6),
+    ("designer", Phase.DRAFT, "experts/", 7),
     # ... and what each expert still has to give: experts with their
     # progress, the metrics needing a range, the ranges, the selected elicited metrics (issue 21),
     # the ranges to confirm (issue 31)
-    ("designer", Phase.ASSESSMENT, "experts/", 12),  # and the notes on inputs (issue 16: selectors.input_note_list)
+    ("designer", Phase.ASSESSMENT, "experts/", 13),  # and the notes on inputs (issue 16: selectors.input_note_list)
     # the expert; votes (2); priorities: prioritisations, weights, judgments,
     # local ones with their weights and judgments (6); ranges; peer weights
-    ("designer", Phase.CLOSED, "inputs/bob/", 13),
+    ("designer", Phase.CLOSED, "inputs/bob/", 14),
     # the item, and for a metric the attributes to choose from
-    ("designer", Phase.DRAFT, "setup/metrics/{metric}/", 6),
-    ("designer", Phase.DRAFT, "setup/candidates/{candidate}/", 5),
+    ("designer", Phase.DRAFT, "setup/metrics/{metric}/", 7),
+    ("designer", Phase.DRAFT, "setup/candidates/{candidate}/", 6),
     # the item, its measured values, and for an attribute its metrics
-    ("designer", Phase.DRAFT, "setup/attributes/{attribute}/remove/", 7),
-    ("designer", Phase.DRAFT, "experts/bob/remove/", 5),
+    ("designer", Phase.DRAFT, "setup/attributes/{attribute}/remove/", 8),
+    ("designer", Phase.DRAFT, "experts/bob/remove/", 6),
 ]
 
 
@@ -949,14 +962,15 @@ def test_queries_per_page_do_not_grow(make_study, cast, django_assert_num_querie
 def test_queries_of_the_new_study_and_invitation_pages(cast, make_study, django_assert_num_queries) -> None:
     built = make_study(Phase.DRAFT)
     client = client_for(cast.alice)
-    with django_assert_num_queries(3):  # the session, the user, the studies she designs (the templates)
+    # the session, the user, the header's unread notifications, the studies she designs (the templates)
+    with django_assert_num_queries(4):
         client.get("/studies/new/")
     path = new_link(client, built.study)
     with django_assert_num_queries(1):  # the invitation with its study and designer
         assert Client().get(path).status_code == 200
     charlie = client_for(cast.charlie)
-    # the session, the user, the invitation, whether the user is an expert already
-    with django_assert_num_queries(4):
+    # the session, the user, the header's unread notifications, the invitation, whether the user is an expert already
+    with django_assert_num_queries(5):
         assert charlie.get(path).status_code == 200
 
 

@@ -612,7 +612,8 @@ def grow(built):
     AcceptableRange.objects.create(expert=built.bob, metric=metrics[-1], least_acceptable=0.1, desired=0.9)
 
 
-# Every page: the session and its user (2), the study and my memberships in
+# Every page: the session and its user (2), the header's unread notifications
+# (1, notifications.context_processors), the study and my memberships in
 # it (2, study_for_member); the pages add the step indicator (1) and the
 # elicited metrics I answer, with my progress (1). In the assessment the
 # priorities, ranges and peer-weights pages look for an open revision round
@@ -621,17 +622,17 @@ def grow(built):
     ("phase", "step", "queries"),
     [
         # + the attributes and their metrics (2), my attribute and metric votes (2)
-        (Phase.VOTING, "votes", 6 + 4),
-        (Phase.ASSESSMENT, "votes", 6 + 4),  # the tallies are annotations of the same two queries
+        (Phase.VOTING, "votes", 7 + 4),
+        (Phase.ASSESSMENT, "votes", 7 + 4),  # the tallies are annotations of the same two queries
         # + selected attributes, selected metrics (2), my prioritisation with its weights and
         # judgments (3), my local prioritisations (1: there are none, so no weights or judgments)
-        (Phase.ASSESSMENT, "priorities", 6 + 6 + 1),
+        (Phase.ASSESSMENT, "priorities", 7 + 6 + 1),
         # + selected metrics, my ranges, the measurements of the selected metrics (3), the
         # elicited metrics whose values are my own (1; my answers only when there are some),
         # my ranges to confirm (1)
-        (Phase.ASSESSMENT, "ranges", 6 + 4 + 1 + 1),
+        (Phase.ASSESSMENT, "ranges", 7 + 4 + 1 + 1),
         # + the experts with their users, my peer weights (2)
-        (Phase.ASSESSMENT, "peer-weights", 6 + 2 + 1),
+        (Phase.ASSESSMENT, "peer-weights", 7 + 2 + 1),
     ],
 )
 def test_each_page_has_a_fixed_number_of_queries(

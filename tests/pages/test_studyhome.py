@@ -117,11 +117,11 @@ def test_dashboard_query_count_is_fixed(client, cast, make_study, django_assert_
     as_user(client, cast.bob)
 
     def count_queries():
-        # session, user, the studies (designer and setup counts as
+        # session, user, the header's unread notifications, the studies (designer and setup counts as
         # subqueries), my memberships with my progress, the experts of the
         # studies I design with theirs, the invitations addressed to me, the
         # selected elicited metrics of the studies in the assessment
-        with django_assert_num_queries(7):
+        with django_assert_num_queries(8):
             return client.get("/")
 
     first = count_queries()
@@ -336,11 +336,11 @@ def test_study_home_query_count_is_fixed(client, cast, make_study, django_assert
 
     def count_queries(user, rounds=1):
         as_user(client, user)
-        # session, user, the study with its designer, my memberships, the
+        # session, user, the header's unread notifications, the study with its designer, my memberships, the
         # attributes, the metrics, the candidate count, the experts with
         # their progress, the elicited metrics (their answers only when the
         # study has some); from the assessment on, the revision rounds
-        with django_assert_num_queries(9 + rounds):
+        with django_assert_num_queries(10 + rounds):
             return client.get(path)
 
     assert count_queries(cast.alice).status_code == 200
@@ -535,9 +535,9 @@ def test_runs_page_query_count_is_fixed(client, cast, make_study, django_assert_
     for runs in (1, 4):
         while Run.objects.count() < runs:
             launch(built, cast.alice)
-        # session, user, the study with its designer, my memberships, the
+        # session, user, the header's unread notifications, the study with its designer, my memberships, the
         # runs with who launched them
-        with django_assert_num_queries(5):
+        with django_assert_num_queries(6):
             response = client.get(path)
         assert len(response.context["runs"]) == runs
 

@@ -410,14 +410,17 @@ def test_subject_line_makes_one_line():
     assert len(long) == 150 and long.endswith("…")
 
 
-def test_a_reminder_for_an_old_title_with_a_line_break_is_sent_with_a_clean_subject(make_study, cast):
+def test_a_reminder_for_an_old_title_with_a_line_break_is_sent_with_a_clean_subject(
+    make_study, cast, django_capture_on_commit_callbacks, eager_celery
+):
     built = make_study(Phase.VOTING)
     # A title stored before titles were checked.
     Study.objects.filter(pk=built.study.pk).update(title="Trial\r\nBcc: evil@example.org")
     User.objects.filter(username="bob").update(email="bob@example.org")
     client = Client()
     client.force_login(cast.alice)
-    response = client.post(f"/studies/{built.study.pk}/experts/remind/", {"experts": ["bob"]})
+    with django_capture_on_commit_callbacks(execute=True):  # the notifications' task sends it after the commit
+        response = client.post(f"/studies/{built.study.pk}/experts/remind/", {"experts": ["bob"]})
     assert response.status_code == 200
     assert len(mail.outbox) == 1
     message = mail.outbox[0]

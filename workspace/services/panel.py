@@ -5,8 +5,10 @@ until the study closes (docs/method.md, "Absent experts").
 An absent expert keeps their membership and their inputs, which no run, no
 revision round and no close check uses: the method runs without their row
 and column of V (each other expert's peer weights shared out in proportion
-over the rest, ``engine.core.peer_weights_kept``). They are told by e-mail
-(when they have an address) and by their study home.
+over the rest, ``engine.core.peer_weights_kept``). They are told by their
+study home and, for an exclusion or abstention, by the notifications app
+(event ``expert.excluded``: in the app, and by e-mail as they choose); a
+re-admission is e-mailed directly (when they have an address).
 """
 
 import logging
@@ -19,6 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..errors import InvalidInput, PhaseConflict
+from ..events import event_publish
 from ..limits import ABSENCE_REASON_MAX_CHARS
 from ..models import Membership, Study
 from ._checks import locked, subject_line, text
@@ -80,8 +83,8 @@ def expert_absence_set(
     """Exclude ``expert`` (``absence="excluded"``) or mark them abstaining,
     with a ``reason`` the history, the expert and the close confirmation
     read; allowed in voting and assessment. Changing an absent expert's kind
-    or reason is allowed too. ``tell``: e-mail the expert (a bundle's import
-    replays an earlier decision and does not)."""
+    or reason is allowed too. ``tell``: publish ``expert.excluded`` so the
+    expert is told (a bundle's import replays an earlier decision and does not)."""
     study = locked(study)
     require_role(study=study, user=acting, role=Membership.Role.DESIGNER, action="exclude an expert")
     require_phase(study, Action.EXCLUDE_EXPERT)
@@ -94,13 +97,15 @@ def expert_absence_set(
     expert.absence, expert.absence_reason = kind, why
     expert.absent_since = expert.absent_since if was else timezone.now()
     expert.save(update_fields=["absence", "absence_reason", "absent_since"])
-    done = "marked you as abstaining in" if kind == Membership.Absence.ABSTAINING else "excluded you from"
-    if tell:
-        _tell(
-            expert,
-            study,
-            f"The designer has {done} this study: “{why}”. Your inputs are kept but no longer used; "
-            "you can still read the study.",
+    if tell:  # the notifications app tells the expert (in the app, and by e-mail per their preferences)
+        event_publish(
+            "expert.excluded",
+            study_id=study.pk,
+            actor_id=acting.pk,
+            membership_id=expert.pk,
+            user_id=expert.user_id,
+            absence=kind,
+            reason=why,
         )
     return expert
 

@@ -11,12 +11,14 @@ and the ``allows`` template filter), and the API calls the services.
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Count
 
 from .. import history
 from ..errors import InvalidInput, PhaseConflict
+from ..events import event_publish
 from ..models import Membership, Metric, Phase, QualityAttribute, RevisionRound, Study
 from ..selectors import expert_list, missing_input_list, unconfirmed_votes, vote_selection_get
 from ._checks import locked
@@ -253,8 +255,10 @@ def study_reopen_assessment(*, study: Study) -> Study:
 
 
 def _move(study: Study, phase: str) -> Study:
-    study.phase = phase
+    was, study.phase = study.phase, phase
     study.save(update_fields=["phase", "updated_at"])
+    changed: dict[str, Any] = {"from": was, "to": phase}  # "from" is a Python keyword
+    event_publish("phase.changed", study_id=study.pk, **changed)
     return study
 
 

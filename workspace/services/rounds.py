@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from .. import history
 from ..errors import InvalidInput, PhaseConflict
+from ..events import event_publish
 from ..limits import ROUND_MESSAGE_MAX_CHARS, ROUND_REASON_MAX_CHARS, ROUNDS_MAX
 from ..models import Membership, RevisionRound, RoundResponse, RoundStep, Study
 from ..selectors import round_feedback_frozen
@@ -57,9 +58,11 @@ def round_open(*, study: Study, by: User, message: str = "") -> RevisionRound:
     if current is not None:
         raise PhaseConflict(f"Round {current.number} is open: close it before opening another.", ROUND_ALREADY_OPEN)
     last = RevisionRound.objects.filter(study=study).aggregate(last=Max("number"))["last"] or 0
-    return RevisionRound.objects.create(
+    opened = RevisionRound.objects.create(
         study=study, number=last + 1, message=message, opened_by=by, feedback=round_feedback_frozen(study=study)
     )
+    event_publish("round.opened", study_id=study.pk, actor_id=by.pk, round_id=opened.pk, number=opened.number)
+    return opened
 
 
 @transaction.atomic
@@ -80,6 +83,7 @@ def round_close(*, study: Study, by: User) -> RevisionRound:
     current.closed_at = timezone.now()
     current.closed_by = by
     current.save(update_fields=["snapshot", "closed_at", "closed_by"])
+    event_publish("round.closed", study_id=study.pk, actor_id=by.pk, round_id=current.pk, number=current.number)
     return current
 
 

@@ -1,0 +1,178 @@
+"""Notification mails through a real SMTP server the test starts
+(aiosmtpd), read back as the server received them: Django's SMTP backend,
+the task that sends them, the headers and both parts.
+
+The first test sends through an eager task (no broker needed: it runs with
+the embedded defaults too); the second through a real Celery worker on
+Redis and PostgreSQL (.ci/run sets DATABASE_URL and REDIS_URL; skipped
+without them, for that stated reason)."""
+
+import email
+import email.policy
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import redis
+from aiosmtpd.controller import Controller
+from django.conf import settings
+from django.test import Client
+
+from approve_site.celery import app as celery_app
+from notifications import tasks
+from notifications.models import Notification, NotificationPreference
+from tests.redis_server import free_port
+from workspace import services
+from workspace.models import Phase
+
+ROOT = Path(__file__).resolve().parents[2]
+LAUNCHER = ROOT / "tests" / "engine" / "realstack_worker.py"
+SITE = "https://approve.example.org"
+
+pytestmark = pytest.mark.realstack
+
+
+class Inbox:
+    """aiosmtpd's handler: keeps each message received, as parsed."""
+
+    def __init__(self) -> None:
+        self.messages: list[tuple[list[str], email.message.EmailMessage]] = []
+
+    async def handle_DATA(self, server, session, envelope) -> str:  # noqa: N802 (aiosmtpd's name)
+        parsed = email.message_from_bytes(envelope.content, policy=email.policy.default)
+        self.messages.append((list(envelope.rcpt_tos), parsed))
+        return "250 Message accepted for delivery"
+
+    def wait(self, count: int, timeout: float, logs=lambda: "") -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.messages) < count and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(self.messages) >= count, f"{len(self.messages)} message(s) received; logs:\n{logs()}"
+
+
+@pytest.fixture
+def smtp_server():
+    inbox = Inbox()
+    controller = Controller(inbox, hostname="127.0.0.1", port=free_port())
+    controller.start()
+    yield SimpleNamespace(inbox=inbox, port=controller.port)
+    controller.stop()
+
+
+def check_message(recipients: list[str], message, study_pk: int) -> None:
+    assert recipients == ["bob@example.org"]
+    assert message["To"] == "bob@example.org" and message["Subject"] == "Choosing a classifier: a phase changed"
+    assert message.get_content_type() == "multipart/alternative"
+    plain = message.get_body(preferencelist=("plain",)).get_content()
+    html = message.get_body(preferencelist=("html",)).get_content()
+    sentence = "Voting opened in “Choosing a classifier”: please vote on the complementary attributes and the metrics."
+    assert sentence in plain and sentence in html
+    assert f"Open it: {SITE}/studies/{study_pk}/" in plain and f'href="{SITE}/studies/{study_pk}/"' in html
+    assert message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    unsubscribe = str(message["List-Unsubscribe"]).strip().strip("<>")
+    assert unsubscribe.startswith(f"{SITE}/notifications/unsubscribe/") and unsubscribe in plain
+    assert "carol" not in plain and "carol" not in html  # the other expert: neither name nor address
+    return unsubscribe
+
+
+def test_a_notification_mail_through_a_real_smtp_server(
+    make_study, cast, smtp_server, settings, django_capture_on_commit_callbacks
+) -> None:
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", smtp_server.port
+    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
+    settings.NOTIFICATIONS_SITE_URL = SITE
+    built = make_study(Phase.DRAFT)
+    cast.bob.email, cast.carol.email = "bob@example.org", "carol@example.org"
+    cast.bob.save(), cast.carol.save()
+    with django_capture_on_commit_callbacks(execute=True):
+        services.study_open_voting(study=built.study)
+    smtp_server.inbox.wait(2, timeout=10)
+    received = {tuple(rcpt): message for rcpt, message in smtp_server.inbox.messages}
+    unsubscribe = check_message(["bob@example.org"], received[("bob@example.org",)], built.study.pk)
+    assert Notification.objects.get(recipient=cast.bob).mail == Notification.Mail.SENT
+    # The header's one-click POST, as a mail client sends it, turns these off.
+    response = Client(enforce_csrf_checks=True).post(
+        unsubscribe.removeprefix(SITE), "List-Unsubscribe=One-Click", content_type="application/x-www-form-urlencoded"
+    )
+    assert response.status_code == 200
+    assert NotificationPreference.objects.get(user=cast.bob).email_off == ["phase.changed"]
+
+
+def test_a_smtp_server_that_is_down_leaves_the_notification_refused(make_study, cast, settings, after_commit) -> None:
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_TIMEOUT = "127.0.0.1", free_port(), 2
+    settings.NOTIFICATIONS_MAIL_MAX_RETRIES = 2
+    built = make_study(Phase.DRAFT)
+    cast.bob.email = "bob@example.org"
+    cast.bob.save()
+    with after_commit():
+        services.study_open_voting(study=built.study)  # the request's change stands
+    notification = Notification.objects.get(recipient=cast.bob)
+    assert notification.mail == Notification.Mail.FAILED and notification.mail_error
+
+
+def _database_url() -> str:
+    database = settings.DATABASES["default"]
+    password = f":{database['PASSWORD']}" if database["PASSWORD"] else ""
+    host, port = database["HOST"] or "127.0.0.1", database["PORT"] or 5432
+    return f"postgres://{database['USER']}{password}@{host}:{port}/{database['NAME']}"
+
+
+@pytest.mark.skipif(
+    not (settings.REDIS_URL and settings.DATABASES["default"]["ENGINE"].endswith("postgresql")),
+    reason="needs REDIS_URL and a PostgreSQL DATABASE_URL (as .ci/run sets): the worker shares them",
+)
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_sends_the_mail_through_smtp(make_study, cast, smtp_server, tmp_path, monkeypatch) -> None:
+    queue = f"approve-test-{uuid.uuid4().hex[:12]}"
+    log_path = tmp_path / "worker.log"
+    env = {
+        **os.environ,
+        "DATABASE_URL": _database_url(),
+        "REDIS_URL": settings.REDIS_URL,
+        "DJANGO_SETTINGS_MODULE": "approve_site.settings",
+        "APPROVE_TEST_QUEUE": queue,
+        "EMAIL_URL": f"smtp://127.0.0.1:{smtp_server.port}",
+        "NOTIFICATIONS_SITE_URL": SITE,
+    }
+    with open(log_path, "w") as log:
+        worker = subprocess.Popen(
+            [sys.executable, str(LAUNCHER), "worker", "--pool", "solo", "-n", f"{queue}@test", "--without-gossip",
+             "--without-mingle", "--without-heartbeat", "-l", "info", "-Q", queue],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    real_notify = tasks.event_notify
+
+    def send_to_the_test_queue(**kwargs):  # the listener's message, to the worker's private queue
+        with celery_app.connection_for_write(settings.REDIS_URL) as broker:
+            real_notify.apply_async(kwargs=kwargs, queue=queue, connection=broker)
+
+    monkeypatch.setattr(tasks, "event_notify", SimpleNamespace(delay=send_to_the_test_queue))
+    try:
+        deadline = time.monotonic() + 60
+        while " ready." not in log_path.read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        built = make_study(Phase.DRAFT)
+        type(cast.bob).objects.filter(username="bob").update(email="bob@example.org")
+        services.study_open_voting(study=built.study)  # committed: the listener enqueues at once
+        smtp_server.inbox.wait(1, timeout=60, logs=log_path.read_text)
+        ((recipients, message),) = smtp_server.inbox.messages
+        check_message(recipients, message, built.study.pk)
+        deadline = time.monotonic() + 10
+        while Notification.objects.get(recipient=cast.bob).mail != Notification.Mail.SENT:
+            assert time.monotonic() < deadline, log_path.read_text()
+            time.sleep(0.1)
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+        client = redis.Redis.from_url(settings.REDIS_URL)
+        client.delete(queue, f"_kombu.binding.{queue}")
