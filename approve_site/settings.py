@@ -19,10 +19,11 @@ memory cache, DEBUG on. A deployment sets:
 import os
 import ssl
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import ParseResult, SplitResult, parse_qs, unquote, urlparse, urlsplit, urlunsplit
 
 import dj_database_url
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 from redis.connection import parse_url as redis_parse_url
 
@@ -872,20 +873,16 @@ if (
         "need NOTIFICATIONS_MAIL_MAX_RETRIES >= 0, NOTIFICATIONS_MAIL_RETRY_SECONDS > 0 "
         "and 0 <= NOTIFICATIONS_DIGEST_HOUR < 24"
     )
-from typing import cast as _cast  # noqa: E402  (kept in this block)
-
-from celery.schedules import crontab  # noqa: E402  (kept in this block)
-
 CELERY_BEAT_SCHEDULE["notifications-daily-digest"] = {
     "task": "notifications.tasks.digests_send",
     "schedule": crontab(minute=0, hour=NOTIFICATIONS_DIGEST_HOUR),
 }
 # The API's notifications endpoints (notifications/api/) under their own tag.
-_cast(list, SPECTACULAR_SETTINGS["TAGS"]).append(
+cast(list, SPECTACULAR_SETTINGS["TAGS"]).append(
     {"name": "notifications", "description": "Your notifications (in the app) and your e-mail preferences."}
 )
 # The header's unread count (one query per page, only for a signed-in user).
-_cast(dict, TEMPLATES[0]["OPTIONS"])["context_processors"].append(
+cast(dict, TEMPLATES[0]["OPTIONS"])["context_processors"].append(
     "notifications.context_processors.unread_notifications"
 )
 
