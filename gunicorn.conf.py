@@ -97,6 +97,7 @@ def child_exit(server: Any, worker: Any) -> None:  # gunicorn's Arbiter and Work
 
         multiprocess.mark_process_dead(worker.pid)
 
+
 # The workers' heartbeat files: on a memory file system when there is one
 # (Docker's /dev/shm), as a disk-backed /tmp can stall them and get healthy
 # workers killed.

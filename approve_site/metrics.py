@@ -87,7 +87,7 @@ def request_observe(request: HttpRequest, status: int, seconds: float) -> None:
 # --- read at scrape time ---------------------------------------------------------------------
 
 
-def _histogram(name: str, documentation: str, rows: list[dict[str, Any]]) -> HistogramMetricFamily:
+def _histogram(name: str, documentation: str, rows: list[Any]) -> HistogramMetricFamily:
     family = HistogramMetricFamily(name, documentation, labels=["state"])
     for row in rows:
         seconds = row["sum"]
@@ -156,7 +156,9 @@ def _broker_families() -> Iterator[Metric]:
     yield up
     if "live" in workers:
         yield GaugeMetricFamily(
-            "approve_celery_workers_live", "Workers whose heartbeat is recent (as /health/ counts them)", workers["live"]
+            "approve_celery_workers_live",
+            "Workers whose heartbeat is recent (as /health/ counts them)",
+            workers["live"],
         )
         yield GaugeMetricFamily(
             "approve_celery_workers_database_unreachable",

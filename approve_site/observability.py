@@ -41,6 +41,7 @@ from celery.signals import (
 )
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from django.utils.log import log_response
 
 REQUEST_ID_HEADER = "X-Request-ID"
 # The Celery message header that carries it to the worker.
@@ -192,13 +193,18 @@ class RequestLogMiddleware:
         _study_learning_connect()
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        context = LogContext(request_id=request_id_from(request.headers.get(REQUEST_ID_HEADER)), request=request)
+        request_id = request_id_from(request.headers.get(REQUEST_ID_HEADER))
+        context = LogContext(request_id=request_id, request=request)
         token = _context.set(context)
         started = time.perf_counter()
         try:
             response = self.get_response(request)
             seconds = time.perf_counter() - started
-            response[REQUEST_ID_HEADER] = context.request_id
+            response[REQUEST_ID_HEADER] = request_id
+            if response.status_code >= 400 and not getattr(response, "_has_been_logged", False):
+                # Django writes this line after the last middleware, outside
+                # the request's context: written here, with its request id.
+                log_response("%s: %s", response.reason_phrase, request.path, response=response, request=request)
             _request_line(request, response, context, seconds)
             if settings.METRICS_TOKEN or settings.METRICS_ALLOWED_NETWORKS:
                 from approve_site import metrics
@@ -292,7 +298,8 @@ def _task_start(task_id: str | None = None, task: Any = None, **kwargs: object) 
     outer = _context.get()
     inherited = None
     if task is not None and task.request is not None:
-        inherited = task.request.get(TASK_HEADER)
+        # A worker's message headers are the request's own keys; apply()'s are under "headers".
+        inherited = task.request.get(TASK_HEADER) or (task.request.get("headers") or {}).get(TASK_HEADER)
     if not (isinstance(inherited, str) and _SANE_REQUEST_ID.fullmatch(inherited)):
         # Eager (in the request's own thread): the request's id; else none.
         inherited = outer.request_id if outer is not None else None
