@@ -137,7 +137,8 @@ def install_record_factory() -> None:
 
 # The attributes every LogRecord has; anything else on a record was given in
 # ``extra=`` (or by the factory above) and goes into the JSON object.
-_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
+# (Django's request lines add the request object itself: its path is in the message.)
+_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName", "request"}
 _FIRST = ("request_id", "user_id", "study_id")
 
 
@@ -204,7 +205,7 @@ class RequestLogMiddleware:
             if response.status_code >= 400 and not getattr(response, "_has_been_logged", False):
                 # Django writes this line after the last middleware, outside
                 # the request's context: written here, with its request id.
-                log_response("%s: %s", response.reason_phrase, request.path, response=response, request=request)
+                log_response("%s: %s", response.reason_phrase, logged_path(request), response=response, request=request)
             _request_line(request, response, context, seconds)
             if settings.METRICS_TOKEN or settings.METRICS_ALLOWED_NETWORKS:
                 from approve_site import metrics

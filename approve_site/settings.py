@@ -895,7 +895,9 @@ LOGGING = {
         # output; with a broker, Celery's lines and one line per task.
         "celery.app.trace": {"level": "INFO" if REDIS_URL else "WARNING"},
         "approve.task": {"level": "INFO" if REDIS_URL else "WARNING"},
-        # runserver's own line per request repeats approve.request's.
-        "django.server": {"level": "WARNING"},
+        # Django's loggers write through the one handler (and format), not
+        # their own; runserver's line per request repeats approve.request's.
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
+        "django.server": {"handlers": [], "level": "WARNING", "propagate": True},
     },
 }
