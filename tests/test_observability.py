@@ -611,3 +611,80 @@ def closed_run(make_study):
     run.refresh_from_db()
     assert run.status == Run.Status.SUCCEEDED
     return run
+
+
+def test_gunicorn_workers_log_json_and_add_up_their_metrics(tmp_path):
+    """gunicorn with gunicorn.conf.py, two worker processes: each request is one
+    JSON line with its id (no access log besides), and every scrape, whichever
+    worker answers it, counts the requests of both."""
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    folder = tmp_path / "metrics"
+    env = {
+        "LOG_FORMAT": "json",
+        "METRICS_TOKEN": TOKEN,
+        "PROMETHEUS_MULTIPROC_DIR": str(folder),
+        "GUNICORN_BIND": f"127.0.0.1:{port}",
+        "WEB_CONCURRENCY": "2",
+        "GUNICORN_THREADS": "1",
+    }
+    _python(
+        "import django; django.setup(); from django.core.management import call_command; "
+        "call_command('migrate', verbosity=0)",
+        tmp_path,
+    )
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("SENTRY_", "OTEL_", "PROMETHEUS_", "METRICS_", "DATABASE_URL", "REDIS_URL"))
+    }
+    log = open(tmp_path / "gunicorn.log", "w")  # noqa: SIM115 - gunicorn writes to it until stopped
+    gunicorn = subprocess.Popen(
+        [str(Path(sys.executable).with_name("gunicorn")), "--config", "gunicorn.conf.py", "approve_site.wsgi"],
+        cwd=ROOT,
+        env={**environment, "DATABASE_URL": f"sqlite:///{tmp_path}/db.sqlite3", **env},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+
+    def get(path, **headers):
+        request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers=headers)
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.headers, answer.read().decode()
+
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                get("/health/", **{"X-Request-ID": "warm-up"})
+                break
+            except OSError:
+                assert time.monotonic() < deadline, (tmp_path / "gunicorn.log").read_text()
+                time.sleep(0.5)
+        ids = [get("/health/")[0]["X-Request-ID"] for _ in range(12)]
+        totals = set()
+        for _ in range(6):
+            _, text = get("/metrics", Authorization=f"Bearer {TOKEN}")
+            totals.add(
+                sum(
+                    sample.value
+                    for family in text_string_to_metric_families(text)
+                    for sample in family.samples
+                    if sample.name == "approve_http_requests_total" and sample.labels["route"] == "health"
+                )
+            )
+    finally:
+        gunicorn.terminate()
+        gunicorn.wait(timeout=30)
+        log.close()
+    assert totals == {13.0}, (totals, (tmp_path / "gunicorn.log").read_text())
+    lines = (tmp_path / "gunicorn.log").read_text().splitlines()
+    parsed = [json.loads(line) for line in lines if line.strip()]  # every line is JSON
+    requests = [line for line in parsed if line["logger"] == "approve.request" and line["path"] == "/health/"]
+    assert sorted(line["request_id"] for line in requests) == sorted(["warm-up", *ids])
+    assert any(line["logger"] == "gunicorn.error" for line in parsed)
