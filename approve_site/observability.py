@@ -46,6 +46,8 @@ from django.utils.log import log_response
 REQUEST_ID_HEADER = "X-Request-ID"
 # The Celery message header that carries it to the worker.
 TASK_HEADER = "approve_request_id"
+# ... and the user's and the study's ids, when the request knew them.
+TASK_USER_HEADER, TASK_STUDY_HEADER = "approve_user_id", "approve_study_id"
 # An incoming id is kept when it is 1-128 of these characters (a UUID, a
 # proxy's hex id, a trace id); anything else (newlines, quotes, a kilobyte)
 # is replaced by a fresh one, so a client cannot forge log lines with it.
@@ -290,27 +292,35 @@ def _study_learning_connect() -> None:
 @before_task_publish.connect
 def _task_publish(headers: dict[str, Any] | None = None, **kwargs: object) -> None:
     context = _context.get()
-    if context is not None and context.request_id and headers is not None:
-        headers[TASK_HEADER] = context.request_id
+    if context is None or headers is None:
+        return
+    for name, value in (
+        (TASK_HEADER, context.request_id),
+        (TASK_USER_HEADER, context.current_user_id()),
+        (TASK_STUDY_HEADER, context.study_id),
+    ):
+        if value is not None:
+            headers[name] = value
 
 
 @task_prerun.connect
 def _task_start(task_id: str | None = None, task: Any = None, **kwargs: object) -> None:
     outer = _context.get()
-    inherited = None
+    context = LogContext(task_id=task_id, started=time.perf_counter())
+    if outer is not None:
+        # Eager (in the request's own thread), or a task run by a task: its context.
+        context.request_id, context.user_id, context.study_id = (
+            outer.request_id,
+            outer.current_user_id(),
+            outer.study_id,
+        )
     if task is not None and task.request is not None:
         # A worker's message headers are the request's own keys; apply()'s are under "headers".
-        inherited = task.request.get(TASK_HEADER) or (task.request.get("headers") or {}).get(TASK_HEADER)
-    if not (isinstance(inherited, str) and _SANE_REQUEST_ID.fullmatch(inherited)):
-        # Eager (in the request's own thread): the request's id; else none.
-        inherited = outer.request_id if outer is not None else None
-    context = LogContext(
-        request_id=inherited,
-        user_id=outer.current_user_id() if outer is not None else None,
-        study_id=outer.study_id if outer is not None else None,
-        task_id=task_id,
-        started=time.perf_counter(),
-    )
+        given = {**(task.request.get("headers") or {}), **vars(task.request)}
+        if isinstance(given.get(TASK_HEADER), str) and _SANE_REQUEST_ID.fullmatch(given[TASK_HEADER]):
+            context.request_id = given[TASK_HEADER]
+        context.user_id = _int_or_none(given.get(TASK_USER_HEADER)) or context.user_id
+        context.study_id = _int_or_none(given.get(TASK_STUDY_HEADER)) or context.study_id
     context.token = _context.set(context)
 
 

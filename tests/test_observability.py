@@ -173,13 +173,13 @@ def test_a_published_message_carries_the_request_id_in_its_headers(monkeypatch):
     from celery.signals import before_task_publish
 
     headers: dict = {}
-    context = observability.LogContext(request_id="published-42")
+    context = observability.LogContext(request_id="published-42", study_id=5)
     token = observability._context.set(context)
     try:
         before_task_publish.send(sender="engine.tasks.execute_run", body=(), headers=headers)
     finally:
         observability._context.reset(token)
-    assert headers == {observability.TASK_HEADER: "published-42"}
+    assert headers == {observability.TASK_HEADER: "published-42", observability.TASK_STUDY_HEADER: 5}
     # Outside a request nothing is added.
     outside: dict = {}
     before_task_publish.send(sender="engine.tasks.execute_run", body=(), headers=outside)
@@ -196,12 +196,21 @@ def test_a_worker_takes_the_request_id_from_the_message(caplog):
         return observability.current().request_id
 
     with caplog.at_level(logging.INFO):
-        result = echo.apply(headers={observability.TASK_HEADER: "from-the-message"})
-        hostile = echo.apply(headers={observability.TASK_HEADER: "bad\nid"})
+        result = echo.apply(
+            headers={
+                observability.TASK_HEADER: "from-the-message",
+                observability.TASK_USER_HEADER: 12,
+                observability.TASK_STUDY_HEADER: 34,
+            }
+        )
+        hostile = echo.apply(headers={observability.TASK_HEADER: "bad\nid", observability.TASK_USER_HEADER: "12"})
     assert result.get() == "from-the-message"
     assert hostile.get() is None  # not sane, not taken; no request around it
     inside = [record for record in caplog.records if record.name == "approve.test"]
-    assert [record.request_id for record in inside] == ["from-the-message", None]
+    assert [(record.request_id, record.user_id, record.study_id) for record in inside] == [
+        ("from-the-message", 12, 34),
+        (None, None, None),
+    ]
     assert all(record.task_id for record in inside)
 
 

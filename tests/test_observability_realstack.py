@@ -61,6 +61,7 @@ def test_a_worker_logs_the_task_with_the_id_of_the_request_that_launched_it(pool
     assert tasks, pool.logs()
     (task,) = [line for line in tasks if line["task"] == "engine.tasks.execute_run"]
     assert task["request_id"] == "realstack-launch-77" and task["state"] == "SUCCESS"
+    assert (task["user_id"], task["study_id"]) == (built.study.designer.pk, built.study.pk)
     assert task["duration_ms"] > 0 and task["task_id"]
     # Celery's own line for the task, written while it ran, carries it too.
     succeeded = [line for line in lines if line["logger"] == "celery.app.trace" and "succeeded" in line["message"]]
