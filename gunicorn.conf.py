@@ -14,11 +14,17 @@ up everyone else. The environment may change each setting:
   ``max_connections`` (100 by default) minus what the Celery workers use;
 - ``GUNICORN_TIMEOUT`` (default 30 s), ``GUNICORN_GRACEFUL_TIMEOUT`` (30 s);
 - ``GUNICORN_MAX_REQUESTS`` (default 1000, 0 to never recycle);
-- ``GUNICORN_BIND`` (default ``0.0.0.0:8000``).
+- ``GUNICORN_BIND`` (default ``0.0.0.0:8000``);
+- ``PROMETHEUS_MULTIPROC_DIR``: a folder (empty, writable, on a memory file
+  system ideally) where the workers keep their request metrics for /metrics
+  (prometheus-client's multiprocess mode; docs/architecture.md,
+  "Observability"): its files are removed at start, and a dead worker's
+  are marked so.
 """
 
 import multiprocessing
 import os
+from typing import Any
 
 
 def _env_int(name: str, default: int) -> int:
@@ -55,9 +61,42 @@ limit_request_line = 4094
 limit_request_fields = 100
 limit_request_field_size = 8190
 
-# Logs to the container's output.
-accesslog = "-"
+# Logs to the container's output. With JSON logs (LOG_FORMAT, by default
+# when DEBUG is off) the application writes one line per request itself
+# (approve_site.observability), with its request id: gunicorn's access line
+# would repeat it in another format, and its own lines are JSON too.
+_debug = os.environ.get("DEBUG", "true").strip().lower() in {"1", "true", "yes", "on", ""}
+_json_logs = (os.environ.get("LOG_FORMAT", "").strip().lower() or ("plain" if _debug else "json")) == "json"
+accesslog = None if _json_logs else "-"
 errorlog = "-"
+if _json_logs:
+    logconfig_dict = {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": {"()": "approve_site.observability.JsonFormatter"}},
+        "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"}},
+        "loggers": {"gunicorn.error": {"handlers": ["console"], "level": "INFO", "propagate": False}},
+    }
+
+_multiprocess_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
+
+
+def on_starting(server: Any) -> None:
+    """The metrics of a previous start would otherwise be added to this one's."""
+    if _multiprocess_dir:
+        os.makedirs(_multiprocess_dir, exist_ok=True)
+        for name in os.listdir(_multiprocess_dir):
+            if name.endswith(".db"):
+                os.remove(os.path.join(_multiprocess_dir, name))
+
+
+def child_exit(server: Any, worker: Any) -> None:  # gunicorn's Arbiter and Worker
+    """A worker that exits: its live gauges stop counting (prometheus-client)."""
+    if _multiprocess_dir:
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)
+
 
 # The workers' heartbeat files: on a memory file system when there is one
 # (Docker's /dev/shm), as a disk-backed /tmp can stall them and get healthy

@@ -890,14 +890,84 @@ cast(dict, TEMPLATES[0]["OPTIONS"])["context_processors"].append(
 # (issue 32, item 5)
 
 # --- Observability: logs, metrics, error reporting, tracing ------------------------
-# (issue 32, item 7)
+# (issue 32, item 7; approve_site/observability.py, approve_site/metrics.py,
+# docs/architecture.md "Observability")
+import ipaddress as _ipaddress  # noqa: E402  (kept in this block)
+
+from approve_site import observability as _observability  # noqa: E402
+
+# Log lines as one JSON object each ("json") or readable text ("plain"):
+# JSON by default with DEBUG off, plain with DEBUG on.
+LOG_FORMAT = os.environ.get("LOG_FORMAT", "").strip().lower() or ("plain" if DEBUG else "json")
+if LOG_FORMAT not in {"json", "plain"}:
+    raise ImproperlyConfigured(f"LOG_FORMAT must be json or plain, got {LOG_FORMAT!r}")
+# Every log record carries the request id, user id and study id of its request or task.
+_observability.install_record_factory()
+# First of all: the request id, one log line per request, the request metrics.
+MIDDLEWARE.insert(0, "approve_site.observability.RequestLogMiddleware")
+
+# /metrics is off (404) unless one of these is set. A scrape then sends
+# "Authorization: Bearer <METRICS_TOKEN>" (at least 32 characters) or comes
+# from an address in METRICS_ALLOWED_NETWORKS (comma-separated CIDRs, checked
+# against REMOTE_ADDR: behind a proxy that is the proxy's address).
+METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
+if METRICS_TOKEN and len(METRICS_TOKEN) < 32:
+    raise ImproperlyConfigured("METRICS_TOKEN must be at least 32 characters (secrets.token_urlsafe(32))")
+METRICS_ALLOWED_NETWORKS = env_list("METRICS_ALLOWED_NETWORKS")
+for _network in METRICS_ALLOWED_NETWORKS:
+    try:
+        _ipaddress.ip_network(_network, strict=True)
+    except ValueError as _error:
+        raise ImproperlyConfigured(f"METRICS_ALLOWED_NETWORKS: {_error}") from None
+# The Celery queues whose length /metrics reports (comma-separated).
+METRICS_CELERY_QUEUES = env_list("METRICS_CELERY_QUEUES", "celery")
+# gunicorn's workers share their request metrics through files in this folder
+# (prometheus-client's multiprocess mode; gunicorn.conf.py empties it at start).
+PROMETHEUS_MULTIPROC_DIR = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
+if not DEBUG:
+    # A scraper inside the network may speak plain HTTP (the token, if any,
+    # was already sent when a redirect would answer).
+    SECURE_REDIRECT_EXEMPT = [*SECURE_REDIRECT_EXEMPT, r"^metrics$"]
+
+# Sentry error reporting when SENTRY_DSN is set (sentry-sdk imported only
+# then); SENTRY_TRACES_SAMPLE_RATE the share of requests traced (0 to 1),
+# SENTRY_ENVIRONMENT the environment's name on each event.
+SENTRY_DSN = os.environ.get("SENTRY_DSN", "")
+SENTRY_ENVIRONMENT = os.environ.get("SENTRY_ENVIRONMENT", "")
+try:
+    SENTRY_TRACES_SAMPLE_RATE = float(os.environ.get("SENTRY_TRACES_SAMPLE_RATE") or 0)
+except ValueError:
+    raise ImproperlyConfigured("SENTRY_TRACES_SAMPLE_RATE must be a number from 0 to 1") from None
+if not 0 <= SENTRY_TRACES_SAMPLE_RATE <= 1:
+    raise ImproperlyConfigured("SENTRY_TRACES_SAMPLE_RATE must be a number from 0 to 1")
+if SENTRY_DSN:
+    _observability.sentry_setup(
+        dsn=SENTRY_DSN, environment=SENTRY_ENVIRONMENT, traces_sample_rate=SENTRY_TRACES_SAMPLE_RATE
+    )
+# OpenTelemetry traces over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set
+# (e.g. http://otel-collector:4318; the exporter reads the other
+# OTEL_EXPORTER_OTLP_* variables itself): set up by approve_site/wsgi.py and
+# asgi.py in the web process and by each Celery worker process.
+OTEL_EXPORTER_OTLP_ENDPOINT = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+OTEL_SERVICE_NAME = os.environ.get("OTEL_SERVICE_NAME", "") or "approve"
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "json": {"()": "approve_site.observability.JsonFormatter"},
+        "plain": {"()": "approve_site.observability.PlainFormatter"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    # In-process (eager) runs would otherwise log every task into command output.
-    "loggers": {"celery.app.trace": {"level": "INFO" if REDIS_URL else "WARNING"}},
+    "loggers": {
+        # In-process (eager) runs would otherwise log every task into command
+        # output; with a broker, Celery's lines and one line per task.
+        "celery.app.trace": {"level": "INFO" if REDIS_URL else "WARNING"},
+        "approve.task": {"level": "INFO" if REDIS_URL else "WARNING"},
+        # Django's loggers write through the one handler (and format), not
+        # their own; runserver's line per request repeats approve.request's.
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
+        "django.server": {"handlers": [], "level": "WARNING", "propagate": True},
+    },
 }

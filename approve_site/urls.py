@@ -22,6 +22,7 @@ from workspace.api import urls as workspace_api
 from workspace.api.exceptions import envelope
 
 from .health import health
+from .metrics import metrics
 
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
@@ -49,6 +50,8 @@ handler500 = server_error
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("health/", health, name="health"),
+    # Prometheus scrapes /metrics (no slash): off unless configured (approve_site/metrics.py).
+    path("metrics", metrics, name="metrics"),
     path("accounts/login/", pages.ThrottledLoginView.as_view(), name="login"),
     # Django 5 accepts only POST here; the header's logout button is a form.
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

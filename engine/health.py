@@ -66,6 +66,12 @@ def _broker() -> redis.Redis | None:
     return client
 
 
+def broker_client() -> redis.Redis | None:
+    """The broker's client, as the heartbeats and the report use it (None
+    unless the broker is Redis); also read by /metrics (approve_site.metrics)."""
+    return _broker()
+
+
 def _seconds(server_time: tuple[int, int]) -> float:
     return server_time[0] + server_time[1] / 1e6
 
@@ -224,7 +230,8 @@ def _database() -> dict:
     return {"status": "ok"}
 
 
-def _broker_and_workers() -> tuple[dict, dict]:
+def broker_and_workers() -> tuple[dict, dict]:
+    """The report's broker and workers checks (also /metrics' live workers)."""
     if celery_app.conf.task_always_eager:
         # The embedded install: tasks run inside the web process.
         return {"status": "ok", "mode": "in-process"}, {"status": "ok", "mode": "in-process"}
@@ -256,7 +263,7 @@ def _broker_and_workers() -> tuple[dict, dict]:
 def health_report() -> dict:
     """``{"status": "ok" | "degraded", "failing": [...], "checks": {part: {"status": ...}}}``
     for the parts ``database``, ``broker`` and ``workers``."""
-    broker, workers = _broker_and_workers()
+    broker, workers = broker_and_workers()
     checks = {"database": _database(), "broker": broker, "workers": workers}
     failing = [name for name, check in checks.items() if check["status"] != "ok"]
     return {"status": "degraded" if failing else "ok", "failing": failing, "checks": checks}

@@ -58,6 +58,11 @@ def _runtime_imports(tree: ast.Module) -> set[str]:
     """The top-level names a module imports when it runs: every import, in a
     function or not (a function's runs when it is called), except those under
     ``if TYPE_CHECKING:``, which the type checker alone reads."""
+    return {module.split(".")[0] for module in _runtime_modules(tree)}
+
+
+def _runtime_modules(tree: ast.Module) -> set[str]:
+    """The modules (dotted names) a module imports when it runs, as ``_runtime_imports``."""
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
@@ -66,9 +71,9 @@ def _runtime_imports(tree: ast.Module) -> set[str]:
                 visit(child)
             return
         if isinstance(node, ast.Import):
-            found.update(alias.name.split(".")[0] for alias in node.names)
+            found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.add(node.module.split(".")[0])
+            found.add(node.module)
         for child in ast.iter_child_nodes(node):
             visit(child)
 
@@ -94,15 +99,41 @@ def _third_party_imports() -> dict[str, set[str]]:
     distributions = importlib.metadata.packages_distributions()
     imports: dict[str, set[str]] = {}
     for path in _production_modules():
-        for name in _runtime_imports(ast.parse(path.read_text(), filename=str(path))):
+        for module in _runtime_modules(ast.parse(path.read_text(), filename=str(path))):
+            name = module.split(".")[0]
             if name in sys.stdlib_module_names or name in LOCAL or name == "__future__":
                 continue
             assert name in distributions, (
                 f"{path.relative_to(ROOT)} imports {name!r}, which no installed package provides"
             )
-            for distribution in distributions[name]:
+            for distribution in _providers(module, distributions[name]):
                 imports.setdefault(canonicalize_name(distribution), set()).add(str(path.relative_to(ROOT)))
     return imports
+
+
+def _providers(module: str, candidates: list[str]) -> list[str]:
+    """The distributions that provide ``module``: of a namespace package that
+    several distributions share (``opentelemetry``), those holding the
+    module's own files (``opentelemetry.sdk.trace``: opentelemetry-sdk)."""
+    if len(candidates) == 1 or "." not in module:
+        return candidates
+    path = module.replace(".", "/")
+    holding = [
+        distribution
+        for distribution in candidates
+        if any(
+            str(file).startswith(f"{path}/") or str(file) == f"{path}.py"
+            for file in importlib.metadata.files(distribution) or []
+        )
+    ]
+    return holding or candidates
+
+
+def test_a_namespace_packages_module_is_counted_for_the_distribution_that_holds_it():
+    providers = importlib.metadata.packages_distributions()["opentelemetry"]
+    assert len(providers) > 1
+    assert _providers("opentelemetry.sdk.trace", providers) == ["opentelemetry-sdk"]
+    assert _providers("opentelemetry.instrumentation.django", providers) == ["opentelemetry-instrumentation-django"]
 
 
 def test_the_project_imports_at_run_time_only_what_requirements_in_pins():
