@@ -865,7 +865,7 @@ if OIDC_ISSUER:
 AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend", "accounts.oidc.Backend"]
 TEMPLATES[0]["OPTIONS"]["context_processors"].append("accounts.oidc.sign_in_context")
 MIDDLEWARE.insert(
-    MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1,
+    MIDDLEWARE.index("django.contrib.messages.middleware.MessageMiddleware") + 1,
     "accounts.oidc.SignInMiddleware",
 )
 
