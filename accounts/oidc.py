@@ -105,7 +105,7 @@ class Backend(OIDCAuthenticationBackend):
         if enabled():
             super().__init__(*args, **kwargs)
 
-    def authenticate(self, request: HttpRequest | None, **kwargs: Any) -> User | None:  # type: ignore[override]
+    def authenticate(self, request: HttpRequest | None, **kwargs: Any) -> User | None:
         if not enabled() or request is None or "code" not in request.GET:
             return None
         user: User | None = super().authenticate(request, **kwargs)
@@ -185,7 +185,10 @@ def sign_in_context(request: HttpRequest) -> dict[str, Any]:
     if enabled():
         url = reverse("oidc_authentication_init")
         next_url = request.GET.get("next", "")
-        sso = {"name": settings.OIDC_PROVIDER_NAME, "url": f"{url}?{urlencode({'next': next_url})}" if next_url else url}
+        sso = {
+            "name": settings.OIDC_PROVIDER_NAME,
+            "url": f"{url}?{urlencode({'next': next_url})}" if next_url else url,
+        }
     return {"sso_sign_in": sso, "password_sign_in": settings.PASSWORD_SIGN_IN}
 
 
@@ -199,18 +202,27 @@ class SignInMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.method == "POST" and request.path == reverse("logout") and enabled():
-            if request.user.is_authenticated and request.session.get("oidc_id_token"):
-                target = provider_logout_url(request)
-                auth.logout(request)
-                response = HttpResponse(status=302)
-                response["Location"] = target
-                return response
+        if self._sso_logout(request):
+            target = provider_logout_url(request)
+            auth.logout(request)
+            response = HttpResponse(status=302)
+            response["Location"] = target
+            return response
         if not settings.PASSWORD_SIGN_IN:
             refused = self._password_refused(request)
             if refused is not None:
                 return refused
         return self.get_response(request)
+
+    @staticmethod
+    def _sso_logout(request: HttpRequest) -> bool:
+        return bool(
+            request.method == "POST"
+            and request.path == reverse("logout")
+            and enabled()
+            and request.user.is_authenticated
+            and request.session.get("oidc_id_token")
+        )
 
     def _password_refused(self, request: HttpRequest) -> HttpResponse | None:
         if request.path == reverse("login") and request.method == "POST":

@@ -858,12 +858,13 @@ LOGIN_REDIRECT_URL_FAILURE = "login"
 PASSWORD_SIGN_IN = env_bool("PASSWORD_SIGN_IN", True)
 if not PASSWORD_SIGN_IN and not OIDC_ISSUER:
     raise ImproperlyConfigured("PASSWORD_SIGN_IN=false needs single sign-on (OIDC_ISSUER)")
-if OIDC_ISSUER:
-    if not OIDC_RP_CLIENT_ID or not OIDC_RP_CLIENT_SECRET:
-        raise ImproperlyConfigured("OIDC_ISSUER needs OIDC_RP_CLIENT_ID and OIDC_RP_CLIENT_SECRET")
+if OIDC_ISSUER and (not OIDC_RP_CLIENT_ID or not OIDC_RP_CLIENT_SECRET):
+    raise ImproperlyConfigured("OIDC_ISSUER needs OIDC_RP_CLIENT_ID and OIDC_RP_CLIENT_SECRET")
 # Always listed; it signs no one in while OIDC_ISSUER is unset.
 AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend", "accounts.oidc.Backend"]
-TEMPLATES[0]["OPTIONS"]["context_processors"].append("accounts.oidc.sign_in_context")
+# (TEMPLATES is a list of dicts of mixed values: mypy sees "object".)
+_TEMPLATE_OPTIONS: dict[str, list[str]] = TEMPLATES[0]["OPTIONS"]  # type: ignore[assignment]  # see above
+_TEMPLATE_OPTIONS["context_processors"].append("accounts.oidc.sign_in_context")
 MIDDLEWARE.insert(
     MIDDLEWARE.index("django.contrib.messages.middleware.MessageMiddleware") + 1,
     "accounts.oidc.SignInMiddleware",
