@@ -132,6 +132,10 @@ def oidc_user_sign_in(*, issuer: str, claims: Mapping[str, Any]) -> User:
     confirmed = _confirmed_accounts(email)
     if len(confirmed) > 1:
         raise SignInRefused(f"Several accounts here use {email}; ask an administrator to link yours.")
+    if confirmed and OidcIdentity.objects.filter(user=confirmed[0], issuer=issuer).exists():
+        raise SignInRefused(
+            f"The account here that uses {email} is linked to another identity at this provider; ask an administrator."
+        )
     if confirmed:
         identity = OidcIdentity.objects.create(user=confirmed[0], issuer=issuer, subject=subject, email=email)
         return _identity_sign_in(identity, email)

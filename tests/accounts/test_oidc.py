@@ -246,3 +246,13 @@ def test_off_without_an_issuer(client: Client, settings: object) -> None:
     assert client.get("/accounts/oidc/callback/?code=x&state=y").status_code == 404
     page = _login_page_text(client)
     assert "Sign in with" not in page and 'name="password"' in page
+
+
+def test_no_second_link_by_address_for_an_account_linked_to_another_subject(client: Client, sso: str) -> None:
+    carol = User.objects.create_user(username="carol", email="carol@allowed.example", password="pw-carol-123")
+    EmailConfirmation.objects.create(user=carol, email="carol@allowed.example", confirmed_at=timezone.now())
+    OidcIdentity.objects.create(user=carol, issuer=sso, subject="the-old-carol")
+    response, _ = _sign_in(client, "carol")
+    assert response["Location"] == "/accounts/login/" and "_auth_user_id" not in client.session
+    assert "linked to another identity at this provider" in _login_page_text(client)
+    assert list(OidcIdentity.objects.values_list("subject", flat=True)) == ["the-old-carol"]
