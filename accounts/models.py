@@ -1,6 +1,7 @@
 """The site's account policy (issue 32): who may sign up, and who must use
 a second factor. One row, edited in the admin (``SitePolicy.current``)."""
 
+from django.conf import settings
 from django.db import models
 
 
@@ -39,3 +40,25 @@ class SitePolicy(models.Model):
     def current(cls) -> "SitePolicy":
         policy, _ = cls.objects.get_or_create(pk=1)
         return policy
+
+
+class OidcIdentity(models.Model):
+    """An account's identity at an OpenID Connect provider: the provider
+    (``issuer``) and its stable id for the person (``subject``, the ID
+    token's ``sub``). A sign-in with a known pair signs that account in;
+    e-mail addresses and names can change or be recycled, this pair cannot."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="oidc_identities")
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+    email = models.EmailField(blank=True, help_text="the address the provider verified at the last sign-in")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_login_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "OpenID Connect identity"
+        verbose_name_plural = "OpenID Connect identities"
+        constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="oidc_identity_issuer_subject")]
+
+    def __str__(self) -> str:
+        return f"{self.user} at {self.issuer}"

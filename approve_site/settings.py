@@ -807,6 +807,69 @@ TRACKING_ALLOWED_HOSTS = [
 
 # --- Single sign-on (accounts, OpenID Connect) -------------------------------------
 # (issue 32, item 1)
+# Off while OIDC_ISSUER is unset: no button, the SSO URLs answer 404. The
+# provider's endpoints are read from <issuer>/.well-known/openid-configuration
+# on first use (accounts.oidc.discovery), unless set one by one below.
+OIDC_ISSUER = os.environ.get("OIDC_ISSUER", "").strip().rstrip("/")
+# The name on the sign-in button ("Sign in with <name>").
+OIDC_PROVIDER_NAME = os.environ.get("OIDC_PROVIDER_NAME", "").strip() or "single sign-on"
+# This site's client at the provider; its redirect URI is
+# <site>/accounts/oidc/callback/, its post-logout URI <site>/accounts/login/.
+OIDC_RP_CLIENT_ID = os.environ.get("OIDC_RP_CLIENT_ID", "")
+OIDC_RP_CLIENT_SECRET = os.environ.get("OIDC_RP_CLIENT_SECRET", "")
+OIDC_RP_SCOPES = os.environ.get("OIDC_RP_SCOPES", "openid email profile")
+# Explicit endpoints (each overrides discovery; empty: discovered).
+OIDC_OP_AUTHORIZATION_ENDPOINT = os.environ.get("OIDC_OP_AUTHORIZATION_ENDPOINT", "")
+OIDC_OP_TOKEN_ENDPOINT = os.environ.get("OIDC_OP_TOKEN_ENDPOINT", "")
+OIDC_OP_USER_ENDPOINT = os.environ.get("OIDC_OP_USER_ENDPOINT", "")
+OIDC_OP_JWKS_ENDPOINT = os.environ.get("OIDC_OP_JWKS_ENDPOINT", "")
+OIDC_OP_END_SESSION_ENDPOINT = os.environ.get("OIDC_OP_END_SESSION_ENDPOINT", "")
+# Authorization code flow with PKCE (S256), state and nonce; ID tokens signed
+# RS256 by a key of the provider's JWKS; iss, aud (and azp), exp and iat
+# checked with OIDC_LEEWAY seconds of clock skew (accounts.oidc).
+OIDC_RP_SIGN_ALGO = "RS256"
+OIDC_USE_PKCE = True
+OIDC_USE_NONCE = True
+OIDC_PKCE_CODE_CHALLENGE_METHOD = "S256"
+OIDC_LEEWAY = env_int("OIDC_LEEWAY", 60)
+# Seconds to wait for the provider's answers.
+OIDC_TIMEOUT = env_int("OIDC_TIMEOUT", 10)
+# The claims read for a new account: username, e-mail, display name (a
+# full name claim, or first and last names).
+OIDC_CLAIM_USERNAME = os.environ.get("OIDC_CLAIM_USERNAME", "preferred_username")
+OIDC_CLAIM_EMAIL = os.environ.get("OIDC_CLAIM_EMAIL", "email")
+OIDC_CLAIM_NAME = os.environ.get("OIDC_CLAIM_NAME", "name")
+OIDC_CLAIM_FIRST_NAME = os.environ.get("OIDC_CLAIM_FIRST_NAME", "given_name")
+OIDC_CLAIM_LAST_NAME = os.environ.get("OIDC_CLAIM_LAST_NAME", "family_name")
+# Who may get a NEW account at first sign-in: a verified address in one of
+# OIDC_ALLOWED_DOMAINS (comma-separated; "*" for any domain), or one of
+# OIDC_ALLOWED_GROUPS in the OIDC_GROUPS_CLAIM claim. Both empty: nobody
+# (existing accounts still link by verified e-mail).
+OIDC_ALLOWED_DOMAINS = [domain.lower().lstrip("@") for domain in env_list("OIDC_ALLOWED_DOMAINS")]
+OIDC_GROUPS_CLAIM = os.environ.get("OIDC_GROUPS_CLAIM", "groups")
+OIDC_ALLOWED_GROUPS = env_list("OIDC_ALLOWED_GROUPS")
+# Signing out also ends the provider's session (its end_session_endpoint,
+# with id_token_hint and post_logout_redirect_uri) where it has one.
+OIDC_STORE_ID_TOKEN = True
+OIDC_OP_LOGOUT_URL_METHOD = "accounts.oidc.provider_logout_url"
+OIDC_AUTHENTICATION_CALLBACK_URL = "oidc_authentication_callback"
+LOGIN_REDIRECT_URL_FAILURE = "login"
+# PASSWORD_SIGN_IN=false hides the password form, refuses its POST and turns
+# the password-reset pages off (404); API tokens work as before.
+PASSWORD_SIGN_IN = env_bool("PASSWORD_SIGN_IN", True)
+if not PASSWORD_SIGN_IN and not OIDC_ISSUER:
+    raise ImproperlyConfigured("PASSWORD_SIGN_IN=false needs single sign-on (OIDC_ISSUER)")
+if OIDC_ISSUER and (not OIDC_RP_CLIENT_ID or not OIDC_RP_CLIENT_SECRET):
+    raise ImproperlyConfigured("OIDC_ISSUER needs OIDC_RP_CLIENT_ID and OIDC_RP_CLIENT_SECRET")
+# Always listed; it signs no one in while OIDC_ISSUER is unset.
+AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend", "accounts.oidc.Backend"]
+# (TEMPLATES is a list of dicts of mixed values: mypy sees "object".)
+_TEMPLATE_OPTIONS: dict[str, list[str]] = TEMPLATES[0]["OPTIONS"]  # type: ignore[assignment]  # see above
+_TEMPLATE_OPTIONS["context_processors"].append("accounts.oidc.sign_in_context")
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("django.contrib.messages.middleware.MessageMiddleware") + 1,
+    "accounts.oidc.SignInMiddleware",
+)
 
 # --- Self sign-up (accounts) -------------------------------------------------------
 # (issue 32, item 2)

@@ -120,7 +120,7 @@ def invitation_page(request: HttpRequest, key: str) -> HttpResponse:
         except ServiceError as error:
             form.add_error(None, str(error))
         else:
-            login(request, membership.user)
+            login(request, membership.user, backend="django.contrib.auth.backends.ModelBackend")
             messages.success(
                 request,
                 f"Welcome, {membership.user.get_username()}: you joined “{invitation.study.title}” as an expert.",
