@@ -6,6 +6,7 @@ serializer in those packages is held to it as much as a view."""
 
 import ast
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -182,7 +183,11 @@ def _layers_contract() -> tuple[list[list[str]], list[str]]:
     config = configparser.ConfigParser()
     config.read(ROOT / ".importlinter")
     contract = config["importlinter:contract:layers"]
-    layers = [[module.strip() for module in line.split(":")] for line in contract["layers"].split("\n") if line.strip()]
+    layers = [
+        [module.strip() for module in re.split(r"[:|]", line)]
+        for line in contract["layers"].split("\n")
+        if line.strip()
+    ]
     ignored = [line.strip() for line in contract.get("ignore_imports", "").split("\n") if line.strip()]
     return layers, ignored
 
@@ -234,12 +239,15 @@ def test_lint_imports_fails_on_an_import_up_the_layers(tmp_path: Path) -> None:
         shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / ".importlinter", copy / ".importlinter")
     (copy / "workspace" / "upward.py").write_text("from engine import services\n")
+    # The three siblings are independent: accounts may not import notifications.
+    (copy / "accounts" / "sideways.py").write_text("from notifications import services\n")
     lint = Path(sys.executable).with_name("lint-imports")
     found = subprocess.run(
         [str(lint), "--no-cache"], cwd=copy, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(copy)}
     )
     assert found.returncode == 1, found.stdout
     assert "workspace.upward -> engine.services" in found.stdout
+    assert "accounts.sideways -> notifications.services" in found.stdout
 
 
 def test_every_module_of_workspace_is_kernel_or_domain() -> None:
