@@ -158,9 +158,12 @@ def test_a_task_published_in_a_request_logs_the_requests_id_eager(make_study, cl
     assert response.status_code == 202, response.content
     run = Run.objects.get(study=built.study)
     assert run.status == Run.Status.SUCCEEDED
-    (task,) = _lines(caplog, "approve.task")
-    assert task["request_id"] == "launch-1234" == response["X-Request-ID"]
-    assert task["task"] == "engine.tasks.execute_run" and task["state"] == "SUCCESS"
+    tasks = {line["task"]: line for line in _lines(caplog, "approve.task")}
+    # The run, and the notification of its success the run's task published in turn.
+    assert set(tasks) == {"engine.tasks.execute_run", "notifications.tasks.event_notify"}
+    assert all(line["request_id"] == "launch-1234" == response["X-Request-ID"] for line in tasks.values())
+    task = tasks["engine.tasks.execute_run"]
+    assert task["state"] == "SUCCESS"
     assert task["duration_ms"] > 0 and task["task_id"]
     (request,) = _lines(caplog, "approve.request")
     assert request["request_id"] == "launch-1234" and request["status"] == 202
