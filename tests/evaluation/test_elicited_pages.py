@@ -111,16 +111,17 @@ def test_the_expert_answers_with_plain_forms(client, make_study, cast, django_as
     stored = ElicitationAnswers.objects.get(expert=built.bob)
     np.testing.assert_array_equal(stored.weights, expected)
     # The step is listed with the expert's others, done.
-    # Session, user, study with roles, the elicited metric, the answers, the messages (6),
+    # Session, user, study with roles, the elicited metric, the answers, the messages,
+    # the header's unread notifications (7),
     # however many answers are stored.
-    with django_assert_num_queries(6):
+    with django_assert_num_queries(7):
         bob.get(url)
     ranges = text_of(bob.get(f"/studies/{built.study.pk}/my/ranges/"))
     assert "Answer the questions of Cost-weighted accuracy (done)" in ranges
     # Redo clears the answers.
     bob.post(url, {"reset": "1"})
     assert ElicitationAnswers.objects.get(expert=built.bob).answers == ""
-    with django_assert_num_queries(6):
+    with django_assert_num_queries(7):
         bob.get(url)
 
 
@@ -306,7 +307,8 @@ def test_the_questions_are_one_of_the_expert_s_steps_everywhere(client, make_stu
     assert "Still to give" not in text_of(bob.get("/"))
     # The designer's grid: a column, bob done, carol missing; the home's queries stay fixed.
     designer = as_user(client, cast.alice)
-    with django_assert_num_queries(11):  # the home's 9, the elicited metrics' answers, the rounds
+    # the home's 9, the elicited metrics' answers, the rounds, the header's unread count
+    with django_assert_num_queries(12):
         grid = text_of(designer.get(home))
     assert "Questions on Cost-weighted accuracy" in grid
     assert "their own Cost-weighted accuracy is known" in grid and "No question answered yet." in grid

@@ -334,8 +334,9 @@ def test_deleting_a_set_asks_first(client, demo):
 
 # --- query counts -----------------------------------------------------------------------------
 
-# Every page: the session and the user (2), the study and my roles in it (2).
-PAGE = 4
+# Every page: the session and the user (2), the study and my roles in it (2),
+# the header's unread notifications (1).
+PAGE = 5
 QUERIES = {
     # candidates (the upload form's choice); the sets with their uploaders, and
     # their candidates; metrics with their attributes and mappings, measured

@@ -336,7 +336,7 @@ def test_the_page_makes_a_fixed_number_of_queries(world, cast, make_study, djang
         if grown:
             _grow(world["built"], cast, make_study)
         # session, user, study, my memberships, attributes, metrics, posts with authors and who hid them
-        with django_assert_num_queries(7):
+        with django_assert_num_queries(8):  # with the header's unread notifications
             response = client.get(world["url"])
         assert response.status_code == 200
     assert response.content.decode().count('class="post') >= 15
@@ -349,7 +349,7 @@ def test_a_refused_post_makes_a_fixed_number_of_queries(world, cast, make_study,
         if grown:
             _grow(world["built"], cast, make_study)
         # session, user, study, my memberships, the attribute, then the page's attributes, metrics, posts
-        with django_assert_num_queries(8):
+        with django_assert_num_queries(9):  # with the header's unread notifications
             assert client.post(url, {}).status_code == 200
 
 

@@ -319,7 +319,8 @@ RUN_PAGE = 5
 RESULTS_QUERIES = {
     # 6. the parts of the snapshot the sentences and the breakdown need,
     # 7. the study's other succeeded runs (to compare with), 8. its robustness analyses' sentences
-    "/runs/{run}/": RUN_PAGE + 3,
+    # 9. the header's unread notifications (a page with the site header)
+    "/runs/{run}/": RUN_PAGE + 3 + 1,
     # the run without its JSON: the status alone (issue 19; was RUN_PAGE + 2)
     "/runs/{run}/status/": RUN_PAGE,
     # 6. the snapshot's parts (one candidate's individual scores)
@@ -332,7 +333,7 @@ RESULTS_QUERIES = {
     # 6. the metrics' units and directions, for the veto sentences
     "/runs/{run}/results.csv": RUN_PAGE + 1,
     # 3. both runs with their studies, snapshots and results, 4.-5. the study and my roles
-    "/runs/{run}/compare/{other}/": RUN_PAGE,
+    "/runs/{run}/compare/{other}/": RUN_PAGE + 1,  # + the header's unread notifications
     "/runs/{run}/compare/{other}/compared.csv": RUN_PAGE,
 }
 

@@ -32,7 +32,7 @@ def _run(built):
 
 
 def test_the_run_ranks_without_the_excluded_expert_as_leave_one_out_does(
-    make_study, cast, django_capture_on_commit_callbacks
+    make_study, cast, django_capture_on_commit_callbacks, eager_celery
 ):
     built = make_study(Phase.ASSESSMENT, inputs=True)
     cast.carol.email = "carol@example.org"
@@ -56,7 +56,7 @@ def test_the_run_ranks_without_the_excluded_expert_as_leave_one_out_does(
     names = full["candidates"]
     assert [cef[name] for name in names] == pytest.approx(expected.cef[0].tolist(), abs=1e-12)
     assert run.results["expert_influence"] == [pytest.approx(1.0)]  # bob alone
-    # the expert was told, once the change committed
+    # the expert was told, once the change committed (by the notifications task, run eagerly here)
     assert [m.to for m in mail.outbox] == [["carol@example.org"]]
     assert "on leave until March" in mail.outbox[0].body
 
