@@ -11,9 +11,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from workspace.errors import InvalidInput
+from workspace.invitations import invitation_pending_for_email
 from workspace.limits import USERNAME_MAX_LENGTH
 from workspace.models import EmailConfirmation
-from workspace.services.accounts import email_clean, username_clean, usernames_taken
+from workspace.services.accounts import email_clean, email_confirmed_set, username_clean, usernames_taken
 
 from .models import OidcIdentity
 
@@ -62,6 +63,11 @@ def _confirmed_accounts(email: str) -> list[User]:
 
 
 def _may_create(*, email: str, claims: Mapping[str, Any]) -> bool:
+    """Whether a first sign-in with the verified ``email`` may create an
+    account: its domain or a group claim is allowed, or a study's pending
+    invitation is addressed to that address (the designer asked for them)."""
+    if invitation_pending_for_email(email=email):
+        return True
     domain = email.rsplit("@", 1)[1].lower()
     domains = settings.OIDC_ALLOWED_DOMAINS
     if "*" in domains or domain in domains:
@@ -153,6 +159,6 @@ def oidc_user_sign_in(*, issuer: str, claims: Mapping[str, Any]) -> User:
     user = User(username=_username_for(claims, email), email=email, first_name=first, last_name=last)
     user.set_unusable_password()
     user.save()
-    EmailConfirmation.objects.create(user=user, email=email, confirmed_at=timezone.now())
+    email_confirmed_set(user=user, email=email)
     identity = OidcIdentity.objects.create(user=user, issuer=issuer, subject=subject, email=email)
     return _identity_sign_in(identity, email)

@@ -556,7 +556,7 @@ SPECTACULAR_SETTINGS = {
         # An expert's absence (excluded, abstaining; blank while they take part).
         "AbsenceEnum": ["excluded", "abstaining"],
         "InvitationStatusEnum": "workspace.api.invitation_serializers.STATUSES",
-        "InvitationKindEnum": ["username", "link"],
+        "InvitationKindEnum": "workspace.api.invitation_serializers.KINDS",
         "RunStatusEnum": "engine.models.Run.Status",
         "AnalysisKindEnum": "engine.models.Analysis.Kind",
         "AnalysisStatusEnum": "engine.models.Analysis.Status",

@@ -131,7 +131,7 @@ def invitation_mail_send(self: Task, *, invitation_id: int, key: str) -> str:
     """Mail an invitation link addressed to an e-mail address
     (``Invitation.email``) its link, retried like every notification mail."""
     invitation = selectors.pending_invitation(invitation_id)
-    address = getattr(invitation, "email", "") if invitation else ""
+    address = invitation.email if invitation else ""
     if invitation is None or not address:
         return "nothing to send"
     study: Study = invitation.study

@@ -7,6 +7,11 @@ their name, without saying yes (issue 11, item 4).
 - A link invitation (no username) is accepted by whoever holds its key: the
   key is shown once, only its SHA-256 digest is stored; single use, expiring,
   revocable.
+- A link may be addressed to an e-mail address (issue 32): the key is not
+  shown to the designer but mailed to that address (notifications), and the
+  account that confirmed the address (by its link, or single sign-on's
+  verified address) sees the invitation among its own and accepts it there
+  without the key. Joining with the mailed key confirms the address.
 - An import by a staff user may carry other experts' inputs: each of them
   gets a *pending* membership marked ``inputs_imported_by`` and an invitation
   pointing at it. A pending membership does not make the study theirs
@@ -34,7 +39,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.models import User as AuthUser  # for annotations: User below is get_user_model()'s
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from . import history, selectors, services
@@ -43,7 +48,14 @@ from .events import event_publish
 from .extensions import EXPERT_INPUTS
 from .models import Invitation, Membership, Study
 from .services import _checks
-from .services.accounts import USERNAME_TAKEN, email_clean, username_clean, usernames_taken
+from .services.accounts import (
+    USERNAME_TAKEN,
+    confirmed_email,
+    email_clean,
+    email_confirmed_set,
+    username_clean,
+    usernames_taken,
+)
 from .services.imports import invitations_create_many
 
 User = get_user_model()
@@ -66,13 +78,17 @@ def _digest(key: str) -> str:
 
 @transaction.atomic
 def invitation_create(
-    *, study: Study, created_by: SignedIn, username: str | None = None
+    *, study: Study, created_by: SignedIn, username: str | None = None, email: object = None
 ) -> tuple[Invitation, str | None]:
     """Invite ``username`` to be an expert of the study (draft phase), or,
-    without a username, create a link invitation. Returns ``(invitation,
-    key)``; ``key`` (links only) is not stored and cannot be shown again."""
+    without a username, create a link invitation, addressed to ``email``
+    when given. Returns ``(invitation, key)``; ``key`` (links the designer
+    hands over only) is not stored and cannot be shown again; a link
+    addressed to an e-mail address returns None: its key is in the mail."""
     study = _checks.locked(study)
     services.require_phase(study, services.Action.INVITE_EXPERT)
+    if email is not None:
+        return _email_invitation_create(study, created_by, email)
     if username is None:
         key = secrets.token_urlsafe(24)
         link = Invitation.objects.create(study=study, digest=_digest(key), created_by=cast(AuthUser, created_by))
@@ -93,13 +109,27 @@ def invitation_create(
     return invitation, None
 
 
+def _email_invitation_create(study: Study, created_by: SignedIn, email: object) -> tuple[Invitation, None]:
+    address = email_clean(email=email)
+    if not address:
+        raise InvalidInput({"email": "must be the e-mail address to send the invitation to"})
+    pending = Invitation.objects.filter(study=study, email__iexact=address, status=Invitation.Status.PENDING)
+    if pending.filter(expires_at__gt=timezone.now()).exists():
+        raise InvalidInput({"email": f"{address} is already invited to this study"})
+    key = secrets.token_urlsafe(24)
+    invitation = Invitation.objects.create(
+        study=study, digest=_digest(key), email=address, created_by=cast(AuthUser, created_by)
+    )
+    _created_publish(invitation, key)
+    return invitation, None
+
+
 def _created_publish(invitation: Invitation, key: str | None) -> None:
     """Publish ``invitation.created``: the username invited, or for a link
-    addressed to an e-mail address (``Invitation.email``, where single
-    sign-on adds it) the address and the link's ``key``, which only the
-    mail to that address carries (a plain link invitation is told to
-    nobody: the designer hands its key over)."""
-    email = getattr(invitation, "email", None) or None
+    addressed to an e-mail address the address and the link's ``key``,
+    which only the mail to that address carries (a plain link invitation is
+    told to nobody: the designer hands its key over)."""
+    email = invitation.email or None
     event_publish(
         "invitation.created",
         study_id=invitation.study_id,
@@ -263,14 +293,23 @@ def invitation_accept_with_signup(*, key: object, username: object, password: st
     # log-in would confuse with it.
     if usernames_taken(usernames=[username]):
         raise InvalidInput({"username": USERNAME_TAKEN})
-    user = User(username=username, email=email_clean(email=email))
+    address = email_clean(email=email)
+    addressed = invitation_get_by_key(key=key) if isinstance(key, str) else None
+    # The key came in the mail to the invitation's address: that proves it.
+    proven = addressed.email if addressed is not None and addressed.email else ""
+    if proven and not address:
+        address = proven
+    user = User(username=username, email=address)
     try:
         password_validation.validate_password(password, user)
     except ValidationError as error:
         raise InvalidInput({"password": error.messages}) from None
     user.set_password(password)
     user.save()
-    return invitation_accept_link(key=key, user=user)
+    membership = invitation_accept_link(key=key, user=user)
+    if proven and address.lower() == proven.lower():
+        email_confirmed_set(user=user, email=address)
+    return membership
 
 
 @transaction.atomic
@@ -420,11 +459,24 @@ def invitation_list(*, study: Study) -> QuerySet[Invitation]:
     )
 
 
+def _addressed_to(user: AuthUser) -> Q:
+    """The invitations addressed to ``user``: to the username, or to the
+    e-mail address the account confirmed (``EmailConfirmation``: its link
+    followed, or single sign-on's verified address), never an unconfirmed
+    one, which anyone could type into their account."""
+    addressed = Q(username=user.get_username())
+    confirmed = confirmed_email(user=user)
+    if confirmed:
+        addressed |= Q(email__iexact=confirmed)
+    return addressed
+
+
 def invitation_list_for_user(*, user: AuthUser) -> QuerySet[Invitation]:
-    """The pending invitations addressed to ``user``'s username (expired ones
-    too, so a pending membership can still be declined), newest first."""
+    """The pending invitations addressed to ``user``'s username or confirmed
+    e-mail address (expired ones too, so a pending membership can still be
+    declined), newest first."""
     return (
-        Invitation.objects.filter(username=user.get_username(), status=Invitation.Status.PENDING)
+        Invitation.objects.filter(_addressed_to(user), status=Invitation.Status.PENDING)
         .select_related(
             "study__designer", "created_by", "membership__user", "membership__study", "membership__inputs_imported_by"
         )
@@ -434,7 +486,13 @@ def invitation_list_for_user(*, user: AuthUser) -> QuerySet[Invitation]:
 
 def invitation_get_for_user(*, user: AuthUser, pk: int) -> Invitation | None:
     """One invitation addressed to ``user`` (any status), or None."""
-    return Invitation.objects.filter(username=user.get_username(), pk=pk).select_related("study").first()
+    return Invitation.objects.filter(_addressed_to(user), pk=pk).select_related("study").first()
+
+
+def invitation_pending_for_email(*, email: str) -> bool:
+    """Whether a study's invitation addressed to ``email`` waits, unexpired."""
+    pending = Invitation.objects.filter(email__iexact=email, status=Invitation.Status.PENDING)
+    return pending.filter(expires_at__gt=timezone.now()).exists()
 
 
 def invitation_get_by_key(*, key: str) -> Invitation | None:

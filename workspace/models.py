@@ -625,8 +625,12 @@ class Invitation(models.Model):
     """An offer to become an expert of a study, which the person accepts or
     declines. Addressed to a ``username`` (the account need not exist), or a
     link (``username`` null) whose key is shown once: only its SHA-256
-    ``digest`` is stored, like an API token's. ``membership`` is the pending
-    membership a staff import created with inputs in the person's name."""
+    ``digest`` is stored, like an API token's. A link may be addressed to an
+    ``email`` address: the key then goes only into the mail to it, and the
+    account that confirmed that address (by its link, or single sign-on's
+    verified address) sees the invitation among its own. ``membership`` is
+    the pending membership a staff import created with inputs in the
+    person's name."""
 
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
@@ -638,6 +642,8 @@ class Invitation(models.Model):
     # Null, not "", marks a link invitation: the constraints pair it with a digest.
     username = models.CharField(max_length=USERNAME_MAX_LENGTH, null=True, blank=True)  # noqa: DJ001
     digest = models.CharField(max_length=64, unique=True, null=True, blank=True)
+    # Only on a link: the address its key was mailed to ("" for a link handed over by the designer).
+    email = models.EmailField(blank=True, default="")
     membership = models.ForeignKey(
         Membership, on_delete=models.CASCADE, null=True, blank=True, related_name="invitations"
     )
@@ -665,10 +671,13 @@ class Invitation(models.Model):
                 | (Q(username__isnull=True) & Q(digest__isnull=False)),
                 name="invitation_username_or_link",
             ),
+            # An address only on a link: the key is what the mail carries.
+            models.CheckConstraint(condition=Q(email="") | Q(digest__isnull=False), name="invitation_email_on_link"),
         ]
+        indexes = [models.Index(fields=["email", "status"], name="invitation_email_status")]
 
     def __str__(self) -> str:
-        return f"{self.username or 'link'} to {self.study} ({self.status})"
+        return f"{self.username or self.email or 'link'} to {self.study} ({self.status})"
 
     @property
     def is_link(self) -> bool:

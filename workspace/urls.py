@@ -76,6 +76,7 @@ urlpatterns = [
     path("studies/<int:study_id>/experts/", designer.experts_page, name="study_experts"),
     path("studies/<int:study_id>/experts/invite/", designer.expert_invite, name="expert_invite"),
     path("studies/<int:study_id>/experts/link/", designer.invitation_link_create, name="invitation_link_create"),
+    path("studies/<int:study_id>/experts/invite-email/", designer.expert_invite_email, name="expert_invite_email"),
     path("studies/<int:study_id>/experts/remind/", designer.reminders_send, name="reminders_send"),
     path(
         "studies/<int:study_id>/experts/invitations/<int:pk>/revoke/",

@@ -256,3 +256,26 @@ def test_no_second_link_by_address_for_an_account_linked_to_another_subject(clie
     assert response["Location"] == "/accounts/login/" and "_auth_user_id" not in client.session
     assert "linked to another identity at this provider" in _login_page_text(client)
     assert list(OidcIdentity.objects.values_list("subject", flat=True)) == ["the-old-carol"]
+
+
+def test_an_invitation_to_the_verified_address_lets_an_outsider_in_and_waits_for_them(client: Client, sso: str) -> None:
+    """olga's domain may not create accounts, but a designer invited her
+    address: her first sign-in creates the account, and the invitation is
+    on her list to accept (no link needed: the provider verified it)."""
+    from workspace import invitations
+    from workspace.services import study_create
+
+    designer = User.objects.create_user(username="designer", email="designer@allowed.example")
+    study = study_create(designer=designer, title="Triage model")
+    invitation, _ = invitations.invitation_create(study=study, created_by=designer, email="Olga@Elsewhere.example")
+    response, _ = _sign_in(client, "outsider")
+    assert response["Location"] == "/"
+    olga = User.objects.get(username="olga")
+    assert [i.pk for i in invitations.invitation_list_for_user(user=olga)] == [invitation.pk]
+    assert "Triage model" in client.get("/").content.decode()
+    invitation.status = "revoked"
+    invitation.save()
+    client.logout()
+    olga.delete()
+    refused, _ = _sign_in(Client(), "outsider")  # revoked: the domain rule applies again
+    assert refused["Location"] == "/accounts/login/" and not User.objects.filter(username="olga").exists()

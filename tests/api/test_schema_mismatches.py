@@ -112,7 +112,8 @@ def test_a_form_body_is_refused_not_a_link(clients, make_study):
         ),
         ({"kind": "link", "username": "dora"}, 400, {"username": ["a link invitation has no username: leave it out"]}),
         ({"kind": "username"}, 400, {"username": ["is required for an invitation of kind username"]}),
-        ({"kind": "email"}, 400, {"kind": ['"email" is not a valid choice.']}),
+        ({"kind": "email"}, 400, {"email": ["is required for an invitation of kind email"]}),
+        ({"kind": "mail"}, 400, {"kind": ['"mail" is not a valid choice.']}),
     ],
 )
 def test_json_clients_keep_working(clients, make_study, body, status, expected):

@@ -15,6 +15,8 @@ from workspace.models import Invitation, Study
 from . import serializers as s
 
 STATUSES = [*Invitation.Status.values, "expired"]
+# ``email``: a link whose key was mailed to ``email`` (issue 32).
+KINDS = ["username", "link", "email"]
 
 
 def _status(invitation: Invitation) -> str:
@@ -36,6 +38,7 @@ class InvitationSerializer(serializers.ModelSerializer):
             "id",
             "kind",
             "username",
+            "email",
             "status",
             "created_by",
             "created_at",
@@ -46,8 +49,10 @@ class InvitationSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
-    @extend_schema_field(serializers.ChoiceField(choices=["username", "link"]))
+    @extend_schema_field(serializers.ChoiceField(choices=KINDS))
     def get_kind(self, invitation: Invitation) -> str:
+        if invitation.email:
+            return "email"
         return "link" if invitation.is_link else "username"
 
     @extend_schema_field(serializers.ChoiceField(choices=STATUSES))
@@ -61,7 +66,9 @@ class InvitationSerializer(serializers.ModelSerializer):
 
 class NewInvitationSerializer(InvitationSerializer):
     key = s.StrictCharField(
-        allow_null=True, help_text="a link invitation's key: shown once (null for an invitation by username)"
+        allow_null=True,
+        help_text="a link invitation's key: shown once (null for an invitation by username, and for one addressed "
+        "to an e-mail address: its key is only in the mail to that address)",
     )
 
     class Meta(InvitationSerializer.Meta):
@@ -70,20 +77,28 @@ class NewInvitationSerializer(InvitationSerializer):
 
 
 class InvitationWriteSerializer(serializers.Serializer):
-    """``{"username": ...}`` invites a username, ``{}`` or ``{"kind":
-    "link"}`` makes a link invitation. An empty username is refused (it used
-    to make a link invitation; issue 17, finding 8). The API reads JSON only,
-    so the form-body cases of that finding now answer 415."""
+    """``{"username": ...}`` invites a username, ``{"email": ...}`` mails a
+    link to an address, ``{}`` or ``{"kind": "link"}`` makes a link
+    invitation. An empty username is refused (it used to make a link
+    invitation; issue 17, finding 8). The API reads JSON only, so the
+    form-body cases of that finding now answer 415."""
 
     kind = serializers.ChoiceField(
-        choices=["username", "link"],
+        choices=KINDS,
         required=False,
-        help_text="`username` (the default when a username is given) or `link` (the default without one)",
+        help_text="`username` (the default when a username is given), `email` (the default when an address is "
+        "given) or `link` (the default without either)",
     )
     username = s.StrictCharField(
         max_length=limits.USERNAME_MAX_LENGTH,
         required=False,
         help_text="whom to invite; leave out for a link invitation",
+    )
+    email = s.StrictCharField(
+        max_length=254,
+        required=False,
+        help_text="the address to mail the invitation link to (the account that confirmed it sees the invitation "
+        "too); leave out otherwise",
     )
 
     def to_internal_value(self, data: object) -> dict[str, Any]:
@@ -95,12 +110,20 @@ class InvitationWriteSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        kind, has_username = attrs.get("kind"), "username" in attrs
-        if kind == "link" and has_username:
-            raise serializers.ValidationError({"username": ["a link invitation has no username: leave it out"]})
+        kind, has_username, has_email = attrs.get("kind"), "username" in attrs, "email" in attrs
+        if has_username and has_email:
+            raise serializers.ValidationError({"email": ["give a username or an e-mail address, not both"]})
+        if kind in ("link", "email") and has_username:
+            what = "a link invitation" if kind == "link" else "an invitation by e-mail"
+            raise serializers.ValidationError({"username": [f"{what} has no username: leave it out"]})
+        if kind in ("link", "username") and has_email:
+            what = "a link invitation" if kind == "link" else "an invitation by username"
+            raise serializers.ValidationError({"email": [f"{what} has no e-mail address: leave it out"]})
         if kind == "username" and not has_username:
             raise serializers.ValidationError({"username": ["is required for an invitation of kind username"]})
-        return {"kind": "username" if has_username else "link", **attrs}
+        if kind == "email" and not has_email:
+            raise serializers.ValidationError({"email": ["is required for an invitation of kind email"]})
+        return {"kind": "username" if has_username else "email" if has_email else "link", **attrs}
 
 
 class MemberInvitedSerializer(serializers.Serializer):

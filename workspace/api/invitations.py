@@ -53,15 +53,18 @@ class StudyInvitationListView(StudyScoped, PaginatedListMixin, APIView):
     )
     @idempotent
     def post(self, request: Request, study_id: int) -> Response:
-        """Invite a username, or, with ``{}`` (or ``{"kind": "link"}``), create
-        a link invitation whose ``key`` is shown in this answer only (draft
-        phase). An empty username is refused. The answer is the same whether
-        or not an account of that name exists."""
+        """Invite a username; mail a link to an ``email`` address (its key is
+        only in that mail, and the account that confirmed the address sees
+        the invitation among its own); or, with ``{}`` (or ``{"kind":
+        "link"}``), create a link invitation whose ``key`` is shown in this
+        answer only (draft phase). An empty username is refused. The answer
+        is the same whether or not an account of that name or address
+        exists."""
         self.require_designer("invite experts")
-        _only(request, {"username", "kind"})
+        _only(request, {"username", "email", "kind"})
         data = validated(inv.InvitationWriteSerializer, request.data)
         invitation, key = invitations.invitation_create(
-            study=self.study(), created_by=request.user, username=data.get("username")
+            study=self.study(), created_by=request.user, username=data.get("username"), email=data.get("email")
         )
         return Response(
             {"key": key, **inv.InvitationSerializer(invitation).data},

@@ -398,6 +398,16 @@ class InviteForm(forms.Form):
     )
 
 
+class InviteEmailForm(forms.Form):
+    email = forms.CharField(
+        label="E-mail address",
+        max_length=254,
+        help_text="We mail them the invitation link; the account that confirmed this address (or signs in "
+        "with it through single sign-on) also sees the invitation on its studies page.",
+        widget=forms.EmailInput(attrs={"autocomplete": "off", "autocapitalize": "none"}),
+    )
+
+
 class AbsenceForm(forms.Form):
     """Exclude an expert, or mark them abstaining (workspace.services.panel)."""
 

@@ -178,6 +178,29 @@ def email_confirm(*, user: User, token: str) -> EmailConfirmation:
     return confirmation
 
 
+def confirmed_email(*, user: User) -> str:
+    """The account's e-mail address when its owner confirmed it (the
+    confirmation is of the address it has now), else "". What an
+    invitation addressed to an address matches (workspace.invitations) and
+    single sign-on links an account by (accounts.services)."""
+    if not user.email:
+        return ""
+    confirmation = EmailConfirmation.objects.filter(user=user.pk).first()
+    if confirmation is None or confirmation.email.casefold() != user.email.casefold():
+        return ""
+    return user.email
+
+
+def email_confirmed_set(*, user: User, email: str) -> EmailConfirmation:
+    """Record that ``email``, ``user``'s address, reaches them: proven
+    otherwise than by the confirmation link (single sign-on's verified
+    address, the key of an invitation mailed to it)."""
+    confirmation, _ = EmailConfirmation.objects.update_or_create(
+        user=user, defaults={"email": email, "confirmed_at": timezone.now()}
+    )
+    return confirmation
+
+
 def email_change_notify(*, user: User, old: str, account_link: str, confirm_link: str = "") -> str | None:
     """Tell ``user``'s new address (and the old one, if any) that it was set,
     through the configured mail backend (``EMAIL_URL``). Returns None when

@@ -784,6 +784,7 @@ def _experts_page(
     study: Study,
     *,
     invite: forms.Form | None = None,
+    invite_email: forms.Form | None = None,
     remind: forms.Form | None = None,
     new_link: str | None = None,
     link_error: str | None = None,
@@ -801,6 +802,7 @@ def _experts_page(
         "experts": experts,
         "invitations": list(invitations.invitation_list(study=study)),
         "invite_form": invite or f.InviteForm(),
+        "invite_email_form": invite_email or f.InviteEmailForm(),
         "remind_form": remind or f.ReminderForm(experts=active),
         "has_active": bool(active),
         "invite_lock": phase_refusal(study, Action.INVITE_EXPERT),
@@ -876,6 +878,30 @@ def expert_invite(request: HttpRequest, study_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
+def expert_invite_email(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Invite by e-mail address: a link mailed to it (the key is never shown)."""
+    study = _designer_study(request, study_id, "invite experts")
+    form = f.InviteEmailForm(request.POST)
+    if form.is_valid():
+        try:
+            invitation, _key = invitations.invitation_create(
+                study=study, created_by=request.user, email=form.cleaned_data["email"]
+            )
+        except ServiceError as error:
+            service_errors(form, error)
+        else:
+            messages.success(
+                request,
+                f"An invitation link is being mailed to {invitation.email}. Whoever opens it joins as an expert "
+                f"(once; it expires in {settings.INVITATION_LIFETIME_DAYS} days); an account that confirmed this "
+                "address sees the invitation on its studies page too.",
+            )
+            return redirect(f"/studies/{study.pk}/experts/")
+    return _experts_page(request, study, invite_email=form)
+
+
+@login_required
+@require_POST
 def invitation_link_create(request: HttpRequest, study_id: int) -> HttpResponse:
     """A link invitation: the page shows its address this once."""
     study = _designer_study(request, study_id, "invite experts")
@@ -893,7 +919,8 @@ def invitation_revoke(request: HttpRequest, study_id: int, pk: int) -> HttpRespo
     invitation = invitations.invitation_list(study=study).filter(pk=pk).first()
     if invitation is None:
         raise Http404("No such invitation.")
-    label = f"invitation of {invitation.username}" if invitation.username else "invitation link"
+    who = invitation.username or invitation.email
+    label = f"invitation of {who}" if who else "invitation link"
     refusal = None
     if request.method == "POST":
         try:
