@@ -31,6 +31,7 @@ class InvitationSerializer(serializers.ModelSerializer):
     created_by = s.StrictCharField(source="created_by.username", allow_null=True, default=None)
     accepted_by = s.StrictCharField(source="accepted_by.username", allow_null=True, default=None)
     inputs_imported = serializers.SerializerMethodField()
+    email = serializers.SerializerMethodField()
 
     class Meta:
         model = Invitation
@@ -58,6 +59,11 @@ class InvitationSerializer(serializers.ModelSerializer):
     @extend_schema_field(serializers.ChoiceField(choices=STATUSES))
     def get_status(self, invitation: Invitation) -> str:
         return _status(invitation)
+
+    @extend_schema_field(serializers.EmailField(allow_null=True))
+    def get_email(self, invitation: Invitation) -> str | None:
+        """The address the link was mailed to (kind ``email``), else null."""
+        return invitation.email or None
 
     def get_inputs_imported(self, invitation: Invitation) -> bool:
         """Whether it points at a membership whose inputs someone imported in the person's name."""
