@@ -475,6 +475,13 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
+# --- Live progress (the study home) --------------------------------------------
+# How often an open study home asks whether the study changed (an answer of
+# 204, two queries, while it has not; docs/pages.md, "Live progress").
+LIVE_POLL_SECONDS = env_int("LIVE_POLL_SECONDS", 5)
+if LIVE_POLL_SECONDS < 1:
+    raise ImproperlyConfigured(f"LIVE_POLL_SECONDS must be at least 1, not {LIVE_POLL_SECONDS}")
+
 # --- REST framework ----------------------------------------------------------
 REST_FRAMEWORK = {
     # Token first: an anonymous request then gets 401 with a WWW-Authenticate

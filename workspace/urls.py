@@ -12,6 +12,7 @@ urlpatterns = [
     path("invitations/<int:invitation_id>/accept/", studies.invitation_accept, name="invitation_accept"),
     path("invitations/<int:invitation_id>/decline/", studies.invitation_decline, name="invitation_decline"),
     path("studies/<int:study_id>/", studies.study_home, name="study_home"),
+    path("studies/<int:study_id>/live/", studies.study_home_live, name="study_home_live"),
     path("studies/<int:study_id>/phase/<slug:to>/", studies.study_phase, name="study_phase"),
     path("studies/<int:study_id>/delete/", studies.study_delete, name="study_delete"),
     path("studies/<int:study_id>/rounds/", rounds.rounds_page, name="rounds_page"),

@@ -899,3 +899,11 @@ class ExpertInputsSerializer(serializers.Serializer):
     priorities = PrioritiesResponseSerializer(allow_null=True)
     ranges = serializers.DictField(child=serializers.ListField(child=serializers.FloatField()))
     peer_weights = serializers.DictField(child=serializers.FloatField())
+
+
+class StudyVersionSerializer(serializers.Serializer):
+    """A study's version (``Study.input_version``), for polling."""
+
+    study = serializers.IntegerField()
+    version = serializers.IntegerField(help_text="grows whenever anything in the study changes")
+    phase = serializers.ChoiceField(choices=Phase.choices)

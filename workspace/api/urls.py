@@ -10,6 +10,7 @@ urlpatterns = [
     path("studies/", views.StudyListView.as_view(), name="study-list"),
     path("studies/import/", views.StudyImportView.as_view(), name="study-import"),
     path("studies/<int:study_id>/", views.StudyDetailView.as_view(), name="study-detail"),
+    path("studies/<int:study_id>/version/", views.StudyVersionView.as_view(), name="study-version"),
     path("studies/<int:study_id>/export/", views.StudyExportView.as_view(), name="study-export"),
     path("studies/<int:study_id>/copy/", views.StudyCopyView.as_view(), name="study-copy"),
     path("studies/<int:study_id>/transitions/", views.StudyTransitionView.as_view(), name="study-transitions"),

@@ -16,7 +16,8 @@ from django.contrib.auth import authenticate
 from django.contrib.auth.models import User
 from django.db.models import QuerySet
 from django.urls import reverse
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, generics, status
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -272,6 +273,41 @@ class StudyImportView(RateLimitHeadersMixin, APIView):
             status=status.HTTP_201_CREATED,
             headers=location(request, "study-detail", study_id=study.pk),
         )
+
+
+class StudyVersionView(StudyScoped, APIView):
+    schema_tag = "studies"
+
+    @extend_schema(
+        summary="Whether a study changed (its version)",
+        parameters=[
+            OpenApiParameter(
+                "If-None-Match",
+                OpenApiTypes.STR,
+                OpenApiParameter.HEADER,
+                required=False,
+                description="the `ETag` of an earlier answer: `304` while the study has not changed",
+            )
+        ],
+        responses={
+            200: s.StudyVersionSerializer,
+            304: OpenApiResponse(description="not changed since the version of `If-None-Match`"),
+        },
+    )
+    def get(self, request: Request, study_id: int) -> Response:
+        """The study's version, which grows with every change (an expert's
+        save, an invitation answered, a phase, a round): what the study
+        home polls. Poll it with the answer's ``ETag`` in ``If-None-Match``:
+        ``304`` with no body while nothing changed (members)."""
+        study = self.study()
+        tag = f'"study-{study.pk}-v{study.input_version}"'
+        if tag in [value.strip() for value in request.headers.get("If-None-Match", "").split(",")]:
+            response = Response(status=status.HTTP_304_NOT_MODIFIED)
+        else:
+            response = Response({"study": study.pk, "version": study.input_version, "phase": study.phase})
+        response["ETag"] = tag
+        response["Cache-Control"] = "private, no-cache"
+        return response
 
 
 class StudyDetailView(StudyScoped, APIView):

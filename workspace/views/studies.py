@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, TypedDict, cast
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from engine.rules import CONSISTENCY_THRESHOLD
 
@@ -28,6 +29,8 @@ from .common import absent_how, form_add_service_errors, require_designer, signe
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
+
+    from .common import MemberStudy
 
 
 class DashboardTodo(DashboardRow):
@@ -508,8 +511,32 @@ def invitation_decline(request: HttpRequest, invitation_id: int) -> HttpResponse
 @login_required
 def study_home(request: HttpRequest, study_id: int) -> HttpResponse:
     """The study's phase timeline, its setup, my next step as an expert and,
-    for the designer, every expert's progress and the phase actions."""
+    for the designer, every expert's progress and the phase actions. The
+    part below the tabs refreshes itself when the study changes
+    (``study_home_live``)."""
     study = study_for_member(request, study_id)
+    return render(request, "studyhome/study_home.html", _home_context(request, study))
+
+
+@login_required
+@require_GET
+def study_home_live(request: HttpRequest, study_id: int) -> HttpResponse:
+    """What the study home polls (htmx, every ``LIVE_POLL_SECONDS``) with the
+    ``version`` it shows: 204 while the study's ``input_version`` is that
+    one (every change through a service bumps it: an expert's save, an
+    invitation answered, a phase, a round), else the home's live part at the
+    new version, with the phase badge of the study's header (out of band)."""
+    study = study_for_member(request, study_id)
+    if request.GET.get("version") == str(study.input_version):
+        response = HttpResponse(status=204)
+    else:
+        response = render(request, "studyhome/_home_live.html", {**_home_context(request, study), "live_swap": True})
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def _home_context(request: HttpRequest, study: "MemberStudy") -> dict:
+    """Everything the study home shows, for the page and its live part."""
     setup = selectors.study_setup_get(study=study)
     experts = cast("list[ExpertRow]", list(selectors.expert_progress_list(study=study)))  # pending_reason set below
     mine = next((e for e in experts if e.user_id == request.user.pk), None) if study.is_expert else None
@@ -536,11 +563,13 @@ def study_home(request: HttpRequest, study_id: int) -> HttpResponse:
         # The grid's columns after the four steps: each elicited metric's questions.
         "grid_elicited": [step.name for step in next(iter(elicited.values()), [])],
         "actions": _actions(study) if study.is_designer else [],
+        "live_version": study.input_version,
+        "live_seconds": settings.LIVE_POLL_SECONDS,
         **round_context,
     }
     if study.is_designer:
         context["designer_todo"] = _home_designer_todo(study, setup, experts)
-    return render(request, "studyhome/study_home.html", context)
+    return context
 
 
 def _elicitations_shown(study: Study, experts: "list[ExpertRow]", mine: "ExpertRow | None") -> dict:
