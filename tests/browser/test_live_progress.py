@@ -39,3 +39,24 @@ def test_the_designers_grid_follows_an_experts_vote_without_a_reload(
     assert page.evaluate("window.keptSinceLoad") is True
     screenshot(page, f"live-progress-home-{width}")
     assert_accessible(page)
+
+
+def test_what_the_designer_is_typing_is_never_swapped_away(
+    page: Page,
+    make_study,  # noqa: F811
+    cast,
+    settings,
+) -> None:
+    settings.LIVE_POLL_SECONDS = 1
+    built = make_study(Phase.ASSESSMENT)
+    login(page, "alice", PASSWORD)
+    page.goto(f"/studies/{built.study.pk}/")
+    message = page.get_by_label("Message to the experts (optional)")
+    message.fill("Efficiency looks far apart")
+    services.study_update(study=built.study, description="Now with a description")
+    page.wait_for_timeout(3_000)  # three polls, each answered with the changed part
+    expect(message).to_have_value("Efficiency looks far apart")
+    expect(page.get_by_text("Now with a description")).to_have_count(0)
+    message.fill("")
+    page.locator("h2#progress-title").click()  # the focus leaves the field
+    expect(page.locator(".study-description")).to_have_text("Now with a description", timeout=10_000)
