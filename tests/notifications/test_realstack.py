@@ -104,6 +104,32 @@ def test_a_notification_mail_through_a_real_smtp_server(
     assert NotificationPreference.objects.get(user=cast.bob).email_off == ["phase.changed"]
 
 
+def test_an_invitation_to_an_address_through_a_real_smtp_server(
+    make_study, cast, smtp_server, settings, django_capture_on_commit_callbacks
+) -> None:
+    """The link of an invitation addressed to an e-mail address, as the
+    SMTP server received it: to that address only, both parts, the key
+    whose digest the invitation stores."""
+    from workspace import invitations
+
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", smtp_server.port
+    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
+    settings.NOTIFICATIONS_SITE_URL = SITE
+    built = make_study(Phase.DRAFT)
+    with django_capture_on_commit_callbacks(execute=True):
+        invitation, _ = invitations.invitation_create(
+            study=built.study, created_by=cast.alice, email="dr.ng@hospital.example"
+        )
+    smtp_server.inbox.wait(1, timeout=10)
+    ((recipients, message),) = smtp_server.inbox.messages
+    assert recipients == ["dr.ng@hospital.example"] and message["Subject"] == "Invitation to Choosing a classifier"
+    plain = message.get_body(preferencelist=("plain",)).get_content()
+    html = message.get_body(preferencelist=("html",)).get_content()
+    key = plain.split(f"{SITE}/invitations/", 1)[1].split("/", 1)[0]
+    assert invitations._digest(key) == invitation.digest and f'href="{SITE}/invitations/{key}/"' in html
+
+
 def test_a_smtp_server_that_is_down_leaves_the_notification_refused(make_study, cast, settings, after_commit) -> None:
     settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
     settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_TIMEOUT = "127.0.0.1", free_port(), 2
