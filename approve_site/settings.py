@@ -547,7 +547,7 @@ SPECTACULAR_SETTINGS = {
         },
         {"name": "discussion", "description": "The threads of a study's attributes and metrics, and their posts."},
         {"name": "invitations", "description": "Invitations to be an expert: sent by designers, accepted or declined."},
-        {"name": "accounts", "description": "API tokens: create one with a password, list and revoke them."},
+        {"name": "accounts", "description": "API tokens (create one with a password, list, revoke); self sign-up."},
     ],
     # Several models have a "kind" or a "status": each enum gets its own name.
     "ENUM_NAME_OVERRIDES": {
