@@ -107,6 +107,11 @@ def _hours() -> int:
     return int(settings.SIGNUP_LINK_HOURS)
 
 
+def _link_invalid(request: HttpRequest, error: InvalidInput) -> HttpResponse:
+    message = " ".join(str(message) for message in error.errors["token"])
+    return render(request, "accounts/signup_link_invalid.html", {"message": message}, status=400)
+
+
 @require_http_methods(["GET", "POST"])
 def signup_complete_page(request: HttpRequest, token: str) -> HttpResponse:
     """Step 2, the mailed link: choose a username and a password; the
@@ -120,7 +125,7 @@ def signup_complete_page(request: HttpRequest, token: str) -> HttpResponse:
     try:
         pending = signup.signup_request_get(token=token)
     except InvalidInput as error:
-        return render(request, "accounts/signup_link_invalid.html", {"message": error.errors["token"]}, status=400)
+        return _link_invalid(request, error)
     form = SignUpCompleteForm(request.POST if request.method == "POST" else None)
     status = 200
     if form.is_bound and form.is_valid():
@@ -134,8 +139,7 @@ def signup_complete_page(request: HttpRequest, token: str) -> HttpResponse:
             )
         except InvalidInput as error:
             if "token" in error.errors:
-                message = error.errors["token"]
-                return render(request, "accounts/signup_link_invalid.html", {"message": message}, status=400)
+                return _link_invalid(request, error)
             form_add_service_errors(form, error)
             status = 400
         except RateLimited as error:
