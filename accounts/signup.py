@@ -23,7 +23,7 @@ from django.conf import settings
 from django.contrib.auth import password_validation
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import timezone
@@ -35,7 +35,7 @@ from workspace.errors import InvalidInput, RateLimited
 from workspace.lockout import client_address
 from workspace.models import EmailConfirmation
 from workspace.services._checks import text as _text
-from workspace.services.accounts import USERNAME_TAKEN, email_clean, username_clean, usernames_taken
+from workspace.services.accounts import USERNAME_TAKEN, email_clean, username_clean, username_key, usernames_taken
 
 from .models import SignUpRequest, SitePolicy, domain_key
 
@@ -256,6 +256,19 @@ def _names(name: object) -> tuple[str, str]:
     return first, last
 
 
+def _username_lock(username: str) -> None:
+    """On PostgreSQL, hold a transaction-long lock on the name as
+    ``username_key`` reads it: two sign-ups at once for ``Dana`` and ``dana``
+    (which the unique constraint tells apart) take turns, so the second sees
+    the first's account in its look-alike check. (SQLite writes one
+    transaction at a time anyway.)"""
+    if connection.vendor != "postgresql":
+        return
+    digest = hashlib.sha256(f"approve.username:{username_key(username)}".encode("utf-8", "surrogatepass")).digest()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [int.from_bytes(digest[:8], "big", signed=True)])
+
+
 @transaction.atomic
 def signup_complete(*, token: object, username: object, password: object, name: object = "") -> User:
     """The link followed: create the account ``username`` (``password``
@@ -287,6 +300,8 @@ def signup_complete(*, token: object, username: object, password: object, name: 
     except InvalidInput as error:
         errors.update(error.errors)
         clean = ""
+    if clean:
+        _username_lock(clean)
     if clean and usernames_taken(usernames=[clean]):
         errors["username"] = USERNAME_TAKEN
     try:
