@@ -4,15 +4,15 @@ never added twice nor deleted) and the sign-up requests (read only)."""
 from typing import Any
 
 from django.contrib import admin
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.urls import reverse
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from .models import SignUpRequest, SitePolicy
 
 
 @admin.register(SitePolicy)
 class SitePolicyAdmin(admin.ModelAdmin):
-    """A singleton: its list opens the one policy (made with the defaults
+    """A singleton: its list shows the one policy (made with the defaults
     the first time); it cannot be added when it exists, nor deleted."""
 
     fields = ("signup", "signup_domains", "designers_need_two_factor", "updated_at")
@@ -25,9 +25,9 @@ class SitePolicyAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
-        policy = SitePolicy.current()
-        return HttpResponseRedirect(reverse("admin:accounts_sitepolicy_change", args=[policy.pk]))
+    def get_queryset(self, request: HttpRequest) -> QuerySet[SitePolicy]:
+        SitePolicy.current()  # the list always shows the one policy, made with the defaults the first time
+        return super().get_queryset(request)
 
 
 @admin.register(SignUpRequest)

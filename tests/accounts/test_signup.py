@@ -525,23 +525,26 @@ def test_invitation_only_keeps_the_invitation_links_sign_up(make_study, cast):
 
 def test_the_admin_shows_and_changes_the_one_policy(admin_user):
     client = verified_client(admin_user)
-    policy = SitePolicy.current()
     index = client.get("/admin/").content.decode()
     assert "/admin/accounts/sitepolicy/" in index and "/admin/accounts/signuprequest/" in index
+    SitePolicy.objects.all().delete()  # the list makes the one policy when there is none yet
     listed = client.get("/admin/accounts/sitepolicy/")
-    assert listed.status_code == 302 and listed["Location"] == f"/admin/accounts/sitepolicy/{policy.pk}/change/"
-    page = client.get(listed["Location"]).content.decode()
+    policy = SitePolicy.objects.get()
+    change = f"/admin/accounts/sitepolicy/{policy.pk}/change/"
+    assert listed.status_code == 200 and f'href="{change}"' in listed.content.decode()
+    assert "/admin/accounts/sitepolicy/add/" not in listed.content.decode()
+    page = client.get(change).content.decode()
     assert "Invitation only: through a study" in page and "Delete" not in page
     changed = client.post(
-        listed["Location"],
+        change,
         {"signup": "domains", "signup_domains": "Example.org\nlab.example.net"},
     )
     assert changed.status_code == 302, changed.content.decode()[:3000]
     policy.refresh_from_db()
     assert policy.signup == "domains" and policy.domains() == ["example.org", "lab.example.net"]
-    refused = client.post(listed["Location"], {"signup": "domains", "signup_domains": ""})
+    refused = client.post(change, {"signup": "domains", "signup_domains": ""})
     assert refused.status_code == 200 and "list at least one domain" in refused.content.decode()
-    refused = client.post(listed["Location"], {"signup": "domains", "signup_domains": "example.org\nevil domain"})
+    refused = client.post(change, {"signup": "domains", "signup_domains": "example.org\nevil domain"})
     assert "not a domain" in refused.content.decode()
     assert client.get("/admin/accounts/sitepolicy/add/").status_code == 403
     assert client.post(f"/admin/accounts/sitepolicy/{policy.pk}/delete/").status_code == 403
