@@ -367,7 +367,9 @@ OPEN_VOTING = (
 # Links that also fill part of the request body (merged into the generated
 # body), from the answer or with a constant: (source path, status) → [(name,
 # target path, target method, parameters, body)].
-BODY_LINKS = {
+# (name, target path, target method, parameters, body)
+_BodyLink = tuple[str, str, str, dict[str, str], dict[str, str]]
+BODY_LINKS: dict[tuple[str, str], list[_BodyLink]] = {
     # The mailed token goes into the next step (it is in the mail, not in this answer).
     (f"{API}/accounts/signup/", "202"): [("CompleteSignUp", f"{API}/accounts/signup/complete/", "post", {}, {})],
     # The new account asks for an API token with its password.
