@@ -14,6 +14,21 @@ class SignUpRequestSerializer(WriteSerializer):
 class SignUpSentSerializer(serializers.Serializer):
     detail = serializers.CharField(help_text="The same sentence whether or not an account has the address.")
     email = serializers.CharField(help_text="The address as read (domain in lower case).")
+    link_hours = serializers.IntegerField(help_text="How many hours the mailed link works (SIGNUP_LINK_HOURS).")
+
+
+class SignUpPolicySerializer(serializers.Serializer):
+    signup = serializers.ChoiceField(
+        choices=["closed", "invitation", "domains", "open"], help_text="The site policy's sign-up setting."
+    )
+    open = serializers.BooleanField(
+        help_text="Whether anyone may ask for a link here now (false when closed, invitation only, or when only "
+        "single sign-on signs in)."
+    )
+    domains = serializers.ListField(
+        child=serializers.CharField(), help_text="Under `domains`, the e-mail domains that may sign up (exactly)."
+    )
+    link_hours = serializers.IntegerField(help_text="How many hours a mailed link works.")
 
 
 class SignUpCompleteSerializer(WriteSerializer):
@@ -27,6 +42,8 @@ class SignUpCompleteSerializer(WriteSerializer):
 
 class SignedUpSerializer(serializers.Serializer):
     username = serializers.CharField()
-    email = serializers.CharField()
+    email = serializers.CharField(help_text="The account's e-mail address, empty for none.")
     name = serializers.CharField(help_text="The display name, empty for none.")
-    email_confirmed = serializers.BooleanField(help_text="Always true: the address was verified by the link.")
+    email_confirmed = serializers.BooleanField(
+        help_text="Whether the owner followed a link mailed to this address (always true for a new sign-up)."
+    )

@@ -1,7 +1,9 @@
-"""Self sign-up through the API (docs/accounts.md "Self sign-up"): ask for
-the link by e-mail, then create the account with the link's token. Neither
-needs credentials; both are throttled (the page's counters)."""
+"""Self sign-up through the API (docs/accounts.md "Self sign-up"): the
+policy, ask for the link by e-mail, then create the account with the link's
+token (none needs credentials; the two writes are throttled, the page's
+counters); and your account."""
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema
@@ -11,10 +13,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from workspace import selectors as workspace_selectors
 from workspace.api.schema import error
-from workspace.api.views import validated
+from workspace.api.views import signed_in, validated
 
 from .. import signup
+from ..models import SitePolicy
 from . import serializers as s
 
 CLOSED = error(
@@ -41,6 +45,20 @@ class SignUpRequestView(APIView):
     authentication_classes = []
     permission_classes = [AllowAny]
 
+    @extend_schema(summary="Get who may sign up here", responses={200: s.SignUpPolicySerializer}, auth=[])
+    def get(self, request: Request) -> Response:
+        """The site's sign-up policy: whether sign-up is open here, to which
+        e-mail domains, and how long a mailed link works."""
+        policy = SitePolicy.current()
+        return Response(
+            {
+                "signup": policy.signup,
+                "open": signup.policy_refusal(policy) is None,
+                "domains": policy.domains() if policy.signup == SitePolicy.SignUp.DOMAINS else [],
+                "link_hours": settings.SIGNUP_LINK_HOURS,
+            }
+        )
+
     @extend_schema(
         summary="Ask for a sign-up link by e-mail",
         request=s.SignUpRequestSerializer,
@@ -54,17 +72,17 @@ class SignUpRequestView(APIView):
         except signup.SignUpClosed as refusal:
             raise _closed(refusal) from None
         return Response(
-            {"detail": signup.SENT, "email": email},
+            {"detail": signup.SENT, "email": email, "link_hours": settings.SIGNUP_LINK_HOURS},
             status=status.HTTP_202_ACCEPTED,
-            headers={"Location": request.build_absolute_uri(reverse("api:signup-complete"))},
+            headers={"Location": request.build_absolute_uri(reverse("api:signup"))},
         )
 
 
 class SignUpCompleteView(APIView):
     """Create the account with the mailed link's token: its address is
     confirmed. A used, expired or unknown token is refused naming ``token``;
-    ``Location`` is the token request, where the new account gets an API
-    token."""
+    ``Location`` is the account (``GET /api/v1/accounts/me/``, once signed in
+    or with a token)."""
 
     schema_tag = "accounts"
     authentication_classes = []
@@ -88,9 +106,23 @@ class SignUpCompleteView(APIView):
         return Response(
             _signed_up(user),
             status=status.HTTP_201_CREATED,
-            headers={"Location": request.build_absolute_uri(reverse("api:token-create"))},
+            headers={"Location": request.build_absolute_uri(reverse("api:account-me"))},
         )
 
 
 def _signed_up(user: User) -> dict[str, object]:
     return {"username": user.username, "email": user.email, "name": user.get_full_name(), "email_confirmed": True}
+
+
+class MeView(APIView):
+    """Your account: its username, e-mail address, display name, and
+    whether that address is confirmed (its owner followed a link mailed to it)."""
+
+    schema_tag = "accounts"
+
+    @extend_schema(summary="Get your account", responses={200: s.SignedUpSerializer})
+    def get(self, request: Request) -> Response:
+        user = signed_in(request)
+        confirmation = workspace_selectors.email_confirmation_get(user=user)
+        confirmed = bool(user.email) and confirmation is not None and confirmation.email == user.email
+        return Response({**_signed_up(user), "email_confirmed": confirmed})

@@ -167,20 +167,58 @@ def test_open_sign_up_through_the_api(django_capture_on_commit_callbacks):
     set_policy("open")
     answer = api_ask(django_capture_on_commit_callbacks, "erin@example.org")
     assert answer.status_code == 202
-    assert answer.json() == {"detail": signup.SENT, "email": "erin@example.org"}
-    assert answer["Location"] == "http://testserver/api/v1/accounts/signup/complete/"
+    assert answer.json() == {"detail": signup.SENT, "email": "erin@example.org", "link_hours": 24}
+    assert answer["Location"] == "http://testserver/api/v1/accounts/signup/"
     token = token_of(mail.outbox[0])
     created = complete(token, "erin", name="Erin")
     assert created.status_code == 201, created.content
     assert created.json() == {"username": "erin", "email": "erin@example.org", "name": "Erin", "email_confirmed": True}
-    assert created["Location"] == "http://testserver/api/v1/auth/token/"
+    assert created["Location"] == "http://testserver/api/v1/accounts/me/"
     user = User.objects.get(username="erin")
     assert EmailConfirmation.objects.get(user=user).email == "erin@example.org"
     # The new account gets an API token with its password, and designs a study with it.
     key = APIClient().post("/api/v1/auth/token/", {"username": "erin", "password": NEW_PASSWORD}, format="json")
     assert key.status_code == 201
     api = APIClient(HTTP_AUTHORIZATION=f"Token {key.json()['token']}")
+    assert api.get("/api/v1/accounts/me/").json() == created.json()
     assert api.post("/api/v1/studies/", {"title": "Erin's"}, format="json").status_code == 201
+
+
+@pytest.mark.parametrize(
+    ("kind", "domains", "expected"),
+    [
+        ("closed", "", {"signup": "closed", "open": False, "domains": [], "link_hours": 24}),
+        ("invitation", "", {"signup": "invitation", "open": False, "domains": [], "link_hours": 24}),
+        (
+            "domains",
+            "B.org\na.org",
+            {"signup": "domains", "open": True, "domains": ["b.org", "a.org"], "link_hours": 24},
+        ),
+        ("open", "ignored.org", {"signup": "open", "open": True, "domains": [], "link_hours": 24}),
+    ],
+)
+def test_the_api_says_who_may_sign_up(kind, domains, expected):
+    set_policy(kind, domains)
+    answer = APIClient().get(API)
+    assert answer.status_code == 200 and answer.json() == expected
+
+
+def test_your_account_says_whether_its_address_is_confirmed(cast):
+    api = APIClient()
+    assert api.get("/api/v1/accounts/me/").status_code == 401
+    api.force_authenticate(cast.bob)
+    assert api.get("/api/v1/accounts/me/").json() == {
+        "username": "bob",
+        "email": "",
+        "name": "",
+        "email_confirmed": False,
+    }
+    cast.bob.email = "bob@example.org"
+    cast.bob.save()
+    EmailConfirmation.objects.create(user=cast.bob, email="old@example.org", confirmed_at=timezone.now())
+    assert api.get("/api/v1/accounts/me/").json()["email_confirmed"] is False  # another address was confirmed
+    EmailConfirmation.objects.filter(user=cast.bob).update(email="bob@example.org")
+    assert api.get("/api/v1/accounts/me/").json()["email_confirmed"] is True
 
 
 def test_step_two_errors_name_their_field_and_write_nothing(django_capture_on_commit_callbacks, cast):

@@ -33,6 +33,7 @@ TAGS = [
 # The operations that need no credentials.
 UNAUTHENTICATED = {
     ("/api/v1/auth/token/", "post"),
+    ("/api/v1/accounts/signup/", "get"),
     ("/api/v1/accounts/signup/", "post"),
     ("/api/v1/accounts/signup/complete/", "post"),
 }

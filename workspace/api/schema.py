@@ -353,7 +353,7 @@ MADE = {
     (f"{API}/studies/{{study_id}}/transitions/", "200"): Made(f"{API}/studies/"),
     # Self sign-up (accounts): the link mailed, then the account, which asks for a token.
     (f"{API}/accounts/signup/", "202"): Made(f"{API}/accounts/signup/complete/"),
-    (f"{API}/accounts/signup/complete/", "201"): Made(f"{API}/auth/token/"),
+    (f"{API}/accounts/signup/complete/", "201"): Made(f"{API}/accounts/me/"),
 }
 
 # A new study's designer opens its voting (a 409 names what is missing).
