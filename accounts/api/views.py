@@ -45,7 +45,11 @@ class SignUpRequestView(APIView):
     authentication_classes = []
     permission_classes = [AllowAny]
 
-    @extend_schema(summary="Get who may sign up here", responses={200: s.SignUpPolicySerializer}, auth=[])
+    @extend_schema(
+        summary="Get who may sign up here",
+        responses={200: s.SignUpPolicySerializer, 406: error("No representation matches the `Accept` header.")},
+        auth=[],
+    )
     def get(self, request: Request) -> Response:
         """The site's sign-up policy: whether sign-up is open here, to which
         e-mail domains, and how long a mailed link works."""

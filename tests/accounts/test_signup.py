@@ -201,6 +201,7 @@ def test_the_api_says_who_may_sign_up(kind, domains, expected):
     set_policy(kind, domains)
     answer = APIClient().get(API)
     assert answer.status_code == 200 and answer.json() == expected
+    assert APIClient().get(API, HTTP_ACCEPT="text/csv").status_code == 406
 
 
 def test_your_account_says_whether_its_address_is_confirmed(cast):
