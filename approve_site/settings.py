@@ -554,7 +554,7 @@ SPECTACULAR_SETTINGS = {
         },
         {"name": "discussion", "description": "The threads of a study's attributes and metrics, and their posts."},
         {"name": "invitations", "description": "Invitations to be an expert: sent by designers, accepted or declined."},
-        {"name": "accounts", "description": "API tokens: create one with a password, list and revoke them."},
+        {"name": "accounts", "description": "API tokens (create one with a password, list, revoke); self sign-up."},
     ],
     # Several models have a "kind" or a "status": each enum gets its own name.
     "ENUM_NAME_OVERRIDES": {
@@ -879,7 +879,26 @@ MIDDLEWARE.insert(
 )
 
 # --- Self sign-up (accounts) -------------------------------------------------------
-# (issue 32, item 2)
+# (issue 32, item 2; accounts/signup.py, docs/accounts.md "Self sign-up")
+# Who may sign up is the site policy (the admin's "Site policy"). The link
+# mailed to a new address works once, for this many hours.
+SIGNUP_LINK_HOURS = env_int("SIGNUP_LINK_HOURS", 24)
+# Sign-up requests (the page and the API together), as DRF rates
+# ("count/second|minute|hour|day"): per address asked for (a victim's
+# mailbox cannot be flooded) and per client address (one client asking for
+# many addresses; the link's step is counted there too).
+SIGNUP_ADDRESS_RATE = os.environ.get("SIGNUP_ADDRESS_THROTTLE_RATE", "5/hour")
+SIGNUP_CLIENT_RATE = os.environ.get("SIGNUP_CLIENT_THROTTLE_RATE", "20/hour")
+if SIGNUP_LINK_HOURS <= 0:
+    raise ImproperlyConfigured("SIGNUP_LINK_HOURS must be > 0")
+for _name, _rate in (
+    ("SIGNUP_ADDRESS_THROTTLE_RATE", SIGNUP_ADDRESS_RATE),
+    ("SIGNUP_CLIENT_THROTTLE_RATE", SIGNUP_CLIENT_RATE),
+):
+    _count, _, _period = _rate.partition("/")
+    if not _count.isdigit() or int(_count) <= 0 or _period[:1] not in ("s", "m", "h", "d"):
+        raise ImproperlyConfigured(f"{_name} must be a rate like 5/hour, got {_rate!r}")
+_TEMPLATE_OPTIONS["context_processors"].append("accounts.signup.sign_up_context")
 
 # --- Two-factor sign-in (accounts) -------------------------------------------------
 # (issue 32, item 3; accounts/otp, docs/accounts.md "Two-factor sign-in")

@@ -8,8 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from accounts import signup
+from accounts.models import SitePolicy
 from engine import services as engine_services
 from tests.fixtures import api_error
 from workspace import invitations, limits, services
@@ -40,6 +43,9 @@ def upload():
 
 CREATES = [
     Create("/api/v1/auth/token/", Phase.DRAFT, "<credentials>", 201),
+    # Self sign-up (accounts): the link mailed, which the policy names how long works; then the account.
+    Create("/api/v1/accounts/signup/", Phase.DRAFT, "<signup>", 202, key="link_hours"),
+    Create("/api/v1/accounts/signup/complete/", Phase.DRAFT, "<signup token>", 201, key="username"),
     Create("/api/v1/studies/", Phase.DRAFT, {"title": "A new study"}, 201),
     Create("/api/v1/studies/import/", Phase.DRAFT, "<bundle>", 201),
     Create("/api/v1/studies/{study_id}/copy/", Phase.CLOSED, {"title": "A copy"}, 201),
@@ -136,7 +142,16 @@ def test_every_create_answers_with_the_location_of_what_it_made(
         body = upload()
     elif body == "<credentials>":
         body = {"username": "alice", "password": PASSWORD}
-    sender = client_with_token() if create.path.endswith("/auth/token/") else alice
+    elif body in ("<signup>", "<signup token>"):
+        policy = SitePolicy.current()
+        policy.signup = SitePolicy.SignUp.OPEN
+        policy.save()
+        body = {"email": "dana@example.org"}
+        if create.body == "<signup token>":
+            token = signup.signup_link_make(email="dana@example.org")
+            body = {"token": token, "username": "dana", "password": "a-fresh-passphrase-31"}
+    anonymous = create.path.endswith(("/auth/token/", "/signup/", "/signup/complete/"))
+    sender = client_with_token() if anonymous else alice
     response = sender.post(url, body, format=create.fmt)
     assert response.status_code == create.status, response.content[:300]
     location = response["Location"]
@@ -145,6 +160,10 @@ def test_every_create_answers_with_the_location_of_what_it_made(
     reader = alice
     if create.path.endswith("/auth/token/"):
         reader = client_with_token(response.json()["token"])  # the new token reads itself
+    elif create.path.endswith("/signup/"):
+        reader = client_with_token()  # the policy, for anyone
+    elif create.path.endswith("/signup/complete/"):
+        reader = client_with_token(services.api_token_create(user=User.objects.get(username="dana"))[1])
     fetched = reader.get(location)
     assert fetched.status_code == 200, (location, fetched.content[:300])
     made = response.json()

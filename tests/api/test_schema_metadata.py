@@ -30,6 +30,15 @@ TAGS = [
 ]
 
 
+# The operations that need no credentials.
+UNAUTHENTICATED = {
+    ("/api/v1/auth/token/", "post"),
+    ("/api/v1/accounts/signup/", "get"),
+    ("/api/v1/accounts/signup/", "post"),
+    ("/api/v1/accounts/signup/complete/", "post"),
+}
+
+
 @pytest.fixture
 def schema(client, db):
     response = client.get("/api/schema/?format=json")
@@ -79,6 +88,8 @@ def test_every_operation_has_a_summary_and_one_declared_tag(schema):
     ("path", "method", "tag", "summary"),
     [
         ("/api/v1/auth/token/", "post", "accounts", "Create an API token with a username and password"),
+        ("/api/v1/accounts/signup/", "post", "accounts", "Ask for a sign-up link by e-mail"),
+        ("/api/v1/accounts/signup/complete/", "post", "accounts", "Create your account with the mailed sign-up token"),
         ("/api/v1/studies/", "post", "studies", "Create a study"),
         ("/api/v1/studies/import/", "post", "studies", "Import a study bundle"),
         ("/api/v1/studies/{study_id}/transitions/", "post", "studies", "Move the study to another phase"),
@@ -161,8 +172,8 @@ def test_first_sentence():
 def test_servers_and_security(schema):
     assert schema["servers"] == [{"url": "/", "description": "this server (the host the schema was fetched from)"}]
     for path, method, operation in _operations(schema):
-        if (path, method) == ("/api/v1/auth/token/", "post"):
-            # The token request needs no credentials: said explicitly.
+        if (path, method) in UNAUTHENTICATED:
+            # The token request and self sign-up need no credentials: said explicitly.
             assert operation["security"] == []
         else:
             assert operation["security"] == [{"tokenAuth": []}, {"cookieAuth": []}], f"{method} {path}"
@@ -209,10 +220,11 @@ def test_response_headers_are_declared(schema):
             header = response["headers"][name]
             assert header["required"] is required and header["schema"] == {"type": kind}, f"{method} {path}"
             assert header["description"]
-    # Every create, every launch (runs, analyses), invitation or queued MLflow import, every authenticated operation,
-    # the three throttled ones (token request, import, individual scores) and the analyses' launch (its limits).
-    assert seen["201"] >= 10 and seen["202"] == 4 and seen["401"] == len(_operations(schema)) - 1
-    assert seen["429"] == 4
+    # Every create, every launch (runs, analyses), invitation, queued MLflow import or sign-up link, every
+    # authenticated operation, the five throttled ones (token request, import, individual scores, the two sign-up
+    # steps) and the analyses' launch (its limits).
+    assert seen["201"] >= 10 and seen["202"] == 5 and seen["401"] == len(_operations(schema)) - len(UNAUTHENTICATED)
+    assert seen["429"] == 6
     assert schema["paths"]["/api/v1/studies/import/"]["post"]["responses"]["429"]["description"]
 
 

@@ -12,7 +12,8 @@ from workspace import services
 from workspace.models import Phase
 
 
-def test_login_page_renders_a_form_with_csrf(client):
+def test_login_page_renders_a_form_with_csrf(client, db):
+    # (db: the site policy says whether the page offers sign-up)
     response = client.get(reverse("login"))
     assert response.status_code == 200
     body = response.content.decode()

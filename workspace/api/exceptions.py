@@ -32,6 +32,7 @@ CODES: dict[str, int] = {
     "not_authenticated": 401,
     "authentication_failed": 401,
     "permission_denied": 403,
+    "signup_closed": 403,
     "not_found": 404,
     "method_not_allowed": 405,
     "not_acceptable": 406,

@@ -351,6 +351,9 @@ MADE = {
     (f"{API}/studies/{{study_id}}/rounds/", "201"): Made(f"{API}/studies/{{study_id}}/rounds/", pointer="/number"),
     # Not a create, but the study in its new phase, where other operations open.
     (f"{API}/studies/{{study_id}}/transitions/", "200"): Made(f"{API}/studies/"),
+    # Self sign-up (accounts): the link mailed, then the account, which asks for a token.
+    (f"{API}/accounts/signup/", "202"): Made(f"{API}/accounts/signup/complete/"),
+    (f"{API}/accounts/signup/complete/", "201"): Made(f"{API}/accounts/me/"),
 }
 
 # A new study's designer opens its voting (a 409 names what is missing).
@@ -364,7 +367,15 @@ OPEN_VOTING = (
 # Links that also fill part of the request body (merged into the generated
 # body), from the answer or with a constant: (source path, status) → [(name,
 # target path, target method, parameters, body)].
-BODY_LINKS = {
+# (name, target path, target method, parameters, body)
+_BodyLink = tuple[str, str, str, dict[str, str], dict[str, str]]
+BODY_LINKS: dict[tuple[str, str], list[_BodyLink]] = {
+    # The mailed token goes into the next step (it is in the mail, not in this answer).
+    (f"{API}/accounts/signup/", "202"): [("CompleteSignUp", f"{API}/accounts/signup/complete/", "post", {}, {})],
+    # The new account asks for an API token with its password.
+    (f"{API}/accounts/signup/complete/", "201"): [
+        ("CreateAToken", f"{API}/auth/token/", "post", {}, {"username": "$response.body#/username"})
+    ],
     (f"{API}/studies/", "201"): [
         # The designer takes the expert role in their new study.
         (
