@@ -256,6 +256,8 @@ NOT_INPUTS = {
     *("phase_allows", "phase_refusal", "require_phase", "selection_fixed", "prioritisation_preview", "range_check"),
     *("invitation_refusal", "invitation_list", "invitation_list_for_user", "invitation_get_for_user"),
     *("invitation_get_by_key", "invitation_inputs", "study_export_bundle", "study_export_json"),
+    # whether an invitation waits for an address (single sign-on may then create the account)
+    "invitation_pending_for_email",
     *("prediction_set_evaluation", "candidate_report_summary", "computation_parameter_names"),
     *("computation_parameters", "report_options"),
     # the limits a prediction file's text is read under (issue 29)
