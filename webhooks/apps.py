@@ -7,3 +7,10 @@ class WebhooksConfig(AppConfig):
 
     name = "webhooks"
     verbose_name = "Webhooks"
+
+    def ready(self) -> None:
+        from workspace.events import event_listen
+
+        from . import tasks
+
+        event_listen(tasks.event_enqueue)
