@@ -70,6 +70,8 @@ class Outcome:
     status_code: int | None
     excerpt: str = ""
     error: str = ""
+    # Refused by the policy before any look-up: no retry changes that.
+    final: bool = False
 
 
 def parse(url: str) -> Url:
@@ -89,6 +91,7 @@ def check(url: str, *, resolve: bool = True) -> Url:
     public; with ``resolve``, a name that does not resolve to public
     addresses only (the same words whatever it resolves to)."""
     parsed = parse(url)
+    remote.judge(parsed.where, POLICY)
     if parsed.where.scheme == "http" and not (POLICY.allowed() or settings.DEBUG):
         raise InvalidInput({"url": PLAIN_HTTP})
     if resolve:
@@ -96,8 +99,6 @@ def check(url: str, *, resolve: bool = True) -> Url:
             remote.addresses(parsed.where, POLICY)
         except remote.TrackerError:
             raise InvalidInput({"url": UNREACHABLE}) from None
-    else:
-        remote.judge(parsed.where, POLICY)
     return parsed
 
 
@@ -109,7 +110,7 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> Outcome:
         parsed = check(url, resolve=False)
         addresses = remote.addresses(parsed.where, POLICY)
     except InvalidInput as refused:
-        return Outcome(None, error=f"refused: {'; '.join(refused.errors['url'])}")
+        return Outcome(None, error=f"refused: {'; '.join(refused.errors['url'])}", final=True)
     except remote.TrackerError:
         return Outcome(None, error=f"refused: {UNREACHABLE}")
     timeout = settings.WEBHOOK_TIMEOUT_SECONDS

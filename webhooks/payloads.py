@@ -85,18 +85,20 @@ def _chat(text: str) -> str:
 def sentence(kind: str, title: str, data: dict[str, Any], link: str) -> str:
     """The delivery's ``text``: one sentence and the link to open."""
     study = f"“{title}”"
-    number = data.get("number", data.get("run_number", ""))
+    number = data.get("number", data.get("run_number"))
+    run = f"run {number}" if number is not None else "a run"
+    revision = f"Revision round {number}" if number is not None else "A revision round"
     texts = {
         "phase.changed": f"{study} moved from {_phase(data.get('from'))} to {_phase(data.get('to'))}",
-        "round.opened": f"Revision round {number} of {study} opened",
-        "round.closed": f"Revision round {number} of {study} closed",
-        "run.succeeded": f"Run {number} of {study} succeeded",
-        "run.failed": f"Run {number} of {study} failed",
+        "round.opened": f"{revision} of {study} opened",
+        "round.closed": f"{revision} of {study} closed",
+        "run.succeeded": f"{run.capitalize()} of {study} succeeded",
+        "run.failed": f"{run.capitalize()} of {study} failed",
         "analysis.finished": (
-            f"A {str(data.get('analysis_kind', '')).replace('_', '-')} analysis of run {number} of {study} "
+            f"A {str(data.get('analysis_kind', 'robustness')).replace('_', '-')} analysis of {run} of {study} "
             f"{data.get('status', 'finished')}"
         ),
-        "decision.recorded": f"The decision of run {number} of {study} was recorded in MLflow",
+        "decision.recorded": f"The decision of {run} of {study} was recorded in MLflow",
         TEST_EVENT: f"A test delivery from approve for {study}",
     }
     return _chat(f"{texts[kind]}: {link}")

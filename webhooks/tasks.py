@@ -33,8 +33,11 @@ def retry_in(retries: int) -> int:
 
 def verdict(outcome: outbound.Outcome) -> str:
     """``succeeded`` (2xx), ``retry`` (no answer, 5xx, 408, 429) or
-    ``failed`` (any other answer: a redirect, a refusal)."""
+    ``failed`` (any other answer: a redirect, a refusal; or a URL the
+    policy refuses)."""
     code = outcome.status_code
+    if outcome.final:
+        return "failed"
     if code is None or code >= 500 or code in RETRIED_STATUSES:
         return "retry"
     return "succeeded" if 200 <= code < 300 else "failed"
