@@ -27,6 +27,7 @@ TAGS = [
     "invitations",
     "accounts",
     "notifications",
+    "webhooks",
 ]
 
 
@@ -209,9 +210,10 @@ def test_response_headers_are_declared(schema):
             header = response["headers"][name]
             assert header["required"] is required and header["schema"] == {"type": kind}, f"{method} {path}"
             assert header["description"]
-    # Every create, every launch (runs, analyses), invitation or queued MLflow import, every authenticated operation,
-    # the three throttled ones (token request, import, individual scores) and the analyses' launch (its limits).
-    assert seen["201"] >= 10 and seen["202"] == 4 and seen["401"] == len(_operations(schema)) - 1
+    # Every create, every launch (runs, analyses), invitation, queued MLflow import or webhook test delivery, every
+    # authenticated operation, the three throttled ones (token request, import, individual scores) and the analyses'
+    # launch (its limits).
+    assert seen["201"] >= 10 and seen["202"] == 5 and seen["401"] == len(_operations(schema)) - 1
     assert seen["429"] == 4
     assert schema["paths"]["/api/v1/studies/import/"]["post"]["responses"]["429"]["description"]
 
