@@ -3,7 +3,7 @@ is a member of (the role is checked by the page or the API view), its
 deliveries newest first."""
 
 from django.contrib.auth.models import User
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
 
 from workspace import selectors as workspace_selectors
 from workspace.models import Study
@@ -14,6 +14,17 @@ from .models import Delivery, Webhook
 def webhook_list(*, study: Study) -> QuerySet[Webhook]:
     """The study's webhooks, oldest first."""
     return Webhook.objects.filter(study=study).order_by("created_at", "id")
+
+
+def webhook_rows(*, study: Study) -> QuerySet[Webhook]:
+    """The study's webhooks with their last delivery's ``last_status``,
+    ``last_code`` and ``last_at`` (one query)."""
+    last = Delivery.objects.filter(webhook=OuterRef("pk")).order_by("-created_at", "-id")
+    return webhook_list(study=study).annotate(
+        last_status=Subquery(last.values("status")[:1]),
+        last_code=Subquery(last.values("status_code")[:1]),
+        last_at=Subquery(last.values("created_at")[:1]),
+    )
 
 
 def webhook_get(*, webhook_id: int, user: User) -> Webhook:
