@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 
 from webhooks import selectors, services
 from webhooks.models import Delivery, Webhook
+from workspace.api.idempotency import idempotent
 from workspace.api.schema import VALIDATION_ERROR, error
 from workspace.api.views import PaginatedListMixin, StudyScoped, location, validated
 from workspace.models import Membership
@@ -60,6 +61,7 @@ class StudyWebhooksView(PaginatedListMixin, StudyScoped, APIView):
         request=s.WebhookWriteSerializer,
         responses={201: s.WebhookSecretSerializer, 400: VALIDATION_ERROR, 409: LIMIT},
     )
+    @idempotent
     def post(self, request: Request, study_id: int) -> Response:
         """Register a URL to receive the events chosen (designer); the
         answer carries its secret, shown only here."""
@@ -112,6 +114,7 @@ class WebhookTestView(WebhookScoped):
         request=None,
         responses={202: s.DeliverySerializer, 409: TEST_PENDING},
     )
+    @idempotent
     def post(self, request: Request, webhook_id: int) -> Response:
         """Send a ``webhook.test`` delivery now (even while the webhook is
         inactive); its outcome is in the delivery log."""
