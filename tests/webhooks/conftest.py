@@ -11,6 +11,7 @@ import json
 import socket
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -100,27 +101,33 @@ def _handler(receiver: Receiver):
     return Handler
 
 
-def _bind() -> ThreadingHTTPServer:
+@contextmanager
+def running_receiver():
+    """A receiver on 127.0.0.1, on the first free port of ours, while the block runs."""
     for port in PORTS:
         try:
-            return ThreadingHTTPServer(("127.0.0.1", port), _handler(Receiver(port)))
+            state = Receiver(port)
+            server = ThreadingHTTPServer(("127.0.0.1", port), _handler(state))
+            break
         except OSError:
             continue
-    raise RuntimeError("no free port in 8610-8619")
+    else:
+        raise RuntimeError("no free port in 8610-8619")
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 @pytest.fixture
 def receiver(settings):
     """A receiver on 127.0.0.1, the only host webhooks may reach."""
     settings.WEBHOOK_ALLOWED_HOSTS = ["127.0.0.1"]
-    server = _bind()
-    state = Receiver(server.server_address[1])
-    server.RequestHandlerClass = _handler(state)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield state
-    server.shutdown()
-    server.server_close()
+    with running_receiver() as state:
+        yield state
 
 
 def refused_port() -> int:
