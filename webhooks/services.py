@@ -13,7 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from workspace.errors import InvalidInput, PhaseConflict
@@ -137,6 +137,37 @@ def webhook_test(*, webhook: Webhook) -> Delivery:
     delivery = _delivery(webhook, payloads.TEST_EVENT, {}, timezone.now())
     tasks.delivery_enqueue(delivery.pk)
     return delivery
+
+
+# A pending delivery this long past its due time lost its message (a broker
+# restarted, a worker killed with it): the recovery sweep sends it again.
+STALE_SECONDS = 1800
+# The most deliveries one sweep sends again.
+RECOVERED_MAX = 500
+
+
+def deliveries_recover_stale(*, now: datetime | None = None) -> list[int]:
+    """The recovery sweep's part for webhooks (registered with
+    ``engine.tasks.sweep_register``): each pending delivery due more than
+    ``STALE_SECONDS`` ago (its next attempt's time, or its creation for a
+    first attempt) is sent again, its due time moved to now so that the
+    next sweep leaves it alone meanwhile. Returns their ids."""
+    from . import tasks  # the task↔service pair (docs/architecture.md, "Circles")
+
+    now = now or timezone.now()
+    stale = now - timedelta(seconds=STALE_SECONDS)
+    due = Q(next_attempt_at__lt=stale) | Q(next_attempt_at__isnull=True, created_at__lt=stale)
+    with transaction.atomic():
+        ids = list(
+            Delivery.objects.select_for_update(skip_locked=True)
+            .filter(due, status=Delivery.Status.PENDING)
+            .order_by("pk")
+            .values_list("pk", flat=True)[:RECOVERED_MAX]
+        )
+        Delivery.objects.filter(pk__in=ids).update(next_attempt_at=now)
+        for pk in ids:
+            tasks.delivery_enqueue(pk)
+    return ids
 
 
 def attempt_record(*, delivery: Delivery, outcome: outbound.Outcome, status: str, retry_in: int | None) -> None:

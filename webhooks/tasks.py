@@ -86,11 +86,11 @@ def _attempt(delivery: Delivery) -> outbound.Outcome:
 
 def send(task: Task, delivery_id: int) -> str:
     """Attempt the delivery until it succeeds, fails for good, or has been
-    retried WEBHOOK_MAX_RETRIES times; every attempt recorded. Under a worker
-    a retry is a later task (``task.retry``, the back-off as countdown); in
-    eager mode (no worker: tests, a site without Redis) the attempts follow
-    at once."""
-    retries = task.request.retries or 0
+    retried WEBHOOK_MAX_RETRIES times; every attempt recorded. The back-off
+    counts the delivery's own attempts (a message the recovery sweep sent
+    again goes on where it stopped). Under a worker a retry is a later task
+    (``task.retry``, the back-off as countdown); in eager mode (no worker:
+    tests, a site without Redis) the attempts follow at once."""
     while True:
         delivery = selectors.delivery_for_attempt(delivery_id=delivery_id)
         if delivery is None:
@@ -99,6 +99,7 @@ def send(task: Task, delivery_id: int) -> str:
             outcome = outbound.Outcome(None, error="not sent: the webhook was turned off")
             services.attempt_record(delivery=delivery, outcome=outcome, status=Delivery.Status.FAILED, retry_in=None)
             return "failed"
+        retries = delivery.attempts  # the attempts before this one
         outcome = _attempt(delivery)
         decided = verdict(outcome)
         if decided == "retry" and retries >= settings.WEBHOOK_MAX_RETRIES:
@@ -114,7 +115,6 @@ def send(task: Task, delivery_id: int) -> str:
         logger.warning("%s: %s, retried in %s s", what, outcome.status_code or outcome.error, wait)
         if not task.request.is_eager:
             raise task.retry(countdown=wait)
-        retries += 1
 
 
 @shared_task(bind=True, name="webhooks.tasks.delivery_send", ignore_result=True, max_retries=None)

@@ -184,15 +184,17 @@ def test_under_a_worker_a_retry_is_scheduled_with_the_back_off(make_study, recei
         webhooks=[webhook], kind="phase.changed", data={"from": "draft", "to": "voting"}, at=built.study.created_at
     )
     delivery = Delivery.objects.get()
+    Delivery.objects.update(attempts=retries)  # the attempts made before
     worker = _Worker(retries)
     with pytest.raises(Retry):
         tasks.send(worker, delivery.pk)
     assert worker.countdowns == [30 * 2**retries]
     delivery.refresh_from_db()
-    assert (delivery.status, delivery.attempts, delivery.status_code) == ("pending", 1, 500)
+    assert (delivery.status, delivery.attempts, delivery.status_code) == ("pending", retries + 1, 500)
     wait = (delivery.next_attempt_at - delivery.last_attempt_at).total_seconds()
     assert wait == 30 * 2**retries
     # The last retry allowed: failed, nothing scheduled.
+    Delivery.objects.update(attempts=settings.WEBHOOK_MAX_RETRIES)
     final = _Worker(settings.WEBHOOK_MAX_RETRIES)
     assert tasks.send(final, delivery.pk) == "failed" and final.countdowns == []
 
@@ -232,3 +234,31 @@ def test_the_delivery_id_is_a_uuid_and_unique(make_study, receiver):
     first, second = (Delivery.objects.get(pk=pk) for pk in ids)
     assert first.delivery_id != second.delivery_id and isinstance(first.delivery_id, uuid.UUID)
     assert first.payload["id"] == str(first.delivery_id)
+
+
+def test_the_recovery_sweep_sends_again_a_delivery_whose_message_was_lost(make_study, receiver, after_commit):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from engine import tasks as engine_tasks
+
+    built = make_study(Phase.DRAFT)
+    webhook = register(built.study, receiver)
+    lost, waiting, fresh = services.event_record(
+        webhooks=[webhook] * 3, kind="round.opened", data={"round_id": 1, "number": 1}, at=built.study.created_at
+    )
+    long_ago = timezone.now() - timedelta(seconds=services.STALE_SECONDS + 60)
+    Delivery.objects.filter(pk=lost).update(created_at=long_ago)  # its first attempt's message never came
+    Delivery.objects.filter(pk=waiting).update(attempts=2, next_attempt_at=long_ago)  # a retry's message lost
+    with after_commit():
+        engine_tasks.sweep()
+    got = receiver.wait(2)
+    assert len(got) == 2 and all(item.verified for item in got)
+    assert {item.headers["X-Approve-Delivery"] for item in got} == {
+        str(Delivery.objects.get(pk=pk).delivery_id) for pk in (lost, waiting)
+    }
+    assert Delivery.objects.get(pk=waiting).attempts == 3  # went on where it stopped
+    assert Delivery.objects.get(pk=fresh).status == "pending"  # not due long ago: its message may still come
+    with after_commit():
+        assert services.deliveries_recover_stale() == []  # nothing left behind

@@ -4,6 +4,7 @@ sends a test delivery and reads the delivery log. Other members get 403,
 anyone else 404 (the study's existence is never revealed). Thin: the
 services decide."""
 
+import uuid
 from typing import cast
 
 from django.contrib.auth.models import User
@@ -138,7 +139,7 @@ class DeliveryListView(PaginatedListMixin, WebhookScoped):
 
 class DeliveryDetailView(WebhookScoped):
     @extend_schema(summary="Get one delivery of a webhook", responses=s.DeliverySerializer)
-    def get(self, request: Request, webhook_id: int, delivery_id: str) -> Response:
+    def get(self, request: Request, webhook_id: int, delivery_id: uuid.UUID) -> Response:
         """One delivery, by its id (the X-Approve-Delivery header)."""
         webhook = self.webhook("read the study's webhook deliveries")
         try:
