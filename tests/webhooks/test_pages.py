@@ -168,3 +168,12 @@ def test_experts_get_403_and_others_404_on_every_page(study, cast, receiver, mak
     assert not Delivery.objects.exists()
     # The tab is the designer's only.
     assert "/webhooks/" not in browser(cast.bob).get(f"/studies/{study.pk}/").content.decode()
+
+
+def test_signed_out_the_pages_lead_to_the_login(study, cast, receiver):
+    webhook = services.webhook_create(study=study, by=cast.alice, url=receiver.url(), events=ALL)
+    for path in (f"/studies/{study.pk}/webhooks/", f"/studies/{study.pk}/webhooks/{webhook.pk}/"):
+        answer = Client().get(path)
+        assert answer.status_code == 302 and answer["Location"].startswith("/accounts/login/?next="), path
+    assert Client().post(f"/studies/{study.pk}/webhooks/{webhook.pk}/rotate-secret/").status_code == 302
+    assert Webhook.objects.get().secret == webhook.secret
