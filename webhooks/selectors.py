@@ -2,6 +2,8 @@
 is a member of (the role is checked by the page or the API view), its
 deliveries newest first."""
 
+import uuid
+
 from django.contrib.auth.models import User
 from django.db.models import OuterRef, QuerySet, Subquery
 
@@ -32,6 +34,16 @@ def webhook_get(*, webhook_id: int, user: User) -> Webhook:
     (``Webhook.DoesNotExist`` otherwise: a 404, like a study not theirs)."""
     visible = workspace_selectors.studies_visible_to(user)
     return Webhook.objects.select_related("study").filter(study__in=visible).get(pk=webhook_id)
+
+
+def study_webhook_get(*, study: Study, webhook_id: int) -> Webhook:
+    """One webhook of ``study`` (``Webhook.DoesNotExist`` for another study's)."""
+    return webhook_list(study=study).get(pk=webhook_id)
+
+
+def delivery_get(*, webhook: Webhook, delivery_id: uuid.UUID) -> Delivery:
+    """One delivery of the webhook, by its id (``Delivery.DoesNotExist`` otherwise)."""
+    return Delivery.objects.get(webhook=webhook, delivery_id=delivery_id)
 
 
 def delivery_list(*, webhook: Webhook) -> QuerySet[Delivery]:

@@ -38,7 +38,7 @@ def _designer_study(request: HttpRequest, study_id: int) -> "MemberStudy":
 def _webhook(request: HttpRequest, study_id: int, webhook_id: int) -> tuple["MemberStudy", Webhook]:
     study = _designer_study(request, study_id)
     try:
-        webhook = selectors.webhook_list(study=study).get(pk=webhook_id)
+        webhook = selectors.study_webhook_get(study=study, webhook_id=webhook_id)
     except Webhook.DoesNotExist:
         raise Http404("No such webhook.") from None
     return study, webhook

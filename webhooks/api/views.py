@@ -143,7 +143,7 @@ class DeliveryDetailView(WebhookScoped):
         """One delivery, by its id (the X-Approve-Delivery header)."""
         webhook = self.webhook("read the study's webhook deliveries")
         try:
-            delivery = selectors.delivery_list(webhook=webhook).get(delivery_id=delivery_id)
+            delivery = selectors.delivery_get(webhook=webhook, delivery_id=delivery_id)
         except Delivery.DoesNotExist:
             raise exceptions.NotFound("No such delivery.") from None
         return Response(s.DeliverySerializer(delivery).data)
