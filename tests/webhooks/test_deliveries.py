@@ -262,3 +262,15 @@ def test_the_recovery_sweep_sends_again_a_delivery_whose_message_was_lost(make_s
     assert Delivery.objects.get(pk=fresh).status == "pending"  # not due long ago: its message may still come
     with after_commit():
         assert services.deliveries_recover_stale() == []  # nothing left behind
+
+
+def test_a_test_delivery_is_tried_once(make_study, receiver, after_commit):
+    built = make_study(Phase.DRAFT)
+    webhook = register(built.study, receiver)
+    receiver.default = 503
+    with after_commit():
+        delivery = services.webhook_test(webhook=webhook)
+    assert len(receiver.wait(1)) == 1
+    time.sleep(0.2)
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts, delivery.status_code, len(receiver.received)) == ("failed", 1, 503, 1)
