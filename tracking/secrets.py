@@ -20,27 +20,29 @@ _SALT = b"approve.tracking.secrets"
 _INFO = b"mlflow tracking token v1"
 
 
-def _fernet(secret: str) -> Fernet:
-    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=_SALT, info=_INFO).derive(secret.encode())
+def _fernet(secret: str, info: bytes) -> Fernet:
+    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=_SALT, info=info).derive(secret.encode())
     return Fernet(base64.urlsafe_b64encode(key))
 
 
-def _keys() -> MultiFernet:
+def _keys(info: bytes) -> MultiFernet:
     secrets = [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])]
-    return MultiFernet([_fernet(secret) for secret in secrets])
+    return MultiFernet([_fernet(secret, info) for secret in secrets])
 
 
-def seal(token: str) -> str:
-    """``token`` encrypted; empty for no token."""
-    return _keys().encrypt(token.encode()).decode() if token else ""
+def seal(token: str, *, info: bytes = _INFO) -> str:
+    """``token`` encrypted; empty for no token. ``info``: the HKDF label of
+    the key's one use (another app's secrets get a key of their own, e.g.
+    the webhooks' signing secrets)."""
+    return _keys(info).encrypt(token.encode()).decode() if token else ""
 
 
-def unseal(sealed: str) -> str:
+def unseal(sealed: str, *, info: bytes = _INFO) -> str:
     """The token ``seal`` encrypted; empty for none. ValueError when it was
     altered or sealed under a key no longer configured."""
     if not sealed:
         return ""
     try:
-        return _keys().decrypt(sealed.encode()).decode()
+        return _keys(info).decrypt(sealed.encode()).decode()
     except InvalidToken:
         raise ValueError("the stored tracking token cannot be decrypted (SECRET_KEY changed?)") from None

@@ -8,6 +8,11 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+from tracking import secrets
+
+# The HKDF label of the key the signing secrets are sealed under (tracking.secrets).
+SECRET_SEAL_INFO = b"webhook signing secret v1"
+
 # The longest URL a webhook may have, and the most of an answer's body kept.
 URL_MAX_LENGTH = 2000
 RESPONSE_EXCERPT_MAX_CHARS = 1024
@@ -18,12 +23,14 @@ class Webhook(models.Model):
     """A URL the study's designer registered: ``events`` the kinds it
     receives (keys of ``webhooks.payloads.SUBSCRIBABLE``); ``secret`` signs
     each delivery (HMAC-SHA256), shown to the designer once, when made or
-    rotated, never again; inactive, it receives nothing."""
+    rotated, never again; kept sealed (Fernet under a key HKDF derives from
+    SECRET_KEY for this use alone, as the MLflow tokens are): ``secret``
+    opens it; inactive, it receives nothing."""
 
     study = models.ForeignKey("workspace.Study", on_delete=models.CASCADE, related_name="webhooks")
     url = models.CharField(max_length=URL_MAX_LENGTH)
     events = models.JSONField(default=list)
-    secret = models.CharField(max_length=100)
+    sealed_secret = models.CharField(max_length=400)
     active = models.BooleanField(default=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
@@ -36,6 +43,15 @@ class Webhook(models.Model):
 
     def __str__(self) -> str:
         return self.url
+
+    @property
+    def secret(self) -> str:
+        """The signing secret, opened (ValueError if SECRET_KEY changed without a fallback)."""
+        return secrets.unseal(self.sealed_secret, info=SECRET_SEAL_INFO)
+
+    @secret.setter
+    def secret(self, plain: str) -> None:
+        self.sealed_secret = secrets.seal(plain, info=SECRET_SEAL_INFO)
 
 
 class Delivery(models.Model):

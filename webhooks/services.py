@@ -60,9 +60,10 @@ def webhook_create(
             "(WEBHOOK_MAX_PER_STUDY): delete one first.",
             code="webhook_limit",
         )
-    return Webhook.objects.create(
-        study=study, url=url, events=chosen, secret=new_secret(), active=active, created_by=by
-    )
+    webhook = Webhook(study=study, url=url, events=chosen, active=active, created_by=by)
+    webhook.secret = new_secret()
+    webhook.save()
+    return webhook
 
 
 @transaction.atomic
@@ -91,7 +92,7 @@ def webhook_rotate_secret(*, webhook: Webhook) -> Webhook:
     from now on, deliveries already pending included."""
     webhook.secret = new_secret()
     webhook.secret_rotated_at = timezone.now()
-    webhook.save(update_fields=["secret", "secret_rotated_at"])
+    webhook.save(update_fields=["sealed_secret", "secret_rotated_at"])
     return webhook
 
 

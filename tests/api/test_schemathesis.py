@@ -59,7 +59,8 @@ from tests.fixtures import api_error, error_fields
 from tracking import remote
 from tracking.models import MlflowImport
 from tracking.remote import TrackerError
-from webhooks.models import Delivery, Webhook
+from tracking.secrets import seal
+from webhooks.models import SECRET_SEAL_INFO, Delivery, Webhook
 from workspace import invitations, services
 from workspace.models import Phase, Study
 
@@ -210,7 +211,12 @@ def _build_world(phase, cast, title):
             error={"code": "mlflow_unreachable", "detail": "The MLflow server did not answer.", "fields": {}},
         ).pk,
     }
-    webhook = Webhook.objects.create(study=study, url="https://hooks.example.com/in", events=["run.failed"], secret="s")
+    webhook = Webhook.objects.create(
+        study=study,
+        url="https://hooks.example.com/in",
+        events=["run.failed"],
+        sealed_secret=seal("s", info=SECRET_SEAL_INFO),
+    )
     delivery = Delivery.objects.create(webhook=webhook, event="run.failed", payload={"event": "run.failed"})
     world.update(webhook=webhook.pk, delivery=str(delivery.delivery_id))
     if phase == Phase.DRAFT:

@@ -11,8 +11,9 @@ from pytest_django.live_server_helper import LiveServer
 from tests.browser.support import TIMEOUT_MS, assert_accessible, axe_violations, describe_violations, login, screenshot
 from tests.fixtures import PASSWORD
 from tests.webhooks.conftest import running_receiver
+from tracking.secrets import seal
 from webhooks import services
-from webhooks.models import Delivery, Webhook
+from webhooks.models import SECRET_SEAL_INFO, Delivery, Webhook
 
 PHONE = {"width": 390, "height": 844}
 
@@ -60,7 +61,9 @@ def test_register_test_read_the_log_and_delete(page: Page, demo, receiver) -> No
 
 def test_the_webhooks_pages_fit_a_phone(browser: Browser, live_server: LiveServer, demo) -> None:
     long_url = "https://hooks.internal.example.org/" + "/".join(["a-rather-long-path-segment"] * 8) + "?token=x"
-    webhook = Webhook.objects.create(study=demo.study, url=long_url, events=["run.succeeded"], secret="s")
+    webhook = Webhook.objects.create(
+        study=demo.study, url=long_url, events=["run.succeeded"], sealed_secret=seal("s", info=SECRET_SEAL_INFO)
+    )
     services.event_record(webhooks=[webhook] * 3, kind="run.succeeded", data={}, at=webhook.created_at)
     Delivery.objects.update(status="failed", attempts=6, error="ConnectionRefusedError: " + "x" * 300)
     context = browser.new_context(base_url=live_server.url, viewport=PHONE, locale="en-GB")

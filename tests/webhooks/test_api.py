@@ -177,3 +177,17 @@ def test_members_get_403_and_anyone_else_404_on_every_endpoint(study, cast, rece
 def test_a_webhook_that_does_not_exist_is_404_like_one_not_yours(cast, db):
     answer = client_of(cast.alice).get(f"{API}/webhooks/999999/")
     assert answer.status_code == 404 and answer.json() == api_error("not_found", "No such webhook.")
+
+
+def test_the_secret_is_kept_sealed(study, cast, receiver, settings):
+    """Stored encrypted (whoever reads the database reads no secret), under a
+    key of its own: not the one that opens MLflow tokens."""
+    from tracking import secrets
+
+    plain = register(client_of(cast.alice), study, receiver).json()["secret"]
+    stored = Webhook.objects.values_list("sealed_secret", flat=True).get()
+    assert plain not in stored and Webhook.objects.get().secret == plain
+    with pytest.raises(ValueError):
+        secrets.unseal(stored)  # the MLflow tokens' key does not open it
+    settings.SECRET_KEY_FALLBACKS, settings.SECRET_KEY = [settings.SECRET_KEY], "another-secret-key-" + "x" * 40
+    assert Webhook.objects.get().secret == plain  # a rotated SECRET_KEY in the fallbacks still opens it

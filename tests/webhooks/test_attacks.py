@@ -9,8 +9,9 @@ import socket
 import pytest
 
 from tracking import remote
+from tracking.secrets import seal
 from webhooks import outbound, payloads, services, tasks
-from webhooks.models import Delivery, Webhook
+from webhooks.models import SECRET_SEAL_INFO, Delivery, Webhook
 from workspace import events, invitations, reminders
 from workspace import services as workspace_services
 from workspace.errors import InvalidInput
@@ -141,7 +142,9 @@ def test_dns_rebinding_a_host_public_at_registration_is_refused_at_delivery(
 
 def test_a_stored_url_no_longer_allowed_is_refused_at_delivery(make_study, receiver, settings, after_commit):
     built = make_study(Phase.DRAFT)
-    webhook = Webhook.objects.create(study=built.study, url=receiver.url(), events=ALL, secret="s")
+    webhook = Webhook.objects.create(
+        study=built.study, url=receiver.url(), events=ALL, sealed_secret=seal("s", info=SECRET_SEAL_INFO)
+    )
     settings.WEBHOOK_ALLOWED_HOSTS = []  # the operator took 127.0.0.1 off the list
     with after_commit():
         workspace_services.study_open_voting(study=built.study)

@@ -22,7 +22,7 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('url', models.CharField(max_length=2000)),
                 ('events', models.JSONField(default=list)),
-                ('secret', models.CharField(max_length=100)),
+                ('sealed_secret', models.CharField(max_length=400)),
                 ('active', models.BooleanField(default=True)),
                 ('created_at', models.DateTimeField(auto_now_add=True)),
                 ('secret_rotated_at', models.DateTimeField(blank=True, null=True)),
