@@ -6,7 +6,9 @@ than decrypted into garbage) under a key derived from ``SECRET_KEY`` by
 HKDF-SHA256 with this module's own label, so the key is never the secret
 itself and is used for nothing else. ``django.core.signing`` only signs:
 whoever reads the database would read the token. A token sealed under a key
-in ``SECRET_KEY_FALLBACKS`` still opens after the key is rotated.
+in ``SECRET_KEY_FALLBACKS`` still opens after the key is rotated. Another
+use (the webhooks' signing secrets) passes its own ``info`` label, and so
+gets a key of its own.
 """
 
 import base64
