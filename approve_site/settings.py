@@ -976,7 +976,40 @@ cast(dict, TEMPLATES[0]["OPTIONS"])["context_processors"].append(
 )
 
 # --- Webhooks (webhooks/) ----------------------------------------------------------
-# (issue 32, item 5)
+# (issue 32, item 5; docs/webhooks.md)
+# The hosts a webhook may deliver to (comma-separated; ".example.org" also
+# matches its subdomains), with the meaning of TRACKING_ALLOWED_HOSTS: empty
+# (the default) any host whose every address is public, loopback too with
+# DEBUG, and https only; set, only the hosts listed (http allowed to them).
+WEBHOOK_ALLOWED_HOSTS = env_list("WEBHOOK_ALLOWED_HOSTS")
+# The most webhooks a study may have, and the deliveries kept per webhook
+# (the oldest deleted beyond).
+WEBHOOK_MAX_PER_STUDY = env_int("WEBHOOK_MAX_PER_STUDY", 10)
+WEBHOOK_DELIVERIES_KEPT = env_int("WEBHOOK_DELIVERIES_KEPT", 200)
+# Each connect and read of a delivery (seconds; the whole exchange twice that).
+WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 5)
+# A delivery without a 2xx answer (no answer, 5xx, 408, 429) is tried again
+# this many times, after WEBHOOK_RETRY_SECONDS, then twice, four times... as
+# long (at most an hour apart); any other answer fails it at once.
+WEBHOOK_MAX_RETRIES = env_int("WEBHOOK_MAX_RETRIES", 5)
+WEBHOOK_RETRY_SECONDS = env_int("WEBHOOK_RETRY_SECONDS", 30)
+# The site's address in the payloads' links (default: the notifications').
+WEBHOOK_SITE_URL = os.environ.get("WEBHOOK_SITE_URL", NOTIFICATIONS_SITE_URL)
+if (
+    WEBHOOK_MAX_PER_STUDY < 1
+    or WEBHOOK_DELIVERIES_KEPT < 1
+    or WEBHOOK_TIMEOUT_SECONDS <= 0
+    or WEBHOOK_MAX_RETRIES < 0
+    or WEBHOOK_RETRY_SECONDS <= 0
+):
+    raise ImproperlyConfigured(
+        "need WEBHOOK_MAX_PER_STUDY >= 1, WEBHOOK_DELIVERIES_KEPT >= 1, WEBHOOK_TIMEOUT_SECONDS > 0, "
+        "WEBHOOK_MAX_RETRIES >= 0 and WEBHOOK_RETRY_SECONDS > 0"
+    )
+# The API's webhooks endpoints (webhooks/api/) under their own tag.
+cast(list, SPECTACULAR_SETTINGS["TAGS"]).append(
+    {"name": "webhooks", "description": "A study's webhooks: signed JSON deliveries of its events, their log."}
+)
 
 # --- Observability: logs, metrics, error reporting, tracing ------------------------
 # (issue 32, item 7; approve_site/observability.py, approve_site/metrics.py,

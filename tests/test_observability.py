@@ -159,8 +159,12 @@ def test_a_task_published_in_a_request_logs_the_requests_id_eager(make_study, cl
     run = Run.objects.get(study=built.study)
     assert run.status == Run.Status.SUCCEEDED
     tasks = {line["task"]: line for line in _lines(caplog, "approve.task")}
-    # The run, and the notification of its success the run's task published in turn.
-    assert set(tasks) == {"engine.tasks.execute_run", "notifications.tasks.event_notify"}
+    # The run, and the notification and webhook deliveries of its success the run's task published in turn.
+    assert set(tasks) == {
+        "engine.tasks.execute_run",
+        "notifications.tasks.event_notify",
+        "webhooks.tasks.event_deliver",
+    }
     assert all(line["request_id"] == "launch-1234" == response["X-Request-ID"] for line in tasks.values())
     task = tasks["engine.tasks.execute_run"]
     assert task["state"] == "SUCCESS"

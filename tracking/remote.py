@@ -13,7 +13,7 @@ Every call (``connected``):
   %-escape, space or query: nothing two parsers could read differently);
 - judges the host (``TRACKING_ALLOWED_HOSTS``, else public addresses only),
   resolves it once, judges every address, and connects to those addresses
-  only (``_Connection``: the host name is sent as ``Host`` and checked
+  only (``PinnedConnection``: the host name is sent as ``Host`` and checked
   against the TLS certificate, but never looked up again);
 - follows no redirect; sends the token in its own request's header (never in
   ``os.environ``, under no lock); reads each answer with a size cap and a
@@ -169,41 +169,68 @@ class Target:
     address: _Address | None
 
 
-def _refused(message: str = _URI_SHAPE) -> InvalidInput:
-    return InvalidInput({"tracking_uri": message})
+@dataclass(frozen=True)
+class HostPolicy:
+    """Which hosts one kind of outgoing request may contact: those listed
+    in the setting named ``setting`` when it lists any, else public
+    addresses only (loopback too with ``DEBUG``); a refusal is an
+    InvalidInput on ``field``. Tracking servers here; the webhooks app has
+    its own (``WEBHOOK_ALLOWED_HOSTS``)."""
+
+    setting: str
+    field: str
+
+    def allowed(self) -> list[str]:
+        """The setting's hosts, read at each call (tests change it)."""
+        return list(getattr(settings, self.setting))
+
+
+TRACKING_HOSTS = HostPolicy(setting="TRACKING_ALLOWED_HOSTS", field="tracking_uri")
+
+
+def _refused(message: str = _URI_SHAPE, field: str = "tracking_uri") -> InvalidInput:
+    return InvalidInput({field: message})
 
 
 def target(uri: str) -> Target:
     """``uri`` parsed, or InvalidInput on ``tracking_uri``: only the plain
-    spelling every parser reads the same way. A host is a DNS name (labels
-    of a-z, 0-9 and -) or an address; one whose last label is a number must
-    be an IPv4 address in four decimal parts (no ``127.1``, ``2130706433``,
-    ``0x7f.1`` or ``0177.0.0.1``)."""
+    spelling every parser reads the same way (``target_of``)."""
     match = _HTTP_URI.fullmatch(uri)
     if match is None:
         raise _refused()
     scheme, host, port, prefix = match.groups()
     if any(segment in (".", "..") for segment in prefix.split("/")):
         raise _refused()
+    return target_of(scheme, host, port, prefix)
+
+
+def target_of(
+    scheme: str, host: str, port: str | None, prefix: str, *, field: str = "tracking_uri", shape: str = _URI_SHAPE
+) -> Target:
+    """The parts of an ``http(s)`` URL a pattern matched, checked, or
+    InvalidInput on ``field`` (``shape``, the words of a malformed URL). A
+    host is a DNS name (labels of a-z, 0-9 and -) or an address; one whose
+    last label is a number must be an IPv4 address in four decimal parts
+    (no ``127.1``, ``2130706433``, ``0x7f.1`` or ``0177.0.0.1``)."""
     address: _Address | None = None
     if host.startswith("["):
         host = host[1:-1]
         try:
             address = ipaddress.IPv6Address(host)
         except ValueError:
-            raise _refused() from None
+            raise _refused(shape, field) from None
     else:
         labels = host.split(".")
         if len(host) > 253 or not all(_LABEL.fullmatch(label) for label in labels):
-            raise _refused()
+            raise _refused(shape, field)
         if labels[-1].isdigit() or labels[-1].startswith("0x"):
             try:
                 address = ipaddress.IPv4Address(host)
             except ValueError:
-                raise _refused() from None
+                raise _refused(shape, field) from None
     number = int(port) if port else (443 if scheme == "https" else 80)
     if number > 65535:
-        raise _refused("the port must be a number from 1 to 65535")
+        raise _refused("the port must be a number from 1 to 65535", field)
     return Target(scheme, host, number, prefix, address)
 
 
@@ -244,7 +271,7 @@ def check_uri(uri: str) -> None:
     if path is not None:
         _store_root(path)
         return
-    _judge(target(uri))
+    judge(target(uri))
 
 
 def _host_allowed(host: str, allowed: list[str]) -> bool:
@@ -284,35 +311,39 @@ def _kind(address: _Address) -> str | None:
     return None
 
 
-def _judge(where: Target) -> None:
-    """InvalidInput on ``tracking_uri`` for what the URI itself says is
-    not to be contacted: a host not in ``TRACKING_ALLOWED_HOSTS`` when it is
-    set; else an address written in the URI that is not public."""
-    allowed = list(settings.TRACKING_ALLOWED_HOSTS)
+def judge(where: Target, policy: HostPolicy = TRACKING_HOSTS) -> None:
+    """InvalidInput on ``policy.field`` for what the URI itself says is
+    not to be contacted: a host not in the policy's setting
+    (``TRACKING_ALLOWED_HOSTS``) when it is set; else an address written in
+    the URI that is not public."""
+    allowed = policy.allowed()
     if allowed:
         if not _host_allowed(where.host, allowed):
-            raise _refused(f"{where.host} is not among the hosts this server may contact (TRACKING_ALLOWED_HOSTS)")
+            raise _refused(
+                f"{where.host} is not among the hosts this server may contact ({policy.setting})", policy.field
+            )
         return
     if where.address is not None:
         kind = _kind(where.address)
         if kind is not None:
             raise _refused(
                 f"{where.host} is a {kind} address ({where.address}): this server contacts only public hosts "
-                "unless the operator lists the host in TRACKING_ALLOWED_HOSTS"
+                f"unless the operator lists the host in {policy.setting}",
+                policy.field,
             )
 
 
 _Sockaddr = tuple[socket.AddressFamily, tuple[Any, ...]]
 
 
-def _addresses(where: Target) -> list[_Sockaddr]:
+def addresses(where: Target, policy: HostPolicy = TRACKING_HOSTS) -> list[_Sockaddr]:
     """Where to connect: the host resolved here, once (the one look-up of
-    the call), every address judged. A host listed in
-    ``TRACKING_ALLOWED_HOSTS`` is contacted whatever its addresses; else
+    the call), every address judged. A host listed in the policy's setting
+    (``TRACKING_ALLOWED_HOSTS``) is contacted whatever its addresses; else
     each must be public. TrackerError (``UNREACHABLE``) when it does not
     resolve or one is not public: the same words either way, so that no
     answer tells what an internal name resolves to."""
-    _judge(where)
+    judge(where, policy)
     if where.address is not None:
         text = str(where.address)
         if isinstance(where.address, ipaddress.IPv6Address):
@@ -326,7 +357,7 @@ def _addresses(where: Target) -> list[_Sockaddr]:
     for family, _, _, _, sockaddr in found:
         if family not in (socket.AF_INET, socket.AF_INET6):
             continue
-        if not settings.TRACKING_ALLOWED_HOSTS and _kind(ipaddress.ip_address(str(sockaddr[0]).split("%")[0])):
+        if not policy.allowed() and _kind(ipaddress.ip_address(str(sockaddr[0]).split("%")[0])):
             raise TrackerError(UNREACHABLE, "mlflow_unreachable")
         if (family, sockaddr) not in addresses:
             addresses.append((family, tuple(sockaddr)))
@@ -342,22 +373,22 @@ def check_host(uri: str) -> None:
     (exact, or ``.suffix``), whatever their address. Empty: any host whose
     every address is public; with ``DEBUG``, loopback too (a developer's own
     MLflow)."""
-    _addresses(target(uri))
+    addresses(target(uri))
 
 
 # --- the HTTP client ----------------------------------------------------------------
 
 
-def _connect(addresses: list[_Sockaddr]) -> socket.socket:
+def _connect(checked: list[_Sockaddr], timeout: float, total: float) -> socket.socket:
     """A TCP connection to the first of the checked addresses that answers
-    (trying the next ones within ``CALL_SECONDS`` in all)."""
+    (each within ``timeout``, trying the next ones within ``total`` in all)."""
     failure: OSError = OSError("no address")
-    deadline = time.monotonic() + CALL_SECONDS
-    for family, sockaddr in addresses:
+    deadline = time.monotonic() + total
+    for family, sockaddr in checked:
         if time.monotonic() >= deadline:
             break
         sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.settimeout(min(TIMEOUT_SECONDS, deadline - time.monotonic()))
+        sock.settimeout(min(timeout, deadline - time.monotonic()))
         try:
             sock.connect(sockaddr)
         except OSError as error:
@@ -368,21 +399,25 @@ def _connect(addresses: list[_Sockaddr]) -> socket.socket:
     raise failure
 
 
-class _Connection(http.client.HTTPConnection):
+class PinnedConnection(http.client.HTTPConnection):
     """One exchange's connection, made to the checked addresses (never
-    resolving the host again); over TLS for ``https``, the certificate
-    verified against the host name (the system's CA certificates). The
-    ``Host`` header names the host. ``expire`` cuts it from another thread."""
+    resolving the host again: no DNS rebinding between the check and the
+    connection); over TLS for ``https``, the certificate verified against
+    the host name (the system's CA certificates). The ``Host`` header names
+    the host. ``expire`` cuts it from another thread. ``timeout`` each
+    connect and read (default ``TIMEOUT_SECONDS``), the addresses tried
+    within ``CALL_SECONDS``. http.client follows no redirect."""
 
-    def __init__(self, where: Target, addresses: list[_Sockaddr]) -> None:
-        super().__init__(where.host, where.port, timeout=TIMEOUT_SECONDS)
+    def __init__(self, where: Target, checked: list[_Sockaddr], timeout: float | None = None) -> None:
+        self._each = TIMEOUT_SECONDS if timeout is None else timeout
+        super().__init__(where.host, where.port, timeout=self._each)
         self.default_port = 443 if where.scheme == "https" else 80
-        self._addresses = addresses
+        self._addresses = checked
         self._tls = ssl.create_default_context() if where.scheme == "https" else None
         self._watch: socket.socket | None = None
 
     def connect(self) -> None:
-        sock = _connect(self._addresses)
+        sock = _connect(self._addresses, self._each, max(self._each, CALL_SECONDS))
         self._watch = sock.dup()
         self.sock = sock if self._tls is None else self._tls.wrap_socket(sock, server_hostname=self.host)
 
@@ -543,7 +578,7 @@ class _Rest:
             data, content_type = json.dumps(payload).encode(), "application/json"
         if content_type:
             headers["Content-Type"] = content_type
-        connection = _Connection(self._where, self._addresses)
+        connection = PinnedConnection(self._where, self._addresses)
         deadline = threading.Timer(CALL_SECONDS, connection.expire)
         deadline.daemon = True
         deadline.start()
@@ -1043,7 +1078,7 @@ def connected(connection: Connection) -> Iterator[Tracker]:
         tracker = _File(path)
     else:
         where = target(connection.tracking_uri)
-        tracker = _Rest(where, _addresses(where), connection.token)
+        tracker = _Rest(where, addresses(where), connection.token)
     try:
         yield tracker
     except _MlflowError as error:

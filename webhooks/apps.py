@@ -7,3 +7,13 @@ class WebhooksConfig(AppConfig):
 
     name = "webhooks"
     verbose_name = "Webhooks"
+
+    def ready(self) -> None:
+        from engine.tasks import sweep_register
+        from workspace.events import event_listen
+
+        from . import services, tasks
+
+        event_listen(tasks.event_enqueue)
+        # The engine's recovery sweep also sends again deliveries whose message was lost.
+        sweep_register("webhook deliveries", services.deliveries_recover_stale)

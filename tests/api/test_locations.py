@@ -15,6 +15,7 @@ from accounts import signup
 from accounts.models import SitePolicy
 from engine import services as engine_services
 from tests.fixtures import api_error
+from webhooks import services as webhook_services
 from workspace import invitations, limits, services
 from workspace.models import Phase
 
@@ -24,6 +25,7 @@ from .test_access import PREDICTIONS
 pytestmark = pytest.mark.django_db
 
 API = "/api/v1"
+WEBHOOK_URL = "http://127.0.0.1:8619/approve"
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,9 @@ CREATES = [
         {"experiment": "large", "mapping": [{"key": "roc_auc", "metric": "AUC"}]},
         202,
     ),
+    # a webhook (its host allowed by create_url: no look-up), and its test delivery
+    Create("/api/v1/studies/{study_id}/webhooks/", Phase.DRAFT, {"url": WEBHOOK_URL, "events": ["run.failed"]}, 201),
+    Create("/api/v1/webhooks/{webhook_id}/test/", Phase.DRAFT, None, 202),
 ]
 
 
@@ -114,6 +119,13 @@ def create_url(create, built, designer, mlflow=None):
     ids = {"study_id": built.study.pk}
     if "/mlflow/" in create.path:
         mlflow_connect(built.study, *mlflow)
+    if "webhook" in create.path:
+        mlflow[1].WEBHOOK_ALLOWED_HOSTS = ["127.0.0.1"]
+    if "{webhook_id}" in create.path:
+        webhook = webhook_services.webhook_create(
+            study=built.study, by=designer, url=WEBHOOK_URL, events=["run.failed"]
+        )
+        ids["webhook_id"] = webhook.pk
     if "discussion/attributes" in create.path:
         ids["id"] = built.attributes["Accuracy"].pk
     elif "discussion/metrics" in create.path:

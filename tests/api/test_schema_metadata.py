@@ -27,6 +27,7 @@ TAGS = [
     "invitations",
     "accounts",
     "notifications",
+    "webhooks",
 ]
 
 
@@ -220,10 +221,10 @@ def test_response_headers_are_declared(schema):
             header = response["headers"][name]
             assert header["required"] is required and header["schema"] == {"type": kind}, f"{method} {path}"
             assert header["description"]
-    # Every create, every launch (runs, analyses), invitation, queued MLflow import or sign-up link, every
-    # authenticated operation, the five throttled ones (token request, import, individual scores, the two sign-up
-    # steps) and the analyses' launch (its limits).
-    assert seen["201"] >= 10 and seen["202"] == 5 and seen["401"] == len(_operations(schema)) - len(UNAUTHENTICATED)
+    # Every create, every launch (runs, analyses), invitation, queued MLflow import, sign-up link or webhook test
+    # delivery, every authenticated operation, the five throttled ones (token request, import, individual scores,
+    # the two sign-up steps) and the analyses' launch (its limits).
+    assert seen["201"] >= 10 and seen["202"] == 6 and seen["401"] == len(_operations(schema)) - len(UNAUTHENTICATED)
     assert seen["429"] == 6
     assert schema["paths"]["/api/v1/studies/import/"]["post"]["responses"]["429"]["description"]
 

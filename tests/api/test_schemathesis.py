@@ -59,6 +59,8 @@ from tests.fixtures import api_error, error_fields
 from tracking import remote
 from tracking.models import MlflowImport
 from tracking.remote import TrackerError
+from tracking.secrets import seal
+from webhooks.models import SECRET_SEAL_INFO, Delivery, Webhook
 from workspace import invitations, services
 from workspace.models import Phase, Study
 
@@ -95,6 +97,10 @@ def _real(path, generated, world):
             strategies[name] = _ids_for(path, world)
         elif name == "metric_id":  # the elicitation's resources: the study's elicited metric
             strategies[name] = st.just(world["elicited"])
+        elif name == "webhook_id":  # a webhook of the study's
+            strategies[name] = st.just(world["webhook"])
+        elif name == "delivery_id":  # the webhook's delivery
+            strategies[name] = st.just(world["delivery"])
         elif name == "import_id":  # an MLflow import of the study's
             strategies[name] = st.just(world["mlflow_import"])
         elif name == "run_id":
@@ -205,6 +211,14 @@ def _build_world(phase, cast, title):
             error={"code": "mlflow_unreachable", "detail": "The MLflow server did not answer.", "fields": {}},
         ).pk,
     }
+    webhook = Webhook.objects.create(
+        study=study,
+        url="https://hooks.example.com/in",
+        events=["run.failed"],
+        sealed_secret=seal("s", info=SECRET_SEAL_INFO),
+    )
+    delivery = Delivery.objects.create(webhook=webhook, event="run.failed", payload={"event": "run.failed"})
+    world.update(webhook=webhook.pk, delivery=str(delivery.delivery_id))
     if phase == Phase.DRAFT:
         return world
     services.study_open_voting(study=study)
@@ -283,7 +297,9 @@ def offline_mlflow(monkeypatch):
     """No generated tracking URI reaches the network: every MLflow call is
     answered as an unreachable server would be (502 mlflow_unreachable, the
     one 5xx the MLflow operations document); file: stores are allowed nowhere
-    (TRACKING_FILE_ROOTS is empty). tests/tracking uses a real server."""
+    (TRACKING_FILE_ROOTS is empty). tests/tracking uses a real server. No
+    generated webhook URL is looked up either: every host is one that does
+    not resolve (tests/webhooks uses a real receiver)."""
 
     @contextmanager
     def unreachable(connection):
@@ -291,6 +307,12 @@ def offline_mlflow(monkeypatch):
         yield  # pragma: no cover
 
     monkeypatch.setattr(remote, "connected", unreachable)
+
+    def unresolved(where, policy=remote.TRACKING_HOSTS):
+        remote.judge(where, policy)
+        raise TrackerError(remote.UNREACHABLE, "mlflow_unreachable")
+
+    monkeypatch.setattr(remote, "addresses", unresolved)
 
 
 @pytest.fixture

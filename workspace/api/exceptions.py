@@ -51,6 +51,8 @@ CODES: dict[str, int] = {
     "mlflow_nothing_to_publish": 409,
     "round_open": 409,
     "no_open_round": 409,
+    "webhook_limit": 409,
+    "webhook_test_pending": 409,
     "request_too_large": 413,
     "unsupported_media_type": 415,
     "throttled": 429,

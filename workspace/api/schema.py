@@ -349,6 +349,9 @@ MADE = {
     ),
     # A revision round, named by its number.
     (f"{API}/studies/{{study_id}}/rounds/", "201"): Made(f"{API}/studies/{{study_id}}/rounds/", pointer="/number"),
+    # A webhook lives under webhooks/, not under its study; a test delivery in its webhook's log.
+    (f"{API}/studies/{{study_id}}/webhooks/", "201"): Made(f"{API}/webhooks/"),
+    (f"{API}/webhooks/{{webhook_id}}/test/", "202"): Made(f"{API}/webhooks/{{webhook_id}}/deliveries/"),
     # Not a create, but the study in its new phase, where other operations open.
     (f"{API}/studies/{{study_id}}/transitions/", "200"): Made(f"{API}/studies/"),
     # Self sign-up (accounts): the link mailed, then the account, which asks for a token.
