@@ -21,6 +21,7 @@ from engine.rules import AHP_WEIGHTING_DEFAULT
 
 from . import history, invitations, limits, services
 from .errors import InvalidInput, PhaseConflict
+from .events import events_quiet
 from .extensions import BUNDLE_SECTIONS
 from .limits import ATTRIBUTE_THRESHOLD_DEFAULT, METRIC_THRESHOLD_DEFAULT, TITLE_MAX_LENGTH
 from .models import Measurement, Membership, Metric, Phase, QualityAttribute, Study
@@ -442,7 +443,9 @@ def _import_bundle(*, bundle: dict, importer: User | None, max_rows: int | None)
         for section in BUNDLE_SECTIONS
     ]
     if phase != Phase.DRAFT:
-        _import_phases(study, bundle, phase, experts, attributes, metrics, states)
+        # A replay, told to nobody: the experts are invited (above), not told of phases long past.
+        with events_quiet():
+            _import_phases(study, bundle, phase, experts, attributes, metrics, states)
     return imported
 
 

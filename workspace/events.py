@@ -15,7 +15,9 @@ error in one is logged and never reaches the change that published it.
 """
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -75,12 +77,28 @@ def _deliver(event: Event) -> None:
             logger.exception("event %s of study %s: listener %r failed", event.kind, event.study_id, listener)
 
 
+_QUIET: ContextVar[bool] = ContextVar("approve_events_quiet", default=False)
+
+
+@contextmanager
+def events_quiet() -> Iterator[None]:
+    """Nothing published inside reaches the listeners: for a replay of what
+    happened elsewhere (a study imported from its bundle goes through its
+    phases, absences and rounds again), which is nobody's news."""
+    token = _QUIET.set(True)
+    try:
+        yield
+    finally:
+        _QUIET.reset(token)
+
+
 def event_publish(kind: str, *, study_id: int, actor_id: int | None = None, **data: Any) -> Event:
     """Publish an event of ``kind`` about study ``study_id``: delivered to
     the listeners once the current transaction commits (at once outside
-    one)."""
+    one); never inside ``events_quiet``."""
     if kind not in EVENT_KINDS:
         raise ValueError(f"unknown event kind {kind!r}")
     event = Event(kind=kind, study_id=study_id, data=data, actor_id=actor_id)
-    transaction.on_commit(lambda: _deliver(event), robust=False)
+    if not _QUIET.get():
+        transaction.on_commit(lambda: _deliver(event), robust=False)
     return event

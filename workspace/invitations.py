@@ -395,7 +395,8 @@ def import_experts(*, study: Study, usernames: list[str], importer: AuthUser | N
         return _import_experts_trusted(study=study, usernames=usernames, importer=importer)
     # The others are invited in one INSERT, as invitation_create would one at a time.
     others = {f"experts[{position}]": username for position, username in enumerate(usernames) if username != me}
-    invitations_create_many(study=study, created_by=importer, usernames=others)
+    for invitation in invitations_create_many(study=study, created_by=importer, usernames=others):
+        _created_publish(invitation, None)
     return {me: services.expert_add(study=study, user=importer)} if me in usernames else {}
 
 
@@ -438,13 +439,15 @@ def _imported_invite(study: Study, imported: list[Membership], importer: AuthUse
     for membership in imported:
         membership.status, membership.inputs_imported_by = PENDING, importer
     history.bulk_update(Membership, imported, ["status", "inputs_imported_by"])
-    history.bulk_create(
+    created = history.bulk_create(
         Invitation,
         [
             Invitation(study=study, username=membership.user.get_username(), membership=membership, created_by=importer)
             for membership in imported
         ],
     )
+    for invitation in created:
+        _created_publish(invitation, None)
 
 
 # --- reads -------------------------------------------------------------------------

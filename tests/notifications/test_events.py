@@ -114,6 +114,23 @@ def test_an_invitation_by_username_is_published(make_study, cast, published, aft
     assert key not in repr(published)
 
 
+def test_an_imported_study_replays_its_phases_and_rounds_untold(cast, published, after_commit) -> None:
+    """An import goes through the phases (and absences, rounds) again: old
+    news to nobody. Only the invitations it makes are told (a designer's
+    import invites the other experts)."""
+    with after_commit():
+        operator = study_import_bundle(bundle=case_study_bundle())
+    assert operator.phase == Phase.CLOSED and published == []
+    with after_commit():
+        mine = study_import_bundle(bundle=case_study_bundle(), importer=cast.alice)
+    assert {kind for kind, *_ in published} == {"invitation.created"}
+    assert len(published) == mine.invitations.count() == 4
+    assert mine.phase == Phase.DRAFT  # the others' inputs left out
+    with after_commit():
+        services.study_reopen_assessment(study=operator)
+    assert published[-1][:2] == ("phase.changed", operator.pk)  # told again once imported
+
+
 @pytest.fixture
 def closed_study(db):
     return study_import_bundle(bundle=case_study_bundle())
