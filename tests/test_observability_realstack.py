@@ -3,6 +3,7 @@ the run launched by a request is computed by a worker process through Redis,
 and the worker's JSON lines for that task carry the request's id."""
 
 import json
+import time
 
 import pytest
 from django.conf import settings
@@ -53,11 +54,14 @@ def test_a_worker_logs_the_task_with_the_id_of_the_request_that_launched_it(pool
     run = wait_for(Run.objects.get(study=built.study), {Run.Status.SUCCEEDED, Run.Status.FAILED}, 60, pool)
     assert run.status == Run.Status.SUCCEEDED, run.error
 
-    lines = []
-    for text in worker.log_path.read_text().splitlines():
-        if text.startswith("{"):
-            lines.append(json.loads(text))
-    tasks = [line for line in lines if line["logger"] == "approve.task"]
+    # The task's line is written once it returns, after the run's status is stored: wait for it.
+    deadline = time.monotonic() + 30
+    while True:
+        lines = [json.loads(text) for text in worker.log_path.read_text().splitlines() if text.startswith("{")]
+        tasks = [line for line in lines if line["logger"] == "approve.task"]
+        if any(line["task"] == "engine.tasks.execute_run" for line in tasks) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     assert tasks, pool.logs()
     (task,) = [line for line in tasks if line["task"] == "engine.tasks.execute_run"]
     assert task["request_id"] == "realstack-launch-77" and task["state"] == "SUCCESS"

@@ -193,7 +193,8 @@ def test_the_weight_panel_keeps_names_and_values_inside_at_1280(page: Page, demo
 
 def test_the_api_docs_lead_back_to_the_site(page: Page) -> None:
     page.goto("/api/docs/")
-    expect(page.locator("#swagger-ui .info")).to_be_visible()
+    # The schema is large (seconds to build on a loaded machine) before Swagger UI draws it.
+    expect(page.locator("#swagger-ui .info")).to_be_visible(timeout=30_000)
     screenshot(page, "api-docs-1280")
     with page.expect_navigation():
         page.get_by_role("link", name="← approve: your studies").click()

@@ -136,7 +136,7 @@ def test_password_change_errors_name_the_field_and_change_nothing(client, cast, 
 # --- password reset -----------------------------------------------------------------
 
 
-def test_login_page_links_to_the_password_reset(client):
+def test_login_page_links_to_the_password_reset(client, db):  # the page reads the site's sign-up policy
     body = client.get(reverse("login")).content.decode()
     assert f'href="{reverse("password_reset")}"' in body
     assert reverse("password_reset") == "/accounts/password/reset/"
