@@ -6,69 +6,24 @@ account. The first test runs with the embedded defaults too (an eager
 task); the others need DATABASE_URL (PostgreSQL) and REDIS_URL, as .ci/run
 sets them, and are skipped without, for that stated reason."""
 
-import email
-import email.policy
-import os
 import re
-import subprocess
-import sys
 import threading
-import time
-import uuid
-from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
-import redis
-from aiosmtpd.controller import Controller
-from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
 
 from accounts import signup, tasks
 from accounts.models import SignUpRequest, SitePolicy
-from approve_site.celery import app as celery_app
-from tests.redis_server import free_port
+from tests.realstack_support import POSTGRES_AND_REDIS, worker_taking
 from workspace.errors import InvalidInput
 from workspace.models import EmailConfirmation
 
-ROOT = Path(__file__).resolve().parents[2]
-LAUNCHER = ROOT / "tests" / "engine" / "realstack_worker.py"
 PASSWORD = "a-fresh-passphrase-31"
 LINK = re.compile(r"http://testserver/accounts/signup/([A-Za-z0-9_-]{20,})/")
 
 pytestmark = pytest.mark.realstack
-
-POSTGRES_AND_REDIS = pytest.mark.skipif(
-    not (settings.REDIS_URL and settings.DATABASES["default"]["ENGINE"].endswith("postgresql")),
-    reason="needs REDIS_URL and a PostgreSQL DATABASE_URL (as .ci/run sets): the worker and the race share them",
-)
-
-
-class Inbox:
-    def __init__(self) -> None:
-        self.messages: list[tuple[list[str], email.message.EmailMessage]] = []
-
-    async def handle_DATA(self, server, session, envelope) -> str:  # noqa: N802 (aiosmtpd's name)
-        parsed = email.message_from_bytes(envelope.content, policy=email.policy.default)
-        self.messages.append((list(envelope.rcpt_tos), parsed))
-        return "250 Message accepted for delivery"
-
-    def wait(self, count: int, timeout: float, logs=lambda: "") -> None:
-        deadline = time.monotonic() + timeout
-        while len(self.messages) < count and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert len(self.messages) >= count, f"{len(self.messages)} message(s) received; logs:\n{logs()}"
-
-
-@pytest.fixture
-def smtp_server():
-    inbox = Inbox()
-    controller = Controller(inbox, hostname="127.0.0.1", port=free_port())
-    controller.start()
-    yield SimpleNamespace(inbox=inbox, port=controller.port)
-    controller.stop()
 
 
 def open_policy() -> None:
@@ -116,43 +71,12 @@ def test_the_sign_up_mails_through_a_real_smtp_server(
     assert EmailConfirmation.objects.get(user__username="newcomer").email == "newcomer@example.org"
 
 
-def _database_url() -> str:
-    database = settings.DATABASES["default"]
-    password = f":{database['PASSWORD']}" if database["PASSWORD"] else ""
-    host, port = database["HOST"] or "127.0.0.1", database["PORT"] or 5432
-    return f"postgres://{database['USER']}{password}@{host}:{port}/{database['NAME']}"
-
-
 @POSTGRES_AND_REDIS
 @pytest.mark.django_db(transaction=True)
 def test_a_real_worker_mails_the_sign_up_link(smtp_server, tmp_path, monkeypatch) -> None:
-    queue = f"approve-test-{uuid.uuid4().hex[:12]}"
     log_path = tmp_path / "worker.log"
-    env = {
-        **os.environ,
-        "DATABASE_URL": _database_url(),
-        "REDIS_URL": settings.REDIS_URL,
-        "DJANGO_SETTINGS_MODULE": "approve_site.settings",
-        "APPROVE_TEST_QUEUE": queue,
-        "EMAIL_URL": f"smtp://127.0.0.1:{smtp_server.port}",
-    }
-    with open(log_path, "w") as log:
-        worker = subprocess.Popen(
-            [sys.executable, str(LAUNCHER), "worker", "--pool", "solo", "-n", f"{queue}@test", "--without-gossip",
-             "--without-mingle", "--without-heartbeat", "-l", "info", "-Q", queue],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    real_task = tasks.signup_mail_send
-
-    def send_to_the_test_queue(**kwargs):  # the request's message, to the worker's private queue
-        with celery_app.connection_for_write(settings.REDIS_URL) as broker:
-            real_task.apply_async(kwargs=kwargs, queue=queue, connection=broker)
-
-    monkeypatch.setattr(tasks, "signup_mail_send", SimpleNamespace(delay=send_to_the_test_queue))
-    try:
-        deadline = time.monotonic() + 60
-        while " ready." not in log_path.read_text() and time.monotonic() < deadline:
-            time.sleep(0.1)
+    env = {"EMAIL_URL": f"smtp://127.0.0.1:{smtp_server.port}"}
+    with worker_taking(tasks, "signup_mail_send", log_path=log_path, monkeypatch=monkeypatch, env=env):
         open_policy()
         response = Client().post("/api/v1/accounts/signup/", {"email": "worker@example.org"}, "application/json")
         assert response.status_code == 202
@@ -165,14 +89,6 @@ def test_a_real_worker_mails_the_sign_up_link(smtp_server, tmp_path, monkeypatch
         assert SignUpRequest.objects.get().email == "worker@example.org"
         user = signup.signup_complete(token=token, username="worker", password=PASSWORD)
         assert user.email == "worker@example.org"
-    finally:
-        worker.terminate()
-        try:
-            worker.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-        client = redis.Redis.from_url(settings.REDIS_URL)
-        client.delete(queue, f"_kombu.binding.{queue}")
 
 
 def _race(calls) -> list[object]:

@@ -13,6 +13,7 @@ from tests.fixtures import (  # noqa: F401  (fixtures re-exported for tests/noti
     test_host_and_clean_cache,
     unchanged,
 )
+from tests.realstack_support import smtp_server  # noqa: F401  (a real SMTP server, for the real-stack tests)
 from workspace import events
 
 

@@ -7,61 +7,21 @@ the embedded defaults too); the second through a real Celery worker on
 Redis and PostgreSQL (.ci/run sets DATABASE_URL and REDIS_URL; skipped
 without them, for that stated reason)."""
 
-import email
-import email.policy
-import os
-import subprocess
-import sys
 import time
-import uuid
-from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
-import redis
-from aiosmtpd.controller import Controller
-from django.conf import settings
 from django.test import Client
 
-from approve_site.celery import app as celery_app
 from notifications import tasks
 from notifications.models import Notification, NotificationPreference
+from tests.realstack_support import POSTGRES_AND_REDIS, worker_taking
 from tests.redis_server import free_port
 from workspace import services
 from workspace.models import Phase
 
-ROOT = Path(__file__).resolve().parents[2]
-LAUNCHER = ROOT / "tests" / "engine" / "realstack_worker.py"
 SITE = "https://approve.example.org"
 
 pytestmark = pytest.mark.realstack
-
-
-class Inbox:
-    """aiosmtpd's handler: keeps each message received, as parsed."""
-
-    def __init__(self) -> None:
-        self.messages: list[tuple[list[str], email.message.EmailMessage]] = []
-
-    async def handle_DATA(self, server, session, envelope) -> str:  # noqa: N802 (aiosmtpd's name)
-        parsed = email.message_from_bytes(envelope.content, policy=email.policy.default)
-        self.messages.append((list(envelope.rcpt_tos), parsed))
-        return "250 Message accepted for delivery"
-
-    def wait(self, count: int, timeout: float, logs=lambda: "") -> None:
-        deadline = time.monotonic() + timeout
-        while len(self.messages) < count and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert len(self.messages) >= count, f"{len(self.messages)} message(s) received; logs:\n{logs()}"
-
-
-@pytest.fixture
-def smtp_server():
-    inbox = Inbox()
-    controller = Controller(inbox, hostname="127.0.0.1", port=free_port())
-    controller.start()
-    yield SimpleNamespace(inbox=inbox, port=controller.port)
-    controller.stop()
 
 
 def check_message(recipients: list[str], message, study_pk: int) -> None:
@@ -143,47 +103,12 @@ def test_a_smtp_server_that_is_down_leaves_the_notification_refused(make_study, 
     assert notification.mail == Notification.Mail.FAILED and notification.mail_error
 
 
-def _database_url() -> str:
-    database = settings.DATABASES["default"]
-    password = f":{database['PASSWORD']}" if database["PASSWORD"] else ""
-    host, port = database["HOST"] or "127.0.0.1", database["PORT"] or 5432
-    return f"postgres://{database['USER']}{password}@{host}:{port}/{database['NAME']}"
-
-
-@pytest.mark.skipif(
-    not (settings.REDIS_URL and settings.DATABASES["default"]["ENGINE"].endswith("postgresql")),
-    reason="needs REDIS_URL and a PostgreSQL DATABASE_URL (as .ci/run sets): the worker shares them",
-)
+@POSTGRES_AND_REDIS
 @pytest.mark.django_db(transaction=True)
 def test_a_real_worker_sends_the_mail_through_smtp(make_study, cast, smtp_server, tmp_path, monkeypatch) -> None:
-    queue = f"approve-test-{uuid.uuid4().hex[:12]}"
     log_path = tmp_path / "worker.log"
-    env = {
-        **os.environ,
-        "DATABASE_URL": _database_url(),
-        "REDIS_URL": settings.REDIS_URL,
-        "DJANGO_SETTINGS_MODULE": "approve_site.settings",
-        "APPROVE_TEST_QUEUE": queue,
-        "EMAIL_URL": f"smtp://127.0.0.1:{smtp_server.port}",
-        "NOTIFICATIONS_SITE_URL": SITE,
-    }
-    with open(log_path, "w") as log:
-        worker = subprocess.Popen(
-            [sys.executable, str(LAUNCHER), "worker", "--pool", "solo", "-n", f"{queue}@test", "--without-gossip",
-             "--without-mingle", "--without-heartbeat", "-l", "info", "-Q", queue],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    real_notify = tasks.event_notify
-
-    def send_to_the_test_queue(**kwargs):  # the listener's message, to the worker's private queue
-        with celery_app.connection_for_write(settings.REDIS_URL) as broker:
-            real_notify.apply_async(kwargs=kwargs, queue=queue, connection=broker)
-
-    monkeypatch.setattr(tasks, "event_notify", SimpleNamespace(delay=send_to_the_test_queue))
-    try:
-        deadline = time.monotonic() + 60
-        while " ready." not in log_path.read_text() and time.monotonic() < deadline:
-            time.sleep(0.1)
+    env = {"EMAIL_URL": f"smtp://127.0.0.1:{smtp_server.port}", "NOTIFICATIONS_SITE_URL": SITE}
+    with worker_taking(tasks, "event_notify", log_path=log_path, monkeypatch=monkeypatch, env=env):
         built = make_study(Phase.DRAFT)
         type(cast.bob).objects.filter(username="bob").update(email="bob@example.org")
         services.study_open_voting(study=built.study)  # committed: the listener enqueues at once
@@ -194,11 +119,3 @@ def test_a_real_worker_sends_the_mail_through_smtp(make_study, cast, smtp_server
         while Notification.objects.get(recipient=cast.bob).mail != Notification.Mail.SENT:
             assert time.monotonic() < deadline, log_path.read_text()
             time.sleep(0.1)
-    finally:
-        worker.terminate()
-        try:
-            worker.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-        client = redis.Redis.from_url(settings.REDIS_URL)
-        client.delete(queue, f"_kombu.binding.{queue}")
