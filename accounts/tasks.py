@@ -3,50 +3,19 @@
 so its answer and its work are the same whether or not an account has it."""
 
 import logging
-import smtplib
 
 from celery import Task, shared_task
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 from django.template import loader
 
+from workspace.mail_retries import mail_send_with_retries
 from workspace.services._checks import subject_line
 
 from . import signup
 from .models import SitePolicy
 
 logger = logging.getLogger(__name__)
-
-#: What a mail server's refusal or an unreachable server raises.
-MAIL_ERRORS = (smtplib.SMTPException, OSError)
-
-
-def _retry_in(retries: int) -> int:
-    """Exponential back-off: 1, 2, 4 ... times NOTIFICATIONS_MAIL_RETRY_SECONDS, at most an hour."""
-    return min(settings.NOTIFICATIONS_MAIL_RETRY_SECONDS * 2**retries, 3600)
-
-
-def _send(task: Task, message: EmailMultiAlternatives) -> str | None:
-    """Send ``message``: None once sent, or why the mail server refused it
-    for good. Under a worker a refusal is retried later (``task.retry``,
-    exponential back-off), NOTIFICATIONS_MAIL_MAX_RETRIES times; in eager
-    mode (no worker) the tries follow at once. (The notifications app's
-    policy; accounts does not import it.)"""
-    retries = task.request.retries or 0
-    while True:
-        try:
-            message.send()
-        except MAIL_ERRORS as error:
-            reason = str(error) or type(error).__name__
-            if retries >= settings.NOTIFICATIONS_MAIL_MAX_RETRIES:
-                logger.error("sign-up mail not sent, giving up after %s tries: %s", retries + 1, reason)
-                return reason
-            logger.warning("sign-up mail not sent (try %s): %s", retries + 1, reason)
-            if not task.request.is_eager:
-                raise task.retry(exc=error, countdown=_retry_in(retries)) from error
-            retries += 1
-        else:
-            return None
 
 
 def signup_message(*, email: str, site: str) -> EmailMultiAlternatives | None:
@@ -79,5 +48,5 @@ def signup_mail_send(self: Task, *, email: str, site: str) -> str:
     if message is None:
         logger.info("sign-up mail not sent: the site policy no longer lets this address sign up")
         return "not allowed"
-    refused = _send(self, message)
+    refused = mail_send_with_retries(self, message, "sign-up mail")
     return "sent" if refused is None else f"refused: {refused}"

@@ -5,7 +5,6 @@ each mail sent with retries (``notification_mail_send``), the daily digests
 and the mail of an invitation addressed to an e-mail address."""
 
 import logging
-import smtplib
 from datetime import datetime
 from typing import Any
 
@@ -18,6 +17,7 @@ from django.template import loader
 from workspace import reminders
 from workspace import selectors as workspace_selectors
 from workspace.events import Event
+from workspace.mail_retries import MAIL_ERRORS, mail_send_with_retries
 from workspace.models import Study
 from workspace.services._checks import subject_line
 
@@ -25,14 +25,6 @@ from . import mail, selectors, services
 from .models import Notification
 
 logger = logging.getLogger(__name__)
-
-#: What a mail server's refusal or an unreachable server raises.
-MAIL_ERRORS = (smtplib.SMTPException, OSError)
-
-
-def _retry_in(retries: int) -> int:
-    """Exponential back-off: 1, 2, 4 ... times NOTIFICATIONS_MAIL_RETRY_SECONDS, at most an hour."""
-    return min(settings.NOTIFICATIONS_MAIL_RETRY_SECONDS * 2**retries, 3600)
 
 
 def event_enqueue(event: Event) -> None:
@@ -55,28 +47,6 @@ def event_notify(*, kind: str, study_id: int, actor_id: int | None, data: dict[s
     return len(ids)
 
 
-def _send(task: Task, message: EmailMultiAlternatives, what: str) -> str | None:
-    """Send ``message``: None once sent, or why the mail server refused it
-    for good. Under a worker a refusal is retried later (``task.retry``,
-    exponential back-off), NOTIFICATIONS_MAIL_MAX_RETRIES times; in eager
-    mode (no worker: tests, a site without Redis) the tries follow at once."""
-    retries = task.request.retries or 0
-    while True:
-        try:
-            message.send()
-        except MAIL_ERRORS as error:
-            reason = str(error) or type(error).__name__
-            if retries >= settings.NOTIFICATIONS_MAIL_MAX_RETRIES:
-                logger.error("%s not sent, giving up after %s tries: %s", what, retries + 1, reason)
-                return reason
-            logger.warning("%s not sent (try %s): %s", what, retries + 1, reason)
-            if not task.request.is_eager:
-                raise task.retry(exc=error, countdown=_retry_in(retries)) from error
-            retries += 1
-        else:
-            return None
-
-
 def _refused(notification: Notification, reason: str) -> None:
     services.mail_failed(notification=notification, reason=reason)
     if notification.kind == "reminder.sent" and notification.study is not None:
@@ -95,7 +65,7 @@ def notification_mail_send(self: Task, *, notification_id: int) -> str:
     notification = Notification.objects.select_related("recipient", "study").filter(pk=notification_id).first()
     if notification is None or notification.mail != Notification.Mail.PENDING or not notification.recipient.email:
         return "nothing to send"
-    refused = _send(self, mail.notification_message(notification), f"notification {notification_id}")
+    refused = mail_send_with_retries(self, mail.notification_message(notification), f"notification {notification_id}")
     if refused is not None:
         _refused(notification, refused)
         return "failed"
@@ -143,4 +113,4 @@ def invitation_mail_send(self: Task, *, invitation_id: int, key: str) -> str:
         [address],
     )
     message.attach_alternative(loader.render_to_string("notifications/invitation.html", context), "text/html")
-    return "sent" if _send(self, message, f"invitation {invitation_id}") is None else "failed"
+    return "sent" if mail_send_with_retries(self, message, f"invitation {invitation_id}") is None else "failed"
