@@ -794,6 +794,24 @@ MIDDLEWARE.insert(
     MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
     "workspace.middleware.ContentSecurityPolicyMiddleware",
 )
+# --- Compression and repeated reads ------------------------------------------------
+# (issue 33, item 4; workspace/downloads.py, docs/architecture.md "Compression
+# and repeated reads".) Pages, JSON and CSV answers of 200 bytes or more are
+# gzipped when the client accepts it: Django's GZipMiddleware, which adds up
+# to 100 random bytes to each compressed answer against BREACH (and every
+# CSRF token is masked afresh each time). It comes after the static files
+# (WhiteNoise serves its own compressed copies) and before whatever writes a
+# body. ConditionalGetMiddleware, inside it, gives each page read without a
+# version of its own the digest of its bytes as its ETag and answers 304 when
+# the client already has them; results, bundles and analyses carry their own
+# versions (workspace.downloads), checked before anything is read.
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("django.contrib.sessions.middleware.SessionMiddleware"), "django.middleware.gzip.GZipMiddleware"
+)
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("django.middleware.gzip.GZipMiddleware") + 1, "django.middleware.http.ConditionalGetMiddleware"
+)
+
 # The Swagger UI (/api/docs/) loads its start-up script from a URL (the split
 # view) and would show a badge from the public validator, another origin.
 SPECTACULAR_SETTINGS["SWAGGER_UI_SETTINGS"] = {"deepLinking": True, "validatorUrl": None}

@@ -8,7 +8,7 @@ from the live inputs, and the what-if writes nothing."""
 
 from typing import Any, cast
 
-from django.http import HttpResponse
+from django.http import HttpResponseBase
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
@@ -21,6 +21,7 @@ from workspace.api.idempotency import idempotent
 from workspace.api.schema import error
 from workspace.api.serializers import StrictCharField
 from workspace.api.views import PaginatedListMixin, signed_in
+from workspace.downloads import download
 from workspace.errors import InvalidInput
 from workspace.limits import ANALYSIS_SAMPLES_MAX
 from workspace.models import Membership, Study
@@ -333,7 +334,7 @@ class AnalysisCsvView(AnalysisScoped):
         operation_id="v1_analyses_result_csv_retrieve",
         responses={(200, "text/csv"): OpenApiResponse(description="the summary, one row per candidate or expert")},
     )
-    def get(self, request: Request, analysis_id: int) -> HttpResponse:
+    def get(self, request: Request, analysis_id: int) -> HttpResponseBase:
         """A succeeded analysis's summary as CSV: Monte Carlo, one row per
         candidate (probability of being best with its standard error, of
         each rank, central weights); leave-one-out, one row per expert."""
@@ -343,6 +344,9 @@ class AnalysisCsvView(AnalysisScoped):
                 f"Analysis {analysis.pk} is {analysis.status}; its CSV exists once it has succeeded.",
                 code="analysis_not_finished",
             )
-        response = HttpResponse(analysis_csv(analysis), content_type=ANALYSIS_CSV_CONTENT_TYPE)
-        response["Content-Disposition"] = f'attachment; filename="{analysis_csv_filename(analysis.run_id, analysis)}"'
-        return response
+        return download(
+            analysis_csv(analysis).encode(),
+            ANALYSIS_CSV_CONTENT_TYPE,
+            filename=analysis_csv_filename(analysis.run_id, analysis),
+            last_modified=analysis.finished_at,
+        )

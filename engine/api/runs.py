@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import NoReturn
 
 from django.conf import settings
-from django.http import HttpResponse
+from django.http import HttpResponse, HttpResponseBase
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, status
@@ -28,6 +28,7 @@ from workspace.api.throttling import (
     individual_scores_refusal,
 )
 from workspace.api.views import PaginatedListMixin, StudyScoped, signed_in
+from workspace.downloads import download, not_modified
 
 from .. import results_export, selectors
 from .. import services as engine_services
@@ -158,7 +159,7 @@ class RunResultsView(RateLimitHeadersMixin, RunScoped, APIView):
             429: error("Too many pages of individual scores: try again after `Retry-After` seconds."),
         },
     )
-    def get(self, request: Request, run_id: int) -> HttpResponse:
+    def get(self, request: Request, run_id: int) -> HttpResponseBase:
         """The ``approve-results/1`` document (409 until the run has succeeded),
         as compact JSON: the same bytes ``run_validation --json`` prints.
         With individual scores, in pages of whole candidates (a page that
@@ -167,10 +168,12 @@ class RunResultsView(RateLimitHeadersMixin, RunScoped, APIView):
         individual = _flag(request, "individual")
         cursor = _cursor(request, individual)
         if not individual:
-            # The document's stored text alone.
-            return HttpResponse(
-                selectors.results_json(run=self.succeeded_run(fields=("document",))),
-                content_type="application/json",
+            # The document's stored text alone, read only when the client
+            # does not have this version already (304).
+            run = self.succeeded_run()
+            tag = selectors.results_version(run)
+            return not_modified(request, etag=tag, last_modified=run.finished_at) or download(
+                selectors.results_json_read(run=run), "application/json", etag=tag, last_modified=run.finished_at
             )
         # The individual scores are computed from the snapshot and the results
         # (without the stored text of the document).
@@ -235,13 +238,16 @@ class RunResultsCsvView(RunScoped, APIView):
             409: error("The run has not succeeded (yet); the detail says why."),
         },
     )
-    def get(self, request: Request, run_id: int) -> HttpResponse:
+    def get(self, request: Request, run_id: int) -> HttpResponseBase:
         """The results as CSV: the same bytes as the run page's download
         ``/runs/{run}/results.csv`` (409 until the run has succeeded)."""
         run = self.succeeded_run(fields=("document",))
-        response = HttpResponse(results_export.results_csv_bytes(run=run), content_type=RESULTS_CSV_CONTENT_TYPE)
-        response["Content-Disposition"] = f'attachment; filename="{results_export.results_csv_filename(run)}"'
-        return response
+        return download(
+            results_export.results_csv_bytes(run=run),
+            RESULTS_CSV_CONTENT_TYPE,
+            filename=results_export.results_csv_filename(run),
+            last_modified=run.finished_at,
+        )
 
 
 class RunCompareView(APIView):

@@ -17,6 +17,7 @@ from django.db.models.fields.json import KT
 from engine import disagreement
 from engine.models import Run
 from engine.snapshot import ScoreInputs
+from workspace.downloads import version_tag
 
 __all__ = [
     "candidate_individual_scores",
@@ -25,6 +26,8 @@ __all__ = [
     "results_document",
     "results_individual_page",
     "results_json",
+    "results_json_read",
+    "results_version",
     "runs_with_document",
 ]
 
@@ -219,6 +222,19 @@ def results_json(*, run: Run, individual: bool = False) -> bytes:
         study, tail = results["study"], results.get("document") or document_tail(results)
     # The start is a non-empty object: its "}" is replaced by the tail.
     return f"{_json(_document_start(run, study))[:-1]},{tail}}}".encode()
+
+
+def results_version(run: Run) -> str:
+    """The entity tag of a succeeded run's document (``results_json``'s
+    bytes, without individual scores): its text is stored once, when the
+    run succeeds, and never changes, so the run is its version."""
+    return version_tag("run", run.pk, "results")
+
+
+def results_json_read(*, run: Run) -> bytes:
+    """``results_json`` of ``run``, loaded without its JSON (one query, to
+    read it once ``results_version`` said the client does not have it)."""
+    return results_json(run=runs_with_document(queryset=Run.objects).get(pk=run.pk))
 
 
 def results_individual_page(*, run: Run, start: int = 0, max_bytes: int | None = None) -> tuple[bytes, int | None]:

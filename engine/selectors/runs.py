@@ -5,7 +5,8 @@ read names, in ``fields``, the ones it needs (``RUN_FIELDS``), and status
 polling needs neither.
 """
 
-from collections.abc import Iterable
+import json
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from django.db import connection
@@ -23,7 +24,14 @@ RUN_JSON_FIELDS = ("snapshot", "results")
 # out by the database for ``engine.selectors.results_json``. "results_core":
 # the results without that text (its larger part: 1.7 of 2.9 MB at 100 x 20 x
 # 1,000), removed by the database, for the pages, which never serve it.
-RUN_FIELDS = (*RUN_JSON_FIELDS, "document", "results_core", "results_weights")
+RUN_FIELDS = (*RUN_JSON_FIELDS, "document", "results_core", "results_weights", "results_ranking")
+# "results_ranking": for the run page, which shows 25 candidates of up to a
+# thousand (issue 33, item 6): the results without the document text and
+# without the candidates' entries (``results["candidates"]`` is empty), and
+# ``run.results_ranking``, of every candidate in rank order only
+# ``RANKING_KEYS``, both extracted by the database; the page's own
+# candidates are then read by ``run_candidates_get`` (their entries alone).
+RANKING_KEYS = ("name", "rank", "vetoed", "cef")
 
 # "results_weights": of the results only what the weights are read from (no
 # candidates: ``results["candidates"]`` is empty), each key extracted by the
@@ -58,34 +66,80 @@ class _WithoutDocument(Func):
         return self.as_sql(compiler, connection, template="(%(expressions)s - 'document')", **extra)
 
 
-class _OneCandidate(Func):
-    """Of a run's stored results, the candidates named ``name`` (a list of
-    none or one), picked by the database: the page about one candidate of a
-    thousand parses one."""
+class _WithoutCandidates(Func):
+    """A run's results without their stored document text and without the
+    candidates' entries (an empty list in their place), by the database."""
 
     output_field = JSONField()
 
-    def __init__(self, name: str) -> None:
-        super().__init__(F("results"), Value(name))
+    def __init__(self) -> None:
+        super().__init__(F("results"))
 
-    def _parts(self, compiler: Any, connection: Any) -> tuple[str, str, list]:
-        results, results_params = compiler.compile(self.source_expressions[0])
-        name, name_params = compiler.compile(self.source_expressions[1])
-        return results, name, [*results_params, *name_params]
+    template = "json_set(json_remove(%(expressions)s, '$.document'), '$.candidates', json('[]'))"  # SQLite
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        template = "jsonb_set(%(expressions)s - 'document', '{candidates}', '[]'::jsonb)"
+        return self.as_sql(compiler, connection, template=template, **extra)
+
+
+class _Ranking(Func):
+    """Of every candidate of a run's results, in their stored (rank) order,
+    only ``RANKING_KEYS``: a list of small objects, built by the database."""
+
+    output_field = JSONField()
+
+    def __init__(self) -> None:
+        super().__init__(F("results"))
 
     def as_sql(self, compiler: Any, connection: Any, *args: Any, **extra: Any) -> Any:  # SQLite
-        results, name, params = self._parts(compiler, connection)
+        results, params = compiler.compile(self.source_expressions[0])
+        pairs = ", ".join(f"'{key}', json_extract(value, '$.{key}')" for key in RANKING_KEYS)
         sql = (
-            f"(SELECT json_group_array(json(value)) FROM json_each({results}, '$.candidates') "
-            f"WHERE json_extract(value, '$.name') = {name})"
+            f"(SELECT json_group_array(json_object({pairs})) FROM "
+            f"(SELECT value FROM json_each({results}, '$.candidates') ORDER BY key))"
         )
         return sql, params
 
     def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        results, name, params = self._parts(compiler, connection)
+        results, params = compiler.compile(self.source_expressions[0])
+        pairs = ", ".join(f"'{key}', c -> '{key}'" for key in RANKING_KEYS)
         sql = (
-            f"jsonb_path_query_array({results} -> 'candidates', '$[*] ? (@.name == $name)', "
-            f"jsonb_build_object('name', ({name})::text))"
+            f"(SELECT coalesce(jsonb_agg(jsonb_build_object({pairs}) ORDER BY n), '[]'::jsonb) "
+            f"FROM jsonb_array_elements({results} -> 'candidates') WITH ORDINALITY AS t(c, n))"
+        )
+        return sql, params
+
+
+class _NamedCandidates(Func):
+    """Of a run's stored results, the entries of the candidates named in
+    ``names`` (a JSON list), in their stored order, picked by the database:
+    the page about one candidate of a thousand parses one, the run page
+    its 25."""
+
+    output_field = JSONField()
+
+    def __init__(self, names: list[str]) -> None:
+        super().__init__(F("results"), Value(json.dumps(names)))
+
+    def _parts(self, compiler: Any, connection: Any) -> tuple[str, str, list]:
+        results, results_params = compiler.compile(self.source_expressions[0])
+        names, names_params = compiler.compile(self.source_expressions[1])
+        return results, names, [*results_params, *names_params]
+
+    def as_sql(self, compiler: Any, connection: Any, *args: Any, **extra: Any) -> Any:  # SQLite
+        results, names, params = self._parts(compiler, connection)
+        sql = (
+            f"(SELECT json_group_array(json(value)) FROM (SELECT value FROM json_each({results}, '$.candidates') "
+            f"WHERE json_extract(value, '$.name') IN (SELECT value FROM json_each({names})) ORDER BY key))"
+        )
+        return sql, params
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        results, names, params = self._parts(compiler, connection)
+        sql = (
+            f"(SELECT coalesce(jsonb_agg(c ORDER BY n), '[]'::jsonb) "
+            f"FROM jsonb_array_elements({results} -> 'candidates') WITH ORDINALITY AS t(c, n) "
+            f"WHERE c ->> 'name' IN (SELECT jsonb_array_elements_text(({names})::jsonb)))"
         )
         return sql, params
 
@@ -210,9 +264,16 @@ def _runs(fields: Iterable[str]) -> QuerySet[Run]:
     fields = set(fields)
     if not fields <= set(RUN_FIELDS) or ("document" in fields and len(fields) > 1):
         raise ValueError(f"fields must be some of {RUN_FIELDS[:2]}, or 'document' alone: got {sorted(fields)}")
-    if len(fields & {"results", "results_core", "results_weights"}) > 1:
-        raise ValueError("fields name one of 'results', 'results_core' and 'results_weights'")
+    if len(fields & {"results", "results_core", "results_weights", "results_ranking"}) > 1:
+        raise ValueError("fields name one of 'results', 'results_core', 'results_weights' and 'results_ranking'")
     runs = Run.objects.select_related("launched_by")
+    if "results_ranking" in fields:
+        # as "results_core", without the candidates' entries but for their ranking
+        runs = runs.annotate(
+            results_core=_WithoutCandidates(),
+            results_ranking=_Ranking(),
+            snapshot_absent=KeyTransform("absent", "snapshot"),
+        )
     if "results_core" in fields:
         # with who was left out of the run (absent experts), for the run page
         runs = runs.annotate(results_core=_WithoutDocument(), snapshot_absent=KeyTransform("absent", "snapshot"))
@@ -237,7 +298,7 @@ def run_get(*, run_id: int, user: User, fields: Iterable[str] = ("results",)) ->
     ``RESULTS_WEIGHTS_KEYS``, no candidates): one query."""
     fields = set(fields)
     run = _runs(fields).get(pk=run_id, study__in=studies_visible_to(user))
-    if "results_core" in fields:
+    if fields & {"results_core", "results_ranking"}:
         _results_core([run])
     if "results_weights" in fields and run.status == Run.Status.SUCCEEDED:
         parts = {key: getattr(run, f"results_{key}") for key in RESULTS_WEIGHTS_KEYS}
@@ -245,11 +306,24 @@ def run_get(*, run_id: int, user: User, fields: Iterable[str] = ("results",)) ->
     return run
 
 
+def run_candidates_get(*, run: Run, names: Collection[str]) -> list[dict]:
+    """The stored entries of ``run``'s candidates named in ``names``, in
+    rank order, picked by the database (the run page's 25 of a thousand):
+    one query. ``run`` is one the user may read (``run_get``)."""
+    found = (
+        Run.objects.filter(pk=run.pk)
+        .annotate(picked=_NamedCandidates(sorted(names)))
+        .values_list("picked", flat=True)
+        .get()
+    )
+    return list(found or [])
+
+
 def run_candidate_get(*, run_id: int, user: User, name: str) -> Run:
     """One run as ``run_get`` gives it with "results_weights", but with the
     candidate named ``name`` in ``results["candidates"]`` (empty if the run
     has none of that name, or no results): one query."""
-    runs = _runs(("results_weights",)).annotate(results_one=_OneCandidate(name))
+    runs = _runs(("results_weights",)).annotate(results_one=_NamedCandidates([name]))
     run: Run = runs.get(pk=run_id, study__in=studies_visible_to(user))
     if run.status == Run.Status.SUCCEEDED:
         parts = {key: getattr(run, f"results_{key}") for key in RESULTS_WEIGHTS_KEYS}

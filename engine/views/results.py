@@ -14,12 +14,13 @@ from typing import Any, cast
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from workspace import charts
+from workspace.downloads import download, not_modified
 from workspace.models import Study
 from workspace.views.common import study_for_member
 
@@ -290,21 +291,28 @@ ON_DEMAND_CELLS = 400
 
 
 def results_context(run: Run, *, candidate: str | None = None, page: str | int | None = None) -> dict:
-    """Everything the run page shows of a succeeded run: two queries' worth
-    (the run's results, already loaded, and the parts of its snapshot read
-    by ``engine_selectors.run_score_inputs``). Only the candidates shown are put in
-    the document's shape. The weights and the breakdown are left out (None)
+    """Everything the run page shows of a succeeded run: three queries' worth
+    (the run's results, already loaded, with "results_ranking" of
+    ``run_get``; the entries of the candidates shown,
+    ``engine_selectors.run_candidates_get``; the parts of its snapshot read
+    by ``engine_selectors.run_score_inputs``). Only the candidates shown are
+    read and put in the document's shape. The weights and the breakdown are left out (None)
     when large (``ON_DEMAND_CELLS``): the page then names what it will load
     (``weights_on_demand``, ``breakdown_on_demand``)."""
     results = cast(dict, run.results)  # a succeeded run has results
-    stored = results["candidates"]  # in rank order
+    # Every candidate's name, rank, veto and CEF (rank order) from the
+    # ranking the database extracted; the entries of those shown alone.
+    stored = run.results_ranking  # type: ignore[attr-defined]  # annotated by run_get's "results_ranking"
     experts, metrics = len(results["experts"]), len(results["metrics"])
     weights_on_demand = experts * (len(results["selected_attributes"]) + metrics) > ON_DEMAND_CELLS
     breakdown_on_demand = experts * metrics > ON_DEMAND_CELLS
     names = [c["name"] for c in stored]
     chosen = candidate if candidate in names else (names[0] if names else None)
     shown = {c["name"] for c in Paginator(stored, RANKING_PAGE_SIZE).get_page(page).object_list}
-    document = engine_selectors.results_document(run=run, candidates=shown | ({chosen} if chosen else set()))
+    wanted = shown | ({chosen} if chosen else set())
+    results["candidates"] = engine_selectors.run_candidates_get(run=run, names=wanted)
+    entries = {c["name"]: c for c in results["candidates"]}
+    document = engine_selectors.results_document(run=run, candidates=wanted)
     scored = chosen is not None and not breakdown_on_demand
     score_inputs = engine_selectors.run_score_inputs(
         run_id=run.pk, keys=engine_selectors.SCORE_INPUT_KEYS if scored else engine_selectors.METRIC_INPUT_KEYS
@@ -318,7 +326,7 @@ def results_context(run: Run, *, candidate: str | None = None, page: str | int |
         "weights_on_demand": weights_on_demand,
         "influence": _influence(document),
         "breakdown": candidate_breakdown(document, score_inputs, chosen, infos) if scored and chosen else None,
-        "breakdown_on_demand": stored[names.index(chosen)] if chosen and breakdown_on_demand else None,
+        "breakdown_on_demand": entries[chosen] if chosen and breakdown_on_demand else None,
         "ahp_weighting": score_inputs["ahp_weighting"],
     }
 
@@ -326,16 +334,16 @@ def results_context(run: Run, *, candidate: str | None = None, page: str | int |
 # --- token clients -----------------------------------------------------------------------------
 
 
-def token_clients_to_api(api_name: str) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
+def token_clients_to_api(api_name: str) -> Callable[[Callable[..., HttpResponseBase]], Callable[..., HttpResponseBase]]:
     """A page whose data the API also offers sends a request that carries an
     API token (``Authorization: Token <key>``) and no session on to that
     API URL (``api:<api_name>``, the same URL arguments) with 307, so a
     script given a page's address gets the data, authenticated by its token,
     instead of the log-in page."""
 
-    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    def decorate(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
         @wraps(view)
-        def wrapped(request: HttpRequest, **kwargs: Any) -> HttpResponse:
+        def wrapped(request: HttpRequest, **kwargs: Any) -> HttpResponseBase:
             authorization = request.headers.get("Authorization", "")
             if not request.user.is_authenticated and authorization.startswith("Token "):
                 location = reverse(f"api:{api_name}", kwargs=kwargs)
@@ -393,7 +401,7 @@ def candidate_page(request: HttpRequest, run_id: int, name: str) -> HttpResponse
 
 @login_required
 @require_GET
-def candidate_scores_csv(request: HttpRequest, run_id: int, name: str) -> HttpResponse:
+def candidate_scores_csv(request: HttpRequest, run_id: int, name: str) -> HttpResponseBase:
     """Every expert's score of one candidate (its heat table, all pages)."""
     run, study = run_for_member(request, run_id)
     if run.status != Run.Status.SUCCEEDED:
@@ -401,7 +409,7 @@ def candidate_scores_csv(request: HttpRequest, run_id: int, name: str) -> HttpRe
     content = candidate_scores_csv_bytes(engine_selectors.run_score_inputs(run_id=run.pk), name)
     if content is None:
         raise Http404("No such candidate in this run.")
-    return _download(content, RESULTS_CSV_CONTENT_TYPE, candidate_scores_csv_filename(run, name))
+    return download(content, RESULTS_CSV_CONTENT_TYPE, filename=candidate_scores_csv_filename(run, name))
 
 
 @login_required
@@ -417,35 +425,42 @@ def weights_section(request: HttpRequest, run_id: int) -> HttpResponse:
     return _section(request, "results/_weights_section.html", context)
 
 
-def _download(content: bytes, content_type: str, filename: str) -> HttpResponse:
-    response = HttpResponse(content, content_type=content_type)
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
-
-
 @token_clients_to_api("run-results")
 @login_required
 @require_GET
-def results_json_download(request: HttpRequest, run_id: int) -> HttpResponse:
+def results_json_download(request: HttpRequest, run_id: int) -> HttpResponseBase:
     """The ``approve-results/1`` document: the bytes the API and
     ``run_validation --json`` give (one ``results_json``)."""
     try:
-        run = engine_selectors.run_get(run_id=run_id, user=request.user, fields=("document",))
+        run = engine_selectors.run_get(run_id=run_id, user=request.user, fields=())
     except Run.DoesNotExist:
         raise Http404("No such run.") from None
     if run.status != Run.Status.SUCCEEDED:
         return _not_succeeded(request, run, study_for_member(request, run.study_id), "results")
-    return _download(engine_selectors.results_json(run=run), "application/json", f"approve-run-{run.pk}-results.json")
+    # Read only when the browser does not have this version already (304).
+    tag = engine_selectors.results_version(run)
+    return not_modified(request, etag=tag, last_modified=run.finished_at) or download(
+        engine_selectors.results_json_read(run=run),
+        "application/json",
+        filename=f"approve-run-{run.pk}-results.json",
+        etag=tag,
+        last_modified=run.finished_at,
+    )
 
 
 @token_clients_to_api("run-results-csv")
 @login_required
 @require_GET
-def results_csv_download(request: HttpRequest, run_id: int) -> HttpResponse:
+def results_csv_download(request: HttpRequest, run_id: int) -> HttpResponseBase:
     run, study = run_for_member(request, run_id)
     if run.status != Run.Status.SUCCEEDED:
         return _not_succeeded(request, run, study, "results")
-    return _download(results_csv_bytes(run=run), RESULTS_CSV_CONTENT_TYPE, results_csv_filename(run))
+    return download(
+        results_csv_bytes(run=run),
+        RESULTS_CSV_CONTENT_TYPE,
+        filename=results_csv_filename(run),
+        last_modified=run.finished_at,
+    )
 
 
 # --- comparison -------------------------------------------------------------------------------
@@ -496,7 +511,7 @@ def compare_page(request: HttpRequest, run_id: int, other_id: int) -> HttpRespon
 
 @login_required
 @require_GET
-def compare_csv(request: HttpRequest, run_id: int, other_id: int) -> HttpResponse:
+def compare_csv(request: HttpRequest, run_id: int, other_id: int) -> HttpResponseBase:
     """Every candidate of two runs compared (the comparison's table, all
     pages), as CSV."""
     try:
@@ -509,7 +524,9 @@ def compare_csv(request: HttpRequest, run_id: int, other_id: int) -> HttpRespons
     except ComparisonRefused as refusal:
         context = {"study": study, "study_tab": "runs", "first": first, "second": second, "refusal": refusal.message}
         return render(request, "results/compare.html", context, status=refusal.status)
-    return _download(comparison_csv_bytes(compared), RESULTS_CSV_CONTENT_TYPE, comparison_csv_filename(compared))
+    return download(
+        comparison_csv_bytes(compared), RESULTS_CSV_CONTENT_TYPE, filename=comparison_csv_filename(compared)
+    )
 
 
 # A comparison lists at most this many input changes (a study of 100 experts

@@ -12,12 +12,13 @@ from typing import Any, cast
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from workspace import charts
+from workspace.downloads import download
 from workspace.errors import InvalidInput, PhaseConflict, RateLimited
 from workspace.limits import ANALYSIS_SAMPLES_DEFAULT, ANALYSIS_SAMPLES_MAX
 from workspace.views.common import form_add_service_errors, require_designer, signed_in_user, study_for_member
@@ -356,14 +357,13 @@ def analysis_cancel(request: HttpRequest, run_id: int, analysis_id: int) -> Http
 
 @login_required
 @require_GET
-def analysis_csv(request: HttpRequest, run_id: int, analysis_id: int) -> HttpResponse:
+def analysis_csv(request: HttpRequest, run_id: int, analysis_id: int) -> HttpResponseBase:
     analysis, _ = _analysis_for_member(request, run_id, analysis_id)
     if analysis.status != Analysis.Status.SUCCEEDED:
         raise Http404("This analysis has no result yet.")
-    response = HttpResponse(
-        analysis_export.analysis_csv(analysis), content_type=analysis_export.ANALYSIS_CSV_CONTENT_TYPE
+    return download(
+        analysis_export.analysis_csv(analysis).encode(),
+        analysis_export.ANALYSIS_CSV_CONTENT_TYPE,
+        filename=analysis_export.analysis_csv_filename(run_id, analysis),
+        last_modified=analysis.finished_at,
     )
-    response["Content-Disposition"] = (
-        f'attachment; filename="{analysis_export.analysis_csv_filename(run_id, analysis)}"'
-    )
-    return response

@@ -108,7 +108,7 @@ def _run_context(request: HttpRequest, run: Run, study: Study) -> dict:
 def run_page(request: HttpRequest, run_id: int) -> HttpResponse:
     """One run: its status (live while queued or running), its error when it
     failed, its ranking and weights when it succeeded."""
-    run, study = run_for_member(request, run_id)
+    run, study = run_for_member(request, run_id, results="results_ranking")  # 25 candidates' entries of 1,000
     return render(request, "studyhome/run.html", {**_run_context(request, run, study), "study_tab": "runs"})
 
 

@@ -179,8 +179,9 @@ RUN_QUERIES = {
     # the run with who launched it, among the studies the user is a member
     # of (404 otherwise), without its snapshot and results
     "/runs/{run}/": AUTH + 1,
-    # the run with who launched it and its results (not its snapshot)
-    "/runs/{run}/results/": AUTH + 1,
+    # the run with who launched it, without its JSON (its version, for a
+    # 304), then its stored document text alone
+    "/runs/{run}/results/": AUTH + 2,
     # the same, with the snapshot too (the individual scores come from it)
     "/runs/{run}/results/?individual=true": AUTH + 1,
     # the run with its snapshot (not its results)

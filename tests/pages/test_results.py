@@ -13,6 +13,8 @@ from io import StringIO
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from engine import selectors as engine_selectors
@@ -152,17 +154,26 @@ def test_a_candidates_breakdown_alone_for_htmx(client, demo):
     assert client.get(f"/runs/{run.pk}/candidates/C4.5/", headers={"HX-Request": "true"}).status_code == 404
 
 
-def test_the_ranking_is_paged_and_its_chart_follows(client, cast, make_study):
-    built = make_study(Phase.CLOSED)
+def _with_28_more_candidates(built, spread: float) -> Run:
+    """A run of ``built``'s study with 28 candidates more, measured alike
+    (each ``spread`` apart, so that they rank apart when it is not 0)."""
     names = [f"Extra {i:02d}" for i in range(28)]
     for name in names:
         services.candidate_add(study=built.study, name=name)
-    values = {"Success rate": 0.9, "AUC": 0.9, "Fold stdev": 0.01, "Training time": 1, "Flexibility score": 8}
+    values = {"Success rate": 0.8, "AUC": 0.85, "Fold stdev": 0.02, "Training time": 2, "Flexibility score": 6}
     services.measurements_set(
         study=built.study,
-        measurements=[{"candidate": n, "metric": m, "value": v} for n in names for m, v in values.items()],
+        measurements=[
+            {"candidate": n, "metric": m, "value": v * (1 + spread * i)}
+            for i, n in enumerate(names)
+            for m, v in values.items()
+        ],
     )
-    run = launch_and_execute(built.study)
+    return launch_and_execute(built.study)
+
+
+def test_the_ranking_is_paged_and_its_chart_follows(client, cast, make_study):
+    run = _with_28_more_candidates(make_study(Phase.CLOSED), 0)
     as_user(client, cast.bob)
     first = client.get(f"/runs/{run.pk}/").context["results"]["ranking"]
     second = client.get(f"/runs/{run.pk}/?page=2").context["results"]["ranking"]
@@ -170,6 +181,42 @@ def test_the_ranking_is_paged_and_its_chart_follows(client, cast, make_study):
     assert len(first["candidates"]) == 25 and len(second["candidates"]) == total - 25
     assert [row.label for row in second["chart"].rows] == [c["name"] for c in second["candidates"]]
     assert f"Candidates 26–{total} of {total}" in text_of(client.get(f"/runs/{run.pk}/?page=2"))
+
+
+def test_the_run_page_reads_the_entries_of_the_candidates_it_shows_only(client, cast, make_study):
+    """Issue 33, item 6: the run page of a thousand candidates decoded all
+    of them to show 25. Now the database gives every candidate's name,
+    rank, veto and CEF, and the entries of the page's candidates (and of
+    the one whose breakdown is open) alone; what the page shows is what the
+    whole stored results give (the literal reference, read here)."""
+    run = _with_28_more_candidates(make_study(Phase.CLOSED), 0.01)
+    whole = engine_selectors.results_document(run=run)["candidates"]  # every entry, in rank order
+    as_user(client, cast.bob)
+    for page, chosen in ((1, None), (2, None), (2, whole[3]["name"])):
+        url = f"/runs/{run.pk}/?page={page}" + (f"&candidate={chosen}" if chosen else "")
+        with CaptureQueriesContext(connection) as queries:
+            context = client.get(url).context["results"]
+        shown = whole[(page - 1) * 25 : page * 25]
+        assert [c["name"] for c in context["ranking"]["candidates"]] == [c["name"] for c in shown]
+        for entry, expected in zip(context["ranking"]["candidates"], shown, strict=True):
+            assert {key: entry[key] for key in expected} == expected
+        assert context["ranking"]["count"] == len(whole)
+        assert context["breakdown"]["candidate"]["name"] == (chosen or whole[0]["name"])
+        # the run's row is read without the candidates' entries; one query picks those shown
+        # (the database walks the candidates' list twice: the ranking, then the page's entries)
+        walks = [q["sql"] for q in queries.captured_queries if "json_each" in q["sql"] or "jsonb_array_el" in q["sql"]]
+        assert len(walks) == 2, walks
+        # (the column itself is never selected: the model's next column follows it when it is)
+        wholes = [
+            q["sql"][:300]
+            for q in queries.captured_queries
+            if '"engine_run"."results", "engine_run"."error"' in q["sql"]
+        ]
+        assert not wholes, wholes
+    got = engine_selectors.run_candidates_get(run=run, names={whole[-1]["name"], whole[2]["name"], "nobody"})
+    assert [c["name"] for c in got] == [whole[2]["name"], whole[-1]["name"]]  # rank order, unknown names left out
+    stored = {c["name"]: c for c in run.results["candidates"]}
+    assert got == [stored[whole[2]["name"]], stored[whole[-1]["name"]]]
 
 
 # --- downloads --------------------------------------------------------------------------------
@@ -317,10 +364,12 @@ def test_comparison_is_refused_in_words(client, cast, make_study, case_study):
 # its designer, 5. the user's memberships of it (their roles).
 RUN_PAGE = 5
 RESULTS_QUERIES = {
-    # 6. the parts of the snapshot the sentences and the breakdown need,
-    # 7. the study's other succeeded runs (to compare with), 8. its robustness analyses' sentences
-    # 9. the header's unread notifications (a page with the site header)
-    "/runs/{run}/": RUN_PAGE + 3 + 1,
+    # (3. the run with its ranking, no candidate's entry: issue 33, item 6)
+    # 6. the entries of the candidates shown (a page of 25 reads 25),
+    # 7. the parts of the snapshot the sentences and the breakdown need,
+    # 8. the study's other succeeded runs (to compare with), 9. its robustness analyses' sentences
+    # 10. the header's unread notifications (a page with the site header)
+    "/runs/{run}/": RUN_PAGE + 4 + 1,
     # the run without its JSON: the status alone (issue 19; was RUN_PAGE + 2)
     "/runs/{run}/status/": RUN_PAGE,
     # 6. the snapshot's parts (one candidate's individual scores)
@@ -328,8 +377,9 @@ RESULTS_QUERIES = {
     "/runs/{run}/candidates/Candidate 1/scores.csv": RUN_PAGE + 1,
     # the section read from the run's stored results
     "/runs/{run}/weights/": RUN_PAGE,
-    # the run with its stored document's text extracted (no study, no roles)
-    "/runs/{run}/results.json": 2 + 1,
+    # the run without its JSON (its version, for a 304; no study, no roles),
+    # then its stored document's text extracted
+    "/runs/{run}/results.json": 2 + 2,
     # 6. the metrics' units and directions, for the veto sentences
     "/runs/{run}/results.csv": RUN_PAGE + 1,
     # 3. both runs with their studies, snapshots and results, 4.-5. the study and my roles

@@ -19,7 +19,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.core.paginator import Page, Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
 from django.utils.decorators import method_decorator
 from django.views import View
@@ -31,6 +31,7 @@ from .. import invitations, limits, reminders, selectors, services
 from ..api.throttling import import_refusal, import_throttle_wait
 from ..bundles import copy_title, study_copy, study_export_json, study_import
 from ..catalogue import ATTRIBUTE_CATALOGUE, catalogue_definition
+from ..downloads import download
 from ..errors import InvalidInput, ServiceError
 from ..extensions import MEASUREMENT_SECTIONS, VALUE_SOURCES, candidate_removal_refusals
 from ..forms import designer as f
@@ -714,7 +715,7 @@ def measurements_page(request: HttpRequest, study_id: int) -> HttpResponse:
 
 @login_required
 @require_GET
-def measurements_csv_download(request: HttpRequest, study_id: int) -> HttpResponse:
+def measurements_csv_download(request: HttpRequest, study_id: int) -> HttpResponseBase:
     """Every measurement of the study as the wide CSV the upload reads back
     (one row per candidate, one column per metric, numbers at full
     precision): the measurements page's *Show all*."""
@@ -724,9 +725,7 @@ def measurements_csv_download(request: HttpRequest, study_id: int) -> HttpRespon
         metrics=[m.name for m in selectors.metric_list(study=study)],
         rows=selectors.measurement_list(study=study),
     )
-    response = HttpResponse(text, content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="approve-study-{study.pk}-measurements.csv"'
-    return response
+    return download(text.encode(), "text/csv; charset=utf-8", filename=f"approve-study-{study.pk}-measurements.csv")
 
 
 @login_required
@@ -767,13 +766,11 @@ def measurements_csv(request: HttpRequest, study_id: int) -> HttpResponse:
 
 @login_required
 @require_GET
-def study_bundle_download(request: HttpRequest, study_id: int) -> HttpResponse:
+def study_bundle_download(request: HttpRequest, study_id: int) -> HttpResponseBase:
     """The study as an ``approve-study/1`` file: the bytes the API's export
     gives, for the import page (or another approve) to read back."""
     study = _designer_study(request, study_id, "download the study's bundle")
-    response = HttpResponse(study_export_json(study=study), content_type="application/json")
-    response["Content-Disposition"] = f'attachment; filename="approve-study-{study.pk}.json"'
-    return response
+    return download(study_export_json(study=study), "application/json", filename=f"approve-study-{study.pk}.json")
 
 
 # --- /studies/{id}/experts/ ------------------------------------------------------------------------

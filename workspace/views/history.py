@@ -5,11 +5,12 @@ filtered records). Read-only: nothing here changes or deletes a record."""
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponseBase
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from .. import limits, selectors
+from ..downloads import download
 from ..errors import InvalidInput
 from ..history import KINDS, SOURCES, kind_label
 from ..history_export import history_csv, history_json
@@ -18,7 +19,7 @@ from .common import study_for_member
 
 @login_required
 @require_GET
-def history_page(request: HttpRequest, study_id: int) -> HttpResponse:
+def history_page(request: HttpRequest, study_id: int) -> HttpResponseBase:
     study = study_for_member(request, study_id)
     errors: dict[str, list[str]] = {}
     try:
@@ -29,12 +30,12 @@ def history_page(request: HttpRequest, study_id: int) -> HttpResponse:
     export = request.GET.get("format")
     if export in ("csv", "json") and not errors:
         entries = selectors.history_all(study=study, user=request.user, filters=filters)
-        if export == "csv":
-            response = HttpResponse(history_csv(entries), content_type="text/csv; charset=utf-8")
-        else:
-            response = HttpResponse(history_json(entries), content_type="application/json")
-        response["Content-Disposition"] = f'attachment; filename="approve-study-{study.pk}-history.{export}"'
-        return response
+        content, kind = (
+            (history_csv(entries).encode(), "text/csv; charset=utf-8")
+            if export == "csv"
+            else (history_json(entries), "application/json")
+        )
+        return download(content, kind, filename=f"approve-study-{study.pk}-history.{export}")
     pages = selectors.HistoryPages(study=study, user=request.user, filters=filters)
     page = Paginator(pages, limits.HISTORY_PER_PAGE).get_page(request.GET.get("page"))
     query = request.GET.copy()
