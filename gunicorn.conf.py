@@ -15,6 +15,12 @@ up everyone else. The environment may change each setting:
 - ``GUNICORN_TIMEOUT`` (default 30 s), ``GUNICORN_GRACEFUL_TIMEOUT`` (30 s);
 - ``GUNICORN_MAX_REQUESTS`` (default 1000, 0 to never recycle);
 - ``GUNICORN_BIND`` (default ``0.0.0.0:8000``);
+- ``GUNICORN_PRELOAD`` (default true): load the application, and warm it
+  (approve_site/warm.py: every view imported, every template compiled, the
+  engine's first computation done), in the master before it forks the
+  workers, which share it: no user pays a cold worker. false loads and warms
+  it in each worker instead, before it takes a request (slower starts, more
+  memory, but code reloaded by a restart of the workers alone);
 - ``PROMETHEUS_MULTIPROC_DIR``: a folder (empty, writable, on a memory file
   system ideally) where the workers keep their request metrics for /metrics
   (prometheus-client's multiprocess mode; docs/architecture.md,
@@ -38,6 +44,8 @@ def _env_int(name: str, default: int) -> int:
 
 
 bind = os.environ.get("GUNICORN_BIND", "0.0.0.0:8000")
+
+preload_app = os.environ.get("GUNICORN_PRELOAD", "true").strip().lower() in {"1", "true", "yes", "on", ""}
 
 workers = _env_int("WEB_CONCURRENCY", min(2 * multiprocessing.cpu_count() + 1, 8))
 # More than one thread makes gunicorn use its gthread worker.
@@ -88,6 +96,22 @@ def on_starting(server: Any) -> None:
         for name in os.listdir(_multiprocess_dir):
             if name.endswith(".db"):
                 os.remove(os.path.join(_multiprocess_dir, name))
+
+
+def when_ready(server: Any) -> None:
+    """Preloaded: warm the application in the master, before the fork."""
+    if preload_app:
+        from approve_site.warm import warm
+
+        warm()
+
+
+def post_worker_init(worker: Any) -> None:
+    """Not preloaded: each worker warms its own before its first request."""
+    if not preload_app:
+        from approve_site.warm import warm
+
+        warm()
 
 
 def child_exit(server: Any, worker: Any) -> None:  # gunicorn's Arbiter and Worker

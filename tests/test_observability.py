@@ -704,3 +704,7 @@ def test_gunicorn_workers_log_json_and_add_up_their_metrics(tmp_path):
     requests = [line for line in parsed if line["logger"] == "approve.request" and line["path"] == "/health/"]
     assert sorted(line["request_id"] for line in requests) == sorted(["warm-up", *ids])
     assert any(line["logger"] == "gunicorn.error" for line in parsed)
+    # preloaded (issue 33, item 5): warmed once, in the master, not in each worker
+    warmed = [line for line in parsed if line["logger"] == "approve.warm"]
+    assert len(warmed) == 1, warmed
+    assert warmed[0]["message"].startswith("warmed in ")

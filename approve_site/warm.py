@@ -1,0 +1,88 @@
+"""A process made ready before it serves (issue 33, item 5;
+docs/architecture.md, "Warm workers").
+
+Without it each gunicorn worker paid 3.8-4.6 s on its first request: the
+URLconf imports every view (and with them NumPy, the engine, scikit-learn's
+metrics, pyarrow), every template is compiled on first use, and the
+engine's first AHP builds its tables. gunicorn preloads the application
+(``preload_app`` in gunicorn.conf.py) and calls ``warm`` in its master
+before it forks the workers, which then share all of it (copy-on-write);
+the Celery worker calls it in its main process before its pool forks
+(engine.tasks). Nothing here opens a connection that a fork would share:
+the database connections are closed at the end, whatever touched them.
+"""
+
+import logging
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from django.apps import apps
+from django.conf import settings
+from django.db import connections
+from django.template import engines
+
+logger = logging.getLogger("approve.warm")
+
+__all__ = ["warm"]
+
+
+def _template_names() -> Iterator[str]:
+    """The name of every template of the project's own (its ``templates``
+    folder and its apps'), not of the libraries' apps."""
+    base, installed = Path(settings.BASE_DIR).resolve(), Path(sys.prefix).resolve()
+    roots = [base / "templates"]
+    for app in apps.get_app_configs():
+        path = Path(app.path).resolve()
+        if path.is_relative_to(base) and not path.is_relative_to(installed):
+            roots.append(path / "templates")
+    for root in roots:
+        if root.is_dir():
+            for path in sorted([*root.rglob("*.html"), *root.rglob("*.txt")]):
+                yield path.relative_to(root).as_posix()
+
+
+def _templates() -> int:
+    """Compile every template once (the cached loader keeps them). One that
+    does not compile stops the start: its pages would fail anyway."""
+    engine = engines["django"]
+    names = list(_template_names())
+    for name in names:
+        engine.get_template(name)
+    return len(names)
+
+
+def _engine() -> None:
+    """The engine's first computation builds its tables (AHP's random
+    indices and eigenvector shapes): one tiny study's worth of each."""
+    import numpy as np
+
+    from engine import prioritisation
+
+    prioritisation.ahp_priorities(np.ones((1, 3, 3)))
+
+
+def warm(*, pages: bool = True) -> dict[str, float]:
+    """Load what the first request (``pages``) or the first task would (the
+    module's docstring). Returns what it did: the seconds each step took
+    and the number of templates compiled, which the caller logs."""
+    done: dict[str, float] = {}
+    started = time.perf_counter()
+    if pages:
+        from django.urls import get_resolver
+
+        get_resolver().url_patterns  # noqa: B018  (imports every view and what they import)
+        done["urls_seconds"] = time.perf_counter() - started
+        step = time.perf_counter()
+        done["templates"] = _templates()
+        done["templates_seconds"] = time.perf_counter() - step
+    else:
+        import engine.tasks  # noqa: F401  (the tasks and the engine they run)
+    step = time.perf_counter()
+    _engine()
+    done["engine_seconds"] = time.perf_counter() - step
+    connections.close_all()
+    done["seconds"] = time.perf_counter() - started
+    logger.info("warmed in %.2f s: %s", done["seconds"], done)
+    return done
