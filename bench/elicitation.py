@@ -42,7 +42,7 @@ from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
-from django.test.utils import setup_test_environment  # noqa: E402
+from django.test.utils import CaptureQueriesContext, setup_test_environment  # noqa: E402
 
 SEED = 20261126
 
@@ -97,6 +97,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--instances", type=int, default=100_000)
     parser.add_argument("--classes", type=int, default=10)
+    parser.add_argument("--sql", action="store_true", help="print the SQL of one question's GET and POST")
     args = parser.parse_args()
     setup_test_environment()
     settings.ALLOWED_HOSTS = ["testserver"]
@@ -113,17 +114,26 @@ def main() -> None:
         weights /= weights.sum()
         times, gets, posts = [], [], []
         number = 1
+        get_queries, post_queries = [], []
         while True:
             started = time.perf_counter()
-            page = client.get(url)
+            with CaptureQueriesContext(connection) as counted:
+                page = client.get(url)
             shown = time.perf_counter() - started
             if 'name="question"' not in page.content.decode():
                 break
+            get_queries.append(len(counted))
+            shown_sql = [q["time"] + " " + q["sql"][:300] for q in counted.captured_queries]
             first, second = (np.array(v) for v in _question(expert, elicited))
             answer = "first" if weights @ first > weights @ second else "second"
             started = time.perf_counter()
-            client.post(url, {"question": number, "answer": answer})
+            with CaptureQueriesContext(connection) as counted:
+                client.post(url, {"question": number, "answer": answer})
             posted = time.perf_counter() - started
+            post_queries.append(len(counted))
+            if args.sql and number == 3:
+                print("\n".join(["-- the GET's queries:", *shown_sql, "-- the POST's queries:"]))
+                print("\n".join(q["time"] + " " + q["sql"][:300] for q in counted.captured_queries))
             times.append(shown + posted)
             gets.append(shown)
             posts.append(posted)
@@ -143,6 +153,10 @@ def main() -> None:
             f"  of which the POST of the answer: median {statistics.median(posts[1:]) * 1000:.1f} ms, max "
             f"{max(posts[1:]) * 1000:.1f} ms; the GET of the question: median {statistics.median(gets[1:]) * 1000:.1f}"
             f" ms, max {max(gets[1:]) * 1000:.1f} ms"
+        )
+        print(
+            f"  SQL queries: the GET {min(get_queries)}-{max(get_queries)}, the POST "
+            f"{min(post_queries)}-{max(post_queries)} (on {connection.vendor})"
         )
         from evaluation.models import ElicitationAnswers
 

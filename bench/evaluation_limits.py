@@ -93,13 +93,16 @@ elif step == "compute":
     client.get("/", secure=True)
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started, started_cpu = time.perf_counter(), cpu()
-    response = client.post(argument, secure=True)
+    # Every mapped metric (an empty JSON object): the computation itself,
+    # not a refusal of the request's form (issue 33, finding 10).
+    response = client.post(argument, data="{}", content_type="application/json", secure=True)
     out["first"] = {
         "seconds": time.perf_counter() - started,
         "cpu": cpu() - started_cpu,
         "status": response.status_code,
         "bytes": len(response.content),
         "grew_mib": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024,
+        "computed": len(response.json().get("computed", [])) if response.status_code == 200 else 0,
     }
 else:
     client = Client()
@@ -212,6 +215,8 @@ def main() -> None:
             ("comparison page", f"{base}compare/"),
         ):
             measured = run("get", url, env)
+            if any(measured[label]["status"] != 200 for label in ("first", "again")):
+                sys.exit(f"{what} did not answer 200: {measured}")
             for label in ("first", "again"):
                 got = measured[label]
                 print(
@@ -222,10 +227,12 @@ def main() -> None:
             print(f"{'':<26}process peak {measured['peak_mib']:.0f} MiB (started at {measured['start_mib']:.0f})")
 
         computed = run("compute", f"/api/v1/studies/{study.pk}/measurements/compute/", env)["first"]
+        if computed["status"] != 200 or computed["computed"] != len(COMPUTED) * CANDIDATES:
+            sys.exit(f"the computation did not run: {computed}")
         print(
             f"{'measurements computed:':<26}{computed['seconds']:6.2f} s ({computed['cpu']:.2f} s CPU), "
             f"+{computed['grew_mib']:.0f} MiB "
-            f"(status {computed['status']}; {len(COMPUTED)} metrics x {CANDIDATES} candidates)"
+            f"({computed['computed']} values: {len(COMPUTED)} metrics x {CANDIDATES} candidates)"
         )
 
         for count, rows_of_it in ((20_000, 100_000), (1_000_000, 1_000_000)):
