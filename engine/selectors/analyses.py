@@ -4,6 +4,7 @@ member of (``engine.analyses`` writes them)."""
 from typing import Any, cast
 
 from django.db.models import QuerySet
+from django.db.models.fields.json import KeyTransform
 
 from engine import sensitivity
 from engine.analysis_words import with_words
@@ -34,8 +35,21 @@ def analysis_list(*, run: Run, with_result: bool = False) -> QuerySet[Analysis]:
 
 
 def analysis_latest(*, run: Run, kind: str) -> Analysis | None:
-    """The run's newest analysis of ``kind``, with its result."""
-    return Analysis.objects.filter(run=run, kind=kind).select_related("launched_by").first()
+    """The run's newest analysis of ``kind``, with of its result the
+    summary alone (``result`` is ``{"summary": ...}``, or None before it
+    succeeded): the database extracts it, and the merged counts (most of
+    the bytes at a thousand candidates) are never read (issue 33, item 6)."""
+    analysis = (
+        Analysis.objects.filter(run=run, kind=kind)
+        .select_related("launched_by")
+        .defer("result")
+        .annotate(result_summary=KeyTransform("summary", "result"))
+        .first()
+    )
+    if analysis is not None:
+        summary = analysis.result_summary  # annotated above
+        analysis.result = None if summary is None else {"summary": summary}
+    return analysis
 
 
 def analysis_get(*, analysis_id: int, user: User, run_id: int | None = None) -> Analysis:

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils.html import escape
 
-from engine import analyses, core, sensitivity, services
+from engine import analyses, core, selectors, sensitivity, services
 from engine.analysis_words import with_words
 from engine.models import Analysis
 from engine.snapshot import snapshot_arrays
@@ -199,6 +201,33 @@ def test_progress_is_polled_then_the_result_is_shown_and_downloadable(client, ru
     rows = list(csv.reader(io.StringIO(csv_response.content.decode())))
     assert rows[0] == ["expert_left_out", "winner", "top_three", "kendall_tau", "changes_winner"]
     assert [row[0] for row in rows[1:]] == run.snapshot["experts"]
+
+
+def test_the_page_reads_the_newest_analyses_summaries_not_their_counts(client, run, settings):
+    """Issue 33, item 6: the robustness page decoded each newest analysis's
+    whole result (its merged counts, the most of it at a thousand
+    candidates) to show its summary. The database now gives the summary
+    alone, and the page shows what the whole result says."""
+    login(client, run)
+    client.post(reverse("run_robustness", args=[run.pk]), {"kind": "monte_carlo", "samples": "60", "judgments": "on"})
+    analysis = Analysis.objects.get()
+    execute_all(analysis)
+    analysis.refresh_from_db()
+    assert set(analysis.result) == {"counts", "summary"} and analysis.result["counts"]
+    latest = selectors.analysis_latest(run=run, kind=Analysis.Kind.MONTE_CARLO)
+    assert latest.pk == analysis.pk and latest.result == {"summary": analysis.result["summary"]}
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get(reverse("run_robustness", args=[run.pk]))
+    assert page.status_code == 200
+    # the column itself is never selected whole (the model's next column follows it when it is)
+    assert not [
+        q["sql"]
+        for q in queries.captured_queries
+        if '"engine_analysis"."result", "engine_analysis"."error"' in q["sql"]
+    ]
+    text = page.content.decode()
+    for row in analysis.result["summary"]["candidates"][:3]:
+        assert escape(row["name"]) in text
 
 
 def test_cancel_through_the_page(client, run):
