@@ -57,7 +57,8 @@ The run's pages include its on-demand section ("What the experts weighed",
 asked for as htmx asks (``HX-Request: true``) where they are fragments.
 Downloads (the bundle, the results JSON and CSV, the measurements CSV, the
 API's study export) are listed too, measured without the size goal: they
-carry the whole study.
+carry the whole study; their goal is issue 33's, gzipped (as a browser
+asks, ``Accept-Encoding: gzip``) to at most 25 % of their bytes.
 
 How to run it, from the repository root, on a PostgreSQL database of your own::
 
@@ -68,6 +69,16 @@ How to run it, from the repository root, on a PostgreSQL database of your own::
 
 ``--only SUBSTRING`` measures the pages whose name contains it. Both studies
 are deleted at the end unless ``--keep`` is given.
+
+Then (issue 33, item 7; ``--served 0`` leaves it out) the same database is
+served by gunicorn with gunicorn.conf.py (preloaded, ``WEB_CONCURRENCY``
+workers, default 2), and the run page, the ranges step and the robustness
+page of the big study are asked over HTTP as the expert's browser asks
+them (session cookie, gzip, behind a TLS proxy) beside ``/health/``: the
+median of ``--served`` requests one at a time, within 10x ``/health/``'s,
+and the 95th percentile with 20 clients at once, under 1 s (issue 33's
+goals). The in-process figures above leave out the server, the network and
+the compression; these leave out nothing but the proxy.
 """
 
 import argparse
@@ -75,7 +86,9 @@ import io
 import json
 import os
 import pathlib
+import statistics
 import sys
+import tempfile
 import time
 import warnings
 
@@ -88,6 +101,7 @@ import scale  # noqa: E402  (bench/scale.py: the bundle and the Django set-up)
 SIZE_GOAL = 1_000_000
 RATIO_GOAL, EVERY_EXPERT_RATIO_GOAL = 3.0, 10.0
 WHAT_IF_GOAL = 0.2  # seconds of CPU for the robustness what-if at 100 x 20 x 1,000
+GZIP_GOAL = 0.25  # a download at the limits compressed to at most this share of its bytes (issue 33)
 #: The elicited metric's prediction set: instances per candidate, and classes.
 INSTANCES, LABELS = 200, ["class A", "class B", "class C"]
 BIG = {"experts": 100, "attributes": 5, "metrics_per_attribute": 4, "candidates": 1000}
@@ -321,11 +335,10 @@ def measure(client, method, url, data, repeat):
     from evaluation import elicited as elicited_domain
     from evaluation import selectors as evaluation_selectors
 
-    def once():
-        # As htmx asks (the breakdown and the previews are its fragments).
+    def once(**more):
         # As htmx asks (the breakdown, the run page's sections, the previews and the what-if are its fragments).
         fragment = any(part in url for part in ("/candidates/", "/weights/", "preview", "/what-if/"))
-        headers = {"HX-Request": "true"} if fragment else {}
+        headers = {"HX-Request": "true", **more} if fragment else more
         if method == "get":
             return client.get(url, secure=True, headers=headers)
         return client.post(url, data, secure=True, headers=headers)
@@ -347,10 +360,17 @@ def measure(client, method, url, data, repeat):
             cpu = time.process_time() - cpu
         best = cpu if best is None else min(best, cpu)
         queries = counter.queries
-    return {"bytes": len(response.content), "queries": queries, "cpu": best, "cold": cold}
+    # What a browser receives (issue 33, item 4): the same answer gzipped.
+    packed = once(**{"Accept-Encoding": "gzip"})
+    return {"bytes": len(_body(response)), "gzip": len(_body(packed)), "queries": queries, "cpu": best, "cold": cold}
 
 
-def run(only, keep, repeat, bare=False):
+def _body(response):
+    """An answer's bytes, whole or streamed (downloads from 1 MiB are)."""
+    return b"".join(response.streaming_content) if response.streaming else response.content
+
+
+def run(only, keep, repeat, bare=False, served_requests=0):
     from django.conf import settings
     from django.db.models import F
     from django.test import Client, override_settings
@@ -395,10 +415,118 @@ def run(only, keep, repeat, bare=False):
             finally:
                 if phase:
                     Study.objects.filter(pk__in=ids).update(phase="assessment", updated_at=F("updated_at"))
+        if served_requests:
+            big_study, big_expert, big_runs = built[1][:3]
+            served(big_study, big_expert, big_runs, served_requests)
     finally:
         if not keep:
             Study.objects.filter(pk__in=[entry[0].pk for entry in built]).delete()
     return rows
+
+
+# Served by gunicorn (gunicorn.conf.py, preloaded) on the PostgreSQL database
+# (issue 33, item 7): the pages whose latency issue 33 names, against /health/.
+SERVED = (("run page", "/runs/{run}/", "expert"), ("ranges step", "/studies/{study}/my/ranges/", "expert"))
+SERVED_ROBUSTNESS = ("robustness", "/runs/{run}/robustness/", "expert")
+SERVED_RATIO_GOAL, SERVED_P95_GOAL, SERVED_CLIENTS = 10.0, 1.0, 20
+
+
+def _percentile(values, share):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def served(study, expert_user, runs, requests):
+    """Start gunicorn on this database, then time each page of ``SERVED``
+    (and /health/) over HTTP as a browser asks it (its session cookie,
+    ``Accept-Encoding: gzip``, behind a TLS proxy): the median of
+    ``requests`` requests one at a time, and the 95th percentile with
+    ``SERVED_CLIENTS`` clients at once. Prints the ratios to /health/."""
+    import concurrent.futures
+    import socket
+    import subprocess
+    import urllib.request
+
+    from django.conf import settings
+    from django.test import Client
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    root = pathlib.Path(__file__).resolve().parent.parent
+    env = {
+        **os.environ,
+        "GUNICORN_BIND": f"127.0.0.1:{port}",
+        "WEB_CONCURRENCY": os.environ.get("WEB_CONCURRENCY", "2"),
+        "SECURE_PROXY_SSL_HEADER": "true",
+        "LOG_LEVEL": "WARNING",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+    }
+    log = open(pathlib.Path(tempfile.gettempdir()) / "approve-bench-served-gunicorn.log", "w")  # noqa: SIM115 - gunicorn writes to it until stopped
+    gunicorn = subprocess.Popen(
+        [str(pathlib.Path(sys.executable).with_name("gunicorn")), "--config", "gunicorn.conf.py", "approve_site.wsgi"],
+        cwd=root,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    client = Client()
+    client.force_login(expert_user)
+    cookie = f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
+
+    def get(path):
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}{path}",
+            headers={"Cookie": cookie, "X-Forwarded-Proto": "https", "Accept-Encoding": "gzip"},
+        )
+        started = time.perf_counter()
+        with urllib.request.urlopen(request, timeout=60) as answer:  # noqa: S310 - our own server
+            answer.read()
+            assert answer.status == 200, (path, answer.status)
+        return time.perf_counter() - started
+
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                get("/health/")
+                break
+            except OSError:
+                if time.monotonic() > deadline or gunicorn.poll() is not None:
+                    sys.exit(f"gunicorn did not answer: see {log.name}")
+                time.sleep(0.5)
+        first, second = runs[:2]
+        targets = [("/health/", "/health/")] + [
+            (name, url.format(run=second, study=study.pk)) for name, url, _ in (*SERVED, SERVED_ROBUSTNESS)
+        ]
+        results = {}
+        for name, path in targets:
+            get(path)  # the page's own first request (its caches)
+            alone = [get(path) for _ in range(requests)]
+            with concurrent.futures.ThreadPoolExecutor(SERVED_CLIENTS) as pool:
+                crowd = list(pool.map(get, [path] * (SERVED_CLIENTS * 5)))
+            results[name] = (statistics.median(alone), _percentile(crowd, 0.95))
+    finally:
+        gunicorn.terminate()
+        gunicorn.wait(timeout=30)
+        log.close()
+    health = results["/health/"][0]
+    print(
+        f"\nserved by gunicorn ({env['WEB_CONCURRENCY']} workers) on PostgreSQL, big study, as {expert_user.username}:"
+    )
+    print(f"{'page':<14} {'p50 1 client':>13} {'x /health/':>10} {'p95 20 clients':>15}  verdict")
+    missed = 0
+    for name, (median, p95) in results.items():
+        ratio = median / health
+        problems = []
+        if name != "/health/" and ratio > SERVED_RATIO_GOAL:
+            problems.append(f"p50 over {SERVED_RATIO_GOAL:.0f}x /health/")
+        if p95 >= SERVED_P95_GOAL:
+            problems.append("p95 over 1 s")
+        missed += bool(problems)
+        verdict = "MISSES " + ", ".join(problems) if problems else "ok"
+        print(f"{name:<14} {median * 1000:>11.1f}ms {ratio:>10.1f} {p95 * 1000:>13.0f}ms  {verdict}")
+    print(f"{missed} served page(s) miss a goal")
 
 
 def report(rows):
@@ -418,7 +546,9 @@ def report(rows):
         goal = EVERY_EXPERT_RATIO_GOAL if row["kind"] == "every expert" else RATIO_GOAL
         goal_text = f"{WHAT_IF_GOAL * 1000:.0f}ms" if row["kind"] == "what-if" else f"{goal:.0f}"
         if row["kind"] == "download":
-            verdict = "download (no goal)"
+            share = b["gzip"] / b["bytes"]
+            verdict = f"gzip {share:.0%} of its bytes" + ("" if share <= GZIP_GOAL else " MISSES gzip")
+            missed += share > GZIP_GOAL
         else:
             problems = []
             if b["bytes"] >= SIZE_GOAL:
@@ -446,9 +576,16 @@ def main():
         "--plain", action="store_true", help="no prediction set nor elicited metric (the figures before issue 21)"
     )
     parser.add_argument("--repeat", type=int, default=3, help="requests per big page (the small ones get twice)")
+    parser.add_argument(
+        "--served",
+        type=int,
+        default=30,
+        metavar="N",
+        help="then, served by gunicorn: N requests one at a time per page (0: not served)",
+    )
     args = parser.parse_args()
     scale.setup_django(pathlib.Path(__file__).resolve().parent.parent)
-    report(run(args.only, args.keep, args.repeat, args.plain))
+    report(run(args.only, args.keep or bool(args.served), args.repeat, args.plain, served_requests=args.served))
 
 
 if __name__ == "__main__":
