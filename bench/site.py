@@ -45,7 +45,8 @@ own (created and migrated; it is filled and emptied again)::
 ``--scale F`` builds that fraction of the site (``--scale 0.01``: 100
 studies, 500 users). ``--keep`` keeps the viewer's study, the filled site
 and the empty site's figures (in ``--baseline``, a JSON file) for the next
-``--keep`` run, which then only measures the full site. ``--only
+``--keep`` run, which then only measures the full site (``--clean`` deletes
+them). ``--only
 SUBSTRING`` measures the pages whose name contains it; ``--save FILE``
 writes the figures, ``--compare FILE`` prints a saved run's ratios beside
 this one's (before and after a change).
@@ -131,6 +132,11 @@ def fill(fraction):
     users = max(studies + EXPERTS_PER_STUDY, round(USERS * fraction))
     now = datetime.datetime.now(datetime.UTC)
     stamp = now.isoformat()
+
+    def ago(seconds):
+        """A time in the site's past (its year of history: one row every so many seconds)."""
+        return (now - datetime.timedelta(seconds=seconds)).isoformat()
+
     made = {}
     with transaction.atomic(), connection.cursor() as cursor:
         raw = cursor.cursor  # psycopg2's own, for copy_expert
@@ -156,8 +162,8 @@ def fill(fraction):
             ["id", "title", "description", "phase", "attribute_threshold", "metric_threshold", "created_at"]
             + ["updated_at", "designer_id", "ahp_weighting", "input_version", "quorum"],
             (
-                (study0 + s, f"Site study {s}", "", phases[s % 4], 1, 1, stamp, stamp, designer[s], "column_means")
-                + (0, 0)
+                (study0 + s, f"Site study {s}", "", phases[s % 4], 1, 1, ago(3000 * (studies - s)), stamp)
+                + (designer[s], "column_means", 0, 0)
                 for s in range(studies)
             ),
         )
@@ -190,7 +196,7 @@ def fill(fraction):
             (
                 (run, "succeeded" if number == RUNS_PER_STUDY else "failed", 1e-9)
                 + (("{}", "{}", "") if number == RUNS_PER_STUDY else (None, None, "bench: not run"))
-                + (stamp, stamp, 1, 0.5, designer[study - study0], study, number)
+                + (ago(1500 * (len(runs) - run + run0)), stamp, 1, 0.5, designer[study - study0], study, number)
                 for run, study, number in runs
             ),
         )
@@ -204,7 +210,7 @@ def fill(fraction):
             + ["history_user_id", "quorum"],
             (
                 (study0 + s, study0 + s, "page", f"Site study {s}", "", phases[s % 4], 1, 1, "column_means", stamp)
-                + ((now - datetime.timedelta(minutes=STUDY_RECORDS - r)).isoformat(), "+" if r == 0 else "~")
+                + (ago(100 * ((studies - s) * STUDY_RECORDS - r)), "+" if r == 0 else "~")
                 + (designer[s], designer[s], 0)
                 for s in range(studies)
                 for r in range(STUDY_RECORDS)
@@ -219,9 +225,9 @@ def fill(fraction):
             + ["absence", "absence_reason"],
             (
                 (m, study, m if role == "expert" else None, "page", role, "active", stamp, "")
-                + ((now - datetime.timedelta(minutes=MEMBERSHIP_RECORDS - r)).isoformat(), "+" if r == 0 else "~")
+                + (ago(40 * ((len(memberships) - n) * MEMBERSHIP_RECORDS - r)), "+" if r == 0 else "~")
                 + (designer[study - study0], study, user, "", "")
-                for m, study, user, role in memberships
+                for n, (m, study, user, role) in enumerate(memberships)
                 for r in range(MEMBERSHIP_RECORDS)
             ),
         )
@@ -233,7 +239,8 @@ def fill(fraction):
             + ["history_date", "history_type", "history_user_id", "launched_by_id", "study_id", "number"],
             (
                 (run, study, "task", "succeeded" if number == RUNS_PER_STUDY else "failed", 1e-9, "", stamp, 1)
-                + (stamp, "+", designer[study - study0], designer[study - study0], study, number)
+                + (ago(1500 * (len(runs) - run + run0)), "+", designer[study - study0], designer[study - study0])
+                + (study, number)
                 for run, study, number in runs
                 for _ in range(RUN_RECORDS)
             ),
@@ -501,7 +508,9 @@ def report(empty, full, made, skipped, before=None):
     print("empty: the viewer's study alone   site: " + ", ".join(f"{n:,} {what}" for what, n in made.items()))
     header = (
         f"{'page':<58} {'role':<8} {'q empty':>7} {'q site':>6} {'cpu empty':>9} {'cpu site':>9} "
-        f"{'wall site':>9} {'q ratio':>7} {'cpu ratio':>9}" + (f" {'cpu before':>10}" if before else "") + "  verdict"
+        f"{'wall empty':>10} {'wall site':>9} {'q ratio':>7} {'cpu ratio':>9}"
+        + (f" {'cpu before':>10}" if before else "")
+        + "  verdict"
     )
     print(header)
     print("-" * len(header))
@@ -525,8 +534,8 @@ def report(empty, full, made, skipped, before=None):
             earlier = f" {was['cpu ratio']:>10.2f}" if was else f" {'-':>10}"
         print(
             f"{page[:58]:<58} {role:<8} {a['queries']:>7} {b['queries']:>6} {a['cpu'] * 1000:>7.1f}ms "
-            f"{b['cpu'] * 1000:>7.1f}ms {b['wall'] * 1000:>7.1f}ms {q_ratio:>7.2f} {cpu_ratio:>9.2f}"
-            f"{earlier}  {verdict}"
+            f"{b['cpu'] * 1000:>7.1f}ms {a['wall'] * 1000:>8.1f}ms {b['wall'] * 1000:>7.1f}ms "
+            f"{q_ratio:>7.2f} {cpu_ratio:>9.2f}{earlier}  {verdict}"
         )
         for table, sql in b.get("scans", []):
             print(f"    seq scan of {table}: {sql}")
@@ -554,6 +563,16 @@ def rows_of(empty, full):
     return rows
 
 
+def forget(study, baseline):
+    """Delete the filler, the viewer's study and staff user and the empty site's figures."""
+    from workspace.models import Study
+
+    empty_site()
+    Study.objects.filter(pk=study.pk).delete()
+    staff_user().delete()
+    baseline.unlink(missing_ok=True)
+
+
 def run(args):
     from django.conf import settings
     from django.db import connection
@@ -569,6 +588,9 @@ def run(args):
     ).enable()
     baseline = pathlib.Path(args.baseline or f"/tmp/approve-site-empty-{connection.settings_dict['NAME']}.json")
     study, expert_user, runs, metric, cleared_user = viewer()
+    if args.clean:
+        forget(study, baseline)
+        return
     hook = webhook_of(study)
     clients = clients_for(study, expert_user, cleared_user)
     entries, skipped = pages_of(study, expert_user, runs, metric, hook)
@@ -593,12 +615,7 @@ def run(args):
         full = measure_all(entries, clients, args.only, args.repeat, True, study, skipped)
     finally:
         if not args.keep:
-            empty_site()
-            from workspace.models import Study
-
-            Study.objects.filter(pk=study.pk).delete()
-            staff_user().delete()
-            baseline.unlink(missing_ok=True)
+            forget(study, baseline)
     before = json.loads(pathlib.Path(args.compare).read_text()) if args.compare else None
     report(empty, full, made, skipped, before)
     if args.save:
@@ -613,6 +630,7 @@ def main():
     parser.add_argument("--only", default="", help="measure only the pages whose name contains this")
     parser.add_argument("--repeat", type=int, default=3, help="requests per page on the full site (empty: twice)")
     parser.add_argument("--save", help="write the figures to this JSON file")
+    parser.add_argument("--clean", action="store_true", help="delete what --keep kept, measure nothing")
     parser.add_argument("--compare", help="a saved run's figures, printed beside (its CPU ratio)")
     args = parser.parse_args()
     scale.setup_django(pathlib.Path(__file__).resolve().parent.parent)
