@@ -404,11 +404,7 @@ def measure(client, method, url, data, repeat):
     from django.db import connection
 
     def once():
-        fragment = any(part in url for part in ("/candidates/", "/weights/", "preview", "/what-if/"))
-        headers = {"HX-Request": "true"} if fragment else {}
-        if method == "get":
-            return client.get(url, secure=True, headers=headers)
-        return client.post(url, data, secure=True, headers=headers)
+        return map_pages.ask(client, method, url, data)
 
     first = once()
     if first.status_code in (403, 404, 405):
