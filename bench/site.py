@@ -376,6 +376,10 @@ def pages_of(study, expert_user, runs, metric, hook):
         ("metrics", "get", "/metrics", None, ("staff",), None),
     ]
     everything.append(("admin index", "get", "/admin/", None, ("staff",), None))
+    # The admin's searches of a foreign key (the study's designer, a membership's study), unsearched: the first page.
+    for model, field in (("study", "designer"), ("membership", "study")):
+        url = f"/admin/autocomplete/?app_label=workspace&model_name={model}&field_name={field}"
+        everything.append((f"admin autocomplete {model}.{field}", "get", url, None, ("staff",), None))
     for model in admin.site._registry:
         label = f"admin {model._meta.app_label}.{model._meta.model_name}"
         url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")
