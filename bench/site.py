@@ -13,7 +13,7 @@ endpoint of the REST API (the GET operations of the OpenAPI schema whose
 answer is a list or a page of one) as the designer and as the expert, and
 every list of the admin, ``/health/`` and ``/metrics`` as staff, on this
 *empty* site (the viewer's study alone). Then it fills the site around it
-with bulk inserts (PostgreSQL ``COPY``, a few seconds at full size):
+with bulk inserts (PostgreSQL ``COPY``, 20 to 40 seconds at full size on 2 busy cores):
 
 * 50,000 users and 10,000 studies, each with its designer and 4 experts
   (50,000 memberships);
@@ -39,7 +39,7 @@ own (created and migrated; it is filled and emptied again)::
     createdb -h 127.0.0.1 -U postgres approve_site_bench
     export DATABASE_URL=postgres://postgres@127.0.0.1:5432/approve_site_bench
     .venv/bin/python manage.py migrate
-    .venv/bin/python bench/site.py                 # about 5 minutes
+    .venv/bin/python bench/site.py                 # about 2 minutes
     .venv/bin/python bench/site.py --scale 0.05    # a twentieth of the site
 
 ``--scale F`` builds that fraction of the site (``--scale 0.01``: 100
