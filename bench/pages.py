@@ -325,6 +325,18 @@ def pages(study, expert_user, runs, elicited):
     return [(*page, None) if len(page) == 6 else page for page in plain + (elicitation if elicited else [])]
 
 
+def ask(client, method, url, data, **more):
+    """One request of the map, over HTTPS, as htmx asks where the page is
+    one of its fragments (the breakdown, the run page's sections, the
+    previews and the what-if), with the headers ``more``; also
+    bench/site.py's."""
+    fragment = any(part in url for part in ("/candidates/", "/weights/", "preview", "/what-if/"))
+    headers = {"HX-Request": "true", **more} if fragment else more
+    if method == "get":
+        return client.get(url, secure=True, headers=headers)
+    return client.post(url, data, secure=True, headers=headers)
+
+
 def measure(client, method, url, data, repeat):
     """Bytes, queries and the best CPU time of ``repeat`` requests (after
     one to warm the caches, ``cold``: its CPU time, this process's counted
@@ -336,12 +348,7 @@ def measure(client, method, url, data, repeat):
     from evaluation import selectors as evaluation_selectors
 
     def once(**more):
-        # As htmx asks (the breakdown, the run page's sections, the previews and the what-if are its fragments).
-        fragment = any(part in url for part in ("/candidates/", "/weights/", "preview", "/what-if/"))
-        headers = {"HX-Request": "true", **more} if fragment else more
-        if method == "get":
-            return client.get(url, secure=True, headers=headers)
-        return client.post(url, data, secure=True, headers=headers)
+        return ask(client, method, url, data, **more)
 
     evaluation_selectors.forget_confusions()
     elicited_domain.forget_prepared()

@@ -2,19 +2,21 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from workspace.admin_lists import SiteSizeAdmin
+
 from .models import Run
 
 
 @admin.register(Run)
-class RunAdmin(admin.ModelAdmin):
+class RunAdmin(SiteSizeAdmin, admin.ModelAdmin):
     """Runs are made by launching them, and are immutable once made: the
     admin shows them and can delete them, nothing else."""
 
     list_display = ["id", "study", "status", "launched_by", "launched_at", "duration_seconds", "attempts"]
+    # By date with the date filter, not date_hierarchy (a scan of every run: workspace.admin_lists).
     list_filter = ["status", "launched_at"]
     search_fields = ["study__title", "launched_by__username", "error"]
     list_select_related = ["study", "launched_by"]
-    date_hierarchy = "launched_at"
     readonly_fields = [
         "study",
         "launched_by",

@@ -78,6 +78,8 @@ class Run(models.Model):
             # The runs still waiting for their snapshot, looked up by every
             # change of a closed study's inputs.
             models.Index(fields=["study"], condition=Q(snapshot__isnull=True), name="run_snapshot_pending"),
+            # The newest runs of the whole site (the admin's list), without sorting them all.
+            models.Index(fields=["-launched_at", "-id"], name="run_newest"),
         ]
         constraints = [
             models.CheckConstraint(

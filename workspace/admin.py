@@ -22,10 +22,11 @@ from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Count, ForeignKey, Model, Q, QuerySet
+from django.db.models import Count, ForeignKey, Model, OuterRef, QuerySet
 from django.forms.models import BaseInlineFormSet, ModelChoiceField, ModelChoiceIterator
 from django.http import HttpRequest
 
+from .admin_lists import HistorySourceFilter, SiteSizeAdmin
 from .history import KINDS
 from .models import (
     AcceptableRange,
@@ -47,6 +48,7 @@ from .models import (
     Study,
     StudyDeletion,
 )
+from .selectors._queries import count_of
 from .services import Action, inputs_changed, phase_allows
 from .services.accounts import USERNAME_TAKEN, usernames_taken
 
@@ -214,13 +216,13 @@ class CandidateInline(admin.TabularInline):
 
 
 @admin.register(Study)
-class StudyAdmin(InputsAdmin, admin.ModelAdmin):
+class StudyAdmin(InputsAdmin, SiteSizeAdmin, admin.ModelAdmin):
     study_path = "pk"
     list_display = ("title", "phase", "designer", "expert_count", "created_at", "updated_at")
+    # By date with the date filter, not date_hierarchy (a scan of every study: workspace.admin_lists).
     list_filter = ("phase", "created_at")
     list_select_related = ("designer",)
     search_fields = ("title", "description", "designer__username", "designer__email")
-    date_hierarchy = "created_at"
     autocomplete_fields = ("designer",)
     readonly_fields = ("phase", "created_at", "updated_at")
     fieldsets = (
@@ -234,7 +236,10 @@ class StudyAdmin(InputsAdmin, admin.ModelAdmin):
         return (
             super()
             .get_queryset(request)
-            .annotate(_expert_count=Count("memberships", filter=Q(memberships__role=Membership.Role.EXPERT)))
+            # A subquery per row shown, not a join of every membership (which the count would group).
+            .annotate(
+                _expert_count=count_of(Membership.objects.filter(study=OuterRef("pk"), role=Membership.Role.EXPERT))
+            )
         )
 
     def get_readonly_fields(self, request: HttpRequest, obj: Study | None = None) -> tuple[str, ...]:
@@ -269,8 +274,11 @@ class StudyAdmin(InputsAdmin, admin.ModelAdmin):
 
 
 @admin.register(Membership)
-class MembershipAdmin(InputsAdmin, admin.ModelAdmin):
+class MembershipAdmin(InputsAdmin, SiteSizeAdmin, admin.ModelAdmin):
     list_display = ("user", "role", "study", "study_phase", "created_at")
+    # By the study's id (newest first), not Meta's "study", which sorts by the
+    # study's own ordering: every membership joined to its study, then sorted.
+    ordering = ("-study_id", "role", "id")
     list_filter = ("role", "study__phase")
     list_select_related = ("user", "study")
     search_fields = ("user__username", "user__email", "study__title")
@@ -670,7 +678,7 @@ admin.site.unregister(User)
 
 
 @admin.register(User)
-class AccountAdmin(InputsAdmin, UserAdmin):
+class AccountAdmin(InputsAdmin, SiteSizeAdmin, UserAdmin):
     """Django's user admin, whose forms refuse look-alike usernames. A
     username is in the snapshots of its studies (``InputsAdmin``)."""
 
@@ -683,14 +691,15 @@ class AccountAdmin(InputsAdmin, UserAdmin):
 # --- History (issue 22): read-only ----------------------------------------------------
 
 
-class HistoryRecordAdmin(admin.ModelAdmin):
+class HistoryRecordAdmin(SiteSizeAdmin, admin.ModelAdmin):
     """A kind's history records: listed, filtered and read; never added,
-    changed or deleted (no one edits the trail)."""
+    changed or deleted (no one edits the trail). Filtered without reading
+    the whole table (workspace.admin_lists): by date with the date filter,
+    by source from the sources there can be."""
 
     list_display = ("history_date", "history_type", "history_user", "history_source", "history_study_id", "id")
-    list_filter = ("history_type", "history_source")
+    list_filter = ("history_type", HistorySourceFilter, "history_date")
     search_fields = ("=history_study_id", "history_user__username")
-    date_hierarchy = "history_date"
     list_select_related = ("history_user",)
 
     def has_add_permission(self, request: HttpRequest) -> bool:

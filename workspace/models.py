@@ -107,6 +107,8 @@ class Study(models.Model):
     class Meta:
         verbose_name_plural = "studies"
         ordering = ["-created_at", "-id"]
+        # The newest studies of the whole site (the admin's list), without sorting them all.
+        indexes = [models.Index(fields=["-created_at", "-id"], name="study_newest")]
         constraints = [
             models.CheckConstraint(condition=Q(phase__in=Phase.values), name="study_phase_valid"),
             models.CheckConstraint(
