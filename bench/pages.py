@@ -469,6 +469,8 @@ def served(study, expert_user, runs, requests):
         "LOG_LEVEL": "WARNING",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
     }
+    # As production serves them: collected (./staticfiles, the manifest the pages name).
+    subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=root, env=env, check=True)
     log = open(pathlib.Path(tempfile.gettempdir()) / "approve-bench-served-gunicorn.log", "w")  # noqa: SIM115 - gunicorn writes to it until stopped
     gunicorn = subprocess.Popen(
         [str(pathlib.Path(sys.executable).with_name("gunicorn")), "--config", "gunicorn.conf.py", "approve_site.wsgi"],
