@@ -444,10 +444,10 @@ ENGINE_WORKER_HEARTBEAT_SECONDS = env_int("ENGINE_WORKER_HEARTBEAT_SECONDS", 10)
 # workers share; each chunk is claimed and leased like a run. A Monte Carlo's
 # chunks hold about ENGINE_ANALYSIS_CHUNK_SECONDS of work, estimated from the
 # run's experts, metrics and candidates and what is sampled
-# (engine.robustness_kernels.sample_seconds), in whole blocks of 64 samples,
-# and at most ENGINE_ANALYSIS_CHUNK_SAMPLES samples; leaving one expert out,
-# ENGINE_ANALYSIS_CHUNK_EXPERTS experts each.
-ENGINE_ANALYSIS_CHUNK_SECONDS = env_int("ENGINE_ANALYSIS_CHUNK_SECONDS", 1)
+# (engine.robustness_kernels.sample_seconds), in whole blocks of 64 samples
+# spread evenly over the chunks, and at most ENGINE_ANALYSIS_CHUNK_SAMPLES
+# samples; leaving one expert out, ENGINE_ANALYSIS_CHUNK_EXPERTS experts each.
+ENGINE_ANALYSIS_CHUNK_SECONDS = env_int("ENGINE_ANALYSIS_CHUNK_SECONDS", 2)
 ENGINE_ANALYSIS_CHUNK_SAMPLES = env_int("ENGINE_ANALYSIS_CHUNK_SAMPLES", 10_000)
 ENGINE_ANALYSIS_CHUNK_EXPERTS = env_int("ENGINE_ANALYSIS_CHUNK_EXPERTS", 5)
 # Each worker process keeps the inputs of this many runs decoded, and as many

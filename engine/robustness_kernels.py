@@ -308,12 +308,12 @@ def _sampled_inputs(spec: dict, snapshot: dict) -> dict:
 # The estimated cost of a sample (``sample_seconds``), in nanoseconds per
 # unit of work, measured at 100 x 20 x 1,000 and 1,000 x 20 x 1,000
 # (bench/analysis_workers.py prints the estimate beside the workers' time).
-_NS_RANKS = 20  # per candidate and doubling of the candidates (the sort)
+_NS_RANKS = 10  # per candidate and doubling of the candidates (the sort)
 _NS_PAIRS = 2  # per pair counted
-_NS_JUDGMENTS = 5  # per expert and attribute pair
-_NS_PEERS = 40  # per peer weight drawn and its share of the stationary vector
-_NS_SCORES_FIXED = 0.15  # per expert x candidate x metric, the float32 product of fixed scores
-_NS_SCORES_VARYING = 1.5  # per expert x candidate x metric, the group scores recomputed
+_NS_JUDGMENTS = 2  # per expert and attribute pair
+_NS_PEERS = 30  # per peer weight drawn and its share of the stationary vector
+_NS_SCORES_FIXED = 0.1  # per expert x candidate x metric, the float32 product of fixed scores
+_NS_SCORES_VARYING = 1.3  # per expert x candidate x metric, the group scores recomputed
 _NS_BOOTSTRAP = 2  # per candidate and instance of a resampled metric
 #: The instances a resampled metric's set is assumed to have (the spec does not say).
 BOOTSTRAP_INSTANCES_ASSUMED = 10_000
@@ -352,11 +352,20 @@ class MonteCarlo:
         """Samples for about ``ENGINE_ANALYSIS_CHUNK_SECONDS`` of work at the
         run's size (``sample_seconds``), in whole blocks of
         ``engine.robustness.SAMPLE_BLOCK`` (a chunk starting inside a block
-        draws all of it), at most ``ENGINE_ANALYSIS_CHUNK_SAMPLES``."""
+        draws all of it), spread evenly over the chunks the analysis's
+        samples then need (so that the workers finish together), at most
+        ``ENGINE_ANALYSIS_CHUNK_SAMPLES``."""
+        block, most = robustness.SAMPLE_BLOCK, max(1, settings.ENGINE_ANALYSIS_CHUNK_SAMPLES)
         shape = (len(results["experts"]), len(results["metrics"]), len(results["candidates"]))
         fits = settings.ENGINE_ANALYSIS_CHUNK_SECONDS / sample_seconds(*shape, spec)
-        blocks = max(1, int(fits) // robustness.SAMPLE_BLOCK) * robustness.SAMPLE_BLOCK
-        return max(1, min(settings.ENGINE_ANALYSIS_CHUNK_SAMPLES, blocks))
+        size = max(1, int(fits) // block) * block
+        if size >= most:
+            return most
+        samples = spec.get("samples")
+        if samples:
+            chunks = math.ceil(samples / size)  # as many chunks, evenly
+            size = math.ceil(math.ceil(samples / chunks) / block) * block
+        return size
 
     def check(self, spec: dict) -> dict:
         unknown = sorted(set(spec) - set(MONTE_CARLO_OPTIONS))

@@ -140,6 +140,11 @@ def test_chunks_hold_about_the_setting_s_seconds_of_work_in_whole_blocks(setting
     assert large % robustness.SAMPLE_BLOCK == 0
     seconds = sample_seconds(100, 20, 1000, {"judgments": True, "peer_weights": True})
     assert 1 - seconds * robustness.SAMPLE_BLOCK <= large * seconds <= 1
+    # An analysis's samples spread evenly over as many chunks, in whole blocks.
+    spread = kernel.chunk_units(results(100, 20, 1000), {"judgments": True, "peer_weights": True, "samples": 20_000})
+    chunks = -(-20_000 // large)
+    assert spread % robustness.SAMPLE_BLOCK == 0 and -(-20_000 // spread) == chunks
+    assert 20_000 - (chunks - 1) * spread > spread - robustness.SAMPLE_BLOCK * chunks  # the last one too
     # More work per sample, fewer samples a chunk; never less than one block.
     assert kernel.chunk_units(results(100, 20, 1000), {**SPEC, "ranges_percent": 5.0}) < large
     assert kernel.chunk_units(results(1000, 50, 1000), {"ranges_percent": 5.0}) == robustness.SAMPLE_BLOCK
