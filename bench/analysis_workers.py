@@ -293,7 +293,7 @@ def main():
         for name in args.configurations:
             title, values = CONFIGURATIONS[name]
             configure(settings, values)
-            chunk = MonteCarlo().chunk_units(run.results, dict(SPEC))
+            chunk = MonteCarlo().chunk_units(run.results, {**SPEC, "samples": args.samples})  # as the launch
             estimate = sample_seconds(k, n, m, dict(SPEC)) * args.samples
             print()
             print(
