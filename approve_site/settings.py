@@ -440,11 +440,24 @@ ENGINE_QUEUE_RESEND_SECONDS = env_int("ENGINE_QUEUE_RESEND_SECONDS", 120)
 ENGINE_WORKER_STATEMENT_TIMEOUT_SECONDS = env_int("ENGINE_WORKER_STATEMENT_TIMEOUT_SECONDS", 30)
 # Each worker records that it is alive this often (read by /health/).
 ENGINE_WORKER_HEARTBEAT_SECONDS = env_int("ENGINE_WORKER_HEARTBEAT_SECONDS", 10)
-# A robustness analysis (engine.analyses) is split into chunks of this many
-# Monte Carlo samples, or left-out experts, which the workers share; each
-# chunk is claimed and leased like a run.
-ENGINE_ANALYSIS_CHUNK_SAMPLES = env_int("ENGINE_ANALYSIS_CHUNK_SAMPLES", 500)
+# A robustness analysis (engine.analyses) is split into chunks, which the
+# workers share; each chunk is claimed and leased like a run. A Monte Carlo's
+# chunks hold about ENGINE_ANALYSIS_CHUNK_SECONDS of work, estimated from the
+# run's experts, metrics and candidates and what is sampled
+# (engine.robustness_kernels.sample_seconds), in whole blocks of 64 samples
+# spread evenly over the chunks, and at most ENGINE_ANALYSIS_CHUNK_SAMPLES
+# samples; leaving one expert out, ENGINE_ANALYSIS_CHUNK_EXPERTS experts each.
+ENGINE_ANALYSIS_CHUNK_SECONDS = env_int("ENGINE_ANALYSIS_CHUNK_SECONDS", 2)
+ENGINE_ANALYSIS_CHUNK_SAMPLES = env_int("ENGINE_ANALYSIS_CHUNK_SAMPLES", 10_000)
 ENGINE_ANALYSIS_CHUNK_EXPERTS = env_int("ENGINE_ANALYSIS_CHUNK_EXPERTS", 5)
+# Each worker process keeps the inputs of this many runs decoded, and as many
+# Monte Carlo analyses prepared (their run validated and evaluated), for the
+# next chunks of the same run (least recently used out; 0 keeps none).
+ENGINE_ANALYSIS_KEPT_RUNS = env_int("ENGINE_ANALYSIS_KEPT_RUNS", 2)
+# The memory a Monte Carlo block's sampled peer weights may take in a worker
+# (k x k per sample): beyond 200 experts, the samples whose chains are
+# held at once (at least one stream of them; the samples do not depend on it).
+ENGINE_ANALYSIS_MEMORY_BYTES = env_int("ENGINE_ANALYSIS_MEMORY_BYTES", 256 * 2**20)
 # Robustness work bounded (issue 29, finding 10; engine.analyses.analysis_launch):
 # queued or running analyses at once per run, per study and per user (a
 # launch beyond is 409 naming the cap); launches per user per hour, and Monte

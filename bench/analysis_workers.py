@@ -1,5 +1,6 @@
-"""Benchmark of a Monte Carlo analysis on real workers (not a test): issue 20,
-"with 2 workers the wall time is <= 0.6 x one worker's".
+"""Benchmark of a Monte Carlo analysis on real workers (not a test): issue 33,
+item 2, "workers' CPU <= 1.2 x the same samples in one process, 2 workers
+<= 0.6 x one worker's wall time".
 
 On the PostgreSQL database of ``DATABASE_URL`` and the Redis of
 ``REDIS_URL``, it stores a succeeded run of bench/robustness.py's study
@@ -8,24 +9,28 @@ by AHP with a 20 x 20 matrix, recorded in the snapshot as a launch records
 it) and launches the same Monte Carlo analysis of the experts' side
 (judgments and peer weights sampled, 20,000 samples by default, one seed)
 through ``engine.analyses.analysis_launch``: first executed by one real
-``celery worker`` (solo pool, BLAS single-threaded, as deployed), then by two.
-Each configuration first runs a small warm-up analysis (every worker imports
-and loads what it needs), then the timed one, from the launch to the stored
-result. It prints both wall times, the ratio (goal: <= 0.6), the CPU time
-the workers got (in CPUs: about 1 and 2 on an idle machine), the load
-average around each (the machine is shared) and checks that every merged
-result is the same counts. ``--rounds R`` repeats the pair R times and
-reports the median ratio.
+``celery worker`` (solo pool, BLAS single-threaded, as deployed), then by two,
+in each configuration (``--configurations``): ``kept`` (as configured: each
+worker keeps the run's inputs and prepared analysis between chunks, chunks
+sized by the estimated work) and ``unkept`` (as before issue 33: nothing
+kept, chunks of 500 samples), side by side in one run. Each first runs a
+small warm-up analysis of another spec (every worker imports and loads what
+it needs, and still reads and prepares the timed analysis itself), then the
+timed one, from the launch to the stored result. It prints both wall times
+and their ratio (goal: <= 0.6), the CPU time the workers used against the
+same samples in this process, one ``monte_carlo_chunk`` call timed right
+after (goal: <= 1.2), the load average around each (the machine is shared)
+and checks that every merged result is the same counts. ``--rounds R``
+repeats the pairs R times and reports the medians.
 
     createdb -h 127.0.0.1 -U postgres approve_bench
     export DATABASE_URL=postgres://postgres@127.0.0.1:5432/approve_bench REDIS_URL=redis://127.0.0.1:6379/1
     .venv/bin/python manage.py migrate
-    .venv/bin/python bench/analysis_workers.py [--samples 20000] [--chunk 500] [--rounds 1] [--reference]
+    .venv/bin/python bench/analysis_workers.py [--samples 20000] [--chunk N] [--rounds 1] [--configurations kept unkept]
 
-``--reference`` also times the same samples in this process, in one
-``monte_carlo_chunk`` call (what the workers add: reading the snapshot,
-claiming, storing and merging the chunks). The workers listen on a queue of
-their own; the study, its run and analyses are deleted at the end.
+``--chunk N`` caps the chunks of ``kept`` at N samples
+(ENGINE_ANALYSIS_CHUNK_SAMPLES). The workers listen on a queue of their own;
+the study, its run and analyses are deleted at the end.
 """
 
 import argparse
@@ -45,7 +50,6 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "approve_site.settings")
 
 SEED = 20_261_126
-WARM_UP_CHUNKS = 2
 
 
 def _robustness_bench():
@@ -163,9 +167,9 @@ class Workers:
         self.processes = []
 
 
-def analyse(run, samples, seed):
-    """Launch a Monte Carlo analysis of the experts' side; (wall seconds from
-    the launch to the stored result, the analysis)."""
+def analysis_of(run, samples, seed, spec):
+    """Launch a Monte Carlo analysis of ``spec``; (wall seconds from the
+    launch to the stored result, the analysis)."""
     from engine.analyses import analysis_launch
     from engine.models import Analysis
 
@@ -174,7 +178,7 @@ def analyse(run, samples, seed):
         run=run,
         kind=Analysis.Kind.MONTE_CARLO,
         launched_by=None,
-        spec={"judgments": True, "peer_weights": True},
+        spec=dict(spec),
         samples=samples,
         seed=seed,
     )
@@ -203,16 +207,55 @@ def load():
     return "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
+#: The configurations measured, each with 1 then 2 workers: what a worker
+#: keeps between chunks and how chunks are sized (environment of the workers,
+#: settings of this process, which launches and so cuts the chunks).
+CONFIGURATIONS = {
+    "kept": ("kept between chunks, chunks sized by work", {}),
+    "unkept": (
+        "as before issue 33: nothing kept, chunks of 500 samples",
+        {"ENGINE_ANALYSIS_KEPT_RUNS": 0, "ENGINE_ANALYSIS_CHUNK_SAMPLES": 500, "ENGINE_ANALYSIS_CHUNK_SECONDS": 10**6},
+    ),
+}
+SPEC = {"judgments": True, "peer_weights": True}
+#: The warm-up analysis samples another spec: every worker imports and loads
+#: what it needs, and still reads and prepares the timed analysis itself.
+WARM_UP_SPEC = {"judgments": True}
+
+
+def configure(settings, values):
+    """The configuration's settings in this process and its workers' environment."""
+    for name in ("ENGINE_ANALYSIS_KEPT_RUNS", "ENGINE_ANALYSIS_CHUNK_SAMPLES", "ENGINE_ANALYSIS_CHUNK_SECONDS"):
+        value = values.get(name, DEFAULTS[name])
+        setattr(settings, name, value)
+        os.environ[name] = str(value)
+
+
+DEFAULTS: dict = {}
+
+
+def reference(inputs, samples):
+    """(CPU seconds, wall seconds) of the samples in this process, one monte_carlo_chunk."""
+    from engine import robustness
+    from engine.robustness_kernels import MonteCarlo
+
+    spec = MonteCarlo().check(dict(SPEC))
+    cpu, wall = time.process_time(), time.perf_counter()
+    robustness.monte_carlo_chunk(inputs, MonteCarlo._sampling(spec), SEED, 0, samples)
+    return time.process_time() - cpu, time.perf_counter() - wall
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=20_000)
-    parser.add_argument("--chunk", type=int, default=500, help="ENGINE_ANALYSIS_CHUNK_SAMPLES (default 500)")
+    parser.add_argument("--chunk", type=int, help="ENGINE_ANALYSIS_CHUNK_SAMPLES, the most samples of a chunk")
     parser.add_argument("--rounds", type=int, default=1, help="1-worker/2-worker pairs, side by side (default 1)")
-    parser.add_argument("--reference", action="store_true", help="also time the samples in this process")
+    parser.add_argument(
+        "--configurations", nargs="+", choices=sorted(CONFIGURATIONS), default=["kept", "unkept"], metavar="NAME"
+    )
     args = parser.parse_args()
     if not (os.environ.get("DATABASE_URL", "").startswith("postgres") and os.environ.get("REDIS_URL")):
         raise SystemExit("needs DATABASE_URL (PostgreSQL) and REDIS_URL: real workers share the database and broker")
-    os.environ["ENGINE_ANALYSIS_CHUNK_SAMPLES"] = str(args.chunk)
 
     import django
 
@@ -221,9 +264,13 @@ def main():
     from django.conf import settings
 
     from approve_site.celery import app
-    from engine import robustness
-    from engine.robustness_kernels import MonteCarlo
+    from engine.robustness_kernels import MonteCarlo, sample_seconds
 
+    DEFAULTS.update(
+        ENGINE_ANALYSIS_KEPT_RUNS=settings.ENGINE_ANALYSIS_KEPT_RUNS,
+        ENGINE_ANALYSIS_CHUNK_SAMPLES=args.chunk or settings.ENGINE_ANALYSIS_CHUNK_SAMPLES,
+        ENGINE_ANALYSIS_CHUNK_SECONDS=settings.ENGINE_ANALYSIS_CHUNK_SECONDS,
+    )
     queue = f"approve-bench-{uuid.uuid4().hex[:12]}"
     app.conf.task_default_queue = queue  # the chunks this process sends
     bench = _robustness_bench()
@@ -234,36 +281,52 @@ def main():
     log_dir = pathlib.Path(os.environ.get("TMPDIR", "/tmp")) / queue
     log_dir.mkdir()
     print(f"Monte Carlo of the experts' side (judgments + peer weights), {args.samples:,} samples at {k} x {n} x {m}")
-    chunks = -(-args.samples // args.chunk)
-    print(f"chunks of {args.chunk} samples ({chunks} chunks); {os.cpu_count()} CPUs; {_blas.threadpool_state()}")
+    print(f"{os.cpu_count()} CPUs; {_blas.threadpool_state()}")
     print(f"database {settings.DATABASES['default']['NAME']}, broker {settings.CELERY_BROKER_URL}, queue {queue}")
+    print(
+        "Skipped: the launch (creating the chunks, sending their messages) is in the wall times, not in the "
+        "workers' CPU; the reference in this process neither reads, claims, stores nor merges."
+    )
     workers = Workers(queue, log_dir)
-    ratios, results = [], []
+    results = []
     try:
-        for round_ in range(args.rounds):
-            walls = {}
-            for count in (1, 2):
-                for _ in range(count):
-                    workers.start()
-                analyse(run, WARM_UP_CHUNKS * args.chunk * count, SEED + 1)
-                before, cpu = load(), cpu_seconds(workers.processes)
-                walls[count], analysis = analyse(run, args.samples, SEED)
-                used = cpu_seconds(workers.processes) - cpu
-                results.append(analysis.result["counts"])
-                print(
-                    f"round {round_ + 1}, {count} worker{'s' if count > 1 else ' '}: {walls[count]:7.2f} s wall, "
-                    f"workers' CPU {used:6.2f} s ({used / walls[count]:.2f} CPUs)   ({before} before, {load()} after)"
-                )
-                workers.stop()
-            ratios.append(walls[2] / walls[1])
-            print(f"round {round_ + 1}: ratio 2 workers / 1 worker {ratios[-1]:.2f}")
-        print(f"ratio 2 workers / 1 worker, median of {args.rounds} round(s): {np.median(ratios):.2f}   (goal <= 0.6)")
+        for name in args.configurations:
+            title, values = CONFIGURATIONS[name]
+            configure(settings, values)
+            chunk = MonteCarlo().chunk_units(run.results, {**SPEC, "samples": args.samples})  # as the launch
+            estimate = sample_seconds(k, n, m, dict(SPEC)) * args.samples
+            print()
+            print(
+                f"{title}: chunks of {chunk} samples ({-(-args.samples // chunk)} chunks; the estimate of the "
+                f"work, {estimate:.1f} s)"
+            )
+            ratios, cpus = [], []
+            for round_ in range(args.rounds):
+                walls = {}
+                for count in (1, 2):
+                    for _ in range(count):
+                        workers.start()
+                    warm_up = analysis_of(run, 2 * chunk * count, SEED + 1, WARM_UP_SPEC)
+                    before, cpu = load(), cpu_seconds(workers.processes)
+                    walls[count], analysis = analysis_of(run, args.samples, SEED, SPEC)
+                    used = cpu_seconds(workers.processes) - cpu
+                    assert warm_up is not None
+                    results.append(analysis.result["counts"])
+                    reference_cpu, reference_wall = reference(inputs, args.samples)
+                    cpus.append(used / reference_cpu)
+                    print(
+                        f"round {round_ + 1}, {count} worker{'s' if count > 1 else ' '}: {walls[count]:7.2f} s wall, "
+                        f"workers' CPU {used:6.2f} s ({used / walls[count]:.2f} CPUs), in one process "
+                        f"{reference_cpu:6.2f} s CPU: ratio {cpus[-1]:.2f}   ({before} before, {load()} after)"
+                    )
+                    workers.stop()
+                ratios.append(walls[2] / walls[1])
+                print(f"round {round_ + 1}: ratio 2 workers / 1 worker {ratios[-1]:.2f}")
+            print(
+                f"{name}: 2 workers / 1 worker's wall, median of {args.rounds} round(s): {np.median(ratios):.2f} "
+                f"(goal <= 0.6); workers' CPU / one process's, median: {np.median(cpus):.2f} (goal <= 1.2)"
+            )
         print(f"same merged counts every time: {all(result == results[0] for result in results)}")
-        if args.reference:
-            spec = MonteCarlo().check({"judgments": True, "peer_weights": True})
-            started = time.perf_counter()
-            robustness.monte_carlo_chunk(inputs, MonteCarlo._sampling(spec), SEED, 0, args.samples)
-            print(f"in this process, one chunk: {time.perf_counter() - started:7.2f} s   ({load()} after)")
     finally:
         workers.stop()
         run.study.delete()

@@ -1,9 +1,10 @@
 """Benchmark of engine.robustness and evaluation.bootstrap (not a test).
 
 Run from the repository root:  .venv/bin/python bench/robustness.py [section ...]
-(sections: sensitivity, montecarlo, throughput, bootstrap; all by default)
+(sections: sensitivity, montecarlo, experts, throughput, bootstrap; all by default)
 Options: --samples S (Monte Carlo samples per measurement, default 512),
---throughput-samples S (default 10000), --replicates R (bootstrap, default 2000).
+--experts-samples S (default 256), --throughput-samples S (default 10000),
+--replicates R (bootstrap, default 2000).
 
 Prints ratios measured side by side in one run, BLAS single-threaded
 (bench/_blas.py), on the study bench/engine.py builds (100 experts x 20
@@ -12,10 +13,21 @@ metrics x 1,000 candidates, half the experts prioritising by AHP with a
 
 1. sensitivity: weight_stability + sensitivity_lines for every metric, and
    a what-if, against one evaluate() (goal: <= 2);
-2. montecarlo: per sample, against one evaluate() timed back to back with it
-   (the median of three rounds' ratios, so that both see the same load):
-   judgments and peer weights sampled (goal: <= 0.25), and with ranges
-   (+-5 %) and measurements (standard errors) too (goal: <= 1);
+2. montecarlo: per sample, against the bare evaluate a sample does
+   (``bare_evaluate``: the stationary vector, the weights, the group scores,
+   the vetoes and the CEFs of arrays already validated, no layer count),
+   timed back to back with it (the median of three rounds' ratios, so that
+   both see the same load), the full evaluate() (validation and the layer
+   count too) printed beside it: judgments and peer weights sampled (goal:
+   <= 0.25), and with ranges (+-5 %) and measurements (standard errors) too
+   (goal: <= 1);
+2b. experts: the same at 1,000 experts x 20 metrics x 1,000 candidates
+   (judgments and peer weights), per sample against one evaluate() (goal:
+   <= 3; the issue's measure: most of a sample is drawing its million peer
+   weights, which neither evaluate draws), the bare evaluate beside it, and
+   the peak memory of a fresh process computing them
+   (ru_maxrss; goal: <= 1 GiB at the default ENGINE_ANALYSIS_MEMORY_BYTES,
+   256 MiB), with the memory budget at 64 MiB and 1 GiB beside it;
 3. throughput: the wall time of 10,000 samples of the experts' side in one
    process (goal: < 30 s);
 4. bootstrap: 2,000 paired replicates of accuracy and ROC AUC for 10
@@ -26,6 +38,8 @@ metrics x 1,000 candidates, half the experts prioritising by AHP with a
 import argparse
 import importlib.util
 import pathlib
+import resource
+import subprocess
 import sys
 import time
 
@@ -35,7 +49,7 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine import robustness  # noqa: E402
+from engine import core, robustness  # noqa: E402
 from engine.core import evaluate  # noqa: E402
 from engine.prioritisation import ahp_weights  # noqa: E402
 from engine.rules import SCALE_VALUES  # noqa: E402
@@ -62,7 +76,7 @@ def section(title):
     print("-" * len(title))
 
 
-def study():
+def study(K=K, N=N, M=M):
     """bench/engine.py's random study, half the experts' weights from AHP matrices."""
     rng = np.random.default_rng(SEED)
     arrays = ENGINE.random_study(rng, K, N, M)
@@ -123,12 +137,25 @@ def paired_ratio(measured, reference, rounds=3):
     return ratios[middle], *pairs[middle]
 
 
-def evaluate_per_call(arrays, calls):
+def evaluate_per_call(arrays, calls, function=evaluate):
     """One evaluate's time, from a loop of ``calls`` calls."""
     started = time.perf_counter()
     for _ in range(calls):
-        evaluate(**arrays)
+        function(**arrays)
     return (time.perf_counter() - started) / calls
+
+
+def bare_evaluate(weights, peer_weights, lower, upper, measurements):
+    """What a sample evaluates (engine.core.evaluate's steps on arrays
+    already validated, without the layer count, which evaluate only
+    reports): the stationary vector, the consensus weights, the group
+    scores, the vetoes and the CEFs."""
+    influence = core._stationary_distribution(peer_weights)
+    metric_weights = influence @ weights
+    metric_weights = metric_weights / metric_weights.sum()
+    group_scores = core.group_scores_with(influence, lower, upper, measurements, None)
+    weighted = (group_scores * metric_weights).sum(axis=1)
+    return np.where(core.vetoed_with(lower, upper, measurements, None), 0.0, weighted)
 
 
 def per_sample(inputs, spec, samples):
@@ -138,7 +165,12 @@ def per_sample(inputs, spec, samples):
 
 
 def bench_monte_carlo(arrays, inputs, samples):
-    section(f"2. Monte Carlo per sample ({samples} samples a run) against one evaluate, median of 3 paired rounds")
+    section(f"2. Monte Carlo per sample ({samples} samples a run) against the bare evaluate, median of 3 paired rounds")
+    full, bare = evaluate_per_call(arrays, 50), evaluate_per_call(arrays, 50, bare_evaluate)
+    print(
+        f"evaluate {full * 1e3:.3f} ms, bare evaluate {bare * 1e3:.3f} ms (validation and layer count: "
+        f"{(full - bare) / full:.0%} of evaluate)"
+    )
     top = tuple(range(robustness.PAIRWISE_TOP))
     cases = [
         ("judgments + peer weights (goal <= 0.25)", robustness.SamplingSpec(judgments=True, peer_weights=True)),
@@ -156,9 +188,48 @@ def bench_monte_carlo(arrays, inputs, samples):
     for name, spec in cases:
         ratio, took, evaluate_time = paired_ratio(
             lambda spec=spec: per_sample(inputs, spec, samples),
-            lambda: evaluate_per_call(arrays, max(20, samples // 4)),
+            lambda: evaluate_per_call(arrays, max(20, samples // 4), bare_evaluate),
         )
-        print(f"{name:42s}{took * 1e3:8.3f} ms  evaluate {evaluate_time * 1e3:6.3f} ms  ratio {ratio:.3f}")
+        print(f"{name:42s}{took * 1e3:8.3f} ms  bare evaluate {evaluate_time * 1e3:6.3f} ms  ratio {ratio:.3f}")
+
+
+EXPERTS = 1000
+
+
+def bench_experts(samples):
+    section(
+        f"2b. Monte Carlo at {EXPERTS:,} experts x {N} metrics x {M:,} candidates, judgments + peer weights, "
+        f"{samples} samples (goal: per sample <= 3 x one evaluate, peak memory <= 1 GiB), median of 3 rounds"
+    )
+    print("(each budget in a fresh process, whose peak memory includes the study, its evaluation and Python)")
+    for budget in (256 * 2**20, 64 * 2**20, 2**30):
+        command = [sys.executable, __file__, "--experts-child", str(budget), "--experts-samples", str(samples)]
+        print(subprocess.run(command, check=True, capture_output=True, text=True).stdout.strip())
+
+
+def experts_child(budget, samples):
+    """One measurement of bench_experts, in this (fresh) process."""
+    arrays, inputs = study(EXPERTS, N, M)
+    spec = robustness.SamplingSpec(judgments=True, peer_weights=True)
+    prepared = robustness.monte_carlo_prepare(inputs, spec, memory_budget=budget)
+
+    def sampled():
+        started = time.perf_counter()
+        robustness.monte_carlo_counts(prepared, SEED, 0, samples)
+        return (time.perf_counter() - started) / samples
+
+    rounds = [
+        (sampled(), evaluate_per_call(arrays, 10), evaluate_per_call(arrays, 20, bare_evaluate)) for _ in range(3)
+    ]
+    took, full, bare = np.median(np.array(rounds), axis=0)
+    full_ratio = np.median([sample / evaluate for sample, evaluate, _ in rounds])
+    bare_ratio = np.median([sample / evaluate for sample, _, evaluate in rounds])
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(
+        f"budget {budget / 2**20:5.0f} MiB: per sample {took * 1e3:6.2f} ms; evaluate {full * 1e3:6.2f} ms, "
+        f"ratio {full_ratio:.2f} (goal <= 3); bare evaluate {bare * 1e3:6.2f} ms, ratio {bare_ratio:.2f}; "
+        f"peak memory of the process {peak / 2**30:.2f} GiB (goal <= 1)"
+    )
 
 
 def bench_throughput(inputs, samples):
@@ -207,17 +278,30 @@ def bench_bootstrap(replicates):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("sections", nargs="*", default=["sensitivity", "montecarlo", "throughput", "bootstrap"])
+    parser.add_argument(
+        "sections", nargs="*", default=["sensitivity", "montecarlo", "experts", "throughput", "bootstrap"]
+    )
     parser.add_argument("--samples", type=int, default=512)
+    parser.add_argument("--experts-samples", type=int, default=256)
+    parser.add_argument("--experts-child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--throughput-samples", type=int, default=10_000)
     parser.add_argument("--replicates", type=int, default=2000)
     options = parser.parse_args()
+    if options.experts_child:
+        experts_child(options.experts_child, options.experts_samples)
+        return
     print(_blas.threadpool_state())
+    print(
+        "Skipped here: what a worker adds to a chunk (reading the run, claiming, storing, merging: "
+        "bench/analysis_workers.py) and the bootstrap of elicited metrics (bench/robustness_elicited.py)."
+    )
     arrays, inputs = study()
     if "sensitivity" in options.sections:
         bench_sensitivity(arrays)
     if "montecarlo" in options.sections:
         bench_monte_carlo(arrays, inputs, options.samples)
+    if "experts" in options.sections:
+        bench_experts(options.experts_samples)
     if "throughput" in options.sections:
         bench_throughput(inputs, options.throughput_samples)
     if "bootstrap" in options.sections:

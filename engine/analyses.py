@@ -5,7 +5,9 @@ each kind of analysis computes from a run is its *kernel* (``KERNELS``).
 
 An analysis's work is a number of **units** (Monte Carlo samples, or
 experts left out one at a time) split into **chunks**
-(``ENGINE_ANALYSIS_CHUNK_SAMPLES`` / ``_EXPERTS`` units each). Launching
+(``MonteCarlo.chunk_units``: about ``ENGINE_ANALYSIS_CHUNK_SECONDS`` of
+samples each, at most ``ENGINE_ANALYSIS_CHUNK_SAMPLES``; or
+``ENGINE_ANALYSIS_CHUNK_EXPERTS`` experts). Launching
 creates the analysis and its chunks in one transaction and, after commit,
 sends one message per chunk as a Celery group, so every worker takes a share.
 A chunk is claimed, leased and recovered exactly like a run
@@ -15,6 +17,8 @@ lease lapsed. A chunk's counts are stored with its ``done`` status in one
 write, only while the attempt still holds it; a unit's outcome depends on
 the analysis's seed and the unit's index alone, never on the chunk it falls
 in, so the merged counts (which add) are those of one unchunked analysis.
+A worker process keeps the run's inputs and the prepared analysis for its
+next chunks (``engine.robustness_kernels.KEPT_RUNS``, ``KEPT_PREPARED``).
 The chunk that completes the analysis merges every chunk's counts and stores
 the result with ``succeeded`` in one conditional write. Cancelling stops
 chunks that have not started; running ones stop at their end.
@@ -40,7 +44,7 @@ from workspace.models import Membership, Study
 from workspace.services.roles import require_role
 
 from .models import Analysis, AnalysisChunk, Run
-from .robustness_kernels import KERNELS, Kernel, RunInputs, run_inputs
+from .robustness_kernels import KERNELS, Kernel, RunInputs, kept_run_inputs, run_inputs, run_key
 from .services import (
     BROKER_ERRORS,
     LAUNCH_PRIORITY,
@@ -239,7 +243,7 @@ def analysis_launch(
         seed=_check_seed(seed),
         units=units,
     )
-    size = chosen.chunk_units()
+    size = chosen.chunk_units(cast(dict, run.results), spec)
     lease = queue_lease(timezone.now())
     AnalysisChunk.objects.bulk_create(
         AnalysisChunk(
@@ -339,14 +343,23 @@ def chunk_execute(*, chunk_id: int) -> str:
     attempt = chunk_claim(chunk_id=chunk_id)
     if attempt is None:
         return "not claimed"
-    chunk = AnalysisChunk.objects.select_related("analysis").get(pk=chunk_id)
+    chunk = (
+        AnalysisChunk.objects.select_related("analysis")
+        .annotate(
+            run_launched_at=F("analysis__run__launched_at"),
+            run_finished_at=F("analysis__run__finished_at"),
+            run_input_version=F("analysis__run__input_version"),
+        )
+        .get(pk=chunk_id)
+    )
     analysis = chunk.analysis
+    key = run_key(analysis.run_id, chunk.run_launched_at, chunk.run_finished_at, chunk.run_input_version)
     if attempt > MAX_ATTEMPTS:
         _fail(analysis.pk, f"workers were lost {attempt - 1} times while computing it; launch it again")
         return Analysis.Status.FAILED
     with LeaseHeartbeat(f"analysis chunk {chunk_id}", _renewer(chunk_id, attempt)):
         try:
-            inputs = run_inputs(analysis.run_id)
+            inputs = kept_run_inputs(analysis.run_id, key)
             counts = kernel(analysis.kind).compute(inputs, analysis.spec, analysis.seed, chunk.start, chunk.count)
         except Exception as error:  # a bug must still end the analysis, not leave it running
             logger.exception("analysis %s, chunk %s failed", analysis.pk, chunk_id)

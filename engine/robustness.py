@@ -68,6 +68,11 @@ __all__ = [
     "leave_one_out",
     "merge",
     "monte_carlo_chunk",
+    "monte_carlo_counts",
+    "monte_carlo_prepare",
+    "MEMORY_BUDGET",
+    "PEER_STREAM_ENTRIES",
+    "peer_stream_samples",
     "pairwise_counts",
     "rank_counts",
     "metric_shares",
@@ -956,6 +961,29 @@ PAIRWISE_TOP = 20
 # input's sampling on or off never changes another's draws.
 _JUDGMENTS, _DIRICHLET, _PEERS, _RANGES, _MEASUREMENTS = range(5)
 
+#: The most peer weights one random stream draws: a block's peer weights are
+#: drawn from one stream, seeded ``(seed, block, _PEERS)``, up to
+#: SAMPLE_BLOCK samples of 200 experts (the site's most,
+#: ``workspace.limits.MAX_EXPERTS``); beyond, the block is cut into streams
+#: of ``peer_stream_samples(k)`` samples (a power of two), stream ``s``
+#: seeded ``(seed, block, _PEERS, s)``. A function of ``k`` only, so that
+#: the samples never depend on the memory budget.
+PEER_STREAM_ENTRIES = SAMPLE_BLOCK * 200 * 200
+
+#: The default memory budget of a block's sampled peer weights, in bytes
+#: (the setting ``ENGINE_ANALYSIS_MEMORY_BYTES``): how many samples' k x k
+#: chains are held at once (at least one stream's).
+MEMORY_BUDGET = 256 * 2**20
+
+
+def peer_stream_samples(k: int) -> int:
+    """The samples of one stream of peer weights at ``k`` experts: the
+    whole block up to ``PEER_STREAM_ENTRIES``, else the largest power of
+    two whose peer weights fit in it (at least 1)."""
+    fits = PEER_STREAM_ENTRIES // max(1, k * k)
+    return SAMPLE_BLOCK if fits >= SAMPLE_BLOCK else 1 << max(0, fits.bit_length() - 1)
+
+
 # A Dirichlet draw whose entry underflows to 0 is lifted to this before the
 # row is renormalised: peer weights must stay positive (METHOD.md 5).
 _TINY = 1e-300
@@ -1216,9 +1244,13 @@ class Counts:
 
 
 class _Prepared:
-    """Validated inputs and what every block reuses."""
+    """Validated inputs and what every block reuses (``monte_carlo_prepare``):
+    a chunk's work is ``monte_carlo_counts`` of it, so that a worker that
+    keeps it computes a run's next chunks without validating or evaluating
+    the run again. Its buffers are reused from block to block: one
+    computation at a time."""
 
-    def __init__(self, inputs: MonteCarloInputs, spec: SamplingSpec):
+    def __init__(self, inputs: MonteCarloInputs, spec: SamplingSpec, memory_budget: int = MEMORY_BUDGET):
         base = core.evaluate(
             weights=inputs.weights,
             peer_weights=inputs.peer_weights,
@@ -1242,6 +1274,8 @@ class _Prepared:
         self.scale_values = SCALE_VALUES
         self._matrix_buffer: np.ndarray | None = None
         self._samplers: dict[str, _Dirichlet] = {}
+        self.memory_budget = int(memory_budget)
+        self._chains: np.ndarray | None = None
         self._scores_buffer: np.ndarray | None = None
         self._counts: dict[tuple[int, int], np.ndarray] = {}
         self._counts_block: tuple[int, int, int] | None = None
@@ -1264,6 +1298,16 @@ class _Prepared:
         self.measured_order = np.ascontiguousarray(np.argsort(self.measurements, axis=0).T)
         if not self.scores_vary:
             self._fix_individual_scores(spec, k)
+
+    def release_buffers(self) -> None:
+        """Drops the buffers blocks reuse (samplers, the chains' stack, the
+        scores and matrices, the replicate counts): kept between chunks, a
+        prepared analysis holds its inputs and evaluated run only."""
+        self._samplers = {}
+        self._chains = None
+        self._scores_buffer = None
+        self._matrix_buffer = None
+        self._counts, self._counts_block = {}, None
 
     def _set_attributes(self, attribute_of: ArrayLike | None, n: int) -> int:
         """Decides which attribute each metric belongs to (each metric its own
@@ -1571,13 +1615,48 @@ class _Prepared:
         return attribute[..., self.attribute_of] * self.shares
 
     def influence_of(self, seed: int, block: int, size: int) -> np.ndarray:
-        """(size, k) stationary distributions of the sampled peer weights."""
+        """(size, k) stationary distributions of the sampled peer weights.
+
+        Up to 200 experts the block is one stream (``peer_stream_samples``)
+        and its chains one batch. Beyond, each stream of the block draws
+        from its own generator, and as many samples' chains as the memory
+        budget holds (whole streams, at least one) are solved at a time,
+        in place: the samples are those of any other budget."""
         k = len(self.peer_weights)
         if not self.spec.peer_weights or k == 1:
             return np.broadcast_to(self.influence, (size, k))
-        rng = np.random.default_rng([seed, block, _PEERS])
         alpha = self.spec.peer_concentration * self.peer_weights
-        return _stationary_batch(self._dirichlet("peers", alpha, size).draw(rng), self.influence)
+        stream = peer_stream_samples(k)
+        if stream >= size:
+            rng = np.random.default_rng([seed, block, _PEERS])
+            return _stationary_batch(self._dirichlet("peers", alpha, size).draw(rng), self.influence)
+        sampler = self._dirichlet("peers", alpha, stream)
+        chains = self._peer_chains(k, stream, size)
+        influence = np.empty((size, k))
+        held = stream if chains is None else len(chains)
+        for first in range(0, size, held):
+            count = min(held, size - first)
+            batch = None if chains is None else chains[: -(-count // stream) * stream]
+            for position in range(0, count, stream):
+                rng = np.random.default_rng([seed, block, _PEERS, (first + position) // stream])
+                drawn = sampler.draw(rng, None if batch is None else batch[position : position + stream])
+            batch = drawn if batch is None else batch
+            influence[first : first + count] = _stationary_batch(batch, self.influence, each_alone=True)[:count]
+        return influence
+
+    def _peer_chains(self, k: int, stream: int, size: int) -> np.ndarray | None:
+        """The reused (samples, k, k) stack of the chains solved at once:
+        whole streams, as many as the memory budget holds beside one
+        stream's sampler; None when that is one stream (its sampler's buffer
+        is the stack)."""
+        sampler_bytes = (_Dirichlet.BYTES_PER_DRAW * stream + 3 * 8) * k * k
+        streams = max(1, (self.memory_budget - sampler_bytes) // (8 * k * k * stream))
+        held = min(-(-size // stream), streams) * stream
+        if held <= stream:
+            return None
+        if self._chains is None or len(self._chains) != held:
+            self._chains = np.empty((held, k, k))
+        return self._chains
 
     def cef(self, seed: int, block: int, size: int) -> tuple[np.ndarray, np.ndarray]:
         """(CEF (size, m), consensus metric weights (size, n)) of a block."""
@@ -1644,23 +1723,40 @@ def _normals(
     if uniform is None or len(uniform) != 2 * half:
         uniform = np.empty(2 * half, dtype=np.float32)
     rng.random(2 * half, dtype=np.float32, out=uniform)
-    radius = uniform[:half]
-    np.subtract(np.float32(1.0), radius, out=radius)  # (0, 1]: log is finite
-    np.log(radius, out=radius)
-    radius *= np.float32(-2.0)
-    np.sqrt(radius, out=radius)
-    angle = uniform[half:]
-    angle *= np.float32(2.0 * np.pi)
     normals = np.empty(2 * half) if out is None or len(out) != 2 * half else out
-    np.multiply(radius, np.cos(angle), out=normals[:half])
-    np.multiply(radius, np.sin(angle), out=normals[half:])
+    for first in range(0, half, _TILE):  # elementwise: tiles change no value
+        last = min(half, first + _TILE)
+        radius = uniform[first:last]
+        np.subtract(np.float32(1.0), radius, out=radius)  # (0, 1]: log is finite
+        np.log(radius, out=radius)
+        radius *= np.float32(-2.0)
+        np.sqrt(radius, out=radius)
+        angle = uniform[half + first : half + last]
+        angle *= np.float32(2.0 * np.pi)
+        np.multiply(radius, np.cos(angle), out=normals[first:last])
+        np.multiply(radius, np.sin(angle), out=normals[half + first : half + last])
     return normals[:count]
+
+
+#: Entries per tile of the samplers' elementwise work: a tile's dozen
+#: passes stay in the cache (over a 1,000-expert block's 2 million peer
+#: weights at once, each pass went to memory: 2.5 times slower).
+_TILE = 1 << 15
+
+
+def _tiles(rows: int, columns: int) -> list[tuple[int | slice, slice]]:
+    """``(rows, columns)`` cut into tiles of about ``_TILE`` entries: parts
+    of a row when a row holds more, else whole rows."""
+    if columns >= _TILE:
+        return [(row, slice(first, first + _TILE)) for row in range(rows) for first in range(0, columns, _TILE)]
+    step = max(1, _TILE // max(1, columns))
+    return [(slice(first, first + step), slice(None)) for first in range(0, rows, step)]
 
 
 class _Dirichlet:
     """Draws of ``Dirichlet(alpha_r)`` for every row ``r`` of ``alpha``,
-    ``size`` (the block) at a time: normalised Gamma(alpha) draws, each
-    entry kept positive.
+    ``size`` (the block, or a stream of it) at a time: normalised
+    Gamma(alpha) draws, each entry kept positive.
 
     The gammas are drawn by Marsaglia & Tsang's method (2000, ACM TOMS 26,
     "A simple method for generating gamma variables"), vectorised over the
@@ -1671,48 +1767,53 @@ class _Dirichlet:
     ``U^(1/alpha)`` (their section 6). Numpy's ``standard_gamma`` takes the
     same method one entry at a time with its ziggurat normals, and at 10,000
     entries per sample (100 experts' peer weights) that cost most of a
-    sample. What depends on ``alpha`` only is computed once, and the first
-    round works in buffers kept from block to block."""
+    sample. What depends on ``alpha`` only is computed once, for ``alpha``'s
+    entries (not for every draw of them), and the first round works in
+    buffers kept from block to block: ``BYTES_PER_DRAW`` bytes a drawn
+    entry."""
+
+    #: The buffers' bytes per drawn entry: four of float64, one of float32
+    #: and, for shapes below 1, one more float64 (the boost).
+    BYTES_PER_DRAW = 4 * 8 + 4 + 8
 
     def __init__(self, alpha: np.ndarray, size: int):
+        alpha = np.asarray(alpha, dtype=np.float64)
         self.shape = (size, *alpha.shape)
-        flat = np.broadcast_to(np.asarray(alpha, dtype=np.float64), self.shape).ravel()
+        flat = alpha.ravel()
         boosted = flat < 1.0
         self.d = flat + boosted - 1.0 / 3.0
         self.c = 1.0 / np.sqrt(9.0 * self.d)
-        self.boosted = np.flatnonzero(boosted)
+        # The entries of alpha below 1, in each draw of the block (all of them: no gather)
+        self.boosted = slice(None) if boosted.all() else np.flatnonzero(boosted)
         with np.errstate(divide="ignore"):
             self.inverse_alpha = 1.0 / flat[self.boosted]  # inf for a shape 0: U^inf = 0, as numpy's gamma(0)
-        count = self.d.size
+        count = size * flat.size
         self.buffers = np.empty((4, count + count % 2))  # normals (even length), cube, bound, log U
         self.uniform = np.empty(count + count % 2, dtype=np.float32)
-        self.boost = np.empty(len(self.boosted))
+        self.boost = np.empty((size, len(self.inverse_alpha)))
 
     def _round(self, rng: np.random.Generator, pending: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """(d v^3, accepted) for every entry (``pending`` None, in the
-        buffers) or for the entries ``pending``."""
-        d, c = (self.d, self.c) if pending is None else (self.d[pending], self.c[pending])
-        count = d.size
-        normals, cube, bound, log_u = (
-            (self.buffers[0], *(b[:count] for b in self.buffers[1:])) if pending is None else np.empty((4, count))
-        )
-        x = _normals(rng, count, normals, self.uniform if pending is None else None)
-        np.multiply(c, x, out=cube)
-        cube += 1.0
-        np.multiply(cube, cube, out=bound)
-        cube *= bound  # v^3
-        # log U < x^2/2 + d (1 - v^3 + log v^3); v <= 0 gives NaN or -inf on
-        # the right, so such a draw is rejected, as it must be.
-        np.log(cube, out=bound)
-        bound -= cube
-        bound += 1.0
-        bound *= d
-        x *= x
-        x *= 0.5
-        bound += x
+        buffers, shaped (size, alpha entries) so that ``d`` and ``c``
+        broadcast) or for the entries ``pending`` (flat indices)."""
+        if pending is None:
+            size, entries = self.shape[0], self.d.size
+            count = size * entries
+            x = _normals(rng, count, self.buffers[0], self.uniform).reshape(size, entries)
+            cube, bound, log_u = (b[:count].reshape(size, entries) for b in self.buffers[1:])
+            rng.random(count, out=log_u.reshape(-1))
+            accepted = np.empty((size, entries), dtype=bool)
+            for rows, columns in _tiles(size, entries):
+                tile = (rows, columns)
+                _gamma_test(x[tile], self.d[columns], self.c[columns], cube[tile], bound[tile], log_u[tile])
+                np.less(log_u[tile], bound[tile], out=accepted[tile])
+            return cube.reshape(-1), accepted.reshape(-1)
+        entry = pending % self.d.size
+        count = len(pending)
+        normals, cube, bound, log_u = np.empty((4, count))
+        x = _normals(rng, count, normals)
         rng.random(count, out=log_u)
-        np.log(log_u, out=log_u)
-        cube *= d
+        _gamma_test(x, self.d[entry], self.c[entry], cube, bound, log_u)
         return cube, log_u < bound
 
     def _gammas(self, rng: np.random.Generator) -> np.ndarray:
@@ -1724,37 +1825,80 @@ class _Dirichlet:
                 values, accepted = self._round(rng, pending)
                 draws[pending[accepted]] = values[accepted]
                 pending = pending[~accepted]
-            if len(self.boosted):
-                boost = rng.random(len(self.boosted), out=self.boost)
-                np.log(boost, out=boost)
-                boost *= self.inverse_alpha
-                np.exp(boost, out=boost)
-                draws[self.boosted] *= boost
+            if self.boost.size:
+                boost = rng.random(self.boost.size, out=self.boost.reshape(-1)).reshape(self.boost.shape)
+                gammas = draws.reshape(self.shape[0], -1)
+                for rows, columns in _tiles(*boost.shape):
+                    part = boost[rows, columns]
+                    np.log(part, out=part)
+                    part *= self.inverse_alpha[columns]
+                    np.exp(part, out=part)
+                    if isinstance(self.boosted, slice):
+                        gammas[rows, columns] *= part
+                    else:
+                        gammas[rows, self.boosted[columns]] *= part
         return draws.reshape(self.shape)
 
-    def draw(self, rng: np.random.Generator) -> np.ndarray:
-        """(size, *alpha.shape), each row summing to 1."""
-        draws = np.maximum(self._gammas(rng), _TINY, out=self.buffers[1, : self.d.size].reshape(self.shape))
-        return draws / draws.sum(axis=-1, keepdims=True)
+    def draw(self, rng: np.random.Generator, out: np.ndarray | None = None) -> np.ndarray:
+        """(size, *alpha.shape), each row summing to 1: into ``out`` if
+        given, else into a buffer the next draw overwrites."""
+        if out is None:
+            out = self.buffers[1, : self.d.size * self.shape[0]].reshape(self.shape)
+        draws = np.maximum(self._gammas(rng), _TINY, out=out)
+        draws /= draws.sum(axis=-1, keepdims=True)
+        return draws
+
+
+def _gamma_test(
+    x: np.ndarray, d: np.ndarray, c: np.ndarray, cube: np.ndarray, bound: np.ndarray, log_u: np.ndarray
+) -> None:
+    """Marsaglia & Tsang's step, elementwise (``d`` and ``c`` broadcast):
+    ``cube`` = d v^3 with v = 1 + c x, and accepted where ``log_u`` (U's
+    log, taken here) < ``bound``; ``x`` is overwritten."""
+    np.multiply(c, x, out=cube)
+    cube += 1.0
+    np.multiply(cube, cube, out=bound)
+    cube *= bound  # v^3
+    # log U < x^2/2 + d (1 - v^3 + log v^3); v <= 0 gives NaN or -inf on
+    # the right, so such a draw is rejected, as it must be.
+    np.log(cube, out=bound)
+    bound -= cube
+    bound += 1.0
+    bound *= d
+    x *= x
+    x *= 0.5
+    bound += x
+    np.log(log_u, out=log_u)
+    cube *= d
 
 
 #: Power steps tried per block before the samples not yet converged are solved.
 _POWER_STEPS = 64
 
 
-def _stationary_batch(chains: np.ndarray, start: np.ndarray) -> np.ndarray:
-    """Stationary distributions (S, k) of row-stochastic positive (S, k, k).
+def _stationary_batch(chains: np.ndarray, start: np.ndarray, *, each_alone: bool = False) -> np.ndarray:
+    """Stationary distributions (S, k) of row-stochastic positive (S, k, k),
+    which are overwritten (no copy of the stack is made).
 
     Power iteration from ``start`` (the run's ``pi``, close to every
     sample's), batched, on the lazy chains ``(V - alpha I) / (1 - alpha)``
     (``alpha`` each chain's smallest diagonal entry: the same ``pi``, faster
-    mixing), until a step moves no entry by more than 1e-15; a chain not
-    there within ``_POWER_STEPS`` steps is solved directly, as
-    ``engine.core`` solves ``pi V = pi``, ``sum pi = 1``."""
+    mixing; formed in place), until a step moves no entry by more than
+    1e-15; a chain not there within ``_POWER_STEPS`` steps is solved
+    directly, as ``engine.core`` solves ``pi V = pi``, ``sum pi = 1`` (for
+    its lazy chain, which has the same ``pi``).
+
+    ``each_alone``: each chain steps until *its* step moves none of its
+    entries by more than 1e-15 and is then left as it is while the others
+    go on, so that its distribution is a function of that chain alone,
+    whatever else is in the batch (beyond 200 experts, where the memory
+    budget decides how many samples a batch holds). Otherwise the whole
+    batch steps until every chain is there (a block of up to 200 experts,
+    always one batch: the samples drawn before batches were budgeted)."""
     size, k, _ = chains.shape
     diagonal = np.arange(k)
     alpha = chains[:, diagonal, diagonal].min(axis=-1)
-    lazy = chains.copy()
+    lazy = chains
     lazy[:, diagonal, diagonal] -= alpha[:, None]
     lazy /= (1.0 - alpha)[:, None, None]
     influence = np.broadcast_to(start, (size, k)).copy()[:, None, :]
@@ -1762,14 +1906,19 @@ def _stationary_batch(chains: np.ndarray, start: np.ndarray) -> np.ndarray:
     for _ in range(_POWER_STEPS):
         following = np.matmul(influence, lazy)
         following /= following.sum(axis=-1, keepdims=True)
-        done = np.abs(following - influence).max(axis=(1, 2)) <= 1e-15
-        influence = following
+        still = np.abs(following - influence).max(axis=(1, 2)) <= 1e-15
+        if each_alone:
+            going = np.flatnonzero(~done)
+            influence[going] = following[going]
+            done[going] = still[going]
+        else:
+            influence, done = following, still
         if done.all():
             break
     influence = influence[:, 0, :]
     slow = np.flatnonzero(~done)
     if len(slow):
-        system = np.swapaxes(chains[slow], -1, -2).copy()
+        system = np.swapaxes(lazy[slow], -1, -2).copy()
         system[:, diagonal, diagonal] -= 1.0
         system[:, -1, :] = 1.0
         right = np.zeros((len(slow), k, 1))
@@ -1797,7 +1946,15 @@ def _check_seed(seed: object) -> int:
     return int(seed)
 
 
-def monte_carlo_chunk(inputs: MonteCarloInputs, spec: SamplingSpec, seed: int, start: int, count: int) -> Counts:
+def monte_carlo_chunk(
+    inputs: MonteCarloInputs,
+    spec: SamplingSpec,
+    seed: int,
+    start: int,
+    count: int,
+    *,
+    memory_budget: int = MEMORY_BUDGET,
+) -> Counts:
     """Samples ``start .. start + count - 1`` of a seeded Monte Carlo
     analysis, counted (docs/method.md, "Robustness"; SMAA-2, Lahdelma &
     Salminen 2001).
@@ -1810,13 +1967,36 @@ def monte_carlo_chunk(inputs: MonteCarloInputs, spec: SamplingSpec, seed: int, s
     first, the consensus weights. Sample ``i`` draws from generators seeded
     by ``(seed, i // SAMPLE_BLOCK, part)``, so the counts of any split into
     chunks, merged (:func:`merge`), equal those of one chunk, to the bit.
+    Beyond 200 experts the peer weights of a block are drawn in streams of
+    its samples (:func:`peer_stream_samples`) and held ``memory_budget``
+    bytes at a time: neither changes a sample.
+
+    ``monte_carlo_counts(monte_carlo_prepare(inputs, spec), ...)``: a
+    caller computing several chunks of one analysis keeps the prepared
+    inputs and calls :func:`monte_carlo_counts` for each.
     """
+    return monte_carlo_counts(monte_carlo_prepare(inputs, spec, memory_budget=memory_budget), seed, start, count)
+
+
+def monte_carlo_prepare(
+    inputs: MonteCarloInputs, spec: SamplingSpec, *, memory_budget: int = MEMORY_BUDGET
+) -> _Prepared:
+    """A Monte Carlo analysis's inputs validated, its run evaluated and what
+    every block reuses: what :func:`monte_carlo_counts` computes chunks of."""
+    if isinstance(memory_budget, bool) or not isinstance(memory_budget, int | np.integer) or memory_budget < 1:
+        raise ValueError(f"memory_budget must be a positive number of bytes, got {memory_budget!r}")
+    return _Prepared(inputs, spec, memory_budget=int(memory_budget))
+
+
+def monte_carlo_counts(prepared: _Prepared, seed: int, start: int, count: int) -> Counts:
+    """Samples ``start .. start + count - 1`` of the analysis ``prepared``
+    (:func:`monte_carlo_prepare`) seeded ``seed``, counted: what
+    :func:`monte_carlo_chunk` returns for its inputs."""
     seed = _check_seed(seed)
     if isinstance(start, bool) or not isinstance(start, int | np.integer) or start < 0:
         raise ValueError(f"start must be a non-negative integer, got {start!r}")
     if isinstance(count, bool) or not isinstance(count, int | np.integer) or count < 0:
         raise ValueError(f"count must be a non-negative integer, got {count!r}")
-    prepared = _Prepared(inputs, spec)
     m, n = prepared.measurements.shape
     chosen = prepared.pairwise_candidates
     ranks_total = np.zeros((m, m), dtype=np.int64)

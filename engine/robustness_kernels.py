@@ -5,11 +5,24 @@ snapshot for a range of its units, how chunks merge, and the summary (numbers
 and names; ``engine.analysis_words`` writes the sentences).
 
 The mathematics is ``engine.core`` and ``engine.robustness``; this module
-only cuts it into units."""
+only cuts it into units.
 
-from collections.abc import Sequence
+Each worker process keeps what its last chunks read and prepared
+(``KEPT_RUNS``, ``KEPT_PREPARED``, at most ``ENGINE_ANALYSIS_KEPT_RUNS``
+of each): a run's inputs decoded, and a Monte Carlo's validated inputs and
+evaluated run, so that its next chunks of the same run neither read nor
+evaluate it again. They are keyed by what identifies a run's inputs
+immutably (``run_key``): a succeeded run's snapshot and results are written
+once, in the write that makes it succeeded, and never again."""
+
+import json
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, cast
+from datetime import datetime
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 import numpy as np
 from django.conf import settings
@@ -25,16 +38,90 @@ from .snapshot import snapshot_arrays, snapshot_expert_values, snapshot_standard
 
 @dataclass(frozen=True)
 class RunInputs:
-    """A run's stored snapshot and results, as a kernel reads them."""
+    """A run's stored snapshot and results, as a kernel reads them; ``key``
+    (``run_key``) when a worker may keep what it prepares from them, None
+    otherwise."""
 
     snapshot: dict
     results: dict
+    key: tuple | None = None
 
 
 def run_inputs(run_id: int) -> RunInputs:
-    """The stored snapshot and results of a (succeeded) run."""
+    """The stored snapshot and results of a (succeeded) run, read now."""
     snapshot, results = Run.objects.values_list("snapshot", "results").get(pk=run_id)
     return RunInputs(snapshot=cast(dict, snapshot), results=cast(dict, results))
+
+
+def run_key(run_id: int, launched_at: datetime, finished_at: datetime | None, input_version: int | None) -> tuple:
+    """What identifies a succeeded run's inputs: its id, when it was
+    launched and finished (another run given the same id, as SQLite may
+    after a rollback, differs in them) and the study's input version."""
+    return (
+        run_id,
+        launched_at.isoformat(),
+        finished_at.isoformat() if finished_at is not None else None,
+        input_version,
+    )
+
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class Kept(Generic[K, V]):
+    """What a worker process keeps, least recently used first out, at most
+    ``ENGINE_ANALYSIS_KEPT_RUNS`` entries (read when one is put). ``take``
+    hands an entry out and forgets it until it is ``put`` back, so that two
+    threads never share one (a prepared Monte Carlo's buffers)."""
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            value = self._entries.get(key)
+            if value is not None:
+                self._entries.move_to_end(key)
+            return value
+
+    def take(self, key: K) -> V | None:
+        with self._lock:
+            return self._entries.pop(key, None)
+
+    def put(self, key: K, value: V) -> None:
+        limit = max(0, int(settings.ENGINE_ANALYSIS_KEPT_RUNS))
+        with self._lock:
+            self._entries[key] = value
+            self._entries.move_to_end(key)
+            while len(self._entries) > limit:
+                self._entries.popitem(last=False)
+
+    def held(self) -> list[K]:
+        """The keys held, least recently used first."""
+        with self._lock:
+            return list(self._entries)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+#: The runs' inputs this process read last, by ``run_key``.
+KEPT_RUNS: Kept[tuple, RunInputs] = Kept()
+#: The Monte Carlo analyses this process prepared last, by run key, spec and memory budget.
+KEPT_PREPARED: Kept[tuple, Any] = Kept()
+
+
+def kept_run_inputs(run_id: int, key: tuple) -> RunInputs:
+    """The run's inputs, read once per process while kept (``KEPT_RUNS``)."""
+    inputs = KEPT_RUNS.get(key)
+    if inputs is None:
+        read = run_inputs(run_id)
+        inputs = RunInputs(snapshot=read.snapshot, results=read.results, key=key)
+        KEPT_RUNS.put(key, inputs)
+    return inputs
 
 
 class Kernel(Protocol):
@@ -52,7 +139,7 @@ class Kernel(Protocol):
 
     def units(self, results: dict, spec: dict, samples: object) -> int: ...  # InvalidInput naming ``samples``
 
-    def chunk_units(self) -> int: ...  # the units of one chunk (a setting)
+    def chunk_units(self, results: dict, spec: dict) -> int: ...  # the units of one chunk (settings, the run's size)
 
     def prepare(self, run_id: int, spec: dict) -> dict: ...  # at launch: what the run's data adds to the spec
 
@@ -112,7 +199,7 @@ class LeaveOneOut:
             raise InvalidInput({"samples": "only a Monte Carlo analysis takes a number of samples"})
         return len(results["experts"])
 
-    def chunk_units(self) -> int:
+    def chunk_units(self, results: dict, spec: dict) -> int:
         return max(1, settings.ENGINE_ANALYSIS_CHUNK_EXPERTS)
 
     def prepare(self, run_id: int, spec: dict) -> dict:
@@ -218,6 +305,38 @@ def _sampled_inputs(spec: dict, snapshot: dict) -> dict:
     }
 
 
+# The estimated cost of a sample (``sample_seconds``), in nanoseconds per
+# unit of work, measured at 100 x 20 x 1,000 and 1,000 x 20 x 1,000
+# (bench/analysis_workers.py prints the estimate beside the workers' time).
+_NS_RANKS = 10  # per candidate and doubling of the candidates (the sort)
+_NS_PAIRS = 2  # per pair counted
+_NS_JUDGMENTS = 2  # per expert and attribute pair
+_NS_PEERS = 30  # per peer weight drawn and its share of the stationary vector
+_NS_SCORES_FIXED = 0.1  # per expert x candidate x metric, the float32 product of fixed scores
+_NS_SCORES_VARYING = 1.3  # per expert x candidate x metric, the group scores recomputed
+_NS_BOOTSTRAP = 2  # per candidate and instance of a resampled metric
+#: The instances a resampled metric's set is assumed to have (the spec does not say).
+BOOTSTRAP_INSTANCES_ASSUMED = 10_000
+
+
+def sample_seconds(k: int, n: int, m: int, spec: dict) -> float:
+    """An estimate of one Monte Carlo sample's cost at ``k`` experts, ``n``
+    metrics and ``m`` candidates with what ``spec`` samples: what sizes a
+    chunk (``MonteCarlo.chunk_units``), to within a factor of 2."""
+    pairs = min(m, robustness.PAIRWISE_ALL) if m <= robustness.PAIRWISE_ALL else robustness.PAIRWISE_TOP
+    cost = _NS_RANKS * m * math.log2(m + 1) + _NS_PAIRS * pairs * pairs + m * n
+    if spec.get("judgments"):
+        cost += _NS_JUDGMENTS * k * n * n
+    if spec.get("peer_weights"):
+        cost += _NS_PEERS * k * k
+    resampled = len(spec.get("bootstrap", [])) + len(spec.get("elicited", []))
+    if spec.get("ranges_percent") or spec.get("standard_errors") or resampled:
+        cost += _NS_SCORES_VARYING * k * m * n + _NS_BOOTSTRAP * resampled * m * BOOTSTRAP_INSTANCES_ASSUMED
+    elif spec.get("peer_weights"):
+        cost += _NS_SCORES_FIXED * k * m * n
+    return cost * 1e-9
+
+
 class MonteCarlo:
     """Units are samples; each unit's outcome depends on (seed, index) only
     (``engine.robustness.monte_carlo_chunk``)."""
@@ -229,8 +348,24 @@ class MonteCarlo:
         spec["samples"] = check_samples(samples)
         return spec["samples"]
 
-    def chunk_units(self) -> int:
-        return max(1, settings.ENGINE_ANALYSIS_CHUNK_SAMPLES)
+    def chunk_units(self, results: dict, spec: dict) -> int:
+        """Samples for about ``ENGINE_ANALYSIS_CHUNK_SECONDS`` of work at the
+        run's size (``sample_seconds``), in whole blocks of
+        ``engine.robustness.SAMPLE_BLOCK`` (a chunk starting inside a block
+        draws all of it), spread evenly over the chunks the analysis's
+        samples then need (so that the workers finish together), at most
+        ``ENGINE_ANALYSIS_CHUNK_SAMPLES``."""
+        block, most = robustness.SAMPLE_BLOCK, max(1, settings.ENGINE_ANALYSIS_CHUNK_SAMPLES)
+        shape = (len(results["experts"]), len(results["metrics"]), len(results["candidates"]))
+        fits = settings.ENGINE_ANALYSIS_CHUNK_SECONDS / sample_seconds(*shape, spec)
+        size = max(1, int(fits) // block) * block
+        if size >= most:
+            return most
+        samples = spec.get("samples")
+        if samples:
+            chunks = math.ceil(samples / size)  # as many chunks, evenly
+            size = math.ceil(math.ceil(samples / chunks) / block) * block
+        return size
 
     def check(self, spec: dict) -> dict:
         unknown = sorted(set(spec) - set(MONTE_CARLO_OPTIONS))
@@ -317,7 +452,20 @@ class MonteCarlo:
         )
 
     def compute(self, run: RunInputs, spec: dict, seed: int, start: int, count: int) -> dict:
-        counts = robustness.monte_carlo_chunk(self._inputs(run, spec), self._sampling(spec), seed, start, count)
+        """The chunk's counts, from the analysis prepared once per process
+        while kept (``KEPT_PREPARED``, by the run's key, the spec and the
+        memory budget); kept without its block buffers."""
+        budget = int(settings.ENGINE_ANALYSIS_MEMORY_BYTES)
+        key = None if run.key is None else (run.key, json.dumps(spec, sort_keys=True), budget)
+        prepared = None if key is None else KEPT_PREPARED.take(key)
+        if prepared is None:
+            prepared = robustness.monte_carlo_prepare(
+                self._inputs(run, spec), self._sampling(spec), memory_budget=budget
+            )
+        counts = robustness.monte_carlo_counts(prepared, seed, start, count)
+        if key is not None:
+            prepared.release_buffers()
+            KEPT_PREPARED.put(key, prepared)
         return counts.to_dict()
 
     def merge(self, counts: list[dict]) -> dict:

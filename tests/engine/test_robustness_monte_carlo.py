@@ -227,7 +227,7 @@ def test_sampled_influence_is_the_stationary_distribution() -> None:
     chains[:5] += np.eye(6) * 200  # slowly mixing: lazy steps, else the solve
     chains /= chains.sum(axis=-1, keepdims=True)
     start = expert_influence(chains[0])
-    found = robustness._stationary_batch(chains, start)
+    found = robustness._stationary_batch(chains.copy(), start)  # (it overwrites the chains)
     for chain, influence in zip(chains, found, strict=True):
         assert np.allclose(influence, expert_influence(chain), atol=1e-12)
 
