@@ -39,6 +39,7 @@ a rule refuses is read again batch by batch, its cells as the text a CSV
 would hold (a null is an empty cell), through the same checks.
 """
 
+import csv
 import os
 from collections.abc import Iterator
 from typing import IO, Any
@@ -164,19 +165,29 @@ def read_arrow(
 
 def _csv_header(stream: IO) -> tuple[list[str], str, int]:
     """The header's cells, the delimiter and the header's length in bytes
-    (with its line break), for a header on the first line without quotes."""
+    (with its line break), for a header on the first line. Its cells may be
+    quoted, as pyarrow's and R's CSV writers quote them by default (issue
+    33, item 7: such a file went to the precise reader, 4.2x slower); a
+    quoted cell that goes on past the line, or quotes the csv module would
+    not read, leave the file to the precise reader."""
     head = stream.read(BLOCK_BYTES)
     cut = head.find(b"\n")
     if cut < 0:
         raise _Slow
     line = head[:cut].removeprefix(BOM).removesuffix(b"\r")
-    if b'"' in line or b"\r" in line or b"\x00" in line:
+    if b"\r" in line or b"\x00" in line or line.count(b'"') % 2:
         raise _Slow
     text = line.decode("utf-8")
     if not text.strip():
         raise _Slow
     delimiter = "\t" if "\t" in text and "," not in text else ","
-    return text.split(delimiter), delimiter, cut + 1
+    if '"' not in text:
+        return text.split(delimiter), delimiter, cut + 1
+    try:
+        cells = next(csv.reader([text], delimiter=delimiter, strict=True))
+    except csv.Error:
+        raise _Slow from None
+    return cells, delimiter, cut + 1
 
 
 def _read_csv(
