@@ -68,17 +68,18 @@ class _WithoutDocument(Func):
 
 class _WithoutCandidates(Func):
     """A run's results without their stored document text and without the
-    candidates' entries (an empty list in their place), by the database."""
+    candidates' entries, by the database in one call (PostgreSQL decompresses
+    the stored value once per call that reads it)."""
 
     output_field = JSONField()
 
     def __init__(self) -> None:
         super().__init__(F("results"))
 
-    template = "json_set(json_remove(%(expressions)s, '$.document'), '$.candidates', json('[]'))"  # SQLite
+    template = "json_remove(%(expressions)s, '$.document', '$.candidates')"  # SQLite
 
     def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        template = "jsonb_set(%(expressions)s - 'document', '{candidates}', '[]'::jsonb)"
+        template = "(%(expressions)s - ARRAY['document', 'candidates'])"
         return self.as_sql(compiler, connection, template=template, **extra)
 
 
@@ -300,6 +301,8 @@ def run_get(*, run_id: int, user: User, fields: Iterable[str] = ("results",)) ->
     run = _runs(fields).get(pk=run_id, study__in=studies_visible_to(user))
     if fields & {"results_core", "results_ranking"}:
         _results_core([run])
+    if "results_ranking" in fields and run.results is not None:
+        run.results["candidates"] = []  # their entries: run_candidates_get
     if "results_weights" in fields and run.status == Run.Status.SUCCEEDED:
         parts = {key: getattr(run, f"results_{key}") for key in RESULTS_WEIGHTS_KEYS}
         run.results = {**{key: value for key, value in parts.items() if value is not None}, "candidates": []}
