@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
-from django.db.models import Exists, OuterRef, Prefetch, QuerySet, Subquery
+from django.db.models import Exists, JSONField, OuterRef, Prefetch, QuerySet, Subquery
 
 from engine import feedback
 from workspace.extensions import QuestionStep
@@ -264,12 +264,22 @@ def elicited_metric_list(*, study: Study) -> list[ElicitedMetric]:
     )
 
 
-def elicited_metric_get(*, study: Study, metric_id: int) -> ElicitedMetric:
+def elicited_metric_get(*, study: Study, metric_id: int, answers_of: Membership | None = None) -> ElicitedMetric:
     """The study's elicited metric of metric ``metric_id`` (``ElicitedMetric.DoesNotExist``
-    when the study has none): one query."""
-    return ElicitedMetric.objects.select_related("metric__study", "prediction_set", "reference_candidate").get(
-        metric__study=study, metric_id=metric_id
-    )
+    when the study has none): one query. With ``answers_of``, that expert's
+    stored answers come in the same query, for ``elicitation_state`` (the
+    expert's step: issue 33, item 6)."""
+    rows = ElicitedMetric.objects.select_related("metric__study", "prediction_set", "reference_candidate")
+    if answers_of is not None:
+        mine = ElicitationAnswers.objects.filter(elicited_metric=OuterRef("pk"), expert=answers_of)
+        rows = rows.annotate(
+            mine_answers=Subquery(mine.values("answers")[:1]),
+            mine_typed=Subquery(mine.values("typed_ratios")[:1], output_field=JSONField()),
+        )
+    elicited = rows.get(metric__study=study, metric_id=metric_id)
+    if answers_of is not None:
+        elicited.answers_read = (answers_of.pk, elicited.mine_answers or "", elicited.mine_typed or {})  # type: ignore[attr-defined]
+    return elicited
 
 
 def elicitation_answers_get(*, elicited_metric: ElicitedMetric, expert: Membership) -> ElicitationAnswers | None:
@@ -326,11 +336,16 @@ class ElicitationState:
 
 def elicitation_state(*, elicited_metric: ElicitedMetric, expert: Membership) -> ElicitationState:
     """The expert's state, the search replayed from their stored answers: two
-    queries at most (the answers; the reference's probabilities when this
-    process has not read them yet)."""
-    row = elicitation_answers_get(elicited_metric=elicited_metric, expert=expert)
-    answers = row.answers if row is not None else ""
-    typed = row.typed_ratios if row is not None else {}
+    queries at most (the answers, unless ``elicited_metric_get`` read them
+    with the metric; the reference's probabilities when this process has
+    not read them yet)."""
+    read = getattr(elicited_metric, "answers_read", None)  # elicited_metric_get's answers_of
+    if read is not None and read[0] == expert.pk:
+        answers, typed = read[1], read[2]
+    else:
+        row = elicitation_answers_get(elicited_metric=elicited_metric, expert=expert)
+        answers = row.answers if row is not None else ""
+        typed = row.typed_ratios if row is not None else {}
     labels = [str(label) for label in elicited_metric.prediction_set.labels]
     elicitation = elicited_domain.elicitation_replayed(elicited_metric, answers)
     total = elicitation.total_queries

@@ -83,6 +83,12 @@ def test_answering_question_by_question_equals_the_library(make_study, kind, eps
         assert not state.result.at_edge
     # Carol has answered nothing: her state is the first question.
     assert selectors.elicitation_state(elicited_metric=elicited, expert=built.carol).question.number == 1
+    # Read with the metric (the step's one query, issue 33): the same state, for that expert only.
+    for reader, expert in ((built.bob, built.bob), (built.carol, built.carol), (built.carol, built.bob)):
+        with_answers = selectors.elicited_metric_get(study=built.study, metric_id=elicited.metric_id, answers_of=reader)
+        again = selectors.elicitation_state(elicited_metric=with_answers, expert=expert)
+        plain = selectors.elicitation_state(elicited_metric=elicited, expert=expert)
+        assert (again.answers, again.weights, again.answered) == (plain.answers, plain.weights, plain.answered)
 
 
 def test_a_trade_off_meant_per_class_is_told_per_class_and_4_to_1_differs_from_5_to_1(make_study):

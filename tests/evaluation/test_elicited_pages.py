@@ -111,18 +111,19 @@ def test_the_expert_answers_with_plain_forms(client, make_study, cast, django_as
     stored = ElicitationAnswers.objects.get(expert=built.bob)
     np.testing.assert_array_equal(stored.weights, expected)
     # The step is listed with the expert's others, done.
-    # Session, user, study with roles, the elicited metric, the answers, the messages,
-    # the header's unread notifications (7),
-    # however many answers are stored.
-    with django_assert_num_queries(7):
+    # Session, user, study with roles, the elicited metric with the expert's
+    # answers (one query: issue 33, item 6), the messages, the header's
+    # unread notifications (6), however many answers are stored.
+    with django_assert_num_queries(6):
         bob.get(url)
     ranges = text_of(bob.get(f"/studies/{built.study.pk}/my/ranges/"))
     assert "Answer the questions of Cost-weighted accuracy (done)" in ranges
     # Redo clears the answers.
     bob.post(url, {"reset": "1"})
     assert ElicitationAnswers.objects.get(expert=built.bob).answers == ""
-    with django_assert_num_queries(7):
-        bob.get(url)
+    with django_assert_num_queries(6):
+        page = bob.get(url)
+    assert 'name="question" value="1"' in page.content.decode()  # the cleared answers read with the metric
 
 
 def test_roles_and_refusals(client, make_study, cast):
