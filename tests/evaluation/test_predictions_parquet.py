@@ -80,13 +80,10 @@ INTERLEAVED = (
 )
 
 
-@pytest.mark.parametrize(
-    "content, positive", [(BINARY, "spam"), (MULTICLASS, None), (INTERLEAVED, None)], ids=["binary", "multi", "mixed"]
-)
-def test_the_fast_path_reads_what_the_precise_reader_reads(content, positive, monkeypatch):
-    """Candidates interleaved, an empty context, two context columns,
-    probabilities in another order than the labels: the same arrays."""
-    taken = []
+def fast_path_taken(monkeypatch) -> list:
+    """A list that gets an item each time pyarrow's reading of a CSV is kept
+    (the fast path, not given up on for the precise reader)."""
+    taken: list = []
     fast = arrow._Batches.data
 
     def counting(*args, **kwargs):
@@ -94,6 +91,16 @@ def test_the_fast_path_reads_what_the_precise_reader_reads(content, positive, mo
         return fast(*args, **kwargs)
 
     monkeypatch.setattr(arrow._Batches, "data", counting)
+    return taken
+
+
+@pytest.mark.parametrize(
+    "content, positive", [(BINARY, "spam"), (MULTICLASS, None), (INTERLEAVED, None)], ids=["binary", "multi", "mixed"]
+)
+def test_the_fast_path_reads_what_the_precise_reader_reads(content, positive, monkeypatch):
+    """Candidates interleaved, an empty context, two context columns,
+    probabilities in another order than the labels: the same arrays."""
+    taken = fast_path_taken(monkeypatch)
     quick = read_predictions(io.BytesIO(content.encode()), positive=positive)
     assert taken == [True]  # read by pyarrow, not given up on
     precise = read_predictions(Pipe(content.encode()), positive=positive)  # a stream that cannot seek
@@ -126,14 +133,7 @@ def test_a_quoted_header_is_read_by_the_fast_path_too(content, positive, monkeyp
     quoted_by_hand = "\n".join(
         [",".join(f'"{cell}"' for cell in content.splitlines()[0].split(",")), *content.splitlines()[1:], ""]
     )
-    taken = []
-    fast = arrow._Batches.data
-
-    def counting(*args, **kwargs):
-        taken.append(True)
-        return fast(*args, **kwargs)
-
-    monkeypatch.setattr(arrow._Batches, "data", counting)
+    taken = fast_path_taken(monkeypatch)
     for text in (written, quoted_by_hand):
         taken.clear()
         quick = read_predictions(io.BytesIO(text.encode()), positive=positive)
