@@ -278,7 +278,8 @@ def elicited_metric_get(*, study: Study, metric_id: int, answers_of: Membership 
         )
     elicited = rows.get(metric__study=study, metric_id=metric_id)
     if answers_of is not None:
-        elicited.answers_read = (answers_of.pk, elicited.mine_answers or "", elicited.mine_typed or {})  # type: ignore[attr-defined]
+        read = (answers_of.pk, elicited.mine_answers or "", elicited.mine_typed or {})  # type: ignore[attr-defined]  # annotated above
+        elicited.answers_read = read  # type: ignore[attr-defined]  # read by elicitation_state
     return elicited
 
 

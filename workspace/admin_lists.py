@@ -34,9 +34,10 @@ from django.http import HttpRequest
 from django.utils.functional import cached_property
 
 from .history import SOURCES
+from .limits import ADMIN_ESTIMATED_COUNT_ABOVE
 
 #: Above this estimate an unfiltered admin list is not counted row by row.
-ESTIMATED_COUNT_ABOVE = 10_000
+ESTIMATED_COUNT_ABOVE = ADMIN_ESTIMATED_COUNT_ABOVE
 #: Rows a page of the big tables' admin lists (as the site's own lists, workspace.limits.CANDIDATES_PER_PAGE).
 ROWS_PER_PAGE = 25
 

@@ -469,3 +469,8 @@ ROUNDS_MAX = 50
 # largest quorum a study may ask (the experts who must take part to close).
 ABSENCE_REASON_MAX_CHARS = 500
 QUORUM_MAX = 1000
+
+# --- The admin's big lists (workspace/admin_lists.py) ---
+# Above this many rows (PostgreSQL's estimate) an unfiltered admin list is
+# counted from the estimate, not row by row (issue 33, item 8).
+ADMIN_ESTIMATED_COUNT_ABOVE = 10_000
