@@ -702,10 +702,9 @@ def elicitation_page(request: HttpRequest, study_id: int, metric_id: int) -> Htt
     (plain forms), "go back one question", and the result with its chart
     and "start again". Every POST redirects back (a reload posts nothing)."""
     study, expert = _expert_of(request, study_id)
-    # Shown (GET): the expert's answers read with the metric, one query less.
-    elicited = _elicited(study, metric_id, answers_of=expert if request.method == "GET" else None)
     page = reverse("expert_elicitation", args=[study.pk, metric_id])
     if request.method == "POST":
+        elicited = _elicited(study, metric_id)
         try:
             if "back" in request.POST:
                 services.elicitation_back(elicited_metric=elicited, expert=expert)
@@ -722,6 +721,8 @@ def elicitation_page(request: HttpRequest, study_id: int, metric_id: int) -> Htt
             words = error.errors.values() if isinstance(error, InvalidInput) else [[str(error)]]
             messages.error(request, " ".join(m for found in words for m in found))
         return redirect(page)
+    # Shown: the expert's answers read with the metric, one query less.
+    elicited = _elicited(study, metric_id, answers_of=expert)
     state = selectors.elicitation_state(elicited_metric=elicited, expert=expert)
     readonly = workspace_services.phase_refusal(study, workspace_services.Action.ELICIT)
     context = {
