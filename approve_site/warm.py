@@ -3,13 +3,13 @@ docs/architecture.md, "Warm workers").
 
 Without it each gunicorn worker paid 3.8-4.6 s on its first request: the
 URLconf imports every view (and with them NumPy, the engine, scikit-learn's
-metrics, pyarrow), every template is compiled on first use, and the
-engine's first AHP builds its tables. gunicorn preloads the application
-(``preload_app`` in gunicorn.conf.py) and calls ``warm`` in its master
-before it forks the workers, which then share all of it (copy-on-write);
-the Celery worker calls it in its main process before its pool forks
-(engine.tasks). Nothing here opens a connection that a fork would share:
-the database connections are closed at the end, whatever touched them.
+metrics, pyarrow) and every template is compiled on first use. gunicorn
+preloads the application (``preload_app`` in gunicorn.conf.py) and calls
+``warm`` in its master before it forks the workers, which then share all of
+it (copy-on-write). (A Celery worker needs nothing of the kind: it imports
+its tasks, and the engine with them, in its main process before its pool
+forks.) Nothing here opens a connection that a fork would share: the
+database connections are closed at the end, whatever touched them.
 """
 
 import logging
@@ -53,35 +53,18 @@ def _templates() -> int:
     return len(names)
 
 
-def _engine() -> None:
-    """The engine's first computation builds its tables (AHP's random
-    indices and eigenvector shapes): one tiny study's worth of each."""
-    import numpy as np
+def warm() -> dict[str, float]:
+    """Load what the first request would (the module's docstring). Returns
+    what it did: the seconds each step took and the number of templates
+    compiled, which it logs."""
+    from django.urls import get_resolver
 
-    from engine import prioritisation
-
-    prioritisation.ahp_priorities(np.ones((1, 3, 3)))
-
-
-def warm(*, pages: bool = True) -> dict[str, float]:
-    """Load what the first request (``pages``) or the first task would (the
-    module's docstring). Returns what it did: the seconds each step took
-    and the number of templates compiled, which the caller logs."""
-    done: dict[str, float] = {}
     started = time.perf_counter()
-    if pages:
-        from django.urls import get_resolver
-
-        get_resolver().url_patterns  # noqa: B018  (imports every view and what they import)
-        done["urls_seconds"] = time.perf_counter() - started
-        step = time.perf_counter()
-        done["templates"] = _templates()
-        done["templates_seconds"] = time.perf_counter() - step
-    else:
-        import engine.tasks  # noqa: F401  (the tasks and the engine they run)
+    get_resolver().url_patterns  # noqa: B018  (imports every view and what they import)
+    done: dict[str, float] = {"urls_seconds": time.perf_counter() - started}
     step = time.perf_counter()
-    _engine()
-    done["engine_seconds"] = time.perf_counter() - step
+    done["templates"] = _templates()
+    done["templates_seconds"] = time.perf_counter() - step
     connections.close_all()
     done["seconds"] = time.perf_counter() - started
     logger.info("warmed in %.2f s: %s", done["seconds"], done)
