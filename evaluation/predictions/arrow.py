@@ -208,6 +208,8 @@ def _read_csv(
     numbers = _number_positions(layout)
     text = pa.dictionary(pa.int32(), pa.string())
     names = [f"c{position}" for position in range(layout.width)]
+    # Instance ids are mostly all distinct: plain text, no dictionary to build.
+    plain = {layout.fixed.get("instance")}
     stream.seek(start + length)
     capacity = _line_count(stream)  # the most rows there can be (blank lines are skipped)
     stream.seek(start + length)
@@ -216,7 +218,10 @@ def _read_csv(
         read_options=pa_csv.ReadOptions(column_names=names, use_threads=True),
         parse_options=pa_csv.ParseOptions(delimiter=delimiter, newlines_in_values=False),
         convert_options=pa_csv.ConvertOptions(
-            column_types={name: pa.float64() if position in numbers else text for position, name in enumerate(names)},
+            column_types={
+                name: pa.float64() if position in numbers else pa.string() if position in plain else text
+                for position, name in enumerate(names)
+            },
             null_values=[],
             strings_can_be_null=False,
             quoted_strings_can_be_null=False,
@@ -310,16 +315,14 @@ def _encode(
     start: int,
     *,
     empty: bool = False,
-    distinct: bool = True,
 ) -> np.ndarray:
     """A batch's text column ``name`` as int32 codes of ``codes`` (new
     values get new codes in order of first appearance). An empty value
     (unless ``empty``), a NUL character or a null gives up. Only the values
     the batch uses are made Python strings, after they are checked against
     the reader's ``TextLimits`` on the Arrow dictionary (``start``: the
-    batch's first row, from 1); with ``distinct``, their bytes are counted
-    (``TextLimits.distinct_bytes``), without (instance ids) the width of
-    their array is (``TextLimits.array_bytes``)."""
+    batch's first row, from 1), and their bytes are counted
+    (``TextLimits.distinct_bytes``). (Instance ids: ``_instance_ids``.)"""
     if column.null_count:
         raise _Slow
     if not pa.types.is_dictionary(column.type):
@@ -328,20 +331,61 @@ def _encode(
     local, order = _first_order(column.indices.to_numpy(zero_copy_only=False), len(dictionary))
     identity = len(order) == len(dictionary) and np.array_equal(order, np.arange(len(order)))
     used = dictionary if identity else dictionary.take(pa.array(order, type=pa.int64()))
-    longest = _check_long(used, local, reader, name, start)
-    if not distinct:  # (instance ids: their array's width is bounded, before it is made)
-        reader.instances(start - 1 + len(local), longest)
+    _check_long(used, local, reader, name, start)
     bound = reader.limits.distinct_bytes
-    if distinct and bound is not None and pc.sum(pc.binary_length(used.cast(pa.string()))).as_py() > bound:
+    if bound is not None and pc.sum(pc.binary_length(used.cast(pa.string()))).as_py() > bound:
         raise distinct_bytes_error(name, bound)  # (this batch's values alone are over)
     values = _texts(used)
     if any((not value and not empty) or "\x00" in value for value in values):
         raise _Slow
     known = len(codes)
     mapping = np.fromiter(map(codes.__getitem__, values), dtype=np.int32, count=len(values))
-    if distinct:
-        reader.new_values(codes, known, {}, name)
+    reader.new_values(codes, known, {}, name)
     return mapping[local]
+
+
+def _instance_ids(column: pa.Array, reader: _Reader, start: int) -> pa.Array:
+    """A batch's instance ids as Arrow text, kept so until the file is read
+    (``_fixed_width`` then makes them one array): a null, an empty id or a
+    NUL character gives up; the ids are checked against ``TextLimits.length``
+    and their array's width against ``TextLimits.array_bytes`` (``start``:
+    the batch's first row, from 1). No id is made a Python string."""
+    if column.null_count:
+        raise _Slow
+    if pa.types.is_dictionary(column.type):
+        column = column.dictionary_decode()
+    if not pa.types.is_string(column.type):
+        column = column.cast(pa.string())  # (integers as their digits; large strings)
+    if not len(column) or not _lengths(column).min() or pc.any(pc.match_substring(column, "\x00")).as_py():
+        raise _Slow
+    reader.instances(start - 1 + len(column), _check_long(column, None, reader, "instance", start))
+    return column
+
+
+def _fixed_width(parts: list[pa.Array], rows: int, width: int) -> np.ndarray:
+    """The instance ids' batches made one NumPy array of ``width``
+    characters an id, as the precise reader makes it, each batch let go
+    once copied (the ids are never held twice whole). ASCII ids, the usual,
+    are padded by Arrow to ``width`` bytes with NUL characters (which no id
+    holds, and which NumPy reads as the end of a shorter one) and widened
+    byte by byte into the array's code points; other ids are made Python
+    strings."""
+    ids = np.empty(rows, dtype=f"U{max(width, 1)}")
+    points = ids.view(np.uint32).reshape(rows, -1)
+    done = 0
+    parts.reverse()
+    while parts:
+        part = parts.pop()
+        here = slice(done, done + len(part))
+        done = here.stop
+        if not pc.all(pc.string_is_ascii(part)).as_py():
+            ids[here] = part.to_pylist()
+            continue
+        padded = pc.utf8_rpad(part, width=width, padding="\x00")
+        first = int(np.frombuffer(padded.buffers()[1], dtype=np.int32)[padded.offset])
+        data = np.frombuffer(padded.buffers()[2], dtype=np.uint8, count=first + len(part) * width)
+        points[here] = data[first:].reshape(len(part), width)
+    return ids
 
 
 def _numbers(column: pa.Array, low: float, high: float) -> np.ndarray:
@@ -380,6 +424,7 @@ class _Batches:
         self.proba = np.empty((capacity, len(layout.proba)), dtype=np.float64) if layout.proba else None
         self.context_codes = [_Codes() for _ in layout.context]
         self.context = [np.empty(capacity, dtype=np.int32) for _ in layout.context]
+        self.instance: list[pa.Array] = []
 
     def add(self, batch: pa.RecordBatch) -> None:
         """One record batch's rows converted into the arrays after those
@@ -434,19 +479,16 @@ class _Batches:
 
     def _code_columns(self, batch: pa.RecordBatch, here: slice, start: int) -> None:
         """The batch's folds and context values as codes, and its instance
-        ids and line numbers kept as chunks."""
+        ids kept as Arrow text."""
         reader, layout = self.reader, self.reader.layout
-        fixed, chunks = layout.fixed, reader.chunks
+        fixed = layout.fixed
         if "fold" in fixed:
             self.codes["fold"][here] = _encode(batch.column(fixed["fold"]), reader.fold_codes, reader, "fold", start)
         for index, (context, position) in enumerate(layout.context):
             column, values = batch.column(position), self.context_codes[index]
             self.context[index][here] = _encode(column, values, reader, CONTEXT + context, start, empty=True)
         if "instance" in fixed:
-            ids = _Codes()
-            codes = _encode(batch.column(fixed["instance"]), ids, reader, "instance", start, distinct=False)
-            chunks.instance.append(np.array(list(ids), dtype=str)[codes])
-            chunks.lines.append(np.arange(here.start + 1, here.stop + 1, dtype=np.int64))
+            self.instance.append(_instance_ids(batch.column(fixed["instance"]), reader, start))
 
     def _candidates(self, batch: pa.RecordBatch, here: slice, start: int) -> None:
         reader = self.reader
@@ -507,6 +549,8 @@ class _Batches:
         self.codes, self.floats, self.proba = {}, {}, None
         if self.context:
             self._contexts()
+        if "instance" in reader.layout.fixed:
+            chunks.instance.append(_fixed_width(self.instance, rows, reader.instance_width))
         # Lines are for refusals, which the precise reader words: any will do.
         for known, lines in ((reader.candidate_codes, reader.candidate_lines), (reader.pred_codes, reader.pred_lines)):
             lines.update(dict.fromkeys(range(len(known)), 0))

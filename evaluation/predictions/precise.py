@@ -650,6 +650,28 @@ def _check_folds(reader: _Reader, candidate: np.ndarray, fold: np.ndarray, names
         )
 
 
+# The instance ids' hash's multiplier (``_surely_distinct``): odd, its bits
+# mixed (2^64 over the golden ratio).
+HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _surely_distinct(ids: np.ndarray) -> bool:
+    """True when no two ids are equal, told without comparing text: a
+    64-bit hash of each (its code points, one multiply-add a character over
+    the whole array) sorted, and no two hashes equal. False says nothing
+    (two equal ids, or a collision, however unlikely or contrived): the ids
+    themselves are then compared."""
+    if ids.dtype.kind != "U" or not ids.dtype.itemsize:
+        return False
+    points = np.ascontiguousarray(ids).view(np.uint32).reshape(len(ids), -1)
+    hashed = np.zeros(len(ids), dtype=np.uint64)
+    for column in points.T:  # (NumPy's unsigned arithmetic wraps: modulo 2^64)
+        hashed *= HASH_MULTIPLIER
+        hashed += column
+    hashed.sort()
+    return not (hashed[1:] == hashed[:-1]).any()
+
+
 def _check_instances(name: str, ids: np.ndarray, lines: np.ndarray, errors: _Errors) -> None:
     ordered = np.sort(ids)
     if not (ordered[1:] == ordered[:-1]).any():
@@ -718,8 +740,10 @@ def _by_candidate(
         rows = slice(bounds[code], bounds[code + 1]) if order is None else order[bounds[code] : bounds[code + 1]]
         own = {key: None if values is None else values[rows] for key, values in arrays.items()}
         instance = own["instance"]
-        if instance is not None and lines is not None:
-            _check_instances(name, instance, lines[rows], errors)
+        if instance is not None and not _surely_distinct(instance):
+            # (No lines: the Arrow reader's rows, which it reads again precisely for a refusal.)
+            numbers = np.arange(1, len(candidate) + 1)[rows] if lines is None else lines[rows]
+            _check_instances(name, instance, numbers, errors)
         result[name] = CandidatePredictions(name, y_true[rows], **own)
     return result
 
@@ -732,7 +756,7 @@ def _assemble(reader: _Reader, positive: str | None, errors: _Errors) -> Predict
     labels, pred_mapping = _label_order(reader, positive, errors)
     # Every row has a candidate and a line (a file without rows is refused before).
     candidate = _whole(chunks.candidate)
-    # (The fast readers give lines only with instance ids, the one use of them here.)
+    # (The precise reader's lines; the Arrow reader gives none.)
     lines = _joined(chunks.lines)
     fold = _joined(chunks.fold)
     if fold is not None:

@@ -4,14 +4,18 @@ same columns in a Parquet file read to the same arrays and the same
 evaluation; a Parquet file's refusals name the column and the row; the
 page, the API and both commands take Parquet."""
 
+import csv
 import io
 import json
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from evaluation.models import PredictionSet
 from evaluation.predictions import (
@@ -20,6 +24,7 @@ from evaluation.predictions import (
     PredictionFileError,
     PredictionFileTooManyClasses,
     arrow,
+    precise,
     read_predictions,
 )
 from evaluation.report import document_json, evaluation_document
@@ -106,6 +111,65 @@ def test_the_fast_path_reads_what_the_precise_reader_reads(content, positive, mo
     precise = read_predictions(Pipe(content.encode()), positive=positive)  # a stream that cannot seek
     assert taken == [True]
     assert_same_data(quick, precise)
+
+
+# Instance ids as a pipeline writes them and as a person might: ASCII of
+# several lengths, accents, an emoji, a space, a comma (quoted in the CSV).
+INSTANCE_IDS = st.text(alphabet="ab9 ,é😀", min_size=1, max_size=6).filter(lambda text: text.strip() == text)
+
+
+def _instance_file(ids_by_candidate: list[list[str]]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["candidate", "instance", "y_true", "y_pred"])
+    for index, ids in enumerate(ids_by_candidate):
+        writer.writerows([f"m{index}", id_, "ab"[position % 2], "ab"[position % 2]] for position, id_ in enumerate(ids))
+    return out.getvalue()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(INSTANCE_IDS, min_size=1, max_size=8), min_size=1, max_size=3))
+def test_instance_ids_read_by_arrow_are_the_precise_readers(ids_by_candidate):
+    """Issue 33, item 1: the Arrow reader makes the ids' array from Arrow's
+    buffers (no Python string per id) and tells repeats by a hash: the same
+    array, of the same width, as the precise reader's, and the same refusal
+    of a repeated id, whatever the ids' lengths and characters."""
+    content = _instance_file(ids_by_candidate).encode()
+    try:
+        expected = read_predictions(Pipe(content))  # the precise reader (a stream that cannot seek)
+    except PredictionFileError as refused:
+        assert any(len(set(ids)) < len(ids) for ids in ids_by_candidate)
+        assert refusal(content) == refused.errors
+        return
+    assert all(len(set(ids)) == len(ids) for ids in ids_by_candidate)
+    taken: list = []
+    original = arrow._Batches.data
+    try:
+        arrow._Batches.data = lambda *args, **kwargs: taken.append(True) or original(*args, **kwargs)
+        quick = read_predictions(io.BytesIO(content))
+    finally:
+        arrow._Batches.data = original
+    assert taken == [True]
+    assert_same_data(quick, expected)
+    for name, ids in zip(quick.candidates, ids_by_candidate, strict=True):
+        assert quick.candidates[name].instance.tolist() == ids
+        assert quick.candidates[name].instance.dtype == expected.candidates[name].instance.dtype
+
+
+def test_a_hash_collision_leaves_the_ids_compared_themselves(monkeypatch):
+    """The repeats' hash (``precise._surely_distinct``) only says "surely
+    distinct"; made to collide on every id (a multiplier of 0 hashes an id
+    to its last character), distinct ids are still read and a repeat still
+    refused, by the ids themselves."""
+    monkeypatch.setattr(precise, "HASH_MULTIPLIER", np.uint64(0))
+    ids = np.array(["xa", "ya", "za"])
+    assert not precise._surely_distinct(ids)
+    distinct = _instance_file([["xa", "ya", "za"]]).encode()
+    assert read_predictions(io.BytesIO(distinct)).candidates["m0"].instance.tolist() == ["xa", "ya", "za"]
+    repeated = _instance_file([["xa", "ya", "xa"]]).encode()
+    assert refusal(repeated) == ["line 4, column instance: the candidate 'm0' has the instance 'xa' already, on line 2"]
+    monkeypatch.undo()
+    assert precise._surely_distinct(ids)
 
 
 def _written_by_pyarrow(content: str) -> str:
