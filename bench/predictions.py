@@ -7,10 +7,15 @@ wall time, rows per second, and the peak resident memory of this process.
     .venv/bin/python bench/predictions.py --instances 100000 --candidates 10
     .venv/bin/python bench/predictions.py --instances 1000000 --candidates 10 --kind multiclass
 
+    .venv/bin/python bench/predictions.py --instances 100000 --candidates 10 --kind multiclass --classes 10
+
 ``--kind binary`` (default): y_pred, score, fold, time, instance and one
-context column; ``--kind multiclass``: y_pred and proba over three labels,
-fold and instance. The file is written once per size and kind under
-``--directory`` (default: the system's temporary directory) and reused.
+context column; ``--kind multiclass``: y_pred and proba over ``--classes``
+labels (default 3), fold and instance. The file is written once per size,
+kind and classes under ``--directory`` (default: the system's temporary
+directory) and reused. The reader alone, against nothing: the comparison
+with scikit-learn on arrays in memory and with polars on the same file,
+CSV and Parquet, is bench/evaluate_predictions.py's (issue 33, item 1).
 """
 
 import argparse
@@ -31,15 +36,20 @@ FOLDS = 5
 LABELS = ["benign", "malignant", "unknown"]
 
 
-def write_file(path: pathlib.Path, *, instances: int, candidates: int, kind: str) -> None:
+def labels_of(classes: int) -> list[str]:
+    return LABELS if classes <= len(LABELS) else LABELS + [f"class{k}" for k in range(len(LABELS), classes)]
+
+
+def write_file(path: pathlib.Path, *, instances: int, candidates: int, kind: str, classes: int = 3) -> None:
     rng = np.random.default_rng(SEED)
-    y_true = rng.integers(0, 2 if kind == "binary" else 3, instances)
+    labels = labels_of(classes)[:classes]
+    y_true = rng.integers(0, 2 if kind == "binary" else classes, instances)
     fold = np.arange(instances) % FOLDS
     with path.open("w", encoding="utf-8", newline="") as out:
         if kind == "binary":
             out.write("candidate,instance,fold,y_true,y_pred,score,time,context:site\n")
         else:
-            out.write("candidate,instance,fold,y_true,y_pred," + ",".join(f"proba:{label}" for label in LABELS) + "\n")
+            out.write("candidate,instance,fold,y_true,y_pred," + ",".join(f"proba:{label}" for label in labels) + "\n")
         for candidate in range(candidates):
             name = f"learner-{candidate}"
             for start in range(0, instances, 100_000):
@@ -53,9 +63,9 @@ def write_file(path: pathlib.Path, *, instances: int, candidates: int, kind: str
                         for i, t, s, tm in zip(range(start, stop), truth, score, times, strict=True)
                     )
                 else:
-                    proba = rng.dirichlet([1, 1, 1], stop - start).tolist()  # floats: repr is exact
+                    proba = rng.dirichlet([1] * classes, stop - start).tolist()  # floats: repr is exact
                     out.writelines(
-                        f"{name},i{i},{fold[i]},{LABELS[t]},{LABELS[p.index(max(p))]},{p[0]!r},{p[1]!r},{p[2]!r}\n"
+                        f"{name},i{i},{fold[i]},{labels[t]},{labels[p.index(max(p))]},{','.join(map(repr, p))}\n"
                         for i, t, p in zip(range(start, stop), truth, proba, strict=True)
                     )
 
@@ -65,12 +75,16 @@ def main() -> None:
     parser.add_argument("--instances", type=int, default=100_000)
     parser.add_argument("--candidates", type=int, default=10)
     parser.add_argument("--kind", choices=["binary", "multiclass"], default="binary")
+    parser.add_argument("--classes", type=int, default=3, help="multiclass: the labels (default 3)")
     parser.add_argument("--directory", type=pathlib.Path, default=pathlib.Path(tempfile.gettempdir()))
     options = parser.parse_args()
-    path = options.directory / f"predictions-{options.kind}-{options.instances}x{options.candidates}.csv"
+    classes = f"-{options.classes}" if options.kind == "multiclass" else ""
+    path = options.directory / f"predictions-{options.kind}{classes}-{options.instances}x{options.candidates}.csv"
     if not path.exists():
         started = time.perf_counter()
-        write_file(path, instances=options.instances, candidates=options.candidates, kind=options.kind)
+        write_file(
+            path, instances=options.instances, candidates=options.candidates, kind=options.kind, classes=options.classes
+        )
         print(f"wrote {path} in {time.perf_counter() - started:.1f} s")
     size = path.stat().st_size
     started = time.perf_counter()

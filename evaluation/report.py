@@ -36,6 +36,13 @@ from .predictions import PredictionData
 FORMAT = "approve-evaluation/1"
 
 
+def codes_present(codes: np.ndarray) -> np.ndarray:
+    """The distinct values of an array of codes (labels', folds': small
+    non-negative integers), sorted: ``np.unique``'s answer by one count,
+    without its sort or hash of every value."""
+    return np.flatnonzero(np.bincount(codes)) if len(codes) else np.arange(0)
+
+
 @dataclass(frozen=True)
 class Computation:
     """A metric a study can take from predictions: its key (the document's),
@@ -294,6 +301,11 @@ class CandidateReport:
     def y_true(self) -> np.ndarray:
         return self.predictions.y_true
 
+    @cached_property
+    def present(self) -> np.ndarray:
+        """The codes of the labels y_true holds, sorted (``np.unique``'s, by a count)."""
+        return codes_present(self.y_true)
+
     def _positive_code(self, what: str) -> int:
         if self.positive is None:
             raise ValueError(f"{what} needs the positive label: name it (--positive, or the set's positive label)")
@@ -412,7 +424,7 @@ class CandidateReport:
         positive = self.data.positive
         if self.missing_class == "negative":
             return f"y_true has no negative instance (every label is {positive!r}, the positive label)"
-        present = ", ".join(repr(self.label_names[code]) for code in np.unique(self.y_true))
+        present = ", ".join(repr(self.label_names[code]) for code in self.present)
         return f"y_true has no positive instance ({positive!r}): every label is {present}"
 
     @cached_property
@@ -468,7 +480,7 @@ class CandidateReport:
 
             return ratio(hits, predicted), ratio(hits, true), ratio(2 * hits, true + predicted)
         else:
-            average, labels, pos_label = "macro", np.unique(self.y_true), 1
+            average, labels, pos_label = "macro", self.present, 1
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedMetricWarning)
             precision, recall, f1, _ = precision_recall_fscore_support(
@@ -499,7 +511,7 @@ class CandidateReport:
             if self.missing_class == "negative":
                 raise ValueError(f"specificity is undefined: {self.one_class_reason}")
             return metrics.specificity_score(self.y_true, self.y_pred, pos_label=positive)
-        present = np.unique(self.y_true)
+        present = self.present
         if len(present) < 2:  # (the one class has no negative instance: the library says why)
             return metrics.specificity_score(self.y_true == present[0], self.y_pred == present[0], pos_label=True)
         # Each class against the rest, from the confusion matrix: one pass
@@ -520,8 +532,8 @@ class CandidateReport:
             return metrics.binary_roc_auc(is_positive, self.scores)
         if p.proba is None:
             raise NotApplicable(f"needs {_SCORES}")
-        if len(np.unique(self.y_true)) < len(self.codes):
-            missing = [self.data.labels[c] for c in sorted(set(self.codes) - set(np.unique(self.y_true).tolist()))]
+        if len(self.present) < len(self.codes):
+            missing = [self.data.labels[c] for c in sorted(set(self.codes) - set(self.present.tolist()))]
             raise ValueError(f"one-vs-rest ROC AUC needs every class in y_true; missing: {', '.join(missing)}")
         return metrics.roc_auc_score(self.y_true, p.proba, multi_class="ovr", average="macro", labels=self.codes)
 
@@ -631,8 +643,8 @@ def _success_and_time(reports: list[CandidateReport]) -> tuple[np.ndarray, np.nd
     if len(times) < len(reports):
         raise NotApplicable("needs a time column for every candidate")
     folds = [r.predictions.fold for r in reports if r.predictions.fold is not None]
-    if len(folds) == len(reports) and len({tuple(np.unique(f)) for f in folds}) == 1:
-        fold_codes = np.unique(folds[0])
+    if len(folds) == len(reports) and len({tuple(codes_present(f)) for f in folds}) == 1:
+        fold_codes = codes_present(folds[0])
         # Each fold's accuracy, the share of its instances predicted right:
         # counted in one pass per candidate (not one call per fold).
         success = np.array(
@@ -657,7 +669,7 @@ def _check_success(reports: list[CandidateReport], success: np.ndarray) -> None:
     else:
         fold = reports[0].predictions.fold
         assert fold is not None  # (a success rate per fold needs folds)
-        fold_names = [reports[0].data.folds[code] for code in np.unique(fold)]
+        fold_names = [reports[0].data.folds[code] for code in codes_present(fold)]
         where = [f"{reports[c].name} in fold {fold_names[f]!r}" for f, c in np.argwhere(success <= 0).tolist()]
     raise ValueError(
         "A3R and ARR are undefined for every candidate: each compares the candidates' success rates on each data "
