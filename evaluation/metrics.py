@@ -193,7 +193,7 @@ def _distinct_labels(values: np.ndarray) -> list:
     """The distinct labels, sorted where NumPy can sort them; codes (small
     non-negative integers, as the prediction reader gives them) by one
     count instead of a sort."""
-    if values.dtype.kind in "iu" and len(values) and 0 <= values.min() and values.max() < len(values) + 1024:
+    if values.dtype.kind in "iu" and len(values) and values.min() >= 0 and values.max() < len(values) + 1024:
         return np.flatnonzero(np.bincount(values)).tolist()
     try:
         return np.unique(values).tolist()

@@ -147,6 +147,7 @@ def read_predictions(
     max_rows: int | None = None,
     max_classes: int | None = None,
     text_limits: TextLimits = NO_TEXT_LIMITS,
+    instances: bool = True,
 ) -> PredictionData:
     """Read an ``approve-predictions/1`` CSV or Parquet file (a path, or a
     binary or text stream) into arrays, or raise ``PredictionFileError``
@@ -165,6 +166,10 @@ def read_predictions(
     (``PredictionFileTooManyClasses``).
     ``text_limits``: what the file's text may expand to (``TextLimits``;
     ``PredictionFileTooLong``), checked before the values it bounds are made.
+    ``instances``: keep the instance ids; False: they are checked as ever
+    (a repeat refuses the file) but not kept, each candidate's ``instance``
+    None, for a reader that only evaluates (``evaluate_predictions``: at
+    10,000,000 rows the ids' array would take 280 MB).
     """
     allowed = None if candidates is None else set(candidates)
     if candidate is not None and allowed is not None and candidate not in allowed:
@@ -187,19 +192,23 @@ def read_predictions(
             max_rows=max_rows,
             max_classes=max_classes,
             text_limits=text_limits,
+            instances=instances,
         )
-        if data is not None:
-            return data
-        return read_precise(
-            stream,
-            candidate=candidate,
-            positive=positive,
-            allowed=allowed,
-            max_bytes=max_bytes,
-            max_rows=max_rows,
-            max_classes=max_classes,
-            text_limits=text_limits,
-        )
+        if data is None:
+            data = read_precise(
+                stream,
+                candidate=candidate,
+                positive=positive,
+                allowed=allowed,
+                max_bytes=max_bytes,
+                max_rows=max_rows,
+                max_classes=max_classes,
+                text_limits=text_limits,
+            )
+        if not instances:
+            for arrays in data.candidates.values():
+                arrays.instance = None
+        return data
     finally:
         if collecting:
             gc.enable()

@@ -75,7 +75,17 @@ from ._common import (
     shown,
     too_long_error,
 )
-from .precise import _assemble, _Codes, _header, _Layout, _Reader, _reader
+from .precise import (
+    _assemble,
+    _candidate_bounds,
+    _Codes,
+    _header,
+    _Layout,
+    _Reader,
+    _reader,
+    hashes_distinct,
+    id_hashes,
+)
 
 PARQUET_MAGIC = b"PAR1"
 # The most pages a Parquet file uploaded through the web or the API may have
@@ -120,10 +130,11 @@ def read_arrow(
     max_rows: int | None,
     max_classes: int | None,
     text_limits: TextLimits = NO_TEXT_LIMITS,
+    instances: bool = True,
 ) -> PredictionData | None:
     """The file's data read by pyarrow; None when the precise reader is to
     read it (the stream then back where it was). A Parquet file is always
-    read here, refusals included."""
+    read here, refusals included. ``instances``: ``read_predictions``'s."""
     options: dict[str, Any] = {
         "candidate": candidate,
         "positive": positive,
@@ -131,6 +142,7 @@ def read_arrow(
         "max_rows": max_rows,
         "max_classes": max_classes,
         "text_limits": text_limits,
+        "instances": instances,
     }
     try:
         start = stream.tell()
@@ -200,6 +212,7 @@ def _read_csv(
     max_rows: int | None,
     max_classes: int | None,
     text_limits: TextLimits,
+    instances: bool,
 ) -> PredictionData:
     cells, delimiter, length = _csv_header(stream)
     errors = _Errors()
@@ -229,7 +242,7 @@ def _read_csv(
         ),
         memory_pool=pa.system_memory_pool(),
     )
-    converted = _Batches(reader, max_rows, capacity)
+    converted = _Batches(reader, max_rows, capacity, instances=instances)
     for batch in batches:
         converted.add(batch)
     return converted.data(positive)
@@ -344,12 +357,13 @@ def _encode(
     return mapping[local]
 
 
-def _instance_ids(column: pa.Array, reader: _Reader, start: int) -> pa.Array:
+def _instance_ids(column: pa.Array, reader: _Reader, start: int) -> tuple[pa.Array, int]:
     """A batch's instance ids as Arrow text, kept so until the file is read
     (``_fixed_width`` then makes them one array): a null, an empty id or a
     NUL character gives up; the ids are checked against ``TextLimits.length``
     and their array's width against ``TextLimits.array_bytes`` (``start``:
-    the batch's first row, from 1). No id is made a Python string."""
+    the batch's first row, from 1); and the longest id's characters. No id
+    is made a Python string."""
     if column.null_count:
         raise _Slow
     if pa.types.is_dictionary(column.type):
@@ -358,8 +372,9 @@ def _instance_ids(column: pa.Array, reader: _Reader, start: int) -> pa.Array:
         column = column.cast(pa.string())  # (integers as their digits; large strings)
     if not len(column) or not _lengths(column).min() or pc.any(pc.match_substring(column, "\x00")).as_py():
         raise _Slow
-    reader.instances(start - 1 + len(column), _check_long(column, None, reader, "instance", start))
-    return column
+    longest = _check_long(column, None, reader, "instance", start)
+    reader.instances(start - 1 + len(column), longest)
+    return column, longest
 
 
 def _fixed_width(parts: list[pa.Array], rows: int, width: int) -> np.ndarray:
@@ -405,9 +420,14 @@ class _Batches:
     converted into arrays of the file's size, allocated once (``capacity``
     rows at most), and let go, so the file is never held twice."""
 
-    def __init__(self, reader: _Reader, max_rows: int | None, capacity: int, *, final: bool = False) -> None:
+    def __init__(
+        self, reader: _Reader, max_rows: int | None, capacity: int, *, final: bool = False, instances: bool = True
+    ) -> None:
         """``final``: a refusal for too many labels is the file's (a Parquet
-        file's ``capacity`` is its rows), not a reason to give up."""
+        file's ``capacity`` is its rows), not a reason to give up.
+        ``instances``: the instance ids are kept (as Arrow text, then one
+        array); without, each batch's are checked and only their hashes
+        kept, 8 bytes a row, to tell a repeat (``_repeats``)."""
         self.reader = reader
         self.max_rows = max_rows
         self.capacity = capacity
@@ -425,6 +445,8 @@ class _Batches:
         self.context_codes = [_Codes() for _ in layout.context]
         self.context = [np.empty(capacity, dtype=np.int32) for _ in layout.context]
         self.instance: list[pa.Array] = []
+        self.keep_instances = instances
+        self.hashes = np.empty(capacity if "instance" in layout.fixed and not instances else 0, dtype=np.uint64)
 
     def add(self, batch: pa.RecordBatch) -> None:
         """One record batch's rows converted into the arrays after those
@@ -488,7 +510,11 @@ class _Batches:
             column, values = batch.column(position), self.context_codes[index]
             self.context[index][here] = _encode(column, values, reader, CONTEXT + context, start, empty=True)
         if "instance" in fixed:
-            self.instance.append(_instance_ids(batch.column(fixed["instance"]), reader, start))
+            ids, longest = _instance_ids(batch.column(fixed["instance"]), reader, start)
+            if self.keep_instances:
+                self.instance.append(ids)
+            else:  # (the ids' hashes do not depend on their array's width: each batch's own)
+                self.hashes[here] = id_hashes(_fixed_width([ids], len(ids), longest))
 
     def _candidates(self, batch: pa.RecordBatch, here: slice, start: int) -> None:
         reader = self.reader
@@ -533,6 +559,17 @@ class _Batches:
             reader.context_codes[value]
         reader.chunks.context.append(renumber[inverse.reshape(-1)])
 
+    def _repeats(self, hashes: np.ndarray, candidate: np.ndarray) -> None:
+        """Without the ids: ``_Slow`` when two of a candidate's ids hash
+        alike (a repeat, or a collision), for the precise reader to tell
+        which, and word it."""
+        bounds, order = _candidate_bounds(candidate, len(self.reader.candidate_codes))
+        for code in range(len(bounds) - 1):
+            rows = slice(bounds[code], bounds[code + 1]) if order is None else order[bounds[code] : bounds[code + 1]]
+            if not hashes_distinct(hashes[rows].copy()):
+                raise _Slow
+        self.hashes = np.empty(0, dtype=np.uint64)
+
     def data(self, positive: str | None) -> PredictionData:
         """The file's arrays, through the precise reader's assembly (its
         whole-file checks); ``_Slow`` at the first refusal."""
@@ -549,8 +586,10 @@ class _Batches:
         self.codes, self.floats, self.proba = {}, {}, None
         if self.context:
             self._contexts()
-        if "instance" in reader.layout.fixed:
+        if "instance" in reader.layout.fixed and self.keep_instances:
             chunks.instance.append(_fixed_width(self.instance, rows, reader.instance_width))
+        elif "instance" in reader.layout.fixed:
+            self._repeats(self.hashes[:rows], chunks.candidate[0])
         # Lines are for refusals, which the precise reader words: any will do.
         for known, lines in ((reader.candidate_codes, reader.candidate_lines), (reader.pred_codes, reader.pred_lines)):
             lines.update(dict.fromkeys(range(len(known)), 0))
@@ -738,6 +777,7 @@ def _read_parquet(
     max_rows: int | None,
     max_classes: int | None,
     text_limits: TextLimits,
+    instances: bool,
 ) -> PredictionData:
     if max_bytes is not None:
         size = known_size(stream)
@@ -758,7 +798,7 @@ def _read_parquet(
     parquet = _parquet_file(stream, text=text, metadata=parquet.metadata)
     reader = _reader(layout, errors, candidate, allowed, positive, max_classes, text_limits)
     try:
-        converted = _Batches(reader, max_rows, rows, final=True)
+        converted = _Batches(reader, max_rows, rows, final=True, instances=instances)
         for batch in parquet.iter_batches(batch_size=CHUNK_ROWS, use_threads=True):
             converted.add(batch)
         return converted.data(positive)

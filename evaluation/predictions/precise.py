@@ -655,21 +655,35 @@ def _check_folds(reader: _Reader, candidate: np.ndarray, fold: np.ndarray, names
 HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 
 
-def _surely_distinct(ids: np.ndarray) -> bool:
-    """True when no two ids are equal, told without comparing text: a
-    64-bit hash of each (its code points, one multiply-add a character over
-    the whole array) sorted, and no two hashes equal. False says nothing
-    (two equal ids, or a collision, however unlikely or contrived): the ids
-    themselves are then compared."""
-    if ids.dtype.kind != "U" or not ids.dtype.itemsize:
-        return False
+def id_hashes(ids: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each id of a fixed-width text array, whatever the
+    array's width: the sum of its code points, the j-th times
+    ``HASH_MULTIPLIER`` to the power j, by Horner's rule from the last
+    character (the NULs that pad a shorter id come first and leave it 0),
+    one multiply-add a character over the whole array; NumPy's unsigned
+    arithmetic wraps, modulo 2^64."""
     points = np.ascontiguousarray(ids).view(np.uint32).reshape(len(ids), -1)
     hashed = np.zeros(len(ids), dtype=np.uint64)
-    for column in points.T:  # (NumPy's unsigned arithmetic wraps: modulo 2^64)
+    for column in points.T[::-1]:
         hashed *= HASH_MULTIPLIER
         hashed += column
+    return hashed
+
+
+def hashes_distinct(hashed: np.ndarray) -> bool:
+    """Whether no two hashes are equal (sorted, in place)."""
     hashed.sort()
     return not (hashed[1:] == hashed[:-1]).any()
+
+
+def _surely_distinct(ids: np.ndarray) -> bool:
+    """True when no two ids are equal, told without comparing text: their
+    hashes (``id_hashes``) all distinct. False says nothing (two equal ids,
+    or a collision, however unlikely or contrived): the ids themselves are
+    then compared."""
+    if ids.dtype.kind != "U" or not ids.dtype.itemsize:
+        return False
+    return hashes_distinct(id_hashes(ids))
 
 
 def _check_instances(name: str, ids: np.ndarray, lines: np.ndarray, errors: _Errors) -> None:

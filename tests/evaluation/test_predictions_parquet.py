@@ -140,6 +140,7 @@ def test_instance_ids_read_by_arrow_are_the_precise_readers(ids_by_candidate):
     except PredictionFileError as refused:
         assert any(len(set(ids)) < len(ids) for ids in ids_by_candidate)
         assert refusal(content) == refused.errors
+        assert refusal(content, instances=False) == refused.errors
         return
     assert all(len(set(ids)) == len(ids) for ids in ids_by_candidate)
     taken: list = []
@@ -151,25 +152,43 @@ def test_instance_ids_read_by_arrow_are_the_precise_readers(ids_by_candidate):
         arrow._Batches.data = original
     assert taken == [True]
     assert_same_data(quick, expected)
+    unkept = read_predictions(io.BytesIO(content), instances=False)
+    assert [arrays.instance for arrays in unkept.candidates.values()] == [None] * len(ids_by_candidate)
     for name, ids in zip(quick.candidates, ids_by_candidate, strict=True):
         assert quick.candidates[name].instance.tolist() == ids
         assert quick.candidates[name].instance.dtype == expected.candidates[name].instance.dtype
 
 
 def test_a_hash_collision_leaves_the_ids_compared_themselves(monkeypatch):
-    """The repeats' hash (``precise._surely_distinct``) only says "surely
+    """The repeats' hash (``precise.id_hashes``) only says "surely
     distinct"; made to collide on every id (a multiplier of 0 hashes an id
-    to its last character), distinct ids are still read and a repeat still
-    refused, by the ids themselves."""
+    to its first character), distinct ids are still read and a repeat still
+    refused, by the ids themselves; kept or not (``instances=False``)."""
     monkeypatch.setattr(precise, "HASH_MULTIPLIER", np.uint64(0))
-    ids = np.array(["xa", "ya", "za"])
+    ids = np.array(["ax", "ay", "az"])
     assert not precise._surely_distinct(ids)
-    distinct = _instance_file([["xa", "ya", "za"]]).encode()
-    assert read_predictions(io.BytesIO(distinct)).candidates["m0"].instance.tolist() == ["xa", "ya", "za"]
-    repeated = _instance_file([["xa", "ya", "xa"]]).encode()
-    assert refusal(repeated) == ["line 4, column instance: the candidate 'm0' has the instance 'xa' already, on line 2"]
+    distinct = _instance_file([["ax", "ay", "az"]]).encode()
+    assert read_predictions(io.BytesIO(distinct)).candidates["m0"].instance.tolist() == ["ax", "ay", "az"]
+    assert read_predictions(io.BytesIO(distinct), instances=False).candidates["m0"].instance is None
+    repeated = _instance_file([["ax", "ay", "ax"]]).encode()
+    expected = ["line 4, column instance: the candidate 'm0' has the instance 'ax' already, on line 2"]
+    assert refusal(repeated) == expected
+    assert refusal(repeated, instances=False) == expected
     monkeypatch.undo()
     assert precise._surely_distinct(ids)
+
+
+def test_a_hash_does_not_depend_on_the_arrays_width():
+    """Batches of ids are made arrays of their own widths (``instances=False``
+    hashes each batch's): an id hashes alike in any of them, and a repeat
+    across two batches of different widths is found."""
+    narrow, wide = np.array(["ab", "c"], dtype="U2"), np.array(["ab", "c"], dtype="U9")
+    assert precise.id_hashes(narrow).tolist() == precise.id_hashes(wide).tolist()
+    assert precise.id_hashes(np.array(["ba"]))[0] != precise.id_hashes(narrow)[0]
+    ids = [f"{index}" for index in range(arrow.CHUNK_ROWS + 5)] + ["7"]  # "7" again, in the second batch
+    content = _instance_file([ids]).encode()
+    lines = f"line {len(ids) + 1}, column instance: the candidate 'm0' has the instance '7' already, on line 9"
+    assert refusal(content, instances=False) == [lines]
 
 
 def _written_by_pyarrow(content: str) -> str:

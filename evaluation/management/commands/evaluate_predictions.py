@@ -80,6 +80,7 @@ class Command(BaseCommand):
                 positive=positive,
                 max_classes=limits.PREDICTIONS_MAX_CLASSES,
                 text_limits=prediction_text_limits(web=False),
+                instances=False,  # (checked, not kept: no metric reads them)
             )
         except OSError as error:
             raise CommandError(f"{file}: {error.strerror or error}") from None
