@@ -535,7 +535,12 @@ class CandidateReport:
         if len(self.present) < len(self.codes):
             missing = [self.data.labels[c] for c in sorted(set(self.codes) - set(self.present.tolist()))]
             raise ValueError(f"one-vs-rest ROC AUC needs every class in y_true; missing: {', '.join(missing)}")
-        return metrics.roc_auc_score(self.y_true, p.proba, multi_class="ovr", average="macro", labels=self.codes)
+        # One-vs-rest, macro: each class's binary AUC against the rest,
+        # averaged, as scikit-learn's roc_auc_score(multi_class="ovr",
+        # average="macro") defines it, by the binary kernel (one unstable
+        # sort a class, no input checks: 1.5 s of 2.3 at 1,000,000 rows x 10
+        # classes went to that function's stable sorts and checks).
+        return float(np.mean([metrics.binary_roc_auc(self.y_true == code, p.proba[:, code]) for code in self.codes]))
 
     def cohen_kappa(self) -> float:
         # scikit-learn's cohen_kappa_score on the confusion matrix of every

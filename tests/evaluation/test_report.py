@@ -168,6 +168,36 @@ def test_multiclass_macro_averages_and_one_vs_rest_auc():
     assert values["specificity"] == pytest.approx(np.mean(specificities))
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(3, 6).flatmap(
+        lambda classes: st.tuples(
+            st.just(classes),
+            st.lists(st.integers(0, classes - 1), min_size=classes, max_size=40),
+            st.lists(
+                st.lists(st.sampled_from([1, 2, 3, 4]), min_size=classes, max_size=classes), min_size=40, max_size=40
+            ),
+        )
+    )
+)
+def test_one_vs_rest_auc_is_scikit_learns_with_ties(case):
+    """Issue 33: the multiclass ROC AUC is each class's binary AUC (the
+    report's own kernel) averaged; with coarse probabilities (many ties
+    within and across classes) it is scikit-learn's ovr macro AUC to 1e-12."""
+    classes, truth, weights = case
+    truth = list(range(classes)) + truth  # (every class in y_true)
+    labels = [f"c{k}" for k in range(classes)]
+    rows = []
+    for index, code in enumerate(truth):
+        own = weights[index % len(weights)]
+        proba = [weight / sum(own) for weight in own]
+        rows.append({"y_true": labels[code], **{f"proba:{label}": proba[k] for k, label in enumerate(labels)}})
+    values = evaluation_document(read(rows, candidate="NB"))["candidates"]["NB"]
+    proba = np.array([[row[f"proba:{label}"] for label in labels] for row in rows])
+    expected = sk.roc_auc_score(np.array(truth), proba, multi_class="ovr", average="macro", labels=list(range(classes)))
+    assert values["roc_auc"] == pytest.approx(expected, abs=1e-12)
+
+
 MIRROR_SCORES = (0.9, 0.4, 0.7, 0.2)
 MIRROR_PRED = ("yes", "no", "yes", "no")  # the scores at the fixed threshold 0.5
 
