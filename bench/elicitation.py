@@ -20,6 +20,7 @@ Issue 21's goal: each answer under 50 ms at 100,000 x 10.
 """
 
 import argparse
+import gc
 import io
 import os
 import pathlib
@@ -98,6 +99,7 @@ def main() -> None:
     parser.add_argument("--instances", type=int, default=100_000)
     parser.add_argument("--classes", type=int, default=10)
     parser.add_argument("--sql", action="store_true", help="print the SQL of one question's GET and POST")
+    parser.add_argument("--no-freeze", action="store_true", help="leave the heap to the cyclic collector (gc.freeze)")
     args = parser.parse_args()
     setup_test_environment()
     settings.ALLOWED_HOSTS = ["testserver"]
@@ -107,6 +109,10 @@ def main() -> None:
 
         study, bob, expert, elicited = build(args.instances, args.classes)
         elicited_domain.forget_prepared()  # the first request reads the archive, as a fresh worker does
+        # The heap so far frozen out of the collector's reach, as a warmed
+        # gunicorn worker's is (approve_site/warm.py); --no-freeze leaves it.
+        if not args.no_freeze:
+            gc.freeze()
         client = Client()
         client.force_login(bob)
         url = f"/studies/{study.pk}/my/elicitation/{elicited.metric_id}/"
@@ -147,8 +153,11 @@ def main() -> None:
         print(f"first answer of the process (reads the set's archive): {cold * 1000:.1f} ms")
         print(
             f"each later answer (GET the question + POST the answer): median {statistics.median(warm) * 1000:.1f} ms, "
-            f"max {max(warm) * 1000:.1f} ms (goal: under 50 ms)"
+            f"max {max(warm) * 1000:.1f} ms (issue 21's goal: under 50 ms; issue 33's: median under 30 ms, "
+            "worst under 100 ms)"
         )
+        slow = [(index + 1, round(seconds * 1000, 1)) for index, seconds in enumerate(warm, 1) if seconds > 0.1]
+        print(f"  answers over 100 ms (their number, ms): {slow or 'none'}")
         print(
             f"  of which the POST of the answer: median {statistics.median(posts[1:]) * 1000:.1f} ms, max "
             f"{max(posts[1:]) * 1000:.1f} ms; the GET of the question: median {statistics.median(gets[1:]) * 1000:.1f}"
