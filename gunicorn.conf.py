@@ -16,7 +16,8 @@ up everyone else. The environment may change each setting:
 - ``GUNICORN_MAX_REQUESTS`` (default 1000, 0 to never recycle);
 - ``GUNICORN_BIND`` (default ``0.0.0.0:8000``);
 - ``GUNICORN_PRELOAD`` (default true): load the application, and warm it
-  (approve_site/warm.py: every view imported, every template compiled), in
+  (approve_site/warm.py: every view imported, the libraries imported on
+  first use too, every template compiled), in
   the master before it forks the
   workers, which share it: no user pays a cold worker. false loads and warms
   it in each worker instead, before it takes a request (slower starts, more

@@ -122,7 +122,7 @@ class _SignUpThrottle(SimpleRateThrottle):
 def _wait(throttle: _SignUpThrottle) -> float | None:
     """Count a request against ``throttle``: None when within its rate, else
     the seconds to wait. Fails open when the cache is unreachable."""
-    from workspace.api.throttling import CACHE_ERRORS, log_cache_unreachable
+    from workspace.cache_errors import CACHE_ERRORS, log_cache_unreachable
 
     try:
         if throttle.allow_request(cast(Request, None), cast(APIView, SimpleNamespace())):

@@ -6,12 +6,16 @@ URLconf imports every view (and with them NumPy, the engine, scikit-learn's
 metrics, pyarrow) and every template is compiled on first use. gunicorn
 preloads the application (``preload_app`` in gunicorn.conf.py) and calls
 ``warm`` in its master before it forks the workers, which then share all of
-it (copy-on-write). (A Celery worker needs nothing of the kind: it imports
-its tasks, and the engine with them, in its main process before its pool
-forks.) Nothing here opens a connection that a fork would share: the
-database connections are closed at the end, whatever touched them.
+it (copy-on-write). The heavy libraries the project imports on first use
+rather than at start-up (``FIRST_USE``: scipy, scikit-learn, pyarrow; issue
+33, item 6) are imported here too, and in a Celery worker's main process
+before its pool forks (``imports_first_used``, from approve_site/celery.py),
+so that no worker process pays them on its first request or task. Nothing
+here opens a connection that a fork would share: the database connections
+are closed at the end, whatever touched them.
 """
 
+import importlib
 import logging
 import sys
 import time
@@ -25,7 +29,31 @@ from django.template import engines
 
 logger = logging.getLogger("approve.warm")
 
-__all__ = ["warm"]
+__all__ = ["FIRST_USE", "imports_first_used", "warm"]
+
+#: The modules imported on first use, not by ``django.setup()`` (a
+#: management command's start imports none of them;
+#: tests/test_lean_setup.py checks it): each costs 0.15-0.9 s and 15-120 MiB.
+FIRST_USE = (
+    # engine.robustness: Kendall's tau, the elicited cells' sparse matrices
+    "scipy.sparse",
+    "scipy.stats",
+    # evaluation.metrics and evaluation.report: scikit-learn's metrics
+    "sklearn.exceptions",
+    "sklearn.metrics",
+    # evaluation.predictions: the Arrow reader (pyarrow), and tracking's artifacts
+    "evaluation.predictions.arrow",
+    "pyarrow.compute",
+    "pyarrow.parquet",
+)
+
+
+def imports_first_used() -> float:
+    """Import every module of ``FIRST_USE``; returns the seconds it took."""
+    started = time.perf_counter()
+    for name in FIRST_USE:
+        importlib.import_module(name)
+    return time.perf_counter() - started
 
 
 def _template_names() -> Iterator[str]:
@@ -62,6 +90,7 @@ def warm() -> dict[str, float]:
     started = time.perf_counter()
     get_resolver().url_patterns  # noqa: B018  (imports every view and what they import)
     done: dict[str, float] = {"urls_seconds": time.perf_counter() - started}
+    done["imports_seconds"] = imports_first_used()
     step = time.perf_counter()
     done["templates"] = _templates()
     done["templates_seconds"] = time.perf_counter() - step

@@ -30,18 +30,19 @@ who overtakes whom), :func:`fragility` and :func:`most_fragile`,
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import sparse
-from scipy.stats import kendalltau, norm
 
 from evaluation.bootstrap import bootstrap_counts, weighted_accuracy, weighted_roc_auc
 
 from . import core
 from .prioritisation import _ahp_arrays, _validated_matrices
 from .rules import AHP_WEIGHTINGS, SCALE_VALUES, TIE, beats
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 __all__ = [
     "BOOTSTRAP_KINDS",
@@ -934,6 +935,9 @@ def leave_one_out(
 def _kendall_tau_b(first: np.ndarray, second: np.ndarray) -> float:
     if np.ptp(first) == 0 or np.ptp(second) == 0:
         return float("nan")  # a ranking where every candidate ties: undefined
+    # imported on first use: scipy costs 0.4 s at every command's start.
+    from scipy.stats import kendalltau
+
     return float(kendalltau(first, second).statistic)
 
 
@@ -1474,7 +1478,7 @@ class _Prepared:
     @staticmethod
     def _elicited_columns(
         columns: tuple[ElicitedColumn, ...], own: core.ExpertValues | None, k: int
-    ) -> list[tuple[int, np.ndarray, list[tuple[int, int, np.ndarray, sparse.csr_matrix]]]]:
+    ) -> list[tuple[int, np.ndarray, list[tuple[int, int, np.ndarray, "sparse.csr_matrix"]]]]:
         """Per column: (its position in ``own.columns``, the cell weights
         (L * L, k), and per (set, N) group of candidates (set, N, the
         candidates, their cells as a (candidates * L * L, N) 0/1 matrix)),
@@ -1527,9 +1531,12 @@ class _Prepared:
     @staticmethod
     def _elicited_matrices(
         groups: dict[tuple[int, int], list[tuple[int, np.ndarray]]], cells_count: int
-    ) -> list[tuple[int, int, np.ndarray, sparse.csr_matrix]]:
+    ) -> list[tuple[int, int, np.ndarray, "sparse.csr_matrix"]]:
         """Per group: (set, N, the candidates, their cells as a
         (candidates * L * L, N) 0/1 matrix)."""
+        # imported on first use: scipy costs 0.4 s at every command's start.
+        from scipy import sparse
+
         matrices = []
         for (prediction_set, size), members in groups.items():
             rows = np.concatenate([g * cells_count + cells for g, (_, cells) in enumerate(members)])
@@ -2054,8 +2061,10 @@ def merge(counts_list: list[Counts]) -> Counts:
     )
 
 
-#: The normal quantile of the Wilson score intervals: 95 % two-sided.
-WILSON_Z = float(norm.ppf(0.975))
+#: The normal quantile of the Wilson score intervals: 95 % two-sided,
+#: ``float(scipy.stats.norm.ppf(0.975))`` written out (scipy is imported on
+#: first use; tests/test_lean_setup.py checks the value).
+WILSON_Z = 1.959963984540054
 
 
 @dataclass(frozen=True, eq=False)

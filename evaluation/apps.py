@@ -1,6 +1,16 @@
 from django.apps import AppConfig
 
 
+def _evaluation_schema() -> dict:
+    """The ``approve-evaluation/1`` document's JSON Schema, for the OpenAPI
+    document."""
+    # imported on first use: the API module imports drf-spectacular and DRF's
+    # serializers (0.2 s), which a command or a worker never needs.
+    from .api.computations import EVALUATION_SCHEMA
+
+    return EVALUATION_SCHEMA
+
+
 class EvaluationConfig(AppConfig):
     name = "evaluation"
     verbose_name = "Evaluation from predictions"
@@ -11,13 +21,11 @@ class EvaluationConfig(AppConfig):
         # nothing of evaluation (docs/architecture.md, "Layers"). Imported
         # here, once the apps are loaded (AppConfig.ready's pattern).
         from workspace import extensions as ext
-        from workspace.api.schema import component_register
 
         from . import selectors
-        from .api.computations import EVALUATION_SCHEMA
         from .bundle import SECTION
 
-        component_register("EvaluationDocument", EVALUATION_SCHEMA)
+        ext.schema_component_register("EvaluationDocument", _evaluation_schema)
         # A study bundle's prediction sets and elicited metrics (workspace.bundles).
         ext.bundle_section_register(SECTION)
         # The elicited metrics: an expert's questions, what is missing and given.

@@ -34,24 +34,55 @@ No Django import here.
 """
 
 import math
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
-from sklearn.metrics import (
-    accuracy_score,
-    balanced_accuracy_score,
-    cohen_kappa_score,
-    confusion_matrix,
-    f1_score,
-    log_loss,
-    precision_score,
-    recall_score,
-    roc_auc_score,
-    roc_curve,
-)
 
 from ._checks import integer, listed, positive_number, renormalised_rows
+
+if TYPE_CHECKING:
+    from sklearn.metrics import (
+        accuracy_score,
+        balanced_accuracy_score,
+        cohen_kappa_score,
+        confusion_matrix,
+        f1_score,
+        log_loss,
+        precision_score,
+        recall_score,
+        roc_auc_score,
+        roc_curve,
+    )
+
+# scikit-learn's metrics this module gives as its own, imported on first use
+# (``__getattr__``): scikit-learn and scipy cost 0.9 s at every command's start.
+_SKLEARN = frozenset(
+    {
+        "accuracy_score",
+        "balanced_accuracy_score",
+        "cohen_kappa_score",
+        "confusion_matrix",
+        "f1_score",
+        "log_loss",
+        "precision_score",
+        "recall_score",
+        "roc_auc_score",
+        "roc_curve",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:
+    """scikit-learn's metric ``name`` (one of ``_SKLEARN``), imported when first asked for."""
+    if name not in _SKLEARN:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import sklearn.metrics
+
+    value = getattr(sklearn.metrics, name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "THRESHOLD_METHODS",

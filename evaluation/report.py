@@ -24,8 +24,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
-from sklearn.exceptions import UndefinedMetricWarning
-from sklearn.metrics import precision_recall_fscore_support
 
 from engine.rules import DISPLAY_SIGNIFICANT_DIGITS
 
@@ -481,6 +479,10 @@ class CandidateReport:
             return ratio(hits, predicted), ratio(hits, true), ratio(2 * hits, true + predicted)
         else:
             average, labels, pos_label = "macro", self.present, 1
+        # imported on first use: scikit-learn (and scipy) cost 0.9 s at every command's start.
+        from sklearn.exceptions import UndefinedMetricWarning
+        from sklearn.metrics import precision_recall_fscore_support
+
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedMetricWarning)
             precision, recall, f1, _ = precision_recall_fscore_support(

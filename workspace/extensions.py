@@ -28,6 +28,10 @@ engine's runs app, tracking) register into them in their
   reference candidate): ``candidate_remove`` refuses with it, and the
   setup page and the removal's confirmation say it instead of offering
   the removal.
+- ``SCHEMA_COMPONENTS``: JSON-Schema components another app adds to the
+  OpenAPI document (evaluation: ``EvaluationDocument``), each given as a
+  function called when the schema is built, so that registering imports
+  nothing of the API's (drf-spectacular, the app's serializers).
 - ``TOKEN_SECOND_FACTORS``: what the API's token endpoint (username and
   password) must also check before it makes a token (accounts: a current
   two-factor code, ``otp_code``, for a user who has two-factor sign-in).
@@ -299,6 +303,22 @@ def candidate_removal_refusals(*, study: "Study", candidates: Sequence[int] | No
         for candidate, reasons in keeper(study=study, candidates=candidates).items():
             refusals.setdefault(candidate, []).extend(reasons)
     return refusals
+
+
+# --- the OpenAPI document: components of other apps --------------------------------
+
+#: name -> a zero-argument function returning the component's JSON Schema
+#: (``workspace.api.schema.components`` calls it when it builds the schema).
+SCHEMA_COMPONENTS: dict[str, Callable[[], dict]] = {}
+
+
+def schema_component_register(name: str, schema: Callable[[], dict]) -> None:
+    """Add the component ``name``, the JSON Schema ``schema()`` returns. A
+    function, not the schema: what makes it (an app's API module) is
+    imported when the schema is built, not at every process's start."""
+    if name in SCHEMA_COMPONENTS:
+        raise ImproperlyConfigured(f"A schema component is already registered as {name!r}.")
+    SCHEMA_COMPONENTS[name] = schema
 
 
 # --- the API's token endpoint: a second factor --------------------------------------

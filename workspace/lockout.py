@@ -26,7 +26,7 @@ from django.http import HttpRequest
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
-from .api.throttling import CACHE_ERRORS, log_cache_unreachable
+from .cache_errors import CACHE_ERRORS, log_cache_unreachable
 from .services.accounts import username_key
 
 

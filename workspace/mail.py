@@ -30,7 +30,7 @@ from django.core.mail import EmailMultiAlternatives
 from django.http import HttpRequest
 from django.template import loader
 
-from .api.throttling import CACHE_ERRORS, log_cache_unreachable
+from .cache_errors import CACHE_ERRORS, log_cache_unreachable
 from .lockout import client_address
 from .services._checks import subject_line
 

@@ -42,7 +42,7 @@ from django_otp.util import random_hex
 
 from accounts.models import SitePolicy
 from workspace import lockout
-from workspace.api.throttling import CACHE_ERRORS, log_cache_unreachable
+from workspace.cache_errors import CACHE_ERRORS, log_cache_unreachable
 from workspace.errors import InvalidInput
 from workspace.models import Membership
 

@@ -11,7 +11,6 @@ from django.http import HttpRequest
 from workspace import extensions
 
 from . import services
-from .api_checks import api_token_second_factor
 
 
 def _signed_in(sender: object, request: HttpRequest | None, user: User, **kwargs: Any) -> None:
@@ -35,7 +34,16 @@ def _admin_needs_verified_session() -> None:
     admin.site.has_permission = has_permission  # type: ignore[method-assign]
 
 
+def _api_token_second_factor(*, request: HttpRequest, user: User, code: str) -> None:
+    """``api_checks.api_token_second_factor``, for the token endpoint."""
+    # imported on first use: it raises DRF's errors, and importing DRF's
+    # responses and views costs 0.1 s at every command's start.
+    from .api_checks import api_token_second_factor
+
+    api_token_second_factor(request=request, user=user, code=code)
+
+
 def connect() -> None:
     user_logged_in.connect(_signed_in, dispatch_uid="accounts.otp.signed_in")
     _admin_needs_verified_session()
-    extensions.token_second_factor_register(api_token_second_factor)
+    extensions.token_second_factor_register(_api_token_second_factor)

@@ -65,7 +65,6 @@ from ._common import (
     known_size,
     shown,
 )
-from .arrow import read_arrow
 from .precise import read_precise
 
 __all__ = [
@@ -182,6 +181,9 @@ def read_predictions(
     try:
         name = os.fspath(stream_or_path) if opened else getattr(stream, "name", None)
         stream = _seekable_if_parquet(stream, max_bytes)
+        # imported on first use: pyarrow costs 0.15 s at every command's start.
+        from .arrow import read_arrow
+
         data = read_arrow(
             stream,
             name=name if isinstance(name, str) else None,

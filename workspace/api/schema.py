@@ -16,7 +16,7 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework.pagination import BasePagination
 from rest_framework.settings import api_settings
 
-from workspace import limits
+from workspace import extensions, limits
 
 from . import invitation_serializers as inv
 from .serializers import PrioritiesSerializer, WriteSerializer
@@ -83,26 +83,17 @@ def error(description: str) -> OpenApiResponse:
     return OpenApiResponse(response=ref("ErrorBody"), description=description)
 
 
-# Components other apps add (their documents' JSON Schema), registered from
-# their AppConfig.ready (``component_register``): this module imports no app above it.
-_REGISTERED: dict[str, dict] = {}
-
-
-def component_register(name: str, schema: dict) -> None:
-    """Add a component given as JSON Schema (``evaluation`` adds ``EvaluationDocument``)."""
-    _REGISTERED[name] = schema
-
-
 def components() -> dict[str, dict]:
     """The components given as JSON Schema, by name (added to the schema by
-    ``postprocess_components``): workspace's own and the registered ones."""
+    ``postprocess_components``): workspace's own and those other apps
+    registered (``extensions.SCHEMA_COMPONENTS``, made here)."""
     from . import serializers as s
 
     return {
         "ErrorBody": ERROR_BODY,
         "ValidationError": VALIDATION_ERROR_BODY,
         "ResultsDocument": s.RESULTS_SCHEMA,
-        **_REGISTERED,
+        **{name: schema() for name, schema in extensions.SCHEMA_COMPONENTS.items()},
         "StudyBundle": s.BUNDLE_SCHEMA,
         "CandidateScores": s.SCORES_SCHEMA,
         "Ranges": s.RANGES_SCHEMA,

@@ -8,22 +8,15 @@ import logging
 import math
 from typing import Any, cast
 
-import redis
 from django.http import HttpRequest
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle, ScopedRateThrottle
 from rest_framework.views import APIView
 
+from workspace.cache_errors import CACHE_ERRORS, log_cache_unreachable
+
 logger = logging.getLogger(__name__)
-
-# What a cache backend raises when its server is down, unreachable or too
-# slow (Django's Redis cache lets redis-py's errors through).
-CACHE_ERRORS = (redis.RedisError, OSError)
-
-
-def log_cache_unreachable(what: str, error: Exception) -> None:
-    logger.warning("%s not applied: the cache is unreachable (%s: %s)", what, type(error).__name__, error)
 
 
 # --- rate-limit headers ------------------------------------------------------
