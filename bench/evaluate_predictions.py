@@ -198,7 +198,7 @@ from evaluation.report import evaluation_document
 from workspace import limits
 started = time.perf_counter()
 positive = "1" if sys.argv[2] == "2" else None
-data = read_predictions(sys.argv[1], positive=positive, max_classes=limits.PREDICTIONS_MAX_CLASSES)
+data = read_predictions(sys.argv[1], positive=positive, max_classes=limits.PREDICTIONS_MAX_CLASSES, instances=False)
 parsed = time.perf_counter()
 evaluation_document(data)
 done = time.perf_counter()
