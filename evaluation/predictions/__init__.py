@@ -184,29 +184,18 @@ def read_predictions(
         # imported on first use: pyarrow costs 0.15 s at every command's start.
         from .arrow import read_arrow
 
-        data = read_arrow(
-            stream,
-            name=name if isinstance(name, str) else None,
-            candidate=candidate,
-            positive=positive,
-            allowed=allowed,
-            max_bytes=max_bytes,
-            max_rows=max_rows,
-            max_classes=max_classes,
-            text_limits=text_limits,
-            instances=instances,
-        )
+        options: dict[str, Any] = {
+            "candidate": candidate,
+            "positive": positive,
+            "allowed": allowed,
+            "max_bytes": max_bytes,
+            "max_rows": max_rows,
+            "max_classes": max_classes,
+            "text_limits": text_limits,
+        }
+        data = read_arrow(stream, name=name if isinstance(name, str) else None, instances=instances, **options)
         if data is None:
-            data = read_precise(
-                stream,
-                candidate=candidate,
-                positive=positive,
-                allowed=allowed,
-                max_bytes=max_bytes,
-                max_rows=max_rows,
-                max_classes=max_classes,
-                text_limits=text_limits,
-            )
+            data = read_precise(stream, **options)
         if not instances:
             for arrays in data.candidates.values():
                 arrays.instance = None
