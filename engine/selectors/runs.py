@@ -362,40 +362,54 @@ COMPARED_INDEX_KEYS = (
 COMPARED_INPUT_KEYS = ("measurements", "metric_weights", "lower", "upper", "peer_weights")  # engine.compare.SAME_INPUTS
 
 
-class _CandidatesPicked(Func):
-    """Of a run's stored results, each candidate's ``keys`` alone, in rank
-    order, picked by the database (PostgreSQL; SQLite reads the candidates
-    whole and the caller keeps those keys)."""
+# On PostgreSQL every operator that reads a stored value reads it whole
+# again (fetched out of line and decompressed: 3-5 ms for a run's results
+# at the limits); an expression that reads the results once reads them in a
+# subquery that the planner may not fold into the query (``OFFSET 0``),
+# whose value (a copy, ``|| '{}'``) the outer expressions then share.
+READ_ONCE = "(SELECT {expression} FROM (SELECT {results} || '{{}}'::jsonb AS r OFFSET 0) AS once)"
+
+
+class _ResultsPicked(Func):
+    """Of a run's stored results, the top-level ``keys`` and each
+    candidate's ``candidate_keys`` alone (in rank order, under
+    "candidates"), as one object picked by the database, which reads the
+    results once (``READ_ONCE``; SQLite reads the candidates whole and the
+    caller keeps those keys)."""
 
     output_field = JSONField()
 
-    def __init__(self, keys: Iterable[str]) -> None:
-        self.keys = tuple(keys)
-        if not all(key.isidentifier() for key in self.keys):
-            raise ValueError(f"not candidate keys: {self.keys}")
+    def __init__(self, keys: Iterable[str], candidate_keys: Iterable[str]) -> None:
+        self.keys, self.candidate_keys = tuple(keys), tuple(candidate_keys)
+        if not all(key.isidentifier() for key in (*self.keys, *self.candidate_keys)):
+            raise ValueError(f"not results keys: {self.keys}, {self.candidate_keys}")
         super().__init__(F("results"))
 
     def as_sql(self, compiler: Any, connection: Any, *args: Any, **extra: Any) -> Any:  # SQLite
         results, params = compiler.compile(self.source_expressions[0])
-        return f"json_extract({results}, '$.candidates')", params
+        pairs = ", ".join(f"'{key}', json_extract({results}, '$.{key}')" for key in (*self.keys, "candidates"))
+        return f"json_object({pairs})", params * (len(self.keys) + 1)
 
     def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
         results, params = compiler.compile(self.source_expressions[0])
-        picked = ", ".join(f"'{key}', listed.entry -> '{key}'" for key in self.keys)
-        sql = (
+        picked = ", ".join(f"'{key}', listed.entry -> '{key}'" for key in self.candidate_keys)
+        candidates = (
             f"(SELECT coalesce(jsonb_agg(jsonb_build_object({picked}) ORDER BY listed.position), '[]'::jsonb) "
-            f"FROM jsonb_array_elements({results} -> 'candidates') WITH ORDINALITY AS listed(entry, position))"
+            "FROM jsonb_array_elements(r -> 'candidates') WITH ORDINALITY AS listed(entry, position))"
         )
-        return sql, params
+        pairs = ", ".join(f"'{key}', r -> '{key}'" for key in self.keys)
+        expression = f"jsonb_build_object({pairs}, 'candidates', {candidates})"
+        return READ_ONCE.format(expression=expression, results=results), params
 
 
 def _results_picked(run: Run, keys: Iterable[str], candidate_keys: Iterable[str]) -> None:
-    """``run.results`` made of the annotations ``results_<key>`` and
-    ``results_candidates`` (of ``_CandidatesPicked``), for a succeeded run."""
+    """``run.results`` made of the annotation ``results_picked`` (of
+    ``_ResultsPicked``), for a succeeded run."""
     if run.status != Run.Status.SUCCEEDED:
         return
-    results = {key: getattr(run, f"results_{key}") for key in keys}
-    candidates = getattr(run, "results_candidates") or []  # noqa: B009  (annotated by the caller)
+    picked = getattr(run, "results_picked") or {}  # noqa: B009  (annotated by the caller)
+    results = {key: picked.get(key) for key in keys}
+    candidates = picked.get("candidates") or []
     if connection.vendor != "postgresql":  # SQLite extracts whole entries; PostgreSQL built them of those keys
         candidates = [{key: c[key] for key in candidate_keys} for c in candidates]
     results["candidates"] = candidates
@@ -464,9 +478,8 @@ def run_ranking_get(*, run_id: int, user: User) -> Run:
     """One run of a study the user is a member of, with of its results only
     RANKING_RESULTS_KEYS and each candidate's RANKING_CANDIDATE_KEYS, picked
     by the database (``Run.DoesNotExist`` for anyone else): one query."""
-    annotations: dict[str, Any] = {f"results_{key}": KeyTransform(key, "results") for key in RANKING_RESULTS_KEYS}
-    annotations["results_candidates"] = _CandidatesPicked(RANKING_CANDIDATE_KEYS)
-    run: Run = _runs(()).annotate(**annotations).get(pk=run_id, study__in=studies_visible_to(user))
+    picked = _ResultsPicked(RANKING_RESULTS_KEYS, RANKING_CANDIDATE_KEYS)
+    run: Run = _runs(()).annotate(results_picked=picked).get(pk=run_id, study__in=studies_visible_to(user))
     _results_picked(run, RANKING_RESULTS_KEYS, RANKING_CANDIDATE_KEYS)
     return run
 
@@ -499,8 +512,7 @@ def _pair_annotations(run_id: int, other_id: int) -> dict[str, Any]:
     """What ``run_pair_get`` reads of each run's JSON: the compared results
     and candidates' entries, the snapshot's index keys, and each compared
     input unless it is the same in both runs."""
-    annotations: dict[str, Any] = {f"results_{key}": KeyTransform(key, "results") for key in COMPARED_RESULTS_KEYS}
-    annotations["results_candidates"] = _CandidatesPicked(COMPARED_CANDIDATE_KEYS)
+    annotations: dict[str, Any] = {"results_picked": _ResultsPicked(COMPARED_RESULTS_KEYS, COMPARED_CANDIDATE_KEYS)}
     annotations |= {f"snapshot_{key}": KeyTransform(key, "snapshot") for key in COMPARED_INDEX_KEYS}
     annotations |= {f"input_{key}": _InputUnlessSame(key, run_id + other_id) for key in COMPARED_INPUT_KEYS}
     return annotations
