@@ -66,26 +66,20 @@ class _WithoutDocument(Func):
         return self.as_sql(compiler, connection, template="(%(expressions)s - 'document')", **extra)
 
 
-class _WithoutCandidates(Func):
-    """A run's results without their stored document text and without the
-    candidates' entries, by the database in one call (PostgreSQL decompresses
-    the stored value once per call that reads it)."""
-
-    output_field = JSONField()
-
-    def __init__(self) -> None:
-        super().__init__(F("results"))
-
-    template = "json_remove(%(expressions)s, '$.document', '$.candidates')"  # SQLite
-
-    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        template = "(%(expressions)s - ARRAY['document', 'candidates'])"
-        return self.as_sql(compiler, connection, template=template, **extra)
+# On PostgreSQL every operator that reads a stored value reads it whole
+# again (fetched out of line and decompressed: 3-5 ms for a run's results
+# at the limits); an expression that reads the results once reads them in a
+# subquery that the planner may not fold into the query (``OFFSET 0``),
+# whose value (a copy, ``|| '{}'``) the outer expressions then share.
+READ_ONCE = "(SELECT {expression} FROM (SELECT {results} || '{{}}'::jsonb AS r OFFSET 0) AS once)"
 
 
-class _Ranking(Func):
-    """Of every candidate of a run's results, in their stored (rank) order,
-    only ``RANKING_KEYS``: a list of small objects, built by the database."""
+class _CoreAndRanking(Func):
+    """Of a run's results, for the run page: the results without their
+    stored document text and without the candidates' entries ("core"), and
+    of every candidate in their stored (rank) order only ``RANKING_KEYS``
+    ("ranking"), as one object built by the database, which reads the
+    results once on PostgreSQL (``READ_ONCE``)."""
 
     output_field = JSONField()
 
@@ -95,20 +89,23 @@ class _Ranking(Func):
     def as_sql(self, compiler: Any, connection: Any, *args: Any, **extra: Any) -> Any:  # SQLite
         results, params = compiler.compile(self.source_expressions[0])
         pairs = ", ".join(f"'{key}', json_extract(value, '$.{key}')" for key in RANKING_KEYS)
-        sql = (
+        ranking = (
             f"(SELECT json_group_array(json_object({pairs})) FROM "
             f"(SELECT value FROM json_each({results}, '$.candidates') ORDER BY key))"
         )
-        return sql, params
+        # (json() again: a JSON value loses its kind through a subquery)
+        core = f"json_remove({results}, '$.document', '$.candidates')"
+        return f"json_object('core', json({core}), 'ranking', json({ranking}))", [*params, *params]
 
     def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
         results, params = compiler.compile(self.source_expressions[0])
         pairs = ", ".join(f"'{key}', c -> '{key}'" for key in RANKING_KEYS)
-        sql = (
+        ranking = (
             f"(SELECT coalesce(jsonb_agg(jsonb_build_object({pairs}) ORDER BY n), '[]'::jsonb) "
-            f"FROM jsonb_array_elements({results} -> 'candidates') WITH ORDINALITY AS t(c, n))"
+            "FROM jsonb_array_elements(r -> 'candidates') WITH ORDINALITY AS t(c, n))"
         )
-        return sql, params
+        expression = f"jsonb_build_object('core', r - ARRAY['document', 'candidates'], 'ranking', {ranking})"
+        return READ_ONCE.format(expression=expression, results=results), params
 
 
 class _NamedCandidates(Func):
@@ -224,14 +221,6 @@ class _OwnExpertValues(Func):
         return sql, [*snapshot_params, *name_params, *name_params, *name_params, *name_params, *snapshot_params]
 
 
-# On PostgreSQL every operator that reads a stored value reads it whole
-# again (fetched out of line and decompressed: 3-5 ms for a run's results
-# at the limits); an expression that reads the results once reads them in a
-# subquery that the planner may not fold into the query (``OFFSET 0``),
-# whose value (a copy, ``|| '{}'``) the outer expressions then share.
-READ_ONCE = "(SELECT {expression} FROM (SELECT {results} || '{{}}'::jsonb AS r OFFSET 0) AS once)"
-
-
 class _ElicitedMetrics(Func):
     """Of a run's snapshot, the indexes of its elicited metrics (the
     ``metric`` of each ``expert_values`` entry; null for a snapshot without
@@ -302,6 +291,9 @@ class _SnapshotKeys(Func):
 
 def _results_core(runs: Iterable[Run]) -> None:
     for run in runs:
+        both = getattr(run, "results_core_ranking", None)
+        if both is not None:  # ("results_ranking": one annotation, the results read once)
+            run.results_core, run.results_ranking = both["core"], both["ranking"] or []  # type: ignore[attr-defined]
         run.results = run.results_core  # type: ignore[attr-defined]  # annotated by _runs
 
 
@@ -315,11 +307,7 @@ def _runs(fields: Iterable[str]) -> QuerySet[Run]:
     runs = Run.objects.select_related("launched_by")
     if "results_ranking" in fields:
         # as "results_core", without the candidates' entries but for their ranking
-        runs = runs.annotate(
-            results_core=_WithoutCandidates(),
-            results_ranking=_Ranking(),
-            snapshot_absent=KeyTransform("absent", "snapshot"),
-        )
+        runs = runs.annotate(results_core_ranking=_CoreAndRanking(), snapshot_absent=KeyTransform("absent", "snapshot"))
     if "results_core" in fields:
         # with who was left out of the run (absent experts), for the run page
         runs = runs.annotate(results_core=_WithoutDocument(), snapshot_absent=KeyTransform("absent", "snapshot"))
