@@ -291,9 +291,11 @@ class _SnapshotKeys(Func):
 
 def _results_core(runs: Iterable[Run]) -> None:
     for run in runs:
+        # "results_ranking": one annotation, the results read once, split here
         both = getattr(run, "results_core_ranking", None)
-        if both is not None:  # ("results_ranking": one annotation, the results read once)
-            run.results_core, run.results_ranking = both["core"], both["ranking"] or []  # type: ignore[attr-defined]
+        if both is not None:
+            run.results_core = both["core"]  # type: ignore[attr-defined]  # an annotation's attribute, set here
+            run.results_ranking = both["ranking"] or []  # type: ignore[attr-defined]  # as results_core
         run.results = run.results_core  # type: ignore[attr-defined]  # annotated by _runs
 
 
