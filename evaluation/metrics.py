@@ -220,12 +220,19 @@ def _codes(values: np.ndarray) -> np.ndarray:
         raise ValueError(f"labels and contexts must be hashable: {exc}") from None
 
 
+def codes_present(codes: np.ndarray) -> np.ndarray:
+    """The distinct values of an array of codes (labels', folds': small
+    non-negative integers, as the prediction reader gives them), sorted:
+    ``np.unique``'s answer by one count, without its sort or hash of every
+    value."""
+    return np.flatnonzero(np.bincount(codes)) if len(codes) else np.arange(0)
+
+
 def _distinct_labels(values: np.ndarray) -> list:
-    """The distinct labels, sorted where NumPy can sort them; codes (small
-    non-negative integers, as the prediction reader gives them) by one
-    count instead of a sort."""
+    """The distinct labels, sorted where NumPy can sort them; codes by one
+    count (``codes_present``) instead of a sort."""
     if values.dtype.kind in "iu" and len(values) and values.min() >= 0 and values.max() < len(values) + 1024:
-        return np.flatnonzero(np.bincount(values)).tolist()
+        return codes_present(values).tolist()
     try:
         return np.unique(values).tolist()
     except TypeError:

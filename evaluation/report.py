@@ -34,13 +34,6 @@ from .predictions import PredictionData
 FORMAT = "approve-evaluation/1"
 
 
-def codes_present(codes: np.ndarray) -> np.ndarray:
-    """The distinct values of an array of codes (labels', folds': small
-    non-negative integers), sorted: ``np.unique``'s answer by one count,
-    without its sort or hash of every value."""
-    return np.flatnonzero(np.bincount(codes)) if len(codes) else np.arange(0)
-
-
 @dataclass(frozen=True)
 class Computation:
     """A metric a study can take from predictions: its key (the document's),
@@ -302,7 +295,7 @@ class CandidateReport:
     @cached_property
     def present(self) -> np.ndarray:
         """The codes of the labels y_true holds, sorted (``np.unique``'s, by a count)."""
-        return codes_present(self.y_true)
+        return metrics.codes_present(self.y_true)
 
     def _positive_code(self, what: str) -> int:
         if self.positive is None:
@@ -650,8 +643,8 @@ def _success_and_time(reports: list[CandidateReport]) -> tuple[np.ndarray, np.nd
     if len(times) < len(reports):
         raise NotApplicable("needs a time column for every candidate")
     folds = [r.predictions.fold for r in reports if r.predictions.fold is not None]
-    if len(folds) == len(reports) and len({tuple(codes_present(f)) for f in folds}) == 1:
-        fold_codes = codes_present(folds[0])
+    if len(folds) == len(reports) and len({tuple(metrics.codes_present(f)) for f in folds}) == 1:
+        fold_codes = metrics.codes_present(folds[0])
         # Each fold's accuracy, the share of its instances predicted right:
         # counted in one pass per candidate (not one call per fold).
         success = np.array(
@@ -676,7 +669,7 @@ def _check_success(reports: list[CandidateReport], success: np.ndarray) -> None:
     else:
         fold = reports[0].predictions.fold
         assert fold is not None  # (a success rate per fold needs folds)
-        fold_names = [reports[0].data.folds[code] for code in codes_present(fold)]
+        fold_names = [reports[0].data.folds[code] for code in metrics.codes_present(fold)]
         where = [f"{reports[c].name} in fold {fold_names[f]!r}" for f, c in np.argwhere(success <= 0).tolist()]
     raise ValueError(
         "A3R and ARR are undefined for every candidate: each compares the candidates' success rates on each data "

@@ -221,33 +221,22 @@ class _OwnExpertValues(Func):
         return sql, [*snapshot_params, *name_params, *name_params, *name_params, *name_params, *snapshot_params]
 
 
-class _ElicitedMetrics(Func):
-    """Of a run's snapshot, the indexes of its elicited metrics (the
-    ``metric`` of each ``expert_values`` entry; null for a snapshot without
-    them), picked by the database: the ranking's sentences say "by bob's own
-    elicited metric" without reading every expert's values."""
+# Of a run's snapshot, the indexes of its elicited metrics (the ``metric``
+# of each ``expert_values`` entry; null for a snapshot without them), picked
+# by the database: the ranking's sentences say "by bob's own elicited
+# metric" without reading every expert's values. ``snapshot``: the SQL
+# naming the snapshot.
 
-    output_field = JSONField()
 
-    def __init__(self) -> None:
-        super().__init__(F("snapshot"))
-
-    def as_sql(self, compiler: Any, connection: Any, *args: Any, **extra: Any) -> Any:  # SQLite
-        snapshot, params = compiler.compile(self.source_expressions[0])
-        sql = (
-            f"(CASE WHEN json_type({snapshot}, '$.expert_values') = 'array' THEN ("
-            "SELECT json_group_array(json_extract(entry.value, '$.metric')) "
-            f"FROM json_each({snapshot}, '$.expert_values') AS entry) END)"
-        )
-        return sql, [*params, *params]
-
-    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        snapshot, params = compiler.compile(self.source_expressions[0])
-        return _elicited_metrics_postgresql(snapshot), [*params, *params]
+def _elicited_metrics_sqlite(snapshot: str) -> str:
+    return (
+        f"(CASE WHEN json_type({snapshot}, '$.expert_values') = 'array' THEN ("
+        "SELECT json_group_array(json_extract(entry.value, '$.metric')) "
+        f"FROM json_each({snapshot}, '$.expert_values') AS entry) END)"
+    )
 
 
 def _elicited_metrics_postgresql(snapshot: str) -> str:
-    """``_ElicitedMetrics``' SQL on PostgreSQL, of the snapshot ``snapshot`` names."""
     return (
         f"(CASE WHEN jsonb_typeof({snapshot} -> 'expert_values') = 'array' THEN coalesce(("
         "SELECT jsonb_agg(entry.value -> 'metric' ORDER BY entry.position) "
@@ -258,7 +247,7 @@ def _elicited_metrics_postgresql(snapshot: str) -> str:
 
 class _SnapshotKeys(Func):
     """Of a run's snapshot, the top-level ``keys`` as one object, and with
-    ``elicited`` the elicited metrics' indexes (``_ElicitedMetrics``) as
+    ``elicited`` the elicited metrics' indexes (``_elicited_metrics_*``) as
     "elicited_metrics"; PostgreSQL reads the snapshot once (``READ_ONCE``:
     1.6 MB compressed at the limits, 6 ms a read)."""
 
@@ -273,12 +262,9 @@ class _SnapshotKeys(Func):
     def as_sql(self, compiler: Any, connection: Any, *args: Any, **extra: Any) -> Any:  # SQLite
         snapshot, params = compiler.compile(self.source_expressions[0])
         pairs = [f"'{key}', json_extract({snapshot}, '$.{key}')" for key in self.keys]
-        all_params = params * len(self.keys)
         if self.elicited:
-            elicited, elicited_params = compiler.compile(_ElicitedMetrics().resolve_expression(compiler.query))
-            pairs.append(f"'elicited_metrics', {elicited}")
-            all_params += elicited_params
-        return f"json_object({', '.join(pairs)})", all_params
+            pairs.append(f"'elicited_metrics', {_elicited_metrics_sqlite(snapshot)}")
+        return f"json_object({', '.join(pairs)})", params * (len(self.keys) + 2 * self.elicited)
 
     def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
         snapshot, params = compiler.compile(self.source_expressions[0])
