@@ -44,7 +44,8 @@ def test_warm_compiles_every_template_of_the_project_and_closes_the_connections(
     assert expected <= cached
     assert closed == [True]
     # the heap frozen out of the cyclic collector's reach, for the forks
-    assert done["frozen_objects"] == gc.get_freeze_count() > 100_000
+    # (the count falls when a frozen object is freed later: a bound, not equality)
+    assert done["frozen_objects"] > 100_000 and gc.get_freeze_count() > 100_000
     gc.unfreeze()
 
 
